@@ -1,0 +1,353 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Version is the wire contract version every event carries in "v".
+const Version = 1
+
+// Roles a turn may have.
+var validRoles = map[string]bool{"user": true, "assistant": true, "system": true, "tool": true}
+
+// Turn is one transcript turn: fold.in.<session>.turn.
+type Turn struct {
+	V       int       `json:"v"`
+	Session string    `json:"session"`
+	TurnID  string    `json:"turn_id"`
+	At      time.Time `json:"at"`
+	Speaker string    `json:"speaker"`
+	Role    string    `json:"role"`
+	Text    string    `json:"text"`
+	// Kind is free-form: speech, chat, tool_call, tool_result, ...
+	Kind string `json:"kind,omitempty"`
+	// Tool names the tool of a tool_call/tool_result turn.
+	Tool string `json:"tool,omitempty"`
+	// Tokens is the turn's own token count if the bot knows it.
+	Tokens int `json:"tokens,omitempty"`
+	// ContextTokens is the provider-reported prompt size of the bot's last
+	// model call (seed 004's most accurate signal).
+	ContextTokens int               `json:"context_tokens,omitempty"`
+	Meta          map[string]string `json:"meta,omitempty"`
+}
+
+// Note is a screen-watch/visual note the bot evicted from its live buffer:
+// fold.in.<session>.note.
+type Note struct {
+	V       int       `json:"v"`
+	Session string    `json:"session"`
+	NoteID  string    `json:"note_id"`
+	At      time.Time `json:"at"`
+	Source  string    `json:"source,omitempty"`
+	Text    string    `json:"text"`
+}
+
+// Control operations.
+const (
+	OpCompact   = "compact"
+	OpEnd       = "end"
+	OpReset     = "reset"
+	OpGenerate  = "generate"
+	OpConfigure = "configure"
+)
+
+// Control is fold.in.<session>.control.
+type Control struct {
+	V       int       `json:"v"`
+	Session string    `json:"session"`
+	Op      string    `json:"op"`
+	At      time.Time `json:"at,omitempty"`
+	// Config carries per-session overrides for op "configure".
+	Config *SessionConfig `json:"config,omitempty"`
+}
+
+// SessionConfig is a per-session override; zero fields keep the default.
+type SessionConfig struct {
+	RecentWindow    int    `json:"recent_window,omitempty"`
+	BatchSize       int    `json:"batch_size,omitempty"`
+	MaxSummaryChars int    `json:"max_summary_chars,omitempty"`
+	MaxNoteChars    int    `json:"max_note_chars,omitempty"`
+	Trigger         string `json:"trigger,omitempty"` // "turn" | "generate"
+	Profile         string `json:"profile,omitempty"` // "voice" | "agent"
+	Disabled        *bool  `json:"disabled,omitempty"`
+}
+
+// Limits bound what the processor accepts. Zero fields take the defaults.
+type Limits struct {
+	MaxPayloadBytes int // whole message
+	MaxTextBytes    int // turn/note text
+	MaxIDLen        int // turn_id, note_id
+	MaxSpeakerLen   int
+}
+
+// DefaultLimits are generous for chat and voice and still bound a turn that
+// carries a whole tool output.
+func DefaultLimits() Limits {
+	return Limits{MaxPayloadBytes: 256 << 10, MaxTextBytes: 64 << 10, MaxIDLen: 256, MaxSpeakerLen: 128}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxPayloadBytes <= 0 {
+		l.MaxPayloadBytes = d.MaxPayloadBytes
+	}
+	if l.MaxTextBytes <= 0 {
+		l.MaxTextBytes = d.MaxTextBytes
+	}
+	if l.MaxIDLen <= 0 {
+		l.MaxIDLen = d.MaxIDLen
+	}
+	if l.MaxSpeakerLen <= 0 {
+		l.MaxSpeakerLen = d.MaxSpeakerLen
+	}
+	return l
+}
+
+// Inbound is one decoded, validated inbound event; exactly one of Turn, Note
+// and Control is set.
+type Inbound struct {
+	Kind    string
+	Session string
+	Turn    *Turn
+	Note    *Note
+	Control *Control
+}
+
+// DecodeInbound decodes and validates the payload of an inbound event of
+// kind for subjectSession. Unknown JSON fields are accepted (they stay in the
+// stream for replay) so that newer bots can talk to older processors.
+func DecodeInbound(kind, subjectSession string, data []byte, lim Limits) (Inbound, error) {
+	lim = lim.withDefaults()
+	if len(data) > lim.MaxPayloadBytes {
+		return Inbound{}, &ValidationError{Code: CodeOversized, Field: "payload", Reason: fmt.Sprintf("%d bytes, expected at most %d", len(data), lim.MaxPayloadBytes)}
+	}
+	if err := CheckSession("subject session token", subjectSession); err != nil {
+		return Inbound{}, err
+	}
+	in := Inbound{Kind: kind, Session: subjectSession}
+	var err error
+	switch kind {
+	case KindTurn:
+		in.Turn = new(Turn)
+		if err = decodeJSON(data, in.Turn); err == nil {
+			err = in.Turn.Validate(subjectSession, lim)
+		}
+	case KindNote:
+		in.Note = new(Note)
+		if err = decodeJSON(data, in.Note); err == nil {
+			err = in.Note.Validate(subjectSession, lim)
+		}
+	case KindControl:
+		in.Control = new(Control)
+		if err = decodeJSON(data, in.Control); err == nil {
+			err = in.Control.Validate(subjectSession)
+		}
+	default:
+		return Inbound{}, &ValidationError{Code: CodeUnknownType, Field: "subject", Reason: fmt.Sprintf("unknown event type %q, expected turn, note or control", truncateForError(kind))}
+	}
+	if err != nil {
+		return Inbound{}, err
+	}
+	return in, nil
+}
+
+func decodeJSON(data []byte, v any) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return &ValidationError{Code: CodeBadJSON, Field: "payload", Reason: "empty, expected a JSON object"}
+	}
+	if data[0] != '{' {
+		return &ValidationError{Code: CodeBadJSON, Field: "payload", Reason: "expected a JSON object starting with '{'"}
+	}
+	// encoding/json silently replaces invalid UTF-8 with U+FFFD; a bot that
+	// sends broken bytes should hear about it instead.
+	if !utf8.Valid(data) {
+		return &ValidationError{Code: CodeInvalidField, Field: "payload", Reason: "expected valid UTF-8 JSON"}
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		if ute, ok := err.(*json.UnmarshalTypeError); ok && ute.Field != "" {
+			return invalid(ute.Field, "expected a JSON %s, got %s", jsonKind(ute.Type.Kind().String()), ute.Value)
+		}
+		if pe, ok := err.(*time.ParseError); ok {
+			return invalid("at", "expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z, got %q", truncateForError(pe.Value))
+		}
+		if strings.Contains(err.Error(), "parsing time") {
+			return invalid("at", "expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z (%v)", err)
+		}
+		return &ValidationError{Code: CodeBadJSON, Field: "payload", Reason: "not valid JSON: " + err.Error()}
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int", "int64", "uint64", "float64":
+		return "number"
+	case "struct", "map":
+		return "object"
+	case "slice":
+		return "array"
+	}
+	return goKind
+}
+
+func checkVersion(v int) error {
+	if v == 0 {
+		return missing("v", fmt.Sprintf("the contract version %d", Version))
+	}
+	if v != Version {
+		return &ValidationError{Code: CodeVersion, Field: "v", Reason: fmt.Sprintf("version %d is not supported, expected %d", v, Version)}
+	}
+	return nil
+}
+
+func checkBodySession(body, subject string) error {
+	if body == "" {
+		return missing("session", "the session id, equal to the subject's session token")
+	}
+	if body != subject {
+		return &ValidationError{Code: CodeSessionMismatch, Field: "session", Reason: fmt.Sprintf("%q does not match the subject's session token %q", truncateForError(body), subject)}
+	}
+	return nil
+}
+
+func checkID(field, id string, max int) error {
+	if strings.TrimSpace(id) == "" {
+		return missing(field, "a non-empty string (the idempotency key)")
+	}
+	if len(id) > max {
+		return invalid(field, "%d bytes, expected at most %d", len(id), max)
+	}
+	if !utf8.ValidString(id) {
+		return invalid(field, "expected valid UTF-8")
+	}
+	return nil
+}
+
+func checkText(field, text string, max int, required bool) error {
+	if required && strings.TrimSpace(text) == "" {
+		return missing(field, "non-empty text")
+	}
+	if len(text) > max {
+		return &ValidationError{Code: CodeOversized, Field: field, Reason: fmt.Sprintf("%d bytes, expected at most %d", len(text), max)}
+	}
+	if !utf8.ValidString(text) {
+		return invalid(field, "expected valid UTF-8 text")
+	}
+	return nil
+}
+
+// Validate checks a turn against the contract.
+func (t *Turn) Validate(subjectSession string, lim Limits) error {
+	lim = lim.withDefaults()
+	if err := checkVersion(t.V); err != nil {
+		return err
+	}
+	if err := checkBodySession(t.Session, subjectSession); err != nil {
+		return err
+	}
+	if err := checkID("turn_id", t.TurnID, lim.MaxIDLen); err != nil {
+		return err
+	}
+	if t.At.IsZero() {
+		return missing("at", "an RFC 3339 timestamp like 2026-01-02T15:04:05Z")
+	}
+	if strings.TrimSpace(t.Speaker) == "" {
+		return missing("speaker", "the speaker's display name, e.g. \"Alice\"")
+	}
+	if len(t.Speaker) > lim.MaxSpeakerLen || !utf8.ValidString(t.Speaker) {
+		return invalid("speaker", "expected valid UTF-8 of at most %d bytes", lim.MaxSpeakerLen)
+	}
+	if t.Role == "" {
+		return missing("role", "one of user, assistant, system, tool")
+	}
+	if !validRoles[t.Role] {
+		return invalid("role", "expected one of user, assistant, system, tool, got %q", truncateForError(t.Role))
+	}
+	if err := checkText("text", t.Text, lim.MaxTextBytes, true); err != nil {
+		return err
+	}
+	if t.Tokens < 0 {
+		return invalid("tokens", "expected a non-negative integer, got %d", t.Tokens)
+	}
+	if t.ContextTokens < 0 {
+		return invalid("context_tokens", "expected a non-negative integer, got %d", t.ContextTokens)
+	}
+	return nil
+}
+
+// Validate checks a note against the contract.
+func (n *Note) Validate(subjectSession string, lim Limits) error {
+	lim = lim.withDefaults()
+	if err := checkVersion(n.V); err != nil {
+		return err
+	}
+	if err := checkBodySession(n.Session, subjectSession); err != nil {
+		return err
+	}
+	if err := checkID("note_id", n.NoteID, lim.MaxIDLen); err != nil {
+		return err
+	}
+	if n.At.IsZero() {
+		return missing("at", "an RFC 3339 timestamp like 2026-01-02T15:04:05Z")
+	}
+	if len(n.Source) > lim.MaxSpeakerLen || !utf8.ValidString(n.Source) {
+		return invalid("source", "expected valid UTF-8 of at most %d bytes", lim.MaxSpeakerLen)
+	}
+	return checkText("text", n.Text, lim.MaxTextBytes, true)
+}
+
+// Validate checks a control event against the contract.
+func (c *Control) Validate(subjectSession string) error {
+	if err := checkVersion(c.V); err != nil {
+		return err
+	}
+	if err := checkBodySession(c.Session, subjectSession); err != nil {
+		return err
+	}
+	switch c.Op {
+	case "":
+		return missing("op", "one of compact, end, reset, generate, configure")
+	case OpCompact, OpEnd, OpReset, OpGenerate:
+		return nil
+	case OpConfigure:
+		if c.Config == nil {
+			return missing("config", "an object with the settings to override for op configure")
+		}
+		return c.Config.Validate()
+	default:
+		return invalid("op", "expected one of compact, end, reset, generate, configure, got %q", truncateForError(c.Op))
+	}
+}
+
+// Validate checks a per-session override.
+func (c *SessionConfig) Validate() error {
+	if c.RecentWindow < 0 || c.RecentWindow > 10000 {
+		return invalid("config.recent_window", "expected 1..10000, got %d", c.RecentWindow)
+	}
+	if c.BatchSize < 0 || c.BatchSize > 1000 {
+		return invalid("config.batch_size", "expected 1..1000, got %d", c.BatchSize)
+	}
+	if c.MaxSummaryChars != 0 && (c.MaxSummaryChars < 100 || c.MaxSummaryChars > 100000) {
+		return invalid("config.max_summary_chars", "expected 100..100000, got %d", c.MaxSummaryChars)
+	}
+	if c.MaxNoteChars < 0 || c.MaxNoteChars > 100000 {
+		return invalid("config.max_note_chars", "expected 1..100000, got %d", c.MaxNoteChars)
+	}
+	switch c.Trigger {
+	case "", "turn", "generate":
+	default:
+		return invalid("config.trigger", "expected turn or generate, got %q", truncateForError(c.Trigger))
+	}
+	switch c.Profile {
+	case "", "voice", "agent":
+	default:
+		return invalid("config.profile", "expected voice or agent, got %q", truncateForError(c.Profile))
+	}
+	return nil
+}

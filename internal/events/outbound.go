@@ -1,0 +1,98 @@
+package events
+
+import "time"
+
+// SummaryUpdated is published on fold.out.<session>.summary after every
+// successful fold. Version increases by one per fold; Nats-Msg-Id is
+// "<session>:summary:<version>" so a re-publish after a crash is dropped by
+// the stream.
+type SummaryUpdated struct {
+	V       int    `json:"v"`
+	Session string `json:"session"`
+	Version uint64 `json:"version"`
+	Summary string `json:"summary"`
+	// Cursor is the first turn index not covered by the summary: the builder
+	// shows turns from Cursor on verbatim.
+	Cursor             int64     `json:"cursor"`
+	CoveredThroughTurn int64     `json:"covered_through_turn"`
+	From               time.Time `json:"from"`
+	To                 time.Time `json:"to"`
+	FoldedTurns        int       `json:"folded_turns"`
+	FoldedNotes        int       `json:"folded_notes"`
+	SummaryChars       int       `json:"summary_chars"`
+	SummaryTokens      int       `json:"summary_tokens"`
+	OriginalTokens     int       `json:"original_tokens"`
+	Mode               string    `json:"mode"`
+	Tier               string    `json:"tier"`
+	Compactions        int       `json:"compactions"`
+	Model              string    `json:"model"`
+	LatencyMS          int64     `json:"latency_ms"`
+	At                 time.Time `json:"at"`
+}
+
+// Lifecycle event types on fold.out.<session>.event.
+const (
+	EventCompactionSkipped   = "compaction_skipped"
+	EventCompactionStarted   = "compaction_started"
+	EventCompactionCompleted = "compaction_completed"
+	EventCompactionFailed    = "compaction_failed"
+	EventSessionEnded        = "session_ended"
+	EventSessionReset        = "session_reset"
+	EventSessionConfigured   = "session_configured"
+	EventRejected            = "event_rejected"
+)
+
+// Skip reasons of compaction_skipped (seed 000, plus retry_backoff: a failed
+// fold is retried at the next trigger, but not sooner than its backoff so a
+// failing model is not hammered on every turn).
+const (
+	SkipBelowThreshold  = "below_threshold"
+	SkipAlreadyInFlight = "already_in_flight"
+	SkipNoEligibleBatch = "no_eligible_batch"
+	SkipSessionEnding   = "session_ending"
+	SkipDisabled        = "disabled"
+	SkipRetryBackoff    = "retry_backoff"
+)
+
+// Lifecycle is published on fold.out.<session>.event. Fields not relevant
+// to a type are omitted.
+type Lifecycle struct {
+	V       int       `json:"v"`
+	Session string    `json:"session"`
+	Type    string    `json:"type"`
+	At      time.Time `json:"at"`
+	FoldID  string    `json:"fold_id,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	Trigger string    `json:"trigger,omitempty"` // turn | generate | compact | catch_up
+
+	Cursor           int64 `json:"cursor"`
+	TotalTurns       int64 `json:"total_turns"`
+	RecentStart      int64 `json:"recent_start,omitempty"`
+	Eligible         int64 `json:"eligible,omitempty"`
+	BatchSize        int   `json:"batch_size,omitempty"`
+	BatchFrom        int64 `json:"batch_from,omitempty"`
+	BatchTo          int64 `json:"batch_to,omitempty"`
+	PendingNoteCount int   `json:"pending_note_count,omitempty"`
+
+	OldCursor          int64  `json:"old_cursor,omitempty"`
+	NewCursor          int64  `json:"new_cursor,omitempty"`
+	CoveredThroughTurn int64  `json:"covered_through_turn,omitempty"`
+	SummaryChars       int    `json:"summary_chars,omitempty"`
+	Version            uint64 `json:"version,omitempty"`
+	Tier               string `json:"tier,omitempty"`
+	LatencyMS          int64  `json:"latency_ms,omitempty"`
+
+	Model      string `json:"model,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+	Retryable  *bool  `json:"retryable,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Dead-letter headers: the rejected message's payload is kept as is.
+const (
+	HeaderErrorCode       = "Foldstream-Error-Code"
+	HeaderErrorField      = "Foldstream-Error-Field"
+	HeaderError           = "Foldstream-Error"
+	HeaderOriginalSubject = "Foldstream-Original-Subject"
+	HeaderOriginalSeq     = "Foldstream-Original-Sequence"
+)

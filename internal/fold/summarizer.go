@@ -1,0 +1,80 @@
+package fold
+
+import (
+	"context"
+	"time"
+)
+
+// Summarizer turns a batch of old turns (plus the previous summary and any
+// pending notes) into a new running summary. Backends: offline (extractive,
+// no network) and openai (any OpenAI-compatible chat-completions API).
+//
+// A Summarizer must not enforce the char budget by truncation: the engine
+// owns budget policy (re-compaction pass, then sentence clamp) so that every
+// backend is treated the same and the tier used is reported.
+type Summarizer interface {
+	Summarize(ctx context.Context, req Request) (Result, error)
+	// Name identifies the backend and model in events and logs, e.g.
+	// "offline" or "openai:gpt-4o-mini".
+	Name() string
+}
+
+// Profile selects the default prompt: voice sessions (seed 000) or agent
+// sessions with tool calls (seed 003).
+type Profile string
+
+const (
+	ProfileVoice Profile = "voice"
+	ProfileAgent Profile = "agent"
+)
+
+// Turn is one transcript turn as the summarizer sees it.
+type Turn struct {
+	Index   int64     // position in the session transcript (0-based)
+	TurnID  string    // bot-assigned idempotency key
+	At      time.Time // when it was said
+	Speaker string    // display name, e.g. "Alice"
+	Role    string    // user | assistant | system | tool
+	Text    string
+	Kind    string // optional: speech, chat, tool_call, tool_result, ...
+	Tool    string // tool name for tool_call / tool_result turns
+	Tokens  int    // token count if known (0 = unknown)
+}
+
+// Note is a screen-watch / visual note the bot evicted from its live buffer.
+type Note struct {
+	NoteID string
+	At     time.Time
+	Source string // who was sharing / which feed, when known
+	Text   string
+}
+
+// Request is one summarization call.
+type Request struct {
+	Session         string
+	Profile         Profile
+	PreviousSummary string // "" on the first fold
+	Turns           []Turn
+	Notes           []Note
+	// MaxChars is the summary budget. Backends aim below it (the openai
+	// backend derives its max output tokens from it).
+	MaxChars int
+	// Recompact is set on the re-compaction pass: PreviousSummary holds the
+	// over-long output and Turns/Notes are empty; the backend must condense.
+	Recompact bool
+	// From/To bound the folded window in time (first/last turn or note).
+	From, To time.Time
+}
+
+// Result is what a backend returns.
+type Result struct {
+	Summary string
+	// Memories are durable facts extracted alongside the summary (seed 004);
+	// optional, may be nil.
+	Memories []string
+	// Model that produced the summary ("offline" for the offline backend).
+	Model string
+	// Provider-reported usage; zero when the backend has none.
+	InputTokens  int
+	OutputTokens int
+}
