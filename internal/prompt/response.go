@@ -1,0 +1,98 @@
+package prompt
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+var (
+	memoriesOpenRe  = regexp.MustCompile(`(?i)<\s*memories\s*>`)
+	memoriesCloseRe = regexp.MustCompile(`(?i)<\s*/\s*memories\s*>`)
+	summaryRe       = regexp.MustCompile(`(?is)<\s*summary\s*>(.*?)(?:<\s*/\s*summary\s*>|$)`)
+	bulletRe        = regexp.MustCompile(`^(?:[-*•]\s+|\d+[.)]\s+)`)
+)
+
+// ParseMemories splits a model answer into the summary and the durable
+// facts of its optional <memories> block (seed 004), one per line. A
+// block left unclosed (output cut at max tokens) runs to the end. A
+// <summary>…</summary> wrapper, which seed-004-style models like to add,
+// is removed.
+func ParseMemories(answer string) (summary string, memories []string) {
+	summary = answer
+	if loc := memoriesOpenRe.FindStringIndex(answer); loc != nil {
+		before, rest := answer[:loc[0]], answer[loc[1]:]
+		block, after := rest, ""
+		if c := memoriesCloseRe.FindStringIndex(rest); c != nil {
+			block, after = rest[:c[0]], rest[c[1]:]
+		}
+		summary = strings.TrimSpace(before) + "\n" + strings.TrimSpace(after)
+		seen := map[string]bool{}
+		for _, line := range strings.Split(block, "\n") {
+			line = strings.TrimSpace(bulletRe.ReplaceAllString(strings.TrimSpace(line), ""))
+			switch strings.ToLower(strings.Trim(line, "().")) {
+			case "", "none", "n/a":
+				continue
+			}
+			if !seen[line] {
+				seen[line] = true
+				memories = append(memories, line)
+			}
+		}
+	}
+	if m := summaryRe.FindStringSubmatch(summary); m != nil {
+		summary = m[1]
+	}
+	return strings.TrimSpace(summary), memories
+}
+
+// minEchoLine is the shortest instruction line whose verbatim presence in
+// an answer counts as echoing the prompt: long enough that a genuine
+// summary does not contain it by chance.
+const minEchoLine = 40
+
+// Echoes reports whether answer repeats the prompt instead of summarizing
+// it: it contains one of our fence tags, or verbatim an instruction line
+// (a line of system or user outside the fenced data blocks). Fenced data
+// is excluded because a summary legitimately repeats names and phrases
+// from the transcript and the previous summary.
+func Echoes(answer, system, user string) bool {
+	low := strings.ToLower(answer)
+	for _, tag := range []string{TagTranscript, TagNotes, TagPrevious} {
+		if strings.Contains(low, "<"+tag+">") || strings.Contains(low, "</"+tag+">") {
+			return true
+		}
+	}
+	for _, line := range instructionLines(system + "\n" + user) {
+		if strings.Contains(answer, line) {
+			return true
+		}
+	}
+	return false
+}
+
+func instructionLines(prompt string) []string {
+	var out []string
+	inFence := ""
+	for _, line := range strings.Split(prompt, "\n") {
+		line = strings.TrimSpace(line)
+		if inFence != "" {
+			if line == "</"+inFence+">" {
+				inFence = ""
+			}
+			continue
+		}
+		switch line {
+		case "<" + TagTranscript + ">", "<" + TagNotes + ">", "<" + TagPrevious + ">":
+			inFence = strings.Trim(line, "<>")
+			continue
+		}
+		// Drop list markers so that "- Keep the newest…" also matches an
+		// answer that reproduced the text without the marker.
+		line = strings.TrimSpace(bulletRe.ReplaceAllString(line, ""))
+		if utf8.RuneCountInString(line) >= minEchoLine {
+			out = append(out, line)
+		}
+	}
+	return out
+}
