@@ -46,16 +46,20 @@ func ParseMemories(answer string) (summary string, memories []string) {
 	return strings.TrimSpace(summary), memories
 }
 
-// minEchoLine is the shortest instruction line whose verbatim presence in
-// an answer counts as echoing the prompt: long enough that a genuine
-// summary does not contain it by chance.
-const minEchoLine = 40
+// echoWindow is the length of a verbatim instruction snippet that counts
+// as echoing the prompt: long enough that a genuine summary does not
+// contain it by chance. Windows overlap (echoStep) so that a partial copy
+// of a long instruction line is caught too.
+const (
+	echoWindow = 40
+	echoStep   = 10
+)
 
 // Echoes reports whether answer repeats the prompt instead of summarizing
-// it: it contains one of our fence tags, or verbatim an instruction line
-// (a line of system or user outside the fenced data blocks). Fenced data
-// is excluded because a summary legitimately repeats names and phrases
-// from the transcript and the previous summary.
+// it: it contains one of our fence tags, or verbatim a 40-char stretch of
+// an instruction line (a line of system or user outside the fenced data
+// blocks). Fenced data is excluded because a summary legitimately repeats
+// names and phrases from the transcript and the previous summary.
 func Echoes(answer, system, user string) bool {
 	low := strings.ToLower(answer)
 	for _, tag := range []string{TagTranscript, TagNotes, TagPrevious} {
@@ -64,8 +68,11 @@ func Echoes(answer, system, user string) bool {
 		}
 	}
 	for _, line := range instructionLines(system + "\n" + user) {
-		if strings.Contains(answer, line) {
-			return true
+		r := []rune(line)
+		for i := 0; i+echoWindow <= len(r); i += echoStep {
+			if strings.Contains(answer, string(r[i:i+echoWindow])) {
+				return true
+			}
 		}
 	}
 	return false
@@ -90,7 +97,7 @@ func instructionLines(prompt string) []string {
 		// Drop list markers so that "- Keep the newest…" also matches an
 		// answer that reproduced the text without the marker.
 		line = strings.TrimSpace(bulletRe.ReplaceAllString(line, ""))
-		if utf8.RuneCountInString(line) >= minEchoLine {
+		if utf8.RuneCountInString(line) >= echoWindow {
 			out = append(out, line)
 		}
 	}
