@@ -265,7 +265,8 @@ func TestParseMemories(t *testing.T) {
 }
 
 func TestEchoes(t *testing.T) {
-	sys, user, err := Defaults().Render(voiceReq())
+	req := voiceReq()
+	sys, user, err := Defaults().Render(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,8 +282,31 @@ func TestEchoes(t *testing.T) {
 		{user, true},
 	}
 	for _, tt := range tests {
-		if got := Echoes(tt.answer, sys, user); got != tt.echo {
+		if got := Echoes(tt.answer, req, sys, user); got != tt.echo {
 			t.Errorf("Echoes(%.60q) = %v, want %v", tt.answer, got, tt.echo)
 		}
+	}
+}
+
+// A custom template that inlines the data (no fences) must not make a
+// summary that repeats the previous summary look like an echo.
+func TestEchoesInlineData(t *testing.T) {
+	tm, err := Load(map[string]string{NameVoice: `Old summary: {{.PreviousSummary}}
+{{range .Turns}}{{.Speaker}}: {{.Text}}
+{{end}}Write at most {{.MaxChars}} characters of plain prose summary please.`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := voiceReq()
+	req.PreviousSummary = "Alice and Bob started a long Marvel Rivals session on the Tokyo map."
+	sys, user, err := tm.Render(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Echoes("Alice and Bob started a long Marvel Rivals session on the Tokyo map. Bob keeps dying as Hulk.", req, sys, user) {
+		t.Error("repeating the previous summary counted as an echo")
+	}
+	if !Echoes("Write at most 1200 characters of plain prose summary please.", req, sys, user) {
+		t.Error("echoed custom instruction not caught")
 	}
 }

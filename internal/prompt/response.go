@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/fold"
 )
 
 var (
@@ -55,19 +57,34 @@ const (
 	echoStep   = 10
 )
 
-// Echoes reports whether answer repeats the prompt instead of summarizing
-// it: it contains one of our fence tags, or verbatim a 40-char stretch of
-// an instruction line (a line of system or user outside the fenced data
-// blocks). Fenced data is excluded because a summary legitimately repeats
-// names and phrases from the transcript and the previous summary.
-func Echoes(answer, system, user string) bool {
+// Echoes reports whether answer (to the prompt system+user rendered for
+// req) repeats the prompt instead of summarizing it: it contains one of our
+// fence tags, or verbatim a 40-char stretch of an instruction line. Session
+// data — fenced blocks, and the request's turns, notes and previous summary
+// wherever a custom template put them — is not instruction text: a summary
+// legitimately repeats names and phrases from it.
+func Echoes(answer string, req fold.Request, system, user string) bool {
 	low := strings.ToLower(answer)
 	for _, tag := range []string{TagTranscript, TagNotes, TagPrevious} {
 		if strings.Contains(low, "<"+tag+">") || strings.Contains(low, "</"+tag+">") {
 			return true
 		}
 	}
-	for _, line := range instructionLines(system + "\n" + user) {
+	prompt := system + "\n" + user
+	d := newData(req)
+	data := []string{d.PreviousSummary}
+	for _, t := range d.Turns {
+		data = append(data, t.Line, t.Text)
+	}
+	for _, n := range d.Notes {
+		data = append(data, n.Line, n.Text)
+	}
+	for _, s := range data {
+		if s != "" {
+			prompt = strings.ReplaceAll(prompt, s, "\n")
+		}
+	}
+	for _, line := range instructionLines(prompt) {
 		r := []rune(line)
 		for i := 0; i+echoWindow <= len(r); i += echoStep {
 			if strings.Contains(answer, string(r[i:i+echoWindow])) {

@@ -223,7 +223,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		return fold.Result{}, err
 	}
 
-	res, err := s.result(resp, system, user)
+	res, err := s.result(resp, req, system, user)
 	if err != nil {
 		log.Warn().Str("error_class", string(retry.InvalidOutput)).Bool("retryable", false).
 			Int("attempt", attempt).Str("error", err.Error()).Msg("openai: invalid answer")
@@ -238,7 +238,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 // result validates the answer. Error messages never quote the answer: it
 // is derived from the transcript and errors end up in warn-level logs and
 // failure events.
-func (s *Summarizer) result(resp goopenai.ChatCompletionResponse, system, user string) (fold.Result, error) {
+func (s *Summarizer) result(resp goopenai.ChatCompletionResponse, req fold.Request, system, user string) (fold.Result, error) {
 	invalid := func(format string, args ...any) error {
 		return retry.New(retry.InvalidOutput, fmt.Errorf("openai: "+format, args...))
 	}
@@ -262,7 +262,7 @@ func (s *Summarizer) result(resp goopenai.ChatCompletionResponse, system, user s
 		return fold.Result{}, invalid("answer holds no summary besides the memories block")
 	case looksLikeError(summary):
 		return fold.Result{}, invalid("answer looks like a refusal or an error message (%d chars)", utf8.RuneCountInString(summary))
-	case prompt.Echoes(raw, system, user):
+	case prompt.Echoes(raw, req, system, user):
 		return fold.Result{}, invalid("answer echoes the prompt (%d chars)", utf8.RuneCountInString(raw))
 	}
 	model := resp.Model
