@@ -1,0 +1,102 @@
+package fold
+
+// Window is seed 000's rolling compaction: keep the last Recent turns
+// verbatim and fold the oldest Batch turns behind the cursor once they have
+// fully left the recent window.
+type Window struct {
+	Recent          int // verbatim recent window (seed 000: 50)
+	Batch           int // turns folded per run (seed 000: 10)
+	MaxSummaryChars int // summary budget (seed 000: 1200)
+	MaxNoteChars    int // per-note cap when folded (seed 000: 400)
+}
+
+// DefaultWindow holds seed 000's constants.
+func DefaultWindow() Window {
+	return Window{Recent: 50, Batch: 10, MaxSummaryChars: 1200, MaxNoteChars: 400}
+}
+
+// SkipReason says why a trigger check did not start a fold.
+type SkipReason string
+
+// Skip reasons (the wire names of compaction_skipped).
+const (
+	NoSkip              SkipReason = ""
+	SkipDisabled        SkipReason = "disabled"
+	SkipSessionEnding   SkipReason = "session_ending"
+	SkipBelowThreshold  SkipReason = "below_threshold"
+	SkipAlreadyInFlight SkipReason = "already_in_flight"
+	SkipRetryBackoff    SkipReason = "retry_backoff"
+	SkipNoEligibleBatch SkipReason = "no_eligible_batch"
+)
+
+// Check is the input of a trigger evaluation.
+type Check struct {
+	Cursor   int64 // first unfolded turn
+	Total    int64 // turns in the transcript
+	InFlight bool  // a fold lease is held and not expired
+	Backoff  bool  // the last fold failed and its retry backoff has not passed
+	Ending   bool  // the session is ending / ended
+	Disabled bool
+	// Force is a manual compact: fold the eligible batch even when the
+	// seed's "more than recent+batch" threshold is not reached yet.
+	Force bool
+}
+
+// Decision is the outcome: fold [From, To) or skip with Reason.
+type Decision struct {
+	Fold        bool
+	Reason      SkipReason
+	RecentStart int64
+	Eligible    int64
+	From, To    int64
+}
+
+// Evaluate applies seed 000 exactly:
+//
+//	trigger when total − cursor > recent + batch and no fold is in flight;
+//	recentStart = max(cursor, total − recent); eligible = recentStart − cursor;
+//	fold [cursor, cursor+batch) when eligible ≥ batch.
+//
+// DESIGN.md states only "eligible ≥ batch", which would fire at 60 turns;
+// the seed's own progression (61 → fold 0..9, 71 → fold 10..19) needs the
+// strict threshold as well, so both are checked, in the seed's order.
+func (w Window) Evaluate(c Check) Decision {
+	recentStart := max(c.Cursor, c.Total-int64(w.Recent))
+	d := Decision{RecentStart: recentStart, Eligible: recentStart - c.Cursor}
+	switch {
+	case c.Disabled:
+		d.Reason = SkipDisabled
+	case c.Ending:
+		d.Reason = SkipSessionEnding
+	case !c.Force && c.Total-c.Cursor <= int64(w.Recent+w.Batch):
+		d.Reason = SkipBelowThreshold
+	case c.InFlight:
+		d.Reason = SkipAlreadyInFlight
+	case c.Backoff && !c.Force:
+		d.Reason = SkipRetryBackoff
+	case d.Eligible < int64(w.Batch) && !(c.Force && d.Eligible > 0):
+		d.Reason = SkipNoEligibleBatch
+	default:
+		d.Fold = true
+		d.From = c.Cursor
+		d.To = c.Cursor + min(int64(w.Batch), d.Eligible)
+	}
+	return d
+}
+
+// Merge applies per-session overrides (zero = keep).
+func (w Window) Merge(recent, batch, maxSummary, maxNote int) Window {
+	if recent > 0 {
+		w.Recent = recent
+	}
+	if batch > 0 {
+		w.Batch = batch
+	}
+	if maxSummary > 0 {
+		w.MaxSummaryChars = maxSummary
+	}
+	if maxNote > 0 {
+		w.MaxNoteChars = maxNote
+	}
+	return w
+}

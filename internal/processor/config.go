@@ -1,0 +1,145 @@
+// Package processor is foldstream's engine: it consumes the inbound stream,
+// applies each session's events in order on one owner (a shard goroutine),
+// keeps hot state in memory with checkpoints written behind to the KV
+// bucket, runs folds off the ingest path and publishes the outcome.
+package processor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+// Clock is the time source; tests pass a controllable one.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// TokenCounter counts tokens of text (BPE, or the chars/4×1.2 fallback).
+type TokenCounter interface{ Count(text string) int }
+
+// Trigger modes: evaluate on every turn, or only on generate control events
+// (seed 000's generation-driven trigger).
+const (
+	TriggerTurn     = "turn"
+	TriggerGenerate = "generate"
+)
+
+// Config tunes the processor. Zero values take the defaults.
+type Config struct {
+	Window  fold.Window
+	Trigger string // turn | generate
+	Profile fold.Profile
+	// Durable consumer name; instances sharing it share the work.
+	Consumer string
+	// InstanceID names this process in fold leases.
+	InstanceID string
+	// Shards is the number of session owners (goroutines).
+	Shards int
+	// FlushInterval bounds how long an applied event waits for its
+	// checkpoint (and its ack).
+	FlushInterval time.Duration
+	// FlushBatch forces a shard flush once this many acks are pending.
+	FlushBatch int
+	// FoldTimeout bounds one fold, including the summarizer's retries.
+	FoldTimeout time.Duration
+	// LeaseTTL is how long a fold lease blocks other folds; it must exceed
+	// FoldTimeout so a live fold is never overtaken.
+	LeaseTTL time.Duration
+	// RetryBackoff is the first wait after a failed fold (doubling, capped
+	// at RetryBackoffMax) before the next trigger may retry.
+	RetryBackoff    time.Duration
+	RetryBackoffMax time.Duration
+	// IdleEvict drops a clean, idle session from memory; its state stays
+	// in the KV bucket and is loaded on its next event.
+	IdleEvict time.Duration
+	// ShutdownGrace is how long in-flight folds may finish on shutdown
+	// before they are abandoned (lease cleared, nothing moved).
+	ShutdownGrace time.Duration
+	// MaxAckPending bounds unacknowledged messages on the consumer.
+	MaxAckPending int
+	AckWait       time.Duration
+	Limits        events.Limits
+}
+
+func (c Config) withDefaults() Config {
+	if c.Window.Recent == 0 && c.Window.Batch == 0 {
+		c.Window = fold.DefaultWindow()
+	}
+	d := fold.DefaultWindow()
+	if c.Window.MaxSummaryChars == 0 {
+		c.Window.MaxSummaryChars = d.MaxSummaryChars
+	}
+	if c.Window.MaxNoteChars == 0 {
+		c.Window.MaxNoteChars = d.MaxNoteChars
+	}
+	if c.Trigger == "" {
+		c.Trigger = TriggerTurn
+	}
+	if c.Profile == "" {
+		c.Profile = fold.ProfileVoice
+	}
+	if c.Consumer == "" {
+		c.Consumer = "foldstream"
+	}
+	if c.Shards <= 0 {
+		c.Shards = 8
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = 20 * time.Millisecond
+	}
+	if c.FlushBatch <= 0 {
+		c.FlushBatch = 4096
+	}
+	if c.FoldTimeout <= 0 {
+		c.FoldTimeout = 60 * time.Second
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = c.FoldTimeout + 15*time.Second
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = 2 * time.Second
+	}
+	if c.RetryBackoffMax <= 0 {
+		c.RetryBackoffMax = 2 * time.Minute
+	}
+	if c.IdleEvict <= 0 {
+		c.IdleEvict = 2 * time.Minute
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.MaxAckPending <= 0 {
+		c.MaxAckPending = 65536
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 30 * time.Second
+	}
+	return c
+}
+
+// Validate reports settings that cannot work, naming the setting.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Window.Recent < 1:
+		return fmt.Errorf("recent window: expected at least 1 turn, got %d", c.Window.Recent)
+	case c.Window.Batch < 1:
+		return fmt.Errorf("batch size: expected at least 1 turn, got %d", c.Window.Batch)
+	case c.Window.MaxSummaryChars < 100:
+		return fmt.Errorf("max summary chars: expected at least 100, got %d", c.Window.MaxSummaryChars)
+	case c.Trigger != TriggerTurn && c.Trigger != TriggerGenerate:
+		return fmt.Errorf("trigger: expected %q or %q, got %q", TriggerTurn, TriggerGenerate, c.Trigger)
+	case c.LeaseTTL <= c.FoldTimeout:
+		return fmt.Errorf("lease TTL (%s) must exceed the fold timeout (%s), or a live fold could be overtaken", c.LeaseTTL, c.FoldTimeout)
+	case c.Profile != fold.ProfileVoice && c.Profile != fold.ProfileAgent:
+		return fmt.Errorf("profile: expected voice or agent, got %q", c.Profile)
+	}
+	return nil
+}

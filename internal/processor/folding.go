@@ -1,0 +1,308 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/retry"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nuid"
+	"github.com/rs/zerolog"
+)
+
+// foldJob is what a fold goroutine needs; it holds copies, never the live
+// session, so the shard keeps sole ownership of state.
+type foldJob struct {
+	session   string
+	foldID    string
+	trigger   string
+	profile   fold.Profile
+	window    fold.Window
+	prev      string
+	from, to  int64
+	turns     []state.TurnRef
+	notes     []state.NoteRef
+	started   time.Time
+	cursor    int64
+	prevVer   uint64
+	compactns int
+}
+
+type foldResult struct {
+	job      foldJob
+	out      fold.Outcome
+	err      error
+	origToks int
+	sumToks  int
+	nTurns   int
+	nNotes   int
+	fromT    time.Time
+	toT      time.Time
+}
+
+// evaluate runs the trigger check (seed 000) and starts a fold or records
+// why not.
+func (sh *shard) evaluate(ls *live, trigger string, force bool) {
+	p := sh.p
+	now := p.clock.Now()
+	s := ls.s
+	if s.Lease != nil && !s.Lease.Held(now) {
+		p.log.Warn().Str("event", "lease_expired").Str("session", s.ID).Str("fold_id", s.Lease.FoldID).Str("owner", s.Lease.Owner).
+			Msg("fold lease passed its deadline; the batch will be folded again")
+		sh.abandon(ls, "lease expired")
+		sh.markDirty(ls)
+	}
+	w := sh.window(ls)
+	disabled := s.Config != nil && s.Config.Disabled != nil && *s.Config.Disabled
+	d := w.Evaluate(fold.Check{
+		Cursor: s.Cursor, Total: s.Total, InFlight: s.Lease.Held(now),
+		Backoff: now.Before(s.RetryAfter), Ending: s.Ended, Disabled: disabled, Force: force,
+	})
+	if !d.Fold {
+		sh.skip(ls, d, trigger)
+		return
+	}
+	ls.lastSkip = ""
+	sh.startFold(ls, w, d, trigger)
+}
+
+// skip logs every skip (debug for the per-turn below_threshold) and
+// publishes it when the reason changes or the check was asked for, so the
+// stream explains the session without carrying one event per turn.
+func (sh *shard) skip(ls *live, d fold.Decision, trigger string) {
+	p := sh.p
+	p.m.skips.WithLabelValues(string(d.Reason)).Inc()
+	explicit := trigger == "generate" || trigger == "compact"
+	publish := explicit || d.Reason != ls.lastSkip
+	level := zerolog.DebugLevel
+	if publish && d.Reason != fold.SkipBelowThreshold {
+		level = zerolog.InfoLevel
+	}
+	p.log.WithLevel(level).Str("event", "context_compaction_skipped").Str("session", ls.s.ID).Str("reason", string(d.Reason)).
+		Str("trigger", trigger).Int64("cursor", ls.s.Cursor).Int64("total_turns", ls.s.Total).Int64("recent_start", d.RecentStart).
+		Int64("eligible", d.Eligible).Msg("compaction skipped")
+	if !publish {
+		return
+	}
+	ls.lastSkip = d.Reason
+	sh.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionSkipped, Reason: string(d.Reason), Trigger: trigger,
+		RecentStart: d.RecentStart, Eligible: d.Eligible,
+	})
+}
+
+func (sh *shard) startFold(ls *live, w fold.Window, d fold.Decision, trigger string) {
+	p := sh.p
+	s := ls.s
+	now := p.clock.Now()
+	n := int(d.To - d.From)
+	if n > len(s.Turns) {
+		p.log.Error().Str("event", "state_inconsistent").Str("session", s.ID).Int("batch", n).Int("held_turns", len(s.Turns)).
+			Msg("fewer unfolded turns held than the batch needs; skipping fold")
+		return
+	}
+	s.Lease = &state.Lease{
+		FoldID: nuid.Next(), Owner: p.cfg.InstanceID, Deadline: now.Add(p.cfg.LeaseTTL),
+		From: d.From, To: d.To, Notes: len(s.PendingNotes),
+	}
+	// The lease is written before the fold starts: with compare-and-set no
+	// second owner can start (or land) the same batch.
+	if !sh.checkpoint(ls) {
+		return
+	}
+	job := foldJob{
+		session: s.ID, foldID: s.Lease.FoldID, trigger: trigger, profile: sh.profile(ls), window: w,
+		prev: s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
+		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
+		notes: append([]state.NoteRef(nil), s.PendingNotes...),
+	}
+	p.m.folds.WithLabelValues("started").Inc()
+	p.m.inFlight.Inc()
+	sh.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionStarted, FoldID: job.foldID, Trigger: trigger,
+		RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
+		PendingNoteCount: len(job.notes),
+	})
+	p.log.Info().Str("event", "context_compaction_started").Str("session", s.ID).Str("fold_id", job.foldID).Str("trigger", trigger).
+		Int64("cursor", s.Cursor).Int("batch_size", n).Int64("recent_start", d.RecentStart).Int("pending_note_count", len(job.notes)).
+		Int64("total_turns", s.Total).Msg("compaction started")
+
+	ctx, cancel := context.WithTimeout(sh.foldCtx, p.cfg.FoldTimeout)
+	ls.cancel = cancel
+	sh.inFlight++
+	p.folds.Add(1)
+	go func() {
+		defer p.folds.Done()
+		defer cancel()
+		r := p.runFold(ctx, job)
+		sh.results <- r
+	}()
+}
+
+// runFold reads the batch from the stream and calls the summarizer under
+// the engine's budget policy. It touches no session state.
+func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
+	r := foldResult{job: job}
+	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, MaxChars: job.window.MaxSummaryChars}
+	for i, ref := range job.turns {
+		var t events.Turn
+		if err := p.readEvent(ctx, ref.Seq, &t); err != nil {
+			r.err = err
+			return r
+		}
+		tokens := t.Tokens
+		if tokens == 0 {
+			tokens = p.tokens.Count(t.Text)
+		}
+		r.origToks += tokens
+		req.Turns = append(req.Turns, fold.Turn{
+			Index: job.from + int64(i), TurnID: t.TurnID, At: t.At, Speaker: t.Speaker, Role: t.Role,
+			Text: t.Text, Kind: t.Kind, Tool: t.Tool, Tokens: tokens,
+		})
+	}
+	for _, ref := range job.notes {
+		var n events.Note
+		if err := p.readEvent(ctx, ref.Seq, &n); err != nil {
+			r.err = err
+			return r
+		}
+		text := truncateRunes(n.Text, job.window.MaxNoteChars)
+		r.origToks += p.tokens.Count(text)
+		req.Notes = append(req.Notes, fold.Note{NoteID: n.NoteID, At: n.At, Source: n.Source, Text: text})
+	}
+	req.From, req.To = foldSpan(req)
+	r.fromT, r.toT = req.From, req.To
+	r.nTurns, r.nNotes = len(req.Turns), len(req.Notes)
+	r.out, r.err = fold.Summarize(ctx, p.sum, req)
+	if r.err == nil {
+		r.sumToks = p.tokens.Count(r.out.Summary)
+	}
+	return r
+}
+
+func (p *Processor) readEvent(ctx context.Context, seq uint64, v any) error {
+	raw, err := p.inStream.GetMsg(ctx, seq)
+	if err != nil {
+		return fmt.Errorf("read inbound event at sequence %d (expired from the stream? check max_age): %w", seq, err)
+	}
+	if err := json.Unmarshal(raw.Data, v); err != nil {
+		return fmt.Errorf("decode inbound event at sequence %d: %w", seq, err)
+	}
+	return nil
+}
+
+func foldSpan(req fold.Request) (from, to time.Time) {
+	for _, t := range req.Turns {
+		if from.IsZero() || t.At.Before(from) {
+			from = t.At
+		}
+		if t.At.After(to) {
+			to = t.At
+		}
+	}
+	for _, n := range req.Notes {
+		if from.IsZero() || n.At.Before(from) {
+			from = n.At
+		}
+		if n.At.After(to) {
+			to = n.At
+		}
+	}
+	return from, to
+}
+
+func truncateRunes(s string, max int) string {
+	if max <= 0 || utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max-1]) + "…"
+}
+
+// applyResult lands a fold on its shard: publish the summary (the record),
+// then checkpoint, then look for the next batch (catch-up).
+func (sh *shard) applyResult(r foldResult) {
+	p := sh.p
+	sh.inFlight--
+	p.m.inFlight.Dec()
+	ls := sh.sessions[r.job.session]
+	if ls == nil || ls.s.Lease == nil || ls.s.Lease.FoldID != r.job.foldID {
+		p.m.folds.WithLabelValues("discarded").Inc()
+		p.log.Info().Str("event", "fold_result_discarded").Str("session", r.job.session).Str("fold_id", r.job.foldID).
+			Msg("fold result arrived after its lease was dropped (reset, end, expiry or shutdown); nothing moved")
+		return
+	}
+	ls.cancel = nil
+	s := ls.s
+	now := p.clock.Now()
+	latency := now.Sub(r.job.started)
+	if r.err == nil {
+		if err := sh.publishSummary(ls, r, latency); err != nil {
+			r.err = err
+		}
+	}
+	if r.err != nil {
+		sh.failed(ls, r, latency)
+		return
+	}
+	oldCursor := s.Cursor
+	s.Summary = r.out.Summary
+	s.Version = r.job.prevVer + 1
+	s.Advance(r.job.to, len(r.job.notes))
+	s.LastFoldAt = now
+	s.Compactions++
+	s.Lease = nil
+	s.Failures = 0
+	s.RetryAfter = time.Time{}
+	s.OriginalToks += r.origToks
+	s.SummaryToks = r.sumToks
+	sh.checkpoint(ls)
+	p.m.folds.WithLabelValues("completed").Inc()
+	p.m.foldLatency.Observe(latency.Seconds())
+	sh.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionCompleted, FoldID: r.job.foldID, Trigger: r.job.trigger,
+		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough,
+		SummaryChars: utf8.RuneCountInString(s.Summary), Version: s.Version, Tier: string(r.out.Tier),
+		LatencyMS: latency.Milliseconds(), Model: r.out.Model,
+	})
+	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", r.job.foldID).
+		Int64("old_cursor", oldCursor).Int64("new_cursor", s.Cursor).Int64("covered_through_turn", s.CoveredThrough).
+		Int("summary_chars", utf8.RuneCountInString(s.Summary)).Uint64("version", s.Version).Str("tier", string(r.out.Tier)).
+		Str("model", r.out.Model).Int64("latency_ms", latency.Milliseconds()).Msg("compaction completed")
+	p.log.Debug().Str("event", "summary_text").Str("session", s.ID).Uint64("version", s.Version).Str("summary", s.Summary).Msg("summary")
+	if _, ok := sh.sessions[s.ID]; ok {
+		sh.evaluate(ls, "catch_up", false)
+	}
+}
+
+func (sh *shard) failed(ls *live, r foldResult, latency time.Duration) {
+	p := sh.p
+	s := ls.s
+	s.Lease = nil
+	re := retry.Classify(r.err)
+	canceled := errors.Is(r.err, context.Canceled) || re.Class == retry.Canceled
+	if !canceled {
+		s.Failures++
+		backoff := p.cfg.RetryBackoff << min(s.Failures-1, 16)
+		backoff = min(backoff, p.cfg.RetryBackoffMax)
+		s.RetryAfter = p.clock.Now().Add(backoff)
+	}
+	sh.markDirty(ls)
+	p.m.folds.WithLabelValues("failed").Inc()
+	retryable := re.Retryable
+	sh.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionFailed, FoldID: r.job.foldID, Trigger: r.job.trigger,
+		BatchFrom: r.job.from, BatchTo: r.job.to - 1, Model: p.sum.Name(), ErrorClass: string(re.Class),
+		Retryable: &retryable, Error: r.err.Error(), LatencyMS: latency.Milliseconds(),
+	})
+	p.log.Warn().Err(r.err).Str("event", "context_compaction_failed").Str("session", s.ID).Str("fold_id", r.job.foldID).
+		Str("model", p.sum.Name()).Str("error_class", string(re.Class)).Bool("retryable", retryable).
+		Int64("cursor", s.Cursor).Int("failures", s.Failures).Time("retry_after", s.RetryAfter).
+		Int64("latency_ms", latency.Milliseconds()).Msg("compaction failed; summary and cursor unchanged")
+}

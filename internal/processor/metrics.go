@@ -1,0 +1,36 @@
+package processor
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are registered on the registry passed in (never the global one).
+type metrics struct {
+	events      *prometheus.CounterVec // by kind
+	rejected    *prometheus.CounterVec // by code
+	duplicates  prometheus.Counter
+	redelivered prometheus.Counter
+	folds       *prometheus.CounterVec // by outcome: started, completed, failed, discarded
+	skips       *prometheus.CounterVec // by reason
+	foldLatency prometheus.Histogram
+	checkpoints *prometheus.CounterVec // by outcome: ok, conflict, error
+	liveSess    prometheus.Gauge
+	inFlight    prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		events:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "events_applied_total", Help: "Inbound events applied, by kind."}, []string{"kind"}),
+		rejected:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "events_rejected_total", Help: "Inbound events dead-lettered, by code."}, []string{"code"}),
+		duplicates:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "turns_duplicate_total", Help: "Turns ignored because their turn_id was already applied."}),
+		redelivered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "events_redelivered_total", Help: "Redelivered events skipped because their sequence was already applied."}),
+		folds:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "folds_total", Help: "Folds by outcome."}, []string{"outcome"}),
+		skips:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "compaction_skipped_total", Help: "Trigger checks that did not fold, by reason."}, []string{"reason"}),
+		foldLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "foldstream", Name: "fold_duration_seconds", Help: "Fold duration from start to summary published.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		checkpoints: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "checkpoints_total", Help: "Checkpoint writes by outcome."}, []string{"outcome"}),
+		liveSess:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "sessions_in_memory", Help: "Sessions held in memory."}),
+		inFlight:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "folds_in_flight", Help: "Folds running now."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.inFlight)
+	}
+	return m
+}

@@ -1,0 +1,179 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Deps are the parts the processor is given, never creates.
+type Deps struct {
+	JS         jetstream.JetStream
+	Layout     broker.Layout
+	Store      *state.Store
+	Summarizer fold.Summarizer
+	Tokens     TokenCounter
+	Log        zerolog.Logger
+	Clock      Clock
+	Registry   prometheus.Registerer
+}
+
+// Processor consumes inbound events and folds sessions.
+type Processor struct {
+	cfg    Config
+	js     jetstream.JetStream
+	layout broker.Layout
+	subj   events.Subjects
+	store  *state.Store
+	sum    fold.Summarizer
+	tokens TokenCounter
+	log    zerolog.Logger
+	clock  Clock
+	m      *metrics
+
+	inStream jetstream.Stream
+	outStrm  jetstream.Stream
+	shards   []*shard
+	folds    sync.WaitGroup
+	applied  atomic.Uint64 // events applied, for tests and the bench
+	ready    chan struct{}
+}
+
+// New validates the configuration and wires the processor.
+func New(cfg Config, d Deps) (*Processor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if d.JS == nil || d.Store == nil || d.Summarizer == nil {
+		return nil, errors.New("processor: JetStream, store and summarizer are required")
+	}
+	if d.Clock == nil {
+		d.Clock = SystemClock{}
+	}
+	if d.Tokens == nil {
+		d.Tokens = heuristicCounter{}
+	}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = nuid.Next()
+	}
+	p := &Processor{
+		cfg: cfg, js: d.JS, layout: d.Layout, subj: d.Layout.Subjects, store: d.Store,
+		sum: d.Summarizer, tokens: d.Tokens, log: d.Log, clock: d.Clock, m: newMetrics(d.Registry),
+		ready: make(chan struct{}),
+	}
+	return p, nil
+}
+
+// heuristicCounter is seed 004's chars/4×1.2 fallback.
+type heuristicCounter struct{}
+
+func (heuristicCounter) Count(s string) int { return (len([]rune(s))*12 + 39) / 40 }
+
+// Ready is closed once the consumer is attached and events flow.
+func (p *Processor) Ready() <-chan struct{} { return p.ready }
+
+// Applied is the number of inbound events applied so far.
+func (p *Processor) Applied() uint64 { return p.applied.Load() }
+
+// Run consumes until ctx is cancelled, then shuts down gracefully: stop
+// fetching, let in-flight folds finish within ShutdownGrace (else abandon
+// them: lease cleared, nothing moved), flush checkpoints, ack, return.
+func (p *Processor) Run(ctx context.Context) error {
+	var err error
+	if p.inStream, err = p.js.Stream(ctx, p.layout.In); err != nil {
+		return fmt.Errorf("inbound stream %s: %w", p.layout.In, err)
+	}
+	if p.outStrm, err = p.js.Stream(ctx, p.layout.Out); err != nil {
+		return fmt.Errorf("outbound stream %s: %w", p.layout.Out, err)
+	}
+	cons, err := p.js.CreateOrUpdateConsumer(ctx, p.layout.In, jetstream.ConsumerConfig{
+		Durable:       p.cfg.Consumer,
+		Description:   "foldstream processor",
+		FilterSubject: p.subj.InAll(),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       p.cfg.AckWait,
+		MaxAckPending: p.cfg.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", p.layout.In, err)
+	}
+
+	// Folds get their own context: shutdown cancels them only after the
+	// grace period, not the moment ctx ends.
+	foldCtx, cancelFolds := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelFolds()
+	p.shards = make([]*shard, p.cfg.Shards)
+	var wg sync.WaitGroup
+	for i := range p.shards {
+		p.shards[i] = newShard(p, i, foldCtx)
+		wg.Add(1)
+		go func(sh *shard) {
+			defer wg.Done()
+			sh.run()
+		}(p.shards[i])
+	}
+	p.log.Info().Str("event", "processor_started").Str("instance", p.cfg.InstanceID).Str("consumer", p.cfg.Consumer).
+		Int("shards", p.cfg.Shards).Int("recent_window", p.cfg.Window.Recent).Int("batch_size", p.cfg.Window.Batch).
+		Int("max_summary_chars", p.cfg.Window.MaxSummaryChars).Str("trigger", p.cfg.Trigger).Str("summarizer", p.sum.Name()).
+		Msg("processor started")
+	close(p.ready)
+
+	go func() {
+		<-ctx.Done()
+		it.Stop() // unblocks Next; buffered messages are redelivered later
+	}()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+				break
+			}
+			p.log.Warn().Err(err).Str("event", "consume_error").Msg("fetching inbound events; retrying")
+			continue
+		}
+		p.dispatch(msg)
+	}
+
+	p.log.Info().Str("event", "processor_stopping").Msg("stopped fetching; finishing in-flight folds and flushing checkpoints")
+	for _, sh := range p.shards {
+		close(sh.in)
+	}
+	grace := time.AfterFunc(p.cfg.ShutdownGrace, func() {
+		p.log.Warn().Str("event", "folds_abandoned").Dur("grace", p.cfg.ShutdownGrace).Msg("shutdown grace over; abandoning in-flight folds")
+		cancelFolds()
+	})
+	wg.Wait()
+	grace.Stop()
+	p.folds.Wait()
+	p.log.Info().Str("event", "processor_stopped").Uint64("applied", p.applied.Load()).Msg("processor stopped")
+	return nil
+}
+
+// dispatch routes a message to its session's shard; parsing the subject
+// here keeps every event of a session on one goroutine, in stream order.
+func (p *Processor) dispatch(msg jetstream.Msg) {
+	session, kind, perr := p.subj.ParseIn(msg.Subject())
+	h := fnv.New32a()
+	h.Write([]byte(session))
+	p.shards[h.Sum32()%uint32(len(p.shards))].in <- inMsg{msg: msg, session: session, kind: kind, perr: perr}
+}

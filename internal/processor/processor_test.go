@@ -1,0 +1,411 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
+	"github.com/foldstream/foldstream/internal/state"
+)
+
+// Seed 000's progression: nothing at 60 turns, 61 folds 0..9, 71 folds 10..19.
+func TestSeed000Progression(t *testing.T) {
+	r := newRig(t)
+	r.start(Config{})
+	r.turns("s1", 60)
+	s := r.waitSettled("s1", 60, 0)
+	if s.Version != 0 || r.llm.Calls() != 0 {
+		t.Fatalf("folded below threshold: version %d, calls %d", s.Version, r.llm.Calls())
+	}
+	if len(s.Turns) != 60 {
+		t.Fatalf("verbatim window holds %d turns, want 60", len(s.Turns))
+	}
+
+	r.turns("s1", 1) // 61
+	s = r.waitSettled("s1", 61, 10)
+	if s.Version != 1 || s.CoveredThrough != 9 || s.Summary != "Alice and Bob discussed messages 000 to 009." {
+		t.Fatalf("after 61: %+v", s)
+	}
+	if first, last := foldedRange(r.llm.Requests()[0]); first != "000" || last != "009" {
+		t.Fatalf("first fold carried messages %s..%s, want 000..009", first, last)
+	}
+
+	r.turns("s1", 9) // 70: waits
+	s = r.waitSettled("s1", 70, 10)
+	if s.Version != 1 {
+		t.Fatalf("folded at 70: version %d", s.Version)
+	}
+	r.turns("s1", 1) // 71
+	s = r.waitSettled("s1", 71, 20)
+	if s.Version != 2 || s.CoveredThrough != 19 || len(s.Turns) != 51 {
+		t.Fatalf("after 71: version %d covered %d verbatim %d", s.Version, s.CoveredThrough, len(s.Turns))
+	}
+	reqs := r.llm.Requests()
+	if first, last := foldedRange(reqs[1]); first != "010" || last != "019" {
+		t.Fatalf("second fold carried %s..%s, want 010..019", first, last)
+	}
+	if !strings.Contains(reqs[1].Content(), "messages 000 to 009") {
+		t.Fatal("second fold did not carry the previous summary")
+	}
+
+	sums := r.summaries("s1")
+	if len(sums) != 2 {
+		t.Fatalf("%d summary-updated events, want 2", len(sums))
+	}
+	want := events.SummaryUpdated{V: 1, Session: "s1", Version: 2, Cursor: 20, CoveredThroughTurn: 19, FoldedTurns: 10,
+		Mode: "window", Compactions: 2, Model: "fold-mini"}
+	got := sums[1]
+	if got.Version != want.Version || got.Cursor != want.Cursor || got.CoveredThroughTurn != want.CoveredThroughTurn ||
+		got.FoldedTurns != want.FoldedTurns || got.Mode != want.Mode || got.Compactions != want.Compactions || got.Model != want.Model {
+		t.Fatalf("summary event %+v", got)
+	}
+	if got.From != t0.Add(100*time.Second) || got.To != t0.Add(190*time.Second) {
+		t.Fatalf("window %s..%s", got.From, got.To)
+	}
+	if got.SummaryChars != len(got.Summary) || got.OriginalTokens == 0 || got.SummaryTokens == 0 || got.Tier != "full" {
+		t.Fatalf("counts: %+v", got)
+	}
+	lc := r.lifecycle("s1")
+	for _, typ := range []string{events.EventCompactionStarted, events.EventCompactionCompleted} {
+		if !hasType(lc, typ, "") {
+			t.Errorf("no %s event", typ)
+		}
+	}
+	if !hasType(lc, events.EventCompactionSkipped, events.SkipBelowThreshold) {
+		t.Error("no below_threshold skip event")
+	}
+}
+
+// While a fold is in flight the window stretches; when it lands the
+// boundary snaps forward and no second fold starts before 71.
+func TestElasticWindowWhileFoldInFlight(t *testing.T) {
+	r := newRig(t)
+	release := make(chan struct{})
+	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply {
+		if n == 0 {
+			<-release
+		}
+		return openaitest.OK(echoSummary(req))
+	})
+	r.start(Config{})
+	r.turns("s1", 61)
+	r.eventually("fold in flight", func() bool { return r.llm.Calls() == 1 })
+	r.turns("s1", 3) // 64 while folding
+	var s *state.Session
+	r.eventually("64 turns applied with the lease held", func() bool {
+		s = r.checkpoint("s1")
+		return s.Total == 64 && s.Lease != nil
+	})
+	if s.Cursor != 0 || len(s.Turns) != 64 {
+		t.Fatalf("during fold: cursor %d, verbatim %d; want 0 and 64", s.Cursor, len(s.Turns))
+	}
+	r.eventually("already_in_flight skip", func() bool {
+		return hasType(r.lifecycle("s1"), events.EventCompactionSkipped, events.SkipAlreadyInFlight)
+	})
+	close(release)
+	s = r.waitSettled("s1", 64, 10)
+	if len(s.Turns) != 54 || s.Version != 1 {
+		t.Fatalf("after fold: verbatim %d (want 54), version %d", len(s.Turns), s.Version)
+	}
+	r.turns("s1", 6) // 70
+	r.waitSettled("s1", 70, 10)
+	if r.llm.Calls() != 1 {
+		t.Fatalf("%d summarizer calls before 71, want 1", r.llm.Calls())
+	}
+	r.turns("s1", 1)
+	r.waitSettled("s1", 71, 20)
+}
+
+// Turns published while no processor runs are folded batch after batch
+// once it starts.
+func TestCatchUpAfterOutage(t *testing.T) {
+	r := newRig(t)
+	r.turns("s1", 200)
+	r.start(Config{})
+	s := r.waitSettled("s1", 200, 140)
+	if s.Version != 14 || len(s.Turns) != 60 {
+		t.Fatalf("version %d verbatim %d", s.Version, len(s.Turns))
+	}
+	sums := r.summaries("s1")
+	if len(sums) != 14 {
+		t.Fatalf("%d summaries, want 14", len(sums))
+	}
+	for i, ev := range sums {
+		if ev.Version != uint64(i+1) || ev.Cursor != int64(10*(i+1)) {
+			t.Fatalf("summary %d: version %d cursor %d", i, ev.Version, ev.Cursor)
+		}
+	}
+	for i, req := range r.llm.Requests() {
+		first, last := foldedRange(req)
+		if first != fmt.Sprintf("%03d", 10*i) || last != fmt.Sprintf("%03d", 10*i+9) {
+			t.Fatalf("fold %d carried %s..%s", i, first, last)
+		}
+	}
+}
+
+// Evicted notes wait as pending, go into the next batch and are cleared
+// only when it succeeds; a note arriving during the fold stays pending.
+func TestNotesFoldIntoNextBatch(t *testing.T) {
+	r := newRig(t)
+	release := make(chan struct{})
+	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply {
+		switch n {
+		case 0:
+			return openaitest.ServerError() // fail first: notes must stay
+		case 1:
+			<-release
+		}
+		return openaitest.OK(echoSummary(req))
+	})
+	r.start(Config{RetryBackoff: time.Millisecond})
+	r.note("s1", "n1", "James", "James was screen-sharing Marvel Rivals on Tokyo as Winter Soldier", t0)
+	r.turns("s1", 61)
+	r.eventually("failed fold", func() bool { return hasType(r.lifecycle("s1"), events.EventCompactionFailed, "") })
+	s := r.checkpoint("s1")
+	if len(s.PendingNotes) != 1 || s.Cursor != 0 || s.Summary != "" {
+		t.Fatalf("after failure: pending %d cursor %d summary %q", len(s.PendingNotes), s.Cursor, s.Summary)
+	}
+	r.turns("s1", 1) // retry on the next trigger
+	r.eventually("second fold in flight", func() bool { return r.llm.Calls() == 2 })
+	r.note("s1", "n2", "James", "James switched to the Yggsgard map", t0.Add(time.Hour))
+	r.eventually("note applied", func() bool { return len(r.checkpoint("s1").PendingNotes) == 2 })
+	close(release)
+	s = r.waitSettled("s1", 62, 10)
+	if len(s.PendingNotes) != 1 {
+		t.Fatalf("pending notes after fold: %d, want 1 (the one that arrived during the fold)", len(s.PendingNotes))
+	}
+	req := r.llm.Requests()[1].Content()
+	if !strings.Contains(req, "Tokyo as Winter Soldier") || strings.Contains(req, "Yggsgard") {
+		t.Fatal("fold did not carry exactly the note pending at its start")
+	}
+	if ev := r.summaries("s1")[0]; ev.FoldedNotes != 1 {
+		t.Fatalf("folded_notes %d", ev.FoldedNotes)
+	}
+}
+
+// A turn published twice counts once, whether the stream or the processor
+// catches the duplicate.
+func TestDuplicateTurnsCountOnce(t *testing.T) {
+	r := newRig(t)
+	r.start(Config{})
+	turn := events.Turn{V: 1, Session: "s1", TurnID: "dup-1", At: t0, Speaker: "Alice", Role: "user", Text: "hello"}
+	subj := r.layout.Subjects.In("s1", events.KindTurn)
+	r.publish(subj, turn, "dup-1")
+	r.publish(subj, turn, "dup-1") // stream dedup (Nats-Msg-Id)
+	r.publish(subj, turn, "")      // no msg id: processor dedup by turn_id
+	r.turns("s1", 2)
+	s := r.waitSettled("s1", 3, 0)
+	if len(s.Turns) != 3 {
+		t.Fatalf("verbatim %d", len(s.Turns))
+	}
+}
+
+// Bad input is dead-lettered with its reason and everything else goes on.
+func TestBadInputIsDeadLetteredAndProcessingContinues(t *testing.T) {
+	r := newRig(t)
+	r.start(Config{})
+	good := events.Turn{V: 1, Session: "s1", TurnID: "x", At: t0, Speaker: "Alice", Role: "user", Text: "hi"}
+	cases := []struct {
+		subject, code, field string
+		payload              any
+	}{
+		{"fold.in.s1.turn", events.CodeBadJSON, "payload", []byte(`{"v":1,`)},
+		{"fold.in.s1.turn", events.CodeMissingField, "speaker", events.Turn{V: 1, Session: "s1", TurnID: "y", At: t0, Role: "user", Text: "hi"}},
+		{"fold.in.a$b.turn", events.CodeBadSession, "subject session token", good},
+		{"fold.in.s1.turn", events.CodeOversized, "text", events.Turn{V: 1, Session: "s1", TurnID: "z", At: t0, Speaker: "A", Role: "user", Text: strings.Repeat("x", 70<<10)}},
+		{"fold.in.s1.shout", events.CodeUnknownType, "subject", good},
+		{"fold.in.s1.turn", events.CodeSessionMismatch, "session", events.Turn{V: 1, Session: "s2", TurnID: "w", At: t0, Speaker: "A", Role: "user", Text: "hi"}},
+	}
+	for _, c := range cases {
+		r.publish(c.subject, c.payload, "")
+	}
+	r.turns("s1", 3)
+	r.waitSettled("s1", 3, 0)
+	dls := map[int]string{}
+	r.eventually("dead letters", func() bool { return len(r.deadLetters()) == len(cases) })
+	for _, m := range r.deadLetters() {
+		// Sessions are owned by different shards, so dead letters of
+		// different sessions may land in any order: match by sequence.
+		i, _ := strconv.Atoi(m.Header.Get(events.HeaderOriginalSeq))
+		i-- // the cases were the first messages on the stream
+		if i < 0 || i >= len(cases) {
+			t.Fatalf("dead letter with original sequence %q", m.Header.Get(events.HeaderOriginalSeq))
+		}
+		c := cases[i]
+		if m.Header.Get(events.HeaderErrorCode) != c.code || m.Header.Get(events.HeaderErrorField) != c.field ||
+			m.Header.Get(events.HeaderOriginalSubject) != c.subject {
+			t.Errorf("dead letter %d: headers %v, want %s/%s from %s", i, m.Header, c.code, c.field, c.subject)
+		}
+		if !strings.Contains(m.Header.Get(events.HeaderError), c.field) {
+			t.Errorf("dead letter %d: reason %q does not name %q", i, m.Header.Get(events.HeaderError), c.field)
+		}
+		dls[i] = m.Subject
+	}
+	if dls[2] != "fold.dlq._invalid" || dls[0] != "fold.dlq.s1" {
+		t.Errorf("dead-letter subjects %v", dls)
+	}
+	if !hasType(r.lifecycle("s1"), events.EventRejected, events.CodeBadJSON) {
+		t.Error("no event_rejected on the session's event subject")
+	}
+}
+
+// A processor restarted mid-session continues: nothing lost, nothing
+// folded twice, versions strictly increasing.
+func TestRestartContinuesWithoutLossOrRefold(t *testing.T) {
+	r := newRig(t)
+	_, stop := r.start(Config{})
+	r.turns("s1", 65)
+	r.waitSettled("s1", 65, 10)
+	stop()
+	r.turns("s1", 10) // 75 while down
+	r.start(Config{})
+	s := r.waitSettled("s1", 75, 20)
+	if s.Version != 2 {
+		t.Fatalf("version %d", s.Version)
+	}
+	r.turns("s1", 6) // 81
+	r.waitSettled("s1", 81, 30)
+	sums := r.summaries("s1")
+	if len(sums) != 3 || r.llm.Calls() != 3 {
+		t.Fatalf("%d summaries, %d calls; want 3 and 3", len(sums), r.llm.Calls())
+	}
+	for i, ev := range sums {
+		if ev.Version != uint64(i+1) {
+			t.Fatalf("versions not strictly increasing: %v", sums)
+		}
+	}
+}
+
+// A fold that fails keeps the summary and the cursor, reports its class
+// and is retried at a later trigger.
+func TestFailedFoldMovesNothing(t *testing.T) {
+	r := newRig(t)
+	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply {
+		if n == 1 {
+			return openaitest.BadRequest("bad things")
+		}
+		return openaitest.OK(echoSummary(req))
+	})
+	r.start(Config{RetryBackoff: time.Millisecond})
+	r.turns("s1", 71)
+	r.eventually("failed fold", func() bool { return hasType(r.lifecycle("s1"), events.EventCompactionFailed, "") })
+	s := r.waitSettled("s1", 71, 10)
+	if s.Version != 1 || s.Summary != "Alice and Bob discussed messages 000 to 009." {
+		t.Fatalf("failed fold changed state: %+v", s)
+	}
+	var failed events.Lifecycle
+	for _, e := range r.lifecycle("s1") {
+		if e.Type == events.EventCompactionFailed {
+			failed = e
+		}
+	}
+	if failed.ErrorClass != "bad_request" || failed.Retryable == nil || *failed.Retryable || failed.Model != "openai:fold-mini" {
+		t.Fatalf("failure event %+v", failed)
+	}
+	r.turns("s1", 1)
+	r.waitSettled("s1", 72, 20)
+}
+
+// A crash between publishing a summary and checkpointing it leaves a lease
+// in KV; the next owner adopts the published summary instead of folding
+// the batch again.
+func TestRecoversSummaryPublishedBeforeCrash(t *testing.T) {
+	r := newRig(t)
+	r.turns("s1", 61)
+	ctx := context.Background()
+	in, _ := r.js.Stream(ctx, r.layout.In)
+	info, _ := in.Info(ctx)
+	s := state.New("s1")
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		s.AddTurn(state.HashID(fmt.Sprintf("s1-t%03d", seq-1)), state.TurnRef{Seq: seq})
+	}
+	s.LastSeq = info.State.LastSeq
+	s.Lease = &state.Lease{FoldID: "crashed", Owner: "dead", Deadline: time.Now().Add(time.Hour), From: 0, To: 10}
+	if _, err := r.store.Save(ctx, s, 0); err != nil {
+		t.Fatal(err)
+	}
+	r.publish(r.layout.Subjects.Out("s1", events.KindSummary), events.SummaryUpdated{
+		V: 1, Session: "s1", Version: 1, Summary: "Recovered summary.", Cursor: 10, CoveredThroughTurn: 9, Compactions: 1,
+	}, "s1:summary:1")
+	r.start(Config{})
+	r.turns("s1", 1) // 62: loads the session
+	got := r.waitSettled("s1", 62, 10)
+	if got.Summary != "Recovered summary." || got.Version != 1 || r.llm.Calls() != 0 {
+		t.Fatalf("summary %q version %d calls %d", got.Summary, got.Version, r.llm.Calls())
+	}
+}
+
+// A lease whose owner died blocks folds only until its deadline.
+func TestExpiredLeaseIsTakenOver(t *testing.T) {
+	r := newRig(t)
+	r.turns("s1", 60)
+	ctx := context.Background()
+	s := state.New("s1")
+	in, _ := r.js.Stream(ctx, r.layout.In)
+	info, _ := in.Info(ctx)
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		s.AddTurn(state.HashID(fmt.Sprintf("s1-t%03d", seq-1)), state.TurnRef{Seq: seq})
+	}
+	s.LastSeq = info.State.LastSeq
+	s.Lease = &state.Lease{FoldID: "crashed", Owner: "dead", Deadline: time.Now().Add(300 * time.Millisecond), From: 0, To: 10}
+	if _, err := r.store.Save(ctx, s, 0); err != nil {
+		t.Fatal(err)
+	}
+	r.start(Config{})
+	r.turns("s1", 1) // 61: lease still held
+	r.eventually("already_in_flight", func() bool {
+		return hasType(r.lifecycle("s1"), events.EventCompactionSkipped, events.SkipAlreadyInFlight)
+	})
+	time.Sleep(350 * time.Millisecond)
+	r.turns("s1", 1) // 62: lease expired
+	r.waitSettled("s1", 62, 10)
+}
+
+// With the generation-driven trigger, only generate control events fold.
+func TestGenerateTrigger(t *testing.T) {
+	r := newRig(t)
+	r.start(Config{Trigger: TriggerGenerate})
+	r.turns("s1", 75)
+	r.waitSettled("s1", 75, 0)
+	r.control("s1", events.OpGenerate, nil)
+	// The fold at cursor 0 is followed by its catch-up check: 75−10 > 60.
+	s := r.waitSettled("s1", 75, 20)
+	if s.Version != 2 {
+		t.Fatalf("version %d", s.Version)
+	}
+}
+
+// Control ops: configure overrides the window, compact folds a partial
+// batch, end refuses later events, reset starts over.
+func TestControlOps(t *testing.T) {
+	r := newRig(t)
+	r.start(Config{})
+	r.control("s1", events.OpConfigure, &events.SessionConfig{RecentWindow: 5, BatchSize: 3})
+	r.turns("s1", 9) // 9 > 5+3: fold [0,3)
+	r.waitSettled("s1", 9, 3)
+	r.turns("s1", 1) // 10: recentStart 5, eligible 2, below threshold
+	r.waitSettled("s1", 10, 3)
+	r.control("s1", events.OpCompact, nil) // manual: folds the 2 eligible turns
+	r.waitSettled("s1", 10, 5)
+	r.control("s1", events.OpEnd, nil)
+	r.eventually("ended", func() bool { return r.checkpoint("s1").Ended })
+	r.turns("s1", 1)
+	r.eventually("turn after end refused", func() bool {
+		for _, m := range r.deadLetters() {
+			if m.Header.Get(events.HeaderErrorCode) == events.CodeSessionEnded {
+				return true
+			}
+		}
+		return false
+	})
+	r.control("s1", events.OpReset, nil)
+	r.eventually("reset", func() bool {
+		s := r.checkpoint("s1")
+		return !s.Ended && s.Total == 0 && s.Summary == "" && s.Config != nil
+	})
+}

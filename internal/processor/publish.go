@@ -1,0 +1,129 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// publishSummary records a fold on the outbound stream and waits for the
+// stream's ack: the summary exists only once it is stored. The message id
+// makes a re-publish of the same version a no-op.
+func (sh *shard) publishSummary(ls *live, r foldResult, latency time.Duration) error {
+	p := sh.p
+	version := r.job.prevVer + 1
+	ev := events.SummaryUpdated{
+		V: events.Version, Session: ls.s.ID, Version: version, Summary: r.out.Summary,
+		Cursor: r.job.to, CoveredThroughTurn: r.job.to - 1, From: r.fromT, To: r.toT,
+		FoldedTurns: r.nTurns, FoldedNotes: r.nNotes,
+		SummaryChars: utf8.RuneCountInString(r.out.Summary), SummaryTokens: r.sumToks, OriginalTokens: r.origToks,
+		Mode: "window", Tier: string(r.out.Tier), Compactions: r.job.compactns + 1, Model: r.out.Model,
+		LatencyMS: latency.Milliseconds(), At: p.clock.Now().UTC(),
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode summary-updated: %w", err)
+	}
+	msg := nats.NewMsg(p.subj.Out(ls.s.ID, events.KindSummary))
+	msg.Data = data
+	ctx, cancel := sh.ctx()
+	defer cancel()
+	if _, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ls.s.ID+":summary:"+strconv.FormatUint(version, 10))); err != nil {
+		return fmt.Errorf("publish summary-updated v%d: %w", version, err)
+	}
+	return nil
+}
+
+// publishLifecycle sends a lifecycle event without waiting: observers want
+// it, but session state never depends on it.
+func (sh *shard) publishLifecycle(ls *live, ev events.Lifecycle) {
+	p := sh.p
+	ev.V = events.Version
+	ev.Session = ls.s.ID
+	ev.At = p.clock.Now().UTC()
+	ev.Cursor = ls.s.Cursor
+	ev.TotalTurns = ls.s.Total
+	data, err := json.Marshal(ev)
+	if err != nil {
+		p.log.Error().Err(err).Str("event", "encode_failed").Msg("encode lifecycle event")
+		return
+	}
+	msg := nats.NewMsg(p.subj.Out(ls.s.ID, events.KindEvent))
+	msg.Data = data
+	if _, err := p.js.PublishMsgAsync(msg); err != nil {
+		p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", ls.s.ID).Str("type", ev.Type).Msg("lifecycle event not published")
+	}
+}
+
+// reject keeps a bad inbound message on the dead-letter stream with the
+// reason in headers, then acks it: it is never silently dropped, and it
+// never blocks the session's later events.
+func (sh *shard) reject(m inMsg, cause error) {
+	p := sh.p
+	ve, ok := events.AsValidation(cause)
+	if !ok {
+		ve = &events.ValidationError{Code: "invalid", Reason: cause.Error()}
+	}
+	dl := nats.NewMsg(p.subj.DeadLetter(m.session))
+	dl.Data = m.msg.Data()
+	for k, v := range m.msg.Headers() {
+		dl.Header[k] = v
+	}
+	dl.Header.Del(jetstream.MsgIDHeader)
+	dl.Header.Set(events.HeaderErrorCode, ve.Code)
+	dl.Header.Set(events.HeaderErrorField, ve.Field)
+	dl.Header.Set(events.HeaderError, cause.Error())
+	dl.Header.Set(events.HeaderOriginalSubject, m.msg.Subject())
+	var seq uint64
+	if meta, err := m.msg.Metadata(); err == nil {
+		seq = meta.Sequence.Stream
+		dl.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(seq, 10))
+	}
+	ctx, cancel := sh.ctx()
+	defer cancel()
+	// Dedup by original sequence: a redelivered bad message is kept once.
+	if _, err := p.js.PublishMsg(ctx, dl, jetstream.WithMsgID("dlq:"+strconv.FormatUint(seq, 10))); err != nil {
+		p.log.Error().Err(err).Str("event", "dead_letter_failed").Str("subject", m.msg.Subject()).Msg("could not dead-letter a rejected event; it will be redelivered")
+		_ = m.msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = m.msg.Ack()
+	p.m.rejected.WithLabelValues(ve.Code).Inc()
+	p.log.Warn().Str("event", "event_rejected").Str("session", m.session).Str("subject", m.msg.Subject()).Uint64("seq", seq).
+		Str("code", ve.Code).Str("field", ve.Field).Str("reason", ve.Reason).Str("dead_letter", dl.Subject).Msg("inbound event rejected")
+	if events.ValidSession(m.session) {
+		ev := events.Lifecycle{V: events.Version, Session: m.session, Type: events.EventRejected, At: p.clock.Now().UTC(),
+			Reason: ve.Code, Error: cause.Error()}
+		if ls, ok := sh.sessions[m.session]; ok {
+			ev.Cursor, ev.TotalTurns = ls.s.Cursor, ls.s.Total
+		}
+		data, _ := json.Marshal(ev)
+		if _, err := p.js.PublishAsync(p.subj.Out(m.session, events.KindEvent), data); err != nil {
+			p.log.Warn().Err(err).Str("event", "publish_failed").Msg("event_rejected not published")
+		}
+	}
+}
+
+// lastSummary returns the newest summary-updated of a session, nil if none.
+func (p *Processor) lastSummary(ctx context.Context, session string) (*events.SummaryUpdated, error) {
+	raw, err := p.outStrm.GetLastMsgForSubject(ctx, p.subj.Out(session, events.KindSummary))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ev events.SummaryUpdated
+	if err := json.Unmarshal(raw.Data, &ev); err != nil {
+		return nil, fmt.Errorf("decode last summary of %s: %w", session, err)
+	}
+	return &ev, nil
+}

@@ -1,0 +1,338 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+type inMsg struct {
+	msg     jetstream.Msg
+	session string
+	kind    string
+	perr    error
+}
+
+// live is a session held in memory by its shard.
+type live struct {
+	s        *state.Session
+	rev      uint64          // KV revision of the last checkpoint
+	acks     []jetstream.Msg // applied, waiting for the checkpoint that covers them
+	dirty    bool
+	lastSkip fold.SkipReason // last skip reason published, to avoid one event per turn
+	cancel   context.CancelFunc
+	touched  time.Time
+}
+
+// shard owns a subset of sessions: every event and fold result of a session
+// is handled on its shard's goroutine, so session state needs no locks.
+type shard struct {
+	p        *Processor
+	id       int
+	in       chan inMsg
+	results  chan foldResult
+	foldCtx  context.Context
+	sessions map[string]*live
+	dirty    []*live
+	pending  int // acks waiting
+	inFlight int
+}
+
+func newShard(p *Processor, id int, foldCtx context.Context) *shard {
+	return &shard{
+		p: p, id: id, foldCtx: foldCtx,
+		in:       make(chan inMsg, 1024),
+		results:  make(chan foldResult, 64),
+		sessions: make(map[string]*live),
+	}
+}
+
+func (sh *shard) run() {
+	flush := time.NewTicker(sh.p.cfg.FlushInterval)
+	defer flush.Stop()
+	sweep := time.NewTicker(time.Second)
+	defer sweep.Stop()
+	in := sh.in
+	for in != nil || sh.inFlight > 0 {
+		select {
+		case m, ok := <-in:
+			if !ok {
+				in = nil // shutting down: keep serving fold results
+				sh.flush()
+				continue
+			}
+			sh.handle(m)
+			if sh.pending >= sh.p.cfg.FlushBatch {
+				sh.flush()
+			}
+		case r := <-sh.results:
+			sh.applyResult(r)
+		case <-flush.C:
+			sh.flush()
+		case <-sweep.C:
+			sh.evictIdle()
+		}
+	}
+	sh.flush()
+}
+
+// ctx for KV and publish calls made by the shard itself.
+func (sh *shard) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+func (sh *shard) get(id string) (*live, error) {
+	if ls, ok := sh.sessions[id]; ok {
+		return ls, nil
+	}
+	ctx, cancel := sh.ctx()
+	defer cancel()
+	s, rev, err := sh.p.store.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ls := &live{s: s, rev: rev}
+	if s.Lease != nil {
+		sh.reconcile(ctx, ls)
+	}
+	sh.sessions[id] = ls
+	sh.p.m.liveSess.Inc()
+	return ls, nil
+}
+
+// reconcile runs when a checkpoint is loaded with a fold lease: the
+// previous owner may have published the summary and died before the
+// checkpoint that clears the lease. The outbound stream is the record, so
+// adopt what it says.
+func (sh *shard) reconcile(ctx context.Context, ls *live) {
+	s := ls.s
+	last, err := sh.p.lastSummary(ctx, s.ID)
+	if err != nil {
+		sh.p.log.Warn().Err(err).Str("event", "reconcile_failed").Str("session", s.ID).Msg("could not read the last summary; keeping the checkpoint")
+		return
+	}
+	if last != nil && last.Version > s.Version {
+		sh.p.log.Info().Str("event", "summary_recovered").Str("session", s.ID).Uint64("version", last.Version).
+			Int64("cursor", last.Cursor).Msg("adopted a summary published before the previous owner checkpointed it")
+		s.Summary = last.Summary
+		s.Version = last.Version
+		s.Compactions = last.Compactions
+		s.Advance(last.Cursor, last.FoldedNotes)
+		s.LastFoldAt = last.At
+		s.Lease = nil
+		sh.markDirty(ls)
+		return
+	}
+	if !s.Lease.Held(sh.p.clock.Now()) {
+		sh.p.log.Info().Str("event", "lease_expired").Str("session", s.ID).Str("fold_id", s.Lease.FoldID).
+			Str("owner", s.Lease.Owner).Msg("cleared an expired fold lease; the batch will be folded again")
+		s.Lease = nil
+		sh.markDirty(ls)
+	}
+}
+
+func (sh *shard) markDirty(ls *live) {
+	if !ls.dirty {
+		ls.dirty = true
+		sh.dirty = append(sh.dirty, ls)
+	}
+}
+
+func (sh *shard) handle(m inMsg) {
+	p := sh.p
+	if m.perr != nil {
+		sh.reject(m, m.perr)
+		return
+	}
+	meta, err := m.msg.Metadata()
+	if err != nil {
+		p.log.Error().Err(err).Str("event", "bad_metadata").Str("subject", m.msg.Subject()).Msg("message without JetStream metadata; terminated")
+		_ = m.msg.Term()
+		return
+	}
+	seq := meta.Sequence.Stream
+	ls, err := sh.get(m.session)
+	if err != nil {
+		p.log.Error().Err(err).Str("event", "session_load_failed").Str("session", m.session).Msg("could not load the session; will be redelivered")
+		_ = m.msg.NakWithDelay(time.Second)
+		return
+	}
+	ls.touched = p.clock.Now()
+	if seq <= ls.s.LastSeq {
+		// Applied before (redelivery after a crash or a slow ack): no-op.
+		p.m.redelivered.Inc()
+		sh.addAck(ls, m.msg)
+		return
+	}
+	in, err := events.DecodeInbound(m.kind, m.session, m.msg.Data(), p.cfg.Limits)
+	if err == nil && ls.s.Ended && !(in.Control != nil && in.Control.Op == events.OpReset) {
+		err = &events.ValidationError{Code: events.CodeSessionEnded, Field: "session",
+			Reason: "session " + m.session + " has ended; send a control event with op reset to start it again"}
+	}
+	if err != nil {
+		sh.reject(m, err)
+		return
+	}
+	ls.s.LastSeq = seq
+	ls.s.LastActivity = ls.touched
+	sh.markDirty(ls)
+	sh.addAck(ls, m.msg)
+	p.applied.Add(1)
+	p.m.events.WithLabelValues(m.kind).Inc()
+
+	switch {
+	case in.Turn != nil:
+		t := in.Turn
+		h := state.HashID(t.TurnID)
+		if ls.s.SeenTurn(h) {
+			p.m.duplicates.Inc()
+			p.log.Debug().Str("event", "turn_duplicate").Str("session", m.session).Str("turn_id", t.TurnID).Msg("turn already applied; ignored")
+			return
+		}
+		ls.s.AddTurn(h, state.TurnRef{Seq: seq, At: t.At.UnixMilli(), Tokens: t.Tokens})
+		if sh.trigger(ls) == TriggerTurn {
+			sh.evaluate(ls, "turn", false)
+		}
+	case in.Note != nil:
+		ls.s.PendingNotes = append(ls.s.PendingNotes, state.NoteRef{Seq: seq, At: in.Note.At.UnixMilli()})
+	case in.Control != nil:
+		sh.control(ls, in.Control)
+	}
+}
+
+func (sh *shard) addAck(ls *live, msg jetstream.Msg) {
+	ls.acks = append(ls.acks, msg)
+	sh.pending++
+	sh.markDirty(ls)
+}
+
+func (sh *shard) control(ls *live, c *events.Control) {
+	p := sh.p
+	switch c.Op {
+	case events.OpGenerate:
+		sh.evaluate(ls, "generate", false)
+	case events.OpCompact:
+		sh.evaluate(ls, "compact", true)
+	case events.OpEnd:
+		ls.s.Ended = true
+		sh.abandon(ls, "session ended")
+		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionEnded})
+		p.log.Info().Str("event", "session_ended").Str("session", ls.s.ID).Int64("total_turns", ls.s.Total).Msg("session ended")
+	case events.OpReset:
+		sh.abandon(ls, "session reset")
+		ls.s.Reset()
+		ls.lastSkip = ""
+		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset})
+		p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Msg("session reset")
+	case events.OpConfigure:
+		ls.s.Config = c.Config
+		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionConfigured})
+		w := sh.window(ls)
+		p.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Int("recent_window", w.Recent).
+			Int("batch_size", w.Batch).Int("max_summary_chars", w.MaxSummaryChars).Str("trigger", sh.trigger(ls)).Msg("session configured")
+	}
+}
+
+// abandon drops an in-flight fold of this owner: its result is discarded
+// by fold id, and nothing it would have moved moves.
+func (sh *shard) abandon(ls *live, why string) {
+	if ls.cancel != nil {
+		ls.cancel()
+		ls.cancel = nil
+	}
+	if ls.s.Lease != nil {
+		sh.p.log.Info().Str("event", "fold_abandoned").Str("session", ls.s.ID).Str("fold_id", ls.s.Lease.FoldID).Str("why", why).Msg("in-flight fold abandoned")
+		ls.s.Lease = nil
+	}
+}
+
+func (sh *shard) window(ls *live) fold.Window {
+	w := sh.p.cfg.Window
+	if c := ls.s.Config; c != nil {
+		w = w.Merge(c.RecentWindow, c.BatchSize, c.MaxSummaryChars, c.MaxNoteChars)
+	}
+	return w
+}
+
+func (sh *shard) trigger(ls *live) string {
+	if c := ls.s.Config; c != nil && c.Trigger != "" {
+		return c.Trigger
+	}
+	return sh.p.cfg.Trigger
+}
+
+func (sh *shard) profile(ls *live) fold.Profile {
+	if c := ls.s.Config; c != nil && c.Profile != "" {
+		return fold.Profile(c.Profile)
+	}
+	return sh.p.cfg.Profile
+}
+
+// flush writes the checkpoint of every dirty session, then acks what it
+// covers. Acks go out only after the checkpoint is durable.
+func (sh *shard) flush() {
+	if len(sh.dirty) == 0 {
+		return
+	}
+	dirty := sh.dirty
+	sh.dirty = nil
+	for _, ls := range dirty {
+		ls.dirty = false
+		if _, ok := sh.sessions[ls.s.ID]; !ok {
+			continue // dropped after a conflict
+		}
+		sh.checkpoint(ls)
+	}
+}
+
+// checkpoint saves ls with compare-and-set and acks its covered messages.
+// On a conflict another owner has moved the session: drop ours, let the
+// unacked messages be redelivered and re-applied on the newer state.
+func (sh *shard) checkpoint(ls *live) bool {
+	p := sh.p
+	ctx, cancel := sh.ctx()
+	defer cancel()
+	rev, err := p.store.Save(ctx, ls.s, ls.rev)
+	if err != nil {
+		if errors.Is(err, state.ErrConflict) {
+			p.m.checkpoints.WithLabelValues("conflict").Inc()
+			p.log.Warn().Err(err).Str("event", "checkpoint_conflict").Str("session", ls.s.ID).Msg("another owner changed this session; reloading")
+		} else {
+			p.m.checkpoints.WithLabelValues("error").Inc()
+			p.log.Error().Err(err).Str("event", "checkpoint_failed").Str("session", ls.s.ID).Msg("checkpoint failed; events will be redelivered")
+		}
+		for _, m := range ls.acks {
+			_ = m.NakWithDelay(500 * time.Millisecond)
+		}
+		sh.pending -= len(ls.acks)
+		ls.acks = nil
+		sh.abandon(ls, "checkpoint failed")
+		delete(sh.sessions, ls.s.ID)
+		p.m.liveSess.Dec()
+		return false
+	}
+	p.m.checkpoints.WithLabelValues("ok").Inc()
+	ls.rev = rev
+	for _, m := range ls.acks {
+		_ = m.Ack()
+	}
+	sh.pending -= len(ls.acks)
+	ls.acks = nil
+	return true
+}
+
+// evictIdle drops clean, idle sessions from memory: their state is in KV.
+func (sh *shard) evictIdle() {
+	now := sh.p.clock.Now()
+	for id, ls := range sh.sessions {
+		if !ls.dirty && len(ls.acks) == 0 && ls.s.Lease == nil && ls.cancel == nil && now.Sub(ls.touched) > sh.p.cfg.IdleEvict {
+			delete(sh.sessions, id)
+			sh.p.m.liveSess.Dec()
+		}
+	}
+}

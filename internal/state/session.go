@@ -1,0 +1,135 @@
+// Package state holds a session's checkpointed state and the KV store that
+// keeps it. The checkpoint references turns and notes by inbound stream
+// sequence instead of copying their text: the stream is the log, the
+// checkpoint only says where in it the session stands.
+package state
+
+import (
+	"hash/fnv"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
+)
+
+// TurnRef points at one unfolded turn in the inbound stream.
+type TurnRef struct {
+	Seq    uint64 `json:"s"`
+	At     int64  `json:"t"`           // unix millis, for the folded window's time range
+	Tokens int    `json:"k,omitempty"` // bot-reported tokens, 0 = count at fold time
+}
+
+// NoteRef points at one pending note in the inbound stream.
+type NoteRef struct {
+	Seq uint64 `json:"s"`
+	At  int64  `json:"t"`
+}
+
+// Lease marks a fold in flight. It is a deadline, not a flag: a fold whose
+// owner crashed stops blocking the session once Deadline passes.
+type Lease struct {
+	FoldID   string    `json:"fold_id"`
+	Owner    string    `json:"owner"`
+	Deadline time.Time `json:"deadline"`
+	From     int64     `json:"from"`
+	To       int64     `json:"to"`
+	Notes    int       `json:"notes"` // pending notes included in the fold
+}
+
+// Held reports whether the lease still blocks other folds at now.
+func (l *Lease) Held(now time.Time) bool { return l != nil && now.Before(l.Deadline) }
+
+// Session is the checkpoint of one session (seed 000's VoiceSession fields,
+// plus what stream processing needs).
+type Session struct {
+	ID      string `json:"id"`
+	Summary string `json:"summary,omitempty"`
+	Version uint64 `json:"version,omitempty"` // summary version; 0 = none yet
+	// Cursor is the index of the first unfolded turn: everything before it
+	// is in Summary, everything from it on is verbatim.
+	Cursor int64 `json:"cursor"`
+	// Total is the number of distinct turns applied.
+	Total int64 `json:"total"`
+	// CoveredThrough is the highest turn index in the summary, -1 if none.
+	CoveredThrough int64     `json:"covered_through"`
+	LastFoldAt     time.Time `json:"last_fold_at,omitzero"`
+	Compactions    int       `json:"compactions,omitempty"`
+	Lease          *Lease    `json:"lease,omitempty"`
+	// Turns are the unfolded turns [Cursor, Total) in order.
+	Turns []TurnRef `json:"turns,omitempty"`
+	// PendingNotes were evicted by the bot and wait for the next fold; they
+	// are cleared only when a fold that included them succeeds.
+	PendingNotes []NoteRef `json:"pending_notes,omitempty"`
+	// RecentIDs are hashes of the last turn ids, for dedup beyond the
+	// stream's duplicate window.
+	RecentIDs []uint64 `json:"recent_ids,omitempty"`
+	// LastSeq is the last applied inbound stream sequence: apply is a no-op
+	// for anything at or below it, so redelivery changes nothing.
+	LastSeq uint64 `json:"last_seq"`
+
+	// Failure backoff after a failed fold.
+	Failures     int       `json:"failures,omitempty"`
+	RetryAfter   time.Time `json:"retry_after,omitzero"`
+	OriginalToks int       `json:"original_tokens,omitempty"`
+	SummaryToks  int       `json:"summary_tokens,omitempty"`
+	LastActivity time.Time `json:"last_activity,omitzero"`
+
+	Ended  bool                  `json:"ended,omitempty"`
+	Config *events.SessionConfig `json:"config,omitempty"`
+}
+
+// New returns the state of a session never seen before.
+func New(id string) *Session { return &Session{ID: id, CoveredThrough: -1} }
+
+// maxRecentIDs bounds the dedup memory per session; older duplicates are
+// caught by the stream's Nats-Msg-Id window.
+const maxRecentIDs = 256
+
+// HashID is the dedup key of a turn id.
+func HashID(turnID string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(turnID))
+	return h.Sum64()
+}
+
+// SeenTurn reports whether turnID was applied recently.
+func (s *Session) SeenTurn(h uint64) bool {
+	for _, x := range s.RecentIDs {
+		if x == h {
+			return true
+		}
+	}
+	return false
+}
+
+// AddTurn appends a turn; the caller has checked SeenTurn.
+func (s *Session) AddTurn(h uint64, ref TurnRef) {
+	s.Turns = append(s.Turns, ref)
+	s.Total++
+	if len(s.RecentIDs) >= maxRecentIDs {
+		copy(s.RecentIDs, s.RecentIDs[1:])
+		s.RecentIDs = s.RecentIDs[:maxRecentIDs-1]
+	}
+	s.RecentIDs = append(s.RecentIDs, h)
+}
+
+// Advance applies a successful fold of turns [Cursor, to) and the first
+// notes pending notes.
+func (s *Session) Advance(to int64, notes int) {
+	n := int(to - s.Cursor)
+	n = min(n, len(s.Turns))
+	s.Turns = append(s.Turns[:0:0], s.Turns[n:]...)
+	s.Cursor = to
+	s.CoveredThrough = to - 1
+	notes = min(notes, len(s.PendingNotes))
+	s.PendingNotes = append(s.PendingNotes[:0:0], s.PendingNotes[notes:]...)
+}
+
+// Reset forgets the transcript and summary but keeps the stream position,
+// so redelivered events before the reset stay applied.
+func (s *Session) Reset() {
+	last := s.LastSeq
+	cfg := s.Config
+	*s = *New(s.ID)
+	s.LastSeq = last
+	s.Config = cfg
+}

@@ -1,0 +1,81 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrConflict means another owner changed the checkpoint since it was read:
+// the caller must reload and must not advance anything.
+var ErrConflict = errors.New("session checkpoint changed by another owner")
+
+// Store keeps checkpoints in a JetStream KV bucket, one key per session.
+type Store struct {
+	kv jetstream.KeyValue
+}
+
+// NewStore wraps a KV bucket.
+func NewStore(kv jetstream.KeyValue) *Store { return &Store{kv: kv} }
+
+// Load returns the checkpoint and its revision; a session never seen has
+// revision 0 and a fresh state.
+func (st *Store) Load(ctx context.Context, id string) (*Session, uint64, error) {
+	e, err := st.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return New(id), 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("load session %s: %w", id, err)
+	}
+	s := New(id)
+	if err := json.Unmarshal(e.Value(), s); err != nil {
+		return nil, 0, fmt.Errorf("decode checkpoint of session %s (revision %d): %w", id, e.Revision(), err)
+	}
+	return s, e.Revision(), nil
+}
+
+// Save writes the checkpoint with compare-and-set on rev (0 = must not
+// exist yet) and returns the new revision.
+func (st *Store) Save(ctx context.Context, s *Session, rev uint64) (uint64, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return 0, fmt.Errorf("encode checkpoint of session %s: %w", s.ID, err)
+	}
+	var nrev uint64
+	if rev == 0 {
+		nrev, err = st.kv.Create(ctx, s.ID, data)
+	} else {
+		nrev, err = st.kv.Update(ctx, s.ID, data, rev)
+	}
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSequence(err) {
+			return 0, fmt.Errorf("save session %s at revision %d: %w", s.ID, rev, ErrConflict)
+		}
+		return 0, fmt.Errorf("save session %s: %w", s.ID, err)
+	}
+	return nrev, nil
+}
+
+// Delete removes a session's checkpoint (after end + archive).
+func (st *Store) Delete(ctx context.Context, id string, rev uint64) error {
+	var opts []jetstream.KVDeleteOpt
+	if rev > 0 {
+		opts = append(opts, jetstream.LastRevision(rev))
+	}
+	if err := st.kv.Delete(ctx, id, opts...); err != nil {
+		if isWrongLastSequence(err) {
+			return fmt.Errorf("delete session %s: %w", id, ErrConflict)
+		}
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	return nil
+}
+
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
