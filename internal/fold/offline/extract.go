@@ -1,0 +1,733 @@
+package offline
+
+import (
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+type unitKind int
+
+const (
+	unitSpeech unitKind = iota
+	unitNote
+	unitTool
+)
+
+// unit is one candidate sentence of the new batch.
+type unit struct {
+	kind      unitKind
+	speaker   string
+	sp        speech
+	agreed    []string
+	disagreed []string
+	score     float64
+	seq       int // chronological order within the batch
+	turn      int // index of the source turn (-1 for notes)
+	text      [3]string
+}
+
+// extraction is what a batch of turns and notes yields.
+type extraction struct {
+	units     []*unit
+	speakers  []string // non-tool speakers in order of first appearance
+	talkers   []string // speakers with content in this batch, in order of first appearance
+	topics    []string
+	hadTurns  bool // some turn had text
+	allFiller bool // every turn with text was filler
+}
+
+func displayName(t fold.Turn) string {
+	if n := oneLine(t.Speaker, 64); n != "" {
+		return n
+	}
+	switch strings.ToLower(strings.TrimSpace(t.Role)) {
+	case "user":
+		return "User"
+	case "assistant":
+		return "Assistant"
+	case "system":
+		return "System"
+	case "tool", "function":
+		return "Tool"
+	}
+	return "Someone"
+}
+
+func isToolTurn(t fold.Turn) bool {
+	switch strings.ToLower(t.Kind) {
+	case "tool_call", "tool_result", "tool_use", "function_call", "function_result":
+		return true
+	}
+	r := strings.ToLower(t.Role)
+	return r == "tool" || r == "function"
+}
+
+func isToolCall(t fold.Turn) bool {
+	k := strings.ToLower(t.Kind)
+	return k == "tool_call" || k == "tool_use" || k == "function_call"
+}
+
+// extract turns the batch into scored, rendered units.
+func (s *Summarizer) extract(req fold.Request, prev previous, who names, agent bool) extraction {
+	var ex extraction
+	ex.allFiller = true
+	topics := newTopicCounter(who, agent)
+	// Topics that run through the session keep their place: the previous
+	// summary and its topic list count, less than the new batch.
+	for _, t := range prev.topics {
+		topics.bump(t, 0.75)
+	}
+	// Mentions in the previous summary's sentences reinforce topics but
+	// do not introduce any (they may be names an LLM backend wrote).
+	echo := newTopicCounter(who, agent)
+	for _, st := range prev.sentences {
+		echo.addWeighted(st, 0.4)
+	}
+	topics.echo = echo.weight
+	seenSpeaker := map[string]bool{}
+
+	var pendingCall *fold.Turn
+	pendingIdx := 0
+	flushCall := func() {
+		if pendingCall != nil {
+			ex.units = append(ex.units, toolUnit(pendingCall, nil, pendingIdx))
+			pendingCall = nil
+		}
+	}
+
+	for i := range req.Turns {
+		t := req.Turns[i]
+		if isToolTurn(t) {
+			ex.hadTurns = true
+			ex.allFiller = false
+			if isToolCall(t) {
+				flushCall()
+				pendingCall, pendingIdx = &req.Turns[i], i
+				continue
+			}
+			if pendingCall != nil && (pendingCall.Tool == "" || t.Tool == "" || pendingCall.Tool == t.Tool) {
+				ex.units = append(ex.units, toolUnit(pendingCall, &t, pendingIdx))
+				pendingCall = nil
+				continue
+			}
+			flushCall()
+			ex.units = append(ex.units, toolUnit(nil, &t, i))
+			continue
+		}
+		name := displayName(t)
+		role := strings.ToLower(t.Role)
+		text := sanitize(t.Text, maxTurnRunes)
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		ex.hadTurns = true
+		if role != "system" && !seenSpeaker[strings.ToLower(name)] {
+			seenSpeaker[strings.ToLower(name)] = true
+			ex.speakers = append(ex.speakers, name)
+		}
+		for k, sent := range splitSentences(text) {
+			fk := classifyFiller(sent, who, s.cfg.extraFiller)
+			if fk == notFiller && k == 0 {
+				// "yes, and …" / "nah, …" answers the previous speaker too
+				if f := strings.Fields(sent); len(f) > 1 && strings.HasSuffix(f[0], ",") {
+					if n := norm(f[0]); inSet(agreeWords, n) || n == "no" || n == "nope" || n == "nah" {
+						attachReply(ex.units, i, name, inSet(agreeWords, n))
+					}
+				}
+			}
+			if fk == notFiller {
+				sent = stripFiller(sent)
+				if sent == "" {
+					continue
+				}
+				fk = classifyFiller(sent, who, s.cfg.extraFiller)
+			}
+			if fk != notFiller {
+				if fk == fillerAgree || fk == fillerDisagree {
+					attachReply(ex.units, i, name, fk == fillerAgree)
+				}
+				continue
+			}
+			ex.allFiller = false
+			addressee, body := extractVocative(sent, name, who)
+			tr := analyze(body, who)
+			sc := scoreTraits(tr, agent)
+			switch {
+			case role == "system":
+				sc *= 0.6
+			case role == "assistant" && !agent:
+				sc *= 0.85
+			case role == "user" && agent:
+				sc += 1.5
+			}
+			ex.units = append(ex.units, &unit{
+				kind:    unitSpeech,
+				speaker: name,
+				sp:      speech{speaker: name, addressee: addressee, text: body, t: tr},
+				score:   sc,
+				seq:     i*1000 + k,
+				turn:    i,
+			})
+			topics.add(body)
+		}
+	}
+	flushCall()
+	ex.units = capPerTurn(ex.units, s.cfg.maxUnitsPerTurn)
+	ex.units = capTotal(ex.units, maxNewUnits)
+	talked := map[string]bool{}
+	for _, u := range ex.units {
+		if u.kind == unitSpeech && !talked[strings.ToLower(u.speaker)] && seenSpeaker[strings.ToLower(u.speaker)] {
+			talked[strings.ToLower(u.speaker)] = true
+			ex.talkers = append(ex.talkers, u.speaker)
+		}
+	}
+
+	notes := s.noteUnits(req, who, topics)
+	ex.units = append(ex.units, notes...)
+	sort.SliceStable(ex.units, func(a, b int) bool { return ex.units[a].seq < ex.units[b].seq })
+
+	for _, u := range ex.units {
+		if u.kind == unitSpeech {
+			u.score += 2.0 * float64(min(len(u.agreed)+len(u.disagreed), 1))
+			u.renderSpeech(who)
+		}
+	}
+	ex.topics = topics.top(s.cfg.maxTopics)
+	return ex
+}
+
+// attachReply records a filler assent/dissent ("yeah", "sounds good",
+// "nah") from speaker name as a reply to the latest open proposal, question
+// or request by someone else in the last two turns.
+func attachReply(units []*unit, turn int, name string, agree bool) {
+	for j := len(units) - 1; j >= 0; j-- {
+		u := units[j]
+		if u.turn < turn-2 {
+			return
+		}
+		if u.kind != unitSpeech || strings.EqualFold(u.speaker, name) ||
+			(u.sp.addressee != "" && !strings.EqualFold(u.sp.addressee, name)) {
+			continue
+		}
+		t := u.sp.t
+		if !(t.question || t.request || t.proposal || t.offer || t.strongDecision) {
+			continue
+		}
+		list := &u.disagreed
+		if agree {
+			list = &u.agreed
+		}
+		for _, n := range u.agreed {
+			if strings.EqualFold(n, name) {
+				return
+			}
+		}
+		for _, n := range u.disagreed {
+			if strings.EqualFold(n, name) {
+				return
+			}
+		}
+		*list = append(*list, name)
+		return
+	}
+}
+
+// renderSpeech fills the three condensation levels of a speech unit.
+func (u *unit) renderSpeech(who names) {
+	base := u.sp.render(who)
+	l1 := condenseLight(base)
+	l2 := condenseHard(l1)
+	u.text = [3]string{withReplies(base, u), withReplies(l1, u), withReplies(l2, u)}
+}
+
+// withReplies appends who agreed or disagreed.
+func withReplies(s string, u *unit) string {
+	if len(u.agreed) == 0 && len(u.disagreed) == 0 {
+		return s
+	}
+	if strings.HasSuffix(s, "?") {
+		var parts []string
+		if len(u.agreed) > 0 {
+			parts = append(parts, joinNames(u.agreed)+" said yes")
+		}
+		if len(u.disagreed) > 0 {
+			parts = append(parts, joinNames(u.disagreed)+" said no")
+		}
+		return s + " " + strings.Join(parts, ", ") + "."
+	}
+	s = strings.TrimRight(s, ".!")
+	if len(u.agreed) > 0 {
+		s += ", and " + joinNames(u.agreed) + " agreed"
+	}
+	if len(u.disagreed) > 0 {
+		s += ", but " + joinNames(u.disagreed) + " disagreed"
+	}
+	return s + "."
+}
+
+// joinNames writes "A", "A and B", "A, B and C".
+func joinNames(ns []string) string {
+	switch len(ns) {
+	case 0:
+		return ""
+	case 1:
+		return ns[0]
+	}
+	return strings.Join(ns[:len(ns)-1], ", ") + " and " + ns[len(ns)-1]
+}
+
+// capPerTurn keeps at most n units per turn (the best scored), so that no
+// single long turn (a monologue, a pasted document, an injection attempt)
+// dominates the summary.
+func capPerTurn(units []*unit, n int) []*unit {
+	if n <= 0 {
+		return units
+	}
+	byTurn := map[int][]int{}
+	for i, u := range units {
+		byTurn[u.turn] = append(byTurn[u.turn], i)
+	}
+	drop := make([]bool, len(units))
+	for _, idx := range byTurn {
+		if len(idx) <= n {
+			continue
+		}
+		sorted := append([]int(nil), idx...)
+		sort.SliceStable(sorted, func(a, b int) bool {
+			ua, ub := units[sorted[a]], units[sorted[b]]
+			if ua.score != ub.score {
+				return ua.score > ub.score
+			}
+			return sorted[a] < sorted[b]
+		})
+		for _, i := range sorted[n:] {
+			drop[i] = true
+		}
+	}
+	out := units[:0:0]
+	for i, u := range units {
+		if !drop[i] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// capTotal keeps the n best units of an oversized batch (ties: newer),
+// in their original order.
+func capTotal(units []*unit, n int) []*unit {
+	if len(units) <= n {
+		return units
+	}
+	idx := make([]int, len(units))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		if units[idx[a]].score != units[idx[b]].score {
+			return units[idx[a]].score > units[idx[b]].score
+		}
+		return idx[a] > idx[b]
+	})
+	keep := make([]bool, len(units))
+	for _, i := range idx[:n] {
+		keep[i] = true
+	}
+	out := make([]*unit, 0, n)
+	for i, u := range units {
+		if keep[i] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// ---- notes ----
+
+const maxNoteRunes = 220
+
+func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter) []*unit {
+	var out []*unit
+	for j, n := range req.Notes {
+		text := oneLine(n.Text, maxTurnRunes)
+		if text == "" {
+			continue
+		}
+		var body []string
+		var seen [][]string
+		total := 0
+		for _, sent := range splitSentences(text) {
+			if total > 0 && total+runeLen(sent)+1 > maxNoteRunes {
+				break
+			}
+			ts := tokenSet(sent, nil)
+			dup := false
+			for _, o := range seen {
+				if nearDup(o, ts) {
+					dup = true
+					break
+				}
+			}
+			if dup {
+				continue
+			}
+			seen = append(seen, ts)
+			body = append(body, endSentence(sent, '.'))
+			total += runeLen(sent) + 1
+		}
+		if len(body) == 0 {
+			continue
+		}
+		full := strings.Join(body, " ")
+		src := oneLine(n.Source, 64)
+		prefix := "Screen note: "
+		switch {
+		case src != "" && (who.has(src) || looksLikeName(src)):
+			prefix = "On " + src + "'s screen: "
+		case src != "":
+			prefix = "Screen note (" + src + "): "
+		}
+		t := analyze(full, who)
+		sc := 2.0 + min(float64(t.entities)*0.4, 2.0)
+		if src != "" || mentionsAny(full, who) {
+			sc += 1.0
+		}
+		topics.add(full)
+		out = append(out, &unit{
+			kind:  unitNote,
+			score: sc,
+			seq:   noteSeq(req, n, j),
+			turn:  -1,
+			text: [3]string{
+				prefix + full,
+				prefix + condenseLight(full),
+				prefix + condenseHard(condenseLight(body[0])),
+			},
+		})
+	}
+	if len(out) > s.cfg.maxNotes && s.cfg.maxNotes > 0 {
+		sort.SliceStable(out, func(a, b int) bool { return out[a].score > out[b].score })
+		out = out[:s.cfg.maxNotes]
+	}
+	return out
+}
+
+// noteSeq places a note among the turns by time when both carry times,
+// else after the turns.
+func noteSeq(req fold.Request, n fold.Note, j int) int {
+	if !n.At.IsZero() {
+		for i, t := range req.Turns {
+			if !t.At.IsZero() && t.At.After(n.At) {
+				return i*1000 - 500 + j
+			}
+		}
+	}
+	return len(req.Turns)*1000 + j
+}
+
+func looksLikeName(s string) bool {
+	f := strings.Fields(s)
+	if len(f) == 0 || len(f) > 3 {
+		return false
+	}
+	for _, w := range f {
+		if !upperFirst(w) || !isAllLetters(strings.ReplaceAll(strings.ReplaceAll(w, "'", ""), "-", "")) {
+			return false
+		}
+	}
+	return true
+}
+
+func mentionsAny(s string, who names) bool {
+	for _, w := range strings.Fields(s) {
+		if who.has(core(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- tools ----
+
+var (
+	toolErrRe  = regexp.MustCompile(`(?i)\b(error|errors|err|fail|failed|failure|failing|panic|exception|traceback|fatal|denied|not found|no such file|timed out|timeout|exit (status|code) [1-9]|cannot|can't|unable|refused|invalid|undefined)\b`)
+	toolZeroRe = regexp.MustCompile(`(?i)\b(0|no|zero) (errors?|failures?|failed|issues?)\b`)
+)
+
+// toolArg extracts the salient argument of a tool call: the command, path,
+// query or URL, verbatim (clipped at a word boundary).
+func toolArg(text string) string {
+	t := strings.TrimSpace(text)
+	if len(t) > 64<<10 {
+		t = t[:64<<10]
+	}
+	if strings.HasPrefix(t, "{") {
+		var m map[string]any
+		if json.Unmarshal([]byte(t), &m) == nil {
+			for _, k := range []string{"command", "cmd", "path", "file_path", "file", "filename",
+				"query", "pattern", "url", "name", "input", "code"} {
+				if v, ok := m[k]; ok {
+					if s := argString(v); s != "" {
+						return clip(oneLine(s, 400), 80)
+					}
+				}
+			}
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if s := argString(m[k]); s != "" {
+					return clip(oneLine(s, 400), 80)
+				}
+			}
+			return ""
+		}
+	}
+	first, _, _ := strings.Cut(sanitize(t, 2000), "\n")
+	return clip(strings.TrimSpace(first), 80)
+}
+
+func argString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		var parts []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				parts = append(parts, s)
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	return ""
+}
+
+// toolOutcome reads a tool result without dumping it: failed with the first
+// error line, or ok.
+func toolOutcome(text string) (failed bool, detail string) {
+	const part = 32 << 10
+	head, tail := text, ""
+	if len(text) > 2*part {
+		head, tail = text[:part], text[len(text)-part:]
+	}
+	lines := strings.Split(sanitize(head, 0), "\n")
+	if len(lines) > 300 {
+		lines = lines[:300]
+	}
+	if tail != "" || len(lines) == 300 {
+		all := strings.Split(sanitize(text[max(0, len(text)-part):], 0), "\n")
+		if len(all) > 300 {
+			all = all[len(all)-300:]
+		}
+		lines = append(lines, all...)
+	}
+	empty := true
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l != "" {
+			empty = false
+		}
+		if toolErrRe.MatchString(l) && !toolZeroRe.MatchString(l) {
+			return true, strings.TrimRight(l, ".:; ")
+		}
+	}
+	if empty {
+		return false, "no output"
+	}
+	return false, "ok"
+}
+
+func toolUnit(call, result *fold.Turn, idx int) *unit {
+	name := "a tool"
+	caller := "Assistant"
+	arg := ""
+	if call != nil {
+		caller = displayName(*call)
+		if call.Tool != "" {
+			name = oneLine(call.Tool, 64)
+		}
+		arg = toolArg(call.Text)
+	}
+	if result != nil && name == "a tool" && result.Tool != "" {
+		name = oneLine(result.Tool, 64)
+	}
+	argPart, argShort := "", ""
+	if arg != "" {
+		argPart = " (" + arg + ")"
+		argShort = " (" + clip(arg, 40) + ")"
+	}
+	score := 1.5 + min(float64(analyze(arg, nil).entities)*0.4, 1.0)
+	var l0, l1, l2 string
+	switch {
+	case result == nil:
+		l0 = caller + " ran " + name + argPart + "."
+		l1, l2 = l0, caller+" ran "+name+argShort+"."
+	default:
+		failed, detail := toolOutcome(result.Text)
+		outcome, short := "ok", "ok"
+		if failed {
+			outcome, short = "failed, "+clip(detail, 90), "failed"
+			score += 1.0
+		} else if detail == "no output" {
+			outcome, short = "no output", "no output"
+		}
+		if call != nil {
+			l0 = caller + " ran " + name + argPart + ": " + outcome + "."
+			l1 = caller + " ran " + name + argPart + ": " + clipOutcome(outcome) + "."
+			l2 = caller + " ran " + name + argShort + ": " + short + "."
+		} else {
+			l0 = name + " result: " + outcome + "."
+			l1 = name + " result: " + clipOutcome(outcome) + "."
+			l2 = name + " result: " + short + "."
+		}
+	}
+	return &unit{kind: unitTool, score: score, seq: idx * 1000, turn: idx, text: [3]string{l0, l1, l2}}
+}
+
+func clipOutcome(o string) string { return clip(o, 50) }
+
+// ---- topics ----
+
+// topicCounter weighs named entities (capitalized phrases that are not
+// sentence starts, participant names or calendar words, with a trailing
+// number: "Diamond 3") and, for agent sessions, file paths.
+type topicCounter struct {
+	who    names
+	agent  bool
+	weight map[string]float64
+	echo   map[string]float64 // reinforcement only
+	first  map[string]int
+	n      int
+}
+
+func newTopicCounter(who names, agent bool) *topicCounter {
+	return &topicCounter{who: who, agent: agent, weight: map[string]float64{}, first: map[string]int{}}
+}
+
+var calendarWords = toSet("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+	"sunday", "january", "february", "march", "april", "may", "june", "july", "august",
+	"september", "october", "november", "december", "today", "tomorrow", "tonight")
+
+func (tc *topicCounter) bump(t string, w float64) {
+	if _, ok := tc.first[t]; !ok {
+		tc.first[t] = tc.n
+		tc.n++
+	}
+	tc.weight[t] += w
+}
+
+func (tc *topicCounter) add(s string) { tc.addWeighted(s, 1) }
+
+func (tc *topicCounter) addWeighted(s string, weight float64) {
+	words := strings.Fields(s)
+	var run []string
+	flush := func() {
+		for len(run) > 0 && topicConnectors[run[len(run)-1]] {
+			run = run[:len(run)-1]
+		}
+		if len(run) > 0 && len(run) <= 5 {
+			tc.bump(strings.Join(run, " "), weight)
+		}
+		run = run[:0]
+	}
+	for i, w := range words {
+		c := core(w)
+		_, _, suf := splitWord(w)
+		isStart := i == 0 || prevEndsSentence(words[i-1])
+		if tc.agent && isPathLike(c) {
+			flush()
+			tc.bump(c, weight)
+			continue
+		}
+		lc := strings.ToLower(c)
+		capital := c != "" && upperFirst(c) && !commonCaps[lc] && !calendarWords[lc] &&
+			!tc.who.has(c) && isAllLetters(strings.ReplaceAll(c, "-", "")) && runeLen(c) > 1
+		switch {
+		case capital && (!isStart || len(run) > 0):
+			run = append(run, c)
+		case len(run) > 0 && topicConnectors[c] && w == c && !topicConnectors[run[len(run)-1]]:
+			run = append(run, c) // "Jeff the Land Shark", "League of Legends"
+		case len(run) > 0 && isNumber(c) && strings.HasPrefix(w, c):
+			run = append(run, c)
+			flush()
+		default:
+			flush()
+		}
+		if suf != "" {
+			flush()
+		}
+	}
+	flush()
+}
+
+var topicConnectors = toSet("of", "the")
+
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isPathLike(c string) bool {
+	if c == "" || strings.Contains(c, "://") {
+		return false
+	}
+	if strings.Count(c, "/") >= 1 && hasLetterOrDigit(c) && !strings.HasPrefix(c, "/") || strings.HasPrefix(c, "/") && strings.Count(c, "/") >= 2 {
+		return true
+	}
+	if i := strings.LastIndexByte(c, '.'); i > 0 && i < len(c)-1 {
+		switch strings.ToLower(c[i+1:]) {
+		case "go", "py", "ts", "js", "tsx", "jsx", "md", "json", "yaml", "yml", "toml", "rs",
+			"java", "c", "h", "cc", "cpp", "sh", "sql", "txt", "mod", "proto", "rb", "kt", "swift":
+			return true
+		}
+	}
+	return false
+}
+
+// top returns the n heaviest topics, ties broken by first mention; a word
+// already part of a chosen phrase is skipped.
+func (tc *topicCounter) top(n int) []string {
+	keys := make([]string, 0, len(tc.weight))
+	for k := range tc.weight {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		wa, wb := tc.weight[keys[a]]+tc.echo[keys[a]], tc.weight[keys[b]]+tc.echo[keys[b]]
+		if wa != wb {
+			return wa > wb
+		}
+		return tc.first[keys[a]] < tc.first[keys[b]]
+	})
+	var out []string
+	for _, k := range keys {
+		if len(out) >= n {
+			break
+		}
+		dup := false
+		for _, o := range out {
+			if strings.Contains(" "+strings.ToLower(o)+" ", " "+strings.ToLower(k)+" ") ||
+				strings.Contains(" "+strings.ToLower(k)+" ", " "+strings.ToLower(o)+" ") {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package offline
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Word lists. They are read-only after package initialization.
+
+// fillerCore words make a sentence filler when everything else in it is
+// filler-compatible: greetings, thanks, backchannels, interjections.
+var fillerCore = toSet(
+	// greetings and goodbyes
+	"hi", "hey", "heya", "hiya", "hello", "yo", "sup", "wassup", "whatsup", "howdy",
+	"morning", "evening", "afternoon", "gm", "gn", "night", "bye", "goodbye", "cya",
+	"later", "welcome", "greetings",
+	// thanks
+	"thanks", "thank", "thx", "ty", "tysm", "tyvm", "cheers", "appreciate", "appreciated",
+	// backchannels and reactions
+	"yeah", "yea", "ya", "yah", "yep", "yup", "yes", "ok", "okay", "okey", "k", "kk",
+	"mhm", "mmhm", "mmhmm", "mm", "mmm", "hmm", "hm", "uh", "uhh", "um", "umm", "er",
+	"erm", "ah", "ahh", "oh", "ooh", "huh", "right", "nice", "cool", "sure", "true",
+	"totally", "exactly", "gotcha", "alright", "aight", "word", "bet", "same", "fair",
+	"facts", "indeed", "wow", "whoa", "woah", "damn", "dang", "gg", "ggs", "wp", "ggwp",
+	"oof", "bruh", "lit", "sweet", "awesome", "great", "noice", "neat", "yikes", "welp",
+	"no", "nope", "nah", "yay", "woo", "woohoo", "pog", "poggers", "based", "agreed",
+	"absolutely", "definitely", "perfect", "interesting", "wild", "crazy", "insane",
+	"hype", "go", "sounds", "fine", "mood", "rip", "f", "sheesh", "omg", "wtf", "jeez",
+	"geez", "ugh", "meh", "hmmm", "ahh", "ahhh", "ayy", "ayo", "aha", "ohh", "ohhh",
+	"uh-huh", "mm-hmm", "uh-uh", "mhmm", "yess", "yesss", "deal", "works", "understood",
+	"copy", "roger", "noted", "makes", "sense", "good", "hear", "you", "np", "nw",
+)
+
+// fillerSoft words may appear in a filler sentence but do not make one.
+var fillerSoft = toSet(
+	"it", "that", "that's", "thats", "this", "is", "so", "much", "very", "a", "the",
+	"all", "guys", "everyone", "everybody", "folks", "man", "dude", "bro", "sis",
+	"mate", "buddy", "fam", "y'all", "yall", "again", "too", "and", "my", "god",
+	"gosh", "lord", "for", "real", "fr", "up", "what's", "whats", "how's", "hows",
+	"how", "are", "going", "it's", "its", "doing", "i", "am", "i'm", "im", "well",
+	"just", "me", "we", "let's", "lets", "do", "to", "oh", "of", "course", "was",
+	"be", "pretty", "really", "super", "kinda", "haha", "there", "here", "back",
+	"everything", "anyone", "down", "with", "in", "on", "again", "then", "one",
+	"good", "bad", "lol", "got", "ya", "yah", "thing", "stuff", "way", "sounds",
+	"like", "plan", "idea", "for", "sure", "see", "u", "yo", "ur", "please", "pls", "plz",
+	"shot", "game", "games", "job", "try", "played", "work", "round", "close", "call",
+	"moves", "move", "play", "stuff", "lmk", "haha", "cute", "funny", "hilarious",
+)
+
+// agreeWords in a filler reply to a proposal or question count as assent;
+// negWords as dissent.
+var agreeWords = toSet("yes", "yeah", "yea", "yep", "yup", "sure", "ok", "okay", "agreed",
+	"deal", "bet", "definitely", "absolutely", "perfect", "down", "sounds", "works",
+	"fine", "alright", "aight", "roger", "copy", "yess", "yesss")
+var negWords = toSet("no", "nope", "nah", "not", "don't", "dont", "never")
+
+// leadStrip words are removed from the start of a sentence; leadStripComma
+// words only when followed by a comma.
+var leadStrip = toSet("yeah", "yea", "yep", "yup", "ok", "okay", "so", "um", "umm", "uh",
+	"uhh", "er", "erm", "oh", "ohh", "hmm", "hm", "alright", "aight", "anyway", "anyways",
+	"hey", "yo", "mhm", "mm", "mmm", "welp", "lol", "lmao", "haha", "yes", "ah", "ahh",
+	"hi", "hello")
+var leadStripComma = toSet("right", "like", "well", "look", "listen", "wait", "actually",
+	"honestly", "basically", "man", "dude", "bro", "guys", "sure", "cool", "nice", "okay",
+	"fine", "see", "and", "but", "now", "true", "great", "awesome", "perfect")
+
+// stopwords are ignored when comparing sentences and counting content.
+var stopwords = toSet(
+	"a", "an", "the", "and", "or", "but", "if", "then", "so", "to", "of", "in", "on",
+	"at", "by", "for", "with", "about", "as", "into", "from", "up", "down", "out", "over",
+	"is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "have",
+	"has", "had", "i", "me", "my", "we", "us", "our", "you", "your", "he", "him", "his",
+	"she", "her", "they", "them", "their", "it", "its", "this", "that", "these", "those",
+	"there", "here", "what", "which", "who", "whom", "when", "where", "why", "how",
+	"not", "no", "yes", "just", "really", "very", "too", "also", "can", "could", "would",
+	"should", "will", "shall", "may", "might", "must", "i'm", "it's", "that's", "we're",
+	"you're", "they're", "i'll", "we'll", "i've", "we've", "don't", "doesn't", "didn't",
+	"can't", "won't", "isn't", "aren't", "wasn't", "let's", "lets", "like", "some", "any",
+	"all", "more", "most", "than", "now", "get", "got", "go", "going", "gonna", "wanna",
+	"gotta", "yeah", "ok", "okay", "said", "says", "say", "asked", "ask", "suggested",
+	"agreed", "told", "thinks", "think", "one", "thing", "kind", "sort", "well", "still",
+	"even", "only", "maybe", "oh", "um", "uh", "lol", "s", "re", "ll", "ve", "d", "t",
+)
+
+// Attribution verbs of rendered sentences; ignored for near-duplicate checks.
+var attribution = toSet("said", "asked", "suggested", "agreed", "offered", "told", "noted",
+	"ran", "screen", "said yes", "said no")
+
+// commonCaps are capitalized words that are not named entities.
+var commonCaps = toSet("i", "i'm", "i'll", "i've", "i'd", "ok", "okay", "yeah", "lol",
+	"lmao", "haha", "oh", "the", "a", "an", "and", "but", "so", "if", "then", "we",
+	"you", "he", "she", "they", "it", "this", "that", "what", "why", "how", "when",
+	"where", "who", "yes", "no", "hey", "hi", "hello", "thanks", "please", "gg",
+	"omg", "wtf", "lfg", "brb", "afk", "imo", "tbh", "idk", "btw", "fyi", "asap",
+	"screen", "on", "user", "assistant", "system", "tool", "earlier", "later", "let's",
+	"maybe", "also", "just", "well", "like", "do", "did", "can", "could", "should",
+	"would", "will", "is", "are", "was", "my", "our", "your", "not", "don't", "ah",
+	"mr", "mrs", "ms", "dr")
+
+// Modal and past-tense words that do not change after a third-person
+// subject, and ambiguous present/past forms that are left alone.
+var noConj = toSet("can", "could", "will", "would", "shall", "should", "may", "might",
+	"must", "can't", "cannot", "couldn't", "won't", "wouldn't", "shouldn't", "mustn't",
+	"didn't", "wasn't", "ought", "used", "had", "did", "was", "hadn't", "cant", "wont",
+	"didnt", "wasnt", "couldnt", "wouldnt", "shouldnt",
+	// irregular past
+	"said", "made", "went", "got", "saw", "took", "came", "knew", "thought", "told",
+	"found", "gave", "left", "felt", "kept", "lost", "won", "ran", "bought", "brought",
+	"built", "caught", "taught", "fought", "sold", "sent", "spent", "stood",
+	"understood", "wrote", "ate", "drank", "drove", "flew", "forgot", "fell", "heard",
+	"held", "meant", "met", "paid", "rode", "rang", "sang", "sat", "slept", "spoke",
+	"stole", "swam", "threw", "woke", "wore", "began", "broke", "chose", "froze", "hid",
+	"led", "lit", "shot", "shook", "slid", "struck", "stuck", "swore", "tore", "became",
+	"dealt", "dug", "drew", "fed", "forgave", "grew", "hung", "laid", "lay", "lent",
+	"mistook", "overslept", "rose", "sought", "spun", "swung", "wept", "wound", "beat",
+	// ambiguous present/past
+	"put", "set", "cut", "read", "hit", "let", "quit", "hurt", "cost", "shut", "spread",
+	"bid", "cast", "fit", "split", "burst", "upset")
+
+// Adverbs skipped between "I" and its verb.
+var preVerbAdverbs = toSet("just", "really", "also", "still", "never", "always", "actually",
+	"literally", "totally", "already", "only", "kinda", "probably", "definitely",
+	"usually", "even", "honestly", "basically", "seriously", "finally", "mostly",
+	"sometimes", "often", "rarely", "barely", "almost", "def", "prob", "truly",
+	"genuinely", "personally", "generally", "normally", "obviously", "clearly", "sorta",
+	"totes", "lowkey", "highkey", "legit", "uh", "um", "uhh", "umm", "like", "now",
+	"then", "too", "sometimes", "again", "today", "currently", "no", "longer")
+
+var secondPerson = toSet("you", "your", "you're", "youre", "yours", "yourself",
+	"yourselves", "u", "ur", "you'll", "you've", "you'd", "ya")
+
+// Phrases (in plain() form, space delimited) that signal traits.
+var (
+	questionStarts = []string{" who ", " what ", " when ", " where ", " why ", " how ",
+		" who's ", " what's ", " where's ", " when's ", " how's ", " whats ", " wheres ",
+		" which ", " whose ", " can you ", " could you ", " would you ", " will you ",
+		" can we ", " could we ", " should we ", " should i ", " can i ", " do you ",
+		" does anyone ", " did you ", " are you ", " is it ", " is there ", " are we ",
+		" anyone ", " does it ", " do we ", " did we ", " have you ", " has anyone "}
+	requestPhrases = []string{" can you ", " could you ", " would you ", " will you ",
+		" please ", " pls ", " plz ", " can someone ", " could someone ", " can somebody ",
+		" can anyone ", " could anyone ", " remind me ", " i need you ", " help me ",
+		" tell me ", " send me ", " show me ", " give me ", " let me know ", " make sure "}
+	proposalStarts = []string{" let's ", " lets ", " let us ", " how about ", " what about ",
+		" what if ", " why don't we ", " why dont we ", " why not ", " maybe we ",
+		" we should ", " we could ", " should we ", " i suggest ", " i propose ",
+		" i vote ", " we might as well ", " we need to ", " we gotta ", " we have to "}
+	strongDecision = []string{" decided ", " decide ", " agreed ", " agree on ", " we'll ",
+		" we will ", " the plan ", " plan is ", " settled ", " final ", " let's do ",
+		" from now on ", " deal ", " we're going to ", " we are going to ", " confirmed ",
+		" locked in ", " sign up ", " signed up ", " registered ", " scheduled ",
+		" said yes ", " committed ", " promise "}
+	weakDecision = []string{" will ", " i'll ", " going to ", " gonna ", " plan ", " plans ",
+		" planning ", " tomorrow ", " tonight ", " next week ", " schedule ", " deadline ",
+		" by friday ", " by monday ", " at noon ", " later today ", " offered ", " i'm going ",
+		" need to ", " have to ", " gotta "}
+	preferencePhrases = []string{" prefer ", " prefers ", " i want ", " wants ", " wanna ",
+		" i like ", " likes ", " i love ", " loves ", " i hate ", " hates ", " favorite ",
+		" favourite ", " rather ", " i'd like ", " don't like ", " can't stand ", " main "}
+	donePhrases = []string{" done ", " fixed ", " implemented ", " added ", " created ",
+		" passed ", " passes ", " passing ", " merged ", " committed ", " finished ",
+		" resolved ", " completed ", " works now ", " updated ", " removed ", " renamed ",
+		" refactored ", " wrote ", " deployed ", " shipped "}
+	nextPhrases = []string{" next ", " todo ", " to do ", " remaining ", " still need ",
+		" in progress ", " working on ", " then ", " after that ", " next step ", " pending ",
+		" blocked ", " now "}
+	constraintPhrases = []string{" must ", " must not ", " never ", " always ", " don't ",
+		" do not ", " only ", " without ", " required ", " requirement ", " constraint ",
+		" not allowed ", " no more than ", " at most ", " at least ", " keep ", " avoid "}
+)
+
+var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+|previous\s+|prior\s+|above\s+|earlier\s+)*(instructions|prompts?|messages|rules|context)|system prompt|you are now|developer mode|jailbreak|new instructions`)
+
+// isLaugh reports laughter tokens: lol, lmao, haha, hehe, xd, rofl, …
+func isLaugh(n string) bool {
+	n = collapseRuns(n, 2)
+	switch {
+	case n == "":
+		return false
+	case strings.HasPrefix(n, "lol") || strings.HasPrefix(n, "lmao") ||
+		strings.HasPrefix(n, "lmfao") || strings.HasPrefix(n, "rofl") ||
+		strings.HasPrefix(n, "kek") || n == "xd" || n == "xdd" || n == "lul" ||
+		n == "omegalul" || n == "lolz" || n == "lulz" || n == "ded" || n == "dead" ||
+		n == "hah" || n == "heh":
+		return true
+	}
+	// ha, haha, hahaha, hehe, hihi, ahah, jaja, kkkk
+	if len(n) >= 2 {
+		ok := true
+		for i := 0; i < len(n); i++ {
+			c := n[i]
+			if c != 'h' && c != 'a' && c != 'e' && c != 'i' && c != 'j' {
+				ok = false
+				break
+			}
+		}
+		if ok && strings.ContainsAny(n, "hj") && strings.ContainsAny(n, "aei") {
+			return true
+		}
+	}
+	return false
+}
+
+// wordVariants returns the forms of a normalized word to look up in the
+// lists: as is, with letter runs collapsed to two and to one ("yeahhh",
+// "sooo", "okkk").
+func wordVariants(n string) [3]string {
+	return [3]string{n, collapseRuns(n, 2), collapseRuns(n, 1)}
+}
+
+func inSet(set map[string]bool, n string) bool {
+	for _, v := range wordVariants(n) {
+		if set[v] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,638 @@
+// Package offline is foldstream's network-free summarizer backend, the
+// default when no API key is configured.
+//
+// It is extractive and deterministic. It follows the priorities of the voice
+// compaction prompt (seed 000): who said what, with speaker names; the
+// current shared activity; open questions and requests; decisions, plans and
+// preferences; screen-watch notes tied to the people involved. Greetings,
+// thanks, laughter, backchannels and near-duplicate repeats are dropped. For
+// agent sessions (seed 003) a tool call and its result become one short
+// clause: the tool, its salient argument and the outcome, never the output.
+//
+// The summary is one paragraph of plain prose. It opens with the
+// participants and the recent topics ("Alice, Bob and Carol are talking
+// about Marvel Rivals and Tokyo."), then the condensed previous summary, then
+// the new batch, in chronological order. Identifiers (names, numbers, paths,
+// URLs, quoted strings) are copied verbatim. When the budget is tight, older
+// sentences are condensed first (hedges removed, then secondary clauses
+// dropped) and then the lowest-valued sentences are dropped, weighing
+// importance against age, so the newest still-relevant details survive.
+//
+// Budgets are counted in runes (Unicode code points).
+package offline
+
+import (
+	"context"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+const (
+	// Model is the value of Result.Model and Name().
+	Model = "offline"
+	// DefaultMaxChars is the budget used when Request.MaxChars is not set.
+	DefaultMaxChars = 1200
+
+	maxPrevSentences = 300 // newest sentences of an over-long previous summary
+	maxNewUnits      = 400 // best sentences of an oversized batch
+)
+
+type config struct {
+	defaultMaxChars int
+	maxParticipants int
+	maxTopics       int
+	maxUnitsPerTurn int
+	maxNotes        int
+	extraFiller     map[string]bool
+}
+
+// Option configures a Summarizer.
+type Option func(*config)
+
+// WithDefaultMaxChars sets the budget used when a request has MaxChars ≤ 0
+// (default 1200).
+func WithDefaultMaxChars(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.defaultMaxChars = n
+		}
+	}
+}
+
+// WithMaxParticipants caps how many participants the opening sentence names
+// (default 8); the rest are counted ("and 3 others").
+func WithMaxParticipants(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxParticipants = n
+		}
+	}
+}
+
+// WithMaxTopics caps the topics named in the opening sentence (default 3;
+// 0 disables topics).
+func WithMaxTopics(n int) Option {
+	return func(c *config) {
+		if n >= 0 {
+			c.maxTopics = n
+		}
+	}
+}
+
+// WithMaxSentencesPerTurn caps how many sentences of one turn can reach the
+// summary (default 3), so that a monologue or a pasted document cannot
+// dominate it.
+func WithMaxSentencesPerTurn(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxUnitsPerTurn = n
+		}
+	}
+}
+
+// WithMaxNotes caps the screen-watch notes folded per call (default 6).
+func WithMaxNotes(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxNotes = n
+		}
+	}
+}
+
+// WithFillerWords adds words that count as filler (a bot's catchphrases, a
+// community's emote names). Matching is case-insensitive.
+func WithFillerWords(words ...string) Option {
+	return func(c *config) {
+		for _, w := range words {
+			if w = strings.ToLower(strings.TrimSpace(w)); w != "" {
+				c.extraFiller[w] = true
+			}
+		}
+	}
+}
+
+// Summarizer is the offline backend. It is safe for concurrent use.
+type Summarizer struct {
+	cfg config
+}
+
+var _ fold.Summarizer = (*Summarizer)(nil)
+
+// New returns an offline summarizer.
+func New(opts ...Option) *Summarizer {
+	cfg := config{
+		defaultMaxChars: DefaultMaxChars,
+		maxParticipants: 8,
+		maxTopics:       3,
+		maxUnitsPerTurn: 3,
+		maxNotes:        6,
+		extraFiller:     map[string]bool{},
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return &Summarizer{cfg: cfg}
+}
+
+// Name returns "offline".
+func (s *Summarizer) Name() string { return Model }
+
+// Summarize folds req into a new running summary. It never fails except
+// when ctx is already done.
+func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return fold.Result{}, err
+	}
+	return fold.Result{Summary: s.summarize(req), Model: Model}, nil
+}
+
+func (s *Summarizer) summarize(req fold.Request) string {
+	budget := req.MaxChars
+	if budget <= 0 {
+		budget = s.cfg.defaultMaxChars
+	}
+	agent := req.Profile == fold.ProfileAgent
+	for _, t := range req.Turns {
+		if isToolTurn(t) {
+			agent = true
+			break
+		}
+	}
+
+	prev := parsePrevious(req.PreviousSummary)
+
+	// Everyone known by name: earlier participants, this batch's speakers,
+	// note sources that are names.
+	who := names{}
+	addName := func(n string) {
+		if n != "" {
+			if _, ok := who[strings.ToLower(n)]; !ok {
+				who[strings.ToLower(n)] = n
+			}
+		}
+	}
+	for _, n := range prev.names {
+		addName(n)
+	}
+	for _, t := range req.Turns {
+		if !isToolTurn(t) && strings.ToLower(t.Role) != "system" {
+			addName(displayName(t))
+		}
+	}
+	for _, n := range req.Notes {
+		if src := oneLine(n.Source, 64); looksLikeName(src) {
+			addName(src)
+		}
+	}
+
+	ex := s.extract(req, prev, who, agent)
+
+	participants, others := s.roster(prev, ex.speakers, ex.talkers)
+	topics := ex.topics
+	if len(ex.units) == 0 {
+		topics = prev.topics // nothing new: keep the opening sentence as it was
+	}
+
+	if len(ex.units) == 0 && len(prev.sentences) == 0 {
+		if ex.hadTurns && ex.allFiller {
+			return smallTalk(participants, others)
+		}
+		if prev.smallTalk && len(req.Turns) == 0 {
+			return smallTalk(participants, others)
+		}
+		if len(participants) == 0 {
+			return ""
+		}
+	}
+
+	items := s.assemble(prev, ex, who, agent)
+	dedup(items, who)
+	lead := leadItem(participants, others, topics, agent)
+	if lead != nil {
+		items = append([]*item{lead}, items...)
+	}
+	fit(items, budget)
+	return join(items)
+}
+
+// ---- previous summary ----
+
+type previous struct {
+	names     []string
+	others    int
+	topics    []string
+	sentences []string
+	smallTalk bool
+}
+
+var (
+	leadRe      = regexp.MustCompile(`^(.+?) (?:are|is) (?:talking about (.+)|working on (.+)|in the session)\.$`)
+	smallTalkRe = regexp.MustCompile(`^(.+?) (?:exchanged|made) small talk\.$`)
+	othersRe    = regexp.MustCompile(`^(\d+) others?$`)
+	replyRe     = regexp.MustCompile(`^[^.?!]{1,80} (said yes|said no|agreed|disagreed)\.$`)
+)
+
+// parsePrevious splits the previous summary into sentences and recognizes
+// the opening sentence this backend writes (participants and topics).
+func parsePrevious(s string) previous {
+	var p previous
+	text := sanitize(s, maxPrevRunes)
+	sents := splitSentences(text)
+	if len(sents) > 0 {
+		first := endSentence(sents[0], '.')
+		if m := leadRe.FindStringSubmatch(first); m != nil {
+			p.names, p.others = splitNameList(m[1])
+			topicList := m[2]
+			if topicList == "" {
+				topicList = m[3]
+			}
+			if topicList != "" {
+				p.topics, _ = splitNameList(topicList)
+			}
+			sents = sents[1:]
+		} else if m := smallTalkRe.FindStringSubmatch(first); m != nil {
+			p.names, p.others = splitNameList(m[1])
+			p.smallTalk = true
+			sents = sents[1:]
+		}
+	}
+	for _, st := range sents {
+		st = endSentence(st, '.')
+		if st == "" {
+			continue
+		}
+		if n := len(p.sentences); n > 0 && replyRe.MatchString(st) &&
+			strings.HasSuffix(p.sentences[n-1], "?") {
+			p.sentences[n-1] += " " + st
+			continue
+		}
+		p.sentences = append(p.sentences, st)
+	}
+	if len(p.sentences) > maxPrevSentences {
+		p.sentences = p.sentences[len(p.sentences)-maxPrevSentences:]
+	}
+	return p
+}
+
+// splitNameList parses "A, B and C" or "A, B and 3 others".
+func splitNameList(s string) ([]string, int) {
+	parts := strings.Split(s, ", ")
+	last := parts[len(parts)-1]
+	if i := strings.LastIndex(last, " and "); i >= 0 {
+		parts = append(parts[:len(parts)-1], last[:i], last[i+5:])
+	}
+	var out []string
+	others := 0
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if m := othersRe.FindStringSubmatch(p); m != nil {
+			others, _ = strconv.Atoi(m[1])
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, others
+}
+
+// roster merges earlier participants with this batch's speakers, keeping
+// first-appearance order. Beyond the cap, this batch's speakers who said
+// something win, then the rest of the batch, then earlier participants.
+func (s *Summarizer) roster(prev previous, batch, talkers []string) ([]string, int) {
+	var all []string
+	seen := map[string]bool{}
+	for _, group := range [][]string{prev.names, batch} {
+		for _, n := range group {
+			k := strings.ToLower(n)
+			if !seen[k] {
+				seen[k] = true
+				all = append(all, n)
+			}
+		}
+	}
+	others := prev.others
+	max := s.cfg.maxParticipants
+	if len(all) <= max {
+		return all, others
+	}
+	keep := map[string]bool{}
+	for _, group := range [][]string{talkers, batch, all} {
+		for _, n := range group {
+			if len(keep) < max {
+				keep[strings.ToLower(n)] = true
+			}
+		}
+	}
+	var out []string
+	for _, n := range all {
+		if keep[strings.ToLower(n)] {
+			out = append(out, n)
+		} else {
+			others++
+		}
+	}
+	return out, others
+}
+
+func smallTalk(participants []string, others int) string {
+	switch {
+	case len(participants) == 0:
+		return "The participants exchanged small talk."
+	case len(participants) == 1 && others == 0:
+		return participants[0] + " made small talk."
+	}
+	return nameList(participants, others) + " exchanged small talk."
+}
+
+func nameList(ns []string, others int) string {
+	if others > 0 {
+		o := strconv.Itoa(others) + " others"
+		if others == 1 {
+			o = "1 other"
+		}
+		return joinNames(append(append([]string(nil), ns...), o))
+	}
+	return joinNames(ns)
+}
+
+// ---- items and budget ----
+
+// item is one sentence of the output with its condensation levels.
+type item struct {
+	v       [3]string // full, light, hard
+	n       [3]int    // cached rune lengths (0 = not computed)
+	lvl     int
+	score   float64
+	pos     float64 // age: 0 oldest … 1 newest
+	isNew   bool
+	isLead  bool
+	drop    bool
+	dup     bool // dropped as a near-duplicate: never revived
+	speaker string
+}
+
+func (it *item) text() string { return it.v[it.lvl] }
+
+func (it *item) length() int {
+	if it.n[it.lvl] == 0 && it.v[it.lvl] != "" {
+		it.n[it.lvl] = runeLen(it.v[it.lvl])
+	}
+	return it.n[it.lvl]
+}
+
+func (it *item) eff() float64 { return it.score * (0.4 + 0.6*it.pos) }
+
+func leadItem(participants []string, others int, topics []string, agent bool) *item {
+	if len(participants) == 0 {
+		return nil
+	}
+	subj := nameList(participants, others)
+	verb := " are"
+	if len(participants) == 1 && others == 0 {
+		verb = " is"
+	}
+	short := subj + verb + " in the session."
+	full := short
+	if len(topics) > 0 {
+		act := " talking about "
+		if agent {
+			act = " working on "
+		}
+		full = subj + verb + act + joinNames(topics) + "."
+	}
+	return &item{v: [3]string{full, short, ""}, isLead: true, score: 100, pos: 1}
+}
+
+// assemble builds the items of the previous summary and of the new batch.
+func (s *Summarizer) assemble(prev previous, ex extraction, who names, agent bool) []*item {
+	var items []*item
+	n := len(prev.sentences)
+	for i, st := range prev.sentences {
+		t := analyze(st, who)
+		sc := scoreTraits(t, agent)
+		if strings.Contains(st, " agreed") || strings.Contains(st, " said yes") {
+			sc += 1.5
+		}
+		if strings.Contains(st, "screen:") || strings.HasPrefix(st, "Screen note") {
+			sc += 1.0
+		}
+		pos := 0.6
+		if n > 1 {
+			pos = 0.1 + 0.5*float64(i)/float64(n-1)
+		}
+		l1 := condenseLight(st)
+		items = append(items, &item{v: [3]string{st, l1, condenseHard(l1)}, score: sc, pos: pos})
+	}
+	m := len(ex.units)
+	for k, u := range ex.units {
+		pos := 1.0
+		if m > 1 {
+			pos = 0.7 + 0.3*float64(k)/float64(m-1)
+		}
+		items = append(items, &item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
+	}
+	return items
+}
+
+// dedup drops near-duplicate sentences: the lower-scored one, or the older
+// one when they are about as important.
+func dedup(items []*item, who names) {
+	toks := make([][]string, len(items))
+	for i, it := range items {
+		toks[i] = tokenSet(it.v[0], who)
+	}
+	for j := range items {
+		if items[j].drop {
+			continue
+		}
+		for i := 0; i < j; i++ {
+			if items[i].drop || !nearDup(toks[i], toks[j]) {
+				continue
+			}
+			if items[i].score > items[j].score+1.0 {
+				items[j].drop, items[j].dup = true, true
+				break
+			}
+			items[i].drop, items[i].dup = true, true
+		}
+	}
+}
+
+func totalLen(items []*item) int {
+	n, parts := 0, 0
+	for _, it := range items {
+		if it.drop || it.text() == "" {
+			continue
+		}
+		n += it.length()
+		parts++
+	}
+	if parts > 1 {
+		n += parts - 1
+	}
+	return n
+}
+
+// fit brings the items within budget: condense the previous summary
+// (oldest first: light, then hard), lightly condense weak new sentences,
+// then drop sentences by importance weighed against age, keeping the best
+// sentence of the new batch. Only then does the opening sentence shrink.
+func fit(items []*item, budget int) {
+	over := func() bool { return totalLen(items) > budget }
+	if !over() {
+		return
+	}
+	var prev, fresh []*item
+	var lead *item
+	for _, it := range items {
+		switch {
+		case it.isLead:
+			lead = it
+		case it.drop:
+		case it.isNew:
+			fresh = append(fresh, it)
+		default:
+			prev = append(prev, it)
+		}
+	}
+	for lvl := 1; lvl <= 2; lvl++ {
+		for _, it := range prev {
+			if it.lvl < lvl {
+				it.lvl = lvl
+				if !over() {
+					return
+				}
+			}
+		}
+	}
+	weak := append([]*item(nil), fresh...)
+	sort.SliceStable(weak, func(a, b int) bool { return weak[a].score < weak[b].score })
+	for _, it := range weak {
+		if it.lvl < 1 {
+			it.lvl = 1
+			if !over() {
+				return
+			}
+		}
+	}
+	if lead != nil && budget < 400 {
+		lead.lvl = 1
+		if !over() {
+			return
+		}
+	}
+	// protect the best sentence of the new batch (or of the old summary)
+	var keep *item
+	pool := fresh
+	if len(pool) == 0 {
+		pool = prev
+	}
+	for _, it := range pool {
+		if keep == nil || it.score >= keep.score {
+			keep = it
+		}
+	}
+	for over() {
+		var victim *item
+		for _, it := range items {
+			if it.drop || it.isLead || it == keep {
+				continue
+			}
+			if victim == nil || it.eff() < victim.eff() {
+				victim = it
+			}
+		}
+		if victim == nil {
+			break
+		}
+		victim.drop = true
+	}
+	if !over() {
+		return
+	}
+	// Only the opening sentence and the protected sentence are left.
+	if lead != nil {
+		lead.lvl = 1
+	}
+	if keep != nil {
+		keep.lvl = 2
+	}
+	if !over() {
+		return
+	}
+	if lead != nil {
+		lead.drop = true
+		if !over() {
+			return
+		}
+	}
+	// A tiny budget: the most valuable sentence that fits on its own, else
+	// the participants alone.
+	var best *item
+	for _, it := range items {
+		if it.isLead || it.dup || runeLen(it.v[2]) > budget || it.v[2] == "" {
+			continue
+		}
+		if best == nil || it.eff() > best.eff() {
+			best = it
+		}
+	}
+	if best != nil || (lead != nil && runeLen(lead.v[1]) <= budget) {
+		for _, it := range items {
+			it.drop = true
+		}
+		if best != nil {
+			best.drop, best.lvl = false, 2
+		} else {
+			lead.drop = false
+		}
+		return
+	}
+	if lead != nil {
+		lead.drop = false // nothing fits: keep who is here; the engine clamps
+	}
+	// Still over: the engine's clamp handles it; a backend never truncates.
+}
+
+// join writes the kept items as one paragraph, merging consecutive
+// sentences of the same speaker from the new batch ("Bob keeps dying as
+// Hulk, and asked: can someone heal?") when they are about as important (a
+// merged sentence is kept or dropped as a whole in later folds).
+func join(items []*item) string {
+	var parts []string
+	lastSpeaker := ""
+	lastScore := 0.0
+	merged := 0
+	for _, it := range items {
+		if it.drop || it.text() == "" {
+			continue
+		}
+		t := it.text()
+		n := len(parts)
+		if n > 0 && it.isNew && it.speaker != "" && lastSpeaker == it.speaker && merged < 1 &&
+			math.Abs(lastScore-it.score) <= 1.5 &&
+			strings.HasSuffix(parts[n-1], ".") && strings.HasPrefix(t, it.speaker+" ") &&
+			!strings.Contains(parts[n-1], " agreed") && !strings.Contains(parts[n-1], " said yes") &&
+			!strings.Contains(parts[n-1], " said no") && runeLen(parts[n-1])+runeLen(t) < 240 {
+			parts[n-1] = strings.TrimSuffix(parts[n-1], ".") + ", and " + t[len(it.speaker)+1:]
+			merged++
+			continue
+		}
+		parts = append(parts, t)
+		merged = 0
+		lastSpeaker, lastScore = "", it.score
+		if it.isNew {
+			lastSpeaker = it.speaker
+		}
+	}
+	return strings.Join(parts, " ")
+}
