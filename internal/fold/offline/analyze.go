@@ -103,6 +103,7 @@ func stripFiller(s string) string {
 // traits are the signals a sentence carries.
 type traits struct {
 	question, request, proposal, offer   bool
+	imperative                           bool
 	strongDecision, decision, preference bool
 	done, next, constraint               bool
 	injection                            bool
@@ -120,6 +121,9 @@ func analyze(s string, who names) traits {
 	t.request = containsAny(p, requestPhrases...)
 	t.proposal = hasPrefixAny(p, proposalStarts) || strings.Contains(p, " let's ") ||
 		strings.Contains(p, " suggested ")
+	if w, _, ok := strings.Cut(strings.TrimPrefix(skipDiscourse(p), " "), " "); ok {
+		t.imperative = imperativeVerbs[w]
+	}
 	t.offer = strings.HasPrefix(p, " let me ") || strings.Contains(p, " offered ") ||
 		strings.HasPrefix(p, " i can ")
 	t.strongDecision = containsAny(p, strongDecision...)
@@ -158,7 +162,8 @@ func analyze(s string, who names) traits {
 }
 
 var discourse = toSet("wait", "so", "and", "but", "ok", "okay", "hey", "um", "uh", "like",
-	"well", "then", "also", "anyway", "guys", "oh", "hmm", "yo", "alright")
+	"well", "then", "also", "anyway", "guys", "oh", "hmm", "yo", "alright", "next", "now",
+	"first", "finally", "please", "pls", "plz", "can", "could", "you")
 
 // skipDiscourse drops leading discourse words from a plain() string.
 func skipDiscourse(p string) string {
@@ -229,6 +234,13 @@ func scoreTraits(t traits, agent bool) float64 {
 	}
 	if t.proposal {
 		s += 2.0
+	}
+	if t.imperative {
+		if agent {
+			s += 2.5 // the user's instruction is the task
+		} else {
+			s += 0.5
+		}
 	}
 	if t.offer {
 		s += 1.0

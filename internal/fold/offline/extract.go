@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/foldstream/foldstream/internal/fold"
@@ -27,6 +28,7 @@ type unit struct {
 	score     float64
 	seq       int // chronological order within the batch
 	turn      int // index of the source turn (-1 for notes)
+	tool      *toolRun
 	text      [3]string
 }
 
@@ -155,6 +157,9 @@ func (s *Summarizer) extract(req fold.Request, prev previous, who names, agent b
 			ex.allFiller = false
 			addressee, body := extractVocative(sent, name, who)
 			tr := analyze(body, who)
+			if agent && tr.imperative && role == "user" {
+				tr.request = true // rendered "User asked: Add …"
+			}
 			sc := scoreTraits(tr, agent)
 			switch {
 			case role == "system":
@@ -189,6 +194,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, who names, agent b
 	notes := s.noteUnits(req, who, topics)
 	ex.units = append(ex.units, notes...)
 	sort.SliceStable(ex.units, func(a, b int) bool { return ex.units[a].seq < ex.units[b].seq })
+	ex.units = mergeToolRuns(ex.units)
 
 	for _, u := range ex.units {
 		if u.kind == unitSpeech {
@@ -544,54 +550,128 @@ func toolOutcome(text string) (failed bool, detail string) {
 	return false, "ok"
 }
 
-func toolUnit(call, result *fold.Turn, idx int) *unit {
-	name := "a tool"
-	caller := "Assistant"
-	arg := ""
-	if call != nil {
-		caller = displayName(*call)
-		if call.Tool != "" {
-			name = oneLine(call.Tool, 64)
-		}
-		arg = toolArg(call.Text)
-	}
-	if result != nil && name == "a tool" && result.Tool != "" {
-		name = oneLine(result.Tool, 64)
-	}
-	argPart, argShort := "", ""
-	if arg != "" {
-		argPart = " (" + arg + ")"
-		argShort = " (" + clip(arg, 40) + ")"
-	}
-	score := 1.5 + min(float64(analyze(arg, nil).entities)*0.4, 1.0)
-	var l0, l1, l2 string
-	switch {
-	case result == nil:
-		l0 = caller + " ran " + name + argPart + "."
-		l1, l2 = l0, caller+" ran "+name+argShort+"."
-	default:
-		failed, detail := toolOutcome(result.Text)
-		outcome, short := "ok", "ok"
-		if failed {
-			outcome, short = "failed, "+clip(detail, 90), "failed"
-			score += 1.0
-		} else if detail == "no output" {
-			outcome, short = "no output", "no output"
-		}
-		if call != nil {
-			l0 = caller + " ran " + name + argPart + ": " + outcome + "."
-			l1 = caller + " ran " + name + argPart + ": " + clipOutcome(outcome) + "."
-			l2 = caller + " ran " + name + argShort + ": " + short + "."
-		} else {
-			l0 = name + " result: " + outcome + "."
-			l1 = name + " result: " + clipOutcome(outcome) + "."
-			l2 = name + " result: " + short + "."
-		}
-	}
-	return &unit{kind: unitTool, score: score, seq: idx * 1000, turn: idx, text: [3]string{l0, l1, l2}}
+// toolRun is a tool call and its outcome, rendered as one short clause.
+// Consecutive successful runs of the same tool merge into one.
+type toolRun struct {
+	caller, name       string
+	args               []string
+	hasCall, hasResult bool
+	failed             bool
+	outcome, short     string // "ok", "no output", "failed, <first error line>" / "failed"
+	more               int    // arguments only counted ("and 3 more")
 }
 
-func clipOutcome(o string) string { return clip(o, 50) }
+func toolUnit(call, result *fold.Turn, idx int) *unit {
+	r := &toolRun{name: "a tool", caller: "Assistant"}
+	if call != nil {
+		r.hasCall = true
+		r.caller = displayName(*call)
+		if call.Tool != "" {
+			r.name = oneLine(call.Tool, 64)
+		}
+		if a := toolArg(call.Text); a != "" {
+			r.args = []string{a}
+		}
+	}
+	if result != nil {
+		r.hasResult = true
+		if r.name == "a tool" && result.Tool != "" {
+			r.name = oneLine(result.Tool, 64)
+		}
+		failed, detail := toolOutcome(result.Text)
+		r.failed = failed
+		r.outcome, r.short = detail, detail
+		if failed {
+			r.outcome, r.short = "failed, "+clip(detail, 90), "failed"
+		}
+	}
+	score := 1.5
+	if len(r.args) > 0 {
+		score += min(float64(analyze(r.args[0], nil).entities)*0.4, 1.0)
+	}
+	if r.failed {
+		score += 1.0
+	}
+	return &unit{kind: unitTool, score: score, seq: idx * 1000, turn: idx, tool: r, text: r.render()}
+}
+
+func (r *toolRun) argList(each, show int) string {
+	if len(r.args) == 0 {
+		return ""
+	}
+	var parts []string
+	for i, a := range r.args {
+		if i == show {
+			break
+		}
+		parts = append(parts, clip(a, each))
+	}
+	s := strings.Join(parts, ", ")
+	if extra := len(r.args) - len(parts) + r.more; extra > 0 {
+		s += " and " + strconv.Itoa(extra) + " more"
+	}
+	return " (" + s + ")"
+}
+
+func (r *toolRun) render() [3]string {
+	full, short := r.argList(80, 3), r.argList(40, 1)
+	if !r.hasCall {
+		return [3]string{
+			r.name + " result: " + r.outcome + ".",
+			r.name + " result: " + clip(r.outcome, 50) + ".",
+			r.name + " result: " + r.short + ".",
+		}
+	}
+	head := r.caller + " ran " + r.name
+	if !r.hasResult {
+		return [3]string{head + full + ".", head + full + ".", head + short + "."}
+	}
+	return [3]string{
+		head + full + ": " + r.outcome + ".",
+		head + full + ": " + clip(r.outcome, 50) + ".",
+		head + short + ": " + r.short + ".",
+	}
+}
+
+// key identifies repeated runs of the same command: a newer run supersedes
+// an older one ("go test ./..." failed, then passed).
+func (r *toolRun) key() string {
+	if !r.hasCall || len(r.args) != 1 {
+		return ""
+	}
+	return r.caller + "\x00" + r.name + "\x00" + r.args[0]
+}
+
+// mergeToolRuns folds consecutive successful runs of the same tool by the
+// same caller into one clause ("Assistant ran read_file (a.go, b.go and 3
+// more): ok.").
+func mergeToolRuns(units []*unit) []*unit {
+	out := units[:0:0]
+	for _, u := range units {
+		if n := len(out); n > 0 && u.tool != nil && out[n-1].tool != nil {
+			a, b := out[n-1].tool, u.tool
+			if a.hasCall && b.hasCall && a.hasResult && b.hasResult && !a.failed && !b.failed &&
+				a.caller == b.caller && a.name == b.name && a.outcome == b.outcome && len(b.args) == 1 {
+				merged := *a
+				merged.args = append(append([]string(nil), a.args...), b.args...)
+				for i, x := range merged.args[:len(merged.args)-1] {
+					if x == b.args[0] {
+						merged.args = append(merged.args[:i:i], merged.args[i+1:]...)
+						break
+					}
+				}
+				m := *out[n-1]
+				m.tool = &merged
+				m.text = merged.render()
+				m.score = max(m.score, u.score)
+				out[n-1] = &m
+				continue
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
 
 // ---- topics ----
 
@@ -643,7 +723,7 @@ func (tc *topicCounter) addWeighted(s string, weight float64) {
 		isStart := i == 0 || prevEndsSentence(words[i-1])
 		if tc.agent && isPathLike(c) {
 			flush()
-			tc.bump(c, weight)
+			tc.bump(c, 2*weight) // files are what an agent session is about
 			continue
 		}
 		lc := strings.ToLower(c)
@@ -719,8 +799,9 @@ func (tc *topicCounter) top(n int) []string {
 		}
 		dup := false
 		for _, o := range out {
-			if strings.Contains(" "+strings.ToLower(o)+" ", " "+strings.ToLower(k)+" ") ||
-				strings.Contains(" "+strings.ToLower(k)+" ", " "+strings.ToLower(o)+" ") {
+			lo, lk := strings.ToLower(o), strings.ToLower(k)
+			if strings.Contains(" "+lo+" ", " "+lk+" ") || strings.Contains(" "+lk+" ", " "+lo+" ") ||
+				strings.HasSuffix(lo, "/"+lk) || strings.HasSuffix(lk, "/"+lo) {
 				dup = true
 				break
 			}

@@ -28,7 +28,7 @@ var fillerCore = toSet(
 	"hype", "go", "sounds", "fine", "mood", "rip", "f", "sheesh", "omg", "wtf", "jeez",
 	"geez", "ugh", "meh", "hmmm", "ahh", "ahhh", "ayy", "ayo", "aha", "ohh", "ohhh",
 	"uh-huh", "mm-hmm", "uh-uh", "mhmm", "yess", "yesss", "deal", "works", "understood",
-	"copy", "roger", "noted", "makes", "sense", "good", "hear", "you", "np", "nw",
+	"copy", "roger", "noted", "makes", "sense", "good", "hear", "you", "np", "nw", "lgtm",
 )
 
 // fillerSoft words may appear in a filler sentence but do not make one.
@@ -44,6 +44,7 @@ var fillerSoft = toSet(
 	"good", "bad", "lol", "got", "ya", "yah", "thing", "stuff", "way", "sounds",
 	"like", "plan", "idea", "for", "sure", "see", "u", "yo", "ur", "please", "pls", "plz",
 	"shot", "game", "games", "job", "try", "played", "work", "round", "close", "call",
+	"looks", "look", "lgtm", "ship",
 	"moves", "move", "play", "stuff", "lmk", "haha", "cute", "funny", "hilarious",
 )
 
@@ -51,7 +52,7 @@ var fillerSoft = toSet(
 // negWords as dissent.
 var agreeWords = toSet("yes", "yeah", "yea", "yep", "yup", "sure", "ok", "okay", "agreed",
 	"deal", "bet", "definitely", "absolutely", "perfect", "down", "sounds", "works",
-	"fine", "alright", "aight", "roger", "copy", "yess", "yesss")
+	"fine", "alright", "aight", "roger", "copy", "yess", "yesss", "lgtm", "looks")
 var negWords = toSet("no", "nope", "nah", "not", "don't", "dont", "never")
 
 // leadStrip words are removed from the start of a sentence; leadStripComma
@@ -128,6 +129,16 @@ var preVerbAdverbs = toSet("just", "really", "also", "still", "never", "always",
 
 var secondPerson = toSet("you", "your", "you're", "youre", "yours", "yourself",
 	"yourselves", "u", "ur", "you'll", "you've", "you'd", "ya")
+
+// imperativeVerbs open an instruction ("Add a flag", "Fix the test").
+var imperativeVerbs = toSet("add", "fix", "implement", "write", "create", "remove", "delete",
+	"update", "refactor", "make", "change", "rename", "run", "build", "deploy", "test",
+	"move", "use", "replace", "support", "handle", "port", "migrate", "investigate",
+	"find", "check", "review", "document", "explain", "install", "upgrade", "downgrade",
+	"revert", "merge", "commit", "push", "open", "close", "send", "book", "schedule",
+	"remind", "set", "configure", "enable", "disable", "keep", "avoid", "stop", "start",
+	"switch", "split", "combine", "rewrite", "generate", "bump", "pin", "drop", "wire",
+	"expose", "return", "log", "measure", "profile", "benchmark", "debug", "clean", "ensure")
 
 // Phrases (in plain() form, space delimited) that signal traits.
 var (

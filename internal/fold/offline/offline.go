@@ -207,9 +207,6 @@ func (s *Summarizer) summarize(req fold.Request) string {
 		if prev.smallTalk && len(req.Turns) == 0 {
 			return smallTalk(participants, others)
 		}
-		if len(participants) == 0 {
-			return ""
-		}
 	}
 
 	items := s.assemble(prev, ex, who, agent)
@@ -219,7 +216,23 @@ func (s *Summarizer) summarize(req fold.Request) string {
 		items = append([]*item{lead}, items...)
 	}
 	fit(items, budget)
-	return join(items)
+	if out := join(items); out != "" {
+		return out
+	}
+	// The engine treats an empty summary as a failed fold: whenever there
+	// was input, say at least who was there.
+	if len(req.Turns) > 0 {
+		var ns []string
+		seen := map[string]bool{}
+		for _, t := range req.Turns {
+			if n := displayName(t); !isToolTurn(t) && !seen[strings.ToLower(n)] {
+				seen[strings.ToLower(n)] = true
+				ns = append(ns, n)
+			}
+		}
+		return smallTalk(ns, 0)
+	}
+	return ""
 }
 
 // ---- previous summary ----
@@ -237,6 +250,9 @@ var (
 	smallTalkRe = regexp.MustCompile(`^(.+?) (?:exchanged|made) small talk\.$`)
 	othersRe    = regexp.MustCompile(`^(\d+) others?$`)
 	replyRe     = regexp.MustCompile(`^[^.?!]{1,80} (said yes|said no|agreed|disagreed)\.$`)
+	toolCallRe  = regexp.MustCompile(`^(.{1,64}?) ran (\S+)(?: \((.*)\))?\.$`)
+	moreRe      = regexp.MustCompile(`^(.*) and (\d+) more$`)
+	toolRunRe   = regexp.MustCompile(`^(.{1,64}?) ran (\S+)(?: \((.*)\))?: (ok|no output|failed)\b`)
 )
 
 // parsePrevious splits the previous summary into sentences and recognizes
@@ -378,6 +394,7 @@ type item struct {
 	drop    bool
 	dup     bool // dropped as a near-duplicate: never revived
 	speaker string
+	key     string // tool runs: caller, tool and argument
 }
 
 func (it *item) text() string { return it.v[it.lvl] }
@@ -419,28 +436,102 @@ func (s *Summarizer) assemble(prev previous, ex extraction, who names, agent boo
 	for i, st := range prev.sentences {
 		t := analyze(st, who)
 		sc := scoreTraits(t, agent)
+		key := ""
+		switch m := toolRunRe.FindStringSubmatch(st); {
+		case m != nil:
+			sc = 1.2 // an old tool run is the least valuable detail
+			if m[4] == "failed" {
+				sc += 1.0
+			}
+			if !strings.Contains(m[3], ", ") {
+				key = m[1] + "\x00" + m[2] + "\x00" + m[3]
+			}
+		case strings.Contains(st, " asked") && !t.question && !t.request:
+			sc += 2.5 // a request rendered as "X asked: …"
+		}
 		if strings.Contains(st, " agreed") || strings.Contains(st, " said yes") {
 			sc += 1.5
 		}
 		if strings.Contains(st, "screen:") || strings.HasPrefix(st, "Screen note") {
 			sc += 1.0
 		}
+		if agent && strings.HasPrefix(st, "User ") {
+			sc += 1.5
+		}
 		pos := 0.6
 		if n > 1 {
 			pos = 0.1 + 0.5*float64(i)/float64(n-1)
 		}
 		l1 := condenseLight(st)
-		items = append(items, &item{v: [3]string{st, l1, condenseHard(l1)}, score: sc, pos: pos})
+		items = append(items, &item{v: [3]string{st, l1, condenseHard(l1)}, score: sc, pos: pos, key: key})
 	}
-	m := len(ex.units)
-	for k, u := range ex.units {
+	items = mergePrevToolRuns(items)
+	units := ex.units
+	// A result whose call was folded last time completes that sentence.
+	if len(units) > 0 && units[0].tool != nil && !units[0].tool.hasCall && len(items) > 0 {
+		last := items[len(items)-1]
+		if m := toolCallRe.FindStringSubmatch(last.v[0]); m != nil && m[2] == units[0].tool.name {
+			r := *units[0].tool
+			r.hasCall, r.caller = true, m[1]
+			if m[3] != "" {
+				r.args = []string{m[3]}
+			}
+			last.v = r.render()
+			last.n = [3]int{}
+			last.key = r.key()
+			last.score = max(last.score, units[0].score)
+			units = units[1:]
+		}
+	}
+	m := len(units)
+	for k, u := range units {
 		pos := 1.0
 		if m > 1 {
 			pos = 0.7 + 0.3*float64(k)/float64(m-1)
 		}
-		items = append(items, &item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
+		it := &item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker}
+		if u.tool != nil {
+			it.key = u.tool.key()
+		}
+		items = append(items, it)
 	}
 	return items
+}
+
+// mergePrevToolRuns merges consecutive successful runs of one tool in the
+// previous summary into one sentence, as mergeToolRuns does for a batch.
+func mergePrevToolRuns(items []*item) []*item {
+	out := items[:0:0]
+	var run *toolRun
+	for _, it := range items {
+		m := toolRunRe.FindStringSubmatch(it.v[0])
+		if m == nil || m[4] != "ok" || m[3] == "" || !strings.HasSuffix(it.v[0], ": ok.") {
+			run = nil
+			out = append(out, it)
+			continue
+		}
+		args, more := m[3], 0
+		if mm := moreRe.FindStringSubmatch(args); mm != nil {
+			args = mm[1]
+			more, _ = strconv.Atoi(mm[2])
+		}
+		n := len(out)
+		if run != nil && run.caller == m[1] && run.name == m[2] {
+			run.args = append(run.args, strings.Split(args, ", ")...)
+			run.more += more
+			prev := out[n-1]
+			prev.v = run.render()
+			prev.n = [3]int{}
+			prev.key = ""
+			prev.score = max(prev.score, it.score)
+			prev.pos = it.pos
+			continue
+		}
+		run = &toolRun{caller: m[1], name: m[2], hasCall: true, hasResult: true,
+			outcome: "ok", short: "ok", args: strings.Split(args, ", "), more: more}
+		out = append(out, it)
+	}
+	return out
 }
 
 // dedup drops near-duplicate sentences: the lower-scored one, or the older
@@ -455,6 +546,10 @@ func dedup(items []*item, who names) {
 			continue
 		}
 		for i := 0; i < j; i++ {
+			if k := items[j].key; k != "" && !items[i].drop && items[i].key == k {
+				items[i].drop, items[i].dup = true, true // superseded by the newer run
+				continue
+			}
 			if items[i].drop || !nearDup(toks[i], toks[j]) {
 				continue
 			}

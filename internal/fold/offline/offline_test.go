@@ -417,6 +417,10 @@ func TestAllFiller(t *testing.T) {
 		{"one speaker", fold.Request{Turns: turns("Alice: hi", "Alice: lol")}, "Alice made small talk."},
 		{"blank texts", fold.Request{Turns: turns("Alice: ok", "Bob:  ", "Carol: mm-hmm")},
 			"Alice and Carol exchanged small talk."},
+		{"only blank texts", fold.Request{Turns: turns("Alice: ", "Bob: \x00 \u200b")},
+			"Alice and Bob exchanged small talk."},
+		{"only emoji", fold.Request{Turns: turns("Alice: 😂😂", "Bob: 👍")},
+			"Alice and Bob exchanged small talk."},
 		{"with previous summary", fold.Request{PreviousSummary: "Alice and Bob are talking about Tokyo. Bob keeps dying as Hulk.",
 			Turns: turns("Alice: lol", "Bob: yeah")},
 			"Alice and Bob are talking about Tokyo. Bob keeps dying as Hulk."},
@@ -616,5 +620,60 @@ func TestClassifyFiller(t *testing.T) {
 		if got := classifyFiller(c.in, who, nil); got != c.want {
 			t.Errorf("classifyFiller(%q) = %v, want %v", c.in, got, c.want)
 		}
+	}
+}
+
+// TestAgentRollingSession folds a coding-agent session (seed 003) in
+// batches of 10: the user's task and constraints, the latest state and the
+// next step survive; repeated tool runs are merged or superseded.
+func TestAgentRollingSession(t *testing.T) {
+	var ts []fold.Turn
+	add := func(role, kind, tool, text string) {
+		ts = append(ts, fold.Turn{Index: int64(len(ts)), At: t0.Add(time.Duration(len(ts)) * time.Second),
+			Role: role, Kind: kind, Tool: tool, Text: text})
+	}
+	add("user", "", "", "Add retry with backoff to internal/retry/retry.go. Only retry timeouts and 5xx, never 4xx. Don't change the public API.")
+	add("assistant", "", "", "I'll read the current retry package first.")
+	for i := 0; i < 12; i++ {
+		add("assistant", "tool_call", "read_file", fmt.Sprintf(`{"path":"internal/retry/file%d.go"}`, i))
+		add("tool", "tool_result", "read_file", "package retry\n\nfunc X() {}\n")
+		add("assistant", "tool_call", "bash", `{"command":"go test ./internal/retry/"}`)
+		if i%3 == 0 {
+			add("tool", "tool_result", "bash", "--- FAIL: TestBackoff (0.01s)\n    retry_test.go:40: want 3 attempts, got 1\nFAIL")
+			add("assistant", "", "", "TestBackoff fails: the loop exits after the first error.")
+		} else {
+			add("tool", "tool_result", "bash", "ok  github.com/foldstream/foldstream/internal/retry 0.02s")
+			add("assistant", "", "", fmt.Sprintf("Tests pass now. I updated the classifier to treat HTTP %d as retryable.", 500+i))
+		}
+	}
+	add("user", "", "", "Looks good. Next, add a Retry-After header test for 429 responses.")
+	add("assistant", "", "", "Next I will add TestRetryAfter429 in internal/retry/retry_test.go.")
+	sum := ""
+	for c := 0; c < len(ts); c += 10 {
+		sum = summarize(t, fold.Request{Profile: fold.ProfileAgent, PreviousSummary: sum, Turns: ts[c:min(c+10, len(ts))], MaxChars: 1200})
+		if runeLen(sum) > 1200 {
+			t.Fatalf("over budget at %d: %d", c, runeLen(sum))
+		}
+	}
+	t.Logf("final: %s", sum)
+	for _, want := range []string{
+		"User asked: Add retry with backoff to internal/retry/retry.go.",
+		"never 4xx", "public API",
+		"Assistant ran bash (go test ./internal/retry/): ok.",
+		"User asked: Next, add a Retry-After header test for 429 responses.",
+		"Next, Assistant will add TestRetryAfter429 in internal/retry/retry_test.go.",
+	} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	if n := strings.Count(sum, "ran read_file"); n > 5 {
+		t.Errorf("%d separate read_file clauses: not merged", n)
+	}
+	if n := strings.Count(sum, "ran bash (go test ./internal/retry/)"); n != 1 {
+		t.Errorf("%d clauses for the same command: older runs not superseded", n)
+	}
+	if strings.Contains(sum, "package retry") || strings.Contains(sum, "Looks good") {
+		t.Errorf("tool output or filler kept")
 	}
 }
