@@ -7,7 +7,10 @@
 // preferences; screen-watch notes tied to the people involved. Greetings,
 // thanks, laughter, backchannels and near-duplicate repeats are dropped. For
 // agent sessions (seed 003) a tool call and its result become one short
-// clause: the tool, its salient argument and the outcome, never the output.
+// clause: the tool, its salient argument and the outcome, never the output;
+// consecutive successful runs of one tool merge, and a newer run of the same
+// command supersedes an older one. The user's instructions and constraints
+// rank highest there.
 //
 // The summary is one paragraph of plain prose. It opens with the
 // participants and the recent topics ("Alice, Bob and Carol are talking
@@ -18,7 +21,8 @@
 // dropped) and then the lowest-valued sentences are dropped, weighing
 // importance against age, so the newest still-relevant details survive.
 //
-// Budgets are counted in runes (Unicode code points).
+// Budgets are counted in runes (Unicode code points), as the engine does.
+// Result.Memories is left nil.
 package offline
 
 import (

@@ -298,8 +298,8 @@ func (sp speech) renderRaw(who names) string {
 		}
 		return S + " asked" + to + ": " + endSentence(text, def)
 	}
-	if p := plain(text); strings.HasPrefix(p, " let me ") && !second {
-		rest := strings.Join(strings.Fields(text)[2:], " ")
+	if f := strings.Fields(text); len(f) > 2 && strings.EqualFold(f[0], "let") && strings.EqualFold(f[1], "me") && !second {
+		rest := strings.Join(f[2:], " ")
 		shifted, _ := shiftFirstPerson(rest, S)
 		return endSentence(S+" offered to "+shifted, '.')
 	}
