@@ -62,7 +62,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, ns: ns, nc: nc, js: js, layout: layout, store: state.NewStore(kv), log: log, seq: map[string]int{}}
+	r := &rig{t: t, ns: ns, nc: nc, js: js, layout: layout, store: state.NewStore(js, kv), log: log, seq: map[string]int{}}
 	r.llm = openaitest.New(t)
 	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })
 	r.sum = r.summarizer(retry.Policy{MaxAttempts: 1})

@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
@@ -274,30 +275,65 @@ func (sh *shard) profile(ls *live) fold.Profile {
 }
 
 // flush writes the checkpoint of every dirty session, then acks what it
-// covers. Acks go out only after the checkpoint is durable.
+// covers: acks go out only after the checkpoint is durable. Writes are
+// pipelined so a flush of many sessions costs about one round trip.
 func (sh *shard) flush() {
 	if len(sh.dirty) == 0 {
 		return
 	}
 	dirty := sh.dirty
 	sh.dirty = nil
+	type save struct {
+		ls *live
+		f  jetstream.PubAckFuture
+	}
+	saves := make([]save, 0, len(dirty))
 	for _, ls := range dirty {
 		ls.dirty = false
 		if _, ok := sh.sessions[ls.s.ID]; !ok {
 			continue // dropped after a conflict
 		}
-		sh.checkpoint(ls)
+		if ls.rev == 0 {
+			sh.checkpoint(ls) // first write: create semantics
+			continue
+		}
+		f, err := sh.p.store.SaveAsync(ls.s, ls.rev)
+		if err != nil {
+			sh.saved(ls, 0, err)
+			continue
+		}
+		saves = append(saves, save{ls, f})
+	}
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for _, sv := range saves {
+		select {
+		case pa := <-sv.f.Ok():
+			sh.saved(sv.ls, pa.Sequence, nil)
+		case err := <-sv.f.Err():
+			if state.IsConflict(err) {
+				err = fmt.Errorf("save session %s at revision %d: %w (%w)", sv.ls.s.ID, sv.ls.rev, state.ErrConflict, err)
+			}
+			sh.saved(sv.ls, 0, err)
+		case <-timeout.C:
+			sh.saved(sv.ls, 0, fmt.Errorf("save session %s: no acknowledgement in 10s", sv.ls.s.ID))
+		}
 	}
 }
 
-// checkpoint saves ls with compare-and-set and acks its covered messages.
-// On a conflict another owner has moved the session: drop ours, let the
-// unacked messages be redelivered and re-applied on the newer state.
+// checkpoint saves ls now (compare-and-set) and acks its covered messages.
 func (sh *shard) checkpoint(ls *live) bool {
-	p := sh.p
 	ctx, cancel := sh.ctx()
 	defer cancel()
-	rev, err := p.store.Save(ctx, ls.s, ls.rev)
+	rev, err := sh.p.store.Save(ctx, ls.s, ls.rev)
+	return sh.saved(ls, rev, err)
+}
+
+// saved finishes a checkpoint write. On a conflict another owner has moved
+// the session: drop ours and let the unacked messages be redelivered and
+// re-applied on the newer state.
+func (sh *shard) saved(ls *live, rev uint64, err error) bool {
+	p := sh.p
 	if err != nil {
 		if errors.Is(err, state.ErrConflict) {
 			p.m.checkpoints.WithLabelValues("conflict").Inc()
@@ -312,8 +348,10 @@ func (sh *shard) checkpoint(ls *live) bool {
 		sh.pending -= len(ls.acks)
 		ls.acks = nil
 		sh.abandon(ls, "checkpoint failed")
-		delete(sh.sessions, ls.s.ID)
-		p.m.liveSess.Dec()
+		if _, ok := sh.sessions[ls.s.ID]; ok {
+			delete(sh.sessions, ls.s.ID)
+			p.m.liveSess.Dec()
+		}
 		return false
 	}
 	p.m.checkpoints.WithLabelValues("ok").Inc()

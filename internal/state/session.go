@@ -55,13 +55,13 @@ type Session struct {
 	Compactions    int       `json:"compactions,omitempty"`
 	Lease          *Lease    `json:"lease,omitempty"`
 	// Turns are the unfolded turns [Cursor, Total) in order.
-	Turns []TurnRef `json:"turns,omitempty"`
+	Turns TurnRefs `json:"turns,omitempty"`
 	// PendingNotes were evicted by the bot and wait for the next fold; they
 	// are cleared only when a fold that included them succeeds.
 	PendingNotes []NoteRef `json:"pending_notes,omitempty"`
 	// RecentIDs are hashes of the last turn ids, for dedup beyond the
 	// stream's duplicate window.
-	RecentIDs []uint64 `json:"recent_ids,omitempty"`
+	RecentIDs IDHashes `json:"recent_ids,omitempty"`
 	// LastSeq is the last applied inbound stream sequence: apply is a no-op
 	// for anything at or below it, so redelivery changes nothing.
 	LastSeq uint64 `json:"last_seq"`
@@ -116,12 +116,14 @@ func (s *Session) AddTurn(h uint64, ref TurnRef) {
 // notes pending notes.
 func (s *Session) Advance(to int64, notes int) {
 	n := int(to - s.Cursor)
-	n = min(n, len(s.Turns))
-	s.Turns = append(s.Turns[:0:0], s.Turns[n:]...)
+	n = max(0, min(n, len(s.Turns)))
+	// Reslicing keeps this O(1) while a backlog is folded batch by batch;
+	// append reallocates (and drops the folded head) as turns arrive.
+	s.Turns = s.Turns[n:]
 	s.Cursor = to
 	s.CoveredThrough = to - 1
-	notes = min(notes, len(s.PendingNotes))
-	s.PendingNotes = append(s.PendingNotes[:0:0], s.PendingNotes[notes:]...)
+	notes = max(0, min(notes, len(s.PendingNotes)))
+	s.PendingNotes = s.PendingNotes[notes:]
 }
 
 // Reset forgets the transcript and summary but keeps the stream position,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -16,10 +17,40 @@ var ErrConflict = errors.New("session checkpoint changed by another owner")
 // Store keeps checkpoints in a JetStream KV bucket, one key per session.
 type Store struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+	// putPrefix is the bucket's subject prefix for pipelined writes.
+	putPrefix string
 }
 
-// NewStore wraps a KV bucket.
-func NewStore(kv jetstream.KeyValue) *Store { return &Store{kv: kv} }
+// NewStore wraps a KV bucket. js is used for pipelined writes (SaveAsync).
+func NewStore(js jetstream.JetStream, kv jetstream.KeyValue) *Store {
+	return &Store{kv: kv, js: js, putPrefix: "$KV." + kv.Bucket() + "."}
+}
+
+// SaveAsync starts a compare-and-set write of an existing checkpoint
+// (rev > 0) without waiting for it: a shard flushing many sessions
+// pipelines their writes and acks each session's messages as its write is
+// confirmed. The future's error is a conflict when IsConflict says so.
+func (st *Store) SaveAsync(s *Session, rev uint64) (jetstream.PubAckFuture, error) {
+	if rev == 0 {
+		return nil, fmt.Errorf("save session %s: SaveAsync needs an existing revision", s.ID)
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode checkpoint of session %s: %w", s.ID, err)
+	}
+	msg := &nats.Msg{Subject: st.putPrefix + s.ID, Data: data, Header: nats.Header{}}
+	f, err := st.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(rev))
+	if err != nil {
+		return nil, fmt.Errorf("save session %s: %w", s.ID, err)
+	}
+	return f, nil
+}
+
+// IsConflict reports whether a write failed because the revision moved.
+func IsConflict(err error) bool {
+	return errors.Is(err, ErrConflict) || errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSequence(err)
+}
 
 // Load returns the checkpoint and its revision; a session never seen has
 // revision 0 and a fresh state.
@@ -52,7 +83,7 @@ func (st *Store) Save(ctx context.Context, s *Session, rev uint64) (uint64, erro
 		nrev, err = st.kv.Update(ctx, s.ID, data, rev)
 	}
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSequence(err) {
+		if IsConflict(err) {
 			return 0, fmt.Errorf("save session %s at revision %d: %w", s.ID, rev, ErrConflict)
 		}
 		return 0, fmt.Errorf("save session %s: %w", s.ID, err)
@@ -77,5 +108,6 @@ func (st *Store) Delete(ctx context.Context, id string, rev uint64) error {
 
 func isWrongLastSequence(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }

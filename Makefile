@@ -1,0 +1,40 @@
+# foldstream — see README.md.
+GO ?= go
+
+.PHONY: all build test vet fmt-check run demo bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o bin/processor ./cmd/processor
+
+# The whole suite: real in-process nats-servers, the real go-openai client
+# against an in-process chat-completions server, the race detector.
+test: fmt-check vet
+	$(GO) test -race -count=1 -timeout 12m ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# Processor on the embedded default (nats-server in-process, offline summarizer).
+run:
+	$(GO) run ./cmd/processor
+
+# Processor plus a demo bot: shows summaries being folded.
+demo:
+	$(GO) run ./cmd/processor demo
+
+# Ratios measured in one run on one server; see docs/benchmarks.md.
+bench:
+	$(GO) run ./cmd/bench
+
+# Short fuzzing of every decoder and validator (seed corpora run in `make test`).
+fuzz:
+	$(GO) test -run xxx -fuzz FuzzDecodeInbound -fuzztime 30s ./internal/events/
+
+clean:
+	rm -rf bin data

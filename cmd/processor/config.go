@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// options are every setting of the processor. Precedence: command-line
+// flag, then FOLDSTREAM_<FLAG> environment variable, then the --config
+// file, then the default.
+type options struct {
+	configFile string
+
+	natsURL, natsUser, natsPassword, natsToken, natsNKey, natsCreds string
+	natsTLSCA, natsTLSCert, natsTLSKey                              string
+	storeDir                                                        string
+	embeddedPort                                                    int
+	prefix                                                          string
+	replicas                                                        int
+	maxAge                                                          time.Duration
+
+	recentWindow, batchSize, maxSummaryChars, maxNoteChars int
+	trigger, profile                                       string
+	shards                                                 int
+	foldTimeout, leaseTTL, flushInterval                   time.Duration
+
+	summarizer                                string
+	openaiBaseURL, openaiModel, openaiKey     string
+	openaiOrg, openaiAPIType, azureAPIVersion string
+	openaiTimeout                             time.Duration
+	openaiTemperature                         float64
+	openaiMaxTokens                           int
+	tokenizer                                 string
+
+	metricsAddr string
+	logLevel    string
+	logPretty   bool
+
+	prompts map[string]string // from the config file only
+}
+
+func newFlagSet(name string, o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.StringVar(&o.configFile, "config", "", "JSON config file: keys are flag names, plus \"prompts\": {voice|agent|recompact|system: template}")
+
+	fs.StringVar(&o.natsURL, "nats-url", "", "NATS server or cluster URL(s), comma-separated; empty starts an embedded nats-server")
+	fs.StringVar(&o.natsUser, "nats-user", "", "NATS user")
+	fs.StringVar(&o.natsPassword, "nats-password", "", "NATS password")
+	fs.StringVar(&o.natsToken, "nats-token", "", "NATS token")
+	fs.StringVar(&o.natsNKey, "nats-nkey-seed", "", "path to an nkey seed file")
+	fs.StringVar(&o.natsCreds, "nats-creds", "", "path to a NATS .creds file")
+	fs.StringVar(&o.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server's TLS")
+	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
+	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
+	fs.StringVar(&o.storeDir, "store-dir", "./data", "JetStream store directory of the embedded nats-server")
+	fs.IntVar(&o.embeddedPort, "embedded-port", 4222, "client port of the embedded nats-server (-1 picks a free one)")
+	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
+	fs.IntVar(&o.replicas, "replicas", 1, "replicas for the streams and KV bucket (3 on a cluster)")
+	fs.DurationVar(&o.maxAge, "max-age", 0, "retention of the inbound/outbound streams (0 = unlimited; replay needs the history)")
+
+	fs.IntVar(&o.recentWindow, "recent-window", 50, "turns kept verbatim (seed 000)")
+	fs.IntVar(&o.batchSize, "batch-size", 10, "turns folded per run")
+	fs.IntVar(&o.maxSummaryChars, "max-summary-chars", 1200, "summary budget in characters")
+	fs.IntVar(&o.maxNoteChars, "max-note-chars", 400, "cap per screen-watch note when folded")
+	fs.StringVar(&o.trigger, "trigger", "turn", "when to check for a fold: turn (every turn) or generate (on generate control events)")
+	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice (seed 000) or agent (seed 003)")
+	fs.IntVar(&o.shards, "shards", 8, "session owners (goroutines)")
+	fs.DurationVar(&o.foldTimeout, "fold-timeout", 60*time.Second, "bound on one fold, including the summarizer's retries")
+	fs.DurationVar(&o.leaseTTL, "lease-ttl", 0, "fold lease; default fold-timeout + 15s")
+	fs.DurationVar(&o.flushInterval, "flush-interval", 20*time.Millisecond, "how long an applied event may wait for its checkpoint")
+
+	fs.StringVar(&o.summarizer, "summarizer", "auto", "auto (openai when an API key or base URL is set, else offline), offline or openai")
+	fs.StringVar(&o.openaiBaseURL, "openai-base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 for Ollama")
+	fs.StringVar(&o.openaiModel, "openai-model", "gpt-4o-mini", "model (Azure: deployment name); a small, cheap one is normal")
+	fs.StringVar(&o.openaiKey, "openai-api-key", "", "API key (or OPENAI_API_KEY)")
+	fs.StringVar(&o.openaiOrg, "openai-org", "", "OpenAI organization")
+	fs.StringVar(&o.openaiAPIType, "openai-api-type", "openai", "openai or azure")
+	fs.StringVar(&o.azureAPIVersion, "azure-api-version", "", "Azure OpenAI API version")
+	fs.DurationVar(&o.openaiTimeout, "openai-timeout", 30*time.Second, "per-call timeout")
+	fs.Float64Var(&o.openaiTemperature, "openai-temperature", 0.2, "sampling temperature")
+	fs.IntVar(&o.openaiMaxTokens, "openai-max-tokens", 0, "max output tokens (0 = derived from max-summary-chars)")
+	fs.StringVar(&o.tokenizer, "tokenizer", "cl100k_base", "token counting: cl100k_base, o200k_base or heuristic (chars/4×1.2)")
+
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "Prometheus /metrics and /healthz listen address (empty disables)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (transcript text is logged only at debug)")
+	fs.BoolVar(&o.logPretty, "log-pretty", false, "human-readable console logs instead of JSON")
+	return fs
+}
+
+// parseOptions applies flags, environment and config file in that order of
+// precedence.
+func parseOptions(fs *flag.FlagSet, o *options, args []string, env func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if env == nil {
+		env = os.Getenv
+	}
+	var fileErr error
+	if o.configFile != "" {
+		fileErr = applyConfigFile(fs, o, set)
+	}
+	if fileErr != nil {
+		return fileErr
+	}
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || envErr != nil {
+			return
+		}
+		name := "FOLDSTREAM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := env(name); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("environment %s=%q: %w", name, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	if o.openaiKey == "" {
+		o.openaiKey = env("OPENAI_API_KEY")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return nil
+}
+
+func applyConfigFile(fs *flag.FlagSet, o *options, set map[string]bool) error {
+	data, err := os.ReadFile(o.configFile)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("config file %s: expected a JSON object: %w", o.configFile, err)
+	}
+	for key, val := range raw {
+		if key == "prompts" {
+			if err := json.Unmarshal(val, &o.prompts); err != nil {
+				return fmt.Errorf("config file %s: \"prompts\": expected an object of template name to template text: %w", o.configFile, err)
+			}
+			continue
+		}
+		f := fs.Lookup(key)
+		if f == nil || key == "config" {
+			return fmt.Errorf("config file %s: unknown setting %q (settings are the flag names, e.g. \"recent-window\")", o.configFile, key)
+		}
+		if set[key] {
+			continue // the command line wins
+		}
+		var s string
+		if err := json.Unmarshal(val, &s); err != nil {
+			s = strings.TrimSpace(string(val)) // numbers and booleans
+		}
+		if err := f.Value.Set(s); err != nil {
+			return fmt.Errorf("config file %s: %q: %w", o.configFile, key, err)
+		}
+	}
+	return nil
+}

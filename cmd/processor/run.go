@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/fold/offline"
+	"github.com/foldstream/foldstream/internal/fold/openai"
+	"github.com/foldstream/foldstream/internal/processor"
+	"github.com/foldstream/foldstream/internal/prompt"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/tokens"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+func newLogger(o *options, w io.Writer) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(o.logLevel)
+	if err != nil || o.logLevel == "" {
+		return zerolog.Nop(), fmt.Errorf("--log-level: expected debug, info, warn or error, got %q", o.logLevel)
+	}
+	if o.logPretty {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Str("service", "foldstream").Logger(), nil
+}
+
+// env is a connected, provisioned NATS environment.
+type env struct {
+	ns     *server.Server // nil when an external server is used
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	layout broker.Layout
+	kv     jetstream.KeyValue
+}
+
+func (e *env) close() {
+	if e.nc != nil {
+		_ = e.nc.Drain()
+		for i := 0; i < 50 && !e.nc.IsClosed(); i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if e.ns != nil {
+		e.ns.Shutdown()
+		e.ns.WaitForShutdown()
+	}
+}
+
+func openEnv(ctx context.Context, o *options, log zerolog.Logger, provision bool) (*env, error) {
+	subjects, err := events.NewSubjects(o.prefix)
+	if err != nil {
+		return nil, fmt.Errorf("--prefix: %w", err)
+	}
+	e := &env{layout: broker.NewLayout(subjects)}
+	if o.natsURL == "" {
+		dir, err := filepath.Abs(o.storeDir)
+		if err != nil {
+			return nil, fmt.Errorf("--store-dir: %w", err)
+		}
+		if e.ns, err = broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: dir, Port: o.embeddedPort}); err != nil {
+			return nil, err
+		}
+		log.Info().Str("event", "embedded_server_started").Str("url", e.ns.ClientURL()).Str("store_dir", dir).
+			Msg("no --nats-url: started an embedded nats-server with JetStream")
+	}
+	e.nc, err = broker.Connect(broker.ConnConfig{
+		URL: o.natsURL, Name: "foldstream-processor", User: o.natsUser, Password: o.natsPassword, Token: o.natsToken,
+		NKeySeed: o.natsNKey, CredsFile: o.natsCreds, TLSCA: o.natsTLSCA, TLSCert: o.natsTLSCert, TLSKey: o.natsTLSKey,
+	}, e.ns, log)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	e.js, err = jetstream.New(e.nc, jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+		log.Warn().Err(err).Str("event", "publish_failed").Str("subject", m.Subject).Msg("async publish failed")
+	}), jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if provision {
+		e.kv, err = broker.Provision(ctx, e.js, e.layout, broker.ProvisionConfig{Replicas: o.replicas, MaxAge: o.maxAge}, log)
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func buildSummarizer(o *options, log zerolog.Logger) (fold.Summarizer, error) {
+	kind := o.summarizer
+	if kind == "auto" {
+		kind = "offline"
+		if o.openaiKey != "" || o.openaiBaseURL != "" {
+			kind = "openai"
+		}
+	}
+	switch kind {
+	case "offline":
+		if len(o.prompts) > 0 {
+			log.Warn().Str("event", "prompts_ignored").Msg("prompt templates from the config file apply to the openai summarizer only")
+		}
+		return offline.New(), nil
+	case "openai":
+		tmpl := prompt.Defaults()
+		if len(o.prompts) > 0 {
+			var err error
+			if tmpl, err = prompt.Load(o.prompts); err != nil {
+				return nil, fmt.Errorf("config file prompts: %w", err)
+			}
+		}
+		return openai.New(openai.Config{
+			BaseURL: o.openaiBaseURL, APIKey: o.openaiKey, Org: o.openaiOrg, Model: o.openaiModel,
+			Timeout: o.openaiTimeout, Temperature: float32(o.openaiTemperature), MaxOutputTokens: o.openaiMaxTokens,
+			APIType: o.openaiAPIType, AzureAPIVersion: o.azureAPIVersion, Templates: tmpl,
+		}, log)
+	default:
+		return nil, fmt.Errorf("--summarizer: expected auto, offline or openai, got %q", o.summarizer)
+	}
+}
+
+func processorConfig(o *options) processor.Config {
+	return processor.Config{
+		Window:  fold.Window{Recent: o.recentWindow, Batch: o.batchSize, MaxSummaryChars: o.maxSummaryChars, MaxNoteChars: o.maxNoteChars},
+		Trigger: o.trigger, Profile: fold.Profile(o.profile), Shards: o.shards,
+		FoldTimeout: o.foldTimeout, LeaseTTL: o.leaseTTL, FlushInterval: o.flushInterval,
+	}
+}
+
+// serve runs the processor until ctx ends. started, if non-nil, receives
+// the environment once the processor consumes.
+func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*env)) error {
+	cfg := processorConfig(o)
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	sum, err := buildSummarizer(o, log)
+	if err != nil {
+		return err
+	}
+	counter, err := tokens.New(o.tokenizer)
+	if err != nil {
+		return fmt.Errorf("--tokenizer: %w", err)
+	}
+	e, err := openEnv(ctx, o, log, true)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p, err := processor.New(cfg, processor.Deps{
+		JS: e.js, Layout: e.layout, Store: state.NewStore(e.js, e.kv), Summarizer: sum, Tokens: counter,
+		Log: log, Clock: processor.SystemClock{}, Registry: reg,
+	})
+	if err != nil {
+		return err
+	}
+	stopMetrics, err := serveMetrics(o.metricsAddr, reg, e.nc, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	if started != nil {
+		go func() {
+			select {
+			case <-p.Ready():
+				started(e)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return p.Run(ctx)
+}
+
+func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log zerolog.Logger) (func(), error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if nc.Status() != nats.CONNECTED {
+			http.Error(w, "nats: "+strings.ToLower(nc.Status().String()), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Str("event", "metrics_server_failed").Msg("metrics server stopped")
+		}
+	}()
+	log.Info().Str("event", "metrics_listening").Str("addr", ln.Addr().String()).Msg("serving /metrics and /healthz")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}

@@ -1,0 +1,71 @@
+package state
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	s := New("s1")
+	for i := range 300 {
+		s.AddTurn(HashID(string(rune('a'+i%26))+string(rune(i))), TurnRef{Seq: uint64(1000 + 3*i), At: int64(1763840000000 + 7000*i - 5*(i%3)), Tokens: i % 40})
+	}
+	s.PendingNotes = []NoteRef{{Seq: 5, At: 9}}
+	s.Lease = &Lease{FoldID: "f", Owner: "o", Deadline: time.Unix(1763840000, 0).UTC(), From: 0, To: 10, Notes: 1}
+	s.Summary, s.Version, s.LastSeq = "Alice and Bob talked.", 3, 1900
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := New("")
+	if err := json.Unmarshal(data, got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Fatalf("round trip changed the checkpoint:\n got %+v\nwant %+v", got, s)
+	}
+	if len(s.RecentIDs) != maxRecentIDs || s.Total != 300 {
+		t.Fatalf("recent ids %d, total %d", len(s.RecentIDs), s.Total)
+	}
+	// 300 refs must cost a few bytes each, not a JSON object each.
+	if len(data) > 300*8+maxRecentIDs*11+400 {
+		t.Fatalf("checkpoint is %d bytes", len(data))
+	}
+}
+
+func TestAdvanceAndDedup(t *testing.T) {
+	s := New("s1")
+	for i := range 12 {
+		h := HashID(string(rune('A' + i)))
+		if s.SeenTurn(h) {
+			t.Fatal("fresh id seen")
+		}
+		s.AddTurn(h, TurnRef{Seq: uint64(i + 1)})
+	}
+	if !s.SeenTurn(HashID("C")) {
+		t.Fatal("applied id not seen")
+	}
+	s.PendingNotes = []NoteRef{{Seq: 100}, {Seq: 101}}
+	s.Advance(10, 1)
+	if s.Cursor != 10 || s.CoveredThrough != 9 || len(s.Turns) != 2 || s.Turns[0].Seq != 11 || len(s.PendingNotes) != 1 || s.PendingNotes[0].Seq != 101 {
+		t.Fatalf("after advance: %+v", s)
+	}
+	s.LastSeq = 12
+	s.Reset()
+	if s.Total != 0 || s.LastSeq != 12 || s.CoveredThrough != -1 || len(s.Turns) != 0 {
+		t.Fatalf("after reset: %+v", s)
+	}
+}
+
+func TestCorruptRefsAreErrors(t *testing.T) {
+	var r TurnRefs
+	if err := json.Unmarshal([]byte(`"/w"`), &r); err == nil {
+		t.Fatal("corrupt refs accepted")
+	}
+	var h IDHashes
+	if err := json.Unmarshal([]byte(`"AAAA"`), &h); err == nil {
+		t.Fatal("short hashes accepted")
+	}
+}
