@@ -102,7 +102,7 @@ func payloads(subjects events.Subjects, n, sessions int) ([]string, [][]byte) {
 	for i := range n {
 		s := fmt.Sprintf("sess-%05d", i%sessions)
 		t := events.Turn{V: 1, Session: s, TurnID: fmt.Sprintf("%s-%d", s, i/sessions),
-			At: time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second),
+			At:      time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second),
 			Speaker: "Alice", Role: "user",
 			Text: "Let's try the new team comp on Tokyo tonight; Bob keeps dying as Hulk so maybe Jeff the land shark instead?"}
 		data[i], _ = json.Marshal(t)

@@ -41,6 +41,8 @@ type options struct {
 	logPretty   bool
 
 	prompts map[string]string // from the config file only
+
+	logLevelSet bool // --log-level given on the command line or environment
 }
 
 func newFlagSet(name string, o *options) *flag.FlagSet {
@@ -124,6 +126,7 @@ func parseOptions(fs *flag.FlagSet, o *options, args []string, env func(string) 
 	if envErr != nil {
 		return envErr
 	}
+	o.logLevelSet = set["log-level"] || env("FOLDSTREAM_LOG_LEVEL") != ""
 	if o.openaiKey == "" {
 		o.openaiKey = env("OPENAI_API_KEY")
 	}

@@ -38,7 +38,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			Session: *session, Turns: *turns, Interval: *interval, Seed: *seed, Notes: true,
 		}, stdout, log)
 		if err == nil {
-			fmt.Fprintf(stdout, "demo finished; replay it with: processor replay --store-dir %s --session %s\n", o.storeDir, *session)
+			fmt.Fprintf(stdout, "(the demo store is %s: pass --store-dir %s to replay)\n", o.storeDir, o.storeDir)
 		}
 		demoErr <- err
 		cancel()

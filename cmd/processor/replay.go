@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/replay"
 )
 
@@ -20,6 +21,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *session == "" {
 		return fmt.Errorf("--session: required, the session id to replay")
+	}
+	if err := events.CheckSession("--session", *session); err != nil {
+		return err
+	}
+	if !o.logLevelSet {
+		o.logLevel = "warn" // stdout is the timeline; keep stderr for problems
 	}
 	o.metricsAddr = ""
 	o.embeddedPort = -1 // replay of the embedded store must not collide with a running processor's port

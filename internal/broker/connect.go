@@ -31,6 +31,9 @@ func Connect(cfg ConnConfig, embedded *server.Server, log zerolog.Logger) (*nats
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err == nil {
+				return // our own Close/Drain
+			}
 			log.Warn().Err(err).Str("event", "nats_disconnected").Msg("disconnected from NATS")
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {

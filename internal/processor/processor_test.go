@@ -409,3 +409,40 @@ func TestControlOps(t *testing.T) {
 		return !s.Ended && s.Total == 0 && s.Summary == "" && s.Config != nil
 	})
 }
+
+// Shutdown with a fold that will not finish: after the grace period the
+// fold is abandoned, its lease cleared, nothing moved, and every applied
+// event acknowledged.
+func TestShutdownAbandonsInFlightFoldSafely(t *testing.T) {
+	r := newRig(t)
+	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.Hang() })
+	_, stop := r.start(Config{ShutdownGrace: 200 * time.Millisecond})
+	r.turns("s1", 63)
+	r.eventually("fold in flight", func() bool { return r.llm.Calls() == 1 })
+	r.eventually("63 applied", func() bool { return r.checkpoint("s1").Total == 63 })
+	stop()
+	s := r.checkpoint("s1")
+	if s.Lease != nil || s.Cursor != 0 || s.Summary != "" || s.Total != 63 {
+		t.Fatalf("after shutdown: lease %v cursor %d summary %q total %d", s.Lease, s.Cursor, s.Summary, s.Total)
+	}
+	cons, err := r.js.Consumer(context.Background(), r.layout.In, "foldstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 || info.AckFloor.Stream != 63 {
+		t.Fatalf("unacked after shutdown: pending %d, ack floor %d", info.NumAckPending, info.AckFloor.Stream)
+	}
+	lc := r.lifecycle("s1")
+	if len(lc) == 0 || lc[len(lc)-1].Type != events.EventCompactionFailed || lc[len(lc)-1].ErrorClass != "canceled" {
+		t.Fatalf("last lifecycle event %+v, want compaction_failed/canceled", lc[len(lc)-1])
+	}
+	// The next owner folds the batch normally.
+	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })
+	r.start(Config{})
+	r.turns("s1", 1)
+	r.waitSettled("s1", 64, 10)
+}
