@@ -7,10 +7,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -19,7 +21,10 @@ import (
 
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/fold/offline"
+	"github.com/foldstream/foldstream/internal/fold/openai"
+	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats-server/v2/server"
@@ -32,6 +37,8 @@ func main() {
 	turns := flag.Int("turns", 100000, "turns per measurement")
 	sessionsFlag := flag.String("sessions", "1,1000", "comma-separated session counts")
 	runs := flag.Int("runs", 3, "runs per measurement (median and spread reported)")
+	flag.StringVar(&summarizerKind, "summarizer", "offline", "offline (CPU on the same cores) or http (the openai backend against an in-process chat-completions server that answers at once)")
+	flag.DurationVar(&flushInterval, "flush-interval", 0, "processor checkpoint interval (0 = the processor's default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the processor runs to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -56,6 +63,12 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// summarizerKind selects the fold backend (-summarizer).
+var summarizerKind string
+
+// flushInterval overrides the processor's checkpoint cadence (-flush-interval).
+var flushInterval time.Duration
 
 // profileTo receives the CPU profile of processor runs (-cpuprofile).
 var profileTo io.Writer
@@ -151,12 +164,16 @@ func rawRate(ctx context.Context, n, sessions int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for range n {
+	for got := 0; got < n; {
 		m, err := it.Next()
 		if err != nil {
-			return 0, err
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return 0, err
+			}
+			continue // e.g. a missed heartbeat under load: the processor retries too
 		}
 		_ = m.Ack()
+		got++
 	}
 	it.Stop()
 	if err := waitAcked(ctx, cons, uint64(n)); err != nil {
@@ -201,8 +218,13 @@ func processorRate(ctx context.Context, n, sessions int) (float64, uint64, error
 	if err := publishAll(ctx, e.js, subs, data); err != nil {
 		return 0, 0, err
 	}
-	p, err := processor.New(processor.Config{}, processor.Deps{
-		JS: e.js, Layout: l, Store: state.NewStore(e.js, kv), Summarizer: offline.New(), Log: zerolog.Nop(),
+	sum, maxFolds, closeSum, err := newSummarizer()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer closeSum()
+	p, err := processor.New(processor.Config{FlushInterval: flushInterval, MaxConcurrentFolds: maxFolds}, processor.Deps{
+		JS: e.js, Layout: l, Store: state.NewStore(e.js, kv), Summarizer: sum, Log: zerolog.Nop(),
 	})
 	if err != nil {
 		return 0, 0, err
@@ -233,10 +255,30 @@ func processorRate(ctx context.Context, n, sessions int) (float64, uint64, error
 	return rate, p.Applied(), nil
 }
 
+// newSummarizer builds the fold backend with the fold concurrency the
+// processor command would use for it.
+func newSummarizer() (fold.Summarizer, int, func(), error) {
+	switch summarizerKind {
+	case "offline":
+		return offline.New(), max(1, runtime.NumCPU()/2), func() {}, nil
+	case "http":
+		srv := openaitest.New(nil)
+		srv.SetFallback(openaitest.OK("Alice and Bob planned the Tokyo match; Bob keeps dying as Hulk."))
+		sum, err := openai.New(openai.Config{BaseURL: srv.URL, APIKey: "bench", Model: "bench-mini"}, zerolog.Nop())
+		if err != nil {
+			srv.Close()
+			return nil, 0, nil, err
+		}
+		return sum, 32, srv.Close, nil
+	default:
+		return nil, 0, nil, fmt.Errorf("-summarizer: expected offline or http, got %q", summarizerKind)
+	}
+}
+
 func run(w io.Writer, n int, sessions []int, runs int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	fmt.Fprintf(w, "foldstream bench: %d turns per run, %d runs each, in-process nats-server, file storage\n\n", n, runs)
+	fmt.Fprintf(w, "foldstream bench: %d turns per run, %d runs each, in-process nats-server, file storage, %d CPUs, summarizer %s\n\n", n, runs, runtime.NumCPU(), summarizerKind)
 	fmt.Fprintf(w, "%-9s %-26s %-26s %-22s\n", "sessions", "raw consume+ack msg/s", "processor ingest turns/s", "ratio (target >= 0.5)")
 	for _, s := range sessions {
 		var raws, procs, ratios []float64

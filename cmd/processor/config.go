@@ -25,7 +25,7 @@ type options struct {
 
 	recentWindow, batchSize, maxSummaryChars, maxNoteChars int
 	trigger, profile                                       string
-	shards                                                 int
+	shards, maxFolds                                       int
 	foldTimeout, leaseTTL, flushInterval                   time.Duration
 
 	summarizer                                string
@@ -71,6 +71,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.trigger, "trigger", "turn", "when to check for a fold: turn (every turn) or generate (on generate control events)")
 	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice (seed 000) or agent (seed 003)")
 	fs.IntVar(&o.shards, "shards", 8, "session owners (goroutines)")
+	fs.IntVar(&o.maxFolds, "max-concurrent-folds", 0, "folds running at once (0 = auto: half the CPUs for the offline summarizer, 32 for a remote model)")
 	fs.DurationVar(&o.foldTimeout, "fold-timeout", 60*time.Second, "bound on one fold, including the summarizer's retries")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 0, "fold lease; default fold-timeout + 15s")
 	fs.DurationVar(&o.flushInterval, "flush-interval", 20*time.Millisecond, "how long an applied event may wait for its checkpoint")

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -136,10 +137,16 @@ func buildSummarizer(o *options, log zerolog.Logger) (fold.Summarizer, error) {
 	}
 }
 
-func processorConfig(o *options) processor.Config {
+func processorConfig(o *options, sum fold.Summarizer) processor.Config {
+	maxFolds := o.maxFolds
+	if maxFolds == 0 && sum != nil && sum.Name() == offline.Model {
+		// The offline summarizer is CPU-bound: leave cores for ingest.
+		maxFolds = max(1, runtime.NumCPU()/2)
+	}
 	return processor.Config{
-		Window:  fold.Window{Recent: o.recentWindow, Batch: o.batchSize, MaxSummaryChars: o.maxSummaryChars, MaxNoteChars: o.maxNoteChars},
-		Trigger: o.trigger, Profile: fold.Profile(o.profile), Shards: o.shards,
+		MaxConcurrentFolds: maxFolds,
+		Window:             fold.Window{Recent: o.recentWindow, Batch: o.batchSize, MaxSummaryChars: o.maxSummaryChars, MaxNoteChars: o.maxNoteChars},
+		Trigger:            o.trigger, Profile: fold.Profile(o.profile), Shards: o.shards,
 		FoldTimeout: o.foldTimeout, LeaseTTL: o.leaseTTL, FlushInterval: o.flushInterval,
 	}
 }
@@ -147,12 +154,12 @@ func processorConfig(o *options) processor.Config {
 // serve runs the processor until ctx ends. started, if non-nil, receives
 // the environment once the processor consumes.
 func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*env)) error {
-	cfg := processorConfig(o)
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
 	sum, err := buildSummarizer(o, log)
 	if err != nil {
+		return err
+	}
+	cfg := processorConfig(o, sum)
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	counter, err := tokens.New(o.tokenizer)

@@ -62,6 +62,11 @@ type Config struct {
 	// ShutdownGrace is how long in-flight folds may finish on shutdown
 	// before they are abandoned (lease cleared, nothing moved).
 	ShutdownGrace time.Duration
+	// MaxConcurrentFolds bounds folds running at once across all sessions;
+	// more wait for a slot within their fold timeout. A CPU-bound
+	// summarizer (offline) must not starve ingest of its cores, and a
+	// remote model should not get a burst of thousands of calls at once.
+	MaxConcurrentFolds int
 	// MaxAckPending bounds unacknowledged messages on the consumer.
 	MaxAckPending int
 	AckWait       time.Duration
@@ -114,6 +119,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.MaxConcurrentFolds <= 0 {
+		c.MaxConcurrentFolds = 32
 	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = 65536

@@ -149,6 +149,13 @@ func (sh *shard) startFold(ls *live, w fold.Window, d fold.Decision, trigger str
 // the engine's budget policy. It touches no session state.
 func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	r := foldResult{job: job}
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	case <-ctx.Done():
+		r.err = fmt.Errorf("waiting for one of %d fold slots: %w", cap(p.slots), ctx.Err())
+		return r
+	}
 	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, MaxChars: job.window.MaxSummaryChars}
 	for i, ref := range job.turns {
 		var t events.Turn
@@ -262,7 +269,9 @@ func (sh *shard) applyResult(r foldResult) {
 	s.RetryAfter = time.Time{}
 	s.OriginalToks += r.origToks
 	s.SummaryToks = r.sumToks
-	sh.checkpoint(ls)
+	if sh.checkpoint(ls) {
+		sh.dropChunks(s, oldCursor, s.Cursor)
+	}
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.m.foldLatency.Observe(latency.Seconds())
 	sh.publishLifecycle(ls, events.Lifecycle{

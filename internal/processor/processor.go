@@ -48,6 +48,7 @@ type Processor struct {
 	outStrm  jetstream.Stream
 	shards   []*shard
 	folds    sync.WaitGroup
+	slots    chan struct{} // fold concurrency limit
 	applied  atomic.Uint64 // events applied, for tests and the bench
 	ready    chan struct{}
 }
@@ -74,6 +75,7 @@ func New(cfg Config, d Deps) (*Processor, error) {
 		cfg: cfg, js: d.JS, layout: d.Layout, subj: d.Layout.Subjects, store: d.Store,
 		sum: d.Summarizer, tokens: d.Tokens, log: d.Log, clock: d.Clock, m: newMetrics(d.Registry),
 		ready: make(chan struct{}),
+		slots: make(chan struct{}, cfg.MaxConcurrentFolds),
 	}
 	return p, nil
 }

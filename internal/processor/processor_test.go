@@ -446,3 +446,32 @@ func TestShutdownAbandonsInFlightFoldSafely(t *testing.T) {
 	r.turns("s1", 1)
 	r.waitSettled("s1", 64, 10)
 }
+
+// A backlog larger than two ref chunks is sealed out of the checkpoint,
+// survives a restart and is folded batch after batch exactly once.
+func TestSealedBacklogSurvivesRestart(t *testing.T) {
+	r := newRig(t)
+	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.Hang() })
+	_, stop := r.start(Config{ShutdownGrace: 50 * time.Millisecond})
+	r.turns("s1", 1300)
+	var s *state.Session
+	r.eventually("backlog applied and sealed", func() bool {
+		s = r.checkpoint("s1")
+		return s.Total == 1300 && s.Sealed == 2*state.ChunkSize
+	})
+	stop()
+	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })
+	r.start(Config{})
+	r.turns("s1", 1)
+	s = r.waitSettled("s1", 1301, 1250)
+	if s.Version != 125 {
+		t.Fatalf("version %d, want 125", s.Version)
+	}
+	reqs := r.llm.Requests()
+	for i, req := range reqs[len(reqs)-125:] {
+		first, last := foldedRange(req)
+		if first != fmt.Sprintf("%03d", 10*i) || last != fmt.Sprintf("%03d", 10*i+9) {
+			t.Fatalf("fold %d carried %s..%s", i, first, last)
+		}
+	}
+}

@@ -226,6 +226,7 @@ func (sh *shard) control(ls *live, c *events.Control) {
 		p.log.Info().Str("event", "session_ended").Str("session", ls.s.ID).Int64("total_turns", ls.s.Total).Msg("session ended")
 	case events.OpReset:
 		sh.abandon(ls, "session reset")
+		sh.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
 		ls.s.Reset()
 		ls.lastSkip = ""
 		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset})
@@ -293,8 +294,8 @@ func (sh *shard) flush() {
 		if _, ok := sh.sessions[ls.s.ID]; !ok {
 			continue // dropped after a conflict
 		}
-		if ls.rev == 0 {
-			sh.checkpoint(ls) // first write: create semantics
+		if ls.rev == 0 || ls.s.NeedsSeal() {
+			sh.checkpoint(ls) // first write (create semantics) or sealing a backlog
 			continue
 		}
 		f, err := sh.p.store.SaveAsync(ls.s, ls.rev)
@@ -325,8 +326,26 @@ func (sh *shard) flush() {
 func (sh *shard) checkpoint(ls *live) bool {
 	ctx, cancel := sh.ctx()
 	defer cancel()
+	if ls.s.NeedsSeal() {
+		if err := sh.p.store.Seal(ctx, ls.s); err != nil {
+			return sh.saved(ls, 0, err)
+		}
+	}
 	rev, err := sh.p.store.Save(ctx, ls.s, ls.rev)
 	return sh.saved(ls, rev, err)
+}
+
+// dropChunks removes sealed ref chunks the cursor has passed; failures
+// leave only garbage, so they are logged, not fatal.
+func (sh *shard) dropChunks(s *state.Session, oldCursor, newCursor int64) {
+	if s.Sealed <= oldCursor {
+		return
+	}
+	ctx, cancel := sh.ctx()
+	defer cancel()
+	if err := sh.p.store.DropChunks(ctx, s.ID, s.Epoch, oldCursor, newCursor, s.Sealed); err != nil {
+		sh.p.log.Warn().Err(err).Str("event", "chunk_cleanup_failed").Str("session", s.ID).Msg("could not remove folded ref chunks")
+	}
 }
 
 // saved finishes a checkpoint write. On a conflict another owner has moved

@@ -54,8 +54,13 @@ type Session struct {
 	LastFoldAt     time.Time `json:"last_fold_at,omitzero"`
 	Compactions    int       `json:"compactions,omitempty"`
 	Lease          *Lease    `json:"lease,omitempty"`
-	// Turns are the unfolded turns [Cursor, Total) in order.
+	// Turns are the unfolded turns [Cursor, Total) in order. In KV only
+	// [max(Cursor, Sealed), Total) is inline; the rest is in sealed chunks.
 	Turns TurnRefs `json:"turns,omitempty"`
+	// Sealed: refs of turns below it (and at or after Cursor) are in
+	// sealed chunk keys of this Epoch (see chunks.go).
+	Sealed int64  `json:"sealed,omitempty"`
+	Epoch  uint32 `json:"epoch,omitempty"`
 	// PendingNotes were evicted by the bot and wait for the next fold; they
 	// are cleared only when a fold that included them succeeds.
 	PendingNotes []NoteRef `json:"pending_notes,omitempty"`
@@ -131,7 +136,9 @@ func (s *Session) Advance(to int64, notes int) {
 func (s *Session) Reset() {
 	last := s.LastSeq
 	cfg := s.Config
+	epoch := s.Epoch
 	*s = *New(s.ID)
 	s.LastSeq = last
 	s.Config = cfg
+	s.Epoch = epoch + 1
 }

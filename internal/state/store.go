@@ -35,7 +35,7 @@ func (st *Store) SaveAsync(s *Session, rev uint64) (jetstream.PubAckFuture, erro
 	if rev == 0 {
 		return nil, fmt.Errorf("save session %s: SaveAsync needs an existing revision", s.ID)
 	}
-	data, err := json.Marshal(s)
+	data, err := json.Marshal(s.stored())
 	if err != nil {
 		return nil, fmt.Errorf("encode checkpoint of session %s: %w", s.ID, err)
 	}
@@ -66,13 +66,16 @@ func (st *Store) Load(ctx context.Context, id string) (*Session, uint64, error) 
 	if err := json.Unmarshal(e.Value(), s); err != nil {
 		return nil, 0, fmt.Errorf("decode checkpoint of session %s (revision %d): %w", id, e.Revision(), err)
 	}
+	if err := st.loadChunks(ctx, s); err != nil {
+		return nil, 0, err
+	}
 	return s, e.Revision(), nil
 }
 
 // Save writes the checkpoint with compare-and-set on rev (0 = must not
 // exist yet) and returns the new revision.
 func (st *Store) Save(ctx context.Context, s *Session, rev uint64) (uint64, error) {
-	data, err := json.Marshal(s)
+	data, err := json.Marshal(s.stored())
 	if err != nil {
 		return 0, fmt.Errorf("encode checkpoint of session %s: %w", s.ID, err)
 	}

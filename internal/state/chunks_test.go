@@ -1,0 +1,118 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+func newStore(t *testing.T) (*Store, jetstream.KeyValue) {
+	t.Helper()
+	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, NoListen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	nc, err := broker.Connect(broker.ConnConfig{}, ns, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	subjects, _ := events.NewSubjects("fold")
+	kv, err := broker.Provision(context.Background(), js, broker.NewLayout(subjects), broker.ProvisionConfig{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewStore(js, kv), kv
+}
+
+// A backlog of unfolded turns is sealed into chunks so the checkpoint
+// stays small; loading puts every ref back; folded chunks are removed.
+func TestBacklogIsSealedIntoChunks(t *testing.T) {
+	st, kv := newStore(t)
+	ctx := context.Background()
+	s := New("big")
+	for i := range 3000 {
+		s.AddTurn(uint64(i), TurnRef{Seq: uint64(10 + i), At: int64(i)})
+	}
+	rev, err := st.Save(ctx, s, 0) // first write, not sealed yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.NeedsSeal() {
+		t.Fatal("3000 unfolded turns should need sealing")
+	}
+	if err := st.Seal(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Sealed != 5*ChunkSize || s.NeedsSeal() {
+		t.Fatalf("sealed %d", s.Sealed)
+	}
+	if rev, err = st.Save(ctx, s, rev); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := kv.Get(ctx, "big")
+	var inline Session
+	_ = json.Unmarshal(e.Value(), &inline)
+	if len(inline.Turns) != 3000-5*ChunkSize {
+		t.Fatalf("checkpoint holds %d refs inline", len(inline.Turns))
+	}
+	got, _, err := st.Load(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Turns, s.Turns) {
+		t.Fatalf("loaded %d refs, want %d identical", len(got.Turns), len(s.Turns))
+	}
+
+	// Fold past two chunks and into the third.
+	old := s.Cursor
+	s.Advance(1100, 0)
+	if _, err := st.Save(ctx, s, rev); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DropChunks(ctx, s.ID, s.Epoch, old, s.Cursor, s.Sealed); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[int64]bool{0: false, 1: false, 2: true, 4: true} {
+		_, err := kv.Get(ctx, chunkKey("big", 0, k))
+		if (err == nil) != want {
+			t.Errorf("chunk %d present=%v, want %v", k, err == nil, want)
+		}
+	}
+	got, _, err = st.Load(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cursor != 1100 || len(got.Turns) != 1900 || got.Turns[0].Seq != 1110 || !reflect.DeepEqual(got.Turns, s.Turns) {
+		t.Fatalf("after fold: cursor %d, %d refs, first seq %d", got.Cursor, len(got.Turns), got.Turns[0].Seq)
+	}
+}
+
+func TestMissingChunkIsAClearError(t *testing.T) {
+	st, kv := newStore(t)
+	ctx := context.Background()
+	s := New("s")
+	for i := range 1500 {
+		s.AddTurn(uint64(i), TurnRef{Seq: uint64(i + 1)})
+	}
+	if err := st.Seal(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Save(ctx, s, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Purge(ctx, chunkKey("s", 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Load(ctx, "s"); err == nil {
+		t.Fatal("load with a missing chunk succeeded")
+	}
+}
