@@ -53,23 +53,32 @@ func IsConflict(err error) bool {
 }
 
 // Load returns the checkpoint and its revision; a session never seen has
-// revision 0 and a fresh state.
+// revision 0 and a fresh state. Readers other than the owner can race with
+// it (the owner may advance and drop a sealed chunk between our reads), so
+// a missing chunk is retried on a newer revision before it is an error.
 func (st *Store) Load(ctx context.Context, id string) (*Session, uint64, error) {
-	e, err := st.kv.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return New(id), 0, nil
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		e, err := st.kv.Get(ctx, id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return New(id), 0, nil
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("load session %s: %w", id, err)
+		}
+		s := New(id)
+		if err := json.Unmarshal(e.Value(), s); err != nil {
+			return nil, 0, fmt.Errorf("decode checkpoint of session %s (revision %d): %w", id, e.Revision(), err)
+		}
+		lastErr = st.loadChunks(ctx, s)
+		if lastErr == nil {
+			return s, e.Revision(), nil
+		}
+		if cur, err := st.kv.Get(ctx, id); err == nil && cur.Revision() == e.Revision() {
+			break // nothing moved: the chunk is really gone
+		}
 	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("load session %s: %w", id, err)
-	}
-	s := New(id)
-	if err := json.Unmarshal(e.Value(), s); err != nil {
-		return nil, 0, fmt.Errorf("decode checkpoint of session %s (revision %d): %w", id, e.Revision(), err)
-	}
-	if err := st.loadChunks(ctx, s); err != nil {
-		return nil, 0, err
-	}
-	return s, e.Revision(), nil
+	return nil, 0, lastErr
 }
 
 // Save writes the checkpoint with compare-and-set on rev (0 = must not
