@@ -238,8 +238,12 @@ func (sh *shard) applyResult(r foldResult) {
 	p := sh.p
 	sh.inFlight--
 	p.m.inFlight.Dec()
-	ls := sh.sessions[r.job.session]
-	if ls == nil || ls.s.Lease == nil || ls.s.Lease.FoldID != r.job.foldID {
+	ls, err := sh.get(r.job.session) // reloads it after a rewind
+	if err != nil {
+		p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", r.job.session, err))
+		return
+	}
+	if ls.s.Lease == nil || ls.s.Lease.FoldID != r.job.foldID {
 		p.m.folds.WithLabelValues("discarded").Inc()
 		p.log.Info().Str("event", "fold_result_discarded").Str("session", r.job.session).Str("fold_id", r.job.foldID).
 			Msg("fold result arrived after its lease was dropped (reset, end, expiry or shutdown); nothing moved")

@@ -14,6 +14,7 @@ type metrics struct {
 	checkpoints *prometheus.CounterVec // by outcome: ok, conflict, error
 	liveSess    prometheus.Gauge
 	inFlight    prometheus.Gauge
+	rewinds     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -28,9 +29,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		checkpoints: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "checkpoints_total", Help: "Checkpoint writes by outcome."}, []string{"outcome"}),
 		liveSess:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "sessions_in_memory", Help: "Sessions held in memory."}),
 		inFlight:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "folds_in_flight", Help: "Folds running now."}),
+		rewinds:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "consumer_rewinds_total", Help: "Times the consumer was re-attached at the ack floor after a state error."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.inFlight)
+		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.inFlight, m.rewinds)
 	}
 	return m
 }

@@ -49,6 +49,10 @@ type Processor struct {
 	shards   []*shard
 	folds    sync.WaitGroup
 	slots    chan struct{} // fold concurrency limit
+
+	rewind atomic.Bool // a shard asked to re-consume from the ack floor
+	itMu   sync.Mutex
+	it     jetstream.MessagesContext
 	applied  atomic.Uint64 // events applied, for tests and the bench
 	ready    chan struct{}
 }
@@ -102,23 +106,6 @@ func (p *Processor) Run(ctx context.Context) error {
 	if p.outStrm, err = p.js.Stream(ctx, p.layout.Out); err != nil {
 		return fmt.Errorf("outbound stream %s: %w", p.layout.Out, err)
 	}
-	cons, err := p.js.CreateOrUpdateConsumer(ctx, p.layout.In, jetstream.ConsumerConfig{
-		Durable:       p.cfg.Consumer,
-		Description:   "foldstream processor",
-		FilterSubject: p.subj.InAll(),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       p.cfg.AckWait,
-		MaxAckPending: p.cfg.MaxAckPending,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		MaxDeliver:    -1,
-	})
-	if err != nil {
-		return fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", p.layout.In, err)
-	}
 
 	// Folds get their own context: shutdown cancels them only after the
 	// grace period, not the moment ctx ends.
@@ -134,41 +121,154 @@ func (p *Processor) Run(ctx context.Context) error {
 			sh.run()
 		}(p.shards[i])
 	}
-	p.log.Info().Str("event", "processor_started").Str("instance", p.cfg.InstanceID).Str("consumer", p.cfg.Consumer).
-		Int("shards", p.cfg.Shards).Int("recent_window", p.cfg.Window.Recent).Int("batch_size", p.cfg.Window.Batch).
-		Int("max_summary_chars", p.cfg.Window.MaxSummaryChars).Str("trigger", p.cfg.Trigger).Str("summarizer", p.sum.Name()).
-		Msg("processor started")
-	close(p.ready)
+	stopShards := func() {
+		for _, sh := range p.shards {
+			close(sh.in)
+		}
+		wg.Wait()
+	}
 
-	go func() {
-		<-ctx.Done()
-		it.Stop() // unblocks Next; buffered messages are redelivered later
-	}()
-	for {
-		msg, err := it.Next()
+	for attempt := 0; ; attempt++ {
+		it, floor, err := p.attach(ctx)
 		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+			if ctx.Err() != nil {
 				break
 			}
-			p.log.Warn().Err(err).Str("event", "consume_error").Msg("fetching inbound events; retrying")
+			if attempt == 0 {
+				stopShards()
+				return err
+			}
+			p.log.Error().Err(err).Str("event", "attach_failed").Msg("re-attaching the consumer failed; retrying")
+			time.Sleep(time.Second)
 			continue
 		}
-		p.dispatch(msg)
+		if attempt == 0 {
+			p.log.Info().Str("event", "processor_started").Str("instance", p.cfg.InstanceID).Str("consumer", p.cfg.Consumer).
+				Uint64("resume_after_seq", floor).Int("shards", p.cfg.Shards).Int("recent_window", p.cfg.Window.Recent).
+				Int("batch_size", p.cfg.Window.Batch).Int("max_summary_chars", p.cfg.Window.MaxSummaryChars).
+				Str("trigger", p.cfg.Trigger).Str("summarizer", p.sum.Name()).Int("max_concurrent_folds", p.cfg.MaxConcurrentFolds).
+				Msg("processor started")
+			close(p.ready)
+		}
+		p.consume(ctx, it)
+		if ctx.Err() != nil {
+			break
+		}
+		// A shard could not keep a session consistent (state load,
+		// checkpoint or dead-letter write failed): forget what is not
+		// checkpointed and consume again, in order, from the ack floor.
+		p.m.rewinds.Inc()
+		for _, sh := range p.shards {
+			done := make(chan struct{})
+			sh.ctrl <- done
+			<-done
+		}
+		p.rewind.Store(false)
+		p.log.Warn().Str("event", "consumer_rewound").Msg("dropped unacknowledged in-memory state; re-consuming from the ack floor")
+		time.Sleep(200 * time.Millisecond) // a failing KV or stream gets a moment before the retry
 	}
 
 	p.log.Info().Str("event", "processor_stopping").Msg("stopped fetching; finishing in-flight folds and flushing checkpoints")
-	for _, sh := range p.shards {
-		close(sh.in)
-	}
 	grace := time.AfterFunc(p.cfg.ShutdownGrace, func() {
 		p.log.Warn().Str("event", "folds_abandoned").Dur("grace", p.cfg.ShutdownGrace).Msg("shutdown grace over; abandoning in-flight folds")
 		cancelFolds()
 	})
-	wg.Wait()
+	stopShards()
 	grace.Stop()
 	p.folds.Wait()
 	p.log.Info().Str("event", "processor_stopped").Uint64("applied", p.applied.Load()).Msg("processor stopped")
 	return nil
+}
+
+// attach (re)creates the durable consumer so that it delivers everything
+// after the ack floor in stream order. A plain restart of the old consumer
+// would hand out new messages at once but redeliver unacknowledged ones
+// only after AckWait, out of order: a later event of a session could then
+// raise its applied sequence and make the earlier ones look already
+// applied. Everything at or below the floor is covered by checkpoints;
+// anything above it that was acked is skipped by sequence on reload.
+func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, uint64, error) {
+	var floor uint64
+	old, err := p.js.Consumer(ctx, p.layout.In, p.cfg.Consumer)
+	switch {
+	case err == nil:
+		info, err := old.Info(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
+		}
+		floor = info.AckFloor.Stream
+		if err := p.js.DeleteConsumer(ctx, p.layout.In, p.cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, 0, fmt.Errorf("reset consumer %s: %w", p.cfg.Consumer, err)
+		}
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+	default:
+		return nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable:       p.cfg.Consumer,
+		Description:   "foldstream processor",
+		FilterSubject: p.subj.InAll(),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       p.cfg.AckWait,
+		MaxAckPending: p.cfg.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		MaxDeliver:    -1,
+	}
+	if floor > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = floor + 1
+	}
+	cons, err := p.js.CreateOrUpdateConsumer(ctx, p.layout.In, cfg)
+	if err != nil {
+		return nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
+	if err != nil {
+		return nil, 0, fmt.Errorf("consume %s: %w", p.layout.In, err)
+	}
+	return it, floor, nil
+}
+
+// consume dispatches messages until ctx ends or a shard asks for a rewind.
+func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext) {
+	p.itMu.Lock()
+	p.it = it
+	p.itMu.Unlock()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer func() {
+		p.itMu.Lock()
+		p.it = nil
+		p.itMu.Unlock()
+		it.Stop()
+	}()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil || p.rewind.Load() {
+				return
+			}
+			p.log.Warn().Err(err).Str("event", "consume_error").Msg("fetching inbound events; retrying")
+			continue
+		}
+		if p.rewind.Load() {
+			return // not dispatched: it is redelivered after the rewind
+		}
+		p.dispatch(msg)
+	}
+}
+
+// requestRewind is called by a shard that cannot keep a session consistent.
+func (p *Processor) requestRewind(reason string, err error) {
+	if p.rewind.Swap(true) {
+		return
+	}
+	p.log.Error().Err(err).Str("event", "rewind_requested").Str("reason", reason).Msg("state could not be kept consistent; rewinding the consumer")
+	p.itMu.Lock()
+	if p.it != nil {
+		p.it.Stop()
+	}
+	p.itMu.Unlock()
 }
 
 // dispatch routes a message to its session's shard; parsing the subject

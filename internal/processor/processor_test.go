@@ -11,6 +11,7 @@ import (
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // Seed 000's progression: nothing at 60 turns, 61 folds 0..9, 71 folds 10..19.
@@ -473,5 +474,36 @@ func TestSealedBacklogSurvivesRestart(t *testing.T) {
 		if first != fmt.Sprintf("%03d", 10*i) || last != fmt.Sprintf("%03d", 10*i+9) {
 			t.Fatalf("fold %d carried %s..%s", i, first, last)
 		}
+	}
+}
+
+// A checkpoint conflict (another owner wrote the session) must not lose or
+// double-count events: the processor rewinds to the ack floor and
+// re-applies, in order, on top of the newer checkpoint.
+func TestCheckpointConflictRewindsWithoutLoss(t *testing.T) {
+	r := newRig(t)
+	p, _ := r.start(Config{})
+	r.turns("s1", 30)
+	r.turns("s2", 5)
+	r.waitSettled("s1", 30, 0)
+	ctx := context.Background()
+	s, rev, err := r.store.Load(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.store.Save(ctx, s, rev); err != nil { // same state, new revision
+		t.Fatal(err)
+	}
+	r.turns("s1", 10)
+	r.turns("s2", 5)
+	r.waitSettled("s1", 40, 0)
+	r.waitSettled("s2", 10, 0)
+	if got := testutil.ToFloat64(p.m.rewinds); got < 1 {
+		t.Fatalf("rewinds %v, want at least 1", got)
+	}
+	r.turns("s1", 21) // 61: the fold still happens exactly once
+	r.waitSettled("s1", 61, 10)
+	if r.llm.Calls() != 1 {
+		t.Fatalf("%d summarizer calls", r.llm.Calls())
 	}
 }

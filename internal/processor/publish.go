@@ -91,8 +91,8 @@ func (sh *shard) reject(m inMsg, cause error) {
 	defer cancel()
 	// Dedup by original sequence: a redelivered bad message is kept once.
 	if _, err := p.js.PublishMsg(ctx, dl, jetstream.WithMsgID("dlq:"+strconv.FormatUint(seq, 10))); err != nil {
-		p.log.Error().Err(err).Str("event", "dead_letter_failed").Str("subject", m.msg.Subject()).Msg("could not dead-letter a rejected event; it will be redelivered")
-		_ = m.msg.NakWithDelay(time.Second)
+		p.log.Error().Err(err).Str("event", "dead_letter_failed").Str("subject", m.msg.Subject()).Msg("could not dead-letter a rejected event")
+		p.requestRewind("dead_letter_failed", err)
 		return
 	}
 	_ = m.msg.Ack()

@@ -37,6 +37,7 @@ type shard struct {
 	id       int
 	in       chan inMsg
 	results  chan foldResult
+	ctrl     chan chan struct{} // rewind: drop what is not checkpointed
 	foldCtx  context.Context
 	sessions map[string]*live
 	dirty    []*live
@@ -49,6 +50,7 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 		p: p, id: id, foldCtx: foldCtx,
 		in:       make(chan inMsg, 1024),
 		results:  make(chan foldResult, 64),
+		ctrl:     make(chan chan struct{}),
 		sessions: make(map[string]*live),
 	}
 }
@@ -73,6 +75,9 @@ func (sh *shard) run() {
 			}
 		case r := <-sh.results:
 			sh.applyResult(r)
+		case done := <-sh.ctrl:
+			sh.reset()
+			close(done)
 		case <-flush.C:
 			sh.flush()
 		case <-sweep.C:
@@ -80,6 +85,25 @@ func (sh *shard) run() {
 		}
 	}
 	sh.flush()
+}
+
+// reset forgets every session and unacknowledged message; the consumer is
+// re-attached at the ack floor and the messages come again, in order. Fold
+// goroutines keep running: their results reload the session and land if
+// its checkpointed lease is still theirs.
+func (sh *shard) reset() {
+	for {
+		select {
+		case <-sh.in:
+			continue // from the old consumer: redelivered after the rewind
+		default:
+		}
+		break
+	}
+	sh.p.m.liveSess.Sub(float64(len(sh.sessions)))
+	sh.sessions = make(map[string]*live)
+	sh.dirty = nil
+	sh.pending = 0
 }
 
 // ctx for KV and publish calls made by the shard itself.
@@ -146,6 +170,9 @@ func (sh *shard) markDirty(ls *live) {
 
 func (sh *shard) handle(m inMsg) {
 	p := sh.p
+	if p.rewind.Load() {
+		return // not acked: redelivered, in order, after the rewind
+	}
 	if m.perr != nil {
 		sh.reject(m, m.perr)
 		return
@@ -159,8 +186,7 @@ func (sh *shard) handle(m inMsg) {
 	seq := meta.Sequence.Stream
 	ls, err := sh.get(m.session)
 	if err != nil {
-		p.log.Error().Err(err).Str("event", "session_load_failed").Str("session", m.session).Msg("could not load the session; will be redelivered")
-		_ = m.msg.NakWithDelay(time.Second)
+		p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", m.session, err))
 		return
 	}
 	ls.touched = p.clock.Now()
@@ -356,21 +382,20 @@ func (sh *shard) saved(ls *live, rev uint64, err error) bool {
 	if err != nil {
 		if errors.Is(err, state.ErrConflict) {
 			p.m.checkpoints.WithLabelValues("conflict").Inc()
-			p.log.Warn().Err(err).Str("event", "checkpoint_conflict").Str("session", ls.s.ID).Msg("another owner changed this session; reloading")
+			p.log.Warn().Err(err).Str("event", "checkpoint_conflict").Str("session", ls.s.ID).Msg("another owner changed this session")
 		} else {
 			p.m.checkpoints.WithLabelValues("error").Inc()
-			p.log.Error().Err(err).Str("event", "checkpoint_failed").Str("session", ls.s.ID).Msg("checkpoint failed; events will be redelivered")
+			p.log.Error().Err(err).Str("event", "checkpoint_failed").Str("session", ls.s.ID).Msg("checkpoint failed")
 		}
-		for _, m := range ls.acks {
-			_ = m.NakWithDelay(500 * time.Millisecond)
-		}
+		// Not naked: a nak would be redelivered after later events of the
+		// session, out of order. The rewind re-applies them in order.
 		sh.pending -= len(ls.acks)
 		ls.acks = nil
-		sh.abandon(ls, "checkpoint failed")
 		if _, ok := sh.sessions[ls.s.ID]; ok {
 			delete(sh.sessions, ls.s.ID)
 			p.m.liveSess.Dec()
 		}
+		p.requestRewind("checkpoint_failed", err)
 		return false
 	}
 	p.m.checkpoints.WithLabelValues("ok").Inc()
