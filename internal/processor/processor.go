@@ -50,11 +50,11 @@ type Processor struct {
 	folds    sync.WaitGroup
 	slots    chan struct{} // fold concurrency limit
 
-	rewind atomic.Bool // a shard asked to re-consume from the ack floor
-	itMu   sync.Mutex
-	it     jetstream.MessagesContext
-	applied  atomic.Uint64 // events applied, for tests and the bench
-	ready    chan struct{}
+	rewind  atomic.Bool // a shard asked to re-consume from the ack floor
+	itMu    sync.Mutex
+	it      jetstream.MessagesContext
+	applied atomic.Uint64 // events applied, for tests and the bench
+	ready   chan struct{}
 }
 
 // New validates the configuration and wires the processor.
