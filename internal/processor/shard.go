@@ -311,8 +311,9 @@ func (sh *shard) flush() {
 	dirty := sh.dirty
 	sh.dirty = nil
 	type save struct {
-		ls *live
-		f  jetstream.PubAckFuture
+		ls  *live
+		f   jetstream.PubAckFuture
+		rev uint64
 	}
 	saves := make([]save, 0, len(dirty))
 	for _, ls := range dirty {
@@ -320,8 +321,8 @@ func (sh *shard) flush() {
 		if _, ok := sh.sessions[ls.s.ID]; !ok {
 			continue // dropped after a conflict
 		}
-		if ls.rev == 0 || ls.s.NeedsSeal() {
-			sh.checkpoint(ls) // first write (create semantics) or sealing a backlog
+		if ls.s.NeedsSeal() {
+			sh.checkpoint(ls) // sealing a backlog: chunks first, then the checkpoint
 			continue
 		}
 		f, err := sh.p.store.SaveAsync(ls.s, ls.rev)
@@ -329,7 +330,7 @@ func (sh *shard) flush() {
 			sh.saved(ls, 0, err)
 			continue
 		}
-		saves = append(saves, save{ls, f})
+		saves = append(saves, save{ls, f, ls.rev})
 	}
 	timeout := time.NewTimer(10 * time.Second)
 	defer timeout.Stop()
@@ -338,6 +339,12 @@ func (sh *shard) flush() {
 		case pa := <-sv.f.Ok():
 			sh.saved(sv.ls, pa.Sequence, nil)
 		case err := <-sv.f.Err():
+			if sv.rev == 0 && state.IsConflict(err) {
+				// The key has history (a deleted session's marker): the
+				// synchronous create knows how to handle it.
+				sh.checkpoint(sv.ls)
+				continue
+			}
 			if state.IsConflict(err) {
 				err = fmt.Errorf("save session %s at revision %d: %w (%w)", sv.ls.s.ID, sv.ls.rev, state.ErrConflict, err)
 			}

@@ -116,3 +116,46 @@ func TestMissingChunkIsAClearError(t *testing.T) {
 		t.Fatal("load with a missing chunk succeeded")
 	}
 }
+
+// A deleted session leaves a delete marker: a pipelined create conflicts
+// (the processor then falls back to Save), and Save's create succeeds.
+func TestCreateAfterDelete(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	s := New("gone")
+	rev, err := st.Save(ctx, s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(ctx, "gone", rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, rev, _ := st.Load(ctx, "gone"); rev != 0 {
+		t.Fatalf("deleted session loads at revision %d", rev)
+	}
+	f, err := st.SaveAsync(s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.Ok():
+		t.Fatal("pipelined create over a delete marker succeeded")
+	case err := <-f.Err():
+		if !IsConflict(err) {
+			t.Fatalf("want a conflict, got %v", err)
+		}
+	}
+	if _, err := st.Save(ctx, s, 0); err != nil {
+		t.Fatalf("create over a delete marker: %v", err)
+	}
+	// And a first write of a new key pipelines fine.
+	f, err = st.SaveAsync(New("fresh"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.Ok():
+	case err := <-f.Err():
+		t.Fatal(err)
+	}
+}

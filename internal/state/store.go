@@ -27,14 +27,13 @@ func NewStore(js jetstream.JetStream, kv jetstream.KeyValue) *Store {
 	return &Store{kv: kv, js: js, putPrefix: "$KV." + kv.Bucket() + "."}
 }
 
-// SaveAsync starts a compare-and-set write of an existing checkpoint
-// (rev > 0) without waiting for it: a shard flushing many sessions
-// pipelines their writes and acks each session's messages as its write is
-// confirmed. The future's error is a conflict when IsConflict says so.
+// SaveAsync starts a compare-and-set write without waiting for it: a shard
+// flushing many sessions pipelines their writes and acks each session's
+// messages as its write is confirmed. rev 0 expects the key to have no
+// history at all; a key that was deleted (a delete marker) conflicts, and
+// the caller falls back to Save, whose create handles markers. The
+// future's error is a conflict when IsConflict says so.
 func (st *Store) SaveAsync(s *Session, rev uint64) (jetstream.PubAckFuture, error) {
-	if rev == 0 {
-		return nil, fmt.Errorf("save session %s: SaveAsync needs an existing revision", s.ID)
-	}
 	data, err := json.Marshal(s.stored())
 	if err != nil {
 		return nil, fmt.Errorf("encode checkpoint of session %s: %w", s.ID, err)
