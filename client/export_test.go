@@ -1,0 +1,4 @@
+package client
+
+// StreamNameForTest exposes streamName to the external tests.
+var StreamNameForTest = streamName

@@ -1,0 +1,284 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/events"
+)
+
+// Wire types of contract v1. They are aliases, not copies: what a bot
+// builds here is byte for byte what the processor decodes and validates.
+type (
+	// Turn is one transcript turn (<prefix>.in.<session>.turn).
+	Turn = events.Turn
+	// Note is a screen-watch or visual note the bot evicted from its live
+	// buffer (<prefix>.in.<session>.note).
+	Note = events.Note
+	// Control is a control event (<prefix>.in.<session>.control).
+	Control = events.Control
+	// SessionConfig overrides the processor's settings for one session
+	// (op "configure").
+	SessionConfig = events.SessionConfig
+	// SummaryUpdated is published after every successful fold
+	// (<prefix>.out.<session>.summary).
+	SummaryUpdated = events.SummaryUpdated
+	// Lifecycle is a lifecycle event (<prefix>.out.<session>.event).
+	Lifecycle = events.Lifecycle
+	// ValidationError names the field of an event that the processor would
+	// reject, and what was expected. Publishing functions return it wrapped;
+	// use errors.As.
+	ValidationError = events.ValidationError
+	// Limits bounds the size of what the processor accepts.
+	Limits = events.Limits
+)
+
+// Control operations.
+const (
+	OpCompact   = events.OpCompact
+	OpEnd       = events.OpEnd
+	OpReset     = events.OpReset
+	OpGenerate  = events.OpGenerate
+	OpConfigure = events.OpConfigure
+)
+
+// Rejection codes a ValidationError can carry (the same as the dead-letter
+// headers).
+const (
+	CodeBadJSON         = events.CodeBadJSON
+	CodeMissingField    = events.CodeMissingField
+	CodeInvalidField    = events.CodeInvalidField
+	CodeBadSession      = events.CodeBadSession
+	CodeSessionMismatch = events.CodeSessionMismatch
+	CodeOversized       = events.CodeOversized
+	CodeVersion         = events.CodeVersion
+)
+
+// WireVersion is the contract version every event carries in "v".
+const WireVersion = events.Version
+
+// DefaultPrefix is the first token of every foldstream subject.
+const DefaultPrefix = events.DefaultPrefix
+
+// ValidSession reports whether id is usable as a session id: one subject
+// token of 1-128 characters from [A-Za-z0-9_-].
+func ValidSession(id string) bool { return events.ValidSession(id) }
+
+// The request-reply service (NATS micro) that the processor runs.
+const (
+	// ServiceName is the micro service name, for discovery
+	// ($SRV.INFO.foldstream, $SRV.STATS.foldstream).
+	ServiceName = "foldstream"
+	// EndpointContext answers a ContextRequest with a Context.
+	EndpointContext = "context"
+	// EndpointSession answers a SessionRequest with a SessionInfo.
+	EndpointSession = "session"
+)
+
+// ServiceSubject is the subject of a service endpoint: <prefix>.svc.<endpoint>.
+func ServiceSubject(prefix, endpoint string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return prefix + ".svc." + endpoint
+}
+
+// SummaryPrefix introduces the summary layer in a prompt (seed 000's brain
+// generation path).
+const SummaryPrefix = "Earlier in this session: "
+
+// ContextRequest asks for a session's packed context. A zero budget means
+// no limit; with both budgets set, both hold.
+type ContextRequest struct {
+	Session      string `json:"session"`
+	BudgetChars  int    `json:"budget_chars,omitempty"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
+}
+
+// Budget bounds a packed context in characters (runes) and/or tokens; zero
+// fields are unlimited.
+type Budget struct {
+	Chars  int
+	Tokens int
+}
+
+// Context is the reply of the context endpoint: seed 000's layers in
+// prompt order. When a budget applies, the freshest turns are kept first,
+// then the summary if it still fits; the summary never displaces a turn.
+type Context struct {
+	V       int    `json:"v"`
+	Session string `json:"session"`
+	// Summary is the compacted history of every turn before Cursor; nil
+	// when there is none yet or it did not fit the budget.
+	Summary *SummaryLayer `json:"summary,omitempty"`
+	// Turns are verbatim, oldest first, from Cursor+DroppedTurns to the
+	// newest turn the inbound stream holds (including turns the processor
+	// has not checkpointed yet).
+	Turns []ContextTurn `json:"turns"`
+	// Evictions are eviction notes (seed 001's mode evict): always empty
+	// until that mode exists.
+	Evictions []EvictionNote `json:"evictions"`
+
+	// Cursor is the first turn index not covered by the summary.
+	Cursor int64 `json:"cursor"`
+	// TotalTurns counts every distinct turn of the session.
+	TotalTurns int64 `json:"total_turns"`
+	// DroppedTurns is how many of the oldest verbatim turns (from Cursor
+	// on) did not fit the budget.
+	DroppedTurns int `json:"dropped_turns"`
+	// SummaryDropped says a summary exists but did not fit the budget.
+	SummaryDropped bool `json:"summary_dropped"`
+	// Chars and Tokens are what the context costs, as Prompt renders it.
+	Chars        int `json:"chars"`
+	Tokens       int `json:"tokens"`
+	BudgetChars  int `json:"budget_chars,omitempty"`
+	BudgetTokens int `json:"budget_tokens,omitempty"`
+	// FoldInFlight says a fold of [Cursor, …) is running: its turns are
+	// still here verbatim (the elastic window), never missing.
+	FoldInFlight bool `json:"fold_in_flight"`
+	Ended        bool `json:"ended,omitempty"`
+	// CheckpointSeq is the inbound stream sequence the processor's
+	// checkpoint covers; ThroughSeq the last one this context includes.
+	CheckpointSeq uint64 `json:"checkpoint_seq"`
+	ThroughSeq    uint64 `json:"through_seq"`
+}
+
+// SummaryLayer is the summary as the context endpoint returns it.
+type SummaryLayer struct {
+	// Text is the layer as it goes into a prompt: SummaryPrefix + Summary.
+	Text               string `json:"text"`
+	Summary            string `json:"summary"`
+	Version            uint64 `json:"version"`
+	CoveredThroughTurn int64  `json:"covered_through_turn"`
+	Chars              int    `json:"chars"`
+	Tokens             int    `json:"tokens"`
+}
+
+// ContextTurn is one verbatim turn of a Context.
+type ContextTurn struct {
+	// Index is the turn's position in the session (0-based, in stream
+	// order, duplicates not counted): the index summaries refer to.
+	Index   int64     `json:"index"`
+	TurnID  string    `json:"turn_id"`
+	Speaker string    `json:"speaker"`
+	Role    string    `json:"role"`
+	Text    string    `json:"text"`
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	// Chars and Tokens are the turn's cost as one prompt line.
+	Chars  int `json:"chars"`
+	Tokens int `json:"tokens"`
+}
+
+// Line is the turn as one prompt line: "Speaker: text".
+func (t ContextTurn) Line() string { return TurnLine(t.Speaker, t.Text) }
+
+// TurnLine renders a turn as one prompt line; the context endpoint charges
+// a turn this line plus its newline.
+func TurnLine(speaker, text string) string { return speaker + ": " + text }
+
+// EvictionNote reports turns evicted without a summary (mode evict).
+type EvictionNote struct {
+	Count  int       `json:"count"`
+	Tokens int       `json:"tokens"`
+	From   time.Time `json:"from"`
+	To     time.Time `json:"to"`
+	Text   string    `json:"text"`
+}
+
+// Prompt renders the context as text, one line per layer item, in seed
+// 000's order: the summary line, then the turns oldest first. Its length in
+// runes is exactly Chars, so it never exceeds the requested budget.
+func (c *Context) Prompt() string {
+	var b strings.Builder
+	if c.Summary != nil {
+		b.WriteString(c.Summary.Text)
+		b.WriteByte('\n')
+	}
+	for _, t := range c.Turns {
+		b.WriteString(t.Line())
+		b.WriteByte('\n')
+	}
+	for _, e := range c.Evictions {
+		b.WriteString(e.Text)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// LineChars is the character cost of one prompt line plus its newline.
+func LineChars(line string) int { return utf8.RuneCountInString(line) + 1 }
+
+// SessionRequest asks for a session's state.
+type SessionRequest struct {
+	Session string `json:"session"`
+}
+
+// SessionInfo is a session's checkpointed state, as the processor last
+// wrote it.
+type SessionInfo struct {
+	V       int    `json:"v"`
+	Session string `json:"session"`
+	// Version of the current summary; 0 = no fold yet.
+	Version      uint64 `json:"version"`
+	SummaryChars int    `json:"summary_chars"`
+	// Cursor is the first turn not in the summary.
+	Cursor     int64 `json:"cursor"`
+	TotalTurns int64 `json:"total_turns"`
+	// CoveredThroughTurn is the last turn index in the summary, -1 if none.
+	CoveredThroughTurn int64      `json:"covered_through_turn"`
+	LastFoldAt         *time.Time `json:"last_fold_at,omitempty"`
+	Compactions        int        `json:"compactions"`
+	// Lease is the fold in flight, if any.
+	Lease        *LeaseInfo `json:"lease,omitempty"`
+	PendingNotes int        `json:"pending_notes"`
+	// Failures counts consecutive failed folds; RetryAfter is the end of
+	// their backoff.
+	Failures   int            `json:"failures,omitempty"`
+	RetryAfter *time.Time     `json:"retry_after,omitempty"`
+	Ended      bool           `json:"ended,omitempty"`
+	Config     *SessionConfig `json:"config,omitempty"`
+	// LastSeq is the last inbound stream sequence the checkpoint covers.
+	LastSeq      uint64     `json:"last_seq"`
+	LastActivity *time.Time `json:"last_activity,omitempty"`
+}
+
+// LeaseInfo describes a fold in flight: turns [From, To) and Notes pending
+// notes. A lease whose Deadline passed (Held false) no longer blocks folds.
+type LeaseInfo struct {
+	FoldID   string    `json:"fold_id"`
+	Owner    string    `json:"owner"`
+	Deadline time.Time `json:"deadline"`
+	From     int64     `json:"from"`
+	To       int64     `json:"to"`
+	Notes    int       `json:"notes"`
+	Held     bool      `json:"held"`
+}
+
+// Service error codes (the Nats-Service-Error-Code header).
+const (
+	ErrCodeBadRequest     = "400"
+	ErrCodeUnknownSession = "404"
+	ErrCodeInternal       = "500"
+)
+
+// ServiceError is an error reply of the service.
+type ServiceError struct {
+	Code        string // ErrCode…
+	Description string
+}
+
+func (e *ServiceError) Error() string {
+	return fmt.Sprintf("foldstream service: %s %s", e.Code, e.Description)
+}
+
+// IsUnknownSession reports whether err is the service's "404 unknown
+// session".
+func IsUnknownSession(err error) bool {
+	var se *ServiceError
+	return errors.As(err, &se) && se.Code == ErrCodeUnknownSession
+}

@@ -1,0 +1,182 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// assemble builds a session's context with no gap between the summary and
+// the verbatim turns, whatever the processor is doing:
+//
+//  1. The KV checkpoint gives summary and cursor as one consistent pair
+//     (the processor writes them in one compare-and-set after a fold), the
+//     unfolded turns by stream sequence, and LastSeq, the last inbound
+//     sequence it covers. While a fold is in flight the checkpoint still
+//     holds the old summary and every turn from the old cursor: the
+//     elastic window.
+//  2. Everything the stream accepted after LastSeq (not applied yet, or
+//     applied but not checkpointed) is read from the inbound stream and
+//     applied to that copy the way the processor applies it: validated,
+//     turns deduplicated by turn_id, end and reset honoured.
+//
+// Reading the checkpoint before the stream is what makes this gap-free:
+// the stream only grows, so a turn stored before the request is either
+// covered by the checkpoint or comes after its LastSeq.
+func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client.Context, error) {
+	cp, rev, err := s.store.Load(ctx, r.Session)
+	if err != nil {
+		return nil, internal(err, "reading the checkpoint")
+	}
+	checkpointSeq := cp.LastSeq
+	tail, err := s.applyTail(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
+	if rev == 0 && cp.LastSeq == checkpointSeq && cp.Total == 0 {
+		// No checkpoint and nothing the processor would apply: a session
+		// the stream never saw (rejected events don't count).
+		return nil, unknownSession(r.Session, "has no checkpoint and no events in stream "+s.layout.In)
+	}
+	out := &client.Context{
+		V: events.Version, Session: r.Session, Cursor: cp.Cursor, TotalTurns: cp.Total,
+		Turns: []client.ContextTurn{}, Evictions: []client.EvictionNote{},
+		BudgetChars: r.BudgetChars, BudgetTokens: r.BudgetTokens,
+		FoldInFlight: cp.Lease.Held(s.now()), Ended: cp.Ended,
+		CheckpointSeq: checkpointSeq, ThroughSeq: cp.LastSeq,
+	}
+	fits := func(chars, tokens int) bool {
+		return (r.BudgetChars == 0 || out.Chars+chars <= r.BudgetChars) &&
+			(r.BudgetTokens == 0 || out.Tokens+tokens <= r.BudgetTokens)
+	}
+
+	// Seed 000's budget priority: the freshest verbatim turns first, so
+	// fill from the newest turn backwards and stop at the first that does
+	// not fit (skipping it to fit an older one would open a gap).
+	picked := make([]client.ContextTurn, 0, len(cp.Turns))
+	for i := len(cp.Turns) - 1; i >= 0; i-- {
+		ref := cp.Turns[i]
+		t, ok := tail[ref.Seq]
+		if !ok {
+			if t, err = s.readTurn(ctx, ref.Seq); err != nil {
+				return nil, err
+			}
+		}
+		ct := client.ContextTurn{
+			Index: cp.Cursor + int64(i), TurnID: t.TurnID, Speaker: t.Speaker, Role: t.Role, Text: t.Text,
+			At: t.At, Kind: t.Kind, Tool: t.Tool,
+		}
+		line := ct.Line()
+		ct.Chars = client.LineChars(line)
+		ct.Tokens = t.Tokens
+		if ct.Tokens == 0 {
+			ct.Tokens = s.tokens.Count(line)
+		}
+		if !fits(ct.Chars, ct.Tokens) {
+			out.DroppedTurns = i + 1
+			break
+		}
+		out.Chars += ct.Chars
+		out.Tokens += ct.Tokens
+		picked = append(picked, ct)
+	}
+	for i := len(picked) - 1; i >= 0; i-- {
+		out.Turns = append(out.Turns, picked[i])
+	}
+
+	// Then the summary, only in the room the turns left: it restores
+	// long-range continuity and must never crowd out the immediate moment.
+	if cp.Summary != "" {
+		text := client.SummaryPrefix + cp.Summary
+		layer := &client.SummaryLayer{
+			Text: text, Summary: cp.Summary, Version: cp.Version, CoveredThroughTurn: cp.CoveredThrough,
+			Chars: client.LineChars(text), Tokens: s.tokens.Count(text),
+		}
+		if fits(layer.Chars, layer.Tokens) {
+			out.Summary = layer
+			out.Chars += layer.Chars
+			out.Tokens += layer.Tokens
+		} else {
+			out.SummaryDropped = true
+		}
+	}
+
+	// Eviction notes (seed 001, mode evict) come last in priority. That
+	// mode does not exist yet, so this layer is always empty; it is in the
+	// reply now so builders can render it without a contract change.
+	return out, nil
+}
+
+// applyTail reads the session's inbound events after cp.LastSeq and
+// applies them to cp like the processor would. It returns the decoded
+// turns it added, by stream sequence, so they are not read twice.
+func (s *server) applyTail(ctx context.Context, cp *state.Session) (map[uint64]*events.Turn, error) {
+	added := map[uint64]*events.Turn{}
+	filter := s.subj.InSession(cp.ID)
+	next := cp.LastSeq + 1
+	for {
+		// One direct get per event, "next message at or after seq on this
+		// subject filter": the tail is normally a few events (the
+		// processor checkpoints every 20 ms), and longer only while the
+		// processor is down.
+		msg, err := s.in.GetMsg(ctx, next, jetstream.WithGetMsgSubject(filter))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return added, nil
+		}
+		if err != nil {
+			return nil, internal(err, "reading stream %s after sequence %d", s.layout.In, next-1)
+		}
+		next = msg.Sequence + 1
+		session, kind, err := s.subj.ParseIn(msg.Subject)
+		if err != nil || session != cp.ID {
+			continue // the processor dead-letters it
+		}
+		in, err := events.DecodeInbound(kind, session, msg.Data, events.Limits{})
+		if err != nil {
+			continue // dead-lettered too
+		}
+		if cp.Ended && (in.Control == nil || in.Control.Op != events.OpReset) {
+			continue // rejected as session_ended
+		}
+		cp.LastSeq = msg.Sequence
+		switch {
+		case in.Turn != nil:
+			h := state.HashID(in.Turn.TurnID)
+			if cp.SeenTurn(h) {
+				continue
+			}
+			cp.AddTurn(h, state.TurnRef{Seq: msg.Sequence, At: in.Turn.At.UnixMilli(), Tokens: in.Turn.Tokens})
+			added[msg.Sequence] = in.Turn
+		case in.Note != nil:
+			cp.PendingNotes = append(cp.PendingNotes, state.NoteRef{Seq: msg.Sequence, At: in.Note.At.UnixMilli()})
+		case in.Control != nil:
+			switch in.Control.Op {
+			case events.OpEnd:
+				cp.Ended = true
+				cp.Lease = nil
+			case events.OpReset:
+				cp.Lease = nil
+				cp.Reset()
+				clear(added)
+			}
+		}
+	}
+}
+
+// readTurn reads a checkpointed turn by its inbound stream sequence.
+func (s *server) readTurn(ctx context.Context, seq uint64) (*events.Turn, error) {
+	raw, err := s.in.GetMsg(ctx, seq)
+	if err != nil {
+		return nil, internal(err, "reading turn at sequence %d of stream %s (removed by max-age or by hand?)", seq, s.layout.In)
+	}
+	var t events.Turn
+	if err := json.Unmarshal(raw.Data, &t); err != nil {
+		return nil, internal(err, "decoding turn at sequence %d", seq)
+	}
+	return &t, nil
+}

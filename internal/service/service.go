@@ -1,0 +1,237 @@
+// Package service is foldstream's request-reply service for prompt
+// builders, built on NATS micro so that it is discoverable ($SRV.PING,
+// $SRV.INFO, $SRV.STATS) and load-balanced across processor instances by
+// its queue group. Endpoints, under <prefix>.svc:
+//
+//   - context: a session's packed context, seed 000's layers in prompt
+//     order (summary, verbatim turns from the cursor, eviction notes),
+//     within an optional budget in characters and/or tokens;
+//   - session: a session's checkpointed state.
+//
+// The service reads what the processor writes (the KV checkpoint and the
+// inbound stream) and never writes anything itself, so it can run in any
+// process that can read those.
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
+)
+
+// Version is the service's API version (semver, as micro requires). It
+// moves with the request and reply types in package client, not with the
+// processor binary.
+const Version = "1.0.0"
+
+// TokenCounter counts the tokens of a prompt line (the processor's
+// tokenizer); nil means seed 004's chars/4×1.2 estimate.
+type TokenCounter interface{ Count(text string) int }
+
+type heuristic struct{}
+
+func (heuristic) Count(s string) int { return (len([]rune(s))*12 + 39) / 40 }
+
+// requestTimeout bounds the KV and stream reads of one request.
+const requestTimeout = 10 * time.Second
+
+type server struct {
+	js     jetstream.JetStream
+	in     jetstream.Stream
+	layout broker.Layout
+	subj   events.Subjects
+	store  *state.Store
+	tokens TokenCounter
+	log    zerolog.Logger
+	now    func() time.Time
+}
+
+// Start registers the service on nc and serves until ctx ends or the
+// returned service is stopped. The inbound stream must exist (the
+// processor provisions it before calling Start).
+//
+// Handlers run on micro's per-endpoint subscription goroutine, one request
+// at a time per endpoint and process: micro's stats (processing time,
+// errors) are only right when the handler answers before it returns, and
+// more throughput comes from more processor instances in the queue group.
+func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout broker.Layout, store *state.Store, tokens TokenCounter, log zerolog.Logger) (micro.Service, error) {
+	if nc == nil || js == nil || store == nil {
+		return nil, errors.New("service: NATS connection, JetStream and store are required")
+	}
+	if tokens == nil {
+		tokens = heuristic{}
+	}
+	in, err := js.Stream(ctx, layout.In)
+	if err != nil {
+		return nil, fmt.Errorf("service: inbound stream %s: %w", layout.In, err)
+	}
+	s := &server{js: js, in: in, layout: layout, subj: layout.Subjects, store: store, tokens: tokens, log: log, now: time.Now}
+	svc, err := micro.AddService(nc, micro.Config{
+		Name:        client.ServiceName,
+		Version:     Version,
+		Description: "foldstream: packed session contexts (summary + verbatim turns) and session state for prompt builders",
+		Metadata:    map[string]string{"prefix": layout.Subjects.Prefix, "wire": "v1"},
+		ErrorHandler: func(_ micro.Service, err *micro.NATSError) {
+			log.Error().Str("event", "service_error").Str("subject", err.Subject).Str("error", err.Description).Msg("service subscription error")
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: register %s: %w", client.ServiceName, err)
+	}
+	g := svc.AddGroup(layout.Subjects.Prefix + ".svc")
+	endpoints := []struct {
+		name, desc string
+		h          func(context.Context, micro.Request)
+	}{
+		{client.EndpointContext, `{"session","budget_chars"?,"budget_tokens"?} → summary, verbatim turns from the cursor, eviction notes`, s.handleContext},
+		{client.EndpointSession, `{"session"} → cursor, total, version, covered_through, last fold, lease, pending notes`, s.handleSession},
+	}
+	for _, ep := range endpoints {
+		if err := g.AddEndpoint(ep.name, micro.ContextHandler(ctx, ep.h),
+			micro.WithEndpointMetadata(map[string]string{"description": ep.desc, "format": "application/json"})); err != nil {
+			_ = svc.Stop()
+			return nil, fmt.Errorf("service: endpoint %s: %w", ep.name, err)
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		_ = svc.Stop()
+	}()
+	info := svc.Info()
+	log.Info().Str("event", "service_started").Str("name", info.Name).Str("id", info.ID).Str("version", info.Version).
+		Str("subjects", layout.Subjects.Prefix+".svc.>").Msg("context service started")
+	return svc, nil
+}
+
+// reqError is a failure the service reports with a micro error code.
+type reqError struct {
+	code string
+	desc string
+	err  error
+}
+
+func (e *reqError) Error() string { return e.code + " " + e.desc }
+func (e *reqError) Unwrap() error { return e.err }
+
+func badRequest(format string, args ...any) *reqError {
+	return &reqError{code: client.ErrCodeBadRequest, desc: fmt.Sprintf(format, args...)}
+}
+
+func internal(err error, format string, args ...any) *reqError {
+	return &reqError{code: client.ErrCodeInternal, desc: fmt.Sprintf(format, args...) + ": " + err.Error(), err: err}
+}
+
+func (s *server) respond(req micro.Request, endpoint, session string, started time.Time, reply any, err error) {
+	if err != nil {
+		var re *reqError
+		if !errors.As(err, &re) {
+			re = internal(err, "internal error")
+		}
+		lvl := s.log.Warn()
+		if re.code == client.ErrCodeInternal {
+			lvl = s.log.Error()
+		}
+		lvl.Str("event", "service_request_failed").Str("endpoint", endpoint).Str("session", session).
+			Str("code", re.code).Str("error", re.desc).Msg("service request failed")
+		if rerr := req.Error(re.code, re.desc, nil); rerr != nil {
+			s.log.Warn().Err(rerr).Str("event", "service_reply_failed").Str("endpoint", endpoint).Msg("could not send error reply")
+		}
+		return
+	}
+	if rerr := req.RespondJSON(reply); rerr != nil {
+		s.log.Warn().Err(rerr).Str("event", "service_reply_failed").Str("endpoint", endpoint).Msg("could not send reply")
+		return
+	}
+	s.log.Debug().Str("event", "service_request").Str("endpoint", endpoint).Str("session", session).
+		Dur("took", time.Since(started)).Msg("service request answered")
+}
+
+// decode reads a JSON request and checks its session id.
+func decode(data []byte, v any, session func() string) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return badRequest("bad request: expected a JSON object like {\"session\":\"s1\"}: %v", err)
+	}
+	if err := events.CheckSession("session", session()); err != nil {
+		return badRequest("bad session id: %v", err)
+	}
+	return nil
+}
+
+func (s *server) handleContext(ctx context.Context, req micro.Request) {
+	started := time.Now()
+	var r client.ContextRequest
+	err := decode(req.Data(), &r, func() string { return r.Session })
+	var reply *client.Context
+	if err == nil {
+		switch {
+		case r.BudgetChars < 0:
+			err = badRequest("bad budget: field \"budget_chars\": expected a non-negative integer (0 = unlimited), got %d", r.BudgetChars)
+		case r.BudgetTokens < 0:
+			err = badRequest("bad budget: field \"budget_tokens\": expected a non-negative integer (0 = unlimited), got %d", r.BudgetTokens)
+		default:
+			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			reply, err = s.assemble(rctx, r)
+			cancel()
+		}
+	}
+	s.respond(req, client.EndpointContext, r.Session, started, reply, err)
+}
+
+func (s *server) handleSession(ctx context.Context, req micro.Request) {
+	started := time.Now()
+	var r client.SessionRequest
+	err := decode(req.Data(), &r, func() string { return r.Session })
+	var reply *client.SessionInfo
+	if err == nil {
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		reply, err = s.sessionInfo(rctx, r.Session)
+		cancel()
+	}
+	s.respond(req, client.EndpointSession, r.Session, started, reply, err)
+}
+
+func unknownSession(session, why string) *reqError {
+	return &reqError{code: client.ErrCodeUnknownSession, desc: fmt.Sprintf("unknown session: %q %s", session, why)}
+}
+
+// sessionInfo reports the checkpoint as the processor last wrote it.
+func (s *server) sessionInfo(ctx context.Context, session string) (*client.SessionInfo, error) {
+	cp, rev, err := s.store.Load(ctx, session)
+	if err != nil {
+		return nil, internal(err, "reading the checkpoint")
+	}
+	if rev == 0 {
+		return nil, unknownSession(session, "has no checkpoint (never seen, or the processor has not applied its first event yet)")
+	}
+	info := &client.SessionInfo{
+		V: events.Version, Session: session, Version: cp.Version, SummaryChars: len([]rune(cp.Summary)),
+		Cursor: cp.Cursor, TotalTurns: cp.Total, CoveredThroughTurn: cp.CoveredThrough,
+		Compactions: cp.Compactions, PendingNotes: len(cp.PendingNotes), Failures: cp.Failures,
+		Ended: cp.Ended, Config: cp.Config, LastSeq: cp.LastSeq,
+		LastFoldAt: timePtr(cp.LastFoldAt), RetryAfter: timePtr(cp.RetryAfter), LastActivity: timePtr(cp.LastActivity),
+	}
+	if l := cp.Lease; l != nil {
+		info.Lease = &client.LeaseInfo{FoldID: l.FoldID, Owner: l.Owner, Deadline: l.Deadline, From: l.From, To: l.To,
+			Notes: l.Notes, Held: l.Held(s.now())}
+	}
+	return info, nil
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
