@@ -37,6 +37,7 @@ type options struct {
 	tokenizer                                 string
 
 	metricsAddr string
+	service     bool
 	logLevel    string
 	logPretty   bool
 
@@ -89,6 +90,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.tokenizer, "tokenizer", "cl100k_base", "token counting: cl100k_base, o200k_base or heuristic (chars/4×1.2)")
 
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "Prometheus /metrics and /healthz listen address (empty disables)")
+	fs.BoolVar(&o.service, "service", true, "serve the context and session request-reply service (NATS micro \"foldstream\") on <prefix>.svc.>")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (transcript text is logged only at debug)")
 	fs.BoolVar(&o.logPretty, "log-pretty", false, "human-readable console logs instead of JSON")
 	return fs

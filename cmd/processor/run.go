@@ -19,6 +19,7 @@ import (
 	"github.com/foldstream/foldstream/internal/fold/openai"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/prompt"
+	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/foldstream/foldstream/internal/tokens"
 	"github.com/nats-io/nats-server/v2/server"
@@ -174,8 +175,9 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	store := state.NewStore(e.js, e.kv)
 	p, err := processor.New(cfg, processor.Deps{
-		JS: e.js, Layout: e.layout, Store: state.NewStore(e.js, e.kv), Summarizer: sum, Tokens: counter,
+		JS: e.js, Layout: e.layout, Store: store, Summarizer: sum, Tokens: counter,
 		Log: log, Clock: processor.SystemClock{}, Registry: reg,
 	})
 	if err != nil {
@@ -194,6 +196,16 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 			case <-ctx.Done():
 			}
 		}()
+	}
+	if o.service {
+		// The context service only reads the checkpoints and the inbound
+		// stream, so it shares the processor's connection; it stops when
+		// ctx ends, before the connection drains.
+		svc, err := service.Start(ctx, e.nc, e.js, e.layout, store, counter, log)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = svc.Stop() }()
 	}
 	return p.Run(ctx)
 }
