@@ -134,7 +134,11 @@ func DecodeInbound(kind, subjectSession string, data []byte, lim Limits) (Inboun
 	switch kind {
 	case KindTurn:
 		in.Turn = new(Turn)
-		if err = decodeJSON(data, in.Turn); err == nil {
+		if !decodeTurnFast(data, in.Turn) {
+			*in.Turn = Turn{}
+			err = decodeJSON(data, in.Turn)
+		}
+		if err == nil {
 			err = in.Turn.Validate(subjectSession, lim)
 		}
 	case KindNote:
