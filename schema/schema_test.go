@@ -1,0 +1,345 @@
+package schema_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold/openai"
+	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
+	"github.com/foldstream/foldstream/internal/processor"
+	"github.com/foldstream/foldstream/internal/retry"
+	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/schema"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// compiled is one schema file, compiled with format assertions on (so
+// "date-time" is checked), plus the properties it documents.
+type compiled struct {
+	sch   *jsonschema.Schema
+	props map[string]bool
+}
+
+func compileAll(t *testing.T) map[string]compiled {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	out := map[string]compiled{}
+	for event, file := range schema.Files {
+		data, err := fs.ReadFile(schema.V1, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if err := c.AddResource(file, doc); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		sch, err := c.Compile(file)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		var raw struct {
+			Schema     string                     `json:"$schema"`
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		_ = json.Unmarshal(data, &raw)
+		if raw.Schema != "https://json-schema.org/draft/2020-12/schema" {
+			t.Errorf("%s: $schema %q, want draft 2020-12", file, raw.Schema)
+		}
+		props := map[string]bool{}
+		for name, p := range raw.Properties {
+			props[name] = true
+			if !bytes.Contains(p, []byte(`"description"`)) {
+				t.Errorf("%s: property %q has no description", file, name)
+			}
+		}
+		out[event] = compiled{sch: sch, props: props}
+	}
+	entries, _ := fs.ReadDir(schema.V1, "v1")
+	if len(entries) != len(schema.Files) {
+		t.Errorf("v1/ holds %d files, schema.Files lists %d", len(entries), len(schema.Files))
+	}
+	return out
+}
+
+func validate(s compiled, data []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	return s.sch.Validate(v)
+}
+
+// testInvalid marks inbound messages published to provoke rejections.
+const testInvalid = "Test-Invalid"
+
+// produce drives a processor through every event type the contract has and
+// returns nothing: the messages are in the streams.
+func produce(t *testing.T, e *servicetest.Env) {
+	t.Helper()
+	ctx := context.Background()
+	_, js := e.Client("bot")
+	pub, err := client.NewPublisher(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rich := servicetest.Turn("s1", 0)
+	rich.Kind, rich.Tool, rich.Tokens, rich.ContextTokens, rich.Meta = "tool_result", "search", 12, 5400, map[string]string{"channel": "voice-1"}
+	if err := pub.PublishTurn(ctx, rich); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.PublishNote(ctx, client.Note{Session: "s1", NoteID: "n1", Source: "Bob", Text: "Bob is screen-sharing Marvel Rivals, playing Hulk on Tokyo 2099."}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 71; i++ { // two folds: cursor 10, then 20
+		if err := pub.PublishTurnAsync(servicetest.Turn("s1", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.Settled("s1", 71, 20)
+	for _, op := range []string{client.OpGenerate, client.OpCompact} {
+		if err := pub.Control(ctx, "s1", op, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	disabled := false
+	if err := pub.Control(ctx, "s1", client.OpConfigure, &client.SessionConfig{RecentWindow: 40, BatchSize: 5, MaxSummaryChars: 800,
+		MaxNoteChars: 200, Trigger: "turn", Profile: "voice", Disabled: &disabled}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Control(ctx, "s1", client.OpEnd, nil); err != nil {
+		t.Fatal(err)
+	}
+	late := servicetest.Turn("s1", 200)
+	data, _ := json.Marshal(late)
+	bad := func(subject string, data []byte) {
+		m := nats.NewMsg(subject)
+		m.Data = data
+		m.Header.Set(testInvalid, "1")
+		if _, err := e.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad("fold.in.s1.turn", data) // session_ended
+	if err := pub.Control(ctx, "s1", client.OpReset, nil); err != nil {
+		t.Fatal(err)
+	}
+	bad("fold.in.s1.turn", []byte(`{"v":1,`))
+	e.Eventually("every event applied", func() bool {
+		s := e.Checkpoint("s1")
+		return s.Total == 0 && !s.Ended && s.LastSeq > 0 && len(outbound(t, e, "fold.out.s1.event")) > 0 &&
+			hasLifecycle(t, e, "s1", events.EventRejected, events.CodeBadJSON)
+	})
+}
+
+// produceFailure makes a fold fail: a summarizer that answers 400.
+func produceFailure(t *testing.T) *servicetest.Env {
+	e := servicetest.New(t, servicetest.Options{})
+	llm := openaitest.New(t)
+	llm.SetFallback(openaitest.BadRequest("this model does not summarize"))
+	sum, err := openai.New(openai.Config{BaseURL: llm.URL, APIKey: "k", Model: "fold-mini", Retry: retry.Policy{MaxAttempts: 1}}, e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.StartProcessor(processor.Config{}, sum)
+	_, js := e.Client("bot")
+	pub, _ := client.NewPublisher(js)
+	for i := range 61 {
+		if err := pub.PublishTurnAsync(servicetest.Turn("s2", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually("compaction_failed", func() bool { return hasLifecycle(t, e, "s2", events.EventCompactionFailed, "") })
+	return e
+}
+
+func outbound(t *testing.T, e *servicetest.Env, subject string) []*jetstream.RawStreamMsg {
+	return streamMsgs(t, e, e.Layout.Out, subject)
+}
+
+func streamMsgs(t *testing.T, e *servicetest.Env, stream, subject string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := context.Background()
+	s, err := e.JS.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := uint64(1); ; seq++ {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+		seq = m.Sequence
+	}
+}
+
+func hasLifecycle(t *testing.T, e *servicetest.Env, session, typ, reason string) bool {
+	for _, m := range outbound(t, e, "fold.out."+session+".event") {
+		var ev events.Lifecycle
+		if json.Unmarshal(m.Data, &ev) == nil && ev.Type == typ && (reason == "" || ev.Reason == reason) {
+			return true
+		}
+	}
+	return false
+}
+
+// Every message the processor and the Go client really produce validates
+// against its schema, every field they send is documented, and every
+// documented field of the outbound events is really sent.
+func TestRealMessagesMatchTheSchemas(t *testing.T) {
+	schemas := compileAll(t)
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	produce(t, e)
+	failing := produceFailure(t)
+
+	seen := map[string]map[string]bool{}
+	types := map[string]bool{}
+	check := func(event string, m *jetstream.RawStreamMsg) {
+		t.Helper()
+		s := schemas[event]
+		if err := validate(s, m.Data); err != nil {
+			t.Errorf("%s message on %s does not match %s:\n%s\n%v", event, m.Subject, schema.Files[event], m.Data, err)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(m.Data, &fields); err != nil {
+			t.Fatal(err)
+		}
+		if seen[event] == nil {
+			seen[event] = map[string]bool{}
+		}
+		for k := range fields {
+			seen[event][k] = true
+			if !s.props[k] {
+				t.Errorf("%s field %q (on %s) is not documented in %s", event, k, m.Subject, schema.Files[event])
+			}
+		}
+		if event == "lifecycle" {
+			var ev events.Lifecycle
+			_ = json.Unmarshal(m.Data, &ev)
+			types[ev.Type] = true
+		}
+	}
+	for _, env := range []*servicetest.Env{e, failing} {
+		for _, m := range streamMsgs(t, env, env.Layout.In, "fold.in.>") {
+			if m.Header.Get(testInvalid) != "" {
+				continue
+			}
+			check(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], m)
+		}
+		for _, m := range outbound(t, env, "fold.out.*.summary") {
+			check("summary-updated", m)
+		}
+		for _, m := range outbound(t, env, "fold.out.*.event") {
+			check("lifecycle", m)
+		}
+	}
+	for _, typ := range []string{events.EventCompactionSkipped, events.EventCompactionStarted, events.EventCompactionCompleted,
+		events.EventCompactionFailed, events.EventSessionEnded, events.EventSessionReset, events.EventSessionConfigured, events.EventRejected} {
+		if !types[typ] {
+			t.Errorf("no %s event was produced; the scenario must cover every type", typ)
+		}
+	}
+	for event, s := range schemas {
+		var unsent []string
+		for p := range s.props {
+			if !seen[event][p] {
+				unsent = append(unsent, p)
+			}
+		}
+		slices.Sort(unsent)
+		if len(unsent) > 0 {
+			t.Errorf("%s documents fields no real message carried: %v (stale docs, or the scenario misses a case)", schema.Files[event], unsent)
+		}
+	}
+	t.Logf("validated fields: %v", slices.Sorted(maps.Keys(seen)))
+}
+
+// Invalid messages are rejected by the schema, and the inbound ones by the
+// processor's validation too: the schema and the code say the same.
+func TestInvalidExamplesAreRejected(t *testing.T) {
+	schemas := compileAll(t)
+	turn := `{"v":1,"session":"s1","turn_id":"t1","at":"2026-11-22T20:00:00Z","speaker":"Alice","role":"user","text":"hi","future":{"x":1}}`
+	note := `{"v":1,"session":"s1","note_id":"n1","at":"2026-11-22T20:00:00Z","source":"Bob","text":"Tokyo map"}`
+	control := `{"v":1,"session":"s1","op":"configure","config":{"recent_window":20,"max_summary_chars":800,"trigger":"generate"}}`
+	summary := `{"v":1,"session":"s1","version":1,"summary":"Alice and Bob talked.","cursor":10,"covered_through_turn":9,` +
+		`"from":"2026-11-22T20:00:00Z","to":"2026-11-22T20:01:30Z","folded_turns":10,"folded_notes":0,"summary_chars":21,` +
+		`"summary_tokens":5,"original_tokens":120,"mode":"window","tier":"full","compactions":1,"model":"offline","latency_ms":3,"at":"2026-11-22T20:01:31Z"}`
+	lifecycle := `{"v":1,"session":"s1","type":"compaction_skipped","at":"2026-11-22T20:00:00Z","reason":"below_threshold","trigger":"turn","cursor":0,"total_turns":3}`
+	valid := map[string]string{"turn": turn, "note": note, "control": control, "summary-updated": summary, "lifecycle": lifecycle}
+	for event, doc := range valid {
+		if err := validate(schemas[event], []byte(doc)); err != nil {
+			t.Errorf("valid %s rejected: %v", event, err)
+		}
+		if kind := map[string]string{"turn": "turn", "note": "note", "control": "control"}[event]; kind != "" {
+			if _, err := events.DecodeInbound(kind, "s1", []byte(doc), events.Limits{}); err != nil {
+				t.Errorf("valid %s rejected by the processor: %v", event, err)
+			}
+		}
+	}
+	r := strings.NewReplacer // shorthand: one substitution per case
+	cases := []struct {
+		event, name, doc string
+	}{
+		{"turn", "bad session", r(`"session":"s1"`, `"session":"a.b"`).Replace(turn)},
+		{"turn", "missing turn_id", r(`"turn_id":"t1",`, ``).Replace(turn)},
+		{"turn", "blank turn_id", r(`"turn_id":"t1"`, `"turn_id":"  "`).Replace(turn)},
+		{"turn", "at not RFC 3339", r(`2026-11-22T20:00:00Z`, `yesterday`).Replace(turn)},
+		{"turn", "unknown role", r(`"role":"user"`, `"role":"narrator"`).Replace(turn)},
+		{"turn", "empty text", r(`"text":"hi"`, `"text":""`).Replace(turn)},
+		{"turn", "text not a string", r(`"text":"hi"`, `"text":42`).Replace(turn)},
+		{"turn", "version 2", r(`"v":1`, `"v":2`).Replace(turn)},
+		{"turn", "missing v", r(`"v":1,`, ``).Replace(turn)},
+		{"turn", "negative tokens", r(`"text":"hi"`, `"text":"hi","tokens":-1`).Replace(turn)},
+		{"note", "missing text", r(`,"text":"Tokyo map"`, ``).Replace(note)},
+		{"note", "missing note_id", r(`"note_id":"n1",`, ``).Replace(note)},
+		{"control", "unknown op", `{"v":1,"session":"s1","op":"explode"}`},
+		{"control", "configure without config", `{"v":1,"session":"s1","op":"configure"}`},
+		{"control", "bad trigger", r(`"generate"`, `"always"`).Replace(control)},
+		{"control", "summary budget too small", r(`800`, `50`).Replace(control)},
+		{"summary-updated", "missing version", r(`"version":1,`, ``).Replace(summary)},
+		{"summary-updated", "empty summary", r(`"summary":"Alice and Bob talked."`, `"summary":""`).Replace(summary)},
+		{"summary-updated", "unknown tier", r(`"tier":"full"`, `"tier":"best"`).Replace(summary)},
+		{"summary-updated", "bad at", r(`"at":"2026-11-22T20:01:31Z"`, `"at":"now"`).Replace(summary)},
+		{"lifecycle", "unknown type", r(`"compaction_skipped"`, `"compaction_exploded"`).Replace(lifecycle)},
+		{"lifecycle", "unknown skip reason", r(`"below_threshold"`, `"bored"`).Replace(lifecycle)},
+		{"lifecycle", "skip without reason", r(`"reason":"below_threshold",`, ``).Replace(lifecycle)},
+		{"lifecycle", "failure without class", `{"v":1,"session":"s1","type":"compaction_failed","at":"2026-11-22T20:00:00Z","fold_id":"f","retryable":true,"error":"x","cursor":0,"total_turns":61}`},
+		{"lifecycle", "missing cursor", r(`"cursor":0,`, ``).Replace(lifecycle)},
+	}
+	for _, tc := range cases {
+		if err := validate(schemas[tc.event], []byte(tc.doc)); err == nil {
+			t.Errorf("%s %q accepted by %s: %s", tc.event, tc.name, schema.Files[tc.event], tc.doc)
+		}
+		if tc.event == "turn" || tc.event == "note" || tc.event == "control" {
+			if _, err := events.DecodeInbound(tc.event, "s1", []byte(tc.doc), events.Limits{}); err == nil {
+				t.Errorf("%s %q accepted by the processor but rejected by the schema: %s", tc.event, tc.name, tc.doc)
+			}
+		}
+	}
+}
