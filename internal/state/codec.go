@@ -15,16 +15,7 @@ type TurnRefs []TurnRef
 
 // MarshalJSON implements json.Marshaler.
 func (r TurnRefs) MarshalJSON() ([]byte, error) {
-	buf := make([]byte, 0, len(r)*6)
-	var prevSeq uint64
-	var prevAt int64
-	for _, t := range r {
-		buf = binary.AppendUvarint(buf, t.Seq-prevSeq)
-		buf = binary.AppendVarint(buf, t.At-prevAt)
-		buf = binary.AppendUvarint(buf, uint64(max(t.Tokens, 0)))
-		prevSeq, prevAt = t.Seq, t.At
-	}
-	return json.Marshal(base64.RawStdEncoding.EncodeToString(buf))
+	return json.Marshal(base64.RawStdEncoding.EncodeToString(r.appendBinary(make([]byte, 0, len(r)*6))))
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -65,11 +56,7 @@ type IDHashes []uint64
 
 // MarshalJSON implements json.Marshaler.
 func (h IDHashes) MarshalJSON() ([]byte, error) {
-	buf := make([]byte, 0, len(h)*8)
-	for _, x := range h {
-		buf = binary.LittleEndian.AppendUint64(buf, x)
-	}
-	return json.Marshal(base64.RawStdEncoding.EncodeToString(buf))
+	return json.Marshal(base64.RawStdEncoding.EncodeToString(h.appendBinary(make([]byte, 0, len(h)*8))))
 }
 
 // UnmarshalJSON implements json.Unmarshaler.

@@ -87,7 +87,7 @@ func New(id string) *Session { return &Session{ID: id, CoveredThrough: -1} }
 
 // maxRecentIDs bounds the dedup memory per session; older duplicates are
 // caught by the stream's Nats-Msg-Id window.
-const maxRecentIDs = 256
+const maxRecentIDs = 64
 
 // HashID is the dedup key of a turn id.
 func HashID(turnID string) uint64 {

@@ -34,7 +34,7 @@ func NewStore(js jetstream.JetStream, kv jetstream.KeyValue) *Store {
 // the caller falls back to Save, whose create handles markers. The
 // future's error is a conflict when IsConflict says so.
 func (st *Store) SaveAsync(s *Session, rev uint64) (jetstream.PubAckFuture, error) {
-	data, err := json.Marshal(s.stored())
+	data, err := s.Encode(nil)
 	if err != nil {
 		return nil, fmt.Errorf("encode checkpoint of session %s: %w", s.ID, err)
 	}
@@ -83,7 +83,7 @@ func (st *Store) Load(ctx context.Context, id string) (*Session, uint64, error) 
 // Save writes the checkpoint with compare-and-set on rev (0 = must not
 // exist yet) and returns the new revision.
 func (st *Store) Save(ctx context.Context, s *Session, rev uint64) (uint64, error) {
-	data, err := json.Marshal(s.stored())
+	data, err := s.Encode(nil)
 	if err != nil {
 		return 0, fmt.Errorf("encode checkpoint of session %s: %w", s.ID, err)
 	}

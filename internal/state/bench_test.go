@@ -1,0 +1,41 @@
+package state
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A typical hot session: about recent+batch unfolded turns, a full dedup
+// ring, a summary.
+func typicalSession() *Session {
+	s := New("sess-00042")
+	for i := range 300 {
+		s.AddTurn(uint64(i)*0x9E3779B97F4A7C15, TurnRef{Seq: uint64(1000 + 7*i), At: int64(1763840000000 + 4000*i)})
+	}
+	s.Advance(240, 0)
+	s.Summary = strings.Repeat("Alice and Bob planned the Tokyo match. ", 28)
+	s.Version, s.LastSeq, s.LastActivity = 24, 3100, time.Now()
+	return s
+}
+
+func BenchmarkCheckpointEncodeJSON(b *testing.B) {
+	s := typicalSession()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(s.stored()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCheckpointEncode(b *testing.B) {
+	s := typicalSession()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Encode(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package state
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
+)
+
+// The hand encoder and encoding/json's decoder must agree on every field.
+func TestEncodeRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	disabled := true
+	for i := range 200 {
+		s := New("sess-" + strings.Repeat("x", i%7))
+		for j := range rng.IntN(400) {
+			s.AddTurn(rng.Uint64(), TurnRef{Seq: uint64(j*3 + 1), At: rng.Int64N(1 << 42), Tokens: rng.IntN(3) * rng.IntN(500)})
+		}
+		s.Advance(int64(rng.IntN(int(s.Total)+1)), 0)
+		if rng.IntN(2) == 0 {
+			s.Summary = "Alice said \"hi\"\n\tBob: \\o/ \x01 ünïcödé … " + strings.Repeat("z", rng.IntN(50))
+		}
+		s.Version, s.LastSeq, s.Compactions, s.Epoch = rng.Uint64N(1000), rng.Uint64(), rng.IntN(50), uint32(rng.IntN(3))
+		if rng.IntN(3) == 0 {
+			s.Lease = &Lease{FoldID: "f", Owner: "o", Deadline: time.Unix(1763840000, 123456789).UTC(), From: 1, To: 11, Notes: 2}
+			s.LastFoldAt = time.Unix(1763840000, 5).In(time.FixedZone("X", 3600))
+			s.RetryAfter = time.Unix(1763840001, 0).UTC()
+		}
+		if rng.IntN(3) == 0 {
+			s.PendingNotes = []NoteRef{{Seq: 4, At: -5}, {Seq: 9, At: 7}}
+			s.Config = &events.SessionConfig{RecentWindow: 5, Trigger: "generate", Disabled: &disabled}
+			s.Ended = true
+			s.Failures, s.OriginalToks, s.SummaryToks = 2, 300, 40
+		}
+		s.LastActivity = time.Unix(1763840000+int64(i), int64(i)).UTC()
+		data, err := s.Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(s.stored())
+		var got, ref Session
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatalf("case %d: %v\n%s", i, err, data)
+		}
+		if err := json.Unmarshal(want, &ref); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(normalize(got), normalize(ref)) {
+			t.Fatalf("case %d: hand encoder and encoding/json disagree\nhand %s\njson %s", i, data, want)
+		}
+	}
+}
+
+// normalize maps times to UTC instants and nil to empty slices so that
+// equal checkpoints compare equal.
+func normalize(s Session) Session {
+	for _, tp := range []*time.Time{&s.LastFoldAt, &s.RetryAfter, &s.LastActivity} {
+		if !tp.IsZero() {
+			*tp = tp.UTC()
+		}
+	}
+	if s.Lease != nil {
+		l := *s.Lease
+		l.Deadline = l.Deadline.UTC()
+		s.Lease = &l
+	}
+	if len(s.Turns) == 0 {
+		s.Turns = nil
+	}
+	return s
+}
