@@ -278,6 +278,9 @@ func (sh *shard) applyResult(r foldResult) {
 	}
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.m.foldLatency.Observe(latency.Seconds())
+	p.m.sumTokens.WithLabelValues("input").Add(float64(r.out.InputTokens))
+	p.m.sumTokens.WithLabelValues("output").Add(float64(r.out.OutputTokens))
+	p.m.foldedToks.Add(float64(r.origToks))
 	sh.publishLifecycle(ls, events.Lifecycle{
 		Type: events.EventCompactionCompleted, FoldID: r.job.foldID, Trigger: r.job.trigger,
 		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough,

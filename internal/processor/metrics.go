@@ -15,6 +15,8 @@ type metrics struct {
 	liveSess    prometheus.Gauge
 	inFlight    prometheus.Gauge
 	rewinds     prometheus.Counter
+	sumTokens   *prometheus.CounterVec // by kind: input, output (provider-reported)
+	foldedToks  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -29,10 +31,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		checkpoints: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "checkpoints_total", Help: "Checkpoint writes by outcome."}, []string{"outcome"}),
 		liveSess:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "sessions_in_memory", Help: "Sessions held in memory."}),
 		inFlight:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "folds_in_flight", Help: "Folds running now."}),
+		sumTokens:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "summarizer_tokens_total", Help: "Tokens the summarizer provider reported, by kind (input, output); 0 for the offline summarizer."}, []string{"kind"}),
+		foldedToks:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "folded_tokens_total", Help: "Tokens of the turns and notes folded (the model-cost baseline: input tokens per folded token)."}),
 		rewinds:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "consumer_rewinds_total", Help: "Times the consumer was re-attached at the ack floor after a state error."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.inFlight, m.rewinds)
+		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks)
 	}
 	return m
 }

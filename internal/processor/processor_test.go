@@ -17,7 +17,7 @@ import (
 // Seed 000's progression: nothing at 60 turns, 61 folds 0..9, 71 folds 10..19.
 func TestSeed000Progression(t *testing.T) {
 	r := newRig(t)
-	r.start(Config{})
+	p, _ := r.start(Config{})
 	r.turns("s1", 60)
 	s := r.waitSettled("s1", 60, 0)
 	if s.Version != 0 || r.llm.Calls() != 0 {
@@ -79,6 +79,13 @@ func TestSeed000Progression(t *testing.T) {
 	}
 	if !hasType(lc, events.EventCompactionSkipped, events.SkipBelowThreshold) {
 		t.Error("no below_threshold skip event")
+	}
+	// Provider-reported usage (openaitest.OK reports 100 prompt tokens).
+	if got := testutil.ToFloat64(p.m.sumTokens.WithLabelValues("input")); got != 200 {
+		t.Errorf("summarizer input tokens %v, want 200", got)
+	}
+	if got := testutil.ToFloat64(p.m.foldedToks); got != float64(sums[0].OriginalTokens+sums[1].OriginalTokens) {
+		t.Errorf("folded tokens %v", got)
 	}
 }
 
