@@ -420,7 +420,7 @@ func checkRoles(t *testing.T, url string, r roles) (proc, builder *nats.Conn) {
 		t.Fatalf("unexpected existing stream %q", n)
 	}
 	checkJetStream(t, proc, 1)
-	if _, err := proc.Subscribe("fold.ctx.>", func(m *nats.Msg) { _ = m.Respond([]byte("context for " + m.Subject)) }); err != nil {
+	if _, err := proc.Subscribe("fold.svc.>", func(m *nats.Msg) { _ = m.Respond([]byte("context for " + m.Subject)) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := proc.Flush(); err != nil {
@@ -462,11 +462,11 @@ func checkRoles(t *testing.T, url string, r roles) (proc, builder *nats.Conn) {
 	} else if m.Subject != "fold.out.s1.summary" {
 		t.Fatalf("builder got %s", m.Subject)
 	}
-	reply, err := builder.Request("fold.ctx.s1", []byte(`{}`), 5*time.Second)
+	reply, err := builder.Request("fold.svc.context", []byte(`{}`), 5*time.Second)
 	if err != nil {
 		t.Fatalf("builder request context: %v", err)
 	}
-	if string(reply.Data) != "context for fold.ctx.s1" {
+	if string(reply.Data) != "context for fold.svc.context" {
 		t.Fatalf("context reply %q", reply.Data)
 	}
 	_ = builder.Publish("fold.in.s1.turn", []byte("forged"))

@@ -104,6 +104,12 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 			return nil, fmt.Errorf("service: endpoint %s: %w", ep.name, err)
 		}
 	}
+	// Subscriptions go out asynchronously; flush so that the service
+	// answers as soon as Start returns.
+	if err := nc.Flush(); err != nil {
+		_ = svc.Stop()
+		return nil, fmt.Errorf("service: flush subscriptions: %w", err)
+	}
 	go func() {
 		<-ctx.Done()
 		_ = svc.Stop()

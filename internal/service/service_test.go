@@ -389,21 +389,28 @@ func TestServiceIsDiscoverableWithStats(t *testing.T) {
 	if !subjects["fold.svc.context"] || !subjects["fold.svc.session"] {
 		t.Fatalf("endpoint subjects %v", subjects)
 	}
+	// micro counts a request after its handler returns, which is after the
+	// reply went out: poll until the counts settle.
 	subj, _ = micro.ControlSubject(micro.StatsVerb, client.ServiceName, info.ID)
-	if m, err = nc.Request(subj, nil, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	var stats micro.Stats
-	if err := json.Unmarshal(m.Data, &stats); err != nil {
-		t.Fatal(err)
-	}
 	got := map[string][2]int{}
-	for _, ep := range stats.Endpoints {
-		got[ep.Name] = [2]int{ep.NumRequests, ep.NumErrors}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m, err = nc.Request(subj, nil, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		var stats micro.Stats
+		if err := json.Unmarshal(m.Data, &stats); err != nil {
+			t.Fatal(err)
+		}
+		for _, ep := range stats.Endpoints {
+			got[ep.Name] = [2]int{ep.NumRequests, ep.NumErrors}
+		}
+		if got["context"] == [2]int{2, 0} && got["session"] == [2]int{1, 1} {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if got["context"] != [2]int{2, 0} || got["session"] != [2]int{1, 1} {
-		t.Fatalf("stats (requests, errors) %v", got)
-	}
+	t.Fatalf("stats (requests, errors) %v, want context [2 0] and session [1 1]", got)
 }
 
 func TestSessionReportsTheCheckpoint(t *testing.T) {

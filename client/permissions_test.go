@@ -1,0 +1,150 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold/offline"
+	"github.com/foldstream/foldstream/internal/processor"
+	"github.com/foldstream/foldstream/internal/service"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// violations collects permission errors of one connection.
+type violations struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (v *violations) option() nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.errs = append(v.errs, err.Error())
+	})
+}
+
+func (v *violations) list() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.errs...)
+}
+
+// The roles of nats/auth/accounts.conf are enough for the client: a bot
+// publishes with a Publisher, a builder watches summaries and asks the
+// service, and the processor serves it, each logged in as its own user.
+func TestClientWorksWithTheDocumentedPermissions(t *testing.T) {
+	path, _ := filepath.Abs(filepath.Join("..", "nats", "auth", "accounts.conf"))
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
+	opts.StoreDir, opts.NoSigs, opts.NoLog = t.TempDir(), true, true
+	opts.DisableShortFirstPing = true // slow bcrypt under -race
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	login := func(role string, v *violations) (*nats.Conn, jetstream.JetStream) {
+		t.Helper()
+		nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo("a-"+role, "dev-a-"+role+"-password"), nats.Timeout(10*time.Second), v.option())
+		if err != nil {
+			t.Fatalf("%s: %v", role, err)
+		}
+		t.Cleanup(nc.Close)
+		js, _ := jetstream.New(nc)
+		return nc, js
+	}
+
+	var pv, bv, wv violations
+	pnc, pjs := login("processor", &pv)
+	subjects, _ := events.NewSubjects("fold")
+	layout := broker.NewLayout(subjects)
+	kv, err := broker.Provision(ctx, pjs, layout, broker.ProvisionConfig{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := state.NewStore(pjs, kv)
+	p, err := processor.New(processor.Config{FlushInterval: 5 * time.Millisecond}, processor.Deps{JS: pjs, Layout: layout, Store: store, Summarizer: offline.New(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(pctx) }()
+	defer func() { stop(); <-done }()
+	if _, err := service.Start(pctx, pnc, pjs, layout, store, nil, log); err != nil {
+		t.Fatal(err)
+	}
+
+	_, bjs := login("bot", &bv)
+	pub, err := client.NewPublisher(bjs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wnc, wjs := login("builder", &wv)
+	b, err := client.NewBuilder(wnc, wjs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := b.WatchSummaries(ctx, "s1", client.FromLatest)
+	if err != nil {
+		t.Fatalf("builder watch: %v", err)
+	}
+	for i := range 61 {
+		turn := client.Turn{Session: "s1", TurnID: fmt.Sprintf("t%03d", i),
+			Speaker: "Alice", Role: "user", Text: "message about the ranked match"}
+		if err := pub.PublishTurnAsync(turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatalf("bot: %v", err)
+	}
+	if err := pub.Control(ctx, "s1", client.OpGenerate, nil); err != nil {
+		t.Fatalf("bot control: %v", err)
+	}
+	select {
+	case ev := <-watch:
+		if ev.Version != 1 || ev.Cursor != 10 {
+			t.Fatalf("builder saw %+v", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("the builder never saw the summary")
+	}
+	c, err := b.Context(ctx, "s1", client.Budget{Chars: 4000})
+	if err != nil {
+		t.Fatalf("builder context: %v", err)
+	}
+	if len(c.Turns) == 0 || c.TotalTurns != 61 {
+		t.Fatalf("context: %d turns of %d", len(c.Turns), c.TotalTurns)
+	}
+	if _, err := b.Session(ctx, "s1"); err != nil {
+		t.Fatalf("builder session: %v", err)
+	}
+	for role, v := range map[string]*violations{"processor": &pv, "bot": &bv, "builder": &wv} {
+		if errs := v.list(); len(errs) > 0 {
+			t.Errorf("%s hit permission errors: %v", role, errs)
+		}
+	}
+}
