@@ -417,8 +417,10 @@ func TestSessionReportsTheCheckpoint(t *testing.T) {
 	e := servicetest.New(t, servicetest.Options{})
 	e.StartProcessor(processor.Config{}, nil)
 	e.StartService(nil)
-	publish(t, e, "s1", 0, 61)
+	// The note is applied before turn 61 starts the fold, so it is folded.
+	publish(t, e, "s1", 0, 60)
 	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindNote), events.Note{V: 1, Session: "s1", NoteID: "n1", At: servicetest.T0, Text: "Bob is sharing Marvel Rivals"})
+	publish(t, e, "s1", 60, 61)
 	e.Settled("s1", 61, 10)
 	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindNote), events.Note{V: 1, Session: "s1", NoteID: "n2", At: servicetest.T0, Text: "Carol joined the voice channel"})
 	e.Eventually("note pending", func() bool { return len(e.Checkpoint("s1").PendingNotes) == 1 })
