@@ -66,7 +66,9 @@ type asyncPub struct {
 }
 
 // NewPublisher returns a Publisher that publishes through js. Options:
-// Prefix, MaxPending, AckTimeout, OnError, WithLimits.
+// Prefix, MaxPending, AckTimeout, OnError, WithLimits. Call Close when
+// done: it waits for outstanding acknowledgements and stops the goroutine
+// that collects them.
 func NewPublisher(js jetstream.JetStream, opts ...Option) (*Publisher, error) {
 	if js == nil {
 		return nil, errors.New("foldstream client: NewPublisher needs a JetStream context")

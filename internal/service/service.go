@@ -144,7 +144,10 @@ func (s *server) respond(req micro.Request, endpoint, session string, started ti
 		if !errors.As(err, &re) {
 			re = internal(err, "internal error")
 		}
-		lvl := s.log.Warn()
+		// A bad or unknown session is the caller's business (and counted in
+		// micro's stats); only a failure on our side is worth an operator's
+		// attention.
+		lvl := s.log.Debug()
 		if re.code == client.ErrCodeInternal {
 			lvl = s.log.Error()
 		}

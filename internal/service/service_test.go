@@ -322,8 +322,11 @@ func TestContextIncludesTurnsAfterTheCheckpoint(t *testing.T) {
 
 	// The restarted processor agrees with what the service predicted.
 	e.StartProcessor(processor.Config{}, nil)
-	s := e.Settled("s1", 2, 0)
-	if !s.Ended || s.Summary != "" {
+	e.Eventually("the processor applied the tail", func() bool {
+		s := e.Checkpoint("s1")
+		return s.LastSeq >= c.ThroughSeq && s.Lease == nil
+	})
+	if s := e.Checkpoint("s1"); !s.Ended || s.Summary != "" || s.Total != 2 || s.Cursor != 0 {
 		t.Fatalf("processor state after the tail: %+v", s)
 	}
 }
