@@ -180,7 +180,7 @@ func decodeJSON(data []byte, v any) error {
 		if pe, ok := err.(*time.ParseError); ok {
 			return invalid("at", "expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z, got %q", truncateForError(pe.Value))
 		}
-		if strings.Contains(err.Error(), "parsing time") {
+		if strings.Contains(err.Error(), "parsing time") || strings.Contains(err.Error(), "Time.UnmarshalJSON") {
 			return invalid("at", "expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z (%v)", err)
 		}
 		return &ValidationError{Code: CodeBadJSON, Field: "payload", Reason: "not valid JSON: " + err.Error()}

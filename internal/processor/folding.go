@@ -66,6 +66,9 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 	})
 	if !d.Fold {
 		sh.skip(ls, d, trigger)
+		if d.Reason == fold.SkipAlreadyInFlight && s.Lease.Owner != p.cfg.InstanceID {
+			sh.wake[s.ID] = s.Lease.Deadline // a dead owner's lease: fold when it ends
+		}
 		return
 	}
 	ls.lastSkip = ""
@@ -106,6 +109,16 @@ func (sh *shard) startFold(ls *live, w fold.Window, d fold.Decision, trigger str
 		p.log.Error().Str("event", "state_inconsistent").Str("session", s.ID).Int("batch", n).Int("held_turns", len(s.Turns)).
 			Msg("fewer unfolded turns held than the batch needs; skipping fold")
 		return
+	}
+	if !ls.due {
+		ctx, cancel := sh.ctx()
+		err := p.store.MarkDue(ctx, s.ID)
+		cancel()
+		if err != nil {
+			p.requestRewind("due_mark_failed", err)
+			return
+		}
+		ls.due = true
 	}
 	s.Lease = &state.Lease{
 		FoldID: nuid.Next(), Owner: p.cfg.InstanceID, Deadline: now.Add(p.cfg.LeaseTTL),
@@ -294,6 +307,7 @@ func (sh *shard) applyResult(r foldResult) {
 	p.log.Debug().Str("event", "summary_text").Str("session", s.ID).Uint64("version", s.Version).Str("summary", s.Summary).Msg("summary")
 	if _, ok := sh.sessions[s.ID]; ok {
 		sh.evaluate(ls, "catch_up", false)
+		sh.settleDue(ls)
 	}
 }
 
@@ -310,6 +324,9 @@ func (sh *shard) failed(ls *live, r foldResult, latency time.Duration) {
 		s.RetryAfter = p.clock.Now().Add(backoff)
 	}
 	sh.markDirty(ls)
+	if !canceled {
+		sh.wake[s.ID] = s.RetryAfter // retried then even if the session stays quiet
+	}
 	p.m.folds.WithLabelValues("failed").Inc()
 	retryable := re.Retryable
 	sh.publishLifecycle(ls, events.Lifecycle{

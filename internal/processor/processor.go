@@ -121,7 +121,9 @@ func (p *Processor) Run(ctx context.Context) error {
 			sh.run()
 		}(p.shards[i])
 	}
+	stopping := make(chan struct{})
 	stopShards := func() {
+		close(stopping)
 		for _, sh := range p.shards {
 			close(sh.in)
 		}
@@ -143,6 +145,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			continue
 		}
 		if attempt == 0 {
+			go p.resumeDue(ctx, stopping)
 			p.log.Info().Str("event", "processor_started").Str("instance", p.cfg.InstanceID).Str("consumer", p.cfg.Consumer).
 				Uint64("resume_after_seq", floor).Int("shards", p.cfg.Shards).Int("recent_window", p.cfg.Window.Recent).
 				Int("batch_size", p.cfg.Window.Batch).Int("max_summary_chars", p.cfg.Window.MaxSummaryChars).
@@ -178,6 +181,27 @@ func (p *Processor) Run(ctx context.Context) error {
 	p.folds.Wait()
 	p.log.Info().Str("event", "processor_stopped").Uint64("applied", p.applied.Load()).Msg("processor stopped")
 	return nil
+}
+
+// resumeDue hands every session marked due (a fold that was interrupted or
+// failed, by this process or a dead one) to its shard, so its fold work
+// resumes even if the session never sends another event.
+func (p *Processor) resumeDue(ctx context.Context, stopping <-chan struct{}) {
+	ids, err := p.store.ListDue(ctx)
+	if err != nil {
+		p.log.Warn().Err(err).Str("event", "resume_list_failed").Msg("could not list sessions with interrupted folds; they resume on their next event")
+		return
+	}
+	if len(ids) > 0 {
+		p.log.Info().Str("event", "folds_resuming").Int("sessions", len(ids)).Msg("resuming sessions with interrupted or failed folds")
+	}
+	for _, id := range ids {
+		select {
+		case p.shardOf(id).wakeCh <- id:
+		case <-stopping:
+			return
+		}
+	}
 }
 
 // attach (re)creates the durable consumer so that it delivers everything
@@ -275,7 +299,11 @@ func (p *Processor) requestRewind(reason string, err error) {
 // here keeps every event of a session on one goroutine, in stream order.
 func (p *Processor) dispatch(msg jetstream.Msg) {
 	session, kind, perr := p.subj.ParseIn(msg.Subject())
+	p.shardOf(session).in <- inMsg{msg: msg, session: session, kind: kind, perr: perr}
+}
+
+func (p *Processor) shardOf(session string) *shard {
 	h := fnv.New32a()
 	h.Write([]byte(session))
-	p.shards[h.Sum32()%uint32(len(p.shards))].in <- inMsg{msg: msg, session: session, kind: kind, perr: perr}
+	return p.shards[h.Sum32()%uint32(len(p.shards))]
 }

@@ -289,8 +289,8 @@ func TestRestartContinuesWithoutLossOrRefold(t *testing.T) {
 	}
 }
 
-// A fold that fails keeps the summary and the cursor, reports its class
-// and is retried at a later trigger.
+// A fold that fails keeps the summary and the cursor, reports its class,
+// and is retried after its backoff even if the session sends nothing more.
 func TestFailedFoldMovesNothing(t *testing.T) {
 	r := newRig(t)
 	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply {
@@ -299,12 +299,11 @@ func TestFailedFoldMovesNothing(t *testing.T) {
 		}
 		return openaitest.OK(echoSummary(req))
 	})
-	r.start(Config{RetryBackoff: time.Millisecond})
+	r.start(Config{RetryBackoff: 100 * time.Millisecond})
 	r.turns("s1", 71)
-	r.eventually("failed fold", func() bool { return hasType(r.lifecycle("s1"), events.EventCompactionFailed, "") })
-	s := r.waitSettled("s1", 71, 10)
-	if s.Version != 1 || s.Summary != "Alice and Bob discussed messages 000 to 009." {
-		t.Fatalf("failed fold changed state: %+v", s)
+	s := r.waitSettled("s1", 71, 20) // no new turn: the retry comes from the backoff timer
+	if s.Version != 2 || s.Summary != "Alice and Bob discussed messages 010 to 019." {
+		t.Fatalf("after retry: %+v", s)
 	}
 	var failed events.Lifecycle
 	for _, e := range r.lifecycle("s1") {
@@ -312,11 +311,22 @@ func TestFailedFoldMovesNothing(t *testing.T) {
 			failed = e
 		}
 	}
-	if failed.ErrorClass != "bad_request" || failed.Retryable == nil || *failed.Retryable || failed.Model != "openai:fold-mini" {
+	if failed.ErrorClass != "bad_request" || failed.Retryable == nil || *failed.Retryable || failed.Model != "openai:fold-mini" || failed.Cursor != 10 {
 		t.Fatalf("failure event %+v", failed)
 	}
-	r.turns("s1", 1)
-	r.waitSettled("s1", 72, 20)
+	reqs := r.llm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d summarizer calls, want 3", len(reqs))
+	}
+	for i, want := range []string{"010", "010"} { // the failed batch is retried as is
+		if first, _ := foldedRange(reqs[i+1]); first != want {
+			t.Fatalf("call %d folded from %s", i+1, first)
+		}
+	}
+	sums := r.summaries("s1")
+	if len(sums) != 2 || sums[1].Version != 2 || sums[1].Cursor != 20 {
+		t.Fatalf("summaries %+v", sums)
+	}
 }
 
 // A crash between publishing a summary and checkpointing it leaves a lease
@@ -448,11 +458,11 @@ func TestShutdownAbandonsInFlightFoldSafely(t *testing.T) {
 	if len(lc) == 0 || lc[len(lc)-1].Type != events.EventCompactionFailed || lc[len(lc)-1].ErrorClass != "canceled" {
 		t.Fatalf("last lifecycle event %+v, want compaction_failed/canceled", lc[len(lc)-1])
 	}
-	// The next owner folds the batch normally.
+	// The next owner resumes the interrupted fold from the due mark, with
+	// no new event from the session.
 	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })
 	r.start(Config{})
-	r.turns("s1", 1)
-	r.waitSettled("s1", 64, 10)
+	r.waitSettled("s1", 63, 10)
 }
 
 // A backlog larger than two ref chunks is sealed out of the checkpoint,

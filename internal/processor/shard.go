@@ -28,6 +28,7 @@ type live struct {
 	lastSkip fold.SkipReason // last skip reason published, to avoid one event per turn
 	cancel   context.CancelFunc
 	touched  time.Time
+	due      bool // the KV due mark is known to be set
 }
 
 // shard owns a subset of sessions: every event and fold result of a session
@@ -38,6 +39,10 @@ type shard struct {
 	in       chan inMsg
 	results  chan foldResult
 	ctrl     chan chan struct{} // rewind: drop what is not checkpointed
+	wakeCh   chan string        // sessions to resume at start (due marks)
+	// wake holds when a session must be checked again without waiting for
+	// its next event: a failed fold's backoff, another owner's lease.
+	wake map[string]time.Time
 	foldCtx  context.Context
 	sessions map[string]*live
 	dirty    []*live
@@ -51,6 +56,8 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 		in:       make(chan inMsg, 1024),
 		results:  make(chan foldResult, 64),
 		ctrl:     make(chan chan struct{}),
+		wakeCh:   make(chan string),
+		wake:     make(map[string]time.Time),
 		sessions: make(map[string]*live),
 	}
 }
@@ -58,8 +65,9 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 func (sh *shard) run() {
 	flush := time.NewTicker(sh.p.cfg.FlushInterval)
 	defer flush.Stop()
-	sweep := time.NewTicker(time.Second)
+	sweep := time.NewTicker(250 * time.Millisecond)
 	defer sweep.Stop()
+	sweeps := 0
 	in := sh.in
 	for in != nil || sh.inFlight > 0 {
 		select {
@@ -80,8 +88,13 @@ func (sh *shard) run() {
 			close(done)
 		case <-flush.C:
 			sh.flush()
+		case id := <-sh.wakeCh:
+			sh.resume(id, "resume")
 		case <-sweep.C:
-			sh.evictIdle()
+			sh.wakeDue()
+			if sweeps++; sweeps%4 == 0 {
+				sh.evictIdle()
+			}
 		}
 	}
 	sh.flush()
@@ -102,6 +115,7 @@ func (sh *shard) reset() {
 	}
 	sh.p.m.liveSess.Sub(float64(len(sh.sessions)))
 	sh.sessions = make(map[string]*live)
+	sh.wake = make(map[string]time.Time)
 	sh.dirty = nil
 	sh.pending = 0
 }
@@ -124,6 +138,17 @@ func (sh *shard) get(id string) (*live, error) {
 	ls := &live{s: s, rev: rev}
 	if s.Lease != nil {
 		sh.reconcile(ctx, ls)
+		// Whatever the lease's fate, look at the session again without
+		// waiting for an event: it may never send another one.
+		now := sh.p.clock.Now()
+		switch {
+		case s.Lease.Held(now):
+			sh.wake[id] = s.Lease.Deadline
+		default:
+			sh.wake[id] = now
+		}
+	} else if sh.p.clock.Now().Before(s.RetryAfter) {
+		sh.wake[id] = s.RetryAfter
 	}
 	sh.sessions[id] = ls
 	sh.p.m.liveSess.Inc()
@@ -415,11 +440,65 @@ func (sh *shard) saved(ls *live, rev uint64, err error) bool {
 	return true
 }
 
+// resume checks a session that may have fold work left without an event
+// of its own: at start (due mark) or when its wake time has come.
+func (sh *shard) resume(id, trigger string) {
+	if sh.p.rewind.Load() {
+		return // the rewind reloads it; its due mark stays for the next start
+	}
+	ls, err := sh.get(id)
+	if err != nil {
+		sh.p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", id, err))
+		return
+	}
+	ls.due = true
+	sh.evaluate(ls, trigger, false)
+	sh.settleDue(ls)
+}
+
+// settleDue decides, after a check, whether the session needs another one
+// without waiting for an event, and clears its due mark when it does not.
+func (sh *shard) settleDue(ls *live) {
+	s, now := ls.s, sh.p.clock.Now()
+	switch {
+	case s.Lease != nil && s.Lease.Owner == sh.p.cfg.InstanceID:
+		return // our fold is running; its result settles the session
+	case s.Lease.Held(now):
+		sh.wake[s.ID] = s.Lease.Deadline // another owner's fold: look again when its lease ends
+		return
+	case now.Before(s.RetryAfter):
+		sh.wake[s.ID] = s.RetryAfter
+		return
+	}
+	delete(sh.wake, s.ID)
+	if !ls.due {
+		return
+	}
+	ctx, cancel := sh.ctx()
+	defer cancel()
+	if err := sh.p.store.ClearDue(ctx, s.ID); err != nil {
+		sh.p.log.Warn().Err(err).Str("event", "due_clear_failed").Str("session", s.ID).Msg("could not clear the due mark; the session is checked again at the next start")
+		return
+	}
+	ls.due = false
+}
+
+func (sh *shard) wakeDue() {
+	now := sh.p.clock.Now()
+	for id, at := range sh.wake {
+		if !now.Before(at) {
+			delete(sh.wake, id)
+			sh.resume(id, "retry")
+		}
+	}
+}
+
 // evictIdle drops clean, idle sessions from memory: their state is in KV.
 func (sh *shard) evictIdle() {
 	now := sh.p.clock.Now()
 	for id, ls := range sh.sessions {
-		if !ls.dirty && len(ls.acks) == 0 && ls.s.Lease == nil && ls.cancel == nil && now.Sub(ls.touched) > sh.p.cfg.IdleEvict {
+		_, waking := sh.wake[id]
+		if !waking && !ls.dirty && len(ls.acks) == 0 && ls.s.Lease == nil && ls.cancel == nil && now.Sub(ls.touched) > sh.p.cfg.IdleEvict {
 			delete(sh.sessions, id)
 			sh.p.m.liveSess.Dec()
 		}
