@@ -34,15 +34,15 @@ type live struct {
 // shard owns a subset of sessions: every event and fold result of a session
 // is handled on its shard's goroutine, so session state needs no locks.
 type shard struct {
-	p        *Processor
-	id       int
-	in       chan inMsg
-	results  chan foldResult
-	ctrl     chan chan struct{} // rewind: drop what is not checkpointed
-	wakeCh   chan string        // sessions to resume at start (due marks)
+	p       *Processor
+	id      int
+	in      chan inMsg
+	results chan foldResult
+	ctrl    chan chan struct{} // rewind: drop what is not checkpointed
+	wakeCh  chan string        // sessions to resume at start (due marks)
 	// wake holds when a session must be checked again without waiting for
 	// its next event: a failed fold's backoff, another owner's lease.
-	wake map[string]time.Time
+	wake     map[string]time.Time
 	foldCtx  context.Context
 	sessions map[string]*live
 	dirty    []*live
