@@ -258,6 +258,7 @@ type Watcher struct {
 	last     map[string]*state.Session
 	problems []string
 	updates  int
+	history  map[string][]string
 	stop     func()
 	done     chan struct{}
 }
@@ -271,7 +272,7 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, batch int) (*Watcher, err
 		cancel()
 		return nil, err
 	}
-	w := &Watcher{batch: batch, last: map[string]*state.Session{}, stop: cancel, done: make(chan struct{})}
+	w := &Watcher{batch: batch, last: map[string]*state.Session{}, history: map[string][]string{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		for {
@@ -284,7 +285,7 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, batch int) (*Watcher, err
 					return
 				}
 				if e != nil && e.Operation() == jetstream.KeyValuePut {
-					w.observe(e.Key(), e.Value())
+					w.observe(e.Key(), e.Revision(), e.Value())
 				}
 			}
 		}
@@ -292,7 +293,7 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, batch int) (*Watcher, err
 	return w, nil
 }
 
-func (w *Watcher) observe(key string, val []byte) {
+func (w *Watcher) observe(key string, rev uint64, val []byte) {
 	if !events.ValidSession(key) {
 		return // a sealed chunk of turn refs (<session>.refs.<epoch>.<k>)
 	}
@@ -308,6 +309,9 @@ func (w *Watcher) observe(key string, val []byte) {
 	if err := json.Unmarshal(val, s); err != nil {
 		bad("undecodable checkpoint: %v", err)
 		return
+	}
+	if h := w.history[key]; len(h) < 10000 {
+		w.history[key] = append(h, fmt.Sprintf("rev %d: total %d cursor %d version %d last seq %d lease %v", rev, s.Total, s.Cursor, s.Version, s.LastSeq, s.Lease != nil))
 	}
 	// Inline are the refs from max(cursor, sealed) on; the rest are in
 	// sealed chunks.
@@ -336,6 +340,56 @@ func (w *Watcher) observe(key string, val []byte) {
 	case s.Cursor != prev.Cursor && s.Version == prev.Version:
 		bad("cursor moved from %d to %d without a new summary version", prev.Cursor, s.Cursor)
 	}
+}
+
+// Poll is Watch for a cluster under failover, where a KV watch (an
+// ordered consumer) can stall for a while when the node serving it goes
+// away: it reads the given sessions' checkpoints every interval instead.
+// It samples the writes, so it sees fewer of them, but it keeps checking
+// through every failure.
+func Poll(ctx context.Context, kv jetstream.KeyValue, sessions []string, batch int, every time.Duration) *Watcher {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &Watcher{batch: batch, last: map[string]*state.Session{}, history: map[string][]string{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		revs := map[string]uint64{}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			for _, s := range sessions {
+				gctx, gcancel := context.WithTimeout(ctx, time.Second)
+				e, err := kv.Get(gctx, s)
+				gcancel()
+				// Reads may be served by a replica that lags (direct get):
+				// only a newer revision than the last seen is a new write.
+				if err == nil && e.Revision() > revs[s] {
+					revs[s] = e.Revision()
+					w.observe(s, e.Revision(), e.Value())
+				}
+			}
+		}
+	}()
+	return w
+}
+
+// History returns the checkpoint writes of session seen, oldest first,
+// one line each (revision, total, cursor, version, last applied sequence).
+func (w *Watcher) History(session string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.history[session]...)
+}
+
+// Updates is the number of checkpoint writes observed so far.
+func (w *Watcher) Updates() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.updates
 }
 
 // Stop ends the watch and returns the problems seen and the number of

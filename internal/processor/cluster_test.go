@@ -1,0 +1,612 @@
+package processor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/crashtest"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/fold/openai"
+	"github.com/foldstream/foldstream/internal/retry"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// cluster is a 3-node JetStream cluster on loopback ports, started in
+// process as nats/configs_test.go does with nats/cluster/*.conf. Nodes can
+// be stopped and restarted on the same ports and store directories.
+type cluster struct {
+	t       *testing.T
+	opts    []*server.Options
+	servers []*server.Server
+	urls    []string
+}
+
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{t: t}
+	var routes []string
+	clientPorts, routePorts := make([]int, 3), make([]int, 3)
+	for i := range 3 {
+		clientPorts[i], routePorts[i] = freeLoopbackPort(t), freeLoopbackPort(t)
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", routePorts[i]))
+	}
+	for i := range 3 {
+		o := &server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: clientPorts[i],
+			JetStream: true, StoreDir: t.TempDir(), MaxPayload: 1 << 20,
+			NoSigs: true, NoLog: true, DisableShortFirstPing: true,
+			Cluster: server.ClusterOpts{Name: "foldstream-test", Host: "127.0.0.1", Port: routePorts[i]},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		}
+		c.opts = append(c.opts, o)
+		c.urls = append(c.urls, fmt.Sprintf("nats://127.0.0.1:%d", clientPorts[i]))
+	}
+	c.servers = make([]*server.Server, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() { c.startNode(i) })
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, s := range c.servers {
+			if s != nil {
+				s.Shutdown()
+				s.WaitForShutdown()
+			}
+		}
+	})
+	return c
+}
+
+func (c *cluster) startNode(i int) {
+	s, err := server.NewServer(c.opts[i].Clone())
+	if err != nil {
+		c.t.Error(err)
+		return
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		c.t.Errorf("n%d not ready", i+1)
+	}
+	c.servers[i] = s
+}
+
+func (c *cluster) stopNode(i int) {
+	c.servers[i].Shutdown()
+	c.servers[i].WaitForShutdown()
+	c.servers[i] = nil
+}
+
+func (c *cluster) index(name string) int {
+	for i, o := range c.opts {
+		if o.ServerName == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// streamCluster waits for stream to have a leader and returns its info.
+func streamCluster(t *testing.T, js jetstream.JetStream, stream string, allCurrent bool) *jetstream.ClusterInfo {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := js.Stream(ctx, stream)
+		var info *jetstream.StreamInfo
+		if err == nil {
+			info, err = st.Info(ctx)
+		}
+		cancel()
+		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
+			ok := len(info.Cluster.Replicas) == 2
+			for _, r := range info.Cluster.Replicas {
+				ok = ok && (!allCurrent || (r.Current && !r.Offline))
+			}
+			if !allCurrent || ok {
+				return info.Cluster
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %s: no leader (all current: %v) within 30s: %v", stream, allCurrent, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestClusterFailover runs the processor against a 3-node cluster with
+// every stream and the KV bucket at 3 replicas. Under load, the inbound
+// stream's leader is shut down, brought back, and then a follower is shut
+// down. Processing continues each time (the clients reconnect, a new
+// leader is elected), and at the end every turn whose publish was
+// acknowledged is counted exactly once and the summaries are consistent.
+func TestClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	began := time.Now()
+	c := newCluster(t)
+	// Debug-level processor logs go to a file kept when the test fails.
+	var logBuf syncBuffer
+	log := zerolog.New(&logBuf).Level(zerolog.DebugLevel).With().Timestamp().Logger()
+	defer func() {
+		if t.Failed() {
+			f := filepath.Join(os.TempDir(), fmt.Sprintf("foldstream-cluster-%d.log", time.Now().UnixNano()))
+			if os.WriteFile(f, logBuf.Bytes(), 0o644) == nil {
+				t.Logf("processor logs: %s", f)
+			}
+		}
+	}()
+	url := strings.Join(c.urls, ",")
+	connect := func(name string) (*nats.Conn, jetstream.JetStream) {
+		nc, err := broker.Connect(broker.ConnConfig{URL: url, Name: name}, nil, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nc, js
+	}
+	nc, js := connect("test")
+	subjects, _ := events.NewSubjects("fold")
+	layout := broker.NewLayout(subjects)
+	var kv jetstream.KeyValue
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		var err error
+		kv, err = broker.Provision(ctx, js, layout, broker.ProvisionConfig{Replicas: 3}, log)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("provision R3: %v", err)
+		}
+	}
+	for _, name := range []string{layout.In, layout.Out, layout.DLQ, "KV_" + layout.Bucket} {
+		streamCluster(t, js, name, true)
+	}
+	env := crashtest.Env{JS: js, Layout: layout, Store: state.NewStore(js, kv)}
+
+	// A tap on the consumer's deliveries and acks, for diagnosis.
+	var tapMu sync.Mutex
+	var tap []string
+	tapNC, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tapNC.Close()
+	record := func(m *nats.Msg) {
+		tapMu.Lock()
+		defer tapMu.Unlock()
+		if len(tap) < 200000 {
+			tap = append(tap, fmt.Sprintf("%s %s reply=%s %.80s", time.Now().Format("15:04:05.000000"), m.Subject, m.Reply, m.Data))
+		}
+	}
+	for _, subj := range []string{"_INBOX.>", "$JS.ACK.>", "$JS.API.CONSUMER.>"} {
+		if _, err := tapNC.Subscribe(subj, record); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		if t.Failed() {
+			tapMu.Lock()
+			f := filepath.Join(os.TempDir(), fmt.Sprintf("foldstream-cluster-tap-%d.txt", time.Now().UnixNano()))
+			_ = os.WriteFile(f, []byte(strings.Join(tap, "\n")), 0o644)
+			tapMu.Unlock()
+			t.Logf("tap: %s", f)
+		}
+	}()
+
+	// The processor has its own connection, as in production.
+	pnc, pjs := connect("processor")
+	pkv, err := pjs.KeyValue(context.Background(), layout.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := crashtest.NewModel(t, 3, 10*time.Millisecond)
+	sum, err := openai.New(openai.Config{BaseURL: model.URL, APIKey: "k", Model: "fold-mini", Timeout: 2 * time.Second, Retry: retry.Policy{MaxAttempts: 1}}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const recent, batch = 6, 4
+	p, err := New(Config{Window: fold.Window{Recent: recent, Batch: batch}, FlushInterval: 5 * time.Millisecond,
+		FoldTimeout: 3 * time.Second, LeaseTTL: 4 * time.Second, AckWait: 5 * time.Second, RetryBackoff: 50 * time.Millisecond},
+		Deps{JS: pjs, Layout: layout, Store: state.NewStore(pjs, pkv), Summarizer: sum, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("processor did not stop")
+		}
+	}()
+	select {
+	case <-p.Ready():
+	case err := <-done:
+		t.Fatalf("processor exited: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("processor not ready")
+	}
+	sessions := []string{"c0", "c1", "c2"}
+	watcher := crashtest.Poll(context.Background(), kv, sessions, batch, 5*time.Millisecond)
+	watch, err := crashtest.Watch(context.Background(), kv, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The bot: each turn is re-published (same Nats-Msg-Id) until the
+	// stream acknowledges it; only acknowledged turns are expected.
+	var mu sync.Mutex
+	acked := map[string]int{}
+	retried := 0
+	stop := make(chan struct{})
+	pubDone := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				pubDone <- nil
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			s := sessions[i%len(sessions)]
+			mu.Lock()
+			n := acked[s]
+			mu.Unlock()
+			var err error
+			for attempt := range 100 {
+				pctx, pcancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_, err = crashtest.Publish(pctx, js, layout.Subjects, s, n, true)
+				pcancel()
+				if err == nil {
+					break
+				}
+				mu.Lock()
+				retried++
+				mu.Unlock()
+				if attempt == 99 {
+					pubDone <- fmt.Errorf("turn %d of %s never acknowledged: %w", n, s, err)
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			mu.Lock()
+			acked[s]++
+			mu.Unlock()
+		}
+	}()
+	applied := func() int64 {
+		var n int64
+		for _, s := range sessions {
+			if st, _, err := env.Store.Load(context.Background(), s); err == nil {
+				n += st.Total
+			}
+		}
+		return n
+	}
+	progress := func(what string, more int64) {
+		t.Helper()
+		from := applied()
+		for deadline := time.Now().Add(30 * time.Second); applied() < from+more; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: processing stalled at %d applied turns", what, applied())
+			}
+		}
+		mu.Lock()
+		t.Logf("%s: %d more turns applied (%d acknowledged so far, %d checkpoint revisions checked)", what, more, countAll(acked), watcher.Updates())
+		mu.Unlock()
+	}
+	progress("before failures", 60)
+
+	// Which nodes may go down. A delivery in flight to the processor is
+	// lost when the node that sends it (the consumer's leader) or the node
+	// the processor is connected to goes away; JetStream redelivers it after
+	// AckWait, behind the session's later events, and the processor then
+	// drops it (known bug, TestLostDeliveryIsRedeliveredInOrder). Until
+	// that is fixed, the stream leader is moved off those two nodes before
+	// it is shut down; FOLDSTREAM_KNOWN_BUGS=1 shuts down whatever node
+	// leads.
+	spare := func() map[string]bool {
+		keep := map[string]bool{}
+		if !knownBugs() {
+			keep[pnc.ConnectedServerName()] = true
+			keep[consumerLeader(t, js, layout.In, p.cfg.Consumer)] = true
+		}
+		return keep
+	}
+	ci := streamCluster(t, js, layout.In, true)
+	if keep := spare(); keep[ci.Leader] {
+		for _, r := range ci.Replicas {
+			if !keep[r.Name] {
+				ci = stepDown(t, nc, js, layout.In, r.Name)
+				break
+			}
+		}
+	}
+	leader := c.index(ci.Leader)
+	t.Logf("%s: shutting down %s, leader of %s", time.Since(began).Round(time.Millisecond), ci.Leader, layout.In)
+	c.stopNode(leader)
+	progress("after the leader was shut down", 150)
+	ci = streamCluster(t, js, layout.In, false)
+	t.Logf("%s: new leader %s; restarting %s", time.Since(began).Round(time.Millisecond), ci.Leader, c.opts[leader].ServerName)
+	c.startNode(leader)
+	ci = streamCluster(t, js, layout.In, true)
+	// A follower to shut down; it is made the leader of the checkpoint
+	// bucket and the outbound stream first, so that checkpoint writes and
+	// summary publishes fail over too.
+	keep := spare()
+	follower := -1
+	for _, r := range ci.Replicas {
+		if !keep[r.Name] {
+			follower = c.index(r.Name)
+		}
+	}
+	if follower < 0 {
+		// Every follower must stay up: make the one spare node a follower.
+		for i, o := range c.opts {
+			if !keep[o.ServerName] {
+				follower = i
+			}
+		}
+		for k := range keep {
+			if k != ci.Leader {
+				ci = stepDown(t, nc, js, layout.In, k)
+				break
+			}
+		}
+	}
+	leads := map[string][]string{}
+	for _, name := range []string{"KV_" + layout.Bucket, layout.Out} {
+		l := stepDown(t, nc, js, name, c.opts[follower].ServerName).Leader
+		leads[l] = append(leads[l], name)
+	}
+	name := c.opts[follower].ServerName
+	t.Logf("%s: all replicas current; shutting down %s, a follower of %s (leader %s), leader of %v", time.Since(began).Round(time.Millisecond),
+		name, layout.In, ci.Leader, leads[name])
+	c.stopNode(follower)
+	progress("after a follower was shut down", 150)
+	close(stop)
+	if err := <-pubDone; err != nil {
+		t.Fatal(err)
+	}
+
+	expects := make([]crashtest.Expect, len(sessions))
+	for i, s := range sessions {
+		expects[i] = crashtest.Expect{Session: s, Turns: acked[s], Recent: recent, Batch: batch, MaxSummaryChars: 1200}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pending := 0
+		for _, e := range expects {
+			st, _, err := env.Store.Load(context.Background(), e.Session)
+			if err != nil || crashtest.Settled(st, e) {
+				continue
+			}
+			pending++
+			if st.Lease == nil || !st.Lease.Held(time.Now()) {
+				_ = crashtest.Control(context.Background(), js, layout.Subjects, e.Session, events.OpGenerate)
+			}
+		}
+		if pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, e := range expects {
+				st, _, err := env.Store.Load(context.Background(), e.Session)
+				if err == nil {
+					t.Logf("%s: total %d/%d cursor %d/%d lease %v", e.Session, st.Total, e.Turns, st.Cursor,
+						crashtest.FinalCursor(e.Turns, recent, batch), st.Lease)
+				}
+			}
+			diagnose(t, js, layout, env)
+			for _, e := range expects {
+				f := filepath.Join(os.TempDir(), fmt.Sprintf("foldstream-cluster-%s-%d.txt", e.Session, time.Now().UnixNano()))
+				var b strings.Builder
+				fmt.Fprintln(&b, "polled:")
+				for _, h := range watcher.History(e.Session) {
+					fmt.Fprintln(&b, h)
+				}
+				fmt.Fprintln(&b, "watched:")
+				for _, h := range watch.History(e.Session) {
+					fmt.Fprintln(&b, h)
+				}
+				msgs, _ := crashtest.ReadSubject(context.Background(), js, layout.In, layout.Subjects.InSession(e.Session))
+				fmt.Fprintln(&b, "inbound:")
+				for _, m := range msgs {
+					fmt.Fprintf(&b, "%d %s %s\n", m.Sequence, m.Subject, m.Data)
+				}
+				if os.WriteFile(f, []byte(b.String()), 0o644) == nil {
+					t.Logf("%s: %s", e.Session, f)
+				}
+			}
+			t.Fatal("not settled within 30s after the failures")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, e := range expects {
+		for _, prob := range crashtest.Verify(context.Background(), env, model, e) {
+			t.Error(prob)
+		}
+	}
+	problems, updates := watcher.Stop()
+	watched, _ := watch.Stop()
+	for _, prob := range append(problems, watched...) {
+		t.Error("checkpoint write: " + prob)
+	}
+	total := 0
+	for _, e := range expects {
+		total += e.Turns
+	}
+	t.Logf("%d acknowledged turns (%d publish attempts retried), %d model calls, %d checkpoint revisions checked; %s",
+		total, retried, len(model.Calls()), updates, time.Since(began).Round(time.Millisecond))
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]byte(nil), s.b.Bytes()...)
+}
+
+func countAll(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// diagnose logs where the inbound stream, the consumer and each session's
+// checkpoint stand.
+func diagnose(t *testing.T, js jetstream.JetStream, layout broker.Layout, env crashtest.Env) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if st, err := js.Stream(ctx, layout.In); err == nil {
+		if info, err := st.Info(ctx); err == nil {
+			t.Logf("stream %s: %+v leader %s", layout.In, info.State, info.Cluster.Leader)
+		}
+		for _, s := range []string{"c0", "c1", "c2"} {
+			if m, err := st.GetLastMsgForSubject(ctx, layout.Subjects.In(s, events.KindTurn)); err == nil {
+				cp, _, _ := env.Store.Load(ctx, s)
+				t.Logf("%s: last turn at %d: %s; checkpoint last seq %d total %d", s, m.Sequence, m.Data, cp.LastSeq, cp.Total)
+			}
+		}
+	}
+	if c, err := js.Consumer(ctx, layout.In, "foldstream"); err == nil {
+		if ci, err := c.Info(ctx); err == nil {
+			t.Logf("consumer: delivered %+v ack floor %+v pending %d ack pending %d redelivered %d waiting %d leader %s",
+				ci.Delivered, ci.AckFloor, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting, ci.Cluster.Leader)
+		}
+	} else {
+		t.Logf("consumer: %v", err)
+	}
+}
+
+// knownBugs turns off the workarounds for open bugs (docs/reliability.md).
+func knownBugs() bool { return os.Getenv("FOLDSTREAM_KNOWN_BUGS") != "" }
+
+// consumerLeader is the server leading the durable consumer.
+func consumerLeader(t *testing.T, js jetstream.JetStream, stream, name string) string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c, err := js.Consumer(ctx, stream, name)
+		var info *jetstream.ConsumerInfo
+		if err == nil {
+			info, err = c.Info(ctx)
+		}
+		cancel()
+		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
+			return info.Cluster.Leader
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer %s: no leader: %v", name, err)
+		}
+	}
+}
+
+// stepDown moves the leadership of stream to the server named preferred.
+func stepDown(t *testing.T, nc *nats.Conn, js jetstream.JetStream, stream, preferred string) *jetstream.ClusterInfo {
+	t.Helper()
+	body := []byte(`{"placement":{"preferred":"` + preferred + `"}}`)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if ci := streamCluster(t, js, stream, true); ci.Leader == preferred {
+			return ci
+		}
+		if _, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, body, 2*time.Second); err != nil {
+			t.Logf("step down %s: %v", stream, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %s: leadership did not move to %s", stream, preferred)
+		}
+	}
+}
+
+// A delivery that never reaches the processor (lost in flight when a
+// consumer leader or a route goes away; here taken by another pull on the
+// same durable consumer, which is the same thing from the processor's
+// side) is redelivered by JetStream after AckWait, behind the session's
+// later events. It must still be applied, in order.
+func TestLostDeliveryIsRedeliveredInOrder(t *testing.T) {
+	if !knownBugs() {
+		t.Skip("known bug: a delivery lost in flight comes back after AckWait behind later events and is dropped as already applied (docs/reliability.md)")
+	}
+	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
+	r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}, AckWait: time.Second})
+	r.publishTurns("s1", 0, 3)
+	r.waitSettled("s1", 3, 0)
+	ctx := context.Background()
+	cons, err := r.js.Consumer(ctx, r.layout.In, "foldstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := make(chan uint64, 1)
+	go func() {
+		defer close(lost)
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+		if err != nil {
+			return
+		}
+		for msg := range b.Messages() {
+			md, _ := msg.Metadata()
+			lost <- md.Sequence.Stream // never acked: redelivered after AckWait
+		}
+	}()
+	r.eventually("the competing pull to wait", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumWaiting >= 2
+	})
+	r.publishTurns("s1", 3, 10)
+	if seq, ok := <-lost; ok {
+		t.Logf("the delivery of stream sequence %d did not reach the processor", seq)
+	}
+	r.waitSettled("s1", 10, 0)
+	for _, p := range crashtest.Verify(ctx, r.env(), m, crashtest.Expect{Session: "s1", Turns: 10, Recent: 6, Batch: 4, MaxSummaryChars: 1200}) {
+		t.Error(p)
+	}
+}
