@@ -49,12 +49,6 @@ func TestMain(m *testing.M) {
 // are frequent.
 const recent, batch = 6, 4
 
-// knownBugs runs the harness without the workaround for the open bug
-// described in docs/reliability.md (FOLDSTREAM_KNOWN_BUGS=1): sessions are
-// not nudged after a fold interrupted by a kill, so a session whose last
-// fold was interrupted stays behind with an expired lease.
-func knownBugs() bool { return os.Getenv("FOLDSTREAM_KNOWN_BUGS") != "" }
-
 // world is one in-process nats-server (listening on loopback), the fake
 // model, and the processor binary run as a child process against them.
 type world struct {
@@ -232,7 +226,7 @@ func TestCrashSafety(t *testing.T) {
 	if v, err := strconv.ParseUint(os.Getenv("FOLDSTREAM_CRASH_SEED"), 10, 64); err == nil {
 		seed = v
 	}
-	t.Logf("seed %d (replay with FOLDSTREAM_CRASH_SEED=%d), %d kills, %d sessions, known bugs worked around: %v", seed, seed, kills, sessions, !knownBugs())
+	t.Logf("seed %d (replay with FOLDSTREAM_CRASH_SEED=%d), %d kills, %d sessions", seed, seed, kills, sessions)
 	began := time.Now()
 
 	w := newWorld(t, seed, 30*time.Millisecond)
@@ -366,7 +360,9 @@ func TestCrashSafety(t *testing.T) {
 	for i, s := range names {
 		expects[i] = Expect{Session: s, Turns: published[s], Recent: recent, Batch: batch, MaxSummaryChars: 1200}
 	}
-	settle(t, w.env, expects, !knownBugs(), 45*time.Second)
+	// No more events: folds interrupted by the last kill must resume on
+	// their own once their leases expire.
+	settle(t, w.env, expects, 45*time.Second)
 	if err := final.stop(); err != nil {
 		t.Errorf("graceful stop of the final incarnation: %v", err)
 	}
@@ -427,39 +423,24 @@ func tail(s string, n int) string {
 }
 
 // settle waits until every session has applied all its turns and folded
-// every eligible batch. With nudge, a session whose fold is blocked by an
-// expired lease (or a retry backoff) gets a generate control event, as a
-// bot's next turn would give it: the workaround for known bug 2 (nothing
-// re-checks a session whose inherited lease expires).
-func settle(t *testing.T, env Env, expects []Expect, nudge bool, within time.Duration) {
+// every eligible batch, with nothing in flight.
+func settle(t *testing.T, env Env, expects []Expect, within time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(within)
-	lastNudge := map[string]time.Time{}
 	for {
-		done := true
 		var status []string
 		for _, e := range expects {
 			s, _, err := env.Store.Load(ctx, e.Session)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if Settled(s, e) {
-				continue
-			}
-			done = false
-			status = append(status, fmt.Sprintf("%s: total %d/%d cursor %d/%d lease %v", e.Session, s.Total, e.Turns,
-				s.Cursor, FinalCursor(e.Turns, e.Recent, e.Batch), s.Lease != nil))
-			now := time.Now()
-			blocked := (s.Lease != nil && !s.Lease.Held(now)) || (s.Lease == nil && s.Total == int64(e.Turns) && !now.Before(s.RetryAfter))
-			if nudge && blocked && now.Sub(lastNudge[e.Session]) > 500*time.Millisecond {
-				lastNudge[e.Session] = now
-				if err := Control(ctx, env.JS, env.Layout.Subjects, e.Session, events.OpGenerate); err != nil {
-					t.Fatal(err)
-				}
+			if !Settled(s, e) {
+				status = append(status, fmt.Sprintf("%s: total %d/%d cursor %d/%d lease %v", e.Session, s.Total, e.Turns,
+					s.Cursor, FinalCursor(e.Turns, e.Recent, e.Batch), s.Lease != nil))
 			}
 		}
-		if done {
+		if len(status) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {

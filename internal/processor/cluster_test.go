@@ -417,9 +417,6 @@ func TestClusterFailover(t *testing.T) {
 				continue
 			}
 			pending++
-			if st.Lease == nil || !st.Lease.Held(time.Now()) {
-				_ = crashtest.Control(context.Background(), js, layout.Subjects, e.Session, events.OpGenerate)
-			}
 		}
 		if pending == 0 {
 			break

@@ -3,7 +3,6 @@ package processor
 import (
 	"context"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -46,8 +45,9 @@ func (r *rig) publishTurns(session string, from, to int) {
 	}
 }
 
-// settle sends generate control events (a bot's next trigger) until every
-// session has folded all it can, or fails after 20s.
+// settle waits until every session has folded all it can, or fails after
+// 20s. It sends nothing: failed and interrupted folds must be retried
+// without a new event.
 func (r *rig) settle(expects ...crashtest.Expect) {
 	r.t.Helper()
 	ctx := context.Background()
@@ -61,9 +61,6 @@ func (r *rig) settle(expects ...crashtest.Expect) {
 			}
 			if !crashtest.Settled(s, e) {
 				pending++
-				if s.Lease == nil {
-					r.control(e.Session, events.OpGenerate, nil)
-				}
 			}
 		}
 		if pending == 0 {
@@ -303,11 +300,8 @@ func (r *rig) kvBucket() jetstream.KeyValue {
 // A fold interrupted by a crash leaves its lease in the checkpoint. Once
 // the lease's deadline passes, the batch must be folded again — even if
 // the bot sends nothing more (a call that ended, an agent waiting for the
-// user). Today nothing re-checks the session until its next event.
+// user).
 func TestInterruptedFoldIsResumedWithoutNewEvents(t *testing.T) {
-	if os.Getenv("FOLDSTREAM_KNOWN_BUGS") == "" {
-		t.Skip("known bug: a session whose inherited fold lease expires is not re-evaluated until its next event (docs/reliability.md)")
-	}
 	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
 	r.publishTurns("s1", 0, 11) // 11 > 6+4: batch [0,4) is due
 	ctx := context.Background()

@@ -3,7 +3,6 @@ package processor
 import (
 	"bytes"
 	"context"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -58,6 +57,7 @@ func TestHostileInputIsDeadLettered(t *testing.T) {
 		{"fold.in.s1.turn", withField("tokens", `"many"`), events.CodeInvalidField, "tokens"},
 		{"fold.in.s1.turn", withField("tokens", `1e400`), events.CodeInvalidField, "tokens"},
 		{"fold.in.s1.turn", withField("tokens", `-1`), events.CodeInvalidField, "tokens"},
+		{"fold.in.s1.turn", withField("at", `12`), events.CodeInvalidField, "at"},
 		{"fold.in.s1.turn", withField("at", `"yesterday"`), events.CodeInvalidField, "at"},
 		{"fold.in.s1.turn", withField("role", `"root"`), events.CodeInvalidField, "role"},
 		{"fold.in.s1.turn", withField("session", `"s2"`), events.CodeSessionMismatch, "session"},
@@ -292,9 +292,6 @@ func TestPromptInjectionStaysFenced(t *testing.T) {
 // the rejection must name the field ("at", invalid_field), as for every
 // other mistyped field, not report the payload as broken JSON.
 func TestMistypedTimestampNamesTheField(t *testing.T) {
-	if os.Getenv("FOLDSTREAM_KNOWN_BUGS") == "" {
-		t.Skip(`known bug: "at" of a non-string JSON type is rejected as bad_json/payload instead of invalid_field/at (docs/reliability.md)`)
-	}
 	for _, raw := range []string{`12`, `true`, `{}`, `[]`} {
 		_, err := events.DecodeInbound(events.KindTurn, "s1", withField("at", raw), events.Limits{})
 		ve, ok := events.AsValidation(err)
