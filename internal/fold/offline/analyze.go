@@ -1,15 +1,24 @@
 package offline
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // names is a case-insensitive set of participant names.
 type names map[string]string // lowercased → display form
 
 func (n names) has(w string) bool {
+	if len(n) == 0 {
+		return false
+	}
+	var buf [lowerBufLen]byte
+	if b, ok := lowerASCII(&buf, w); ok {
+		_, ok := n[string(b)]
+		return ok
+	}
 	_, ok := n[strings.ToLower(w)]
 	return ok
 }
@@ -28,26 +37,31 @@ const (
 // laughter, backchannel, small reaction) and, if so, whether it reads as
 // assent or dissent.
 func classifyFiller(s string, who names, extra map[string]bool) fillerKind {
-	words := strings.Fields(s)
+	var arr [64]string
+	words := appendFields(arr[:0], s)
 	agree, neg, coreSeen := false, false, false
 	for _, w := range words {
-		n := norm(w)
+		n, nb, k := normParts(w) // norm(w), on the stack
+		if k > 0 {
+			n = string(nb[:k])
+		}
 		if n == "" || !hasLetterOrDigit(n) {
 			continue // emoji, punctuation
 		}
+		_, v := lexVariants(n) // n or a variant is in a list
 		switch {
 		case isLaugh(n):
 			coreSeen = true
-		case inSet(fillerCore, n) || extra[n]:
+		case v&lxFillerCore != 0 || extra[n]:
 			coreSeen = true
-		case inSet(fillerSoft, n) || who.has(n):
+		case v&lxFillerSoft != 0 || who.has(n):
 		default:
 			return notFiller
 		}
-		if inSet(agreeWords, n) {
+		if v&lxAgree != 0 {
 			agree = true
 		}
-		if inSet(negWords, n) {
+		if v&lxNeg != 0 {
 			neg = true
 		}
 	}
@@ -66,37 +80,48 @@ func classifyFiller(s string, who names, extra map[string]bool) fillerKind {
 // stripFiller removes leading backchannels ("yeah so", "ok,", "lol") and
 // trailing laughter from a sentence.
 func stripFiller(s string) string {
-	words := strings.Fields(s)
+	var arr [64]string
+	words := appendFields(arr[:0], s)
 	i := 0
 	for i < len(words)-1 {
 		w := words[i]
-		n := norm(w)
+		n, nb, k := normParts(w) // norm(w), on the stack
+		if k > 0 {
+			n = string(nb[:k])
+		}
 		if n == "" && !hasLetterOrDigit(w) {
 			i++
 			continue
 		}
-		if inSet(leadStrip, n) || isLaugh(n) ||
-			(leadStripComma[n] && strings.HasSuffix(w, ",")) {
+		exact, v := lexVariants(n)
+		if v&lxLeadStrip != 0 || isLaugh(n) ||
+			(exact&lxLeadStripComma != 0 && strings.HasSuffix(w, ",")) {
 			i++
 			continue
 		}
 		break
 	}
 	if i > 0 && i < len(words)-1 {
-		if n := norm(words[i]); n == "and" || n == "but" {
+		if c := core(words[i]); lowerEq(c, "and") || lowerEq(c, "but") {
 			i++ // "yes, and Bob switched …" → "Bob switched …"
 		}
 	}
 	j := len(words)
 	for j > i+1 {
-		n := norm(words[j-1])
+		n, nb, k := normParts(words[j-1])
+		if k > 0 {
+			n = string(nb[:k])
+		}
 		if isLaugh(n) || (n == "" && !hasLetterOrDigit(words[j-1])) {
 			j--
 			continue
 		}
 		break
 	}
-	out := strings.Join(words[i:j], " ")
+	out := s
+	if i > 0 || j < len(words) || !isSingleSpaced(s) {
+		out = strings.Join(words[i:j], " ")
+	}
 	return strings.TrimLeft(out, ",;:-. ")
 }
 
@@ -115,50 +140,87 @@ type traits struct {
 func analyze(s string, who names) traits {
 	var t traits
 	p := plain(s)
+	m := matchPhrases(p)
 	trimmed := strings.TrimSpace(s)
+	sd := skipDiscourse(p)
 	t.question = strings.HasSuffix(strings.TrimRight(trimmed, "\"')"), "?") ||
-		hasPrefixAny(p, questionStarts) || hasPrefixAny(skipDiscourse(p), questionStarts)
-	t.request = containsAny(p, requestPhrases...)
-	t.proposal = hasPrefixAny(p, proposalStarts) || strings.Contains(p, " let's ") ||
-		strings.Contains(p, " suggested ")
-	if w, _, ok := strings.Cut(strings.TrimPrefix(skipDiscourse(p), " "), " "); ok {
+		m&phQuestionStart != 0 || hasPrefixClass(sd, phQuestionStart)
+	t.request = m&phRequest != 0
+	t.proposal = m&(phProposalStart|phLets|phSuggested) != 0
+	if w, _, ok := strings.Cut(strings.TrimPrefix(sd, " "), " "); ok {
 		t.imperative = imperativeVerbs[w]
 	}
-	t.offer = strings.HasPrefix(p, " let me ") || strings.Contains(p, " offered ") ||
+	t.offer = strings.HasPrefix(p, " let me ") || m&phOffered != 0 ||
 		strings.HasPrefix(p, " i can ")
-	t.strongDecision = containsAny(p, strongDecision...)
-	t.decision = t.strongDecision || containsAny(p, weakDecision...)
-	t.preference = containsAny(p, preferencePhrases...)
-	t.done = containsAny(p, donePhrases...)
-	t.next = containsAny(p, nextPhrases...)
-	t.constraint = containsAny(p, constraintPhrases...)
-	t.injection = injectionRe.MatchString(s)
+	t.strongDecision = m&phStrongDecision != 0
+	t.decision = t.strongDecision || m&phWeakDecision != 0
+	t.preference = m&phPreference != 0
+	t.done = m&phDone != 0
+	t.next = m&phNext != 0
+	t.constraint = m&phConstraint != 0
+	t.injection = isInjection(s, p)
+	t.entities, t.content = countWords(s, who)
+	return t
+}
 
-	words := strings.Fields(s)
+// countWords counts the content words and the entities of s: participant
+// names (once), identifiers, and capitalized words that do not start a
+// sentence, plus quoted strings.
+func countWords(s string, who names) (entities, content int) {
 	nameSeen := false
-	for i, w := range words {
+	prev := ""
+	i := -1
+	for w := range strings.FieldsSeq(s) {
+		i++
+		p := prev
+		prev = w
 		c := core(w)
 		if c == "" {
 			continue
 		}
-		n := strings.ToLower(c)
-		if len([]rune(n)) >= 3 && !stopwords[n] && hasLetterOrDigit(n) {
-			t.content++
+		// (lowercasing keeps the runes' count and letters and digits what
+		// they are)
+		lx := lexLower(c)
+		if utf8.RuneCountInString(c) >= 3 && lx&lxStop == 0 && hasLetterOrDigit(c) {
+			content++
 		}
 		switch {
 		case who.has(c):
 			if !nameSeen {
 				nameSeen = true
-				t.entities++
+				entities++
 			}
 		case isIdentifier(c):
-			t.entities++
-		case i > 0 && upperFirst(c) && !commonCaps[n] && !prevEndsSentence(words[i-1]):
-			t.entities++
+			entities++
+		case i > 0 && upperFirst(c) && lx&lxCommonCaps == 0 && !prevEndsSentence(p):
+			entities++
 		}
 	}
-	t.entities += strings.Count(s, "\"") / 2
-	return t
+	entities += strings.Count(s, "\"") / 2
+	return entities, content
+}
+
+// hasEntity reports countWords(s, nil) > 0 for entities.
+func hasEntity(s string) bool {
+	if strings.Count(s, "\"") >= 2 {
+		return true
+	}
+	prev := ""
+	first := true
+	for w := range strings.FieldsSeq(s) {
+		p := prev
+		prev = w
+		i0 := first
+		first = false
+		c := core(w)
+		if c == "" {
+			continue
+		}
+		if isIdentifier(c) || (!i0 && upperFirst(c) && lexLower(c)&lxCommonCaps == 0 && !prevEndsSentence(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 var discourse = toSet("wait", "so", "and", "but", "ok", "okay", "hey", "um", "uh", "like",
@@ -172,17 +234,8 @@ func skipDiscourse(p string) string {
 		if !ok || !discourse[w] {
 			return p
 		}
-		p = " " + rest
+		p = p[len(p)-len(rest)-1:] // " " + rest: the space Cut found, onwards
 	}
-}
-
-func hasPrefixAny(p string, prefixes []string) bool {
-	for _, pre := range prefixes {
-		if strings.HasPrefix(p, pre) {
-			return true
-		}
-	}
-	return false
 }
 
 func prevEndsSentence(w string) bool {
@@ -193,12 +246,25 @@ func prevEndsSentence(w string) bool {
 // isIdentifier reports numbers, times, paths, URLs, file names and code
 // identifiers: tokens that must be kept verbatim and that carry facts.
 func isIdentifier(c string) bool {
-	digits, letters := false, false
-	for _, r := range c {
-		if unicode.IsDigit(r) {
+	digits, letters, ascii := false, false, true
+	for i := 0; i < len(c); i++ {
+		switch b := c[i]; {
+		case b >= utf8.RuneSelf:
+			ascii = false
+		case '0' <= b && b <= '9':
 			digits = true
-		} else if unicode.IsLetter(r) {
+		case 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z':
 			letters = true
+		}
+	}
+	if !ascii {
+		digits, letters = false, false
+		for _, r := range c {
+			if unicode.IsDigit(r) {
+				digits = true
+			} else if unicode.IsLetter(r) {
+				letters = true
+			}
 		}
 	}
 	if digits {
@@ -214,11 +280,12 @@ func isIdentifier(c string) bool {
 		return true // file.go, example.com
 	}
 	// camelCase / PascalCase inner capital
-	rs := []rune(c)
-	for i := 1; i < len(rs); i++ {
-		if unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i-1]) {
+	prev := rune(-1)
+	for _, r := range c {
+		if prev >= 0 && unicode.IsUpper(r) && unicode.IsLower(prev) {
 			return true
 		}
+		prev = r
 	}
 	return false
 }
@@ -288,12 +355,19 @@ func scoreTraits(t traits, agent bool) float64 {
 // content words, lowercased, light-stemmed, without attribution verbs and
 // participant names (the same thing said again by someone else is a repeat).
 func tokenSet(s string, who names) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, w := range strings.Fields(s) {
-		n := collapseRuns(norm(w), 2)
+	var arr [64]string
+	out := arr[:0]
+	for w := range strings.FieldsSeq(s) {
+		// n is norm(w) with runs collapsed; it is on the stack when the word
+		// had to be lowercased, and copied only if it is kept.
+		c, nb, k := normParts(w)
+		n := c
+		if k > 0 {
+			n = string(nb[:k])
+		}
+		n = collapseRuns(n, 2)
 		n = strings.TrimSuffix(n, "'s")
-		if n == "" || stopwords[n] || attribution[n] || !hasLetterOrDigit(n) || who.has(n) {
+		if n == "" || lexicon.get(n)&(lxStop|lxAttribution) != 0 || !hasLetterOrDigit(n) || who.has(n) {
 			continue
 		}
 		if len(n) > 4 && strings.HasSuffix(n, "ing") {
@@ -301,13 +375,17 @@ func tokenSet(s string, who names) []string {
 		} else if len(n) > 3 && strings.HasSuffix(n, "s") && !strings.HasSuffix(n, "ss") {
 			n = n[:len(n)-1]
 		}
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
+		if k == 0 && strings.HasPrefix(c, n) {
+			out = append(out, c[:len(n)]) // a prefix of the word itself
+		} else {
+			out = append(out, strings.Clone(n))
 		}
 	}
-	sort.Strings(out)
-	return out
+	if len(out) == 0 {
+		return nil
+	}
+	slices.Sort(out)
+	return slices.Clone(slices.Compact(out))
 }
 
 // nearDup reports whether two token sets (sorted, as tokenSet returns
@@ -323,14 +401,28 @@ func nearDup(a, b []string) bool {
 	if small < 3 && small != large {
 		return false
 	}
+	// need is the least intersection that makes them duplicates (the test
+	// below grows with the intersection): stop as soon as it is out of
+	// reach.
+	need := small
+	if small >= 3 {
+		for need = 0; need < small && !dupRatio(need, small, len(a)+len(b)); need++ {
+		}
+		if !dupRatio(need, small, len(a)+len(b)) {
+			return false
+		}
+	}
 	inter := 0
 	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch {
-		case a[i] == b[j]:
+		if inter+min(len(a)-i, len(b)-j) < need {
+			return false
+		}
+		switch c := strings.Compare(a[i], b[j]); {
+		case c == 0:
 			inter++
 			i++
 			j++
-		case a[i] < b[j]:
+		case c < 0:
 			i++
 		default:
 			j++
@@ -339,6 +431,12 @@ func nearDup(a, b []string) bool {
 	if small < 3 {
 		return inter == small
 	}
-	union := len(a) + len(b) - inter
+	return dupRatio(inter, small, len(a)+len(b))
+}
+
+// dupRatio is nearDup's test for sets of at least 3 tokens: the
+// intersection covers most of the smaller set or of the union.
+func dupRatio(inter, small, sum int) bool {
+	union := sum - inter
 	return float64(inter)/float64(small) >= 0.8 || float64(inter)/float64(union) >= 0.6
 }

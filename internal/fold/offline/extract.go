@@ -1,8 +1,10 @@
 package offline
 
 import (
+	"cmp"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +32,21 @@ type unit struct {
 	turn      int // index of the source turn (-1 for notes)
 	tool      *toolRun
 	text      [3]string
+}
+
+// unitArena hands out units from blocks of size units: one allocation for
+// many units.
+type unitArena struct {
+	block []unit
+	size  int
+}
+
+func (a *unitArena) new(u unit) *unit {
+	if len(a.block) == cap(a.block) {
+		a.block = make([]unit, 0, max(a.size, 4))
+	}
+	a.block = append(a.block, u)
+	return &a.block[len(a.block)-1]
 }
 
 // extraction is what a batch of turns and notes yields.
@@ -74,7 +91,7 @@ func isToolCall(t fold.Turn) bool {
 }
 
 // extract turns the batch into scored, rendered units.
-func (s *Summarizer) extract(req fold.Request, prev previous, who names, agent bool) extraction {
+func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevSentence, who names, agent bool) extraction {
 	var ex extraction
 	ex.allFiller = true
 	topics := newTopicCounter(who, agent)
@@ -86,21 +103,30 @@ func (s *Summarizer) extract(req fold.Request, prev previous, who names, agent b
 	// Mentions in the previous summary's sentences reinforce topics but
 	// do not introduce any (they may be names an LLM backend wrote).
 	echo := newTopicCounter(who, agent)
-	for _, st := range prev.sentences {
-		echo.addWeighted(st, 0.4)
+	const echoWeight = 0.4
+	for _, ps := range prevSents { // echo.addWeighted(sentence, echoWeight)
+		for _, b := range ps.bumps {
+			if w := echoWeight; b.double {
+				echo.bump(b.topic, 2*w)
+			} else {
+				echo.bump(b.topic, w)
+			}
+		}
 	}
-	topics.echo = echo.weight
+	topics.echo = echo
 	seenSpeaker := map[string]bool{}
 
+	arena := unitArena{size: len(req.Turns)/2 + len(req.Notes) + 1} // (many turns are filler)
 	var pendingCall *fold.Turn
 	pendingIdx := 0
 	flushCall := func() {
 		if pendingCall != nil {
-			ex.units = append(ex.units, toolUnit(pendingCall, nil, pendingIdx))
+			ex.units = append(ex.units, arena.new(toolUnit(pendingCall, nil, pendingIdx)))
 			pendingCall = nil
 		}
 	}
 
+	var sents []string
 	for i := range req.Turns {
 		t := req.Turns[i]
 		if isToolTurn(t) {
@@ -112,12 +138,12 @@ func (s *Summarizer) extract(req fold.Request, prev previous, who names, agent b
 				continue
 			}
 			if pendingCall != nil && (pendingCall.Tool == "" || t.Tool == "" || pendingCall.Tool == t.Tool) {
-				ex.units = append(ex.units, toolUnit(pendingCall, &t, pendingIdx))
+				ex.units = append(ex.units, arena.new(toolUnit(pendingCall, &t, pendingIdx)))
 				pendingCall = nil
 				continue
 			}
 			flushCall()
-			ex.units = append(ex.units, toolUnit(nil, &t, i))
+			ex.units = append(ex.units, arena.new(toolUnit(nil, &t, i)))
 			continue
 		}
 		name := displayName(t)
@@ -127,26 +153,34 @@ func (s *Summarizer) extract(req fold.Request, prev previous, who names, agent b
 			continue
 		}
 		ex.hadTurns = true
-		if role != "system" && !seenSpeaker[strings.ToLower(name)] {
+		if role != "system" && !hasLower(seenSpeaker, name) {
 			seenSpeaker[strings.ToLower(name)] = true
 			ex.speakers = append(ex.speakers, name)
 		}
-		for k, sent := range splitSentences(text) {
+		sents = appendSentences(sents[:0], text)
+		for k, sent := range sents {
 			fk := classifyFiller(sent, who, s.cfg.extraFiller)
 			if fk == notFiller && k == 0 {
 				// "yes, and …" / "nah, …" answers the previous speaker too
-				if f := strings.Fields(sent); len(f) > 1 && strings.HasSuffix(f[0], ",") {
-					if n := norm(f[0]); inSet(agreeWords, n) || n == "no" || n == "nope" || n == "nah" {
-						attachReply(ex.units, i, name, inSet(agreeWords, n))
+				if f0, rest, ok := firstField(sent); ok && rest && strings.HasSuffix(f0, ",") {
+					n, nb, k := normParts(f0) // norm(f0), on the stack
+					if k > 0 {
+						n = string(nb[:k])
+					}
+					if _, v := lexVariants(n); v&lxAgree != 0 || n == "no" || n == "nope" || n == "nah" {
+						attachReply(ex.units, i, name, v&lxAgree != 0) // inSet(agreeWords, n)
 					}
 				}
 			}
 			if fk == notFiller {
-				sent = stripFiller(sent)
-				if sent == "" {
+				stripped := stripFiller(sent)
+				if stripped == "" {
 					continue
 				}
-				fk = classifyFiller(sent, who, s.cfg.extraFiller)
+				if stripped != sent { // (else it is still notFiller)
+					sent = stripped
+					fk = classifyFiller(sent, who, s.cfg.extraFiller)
+				}
 			}
 			if fk != notFiller {
 				if fk == fillerAgree || fk == fillerDisagree {
@@ -169,14 +203,14 @@ func (s *Summarizer) extract(req fold.Request, prev previous, who names, agent b
 			case role == "user" && agent:
 				sc += 1.5
 			}
-			ex.units = append(ex.units, &unit{
+			ex.units = append(ex.units, arena.new(unit{
 				kind:    unitSpeech,
 				speaker: name,
 				sp:      speech{speaker: name, addressee: addressee, text: body, t: tr},
 				score:   sc,
 				seq:     i*1000 + k,
 				turn:    i,
-			})
+			}))
 			topics.add(body)
 		}
 	}
@@ -185,15 +219,15 @@ func (s *Summarizer) extract(req fold.Request, prev previous, who names, agent b
 	ex.units = capTotal(ex.units, maxNewUnits)
 	talked := map[string]bool{}
 	for _, u := range ex.units {
-		if u.kind == unitSpeech && !talked[strings.ToLower(u.speaker)] && seenSpeaker[strings.ToLower(u.speaker)] {
+		if u.kind == unitSpeech && !hasLower(talked, u.speaker) && hasLower(seenSpeaker, u.speaker) {
 			talked[strings.ToLower(u.speaker)] = true
 			ex.talkers = append(ex.talkers, u.speaker)
 		}
 	}
 
-	notes := s.noteUnits(req, who, topics)
+	notes := s.noteUnits(req, who, topics, &arena)
 	ex.units = append(ex.units, notes...)
-	sort.SliceStable(ex.units, func(a, b int) bool { return ex.units[a].seq < ex.units[b].seq })
+	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
 	ex.units = mergeToolRuns(ex.units)
 
 	for _, u := range ex.units {
@@ -290,7 +324,7 @@ func joinNames(ns []string) string {
 // single long turn (a monologue, a pasted document, an injection attempt)
 // dominates the summary.
 func capPerTurn(units []*unit, n int) []*unit {
-	if n <= 0 {
+	if n <= 0 || !turnOver(units, n) {
 		return units
 	}
 	byTurn := map[int][]int{}
@@ -321,6 +355,25 @@ func capPerTurn(units []*unit, n int) []*unit {
 		}
 	}
 	return out
+}
+
+// turnOver reports whether more than n units come from one turn.
+func turnOver(units []*unit, n int) bool {
+	if len(units) <= n {
+		return false
+	}
+	var arr [64]int
+	turns := arr[:0]
+	for _, u := range units {
+		turns = append(turns, u.turn)
+	}
+	slices.Sort(turns)
+	for i := n; i < len(turns); i++ {
+		if turns[i] == turns[i-n] {
+			return true
+		}
+	}
+	return false
 }
 
 // capTotal keeps the n best units of an oversized batch (ties: newer),
@@ -356,7 +409,7 @@ func capTotal(units []*unit, n int) []*unit {
 
 const maxNoteRunes = 220
 
-func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter) []*unit {
+func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter, arena *unitArena) []*unit {
 	var out []*unit
 	for j, n := range req.Notes {
 		text := oneLine(n.Text, maxTurnRunes)
@@ -403,7 +456,7 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 			sc += 1.0
 		}
 		topics.add(full)
-		out = append(out, &unit{
+		out = append(out, arena.new(unit{
 			kind:  unitNote,
 			score: sc,
 			seq:   noteSeq(req, n, j),
@@ -413,7 +466,7 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 				prefix + condenseLight(full),
 				prefix + condenseHard(condenseLight(body[0])),
 			},
-		})
+		}))
 	}
 	if len(out) > s.cfg.maxNotes && s.cfg.maxNotes > 0 {
 		sort.SliceStable(out, func(a, b int) bool { return out[a].score > out[b].score })
@@ -561,7 +614,7 @@ type toolRun struct {
 	more               int    // arguments only counted ("and 3 more")
 }
 
-func toolUnit(call, result *fold.Turn, idx int) *unit {
+func toolUnit(call, result *fold.Turn, idx int) unit {
 	r := &toolRun{name: "a tool", caller: "Assistant"}
 	if call != nil {
 		r.hasCall = true
@@ -592,25 +645,43 @@ func toolUnit(call, result *fold.Turn, idx int) *unit {
 	if r.failed {
 		score += 1.0
 	}
-	return &unit{kind: unitTool, score: score, seq: idx * 1000, turn: idx, tool: r, text: r.render()}
+	return unit{kind: unitTool, score: score, seq: idx * 1000, turn: idx, tool: r, text: r.render()}
 }
 
 func (r *toolRun) argList(each, show int) string {
 	if len(r.args) == 0 {
 		return ""
 	}
-	var parts []string
-	for i, a := range r.args {
-		if i == show {
-			break
-		}
+	var partsArr [3]string
+	parts := partsArr[:0]
+	shown := r.args[:min(show, len(r.args))]
+	size := len(" ()")
+	for _, a := range shown {
 		parts = append(parts, clip(a, each))
+		size += len(parts[len(parts)-1]) + len(", ")
 	}
-	s := strings.Join(parts, ", ")
-	if extra := len(r.args) - len(parts) + r.more; extra > 0 {
-		s += " and " + strconv.Itoa(extra) + " more"
+	var extraBuf [24]byte
+	var extra []byte
+	if n := len(r.args) - len(shown) + r.more; n > 0 {
+		extra = strconv.AppendInt(extraBuf[:0], int64(n), 10)
+		size += len(" and  more") + len(extra)
 	}
-	return " (" + s + ")"
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(" (")
+	for i := range shown {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(parts[i])
+	}
+	if extra != nil {
+		b.WriteString(" and ")
+		b.Write(extra)
+		b.WriteString(" more")
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 func (r *toolRun) render() [3]string {
@@ -622,15 +693,16 @@ func (r *toolRun) render() [3]string {
 			r.name + " result: " + r.short + ".",
 		}
 	}
-	head := r.caller + " ran " + r.name
 	if !r.hasResult {
-		return [3]string{head + full + ".", head + full + ".", head + short + "."}
+		s := r.caller + " ran " + r.name + full + "."
+		return [3]string{s, s, r.caller + " ran " + r.name + short + "."}
 	}
-	return [3]string{
-		head + full + ": " + r.outcome + ".",
-		head + full + ": " + clip(r.outcome, 50) + ".",
-		head + short + ": " + r.short + ".",
+	s := r.caller + " ran " + r.name + full + ": " + r.outcome + "."
+	s1 := s
+	if c := clip(r.outcome, 50); c != r.outcome {
+		s1 = r.caller + " ran " + r.name + full + ": " + c + "."
 	}
+	return [3]string{s, s1, r.caller + " ran " + r.name + short + ": " + r.short + "."}
 }
 
 // key identifies repeated runs of the same command: a newer run supersedes
@@ -647,29 +719,41 @@ func (r *toolRun) key() string {
 // more): ok.").
 func mergeToolRuns(units []*unit) []*unit {
 	out := units[:0:0]
+	var last *unit // out's last unit, a merged copy whose text is stale
+	finish := func() {
+		if last != nil {
+			last.text = last.tool.render()
+			last = nil
+		}
+	}
 	for _, u := range units {
 		if n := len(out); n > 0 && u.tool != nil && out[n-1].tool != nil {
 			a, b := out[n-1].tool, u.tool
 			if a.hasCall && b.hasCall && a.hasResult && b.hasResult && !a.failed && !b.failed &&
 				a.caller == b.caller && a.name == b.name && a.outcome == b.outcome && len(b.args) == 1 {
-				merged := *a
-				merged.args = append(append([]string(nil), a.args...), b.args...)
-				for i, x := range merged.args[:len(merged.args)-1] {
+				if last == nil { // merge into a copy
+					m := *out[n-1]
+					t := *a
+					t.args = append(make([]string, 0, len(a.args)+4), a.args...)
+					m.tool = &t
+					out[n-1], last = &m, &m
+				}
+				t := last.tool
+				t.args = append(t.args, b.args...)
+				for i, x := range t.args[:len(t.args)-1] {
 					if x == b.args[0] {
-						merged.args = append(merged.args[:i:i], merged.args[i+1:]...)
+						t.args = append(t.args[:i], t.args[i+1:]...) // (t.args is the copy's own)
 						break
 					}
 				}
-				m := *out[n-1]
-				m.tool = &merged
-				m.text = merged.render()
-				m.score = max(m.score, u.score)
-				out[n-1] = &m
+				last.score = max(last.score, u.score)
 				continue
 			}
 		}
+		finish()
 		out = append(out, u)
 	}
+	finish()
 	return out
 }
 
@@ -681,14 +765,15 @@ func mergeToolRuns(units []*unit) []*unit {
 type topicCounter struct {
 	who    names
 	agent  bool
-	weight map[string]float64
-	echo   map[string]float64 // reinforcement only
-	first  map[string]int
-	n      int
+	idx    map[string]int // topic → index in keys and weight (order of first mention)
+	keys   []string
+	weight []float64
+	echo   *topicCounter // reinforcement only
 }
 
 func newTopicCounter(who names, agent bool) *topicCounter {
-	return &topicCounter{who: who, agent: agent, weight: map[string]float64{}, first: map[string]int{}}
+	return &topicCounter{who: who, agent: agent, idx: map[string]int{},
+		keys: make([]string, 0, 8), weight: make([]float64, 0, 8)}
 }
 
 var calendarWords = toSet("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
@@ -696,43 +781,111 @@ var calendarWords = toSet("monday", "tuesday", "wednesday", "thursday", "friday"
 	"september", "october", "november", "december", "today", "tomorrow", "tonight")
 
 func (tc *topicCounter) bump(t string, w float64) {
-	if _, ok := tc.first[t]; !ok {
-		tc.first[t] = tc.n
-		tc.n++
+	i, ok := tc.idx[t]
+	if !ok {
+		i = len(tc.keys)
+		tc.idx[t] = i
+		tc.keys = append(tc.keys, t)
+		tc.weight = append(tc.weight, 0)
 	}
-	tc.weight[t] += w
+	tc.weight[i] += w
+}
+
+// bumpRun bumps the words of run joined by spaces, building the phrase only
+// when it is new.
+func (tc *topicCounter) bumpRun(run []string, w float64) {
+	if len(run) == 1 {
+		tc.bump(run[0], w)
+		return
+	}
+	var buf [128]byte
+	b := buf[:0]
+	for i, r := range run {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, r...)
+	}
+	if i, ok := tc.idx[string(b)]; ok {
+		tc.weight[i] += w
+		return
+	}
+	tc.bump(string(b), w)
+}
+
+// weightOf is the weight of topic t (0 when never mentioned).
+func (tc *topicCounter) weightOf(t string) float64 {
+	if tc == nil {
+		return 0
+	}
+	if i, ok := tc.idx[t]; ok {
+		return tc.weight[i]
+	}
+	return 0
 }
 
 func (tc *topicCounter) add(s string) { tc.addWeighted(s, 1) }
 
 func (tc *topicCounter) addWeighted(s string, weight float64) {
-	words := strings.Fields(s)
-	var run []string
+	scanTopics(s, tc.who, tc.agent, topicSink{tc: tc, weight: weight})
+}
+
+// topicSink receives the topic mentions scanTopics finds: it bumps them in
+// tc with weight, or records them in rec.
+type topicSink struct {
+	tc     *topicCounter
+	weight float64
+	rec    *[]topicBump
+}
+
+// bump reports a mention: the words of the phrase (double: a file path of
+// an agent session, which counts twice).
+func (k topicSink) bump(run []string, double bool) {
+	if k.rec != nil {
+		*k.rec = append(*k.rec, topicBump{topic: strings.Join(run, " "), double: double})
+		return
+	}
+	if double {
+		k.tc.bumpRun(run, 2*k.weight)
+	} else {
+		k.tc.bumpRun(run, k.weight)
+	}
+}
+
+// scanTopics finds the topic mentions of s.
+func scanTopics(s string, who names, agent bool, sink topicSink) {
+	var arr [16]string
+	run := arr[:0]
 	flush := func() {
-		for len(run) > 0 && topicConnectors[run[len(run)-1]] {
+		for len(run) > 0 && lexicon.get(run[len(run)-1])&lxConnector != 0 { // topicConnectors
 			run = run[:len(run)-1]
 		}
 		if len(run) > 0 && len(run) <= 5 {
-			tc.bump(strings.Join(run, " "), weight)
+			sink.bump(run, false)
 		}
 		run = run[:0]
 	}
-	for i, w := range words {
+	prev := ""
+	i := -1
+	for w := range strings.FieldsSeq(s) {
+		i++
+		p := prev
+		prev = w
 		c := core(w)
 		_, _, suf := splitWord(w)
-		isStart := i == 0 || prevEndsSentence(words[i-1])
-		if tc.agent && isPathLike(c) {
+		isStart := i == 0 || prevEndsSentence(p)
+		if agent && isPathLike(c) {
 			flush()
-			tc.bump(c, 2*weight) // files are what an agent session is about
+			one := [1]string{c}
+			sink.bump(one[:], true) // files are what an agent session is about
 			continue
 		}
-		lc := strings.ToLower(c)
-		capital := c != "" && upperFirst(c) && !commonCaps[lc] && !calendarWords[lc] &&
-			!tc.who.has(c) && isAllLetters(strings.ReplaceAll(c, "-", "")) && runeLen(c) > 1
+		capital := c != "" && upperFirst(c) && lexLower(c)&(lxCommonCaps|lxCalendar) == 0 &&
+			!who.has(c) && allLettersExcept(c, '-') && runeLen(c) > 1
 		switch {
 		case capital && (!isStart || len(run) > 0):
 			run = append(run, c)
-		case len(run) > 0 && topicConnectors[c] && w == c && !topicConnectors[run[len(run)-1]]:
+		case len(run) > 0 && lexicon.get(c)&lxConnector != 0 && w == c && lexicon.get(run[len(run)-1])&lxConnector == 0:
 			run = append(run, c) // "Jeff the Land Shark", "League of Legends"
 		case len(run) > 0 && isNumber(c) && strings.HasPrefix(w, c):
 			run = append(run, c)
@@ -781,19 +934,22 @@ func isPathLike(c string) bool {
 // top returns the n heaviest topics, ties broken by first mention; a word
 // already part of a chosen phrase is skipped.
 func (tc *topicCounter) top(n int) []string {
-	keys := make([]string, 0, len(tc.weight))
-	for k := range tc.weight {
-		keys = append(keys, k)
+	order := make([]int, len(tc.keys))
+	total := make([]float64, len(tc.keys))
+	for i, k := range tc.keys {
+		order[i] = i
+		total[i] = tc.weight[i] + tc.echo.weightOf(k)
 	}
-	sort.Slice(keys, func(a, b int) bool {
-		wa, wb := tc.weight[keys[a]]+tc.echo[keys[a]], tc.weight[keys[b]]+tc.echo[keys[b]]
+	sort.Slice(order, func(a, b int) bool {
+		wa, wb := total[order[a]], total[order[b]]
 		if wa != wb {
 			return wa > wb
 		}
-		return tc.first[keys[a]] < tc.first[keys[b]]
+		return order[a] < order[b]
 	})
 	var out []string
-	for _, k := range keys {
+	for _, i := range order {
+		k := tc.keys[i]
 		if len(out) >= n {
 			break
 		}

@@ -3,6 +3,7 @@ package offline
 import (
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Word lists. They are read-only after package initialization.
@@ -180,6 +181,310 @@ var (
 		" not allowed ", " no more than ", " at most ", " at least ", " keep ", " avoid "}
 )
 
+// Word classes: the bits of lexicon entries.
+const (
+	lxFillerCore uint32 = 1 << iota
+	lxFillerSoft
+	lxAgree
+	lxNeg
+	lxLeadStrip
+	lxLeadStripComma
+	lxStop
+	lxAttribution
+	lxCommonCaps
+	lxCalendar
+	lxConnector
+	lxLightDrop
+)
+
+// lexicon maps a word to the classes (word lists) it belongs to, so that a
+// word is looked up once rather than once per list. It is read-only after
+// package initialization.
+var lexicon = func() *wordTable {
+	m := map[string]uint32{}
+	for _, c := range []struct {
+		bit uint32
+		set map[string]bool
+	}{
+		{lxFillerCore, fillerCore}, {lxFillerSoft, fillerSoft}, {lxAgree, agreeWords},
+		{lxNeg, negWords}, {lxLeadStrip, leadStrip}, {lxLeadStripComma, leadStripComma},
+		{lxStop, stopwords}, {lxAttribution, attribution}, {lxCommonCaps, commonCaps},
+		{lxCalendar, calendarWords}, {lxConnector, topicConnectors}, {lxLightDrop, lightDropWords},
+	} {
+		for w := range c.set {
+			m[w] |= c.bit
+		}
+	}
+	return newWordTable(m)
+}()
+
+// wordTable is a read-only hash table of words, faster than a map for the
+// short keys of the word lists, and able to look a word up lowercased
+// without lowercasing it first.
+type wordTable struct {
+	mask uint32
+	keys []string
+	vals []uint32
+}
+
+func newWordTable(m map[string]uint32) *wordTable {
+	size := 16
+	for size < 4*len(m) {
+		size <<= 1
+	}
+	t := &wordTable{mask: uint32(size - 1), keys: make([]string, size), vals: make([]uint32, size)}
+	for k, v := range m {
+		if k == "" {
+			panic("offline: empty word in a word list")
+		}
+		i := hashLower(k) & t.mask
+		for t.keys[i] != "" {
+			i = (i + 1) & t.mask
+		}
+		t.keys[i], t.vals[i] = k, v
+	}
+	return t
+}
+
+// hashLower is FNV-1a of s with ASCII letters lowercased.
+func hashLower(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
+}
+
+// get returns the value of word s (0 when absent).
+func (t *wordTable) get(s string) uint32 {
+	if s == "" {
+		return 0
+	}
+	for i := hashLower(s) & t.mask; t.keys[i] != ""; i = (i + 1) & t.mask {
+		if t.keys[i] == s {
+			return t.vals[i]
+		}
+	}
+	return 0
+}
+
+// getLower returns the value of strings.ToLower(s).
+func (t *wordTable) getLower(s string) uint32 {
+	if !isASCII(s) {
+		return t.get(strings.ToLower(s))
+	}
+	if s == "" {
+		return 0
+	}
+	for i := hashLower(s) & t.mask; t.keys[i] != ""; i = (i + 1) & t.mask {
+		if k := t.keys[i]; len(k) == len(s) && asciiLowerEq(s, k) {
+			return t.vals[i]
+		}
+	}
+	return 0
+}
+
+// asciiLowerEq reports whether ASCII s lowercased is lower.
+func asciiLowerEq(s, lower string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// lexLower is the lexicon entry of strings.ToLower(s).
+func lexLower(s string) uint32 { return lexicon.getLower(s) }
+
+// lexVariants returns the classes of the normalized word n (exact) and the
+// classes of n or of n with letter runs collapsed to two or to one ("yeahhh",
+// "sooo", "okkk"), as a lookup in each word list would find them.
+func lexVariants(n string) (exact, any uint32) {
+	exact = lexicon.get(n)
+	if !hasRunOver(n, 1) {
+		return exact, exact // all three variants are n
+	}
+	var buf [lowerBufLen]byte
+	if len(n) > len(buf) {
+		return exact, exact | lexicon.get(collapseRuns(n, 2)) | lexicon.get(collapseRuns(n, 1))
+	}
+	return exact, exact | lexicon.get(string(appendCollapsed(buf[:0], n, 2))) | lexicon.get(string(appendCollapsed(buf[:0], n, 1)))
+}
+
+// Phrase classes, as bits of a phraseMatch.
+const (
+	phQuestionStart uint16 = 1 << iota // prefix only
+	phProposalStart                    // prefix only
+	phRequest
+	phStrongDecision
+	phWeakDecision
+	phPreference
+	phDone
+	phNext
+	phConstraint
+	phLets      // " let's "
+	phSuggested // " suggested "
+	phOffered   // " offered "
+
+	phPrefixOnly = phQuestionStart | phProposalStart
+)
+
+// phrase is one entry of phraseIndex: a space-delimited phrase and the
+// classes it belongs to.
+type phrase struct {
+	text string
+	bits uint16
+}
+
+// phraseIndex maps the first word of every trait phrase to its phrases, so
+// that a plain() string is matched against all lists in one pass over its
+// words rather than one substring search per phrase. It is read-only after
+// package initialization.
+var phraseIndex = func() map[string][]phrase {
+	idx := map[string][]phrase{}
+	add := func(bits uint16, list ...string) {
+		for _, ph := range list {
+			first, _, _ := strings.Cut(ph[1:], " ")
+			found := false
+			for i := range idx[first] {
+				if idx[first][i].text == ph {
+					idx[first][i].bits |= bits
+					found = true
+				}
+			}
+			if !found {
+				idx[first] = append(idx[first], phrase{text: ph, bits: bits})
+			}
+		}
+	}
+	add(phQuestionStart, questionStarts...)
+	add(phProposalStart, proposalStarts...)
+	add(phRequest, requestPhrases...)
+	add(phStrongDecision, strongDecision...)
+	add(phWeakDecision, weakDecision...)
+	add(phPreference, preferencePhrases...)
+	add(phDone, donePhrases...)
+	add(phNext, nextPhrases...)
+	add(phConstraint, constraintPhrases...)
+	add(phLets, " let's ")
+	add(phSuggested, " suggested ")
+	add(phOffered, " offered ")
+	return idx
+}()
+
+// phraseTable maps the first words of phraseIndex to 1 + their index in
+// phraseLists, for a faster lookup.
+var phraseTable, phraseLists = func() (*wordTable, [][]phrase) {
+	m := map[string]uint32{}
+	var lists [][]phrase
+	for w, l := range phraseIndex {
+		lists = append(lists, l)
+		m[w] = uint32(len(lists))
+	}
+	return newWordTable(m), lists
+}()
+
+// phrasesOf returns the phrases that start with word w.
+func phrasesOf(w string) []phrase {
+	if i := phraseTable.get(w); i > 0 {
+		return phraseLists[i-1]
+	}
+	return nil
+}
+
+// matchPhrases reports the phrase classes found in p, a plain() string:
+// phrases of the prefix-only classes count at the start of p only.
+// It is equivalent to strings.Contains(p, phrase) (or strings.HasPrefix for
+// the prefix classes) over every phrase of every list: each phrase starts
+// and ends with a space and p's words are separated by single spaces, so a
+// phrase can only occur where one of p's words starts.
+func matchPhrases(p string) uint16 {
+	var bits uint16
+	for i := 0; i < len(p); {
+		if p[i] != ' ' {
+			i++
+			continue
+		}
+		start := i + 1
+		end := start
+		for end < len(p) && p[end] != ' ' {
+			end++
+		}
+		if end == len(p) {
+			break
+		}
+		for _, ph := range phrasesOf(p[start:end]) {
+			b := ph.bits
+			if i > 0 {
+				b &^= phPrefixOnly
+			}
+			if b&^bits != 0 && strings.HasPrefix(p[i:], ph.text) {
+				bits |= b
+			}
+		}
+		i = end
+	}
+	return bits
+}
+
+// hasPrefixClass reports whether p starts with a phrase of class bit.
+func hasPrefixClass(p string, bit uint16) bool {
+	if len(p) == 0 || p[0] != ' ' {
+		return false
+	}
+	w, _, ok := strings.Cut(p[1:], " ")
+	if !ok {
+		return false
+	}
+	for _, ph := range phrasesOf(w) {
+		if ph.bits&bit != 0 && strings.HasPrefix(p, ph.text) {
+			return true
+		}
+	}
+	return false
+}
+
+// injectionAnchors are literals of which injectionRe needs one (in ASCII
+// text, case-insensitively).
+var injectionAnchors = []string{"ignore", "disregard", "forget", "override", "system prompt",
+	"you are now", "developer mode", "jailbreak", "new instructions"}
+
+// isInjection is injectionRe.MatchString(s). lower is the lowercased s or
+// any string that contains every lowercase ASCII letter-and-space literal of
+// it (a plain() form does). The regular expression only runs when s has an
+// anchor or non-ASCII text (which case folding could turn into one).
+func isInjection(s, lower string) bool {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		found := false
+		for _, a := range injectionAnchors {
+			if strings.Contains(lower, a) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return injectionRe.MatchString(s)
+}
+
 var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+|previous\s+|prior\s+|above\s+|earlier\s+)*(instructions|prompts?|messages|rules|context)|system prompt|you are now|developer mode|jailbreak|new instructions`)
 
 // isLaugh reports laughter tokens: lol, lmao, haha, hehe, xd, rofl, …
@@ -212,18 +517,19 @@ func isLaugh(n string) bool {
 	return false
 }
 
-// wordVariants returns the forms of a normalized word to look up in the
-// lists: as is, with letter runs collapsed to two and to one ("yeahhh",
-// "sooo", "okkk").
-func wordVariants(n string) [3]string {
-	return [3]string{n, collapseRuns(n, 2), collapseRuns(n, 1)}
-}
-
-func inSet(set map[string]bool, n string) bool {
-	for _, v := range wordVariants(n) {
-		if set[v] {
-			return true
+// appendCollapsed appends collapseRuns(s, max) to dst.
+func appendCollapsed(dst []byte, s string, max int) []byte {
+	var prev rune
+	run := 0
+	for _, r := range s {
+		if r == prev {
+			run++
+		} else {
+			prev, run = r, 1
+		}
+		if run <= max {
+			dst = utf8.AppendRune(dst, r)
 		}
 	}
-	return false
+	return dst
 }

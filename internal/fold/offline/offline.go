@@ -121,8 +121,14 @@ func WithFillerWords(words ...string) Option {
 }
 
 // Summarizer is the offline backend. It is safe for concurrent use.
+//
+// It keeps a bounded cache of what it derived from the sentences of
+// previous summaries: in a rolling session most of them are carried from
+// fold to fold, and they are analysed once. The cache never changes a
+// result.
 type Summarizer struct {
-	cfg config
+	cfg   config
+	cache *sentCache // analysed sentences of previous summaries
 }
 
 var _ fold.Summarizer = (*Summarizer)(nil)
@@ -142,7 +148,7 @@ func New(opts ...Option) *Summarizer {
 			o(&cfg)
 		}
 	}
-	return &Summarizer{cfg: cfg}
+	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize)}
 }
 
 // Name returns "offline".
@@ -196,7 +202,8 @@ func (s *Summarizer) summarize(req fold.Request) string {
 		}
 	}
 
-	ex := s.extract(req, prev, who, agent)
+	prevSents := s.cache.prevSentences(prev.sentences, who, agent)
+	ex := s.extract(req, prev, prevSents, who, agent)
 
 	participants, others := s.roster(prev, ex.speakers, ex.talkers)
 	topics := ex.topics
@@ -213,11 +220,13 @@ func (s *Summarizer) summarize(req fold.Request) string {
 		}
 	}
 
-	items := s.assemble(prev, ex, who, agent)
+	items := assemble(prevSents, ex)
 	dedup(items, who)
 	lead := leadItem(participants, others, topics, agent)
 	if lead != nil {
-		items = append([]*item{lead}, items...)
+		items = append(items, nil)
+		copy(items[1:], items)
+		items[0] = lead
 	}
 	fit(items, budget)
 	if out := join(items); out != "" {
@@ -283,13 +292,13 @@ func parsePrevious(s string) previous {
 			sents = sents[1:]
 		}
 	}
+	p.sentences = sents[:0] // (filled in place)
 	for _, st := range sents {
 		st = endSentence(st, '.')
 		if st == "" {
 			continue
 		}
-		if n := len(p.sentences); n > 0 && replyRe.MatchString(st) &&
-			strings.HasSuffix(p.sentences[n-1], "?") {
+		if n := len(p.sentences); n > 0 && strings.HasSuffix(p.sentences[n-1], "?") && isReply(st) {
 			p.sentences[n-1] += " " + st
 			continue
 		}
@@ -299,6 +308,24 @@ func parsePrevious(s string) previous {
 		p.sentences = p.sentences[len(p.sentences)-maxPrevSentences:]
 	}
 	return p
+}
+
+// isReply is replyRe.MatchString(s); the expression needs one of these
+// endings.
+func isReply(s string) bool {
+	if !strings.HasSuffix(s, "agreed.") && !strings.HasSuffix(s, " said yes.") && !strings.HasSuffix(s, " said no.") {
+		return false
+	}
+	return replyRe.MatchString(s)
+}
+
+// matchToolRun is toolRunRe.FindStringSubmatch(s); the expression needs
+// " ran ".
+func matchToolRun(s string) []string {
+	if !strings.Contains(s, " ran ") {
+		return nil
+	}
+	return toolRunRe.FindStringSubmatch(s)
 }
 
 // splitNameList parses "A, B and C" or "A, B and 3 others".
@@ -398,10 +425,16 @@ type item struct {
 	drop    bool
 	dup     bool // dropped as a near-duplicate: never revived
 	speaker string
-	key     string // tool runs: caller, tool and argument
+	key     string        // tool runs: caller, tool and argument
+	prev    *prevSentence // the sentence of the previous summary it still is, if any
 }
 
 func (it *item) text() string { return it.v[it.lvl] }
+
+// setText replaces the item's sentence.
+func (it *item) setText(v [3]string) {
+	it.v, it.n, it.prev = v, [3]int{}, nil
+}
 
 func (it *item) length() int {
 	if it.n[it.lvl] == 0 && it.v[it.lvl] != "" {
@@ -434,40 +467,20 @@ func leadItem(participants []string, others int, topics []string, agent bool) *i
 }
 
 // assemble builds the items of the previous summary and of the new batch.
-func (s *Summarizer) assemble(prev previous, ex extraction, who names, agent bool) []*item {
-	var items []*item
-	n := len(prev.sentences)
-	for i, st := range prev.sentences {
-		t := analyze(st, who)
-		sc := scoreTraits(t, agent)
-		key := ""
-		switch m := toolRunRe.FindStringSubmatch(st); {
-		case m != nil:
-			sc = 1.2 // an old tool run is the least valuable detail
-			if m[4] == "failed" {
-				sc += 1.0
-			}
-			if !strings.Contains(m[3], ", ") {
-				key = m[1] + "\x00" + m[2] + "\x00" + m[3]
-			}
-		case strings.Contains(st, " asked") && !t.question && !t.request:
-			sc += 2.5 // a request rendered as "X asked: …"
-		}
-		if strings.Contains(st, " agreed") || strings.Contains(st, " said yes") {
-			sc += 1.5
-		}
-		if strings.Contains(st, "screen:") || strings.HasPrefix(st, "Screen note") {
-			sc += 1.0
-		}
-		if agent && strings.HasPrefix(st, "User ") {
-			sc += 1.5
-		}
+func assemble(prevSents []*prevSentence, ex extraction) []*item {
+	n := len(prevSents)
+	arena := make([]item, 0, n+len(ex.units)) // one allocation for all items
+	newItem := func(it item) *item {
+		arena = append(arena, it)
+		return &arena[len(arena)-1]
+	}
+	items := make([]*item, 0, n+len(ex.units)+1) // (+1: the opening sentence)
+	for i, ps := range prevSents {
 		pos := 0.6
 		if n > 1 {
 			pos = 0.1 + 0.5*float64(i)/float64(n-1)
 		}
-		l1 := condenseLight(st)
-		items = append(items, &item{v: [3]string{st, l1, condenseHard(l1)}, score: sc, pos: pos, key: key})
+		items = append(items, newItem(item{v: ps.v, n: ps.n, score: ps.score, pos: pos, key: ps.key, prev: ps}))
 	}
 	items = mergePrevToolRuns(items)
 	units := ex.units
@@ -480,8 +493,7 @@ func (s *Summarizer) assemble(prev previous, ex extraction, who names, agent boo
 			if m[3] != "" {
 				r.args = []string{m[3]}
 			}
-			last.v = r.render()
-			last.n = [3]int{}
+			last.setText(r.render())
 			last.key = r.key()
 			last.score = max(last.score, units[0].score)
 			units = units[1:]
@@ -493,7 +505,7 @@ func (s *Summarizer) assemble(prev previous, ex extraction, who names, agent boo
 		if m > 1 {
 			pos = 0.7 + 0.3*float64(k)/float64(m-1)
 		}
-		it := &item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker}
+		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
 		if u.tool != nil {
 			it.key = u.tool.key()
 		}
@@ -505,11 +517,20 @@ func (s *Summarizer) assemble(prev previous, ex extraction, who names, agent boo
 // mergePrevToolRuns merges consecutive successful runs of one tool in the
 // previous summary into one sentence, as mergeToolRuns does for a batch.
 func mergePrevToolRuns(items []*item) []*item {
-	out := items[:0:0]
+	out := items[:0] // (filtered in place)
 	var run *toolRun
+	var runItem *item // out's last item, holding run
+	merged := false   // runItem's text is stale: rendered when the run ends
+	finish := func() {
+		if merged {
+			runItem.setText(run.render())
+			merged = false
+		}
+	}
 	for _, it := range items {
-		m := toolRunRe.FindStringSubmatch(it.v[0])
+		m := it.prev.run // matchToolRun(it.v[0]): it is unchanged so far
 		if m == nil || m[4] != "ok" || m[3] == "" || !strings.HasSuffix(it.v[0], ": ok.") {
+			finish()
 			run = nil
 			out = append(out, it)
 			continue
@@ -519,22 +540,24 @@ func mergePrevToolRuns(items []*item) []*item {
 			args = mm[1]
 			more, _ = strconv.Atoi(mm[2])
 		}
-		n := len(out)
 		if run != nil && run.caller == m[1] && run.name == m[2] {
-			run.args = append(run.args, strings.Split(args, ", ")...)
+			for a := range strings.SplitSeq(args, ", ") {
+				run.args = append(run.args, a)
+			}
 			run.more += more
-			prev := out[n-1]
-			prev.v = run.render()
-			prev.n = [3]int{}
-			prev.key = ""
-			prev.score = max(prev.score, it.score)
-			prev.pos = it.pos
+			merged = true
+			runItem.key = ""
+			runItem.score = max(runItem.score, it.score)
+			runItem.pos = it.pos
 			continue
 		}
+		finish()
 		run = &toolRun{caller: m[1], name: m[2], hasCall: true, hasResult: true,
 			outcome: "ok", short: "ok", args: strings.Split(args, ", "), more: more}
+		runItem = it
 		out = append(out, it)
 	}
+	finish()
 	return out
 }
 
@@ -543,7 +566,11 @@ func mergePrevToolRuns(items []*item) []*item {
 func dedup(items []*item, who names) {
 	toks := make([][]string, len(items))
 	for i, it := range items {
-		toks[i] = tokenSet(it.v[0], who)
+		if it.prev != nil {
+			toks[i] = it.prev.toks // tokenSet(it.v[0], who), computed once
+		} else {
+			toks[i] = tokenSet(it.v[0], who)
+		}
 	}
 	for j := range items {
 		if items[j].drop {
@@ -707,7 +734,8 @@ func fit(items []*item, budget int) {
 // Hulk, and asked: can someone heal?") when they are about as important (a
 // merged sentence is kept or dropped as a whole in later folds).
 func join(items []*item) string {
-	var parts []string
+	var arr [64]string
+	parts := arr[:0]
 	lastSpeaker := ""
 	lastScore := 0.0
 	merged := 0
@@ -719,7 +747,7 @@ func join(items []*item) string {
 		n := len(parts)
 		if n > 0 && it.isNew && it.speaker != "" && lastSpeaker == it.speaker && merged < 1 &&
 			math.Abs(lastScore-it.score) <= 1.5 &&
-			strings.HasSuffix(parts[n-1], ".") && strings.HasPrefix(t, it.speaker+" ") &&
+			strings.HasSuffix(parts[n-1], ".") && strings.HasPrefix(t, it.speaker) && strings.HasPrefix(t[len(it.speaker):], " ") &&
 			!strings.Contains(parts[n-1], " agreed") && !strings.Contains(parts[n-1], " said yes") &&
 			!strings.Contains(parts[n-1], " said no") && runeLen(parts[n-1])+runeLen(t) < 240 {
 			parts[n-1] = strings.TrimSuffix(parts[n-1], ".") + ", and " + t[len(it.speaker)+1:]

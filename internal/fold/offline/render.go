@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -11,8 +12,10 @@ import (
 // "my mic is off" → "Bob's mic is off". Text inside double quotes is left
 // verbatim. It reports whether the result starts with the speaker's name.
 func shiftFirstPerson(s, speaker string) (string, bool) {
-	words := strings.Fields(s)
-	out := make([]string, 0, len(words)+2)
+	var arr, outArr [64]string
+	words := appendFields(arr[:0], s)
+	out := outArr[:0]
+	changed := false
 	starts := false
 	inQuote := false
 	for i := 0; i < len(words); i++ {
@@ -26,14 +29,18 @@ func shiftFirstPerson(s, speaker string) (string, bool) {
 			continue
 		}
 		pre, c, suf := splitWord(w)
-		lc := strings.ToLower(c)
+		lc, lb, k := lowerParts(c) // strings.ToLower(c), on the stack
+		if k > 0 {
+			lc = string(lb[:k])
+		}
 		first := len(out) == 0
 		switch lc {
 		case "i":
 			out = append(out, pre+speaker+suf)
 			if suf == "" {
 				j := i + 1
-				for j < len(words) && preVerbAdverbs[norm(words[j])] && norm(words[j]) == strings.ToLower(words[j]) {
+				// (norm(w) == strings.ToLower(w) exactly when core(w) == w)
+				for j < len(words) && hasLower(preVerbAdverbs, core(words[j])) && core(words[j]) == words[j] {
 					j++
 				}
 				if j < len(words) {
@@ -67,9 +74,13 @@ func shiftFirstPerson(s, speaker string) (string, bool) {
 			out = append(out, w)
 			continue
 		}
+		changed = true
 		if first && pre == "" {
 			starts = true
 		}
+	}
+	if !changed && isSingleSpaced(s) {
+		return s, starts
 	}
 	return strings.Join(out, " "), starts
 }
@@ -134,8 +145,13 @@ func isPast(lc string) bool {
 }
 
 func hasSecondPerson(s string) bool {
-	for _, w := range strings.Fields(s) {
-		if secondPerson[norm(w)] {
+	for w := range strings.FieldsSeq(s) {
+		c := core(w)
+		// every second-person word starts with 'u' or 'y'
+		if c == "" || (c[0] < utf8.RuneSelf && c[0]|0x20 != 'u' && c[0]|0x20 != 'y') {
+			continue
+		}
+		if hasLower(secondPerson, c) {
 			return true
 		}
 	}
@@ -145,7 +161,8 @@ func hasSecondPerson(s string) bool {
 // extractVocative finds a participant addressed by name at the start
 // ("Alice, can you …") or end ("…, Alice?") of a sentence and removes it.
 func extractVocative(s, speaker string, who names) (addressee, rest string) {
-	words := strings.Fields(s)
+	var arr [64]string
+	words := appendFields(arr[:0], s)
 	if len(words) < 2 {
 		return "", s
 	}
@@ -168,50 +185,51 @@ func extractVocative(s, speaker string, who names) (addressee, rest string) {
 // ready to follow "suggested": "let's push B" → "we push B", "how about
 // Jeff?" → "Jeff".
 func proposalRest(s string, who names) (string, bool) {
-	words := strings.Fields(s)
+	var arr, weArr [64]string
+	words := appendFields(arr[:0], s)
 	// allow a few soft words or names before the opener ("ok guys let's …")
 	start := 0
 	for start < len(words) && start < 3 {
-		n := norm(words[start])
+		n, nb, k := normParts(words[start]) // norm, on the stack
+		if k > 0 {
+			n = string(nb[:k])
+		}
 		if !(fillerSoft[n] || who.has(n) || fillerCore[n]) || n == "let's" || n == "lets" || n == "we" || n == "how" || n == "what" || n == "why" || n == "maybe" {
 			break
 		}
 		start++
 	}
 	ws := words[start:]
-	lw := func(i int) string {
-		if i < len(ws) {
-			return norm(ws[i])
-		}
-		return ""
-	}
+	// is reports norm(ws[i]) == lit
+	is := func(i int, lit string) bool { return i < len(ws) && lowerEq(core(ws[i]), lit) }
+	we := func(tail []string) []string { return append(append(weArr[:0], "we"), tail...) }
 	var rest []string
 	switch {
-	case lw(0) == "let's" || lw(0) == "lets":
-		rest = append([]string{"we"}, ws[1:]...)
-	case lw(0) == "let" && lw(1) == "us":
-		rest = append([]string{"we"}, ws[2:]...)
-	case (lw(0) == "how" || lw(0) == "what") && lw(1) == "about" && len(ws) > 2:
+	case is(0, "let's") || is(0, "lets"):
+		rest = we(ws[1:])
+	case is(0, "let") && is(1, "us"):
+		rest = we(ws[2:])
+	case (is(0, "how") || is(0, "what")) && is(1, "about") && len(ws) > 2:
 		rest = ws[2:]
-	case lw(0) == "what" && lw(1) == "if" && len(ws) > 2:
+	case is(0, "what") && is(1, "if") && len(ws) > 2:
 		rest = ws[2:]
-	case lw(0) == "why" && (lw(1) == "don't" || lw(1) == "dont") && lw(2) == "we" && len(ws) > 3:
-		rest = append([]string{"we"}, ws[3:]...)
-	case lw(0) == "why" && lw(1) == "not" && len(ws) > 2:
+	case is(0, "why") && (is(1, "don't") || is(1, "dont")) && is(2, "we") && len(ws) > 3:
+		rest = we(ws[3:])
+	case is(0, "why") && is(1, "not") && len(ws) > 2:
 		rest = ws[2:]
-	case lw(0) == "maybe" && lw(1) == "we" && len(ws) > 2:
+	case is(0, "maybe") && is(1, "we") && len(ws) > 2:
 		rest = ws[1:]
-	case lw(0) == "i" && (lw(1) == "suggest" || lw(1) == "propose") && len(ws) > 2:
+	case is(0, "i") && (is(1, "suggest") || is(1, "propose")) && len(ws) > 2:
 		rest = ws[2:]
-	case lw(0) == "i" && lw(1) == "vote" && len(ws) > 2:
+	case is(0, "i") && is(1, "vote") && len(ws) > 2:
 		rest = ws[2:]
-		if norm(rest[0]) == "for" && len(rest) > 1 {
+		if lowerEq(core(rest[0]), "for") && len(rest) > 1 {
 			rest = rest[1:]
 		}
 	default:
 		return "", false
 	}
-	if len(rest) == 0 || (len(rest) == 1 && norm(rest[0]) == "we") {
+	if len(rest) == 0 || (len(rest) == 1 && lowerEq(core(rest[0]), "we")) {
 		return "", false
 	}
 	r := strings.TrimRight(strings.Join(rest, " "), "?!. ")
@@ -227,7 +245,11 @@ var sentenceAdverbs = toSet("next", "now", "then", "first", "finally", "also", "
 	"still", "sometimes", "maybe", "probably", "hopefully", "honestly", "currently")
 
 func isFirstPersonSubject(w string) bool {
-	switch norm(w) {
+	n, nb, k := normParts(w) // norm(w), on the stack
+	if k > 0 {
+		n = string(nb[:k])
+	}
+	switch n {
 	case "i", "i'm", "im", "i've", "i'll", "i'd":
 		return true
 	}
@@ -298,7 +320,9 @@ func (sp speech) renderRaw(who names) string {
 		}
 		return S + " asked" + to + ": " + endSentence(text, def)
 	}
-	if f := strings.Fields(text); len(f) > 2 && strings.EqualFold(f[0], "let") && strings.EqualFold(f[1], "me") && !second {
+	var farr [64]string
+	f := appendFields(farr[:0], text)
+	if len(f) > 2 && strings.EqualFold(f[0], "let") && strings.EqualFold(f[1], "me") && !second {
 		rest := strings.Join(f[2:], " ")
 		shifted, _ := shiftFirstPerson(rest, S)
 		return endSentence(S+" offered to "+shifted, '.')
@@ -318,7 +342,7 @@ func (sp speech) renderRaw(who names) string {
 		return endSentence(shifted, '.')
 	}
 	// "Next I will …" → "Next, Bob will …"
-	if f := strings.Fields(text); len(f) > 2 && sentenceAdverbs[strings.ToLower(f[0])] && isFirstPersonSubject(f[1]) {
+	if len(f) > 2 && hasLower(sentenceAdverbs, f[0]) && isFirstPersonSubject(f[1]) {
 		rest, _ := shiftFirstPerson(strings.Join(f[1:], " "), S)
 		adv := f[0]
 		r, size := utf8.DecodeRuneInString(adv)
@@ -340,35 +364,104 @@ func collapseRepeats(s string) string {
 	if strings.Contains(s, "\"") {
 		return s
 	}
-	words := strings.Fields(s)
-	for n := 3; n >= 1; n-- {
-		out := words[:0:0]
+	var arr [64]string
+	words := appendFields(arr[:0], s)
+	changed := false
+	for n := 3; n >= 1 && mayRepeat(words); n-- {
+		var out []string // allocated at the first repeat of this pass
 		for i := 0; i < len(words); {
 			if i+2*n <= len(words) && sameWords(words[i:i+n], words[i+n:i+2*n]) {
+				if out == nil {
+					out = append(make([]string, 0, len(words)), words[:i]...)
+				}
 				i += n // drop the first copy, keep the second (and its punctuation)
 				continue
 			}
-			out = append(out, words[i])
+			if out != nil {
+				out = append(out, words[i])
+			}
 			i++
 		}
-		words = out
+		if out != nil {
+			words, changed = out, true
+		}
+	}
+	if !changed && isSingleSpaced(s) {
+		return s // strings.Join(strings.Fields(s), " ") == s
 	}
 	return strings.Join(words, " ")
 }
 
+// mayRepeat reports whether a word of words could start a repeat of
+// collapseRepeats: the same word (as sameWords compares words) follows one
+// to three words later. Without one, sameWords fails for every phrase.
+func mayRepeat(words []string) bool {
+	var arr [64]string
+	cores := arr[:0]
+	for _, w := range words {
+		c := core(w)
+		if c != "" && !allLettersOrApostrophes(c) {
+			c = "" // sameWords rejects it
+		}
+		cores = append(cores, c)
+	}
+	for i, c := range cores {
+		if c == "" {
+			continue
+		}
+		for n := 1; n <= 3 && i+n < len(cores); n++ {
+			if cores[i+n] != "" && sameNorm(c, cores[i+n]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func sameWords(a, b []string) bool {
 	for i := range a {
-		na, nb := norm(a[i]), norm(b[i])
-		if na == "" || na != nb || !isAllLetters(strings.ReplaceAll(na, "'", "")) {
+		ca, cb := core(a[i]), core(b[i])
+		if ca == "" || !sameNorm(ca, cb) || !allLettersOrApostrophes(ca) {
 			return false
 		}
 		// inner words must not carry punctuation ("no, no" is emphasis, kept)
-		if i < len(a)-1 && (core(a[i]) != a[i] || core(b[i]) != b[i]) {
+		if i < len(a)-1 && (len(ca) != len(a[i]) || len(cb) != len(b[i])) {
 			return false
 		}
 	}
-	return core(a[len(a)-1]) == a[len(a)-1]
+	last := len(a) - 1
+	return len(core(a[last])) == len(a[last])
 }
+
+// sameNorm reports strings.ToLower(a) == strings.ToLower(b).
+func sameNorm(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if isASCII(a) && isASCII(b) {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := 0; i < len(a); i++ {
+			x, y := a[i], b[i]
+			if 'A' <= x && x <= 'Z' {
+				x += 'a' - 'A'
+			}
+			if 'A' <= y && y <= 'Z' {
+				y += 'a' - 'A'
+			}
+			if x != y {
+				return false
+			}
+		}
+		return true
+	}
+	return strings.ToLower(a) == strings.ToLower(b)
+}
+
+// allLettersOrApostrophes is isAllLetters(strings.ReplaceAll(s, "'", ""))
+// (lowercasing keeps letters letters and other runes not letters).
+func allLettersOrApostrophes(s string) bool { return allLettersExcept(s, '\'') }
 
 // Light condensation: hedges and verbal filler that carry no state.
 var lightDropWords = toSet("basically", "actually", "literally", "honestly", "really",
@@ -381,8 +474,9 @@ var lightDropPhrases = [][]string{{"kind", "of"}, {"sort", "of"}, {"pretty", "mu
 // condenseLight removes hedges and filler words outside quotes. Words that
 // carry punctuation other than a comma are kept so sentence ends survive.
 func condenseLight(s string) string {
-	words := strings.Fields(s)
-	out := make([]string, 0, len(words))
+	var arr, outArr [64]string
+	words := appendFields(arr[:0], s)
+	out := outArr[:0]
 	inQuote := false
 	for i := 0; i < len(words); i++ {
 		w := words[i]
@@ -393,18 +487,16 @@ func condenseLight(s string) string {
 			out = append(out, w)
 			continue
 		}
-		lw := strings.ToLower(w)
-		base := strings.TrimSuffix(lw, ",")
-		if i > 0 && (lightDropWords[lw] || (base != lw && (lightDropWords[base] || base == "like"))) {
+		if i > 0 && isLightDrop(w) {
 			continue
 		}
 		matched := false
-		if i > 0 {
+		if i > 0 && (w[0] >= utf8.RuneSelf || lightPhraseStart[w[0]|0x20]) {
 			for _, ph := range lightDropPhrases {
 				if i+len(ph) <= len(words) {
 					ok := true
 					for k, p := range ph {
-						if strings.ToLower(words[i+k]) != p {
+						if !lowerEq(words[i+k], p) {
 							ok = false
 							break
 						}
@@ -421,11 +513,63 @@ func condenseLight(s string) string {
 			out = append(out, w)
 		}
 	}
-	r := strings.Join(out, " ")
-	r = strings.ReplaceAll(r, ", right?", "?")
-	r = strings.ReplaceAll(r, ", you know?", "?")
+	r := s
+	if len(out) != len(words) || !isSingleSpaced(s) {
+		r = strings.Join(out, " ")
+	}
+	if strings.IndexByte(r, '?') >= 0 {
+		r = strings.ReplaceAll(r, ", right?", "?")
+		r = strings.ReplaceAll(r, ", you know?", "?")
+	}
 	return r
 }
+
+// lightPhraseStart flags the (lowercase) first letters of lightDropPhrases.
+var lightPhraseStart = func() (t [256]bool) {
+	for _, ph := range lightDropPhrases {
+		t[ph[0][0]] = true
+	}
+	return t
+}()
+
+// isLightDrop reports a hedge word that condenseLight drops (with or
+// without a trailing comma; "like," only with one).
+func isLightDrop(w string) bool {
+	if !isASCII(w) {
+		lw := strings.ToLower(w)
+		base := strings.TrimSuffix(lw, ",")
+		return lightDropWords[lw] || (base != lw && (lightDropWords[base] || base == "like"))
+	}
+	if w == "" || len(w) > lightDropMaxLen+1 || !lightDropFirst[w[0]|0x20] {
+		return false // (+1: a trailing comma)
+	}
+	if lexicon.getLower(w)&lxLightDrop != 0 {
+		return true
+	}
+	if base, ok := strings.CutSuffix(w, ","); ok {
+		return lexicon.getLower(base)&lxLightDrop != 0 || lowerEq(base, "like")
+	}
+	return false
+}
+
+// lightDropFirst flags the first letters of lightDropWords and "like".
+var lightDropFirst = func() (t [256]bool) {
+	t['l'] = true
+	for w := range lightDropWords {
+		t[w[0]] = true
+	}
+	return t
+}()
+
+// lightDropMaxLen is the length of the longest of lightDropWords (and
+// "like"), in bytes.
+var lightDropMaxLen = func() int {
+	n := len("like")
+	for w := range lightDropWords {
+		n = max(n, len(w))
+	}
+	return n
+}()
 
 // clauseSplitters separate clauses for hard condensation.
 var clauseSplitters = []string{", ", "; ", " - ", " -- ", " but ", " because ", " although ",
@@ -446,54 +590,101 @@ func condenseHard(s string) string {
 	} else if last == '!' {
 		term = '!'
 	}
-	clauses := splitClauses(s)
+	var arr [32]clause
+	clauses := splitClauses(arr[:0], s)
 	if len(clauses) <= 1 {
 		return s
 	}
-	kept := []string{clauses[0].text}
+	// A kept clause with its separator is s[c.at:c.end].
+	var karr [32]clause
+	kept := append(karr[:0], clauses[0])
+	n := runeLen(clauses[0].text)
 	for _, c := range clauses[1:] {
-		t := analyze(c.text, nil)
-		if t.entities > 0 || t.strongDecision || t.question || t.request ||
-			strings.Contains(c.text, " agreed") || strings.Contains(c.text, " said yes") ||
-			strings.Contains(c.text, " said no") {
-			kept = append(kept, c.sep+c.text)
+		if keepClause(c.text) {
+			kept = append(kept, c)
+			n += runeLen(s[c.at:c.end])
 		}
 	}
-	r := strings.Join(kept, "")
-	if runeLen(r) > 160 && len(kept) > 2 {
-		r = kept[0] + kept[len(kept)-1]
+	if n > 160 && len(kept) > 2 {
+		kept = append(kept[:1], kept[len(kept)-1])
 	}
-	r = strings.TrimRight(r, " ,;:-.!?")
+	contiguous := true
+	for i := 1; i < len(kept); i++ {
+		contiguous = contiguous && kept[i].at == kept[i-1].end
+	}
+	if contiguous { // kept[0].at == 0
+		r := strings.TrimRight(s[:kept[len(kept)-1].end], " ,;:-.!?")
+		if len(r) < len(s) && s[len(r)] == term {
+			return s[:len(r)+1]
+		}
+		return r + string(term)
+	}
+	var buf [256]byte
+	b := buf[:0]
+	for _, c := range kept {
+		b = append(b, s[c.at:c.end]...)
+	}
+	b = bytes.TrimRight(b, " ,;:-.!?")
 	// a kept question clause may end with '?' inside; use the original end
-	return string(append([]byte(r), term))
+	return string(append(b, term))
 }
 
-type clause struct{ sep, text string }
+// clauseIndex lists the clause splitters by their first two bytes, in
+// clauseSplitters order. It is read-only after package initialization.
+var clauseIndex = func() (t [256]*[256][]string) {
+	for _, sp := range clauseSplitters {
+		if t[sp[0]] == nil {
+			t[sp[0]] = new([256][]string)
+		}
+		t[sp[0]][sp[1]] = append(t[sp[0]][sp[1]], sp)
+	}
+	return t
+}()
+
+// keepClause reports whether condenseHard keeps a secondary clause: it
+// carries entities, a decision, a question or a request (the traits of
+// analyze(s, nil)), or a reply.
+func keepClause(s string) bool {
+	if strings.Contains(s, " agreed") || strings.Contains(s, " said yes") ||
+		strings.Contains(s, " said no") || hasEntity(s) {
+		return true
+	}
+	if strings.HasSuffix(strings.TrimRight(strings.TrimSpace(s), "\"')"), "?") {
+		return true
+	}
+	p := plain(s)
+	return matchPhrases(p)&(phQuestionStart|phRequest|phStrongDecision) != 0 ||
+		hasPrefixClass(skipDiscourse(p), phQuestionStart)
+}
+
+// clause is a clause of a sentence s: s[at:end] is its separator (none for
+// the first clause) followed by its text.
+type clause struct {
+	text    string
+	at, end int
+}
 
 // splitClauses splits s at clause boundaries outside double quotes.
-func splitClauses(s string) []clause {
-	var out []clause
+func splitClauses(dst []clause, s string) []clause {
 	inQuote := false
-	start := 0
-	sep := ""
+	start, at := 0, 0
 	for i := 0; i < len(s); i++ {
 		if s[i] == '"' {
 			inQuote = !inQuote
 			continue
 		}
-		if inQuote {
-			continue
+		if inQuote || clauseIndex[s[i]] == nil || i+1 == len(s) {
+			continue // (every splitter is longer than one byte)
 		}
-		for _, sp := range clauseSplitters {
+		for _, sp := range clauseIndex[s[i]][s[i+1]] {
 			if strings.HasPrefix(s[i:], sp) {
-				out = append(out, clause{sep: sep, text: s[start:i]})
-				sep = sp
+				dst = append(dst, clause{text: s[start:i], at: at, end: i})
+				at = i
 				start = i + len(sp)
 				i = start - 1
 				break
 			}
 		}
 	}
-	out = append(out, clause{sep: sep, text: s[start:]})
-	return out
+	return append(dst, clause{text: s[start:], at: at, end: len(s)})
 }

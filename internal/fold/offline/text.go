@@ -20,6 +20,13 @@ const (
 // blank lines are removed. Line breaks are kept (they separate sentences). At
 // most maxRunes runes are kept (0 = no limit).
 func sanitize(s string, maxRunes int) string {
+	if isCleanASCII(s) && (maxRunes <= 0 || len(s) <= maxRunes) {
+		return s // what sanitizeText returns
+	}
+	return sanitizeText(s, maxRunes)
+}
+
+func sanitizeText(s string, maxRunes int) string {
 	if maxRunes > 0 && len(s) > maxRunes*4 {
 		s = s[:maxRunes*4]
 	}
@@ -67,6 +74,27 @@ func sanitize(s string, maxRunes int) string {
 		n++
 	}
 	return b.String()
+}
+
+// isCleanASCII reports whether s is printable ASCII words separated by
+// single spaces, which sanitize returns unchanged.
+func isCleanASCII(s string) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return s == ""
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == ' ' {
+			if s[i-1] == ' ' {
+				return false
+			}
+			continue
+		}
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // oneLine sanitizes s and joins its lines with spaces.
@@ -126,82 +154,113 @@ func isDottedAbbrev(w string) bool {
 // except after known abbreviations ("Dr.", "e.g.") and ellipses followed by
 // a lowercase word. Periods inside tokens (3.5, file.go, example.com) never
 // split. Overlong sentences are split further at clause boundaries.
-func splitSentences(text string) []string {
-	var out []string
-	for _, line := range strings.Split(text, "\n") {
+func splitSentences(text string) []string { return appendSentences(nil, text) }
+
+// appendSentences appends the sentences of text to dst.
+func appendSentences(dst []string, text string) []string {
+	var arr [16]string
+	for len(text) > 0 {
+		line, rest, _ := strings.Cut(text, "\n")
+		text = rest
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
-		for _, s := range splitLine(line) {
+		for _, s := range appendLine(arr[:0], line) {
+			if s = elideBlobs(s); runeLen(s) <= maxSentenceRunes {
+				dst = append(dst, s) // chunkLong's common case
+				continue
+			}
 			for k, c := range chunkLong(s, maxSentenceRunes) {
 				if k > 0 {
 					c = upperFirstCommon(c) // a clause that now starts a sentence
 				}
-				out = append(out, c)
+				dst = append(dst, c)
 			}
 		}
 	}
-	return out
+	return dst
 }
 
-func splitLine(line string) []string {
-	rs := []rune(line)
-	var out []string
+// appendLine appends the sentences of one line to out.
+func appendLine(out []string, line string) []string {
+	if !utf8.ValidString(line) {
+		line = string([]rune(line)) // invalid bytes become U+FFFD, one each
+	}
 	start := 0
 	emit := func(end int) {
-		s := strings.TrimSpace(string(rs[start:end]))
+		s := strings.TrimSpace(line[start:end])
 		if s != "" {
 			out = append(out, s)
 		}
 		start = end
 	}
-	for i := 0; i < len(rs); i++ {
-		r := rs[i]
+	// i is the byte offset of a rune r; end is the offset after the run of
+	// terminators and closers that r starts, last its final rune.
+	for i := 0; i < len(line); {
+		r, size := utf8.DecodeRuneInString(line[i:])
 		if !isTerm(r) {
+			i += size
 			continue
 		}
-		j := i
-		for j+1 < len(rs) && (isTerm(rs[j+1]) || isCloser(rs[j+1])) {
-			j++
+		last, end := r, i+size
+		for end < len(line) {
+			nr, ns := utf8.DecodeRuneInString(line[end:])
+			if !isTerm(nr) && !isCloser(nr) {
+				break
+			}
+			last, end = nr, end+ns
 		}
-		if j+1 < len(rs) && !unicode.IsSpace(rs[j+1]) && !isCJKTerm(rs[j]) {
-			i = j
-			continue
+		if end < len(line) {
+			if nr, _ := utf8.DecodeRuneInString(line[end:]); !unicode.IsSpace(nr) && !isCJKTerm(last) {
+				i = end
+				continue
+			}
 		}
-		run := string(rs[i : j+1])
+		run := line[i:end]
 		ellipsis := strings.Contains(run, "..") || strings.ContainsRune(run, '\u2026')
 		if r == '.' && !ellipsis && !strings.ContainsAny(run, "!?") {
-			w := lastWord(rs[start:i])
+			w := lastWord(line[start:i])
 			if abbrevs[w] || isDottedAbbrev(w) {
-				i = j
+				i = end
 				continue
 			}
 		}
-		if ellipsis && !strings.ContainsAny(run, "!?") && j+1 < len(rs) {
-			k := j + 1
-			for k < len(rs) && unicode.IsSpace(rs[k]) {
-				k++
+		if ellipsis && !strings.ContainsAny(run, "!?") && end < len(line) {
+			k := end
+			var rk rune
+			for k < len(line) {
+				var sk int
+				rk, sk = utf8.DecodeRuneInString(line[k:])
+				if !unicode.IsSpace(rk) {
+					break
+				}
+				k += sk
 			}
-			if k < len(rs) && !unicode.IsUpper(rs[k]) {
-				i = j
+			if k < len(line) && !unicode.IsUpper(rk) {
+				i = end
 				continue
 			}
 		}
-		emit(j + 1)
-		i = j
+		emit(end)
+		i = end
 	}
-	emit(len(rs))
+	emit(len(line))
 	return out
 }
 
-// lastWord returns the lowercased last word of rs without leading punctuation.
-func lastWord(rs []rune) string {
-	k := len(rs)
-	for k > 0 && !unicode.IsSpace(rs[k-1]) {
-		k--
+// lastWord returns the lowercased last word of s without leading
+// punctuation.
+func lastWord(s string) string {
+	k := len(s)
+	for k > 0 {
+		r, size := utf8.DecodeLastRuneInString(s[:k])
+		if unicode.IsSpace(r) {
+			break
+		}
+		k -= size
 	}
-	w := strings.ToLower(string(rs[k:]))
+	w := strings.ToLower(s[k:])
 	return strings.TrimLeft(w, "\"'([{*_")
 }
 
@@ -267,23 +326,148 @@ func elideBlobs(s string) string {
 	return strings.Join(f, " ")
 }
 
+// appendFields appends the fields of s, as strings.Fields splits them, to
+// dst (callers pass a stack array to avoid allocating).
+func appendFields(dst []string, s string) []string {
+	start := -1
+	for i := 0; i < len(s); {
+		c := s[i]
+		size := 1
+		space := false
+		if c < utf8.RuneSelf {
+			space = asciiSpace[c]
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			space = unicode.IsSpace(r)
+		}
+		if space {
+			if start >= 0 {
+				dst = append(dst, s[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += size
+	}
+	if start >= 0 {
+		dst = append(dst, s[start:])
+	}
+	return dst
+}
+
+// firstField returns the first field of s as strings.Fields splits it, and
+// whether more fields follow.
+func firstField(s string) (f string, more, ok bool) {
+	for w := range strings.FieldsSeq(s) {
+		if ok {
+			return f, true, true
+		}
+		f, ok = w, true
+	}
+	return f, false, ok
+}
+
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// isSingleSpaced reports whether s has no leading, trailing or repeated
+// white space and no white space but ' ', that is whether
+// strings.Join(strings.Fields(s), " ") == s.
+func isSingleSpaced(s string) bool {
+	space := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if unicode.IsSpace(r) {
+				return false
+			}
+			i += size - 1
+			space = false
+			continue
+		}
+		if asciiSpace[c] {
+			if c != ' ' || space {
+				return false
+			}
+			space = true
+			continue
+		}
+		space = false
+	}
+	return !space || s == ""
+}
+
+// trimPunct is the punctuation core strips: the ASCII characters of
+// punctASCII and the ellipsis '…'.
 const trimPunct = "\"'()[]{}<>,.;:!?*_~`\u2026"
 
+// punctASCII flags the ASCII bytes of trimPunct.
+var punctASCII = func() (t [utf8.RuneSelf]bool) {
+	for _, r := range trimPunct {
+		if r < utf8.RuneSelf {
+			t[r] = true
+		}
+	}
+	return t
+}()
+
+const ellipsis = "\u2026"
+
+// trimPunctLeft is strings.TrimLeft(w, trimPunct) without building the
+// cutset on every call.
+func trimPunctLeft(w string) string {
+	for len(w) > 0 {
+		if c := w[0]; c < utf8.RuneSelf {
+			if !punctASCII[c] {
+				return w
+			}
+			w = w[1:]
+		} else if strings.HasPrefix(w, ellipsis) {
+			w = w[len(ellipsis):]
+		} else {
+			return w
+		}
+	}
+	return w
+}
+
+// trimPunctRight is strings.TrimRight(w, trimPunct).
+func trimPunctRight(w string) string {
+	for len(w) > 0 {
+		if c := w[len(w)-1]; c < utf8.RuneSelf {
+			if !punctASCII[c] {
+				return w
+			}
+			w = w[:len(w)-1]
+		} else if strings.HasSuffix(w, ellipsis) {
+			w = w[:len(w)-len(ellipsis)]
+		} else {
+			return w
+		}
+	}
+	return w
+}
+
 // core strips surrounding punctuation from a word.
-func core(w string) string { return strings.Trim(w, trimPunct) }
+func core(w string) string { return trimPunctRight(trimPunctLeft(w)) }
 
 // splitWord splits a word into leading punctuation, core and trailing
 // punctuation.
 func splitWord(w string) (pre, mid, suf string) {
-	mid = strings.TrimLeft(w, trimPunct)
+	mid = trimPunctLeft(w)
 	pre = w[:len(w)-len(mid)]
-	c := strings.TrimRight(mid, trimPunct)
+	c := trimPunctRight(mid)
 	suf = mid[len(c):]
 	return pre, c, suf
 }
 
 // collapseRuns reduces runs of the same rune longer than max to max.
 func collapseRuns(s string, max int) string {
+	if !hasRunOver(s, max) {
+		return s
+	}
 	var b strings.Builder
 	var prev rune
 	run := 0
@@ -300,11 +484,141 @@ func collapseRuns(s string, max int) string {
 	return b.String()
 }
 
+// hasRunOver reports whether s has a run of the same rune longer than max
+// (or an invalid byte, which collapseRuns rewrites).
+func hasRunOver(s string, max int) bool {
+	var prev rune
+	run := 0
+	for _, r := range s {
+		if r == utf8.RuneError {
+			return true
+		}
+		if r == prev {
+			run++
+			if run > max {
+				return true
+			}
+		} else {
+			prev, run = r, 1
+		}
+	}
+	return false
+}
+
+// lowerBufLen is the longest word that lowercase lookups handle without
+// allocating.
+const lowerBufLen = 64
+
+// lowerASCII writes the lowercase form of s to buf and returns it, when s is
+// ASCII and fits; otherwise ok is false and the caller uses strings.ToLower.
+func lowerASCII(buf *[lowerBufLen]byte, s string) (b []byte, ok bool) {
+	if len(s) > len(buf) {
+		return nil, false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return nil, false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return buf[:len(s)], true
+}
+
+// hasLower is set[strings.ToLower(s)] without allocating for short ASCII s.
+func hasLower(set map[string]bool, s string) bool {
+	var buf [lowerBufLen]byte
+	if b, ok := lowerASCII(&buf, s); ok {
+		return set[string(b)]
+	}
+	return set[strings.ToLower(s)]
+}
+
+// lowerEq reports strings.ToLower(s) == lower.
+func lowerEq(s, lower string) bool {
+	if len(s) == len(lower) {
+		ascii := true
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c >= utf8.RuneSelf {
+				ascii = false
+				break
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lower[i] {
+				return false
+			}
+		}
+		if ascii {
+			return true
+		}
+	} else if isASCII(s) {
+		return false // ASCII lowercasing keeps the length
+	}
+	return strings.ToLower(s) == lower
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // norm is the comparison form of a word: lowercase, no surrounding
 // punctuation, curly apostrophes straightened.
 func norm(w string) string {
 	return strings.ToLower(core(w))
 }
+
+// normParts is norm(w) either as n or, when w is a short ASCII word with
+// upper-case letters, as b[:k]. A caller that converts b[:k] to a string
+// that does not escape gets it on the stack:
+//
+//	n, b, k := normParts(w)
+//	if k > 0 {
+//		n = string(b[:k])
+//	}
+func normParts(w string) (n string, b [normBufLen]byte, k int) { return lowerParts(core(w)) }
+
+// lowerParts is normParts for strings.ToLower(s).
+func lowerParts(s string) (n string, b [normBufLen]byte, k int) {
+	if !isASCII(s) {
+		return strings.ToLower(s), b, 0
+	}
+	upper := false
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			upper = true
+			break
+		}
+	}
+	if !upper {
+		return s, b, 0
+	}
+	if len(s) > len(b) {
+		return strings.ToLower(s), b, 0
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return "", b, len(s)
+}
+
+// normBufLen is the size of the compiler's stack buffer for short strings
+// that do not escape.
+const normBufLen = 32
 
 // plain returns " w1 w2 … " of lowercased words with punctuation other than
 // apostrophes removed, for phrase matching with spaces as word boundaries.
@@ -313,8 +627,26 @@ func plain(s string) string {
 	b.Grow(len(s) + 2)
 	b.WriteByte(' ')
 	space := true
-	for _, r := range strings.ToLower(s) {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '\'' {
+				b.WriteByte(c)
+				space = false
+			} else if !space {
+				b.WriteByte(' ')
+				space = true
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		r = unicode.ToLower(r) // as strings.ToLower; invalid bytes stay RuneError
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			b.WriteRune(r)
 			space = false
 		} else if !space {
@@ -326,15 +658,6 @@ func plain(s string) string {
 		b.WriteByte(' ')
 	}
 	return b.String()
-}
-
-func containsAny(p string, phrases ...string) bool {
-	for _, ph := range phrases {
-		if strings.Contains(p, ph) {
-			return true
-		}
-	}
-	return false
 }
 
 func hasLetterOrDigit(s string) bool {
@@ -356,6 +679,21 @@ func isAllLetters(s string) bool {
 		}
 	}
 	return true
+}
+
+// allLettersExcept is isAllLetters(strings.ReplaceAll(s, string(skip), "")).
+func allLettersExcept(s string, skip rune) bool {
+	letters := false
+	for _, r := range s {
+		if r == skip {
+			continue
+		}
+		if !unicode.IsLetter(r) {
+			return false
+		}
+		letters = true
+	}
+	return letters
 }
 
 // upperFirst reports whether s starts with an uppercase letter.

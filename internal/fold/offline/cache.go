@@ -1,0 +1,164 @@
+package offline
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// prevSentence is what a fold derives from one sentence of the previous
+// summary. It depends only on the sentence, the participants' names and
+// whether the session is an agent session, so it is computed once and
+// shared (read-only) by later folds: in a rolling session most sentences of
+// the previous summary were already in the one before.
+type prevSentence struct {
+	v     [3]string // full, light, hard
+	n     [3]int    // rune lengths of v
+	score float64   // importance, before weighing by age
+	key   string    // tool runs: caller, tool and argument
+	run   []string  // toolRunRe submatches, nil when not a tool run
+	toks  []string  // tokenSet(v[0], who)
+	bumps []topicBump
+}
+
+// topicBump is one topic mention of a sentence, as addWeighted counts it.
+type topicBump struct {
+	topic  string
+	double bool // a file path: counts twice
+}
+
+// analyzePrev computes the prevSentence of st. It works on a copy of st, so
+// that what it keeps (substrings, in the cache) does not pin the whole
+// previous summary st is part of.
+func analyzePrev(st string, who names, agent bool) *prevSentence {
+	st = strings.Clone(st)
+	ps := &prevSentence{}
+	scanTopics(st, who, agent, topicSink{rec: &ps.bumps})
+	t := analyze(st, who)
+	sc := scoreTraits(t, agent)
+	switch m := matchToolRun(st); {
+	case m != nil:
+		ps.run = m
+		sc = 1.2 // an old tool run is the least valuable detail
+		if m[4] == "failed" {
+			sc += 1.0
+		}
+		if !strings.Contains(m[3], ", ") {
+			ps.key = m[1] + "\x00" + m[2] + "\x00" + m[3]
+		}
+	case strings.Contains(st, " asked") && !t.question && !t.request:
+		sc += 2.5 // a request rendered as "X asked: …"
+	}
+	if strings.Contains(st, " agreed") || strings.Contains(st, " said yes") {
+		sc += 1.5
+	}
+	if strings.Contains(st, "screen:") || strings.HasPrefix(st, "Screen note") {
+		sc += 1.0
+	}
+	if agent && strings.HasPrefix(st, "User ") {
+		sc += 1.5
+	}
+	ps.score = sc
+	l1 := condenseLight(st)
+	ps.v = [3]string{st, l1, condenseHard(l1)}
+	for i, v := range ps.v {
+		ps.n[i] = runeLen(v)
+	}
+	ps.toks = tokenSet(st, who)
+	return ps
+}
+
+// sentKey identifies a prevSentence: the sentence and the context it was
+// analysed in (see sentContext).
+type sentKey struct{ text, ctx string }
+
+// sentContext is the part of a fold that analyzePrev depends on besides the
+// sentence: agent or voice, and the participants' names (lowercased,
+// sorted, each length-prefixed).
+func sentContext(who names, agent bool) string {
+	keys := make([]string, 0, len(who))
+	for k := range who {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	if agent {
+		b.WriteByte('a')
+	} else {
+		b.WriteByte('v')
+	}
+	for _, k := range keys {
+		b.WriteString(strconv.Itoa(len(k)))
+		b.WriteByte(':')
+		b.WriteString(k)
+	}
+	return b.String()
+}
+
+// sentCacheSize bounds the cache: it holds between sentCacheSize and twice
+// as many sentences (under 1 KiB each), enough for the previous summaries
+// of a few hundred sessions folding concurrently; beyond that, folds still
+// give the same results, only without the saving.
+const sentCacheSize = 2048
+
+// sentCache is a bounded cache of prevSentence values with two generations:
+// entries are added to cur; when cur is full it becomes old and a new cur
+// starts; a hit in old is promoted. It only saves work: a miss recomputes
+// the same value, so results never depend on what it holds.
+type sentCache struct {
+	mu       sync.Mutex
+	cur, old map[sentKey]*prevSentence
+	size     int
+}
+
+func newSentCache(size int) *sentCache {
+	return &sentCache{cur: make(map[sentKey]*prevSentence), size: size}
+}
+
+// prevSentences returns the prevSentence of every sentence, from the cache
+// when it has them.
+func (c *sentCache) prevSentences(sents []string, who names, agent bool) []*prevSentence {
+	if len(sents) == 0 {
+		return nil
+	}
+	ctx := sentContext(who, agent)
+	out := make([]*prevSentence, len(sents))
+	missing := false
+	c.mu.Lock()
+	for i, st := range sents {
+		k := sentKey{st, ctx}
+		ps, ok := c.cur[k]
+		if !ok {
+			if ps, ok = c.old[k]; ok {
+				c.addLocked(k, ps)
+			}
+		}
+		out[i] = ps
+		missing = missing || !ok
+	}
+	c.mu.Unlock()
+	if !missing {
+		return out
+	}
+	var added []int
+	for i, st := range sents {
+		if out[i] == nil {
+			out[i] = analyzePrev(st, who, agent)
+			added = append(added, i)
+		}
+	}
+	c.mu.Lock()
+	for _, i := range added {
+		c.addLocked(sentKey{out[i].v[0], ctx}, out[i]) // (v[0]: the copy of sents[i])
+	}
+	c.mu.Unlock()
+	return out
+}
+
+func (c *sentCache) addLocked(k sentKey, ps *prevSentence) {
+	if len(c.cur) >= c.size {
+		c.old, c.cur = c.cur, make(map[sentKey]*prevSentence, c.size)
+	}
+	c.cur[k] = ps
+}

@@ -1,0 +1,126 @@
+package offline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+// rollingRequests folds a synthetic session in batches of 10 with s and
+// returns every request (each carrying the previous output forward).
+func rollingRequests(t *testing.T, s *Summarizer, seed uint64, n int, profile fold.Profile) []fold.Request {
+	t.Helper()
+	ts, notes := synthSession(seed, n)
+	var reqs []fold.Request
+	summary, ni := "", 0
+	for c := 0; c < len(ts); c += 10 {
+		b := ts[c:min(c+10, len(ts))]
+		var bn []fold.Note
+		for ni < len(notes) && !notes[ni].At.After(b[len(b)-1].At) {
+			bn = append(bn, notes[ni])
+			ni++
+		}
+		req := fold.Request{Profile: profile, PreviousSummary: summary, Turns: b, Notes: bn, MaxChars: 1200}
+		reqs = append(reqs, req)
+		res, err := s.Summarize(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		summary = res.Summary
+	}
+	return reqs
+}
+
+// The sentence cache only saves work: a Summarizer that has seen the
+// session gives what a fresh one gives, fold after fold.
+func TestSentenceCacheDoesNotChangeOutput(t *testing.T) {
+	shared := New()
+	for _, profile := range []fold.Profile{fold.ProfileVoice, fold.ProfileAgent} {
+		for _, req := range rollingRequests(t, shared, 4, 300, profile) {
+			warm, _ := shared.Summarize(context.Background(), req)
+			cold, _ := New().Summarize(context.Background(), req)
+			if warm.Summary != cold.Summary {
+				t.Fatalf("cached result differs:\n%q\n%q", warm.Summary, cold.Summary)
+			}
+		}
+	}
+}
+
+// Sessions folded concurrently through one Summarizer get what they get
+// alone.
+func TestSentenceCacheConcurrentSessions(t *testing.T) {
+	want := map[uint64][]string{}
+	for seed := uint64(1); seed <= 4; seed++ {
+		for _, req := range rollingRequests(t, New(), seed, 200, fold.ProfileVoice) {
+			res, _ := New().Summarize(context.Background(), req)
+			want[seed] = append(want[seed], res.Summary)
+		}
+	}
+	s := New()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for seed := uint64(1); seed <= 4; seed++ {
+		reqs := rollingRequests(t, New(), seed, 200, fold.ProfileVoice)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, req := range reqs {
+				res, _ := s.Summarize(context.Background(), req)
+				if res.Summary != want[seed][i] {
+					errs <- fmt.Errorf("session %d fold %d differs", seed, i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestSentenceCacheBounded(t *testing.T) {
+	c := newSentCache(4)
+	who := names{"alice": "Alice"}
+	for i := 0; i < 50; i++ {
+		c.prevSentences([]string{fmt.Sprintf("Alice said %d.", i)}, who, false)
+		if n := len(c.cur) + len(c.old); n > 8 {
+			t.Fatalf("%d entries, want at most 8", n)
+		}
+	}
+	// a recent sentence is a hit: the same value, not a recomputation
+	a := c.prevSentences([]string{"Alice said 49."}, who, false)[0]
+	if b := c.prevSentences([]string{"Alice said 49."}, who, false)[0]; a != b {
+		t.Error("recent sentence not cached")
+	}
+	// the context is part of the key
+	if b := c.prevSentences([]string{"Alice said 49."}, who, true)[0]; a == b {
+		t.Error("agent analysis shared with voice analysis")
+	}
+	if b := c.prevSentences([]string{"Alice said 49."}, names{"bob": "Bob"}, false)[0]; a == b {
+		t.Error("analysis shared across participant sets")
+	}
+}
+
+// Cached sentences are copies: the cache must not keep whole previous
+// summaries (up to 80 KB each) alive.
+func TestSentenceCacheCopiesSentences(t *testing.T) {
+	summary := strings.Repeat("Alice said the plan is set. ", 50)
+	c := newSentCache(8)
+	c.prevSentences(splitSentences(summary), names{"alice": "Alice"}, false)
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(summary)))
+	hi := lo + uintptr(len(summary))
+	for k, ps := range c.cur {
+		for _, s := range append([]string{k.text}, ps.toks...) {
+			if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); p >= lo && p < hi {
+				t.Fatalf("cache entry %q points into the summary", s)
+			}
+		}
+	}
+}

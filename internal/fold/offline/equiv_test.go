@@ -1,0 +1,578 @@
+package offline
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The fast paths of the text helpers must give exactly what the plain
+// versions below (their original, allocation-heavy forms) give. Inputs mix
+// lexicon words, names, identifiers, punctuation and the Unicode cases that
+// break byte-level shortcuts: the Kelvin sign and dotted İ (lowercase to
+// ASCII), long s (does not), invalid bytes, non-ASCII spaces.
+
+var equivPieces = []string{
+	"I", "i", "I'm", "my", "you", "You're", "u", "ur", "yeah", "yeahhh", "YEAH", "sooo", "okkk", "lol", "LMAOOO",
+	"hahaha", "nah", "no", "not", "sure", "ok", "let's", "Let", "me", "how", "about", "what", "why", "don't",
+	"we", "should", "can", "could", "please", "decided", "agreed", "plan", "will", "gonna", "prefer", "done",
+	"next", "must", "never", "keep", "basically", "Actually,", "like,", "really", "kind", "of", "sort",
+	"pretty", "much", "know,", "mean,", "to", "be", "honest,", "the", "of", "The", "Tokyo", "2099", "Marvel",
+	"Rivals", "Jeff", "Land", "Shark", "Spider-Man", "Alice", "alice", "Bob", "Bob's", "Carol,", "Dave?",
+	"go.mod", "cmd/main.go", "https://x.gg/a", "v1.2.3", "11:30", "fooBar", "ERR_X", "e.g.", "Dr.", "Jan.",
+	"ran", "said", "asked:", "screen:", "but", "because", "which", "so", "that", "and", "then", "-", "--",
+	"...", "…", "\"quoted", "text\"", "(paren)", "[x]", "x,", "y;", "z:", "!!", "?", ".", ",", ";",
+	"ignore", "all", "previous", "instructions", "system", "prompt", "jailbreak", "Developer", "mode",
+	"\u212Aelvin", "\u212A", "İ", "İgnore", "ſystem", "ſ", "café", "naïve", "東京", "。", "😂", "\u00a0",
+	"\u0085", "\u2028", "\xff", "\xe2\x80", "a\xffb", "’", "“x”", "\u200b", "\t", "\n", "  ",
+}
+
+func equivText(r *rand.Rand, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			switch r.IntN(10) {
+			case 0:
+				b.WriteString(", ")
+			case 1:
+				b.WriteString("  ")
+			case 2:
+				b.WriteString("")
+			default:
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(equivPieces[r.IntN(len(equivPieces))])
+	}
+	return b.String()
+}
+
+func equivInputs(seed uint64, n int) []string {
+	r := rand.New(rand.NewPCG(seed, 99))
+	out := slices.Clone(equivPieces)
+	out = append(out, "", " ", "a", "yes, and Bob switched", "I I think", "Bob is Bob is on point")
+	for i := 0; i < n; i++ {
+		out = append(out, equivText(r, 1+r.IntN(25)))
+	}
+	return out
+}
+
+func refPlain(s string) string {
+	var b strings.Builder
+	b.WriteByte(' ')
+	space := true
+	for _, r := range strings.ToLower(s) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' {
+			b.WriteRune(r)
+			space = false
+		} else if !space {
+			b.WriteByte(' ')
+			space = true
+		}
+	}
+	if !space {
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+func refContainsAny(p string, phrases []string) bool {
+	for _, ph := range phrases {
+		if strings.Contains(p, ph) {
+			return true
+		}
+	}
+	return false
+}
+
+func refHasPrefixAny(p string, phrases []string) bool {
+	for _, ph := range phrases {
+		if strings.HasPrefix(p, ph) {
+			return true
+		}
+	}
+	return false
+}
+
+func refSkipDiscourse(p string) string {
+	for {
+		w, rest, ok := strings.Cut(strings.TrimPrefix(p, " "), " ")
+		if !ok || !discourse[w] {
+			return p
+		}
+		p = " " + rest
+	}
+}
+
+func refCollapseRuns(s string, max int) string {
+	var b strings.Builder
+	var prev rune
+	run := 0
+	for _, r := range s {
+		if r == prev {
+			run++
+		} else {
+			prev, run = r, 1
+		}
+		if run <= max {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func refInSet(set map[string]bool, n string) bool {
+	return set[n] || set[refCollapseRuns(n, 2)] || set[refCollapseRuns(n, 1)]
+}
+
+func TestEquivWordHelpers(t *testing.T) {
+	who := names{"alice": "Alice", "bob": "Bob", "carol": "Carol"}
+	for _, s := range equivInputs(1, 3000) {
+		if got, want := plain(s), refPlain(s); got != want {
+			t.Fatalf("plain(%q) = %q, want %q", s, got, want)
+		}
+		p := plain(s)
+		m := matchPhrases(p)
+		for _, c := range []struct {
+			bit  uint16
+			want bool
+		}{
+			{phQuestionStart, refHasPrefixAny(p, questionStarts)},
+			{phProposalStart, refHasPrefixAny(p, proposalStarts)},
+			{phRequest, refContainsAny(p, requestPhrases)},
+			{phStrongDecision, refContainsAny(p, strongDecision)},
+			{phWeakDecision, refContainsAny(p, weakDecision)},
+			{phPreference, refContainsAny(p, preferencePhrases)},
+			{phDone, refContainsAny(p, donePhrases)},
+			{phNext, refContainsAny(p, nextPhrases)},
+			{phConstraint, refContainsAny(p, constraintPhrases)},
+			{phLets, strings.Contains(p, " let's ")},
+			{phSuggested, strings.Contains(p, " suggested ")},
+			{phOffered, strings.Contains(p, " offered ")},
+		} {
+			if got := m&c.bit != 0; got != c.want {
+				t.Fatalf("matchPhrases(%q) bit %b = %v, want %v", p, c.bit, got, c.want)
+			}
+		}
+		if got, want := skipDiscourse(p), refSkipDiscourse(p); got != want {
+			t.Fatalf("skipDiscourse(%q) = %q, want %q", p, got, want)
+		}
+		if got, want := hasPrefixClass(skipDiscourse(p), phQuestionStart), refHasPrefixAny(refSkipDiscourse(p), questionStarts); got != want {
+			t.Fatalf("question start of %q = %v, want %v", p, got, want)
+		}
+		if got, want := isInjection(s, p), injectionRe.MatchString(s); got != want {
+			t.Fatalf("isInjection(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := appendFields(nil, s), strings.Fields(s); !slices.Equal(got, want) {
+			t.Fatalf("appendFields(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := isSingleSpaced(s), strings.Join(strings.Fields(s), " ") == s; got != want {
+			t.Fatalf("isSingleSpaced(%q) = %v, want %v", s, got, want)
+		}
+		if isCleanASCII(s) && sanitizeText(s, 0) != s {
+			t.Fatalf("sanitize changes clean %q", s)
+		}
+		for _, max := range []int{1, 2} {
+			if got, want := collapseRuns(s, max), refCollapseRuns(s, max); got != want {
+				t.Fatalf("collapseRuns(%q, %d) = %q, want %q", s, max, got, want)
+			}
+		}
+		if got, want := hasSecondPerson(s), slices.ContainsFunc(strings.Fields(s), func(w string) bool {
+			return secondPerson[strings.ToLower(strings.Trim(w, trimPunct))]
+		}); got != want {
+			t.Fatalf("hasSecondPerson(%q) = %v, want %v", s, got, want)
+		}
+		ents, content := countWords(s, who)
+		if wantE, wantC := refCountWords(s, who); ents != wantE || content != wantC {
+			t.Fatalf("countWords(%q) = %d, %d; want %d, %d", s, ents, content, wantE, wantC)
+		}
+		if got, want := hasEntity(s), func() bool { e, _ := refCountWords(s, nil); return e > 0 }(); got != want {
+			t.Fatalf("hasEntity(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := tokenSet(s, who), refTokenSet(s, who); !slices.Equal(got, want) {
+			t.Fatalf("tokenSet(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := condenseLight(s), refCondenseLight(s); got != want {
+			t.Fatalf("condenseLight(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := condenseHard(s), refCondenseHard(s); got != want {
+			t.Fatalf("condenseHard(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := collapseRepeats(s), refCollapseRepeats(s); got != want {
+			t.Fatalf("collapseRepeats(%q) = %q, want %q", s, got, want)
+		}
+		if utf8.ValidString(s) { // splitSentences only sees sanitized text
+			if got, want := appendLine(nil, s), refSplitLine(s); !slices.Equal(got, want) {
+				t.Fatalf("appendLine(%q) = %q, want %q", s, got, want)
+			}
+		}
+		for _, w := range strings.Fields(s) {
+			c := strings.Trim(w, trimPunct)
+			if core(w) != c {
+				t.Fatalf("core(%q) = %q, want %q", w, core(w), c)
+			}
+			if pre, mid, suf := splitWord(w); pre+mid+suf != w || mid != c {
+				t.Fatalf("splitWord(%q) = %q %q %q", w, pre, mid, suf)
+			}
+			n := strings.ToLower(c)
+			if norm(w) != n {
+				t.Fatalf("norm(%q) = %q, want %q", w, norm(w), n)
+			}
+			for _, lit := range []string{"i", "and", "kind", "you", "let's", "we"} {
+				if lowerEq(c, lit) != (n == lit) {
+					t.Fatalf("lowerEq(%q, %q) wrong", c, lit)
+				}
+			}
+			exact, any := lexVariants(n)
+			for _, l := range []struct {
+				bit uint32
+				set map[string]bool
+			}{{lxFillerCore, fillerCore}, {lxFillerSoft, fillerSoft}, {lxAgree, agreeWords}, {lxNeg, negWords}, {lxLeadStrip, leadStrip}} {
+				if got, want := any&l.bit != 0, refInSet(l.set, n); got != want {
+					t.Fatalf("lexVariants(%q) bit %b = %v, want %v", n, l.bit, got, want)
+				}
+			}
+			if got, want := exact&lxLeadStripComma != 0, leadStripComma[n]; got != want {
+				t.Fatalf("lexVariants(%q) exact = %v, want %v", n, got, want)
+			}
+			lw := strings.ToLower(w)
+			base := strings.TrimSuffix(lw, ",")
+			if got, want := isLightDrop(w), lightDropWords[lw] || (base != lw && (lightDropWords[base] || base == "like")); got != want {
+				t.Fatalf("isLightDrop(%q) = %v, want %v", w, got, want)
+			}
+			if got, want := isIdentifier(c), refIsIdentifier(c); got != want {
+				t.Fatalf("isIdentifier(%q) = %v, want %v", c, got, want)
+			}
+		}
+	}
+}
+
+func TestEquivNearDup(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 3))
+	vocab := strings.Fields("a b c d e f g h i j k l")
+	set := func() []string {
+		var s []string
+		for _, w := range vocab {
+			if r.IntN(3) == 0 {
+				s = append(s, w)
+			}
+		}
+		return s
+	}
+	for i := 0; i < 100000; i++ {
+		a, b := set(), set()
+		if got, want := nearDup(a, b), refNearDup(a, b); got != want {
+			t.Fatalf("nearDup(%q, %q) = %v, want %v", a, b, got, want)
+		}
+	}
+}
+
+func refNearDup(a, b []string) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	small, large := len(a), len(b)
+	if small > large {
+		small, large = large, small
+	}
+	if small < 3 && small != large {
+		return false
+	}
+	inter := 0
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] == b[j]:
+			inter++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	if small < 3 {
+		return inter == small
+	}
+	union := len(a) + len(b) - inter
+	return float64(inter)/float64(small) >= 0.8 || float64(inter)/float64(union) >= 0.6
+}
+
+func refCountWords(s string, who names) (entities, content int) {
+	words := strings.Fields(s)
+	nameSeen := false
+	for i, w := range words {
+		c := strings.Trim(w, trimPunct)
+		if c == "" {
+			continue
+		}
+		n := strings.ToLower(c)
+		if len([]rune(n)) >= 3 && !stopwords[n] && hasLetterOrDigit(n) {
+			content++
+		}
+		_, name := who[n]
+		switch {
+		case name:
+			if !nameSeen {
+				nameSeen = true
+				entities++
+			}
+		case refIsIdentifier(c):
+			entities++
+		case i > 0 && upperFirst(c) && !commonCaps[n] && !prevEndsSentence(words[i-1]):
+			entities++
+		}
+	}
+	entities += strings.Count(s, "\"") / 2
+	return entities, content
+}
+
+func refIsIdentifier(c string) bool {
+	digits, letters := false, false
+	for _, r := range c {
+		if unicode.IsDigit(r) {
+			digits = true
+		} else if unicode.IsLetter(r) {
+			letters = true
+		}
+	}
+	if digits {
+		return true
+	}
+	if !letters {
+		return false
+	}
+	if strings.Contains(c, "://") || strings.Contains(c, "/") || strings.Contains(c, "_") {
+		return true
+	}
+	if i := strings.LastIndexByte(c, '.'); i > 0 && i < len(c)-1 {
+		return true
+	}
+	rs := []rune(c)
+	for i := 1; i < len(rs); i++ {
+		if unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i-1]) {
+			return true
+		}
+	}
+	return false
+}
+
+func refTokenSet(s string, who names) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range strings.Fields(s) {
+		n := refCollapseRuns(strings.ToLower(strings.Trim(w, trimPunct)), 2)
+		n = strings.TrimSuffix(n, "'s")
+		_, name := who[strings.ToLower(n)]
+		if n == "" || stopwords[n] || attribution[n] || !hasLetterOrDigit(n) || name {
+			continue
+		}
+		if len(n) > 4 && strings.HasSuffix(n, "ing") {
+			n = n[:len(n)-3]
+		} else if len(n) > 3 && strings.HasSuffix(n, "s") && !strings.HasSuffix(n, "ss") {
+			n = n[:len(n)-1]
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func refCondenseLight(s string) string {
+	words := strings.Fields(s)
+	out := make([]string, 0, len(words))
+	inQuote := false
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if inQuote || strings.HasPrefix(w, "\"") {
+			if strings.Count(w, "\"")%2 == 1 {
+				inQuote = !inQuote
+			}
+			out = append(out, w)
+			continue
+		}
+		lw := strings.ToLower(w)
+		base := strings.TrimSuffix(lw, ",")
+		if i > 0 && (lightDropWords[lw] || (base != lw && (lightDropWords[base] || base == "like"))) {
+			continue
+		}
+		matched := false
+		if i > 0 {
+			for _, ph := range lightDropPhrases {
+				if i+len(ph) <= len(words) {
+					ok := true
+					for k, p := range ph {
+						if strings.ToLower(words[i+k]) != p {
+							ok = false
+							break
+						}
+					}
+					if ok {
+						i += len(ph) - 1
+						matched = true
+						break
+					}
+				}
+			}
+		}
+		if !matched {
+			out = append(out, w)
+		}
+	}
+	r := strings.Join(out, " ")
+	r = strings.ReplaceAll(r, ", right?", "?")
+	r = strings.ReplaceAll(r, ", you know?", "?")
+	return r
+}
+
+func refCondenseHard(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return s
+	}
+	last, _ := utf8.DecodeLastRuneInString(s)
+	term := byte('.')
+	if last == '?' {
+		term = '?'
+	} else if last == '!' {
+		term = '!'
+	}
+	type cl struct{ sep, text string }
+	var clauses []cl
+	inQuote := false
+	start, sep := 0, ""
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			inQuote = !inQuote
+			continue
+		}
+		if inQuote {
+			continue
+		}
+		for _, sp := range clauseSplitters {
+			if strings.HasPrefix(s[i:], sp) {
+				clauses = append(clauses, cl{sep, s[start:i]})
+				sep = sp
+				start = i + len(sp)
+				i = start - 1
+				break
+			}
+		}
+	}
+	clauses = append(clauses, cl{sep, s[start:]})
+	if len(clauses) <= 1 {
+		return s
+	}
+	kept := []string{clauses[0].text}
+	for _, c := range clauses[1:] {
+		t := analyze(c.text, nil)
+		if t.entities > 0 || t.strongDecision || t.question || t.request ||
+			strings.Contains(c.text, " agreed") || strings.Contains(c.text, " said yes") ||
+			strings.Contains(c.text, " said no") {
+			kept = append(kept, c.sep+c.text)
+		}
+	}
+	r := strings.Join(kept, "")
+	if runeLen(r) > 160 && len(kept) > 2 {
+		r = kept[0] + kept[len(kept)-1]
+	}
+	r = strings.TrimRight(r, " ,;:-.!?")
+	return string(append([]byte(r), term))
+}
+
+func refCollapseRepeats(s string) string {
+	if strings.Contains(s, "\"") {
+		return s
+	}
+	norm := func(w string) string { return strings.ToLower(strings.Trim(w, trimPunct)) }
+	same := func(a, b []string) bool {
+		for i := range a {
+			na, nb := norm(a[i]), norm(b[i])
+			if na == "" || na != nb || !isAllLetters(strings.ReplaceAll(na, "'", "")) {
+				return false
+			}
+			if i < len(a)-1 && (core(a[i]) != a[i] || core(b[i]) != b[i]) {
+				return false
+			}
+		}
+		return core(a[len(a)-1]) == a[len(a)-1]
+	}
+	words := strings.Fields(s)
+	for n := 3; n >= 1; n-- {
+		out := words[:0:0]
+		for i := 0; i < len(words); {
+			if i+2*n <= len(words) && same(words[i:i+n], words[i+n:i+2*n]) {
+				i += n
+				continue
+			}
+			out = append(out, words[i])
+			i++
+		}
+		words = out
+	}
+	return strings.Join(words, " ")
+}
+
+func refSplitLine(line string) []string {
+	rs := []rune(line)
+	var out []string
+	start := 0
+	emit := func(end int) {
+		s := strings.TrimSpace(string(rs[start:end]))
+		if s != "" {
+			out = append(out, s)
+		}
+		start = end
+	}
+	lastWord := func(rs []rune) string {
+		k := len(rs)
+		for k > 0 && !unicode.IsSpace(rs[k-1]) {
+			k--
+		}
+		return strings.TrimLeft(strings.ToLower(string(rs[k:])), "\"'([{*_")
+	}
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		if !isTerm(r) {
+			continue
+		}
+		j := i
+		for j+1 < len(rs) && (isTerm(rs[j+1]) || isCloser(rs[j+1])) {
+			j++
+		}
+		if j+1 < len(rs) && !unicode.IsSpace(rs[j+1]) && !isCJKTerm(rs[j]) {
+			i = j
+			continue
+		}
+		run := string(rs[i : j+1])
+		ellipsis := strings.Contains(run, "..") || strings.ContainsRune(run, '\u2026')
+		if r == '.' && !ellipsis && !strings.ContainsAny(run, "!?") {
+			w := lastWord(rs[start:i])
+			if abbrevs[w] || isDottedAbbrev(w) {
+				i = j
+				continue
+			}
+		}
+		if ellipsis && !strings.ContainsAny(run, "!?") && j+1 < len(rs) {
+			k := j + 1
+			for k < len(rs) && unicode.IsSpace(rs[k]) {
+				k++
+			}
+			if k < len(rs) && !unicode.IsUpper(rs[k]) {
+				i = j
+				continue
+			}
+		}
+		emit(j + 1)
+		i = j
+	}
+	emit(len(rs))
+	return out
+}
