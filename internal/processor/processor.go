@@ -266,6 +266,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext) {
 		p.itMu.Unlock()
 		it.Stop()
 	}()
+	var delivered uint64 // consumer sequence of the last delivery seen
 	for {
 		msg, err := it.Next()
 		if err != nil {
@@ -278,7 +279,24 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext) {
 		if p.rewind.Load() {
 			return // not dispatched: it is redelivered after the rewind
 		}
-		p.dispatch(msg)
+		meta, err := msg.Metadata()
+		if err != nil {
+			p.log.Error().Err(err).Str("event", "bad_metadata").Str("subject", msg.Subject()).Msg("message without JetStream metadata; terminated")
+			_ = msg.Term()
+			continue
+		}
+		// The consumer is this process's alone and new since attach, so its
+		// deliveries are numbered 1, 2, 3, ... A gap is a delivery lost in
+		// flight (a consumer leader or route went away): JetStream would
+		// bring it back only after AckWait, behind later events of its
+		// session. Rewind now instead, and everything comes again in order.
+		if meta.Sequence.Consumer != delivered+1 {
+			p.requestRewind("delivery_lost", fmt.Errorf("consumer delivery %d followed %d: %d deliveries did not arrive",
+				meta.Sequence.Consumer, delivered, meta.Sequence.Consumer-delivered-1))
+			return
+		}
+		delivered = meta.Sequence.Consumer
+		p.dispatch(msg, meta.Sequence.Stream)
 	}
 }
 
@@ -297,9 +315,9 @@ func (p *Processor) requestRewind(reason string, err error) {
 
 // dispatch routes a message to its session's shard; parsing the subject
 // here keeps every event of a session on one goroutine, in stream order.
-func (p *Processor) dispatch(msg jetstream.Msg) {
+func (p *Processor) dispatch(msg jetstream.Msg, seq uint64) {
 	session, kind, perr := p.subj.ParseIn(msg.Subject())
-	p.shardOf(session).in <- inMsg{msg: msg, session: session, kind: kind, perr: perr}
+	p.shardOf(session).in <- inMsg{msg: msg, seq: seq, session: session, kind: kind, perr: perr}
 }
 
 func (p *Processor) shardOf(session string) *shard {

@@ -82,11 +82,8 @@ func (sh *shard) reject(m inMsg, cause error) {
 	dl.Header.Set(events.HeaderErrorField, ve.Field)
 	dl.Header.Set(events.HeaderError, cause.Error())
 	dl.Header.Set(events.HeaderOriginalSubject, m.msg.Subject())
-	var seq uint64
-	if meta, err := m.msg.Metadata(); err == nil {
-		seq = meta.Sequence.Stream
-		dl.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(seq, 10))
-	}
+	seq := m.seq
+	dl.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(seq, 10))
 	ctx, cancel := sh.ctx()
 	defer cancel()
 	// Dedup by original sequence: a redelivered bad message is kept once.

@@ -14,6 +14,7 @@ import (
 
 type inMsg struct {
 	msg     jetstream.Msg
+	seq     uint64 // inbound stream sequence
 	session string
 	kind    string
 	perr    error
@@ -202,13 +203,7 @@ func (sh *shard) handle(m inMsg) {
 		sh.reject(m, m.perr)
 		return
 	}
-	meta, err := m.msg.Metadata()
-	if err != nil {
-		p.log.Error().Err(err).Str("event", "bad_metadata").Str("subject", m.msg.Subject()).Msg("message without JetStream metadata; terminated")
-		_ = m.msg.Term()
-		return
-	}
-	seq := meta.Sequence.Stream
+	seq := m.seq
 	ls, err := sh.get(m.session)
 	if err != nil {
 		p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", m.session, err))
