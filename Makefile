@@ -38,3 +38,10 @@ fuzz:
 
 clean:
 	rm -rf bin data
+
+# Long crash-safety run: the processor binary SIGKILLed 200 times while a
+# bot publishes (docs/reliability.md). FOLDSTREAM_SOAK_KILLS=500 for more,
+# FOLDSTREAM_CRASH_SEED=<seed printed by a run> to replay one.
+.PHONY: soak
+soak:
+	FOLDSTREAM_SOAK=1 $(GO) test -count=1 -timeout 60m -run TestCrashSafety -v ./internal/crashtest/
