@@ -35,7 +35,7 @@ import (
 
 func main() {
 	turns := flag.Int("turns", 100000, "turns per measurement")
-	sessionsFlag := flag.String("sessions", "1,1000", "comma-separated session counts")
+	sessionsFlag := flag.String("sessions", "1,1000,10000", "comma-separated session counts")
 	runs := flag.Int("runs", 3, "runs per measurement (median and spread reported)")
 	flag.StringVar(&summarizerKind, "summarizer", "offline", "offline (CPU on the same cores) or http (the openai backend against an in-process chat-completions server that answers at once)")
 	flag.DurationVar(&flushInterval, "flush-interval", 0, "processor checkpoint interval (0 = the processor's default)")

@@ -96,11 +96,14 @@ func (c Config) withDefaults() Config {
 	if c.Shards <= 0 {
 		c.Shards = 8
 	}
+	// Acks are invisible to bots (they get the stream's publish ack), so
+	// checkpoints can wait: with many sessions, each write then covers
+	// several turns of its session instead of about one.
 	if c.FlushInterval <= 0 {
-		c.FlushInterval = 20 * time.Millisecond
+		c.FlushInterval = 100 * time.Millisecond
 	}
 	if c.FlushBatch <= 0 {
-		c.FlushBatch = 4096
+		c.FlushBatch = 16384
 	}
 	if c.FoldTimeout <= 0 {
 		c.FoldTimeout = 60 * time.Second
@@ -124,7 +127,7 @@ func (c Config) withDefaults() Config {
 		c.MaxConcurrentFolds = 32
 	}
 	if c.MaxAckPending <= 0 {
-		c.MaxAckPending = 65536
+		c.MaxAckPending = 1 << 18
 	}
 	if c.AckWait <= 0 {
 		c.AckWait = 30 * time.Second
