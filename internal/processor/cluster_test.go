@@ -226,7 +226,7 @@ func TestClusterFailover(t *testing.T) {
 	}()
 
 	// The processor has its own connection, as in production.
-	pnc, pjs := connect("processor")
+	_, pjs := connect("processor")
 	pkv, err := pjs.KeyValue(context.Background(), layout.Bucket)
 	if err != nil {
 		t.Fatal(err)
@@ -332,31 +332,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	progress("before failures", 60)
 
-	// Which nodes may go down. A delivery in flight to the processor is
-	// lost when the node that sends it (the consumer's leader) or the node
-	// the processor is connected to goes away; JetStream redelivers it after
-	// AckWait, behind the session's later events, and the processor then
-	// drops it (known bug, TestLostDeliveryIsRedeliveredInOrder). Until
-	// that is fixed, the stream leader is moved off those two nodes before
-	// it is shut down; FOLDSTREAM_KNOWN_BUGS=1 shuts down whatever node
-	// leads.
-	spare := func() map[string]bool {
-		keep := map[string]bool{}
-		if !knownBugs() {
-			keep[pnc.ConnectedServerName()] = true
-			keep[consumerLeader(t, js, layout.In, p.cfg.Consumer)] = true
-		}
-		return keep
-	}
 	ci := streamCluster(t, js, layout.In, true)
-	if keep := spare(); keep[ci.Leader] {
-		for _, r := range ci.Replicas {
-			if !keep[r.Name] {
-				ci = stepDown(t, nc, js, layout.In, r.Name)
-				break
-			}
-		}
-	}
 	leader := c.index(ci.Leader)
 	t.Logf("%s: shutting down %s, leader of %s", time.Since(began).Round(time.Millisecond), ci.Leader, layout.In)
 	c.stopNode(leader)
@@ -365,29 +341,12 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("%s: new leader %s; restarting %s", time.Since(began).Round(time.Millisecond), ci.Leader, c.opts[leader].ServerName)
 	c.startNode(leader)
 	ci = streamCluster(t, js, layout.In, true)
-	// A follower to shut down; it is made the leader of the checkpoint
-	// bucket and the outbound stream first, so that checkpoint writes and
-	// summary publishes fail over too.
-	keep := spare()
-	follower := -1
-	for _, r := range ci.Replicas {
-		if !keep[r.Name] {
-			follower = c.index(r.Name)
-		}
-	}
-	if follower < 0 {
-		// Every follower must stay up: make the one spare node a follower.
-		for i, o := range c.opts {
-			if !keep[o.ServerName] {
-				follower = i
-			}
-		}
-		for k := range keep {
-			if k != ci.Leader {
-				ci = stepDown(t, nc, js, layout.In, k)
-				break
-			}
-		}
+	// A follower to shut down, other than the node just restarted. It is
+	// made the leader of the checkpoint bucket and the outbound stream
+	// first, so that checkpoint writes and summary publishes fail over too.
+	follower := c.index(ci.Replicas[0].Name)
+	if follower == leader {
+		follower = c.index(ci.Replicas[1].Name)
 	}
 	leads := map[string][]string{}
 	for _, name := range []string{"KV_" + layout.Bucket, layout.Out} {
@@ -524,29 +483,6 @@ func diagnose(t *testing.T, js jetstream.JetStream, layout broker.Layout, env cr
 	}
 }
 
-// knownBugs turns off the workarounds for open bugs (docs/reliability.md).
-func knownBugs() bool { return os.Getenv("FOLDSTREAM_KNOWN_BUGS") != "" }
-
-// consumerLeader is the server leading the durable consumer.
-func consumerLeader(t *testing.T, js jetstream.JetStream, stream, name string) string {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c, err := js.Consumer(ctx, stream, name)
-		var info *jetstream.ConsumerInfo
-		if err == nil {
-			info, err = c.Info(ctx)
-		}
-		cancel()
-		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
-			return info.Cluster.Leader
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer %s: no leader: %v", name, err)
-		}
-	}
-}
-
 // stepDown moves the leadership of stream to the server named preferred.
 func stepDown(t *testing.T, nc *nats.Conn, js jetstream.JetStream, stream, preferred string) *jetstream.ClusterInfo {
 	t.Helper()
@@ -570,9 +506,6 @@ func stepDown(t *testing.T, nc *nats.Conn, js jetstream.JetStream, stream, prefe
 // side) is redelivered by JetStream after AckWait, behind the session's
 // later events. It must still be applied, in order.
 func TestLostDeliveryIsRedeliveredInOrder(t *testing.T) {
-	if !knownBugs() {
-		t.Skip("known bug: a delivery lost in flight comes back after AckWait behind later events and is dropped as already applied (docs/reliability.md)")
-	}
 	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
 	r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}, AckWait: time.Second})
 	r.publishTurns("s1", 0, 3)
