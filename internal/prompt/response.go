@@ -21,15 +21,22 @@ var (
 // <summary>…</summary> wrapper, which seed-004-style models like to add,
 // is removed.
 func ParseMemories(answer string) (summary string, memories []string) {
-	summary = answer
-	if loc := memoriesOpenRe.FindStringIndex(answer); loc != nil {
-		before, rest := answer[:loc[0]], answer[loc[1]:]
-		block, after := rest, ""
-		if c := memoriesCloseRe.FindStringIndex(rest); c != nil {
-			block, after = rest[:c[0]], rest[c[1]:]
+	var kept []string
+	seen := map[string]bool{}
+	rest := answer
+	// Every block is removed: a fact block left in would be published as
+	// part of the summary.
+	for {
+		loc := memoriesOpenRe.FindStringIndex(rest)
+		if loc == nil {
+			kept = append(kept, strings.TrimSpace(rest))
+			break
 		}
-		summary = strings.TrimSpace(before) + "\n" + strings.TrimSpace(after)
-		seen := map[string]bool{}
+		kept = append(kept, strings.TrimSpace(rest[:loc[0]]))
+		block, after := rest[loc[1]:], ""
+		if c := memoriesCloseRe.FindStringIndex(block); c != nil {
+			block, after = block[:c[0]], block[c[1]:]
+		}
 		for _, line := range strings.Split(block, "\n") {
 			line = strings.TrimSpace(bulletRe.ReplaceAllString(strings.TrimSpace(line), ""))
 			switch strings.ToLower(strings.Trim(line, "().")) {
@@ -41,7 +48,9 @@ func ParseMemories(answer string) (summary string, memories []string) {
 				memories = append(memories, line)
 			}
 		}
+		rest = after
 	}
+	summary = strings.Join(kept, "\n")
 	if m := summaryRe.FindStringSubmatch(summary); m != nil {
 		summary = m[1]
 	}

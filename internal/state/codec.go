@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // TurnRefs encode as one base64 string of varint deltas instead of a JSON
@@ -39,7 +40,7 @@ func (r *TurnRefs) UnmarshalJSON(data []byte) error {
 		}
 		buf = buf[n2:]
 		tk, n3 := binary.Uvarint(buf)
-		if n3 <= 0 {
+		if n3 <= 0 || tk > math.MaxInt32 {
 			return fmt.Errorf("turn refs: corrupt token count")
 		}
 		buf = buf[n3:]

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -53,10 +54,27 @@ func (m *respMeta) retryAfter(now time.Time) time.Duration {
 	}
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return durationOf(ms, time.Millisecond)
 		}
 	}
 	return parseRetryAfter(h.Get("Retry-After"), now)
+}
+
+// maxRetryAfter caps a server's wait so that converting it cannot
+// overflow into a negative duration (which would mean "retry at once").
+// Any wait this long is beyond every fold timeout, so the fold gives up.
+const maxRetryAfter = 24 * time.Hour
+
+// durationOf converts n units to a duration, clamped to [0, maxRetryAfter];
+// NaN is 0 and +Inf is the cap.
+func durationOf(n float64, unit time.Duration) time.Duration {
+	switch {
+	case math.IsNaN(n) || n <= 0:
+		return 0
+	case n >= float64(maxRetryAfter/unit):
+		return maxRetryAfter
+	}
+	return time.Duration(n * float64(unit))
 }
 
 func parseRetryAfter(v string, now time.Time) time.Duration {
@@ -65,14 +83,11 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 {
-			return 0
-		}
-		return time.Duration(secs * float64(time.Second))
+		return durationOf(secs, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
-			return d
+			return min(d, maxRetryAfter)
 		}
 	}
 	return 0
