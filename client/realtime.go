@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 // DefaultRealtimeCeiling is seed 000's hard ceiling on realtime
@@ -49,49 +51,5 @@ func RealtimeInstructions(base, summary string, ceiling int) string {
 	if room < minRealtimeSummary {
 		return base
 	}
-	return base + head + clampSentence(summary, room)
-}
-
-// clampSentence cuts s to at most max runes at the last sentence end that
-// keeps at least half of max, else at the last word boundary followed by
-// "…". The result is never longer than max.
-func clampSentence(s string, max int) string {
-	r := []rune(s)
-	if len(r) <= max {
-		return s
-	}
-	for e := max; e >= max/2 && e >= 1; e-- {
-		if isSentenceEnd(r, e) {
-			return strings.TrimSpace(string(r[:e]))
-		}
-	}
-	limit := max - 1 // room for the ellipsis
-	cut := limit
-	for i := limit; i > 0; i-- {
-		if unicode.IsSpace(r[i]) {
-			cut = i
-			break
-		}
-	}
-	out := strings.TrimRightFunc(string(r[:cut]), func(c rune) bool {
-		return unicode.IsSpace(c) || strings.ContainsRune(",;:-–—", c)
-	})
-	if out == "" {
-		out = string(r[:limit])
-	}
-	return out + "…"
-}
-
-// isSentenceEnd reports whether r[:e] ends a sentence: ".", "!" or "?",
-// optionally followed by closing quotes or brackets, then a space or the
-// end of r.
-func isSentenceEnd(r []rune, e int) bool {
-	if e < len(r) && !unicode.IsSpace(r[e]) {
-		return false
-	}
-	i := e - 1
-	for i >= 0 && strings.ContainsRune(`"')]”’`, r[i]) {
-		i--
-	}
-	return i >= 0 && strings.ContainsRune(".!?", r[i])
+	return base + head + sentence.Clamp(summary, room)
 }
