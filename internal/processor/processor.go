@@ -144,8 +144,10 @@ func (p *Processor) Run(ctx context.Context) error {
 			time.Sleep(time.Second)
 			continue
 		}
+		// After a rewind too: a session whose events are all checkpointed
+		// gets no event that would re-check it, yet may have folds to do.
+		go p.resumeDue(ctx, stopping)
 		if attempt == 0 {
-			go p.resumeDue(ctx, stopping)
 			p.log.Info().Str("event", "processor_started").Str("instance", p.cfg.InstanceID).Str("consumer", p.cfg.Consumer).
 				Uint64("resume_after_seq", floor).Int("shards", p.cfg.Shards).Int("recent_window", p.cfg.Window.Recent).
 				Int("batch_size", p.cfg.Window.Batch).Int("max_summary_chars", p.cfg.Window.MaxSummaryChars).

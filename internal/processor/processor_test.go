@@ -524,3 +524,39 @@ func TestCheckpointConflictRewindsWithoutLoss(t *testing.T) {
 		t.Fatalf("%d summarizer calls", r.llm.Calls())
 	}
 }
+
+// After a rewind, a session whose events are all checkpointed still gets
+// its pending folds: nothing else would re-check it.
+func TestRewindResumesDueSessions(t *testing.T) {
+	r := newRig(t)
+	release := make(chan struct{})
+	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply {
+		if n == 0 {
+			<-release
+		}
+		return openaitest.OK(echoSummary(req))
+	})
+	p, _ := r.start(Config{})
+	r.turns("s1", 80)
+	r.eventually("first fold in flight, all turns checkpointed", func() bool {
+		s := r.checkpoint("s1")
+		return r.llm.Calls() == 1 && s.Total == 80 && s.Lease != nil
+	})
+	// Another writer moves the checkpoint: the fold's landing conflicts and
+	// rewinds; no further event of s1 will come.
+	ctx := context.Background()
+	s, rev, err := r.store.Load(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.store.Save(ctx, s, rev); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	// Folds at 61 and 71 are due; 80−20 = 60 is not > 60. Both land
+	// without any new turn.
+	r.waitSettled("s1", 80, 20)
+	if got := testutil.ToFloat64(p.m.rewinds); got < 1 {
+		t.Fatalf("rewinds %v", got)
+	}
+}
