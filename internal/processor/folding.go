@@ -35,9 +35,12 @@ type foldJob struct {
 }
 
 type foldResult struct {
-	job      foldJob
-	out      fold.Outcome
-	err      error
+	job foldJob
+	out fold.Outcome
+	err error
+	// model is set when the summarizer failed, as opposed to reading the
+	// batch or recording the summary on NATS.
+	model    bool
 	origToks int
 	sumToks  int
 	nTurns   int
@@ -200,6 +203,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	r.fromT, r.toT = req.From, req.To
 	r.nTurns, r.nNotes = len(req.Turns), len(req.Notes)
 	r.out, r.err = fold.Summarize(ctx, p.sum, req)
+	r.model = r.err != nil
 	if r.err == nil {
 		r.sumToks = p.tokens.Count(r.out.Summary)
 	}
@@ -317,11 +321,17 @@ func (sh *shard) failed(ls *live, r foldResult, latency time.Duration) {
 	s.Lease = nil
 	re := retry.Classify(r.err)
 	canceled := errors.Is(r.err, context.Canceled) || re.Class == retry.Canceled
-	if !canceled {
+	switch {
+	case canceled:
+	case r.model:
+		// A failing model backs off exponentially so it is not hammered.
 		s.Failures++
 		backoff := p.cfg.RetryBackoff << min(s.Failures-1, 16)
-		backoff = min(backoff, p.cfg.RetryBackoffMax)
-		s.RetryAfter = p.clock.Now().Add(backoff)
+		s.RetryAfter = p.clock.Now().Add(min(backoff, p.cfg.RetryBackoffMax))
+	default:
+		// NATS trouble (a leader election, a lost route) is short-lived:
+		// retry soon, without escalating.
+		s.RetryAfter = p.clock.Now().Add(p.cfg.RetryBackoff)
 	}
 	sh.markDirty(ls)
 	if !canceled {
