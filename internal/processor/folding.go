@@ -85,7 +85,9 @@ func (sh *shard) skip(ls *live, d fold.Decision, trigger string) {
 	p := sh.p
 	p.m.skips.WithLabelValues(string(d.Reason)).Inc()
 	explicit := trigger == "generate" || trigger == "compact"
-	publish := explicit || d.Reason != ls.lastSkip
+	// below_threshold is a session's normal state between folds: it is
+	// logged, and published only when a check was asked for.
+	publish := explicit || (d.Reason != ls.lastSkip && d.Reason != fold.SkipBelowThreshold)
 	level := zerolog.DebugLevel
 	if publish && d.Reason != fold.SkipBelowThreshold {
 		level = zerolog.InfoLevel

@@ -77,8 +77,8 @@ func TestSeed000Progression(t *testing.T) {
 			t.Errorf("no %s event", typ)
 		}
 	}
-	if !hasType(lc, events.EventCompactionSkipped, events.SkipBelowThreshold) {
-		t.Error("no below_threshold skip event")
+	if hasType(lc, events.EventCompactionSkipped, events.SkipBelowThreshold) {
+		t.Error("below_threshold published without an explicit check")
 	}
 	// Provider-reported usage (openaitest.OK reports 100 prompt tokens).
 	if got := testutil.ToFloat64(p.m.sumTokens.WithLabelValues("input")); got != 200 {
@@ -388,7 +388,17 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 func TestGenerateTrigger(t *testing.T) {
 	r := newRig(t)
 	r.start(Config{Trigger: TriggerGenerate})
-	r.turns("s1", 75)
+	r.turns("s1", 5)
+	r.control("s1", events.OpGenerate, nil) // an explicit check reports why it did not fold
+	r.eventually("below_threshold published for the explicit check", func() bool {
+		for _, e := range r.lifecycle("s1") {
+			if e.Type == events.EventCompactionSkipped && e.Reason == events.SkipBelowThreshold && e.Trigger == "generate" {
+				return true
+			}
+		}
+		return false
+	})
+	r.turns("s1", 70)
 	r.waitSettled("s1", 75, 0)
 	r.control("s1", events.OpGenerate, nil)
 	// The fold at cursor 0 is followed by its catch-up check: 75−10 > 60.
