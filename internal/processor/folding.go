@@ -116,14 +116,11 @@ func (sh *shard) startFold(ls *live, w fold.Window, d fold.Decision, trigger str
 		return
 	}
 	if !ls.due {
-		ctx, cancel := sh.ctx()
-		err := p.store.MarkDue(ctx, s.ID)
-		cancel()
-		if err != nil {
-			p.requestRewind("due_mark_failed", err)
-			return
+		if err := p.store.MarkDue(s.ID); err != nil {
+			p.log.Warn().Err(err).Str("event", "due_mark_failed").Str("session", s.ID).Msg("could not mark the session due; an interrupted fold resumes on its next event")
+		} else {
+			ls.due = true
 		}
-		ls.due = true
 	}
 	s.Lease = &state.Lease{
 		FoldID: nuid.Next(), Owner: p.cfg.InstanceID, Deadline: now.Add(p.cfg.LeaseTTL),

@@ -452,7 +452,7 @@ func (sh *shard) resume(id, trigger string) {
 }
 
 // settleDue decides, after a check, whether the session needs another one
-// without waiting for an event, and clears its due mark when it does not.
+// without waiting for an event.
 func (sh *shard) settleDue(ls *live) {
 	s, now := ls.s, sh.p.clock.Now()
 	switch {
@@ -466,16 +466,8 @@ func (sh *shard) settleDue(ls *live) {
 		return
 	}
 	delete(sh.wake, s.ID)
-	if !ls.due {
-		return
-	}
-	ctx, cancel := sh.ctx()
-	defer cancel()
-	if err := sh.p.store.ClearDue(ctx, s.ID); err != nil {
-		sh.p.log.Warn().Err(err).Str("event", "due_clear_failed").Str("session", s.ID).Msg("could not clear the due mark; the session is checked again at the next start")
-		return
-	}
-	ls.due = false
+	// The due mark stays until the session leaves memory (evictIdle):
+	// clearing it after every fold would cost a KV write per fold.
 }
 
 func (sh *shard) wakeDue() {
@@ -494,6 +486,12 @@ func (sh *shard) evictIdle() {
 	for id, ls := range sh.sessions {
 		_, waking := sh.wake[id]
 		if !waking && !ls.dirty && len(ls.acks) == 0 && ls.s.Lease == nil && ls.cancel == nil && now.Sub(ls.touched) > sh.p.cfg.IdleEvict {
+			if ls.due {
+				// Idle with nothing pending (else it would be waking).
+				if err := sh.p.store.ClearDue(id); err != nil {
+					sh.p.log.Warn().Err(err).Str("event", "due_clear_failed").Str("session", id).Msg("due mark left; the session is checked once at the next start")
+				}
+			}
 			delete(sh.sessions, id)
 			sh.p.m.liveSess.Dec()
 		}

@@ -159,3 +159,33 @@ func TestCreateAfterDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestDueMarks(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	for _, id := range []string{"a", "b-1", "c_2"} {
+		if err := st.MarkDue(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A session whose id looks like the prefix cannot collide: '=' is not
+	// a session character.
+	if _, err := st.Save(ctx, New("due"), 0); err != nil {
+		t.Fatal(err)
+	}
+	<-st.js.PublishAsyncComplete()
+	ids, err := st.ListDue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ids, []string{"a", "b-1", "c_2"}) {
+		t.Fatalf("due %v", ids)
+	}
+	if err := st.ClearDue("b-1"); err != nil {
+		t.Fatal(err)
+	}
+	<-st.js.PublishAsyncComplete()
+	if ids, _ = st.ListDue(ctx); !reflect.DeepEqual(ids, []string{"a", "c_2"}) {
+		t.Fatalf("after clear: %v", ids)
+	}
+}

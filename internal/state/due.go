@@ -2,10 +2,10 @@ package state
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -17,16 +17,25 @@ const duePrefix = "=due."
 // MarkDue records, before a fold starts, that the session has fold work:
 // if the process dies or the fold fails, a starting processor finds it
 // here and resumes it even if the session never sends another event.
-func (st *Store) MarkDue(ctx context.Context, id string) error {
-	if _, err := st.kv.Put(ctx, duePrefix+id, nil); err != nil {
+//
+// The write is pipelined: it is published before the fold's lease
+// checkpoint on the same connection and stream, which JetStream stores in
+// order, and a lease found on load schedules a check of its own anyway.
+func (st *Store) MarkDue(id string) error {
+	if _, err := st.js.PublishAsync(st.putPrefix+duePrefix+id, nil); err != nil {
 		return fmt.Errorf("mark session %s due: %w", id, err)
 	}
 	return nil
 }
 
-// ClearDue removes the mark once the session has nothing left to resume.
-func (st *Store) ClearDue(ctx context.Context, id string) error {
-	if err := st.kv.Purge(ctx, duePrefix+id); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+// ClearDue removes the mark, without waiting, once the session has left
+// memory with nothing to resume. A mark left behind costs one check at
+// the next start.
+func (st *Store) ClearDue(id string) error {
+	m := nats.NewMsg(st.putPrefix + duePrefix + id)
+	m.Header.Set("KV-Operation", "PURGE")
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	if _, err := st.js.PublishMsgAsync(m); err != nil {
 		return fmt.Errorf("clear due mark of session %s: %w", id, err)
 	}
 	return nil
