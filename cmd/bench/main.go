@@ -70,6 +70,16 @@ var summarizerKind string
 // flushInterval overrides the processor's checkpoint cadence (-flush-interval).
 var flushInterval time.Duration
 
+// benchLog is silent unless FOLDSTREAM_BENCH_LOG names a level (e.g.
+// "warn"): then the processor's logs go to stderr.
+func benchLog() zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(os.Getenv("FOLDSTREAM_BENCH_LOG"))
+	if err != nil || os.Getenv("FOLDSTREAM_BENCH_LOG") == "" {
+		return zerolog.Nop()
+	}
+	return zerolog.New(os.Stderr).Level(lvl).With().Timestamp().Logger()
+}
+
 // profileTo receives the CPU profile of processor runs (-cpuprofile).
 var profileTo io.Writer
 
@@ -224,7 +234,7 @@ func processorRate(ctx context.Context, n, sessions int) (float64, uint64, error
 	}
 	defer closeSum()
 	p, err := processor.New(processor.Config{FlushInterval: flushInterval, MaxConcurrentFolds: maxFolds}, processor.Deps{
-		JS: e.js, Layout: l, Store: state.NewStore(e.js, kv), Summarizer: sum, Log: zerolog.Nop(),
+		JS: e.js, Layout: l, Store: state.NewStore(e.js, kv), Summarizer: sum, Log: benchLog(),
 	})
 	if err != nil {
 		return 0, 0, err
