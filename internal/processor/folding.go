@@ -28,6 +28,7 @@ type foldJob struct {
 	from, to  int64
 	turns     []state.TurnRef
 	notes     []state.NoteRef
+	payloads  map[uint64][]byte // of the batch, when this owner saw them
 	started   time.Time
 	cursor    int64
 	prevVer   uint64
@@ -137,6 +138,19 @@ func (sh *shard) startFold(ls *live, w fold.Window, d fold.Decision, trigger str
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
 	}
+	if len(ls.payloads) > 0 {
+		job.payloads = make(map[uint64][]byte, len(job.turns)+len(job.notes))
+		for _, r := range job.turns {
+			if data, ok := ls.payloads[r.Seq]; ok {
+				job.payloads[r.Seq] = data
+			}
+		}
+		for _, r := range job.notes {
+			if data, ok := ls.payloads[r.Seq]; ok {
+				job.payloads[r.Seq] = data
+			}
+		}
+	}
 	p.m.folds.WithLabelValues("started").Inc()
 	p.m.inFlight.Inc()
 	sh.publishLifecycle(ls, events.Lifecycle{
@@ -174,7 +188,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, MaxChars: job.window.MaxSummaryChars}
 	for i, ref := range job.turns {
 		var t events.Turn
-		if err := p.readEvent(ctx, ref.Seq, &t); err != nil {
+		if err := p.readEvent(ctx, ref.Seq, job.payloads[ref.Seq], &t); err != nil {
 			r.err = err
 			return r
 		}
@@ -190,7 +204,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	}
 	for _, ref := range job.notes {
 		var n events.Note
-		if err := p.readEvent(ctx, ref.Seq, &n); err != nil {
+		if err := p.readEvent(ctx, ref.Seq, job.payloads[ref.Seq], &n); err != nil {
 			r.err = err
 			return r
 		}
@@ -209,12 +223,17 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	return r
 }
 
-func (p *Processor) readEvent(ctx context.Context, seq uint64, v any) error {
-	raw, err := p.inStream.GetMsg(ctx, seq)
-	if err != nil {
-		return fmt.Errorf("read inbound event at sequence %d (expired from the stream? check max_age): %w", seq, err)
+// readEvent decodes the inbound event at seq from data when the owner kept
+// it, else from the stream.
+func (p *Processor) readEvent(ctx context.Context, seq uint64, data []byte, v any) error {
+	if data == nil {
+		raw, err := p.inStream.GetMsg(ctx, seq)
+		if err != nil {
+			return fmt.Errorf("read inbound event at sequence %d (expired from the stream? check max_age): %w", seq, err)
+		}
+		data = raw.Data
 	}
-	if err := json.Unmarshal(raw.Data, v); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("decode inbound event at sequence %d: %w", seq, err)
 	}
 	return nil
@@ -279,6 +298,12 @@ func (sh *shard) applyResult(r foldResult) {
 		return
 	}
 	oldCursor := s.Cursor
+	for _, ref := range r.job.turns {
+		delete(ls.payloads, ref.Seq)
+	}
+	for _, ref := range r.job.notes {
+		delete(ls.payloads, ref.Seq)
+	}
 	s.Summary = r.out.Summary
 	s.Version = r.job.prevVer + 1
 	s.Advance(r.job.to, len(r.job.notes))

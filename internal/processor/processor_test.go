@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -568,5 +570,38 @@ func TestRewindResumesDueSessions(t *testing.T) {
 	r.waitSettled("s1", 80, 20)
 	if got := testutil.ToFloat64(p.m.rewinds); got < 1 {
 		t.Fatalf("rewinds %v", got)
+	}
+}
+
+// A fold reads its batch from the payloads its owner kept when it applied
+// them; after a reload it reads them from the stream, one direct get each.
+func TestFoldReadsBatchFromMemoryElseStream(t *testing.T) {
+	r := newRig(t)
+	var gets atomic.Int64
+	sub, err := r.nc.Subscribe("$JS.API.DIRECT.GET."+r.layout.In+".>", func(*nats.Msg) { gets.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub2, err := r.nc.Subscribe("$JS.API.DIRECT.GET."+r.layout.In, func(*nats.Msg) { gets.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	defer sub2.Unsubscribe()
+	_, stop := r.start(Config{})
+	r.turns("s1", 61)
+	r.waitSettled("s1", 61, 10)
+	if n := gets.Load(); n != 0 {
+		t.Fatalf("fold made %d direct gets; its batch was in memory", n)
+	}
+	stop()
+	r.start(Config{})
+	r.turns("s1", 10) // 71: folds 10..19, applied by the previous owner
+	r.waitSettled("s1", 71, 20)
+	if n := gets.Load(); n != 10 {
+		t.Fatalf("fold after a reload made %d direct gets, want 10", n)
+	}
+	if first, last := foldedRange(r.llm.Requests()[1]); first != "010" || last != "019" {
+		t.Fatalf("second fold carried %s..%s", first, last)
 	}
 }

@@ -30,6 +30,23 @@ type live struct {
 	cancel   context.CancelFunc
 	touched  time.Time
 	due      bool // the KV due mark is known to be set
+	// payloads of unfolded turns and pending notes seen by this owner, by
+	// stream sequence: a fold then reads its batch from memory instead of
+	// one direct get per turn. Absent after a reload; capped per session.
+	payloads map[uint64][]byte
+}
+
+// maxPayloads caps the remembered payloads of one session (a backlog falls
+// back to reading the stream).
+const maxPayloads = 1024
+
+func (ls *live) remember(seq uint64, data []byte) {
+	if ls.payloads == nil {
+		ls.payloads = make(map[uint64][]byte)
+	}
+	if len(ls.payloads) < maxPayloads {
+		ls.payloads[seq] = data
+	}
 }
 
 // shard owns a subset of sessions: every event and fold result of a session
@@ -242,11 +259,13 @@ func (sh *shard) handle(m inMsg) {
 			return
 		}
 		ls.s.AddTurn(h, state.TurnRef{Seq: seq, At: t.At.UnixMilli(), Tokens: t.Tokens})
+		ls.remember(seq, m.msg.Data())
 		if sh.trigger(ls) == TriggerTurn {
 			sh.evaluate(ls, "turn", false)
 		}
 	case in.Note != nil:
 		ls.s.PendingNotes = append(ls.s.PendingNotes, state.NoteRef{Seq: seq, At: in.Note.At.UnixMilli()})
+		ls.remember(seq, m.msg.Data())
 	case in.Control != nil:
 		sh.control(ls, in.Control)
 	}
@@ -274,6 +293,7 @@ func (sh *shard) control(ls *live, c *events.Control) {
 		sh.abandon(ls, "session reset")
 		sh.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
 		ls.s.Reset()
+		ls.payloads = nil
 		ls.lastSkip = ""
 		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset})
 		p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Msg("session reset")
