@@ -212,32 +212,32 @@ func waitAcked(ctx context.Context, cons jetstream.Consumer, n uint64) error {
 // processorRate times the processor from consumer attach until every turn
 // is applied, checkpointed and acked. Folds run (offline summarizer) but
 // ingest does not wait for them.
-func processorRate(ctx context.Context, n, sessions int) (float64, uint64, error) {
+func processorRate(ctx context.Context, n, sessions int) (float64, uint64, uint64, error) {
 	e, err := newEnv()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer e.close()
 	subjects, _ := events.NewSubjects("fold")
 	l := broker.NewLayout(subjects)
 	kv, err := broker.Provision(ctx, e.js, l, broker.ProvisionConfig{}, zerolog.Nop())
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	subs, data := payloads(subjects, n, sessions)
 	if err := publishAll(ctx, e.js, subs, data); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	sum, maxFolds, closeSum, err := newSummarizer()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer closeSum()
 	p, err := processor.New(processor.Config{FlushInterval: flushInterval, MaxConcurrentFolds: maxFolds}, processor.Deps{
 		JS: e.js, Layout: l, Store: state.NewStore(e.js, kv), Summarizer: sum, Log: benchLog(),
 	})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -251,18 +251,19 @@ func processorRate(ctx context.Context, n, sessions int) (float64, uint64, error
 	cons, err := e.js.Consumer(ctx, l.In, "foldstream")
 	if err != nil {
 		cancel()
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if err := waitAcked(ctx, cons, uint64(n)); err != nil {
 		cancel()
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	rate := float64(n) / time.Since(start).Seconds()
+	folds := p.Folds() // landed while ingest ran: their work shares the cores
 	cancel()
 	if err := <-done; err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return rate, p.Applied(), nil
+	return rate, p.Applied(), folds, nil
 }
 
 // newSummarizer builds the fold backend with the fold concurrency the
@@ -289,15 +290,15 @@ func run(w io.Writer, n int, sessions []int, runs int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	fmt.Fprintf(w, "foldstream bench: %d turns per run, %d runs each, in-process nats-server, file storage, %d CPUs, summarizer %s\n\n", n, runs, runtime.NumCPU(), summarizerKind)
-	fmt.Fprintf(w, "%-9s %-26s %-26s %-22s\n", "sessions", "raw consume+ack msg/s", "processor ingest turns/s", "ratio (target >= 0.5)")
+	fmt.Fprintf(w, "%-9s %-26s %-26s %-22s %s\n", "sessions", "raw consume+ack msg/s", "processor ingest turns/s", "ratio (target >= 0.5)", "folds landed during ingest")
 	for _, s := range sessions {
-		var raws, procs, ratios []float64
+		var raws, procs, ratios, folds []float64
 		for range runs {
 			raw, err := rawRate(ctx, n, s)
 			if err != nil {
 				return fmt.Errorf("raw baseline: %w", err)
 			}
-			proc, applied, err := processorRate(ctx, n, s)
+			proc, applied, landed, err := processorRate(ctx, n, s)
 			if err != nil {
 				return fmt.Errorf("processor: %w", err)
 			}
@@ -305,8 +306,9 @@ func run(w io.Writer, n int, sessions []int, runs int) error {
 				return fmt.Errorf("processor applied %d of %d turns", applied, n)
 			}
 			raws, procs, ratios = append(raws, raw), append(procs, proc), append(ratios, proc/raw)
+			folds = append(folds, float64(landed))
 		}
-		fmt.Fprintf(w, "%-9d %-26s %-26s %-22s\n", s, medSpread(raws, "%.0f"), medSpread(procs, "%.0f"), medSpread(ratios, "%.2f"))
+		fmt.Fprintf(w, "%-9d %-26s %-26s %-22s %s\n", s, medSpread(raws, "%.0f"), medSpread(procs, "%.0f"), medSpread(ratios, "%.2f"), medSpread(folds, "%.0f"))
 	}
 	return nil
 }

@@ -318,6 +318,7 @@ func (sh *shard) applyResult(r foldResult) {
 		sh.dropChunks(s, oldCursor, s.Cursor)
 	}
 	p.m.folds.WithLabelValues("completed").Inc()
+	p.landed.Add(1)
 	p.m.foldLatency.Observe(latency.Seconds())
 	p.m.sumTokens.WithLabelValues("input").Add(float64(r.out.InputTokens))
 	p.m.sumTokens.WithLabelValues("output").Add(float64(r.out.OutputTokens))

@@ -54,6 +54,7 @@ type Processor struct {
 	itMu    sync.Mutex
 	it      jetstream.MessagesContext
 	applied atomic.Uint64 // events applied, for tests and the bench
+	landed  atomic.Uint64 // folds completed
 	ready   chan struct{}
 }
 
@@ -94,6 +95,9 @@ func (p *Processor) Ready() <-chan struct{} { return p.ready }
 
 // Applied is the number of inbound events applied so far.
 func (p *Processor) Applied() uint64 { return p.applied.Load() }
+
+// Folds is the number of folds completed so far.
+func (p *Processor) Folds() uint64 { return p.landed.Load() }
 
 // Run consumes until ctx is cancelled, then shuts down gracefully: stop
 // fetching, let in-flight folds finish within ShutdownGrace (else abandon
