@@ -15,13 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foldstream/foldstream/internal/broker"
-	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 )
 
 // binary is the processor built once for every test of this package.
@@ -67,26 +65,8 @@ type world struct {
 
 func newWorld(t *testing.T, seed uint64, maxDelay time.Duration) *world {
 	t.Helper()
-	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := nats.Connect(ns.ClientURL(), nats.Name("crashtest"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subjects, _ := events.NewSubjects("fold")
-	layout := broker.NewLayout(subjects)
-	kv, err := broker.Provision(context.Background(), js, layout, broker.ProvisionConfig{}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := brokertest.Start(t, brokertest.Options{Listen: true, Name: "crashtest"})
+	ns, nc, js, kv, layout := b.NS, b.NC, b.JS, b.KV, b.Layout
 	w := &world{t: t, ns: ns, nc: nc, js: js, kv: kv, logDir: t.TempDir(),
 		env: Env{JS: js, Layout: layout, Store: state.NewStore(js, kv)}}
 	w.model = NewModel(t, seed, maxDelay)

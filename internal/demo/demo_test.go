@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -118,27 +118,10 @@ type env struct {
 
 func newEnv(t *testing.T) env {
 	t.Helper()
-	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := broker.Connect(broker.ConnConfig{Name: "demo-test"}, ns, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subj, _ := events.NewSubjects("")
+	b := brokertest.Start(t, brokertest.Options{Name: "demo-test"})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	if _, err := broker.Provision(ctx, js, broker.NewLayout(subj), broker.ProvisionConfig{}, zerolog.Nop()); err != nil {
-		t.Fatal(err)
-	}
-	return env{nc: nc, js: js, subj: subj, ctx: ctx}
+	return env{nc: b.NC, js: b.JS, subj: b.Layout.Subjects, ctx: ctx}
 }
 
 // fakeProcessor stands in for the processor: it counts distinct turns of

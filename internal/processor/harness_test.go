@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/fold/openai"
@@ -41,28 +42,9 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(testLogLevel)
-	nc, err := broker.Connect(broker.ConnConfig{Name: "test"}, ns, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subjects, _ := events.NewSubjects("fold")
-	layout := broker.NewLayout(subjects)
-	kv, err := broker.Provision(context.Background(), js, layout, broker.ProvisionConfig{}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{t: t, ns: ns, nc: nc, js: js, layout: layout, store: state.NewStore(js, kv), log: log, seq: map[string]int{}}
+	e := brokertest.Start(t, brokertest.Options{Log: log})
+	r := &rig{t: t, ns: e.NS, nc: e.NC, js: e.JS, layout: e.Layout, store: state.NewStore(e.JS, e.KV), log: log, seq: map[string]int{}}
 	r.llm = openaitest.New(t)
 	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })
 	r.sum = r.summarizer(retry.Policy{MaxAttempts: 1})

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 )
 
 type harness struct {
@@ -27,30 +27,10 @@ type harness struct {
 // newHarness starts a real in-process nats-server with foldstream's streams.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := broker.Connect(broker.ConnConfig{Name: "replay-test"}, ns, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subj, err := events.NewSubjects("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := broker.NewLayout(subj)
+	b := brokertest.Start(t, brokertest.Options{Name: "replay-test"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	if _, err := broker.Provision(ctx, js, l, broker.ProvisionConfig{}, zerolog.Nop()); err != nil {
-		t.Fatal(err)
-	}
+	js, l := b.JS, b.Layout
 	return &harness{t: t, ctx: ctx, js: js, l: l, at: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)}
 }
 

@@ -6,31 +6,14 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/foldstream/foldstream/internal/broker"
-	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 )
 
 func newStore(t *testing.T) (*Store, jetstream.KeyValue) {
 	t.Helper()
-	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := broker.Connect(broker.ConnConfig{}, ns, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	subjects, _ := events.NewSubjects("fold")
-	kv, err := broker.Provision(context.Background(), js, broker.NewLayout(subjects), broker.ProvisionConfig{}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return NewStore(js, kv), kv
+	e := brokertest.Start(t, brokertest.Options{})
+	return NewStore(e.JS, e.KV), e.KV
 }
 
 // A backlog of unfolded turns is sealed into chunks so the checkpoint

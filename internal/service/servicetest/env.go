@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/fold/offline"
@@ -50,34 +51,15 @@ type Options struct {
 // the test ends.
 func New(t testing.TB, o Options) *Env {
 	t.Helper()
-	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, NoListen: !o.Listen})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	lvl := zerolog.WarnLevel
 	if o.Verbose {
 		lvl = zerolog.DebugLevel
 	}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(lvl).With().Timestamp().Logger()
-	nc, err := broker.Connect(broker.ConnConfig{Name: "servicetest"}, ns, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subjects, _ := events.NewSubjects(events.DefaultPrefix)
-	layout := broker.NewLayout(subjects)
-	kv, err := broker.Provision(context.Background(), js, layout, broker.ProvisionConfig{}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &Env{T: t, NS: ns, NC: nc, JS: js, Layout: layout, Store: state.NewStore(js, kv), Log: log}
+	b := brokertest.Start(t, brokertest.Options{Listen: o.Listen, Log: log, Name: "servicetest"})
+	e := &Env{T: t, NS: b.NS, NC: b.NC, JS: b.JS, Layout: b.Layout, Store: state.NewStore(b.JS, b.KV), Log: log}
 	if o.Listen {
-		e.URL = ns.ClientURL()
+		e.URL = b.NS.ClientURL()
 	}
 	return e
 }

@@ -1,0 +1,70 @@
+// Package brokertest starts what most tests need first: a real nats-server
+// in-process with JetStream, a connection, and foldstream's streams and KV
+// bucket provisioned under the default prefix. Everything stops when the
+// test ends. It imports only broker and events, so any package's tests can
+// use it, state's included.
+package brokertest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Env is one provisioned server and a connection to it.
+type Env struct {
+	NS     *server.Server
+	NC     *nats.Conn
+	JS     jetstream.JetStream
+	Layout broker.Layout
+	KV     jetstream.KeyValue
+}
+
+// Options configure Start; the zero value is in-process only, silent.
+type Options struct {
+	// Listen opens a TCP listener on a free loopback port, for clients
+	// that cannot connect in-process (child processes, other languages).
+	Listen bool
+	// Log receives connection and provisioning logs.
+	Log zerolog.Logger
+	// Name is the connection name; default "test".
+	Name string
+}
+
+// Start starts the server, connects and provisions.
+func Start(t testing.TB, o Options) *Env {
+	t.Helper()
+	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, NoListen: !o.Listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if o.Name == "" {
+		o.Name = "test"
+	}
+	nc, err := broker.Connect(broker.ConnConfig{Name: o.Name}, ns, o.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects, err := events.NewSubjects(events.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := broker.NewLayout(subjects)
+	kv, err := broker.Provision(context.Background(), js, layout, broker.ProvisionConfig{}, o.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{NS: ns, NC: nc, JS: js, Layout: layout, KV: kv}
+}
