@@ -234,39 +234,43 @@ func (sh *shard) handle(m inMsg) {
 		return
 	}
 	in, err := events.DecodeInbound(m.kind, m.session, m.msg.Data(), p.cfg.Limits)
-	if err == nil && ls.s.Ended && !(in.Control != nil && in.Control.Op == events.OpReset) {
-		err = &events.ValidationError{Code: events.CodeSessionEnded, Field: "session",
-			Reason: "session " + m.session + " has ended; send a control event with op reset to start it again"}
-	}
 	if err != nil {
 		sh.reject(m, err)
 		return
 	}
-	ls.s.LastSeq = seq
+	if c := in.Control; c != nil && (c.Op == events.OpReset || c.Op == events.OpEnd && !ls.s.Ended) {
+		// Before Apply clears the lease: stop this owner's fold and drop
+		// the sealed chunks of the transcript being forgotten.
+		if c.Op == events.OpEnd {
+			sh.abandon(ls, "session ended")
+		} else {
+			sh.abandon(ls, "session reset")
+			sh.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
+		}
+	}
+	effect, err := ls.s.Apply(seq, in)
+	if err != nil {
+		sh.reject(m, err)
+		return
+	}
 	ls.s.LastActivity = ls.touched
 	sh.markDirty(ls)
 	sh.addAck(ls, m.msg)
 	p.applied.Add(1)
 	p.m.events.WithLabelValues(m.kind).Inc()
 
-	switch {
-	case in.Turn != nil:
-		t := in.Turn
-		h := state.HashID(t.TurnID)
-		if ls.s.SeenTurn(h) {
-			p.m.duplicates.Inc()
-			p.log.Debug().Str("event", "turn_duplicate").Str("session", m.session).Str("turn_id", t.TurnID).Msg("turn already applied; ignored")
-			return
-		}
-		ls.s.AddTurn(h, state.TurnRef{Seq: seq, At: t.At.UnixMilli(), Tokens: t.Tokens})
+	switch effect {
+	case state.EffectDuplicate:
+		p.m.duplicates.Inc()
+		p.log.Debug().Str("event", "turn_duplicate").Str("session", m.session).Str("turn_id", in.Turn.TurnID).Msg("turn already applied; ignored")
+	case state.EffectTurn:
 		ls.remember(seq, m.msg.Data())
 		if sh.trigger(ls) == TriggerTurn {
 			sh.evaluate(ls, "turn", false)
 		}
-	case in.Note != nil:
-		ls.s.PendingNotes = append(ls.s.PendingNotes, state.NoteRef{Seq: seq, At: in.Note.At.UnixMilli()})
+	case state.EffectNote:
 		ls.remember(seq, m.msg.Data())
-	case in.Control != nil:
+	case state.EffectControl:
 		sh.control(ls, in.Control)
 	}
 }
@@ -285,20 +289,14 @@ func (sh *shard) control(ls *live, c *events.Control) {
 	case events.OpCompact:
 		sh.evaluate(ls, "compact", true)
 	case events.OpEnd:
-		ls.s.Ended = true
-		sh.abandon(ls, "session ended")
 		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionEnded})
 		p.log.Info().Str("event", "session_ended").Str("session", ls.s.ID).Int64("total_turns", ls.s.Total).Msg("session ended")
 	case events.OpReset:
-		sh.abandon(ls, "session reset")
-		sh.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
-		ls.s.Reset()
 		ls.payloads = nil
 		ls.lastSkip = ""
 		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset})
 		p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Msg("session reset")
 	case events.OpConfigure:
-		ls.s.Config = c.Config
 		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionConfigured})
 		w := sh.window(ls)
 		p.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Int("recent_window", w.Recent).

@@ -140,30 +140,16 @@ func (s *server) applyTail(ctx context.Context, cp *state.Session) (map[uint64]*
 		if err != nil {
 			continue // dead-lettered too
 		}
-		if cp.Ended && (in.Control == nil || in.Control.Op != events.OpReset) {
-			continue // rejected as session_ended
-		}
-		cp.LastSeq = msg.Sequence
+		// The processor's own state rules, so the context matches what it
+		// will checkpoint.
+		effect, err := cp.Apply(msg.Sequence, in)
 		switch {
-		case in.Turn != nil:
-			h := state.HashID(in.Turn.TurnID)
-			if cp.SeenTurn(h) {
-				continue
-			}
-			cp.AddTurn(h, state.TurnRef{Seq: msg.Sequence, At: in.Turn.At.UnixMilli(), Tokens: in.Turn.Tokens})
+		case err != nil:
+			continue // rejected as session_ended
+		case effect == state.EffectTurn:
 			added[msg.Sequence] = in.Turn
-		case in.Note != nil:
-			cp.PendingNotes = append(cp.PendingNotes, state.NoteRef{Seq: msg.Sequence, At: in.Note.At.UnixMilli()})
-		case in.Control != nil:
-			switch in.Control.Op {
-			case events.OpEnd:
-				cp.Ended = true
-				cp.Lease = nil
-			case events.OpReset:
-				cp.Lease = nil
-				cp.Reset()
-				clear(added)
-			}
+		case effect == state.EffectControl && in.Control.Op == events.OpReset:
+			clear(added)
 		}
 	}
 }
