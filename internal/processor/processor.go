@@ -13,6 +13,7 @@ import (
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/tokens"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,7 +72,7 @@ func New(cfg Config, d Deps) (*Processor, error) {
 		d.Clock = SystemClock{}
 	}
 	if d.Tokens == nil {
-		d.Tokens = heuristicCounter{}
+		d.Tokens = (*tokens.Counter)(nil) // counts with the chars/4×1.2 heuristic
 	}
 	if cfg.InstanceID == "" {
 		cfg.InstanceID = nuid.Next()
@@ -84,11 +85,6 @@ func New(cfg Config, d Deps) (*Processor, error) {
 	}
 	return p, nil
 }
-
-// heuristicCounter is seed 004's chars/4×1.2 fallback.
-type heuristicCounter struct{}
-
-func (heuristicCounter) Count(s string) int { return (len([]rune(s))*12 + 39) / 40 }
 
 // Ready is closed once the consumer is attached and events flow.
 func (p *Processor) Ready() <-chan struct{} { return p.ready }

@@ -122,7 +122,7 @@ func (s *server) applyTail(ctx context.Context, cp *state.Session) (map[uint64]*
 	for {
 		// One direct get per event, "next message at or after seq on this
 		// subject filter": the tail is normally a few events (the
-		// processor checkpoints every 20 ms), and longer only while the
+		// processor checkpoints every 100 ms), and longer only while the
 		// processor is down.
 		msg, err := s.in.GetMsg(ctx, next, jetstream.WithGetMsgSubject(filter))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {

@@ -24,6 +24,7 @@ import (
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
+	tokencount "github.com/foldstream/foldstream/internal/tokens" // the parameter "tokens" is the counter
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -38,10 +39,6 @@ const Version = "1.0.0"
 // TokenCounter counts the tokens of a prompt line (the processor's
 // tokenizer); nil means seed 004's chars/4×1.2 estimate.
 type TokenCounter interface{ Count(text string) int }
-
-type heuristic struct{}
-
-func (heuristic) Count(s string) int { return (len([]rune(s))*12 + 39) / 40 }
 
 // requestTimeout bounds the KV and stream reads of one request.
 const requestTimeout = 10 * time.Second
@@ -70,7 +67,7 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 		return nil, errors.New("service: NATS connection, JetStream and store are required")
 	}
 	if tokens == nil {
-		tokens = heuristic{}
+		tokens = (*tokencount.Counter)(nil) // counts with the chars/4×1.2 heuristic
 	}
 	in, err := js.Stream(ctx, layout.In)
 	if err != nil {
