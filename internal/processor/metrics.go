@@ -1,11 +1,15 @@
 package processor
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are registered on the registry passed in (never the global one).
 type metrics struct {
-	events      *prometheus.CounterVec // by kind
-	rejected    *prometheus.CounterVec // by code
+	events      *prometheus.CounterVec        // by kind
+	applied     map[string]prometheus.Counter // events' children, resolved once: this runs per event
+	rejected    *prometheus.CounterVec        // by code
 	duplicates  prometheus.Counter
 	redelivered prometheus.Counter
 	folds       *prometheus.CounterVec // by outcome: started, completed, failed, discarded
@@ -34,6 +38,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		sumTokens:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "summarizer_tokens_total", Help: "Tokens the summarizer provider reported, by kind (input, output); 0 for the offline summarizer."}, []string{"kind"}),
 		foldedToks:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "folded_tokens_total", Help: "Tokens of the turns and notes folded (the model-cost baseline: input tokens per folded token)."}),
 		rewinds:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "consumer_rewinds_total", Help: "Times the consumer was re-attached at the ack floor after a state error."}),
+	}
+	m.applied = map[string]prometheus.Counter{}
+	for _, kind := range []string{events.KindTurn, events.KindNote, events.KindControl} {
+		m.applied[kind] = m.events.WithLabelValues(kind)
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks)

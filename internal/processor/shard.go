@@ -257,7 +257,7 @@ func (sh *shard) handle(m inMsg) {
 	sh.markDirty(ls)
 	sh.addAck(ls, m.msg)
 	p.applied.Add(1)
-	p.m.events.WithLabelValues(m.kind).Inc()
+	p.m.applied[m.kind].Inc() // kind is turn, note or control once decoded
 
 	switch effect {
 	case state.EffectDuplicate:
