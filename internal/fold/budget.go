@@ -29,7 +29,14 @@ type Outcome struct {
 	Model        string
 	InputTokens  int
 	OutputTokens int
-	Calls        int // summarizer calls made (1 or 2)
+	Calls        int // summarizer calls made (1 or 2 per Summarize; summed by SummarizeChunked)
+	// Chunks is the number of chunks SummarizeChunked split the turns into
+	// (summarised or skipped); 0 from Summarize and Placeholder.
+	Chunks int
+	// SkippedTurns counts the turns that were folded without being
+	// summarised: those of skipped chunks (TierPartial) or all of them
+	// (TierPlaceholder). 0 otherwise.
+	SkippedTurns int
 }
 
 // Summarize runs one fold through s and enforces req.MaxChars the same way
