@@ -67,7 +67,13 @@ type Control struct {
 }
 
 // SessionConfig is a per-session override; zero fields keep the default.
+// Which fields a mode reads is in the README's modes table.
 type SessionConfig struct {
+	// Mode selects the engine: window (seed 000, the default), evict (seed
+	// 001), interval (seed 002) or tokens (seeds 003/004).
+	Mode string `json:"mode,omitempty"`
+
+	// window
 	RecentWindow    int    `json:"recent_window,omitempty"`
 	BatchSize       int    `json:"batch_size,omitempty"`
 	MaxSummaryChars int    `json:"max_summary_chars,omitempty"`
@@ -75,7 +81,56 @@ type SessionConfig struct {
 	Trigger         string `json:"trigger,omitempty"` // "turn" | "generate"
 	Profile         string `json:"profile,omitempty"` // "voice" | "agent"
 	Disabled        *bool  `json:"disabled,omitempty"`
+
+	// tokens and evict: the model's context window and the headroom kept
+	// for its answer; the trigger is context_window − reserve_tokens.
+	ContextWindow int `json:"context_window,omitempty"`
+	ReserveTokens int `json:"reserve_tokens,omitempty"`
+	// tokens: fold a quiet session at the lower idle threshold (a fraction
+	// of the window) once it has been idle for idle_after_seconds; fold at
+	// once above emergency_threshold.
+	IdleAfterSeconds   int     `json:"idle_after_seconds,omitempty"`
+	IdleThreshold      float64 `json:"idle_threshold,omitempty"`
+	EmergencyThreshold float64 `json:"emergency_threshold,omitempty"`
+	// tokens: the verbatim tail is the larger of keep_recent_tokens and
+	// keep_recent_messages.
+	KeepRecentTokens   int `json:"keep_recent_tokens,omitempty"`
+	KeepRecentMessages int `json:"keep_recent_messages,omitempty"`
+
+	// evict
+	TargetUtilization float64 `json:"target_utilization,omitempty"`
+	MinKeepMessages   int     `json:"min_keep_messages,omitempty"`
+
+	// interval: fold every interval_exchanges user turns, keeping the last
+	// keep_recent turns verbatim.
+	IntervalExchanges int `json:"interval_exchanges,omitempty"`
+	KeepRecent        int `json:"keep_recent,omitempty"`
+
+	// Tool results older than this are masked before summarizing (seed
+	// 003's observation masking); 0 keeps the deployment's setting.
+	MaskToolOutputsAfterSeconds int `json:"mask_tool_outputs_after_seconds,omitempty"`
+
+	// Reset policy (seed 004): manual (the default), daily (at reset_hour
+	// UTC) or idle (after reset_idle_minutes without events).
+	ResetPolicy      string `json:"reset_policy,omitempty"`
+	ResetHour        *int   `json:"reset_hour,omitempty"`
+	ResetIdleMinutes int    `json:"reset_idle_minutes,omitempty"`
 }
+
+// Session modes.
+const (
+	ModeWindow   = "window"
+	ModeEvict    = "evict"
+	ModeInterval = "interval"
+	ModeTokens   = "tokens"
+)
+
+// Reset policies.
+const (
+	ResetManual = "manual"
+	ResetDaily  = "daily"
+	ResetIdle   = "idle"
+)
 
 // Limits bound what the processor accepts. Zero fields take the defaults.
 type Limits struct {
@@ -352,6 +407,65 @@ func (c *SessionConfig) Validate() error {
 	case "", "voice", "agent":
 	default:
 		return invalid("config.profile", "expected voice or agent, got %q", truncateForError(c.Profile))
+	}
+	switch c.Mode {
+	case "", ModeWindow, ModeEvict, ModeInterval, ModeTokens:
+	default:
+		return invalid("config.mode", "expected window, evict, interval or tokens, got %q", truncateForError(c.Mode))
+	}
+	ints := []struct {
+		field    string
+		v, lo, hi int
+	}{
+		{"config.context_window", c.ContextWindow, 1024, 10_000_000},
+		{"config.reserve_tokens", c.ReserveTokens, 1, 10_000_000},
+		{"config.idle_after_seconds", c.IdleAfterSeconds, 1, 30 * 24 * 3600},
+		{"config.keep_recent_tokens", c.KeepRecentTokens, 1, 10_000_000},
+		{"config.keep_recent_messages", c.KeepRecentMessages, 1, 100_000},
+		{"config.min_keep_messages", c.MinKeepMessages, 1, 100_000},
+		{"config.interval_exchanges", c.IntervalExchanges, 1, 10_000},
+		{"config.keep_recent", c.KeepRecent, 1, 10_000},
+		{"config.mask_tool_outputs_after_seconds", c.MaskToolOutputsAfterSeconds, 1, 365 * 24 * 3600},
+		{"config.reset_idle_minutes", c.ResetIdleMinutes, 1, 365 * 24 * 60},
+	}
+	for _, f := range ints {
+		if f.v != 0 && (f.v < f.lo || f.v > f.hi) {
+			return invalid(f.field, "expected %d..%d, got %d", f.lo, f.hi, f.v)
+		}
+	}
+	if c.ContextWindow != 0 && c.ReserveTokens >= c.ContextWindow {
+		return invalid("config.reserve_tokens", "expected less than context_window (%d), got %d", c.ContextWindow, c.ReserveTokens)
+	}
+	fracs := []struct {
+		field string
+		v     float64
+	}{
+		{"config.idle_threshold", c.IdleThreshold},
+		{"config.emergency_threshold", c.EmergencyThreshold},
+		{"config.target_utilization", c.TargetUtilization},
+	}
+	for _, f := range fracs {
+		if f.v != 0 && !(f.v > 0 && f.v < 1) {
+			return invalid(f.field, "expected a fraction of the context window between 0 and 1 (exclusive), got %g", f.v)
+		}
+	}
+	if c.IdleThreshold != 0 && c.EmergencyThreshold != 0 && c.IdleThreshold >= c.EmergencyThreshold {
+		return invalid("config.idle_threshold", "expected below emergency_threshold (%g), got %g", c.EmergencyThreshold, c.IdleThreshold)
+	}
+	switch c.ResetPolicy {
+	case "", ResetManual, ResetIdle:
+	case ResetDaily:
+		if c.ResetHour == nil {
+			return missing("config.reset_hour", "an hour 0..23 (UTC) for reset_policy daily")
+		}
+	default:
+		return invalid("config.reset_policy", "expected manual, daily or idle, got %q", truncateForError(c.ResetPolicy))
+	}
+	if c.ResetHour != nil && (*c.ResetHour < 0 || *c.ResetHour > 23) {
+		return invalid("config.reset_hour", "expected 0..23 (UTC), got %d", *c.ResetHour)
+	}
+	if c.ResetPolicy == ResetIdle && c.ResetIdleMinutes == 0 {
+		return missing("config.reset_idle_minutes", "minutes of silence after which reset_policy idle resets the session")
 	}
 	return nil
 }

@@ -40,12 +40,24 @@ type Check struct {
 	// Force is a manual compact: fold the eligible batch even when the
 	// seed's "more than recent+batch" threshold is not reached yet.
 	Force bool
+
+	// Inputs of the other modes (see Policy.Plan).
+	UnfoldedTokens  int             // tokens of the turns [Cursor, Total)
+	SummaryTokens   int             // tokens of the running summary
+	ReportedContext int             // the bot's provider-reported prompt size since the last fold, 0 = none
+	TurnTokens      func(i int) int // tokens of unfolded turn i (0 = the turn at Cursor)
+	Exchanges       int             // user turns since the last fold (mode interval)
+	Idle            bool            // the session has been quiet long enough for an idle fold
 }
 
-// Decision is the outcome: fold [From, To) or skip with Reason.
+// Decision is the outcome: fold (or evict) [From, To) or skip with Reason.
 type Decision struct {
 	Fold        bool
+	Action      Action
+	Cause       string // which rule fired (Cause* constants)
 	Reason      SkipReason
+	Estimate    int // context estimate in tokens (modes tokens and evict)
+	Limit       int // the threshold the estimate was held against
 	RecentStart int64
 	Eligible    int64
 	From, To    int64

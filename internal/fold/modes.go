@@ -1,0 +1,292 @@
+package fold
+
+import (
+	"fmt"
+	"time"
+)
+
+// Mode is how a session's old turns leave the verbatim window: the five
+// seeds as modes of one engine, sharing its trigger, state and events.
+type Mode string
+
+// Modes.
+const (
+	ModeWindow   Mode = "window"   // seed 000: fold fixed batches behind a turn-count window
+	ModeEvict    Mode = "evict"    // seed 001: drop the oldest turns, no model call; recall finds them
+	ModeInterval Mode = "interval" // seed 002: fold every N exchanges, merge context sources
+	ModeTokens   Mode = "tokens"   // seeds 003/004: token thresholds, chunked folds, three tiers
+)
+
+// Action is what a plan asks the engine to do.
+type Action int
+
+// Actions.
+const (
+	ActionNone  Action = iota
+	ActionFold         // summarize [From, To) into the running summary
+	ActionEvict        // drop [From, To) without a model call (mode evict)
+)
+
+// Causes say which rule fired, for logs and lifecycle events.
+const (
+	CauseWindow    = "window"    // seed 000's turn-count threshold
+	CauseInterval  = "interval"  // N exchanges since the last fold
+	CauseThreshold = "threshold" // estimate above context_window − reserve_tokens
+	CauseEmergency = "emergency" // estimate above the emergency fraction
+	CauseIdle      = "idle"      // a quiet session above the idle fraction
+	CauseForced    = "forced"    // a manual compact
+)
+
+// TokenPolicy is the token arithmetic of modes tokens and evict.
+type TokenPolicy struct {
+	ContextWindow int // the bot model's context window in tokens
+	ReserveTokens int // headroom for the answer: trigger at ContextWindow − ReserveTokens
+	// A session quiet for IdleAfter folds once above IdleThreshold of the
+	// window (seed 003's sleep-time compaction); 0 disables.
+	IdleAfter     time.Duration
+	IdleThreshold float64
+	// Above EmergencyThreshold of the window a fold starts at once, even
+	// below context_window − reserve_tokens (seed 003's emergency path):
+	// the effective trigger is the lower of the two.
+	EmergencyThreshold float64
+	// The verbatim tail: the newest turns whose tokens fit KeepRecentTokens
+	// (0 = 20% of the window, seed 003), and never fewer than
+	// KeepRecentMessages.
+	KeepRecentTokens   int
+	KeepRecentMessages int
+	// Chunking of the folded turns (seed 004): ~25% of the window per
+	// summarizer call; a chunk above OversizedFraction is skipped with a note.
+	ChunkFraction     float64
+	OversizedFraction float64
+}
+
+// EvictPolicy is seed 001's rolling eviction.
+type EvictPolicy struct {
+	TargetUtilization float64 // evict down to this fraction of the window
+	MinKeepMessages   int     // always keep at least this many turns
+}
+
+// IntervalPolicy is seed 002's continuous compaction.
+type IntervalPolicy struct {
+	Exchanges  int // fold every this many user turns
+	KeepRecent int // turns kept verbatim after each fold
+}
+
+// Policy is a session's complete compaction setting.
+type Policy struct {
+	Mode     Mode
+	Window   Window // recent/batch for mode window; the summary and note budgets for every summarizing mode
+	Tokens   TokenPolicy
+	Evict    EvictPolicy
+	Interval IntervalPolicy
+	// MaskToolOutputsAfter masks tool results older than this before a fold
+	// (seed 003's observation masking); 0 = off.
+	MaskToolOutputsAfter time.Duration
+}
+
+// DefaultPolicy is mode window with seed 000's numbers, and the other
+// modes' seed defaults ready for a per-session switch.
+func DefaultPolicy() Policy {
+	return Policy{
+		Mode:   ModeWindow,
+		Window: DefaultWindow(),
+		Tokens: TokenPolicy{
+			ContextWindow: 128000, ReserveTokens: 16384,
+			IdleAfter: 5 * time.Minute, IdleThreshold: 0.6, EmergencyThreshold: 0.8,
+			KeepRecentMessages: 10, ChunkFraction: 0.25, OversizedFraction: 0.5,
+		},
+		Evict:    EvictPolicy{TargetUtilization: 0.8, MinKeepMessages: 10},
+		Interval: IntervalPolicy{Exchanges: 5, KeepRecent: 6},
+	}
+}
+
+// Validate reports a policy that cannot work, naming the setting.
+func (p Policy) Validate() error {
+	t := p.Tokens
+	switch p.Mode {
+	case ModeWindow, ModeEvict, ModeInterval, ModeTokens:
+	default:
+		return fmt.Errorf("mode: expected window, evict, interval or tokens, got %q", p.Mode)
+	}
+	switch {
+	case t.ContextWindow < 1024:
+		return fmt.Errorf("context window: expected at least 1024 tokens, got %d", t.ContextWindow)
+	case t.ReserveTokens < 0 || t.ReserveTokens >= t.ContextWindow:
+		return fmt.Errorf("reserve tokens: expected 0..%d (below the context window), got %d", t.ContextWindow-1, t.ReserveTokens)
+	case t.EmergencyThreshold <= 0 || t.EmergencyThreshold >= 1:
+		return fmt.Errorf("emergency threshold: expected a fraction between 0 and 1, got %g", t.EmergencyThreshold)
+	case t.IdleAfter > 0 && (t.IdleThreshold <= 0 || t.IdleThreshold >= t.EmergencyThreshold):
+		return fmt.Errorf("idle threshold: expected a fraction above 0 and below the emergency threshold %g, got %g", t.EmergencyThreshold, t.IdleThreshold)
+	case t.ChunkFraction <= 0 || t.ChunkFraction > 1:
+		return fmt.Errorf("chunk fraction: expected (0, 1], got %g", t.ChunkFraction)
+	case t.OversizedFraction < t.ChunkFraction || t.OversizedFraction > 1:
+		return fmt.Errorf("oversized fraction: expected between the chunk fraction %g and 1, got %g", t.ChunkFraction, t.OversizedFraction)
+	case p.Evict.TargetUtilization <= 0 || p.Evict.TargetUtilization >= 1:
+		return fmt.Errorf("target utilization: expected a fraction between 0 and 1, got %g", p.Evict.TargetUtilization)
+	case p.Mode == ModeEvict && int(p.Evict.TargetUtilization*float64(t.ContextWindow)) >= t.ContextWindow-t.ReserveTokens:
+		return fmt.Errorf("target utilization %g: evicting down to %d tokens must land below the trigger at context window − reserve = %d tokens",
+			p.Evict.TargetUtilization, int(p.Evict.TargetUtilization*float64(t.ContextWindow)), t.ContextWindow-t.ReserveTokens)
+	case p.Evict.MinKeepMessages < 1:
+		return fmt.Errorf("min keep messages: expected at least 1, got %d", p.Evict.MinKeepMessages)
+	case p.Interval.Exchanges < 1:
+		return fmt.Errorf("interval exchanges: expected at least 1, got %d", p.Interval.Exchanges)
+	case p.Interval.KeepRecent < 0:
+		return fmt.Errorf("keep recent: expected at least 0, got %d", p.Interval.KeepRecent)
+	case p.MaskToolOutputsAfter < 0:
+		return fmt.Errorf("mask tool outputs after: expected a non-negative duration, got %s", p.MaskToolOutputsAfter)
+	}
+	return nil
+}
+
+// Summarizes reports whether the mode calls a summarizer.
+func (p Policy) Summarizes() bool { return p.Mode != ModeEvict }
+
+// CountsTokens reports whether the mode's trigger needs token counts.
+func (p Policy) CountsTokens() bool { return p.Mode == ModeTokens || p.Mode == ModeEvict }
+
+// Trigger is the token count above which the context must shrink.
+func (t TokenPolicy) Trigger() int { return t.ContextWindow - t.ReserveTokens }
+
+// Emergency is the token count above which mode tokens folds at once.
+func (t TokenPolicy) Emergency() int { return int(t.EmergencyThreshold * float64(t.ContextWindow)) }
+
+// Idle is the token count above which a quiet session is folded.
+func (t TokenPolicy) Idle() int { return int(t.IdleThreshold * float64(t.ContextWindow)) }
+
+// ChunkTokens is the size of one summarizer call's share of old turns.
+func (t TokenPolicy) ChunkTokens() int { return max(1, int(t.ChunkFraction*float64(t.ContextWindow))) }
+
+// OversizedTokens is the chunk size above which a chunk is skipped.
+func (t TokenPolicy) OversizedTokens() int {
+	return max(1, int(t.OversizedFraction*float64(t.ContextWindow)))
+}
+
+// keepTokens is the verbatim tail's token budget.
+func (t TokenPolicy) keepTokens() int {
+	if t.KeepRecentTokens > 0 {
+		return t.KeepRecentTokens
+	}
+	return t.ContextWindow / 5
+}
+
+// Plan decides, for the session described by c, whether anything leaves
+// the verbatim window now and which turns. Every mode shares the gates of
+// seed 000 (disabled, ending, a fold in flight, a failure backoff) and
+// reports skips with the same reasons.
+func (p Policy) Plan(c Check) Decision {
+	if p.Mode == ModeWindow || p.Mode == "" {
+		d := p.Window.Evaluate(c)
+		if d.Fold {
+			d.Action = ActionFold
+			d.Cause = CauseWindow
+			if c.Force {
+				d.Cause = CauseForced
+			}
+		}
+		return d
+	}
+	d := Decision{RecentStart: c.Cursor}
+	var over bool
+	switch p.Mode {
+	case ModeInterval:
+		d.Cause = CauseInterval
+		keep := int64(p.Interval.KeepRecent)
+		d.RecentStart = max(c.Cursor, c.Total-keep)
+		over = c.Exchanges >= p.Interval.Exchanges && c.Total-c.Cursor > keep
+	case ModeTokens, ModeEvict:
+		t := p.Tokens
+		d.Estimate = max(c.SummaryTokens+c.UnfoldedTokens, c.ReportedContext)
+		d.Limit = t.Trigger()
+		d.Cause = CauseThreshold
+		if p.Mode == ModeTokens {
+			if e := t.Emergency(); e < d.Limit {
+				d.Limit, d.Cause = e, CauseEmergency
+			}
+			if c.Idle && t.IdleAfter > 0 && d.Estimate > t.Idle() && d.Estimate <= d.Limit {
+				d.Limit, d.Cause = t.Idle(), CauseIdle
+			}
+		}
+		over = d.Estimate > d.Limit
+	}
+	if c.Force {
+		over = true
+		d.Cause = CauseForced
+	}
+	switch {
+	case c.Disabled:
+		d.Reason = SkipDisabled
+		return d
+	case c.Ending:
+		d.Reason = SkipSessionEnding
+		return d
+	case !over:
+		d.Reason = SkipBelowThreshold
+		return d
+	case c.InFlight:
+		d.Reason = SkipAlreadyInFlight
+		return d
+	case c.Backoff && !c.Force:
+		d.Reason = SkipRetryBackoff
+		return d
+	}
+	var to int64
+	switch p.Mode {
+	case ModeInterval:
+		to = d.RecentStart
+	case ModeTokens:
+		to = c.Total - p.keepTail(c)
+	case ModeEvict:
+		to = p.evictTo(c, d.Estimate)
+	}
+	d.RecentStart = max(c.Cursor, to)
+	d.Eligible = d.RecentStart - c.Cursor
+	if d.Eligible <= 0 {
+		d.Reason = SkipNoEligibleBatch
+		return d
+	}
+	d.Fold = true
+	d.Action = ActionFold
+	if p.Mode == ModeEvict {
+		d.Action = ActionEvict
+	}
+	d.From, d.To = c.Cursor, d.RecentStart
+	return d
+}
+
+// keepTail is the number of newest unfolded turns kept verbatim in mode
+// tokens: those whose tokens fit the keep budget, and never fewer than
+// KeepRecentMessages (seed 003: the larger of the two).
+func (p Policy) keepTail(c Check) int64 {
+	n := c.Total - c.Cursor
+	budget := p.Tokens.keepTokens()
+	var kept int64
+	for i := n - 1; i >= 0; i-- {
+		budget -= c.turnTokens(int(i))
+		if budget < 0 {
+			break
+		}
+		kept++
+	}
+	return min(n, max(kept, int64(p.Tokens.KeepRecentMessages)))
+}
+
+// evictTo is the first turn kept in mode evict: drop the oldest turns until
+// the estimate is at most TargetUtilization of the window, keeping at least
+// MinKeepMessages (seed 001).
+func (p Policy) evictTo(c Check, estimate int) int64 {
+	target := int(p.Evict.TargetUtilization * float64(p.Tokens.ContextWindow))
+	last := c.Total - int64(p.Evict.MinKeepMessages) // evict below this at most
+	to := c.Cursor
+	for to < last && estimate > target {
+		estimate -= c.turnTokens(int(to - c.Cursor))
+		to++
+	}
+	return to
+}
+
+func (c Check) turnTokens(i int) int {
+	if c.TurnTokens == nil {
+		return 0
+	}
+	return c.TurnTokens(i)
+}

@@ -1,0 +1,119 @@
+package fold
+
+import (
+	"testing"
+	"time"
+)
+
+func uniform(tokens int) func(int) int { return func(int) int { return tokens } }
+
+func TestPlanModes(t *testing.T) {
+	small := DefaultPolicy()
+	small.Tokens = TokenPolicy{
+		ContextWindow: 10000, ReserveTokens: 1000, IdleAfter: time.Minute, IdleThreshold: 0.5,
+		EmergencyThreshold: 0.8, KeepRecentTokens: 2000, KeepRecentMessages: 4, ChunkFraction: 0.25, OversizedFraction: 0.5,
+	}
+	small.Evict = EvictPolicy{TargetUtilization: 0.7, MinKeepMessages: 10}
+	with := func(m Mode) Policy { p := small; p.Mode = m; return p }
+
+	tests := []struct {
+		name     string
+		p        Policy
+		c        Check
+		action   Action
+		cause    string
+		reason   SkipReason
+		from, to int64
+	}{
+		{name: "window is seed 000 at 61", p: with(ModeWindow), c: Check{Total: 61},
+			action: ActionFold, cause: CauseWindow, from: 0, to: 10},
+		{name: "window below threshold at 60", p: with(ModeWindow), c: Check{Total: 60}, reason: SkipBelowThreshold},
+
+		{name: "interval waits for N exchanges", p: with(ModeInterval), c: Check{Total: 9, Exchanges: 4}, reason: SkipBelowThreshold},
+		{name: "interval folds all but keep_recent", p: with(ModeInterval), c: Check{Total: 10, Exchanges: 5},
+			action: ActionFold, cause: CauseInterval, from: 0, to: 4},
+		{name: "interval after a fold", p: with(ModeInterval), c: Check{Cursor: 4, Total: 20, Exchanges: 5},
+			action: ActionFold, cause: CauseInterval, from: 4, to: 14},
+		{name: "interval needs more than keep_recent", p: with(ModeInterval), c: Check{Cursor: 4, Total: 10, Exchanges: 9}, reason: SkipBelowThreshold},
+
+		// 100 turns × 100 tokens = 10000 > emergency 8000: keep 2000 tokens = 20 turns.
+		{name: "tokens over the emergency fraction", p: with(ModeTokens), c: Check{Total: 100, UnfoldedTokens: 10000, TurnTokens: uniform(100)},
+			action: ActionFold, cause: CauseEmergency, from: 0, to: 80},
+		{name: "tokens below every threshold", p: with(ModeTokens), c: Check{Total: 70, UnfoldedTokens: 7000, TurnTokens: uniform(100)}, reason: SkipBelowThreshold},
+		{name: "tokens idle threshold on a quiet session", p: with(ModeTokens), c: Check{Total: 60, UnfoldedTokens: 6000, TurnTokens: uniform(100), Idle: true},
+			action: ActionFold, cause: CauseIdle, from: 0, to: 40},
+		{name: "tokens idle but below the idle fraction", p: with(ModeTokens), c: Check{Total: 40, UnfoldedTokens: 4000, TurnTokens: uniform(100), Idle: true}, reason: SkipBelowThreshold},
+		{name: "tokens provider-reported context counts", p: with(ModeTokens), c: Check{Total: 30, UnfoldedTokens: 3000, ReportedContext: 9000, TurnTokens: uniform(100)},
+			action: ActionFold, cause: CauseEmergency, from: 0, to: 10},
+		{name: "tokens keeps at least N messages", p: with(ModeTokens), c: Check{Total: 4, UnfoldedTokens: 9000, TurnTokens: uniform(2250)},
+			reason: SkipNoEligibleBatch},
+		{name: "tokens in flight", p: with(ModeTokens), c: Check{Total: 100, UnfoldedTokens: 10000, TurnTokens: uniform(100), InFlight: true}, reason: SkipAlreadyInFlight},
+		{name: "tokens in backoff", p: with(ModeTokens), c: Check{Total: 100, UnfoldedTokens: 10000, TurnTokens: uniform(100), Backoff: true}, reason: SkipRetryBackoff},
+		{name: "tokens forced", p: with(ModeTokens), c: Check{Total: 30, UnfoldedTokens: 3000, TurnTokens: uniform(100), Force: true},
+			action: ActionFold, cause: CauseForced, from: 0, to: 10},
+
+		// trigger 9000; target 7000: drop 21 turns of 100 (9100 → 7000).
+		{name: "evict down to the target", p: with(ModeEvict), c: Check{Total: 91, UnfoldedTokens: 9100, TurnTokens: uniform(100)},
+			action: ActionEvict, cause: CauseThreshold, from: 0, to: 21},
+		{name: "evict keeps min_keep_messages", p: with(ModeEvict), c: Check{Total: 12, UnfoldedTokens: 9600, TurnTokens: uniform(800)},
+			action: ActionEvict, cause: CauseThreshold, from: 0, to: 2},
+		{name: "evict below the trigger", p: with(ModeEvict), c: Check{Total: 90, UnfoldedTokens: 9000, TurnTokens: uniform(100)}, reason: SkipBelowThreshold},
+		{name: "evict ignores the emergency fraction", p: with(ModeEvict), c: Check{Total: 85, UnfoldedTokens: 8500, TurnTokens: uniform(100)}, reason: SkipBelowThreshold},
+		{name: "disabled wins", p: with(ModeEvict), c: Check{Total: 91, UnfoldedTokens: 9100, Disabled: true}, reason: SkipDisabled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.p.Validate(); err != nil {
+				t.Fatalf("policy: %v", err)
+			}
+			d := tt.p.Plan(tt.c)
+			if d.Action != tt.action || d.Reason != tt.reason {
+				t.Fatalf("got action %d reason %q (cause %q, estimate %d, limit %d); want action %d reason %q",
+					d.Action, d.Reason, d.Cause, d.Estimate, d.Limit, tt.action, tt.reason)
+			}
+			if d.Action == ActionNone {
+				if d.Fold {
+					t.Fatal("Fold set without an action")
+				}
+				return
+			}
+			if d.Cause != tt.cause || d.From != tt.from || d.To != tt.to || !d.Fold {
+				t.Fatalf("got %s [%d,%d) fold=%v, want %s [%d,%d)", d.Cause, d.From, d.To, d.Fold, tt.cause, tt.from, tt.to)
+			}
+		})
+	}
+}
+
+func TestPolicyValidateNamesTheSetting(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Policy)
+		want string
+	}{
+		{"mode", func(p *Policy) { p.Mode = "rolling" }, "mode"},
+		{"reserve", func(p *Policy) { p.Tokens.ReserveTokens = p.Tokens.ContextWindow }, "reserve tokens"},
+		{"idle above emergency", func(p *Policy) { p.Tokens.IdleThreshold = 0.9 }, "idle threshold"},
+		{"evict target above trigger", func(p *Policy) { p.Mode = ModeEvict; p.Evict.TargetUtilization = 0.95 }, "target utilization"},
+		{"interval", func(p *Policy) { p.Interval.Exchanges = 0 }, "interval exchanges"},
+	}
+	for _, tt := range tests {
+		p := DefaultPolicy()
+		tt.edit(&p)
+		err := p.Validate()
+		if err == nil || !contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error naming %q", tt.name, err, tt.want)
+		}
+	}
+	if err := DefaultPolicy().Validate(); err != nil {
+		t.Fatalf("default policy: %v", err)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
