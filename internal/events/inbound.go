@@ -414,7 +414,7 @@ func (c *SessionConfig) Validate() error {
 		return invalid("config.mode", "expected window, evict, interval or tokens, got %q", truncateForError(c.Mode))
 	}
 	ints := []struct {
-		field    string
+		field     string
 		v, lo, hi int
 	}{
 		{"config.context_window", c.ContextWindow, 1024, 10_000_000},
