@@ -1,6 +1,11 @@
 package state
 
-import "github.com/foldstream/foldstream/internal/events"
+import (
+	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/tokens"
+)
 
 // Effect says what applying an inbound event did to a session.
 type Effect int
@@ -32,10 +37,24 @@ func (s *Session) Apply(seq uint64, in events.Inbound) (Effect, error) {
 		if s.SeenTurn(h) {
 			return EffectDuplicate, nil
 		}
-		s.AddTurn(h, TurnRef{Seq: seq, At: in.Turn.At.UnixMilli(), Tokens: in.Turn.Tokens})
+		// The token modes need every turn's size at trigger time; the
+		// bot's own count wins, else seed 004's chars/4×1.2 estimate.
+		toks := in.Turn.Tokens
+		if toks == 0 {
+			toks = tokens.Heuristic(in.Turn.Text)
+		}
+		s.AddTurn(h, TurnRef{Seq: seq, At: in.Turn.At.UnixMilli(), Tokens: toks})
+		if in.Turn.Role == "user" {
+			s.Exchanges++
+		}
+		if in.Turn.ContextTokens > 0 {
+			s.ContextTokens = in.Turn.ContextTokens
+		}
+		s.touch(in.Turn.At)
 		return EffectTurn, nil
 	case in.Note != nil:
 		s.PendingNotes = append(s.PendingNotes, NoteRef{Seq: seq, At: in.Note.At.UnixMilli()})
+		s.touch(in.Note.At)
 		return EffectNote, nil
 	case in.Control != nil:
 		switch in.Control.Op {
@@ -47,7 +66,14 @@ func (s *Session) Apply(seq uint64, in events.Inbound) (Effect, error) {
 		case events.OpConfigure:
 			s.Config = in.Control.Config
 		}
+		s.touch(in.Control.At)
 		return EffectControl, nil
 	}
 	return EffectNone, nil
+}
+
+func (s *Session) touch(at time.Time) {
+	if ms := at.UnixMilli(); !at.IsZero() && ms > s.LastEventAt {
+		s.LastEventAt = ms
+	}
 }

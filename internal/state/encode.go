@@ -71,6 +71,22 @@ func (s *Session) Encode(buf []byte) ([]byte, error) {
 	if s.Ended {
 		buf = append(buf, `,"ended":true`...)
 	}
+	if s.Archived {
+		buf = append(buf, `,"archived":true`...)
+	}
+	buf = appendInt(buf, "exchanges", int64(s.Exchanges), true)
+	buf = appendInt(buf, "exchanges_folded", int64(s.ExchangesFolded), true)
+	buf = appendInt(buf, "context_tokens", int64(s.ContextTokens), true)
+	buf = appendInt(buf, "last_event_at", s.LastEventAt, true)
+	buf = appendInt(buf, "evicted", s.Evicted, true)
+	buf = appendInt(buf, "evicted_tokens", s.EvictedTokens, true)
+	buf = appendInt(buf, "first_evicted_at", s.FirstEvictedAt, true)
+	buf = appendInt(buf, "last_evicted_at", s.LastEvictedAt, true)
+	if len(s.MemoryIDs) > 0 {
+		buf = append(buf, `,"memory_ids":"`...)
+		buf = appendB64(buf, s.MemoryIDs.appendBinary(nil))
+		buf = append(buf, '"')
+	}
 	if s.Config != nil {
 		cfg, err := json.Marshal(s.Config)
 		if err != nil {

@@ -36,6 +36,11 @@ func TestEncodeRoundTrip(t *testing.T) {
 			s.Ended = true
 			s.Failures, s.OriginalToks, s.SummaryToks = 2, 300, 40
 		}
+		if rng.IntN(3) == 0 {
+			s.Archived, s.Exchanges, s.ExchangesFolded, s.ContextTokens = true, 12, 5, 90000
+			s.LastEventAt, s.Evicted, s.EvictedTokens, s.FirstEvictedAt, s.LastEvictedAt = 1763840000123, 40, 5000, -3, 1763840000000
+			s.NewMemories([]string{"Alice prefers tea", "Budget is 2k"})
+		}
 		s.LastActivity = time.Unix(1763840000+int64(i), int64(i)).UTC()
 		data, err := s.Encode(nil)
 		if err != nil {

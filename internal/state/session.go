@@ -6,6 +6,8 @@ package state
 
 import (
 	"hash/fnv"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
@@ -80,6 +82,31 @@ type Session struct {
 
 	Ended  bool                  `json:"ended,omitempty"`
 	Config *events.SessionConfig `json:"config,omitempty"`
+	// Archived: the ended session's final state was written to its archive
+	// key and the checkpoint cleared; only a reset revives it.
+	Archived bool `json:"archived,omitempty"`
+
+	// Exchanges counts user turns ever applied; ExchangesFolded is its
+	// value when the last fold started (mode interval folds every N).
+	Exchanges       int `json:"exchanges,omitempty"`
+	ExchangesFolded int `json:"exchanges_folded,omitempty"`
+	// ContextTokens is the provider-reported prompt size the bot sent with
+	// its latest turn since the last fold (seed 004's best estimate).
+	ContextTokens int `json:"context_tokens,omitempty"`
+	// LastEventAt is the bot's timestamp of the latest event (unix millis):
+	// reset policies use event time so the processor, the context service
+	// and a replay agree on when a session was reset.
+	LastEventAt int64 `json:"last_event_at,omitempty"`
+
+	// Mode evict: what was dropped so far, for the cumulative eviction note.
+	Evicted        int64 `json:"evicted,omitempty"`
+	EvictedTokens  int64 `json:"evicted_tokens,omitempty"`
+	FirstEvictedAt int64 `json:"first_evicted_at,omitempty"`
+	LastEvictedAt  int64 `json:"last_evicted_at,omitempty"`
+
+	// MemoryIDs are hashes of the memories already published, so a fact
+	// the model extracts again is not published twice.
+	MemoryIDs IDHashes `json:"memory_ids,omitempty"`
 }
 
 // New returns the state of a session never seen before.
@@ -132,13 +159,71 @@ func (s *Session) Advance(to int64, notes int) {
 }
 
 // Reset forgets the transcript and summary but keeps the stream position,
-// so redelivered events before the reset stay applied.
+// so redelivered events before the reset stay applied, and the summary
+// version, so versions stay increasing for builders and the outbound
+// stream's message-id dedup never drops a post-reset summary.
 func (s *Session) Reset() {
-	last := s.LastSeq
-	cfg := s.Config
-	epoch := s.Epoch
+	last, cfg, epoch, version, lastAt := s.LastSeq, s.Config, s.Epoch, s.Version, s.LastEventAt
 	*s = *New(s.ID)
 	s.LastSeq = last
 	s.Config = cfg
 	s.Epoch = epoch + 1
+	s.Version = version
+	s.LastEventAt = lastAt
+}
+
+// maxMemoryIDs bounds the memory dedup set per session.
+const maxMemoryIDs = 256
+
+// NewMemories returns the memories not published before for this session
+// and records them. Memories compare case- and space-insensitively.
+func (s *Session) NewMemories(mems []string) []string {
+	var out []string
+	for _, m := range mems {
+		h := HashID(normalizeMemory(m))
+		if m == "" || slices.Contains(s.MemoryIDs, h) {
+			continue
+		}
+		if len(s.MemoryIDs) >= maxMemoryIDs {
+			s.MemoryIDs = s.MemoryIDs[1:]
+		}
+		s.MemoryIDs = append(s.MemoryIDs, h)
+		out = append(out, m)
+	}
+	return out
+}
+
+func normalizeMemory(m string) string {
+	return strings.Join(strings.Fields(strings.ToLower(strings.TrimRight(strings.TrimSpace(m), "."))), " ")
+}
+
+// ResetDue reports why the session's reset policy resets it before an
+// event at time at (bot time), or "" when it does not. Daily resets at the
+// first event after reset_hour UTC that follows an event before it; idle
+// resets at the first event after reset_idle_minutes of silence.
+func (s *Session) ResetDue(at time.Time) string {
+	c := s.Config
+	if c == nil || s.LastEventAt == 0 || at.IsZero() {
+		return ""
+	}
+	last := time.UnixMilli(s.LastEventAt).UTC()
+	switch c.ResetPolicy {
+	case events.ResetIdle:
+		if c.ResetIdleMinutes > 0 && at.Sub(last) >= time.Duration(c.ResetIdleMinutes)*time.Minute {
+			return events.ResetIdle
+		}
+	case events.ResetDaily:
+		if c.ResetHour == nil {
+			return ""
+		}
+		at = at.UTC()
+		boundary := time.Date(at.Year(), at.Month(), at.Day(), *c.ResetHour, 0, 0, 0, time.UTC)
+		if boundary.After(at) {
+			boundary = boundary.AddDate(0, 0, -1)
+		}
+		if last.Before(boundary) {
+			return events.ResetDaily
+		}
+	}
+	return ""
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
 )
 
 func TestCheckpointRoundTrip(t *testing.T) {
@@ -67,5 +69,44 @@ func TestCorruptRefsAreErrors(t *testing.T) {
 	var h IDHashes
 	if err := json.Unmarshal([]byte(`"AAAA"`), &h); err == nil {
 		t.Fatal("short hashes accepted")
+	}
+}
+
+func TestNewMemoriesDeduplicates(t *testing.T) {
+	s := New("s")
+	got := s.NewMemories([]string{"Alice prefers tea.", "The budget is 2k"})
+	if len(got) != 2 {
+		t.Fatalf("first extraction: got %q", got)
+	}
+	got = s.NewMemories([]string{"alice  prefers TEA", "The deadline is Friday", ""})
+	if len(got) != 1 || got[0] != "The deadline is Friday" {
+		t.Fatalf("second extraction: got %q, want only the new fact", got)
+	}
+}
+
+func TestResetDue(t *testing.T) {
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
+	hour := 4
+	tests := []struct {
+		name string
+		cfg  *events.SessionConfig
+		last string
+		now  string
+		want string
+	}{
+		{"manual never", &events.SessionConfig{ResetPolicy: events.ResetManual}, "2026-11-20T10:00:00Z", "2026-11-22T10:00:00Z", ""},
+		{"idle after the gap", &events.SessionConfig{ResetPolicy: events.ResetIdle, ResetIdleMinutes: 30}, "2026-11-22T10:00:00Z", "2026-11-22T10:30:00Z", events.ResetIdle},
+		{"idle within the gap", &events.SessionConfig{ResetPolicy: events.ResetIdle, ResetIdleMinutes: 30}, "2026-11-22T10:00:00Z", "2026-11-22T10:29:59Z", ""},
+		{"daily across the hour", &events.SessionConfig{ResetPolicy: events.ResetDaily, ResetHour: &hour}, "2026-11-22T03:59:00Z", "2026-11-22T04:00:00Z", events.ResetDaily},
+		{"daily same side of the hour", &events.SessionConfig{ResetPolicy: events.ResetDaily, ResetHour: &hour}, "2026-11-22T04:01:00Z", "2026-11-23T03:00:00Z", ""},
+		{"daily a day later", &events.SessionConfig{ResetPolicy: events.ResetDaily, ResetHour: &hour}, "2026-11-22T05:00:00Z", "2026-11-23T05:00:00Z", events.ResetDaily},
+	}
+	for _, tt := range tests {
+		s := New("s")
+		s.Config = tt.cfg
+		s.LastEventAt = at(tt.last).UnixMilli()
+		if got := s.ResetDue(at(tt.now)); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
