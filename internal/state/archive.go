@@ -1,0 +1,63 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// archiveKey names the archived state of one life of a session: a session
+// archived, reset and archived again keeps both, by epoch.
+func archiveKey(id string, epoch uint32) string {
+	return id + ".archive." + strconv.FormatUint(uint64(epoch), 10)
+}
+
+// Archive writes the session's final state (summary, counters, and the
+// refs of any turns still unfolded, which point into the inbound stream)
+// under its archive key. Writing it twice (a retry after a crash) is
+// harmless: the same life of the session has the same key.
+func (st *Store) Archive(ctx context.Context, s *Session) error {
+	c := *s
+	c.Sealed = 0 // every ref inline: the archive outlives the sealed chunks
+	data, err := c.Encode(nil)
+	if err != nil {
+		return fmt.Errorf("encode archive of session %s: %w", s.ID, err)
+	}
+	if _, err := st.kv.Put(ctx, archiveKey(s.ID, s.Epoch), data); err != nil {
+		return fmt.Errorf("archive session %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// LoadArchive returns the archived state of the session's life epoch, or
+// nil when there is none.
+func (st *Store) LoadArchive(ctx context.Context, id string, epoch uint32) (*Session, error) {
+	e, err := st.kv.Get(ctx, archiveKey(id, epoch))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load archive %d of session %s: %w", epoch, id, err)
+	}
+	s := New(id)
+	if err := json.Unmarshal(e.Value(), s); err != nil {
+		return nil, fmt.Errorf("decode archive %d of session %s: %w", epoch, id, err)
+	}
+	return s, nil
+}
+
+// Tombstone is what remains of an archived session in its checkpoint: enough
+// to refuse later events clearly, to keep redeliveries no-ops, and to keep
+// summary versions increasing if it is reset.
+func (s *Session) Tombstone() *Session {
+	t := New(s.ID)
+	t.Ended, t.Archived = true, true
+	t.LastSeq, t.Version, t.Epoch, t.LastEventAt = s.LastSeq, s.Version, s.Epoch+1, s.LastEventAt
+	t.Config = s.Config
+	t.MemoryIDs = s.MemoryIDs
+	return t
+}
