@@ -40,6 +40,7 @@ const (
 	EventSessionReset        = "session_reset"
 	EventSessionConfigured   = "session_configured"
 	EventRejected            = "event_rejected"
+	EventSessionArchived     = "session_archived"
 )
 
 // Skip reasons of compaction_skipped (seed 000, plus retry_backoff: a failed
@@ -63,7 +64,20 @@ type Lifecycle struct {
 	At      time.Time `json:"at"`
 	FoldID  string    `json:"fold_id,omitempty"`
 	Reason  string    `json:"reason,omitempty"`
-	Trigger string    `json:"trigger,omitempty"` // turn | generate | compact | catch_up
+	Trigger string    `json:"trigger,omitempty"` // turn | generate | compact | catch_up | idle | end | retry | resume
+	Mode    string    `json:"mode,omitempty"`    // window | evict | interval | tokens
+	// Cause is the rule that fired: window, interval, threshold,
+	// emergency, idle, forced or end.
+	Cause string `json:"cause,omitempty"`
+	// Estimate and Limit are the context estimate and the threshold it was
+	// held against, in tokens (modes tokens and evict).
+	Estimate int `json:"estimate_tokens,omitempty"`
+	Limit    int `json:"limit_tokens,omitempty"`
+	// Chunks and SkippedTurns report a chunked fold (mode tokens).
+	Chunks       int `json:"chunks,omitempty"`
+	SkippedTurns int `json:"skipped_turns,omitempty"`
+	// MaskedTurns is how many tool turns were masked before summarizing.
+	MaskedTurns int `json:"masked_turns,omitempty"`
 
 	Cursor           int64 `json:"cursor"`
 	TotalTurns       int64 `json:"total_turns"`
@@ -96,3 +110,37 @@ const (
 	HeaderOriginalSubject = "Foldstream-Original-Subject"
 	HeaderOriginalSeq     = "Foldstream-Original-Sequence"
 )
+
+// Evicted is published on fold.out.<session>.evicted when mode evict drops
+// turns (seed 001): builders put Note in place of the dropped turns. The
+// counts in Note are cumulative over the session; Count, Tokens and the
+// range are this eviction's. Nats-Msg-Id is "<session>:evicted:<version>".
+type Evicted struct {
+	V       int       `json:"v"`
+	Session string    `json:"session"`
+	Version uint64    `json:"version"` // the summary version this eviction produced
+	Count   int       `json:"count"`
+	Tokens  int       `json:"tokens"`
+	First   time.Time `json:"first_at"`
+	Last    time.Time `json:"last_at"`
+	// FromTurn..ToTurn (inclusive) are the evicted turns' indexes.
+	FromTurn     int64     `json:"from_turn"`
+	ToTurn       int64     `json:"to_turn"`
+	Cursor       int64     `json:"cursor"`
+	TotalEvicted int64     `json:"total_evicted"`
+	Note         string    `json:"note"`
+	At           time.Time `json:"at"`
+}
+
+// Memories is published on fold.out.<session>.memory when a fold returned
+// durable facts (seed 004) not published before for the session.
+// Nats-Msg-Id is "<session>:memory:<version>".
+type Memories struct {
+	V        int       `json:"v"`
+	Session  string    `json:"session"`
+	Version  uint64    `json:"version"` // the summary version of the fold that extracted them
+	FoldID   string    `json:"fold_id"`
+	Memories []string  `json:"memories"`
+	Model    string    `json:"model,omitempty"`
+	At       time.Time `json:"at"`
+}
