@@ -55,8 +55,9 @@ type ChunkOptions struct {
 // through unchanged, and the outcome equals Summarize's apart from Chunks.
 //
 // Outcome (Summary is the last summarised chunk's summary; Memories,
-// tokens and Calls are merged/summed over all calls; Chunks counts all
-// chunks, SkippedTurns the turns of skipped ones):
+// tokens and Calls are merged/summed over all calls, a call rejected with
+// retry.ContextLength included; Chunks counts all chunks, SkippedTurns the
+// turns of skipped ones):
 //
 //   - every chunk summarised: Tier is the worst budget tier among the
 //     chunks (full < recompacted < clamped), so a clamp anywhere along the
@@ -65,8 +66,9 @@ type ChunkOptions struct {
 //     sent) or the model rejected them with retry.ContextLength: TierPartial.
 //     Each run of adjacent skipped chunks gets a line
 //     "[N messages (~T tokens) from <from> to <to> were too large to
-//     summarise and were skipped]" (RFC 3339 UTC times; "turn #i" when a
-//     turn has no time) appended to the summary, so the gap is never
+//     summarise and were skipped]" ("[1 message (~T tokens) at <at> was
+//     too large to summarise and was skipped]"; RFC 3339 UTC times, "turn
+//     #i" when a turn has no time) appended to the summary, so the gap is never
 //     silent. Once a gap exists the following chunks are asked for a
 //     summary short enough to leave room for the lines; the total still
 //     fits req.MaxChars (the summary part is clamped at a sentence if
@@ -120,6 +122,7 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 		co, err := Summarize(ctx, s, creq)
 		if err != nil {
 			if retry.Classify(err).Class == retry.ContextLength {
+				out.Calls++ // the rejected call
 				gaps = addGap(gaps, i, c)
 				continue
 			}
@@ -159,10 +162,19 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 // Placeholder is tier 3 of seed 004: the previous summary kept as it is,
 // plus the note "[Context contained N messages that were compacted (from
 // <from> to <to>). Summary unavailable due to size limits.]" (" and M
-// notes" after the messages when notes are given). The result fits
-// maxChars (<= 0: no limit): when it does not, the previous summary is
-// clamped at a sentence from its end, never from its start, and the note
-// falls back to shorter forms so that it takes at most half the budget.
+// notes" after the messages when notes are given; no time range when no
+// turn or note has a time). The result fits maxChars (<= 0: no limit), in
+// this order of preference:
+//
+//  1. the whole previous summary with the longest note form that fits: the
+//     one above, then without the time range, then "[N messages compacted;
+//     no summary]";
+//  2. the previous summary clamped at a sentence (from its end: its start
+//     is never dropped) with the longest note form that takes at most half
+//     of maxChars;
+//  3. for budgets too small for both: the previous summary's start alone,
+//     or the short note clamped when there is no previous summary.
+//
 // The summary is never empty for maxChars >= 1. Calls is 0 and
 // SkippedTurns is len(turns).
 func Placeholder(prev string, turns []Turn, notes []Note, maxChars int) Outcome {
@@ -302,12 +314,22 @@ func addGap(gaps []gap, i int, c chunk) []gap {
 // line renders one gap; between is the wording of the collapsed line,
 // whose range also spans the summarised chunks in between.
 func (g gap) line(between bool) string {
+	if g.turns == 1 {
+		return fmt.Sprintf("[1 message (~%d tokens) at %s %s]", g.tokens, point(g.from), skippedVerb(1))
+	}
 	from, to := "from", "to"
 	if between {
 		from, to = "between", "and"
 	}
-	return fmt.Sprintf("[%s (~%d tokens) %s %s %s %s were too large to summarise and were skipped]",
-		plural(g.turns, "message"), g.tokens, from, point(g.from), to, point(g.to))
+	return fmt.Sprintf("[%s (~%d tokens) %s %s %s %s %s]",
+		plural(g.turns, "message"), g.tokens, from, point(g.from), to, point(g.to), skippedVerb(g.turns))
+}
+
+func skippedVerb(n int) string {
+	if n == 1 {
+		return "was too large to summarise and was skipped"
+	}
+	return "were too large to summarise and were skipped"
 }
 
 // gapBlock renders the gap lines; if they would take more than half of
@@ -333,7 +355,7 @@ func gapBlock(gaps []gap, maxChars int) string {
 			return l
 		}
 	}
-	return "[" + plural(all.turns, "message") + " were too large to summarise and were skipped]"
+	return "[" + plural(all.turns, "message") + " " + skippedVerb(all.turns) + "]"
 }
 
 // withGaps appends the gap block to summary within maxChars, clamping the
