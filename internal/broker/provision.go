@@ -20,13 +20,38 @@ type Layout struct {
 	Out      string // outbound stream
 	DLQ      string // dead-letter stream
 	Bucket   string // session checkpoints
+	// Owners is the partition ownership bucket (members and owners), used
+	// only when Subjects.Partitions > 0.
+	Owners string
 }
 
 // NewLayout derives names from the prefix: "fold" gives FOLD_IN, FOLD_OUT,
 // FOLD_DLQ and bucket FOLD_SESSIONS.
 func NewLayout(subjects events.Subjects) Layout {
 	base := strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(subjects.Prefix))
-	return Layout{Subjects: subjects, In: base + "_IN", Out: base + "_OUT", DLQ: base + "_DLQ", Bucket: base + "_SESSIONS"}
+	return Layout{Subjects: subjects, In: base + "_IN", Out: base + "_OUT", DLQ: base + "_DLQ", Bucket: base + "_SESSIONS", Owners: base + "_PARTITIONS"}
+}
+
+// Partitioned returns the layout with n inbound partitions (0 = none).
+func (l Layout) Partitioned(n int) Layout {
+	l.Subjects.Partitions = n
+	return l
+}
+
+// PartitionConsumer names partition k's durable consumer: the base name,
+// the partition and the partition count, so a change of --partitions
+// never reuses an ack floor from another partitioning.
+func (l Layout) PartitionConsumer(base string, k int) string {
+	return fmt.Sprintf("%s-p%dof%d", base, k, l.Subjects.Partitions)
+}
+
+// inTransform is the inbound stream's subject transform for the layout.
+func (l Layout) inTransform() *jetstream.SubjectTransformConfig {
+	if !l.Subjects.Partitioned() {
+		return nil
+	}
+	src, dst := l.Subjects.PartitionTransform()
+	return &jetstream.SubjectTransformConfig{Source: src, Destination: dst}
 }
 
 // ProvisionConfig sets what Provision creates.
@@ -48,7 +73,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, l Layout, pc Provisi
 		pc.Duplicates = 10 * time.Minute
 	}
 	streams := []jetstream.StreamConfig{
-		{Name: l.In, Subjects: []string{l.Subjects.InAll()}, Description: "foldstream inbound: turns, notes, control"},
+		{Name: l.In, Subjects: []string{l.Subjects.InAll()}, Description: "foldstream inbound: turns, notes, control", SubjectTransform: l.inTransform()},
 		{Name: l.Out, Subjects: []string{l.Subjects.OutAll()}, Description: "foldstream outbound: summaries, lifecycle, memories, evictions"},
 		{Name: l.DLQ, Subjects: []string{l.Subjects.DeadLetterAll()}, Description: "foldstream rejected inbound messages, with the reason in headers"},
 	}
@@ -109,6 +134,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 			return fmt.Errorf("stream %s exists but does not capture %q (it has %v): fix the stream or choose another --prefix", want.Name, subj, have.Subjects)
 		}
 	}
+	if err := checkTransform(want.Name, have.SubjectTransform, want.SubjectTransform); err != nil {
+		return err
+	}
 	var diffs []string
 	if have.Replicas != want.Replicas {
 		diffs = append(diffs, fmt.Sprintf("replicas %d (wanted %d)", have.Replicas, want.Replicas))
@@ -133,4 +161,23 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 			Msg("stream exists with a different configuration; left unchanged")
 	}
 	return nil
+}
+
+// checkTransform refuses a stream whose partitioning differs from the one
+// asked for: consumers would filter subjects nothing is stored under, and
+// sessions would be read by two partitionings at once. Changing it is a
+// migration (docs/deployment.md), never done on the fly.
+func checkTransform(stream string, have, want *jetstream.SubjectTransformConfig) error {
+	describe := func(t *jetstream.SubjectTransformConfig) string {
+		if t == nil {
+			return "no partitions (no subject transform)"
+		}
+		return fmt.Sprintf("subject transform %s -> %s", t.Source, t.Destination)
+	}
+	same := (have == nil && want == nil) || (have != nil && want != nil && have.Source == want.Source && have.Destination == want.Destination)
+	if same {
+		return nil
+	}
+	return fmt.Errorf("--partitions: stream %s has %s, but this processor wants %s; every instance must run with the stream's partition count, and changing it is a migration (see docs/deployment.md, \"Changing the partition count\")",
+		stream, describe(have), describe(want))
 }

@@ -58,6 +58,11 @@ func CheckSession(field, id string) error {
 // Subjects builds and parses subjects under one prefix.
 type Subjects struct {
 	Prefix string
+	// Partitions is the number of inbound partitions (scale-out); 0 keeps
+	// the single-consumer layout. With N > 0 the inbound stream stores
+	// <prefix>.in.<session>.<kind> as <prefix>.part.<N>.<k>.<session>.<kind>
+	// (see partition.go).
+	Partitions int
 }
 
 // NewSubjects validates prefix (one or more dot-separated tokens, no
@@ -96,15 +101,28 @@ func (s Subjects) InAll() string         { return s.Prefix + ".in.>" }
 func (s Subjects) OutAll() string        { return s.Prefix + ".out.>" }
 func (s Subjects) DeadLetterAll() string { return s.Prefix + ".dlq.>" }
 
-// InSession and OutSession filter one session's events.
-func (s Subjects) InSession(session string) string  { return s.Prefix + ".in." + session + ".>" }
+// InSession and OutSession filter one session's events. InSession filters
+// the subjects inbound events are stored under: with partitions, their
+// partitioned form (any N).
+func (s Subjects) InSession(session string) string {
+	if s.Partitions > 0 {
+		return s.Prefix + ".part.*.*." + session + ".>"
+	}
+	return s.Prefix + ".in." + session + ".>"
+}
 func (s Subjects) OutSession(session string) string { return s.Prefix + ".out." + session + ".>" }
 
 // ParseIn splits an inbound subject into session and kind. The session
-// token is returned even when invalid so the dead letter can name it.
+// token is returned even when invalid so the dead letter can name it. A
+// stored partitioned subject (<prefix>.part.<N>.<k>.<session>.<kind>) is
+// accepted too, in any layout, when its partition token is the one the
+// stream's transform computes for the session.
 func (s Subjects) ParseIn(subject string) (session, kind string, err error) {
 	rest, ok := strings.CutPrefix(subject, s.Prefix+".in.")
 	if !ok {
+		if prest, part := strings.CutPrefix(subject, s.Prefix+".part."); part {
+			return s.parsePartitioned(subject, prest)
+		}
 		return "", "", &ValidationError{Code: CodeBadSubject, Field: "subject", Reason: fmt.Sprintf("expected %s.in.<session>.<turn|note|control>, got %q", s.Prefix, subject)}
 	}
 	session, kind, ok = strings.Cut(rest, ".")
