@@ -6,7 +6,9 @@
 //   - context: a session's packed context, seed 000's layers in prompt
 //     order (summary, verbatim turns from the cursor, eviction notes),
 //     within an optional budget in characters and/or tokens;
-//   - session: a session's checkpointed state.
+//   - session: a session's checkpointed state;
+//   - recall: the turns of a session that best match a query, by default
+//     those before the cursor (folded or evicted), see recall.go.
 //
 // The service reads what the processor writes (the KV checkpoint and the
 // inbound stream) and never writes anything itself, so it can run in any
@@ -93,6 +95,7 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 	}{
 		{client.EndpointContext, `{"session","budget_chars"?,"budget_tokens"?} → summary, verbatim turns from the cursor, eviction notes`, s.handleContext},
 		{client.EndpointSession, `{"session"} → cursor, total, version, covered_through, last fold, lease, pending notes`, s.handleSession},
+		{client.EndpointRecall, `{"v","session","query","limit"?,"scope"?} → the best-matching turns (BM25), by default of those before the cursor`, s.handleRecall},
 	}
 	for _, ep := range endpoints {
 		if err := g.AddEndpoint(ep.name, micro.ContextHandler(ctx, ep.h),

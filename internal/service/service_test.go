@@ -379,7 +379,7 @@ func TestServiceIsDiscoverableWithStats(t *testing.T) {
 	if err := json.Unmarshal(m.Data, &info); err != nil {
 		t.Fatal(err)
 	}
-	if info.Name != "foldstream" || info.Version != service.Version || info.Description == "" || len(info.Endpoints) != 2 {
+	if info.Name != "foldstream" || info.Version != service.Version || info.Description == "" || len(info.Endpoints) != 3 {
 		t.Fatalf("info %+v", info)
 	}
 	subjects := map[string]bool{}
@@ -389,7 +389,7 @@ func TestServiceIsDiscoverableWithStats(t *testing.T) {
 			t.Errorf("endpoint %s has no description", ep.Name)
 		}
 	}
-	if !subjects["fold.svc.context"] || !subjects["fold.svc.session"] {
+	if !subjects["fold.svc.context"] || !subjects["fold.svc.session"] || !subjects["fold.svc.recall"] {
 		t.Fatalf("endpoint subjects %v", subjects)
 	}
 	// micro counts a request after its handler returns, which is after the
