@@ -238,22 +238,22 @@ func splitChunks(turns []Turn, opt ChunkOptions) []chunk {
 		count = tokens.Heuristic
 	}
 	var (
-		out []chunk
-		cur chunk
+		out   []chunk
+		start int // first turn of the current chunk
+		toks  int
 	)
-	for _, t := range turns {
+	for i, t := range turns {
 		n := t.Tokens
 		if n <= 0 {
 			n = count(t.Text)
 		}
-		if len(cur.turns) > 0 && opt.ChunkTokens > 0 && cur.tokens+n > opt.ChunkTokens {
-			out = append(out, cur)
-			cur = chunk{}
+		if i > start && opt.ChunkTokens > 0 && toks+n > opt.ChunkTokens {
+			out = append(out, chunk{turns: turns[start:i:i], tokens: toks})
+			start, toks = i, 0
 		}
-		cur.turns = append(cur.turns[:len(cur.turns):len(cur.turns)], t)
-		cur.tokens += n
+		toks += n
 	}
-	return append(out, cur)
+	return append(out, chunk{turns: turns[start:len(turns):len(turns)], tokens: toks})
 }
 
 // chunkRequest is req narrowed to one chunk, with the rolling summary.
