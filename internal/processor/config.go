@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 )
@@ -33,11 +34,37 @@ const (
 
 // Config tunes the processor. Zero values take the defaults.
 type Config struct {
+	// Mode is the deployment's default mode; sessions may override it.
+	Mode    fold.Mode
 	Window  fold.Window
 	Trigger string // turn | generate
 	Profile fold.Profile
-	// Durable consumer name; instances sharing it share the work.
+	// Settings of the other modes; zero fields take seed defaults.
+	Tokens               fold.TokenPolicy
+	Evict                fold.EvictPolicy
+	Interval             fold.IntervalPolicy
+	MaskToolOutputsAfter time.Duration
+	// RecallEnabled says evicted turns can be searched (the context
+	// service's recall endpoint runs). Without it mode evict would be
+	// amnesia, so it falls back to mode tokens with a warning (seed 001).
+	RecallEnabled bool
+	// KeepEnded keeps an ended session's checkpoint as it is instead of
+	// the final fold, archive and clear of seed 004.
+	KeepEnded bool
+	// ContextSources are asked for the folded window at every fold of a
+	// session in mode interval (seed 002).
+	ContextSources []contextsource.Source
+	// Durable consumer name. It is deleted and recreated at its ack floor
+	// on every attach, so exactly one engine may use it at a time: with
+	// partitions, one per partition (see internal/partition).
 	Consumer string
+	// FilterSubjects are the consumer's filters; empty reads the whole
+	// inbound layout. A partition engine reads its partition's subjects.
+	FilterSubjects []string
+	// Owns reports whether a session belongs to this engine; sessions with
+	// interrupted folds (due marks) of other partitions are left to their
+	// owners. Nil owns every session.
+	Owns func(session string) bool
 	// InstanceID names this process in fold leases.
 	InstanceID string
 	// Shards is the number of session owners (goroutines).
@@ -86,6 +113,23 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Trigger == "" {
 		c.Trigger = TriggerTurn
+	}
+	dp := fold.DefaultPolicy()
+	if c.Mode == "" {
+		c.Mode = dp.Mode
+	}
+	c.Tokens = mergeTokens(c.Tokens, dp.Tokens)
+	if c.Evict.TargetUtilization == 0 {
+		c.Evict.TargetUtilization = dp.Evict.TargetUtilization
+	}
+	if c.Evict.MinKeepMessages == 0 {
+		c.Evict.MinKeepMessages = dp.Evict.MinKeepMessages
+	}
+	if c.Interval.Exchanges == 0 {
+		c.Interval.Exchanges = dp.Interval.Exchanges
+	}
+	if c.Interval.KeepRecent == 0 {
+		c.Interval.KeepRecent = dp.Interval.KeepRecent
 	}
 	if c.Profile == "" {
 		c.Profile = fold.ProfileVoice
@@ -152,5 +196,50 @@ func (c Config) Validate() error {
 	case c.Profile != fold.ProfileVoice && c.Profile != fold.ProfileAgent:
 		return fmt.Errorf("profile: expected voice or agent, got %q", c.Profile)
 	}
-	return nil
+	for i, src := range c.ContextSources {
+		if err := src.Validate(); err != nil {
+			return fmt.Errorf("context source %d: %w", i+1, err)
+		}
+	}
+	return c.policy().Validate()
+}
+
+// policy is the deployment's default compaction policy.
+func (c Config) policy() fold.Policy {
+	return fold.Policy{
+		Mode: c.Mode, Window: c.Window, Tokens: c.Tokens, Evict: c.Evict, Interval: c.Interval,
+		MaskToolOutputsAfter: c.MaskToolOutputsAfter,
+	}
+}
+
+// mergeTokens fills zero fields of t from d.
+func mergeTokens(t, d fold.TokenPolicy) fold.TokenPolicy {
+	if t.ContextWindow == 0 {
+		t.ContextWindow = d.ContextWindow
+	}
+	if t.ReserveTokens == 0 {
+		t.ReserveTokens = d.ReserveTokens
+		if t.ReserveTokens >= t.ContextWindow {
+			t.ReserveTokens = t.ContextWindow / 8 // a small custom window keeps a proportional reserve
+		}
+	}
+	if t.IdleAfter == 0 {
+		t.IdleAfter = d.IdleAfter
+	}
+	if t.IdleThreshold == 0 {
+		t.IdleThreshold = d.IdleThreshold
+	}
+	if t.EmergencyThreshold == 0 {
+		t.EmergencyThreshold = d.EmergencyThreshold
+	}
+	if t.KeepRecentMessages == 0 {
+		t.KeepRecentMessages = d.KeepRecentMessages
+	}
+	if t.ChunkFraction == 0 {
+		t.ChunkFraction = d.ChunkFraction
+	}
+	if t.OversizedFraction == 0 {
+		t.OversizedFraction = d.OversizedFraction
+	}
+	return t
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/retry"
@@ -33,6 +34,12 @@ type foldJob struct {
 	cursor    int64
 	prevVer   uint64
 	compactns int
+	policy    fold.Policy
+	cause     string
+	exchanges int  // the session's exchange count when the fold started
+	final     bool // the end-of-session fold: archive once it lands
+	// placeholderOK allows seed 004's tier 3 if the summarizer fails.
+	placeholderOK bool
 }
 
 type foldResult struct {
@@ -48,10 +55,11 @@ type foldResult struct {
 	nNotes   int
 	fromT    time.Time
 	toT      time.Time
+	masked   int // tool turns masked before summarizing
 }
 
-// evaluate runs the trigger check (seed 000) and starts a fold or records
-// why not.
+// evaluate runs the session's trigger check (its mode's policy, seed 000's
+// gates) and starts a fold or an eviction, or records why not.
 func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 	p := sh.p
 	now := p.clock.Now()
@@ -62,27 +70,48 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		sh.abandon(ls, "lease expired")
 		sh.markDirty(ls)
 	}
-	w := sh.window(ls)
+	pol := sh.policy(ls)
+	if s.Ended {
+		sh.finish(ls, pol)
+		return
+	}
 	disabled := s.Config != nil && s.Config.Disabled != nil && *s.Config.Disabled
-	d := w.Evaluate(fold.Check{
+	chk := fold.Check{
 		Cursor: s.Cursor, Total: s.Total, InFlight: s.Lease.Held(now),
 		Backoff: now.Before(s.RetryAfter), Ending: s.Ended, Disabled: disabled, Force: force,
-	})
+		Exchanges: s.Exchanges - s.ExchangesFolded,
+	}
+	if pol.CountsTokens() {
+		turns := s.Turns
+		chk.UnfoldedTokens = unfoldedTokens(s)
+		chk.SummaryTokens = s.SummaryToks
+		chk.ReportedContext = s.ContextTokens
+		chk.TurnTokens = func(i int) int { return turns[i].Tokens }
+		chk.Idle = pol.Tokens.IdleAfter > 0 && !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= pol.Tokens.IdleAfter
+	}
+	d := pol.Plan(chk)
+	if d.Cause == fold.CauseIdle {
+		trigger = "idle"
+	}
 	if !d.Fold {
-		sh.skip(ls, d, trigger)
+		sh.skip(ls, pol, d, trigger)
 		if d.Reason == fold.SkipAlreadyInFlight && s.Lease.Owner != p.cfg.InstanceID {
 			sh.wake[s.ID] = s.Lease.Deadline // a dead owner's lease: fold when it ends
 		}
 		return
 	}
 	ls.lastSkip = ""
-	sh.startFold(ls, w, d, trigger)
+	if d.Action == fold.ActionEvict {
+		sh.evict(ls, pol, d, trigger)
+		return
+	}
+	sh.startFold(ls, pol, d, trigger)
 }
 
 // skip logs every skip (debug for the per-turn below_threshold) and
 // publishes it when the reason changes or the check was asked for, so the
 // stream explains the session without carrying one event per turn.
-func (sh *shard) skip(ls *live, d fold.Decision, trigger string) {
+func (sh *shard) skip(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := sh.p
 	p.m.skips.WithLabelValues(string(d.Reason)).Inc()
 	explicit := trigger == "generate" || trigger == "compact"
@@ -94,19 +123,20 @@ func (sh *shard) skip(ls *live, d fold.Decision, trigger string) {
 		level = zerolog.InfoLevel
 	}
 	p.log.WithLevel(level).Str("event", "context_compaction_skipped").Str("session", ls.s.ID).Str("reason", string(d.Reason)).
-		Str("trigger", trigger).Int64("cursor", ls.s.Cursor).Int64("total_turns", ls.s.Total).Int64("recent_start", d.RecentStart).
-		Int64("eligible", d.Eligible).Msg("compaction skipped")
+		Str("mode", string(pol.Mode)).Str("trigger", trigger).Int64("cursor", ls.s.Cursor).Int64("total_turns", ls.s.Total).
+		Int64("recent_start", d.RecentStart).Int64("eligible", d.Eligible).Int("estimate_tokens", d.Estimate).Int("limit_tokens", d.Limit).
+		Msg("compaction skipped")
 	if !publish {
 		return
 	}
 	ls.lastSkip = d.Reason
 	sh.publishLifecycle(ls, events.Lifecycle{
-		Type: events.EventCompactionSkipped, Reason: string(d.Reason), Trigger: trigger,
-		RecentStart: d.RecentStart, Eligible: d.Eligible,
+		Type: events.EventCompactionSkipped, Reason: string(d.Reason), Trigger: trigger, Mode: string(pol.Mode),
+		RecentStart: d.RecentStart, Eligible: d.Eligible, Estimate: d.Estimate, Limit: d.Limit,
 	})
 }
 
-func (sh *shard) startFold(ls *live, w fold.Window, d fold.Decision, trigger string) {
+func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := sh.p
 	s := ls.s
 	now := p.clock.Now()
@@ -133,7 +163,11 @@ func (sh *shard) startFold(ls *live, w fold.Window, d fold.Decision, trigger str
 		return
 	}
 	job := foldJob{
-		session: s.ID, foldID: s.Lease.FoldID, trigger: trigger, profile: sh.profile(ls), window: w,
+		session: s.ID, foldID: s.Lease.FoldID, trigger: trigger, profile: sh.profile(ls), window: pol.Window, policy: pol, cause: d.Cause,
+		exchanges: s.Exchanges, final: trigger == "end",
+		// Seed 004's tier 3: a session past its emergency threshold whose
+		// folds keep failing gets a placeholder rather than overflowing.
+		placeholderOK: pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency && s.Failures >= 2,
 		prev: s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
@@ -154,11 +188,12 @@ func (sh *shard) startFold(ls *live, w fold.Window, d fold.Decision, trigger str
 	p.m.folds.WithLabelValues("started").Inc()
 	p.m.inFlight.Inc()
 	sh.publishLifecycle(ls, events.Lifecycle{
-		Type: events.EventCompactionStarted, FoldID: job.foldID, Trigger: trigger,
-		RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
+		Type: events.EventCompactionStarted, FoldID: job.foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
+		Estimate: d.Estimate, Limit: d.Limit, RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
 		PendingNoteCount: len(job.notes),
 	})
 	p.log.Info().Str("event", "context_compaction_started").Str("session", s.ID).Str("fold_id", job.foldID).Str("trigger", trigger).
+		Str("mode", string(pol.Mode)).Str("cause", d.Cause).Int("estimate_tokens", d.Estimate).
 		Int64("cursor", s.Cursor).Int("batch_size", n).Int64("recent_start", d.RecentStart).Int("pending_note_count", len(job.notes)).
 		Int64("total_turns", s.Total).Msg("compaction started")
 
@@ -215,12 +250,57 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	req.From, req.To = foldSpan(req)
 	r.fromT, r.toT = req.From, req.To
 	r.nTurns, r.nNotes = len(req.Turns), len(req.Notes)
-	r.out, r.err = fold.Summarize(ctx, p.sum, req)
+	pol := job.policy
+	if pol.MaskToolOutputsAfter > 0 {
+		// Masked before summarizing (seed 003): an old tool output costs
+		// the model tokens and rarely matters once its call is answered.
+		req.Turns, r.masked = fold.MaskToolOutputs(req.Turns, fold.MaskOptions{OlderThan: pol.MaskToolOutputsAfter, Now: p.clock.Now()})
+	}
+	var answers []contextsource.Answer
+	if pol.Mode == fold.ModeInterval {
+		// Seed 002: the model condenses only the conversation part; the
+		// source lines are asked afresh for this window and merged after.
+		req.PreviousSummary, _ = splitConversation(req.PreviousSummary)
+		if len(p.cfg.ContextSources) > 0 {
+			answers = p.asker.Ask(ctx, job.session, req.From, req.To, p.cfg.ContextSources)
+		}
+	}
+	switch pol.Mode {
+	case fold.ModeTokens:
+		r.out, r.err = fold.SummarizeChunked(ctx, p.sum, req, fold.ChunkOptions{
+			ChunkTokens: pol.Tokens.ChunkTokens(), OversizedTokens: pol.Tokens.OversizedTokens(), Count: p.tokens.Count,
+		})
+	default:
+		r.out, r.err = fold.Summarize(ctx, p.sum, req)
+	}
+	if r.err != nil && job.placeholderOK && ctx.Err() == nil {
+		p.log.Warn().Err(r.err).Str("event", "compaction_placeholder").Str("session", job.session).Str("fold_id", job.foldID).
+			Msg("summarizer failed again past the emergency threshold; folding with a placeholder (seed 004 tier 3)")
+		r.out, r.err = fold.Placeholder(req.PreviousSummary, req.Turns, req.Notes, job.window.MaxSummaryChars), nil
+	}
 	r.model = r.err != nil
 	if r.err == nil {
+		if pol.Mode == fold.ModeInterval {
+			r.out.Summary = contextsource.Block(req.From, req.To, r.out.Summary, answers, job.window.MaxSummaryChars+sourceAllowance(len(answers)))
+		}
 		r.sumToks = p.tokens.Count(r.out.Summary)
 	}
 	return r
+}
+
+// sourceAllowance is the room context-source lines get on top of the
+// conversation summary's budget in mode interval.
+func sourceAllowance(sources int) int {
+	if sources == 0 {
+		return 80 // the header line
+	}
+	return 80 + sources*(contextsource.MaxAnswerChars/2)
+}
+
+// splitConversation returns the conversation part of an interval block.
+func splitConversation(summary string) (string, bool) {
+	b, ok := contextsource.SplitBlock(summary)
+	return b.Conversation, ok
 }
 
 // readEvent decodes the inbound event at seq from data when the owner kept
@@ -314,6 +394,9 @@ func (sh *shard) applyResult(r foldResult) {
 	s.RetryAfter = time.Time{}
 	s.OriginalToks += r.origToks
 	s.SummaryToks = r.sumToks
+	s.ExchangesFolded = r.job.exchanges
+	s.ContextTokens = 0 // the bot's next prompt is smaller; its old report no longer holds
+	sh.publishMemories(ls, r, s.Version)
 	if sh.checkpoint(ls) {
 		sh.dropChunks(s, oldCursor, s.Cursor)
 	}
@@ -324,16 +407,21 @@ func (sh *shard) applyResult(r foldResult) {
 	p.m.sumTokens.WithLabelValues("output").Add(float64(r.out.OutputTokens))
 	p.m.foldedToks.Add(float64(r.origToks))
 	sh.publishLifecycle(ls, events.Lifecycle{
-		Type: events.EventCompactionCompleted, FoldID: r.job.foldID, Trigger: r.job.trigger,
-		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough,
+		Type: events.EventCompactionCompleted, FoldID: r.job.foldID, Trigger: r.job.trigger, Mode: string(r.job.policy.Mode), Cause: r.job.cause,
+		Chunks: r.out.Chunks, SkippedTurns: r.out.SkippedTurns, MaskedTurns: r.masked, OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough,
 		SummaryChars: utf8.RuneCountInString(s.Summary), Version: s.Version, Tier: string(r.out.Tier),
 		LatencyMS: latency.Milliseconds(), Model: r.out.Model,
 	})
 	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", r.job.foldID).
+		Str("mode", string(r.job.policy.Mode)).Int("chunks", r.out.Chunks).Int("skipped_turns", r.out.SkippedTurns).Int("masked_turns", r.masked).
 		Int64("old_cursor", oldCursor).Int64("new_cursor", s.Cursor).Int64("covered_through_turn", s.CoveredThrough).
 		Int("summary_chars", utf8.RuneCountInString(s.Summary)).Uint64("version", s.Version).Str("tier", string(r.out.Tier)).
 		Str("model", r.out.Model).Int64("latency_ms", latency.Milliseconds()).Msg("compaction completed")
 	p.log.Debug().Str("event", "summary_text").Str("session", s.ID).Uint64("version", s.Version).Str("summary", s.Summary).Msg("summary")
+	if r.job.final {
+		sh.archive(ls, "end")
+		return
+	}
 	if _, ok := sh.sessions[s.ID]; ok {
 		sh.evaluate(ls, "catch_up", false)
 		sh.settleDue(ls)
@@ -365,7 +453,7 @@ func (sh *shard) failed(ls *live, r foldResult, latency time.Duration) {
 	p.m.folds.WithLabelValues("failed").Inc()
 	retryable := re.Retryable
 	sh.publishLifecycle(ls, events.Lifecycle{
-		Type: events.EventCompactionFailed, FoldID: r.job.foldID, Trigger: r.job.trigger,
+		Type: events.EventCompactionFailed, FoldID: r.job.foldID, Trigger: r.job.trigger, Mode: string(r.job.policy.Mode),
 		BatchFrom: r.job.from, BatchTo: r.job.to - 1, Model: p.sum.Name(), ErrorClass: string(re.Class),
 		Retryable: &retryable, Error: r.err.Error(), LatencyMS: latency.Milliseconds(),
 	})

@@ -21,6 +21,7 @@ type metrics struct {
 	rewinds     prometheus.Counter
 	sumTokens   *prometheus.CounterVec // by kind: input, output (provider-reported)
 	foldedToks  prometheus.Counter
+	memories    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -37,6 +38,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		inFlight:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "folds_in_flight", Help: "Folds running now."}),
 		sumTokens:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "summarizer_tokens_total", Help: "Tokens the summarizer provider reported, by kind (input, output); 0 for the offline summarizer."}, []string{"kind"}),
 		foldedToks:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "folded_tokens_total", Help: "Tokens of the turns and notes folded (the model-cost baseline: input tokens per folded token)."}),
+		memories:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "memories_published_total", Help: "Memories published (after deduplication against the session's earlier ones)."}),
 		rewinds:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "consumer_rewinds_total", Help: "Times the consumer was re-attached at the ack floor after a state error."}),
 	}
 	m.applied = map[string]prometheus.Counter{}
@@ -44,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.applied[kind] = m.events.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks)
+		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories)
 	}
 	return m
 }

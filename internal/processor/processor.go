@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/state"
@@ -30,6 +31,30 @@ type Deps struct {
 	Log        zerolog.Logger
 	Clock      Clock
 	Registry   prometheus.Registerer
+	// Shared, when set, holds the metrics and the fold slots of several
+	// engines in one process (one per owned partition); Registry is then
+	// unused.
+	Shared *Shared
+	// BeforeAttach, when set, is called before the consumer is (re)created;
+	// an error stops the attach. A partition engine checks that its
+	// instance still owns the partition, so a fenced engine never deletes
+	// the consumer a new owner attached.
+	BeforeAttach func(context.Context) error
+}
+
+// Shared is what the engines of one process share: metrics registered
+// once, and one bound on concurrent folds.
+type Shared struct {
+	m     *metrics
+	slots chan struct{}
+}
+
+// NewShared registers the metrics on reg and bounds folds across engines.
+func NewShared(reg prometheus.Registerer, maxConcurrentFolds int) *Shared {
+	if maxConcurrentFolds <= 0 {
+		maxConcurrentFolds = Config{}.withDefaults().MaxConcurrentFolds
+	}
+	return &Shared{m: newMetrics(reg), slots: make(chan struct{}, maxConcurrentFolds)}
 }
 
 // Processor consumes inbound events and folds sessions.
@@ -45,18 +70,26 @@ type Processor struct {
 	clock  Clock
 	m      *metrics
 
+	policy fold.Policy // the deployment's; sessions may override it
+	asker  *contextsource.Asker
+
 	inStream jetstream.Stream
 	outStrm  jetstream.Stream
 	shards   []*shard
 	folds    sync.WaitGroup
 	slots    chan struct{} // fold concurrency limit
 
-	rewind  atomic.Bool // a shard asked to re-consume from the ack floor
-	itMu    sync.Mutex
-	it      jetstream.MessagesContext
-	applied atomic.Uint64 // events applied, for tests and the bench
-	landed  atomic.Uint64 // folds completed
-	ready   chan struct{}
+	rewind atomic.Bool // a shard asked to re-consume from the ack floor
+	itMu   sync.Mutex
+	it     jetstream.MessagesContext
+	before func(context.Context) error
+	// abortFolds cancels in-flight folds at once (Abort), set by Run.
+	abortMu    sync.Mutex
+	abortFolds context.CancelFunc
+	aborted    bool
+	applied    atomic.Uint64 // events applied, for tests and the bench
+	landed     atomic.Uint64 // folds completed
+	ready      chan struct{}
 }
 
 // New validates the configuration and wires the processor.
@@ -78,12 +111,36 @@ func New(cfg Config, d Deps) (*Processor, error) {
 		cfg.InstanceID = nuid.Next()
 	}
 	p := &Processor{
+		policy: cfg.policy(), asker: contextsource.NewAsker(d.JS.Conn(), d.Log),
 		cfg: cfg, js: d.JS, layout: d.Layout, subj: d.Layout.Subjects, store: d.Store,
-		sum: d.Summarizer, tokens: d.Tokens, log: d.Log, clock: d.Clock, m: newMetrics(d.Registry),
-		ready: make(chan struct{}),
-		slots: make(chan struct{}, cfg.MaxConcurrentFolds),
+		sum: d.Summarizer, tokens: d.Tokens, log: d.Log, clock: d.Clock,
+		ready:  make(chan struct{}),
+		before: d.BeforeAttach,
+	}
+	if cfg.Mode == fold.ModeEvict && !cfg.RecallEnabled {
+		d.Log.Warn().Str("event", "evict_fallback").
+			Msg("mode evict needs recall (the context service, --service) to find evicted turns; without it eviction is amnesia, so sessions fold in mode tokens")
+	}
+	if d.Shared != nil {
+		p.m, p.slots = d.Shared.m, d.Shared.slots
+	} else {
+		p.m, p.slots = newMetrics(d.Registry), make(chan struct{}, cfg.MaxConcurrentFolds)
 	}
 	return p, nil
+}
+
+// Abort makes a running engine land nothing more: in-flight folds are
+// cancelled now (their leases are cleared, nothing moves), where a plain
+// cancel of Run's context would let them finish within ShutdownGrace.
+// Called when the engine's partition was lost; Run's context must still
+// be cancelled to stop it.
+func (p *Processor) Abort() {
+	p.abortMu.Lock()
+	defer p.abortMu.Unlock()
+	p.aborted = true
+	if p.abortFolds != nil {
+		p.abortFolds()
+	}
 }
 
 // Ready is closed once the consumer is attached and events flow.
@@ -111,6 +168,12 @@ func (p *Processor) Run(ctx context.Context) error {
 	// grace period, not the moment ctx ends.
 	foldCtx, cancelFolds := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelFolds()
+	p.abortMu.Lock()
+	p.abortFolds = cancelFolds
+	if p.aborted {
+		cancelFolds()
+	}
+	p.abortMu.Unlock()
 	p.shards = make([]*shard, p.cfg.Shards)
 	var wg sync.WaitGroup
 	for i := range p.shards {
@@ -198,6 +261,9 @@ func (p *Processor) resumeDue(ctx context.Context, stopping <-chan struct{}) {
 		p.log.Info().Str("event", "folds_resuming").Int("sessions", len(ids)).Msg("resuming sessions with interrupted or failed folds")
 	}
 	for _, id := range ids {
+		if p.cfg.Owns != nil && !p.cfg.Owns(id) {
+			continue // another partition's: its owner resumes it
+		}
 		select {
 		case p.shardOf(id).wakeCh <- id:
 		case <-stopping:
@@ -214,6 +280,11 @@ func (p *Processor) resumeDue(ctx context.Context, stopping <-chan struct{}) {
 // applied. Everything at or below the floor is covered by checkpoints;
 // anything above it that was acked is skipped by sequence on reload.
 func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, uint64, error) {
+	if p.before != nil {
+		if err := p.before(ctx); err != nil {
+			return nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
+		}
+	}
 	var floor uint64
 	old, err := p.js.Consumer(ctx, p.layout.In, p.cfg.Consumer)
 	switch {
@@ -233,12 +304,22 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, uint
 	cfg := jetstream.ConsumerConfig{
 		Durable:       p.cfg.Consumer,
 		Description:   "foldstream processor",
-		FilterSubject: p.subj.InAll(),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       p.cfg.AckWait,
 		MaxAckPending: p.cfg.MaxAckPending,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		MaxDeliver:    -1,
+	}
+	switch filters := p.cfg.FilterSubjects; len(filters) {
+	case 0:
+		cfg.FilterSubjects = p.subj.InFilters()
+	case 1:
+		cfg.FilterSubject = filters[0]
+	default:
+		cfg.FilterSubjects = filters
+	}
+	if len(cfg.FilterSubjects) == 1 {
+		cfg.FilterSubject, cfg.FilterSubjects = cfg.FilterSubjects[0], nil
 	}
 	if floor > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -81,7 +82,7 @@ func (sh *shard) reject(m inMsg, cause error) {
 	dl.Header.Set(events.HeaderErrorCode, ve.Code)
 	dl.Header.Set(events.HeaderErrorField, ve.Field)
 	dl.Header.Set(events.HeaderError, cause.Error())
-	dl.Header.Set(events.HeaderOriginalSubject, m.msg.Subject())
+	dl.Header.Set(events.HeaderOriginalSubject, p.subj.Published(m.msg.Subject())) // as the bot sent it, not as partitioned
 	seq := m.seq
 	dl.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(seq, 10))
 	ctx, cancel := sh.ctx()
@@ -123,4 +124,100 @@ func (p *Processor) lastSummary(ctx context.Context, session string) (*events.Su
 		return nil, fmt.Errorf("decode last summary of %s: %w", session, err)
 	}
 	return &ev, nil
+}
+
+// saveDone is the outcome of one pipelined checkpoint write.
+type saveDone struct {
+	ls   *live
+	id   string
+	rev  uint64 // the revision it was written on (0: a first write)
+	acks int    // how many of ls.acks it covers
+	seq  uint64 // the new revision
+	err  error
+}
+
+// awaitSaves waits, off the shard goroutine, for the writes of one flush
+// and hands their outcomes back to the shard: the shard keeps applying
+// events meanwhile instead of idling for a round trip per flush.
+func (sh *shard) awaitSaves(futures []jetstream.PubAckFuture, done []saveDone) {
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+wait:
+	for i, f := range futures {
+		select {
+		case pa := <-f.Ok():
+			done[i].seq = pa.Sequence
+		case err := <-f.Err():
+			done[i].err = err
+		case <-deadline.C:
+			for j := i; j < len(done); j++ {
+				done[j].err = fmt.Errorf("save session %s: no acknowledgement in 10s", done[j].id)
+			}
+			break wait
+		}
+	}
+	sh.saves <- done
+}
+
+// landSaves acks what each confirmed write covers; a failed one drops the
+// session and rewinds, as a synchronous checkpoint would.
+func (sh *shard) landSaves(done []saveDone) {
+	p := sh.p
+	sh.writes--
+	for _, d := range done {
+		ls := d.ls
+		ls.writing = false
+		if sh.sessions[d.id] != ls {
+			continue // dropped meanwhile (rewind, conflict): its messages come again
+		}
+		if d.err != nil {
+			if d.rev == 0 && state.IsConflict(d.err) {
+				// The key has history (a deleted session's marker): the
+				// synchronous create knows how to handle it.
+				sh.checkpoint(ls)
+				continue
+			}
+			err := d.err
+			if state.IsConflict(err) {
+				err = fmt.Errorf("save session %s at revision %d: %w (%w)", d.id, d.rev, state.ErrConflict, err)
+			}
+			sh.saved(ls, 0, err)
+			continue
+		}
+		p.m.checkpoints.WithLabelValues("ok").Inc()
+		ls.rev = d.seq
+		for _, m := range ls.acks[:d.acks] {
+			_ = m.Ack()
+		}
+		sh.pending -= d.acks
+		if rest := ls.acks[d.acks:]; len(rest) > 0 {
+			ls.acks = append([]jetstream.Msg(nil), rest...)
+		} else {
+			ls.acks = nil
+		}
+	}
+}
+
+// settle waits for the session's pipelined write, if any, before a
+// synchronous one; false if that write failed and the session was dropped.
+func (sh *shard) settle(ls *live) bool {
+	for ls.writing {
+		sh.landSaves(<-sh.saves)
+	}
+	return sh.sessions[ls.s.ID] == ls
+}
+
+// flushAll writes every dirty session and waits for every write: the end
+// of a shard's life.
+func (sh *shard) flushAll() {
+	for {
+		sh.flush()
+		if sh.writes == 0 {
+			if len(sh.dirty) == 0 {
+				return
+			}
+			continue
+		}
+		sh.landSaves(<-sh.saves)
+	}
 }

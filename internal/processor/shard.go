@@ -30,6 +30,9 @@ type live struct {
 	cancel   context.CancelFunc
 	touched  time.Time
 	due      bool // the KV due mark is known to be set
+	// writing: a pipelined checkpoint write is in flight (publish.go); the
+	// next write needs the revision it returns.
+	writing bool
 	// payloads of unfolded turns and pending notes seen by this owner, by
 	// stream sequence: a fold then reads its batch from memory instead of
 	// one direct get per turn. Absent after a reload; capped per session.
@@ -66,6 +69,8 @@ type shard struct {
 	dirty    []*live
 	pending  int // acks waiting
 	inFlight int
+	saves    chan []saveDone // outcomes of pipelined checkpoint writes (publish.go)
+	writes   int             // batches of them in flight
 }
 
 func newShard(p *Processor, id int, foldCtx context.Context) *shard {
@@ -73,6 +78,7 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 		p: p, id: id, foldCtx: foldCtx,
 		in:       make(chan inMsg, 1024),
 		results:  make(chan foldResult, 64),
+		saves:    make(chan []saveDone, 64),
 		ctrl:     make(chan chan struct{}),
 		wakeCh:   make(chan string),
 		wake:     make(map[string]time.Time),
@@ -87,7 +93,7 @@ func (sh *shard) run() {
 	defer sweep.Stop()
 	sweeps := 0
 	in := sh.in
-	for in != nil || sh.inFlight > 0 {
+	for in != nil || sh.inFlight > 0 || sh.writes > 0 {
 		select {
 		case m, ok := <-in:
 			if !ok {
@@ -96,9 +102,11 @@ func (sh *shard) run() {
 				continue
 			}
 			sh.handle(m)
-			if sh.pending >= sh.p.cfg.FlushBatch {
+			if sh.pending >= sh.p.cfg.FlushBatch && sh.writes == 0 {
 				sh.flush()
 			}
+		case done := <-sh.saves:
+			sh.landSaves(done)
 		case r := <-sh.results:
 			sh.applyResult(r)
 		case done := <-sh.ctrl:
@@ -115,7 +123,7 @@ func (sh *shard) run() {
 			}
 		}
 	}
-	sh.flush()
+	sh.flushAll()
 }
 
 // reset forgets every session and unacknowledged message; the consumer is
@@ -123,6 +131,9 @@ func (sh *shard) run() {
 // goroutines keep running: their results reload the session and land if
 // its checkpointed lease is still theirs.
 func (sh *shard) reset() {
+	for sh.writes > 0 {
+		sh.landSaves(<-sh.saves) // so that a reload reads the revision they wrote
+	}
 	for {
 		select {
 		case <-sh.in:
@@ -238,6 +249,17 @@ func (sh *shard) handle(m inMsg) {
 		sh.reject(m, err)
 		return
 	}
+	if c := in.Control; c != nil && c.Op == events.OpConfigure && !ls.s.Ended {
+		if err := p.checkConfigure(c.Config); err != nil {
+			sh.reject(m, err)
+			return
+		}
+	}
+	if !ls.s.Ended {
+		if why := ls.s.ResetDue(state.EventTime(in)); why != "" {
+			sh.autoReset(ls, why) // Apply then resets the session
+		}
+	}
 	if c := in.Control; c != nil && (c.Op == events.OpReset || c.Op == events.OpEnd && !ls.s.Ended) {
 		// Before Apply clears the lease: stop this owner's fold and drop
 		// the sealed chunks of the transcript being forgotten.
@@ -268,6 +290,11 @@ func (sh *shard) handle(m inMsg) {
 		if sh.trigger(ls) == TriggerTurn {
 			sh.evaluate(ls, "turn", false)
 		}
+		if at, ok := sh.idleWake(ls, sh.policy(ls)); ok {
+			if cur, has := sh.wake[ls.s.ID]; !has || at.Before(cur) {
+				sh.wake[ls.s.ID] = at // a quiet session is folded at the idle threshold
+			}
+		}
 	case state.EffectNote:
 		ls.remember(seq, m.msg.Data())
 	case state.EffectControl:
@@ -291,16 +318,23 @@ func (sh *shard) control(ls *live, c *events.Control) {
 	case events.OpEnd:
 		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionEnded})
 		p.log.Info().Str("event", "session_ended").Str("session", ls.s.ID).Int64("total_turns", ls.s.Total).Msg("session ended")
+		sh.evaluate(ls, "end", false) // the final fold, then the archive
 	case events.OpReset:
 		ls.payloads = nil
 		ls.lastSkip = ""
 		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset})
 		p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Msg("session reset")
 	case events.OpConfigure:
-		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionConfigured})
-		w := sh.window(ls)
-		p.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Int("recent_window", w.Recent).
-			Int("batch_size", w.Batch).Int("max_summary_chars", w.MaxSummaryChars).Str("trigger", sh.trigger(ls)).Msg("session configured")
+		pol := sh.policy(ls)
+		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionConfigured, Mode: string(pol.Mode)})
+		if c.Config != nil && c.Config.Mode == events.ModeEvict && pol.Mode != fold.ModeEvict {
+			p.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).
+				Msg("mode evict needs recall (the context service) to find evicted turns; without it eviction is amnesia, so this session folds in mode tokens")
+		}
+		w := pol.Window
+		p.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Str("mode", string(pol.Mode)).Int("recent_window", w.Recent).
+			Int("batch_size", w.Batch).Int("max_summary_chars", w.MaxSummaryChars).Str("trigger", sh.trigger(ls)).
+			Int("context_window", pol.Tokens.ContextWindow).Int("reserve_tokens", pol.Tokens.ReserveTokens).Msg("session configured")
 	}
 }
 
@@ -348,16 +382,16 @@ func (sh *shard) flush() {
 	}
 	dirty := sh.dirty
 	sh.dirty = nil
-	type save struct {
-		ls  *live
-		f   jetstream.PubAckFuture
-		rev uint64
-	}
-	saves := make([]save, 0, len(dirty))
+	var futures []jetstream.PubAckFuture
+	var done []saveDone
 	for _, ls := range dirty {
 		ls.dirty = false
 		if _, ok := sh.sessions[ls.s.ID]; !ok {
 			continue // dropped after a conflict
+		}
+		if ls.writing {
+			sh.markDirty(ls) // the next write needs the revision this one returns
+			continue
 		}
 		if ls.s.NeedsSeal() {
 			sh.checkpoint(ls) // sealing a backlog: chunks first, then the checkpoint
@@ -368,33 +402,23 @@ func (sh *shard) flush() {
 			sh.saved(ls, 0, err)
 			continue
 		}
-		saves = append(saves, save{ls, f, ls.rev})
+		ls.writing = true
+		futures = append(futures, f)
+		done = append(done, saveDone{ls: ls, id: ls.s.ID, rev: ls.rev, acks: len(ls.acks)})
 	}
-	timeout := time.NewTimer(10 * time.Second)
-	defer timeout.Stop()
-	for _, sv := range saves {
-		select {
-		case pa := <-sv.f.Ok():
-			sh.saved(sv.ls, pa.Sequence, nil)
-		case err := <-sv.f.Err():
-			if sv.rev == 0 && state.IsConflict(err) {
-				// The key has history (a deleted session's marker): the
-				// synchronous create knows how to handle it.
-				sh.checkpoint(sv.ls)
-				continue
-			}
-			if state.IsConflict(err) {
-				err = fmt.Errorf("save session %s at revision %d: %w (%w)", sv.ls.s.ID, sv.ls.rev, state.ErrConflict, err)
-			}
-			sh.saved(sv.ls, 0, err)
-		case <-timeout.C:
-			sh.saved(sv.ls, 0, fmt.Errorf("save session %s: no acknowledgement in 10s", sv.ls.s.ID))
-		}
+	if len(futures) > 0 {
+		// The shard goes on applying events while the writes are stored;
+		// their acks go out when the outcomes come back (landSaves).
+		sh.writes++
+		go sh.awaitSaves(futures, done)
 	}
 }
 
 // checkpoint saves ls now (compare-and-set) and acks its covered messages.
 func (sh *shard) checkpoint(ls *live) bool {
+	if !sh.settle(ls) {
+		return false
+	}
 	ctx, cancel := sh.ctx()
 	defer cancel()
 	if ls.s.NeedsSeal() {
@@ -483,6 +507,10 @@ func (sh *shard) settleDue(ls *live) {
 		sh.wake[s.ID] = s.RetryAfter
 		return
 	}
+	if at, ok := sh.idleWake(ls, sh.policy(ls)); ok {
+		sh.wake[s.ID] = at
+		return
+	}
 	delete(sh.wake, s.ID)
 	// The due mark stays until the session leaves memory (evictIdle):
 	// clearing it after every fold would cost a KV write per fold.
@@ -503,7 +531,7 @@ func (sh *shard) evictIdle() {
 	now := sh.p.clock.Now()
 	for id, ls := range sh.sessions {
 		_, waking := sh.wake[id]
-		if !waking && !ls.dirty && len(ls.acks) == 0 && ls.s.Lease == nil && ls.cancel == nil && now.Sub(ls.touched) > sh.p.cfg.IdleEvict {
+		if !waking && !ls.dirty && !ls.writing && len(ls.acks) == 0 && ls.s.Lease == nil && ls.cancel == nil && now.Sub(ls.touched) > sh.p.cfg.IdleEvict {
 			if ls.due {
 				// Idle with nothing pending (else it would be waking).
 				if err := sh.p.store.ClearDue(id); err != nil {

@@ -25,10 +25,16 @@ const (
 // not checkpointed yet; side effects (logs, lifecycle events, cancelling a
 // running fold) stay with the caller. An event for an ended session, other
 // than reset, is refused and changes nothing.
+//
+// A session whose reset policy (daily, idle) says its life is over is
+// reset before the event is applied; ResetDue tells the caller beforehand.
 func (s *Session) Apply(seq uint64, in events.Inbound) (Effect, error) {
 	if s.Ended && (in.Control == nil || in.Control.Op != events.OpReset) {
 		return EffectNone, &events.ValidationError{Code: events.CodeSessionEnded, Field: "session",
 			Reason: "session " + s.ID + " has ended; send a control event with op reset to start it again"}
+	}
+	if why := s.ResetDue(EventTime(in)); why != "" {
+		s.Reset() // the reset policy's boundary passed since the last event
 	}
 	s.LastSeq = seq
 	switch {
@@ -70,6 +76,19 @@ func (s *Session) Apply(seq uint64, in events.Inbound) (Effect, error) {
 		return EffectControl, nil
 	}
 	return EffectNone, nil
+}
+
+// EventTime is the bot's timestamp of an event (zero if it has none).
+func EventTime(in events.Inbound) time.Time {
+	switch {
+	case in.Turn != nil:
+		return in.Turn.At
+	case in.Note != nil:
+		return in.Note.At
+	case in.Control != nil:
+		return in.Control.At
+	}
+	return time.Time{}
 }
 
 func (s *Session) touch(at time.Time) {

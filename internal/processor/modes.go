@@ -1,0 +1,337 @@
+package processor
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// policy is the session's compaction policy: the deployment's, with the
+// session's configured overrides.
+func (sh *shard) policy(ls *live) fold.Policy {
+	p := sh.p.policy
+	if c := ls.s.Config; c != nil {
+		p = withOverrides(p, c)
+	}
+	if p.Mode == fold.ModeEvict && !sh.p.cfg.RecallEnabled {
+		p.Mode = fold.ModeTokens // warned at start and at configure
+	}
+	return p
+}
+
+// withOverrides applies a session's configure op to the policy.
+func withOverrides(p fold.Policy, c *events.SessionConfig) fold.Policy {
+	if c.Mode != "" {
+		p.Mode = fold.Mode(c.Mode)
+	}
+	p.Window = p.Window.Merge(c.RecentWindow, c.BatchSize, c.MaxSummaryChars, c.MaxNoteChars)
+	t := &p.Tokens
+	if c.ContextWindow > 0 {
+		t.ContextWindow = c.ContextWindow
+		if c.ReserveTokens == 0 && t.ReserveTokens >= t.ContextWindow {
+			t.ReserveTokens = t.ContextWindow / 8
+		}
+	}
+	setInt(&t.ReserveTokens, c.ReserveTokens)
+	if c.IdleAfterSeconds > 0 {
+		t.IdleAfter = time.Duration(c.IdleAfterSeconds) * time.Second
+	}
+	setFloat(&t.IdleThreshold, c.IdleThreshold)
+	setFloat(&t.EmergencyThreshold, c.EmergencyThreshold)
+	setInt(&t.KeepRecentTokens, c.KeepRecentTokens)
+	setInt(&t.KeepRecentMessages, c.KeepRecentMessages)
+	setFloat(&p.Evict.TargetUtilization, c.TargetUtilization)
+	setInt(&p.Evict.MinKeepMessages, c.MinKeepMessages)
+	setInt(&p.Interval.Exchanges, c.IntervalExchanges)
+	setInt(&p.Interval.KeepRecent, c.KeepRecent)
+	if c.MaskToolOutputsAfterSeconds > 0 {
+		p.MaskToolOutputsAfter = time.Duration(c.MaskToolOutputsAfterSeconds) * time.Second
+	}
+	return p
+}
+
+func setInt(dst *int, v int) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+func setFloat(dst *float64, v float64) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+// checkConfigure refuses a configure op whose settings, merged with the
+// deployment's, cannot work (e.g. a reserve above a smaller window).
+func (p *Processor) checkConfigure(c *events.SessionConfig) error {
+	if err := withOverrides(p.policy, c).Validate(); err != nil {
+		return &events.ValidationError{Code: events.CodeInvalidField, Field: "config", Reason: err.Error() + " (with the deployment's defaults for the fields not set)"}
+	}
+	return nil
+}
+
+// unfoldedTokens sums the token sizes of the unfolded turns. It is only
+// called for the token modes; a few thousand adds per turn is cheaper
+// than keeping a running sum right across folds, resets and reloads.
+func unfoldedTokens(s *state.Session) int {
+	n := 0
+	for _, t := range s.Turns {
+		n += t.Tokens
+	}
+	return n
+}
+
+// idleWake is when a quiet session in mode tokens is due for its idle
+// fold, if it will be.
+func (sh *shard) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
+	s := ls.s
+	t := pol.Tokens
+	if pol.Mode != fold.ModeTokens || t.IdleAfter <= 0 || s.Ended || s.LastActivity.IsZero() {
+		return time.Time{}, false
+	}
+	at := s.LastActivity.Add(t.IdleAfter)
+	if !sh.p.clock.Now().Before(at) {
+		return time.Time{}, false // checked already at or after that time
+	}
+	if max(s.SummaryToks+unfoldedTokens(s), s.ContextTokens) <= t.Idle() {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// evict runs mode evict's action on the shard: no model call, so nothing
+// to wait for. The record (summary-updated carrying the eviction note, and
+// the evicted event) is published before the checkpoint, with message ids
+// by version, so a crash in between replays into the same outcome.
+func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
+	p := sh.p
+	s := ls.s
+	n := int(d.To - d.From)
+	if n > len(s.Turns) {
+		p.log.Error().Str("event", "state_inconsistent").Str("session", s.ID).Int("evict", n).Int("held_turns", len(s.Turns)).
+			Msg("fewer unfolded turns held than the eviction needs; skipping")
+		return
+	}
+	now := p.clock.Now()
+	refs := s.Turns[:n]
+	toks := 0
+	for _, r := range refs {
+		toks += r.Tokens
+	}
+	first, last := time.UnixMilli(refs[0].At).UTC(), time.UnixMilli(refs[n-1].At).UTC()
+	totalEvicted := s.Evicted + int64(n)
+	totalToks := s.EvictedTokens + int64(toks)
+	firstEver := first
+	if s.Evicted > 0 {
+		firstEver = time.UnixMilli(s.FirstEvictedAt).UTC()
+	}
+	note := fmt.Sprintf("[Context rolled: %d messages evicted (%d tokens). Full transcript searchable via recall (fold.svc.recall). Evicted range: %s to %s]",
+		totalEvicted, totalToks, firstEver.Format(time.RFC3339), last.Format(time.RFC3339))
+	version := s.Version + 1
+	foldID := nuid.Next()
+	sh.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionStarted, FoldID: foldID, Trigger: trigger, Mode: string(fold.ModeEvict), Cause: d.Cause,
+		Estimate: d.Estimate, Limit: d.Limit, RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
+	})
+	p.log.Info().Str("event", "context_compaction_started").Str("session", s.ID).Str("fold_id", foldID).Str("mode", string(fold.ModeEvict)).
+		Str("trigger", trigger).Str("cause", d.Cause).Int("estimate_tokens", d.Estimate).Int("limit_tokens", d.Limit).
+		Int64("cursor", s.Cursor).Int("batch_size", n).Int64("total_turns", s.Total).Msg("compaction started")
+
+	sum := events.SummaryUpdated{
+		V: events.Version, Session: s.ID, Version: version, Summary: note, Cursor: d.To, CoveredThroughTurn: d.To - 1,
+		From: first, To: last, FoldedTurns: n, FoldedNotes: len(s.PendingNotes), SummaryChars: utf8.RuneCountInString(note),
+		SummaryTokens: p.tokens.Count(note), OriginalTokens: toks, Mode: string(fold.ModeEvict), Tier: "evicted",
+		Compactions: s.Compactions + 1, Model: "none", At: now.UTC(),
+	}
+	ev := events.Evicted{
+		V: events.Version, Session: s.ID, Version: version, Count: n, Tokens: toks, First: first, Last: last,
+		FromTurn: d.From, ToTurn: d.To - 1, Cursor: d.To, TotalEvicted: totalEvicted, Note: note, At: now.UTC(),
+	}
+	err := sh.publishRecord(s.ID, events.KindSummary, version, sum)
+	if err == nil {
+		err = sh.publishRecord(s.ID, events.KindEvicted, version, ev)
+	}
+	if err != nil {
+		s.RetryAfter = now.Add(p.cfg.RetryBackoff)
+		sh.wake[s.ID] = s.RetryAfter
+		sh.markDirty(ls)
+		p.m.folds.WithLabelValues("failed").Inc()
+		retryable := true
+		sh.publishLifecycle(ls, events.Lifecycle{
+			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: string(fold.ModeEvict),
+			BatchFrom: d.From, BatchTo: d.To - 1, ErrorClass: "nats", Retryable: &retryable, Error: err.Error(),
+		})
+		p.log.Warn().Err(err).Str("event", "context_compaction_failed").Str("session", s.ID).Str("fold_id", foldID).
+			Str("mode", string(fold.ModeEvict)).Msg("eviction not recorded; cursor unchanged, retried after the backoff")
+		return
+	}
+	oldCursor := s.Cursor
+	for _, r := range refs {
+		delete(ls.payloads, r.Seq)
+	}
+	for _, r := range s.PendingNotes {
+		delete(ls.payloads, r.Seq)
+	}
+	// Notes have no summary to go into in this mode: they leave with the
+	// turns they were evicted among.
+	s.Advance(d.To, len(s.PendingNotes))
+	if s.Evicted == 0 {
+		s.FirstEvictedAt = refs[0].At
+	}
+	s.Evicted, s.EvictedTokens, s.LastEvictedAt = totalEvicted, totalToks, refs[n-1].At
+	s.Summary, s.Version = note, version
+	s.SummaryToks = sum.SummaryTokens
+	s.LastFoldAt = now
+	s.Compactions++
+	s.ContextTokens = 0 // the bot's next prompt is smaller; its old report no longer holds
+	s.Failures, s.RetryAfter = 0, time.Time{}
+	if sh.checkpoint(ls) {
+		sh.dropChunks(s, oldCursor, s.Cursor)
+	}
+	p.m.folds.WithLabelValues("completed").Inc()
+	p.landed.Add(1)
+	sh.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: string(fold.ModeEvict), Cause: d.Cause,
+		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough, SummaryChars: sum.SummaryChars,
+		Version: version, Tier: "evicted", Model: "none",
+	})
+	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", foldID).Str("mode", string(fold.ModeEvict)).
+		Int64("old_cursor", oldCursor).Int64("new_cursor", s.Cursor).Int("evicted", n).Int("evicted_tokens", toks).
+		Uint64("version", version).Str("tier", "evicted").Msg("compaction completed")
+}
+
+// publishRecord publishes an outbound record and waits for the stream: it
+// must exist before the checkpoint that depends on it. The message id
+// makes a re-publish after a crash a no-op.
+func (sh *shard) publishRecord(session, kind string, version uint64, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", kind, err)
+	}
+	msg := nats.NewMsg(sh.p.subj.Out(session, kind))
+	msg.Data = data
+	ctx, cancel := sh.ctx()
+	defer cancel()
+	id := session + ":" + kind + ":" + strconv.FormatUint(version, 10)
+	if _, err := sh.p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("publish %s v%d: %w", kind, version, err)
+	}
+	return nil
+}
+
+// publishMemories publishes the memories of a landed fold that were not
+// published before for the session, and records them as published. A
+// failure costs those memories a later re-extraction, never the fold.
+func (sh *shard) publishMemories(ls *live, r foldResult, version uint64) {
+	p := sh.p
+	if len(r.out.Memories) == 0 {
+		return
+	}
+	saved := append(state.IDHashes(nil), ls.s.MemoryIDs...)
+	fresh := ls.s.NewMemories(r.out.Memories)
+	if len(fresh) == 0 {
+		p.log.Debug().Str("event", "memories_deduplicated").Str("session", ls.s.ID).Int("extracted", len(r.out.Memories)).Msg("every extracted memory was published before")
+		return
+	}
+	ev := events.Memories{V: events.Version, Session: ls.s.ID, Version: version, FoldID: r.job.foldID, Memories: fresh, Model: r.out.Model, At: p.clock.Now().UTC()}
+	if err := sh.publishRecord(ls.s.ID, events.KindMemory, version, ev); err != nil {
+		ls.s.MemoryIDs = saved
+		p.log.Warn().Err(err).Str("event", "memory_publish_failed").Str("session", ls.s.ID).Int("memories", len(fresh)).
+			Msg("memories not published; they are published when a later fold extracts them again")
+		return
+	}
+	p.m.memories.Add(float64(len(fresh)))
+	p.log.Info().Str("event", "memories_extracted").Str("session", ls.s.ID).Str("fold_id", r.job.foldID).
+		Int("extracted", len(r.out.Memories)).Int("new", len(fresh)).Msg("memories published")
+}
+
+// finish runs the end of an ended session (seed 004): a final fold of
+// everything still verbatim (with memory extraction), then archive and
+// clear. It is re-entered on every check of the session until the archive
+// is written, so a failed final fold or a crash only delays it.
+func (sh *shard) finish(ls *live, pol fold.Policy) {
+	p := sh.p
+	s := ls.s
+	now := p.clock.Now()
+	switch {
+	case s.Archived || p.cfg.KeepEnded:
+		return
+	case s.Lease.Held(now):
+		if s.Lease.Owner != p.cfg.InstanceID {
+			sh.wake[s.ID] = s.Lease.Deadline
+		}
+		return
+	case now.Before(s.RetryAfter):
+		sh.wake[s.ID] = s.RetryAfter
+		return
+	}
+	if pol.Summarizes() && (s.Total > s.Cursor || len(s.PendingNotes) > 0) {
+		d := fold.Decision{Fold: true, Action: fold.ActionFold, Cause: "end", From: s.Cursor, To: s.Total, RecentStart: s.Total, Eligible: s.Total - s.Cursor}
+		sh.startFold(ls, pol, d, "end")
+		return
+	}
+	sh.archive(ls, "end")
+}
+
+// archive writes the session's final state to its archive key and
+// replaces the checkpoint with a tombstone that refuses later events.
+func (sh *shard) archive(ls *live, reason string) bool {
+	p := sh.p
+	s := ls.s
+	ctx, cancel := sh.ctx()
+	defer cancel()
+	if err := p.store.Archive(ctx, s); err != nil {
+		s.RetryAfter = p.clock.Now().Add(p.cfg.RetryBackoff)
+		sh.wake[s.ID] = s.RetryAfter
+		sh.markDirty(ls)
+		p.log.Warn().Err(err).Str("event", "archive_failed").Str("session", s.ID).Str("reason", reason).Msg("session not archived yet; retried after the backoff")
+		return false
+	}
+	epoch := s.Epoch
+	sh.dropChunks(s, s.Cursor, s.Sealed)
+	summary, total, version := s.Summary, s.Total, s.Version
+	if reason == "end" {
+		ls.s = s.Tombstone()
+		ls.payloads = nil
+		sh.markDirty(ls)
+	}
+	sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionArchived, Reason: reason, Version: version,
+		SummaryChars: utf8.RuneCountInString(summary)})
+	p.log.Info().Str("event", "session_archived").Str("session", s.ID).Str("reason", reason).Uint32("epoch", epoch).
+		Int64("total_turns", total).Uint64("version", version).Msg("session archived")
+	return true
+}
+
+// autoReset applies the session's reset policy before an event that
+// arrives after the policy's boundary: the old life is archived as it is
+// (its unfolded turns stay referenced in the archive), then Apply resets
+// the session the same way the context service and a replay do.
+func (sh *shard) autoReset(ls *live, why string) {
+	p := sh.p
+	sh.abandon(ls, "session reset ("+why+" policy)")
+	if ls.s.Total > 0 || ls.s.Summary != "" {
+		ctx, cancel := sh.ctx()
+		err := p.store.Archive(ctx, ls.s)
+		cancel()
+		if err != nil {
+			p.log.Warn().Err(err).Str("event", "archive_failed").Str("session", ls.s.ID).Str("reason", why).
+				Msg("the session is reset without an archive; its turns stay in the inbound stream")
+		}
+	}
+	sh.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
+	ls.payloads = nil
+	ls.lastSkip = ""
+	sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset, Reason: why})
+	p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Str("reason", why).Int64("total_turns", ls.s.Total).
+		Msg("session reset by its reset policy")
+}
