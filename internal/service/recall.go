@@ -292,7 +292,7 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 		t := sc.c.turn
 		out.Results = append(out.Results, client.RecallResult{
 			TurnID: t.TurnID, Index: sc.c.raw + offset, At: t.At.UTC(), Speaker: t.Speaker, Role: t.Role, Text: t.Text,
-			Score: math.Round(sc.score*1e4) / 1e4,
+			Score: sc.score,
 		})
 	}
 	return out, nil
