@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
+	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold/openai"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
@@ -21,6 +24,7 @@ import (
 	"github.com/foldstream/foldstream/schema"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -33,10 +37,23 @@ type compiled struct {
 
 func compileAll(t *testing.T) map[string]compiled {
 	t.Helper()
+	return compileFiles(t, schema.Files)
+}
+
+// contextSourceFiles are the schemas of the context-source protocol (the
+// processor asks calendar, mail, … services at a fold), checked by
+// TestContextSourceMessagesMatchTheSchemas.
+var contextSourceFiles = map[string]string{
+	"context-source-request": "v1/context-source-request.json",
+	"context-source-reply":   "v1/context-source-reply.json",
+}
+
+func compileFiles(t *testing.T, files map[string]string) map[string]compiled {
+	t.Helper()
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
 	out := map[string]compiled{}
-	for event, file := range schema.Files {
+	for event, file := range files {
 		data, err := fs.ReadFile(schema.V1, file)
 		if err != nil {
 			t.Fatal(err)
@@ -70,8 +87,14 @@ func compileAll(t *testing.T) map[string]compiled {
 		out[event] = compiled{sch: sch, props: props}
 	}
 	entries, _ := fs.ReadDir(schema.V1, "v1")
-	if len(entries) != len(schema.Files) {
-		t.Errorf("v1/ holds %d files, schema.Files lists %d", len(entries), len(schema.Files))
+	listed := map[string]bool{}
+	for _, f := range slices.Concat(slices.Collect(maps.Values(schema.Files)), slices.Collect(maps.Values(contextSourceFiles))) {
+		listed[f] = true
+	}
+	for _, e := range entries {
+		if !listed["v1/"+e.Name()] {
+			t.Errorf("v1/%s is not listed in schema.Files", e.Name())
+		}
 	}
 	return out
 }
@@ -340,6 +363,115 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 			if _, err := events.DecodeInbound(tc.event, "s1", []byte(tc.doc), events.Limits{}); err == nil {
 				t.Errorf("%s %q accepted by the processor but rejected by the schema: %s", tc.event, tc.name, tc.doc)
 			}
+		}
+	}
+}
+
+// The context-source protocol: the requests an Asker really sends and the
+// replies a source built with contextsource.Serve really sends (text and
+// error) match their schemas, every field of either is documented, every
+// documented field is sent; invalid examples are rejected by the schema
+// and by the code alike.
+func TestContextSourceMessagesMatchTheSchemas(t *testing.T) {
+	schemas := compileFiles(t, contextSourceFiles)
+	env := brokertest.Start(t, brokertest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for subject, answer := range map[string]contextsource.AnswerFunc{
+		"ctx.calendar": func(context.Context, contextsource.Request) (string, error) { return "Dentist at 2pm in 45 min.", nil },
+		"ctx.mail":     func(context.Context, contextsource.Request) (string, error) { return "", errors.New("mailbox locked") },
+	} {
+		name := strings.TrimPrefix(subject, "ctx.")
+		if _, err := contextsource.Serve(ctx, env.NC, contextsource.ServiceConfig{Name: name, Subject: subject}, answer, zerolog.Nop()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs, err := env.NC.SubscribeSync("ctx.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies, err := env.NC.SubscribeSync(nats.InboxPrefix + ">")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 3, 2, 9, 15, 0, 0, time.UTC)
+	answers := contextsource.NewAsker(env.NC, zerolog.Nop()).Ask(ctx, "s1", from, from.Add(5*time.Hour), []contextsource.Source{
+		{Label: "Calendar", Subject: "ctx.calendar", Prompt: "Events and the next 4 hours.", Timeout: 30 * time.Second},
+		{Label: "Mail", Subject: "ctx.mail", Timeout: 30 * time.Second},
+	})
+	if answers[0].Status != contextsource.StatusOK || answers[1].Status != contextsource.StatusError {
+		t.Fatalf("answers %+v", answers)
+	}
+	seen := map[string]map[string]bool{}
+	for event, sub := range map[string]*nats.Subscription{"context-source-request": reqs, "context-source-reply": replies} {
+		seen[event] = map[string]bool{}
+		for range 2 {
+			m, err := sub.NextMsg(30 * time.Second)
+			if err != nil {
+				t.Fatalf("%s: %v", event, err)
+			}
+			if err := validate(schemas[event], m.Data); err != nil {
+				t.Errorf("%s %s does not match %s: %v", event, m.Data, contextSourceFiles[event], err)
+			}
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(m.Data, &fields); err != nil {
+				t.Fatal(err)
+			}
+			for k := range fields {
+				seen[event][k] = true
+				if !schemas[event].props[k] {
+					t.Errorf("%s field %q is not documented in %s", event, k, contextSourceFiles[event])
+				}
+			}
+		}
+	}
+	for event, s := range schemas {
+		for p := range s.props {
+			if !seen[event][p] {
+				t.Errorf("%s documents %q, which no real message carried", contextSourceFiles[event], p)
+			}
+		}
+	}
+
+	req := `{"v":1,"session":"s1","from":"2026-03-02T09:15:00Z","to":"2026-03-02T14:30:00Z","prompt":"Next 4 hours."}`
+	if err := validate(schemas["context-source-request"], []byte(req)); err != nil {
+		t.Errorf("valid request rejected: %v", err)
+	}
+	if _, err := contextsource.DecodeRequest([]byte(req)); err != nil {
+		t.Errorf("valid request rejected by the code: %v", err)
+	}
+	r := strings.NewReplacer
+	for name, doc := range map[string]string{
+		"missing to":      r(`,"to":"2026-03-02T14:30:00Z"`, ``).Replace(req),
+		"from not a time": r(`"from":"2026-03-02T09:15:00Z"`, `"from":"this morning"`).Replace(req),
+		"bad session":     r(`"s1"`, `"a.b"`).Replace(req),
+		"version 2":       r(`"v":1`, `"v":2`).Replace(req),
+	} {
+		if validate(schemas["context-source-request"], []byte(doc)) == nil {
+			t.Errorf("request %q accepted by the schema: %s", name, doc)
+		}
+		if _, err := contextsource.DecodeRequest([]byte(doc)); err == nil {
+			t.Errorf("request %q accepted by the code: %s", name, doc)
+		}
+	}
+	for name, doc := range map[string]string{
+		"text":           `{"v":1,"text":"Dentist at 2pm."}`,
+		"nothing to say": `{"v":1,"text":""}`,
+		"error":          `{"v":1,"error":"mailbox locked"}`,
+	} {
+		if err := validate(schemas["context-source-reply"], []byte(doc)); err != nil {
+			t.Errorf("valid reply %q rejected: %v", name, err)
+		}
+	}
+	for name, doc := range map[string]string{
+		"neither":         `{"v":1}`,
+		"both":            `{"v":1,"text":"x","error":"y"}`,
+		"blank error":     `{"v":1,"error":" "}`,
+		"missing v":       `{"text":"x"}`,
+		"a JetStream ack": `{"stream":"FOLD_IN","seq":7}`,
+	} {
+		if validate(schemas["context-source-reply"], []byte(doc)) == nil {
+			t.Errorf("reply %q accepted by the schema: %s", name, doc)
 		}
 	}
 }
