@@ -90,6 +90,8 @@ type Processor struct {
 	applied    atomic.Uint64 // events applied, for tests and the bench
 	landed     atomic.Uint64 // folds completed
 	ready      chan struct{}
+
+	foldObs func(FoldTiming) // ObserveFolds (publish.go), for cmd/bench
 }
 
 // New validates the configuration and wires the processor.

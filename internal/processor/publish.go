@@ -40,8 +40,24 @@ func (sh *shard) publishSummary(ls *live, r foldResult, latency time.Duration) e
 	if _, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ls.s.ID+":summary:"+strconv.FormatUint(version, 10))); err != nil {
 		return fmt.Errorf("publish summary-updated v%d: %w", version, err)
 	}
+	if p.foldObs != nil {
+		p.foldObs(FoldTiming{Session: ls.s.ID, From: r.job.from, Triggered: r.job.started, Published: time.Now()})
+	}
 	return nil
 }
+
+// FoldTiming is when a fold was triggered (the check that started it) and
+// when its summary-updated was stored on the outbound stream.
+type FoldTiming struct {
+	Session              string
+	From                 int64 // first turn folded
+	Triggered, Published time.Time
+}
+
+// ObserveFolds has fn called, on the session's shard goroutine, each time a
+// summary-updated is stored (cmd/bench measures fold overhead with it).
+// Set it before Run; fn must be quick.
+func (p *Processor) ObserveFolds(fn func(FoldTiming)) { p.foldObs = fn }
 
 // publishLifecycle sends a lifecycle event without waiting: observers want
 // it, but session state never depends on it.
