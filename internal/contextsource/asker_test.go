@@ -108,6 +108,10 @@ func TestAskEverySourceAnswers(t *testing.T) {
 		t.Errorf("request %+v, want %+v", r, want)
 	}
 
+	if got, want := reqs[0].Instruction(), "Provide a contextual summary for the period from 2026-03-02T09:15:00Z to 2026-03-02T14:30:00Z. Events that occurred and the next 4 hours."; got != want {
+		t.Errorf("Instruction() = %q, want %q", got, want)
+	}
+
 	block := contextsource.Block(from, to, "discussed enzymatic cleaners, decided to order from Amazon.", as, 0)
 	wantBlock := "[Session summary — 9:15 AM to 2:30 PM UTC]\n" +
 		"Conversation: discussed enzymatic cleaners, decided to order from Amazon.\n" +
@@ -359,5 +363,39 @@ func TestServeRefusesBadRequests(t *testing.T) {
 	_, err := contextsource.DecodeRequest([]byte(`{"v":1,"session":"s1","from":"2026-03-02T09:15:00Z"}`))
 	if ve, ok := events.AsValidation(err); !ok || ve.Field != "to" {
 		t.Errorf("DecodeRequest: %v", err)
+	}
+}
+
+// Serve stops when its context ends, and refuses a subject a Source
+// could not use.
+func TestServeLifecycle(t *testing.T) {
+	env := brokertest.Start(t, brokertest.Options{})
+	if _, err := contextsource.Serve(context.Background(), env.NC, contextsource.ServiceConfig{Name: "x", Subject: "ctx.*"}, text("x"), zerolog.Nop()); err == nil ||
+		!strings.Contains(err.Error(), `field "subject"`) {
+		t.Errorf("wildcard subject: %v", err)
+	}
+	if _, err := contextsource.Serve(context.Background(), env.NC, contextsource.ServiceConfig{Name: "bad name", Subject: "ctx.x"}, text("x"), zerolog.Nop()); err == nil {
+		t.Error("a service name micro refuses was accepted")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := contextsource.Serve(ctx, env.NC, contextsource.ServiceConfig{Name: "calendar", Subject: "ctx.calendar"}, text("x"), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []contextsource.Source{{Label: "Calendar", Subject: "ctx.calendar", Timeout: answers}}
+	asker := contextsource.NewAsker(env.NC, zerolog.Nop())
+	if as := asker.Ask(context.Background(), "s1", from, to, src); as[0].Status != contextsource.StatusOK {
+		t.Fatalf("serving: %+v", as[0])
+	}
+	cancel()
+	deadline := time.Now().Add(answers)
+	for !svc.Stopped() {
+		if time.Now().After(deadline) {
+			t.Fatal("the service did not stop with its context")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if as := asker.Ask(context.Background(), "s1", from, to, src); as[0].Status != contextsource.StatusNoResponders {
+		t.Errorf("after stop: %+v", as[0])
 	}
 }

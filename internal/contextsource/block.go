@@ -67,7 +67,7 @@ func fitLines(budget int, prefixes, texts []string) []string {
 		for _, p := range prefixes[:k] {
 			avail -= 1 + runes(p)
 		}
-		if avail < k*minSourceText && k > 0 {
+		if avail < k*minSourceText {
 			continue
 		}
 		limit, ok := waterLevel(avail, texts[:k])

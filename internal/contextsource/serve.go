@@ -109,10 +109,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig, answer AnswerF
 		_ = svc.Stop()
 		return nil, fmt.Errorf("contextsource: endpoint on %s: %w", cfg.Subject, err)
 	}
-	go func() {
-		<-ctx.Done()
-		_ = svc.Stop()
-	}()
+	context.AfterFunc(ctx, func() { _ = svc.Stop() })
 	return svc, nil
 }
 

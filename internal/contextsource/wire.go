@@ -26,6 +26,18 @@ type Request struct {
 	Prompt string `json:"prompt,omitempty"`
 }
 
+// Instruction is seed 002's request as one sentence, for a source that
+// hands it to a language model: "Provide a contextual summary for the
+// period from <from> to <to>. <prompt>".
+func (r Request) Instruction() string {
+	s := "Provide a contextual summary for the period from " + r.From.UTC().Format(time.RFC3339) +
+		" to " + r.To.UTC().Format(time.RFC3339) + "."
+	if p := strings.TrimSpace(r.Prompt); p != "" {
+		s += " " + p
+	}
+	return s
+}
+
 // Validate checks a request as a source receives it; an error is an
 // *events.ValidationError naming the field.
 func (r Request) Validate() error {
