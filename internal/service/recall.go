@@ -26,9 +26,13 @@ import (
 // a fresh state.Session with Session.Apply, the processor's own rules, so
 // validation, dedup by turn_id, end and reset are exactly what the
 // processor applied, and a turn's index is the Total it was added at. Only
-// the events since the session's last valid reset are read: a reset
-// forgets the transcript and the dedup memory, so nothing before it can
-// change a later index. The replayed count is anchored to the checkpoint
+// the events since the session's last valid reset control are read: a
+// reset forgets the transcript and the dedup memory, so nothing before it
+// can change a later index. (A session that was ever configured with a
+// reset policy, daily or idle, is replayed from its start instead: Apply
+// may reset it on an event's time, which depends on earlier events.) A
+// reset met during the replay, by control or by policy, starts the
+// transcript over. The replayed count is anchored to the checkpoint
 // (its Total at its LastSeq), so that the scope boundary stays right even
 // when the oldest turns are gone from the stream (--max-age).
 //
@@ -36,7 +40,8 @@ import (
 //
 //   - one stream info and one scan of the session's control subject (to
 //     find the last reset): O(control events), usually a handful;
-//   - one scan of the session's inbound events from the last reset up to
+//   - one scan of the session's inbound events from the last reset (or
+//     the start, with a reset policy) up to
 //     the checkpoint's LastSeq (scope evicted) or the end of the stream
 //     (scope all), through an ephemeral pull consumer (memory storage,
 //     deleted afterwards) that pipelines recallFetch messages per round
@@ -118,13 +123,28 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 		return nil, unknownSession(r.Session, "has no checkpoint and no events in stream "+s.layout.In)
 	}
 
-	// The last valid reset: the transcript starts over after it.
-	var resetSeq uint64
+	if r.Scope == client.RecallScopeEvicted && rev > 0 && cp.Cursor == 0 {
+		return out, nil // nothing evicted in this epoch, nor after a later reset
+	}
+
+	// The last valid reset control, and whether a configure ever set a
+	// reset policy (daily, idle): then Apply may also reset the session on
+	// an event's time, which only a replay from the start can tell.
+	var (
+		resetSeq uint64
+		policy   bool
+	)
 	if info.State.Subjects[s.subj.In(r.Session, events.KindControl)] > 0 {
 		err := s.scanInbound(ctx, s.subj.In(r.Session, events.KindControl), 1, streamLast, func(seq uint64, kind string, data []byte) bool {
 			in, err := events.DecodeInbound(kind, r.Session, data, events.Limits{})
-			if err == nil && in.Control.Op == events.OpReset {
+			switch {
+			case err != nil:
+			case in.Control.Op == events.OpReset:
 				resetSeq = seq
+			case in.Control.Op == events.OpConfigure && in.Control.Config != nil:
+				if p := in.Control.Config.ResetPolicy; p == events.ResetDaily || p == events.ResetIdle {
+					policy = true
+				}
 			}
 			return true
 		})
@@ -132,22 +152,19 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 			return nil, err
 		}
 	}
-
-	// The cursor applies only if the checkpoint is of the current epoch
-	// (it covers the last reset); a reset it has not applied yet moves the
-	// cursor to 0. Without a checkpoint nothing has been folded.
-	inEpoch := rev > 0 && cp.LastSeq >= resetSeq
-	if inEpoch {
-		out.Cursor = cp.Cursor
+	// Without a reset policy, nothing before the last reset control can
+	// change a later index (a reset forgets the transcript and the dedup
+	// memory): start there. With one, replay from the start.
+	start := uint64(1)
+	if !policy {
+		start = max(resetSeq, 1)
 	}
-	if r.Scope == client.RecallScopeEvicted && out.Cursor == 0 && rev > 0 {
-		return out, nil // nothing evicted: no need to read the turns
-	}
+	// Scope evicted needs nothing after the checkpoint, unless a reset
+	// there (a control, or a policy's) moved the cursor back to 0.
 	end := streamLast
-	if r.Scope == client.RecallScopeEvicted && inEpoch {
-		end = cp.LastSeq // evicted turns are all covered by the checkpoint
+	if r.Scope == client.RecallScopeEvicted && rev > 0 && cp.LastSeq >= resetSeq && !policy {
+		end = cp.LastSeq
 	}
-	start := max(resetSeq, 1)
 
 	// Replay [start, end] with the processor's rules.
 	sess := state.New(r.Session)
@@ -156,6 +173,7 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 		cands       []candidate         // turns with at least one query term
 		seen        = map[uint64]bool{} // every turn_id hash, beyond the processor's window
 		anchorTotal = int64(-1)         // replayed Total at cp.LastSeq
+		lastReset   uint64              // sequence of the last reset the replay applied
 		applied     int
 		scanned     int
 		tooLong     bool
@@ -169,18 +187,25 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 			tooLong = true
 			return false
 		}
-		if inEpoch && anchorTotal < 0 && seq > cp.LastSeq {
+		if anchorTotal < 0 && seq > cp.LastSeq {
 			anchorTotal = sess.Total
 		}
 		in, err := events.DecodeInbound(kind, r.Session, data, events.Limits{})
 		if err != nil {
 			return true // dead-lettered by the processor
 		}
+		epoch := sess.Epoch
 		effect, err := sess.Apply(seq, in)
 		if err != nil {
 			return true // refused: the session had ended
 		}
 		applied++
+		if sess.Epoch != epoch {
+			// Reset (by control or by policy): the transcript starts over.
+			lastReset = seq
+			lens, cands = lens[:0], cands[:0]
+			clear(seen)
+		}
 		if effect != state.EffectTurn {
 			return true
 		}
@@ -222,6 +247,13 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 	}
 	if anchorTotal < 0 {
 		anchorTotal = sess.Total
+	}
+	// The cursor applies only if the checkpoint is of the current epoch
+	// (it covers the last reset); a reset it has not applied yet moves the
+	// cursor to 0. Without a checkpoint nothing has been folded.
+	inEpoch := rev > 0 && cp.LastSeq >= lastReset
+	if inEpoch {
+		out.Cursor = cp.Cursor
 	}
 	// offset maps a replayed index to the processor's: 0 unless the
 	// stream lost the session's oldest turns (or the processor counted

@@ -371,6 +371,36 @@ func TestRecallWithAnEvictedCheckpoint(t *testing.T) {
 	}
 }
 
+// A reset policy resets the session on an event's time, with no control
+// event to find: recall replays the session's rules and starts over there
+// too.
+func TestRecallHonoursResetPolicies(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartService(nil)
+	control := e.Layout.Subjects.In("s1", events.KindControl)
+	subj := e.Layout.Subjects.In("s1", events.KindTurn)
+	pubSeq(t, e, control, events.Control{V: 1, Session: "s1", Op: events.OpConfigure,
+		Config: &events.SessionConfig{ResetPolicy: events.ResetIdle, ResetIdleMinutes: 30}})
+	publishWith(t, e, "s1", 0, 5, map[int]string{1: "zebra crossing"})
+	for i, text := range []string{"hello, two hours later", "a zebra again"} {
+		tu := textTurn("s1", 100+i, text)
+		tu.At = servicetest.T0.Add(2*time.Hour + time.Duration(i)*time.Second)
+		pubSeq(t, e, subj, tu)
+	}
+	r := recall(t, e.NC, client.RecallRequest{Session: "s1", Query: "zebra", Scope: client.RecallScopeAll})
+	if len(r.Results) != 1 || r.Results[0].TurnID != "t101" || r.Results[0].Index != 1 || r.Searched != 2 {
+		t.Fatalf("after an idle reset: %+v (searched %d), want t101 at index 1 of 2", r.Results, r.Searched)
+	}
+	cp := checkpointFrom(t, e, "s1", 1)
+	if cp.Total != 2 {
+		t.Fatalf("the processor's rules counted %d turns after the idle reset, want 2", cp.Total)
+	}
+	r = recall(t, e.NC, client.RecallRequest{Session: "s1", Query: "zebra hello"})
+	if !slices.Equal(resultIndices(r), []int64{0}) || r.Results[0].TurnID != "t100" || r.Cursor != 1 {
+		t.Fatalf("evicted after an idle reset: %+v, cursor %d", r.Results, r.Cursor)
+	}
+}
+
 // long publishes n turns of session (turn 1234 mentions a zebra) and
 // checkpoints the session with all but the newest 50 evicted.
 func long(t testing.TB, e *servicetest.Env, session string, n int) {
