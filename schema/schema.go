@@ -8,7 +8,8 @@ package schema
 import "embed"
 
 // V1 holds v1/turn.json, note.json, control.json, summary-updated.json and
-// lifecycle.json.
+// lifecycle.json, and the recall endpoint's recall-request.json and
+// recall-response.json.
 //
 //go:embed v1/*.json
 var V1 embed.FS
@@ -20,4 +21,7 @@ var Files = map[string]string{
 	"control":         "v1/control.json",
 	"summary-updated": "v1/summary-updated.json",
 	"lifecycle":       "v1/lifecycle.json",
+	// The recall endpoint of the service (<prefix>.svc.recall).
+	"recall-request":  "v1/recall-request.json",
+	"recall-response": "v1/recall-response.json",
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/broker/brokertest"
@@ -282,6 +283,9 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 			check("lifecycle", m)
 		}
 	}
+	for _, m := range recallMessages(t, failing) {
+		check(m.Header.Get("Event"), m)
+	}
 	for _, typ := range []string{events.EventCompactionSkipped, events.EventCompactionStarted, events.EventCompactionCompleted,
 		events.EventCompactionFailed, events.EventSessionEnded, events.EventSessionReset, events.EventSessionConfigured, events.EventRejected} {
 		if !types[typ] {
@@ -303,6 +307,39 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 	t.Logf("validated fields: %v", slices.Sorted(maps.Keys(seen)))
 }
 
+// recallMessages asks the recall endpoint through the Go client (session
+// s2: 61 turns) and returns the request as the client sent it and the
+// reply, each with header Event naming its schema.
+func recallMessages(t *testing.T, e *servicetest.Env) []*jetstream.RawStreamMsg {
+	t.Helper()
+	e.StartService(nil)
+	nc, js := e.Client("builder")
+	sniff, err := nc.SubscribeSync(client.ServiceSubject("fold", client.EndpointRecall))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := client.NewBuilder(nc, js)
+	r, err := b.Recall(context.Background(), "s2", "ranked match from Alice", client.RecallOptions{Limit: 5, Scope: client.RecallScopeAll})
+	if err != nil || len(r.Results) != 5 {
+		t.Fatalf("recall: %v, %+v", err, r)
+	}
+	req, err := sniff.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := nc.Request(req.Subject, req.Data, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []*jetstream.RawStreamMsg{
+		{Subject: req.Subject, Data: req.Data, Header: nats.Header{"Event": {"recall-request"}}},
+		{Subject: req.Subject + " (reply)", Data: reply.Data, Header: nats.Header{"Event": {"recall-response"}}},
+	}
+}
+
 // Invalid messages are rejected by the schema, and the inbound ones by the
 // processor's validation too: the schema and the code say the same.
 func TestInvalidExamplesAreRejected(t *testing.T) {
@@ -314,7 +351,11 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 		`"from":"2026-11-22T20:00:00Z","to":"2026-11-22T20:01:30Z","folded_turns":10,"folded_notes":0,"summary_chars":21,` +
 		`"summary_tokens":5,"original_tokens":120,"mode":"window","tier":"full","compactions":1,"model":"offline","latency_ms":3,"at":"2026-11-22T20:01:31Z"}`
 	lifecycle := `{"v":1,"session":"s1","type":"compaction_skipped","at":"2026-11-22T20:00:00Z","reason":"below_threshold","trigger":"turn","cursor":0,"total_turns":3}`
-	valid := map[string]string{"turn": turn, "note": note, "control": control, "summary-updated": summary, "lifecycle": lifecycle}
+	recallReq := `{"v":1,"session":"s1","query":"tournament form","limit":5,"scope":"evicted"}`
+	recallResp := `{"v":1,"session":"s1","query":"tournament form","scope":"evicted","cursor":10,"searched":10,` +
+		`"results":[{"turn_id":"t3","index":3,"at":"2026-11-22T20:00:30Z","speaker":"Dave","role":"user","text":"Send the tournament form.","score":3.2}]}`
+	valid := map[string]string{"turn": turn, "note": note, "control": control, "summary-updated": summary, "lifecycle": lifecycle,
+		"recall-request": recallReq, "recall-response": recallResp}
 	for event, doc := range valid {
 		if err := validate(schemas[event], []byte(doc)); err != nil {
 			t.Errorf("valid %s rejected: %v", event, err)
@@ -322,6 +363,11 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 		if kind := map[string]string{"turn": "turn", "note": "note", "control": "control"}[event]; kind != "" {
 			if _, err := events.DecodeInbound(kind, "s1", []byte(doc), events.Limits{}); err != nil {
 				t.Errorf("valid %s rejected by the processor: %v", event, err)
+			}
+		}
+		if event == "recall-request" {
+			if err := checkRecall(doc); err != nil {
+				t.Errorf("valid recall request rejected by the client and service: %v", err)
 			}
 		}
 	}
@@ -354,6 +400,16 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 		{"lifecycle", "skip without reason", r(`"reason":"below_threshold",`, ``).Replace(lifecycle)},
 		{"lifecycle", "failure without class", `{"v":1,"session":"s1","type":"compaction_failed","at":"2026-11-22T20:00:00Z","fold_id":"f","retryable":true,"error":"x","cursor":0,"total_turns":61}`},
 		{"lifecycle", "missing cursor", r(`"cursor":0,`, ``).Replace(lifecycle)},
+		{"recall-request", "missing query", r(`"query":"tournament form",`, ``).Replace(recallReq)},
+		{"recall-request", "query without a word", r(`"tournament form"`, `"?! …"`).Replace(recallReq)},
+		{"recall-request", "limit 0", r(`"limit":5`, `"limit":0`).Replace(recallReq)},
+		{"recall-request", "limit 51", r(`"limit":5`, `"limit":51`).Replace(recallReq)},
+		{"recall-request", "unknown scope", r(`"evicted"`, `"recent"`).Replace(recallReq)},
+		{"recall-request", "bad session", r(`"s1"`, `"a.b"`).Replace(recallReq)},
+		{"recall-request", "version 2", r(`"v":1`, `"v":2`).Replace(recallReq)},
+		{"recall-response", "missing cursor", r(`"cursor":10,`, ``).Replace(recallResp)},
+		{"recall-response", "result without turn_id", r(`"turn_id":"t3",`, ``).Replace(recallResp)},
+		{"recall-response", "negative index", r(`"index":3`, `"index":-1`).Replace(recallResp)},
 	}
 	for _, tc := range cases {
 		if err := validate(schemas[tc.event], []byte(tc.doc)); err == nil {
@@ -363,6 +419,11 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 			if _, err := events.DecodeInbound(tc.event, "s1", []byte(tc.doc), events.Limits{}); err == nil {
 				t.Errorf("%s %q accepted by the processor but rejected by the schema: %s", tc.event, tc.name, tc.doc)
 			}
+		}
+		// limit 0 means "the default" to the Go client, which sends it
+		// only when set; on the wire it is out of range.
+		if tc.event == "recall-request" && tc.name != "limit 0" && checkRecall(tc.doc) == nil {
+			t.Errorf("recall request %q accepted by the client and service but rejected by the schema: %s", tc.name, tc.doc)
 		}
 	}
 }
@@ -474,4 +535,19 @@ func TestContextSourceMessagesMatchTheSchemas(t *testing.T) {
 			t.Errorf("reply %q accepted by the schema: %s", name, doc)
 		}
 	}
+}
+
+// checkRecall applies the service's checks to a recall request document.
+func checkRecall(doc string) error {
+	var r client.RecallRequest
+	if err := json.Unmarshal([]byte(doc), &r); err != nil {
+		return err
+	}
+	if err := client.CheckRecall(&r); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc([]rune(r.Query), func(c rune) bool { return unicode.IsLetter(c) || unicode.IsNumber(c) }) {
+		return errors.New("query without a word")
+	}
+	return nil
 }
