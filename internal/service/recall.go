@@ -51,7 +51,7 @@ import (
 //     that contain a query term (their text is needed for the reply);
 //   - the ranking: O(matching turns × query terms) + a sort.
 //
-// On an in-process server a 10,000-turn session answers in about 60 ms
+// On an in-process server a 10,000-turn session answers in 60-75 ms
 // (BenchmarkRecall10k); over a network the scan is bound by throughput,
 // not round trips. A scope evicted request on a session whose cursor is 0
 // reads nothing but the controls. The scan is capped at maxRecallScan
