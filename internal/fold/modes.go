@@ -68,7 +68,7 @@ type EvictPolicy struct {
 
 // IntervalPolicy is seed 002's continuous compaction.
 type IntervalPolicy struct {
-	Exchanges  int // fold every this many user turns
+	Exchanges  int // fold every this many exchanges (assistant turns)
 	KeepRecent int // turns kept verbatim after each fold
 }
 

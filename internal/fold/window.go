@@ -46,7 +46,7 @@ type Check struct {
 	SummaryTokens   int             // tokens of the running summary
 	ReportedContext int             // the bot's provider-reported prompt size since the last fold, 0 = none
 	TurnTokens      func(i int) int // tokens of unfolded turn i (0 = the turn at Cursor)
-	Exchanges       int             // user turns since the last fold (mode interval)
+	Exchanges       int             // completed exchanges (assistant turns) since the last fold (mode interval)
 	Idle            bool            // the session has been quiet long enough for an idle fold
 }
 

@@ -168,7 +168,7 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 		// Seed 004's tier 3: a session past its emergency threshold whose
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency && s.Failures >= 2,
-		prev: s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
+		prev:          s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
 	}

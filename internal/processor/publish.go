@@ -26,7 +26,7 @@ func (sh *shard) publishSummary(ls *live, r foldResult, latency time.Duration) e
 		Cursor: r.job.to, CoveredThroughTurn: r.job.to - 1, From: r.fromT, To: r.toT,
 		FoldedTurns: r.nTurns, FoldedNotes: r.nNotes,
 		SummaryChars: utf8.RuneCountInString(r.out.Summary), SummaryTokens: r.sumToks, OriginalTokens: r.origToks,
-		Mode: "window", Tier: string(r.out.Tier), Compactions: r.job.compactns + 1, Model: r.out.Model,
+		Mode: string(r.job.policy.Mode), Tier: string(r.out.Tier), Compactions: r.job.compactns + 1, Model: r.out.Model,
 		LatencyMS: latency.Milliseconds(), At: p.clock.Now().UTC(),
 	}
 	data, err := json.Marshal(ev)

@@ -50,8 +50,8 @@ func (s *Session) Apply(seq uint64, in events.Inbound) (Effect, error) {
 			toks = tokens.Heuristic(in.Turn.Text)
 		}
 		s.AddTurn(h, TurnRef{Seq: seq, At: in.Turn.At.UnixMilli(), Tokens: toks})
-		if in.Turn.Role == "user" {
-			s.Exchanges++
+		if in.Turn.Role == "assistant" {
+			s.Exchanges++ // an exchange is complete when the bot has answered
 		}
 		if in.Turn.ContextTokens > 0 {
 			s.ContextTokens = in.Turn.ContextTokens

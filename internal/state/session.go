@@ -86,7 +86,7 @@ type Session struct {
 	// key and the checkpoint cleared; only a reset revives it.
 	Archived bool `json:"archived,omitempty"`
 
-	// Exchanges counts user turns ever applied; ExchangesFolded is its
+	// Exchanges counts assistant turns ever applied (completed exchanges); ExchangesFolded is its
 	// value when the last fold started (mode interval folds every N).
 	Exchanges       int `json:"exchanges,omitempty"`
 	ExchangesFolded int `json:"exchanges_folded,omitempty"`
