@@ -25,8 +25,19 @@ type options struct {
 
 	recentWindow, batchSize, maxSummaryChars, maxNoteChars int
 	trigger, profile                                       string
-	shards, maxFolds                                       int
-	foldTimeout, leaseTTL, flushInterval                   time.Duration
+
+	mode                                    string
+	contextWindow, reserveTokens            int
+	idleAfter                               time.Duration
+	idleThreshold, emergencyThreshold       float64
+	keepRecentTokens, keepRecentMessages    int
+	targetUtilization                       float64
+	minKeepMessages, intervalEx, keepRecent int
+	maskToolOutputsAfter                    time.Duration
+	contextSources                          string
+	keepEnded                               bool
+	shards, maxFolds                        int
+	foldTimeout, leaseTTL, flushInterval    time.Duration
 
 	summarizer                                string
 	openaiBaseURL, openaiModel, openaiKey     string
@@ -71,6 +82,21 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.IntVar(&o.maxNoteChars, "max-note-chars", 400, "cap per screen-watch note when folded")
 	fs.StringVar(&o.trigger, "trigger", "turn", "when to check for a fold: turn (every turn) or generate (on generate control events)")
 	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice (seed 000) or agent (seed 003)")
+	fs.StringVar(&o.mode, "mode", "window", "default mode: window (seed 000), evict (seed 001), interval (seed 002) or tokens (seeds 003/004); sessions may override it with a configure control")
+	fs.IntVar(&o.contextWindow, "context-window", 128000, "modes tokens and evict: the bot model's context window in tokens")
+	fs.IntVar(&o.reserveTokens, "reserve-tokens", 16384, "modes tokens and evict: headroom for the answer; the context must shrink above context-window − reserve-tokens")
+	fs.DurationVar(&o.idleAfter, "idle-after", 5*time.Minute, "mode tokens: a session quiet this long is folded above idle-threshold (0 disables)")
+	fs.Float64Var(&o.idleThreshold, "idle-threshold", 0.6, "mode tokens: idle fold threshold, a fraction of the context window")
+	fs.Float64Var(&o.emergencyThreshold, "emergency-threshold", 0.8, "mode tokens: fold at once above this fraction of the context window")
+	fs.IntVar(&o.keepRecentTokens, "keep-recent-tokens", 0, "mode tokens: verbatim tail budget in tokens (0 = 20% of the context window)")
+	fs.IntVar(&o.keepRecentMessages, "keep-recent-messages", 10, "mode tokens: never keep fewer turns verbatim than this")
+	fs.Float64Var(&o.targetUtilization, "target-utilization", 0.8, "mode evict: evict down to this fraction of the context window")
+	fs.IntVar(&o.minKeepMessages, "min-keep-messages", 10, "mode evict: always keep at least this many turns")
+	fs.IntVar(&o.intervalEx, "interval-exchanges", 5, "mode interval: fold every this many exchanges (a bot answer completes one)")
+	fs.IntVar(&o.keepRecent, "keep-recent", 6, "mode interval: turns kept verbatim after each fold")
+	fs.DurationVar(&o.maskToolOutputsAfter, "mask-tool-outputs-after", 0, "mask tool results older than this before summarizing (0 = off)")
+	fs.StringVar(&o.contextSources, "context-sources", "", "mode interval: context sources asked at each fold, a JSON array [{label, subject, prompt, timeout}] or a path to a file holding it (docs/context-sources.md)")
+	fs.BoolVar(&o.keepEnded, "keep-ended", false, "keep an ended session's checkpoint as it is instead of the final fold, archive and clear")
 	fs.IntVar(&o.shards, "shards", 8, "session owners (goroutines)")
 	fs.IntVar(&o.maxFolds, "max-concurrent-folds", 0, "folds running at once (0 = auto: half the CPUs for the offline summarizer, 32 for a remote model)")
 	fs.DurationVar(&o.foldTimeout, "fold-timeout", 60*time.Second, "bound on one fold, including the summarizer's retries")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/fold/offline"
@@ -149,6 +150,19 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 		Window:             fold.Window{Recent: o.recentWindow, Batch: o.batchSize, MaxSummaryChars: o.maxSummaryChars, MaxNoteChars: o.maxNoteChars},
 		Trigger:            o.trigger, Profile: fold.Profile(o.profile), Shards: o.shards,
 		FoldTimeout: o.foldTimeout, LeaseTTL: o.leaseTTL, FlushInterval: o.flushInterval,
+		Mode: fold.Mode(o.mode),
+		Tokens: fold.TokenPolicy{
+			ContextWindow: o.contextWindow, ReserveTokens: o.reserveTokens, IdleAfter: o.idleAfter,
+			IdleThreshold: o.idleThreshold, EmergencyThreshold: o.emergencyThreshold,
+			KeepRecentTokens: o.keepRecentTokens, KeepRecentMessages: o.keepRecentMessages,
+		},
+		Evict:                fold.EvictPolicy{TargetUtilization: o.targetUtilization, MinKeepMessages: o.minKeepMessages},
+		Interval:             fold.IntervalPolicy{Exchanges: o.intervalEx, KeepRecent: o.keepRecent},
+		MaskToolOutputsAfter: o.maskToolOutputsAfter,
+		KeepEnded:            o.keepEnded,
+		// Recall is an endpoint of the service: without it mode evict
+		// falls back to tokens.
+		RecallEnabled: o.service,
 	}
 }
 
@@ -160,6 +174,11 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 		return err
 	}
 	cfg := processorConfig(o, sum)
+	if o.contextSources != "" {
+		if cfg.ContextSources, err = contextsource.LoadSources(o.contextSources); err != nil {
+			return fmt.Errorf("--context-sources: %w", err)
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
