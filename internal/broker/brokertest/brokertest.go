@@ -35,6 +35,8 @@ type Options struct {
 	Log zerolog.Logger
 	// Name is the connection name; default "test".
 	Name string
+	// Partitions provisions the partitioned inbound layout (scale-out).
+	Partitions int
 }
 
 // Start starts the server, connects and provisions.
@@ -61,7 +63,7 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout := broker.NewLayout(subjects)
+	layout := broker.NewLayout(subjects).Partitioned(o.Partitions)
 	kv, err := broker.Provision(context.Background(), js, layout, broker.ProvisionConfig{}, o.Log)
 	if err != nil {
 		t.Fatal(err)
