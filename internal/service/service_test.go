@@ -320,14 +320,20 @@ func TestContextIncludesTurnsAfterTheCheckpoint(t *testing.T) {
 		t.Fatalf("after reset and end: %+v", c)
 	}
 
-	// The restarted processor agrees with what the service predicted.
+	// The restarted processor agrees with what the service predicted, then
+	// ends the session as seed 004 does: a final fold of the two turns,
+	// archived, the checkpoint cleared to a tombstone.
 	e.StartProcessor(processor.Config{}, nil)
-	e.Eventually("the processor applied the tail", func() bool {
+	e.Eventually("the processor applied the tail and archived the ended session", func() bool {
 		s := e.Checkpoint("s1")
-		return s.LastSeq >= c.ThroughSeq && s.Lease == nil
+		return s.LastSeq >= c.ThroughSeq && s.Archived
 	})
-	if s := e.Checkpoint("s1"); !s.Ended || s.Summary != "" || s.Total != 2 || s.Cursor != 0 {
+	if s := e.Checkpoint("s1"); !s.Ended || s.Summary != "" || s.Total != 0 || s.Version != 2 {
 		t.Fatalf("processor state after the tail: %+v", s)
+	}
+	c = getContext(t, e.NC, client.ContextRequest{Session: "s1"})
+	if !c.Ended || c.TotalTurns != 0 {
+		t.Fatalf("context of the archived session: %+v", c)
 	}
 }
 
