@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/fold/offline"
+	"github.com/foldstream/foldstream/internal/fold/openai"
+	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
+	"github.com/foldstream/foldstream/internal/processor"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// benchLog is silent unless FOLDSTREAM_BENCH_LOG names a level (e.g.
+// "warn"): then the processor's logs go to stderr.
+func benchLog() zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(os.Getenv("FOLDSTREAM_BENCH_LOG"))
+	if err != nil || os.Getenv("FOLDSTREAM_BENCH_LOG") == "" {
+		return zerolog.Nop()
+	}
+	return zerolog.New(os.Stderr).Level(lvl).With().Timestamp().Logger()
+}
+
+// env is a fresh nats-server with file storage in a temporary directory.
+type env struct {
+	ns  *server.Server
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	dir string
+}
+
+// newEnv starts a server; listen makes it reachable over TCP for a child
+// process.
+func newEnv(listen bool) (*env, error) {
+	dir, err := os.MkdirTemp("", "foldstream-bench-")
+	if err != nil {
+		return nil, err
+	}
+	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: dir, Port: -1, NoListen: !listen})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	nc, err := broker.Connect(broker.ConnConfig{Name: "bench"}, ns, zerolog.Nop())
+	if err != nil {
+		ns.Shutdown()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192))
+	if err != nil {
+		return nil, err
+	}
+	return &env{ns: ns, nc: nc, js: js, dir: dir}, nil
+}
+
+func (e *env) close() {
+	e.nc.Close()
+	e.ns.Shutdown()
+	e.ns.WaitForShutdown()
+	os.RemoveAll(e.dir)
+}
+
+// provision creates foldstream's streams and bucket under prefix.
+func (e *env) provision(ctx context.Context, prefix string) (broker.Layout, jetstream.KeyValue, error) {
+	subjects, err := events.NewSubjects(prefix)
+	if err != nil {
+		return broker.Layout{}, nil, err
+	}
+	l := broker.NewLayout(subjects)
+	kv, err := broker.Provision(ctx, e.js, l, broker.ProvisionConfig{}, zerolog.Nop())
+	return l, kv, err
+}
+
+const benchText = "Let's try the new team comp on Tokyo tonight; Bob keeps dying as Hulk so maybe Jeff the land shark instead?"
+
+// payloads returns n realistic turn payloads (~230 bytes) spread
+// round-robin over sessions, with their subjects.
+func payloads(subjects events.Subjects, n, sessions int, first int) ([]string, [][]byte) {
+	subs := make([]string, n)
+	data := make([][]byte, n)
+	for j := range n {
+		i := first + j
+		s := fmt.Sprintf("sess-%05d", i%sessions)
+		t := events.Turn{V: 1, Session: s, TurnID: fmt.Sprintf("%s-%d", s, i/sessions),
+			At:      time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second),
+			Speaker: "Alice", Role: "user", Text: benchText}
+		data[j], _ = json.Marshal(t)
+		subs[j] = subjects.In(s, events.KindTurn)
+	}
+	return subs, data
+}
+
+func publishAll(ctx context.Context, js jetstream.JetStream, subs []string, data [][]byte) error {
+	for i := range subs {
+		if _, err := js.PublishAsync(subs[i], data[i]); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// acked reports whether the stream has consumers and every one of them has
+// nothing left to deliver and nothing waiting for an ack, with the ack
+// floor at last or beyond. It does not depend on the processor's consumer
+// names (one consumer, or one per partition).
+func acked(ctx context.Context, js jetstream.JetStream, stream string, last uint64) (bool, error) {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return false, err
+	}
+	lister := st.ListConsumers(ctx)
+	n, floor := 0, uint64(0)
+	for info := range lister.Info() {
+		n++
+		if info.NumPending > 0 || info.NumAckPending > 0 {
+			return false, nil
+		}
+		floor = max(floor, info.AckFloor.Stream)
+	}
+	if err := lister.Err(); err != nil {
+		return false, err
+	}
+	return n > 0 && floor >= last, nil
+}
+
+// waitAcked polls acked until it holds.
+func waitAcked(ctx context.Context, js jetstream.JetStream, stream string, last uint64) error {
+	for {
+		ok, err := acked(ctx, js, stream, last)
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// rawRate is the reference: a durable pull consumer that only acks, with
+// the same pull batch as the processor.
+func rawRate(ctx context.Context, n, sessions int) (float64, error) {
+	e, err := newEnv(false)
+	if err != nil {
+		return 0, err
+	}
+	defer e.close()
+	l, _, err := e.provision(ctx, "raw")
+	if err != nil {
+		return 0, err
+	}
+	subs, data := payloads(l.Subjects, n, sessions, 0)
+	if err := publishAll(ctx, e.js, subs, data); err != nil {
+		return 0, err
+	}
+	cons, err := e.js.CreateOrUpdateConsumer(ctx, l.In, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 65536})
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
+	if err != nil {
+		return 0, err
+	}
+	for got := 0; got < n; {
+		m, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return 0, err
+			}
+			continue // e.g. a missed heartbeat under load: the processor retries too
+		}
+		_ = m.Ack()
+		got++
+	}
+	it.Stop()
+	if err := waitAcked(ctx, e.js, l.In, uint64(n)); err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// procRun configures one in-process processor run.
+type procRun struct {
+	n, sessions int
+	summarizer  string
+	flush       time.Duration
+	window      fold.Window // zero: the default
+	observe     func(processor.FoldTiming)
+	profile     io.Writer
+}
+
+type procResult struct {
+	rate    float64
+	applied uint64
+	folds   uint64 // landed while ingest was timed
+	took    time.Duration
+}
+
+// processorRate times the processor from consumer attach until every turn
+// is applied, checkpointed and acked. Folds run but ingest does not wait
+// for them.
+func processorRate(ctx context.Context, r procRun) (procResult, error) {
+	var res procResult
+	e, err := newEnv(false)
+	if err != nil {
+		return res, err
+	}
+	defer e.close()
+	l, kv, err := e.provision(ctx, "fold")
+	if err != nil {
+		return res, err
+	}
+	subs, data := payloads(l.Subjects, r.n, r.sessions, 0)
+	if err := publishAll(ctx, e.js, subs, data); err != nil {
+		return res, err
+	}
+	sum, maxFolds, closeSum, err := newSummarizer(r.summarizer)
+	if err != nil {
+		return res, err
+	}
+	defer closeSum()
+	p, err := processor.New(processor.Config{FlushInterval: r.flush, MaxConcurrentFolds: maxFolds, Window: r.window}, processor.Deps{
+		JS: e.js, Layout: l, Store: state.NewStore(e.js, kv), Summarizer: sum, Log: benchLog(),
+	})
+	if err != nil {
+		return res, err
+	}
+	if r.observe != nil {
+		p.ObserveFolds(r.observe)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(rctx) }()
+	select {
+	case <-p.Ready():
+	case err := <-done:
+		return res, fmt.Errorf("processor stopped before it was ready: %v", err)
+	}
+	if r.profile != nil {
+		_ = pprof.StartCPUProfile(r.profile)
+	}
+	start := time.Now() // like the reference: timed from an attached consumer
+	err = waitAcked(ctx, e.js, l.In, uint64(r.n))
+	res.took = time.Since(start)
+	if r.profile != nil {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
+		return res, err
+	}
+	res.rate = float64(r.n) / res.took.Seconds()
+	res.folds = p.Folds() // landed while ingest ran: their work shares the cores
+	cancel()
+	if err := <-done; err != nil {
+		return res, err
+	}
+	res.applied = p.Applied()
+	if res.applied != uint64(r.n) {
+		return res, fmt.Errorf("processor applied %d of %d turns", res.applied, r.n)
+	}
+	return res, nil
+}
+
+// instant answers at once with a fixed summary: what is left of a fold's
+// cost is foldstream's own.
+type instant struct{}
+
+func (instant) Name() string { return "instant" }
+func (instant) Summarize(_ context.Context, req fold.Request) (fold.Result, error) {
+	return fold.Result{Summary: "Alice and Bob planned the Tokyo match; Bob keeps dying as Hulk, so Jeff the land shark is next.", Model: "instant"}, nil
+}
+
+// newSummarizer builds a fold backend with the fold concurrency the
+// processor command would use for it.
+func newSummarizer(kind string) (fold.Summarizer, int, func(), error) {
+	switch kind {
+	case "offline":
+		return offline.New(), max(1, runtime.NumCPU()/2), func() {}, nil
+	case "instant":
+		return instant{}, 32, func() {}, nil
+	case "http":
+		srv := openaitest.New(nil)
+		srv.SetFallback(openaitest.OK("Alice and Bob planned the Tokyo match; Bob keeps dying as Hulk."))
+		sum, err := openai.New(openai.Config{BaseURL: srv.URL, APIKey: "bench", Model: "bench-mini"}, zerolog.Nop())
+		if err != nil {
+			srv.Close()
+			return nil, 0, nil, err
+		}
+		return sum, 32, srv.Close, nil
+	default:
+		return nil, 0, nil, fmt.Errorf("-summarizer: expected offline, http or instant, got %q", kind)
+	}
+}
+
+// profiled is set once a processor run has been profiled (-cpuprofile).
+var profiled bool
+
+func ingestSection(ctx context.Context, w io.Writer, o opts) error {
+	fmt.Fprintf(w, "ingest: processor turns/s over raw JetStream consume+ack msgs/s, same server; %d turns per run, summarizer %s\n", o.turns, o.summarizer)
+	fmt.Fprintf(w, "%-9s %-26s %-26s %-22s %s\n", "sessions", "raw consume+ack msg/s", "processor ingest turns/s", "ratio (target >= 0.5)", "folds landed during ingest")
+	for _, s := range o.sessions {
+		var raws, procs, ratios, folds []float64
+		for range o.runs {
+			raw, err := rawRate(ctx, o.turns, s)
+			if err != nil {
+				return fmt.Errorf("raw reference: %w", err)
+			}
+			pr := procRun{n: o.turns, sessions: s, summarizer: o.summarizer, flush: o.flushInterval}
+			if o.cpuProfile != nil && !profiled {
+				pr.profile, profiled = o.cpuProfile, true // one profile: the first processor run
+			}
+			res, err := processorRate(ctx, pr)
+			if err != nil {
+				return fmt.Errorf("processor: %w", err)
+			}
+			raws, procs, ratios = append(raws, raw), append(procs, res.rate), append(ratios, res.rate/raw)
+			folds = append(folds, float64(res.folds))
+		}
+		fmt.Fprintf(w, "%-9d %-26s %-26s %-22s %s\n", s, medSpread(raws, "%.0f"), medSpread(procs, "%.0f"), medSpread(ratios, "%.2f"), medSpread(folds, "%.0f"))
+	}
+	return nil
+}

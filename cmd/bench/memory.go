@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// memorySection measures the processor binary's resident memory per live
+// session: RSS of the child process with every session in memory and idle,
+// minus its RSS right after start, over the sessions it holds.
+func memorySection(ctx context.Context, w io.Writer, o opts) error {
+	n := o.memSessions * o.memTurns
+	fmt.Fprintf(w, "memory: processor binary as a child process, %d sessions x %d turns, all applied, checkpointed and idle\n", o.memSessions, o.memTurns)
+	var rssPer, heapPer, rssBase, rssFull, live []float64
+	for range o.runs {
+		r, err := memoryRun(ctx, o.memSessions, n)
+		if err != nil {
+			return err
+		}
+		rssPer, heapPer = append(rssPer, r.rssPer), append(heapPer, r.heapPer)
+		rssBase, rssFull, live = append(rssBase, r.rss0/(1<<20)), append(rssFull, r.rss1/(1<<20)), append(live, r.live)
+	}
+	fmt.Fprintf(w, "  %-44s %s\n", "sessions in memory", medSpread(live, "%.0f"))
+	fmt.Fprintf(w, "  %-44s %s\n", "RSS after start MiB", medSpread(rssBase, "%.1f"))
+	fmt.Fprintf(w, "  %-44s %s\n", "RSS with the sessions MiB", medSpread(rssFull, "%.1f"))
+	fmt.Fprintf(w, "  %-44s %s\n", "RSS per live session B (target <= 2048)", medSpread(rssPer, "%.0f"))
+	fmt.Fprintf(w, "  %-44s %s\n", "Go heap per live session B (after a GC)", medSpread(heapPer, "%.0f"))
+	return nil
+}
+
+type memResult struct{ rss0, rss1, live, rssPer, heapPer float64 }
+
+func memoryRun(ctx context.Context, sessions, n int) (memResult, error) {
+	var r memResult
+	e, err := newEnv(true)
+	if err != nil {
+		return r, err
+	}
+	defer e.close()
+	l, _, err := e.provision(ctx, "fold")
+	if err != nil {
+		return r, err
+	}
+	c, err := startChild(e.ns.ClientURL(), "--max-concurrent-folds", "1")
+	if err != nil {
+		return r, err
+	}
+	defer c.stop()
+	if err := c.waitReady(ctx); err != nil {
+		return r, err
+	}
+	time.Sleep(time.Second)
+	rss0, err := c.rss()
+	if err != nil {
+		return r, err
+	}
+	heap0, err := liveHeap(c)
+	if err != nil {
+		return r, err
+	}
+	subs, data := payloads(l.Subjects, n, sessions, 0)
+	if err := publishAll(ctx, e.js, subs, data); err != nil {
+		return r, err
+	}
+	if err := waitAcked(ctx, e.js, l.In, uint64(n)); err != nil {
+		return r, err
+	}
+	time.Sleep(2 * time.Second) // idle: every session checkpointed, nothing in flight
+	rss1, err := c.rss()
+	if err != nil {
+		return r, err
+	}
+	heap1, err := liveHeap(c)
+	if err != nil {
+		return r, err
+	}
+	live, err := c.metric("foldstream_sessions_in_memory")
+	if err != nil {
+		return r, err
+	}
+	if live < 1 {
+		return r, fmt.Errorf("no session in memory")
+	}
+	r = memResult{rss0: float64(rss0), rss1: float64(rss1), live: live,
+		rssPer: float64(rss1-rss0) / live, heapPer: (heap1 - heap0) / live}
+	return r, nil
+}
+
+// liveHeap is the child's Go heap in use. The processor does not force
+// garbage collections, so this is read from go_memstats_heap_alloc_bytes
+// right after the metrics scrape itself... see docs/benchmarks.md.
+func liveHeap(c *child) (float64, error) {
+	return c.metric("go_memstats_heap_alloc_bytes")
+}
