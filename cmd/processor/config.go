@@ -47,6 +47,10 @@ type options struct {
 	openaiMaxTokens                           int
 	tokenizer                                 string
 
+	partitions   int
+	partitionTTL time.Duration
+	instanceID   string
+
 	metricsAddr string
 	service     bool
 	logLevel    string
@@ -114,6 +118,10 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.Float64Var(&o.openaiTemperature, "openai-temperature", 0.2, "sampling temperature")
 	fs.IntVar(&o.openaiMaxTokens, "openai-max-tokens", 0, "max output tokens (0 = derived from max-summary-chars)")
 	fs.StringVar(&o.tokenizer, "tokenizer", "cl100k_base", "token counting: cl100k_base, o200k_base or heuristic (chars/4×1.2)")
+
+	fs.IntVar(&o.partitions, "partitions", 0, "inbound partitions shared by several processor instances (0 = one consumer, a single instance); every instance must use the stream's value, and changing it is a migration (docs/deployment.md)")
+	fs.DurationVar(&o.partitionTTL, "partition-ttl", 10*time.Second, "with --partitions: a dead instance's partitions move after this long (the ownership bucket's TTL, set when the bucket is created)")
+	fs.StringVar(&o.instanceID, "instance-id", "", "with --partitions: this instance's name among the members, [A-Za-z0-9_-]{1,64} (default: host name and a random suffix)")
 
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "Prometheus /metrics and /healthz listen address (empty disables)")
 	fs.BoolVar(&o.service, "service", true, "serve the context and session request-reply service (NATS micro \"foldstream\") on <prefix>.svc.>")

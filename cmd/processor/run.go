@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/fold/offline"
 	"github.com/foldstream/foldstream/internal/fold/openai"
+	"github.com/foldstream/foldstream/internal/partition"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/prompt"
 	"github.com/foldstream/foldstream/internal/service"
@@ -26,6 +28,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -70,7 +73,10 @@ func openEnv(ctx context.Context, o *options, log zerolog.Logger, provision bool
 	if err != nil {
 		return nil, fmt.Errorf("--prefix: %w", err)
 	}
-	e := &env{layout: broker.NewLayout(subjects)}
+	if o.partitions < 0 || o.partitions > 1024 {
+		return nil, fmt.Errorf("--partitions: expected 0 (one consumer, no partitions) to 1024, got %d", o.partitions)
+	}
+	e := &env{layout: broker.NewLayout(subjects).Partitioned(o.partitions)}
 	if o.natsURL == "" {
 		dir, err := filepath.Abs(o.storeDir)
 		if err != nil {
@@ -195,12 +201,26 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	store := state.NewStore(e.js, e.kv)
-	p, err := processor.New(cfg, processor.Deps{
+	deps := processor.Deps{
 		JS: e.js, Layout: e.layout, Store: store, Summarizer: sum, Tokens: counter,
 		Log: log, Clock: processor.SystemClock{}, Registry: reg,
-	})
-	if err != nil {
-		return err
+	}
+	var (
+		runner interface {
+			Run(context.Context) error
+			Ready() <-chan struct{}
+		}
+	)
+	if o.partitions > 0 {
+		if runner, err = partitioned(ctx, o, cfg, deps, e, log, reg); err != nil {
+			return err
+		}
+	} else {
+		p, err := processor.New(cfg, deps)
+		if err != nil {
+			return err
+		}
+		runner = p
 	}
 	stopMetrics, err := serveMetrics(o.metricsAddr, reg, e.nc, log)
 	if err != nil {
@@ -210,7 +230,7 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 	if started != nil {
 		go func() {
 			select {
-			case <-p.Ready():
+			case <-runner.Ready():
 				started(e)
 			case <-ctx.Done():
 			}
@@ -226,7 +246,52 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 		}
 		defer func() { _ = svc.Stop() }()
 	}
-	return p.Run(ctx)
+	return runner.Run(ctx)
+}
+
+// partitioned builds this instance's partition manager (scale-out): it
+// joins the members in the <BASE>_PARTITIONS bucket and runs one engine
+// per partition it owns.
+func partitioned(ctx context.Context, o *options, cfg processor.Config, deps processor.Deps, e *env, log zerolog.Logger, reg *prometheus.Registry) (*partition.Manager, error) {
+	instance := o.instanceID
+	if instance == "" {
+		instance = defaultInstanceID()
+	}
+	pc := partition.Config{Instance: instance, Partitions: o.partitions, TTL: o.partitionTTL}
+	if err := pc.Validate(); err != nil {
+		return nil, err
+	}
+	kv, ttl, err := partition.OpenBucket(ctx, e.js, e.layout.Owners, o.partitionTTL, o.replicas, jetstream.FileStorage, log)
+	if err != nil {
+		return nil, err
+	}
+	pc.TTL = ttl
+	cfg.InstanceID = instance
+	deps.Shared = processor.NewShared(reg, cfg.MaxConcurrentFolds)
+	start, err := processor.PartitionStarter(cfg, deps)
+	if err != nil {
+		return nil, err
+	}
+	return partition.New(pc, kv, start, log, partition.SystemClock{}, reg)
+}
+
+// defaultInstanceID is the host name (as a key token) and a random suffix:
+// readable in logs, unique across restarts.
+func defaultInstanceID() string {
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, host)
+	if len(host) > 40 {
+		host = host[:40]
+	}
+	if host == "" {
+		host = "foldstream"
+	}
+	return host + "-" + nuid.Next()
 }
 
 func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log zerolog.Logger) (func(), error) {
