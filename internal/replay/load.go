@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
@@ -156,15 +157,21 @@ func Load(ctx context.Context, js jetstream.JetStream, l broker.Layout, session 
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	subj := l.Subjects
-	sources := []struct{ stream, filter string }{
-		{l.In, subj.InSession(session)},
-		{l.Out, subj.OutSession(session)},
-		{l.DLQ, subj.DeadLetter(session)},
+	// Inbound events are read under both layouts: the subject a bot
+	// published, and its partitioned stored form (any partition count),
+	// so a session's history reads whole across a migration to --partitions.
+	sources := []struct {
+		stream  string
+		filters []string
+	}{
+		{l.In, subj.InSessionAll(session)},
+		{l.Out, []string{subj.OutSession(session)}},
+		{l.DLQ, []string{subj.DeadLetter(session)}},
 	}
 	t := &Timeline{Session: session, Streams: [3]string{l.In, l.Out, l.DLQ}}
 	var perStream [3][]Entry
 	for i, src := range sources {
-		msgs, complete, err := readStream(ctx, js, src.stream, src.filter, i)
+		msgs, complete, err := readStream(ctx, js, src.stream, src.filters, i)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +201,8 @@ func Load(ctx context.Context, js jetstream.JetStream, l broker.Layout, session 
 // consumer, stopping at the last one present when the read started so that
 // it terminates on a live stream. complete is false when the stream stopped
 // delivering before that point.
-func readStream(ctx context.Context, js jetstream.JetStream, stream, filter string, rank int) (msgs []rawMsg, complete bool, err error) {
+func readStream(ctx context.Context, js jetstream.JetStream, stream string, filters []string, rank int) (msgs []rawMsg, complete bool, err error) {
+	filter := strings.Join(filters, ", ") // for errors
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -204,20 +212,22 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream, filter stri
 	}
 	// The filtered info says how many messages match and where the stream
 	// ends now; both bound the read.
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
-	if err != nil {
-		return nil, false, fmt.Errorf("replay: stream %s info for %s: %w", stream, filter, err)
-	}
-	var want uint64
-	for _, n := range info.State.Subjects {
-		want += n
+	var want, last uint64
+	for _, f := range filters {
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(f))
+		if err != nil {
+			return nil, false, fmt.Errorf("replay: stream %s info for %s: %w", stream, f, err)
+		}
+		for _, n := range info.State.Subjects {
+			want += n
+		}
+		last = max(last, info.State.LastSeq)
 	}
 	if want == 0 {
 		return nil, true, nil
 	}
-	last := info.State.LastSeq
 	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter},
+		FilterSubjects: filters,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
