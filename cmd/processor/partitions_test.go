@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -21,7 +22,7 @@ func TestRunPartitioned(t *testing.T) {
 	var o options
 	fs := newFlagSet("run", &o)
 	args := []string{"--store-dir", t.TempDir(), "--embedded-port", "-1", "--metrics-addr", "", "--summarizer", "offline",
-		"--tokenizer", "heuristic", "--service=false", "--partitions", "4", "--partition-ttl", "2s", "--instance-id", "solo"}
+		"--tokenizer", "heuristic", "--partitions", "4", "--partition-ttl", "2s", "--instance-id", "solo"}
 	if err := parseOptions(fs, &o, args, func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,11 @@ func TestRunPartitioned(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- serve(ctx, &o, zerolog.New(&logs).Level(zerolog.InfoLevel), func(e *env) {
-			folded <- publishUntilFolded(e, "s1")
+			if err := publishUntilFolded(e, "s1"); err != nil {
+				folded <- err
+				return
+			}
+			folded <- contextHasTail(e, "s1")
 		})
 	}()
 	select {
@@ -80,6 +85,31 @@ func publishUntilFolded(e *env, session string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return ctx.Err()
+}
+
+// contextHasTail publishes one more turn and asks the context service
+// for the session at once: the reply reads the partitioned stream, so the
+// new turn is there whether the processor has checkpointed it or not.
+func contextHasTail(e *env, session string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	data, _ := json.Marshal(events.Turn{V: 1, Session: session, TurnID: session + "-tail", At: time.Now().UTC(),
+		Speaker: "Bob", Role: "user", Text: "the tail turn"})
+	if _, err := e.js.Publish(ctx, e.layout.Subjects.In(session, events.KindTurn), data); err != nil {
+		return err
+	}
+	b, err := client.NewBuilder(e.nc, e.js, client.RequestTimeout(5*time.Second))
+	if err != nil {
+		return err
+	}
+	c, err := b.Context(ctx, session, client.Budget{})
+	if err != nil {
+		return err
+	}
+	if len(c.Turns) == 0 || c.Turns[len(c.Turns)-1].Text != "the tail turn" || c.TotalTurns != 62 {
+		return fmt.Errorf("context of %s: %d turns in all, %d verbatim, not ending with the tail turn", session, c.TotalTurns, len(c.Turns))
+	}
+	return nil
 }
 
 func TestPartitionSettingsAreValidated(t *testing.T) {
