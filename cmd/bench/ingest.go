@@ -211,6 +211,7 @@ type procRun struct {
 	flush       time.Duration
 	window      fold.Window // zero: the default
 	observe     func(processor.FoldTiming)
+	called      func(session string, from int64) // instant summarizer: each call
 	profile     io.Writer
 }
 
@@ -242,6 +243,9 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	sum, maxFolds, closeSum, err := newSummarizer(r.summarizer)
 	if err != nil {
 		return res, err
+	}
+	if r.called != nil {
+		sum = instant{called: r.called}
 	}
 	defer closeSum()
 	p, err := processor.New(processor.Config{FlushInterval: r.flush, MaxConcurrentFolds: maxFolds, Window: r.window}, processor.Deps{
@@ -289,10 +293,15 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 
 // instant answers at once with a fixed summary: what is left of a fold's
 // cost is foldstream's own.
-type instant struct{}
+type instant struct {
+	called func(session string, from int64)
+}
 
 func (instant) Name() string { return "instant" }
-func (instant) Summarize(_ context.Context, req fold.Request) (fold.Result, error) {
+func (i instant) Summarize(_ context.Context, req fold.Request) (fold.Result, error) {
+	if i.called != nil && len(req.Turns) > 0 {
+		i.called(req.Session, req.Turns[0].Index)
+	}
 	return fold.Result{Summary: "Alice and Bob planned the Tokyo match; Bob keeps dying as Hulk, so Jeff the land shark is next.", Model: "instant"}, nil
 }
 

@@ -46,6 +46,9 @@ type foldResult struct {
 	job foldJob
 	out fold.Outcome
 	err error
+	// published: the summary-updated publish came back (publish.go); the
+	// result returns to the shard a second time to move the cursor.
+	published bool
 	// model is set when the summarizer failed, as opposed to reading the
 	// batch or recording the summary on NATS.
 	model    bool
@@ -158,8 +161,10 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 		From: d.From, To: d.To, Notes: len(s.PendingNotes),
 	}
 	// The lease is written before the fold starts: with compare-and-set no
-	// second owner can start (or land) the same batch.
-	if !sh.checkpoint(ls) {
+	// second owner can start (or land) the same batch. The write is
+	// pipelined: the fold goroutine waits for it, not the shard.
+	lease, ok := sh.writeLease(ls)
+	if !ok {
 		return
 	}
 	job := foldJob{
@@ -204,6 +209,10 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 	go func() {
 		defer p.folds.Done()
 		defer cancel()
+		if err := sh.awaitLease(lease); err != nil {
+			sh.results <- foldResult{job: job, err: err}
+			return
+		}
 		r := p.runFold(ctx, job)
 		sh.results <- r
 	}()
@@ -358,6 +367,9 @@ func (sh *shard) applyResult(r foldResult) {
 		p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", r.job.session, err))
 		return
 	}
+	if r.published {
+		ls.landing = false
+	}
 	if ls.s.Lease == nil || ls.s.Lease.FoldID != r.job.foldID {
 		p.m.folds.WithLabelValues("discarded").Inc()
 		p.log.Info().Str("event", "fold_result_discarded").Str("session", r.job.session).Str("fold_id", r.job.foldID).
@@ -368,10 +380,11 @@ func (sh *shard) applyResult(r foldResult) {
 	s := ls.s
 	now := p.clock.Now()
 	latency := now.Sub(r.job.started)
-	if r.err == nil {
-		if err := sh.publishSummary(ls, r, latency); err != nil {
-			r.err = err
-		}
+	if r.err == nil && !r.published {
+		// Published without waiting: the result comes back once the
+		// stream has stored it (or failed to), then the cursor moves.
+		sh.publishSummary(ls, r, latency)
+		return
 	}
 	if r.err != nil {
 		sh.failed(ls, r, latency)
@@ -397,7 +410,11 @@ func (sh *shard) applyResult(r foldResult) {
 	s.ExchangesFolded = r.job.exchanges
 	s.ContextTokens = 0 // the bot's next prompt is smaller; its old report no longer holds
 	sh.publishMemories(ls, r, s.Version)
-	if sh.checkpoint(ls) {
+	if s.Sealed <= oldCursor && !r.job.final {
+		// Checkpointed with the next flush: until then the lease in KV
+		// makes any new owner adopt the summary just published.
+		sh.markDirty(ls)
+	} else if sh.checkpoint(ls) {
 		sh.dropChunks(s, oldCursor, s.Cursor)
 	}
 	p.m.folds.WithLabelValues("completed").Inc()

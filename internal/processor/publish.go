@@ -15,10 +15,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// publishSummary records a fold on the outbound stream and waits for the
-// stream's ack: the summary exists only once it is stored. The message id
-// makes a re-publish of the same version a no-op.
-func (sh *shard) publishSummary(ls *live, r foldResult, latency time.Duration) error {
+// publishSummary records a fold on the outbound stream without blocking
+// the shard: a goroutine waits for the stream's ack (the summary exists
+// only once it is stored) and hands the result back to the shard, which
+// then moves the cursor (applyResult). The message id makes a re-publish
+// of the same version a no-op. Until then the session counts as a fold in
+// flight and keeps its lease, so nothing else can fold it, and a reset or
+// end waits for the landing (abandon).
+func (sh *shard) publishSummary(ls *live, r foldResult, latency time.Duration) {
 	p := sh.p
 	version := r.job.prevVer + 1
 	ev := events.SummaryUpdated{
@@ -29,19 +33,88 @@ func (sh *shard) publishSummary(ls *live, r foldResult, latency time.Duration) e
 		Mode: string(r.job.policy.Mode), Tier: string(r.out.Tier), Compactions: r.job.compactns + 1, Model: r.out.Model,
 		LatencyMS: latency.Milliseconds(), At: p.clock.Now().UTC(),
 	}
+	sh.inFlight++ // the result comes back once more
+	p.m.inFlight.Inc()
+	ls.landing = true
+	r.published = true
+	back := func(err error) {
+		if err != nil {
+			r.err = fmt.Errorf("publish summary-updated v%d: %w", version, err)
+		}
+		sh.results <- r
+	}
 	data, err := json.Marshal(ev)
 	if err != nil {
-		return fmt.Errorf("encode summary-updated: %w", err)
+		go back(fmt.Errorf("encode: %w", err))
+		return
 	}
 	msg := nats.NewMsg(p.subj.Out(ls.s.ID, events.KindSummary))
 	msg.Data = data
-	ctx, cancel := sh.ctx()
-	defer cancel()
-	if _, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ls.s.ID+":summary:"+strconv.FormatUint(version, 10))); err != nil {
-		return fmt.Errorf("publish summary-updated v%d: %w", version, err)
+	f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(ls.s.ID+":summary:"+strconv.FormatUint(version, 10)))
+	if err != nil {
+		go back(err)
+		return
 	}
-	if p.foldObs != nil {
-		p.foldObs(FoldTiming{Session: ls.s.ID, From: r.job.from, Triggered: r.job.started, Published: time.Now()})
+	session, from, started := ls.s.ID, r.job.from, r.job.started
+	go func() {
+		select {
+		case <-f.Ok():
+			if p.foldObs != nil {
+				p.foldObs(FoldTiming{Session: session, From: from, Triggered: started, Published: time.Now()})
+			}
+			back(nil)
+		case err := <-f.Err():
+			back(err)
+		case <-time.After(10 * time.Second):
+			back(errors.New("no acknowledgement in 10s"))
+		}
+	}()
+}
+
+// awaitLanding waits until a summary being published for ls has come back
+// and landed (or failed), handling other fold results meanwhile.
+func (sh *shard) awaitLanding(ls *live) {
+	for ls.landing {
+		sh.applyResult(<-sh.results)
+	}
+}
+
+// writeLease starts the compare-and-set write of a checkpoint holding a new
+// fold lease; the fold goroutine waits for it (awaitLease). A backlog that
+// needs sealing is written synchronously (chunks first).
+func (sh *shard) writeLease(ls *live) (*leaseWrite, bool) {
+	if !sh.settle(ls) {
+		return nil, false
+	}
+	if ls.s.NeedsSeal() {
+		return nil, sh.checkpoint(ls)
+	}
+	f, err := sh.p.store.SaveAsync(ls.s, ls.rev)
+	if err != nil {
+		return nil, sh.saved(ls, 0, err)
+	}
+	ls.writing = true
+	sh.writes++
+	return &leaseWrite{f: f, done: saveDone{ls: ls, id: ls.s.ID, rev: ls.rev, acks: len(ls.acks)}}, true
+}
+
+// leaseWrite is a lease checkpoint in flight.
+type leaseWrite struct {
+	f    jetstream.PubAckFuture
+	done saveDone
+}
+
+// awaitLease runs on the fold goroutine: it waits for the lease write,
+// hands its outcome to the shard like any pipelined checkpoint, and says
+// whether the fold may go on.
+func (sh *shard) awaitLease(lw *leaseWrite) error {
+	if lw == nil {
+		return nil // written synchronously
+	}
+	done := []saveDone{lw.done}
+	sh.awaitSaves([]jetstream.PubAckFuture{lw.f}, done)
+	if err := done[0].err; err != nil {
+		return fmt.Errorf("write the fold lease: %w", err)
 	}
 	return nil
 }
@@ -54,9 +127,10 @@ type FoldTiming struct {
 	Triggered, Published time.Time
 }
 
-// ObserveFolds has fn called, on the session's shard goroutine, each time a
-// summary-updated is stored (cmd/bench measures fold overhead with it).
-// Set it before Run; fn must be quick.
+// ObserveFolds has fn called each time a summary-updated is stored, from
+// the goroutine that saw the stream's ack (cmd/bench measures fold
+// overhead with it). Set it before Run; fn must be quick and safe for
+// concurrent use.
 func (p *Processor) ObserveFolds(fn func(FoldTiming)) { p.foldObs = fn }
 
 // publishLifecycle sends a lifecycle event without waiting: observers want

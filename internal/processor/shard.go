@@ -33,6 +33,7 @@ type live struct {
 	// writing: a pipelined checkpoint write is in flight (publish.go); the
 	// next write needs the revision it returns.
 	writing bool
+	landing bool // its fold's summary-updated is being published (publish.go)
 	// payloads of unfolded turns and pending notes seen by this owner, by
 	// stream sequence: a fold then reads its batch from memory instead of
 	// one direct get per turn. Absent after a reload; capped per session.
@@ -341,6 +342,7 @@ func (sh *shard) control(ls *live, c *events.Control) {
 // abandon drops an in-flight fold of this owner: its result is discarded
 // by fold id, and nothing it would have moved moves.
 func (sh *shard) abandon(ls *live, why string) {
+	sh.awaitLanding(ls) // a summary on its way to the stream lands first
 	if ls.cancel != nil {
 		ls.cancel()
 		ls.cancel = nil
