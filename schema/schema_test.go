@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode"
@@ -17,6 +21,7 @@ import (
 	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/fold/openai"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/processor"
@@ -32,8 +37,15 @@ import (
 // compiled is one schema file, compiled with format assertions on (so
 // "date-time" is checked), plus the properties it documents.
 type compiled struct {
-	sch   *jsonschema.Schema
+	sch *jsonschema.Schema
+	// props are the documented properties; those of a documented nested
+	// object (control's config) as "config.<name>".
 	props map[string]bool
+	// nested are the properties whose object value has documented
+	// properties of its own.
+	nested map[string]bool
+	// enums are the enum values of the top-level properties.
+	enums map[string][]string
 }
 
 func compileAll(t *testing.T) map[string]compiled {
@@ -43,10 +55,11 @@ func compileAll(t *testing.T) map[string]compiled {
 
 // contextSourceFiles are the schemas of the context-source protocol (the
 // processor asks calendar, mail, … services at a fold), checked by
-// TestContextSourceMessagesMatchTheSchemas.
+// TestContextSourceMessagesMatchTheSchemas; TestRealMessagesMatchTheSchemas
+// checks the others.
 var contextSourceFiles = map[string]string{
-	"context-source-request": "v1/context-source-request.json",
-	"context-source-reply":   "v1/context-source-reply.json",
+	"context-source-request": schema.Files["context-source-request"],
+	"context-source-reply":   schema.Files["context-source-reply"],
 }
 
 func compileFiles(t *testing.T, files map[string]string) map[string]compiled {
@@ -70,34 +83,100 @@ func compileFiles(t *testing.T, files map[string]string) map[string]compiled {
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
-		var raw struct {
-			Schema     string                     `json:"$schema"`
-			Properties map[string]json.RawMessage `json:"properties"`
+		type property struct {
+			Description string                     `json:"description"`
+			Enum        []any                      `json:"enum"`
+			Properties  map[string]json.RawMessage `json:"properties"`
 		}
-		_ = json.Unmarshal(data, &raw)
+		var raw struct {
+			Schema     string              `json:"$schema"`
+			Properties map[string]property `json:"properties"`
+		}
+		if err := json.Unmarshal(data, &raw); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
 		if raw.Schema != "https://json-schema.org/draft/2020-12/schema" {
 			t.Errorf("%s: $schema %q, want draft 2020-12", file, raw.Schema)
 		}
-		props := map[string]bool{}
+		c := compiled{sch: sch, props: map[string]bool{}, nested: map[string]bool{}, enums: map[string][]string{}}
 		for name, p := range raw.Properties {
-			props[name] = true
-			if !bytes.Contains(p, []byte(`"description"`)) {
+			c.props[name] = true
+			if p.Description == "" {
 				t.Errorf("%s: property %q has no description", file, name)
 			}
+			for _, v := range p.Enum {
+				if v, ok := v.(string); ok && v != "" {
+					c.enums[name] = append(c.enums[name], v)
+				}
+			}
+			for sub, sp := range p.Properties {
+				c.nested[name] = true
+				c.props[name+"."+sub] = true
+				var d property
+				if json.Unmarshal(sp, &d) != nil || d.Description == "" {
+					t.Errorf("%s: property %q has no description", file, name+"."+sub)
+				}
+			}
 		}
-		out[event] = compiled{sch: sch, props: props}
+		out[event] = c
 	}
-	entries, _ := fs.ReadDir(schema.V1, "v1")
-	listed := map[string]bool{}
-	for _, f := range slices.Concat(slices.Collect(maps.Values(schema.Files)), slices.Collect(maps.Values(contextSourceFiles))) {
-		listed[f] = true
+	return out
+}
+
+// fieldsOf returns the top-level fields of a message, and the fields of
+// the nested objects s documents as "<name>.<field>".
+func fieldsOf(t *testing.T, s compiled, data []byte) []string {
+	t.Helper()
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
 	}
-	for _, e := range entries {
-		if !listed["v1/"+e.Name()] {
-			t.Errorf("v1/%s is not listed in schema.Files", e.Name())
+	var out []string
+	for k, v := range fields {
+		out = append(out, k)
+		var sub map[string]json.RawMessage
+		if s.nested[k] && json.Unmarshal(v, &sub) == nil {
+			for f := range sub {
+				out = append(out, k+"."+f)
+			}
 		}
 	}
 	return out
+}
+
+// schema.Files lists every file of v1/, each as v1/<event>.json, and the
+// package documentation names every file.
+func TestFilesListEveryFile(t *testing.T) {
+	entries, err := fs.ReadDir(schema.V1, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for event, f := range schema.Files {
+		listed[f] = true
+		if f != "v1/"+event+".json" {
+			t.Errorf("schema.Files[%q] = %q, want v1/%s.json", event, f, event)
+		}
+	}
+	doc, err := os.ReadFile("schema.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	comment := string(doc[:bytes.Index(doc, []byte("var V1"))])
+	comment = strings.Join(strings.Fields(strings.ReplaceAll(comment, "//", "")), " ")
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+		if !listed["v1/"+e.Name()] {
+			t.Errorf("v1/%s is not listed in schema.Files", e.Name())
+		}
+		if !strings.Contains(comment, e.Name()) {
+			t.Errorf("the documentation of V1 in schema.go does not name %s", e.Name())
+		}
+	}
+	if len(names) != len(schema.Files) {
+		t.Errorf("schema.Files has %d entries, v1/ has %d files: %v", len(schema.Files), len(names), names)
+	}
 }
 
 func validate(s compiled, data []byte) error {
@@ -151,6 +230,9 @@ func produce(t *testing.T, e *servicetest.Env) {
 	if err := pub.Control(ctx, "s1", client.OpEnd, nil); err != nil {
 		t.Fatal(err)
 	}
+	// end folds what is still verbatim (trigger end), then archives; a
+	// reset before that would abandon the final fold.
+	e.Eventually("session_archived", func() bool { return hasLifecycle(t, e, "s1", events.EventSessionArchived, "end") })
 	late := servicetest.Turn("s1", 200)
 	data, _ := json.Marshal(late)
 	bad := func(subject string, data []byte) {
@@ -173,7 +255,9 @@ func produce(t *testing.T, e *servicetest.Env) {
 	})
 }
 
-// produceFailure makes a fold fail: a summarizer that answers 400.
+// produceFailure makes folds fail: a summarizer that answers 400. Session
+// s2 (mode window) fails and retries; s3 (mode tokens, past its emergency
+// threshold) fails twice, then folds with tier placeholder on a retry.
 func produceFailure(t *testing.T) *servicetest.Env {
 	e := servicetest.New(t, servicetest.Options{})
 	llm := openaitest.New(t)
@@ -194,6 +278,19 @@ func produceFailure(t *testing.T) *servicetest.Env {
 		t.Fatal(err)
 	}
 	e.Eventually("compaction_failed", func() bool { return hasLifecycle(t, e, "s2", events.EventCompactionFailed, "") })
+	if err := pub.Control(context.Background(), "s3", client.OpConfigure, &client.SessionConfig{Mode: events.ModeTokens,
+		ContextWindow: 4000, ReserveTokens: 400, KeepRecentTokens: 400, KeepRecentMessages: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 33 { // 3300 tokens > 80% of 4000
+		if err := pub.PublishTurnAsync(turnAt("s3", i, 100, servicetest.T0, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.Settled("s3", 33, 29)
 	return e
 }
 
@@ -234,15 +331,19 @@ func hasLifecycle(t *testing.T, e *servicetest.Env, session, typ, reason string)
 
 // Every message the processor and the Go client really produce validates
 // against its schema, every field they send is documented, and every
-// documented field of the outbound events is really sent.
+// documented field of the outbound events is really sent; so is every
+// lifecycle type, and every value of the enums that name a mode, a cause,
+// a trigger or a tier.
 func TestRealMessagesMatchTheSchemas(t *testing.T) {
 	schemas := compileAll(t)
 	e := servicetest.New(t, servicetest.Options{})
 	e.StartProcessor(processor.Config{}, nil)
 	produce(t, e)
+	modes := produceModes(t)
 	failing := produceFailure(t)
 
 	seen := map[string]map[string]bool{}
+	values := map[string]map[string]bool{} // "<event>.<field>" → enum values seen
 	types := map[string]bool{}
 	check := func(event string, m *jetstream.RawStreamMsg) {
 		t.Helper()
@@ -250,17 +351,24 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 		if err := validate(s, m.Data); err != nil {
 			t.Errorf("%s message on %s does not match %s:\n%s\n%v", event, m.Subject, schema.Files[event], m.Data, err)
 		}
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(m.Data, &fields); err != nil {
-			t.Fatal(err)
-		}
 		if seen[event] == nil {
 			seen[event] = map[string]bool{}
 		}
-		for k := range fields {
+		for _, k := range fieldsOf(t, s, m.Data) {
 			seen[event][k] = true
 			if !s.props[k] {
 				t.Errorf("%s field %q (on %s) is not documented in %s", event, k, m.Subject, schema.Files[event])
+			}
+		}
+		var strs map[string]any
+		_ = json.Unmarshal(m.Data, &strs)
+		for field := range s.enums {
+			if v, ok := strs[field].(string); ok {
+				key := event + "." + field
+				if values[key] == nil {
+					values[key] = map[string]bool{}
+				}
+				values[key][v] = true
 			}
 		}
 		if event == "lifecycle" {
@@ -269,30 +377,50 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 			types[ev.Type] = true
 		}
 	}
-	for _, env := range []*servicetest.Env{e, failing} {
+	for _, env := range []*servicetest.Env{e, modes, failing} {
 		for _, m := range streamMsgs(t, env, env.Layout.In, "fold.in.>") {
 			if m.Header.Get(testInvalid) != "" {
 				continue
 			}
 			check(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], m)
 		}
-		for _, m := range outbound(t, env, "fold.out.*.summary") {
-			check("summary-updated", m)
-		}
-		for _, m := range outbound(t, env, "fold.out.*.event") {
-			check("lifecycle", m)
+		for kind, event := range map[string]string{"summary": "summary-updated", "event": "lifecycle", "evicted": "evicted", "memory": "memory"} {
+			for _, m := range outbound(t, env, "fold.out.*."+kind) {
+				check(event, m)
+			}
 		}
 	}
 	for _, m := range recallMessages(t, failing) {
 		check(m.Header.Get("Event"), m)
 	}
 	for _, typ := range []string{events.EventCompactionSkipped, events.EventCompactionStarted, events.EventCompactionCompleted,
-		events.EventCompactionFailed, events.EventSessionEnded, events.EventSessionReset, events.EventSessionConfigured, events.EventRejected} {
+		events.EventCompactionFailed, events.EventSessionEnded, events.EventSessionReset, events.EventSessionConfigured,
+		events.EventSessionArchived, events.EventRejected} {
 		if !types[typ] {
 			t.Errorf("no %s event was produced; the scenario must cover every type", typ)
 		}
 	}
+	// Enum values no real message of the scenario carries, and why.
+	notProduced := map[string]string{
+		// A processor starting with a session marked due (a fold
+		// interrupted by a crash or a shutdown): needs a processor killed
+		// mid-fold; internal/processor's restart tests produce it.
+		"lifecycle.trigger resume": "",
+		// Only when publishing mode evict's record to the outbound stream
+		// fails: needs the stream to refuse writes.
+		"lifecycle.error_class nats": "",
+		// The other failure classes need a model failing each way; the
+		// scenario's failing model answers 400 (bad_request). The classes
+		// are retry.Classify's, tested in internal/retry.
+		"lifecycle.error_class timeout": "", "lifecycle.error_class rate_limited": "", "lifecycle.error_class server": "",
+		"lifecycle.error_class connection": "", "lifecycle.error_class auth": "", "lifecycle.error_class not_found": "",
+		"lifecycle.error_class context_length": "", "lifecycle.error_class invalid_output": "",
+		"lifecycle.error_class canceled": "", "lifecycle.error_class unknown": "",
+	}
 	for event, s := range schemas {
+		if _, ok := contextSourceFiles[event]; ok {
+			continue // TestContextSourceMessagesMatchTheSchemas
+		}
 		var unsent []string
 		for p := range s.props {
 			if !seen[event][p] {
@@ -303,8 +431,197 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 		if len(unsent) > 0 {
 			t.Errorf("%s documents fields no real message carried: %v (stale docs, or the scenario misses a case)", schema.Files[event], unsent)
 		}
+		if event != "lifecycle" && event != "summary-updated" {
+			continue // inbound enums are the bots' choice; recall's are the client's
+		}
+		for field, enum := range s.enums {
+			if field == "type" || field == "reason" {
+				continue // types checked above; reasons are per type
+			}
+			for _, v := range enum {
+				key := event + "." + field
+				_, exempt := notProduced[key+" "+v]
+				if !values[key][v] && !exempt {
+					t.Errorf("%s %s %q: no real message carried it (stale docs, or the scenario misses a case)", schema.Files[event], field, v)
+				}
+				if values[key][v] && exempt {
+					t.Errorf("%s %q is listed as not produced, but a real message carried it", key, v)
+				}
+			}
+		}
 	}
 	t.Logf("validated fields: %v", slices.Sorted(maps.Keys(seen)))
+	for _, key := range slices.Sorted(maps.Keys(values)) {
+		t.Logf("%s values seen: %v", key, slices.Sorted(maps.Keys(values[key])))
+	}
+}
+
+// turnAt is turn i of session at at, alternating a user and the bot (an
+// exchange completes on the bot's answer), with tokens as the bot's count
+// and marker (if any) in front of the text for modesLLM.
+func turnAt(session string, i, tokens int, at time.Time, marker string) client.Turn {
+	role, speaker := "user", "Alice"
+	if i%2 == 1 {
+		role, speaker = "assistant", "Bot"
+	}
+	return client.Turn{V: client.WireVersion, Session: session, TurnID: fmt.Sprintf("%s-%03d", session, i), At: at.Add(time.Duration(i) * time.Second),
+		Speaker: speaker, Role: role, Text: fmt.Sprintf("%smessage number %03d from %s.", marker, i, speaker), Tokens: tokens}
+}
+
+// Markers in turn texts that select modesLLM's answer.
+const (
+	markSlow      = "[slow] "      // the first fold waits, so that turns arrive while it is in flight
+	markRecompact = "[recompact] " // over budget at first, within it when asked to shorten
+	markClamp     = "[clamp] "     // over budget even when asked to shorten
+)
+
+var msgNum = regexp.MustCompile(`message number (\d+)`)
+
+// modesLLM is an in-process chat-completions server behind the real
+// go-openai summarizer. It answers like a model: a summary naming the
+// message numbers it was given, with a <memories> block (seed 004); the
+// markers above change that.
+func modesLLM(t *testing.T, e *servicetest.Env) fold.Summarizer {
+	llm := openaitest.New(t)
+	var slowed atomic.Bool
+	long := strings.Repeat("Alice and Bob went over the ranked match again, map by map and hero by hero. ", 4)
+	llm.SetFunc(func(_ int, req openaitest.Request) openaitest.Reply {
+		c := req.Content()
+		nums := msgNum.FindAllStringSubmatch(c, -1)
+		switch {
+		case strings.Contains(c, markClamp):
+			return openaitest.OK(markClamp + long)
+		case strings.Contains(c, markRecompact) && len(nums) > 0:
+			return openaitest.OK(markRecompact + long)
+		case strings.Contains(c, markRecompact):
+			return openaitest.OK("Alice and Bob reviewed the ranked match.")
+		case strings.Contains(c, markSlow) && slowed.CompareAndSwap(false, true):
+			time.Sleep(300 * time.Millisecond)
+		}
+		summary := "Alice and Bob kept talking."
+		if len(nums) > 0 {
+			summary = fmt.Sprintf("Alice and Bob discussed messages %s to %s.", nums[0][1], nums[len(nums)-1][1])
+		}
+		return openaitest.OK(summary + "\n<memories>\n- Alice mains Hulk\n- The team scrims on Fridays\n</memories>")
+	})
+	sum, err := openai.New(openai.Config{BaseURL: llm.URL, APIKey: "k", Model: "fold-mini", Timeout: 10 * time.Second, Retry: retry.Policy{MaxAttempts: 1}}, e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+// produceModes drives sessions through the other modes on a processor with
+// recall enabled and modesLLM: an eviction (evicted event), a chunked fold
+// with a skipped chunk and masked tool turns, then an idle fold (mode
+// tokens), interval folds with a catch-up, the recompacted and clamped
+// tiers, memories, and resets by policy (idle, daily).
+func produceModes(t *testing.T) *servicetest.Env {
+	t.Helper()
+	ctx := context.Background()
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{RecallEnabled: true}, modesLLM(t, e))
+	_, js := e.Client("bot")
+	pub, err := client.NewPublisher(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configure := func(session string, cfg client.SessionConfig) {
+		t.Helper()
+		if err := pub.Control(ctx, session, client.OpConfigure, &cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := func(turns ...client.Turn) {
+		t.Helper()
+		for _, tr := range turns {
+			if err := pub.PublishTurnAsync(tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pub.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+
+	// Mode evict (seed 001): 19 × 100 tokens > 2000 − 200; evict down to
+	// 50% of the window.
+	configure("ev", client.SessionConfig{Mode: events.ModeEvict, ContextWindow: 2000, ReserveTokens: 200, TargetUtilization: 0.5, MinKeepMessages: 4})
+	var ev []client.Turn
+	for i := range 20 {
+		ev = append(ev, turnAt("ev", i, 100, servicetest.T0, ""))
+	}
+	send(ev...)
+	e.Settled("ev", 20, 9)
+
+	// Mode tokens (seeds 003/004), turns an hour old so that tool turns
+	// are masked: 13 turns, 3300 tokens > 80% of 4000 (emergency). Turns
+	// 0..10 are folded in two chunks: 0..9 (1000 tokens) and 10 alone
+	// (2100 tokens, over half the window: skipped, tier partial).
+	configure("tk", client.SessionConfig{Mode: events.ModeTokens, ContextWindow: 4000, ReserveTokens: 400, KeepRecentTokens: 400,
+		KeepRecentMessages: 2, IdleAfterSeconds: 1, IdleThreshold: 0.5, EmergencyThreshold: 0.8, MaskToolOutputsAfterSeconds: 60})
+	var tk []client.Turn
+	for i := range 13 {
+		tr := turnAt("tk", i, 100, now.Add(-time.Hour), "")
+		switch i {
+		case 1:
+			tr.Kind, tr.Tool, tr.Text = "tool_call", "grep", `grep -r "ranked" ./notes`
+		case 2:
+			tr.Speaker, tr.Role, tr.Kind, tr.Tool, tr.Text = "grep", "tool", "tool_result", "grep", strings.Repeat("notes/ranked.md: Tokyo 2099 ", 20)
+		case 10:
+			tr.Tokens = 2100
+		}
+		tk = append(tk, tr)
+	}
+	send(tk...)
+	e.Settled("tk", 13, 11)
+	// Ten more turns, 2000 tokens: above the idle threshold (50%), below
+	// the emergency; folded once the session is quiet for a second.
+	tk = tk[:0]
+	for i := 13; i < 23; i++ {
+		tk = append(tk, turnAt("tk", i, 200, now.Add(-time.Hour), ""))
+	}
+	send(tk...)
+	e.Settled("tk", 23, 21)
+
+	// Mode interval (seed 002): a fold every 2 exchanges keeping 2 turns;
+	// the first fold is slow, so the next one starts on catch_up.
+	configure("iv", client.SessionConfig{Mode: events.ModeInterval, IntervalExchanges: 2, KeepRecent: 2})
+	var iv []client.Turn
+	for i := range 12 {
+		iv = append(iv, turnAt("iv", i, 0, servicetest.T0, markSlow))
+	}
+	send(iv...)
+	e.Settled("iv", 12, 10)
+
+	// Mode window's recompacted and clamped tiers: a budget of 100 chars.
+	for session, marker := range map[string]string{"rc": markRecompact, "cl": markClamp} {
+		configure(session, client.SessionConfig{Mode: events.ModeWindow, RecentWindow: 2, BatchSize: 2, MaxSummaryChars: 100})
+		var turns []client.Turn
+		for i := range 5 {
+			turns = append(turns, turnAt(session, i, 0, servicetest.T0, marker))
+		}
+		send(turns...)
+		e.Settled(session, 5, 2)
+	}
+
+	// Reset policies go by the events' times (the configure's is now):
+	// idle after 30 minutes of silence, then daily at an hour between
+	// the last event and the next.
+	configure("rs", client.SessionConfig{ResetPolicy: events.ResetIdle, ResetIdleMinutes: 30})
+	send(turnAt("rs", 0, 0, now.Add(time.Minute), ""))
+	send(turnAt("rs", 1, 0, now.Add(2*time.Hour), ""))
+	e.Eventually("idle reset", func() bool { return hasLifecycle(t, e, "rs", events.EventSessionReset, events.ResetIdle) })
+	hour := now.Add(4 * time.Hour).Hour() // its next occurrence is between now+3h and now+4h
+	configure("rs", client.SessionConfig{ResetPolicy: events.ResetDaily, ResetHour: &hour})
+	send(turnAt("rs", 2, 0, now.Add(6*time.Hour), ""))
+	e.Eventually("daily reset", func() bool { return hasLifecycle(t, e, "rs", events.EventSessionReset, events.ResetDaily) })
+
+	e.Eventually("evicted and memory events", func() bool {
+		return len(outbound(t, e, "fold.out.ev.evicted")) == 1 && len(outbound(t, e, "fold.out.*.memory")) > 0
+	})
+	return e
 }
 
 // recallMessages asks the recall endpoint through the Go client (session
