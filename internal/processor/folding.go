@@ -67,6 +67,14 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 	p := sh.p
 	now := p.clock.Now()
 	s := ls.s
+	if s.Lease != nil && !s.Lease.Held(now) && s.Lease.Owner != p.cfg.InstanceID {
+		// Another engine's (a crashed instance, a partition's previous
+		// owner): it may have published the summary without checkpointing
+		// it. The outbound stream says; adopt it rather than fold again.
+		ctx, cancel := sh.ctx()
+		sh.reconcile(ctx, ls)
+		cancel()
+	}
 	if s.Lease != nil && !s.Lease.Held(now) {
 		p.log.Warn().Str("event", "lease_expired").Str("session", s.ID).Str("fold_id", s.Lease.FoldID).Str("owner", s.Lease.Owner).
 			Msg("fold lease passed its deadline; the batch will be folded again")
