@@ -671,8 +671,32 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 	recallReq := `{"v":1,"session":"s1","query":"tournament form","limit":5,"scope":"evicted"}`
 	recallResp := `{"v":1,"session":"s1","query":"tournament form","scope":"evicted","cursor":10,"searched":10,` +
 		`"results":[{"turn_id":"t3","index":3,"at":"2026-11-22T20:00:30Z","speaker":"Dave","role":"user","text":"Send the tournament form.","score":3.2}]}`
+	tokensControl := `{"v":1,"session":"s1","op":"configure","config":{"mode":"tokens","context_window":32000,"reserve_tokens":4000,` +
+		`"idle_after_seconds":300,"idle_threshold":0.6,"emergency_threshold":0.8,"keep_recent_tokens":6400,"keep_recent_messages":10,` +
+		`"mask_tool_outputs_after_seconds":600,"reset_policy":"daily","reset_hour":0}}`
+	evictControl := `{"v":1,"session":"s1","op":"configure","config":{"mode":"evict","context_window":2000,"reserve_tokens":200,` +
+		`"target_utilization":0.5,"min_keep_messages":4,"reset_policy":"idle","reset_idle_minutes":30}}`
+	started := `{"v":1,"session":"s1","type":"compaction_started","at":"2026-11-22T20:00:00Z","fold_id":"f1","trigger":"idle","mode":"tokens",` +
+		`"cause":"idle","estimate_tokens":2240,"limit_tokens":2000,"cursor":11,"total_turns":23,"recent_start":21,"eligible":10,"batch_size":10,"batch_from":11,"batch_to":20}`
+	archived := `{"v":1,"session":"s1","type":"session_archived","at":"2026-11-22T20:00:00Z","reason":"end","cursor":0,"total_turns":0,"version":2,"summary_chars":80}`
+	evicted := `{"v":1,"session":"s1","version":1,"count":9,"tokens":900,"first_at":"2026-11-22T20:00:00Z","last_at":"2026-11-22T20:01:20Z",` +
+		`"from_turn":0,"to_turn":8,"cursor":9,"total_evicted":9,"note":"[Context rolled: 9 messages evicted (900 tokens).]","at":"2026-11-22T20:01:31Z"}`
+	memory := `{"v":1,"session":"s1","version":1,"fold_id":"f1","memories":["Alice prefers tea"],"model":"gpt-4o-mini","at":"2026-11-22T20:01:31Z"}`
 	valid := map[string]string{"turn": turn, "note": note, "control": control, "summary-updated": summary, "lifecycle": lifecycle,
-		"recall-request": recallReq, "recall-response": recallResp}
+		"recall-request": recallReq, "recall-response": recallResp, "evicted": evicted, "memory": memory}
+	for name, doc := range map[string]string{"tokens": tokensControl, "evict": evictControl} {
+		if err := validate(schemas["control"], []byte(doc)); err != nil {
+			t.Errorf("valid %s configure rejected: %v", name, err)
+		}
+		if _, err := events.DecodeInbound("control", "s1", []byte(doc), events.Limits{}); err != nil {
+			t.Errorf("valid %s configure rejected by the processor: %v", name, err)
+		}
+	}
+	for name, doc := range map[string]string{"started": started, "archived": archived} {
+		if err := validate(schemas["lifecycle"], []byte(doc)); err != nil {
+			t.Errorf("valid lifecycle %s rejected: %v", name, err)
+		}
+	}
 	for event, doc := range valid {
 		if err := validate(schemas[event], []byte(doc)); err != nil {
 			t.Errorf("valid %s rejected: %v", event, err)
@@ -708,6 +732,19 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 		{"control", "configure without config", `{"v":1,"session":"s1","op":"configure"}`},
 		{"control", "bad trigger", r(`"generate"`, `"always"`).Replace(control)},
 		{"control", "summary budget too small", r(`800`, `50`).Replace(control)},
+		{"control", "unknown mode", r(`"mode":"tokens"`, `"mode":"rolling"`).Replace(tokensControl)},
+		{"control", "context_window 1023", r(`"context_window":32000`, `"context_window":1023`).Replace(tokensControl)},
+		{"control", "negative reserve", r(`"reserve_tokens":4000`, `"reserve_tokens":-1`).Replace(tokensControl)},
+		{"control", "idle_threshold 1", r(`"idle_threshold":0.6`, `"idle_threshold":1`).Replace(tokensControl)},
+		{"control", "negative emergency_threshold", r(`"emergency_threshold":0.8`, `"emergency_threshold":-0.8`).Replace(tokensControl)},
+		{"control", "target_utilization 1.5", r(`0.5`, `1.5`).Replace(evictControl)},
+		{"control", "min_keep_messages 100001", r(`"min_keep_messages":4`, `"min_keep_messages":100001`).Replace(evictControl)},
+		{"control", "reset_hour 24", r(`"reset_hour":0`, `"reset_hour":24`).Replace(tokensControl)},
+		{"control", "daily without reset_hour", r(`,"reset_hour":0`, ``).Replace(tokensControl)},
+		{"control", "idle without reset_idle_minutes", r(`,"reset_idle_minutes":30`, ``).Replace(evictControl)},
+		{"control", "idle with reset_idle_minutes 0", r(`"reset_idle_minutes":30`, `"reset_idle_minutes":0`).Replace(evictControl)},
+		{"control", "unknown reset_policy", r(`"idle"`, `"weekly"`).Replace(evictControl)},
+		{"summary-updated", "unknown mode", r(`"mode":"window"`, `"mode":"rolling"`).Replace(summary)},
 		{"summary-updated", "missing version", r(`"version":1,`, ``).Replace(summary)},
 		{"summary-updated", "empty summary", r(`"summary":"Alice and Bob talked."`, `"summary":""`).Replace(summary)},
 		{"summary-updated", "unknown tier", r(`"tier":"full"`, `"tier":"best"`).Replace(summary)},
@@ -717,6 +754,18 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 		{"lifecycle", "skip without reason", r(`"reason":"below_threshold",`, ``).Replace(lifecycle)},
 		{"lifecycle", "failure without class", `{"v":1,"session":"s1","type":"compaction_failed","at":"2026-11-22T20:00:00Z","fold_id":"f","retryable":true,"error":"x","cursor":0,"total_turns":61}`},
 		{"lifecycle", "missing cursor", r(`"cursor":0,`, ``).Replace(lifecycle)},
+		{"lifecycle", "unknown trigger", r(`"trigger":"idle"`, `"trigger":"timer"`).Replace(started)},
+		{"lifecycle", "unknown cause", r(`"cause":"idle"`, `"cause":"boredom"`).Replace(started)},
+		{"lifecycle", "unknown mode", r(`"mode":"tokens"`, `"mode":"rolling"`).Replace(started)},
+		{"lifecycle", "negative estimate", r(`"estimate_tokens":2240`, `"estimate_tokens":-1`).Replace(started)},
+		{"lifecycle", "archived without reason", r(`"reason":"end",`, ``).Replace(archived)},
+		{"lifecycle", "unknown tier", `{"v":1,"session":"s1","type":"compaction_completed","at":"2026-11-22T20:00:00Z","fold_id":"f","mode":"tokens","cause":"idle","new_cursor":3,"version":1,"tier":"best","cursor":3,"total_turns":5}`},
+		{"evicted", "missing note", r(`,"note":"[Context rolled: 9 messages evicted (900 tokens).]"`, ``).Replace(evicted)},
+		{"evicted", "count 0", r(`"count":9`, `"count":0`).Replace(evicted)},
+		{"evicted", "last_at not RFC 3339", r(`2026-11-22T20:01:20Z`, `later`).Replace(evicted)},
+		{"memory", "no memories", r(`["Alice prefers tea"]`, `[]`).Replace(memory)},
+		{"memory", "blank memory", r(`"Alice prefers tea"`, `" "`).Replace(memory)},
+		{"memory", "missing fold_id", r(`"fold_id":"f1",`, ``).Replace(memory)},
 		{"recall-request", "missing query", r(`"query":"tournament form",`, ``).Replace(recallReq)},
 		{"recall-request", "query without a word", r(`"tournament form"`, `"?! …"`).Replace(recallReq)},
 		{"recall-request", "limit 0", r(`"limit":5`, `"limit":0`).Replace(recallReq)},
@@ -741,6 +790,64 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 		// only when set; on the wire it is out of range.
 		if tc.event == "recall-request" && tc.name != "limit 0" && checkRecall(tc.doc) == nil {
 			t.Errorf("recall request %q accepted by the client and service but rejected by the schema: %s", tc.name, tc.doc)
+		}
+	}
+}
+
+// The ranges of the config keys are SessionConfig.Validate's: both ends of
+// every range are accepted by the schema and the processor, one past
+// either end rejected by both (0 means "keep the setting" throughout).
+func TestConfigRangesMatchTheProcessor(t *testing.T) {
+	schemas := compileAll(t)
+	check := func(key, value string, ok bool) {
+		t.Helper()
+		doc := `{"v":1,"session":"s1","op":"configure","config":{"` + key + `":` + value + `}}`
+		if key == "reset_idle_minutes" {
+			doc = strings.Replace(doc, `"config":{`, `"config":{"reset_policy":"idle",`, 1)
+		}
+		schemaErr := validate(schemas["control"], []byte(doc))
+		_, codeErr := events.DecodeInbound("control", "s1", []byte(doc), events.Limits{})
+		if (schemaErr == nil) != ok || (codeErr == nil) != ok {
+			t.Errorf("%s = %s: want accepted %v; schema: %v; processor: %v", key, value, ok, schemaErr, codeErr)
+		}
+	}
+	for _, r := range []struct {
+		key    string
+		lo, hi int
+	}{
+		{"context_window", 1024, 10_000_000}, {"reserve_tokens", 1, 10_000_000}, {"idle_after_seconds", 1, 30 * 24 * 3600},
+		{"keep_recent_tokens", 1, 10_000_000}, {"keep_recent_messages", 1, 100_000}, {"min_keep_messages", 1, 100_000},
+		{"interval_exchanges", 1, 10_000}, {"keep_recent", 1, 10_000}, {"mask_tool_outputs_after_seconds", 1, 365 * 24 * 3600},
+		{"reset_idle_minutes", 1, 365 * 24 * 60}, {"recent_window", 0, 10000}, {"batch_size", 0, 1000},
+		{"max_summary_chars", 100, 100000}, {"max_note_chars", 0, 100000}, {"reset_hour", 0, 23},
+	} {
+		check(r.key, fmt.Sprint(r.lo), true)
+		check(r.key, fmt.Sprint(r.hi), true)
+		check(r.key, fmt.Sprint(r.hi+1), false)
+		if r.lo-1 != 0 {
+			check(r.key, fmt.Sprint(r.lo-1), false)
+		} else if r.key != "reset_idle_minutes" {
+			check(r.key, "0", true)
+		}
+		check(r.key, "-1", false)
+	}
+	for _, key := range []string{"idle_threshold", "emergency_threshold", "target_utilization"} {
+		for value, ok := range map[string]bool{"0": true, "0.001": true, "0.999": true, "1": false, "-0.5": false, "1.5": false} {
+			check(key, value, ok)
+		}
+	}
+	// Comparisons between two keys are beyond JSON Schema: the schema
+	// accepts these, the processor rejects them (the descriptions say so).
+	for name, cfg := range map[string]string{
+		"reserve_tokens not below context_window": `"context_window":2000,"reserve_tokens":2000`,
+		"idle_threshold not below emergency":      `"idle_threshold":0.8,"emergency_threshold":0.8`,
+	} {
+		doc := `{"v":1,"session":"s1","op":"configure","config":{` + cfg + `}}`
+		if err := validate(schemas["control"], []byte(doc)); err != nil {
+			t.Errorf("%s: the schema cannot compare keys, but rejected it: %v", name, err)
+		}
+		if _, err := events.DecodeInbound("control", "s1", []byte(doc), events.Limits{}); err == nil {
+			t.Errorf("%s: accepted by the processor", name)
 		}
 	}
 }
