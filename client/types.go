@@ -28,6 +28,11 @@ type (
 	SummaryUpdated = events.SummaryUpdated
 	// Lifecycle is a lifecycle event (<prefix>.out.<session>.event).
 	Lifecycle = events.Lifecycle
+	// Evicted is mode evict's eviction note (<prefix>.out.<session>.evicted).
+	Evicted = events.Evicted
+	// Memories are durable facts a fold extracted
+	// (<prefix>.out.<session>.memory).
+	Memories = events.Memories
 	// ValidationError names the field of an event that the processor would
 	// reject, and what was expected. Publishing functions return it wrapped;
 	// use errors.As.
@@ -43,6 +48,21 @@ const (
 	OpReset     = events.OpReset
 	OpGenerate  = events.OpGenerate
 	OpConfigure = events.OpConfigure
+
+	// Session modes and reset policies for SessionConfig.
+	ModeWindow   = events.ModeWindow
+	ModeEvict    = events.ModeEvict
+	ModeInterval = events.ModeInterval
+	ModeTokens   = events.ModeTokens
+	ResetManual  = events.ResetManual
+	ResetDaily   = events.ResetDaily
+	ResetIdle    = events.ResetIdle
+
+	// Outbound kinds: the last subject token of <prefix>.out.<session>.<kind>.
+	KindSummary = events.KindSummary
+	KindEvent   = events.KindEvent
+	KindMemory  = events.KindMemory
+	KindEvicted = events.KindEvicted
 )
 
 // Rejection codes a ValidationError can carry (the same as the dead-letter

@@ -406,9 +406,6 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 		// interrupted by a crash or a shutdown): needs a processor killed
 		// mid-fold; internal/processor's restart tests produce it.
 		"lifecycle.trigger resume": "",
-		// Only when publishing mode evict's record to the outbound stream
-		// fails: needs the stream to refuse writes.
-		"lifecycle.error_class nats": "",
 		// The other failure classes need a model failing each way; the
 		// scenario's failing model answers 400 (bad_request). The classes
 		// are retry.Classify's, tested in internal/retry.

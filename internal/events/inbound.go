@@ -101,8 +101,9 @@ type SessionConfig struct {
 	TargetUtilization float64 `json:"target_utilization,omitempty"`
 	MinKeepMessages   int     `json:"min_keep_messages,omitempty"`
 
-	// interval: fold every interval_exchanges user turns, keeping the last
-	// keep_recent turns verbatim.
+	// interval: fold every interval_exchanges exchanges (an exchange
+	// completes with the bot's answer, a turn with role assistant),
+	// keeping the last keep_recent turns verbatim.
 	IntervalExchanges int `json:"interval_exchanges,omitempty"`
 	KeepRecent        int `json:"keep_recent,omitempty"`
 

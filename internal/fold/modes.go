@@ -35,6 +35,7 @@ const (
 	CauseEmergency = "emergency" // estimate above the emergency fraction
 	CauseIdle      = "idle"      // a quiet session above the idle fraction
 	CauseForced    = "forced"    // a manual compact
+	CauseEnd       = "end"       // the final fold of an ended session
 )
 
 // TokenPolicy is the token arithmetic of modes tokens and evict.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -169,7 +170,7 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 		retryable := true
 		sh.publishLifecycle(ls, events.Lifecycle{
 			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: string(fold.ModeEvict),
-			BatchFrom: d.From, BatchTo: d.To - 1, ErrorClass: "nats", Retryable: &retryable, Error: err.Error(),
+			BatchFrom: d.From, BatchTo: d.To - 1, ErrorClass: string(retry.Classify(err).Class), Retryable: &retryable, Error: err.Error(),
 		})
 		p.log.Warn().Err(err).Str("event", "context_compaction_failed").Str("session", s.ID).Str("fold_id", foldID).
 			Str("mode", string(fold.ModeEvict)).Msg("eviction not recorded; cursor unchanged, retried after the backoff")
@@ -276,7 +277,7 @@ func (sh *shard) finish(ls *live, pol fold.Policy) {
 		return
 	}
 	if pol.Summarizes() && (s.Total > s.Cursor || len(s.PendingNotes) > 0) {
-		d := fold.Decision{Fold: true, Action: fold.ActionFold, Cause: "end", From: s.Cursor, To: s.Total, RecentStart: s.Total, Eligible: s.Total - s.Cursor}
+		d := fold.Decision{Fold: true, Action: fold.ActionFold, Cause: fold.CauseEnd, From: s.Cursor, To: s.Total, RecentStart: s.Total, Eligible: s.Total - s.Cursor}
 		sh.startFold(ls, pol, d, "end")
 		return
 	}
