@@ -26,7 +26,7 @@ func memorySection(ctx context.Context, w io.Writer, o opts) error {
 	fmt.Fprintf(w, "  %-44s %s\n", "RSS after start MiB", medSpread(rssBase, "%.1f"))
 	fmt.Fprintf(w, "  %-44s %s\n", "RSS with the sessions MiB", medSpread(rssFull, "%.1f"))
 	fmt.Fprintf(w, "  %-44s %s\n", "RSS per live session B (target <= 2048)", medSpread(rssPer, "%.0f"))
-	fmt.Fprintf(w, "  %-44s %s\n", "Go heap per live session B (after a GC)", medSpread(heapPer, "%.0f"))
+	fmt.Fprintf(w, "  %-44s %s\n", "Go heap allocated per live session B (incl. garbage)", medSpread(heapPer, "%.0f"))
 	return nil
 }
 
@@ -88,9 +88,9 @@ func memoryRun(ctx context.Context, sessions, n int) (memResult, error) {
 	return r, nil
 }
 
-// liveHeap is the child's Go heap in use. The processor does not force
-// garbage collections, so this is read from go_memstats_heap_alloc_bytes
-// right after the metrics scrape itself... see docs/benchmarks.md.
+// liveHeap is the child's allocated Go heap (go_memstats_heap_alloc_bytes).
+// The processor does not force garbage collections, so it includes garbage
+// not collected yet; see docs/benchmarks.md.
 func liveHeap(c *child) (float64, error) {
 	return c.metric("go_memstats_heap_alloc_bytes")
 }
