@@ -1,6 +1,9 @@
 package events
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // SummaryUpdated is published on fold.out.<session>.summary after every
 // successful fold. Version increases by one per fold; Nats-Msg-Id is
@@ -28,6 +31,13 @@ type SummaryUpdated struct {
 	Model              string    `json:"model"`
 	LatencyMS          int64     `json:"latency_ms"`
 	At                 time.Time `json:"at"`
+}
+
+// RecordID is the Nats-Msg-Id of an outbound record (summary, evicted,
+// memory) of a session's summary version: "<session>:<kind>:<version>",
+// so the stream drops a re-publish of the same version after a crash.
+func RecordID(session, kind string, version uint64) string {
+	return session + ":" + kind + ":" + strconv.FormatUint(version, 10)
 }
 
 // Lifecycle event types on fold.out.<session>.event.

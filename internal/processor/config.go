@@ -212,6 +212,14 @@ func (c Config) policy() fold.Policy {
 	}
 }
 
+// fitReserve keeps a default reserve usable under a small custom window:
+// a proportional one instead of one as large as the window.
+func fitReserve(t *fold.TokenPolicy) {
+	if t.ReserveTokens >= t.ContextWindow {
+		t.ReserveTokens = t.ContextWindow / 8
+	}
+}
+
 // mergeTokens fills zero fields of t from d.
 func mergeTokens(t, d fold.TokenPolicy) fold.TokenPolicy {
 	if t.ContextWindow == 0 {
@@ -219,9 +227,7 @@ func mergeTokens(t, d fold.TokenPolicy) fold.TokenPolicy {
 	}
 	if t.ReserveTokens == 0 {
 		t.ReserveTokens = d.ReserveTokens
-		if t.ReserveTokens >= t.ContextWindow {
-			t.ReserveTokens = t.ContextWindow / 8 // a small custom window keeps a proportional reserve
-		}
+		fitReserve(&t)
 	}
 	if t.IdleAfter == 0 {
 		t.IdleAfter = d.IdleAfter

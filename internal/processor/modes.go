@@ -3,7 +3,6 @@ package processor
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -38,8 +37,8 @@ func withOverrides(p fold.Policy, c *events.SessionConfig) fold.Policy {
 	t := &p.Tokens
 	if c.ContextWindow > 0 {
 		t.ContextWindow = c.ContextWindow
-		if c.ReserveTokens == 0 && t.ReserveTokens >= t.ContextWindow {
-			t.ReserveTokens = t.ContextWindow / 8
+		if c.ReserveTokens == 0 {
+			fitReserve(t)
 		}
 	}
 	setInt(&t.ReserveTokens, c.ReserveTokens)
@@ -223,8 +222,7 @@ func (sh *shard) publishRecord(session, kind string, version uint64, v any) erro
 	msg.Data = data
 	ctx, cancel := sh.ctx()
 	defer cancel()
-	id := session + ":" + kind + ":" + strconv.FormatUint(version, 10)
-	if _, err := sh.p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
+	if _, err := sh.p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(events.RecordID(session, kind, version))); err != nil {
 		return fmt.Errorf("publish %s v%d: %w", kind, version, err)
 	}
 	return nil

@@ -50,7 +50,7 @@ func (sh *shard) publishSummary(ls *live, r foldResult, latency time.Duration) {
 	}
 	msg := nats.NewMsg(p.subj.Out(ls.s.ID, events.KindSummary))
 	msg.Data = data
-	f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(ls.s.ID+":summary:"+strconv.FormatUint(version, 10)))
+	f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(events.RecordID(ls.s.ID, events.KindSummary, version)))
 	if err != nil {
 		go back(err)
 		return

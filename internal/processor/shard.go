@@ -353,14 +353,6 @@ func (sh *shard) abandon(ls *live, why string) {
 	}
 }
 
-func (sh *shard) window(ls *live) fold.Window {
-	w := sh.p.cfg.Window
-	if c := ls.s.Config; c != nil {
-		w = w.Merge(c.RecentWindow, c.BatchSize, c.MaxSummaryChars, c.MaxNoteChars)
-	}
-	return w
-}
-
 func (sh *shard) trigger(ls *live) string {
 	if c := ls.s.Config; c != nil && c.Trigger != "" {
 		return c.Trigger
