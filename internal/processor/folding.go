@@ -101,6 +101,11 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		chk.Idle = pol.Tokens.IdleAfter > 0 && !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= pol.Tokens.IdleAfter
 	}
 	d := pol.Plan(chk)
+	dueAt := ls.dueAt
+	ls.dueAt = time.Time{}
+	if dueAt.IsZero() {
+		dueAt = now
+	}
 	if d.Cause == fold.CauseIdle {
 		trigger = "idle"
 	}
@@ -116,7 +121,14 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		sh.evict(ls, pol, d, trigger)
 		return
 	}
-	sh.startFold(ls, pol, d, trigger)
+	if ls.writing {
+		// The lease is a compare-and-set on the revision the write in
+		// flight returns: start once it lands (landSaves), without holding
+		// up the shard. The fold's latency counts from now.
+		ls.dueAt, ls.dueCheck, ls.dueForce = dueAt, trigger, force
+		return
+	}
+	sh.startFold(ls, pol, d, trigger, dueAt)
 }
 
 // skip logs every skip (debug for the per-turn below_threshold) and
@@ -147,7 +159,7 @@ func (sh *shard) skip(ls *live, pol fold.Policy, d fold.Decision, trigger string
 	})
 }
 
-func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
+func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger string, dueAt time.Time) {
 	p := sh.p
 	s := ls.s
 	now := p.clock.Now()
@@ -181,7 +193,7 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 		// Seed 004's tier 3: a session past its emergency threshold whose
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency && s.Failures >= 2,
-		prev:          s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
+		prev:          s.Summary, from: d.From, to: d.To, started: dueAt, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
 	}

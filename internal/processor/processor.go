@@ -15,6 +15,7 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/foldstream/foldstream/internal/tokens"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -196,7 +197,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	}
 
 	for attempt := 0; ; attempt++ {
-		it, floor, err := p.attach(ctx)
+		it, cons, floor, err := p.attach(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -220,7 +221,7 @@ func (p *Processor) Run(ctx context.Context) error {
 				Msg("processor started")
 			close(p.ready)
 		}
-		p.consume(ctx, it)
+		p.consume(ctx, it, cons)
 		if ctx.Err() != nil {
 			break
 		}
@@ -281,10 +282,10 @@ func (p *Processor) resumeDue(ctx context.Context, stopping <-chan struct{}) {
 // raise its applied sequence and make the earlier ones look already
 // applied. Everything at or below the floor is covered by checkpoints;
 // anything above it that was acked is skipped by sequence on reload.
-func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, uint64, error) {
+func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jetstream.Consumer, uint64, error) {
 	if p.before != nil {
 		if err := p.before(ctx); err != nil {
-			return nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
+			return nil, nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
 		}
 	}
 	var floor uint64
@@ -293,15 +294,15 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, uint
 	case err == nil:
 		info, err := old.Info(ctx)
 		if err != nil {
-			return nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
+			return nil, nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
 		}
 		floor = info.AckFloor.Stream
 		if err := p.js.DeleteConsumer(ctx, p.layout.In, p.cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return nil, 0, fmt.Errorf("reset consumer %s: %w", p.cfg.Consumer, err)
+			return nil, nil, 0, fmt.Errorf("reset consumer %s: %w", p.cfg.Consumer, err)
 		}
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 	default:
-		return nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
+		return nil, nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
 	}
 	cfg := jetstream.ConsumerConfig{
 		Durable:       p.cfg.Consumer,
@@ -329,17 +330,17 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, uint
 	}
 	cons, err := p.js.CreateOrUpdateConsumer(ctx, p.layout.In, cfg)
 	if err != nil {
-		return nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
+		return nil, nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
 	if err != nil {
-		return nil, 0, fmt.Errorf("consume %s: %w", p.layout.In, err)
+		return nil, nil, 0, fmt.Errorf("consume %s: %w", p.layout.In, err)
 	}
-	return it, floor, nil
+	return it, cons, floor, nil
 }
 
 // consume dispatches messages until ctx ends or a shard asks for a rewind.
-func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext) {
+func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, cons jetstream.Consumer) {
 	p.itMu.Lock()
 	p.it = it
 	p.itMu.Unlock()
@@ -352,11 +353,19 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext) {
 		it.Stop()
 	}()
 	var delivered uint64 // consumer sequence of the last delivery seen
+	var watch stallWatch
 	for {
-		msg, err := it.Next()
+		msg, err := it.Next(jetstream.NextMaxWait(stallCheck))
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil || p.rewind.Load() {
 				return
+			}
+			if errors.Is(err, nats.ErrTimeout) {
+				if why := watch.check(ctx, cons, delivered); why != nil {
+					p.requestRewind("delivery_stalled", why)
+					return
+				}
+				continue
 			}
 			p.log.Warn().Err(err).Str("event", "consume_error").Msg("fetching inbound events; retrying")
 			continue
@@ -381,6 +390,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext) {
 			return
 		}
 		delivered = meta.Sequence.Consumer
+		watch = stallWatch{}
 		p.dispatch(msg, meta.Sequence.Stream)
 	}
 }

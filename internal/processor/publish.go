@@ -228,12 +228,28 @@ type saveDone struct {
 
 // awaitSaves waits, off the shard goroutine, for the writes of one flush
 // and hands their outcomes back to the shard: the shard keeps applying
-// events meanwhile instead of idling for a round trip per flush.
+// events meanwhile instead of idling for a round trip per flush. Outcomes
+// go back as they come, not once the last write of the flush is stored: a
+// session waiting for its write (a fold due) waits for its own only.
 func (sh *shard) awaitSaves(futures []jetstream.PubAckFuture, done []saveDone) {
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()
+	from := 0 // first outcome not handed back yet
 wait:
 	for i, f := range futures {
+		select {
+		case pa := <-f.Ok():
+			done[i].seq = pa.Sequence
+			continue
+		case err := <-f.Err():
+			done[i].err = err
+			continue
+		default:
+		}
+		if i > from {
+			sh.saves <- done[from:i]
+			from = i
+		}
 		select {
 		case pa := <-f.Ok():
 			done[i].seq = pa.Sequence
@@ -246,14 +262,23 @@ wait:
 			break wait
 		}
 	}
-	sh.saves <- done
+	sh.saves <- done[from:]
 }
 
 // landSaves acks what each confirmed write covers; a failed one drops the
 // session and rewinds, as a synchronous checkpoint would.
 func (sh *shard) landSaves(done []saveDone) {
 	p := sh.p
-	sh.writes--
+	sh.writes -= len(done)
+	var due []*live
+	defer func() {
+		// Folds that came due while their session's write was in flight.
+		for _, ls := range due {
+			if sh.sessions[ls.s.ID] == ls && !ls.writing && !ls.dueAt.IsZero() {
+				sh.evaluate(ls, ls.dueCheck, ls.dueForce)
+			}
+		}
+	}()
 	for _, d := range done {
 		ls := d.ls
 		ls.writing = false
@@ -285,6 +310,9 @@ func (sh *shard) landSaves(done []saveDone) {
 		} else {
 			ls.acks = nil
 		}
+		if !ls.dueAt.IsZero() {
+			due = append(due, ls)
+		}
 	}
 }
 
@@ -301,7 +329,7 @@ func (sh *shard) settle(ls *live) bool {
 // of a shard's life.
 func (sh *shard) flushAll() {
 	for {
-		sh.flush()
+		sh.flush(true)
 		if sh.writes == 0 {
 			if len(sh.dirty) == 0 {
 				return

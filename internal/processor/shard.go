@@ -26,6 +26,7 @@ type live struct {
 	rev      uint64          // KV revision of the last checkpoint
 	acks     []jetstream.Msg // applied, waiting for the checkpoint that covers them
 	dirty    bool
+	dirtyAt  time.Time       // wall time of the oldest change not yet written (flush pacing)
 	lastSkip fold.SkipReason // last skip reason published, to avoid one event per turn
 	cancel   context.CancelFunc
 	touched  time.Time
@@ -34,6 +35,12 @@ type live struct {
 	// next write needs the revision it returns.
 	writing bool
 	landing bool // its fold's summary-updated is being published (publish.go)
+	// dueAt: a fold came due while a checkpoint write was in flight; it
+	// starts when that write lands (the lease write needs its revision),
+	// and its latency counts from here.
+	dueAt    time.Time
+	dueCheck string // the trigger of that check
+	dueForce bool
 	// payloads of unfolded turns and pending notes seen by this owner, by
 	// stream sequence: a fold then reads its batch from memory instead of
 	// one direct get per turn. Absent after a reload; capped per session.
@@ -71,8 +78,26 @@ type shard struct {
 	pending  int // acks waiting
 	inFlight int
 	saves    chan []saveDone // outcomes of pipelined checkpoint writes (publish.go)
-	writes   int             // batches of them in flight
+	writes   int             // checkpoint writes in flight
+	// Sessions whose checkpoint is being read aside (load.go), with their
+	// parked events; gen tells reads started before a rewind.
+	loading map[string][]inMsg
+	loadQ   []string
+	loads   int
+	loaded  chan loadDone
+	gen     uint64
+	lastIn  time.Time // wall time of the last event received
 }
+
+// idleFlush: a shard whose input has been quiet this long writes every
+// dirty session at once; under load, sessions are written once their
+// oldest change is FlushInterval old, so each write covers many turns.
+const idleFlush = 2 * time.Millisecond
+
+// maxWrites bounds one shard's checkpoint writes in flight: the state
+// stream stores writes in arrival order, and a fold's lease write waits
+// behind every write queued before it.
+const maxWrites = 64
 
 func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 	return &shard{
@@ -80,6 +105,8 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 		in:       make(chan inMsg, 1024),
 		results:  make(chan foldResult, 64),
 		saves:    make(chan []saveDone, 64),
+		loaded:   make(chan loadDone, maxLoads),
+		loading:  make(map[string][]inMsg),
 		ctrl:     make(chan chan struct{}),
 		wakeCh:   make(chan string),
 		wake:     make(map[string]time.Time),
@@ -88,33 +115,42 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 }
 
 func (sh *shard) run() {
-	flush := time.NewTicker(sh.p.cfg.FlushInterval)
-	defer flush.Stop()
+	pace := time.NewTimer(time.Hour)
+	pace.Stop()
+	paced := false
 	sweep := time.NewTicker(250 * time.Millisecond)
 	defer sweep.Stop()
 	sweeps := 0
 	in := sh.in
-	for in != nil || sh.inFlight > 0 || sh.writes > 0 {
+	for in != nil || sh.inFlight > 0 || sh.writes > 0 || sh.loads > 0 {
+		if !paced && len(sh.dirty) > 0 {
+			pace.Reset(idleFlush)
+			paced = true
+		}
 		select {
 		case m, ok := <-in:
 			if !ok {
-				in = nil // shutting down: keep serving fold results
-				sh.flush()
+				in = nil // shutting down: keep serving fold results and reads
+				sh.flush(true)
 				continue
 			}
-			sh.handle(m)
-			if sh.pending >= sh.p.cfg.FlushBatch && sh.writes == 0 {
-				sh.flush()
+			sh.accept(m)
+			if sh.pending >= sh.p.cfg.FlushBatch {
+				sh.flush(true)
 			}
 		case done := <-sh.saves:
 			sh.landSaves(done)
+			sh.flush(sh.idle()) // writes freed room for more
 		case r := <-sh.results:
 			sh.applyResult(r)
+		case d := <-sh.loaded:
+			sh.landLoad(d)
 		case done := <-sh.ctrl:
 			sh.reset()
 			close(done)
-		case <-flush.C:
-			sh.flush()
+		case <-pace.C:
+			paced = false
+			sh.flush(sh.idle())
 		case id := <-sh.wakeCh:
 			sh.resume(id, "resume")
 		case <-sweep.C:
@@ -126,6 +162,9 @@ func (sh *shard) run() {
 	}
 	sh.flushAll()
 }
+
+// idle reports whether the shard's input has been quiet for idleFlush.
+func (sh *shard) idle() bool { return time.Since(sh.lastIn) >= idleFlush }
 
 // reset forgets every session and unacknowledged message; the consumer is
 // re-attached at the ack floor and the messages come again, in order. Fold
@@ -143,6 +182,9 @@ func (sh *shard) reset() {
 		}
 		break
 	}
+	sh.gen++ // reads in flight land nowhere; their events come again
+	sh.loading = make(map[string][]inMsg)
+	sh.loadQ = nil
 	sh.p.m.liveSess.Sub(float64(len(sh.sessions)))
 	sh.sessions = make(map[string]*live)
 	sh.wake = make(map[string]time.Time)
@@ -165,9 +207,16 @@ func (sh *shard) get(id string) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
+	return sh.install(id, s, rev), nil
+}
+
+// install makes a loaded checkpoint the session's live state.
+func (sh *shard) install(id string, s *state.Session, rev uint64) *live {
 	ls := &live{s: s, rev: rev}
 	if s.Lease != nil {
+		ctx, cancel := sh.ctx()
 		sh.reconcile(ctx, ls)
+		cancel()
 		// Whatever the lease's fate, look at the session again without
 		// waiting for an event: it may never send another one.
 		now := sh.p.clock.Now()
@@ -182,7 +231,7 @@ func (sh *shard) get(id string) (*live, error) {
 	}
 	sh.sessions[id] = ls
 	sh.p.m.liveSess.Inc()
-	return ls, nil
+	return ls
 }
 
 // reconcile runs when a checkpoint is loaded with a fold lease: the
@@ -219,6 +268,9 @@ func (sh *shard) reconcile(ctx context.Context, ls *live) {
 func (sh *shard) markDirty(ls *live) {
 	if !ls.dirty {
 		ls.dirty = true
+		if ls.dirtyAt.IsZero() {
+			ls.dirtyAt = time.Now()
+		}
 		sh.dirty = append(sh.dirty, ls)
 	}
 }
@@ -367,26 +419,36 @@ func (sh *shard) profile(ls *live) fold.Profile {
 	return sh.p.cfg.Profile
 }
 
-// flush writes the checkpoint of every dirty session, then acks what it
-// covers: acks go out only after the checkpoint is durable. Writes are
-// pipelined so a flush of many sessions costs about one round trip.
-func (sh *shard) flush() {
-	if len(sh.dirty) == 0 {
+// flush writes checkpoints of dirty sessions, oldest change first, then
+// acks what each covers: acks go out only after the checkpoint is durable.
+// Unless forced (quiet input, shutdown, many acks pending), only sessions
+// whose oldest change is FlushInterval old are written, so under load one
+// write covers many turns of a session. Writes are pipelined, at most
+// maxWrites in flight.
+func (sh *shard) flush(force bool) {
+	n := len(sh.dirty)
+	if n == 0 {
 		return
 	}
-	dirty := sh.dirty
-	sh.dirty = nil
+	now := time.Now()
 	var futures []jetstream.PubAckFuture
 	var done []saveDone
-	for _, ls := range dirty {
+	for ; n > 0 && len(sh.dirty) > 0 && sh.writes+len(futures) < maxWrites; n-- {
+		ls := sh.dirty[0]
+		if !force && now.Sub(ls.dirtyAt) < sh.p.cfg.FlushInterval {
+			break
+		}
+		sh.dirty[0] = nil
+		sh.dirty = sh.dirty[1:]
 		ls.dirty = false
-		if _, ok := sh.sessions[ls.s.ID]; !ok {
+		if sh.sessions[ls.s.ID] != ls {
 			continue // dropped after a conflict
 		}
 		if ls.writing {
 			sh.markDirty(ls) // the next write needs the revision this one returns
 			continue
 		}
+		ls.dirtyAt = time.Time{}
 		if ls.s.NeedsSeal() {
 			sh.checkpoint(ls) // sealing a backlog: chunks first, then the checkpoint
 			continue
@@ -400,10 +462,13 @@ func (sh *shard) flush() {
 		futures = append(futures, f)
 		done = append(done, saveDone{ls: ls, id: ls.s.ID, rev: ls.rev, acks: len(ls.acks)})
 	}
+	if len(sh.dirty) == 0 {
+		sh.dirty = nil // let a burst's backing array go
+	}
 	if len(futures) > 0 {
 		// The shard goes on applying events while the writes are stored;
-		// their acks go out when the outcomes come back (landSaves).
-		sh.writes++
+		// their acks go out as the outcomes come back (landSaves).
+		sh.writes += len(futures)
 		go sh.awaitSaves(futures, done)
 	}
 }
