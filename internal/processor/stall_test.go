@@ -1,0 +1,68 @@
+package processor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/crashtest"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/retry"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// The last delivery of a burst that never reaches the processor leaves no
+// later delivery to reveal the gap: without the stall watch it would sit
+// unacked until AckWait (here two minutes). The watch sees the consumer
+// ahead of what the engine received and rewinds within seconds.
+func TestLostLastDeliveryIsRecoveredBeforeAckWait(t *testing.T) {
+	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
+	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}, AckWait: 2 * time.Minute})
+	r.publishTurns("s1", 0, 3)
+	r.waitSettled("s1", 3, 0)
+	ctx := context.Background()
+	cons, err := r.js.Consumer(ctx, r.layout.In, "foldstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := make(chan uint64, 1)
+	go func() {
+		defer close(lost)
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(20*time.Second))
+		if err != nil {
+			return
+		}
+		for msg := range b.Messages() {
+			md, _ := msg.Metadata()
+			lost <- md.Sequence.Stream // never acked
+		}
+	}()
+	r.eventually("the competing pull to wait", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumWaiting >= 2
+	})
+	// One turn at a time until the competing pull takes one: the taken
+	// delivery is then the last one, with nothing after it.
+	total := 3
+	for taken := false; !taken && total < 40; {
+		r.publishTurns("s1", total, total+1)
+		total++
+		select {
+		case seq, ok := <-lost:
+			if !ok {
+				t.Fatal("the competing pull got nothing")
+			}
+			t.Logf("the delivery of stream sequence %d did not reach the processor", seq)
+			taken = true
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	r.waitSettled("s1", int64(total), 0)
+	if got := testutil.ToFloat64(p.m.rewinds); got < 1 {
+		t.Errorf("rewinds = %v, want the stall watch's rewind", got)
+	}
+	for _, prob := range crashtest.Verify(ctx, r.env(), m, crashtest.Expect{Session: "s1", Turns: total, Recent: 6, Batch: 4, MaxSummaryChars: 1200}) {
+		t.Error(prob)
+	}
+}
