@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
+	"syscall"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
@@ -163,34 +165,36 @@ func waitAcked(ctx context.Context, js jetstream.JetStream, stream string, last 
 
 // rawRate is the reference: a durable pull consumer that only acks, with
 // the same pull batch as the processor.
-func rawRate(ctx context.Context, n, sessions int) (float64, error) {
+// It returns msgs/s and the process CPU time (server and client, both in
+// this process) per message.
+func rawRate(ctx context.Context, n, sessions int) (float64, time.Duration, error) {
 	e, err := newEnv(false)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer e.close()
 	l, _, err := e.provision(ctx, "raw")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	subs, data := payloads(l.Subjects, n, sessions, 0)
 	if err := publishAll(ctx, e.js, subs, data); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	cons, err := e.js.CreateOrUpdateConsumer(ctx, l.In, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 65536})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for got := 0; got < n; {
 		m, err := it.Next()
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return 0, err
+				return 0, 0, err
 			}
 			continue // e.g. a missed heartbeat under load: the processor retries too
 		}
@@ -199,9 +203,18 @@ func rawRate(ctx context.Context, n, sessions int) (float64, error) {
 	}
 	it.Stop()
 	if err := waitAcked(ctx, e.js, l.In, uint64(n)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return float64(n) / time.Since(start).Seconds(), (cpuTime() - cpu0) / time.Duration(n), nil
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procRun configures one in-process processor run.
@@ -217,6 +230,7 @@ type procRun struct {
 
 type procResult struct {
 	rate    float64
+	cpu     time.Duration // process CPU time per turn while timed
 	applied uint64
 	folds   uint64 // landed while ingest was timed
 	took    time.Duration
@@ -248,8 +262,18 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 		sum = instant{called: r.called}
 	}
 	defer closeSum()
+	// The fold path's own connection, as cmd/processor opens it.
+	fnc, err := broker.Connect(broker.ConnConfig{Name: "bench-folds"}, e.ns, zerolog.Nop())
+	if err != nil {
+		return res, err
+	}
+	defer fnc.Close()
+	fjs, err := jetstream.New(fnc, jetstream.WithPublishAsyncMaxPending(8192))
+	if err != nil {
+		return res, err
+	}
 	p, err := processor.New(processor.Config{FlushInterval: r.flush, MaxConcurrentFolds: maxFolds, Window: r.window}, processor.Deps{
-		JS: e.js, Layout: l, Store: state.NewStore(e.js, kv), Summarizer: sum, Log: benchLog(),
+		JS: e.js, FoldJS: fjs, Layout: l, Store: state.NewStore(e.js, kv), Summarizer: sum, Log: benchLog(),
 	})
 	if err != nil {
 		return res, err
@@ -269,9 +293,25 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	if r.profile != nil {
 		_ = pprof.StartCPUProfile(r.profile)
 	}
-	start := time.Now() // like the reference: timed from an attached consumer
+	if tf := os.Getenv("FOLDSTREAM_BENCH_TRACE"); tf != "" {
+		f, _ := os.Create(tf)
+		_ = trace.Start(f)
+		defer trace.Stop()
+	}
+	start, cpu0 := time.Now(), cpuTime() // like the reference: timed from an attached consumer
+	appliedAt := make(chan time.Duration, 1)
+	go func() {
+		for p.Applied() < uint64(r.n) && rctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		appliedAt <- time.Since(start)
+	}()
 	err = waitAcked(ctx, e.js, l.In, uint64(r.n))
+	if os.Getenv("FOLDSTREAM_BENCH_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "all applied at %v, all acked at %v\n", <-appliedAt, time.Since(start))
+	}
 	res.took = time.Since(start)
+	res.cpu = (cpuTime() - cpu0) / time.Duration(r.n)
 	if r.profile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -332,11 +372,11 @@ var profiled bool
 
 func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 	fmt.Fprintf(w, "ingest: processor turns/s over raw JetStream consume+ack msgs/s, same server; %d turns per run, summarizer %s\n", o.turns, o.summarizer)
-	fmt.Fprintf(w, "%-9s %-26s %-26s %-22s %s\n", "sessions", "raw consume+ack msg/s", "processor ingest turns/s", "ratio (target >= 0.5)", "folds landed during ingest")
+	fmt.Fprintf(w, "%-9s %-26s %-26s %-22s %-26s %s\n", "sessions", "raw consume+ack msg/s", "processor ingest turns/s", "ratio (target >= 0.5)", "CPU ratio raw/processor", "folds landed during ingest")
 	for _, s := range o.sessions {
-		var raws, procs, ratios, folds []float64
+		var raws, procs, ratios, cpus, folds []float64
 		for range o.runs {
-			raw, err := rawRate(ctx, o.turns, s)
+			raw, rawCPU, err := rawRate(ctx, o.turns, s)
 			if err != nil {
 				return fmt.Errorf("raw reference: %w", err)
 			}
@@ -349,9 +389,10 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 				return fmt.Errorf("processor: %w", err)
 			}
 			raws, procs, ratios = append(raws, raw), append(procs, res.rate), append(ratios, res.rate/raw)
+			cpus = append(cpus, float64(rawCPU)/float64(res.cpu))
 			folds = append(folds, float64(res.folds))
 		}
-		fmt.Fprintf(w, "%-9d %-26s %-26s %-22s %s\n", s, medSpread(raws, "%.0f"), medSpread(procs, "%.0f"), medSpread(ratios, "%.2f"), medSpread(folds, "%.0f"))
+		fmt.Fprintf(w, "%-9d %-26s %-26s %-22s %-26s %s\n", s, medSpread(raws, "%.0f"), medSpread(procs, "%.0f"), medSpread(ratios, "%.2f"), medSpread(cpus, "%.2f"), medSpread(folds, "%.0f"))
 	}
 	return nil
 }

@@ -48,17 +48,24 @@ func newLogger(o *options, w io.Writer) (zerolog.Logger, error) {
 
 // env is a connected, provisioned NATS environment.
 type env struct {
-	ns     *server.Server // nil when an external server is used
-	nc     *nats.Conn
-	js     jetstream.JetStream
+	ns *server.Server // nil when an external server is used
+	nc *nats.Conn
+	js jetstream.JetStream
+	// fnc/fjs: the fold path's own connection (processor.Deps.FoldJS),
+	// opened by the processor command only.
+	fnc    *nats.Conn
+	fjs    jetstream.JetStream
 	layout broker.Layout
 	kv     jetstream.KeyValue
 }
 
 func (e *env) close() {
-	if e.nc != nil {
-		_ = e.nc.Drain()
-		for i := 0; i < 50 && !e.nc.IsClosed(); i++ {
+	for _, nc := range []*nats.Conn{e.fnc, e.nc} {
+		if nc == nil {
+			continue
+		}
+		_ = nc.Drain()
+		for i := 0; i < 50 && !nc.IsClosed(); i++ {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
@@ -88,20 +95,9 @@ func openEnv(ctx context.Context, o *options, log zerolog.Logger, provision bool
 		log.Info().Str("event", "embedded_server_started").Str("url", e.ns.ClientURL()).Str("store_dir", dir).
 			Msg("no --nats-url: started an embedded nats-server with JetStream")
 	}
-	e.nc, err = broker.Connect(broker.ConnConfig{
-		URL: o.natsURL, Name: "foldstream-processor", User: o.natsUser, Password: o.natsPassword, Token: o.natsToken,
-		NKeySeed: o.natsNKey, CredsFile: o.natsCreds, TLSCA: o.natsTLSCA, TLSCert: o.natsTLSCert, TLSKey: o.natsTLSKey,
-	}, e.ns, log)
-	if err != nil {
+	if e.nc, e.js, err = connect(o, e.ns, "foldstream-processor", log); err != nil {
 		e.close()
 		return nil, err
-	}
-	e.js, err = jetstream.New(e.nc, jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
-		log.Warn().Err(err).Str("event", "publish_failed").Str("subject", m.Subject).Msg("async publish failed")
-	}), jetstream.WithPublishAsyncMaxPending(4096))
-	if err != nil {
-		e.close()
-		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	if provision {
 		e.kv, err = broker.Provision(ctx, e.js, e.layout, broker.ProvisionConfig{Replicas: o.replicas, MaxAge: o.maxAge}, log)
@@ -111,6 +107,25 @@ func openEnv(ctx context.Context, o *options, log zerolog.Logger, provision bool
 		}
 	}
 	return e, nil
+}
+
+// connect opens one client connection with the command's NATS options.
+func connect(o *options, ns *server.Server, name string, log zerolog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := broker.Connect(broker.ConnConfig{
+		URL: o.natsURL, Name: name, User: o.natsUser, Password: o.natsPassword, Token: o.natsToken,
+		NKeySeed: o.natsNKey, CredsFile: o.natsCreds, TLSCA: o.natsTLSCA, TLSCert: o.natsTLSCert, TLSKey: o.natsTLSKey,
+	}, ns, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+		log.Warn().Err(err).Str("event", "publish_failed").Str("subject", m.Subject).Msg("async publish failed")
+	}), jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return nc, js, nil
 }
 
 func buildSummarizer(o *options, log zerolog.Logger) (fold.Summarizer, error) {
@@ -201,8 +216,11 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	store := state.NewStore(e.js, e.kv)
+	if e.fnc, e.fjs, err = connect(o, e.ns, "foldstream-processor-folds", log); err != nil {
+		return err
+	}
 	deps := processor.Deps{
-		JS: e.js, Layout: e.layout, Store: store, Summarizer: sum, Tokens: counter,
+		JS: e.js, FoldJS: e.fjs, Layout: e.layout, Store: store, Summarizer: sum, Tokens: counter,
 		Log: log, Clock: processor.SystemClock{}, Registry: reg,
 	}
 	var (

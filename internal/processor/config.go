@@ -69,8 +69,10 @@ type Config struct {
 	InstanceID string
 	// Shards is the number of session owners (goroutines).
 	Shards int
-	// FlushInterval bounds how long an applied event waits for its
-	// checkpoint (and its ack).
+	// FlushInterval bounds, under load, how long a session's change waits
+	// for its checkpoint (and its ack): a session is written once its
+	// oldest unwritten change is this old, so one write covers all its
+	// turns since. A shard whose input is quiet writes at once.
 	FlushInterval time.Duration
 	// FlushBatch forces a shard flush once this many acks are pending.
 	FlushBatch int
@@ -144,7 +146,7 @@ func (c Config) withDefaults() Config {
 	// checkpoints can wait: with many sessions, each write then covers
 	// several turns of its session instead of about one.
 	if c.FlushInterval <= 0 {
-		c.FlushInterval = 100 * time.Millisecond
+		c.FlushInterval = 250 * time.Millisecond
 	}
 	if c.FlushBatch <= 0 {
 		c.FlushBatch = 16384

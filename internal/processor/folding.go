@@ -342,7 +342,13 @@ func (p *Processor) readEvent(ctx context.Context, seq uint64, data []byte, v an
 		}
 		data = raw.Data
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	var err error
+	if t, ok := v.(*events.Turn); ok {
+		err = events.DecodeTurn(data, t) // the common case: the fast decoder
+	} else {
+		err = json.Unmarshal(data, v)
+	}
+	if err != nil {
 		return fmt.Errorf("decode inbound event at sequence %d: %w", seq, err)
 	}
 	return nil

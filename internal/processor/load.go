@@ -7,16 +7,17 @@ import (
 	"github.com/foldstream/foldstream/internal/state"
 )
 
-// maxLoads bounds the checkpoint reads one shard has in flight.
-const maxLoads = 64
+// A shard reads checkpoints of new sessions in batches (state.LoadMany:
+// one request per batch), at most maxLoads batches in flight.
+const (
+	maxLoads     = 4
+	maxLoadBatch = 128
+)
 
-// loadDone is a checkpoint read off the shard goroutine.
+// loadDone is a batch of checkpoints read off the shard goroutine.
 type loadDone struct {
-	gen uint64 // the shard's generation when it started (reset bumps it)
-	id  string
-	s   *state.Session
-	rev uint64
-	err error
+	gen   uint64 // the shard's generation when it started (reset bumps it)
+	items []state.Loaded
 }
 
 // accept applies an event, or parks it behind its session's checkpoint
@@ -46,11 +47,12 @@ func (sh *shard) accept(m inMsg) {
 	sh.startLoads()
 }
 
-// startLoads starts queued checkpoint reads up to maxLoads.
+// startLoads starts reading queued sessions, in batches.
 func (sh *shard) startLoads() {
 	for sh.loads < maxLoads && len(sh.loadQ) > 0 {
-		id := sh.loadQ[0]
-		sh.loadQ = sh.loadQ[1:]
+		n := min(len(sh.loadQ), maxLoadBatch)
+		ids := sh.loadQ[:n:n]
+		sh.loadQ = sh.loadQ[n:]
 		if len(sh.loadQ) == 0 {
 			sh.loadQ = nil // let a burst's backing array go
 		}
@@ -59,29 +61,30 @@ func (sh *shard) startLoads() {
 		go func() {
 			ctx, cancel := sh.ctx()
 			defer cancel()
-			s, rev, err := sh.p.store.Load(ctx, id)
-			sh.loaded <- loadDone{gen: gen, id: id, s: s, rev: rev, err: err}
+			sh.loaded <- loadDone{gen: gen, items: sh.p.store.LoadMany(ctx, ids)}
 		}()
 	}
 }
 
-// landLoad installs a session read aside and applies its parked events.
+// landLoad installs sessions read aside and applies their parked events.
 func (sh *shard) landLoad(d loadDone) {
 	sh.loads--
 	defer sh.startLoads()
 	if d.gen != sh.gen {
-		return // read before a rewind: its events come again
+		return // read before a rewind: their events come again
 	}
-	queued := sh.loading[d.id]
-	delete(sh.loading, d.id)
-	if d.err != nil {
-		sh.p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", d.id, d.err))
-		return
-	}
-	if _, ok := sh.sessions[d.id]; !ok {
-		sh.install(d.id, d.s, d.rev)
-	}
-	for _, m := range queued {
-		sh.handle(m)
+	for _, l := range d.items {
+		queued := sh.loading[l.ID]
+		delete(sh.loading, l.ID)
+		if l.Err != nil {
+			sh.p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", l.ID, l.Err))
+			return
+		}
+		if _, ok := sh.sessions[l.ID]; !ok {
+			sh.install(l.ID, l.S, l.Rev)
+		}
+		for _, m := range queued {
+			sh.handle(m)
+		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/foldstream/foldstream/internal/tokens"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +23,12 @@ import (
 
 // Deps are the parts the processor is given, never creates.
 type Deps struct {
-	JS         jetstream.JetStream
+	JS jetstream.JetStream
+	// FoldJS, when set, is a JetStream context on a second connection for
+	// the fold path (lease writes and summary-updated publishes): on the
+	// ingest connection they would wait behind thousands of acks and
+	// checkpoint writes each way. Nil uses JS.
+	FoldJS     jetstream.JetStream
 	Layout     broker.Layout
 	Store      *state.Store
 	Summarizer fold.Summarizer
@@ -65,6 +69,8 @@ type Processor struct {
 	layout broker.Layout
 	subj   events.Subjects
 	store  *state.Store
+	foldJS jetstream.JetStream // the fold path's publishes (Deps.FoldJS)
+	leases *state.Store        // store writing through foldJS
 	sum    fold.Summarizer
 	tokens TokenCounter
 	log    zerolog.Logger
@@ -107,6 +113,9 @@ func New(cfg Config, d Deps) (*Processor, error) {
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
 	}
+	if d.FoldJS == nil {
+		d.FoldJS = d.JS
+	}
 	if d.Tokens == nil {
 		d.Tokens = (*tokens.Counter)(nil) // counts with the chars/4×1.2 heuristic
 	}
@@ -116,6 +125,7 @@ func New(cfg Config, d Deps) (*Processor, error) {
 	p := &Processor{
 		policy: cfg.policy(), asker: contextsource.NewAsker(d.JS.Conn(), d.Log),
 		cfg: cfg, js: d.JS, layout: d.Layout, subj: d.Layout.Subjects, store: d.Store,
+		foldJS: d.FoldJS, leases: d.Store.WithWriter(d.FoldJS),
 		sum: d.Summarizer, tokens: d.Tokens, log: d.Log, clock: d.Clock,
 		ready:  make(chan struct{}),
 		before: d.BeforeAttach,
@@ -352,20 +362,16 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		p.itMu.Unlock()
 		it.Stop()
 	}()
-	var delivered uint64 // consumer sequence of the last delivery seen
-	var watch stallWatch
+	var delivered uint64   // consumer sequence of the last delivery seen
+	var seen atomic.Uint64 // the same, for the stall watch
+	quit := make(chan struct{})
+	defer close(quit)
+	go p.watchStalls(ctx, cons, &seen, quit)
 	for {
-		msg, err := it.Next(jetstream.NextMaxWait(stallCheck))
+		msg, err := it.Next()
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil || p.rewind.Load() {
 				return
-			}
-			if errors.Is(err, nats.ErrTimeout) {
-				if why := watch.check(ctx, cons, delivered); why != nil {
-					p.requestRewind("delivery_stalled", why)
-					return
-				}
-				continue
 			}
 			p.log.Warn().Err(err).Str("event", "consume_error").Msg("fetching inbound events; retrying")
 			continue
@@ -390,7 +396,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 			return
 		}
 		delivered = meta.Sequence.Consumer
-		watch = stallWatch{}
+		seen.Store(delivered)
 		p.dispatch(msg, meta.Sequence.Stream)
 	}
 }

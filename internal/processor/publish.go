@@ -50,7 +50,7 @@ func (sh *shard) publishSummary(ls *live, r foldResult, latency time.Duration) {
 	}
 	msg := nats.NewMsg(p.subj.Out(ls.s.ID, events.KindSummary))
 	msg.Data = data
-	f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(events.RecordID(ls.s.ID, events.KindSummary, version)))
+	f, err := p.foldJS.PublishMsgAsync(msg, jetstream.WithMsgID(events.RecordID(ls.s.ID, events.KindSummary, version)))
 	if err != nil {
 		go back(err)
 		return
@@ -89,7 +89,7 @@ func (sh *shard) writeLease(ls *live) (*leaseWrite, bool) {
 	if ls.s.NeedsSeal() {
 		return nil, sh.checkpoint(ls)
 	}
-	f, err := sh.p.store.SaveAsync(ls.s, ls.rev)
+	f, err := sh.p.leases.SaveAsync(ls.s, ls.rev)
 	if err != nil {
 		return nil, sh.saved(ls, 0, err)
 	}

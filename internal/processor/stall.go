@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -11,6 +12,32 @@ import (
 // stallCheck is how long the iterator may stay quiet before the consumer
 // is asked whether it should be.
 const stallCheck = time.Second
+
+// watchStalls asks the consumer, each stallCheck without a new delivery,
+// whether it is stuck, and rewinds if it is.
+func (p *Processor) watchStalls(ctx context.Context, cons jetstream.Consumer, seen *atomic.Uint64, quit <-chan struct{}) {
+	tick := time.NewTicker(stallCheck)
+	defer tick.Stop()
+	var w stallWatch
+	last := seen.Load()
+	for {
+		select {
+		case <-quit:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if cur := seen.Load(); cur != last {
+			last, w = cur, stallWatch{}
+			continue
+		}
+		if why := w.check(ctx, cons, last); why != nil {
+			p.requestRewind("delivery_stalled", why)
+			return
+		}
+	}
+}
 
 // stallWatch tells a quiet consumer from a stuck one. Seen under load on
 // one server (docs/benchmarks.md): deliveries the client never hands over

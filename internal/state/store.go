@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,11 +21,22 @@ type Store struct {
 	js jetstream.JetStream
 	// putPrefix is the bucket's subject prefix for pipelined writes.
 	putPrefix string
+	direct    *atomic.Int32 // LoadMany: 0 not known yet, 1 direct gets, 2 none
 }
 
 // NewStore wraps a KV bucket. js is used for pipelined writes (SaveAsync).
 func NewStore(js jetstream.JetStream, kv jetstream.KeyValue) *Store {
-	return &Store{kv: kv, js: js, putPrefix: "$KV." + kv.Bucket() + "."}
+	return &Store{kv: kv, js: js, putPrefix: "$KV." + kv.Bucket() + ".", direct: new(atomic.Int32)}
+}
+
+// WithWriter returns a store that sends its pipelined writes (SaveAsync)
+// through js, reading through the same bucket as st: the processor's fold
+// path writes its leases on a connection of its own, so that they do not
+// queue behind the checkpoints and acks of ingest.
+func (st *Store) WithWriter(js jetstream.JetStream) *Store {
+	c := *st
+	c.js = js
+	return &c
 }
 
 // SaveAsync starts a compare-and-set write without waiting for it: a shard

@@ -1,0 +1,177 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Loaded is one checkpoint read by LoadMany.
+type Loaded struct {
+	ID  string
+	S   *Session
+	Rev uint64
+	Err error
+}
+
+// MaxLoadMany is the most ids one LoadMany request asks for.
+const MaxLoadMany = 256
+
+// LoadMany reads the checkpoints of ids (distinct, at most MaxLoadMany)
+// with one request where the bucket allows direct gets: JetStream's
+// multi_last direct get answers with the last message of every key that
+// exists, then an end-of-batch status. A burst of new sessions then costs
+// one round trip per batch instead of one per session. Sessions whose
+// checkpoint has sealed chunks, and buckets without direct gets, are read
+// one by one with Load. The result is in the order of ids.
+func (st *Store) LoadMany(ctx context.Context, ids []string) []Loaded {
+	out := make([]Loaded, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+	}
+	found, err := st.multiLast(ctx, ids)
+	for i := range out {
+		l := &out[i]
+		if err == nil {
+			raw, ok := found[l.ID]
+			if !ok {
+				l.S = New(l.ID) // never written, or deleted
+				continue
+			}
+			if raw.data != nil {
+				s := New(l.ID)
+				if derr := json.Unmarshal(raw.data, s); derr != nil {
+					l.Err = fmt.Errorf("decode checkpoint of session %s (revision %d): %w", l.ID, raw.rev, derr)
+					continue
+				}
+				if s.Sealed <= s.Cursor {
+					l.S, l.Rev = s, raw.rev
+					continue
+				}
+			}
+		}
+		// Sealed chunks (their reads retry on a moving owner), or no batch.
+		l.S, l.Rev, l.Err = st.Load(ctx, l.ID)
+	}
+	return out
+}
+
+type lastEntry struct {
+	rev  uint64
+	data []byte // nil: found but to be read with Load
+}
+
+// errNoDirect: the bucket does not allow direct gets.
+var errNoDirect = errors.New("bucket does not allow direct gets")
+
+// multiLast asks for the last message of each id's key. Deleted keys are
+// left out, as missing ones are.
+func (st *Store) multiLast(ctx context.Context, ids []string) (map[string]lastEntry, error) {
+	if len(ids) == 0 || len(ids) > MaxLoadMany {
+		return nil, fmt.Errorf("load many: expected 1 to %d ids, got %d", MaxLoadMany, len(ids))
+	}
+	ok, err := st.directAllowed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errNoDirect
+	}
+	subjects := make([]string, len(ids))
+	for i, id := range ids {
+		subjects[i] = st.putPrefix + id
+	}
+	req, err := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+	}{subjects})
+	if err != nil {
+		return nil, err
+	}
+	nc := st.js.Conn()
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	// Room for every answer: a full pending buffer would drop them.
+	_ = sub.SetPendingLimits(len(ids)+8, -1)
+	if err := nc.PublishRequest(st.apiPrefix()+"DIRECT.GET.KV_"+st.kv.Bucket(), inbox, req); err != nil {
+		return nil, err
+	}
+	found := make(map[string]lastEntry, len(ids))
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("load %d sessions: %w", len(ids), err)
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+		case "204": // end of batch
+			if np := m.Header.Get("Nats-Num-Pending"); np != "" && np != "0" {
+				// Cut short (the server's byte limit): read them one by one.
+				return nil, fmt.Errorf("load %d sessions: direct get stopped with %s left", len(ids), np)
+			}
+			return found, nil
+		case "404":
+			if m.Header.Get("Description") == "No Results" {
+				return found, nil // none of them exists
+			}
+			fallthrough
+		default:
+			return nil, fmt.Errorf("load %d sessions: direct get answered %s %s", len(ids), status, m.Header.Get("Description"))
+		}
+		id := strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), st.putPrefix)
+		rev, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("load %d sessions: answer for %q without a sequence", len(ids), id)
+		}
+		switch m.Header.Get("KV-Operation") {
+		case "DEL", "PURGE":
+			continue // as kv.Get: not found
+		}
+		found[id] = lastEntry{rev: rev, data: m.Data}
+	}
+}
+
+// directAllowed reports, once per store, whether the bucket's stream
+// answers direct gets.
+func (st *Store) directAllowed(ctx context.Context) (bool, error) {
+	switch st.direct.Load() {
+	case 1:
+		return true, nil
+	case 2:
+		return false, nil
+	}
+	status, err := st.kv.Status(ctx)
+	if err != nil {
+		return false, fmt.Errorf("bucket status: %w", err)
+	}
+	allowed := false
+	if bs, ok := status.(*jetstream.KeyValueBucketStatus); ok {
+		allowed = bs.StreamInfo().Config.AllowDirect
+	}
+	if allowed {
+		st.direct.Store(1)
+	} else {
+		st.direct.Store(2)
+	}
+	return allowed, nil
+}
+
+// apiPrefix is the JetStream API prefix of the store's JetStream context.
+func (st *Store) apiPrefix() string {
+	o := st.js.Options()
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
+}
