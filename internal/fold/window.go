@@ -92,7 +92,7 @@ func (w Window) Evaluate(c Check) Decision {
 	recentStart := max(c.Cursor, c.Total-int64(w.Recent))
 	d := Decision{RecentStart: recentStart, Eligible: recentStart - c.Cursor}
 	batch := int64(w.Batch)
-	if w.MinFoldTokens > 0 && c.Total-c.Cursor > int64(w.Recent+w.Batch) || w.MinFoldTokens > 0 && c.Force {
+	if w.MinFoldTokens > 0 && (c.Force || c.Total-c.Cursor > int64(w.Recent+w.Batch)) {
 		var n int64
 		n, d.Estimate = w.amortized(c, d.Eligible)
 		d.Limit = w.MinFoldTokens
