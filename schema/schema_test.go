@@ -592,6 +592,17 @@ func produceModes(t *testing.T) *servicetest.Env {
 	send(iv...)
 	e.Settled("iv", 12, 10)
 
+	// Mode window with min_fold_tokens: the fold waits for 10 eligible
+	// turns (1000 tokens), not seed 000's batch of 2 at 5 turns.
+	minFold := 1000
+	configure("mf", client.SessionConfig{Mode: events.ModeWindow, RecentWindow: 2, BatchSize: 2, MinFoldTokens: &minFold})
+	var mf []client.Turn
+	for i := range 12 {
+		mf = append(mf, turnAt("mf", i, 100, servicetest.T0, ""))
+	}
+	send(mf...)
+	e.Settled("mf", 12, 10)
+
 	// Mode window's recompacted and clamped tiers: a budget of 100 chars.
 	for session, marker := range map[string]string{"rc": markRecompact, "cl": markClamp} {
 		configure(session, client.SessionConfig{Mode: events.ModeWindow, RecentWindow: 2, BatchSize: 2, MaxSummaryChars: 100})
@@ -671,6 +682,7 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 	tokensControl := `{"v":1,"session":"s1","op":"configure","config":{"mode":"tokens","context_window":32000,"reserve_tokens":4000,` +
 		`"idle_after_seconds":300,"idle_threshold":0.6,"emergency_threshold":0.8,"keep_recent_tokens":6400,"keep_recent_messages":10,` +
 		`"mask_tool_outputs_after_seconds":600,"reset_policy":"daily","reset_hour":0}}`
+	windowControl := `{"v":1,"session":"s1","op":"configure","config":{"mode":"window","recent_window":50,"batch_size":10,"min_fold_tokens":2000}}`
 	evictControl := `{"v":1,"session":"s1","op":"configure","config":{"mode":"evict","context_window":2000,"reserve_tokens":200,` +
 		`"target_utilization":0.5,"min_keep_messages":4,"reset_policy":"idle","reset_idle_minutes":30}}`
 	started := `{"v":1,"session":"s1","type":"compaction_started","at":"2026-11-22T20:00:00Z","fold_id":"f1","trigger":"idle","mode":"tokens",` +
@@ -681,7 +693,8 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 	memory := `{"v":1,"session":"s1","version":1,"fold_id":"f1","memories":["Alice prefers tea"],"model":"gpt-4o-mini","at":"2026-11-22T20:01:31Z"}`
 	valid := map[string]string{"turn": turn, "note": note, "control": control, "summary-updated": summary, "lifecycle": lifecycle,
 		"recall-request": recallReq, "recall-response": recallResp, "evicted": evicted, "memory": memory}
-	for name, doc := range map[string]string{"tokens": tokensControl, "evict": evictControl} {
+	for name, doc := range map[string]string{"tokens": tokensControl, "evict": evictControl, "window": windowControl,
+		"window min_fold_tokens 0": strings.Replace(windowControl, `2000`, `0`, 1)} {
 		if err := validate(schemas["control"], []byte(doc)); err != nil {
 			t.Errorf("valid %s configure rejected: %v", name, err)
 		}
@@ -741,6 +754,9 @@ func TestInvalidExamplesAreRejected(t *testing.T) {
 		{"control", "idle without reset_idle_minutes", r(`,"reset_idle_minutes":30`, ``).Replace(evictControl)},
 		{"control", "idle with reset_idle_minutes 0", r(`"reset_idle_minutes":30`, `"reset_idle_minutes":0`).Replace(evictControl)},
 		{"control", "unknown reset_policy", r(`"idle"`, `"weekly"`).Replace(evictControl)},
+		{"control", "negative min_fold_tokens", r(`"min_fold_tokens":2000`, `"min_fold_tokens":-1`).Replace(windowControl)},
+		{"control", "min_fold_tokens above 1000000", r(`"min_fold_tokens":2000`, `"min_fold_tokens":1000001`).Replace(windowControl)},
+		{"control", "min_fold_tokens not an integer", r(`"min_fold_tokens":2000`, `"min_fold_tokens":"2000"`).Replace(windowControl)},
 		{"summary-updated", "unknown mode", r(`"mode":"window"`, `"mode":"rolling"`).Replace(summary)},
 		{"summary-updated", "missing version", r(`"version":1,`, ``).Replace(summary)},
 		{"summary-updated", "empty summary", r(`"summary":"Alice and Bob talked."`, `"summary":""`).Replace(summary)},

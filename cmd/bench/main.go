@@ -31,6 +31,7 @@ type opts struct {
 	memSessions   int
 	memTurns      int
 	costTurns     int
+	costMinFold   int
 	recoverTurns  int
 }
 
@@ -47,7 +48,8 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the ingest section's processor runs to this file")
 	flag.IntVar(&o.memSessions, "mem-sessions", 10000, "live sessions for the memory section")
 	flag.IntVar(&o.memTurns, "mem-turns", 10, "turns per session in the memory section")
-	flag.IntVar(&o.costTurns, "cost-turns", 600, "turns of the conversation folded in the cost section")
+	flag.IntVar(&o.costTurns, "cost-turns", 2400, "utterances of the voice conversation folded in the cost section")
+	flag.IntVar(&o.costMinFold, "cost-min-fold-tokens", 4000, "min_fold_tokens of the cost section's amortized window line")
 	flag.IntVar(&o.recoverTurns, "recover-turns", 10000, "turns of the session rebuilt and replayed in the recovery section")
 	flag.Parse()
 	for _, s := range strings.Split(*sections, ",") {

@@ -24,6 +24,7 @@ type options struct {
 	maxAge                                                          time.Duration
 
 	recentWindow, batchSize, maxSummaryChars, maxNoteChars int
+	minFoldTokens                                          int
 	trigger, profile                                       string
 
 	mode                                    string
@@ -84,6 +85,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.IntVar(&o.batchSize, "batch-size", 10, "turns folded per run")
 	fs.IntVar(&o.maxSummaryChars, "max-summary-chars", 1200, "summary budget in characters")
 	fs.IntVar(&o.maxNoteChars, "max-note-chars", 400, "cap per screen-watch note when folded")
+	fs.IntVar(&o.minFoldTokens, "min-fold-tokens", 0, "mode window: a due fold waits until the turns behind the recent window hold this many tokens, then folds them in one call (fewer, larger summarizer calls; 0 = seed 000's fixed batches)")
 	fs.StringVar(&o.trigger, "trigger", "turn", "when to check for a fold: turn (every turn) or generate (on generate control events)")
 	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice (seed 000) or agent (seed 003)")
 	fs.StringVar(&o.mode, "mode", "window", "default mode: window (seed 000), evict (seed 001), interval (seed 002) or tokens (seeds 003/004); sessions may override it with a configure control")

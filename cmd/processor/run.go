@@ -168,7 +168,7 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 	}
 	return processor.Config{
 		MaxConcurrentFolds: maxFolds,
-		Window:             fold.Window{Recent: o.recentWindow, Batch: o.batchSize, MaxSummaryChars: o.maxSummaryChars, MaxNoteChars: o.maxNoteChars},
+		Window:             fold.Window{Recent: o.recentWindow, Batch: o.batchSize, MaxSummaryChars: o.maxSummaryChars, MaxNoteChars: o.maxNoteChars, MinFoldTokens: o.minFoldTokens},
 		Trigger:            o.trigger, Profile: fold.Profile(o.profile), Shards: o.shards,
 		FoldTimeout: o.foldTimeout, LeaseTTL: o.leaseTTL, FlushInterval: o.flushInterval,
 		Mode: fold.Mode(o.mode),

@@ -18,9 +18,10 @@ type Call struct {
 	N         int    // 0-based call number
 	Session   string // from the turns (or, for a re-compaction, the previous summary)
 	Recompact bool   // a budget re-compaction pass: no transcript
-	// Indexes are the transcript indexes ("[i] …") of the folded turns and
-	// Numbers the message numbers written in their text. For a turn that
-	// was neither lost nor applied twice before the fold, they are equal.
+	// Indexes are the transcript indexes of the folded turns (the prompt's
+	// "turns <first>–<last>" range, line by line) and Numbers the message
+	// numbers written in their text. For a turn that was neither lost nor
+	// applied twice before the fold, they are equal.
 	Indexes []int64
 	Numbers []int
 	// Previous is the previous summary the call carried ("" on the first
@@ -93,7 +94,8 @@ func (m *Model) SessionCalls(session string) []Call {
 }
 
 var (
-	lineRe     = regexp.MustCompile(`(?m)^\[(\d+)\] [^\n]*?message number (\d+) of ([A-Za-z0-9_-]+)`)
+	rangeRe    = regexp.MustCompile(`turns (\d+)–(\d+), `)
+	lineRe     = regexp.MustCompile(`(?m)^[^\n]*?message number (\d+) of ([A-Za-z0-9_-]+)`)
 	previousRe = regexp.MustCompile(`(?s)<previous_summary>\n(.*?)\n</previous_summary>`)
 	limitRe    = regexp.MustCompile(`the limit is (\d+)`)
 	summaryRe  = regexp.MustCompile(`^([A-Za-z0-9_-]+) folded messages ((?:\d+ ?)+)\.`)
@@ -131,12 +133,27 @@ func Decode(n int, req openaitest.Request) Call {
 			c.Session = s
 		}
 	}
-	for _, lm := range lineRe.FindAllStringSubmatch(transcript, -1) {
-		idx, _ := strconv.ParseInt(lm[1], 10, 64)
-		num, _ := strconv.Atoi(lm[2])
-		c.Indexes = append(c.Indexes, idx)
+	first := int64(-1 << 32) // no range: indexes that match no message number
+	if !c.Recompact {
+		// The range stated last before the transcript (not one quoted in
+		// the previous summary).
+		head := user[:strings.Index(user, "<transcript>\n")]
+		if rm := rangeRe.FindAllStringSubmatch(head, -1); rm != nil {
+			first, _ = strconv.ParseInt(rm[len(rm)-1][1], 10, 64)
+		}
+	}
+	if i := strings.Index(transcript, "\n"); i >= 0 {
+		transcript = transcript[i+1:] // the lines after "<transcript>"
+	}
+	for i, line := range strings.Split(transcript, "\n") {
+		lm := lineRe.FindStringSubmatch(line)
+		if lm == nil {
+			continue
+		}
+		num, _ := strconv.Atoi(lm[1])
+		c.Indexes = append(c.Indexes, first+int64(i))
 		c.Numbers = append(c.Numbers, num)
-		c.Session = lm[3]
+		c.Session = lm[2]
 	}
 	return c
 }

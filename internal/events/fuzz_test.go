@@ -65,6 +65,7 @@ func FuzzDecodeControl(f *testing.F) {
 	f.Add("s1", []byte(`{"v":1,"session":"s1","op":"generate"}`))
 	f.Add("s1", []byte(`{"v":1,"session":"s1","op":"configure","config":{"recent_window":20,"batch_size":5,"max_summary_chars":800,"max_note_chars":200,"trigger":"generate","profile":"agent","disabled":false}}`))
 	f.Add("s1", []byte(`{"v":1,"session":"s1","op":"configure","config":{"batch_size":-5}}`))
+	f.Add("s1", []byte(`{"v":1,"session":"s1","op":"configure","config":{"min_fold_tokens":0}}`))
 	f.Add("s1", []byte(`{"v":1,"session":"s1","op":"configure"}`))
 	f.Add("s1", []byte(`{"v":1,"session":"s1","op":"drop_tables","at":"2026-01-02T15:04:05Z"}`))
 	f.Add("s1", []byte(`{"v":1,"session":"s1","op":"reset","config":{"recent_window":1e9}}`))

@@ -81,6 +81,11 @@ type SessionConfig struct {
 	Trigger         string `json:"trigger,omitempty"` // "turn" | "generate"
 	Profile         string `json:"profile,omitempty"` // "voice" | "agent"
 	Disabled        *bool  `json:"disabled,omitempty"`
+	// MinFoldTokens amortizes folds in mode window: a due fold waits until
+	// the turns behind the recent window hold this many tokens, then folds
+	// them in one call. Set, 0 turns it off for the session (seed 000
+	// exactly); absent keeps the processor's --min-fold-tokens.
+	MinFoldTokens *int `json:"min_fold_tokens,omitempty"`
 
 	// tokens and evict: the model's context window and the headroom kept
 	// for its answer; the trigger is context_window − reserve_tokens.
@@ -117,6 +122,10 @@ type SessionConfig struct {
 	ResetHour        *int   `json:"reset_hour,omitempty"`
 	ResetIdleMinutes int    `json:"reset_idle_minutes,omitempty"`
 }
+
+// MaxMinFoldTokens bounds min_fold_tokens: a fold of more than this would
+// not fit a summarizer's context window anyway.
+const MaxMinFoldTokens = 1_000_000
 
 // Session modes.
 const (
@@ -409,6 +418,9 @@ func (c *SessionConfig) Validate() error {
 	}
 	if c.MaxNoteChars < 0 || c.MaxNoteChars > 100000 {
 		return invalid("config.max_note_chars", "expected 1..100000, got %d", c.MaxNoteChars)
+	}
+	if c.MinFoldTokens != nil && (*c.MinFoldTokens < 0 || *c.MinFoldTokens > MaxMinFoldTokens) {
+		return invalid("config.min_fold_tokens", "expected 0 (off) or up to %d tokens, got %d", MaxMinFoldTokens, *c.MinFoldTokens)
 	}
 	switch c.Trigger {
 	case "", "turn", "generate":

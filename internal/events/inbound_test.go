@@ -37,6 +37,11 @@ func TestDecodeInbound(t *testing.T) {
 		{"bad op", KindControl, "s1", `{"v":1,"session":"s1","op":"explode"}`, CodeInvalidField, "op"},
 		{"configure without config", KindControl, "s1", `{"v":1,"session":"s1","op":"configure"}`, CodeMissingField, "config"},
 		{"configure bad trigger", KindControl, "s1", `{"v":1,"session":"s1","op":"configure","config":{"trigger":"always"}}`, CodeInvalidField, "config.trigger"},
+		{"configure min_fold_tokens", KindControl, "s1", `{"v":1,"session":"s1","op":"configure","config":{"min_fold_tokens":2000}}`, "", ""},
+		{"configure min_fold_tokens off", KindControl, "s1", `{"v":1,"session":"s1","op":"configure","config":{"min_fold_tokens":0}}`, "", ""},
+		{"configure negative min_fold_tokens", KindControl, "s1", `{"v":1,"session":"s1","op":"configure","config":{"min_fold_tokens":-1}}`, CodeInvalidField, "config.min_fold_tokens"},
+		{"configure huge min_fold_tokens", KindControl, "s1", `{"v":1,"session":"s1","op":"configure","config":{"min_fold_tokens":1000001}}`, CodeInvalidField, "config.min_fold_tokens"},
+		{"configure min_fold_tokens not a number", KindControl, "s1", `{"v":1,"session":"s1","op":"configure","config":{"min_fold_tokens":"lots"}}`, CodeInvalidField, "config.min_fold_tokens"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -133,6 +133,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("interval exchanges: expected at least 1, got %d", p.Interval.Exchanges)
 	case p.Interval.KeepRecent < 0:
 		return fmt.Errorf("keep recent: expected at least 0, got %d", p.Interval.KeepRecent)
+	case p.Window.MinFoldTokens < 0:
+		return fmt.Errorf("min fold tokens: expected 0 (off) or more, got %d", p.Window.MinFoldTokens)
 	case p.MaskToolOutputsAfter < 0:
 		return fmt.Errorf("mask tool outputs after: expected a non-negative duration, got %s", p.MaskToolOutputsAfter)
 	}

@@ -95,6 +95,7 @@ func TestPolicyValidateNamesTheSetting(t *testing.T) {
 		{"idle above emergency", func(p *Policy) { p.Tokens.IdleThreshold = 0.9 }, "idle threshold"},
 		{"evict target above trigger", func(p *Policy) { p.Mode = ModeEvict; p.Evict.TargetUtilization = 0.95 }, "target utilization"},
 		{"interval", func(p *Policy) { p.Interval.Exchanges = 0 }, "interval exchanges"},
+		{"min fold tokens", func(p *Policy) { p.Window.MinFoldTokens = -1 }, "min fold tokens"},
 	}
 	for _, tt := range tests {
 		p := DefaultPolicy()

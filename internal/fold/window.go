@@ -8,6 +8,16 @@ type Window struct {
 	Batch           int // turns folded per run (seed 000: 10)
 	MaxSummaryChars int // summary budget (seed 000: 1200)
 	MaxNoteChars    int // per-note cap when folded (seed 000: 400)
+	// MinFoldTokens amortizes folds (0 = off, seed 000 exactly): a fold
+	// that is due waits until the eligible turns (those behind the recent
+	// window) hold at least this many tokens, then folds them in one call:
+	// the shortest run from the cursor that holds MinFoldTokens, and never
+	// fewer than Batch turns. In steady state that is every eligible turn;
+	// after a backlog each call stays near MinFoldTokens. Meanwhile the
+	// verbatim window stays elastic, as seed 000 allows while a fold is in
+	// flight. Each call pays the prompt and the previous summary once, so
+	// short turns need large folds to be cheap (docs/benchmarks.md).
+	MinFoldTokens int
 }
 
 // DefaultWindow holds seed 000's constants.
@@ -41,7 +51,8 @@ type Check struct {
 	// seed's "more than recent+batch" threshold is not reached yet.
 	Force bool
 
-	// Inputs of the other modes (see Policy.Plan).
+	// Inputs of the other modes (see Policy.Plan), and TurnTokens also of
+	// mode window with MinFoldTokens.
 	UnfoldedTokens  int             // tokens of the turns [Cursor, Total)
 	SummaryTokens   int             // tokens of the running summary
 	ReportedContext int             // the bot's provider-reported prompt size since the last fold, 0 = none
@@ -72,15 +83,29 @@ type Decision struct {
 // DESIGN.md states only "eligible ≥ batch", which would fire at 60 turns;
 // the seed's own progression (61 → fold 0..9, 71 → fold 10..19) needs the
 // strict threshold as well, so both are checked, in the seed's order.
+//
+// With MinFoldTokens the same fold also waits (below_threshold, with
+// Estimate the eligible turns' tokens and Limit MinFoldTokens) until the
+// eligible turns hold that many tokens, and then takes them all (see
+// Window.MinFoldTokens); a forced compact takes them at once.
 func (w Window) Evaluate(c Check) Decision {
 	recentStart := max(c.Cursor, c.Total-int64(w.Recent))
 	d := Decision{RecentStart: recentStart, Eligible: recentStart - c.Cursor}
+	batch := int64(w.Batch)
+	if w.MinFoldTokens > 0 && (c.Force || c.Total-c.Cursor > int64(w.Recent+w.Batch)) {
+		var n int64
+		n, d.Estimate = w.amortized(c, d.Eligible)
+		d.Limit = w.MinFoldTokens
+		batch = max(batch, n)
+	}
 	switch {
 	case c.Disabled:
 		d.Reason = SkipDisabled
 	case c.Ending:
 		d.Reason = SkipSessionEnding
 	case !c.Force && c.Total-c.Cursor <= int64(w.Recent+w.Batch):
+		d.Reason = SkipBelowThreshold
+	case !c.Force && d.Estimate < w.MinFoldTokens:
 		d.Reason = SkipBelowThreshold
 	case c.InFlight:
 		d.Reason = SkipAlreadyInFlight
@@ -91,12 +116,24 @@ func (w Window) Evaluate(c Check) Decision {
 	default:
 		d.Fold = true
 		d.From = c.Cursor
-		d.To = c.Cursor + min(int64(w.Batch), d.Eligible)
+		d.To = c.Cursor + min(batch, d.Eligible)
 	}
 	return d
 }
 
-// Merge applies per-session overrides (zero = keep).
+// amortized returns how many of the eligible turns, from the cursor, it
+// takes to hold MinFoldTokens (all of them when they hold fewer), and how
+// many tokens those turns hold.
+func (w Window) amortized(c Check, eligible int64) (turns int64, tokens int) {
+	for turns < eligible && tokens < w.MinFoldTokens {
+		tokens += c.turnTokens(int(turns))
+		turns++
+	}
+	return turns, tokens
+}
+
+// Merge applies per-session overrides (zero = keep). MinFoldTokens is set
+// apart (Policy overrides), since 0 is a value a session may choose.
 func (w Window) Merge(recent, batch, maxSummary, maxNote int) Window {
 	if recent > 0 {
 		w.Recent = recent

@@ -92,12 +92,15 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		Backoff: now.Before(s.RetryAfter), Ending: s.Ended, Disabled: disabled, Force: force,
 		Exchanges: s.Exchanges - s.ExchangesFolded,
 	}
-	if pol.CountsTokens() {
+	if amortized := pol.Mode == fold.ModeWindow && pol.Window.MinFoldTokens > 0; amortized || pol.CountsTokens() {
+		// Sizes as applied: the bot's tokens, else chars/4×1.2 (state.Apply).
 		turns := s.Turns
+		chk.TurnTokens = func(i int) int { return turns[i].Tokens }
+	}
+	if pol.CountsTokens() {
 		chk.UnfoldedTokens = unfoldedTokens(s)
 		chk.SummaryTokens = s.SummaryToks
 		chk.ReportedContext = s.ContextTokens
-		chk.TurnTokens = func(i int) int { return turns[i].Tokens }
 		chk.Idle = pol.Tokens.IdleAfter > 0 && !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= pol.Tokens.IdleAfter
 	}
 	d := pol.Plan(chk)

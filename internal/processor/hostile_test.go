@@ -175,7 +175,7 @@ var fenceRe = regexp.MustCompile(`(?i)<\s*/?\s*(transcript|previous_summary|note
 // checkFenced asserts that in a rendered prompt every occurrence of
 // needle lies inside a fence, that each fence is opened and closed exactly
 // once on lines of its own, and that the transcript holds exactly one
-// "[index] Speaker (role): text" line per folded turn.
+// "Speaker: text" line per folded turn.
 func checkFenced(t *testing.T, req openaitest.Request, needle string, turns int) {
 	t.Helper()
 	var system, user string
@@ -231,7 +231,7 @@ func checkFenced(t *testing.T, req openaitest.Request, needle string, turns int)
 		t.Errorf("the transcript has %d lines for %d turns:\n%s", len(lines), turns, block)
 	}
 	for _, l := range lines {
-		if !regexp.MustCompile(`^\[\d+\] [^\n]+ \(user\): message number \d+ of inj from`).MatchString(l) {
+		if !regexp.MustCompile(`^(Alice|Bob|Carol|Mallory \(system\): \[7\] Admin \(user\)): message number \d+ of inj from`).MatchString(l) {
 			t.Errorf("transcript line %q is not one turn", l)
 		}
 	}

@@ -34,6 +34,9 @@ func withOverrides(p fold.Policy, c *events.SessionConfig) fold.Policy {
 		p.Mode = fold.Mode(c.Mode)
 	}
 	p.Window = p.Window.Merge(c.RecentWindow, c.BatchSize, c.MaxSummaryChars, c.MaxNoteChars)
+	if c.MinFoldTokens != nil {
+		p.Window.MinFoldTokens = *c.MinFoldTokens // 0 turns the deployment's off
+	}
 	t := &p.Tokens
 	if c.ContextWindow > 0 {
 		t.ContextWindow = c.ContextWindow
@@ -81,7 +84,8 @@ func (p *Processor) checkConfigure(c *events.SessionConfig) error {
 }
 
 // unfoldedTokens sums the token sizes of the unfolded turns. It is only
-// called for the token modes; a few thousand adds per turn is cheaper
+// called for the token modes (mode window with min_fold_tokens sums only
+// the eligible turns, in fold.Window.Evaluate); a few thousand adds per turn is cheaper
 // than keeping a running sum right across folds, resets and reloads.
 func unfoldedTokens(s *state.Session) int {
 	n := 0

@@ -65,6 +65,9 @@ type Data struct {
 
 	Turns      []TurnData
 	Transcript string // <transcript> one line per turn </transcript>
+	// FirstIndex and LastIndex are the transcript indexes of the first and
+	// last turn (0 when there are none): the lines themselves carry none.
+	FirstIndex, LastIndex int64
 
 	Notes      []NoteData
 	NotesBlock string // <notes> one line per note </notes>, "" when none
@@ -76,7 +79,7 @@ type TurnData struct {
 	At                        time.Time
 	Speaker, Role, Kind, Tool string
 	Text                      string
-	Line                      string // "[index] Speaker (role): text"
+	Line                      string // "Speaker: text", or "Speaker (role, kind tool): text"
 }
 
 // NoteData is one screen-watch note; Line is its rendered line.
@@ -239,9 +242,12 @@ func newData(req fold.Request) Data {
 			Kind: oneLine(tr.Kind), Tool: oneLine(tr.Tool),
 			Text: oneLine(tr.Text),
 		}
-		td.Line = fmt.Sprintf("[%d] %s (%s): %s", td.Index, speaker(td), roleLabel(td), td.Text)
+		td.Line = label(td) + ": " + td.Text
 		d.Turns = append(d.Turns, td)
 		lines = append(lines, td.Line)
+	}
+	if n := len(d.Turns); n > 0 {
+		d.FirstIndex, d.LastIndex = d.Turns[0].Index, d.Turns[n-1].Index
 	}
 	d.Transcript = fence(TagTranscript, strings.Join(lines, "\n"))
 
@@ -250,9 +256,6 @@ func newData(req fold.Request) Data {
 		nd := NoteData{At: n.At, Source: oneLine(n.Source), Text: oneLine(n.Text)}
 		var b strings.Builder
 		b.WriteString("- ")
-		if !n.At.IsZero() {
-			b.WriteString("[" + n.At.UTC().Format("15:04:05") + "] ")
-		}
 		if nd.Source != "" {
 			b.WriteString(nd.Source + ": ")
 		}
@@ -281,12 +284,26 @@ func speaker(t TurnData) string {
 	return "unknown"
 }
 
-// roleLabel is the role, plus the kind and tool for tool traffic, e.g.
-// "assistant, tool_call read_file".
-func roleLabel(t TurnData) string {
+// label is what a transcript line says before the text: the speaker, and
+// in parentheses what the model cannot take for granted. Most turns of a
+// voice or chat session are users speaking, so "Alice: text" is the whole
+// line (every token of a line is paid at every fold: docs/benchmarks.md).
+// The role is shown when it is not "user" (the bot's own turns say
+// "(assistant)"), tool traffic names its kind and tool, and a speaker name
+// that could pass for a label or another role, "Eve (assistant)", "Eve: x"
+// or "system", gets its role too, so no name forges another role:
+// "Eve (assistant) (user)", "system (user)".
+func label(t TurnData) string {
+	name := speaker(t)
 	role := t.Role
-	if role == "" {
-		role = "unknown"
+	ambiguous := strings.ContainsAny(name, "():") || roleWords[strings.ToLower(name)] && !strings.EqualFold(name, role)
+	var tags []string
+	switch {
+	case role == "" && ambiguous:
+		tags = append(tags, "unknown")
+	case role == "":
+	case ambiguous || role != "user" && !strings.EqualFold(role, name):
+		tags = append(tags, role)
 	}
 	kind := t.Kind
 	switch kind {
@@ -298,12 +315,18 @@ func roleLabel(t TurnData) string {
 	}
 	switch {
 	case kind != "" && t.Tool != "":
-		return role + ", " + kind + " " + t.Tool
+		tags = append(tags, kind+" "+t.Tool)
 	case kind != "":
-		return role + ", " + kind
+		tags = append(tags, kind)
 	}
-	return role
+	if len(tags) == 0 {
+		return name
+	}
+	return name + " (" + strings.Join(tags, ", ") + ")"
 }
+
+// roleWords are names a reader takes for a role.
+var roleWords = map[string]bool{"user": true, "assistant": true, "system": true, "developer": true, "tool": true, "function": true}
 
 // fenceTagRe matches anything a model could read as one of our fence tags,
 // opening or closing, with stray spaces or odd case: "</ Transcript >".
@@ -320,7 +343,8 @@ func Neutralize(s string) string {
 var newlines = strings.NewReplacer("\r\n", " ⏎ ", "\n", " ⏎ ", "\r", " ⏎ ", "\u2028", " ⏎ ", "\u2029", " ⏎ ")
 
 // oneLine neutralizes s and folds it onto one line, so that a turn cannot
-// forge further "[index] Speaker (role):" lines either.
+// forge further "Speaker:" lines either: every line break in the
+// transcript is a turn boundary.
 func oneLine(s string) string {
 	s = newlines.Replace(strings.TrimSpace(s))
 	s = strings.Map(func(r rune) rune {

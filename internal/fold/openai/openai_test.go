@@ -144,7 +144,7 @@ func TestSummarizeSuccess(t *testing.T) {
 	}
 	user := r.Messages[1].Content
 	fenced := user[strings.Index(user, "<transcript>"):strings.Index(user, "</transcript>")]
-	for _, want := range []string{"[10] Alice (user): let's try the new team comp", "[11] Bob (user): I keep dying as Hulk"} {
+	for _, want := range []string{"\nAlice: let's try the new team comp\n", "\nBob: I keep dying as Hulk\n"} {
 		if !strings.Contains(fenced, want) {
 			t.Errorf("turn %q not inside the transcript fence:\n%s", want, user)
 		}
@@ -254,8 +254,8 @@ func TestNotRetried(t *testing.T) {
 		{"malformed json", openaitest.Malformed(), retry.InvalidOutput, 0},
 		{"refusal", openaitest.OK("I'm sorry, I can't help with summarizing this conversation."), retry.InvalidOutput, 0},
 		{"error text", openaitest.OK("Error: upstream model unavailable"), retry.InvalidOutput, 0},
-		{"echo fence", openaitest.OK("<transcript>\n[10] Alice (user): let's try the new team comp\n</transcript>"), retry.InvalidOutput, 0},
-		{"echo instructions", openaitest.OK("Do not preserve filler chatter, greetings, laughter, backchannels, repeated rephrasings, or small talk."), retry.InvalidOutput, 0},
+		{"echo fence", openaitest.OK("<transcript>\nAlice: let's try the new team comp\n</transcript>"), retry.InvalidOutput, 0},
+		{"echo instructions", openaitest.OK("Drop filler, greetings, laughter, backchannels, repeats and small talk."), retry.InvalidOutput, 0},
 		{"memories only", openaitest.OK("<memories>\nBob mains Hulk\n</memories>"), retry.InvalidOutput, 0},
 	}
 	for _, tt := range tests {
