@@ -109,7 +109,7 @@ func payloads(subjects events.Subjects, n, sessions int, first int) ([]string, [
 
 func publishAll(ctx context.Context, js jetstream.JetStream, subs []string, data [][]byte) error {
 	for i := range subs {
-		if _, err := js.PublishAsync(subs[i], data[i]); err != nil {
+		if _, err := js.PublishAsync(subs[i], data[i], jetstream.WithStallWait(30*time.Second)); err != nil {
 			return err
 		}
 	}

@@ -107,7 +107,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.IntVar(&o.maxFolds, "max-concurrent-folds", 0, "folds running at once (0 = auto: half the CPUs for the offline summarizer, 32 for a remote model)")
 	fs.DurationVar(&o.foldTimeout, "fold-timeout", 60*time.Second, "bound on one fold, including the summarizer's retries")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 0, "fold lease; default fold-timeout + 15s")
-	fs.DurationVar(&o.flushInterval, "flush-interval", 250*time.Millisecond, "under load, how long a session's change may wait for its checkpoint (and its ack); a quiet shard writes at once")
+	fs.DurationVar(&o.flushInterval, "flush-interval", time.Second, "under load, how long a session's change may wait for its checkpoint (and its ack); a quiet shard writes at once")
 
 	fs.StringVar(&o.summarizer, "summarizer", "auto", "auto (openai when an API key or base URL is set, else offline), offline or openai")
 	fs.StringVar(&o.openaiBaseURL, "openai-base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 for Ollama")

@@ -146,7 +146,7 @@ func (c Config) withDefaults() Config {
 	// checkpoints can wait: with many sessions, each write then covers
 	// several turns of its session instead of about one.
 	if c.FlushInterval <= 0 {
-		c.FlushInterval = 250 * time.Millisecond
+		c.FlushInterval = time.Second
 	}
 	if c.FlushBatch <= 0 {
 		c.FlushBatch = 16384

@@ -30,7 +30,8 @@ type foldJob struct {
 	turns     []state.TurnRef
 	notes     []state.NoteRef
 	payloads  map[uint64][]byte // of the batch, when this owner saw them
-	started   time.Time
+	started   time.Time // the check that found the fold due
+	leaseSent time.Time // wall time the lease write left (bench timing)
 	cursor    int64
 	prevVer   uint64
 	compactns int
@@ -49,6 +50,7 @@ type foldResult struct {
 	// published: the summary-updated publish came back (publish.go); the
 	// result returns to the shard a second time to move the cursor.
 	published bool
+	leased    time.Time // wall time the lease write was acknowledged
 	// model is set when the summarizer failed, as opposed to reading the
 	// batch or recording the summary on NATS.
 	model    bool
@@ -186,13 +188,14 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 	// The lease is written before the fold starts: with compare-and-set no
 	// second owner can start (or land) the same batch. The write is
 	// pipelined: the fold goroutine waits for it, not the shard.
+	leaseSent := time.Now()
 	lease, ok := sh.writeLease(ls)
 	if !ok {
 		return
 	}
 	job := foldJob{
 		session: s.ID, foldID: s.Lease.FoldID, trigger: trigger, profile: sh.profile(ls), window: pol.Window, policy: pol, cause: d.Cause,
-		exchanges: s.Exchanges, final: trigger == "end",
+		exchanges: s.Exchanges, final: trigger == "end", leaseSent: leaseSent,
 		// Seed 004's tier 3: a session past its emergency threshold whose
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency && s.Failures >= 2,
@@ -236,7 +239,9 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 			sh.results <- foldResult{job: job, err: err}
 			return
 		}
+		leased := time.Now()
 		r := p.runFold(ctx, job)
+		r.leased = leased
 		sh.results <- r
 	}()
 }

@@ -55,12 +55,13 @@ func (sh *shard) publishSummary(ls *live, r foldResult, latency time.Duration) {
 		go back(err)
 		return
 	}
-	session, from, started := ls.s.ID, r.job.from, r.job.started
+	timing := FoldTiming{Session: ls.s.ID, From: r.job.from, Triggered: r.job.started, LeaseSent: r.job.leaseSent, Leased: r.leased}
 	go func() {
 		select {
 		case <-f.Ok():
 			if p.foldObs != nil {
-				p.foldObs(FoldTiming{Session: session, From: from, Triggered: started, Published: time.Now()})
+				timing.Published = time.Now()
+				p.foldObs(timing)
 			}
 			back(nil)
 		case err := <-f.Err():
@@ -89,7 +90,7 @@ func (sh *shard) writeLease(ls *live) (*leaseWrite, bool) {
 	if ls.s.NeedsSeal() {
 		return nil, sh.checkpoint(ls)
 	}
-	f, err := sh.p.leases.SaveAsync(ls.s, ls.rev)
+	f, err := sh.p.writer.SaveAsync(ls.s, ls.rev)
 	if err != nil {
 		return nil, sh.saved(ls, 0, err)
 	}
@@ -122,9 +123,14 @@ func (sh *shard) awaitLease(lw *leaseWrite) error {
 // FoldTiming is when a fold was triggered (the check that started it) and
 // when its summary-updated was stored on the outbound stream.
 type FoldTiming struct {
-	Session              string
-	From                 int64 // first turn folded
-	Triggered, Published time.Time
+	Session   string
+	From      int64 // first turn folded
+	Triggered time.Time
+	// LeaseSent: the lease write left (later than Triggered when the
+	// session's previous checkpoint write was still in flight); Leased:
+	// its acknowledgement came back and the fold went on.
+	LeaseSent, Leased time.Time
+	Published         time.Time
 }
 
 // ObserveFolds has fn called each time a summary-updated is stored, from

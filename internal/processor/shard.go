@@ -97,7 +97,7 @@ const idleFlush = 2 * time.Millisecond
 // maxWrites bounds one shard's checkpoint writes in flight: the state
 // stream stores writes in arrival order, and a fold's lease write waits
 // behind every write queued before it.
-const maxWrites = 64
+const maxWrites = 16
 
 func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 	return &shard{
@@ -126,6 +126,14 @@ func (sh *shard) run() {
 		if !paced && len(sh.dirty) > 0 {
 			pace.Reset(idleFlush)
 			paced = true
+		}
+		// Fold results first: a fold's latency is what prompt builders
+		// wait for, and under load the input is never empty.
+		select {
+		case r := <-sh.results:
+			sh.applyResult(r)
+			continue
+		default:
 		}
 		select {
 		case m, ok := <-in:
@@ -453,7 +461,7 @@ func (sh *shard) flush(force bool) {
 			sh.checkpoint(ls) // sealing a backlog: chunks first, then the checkpoint
 			continue
 		}
-		f, err := sh.p.store.SaveAsync(ls.s, ls.rev)
+		f, err := sh.p.writer.SaveAsync(ls.s, ls.rev)
 		if err != nil {
 			sh.saved(ls, 0, err)
 			continue
