@@ -119,25 +119,28 @@ func heapEstimate(ls *live) int {
 // Returning freed memory to the OS.
 //
 // The Go runtime frees heap lazily: after a burst of sessions goes idle and
-// is packed, the decoded sessions and payloads are garbage, but nothing
-// collects them until the process allocates again (an idle processor
-// hardly does; the forced GC comes after 2 minutes), and the scavenger then
-// returns the pages to the OS gradually. RSS would stay at the burst's peak
-// for minutes while the live heap is a fraction of it. So once a wave of
-// compaction is over (no session packed for one sweep) and it freed at
-// least releaseMinBytes by estimate, the processor runs
-// debug.FreeOSMemory: one GC of the (now small) live heap and an immediate
-// scavenge, off the shards, at most once per releaseEvery. Under steady
-// churn (sessions packed and unpacked all the time) waves never end, so
-// nothing is forced and the runtime's pacing stands.
+// is packed, the decoded sessions, their payloads and the burst's message
+// buffers are garbage, but nothing collects them until the process
+// allocates again (an idle processor hardly does; the runtime forces a GC
+// only every 2 minutes), and the scavenger then returns the pages to the
+// OS gradually. RSS would stay at the burst's peak for minutes while the
+// live heap is a fraction of it (measured: ~5,500 B RSS per idle session
+// after 20 s, against ~1,100 B with the release). So once a wave of
+// packing is over (a sweep with no session packed, in any shard) and the
+// packing since the last release freed at least releaseMinBytes by
+// estimate, the processor calls debug.FreeOSMemory: one GC of the now
+// small live heap and an immediate scavenge, on its own goroutine (the
+// shards go on), ~15-30 ms for 10,000 sessions. At most once per
+// releaseEvery, so even under constant churn it costs one GC per 10 s
+// when a busy processor runs many per second anyway.
 //
 // A memory limit (GOMEMLIMIT, debug.SetMemoryLimit) would not do this: it
 // only makes the GC work harder as the heap approaches the limit, and an
 // idle process triggers no GC at all.
 const (
-	releaseMinBytes = 16 << 20
+	releaseMinBytes = 4 << 20
 	releaseQuiet    = 250 * time.Millisecond // one sweep
-	releaseEvery    = 30 * time.Second
+	releaseEvery    = 10 * time.Second
 )
 
 // memRelease is shared by the engines of one process (Shared).
