@@ -123,31 +123,40 @@ func heapEstimate(ls *live) int {
 // buffers are garbage, but nothing collects them until the process
 // allocates again (an idle processor hardly does; the runtime forces a GC
 // only every 2 minutes), and the scavenger then returns the pages to the
-// OS gradually. RSS would stay at the burst's peak for minutes while the
-// live heap is a fraction of it (measured: ~5,500 B RSS per idle session
-// after 20 s, against ~1,100 B with the release). So once a wave of
+// OS gradually. RSS would stay near the burst's peak for minutes while the
+// live heap is a fraction of it (cmd/bench's memory section: ~5,500 to
+// 6,700 B of RSS per packed session 2 to 20 s after the burst without the
+// release, ~1,100 to 1,200 B with it; docs/benchmarks.md). So once a wave of
 // packing is over (a sweep with no session packed, in any shard) and the
 // packing since the last release freed at least releaseMinBytes by
 // estimate, the processor calls debug.FreeOSMemory: one GC of the now
 // small live heap and an immediate scavenge, on its own goroutine (the
-// shards go on), ~15-30 ms for 10,000 sessions. At most once per
-// releaseEvery, so even under constant churn it costs one GC per 10 s
-// when a busy processor runs many per second anyway.
+// shards go on); measured ~15-30 ms for 10,000 sessions on the shared
+// 2-core machine. Its cost is bounded instead of its rate: the next
+// release waits at least releaseCostFactor times as long as the last one
+// took (and releaseMinGap), so releases never take more than ~1% of one
+// core, even under churn. A fixed interval would either allow more than
+// that on a large heap or leave a second wave resident for long: with a
+// 30 s interval, a stall in the middle of an ingest burst let most
+// sessions be packed and released, and the rest, packed when the burst
+// went on, stayed resident.
 //
 // A memory limit (GOMEMLIMIT, debug.SetMemoryLimit) would not do this: it
 // only makes the GC work harder as the heap approaches the limit, and an
 // idle process triggers no GC at all.
 const (
-	releaseMinBytes = 4 << 20
-	releaseQuiet    = 250 * time.Millisecond // one sweep
-	releaseEvery    = 10 * time.Second
+	releaseMinBytes   = 4 << 20
+	releaseQuiet      = 250 * time.Millisecond // one sweep
+	releaseMinGap     = time.Second
+	releaseCostFactor = 100
 )
 
 // memRelease is shared by the engines of one process (Shared).
 type memRelease struct {
-	pending     atomic.Int64 // heap freed by compaction since the last release, estimated
+	pending     atomic.Int64 // heap freed by packing since the last release, estimated
 	lastCompact atomic.Int64 // unix nanoseconds
 	lastRelease atomic.Int64
+	lastCost    atomic.Int64 // how long the last release took, nanoseconds
 	running     atomic.Bool
 }
 
@@ -159,8 +168,9 @@ func (m *memRelease) compacted(now time.Time, freed int) {
 // due reports whether a release should run now, and if so claims it.
 func (m *memRelease) due(now time.Time) bool {
 	t := now.UnixNano()
+	gap := max(int64(releaseMinGap), releaseCostFactor*m.lastCost.Load())
 	if m.pending.Load() < releaseMinBytes || t-m.lastCompact.Load() < int64(releaseQuiet) ||
-		t-m.lastRelease.Load() < int64(releaseEvery) || !m.running.CompareAndSwap(false, true) {
+		t-m.lastRelease.Load() < gap || !m.running.CompareAndSwap(false, true) {
 		return false
 	}
 	m.lastRelease.Store(t)
@@ -172,7 +182,9 @@ func (m *memRelease) release(p *Processor) {
 	freed := m.pending.Swap(0)
 	start := p.clock.Now()
 	debug.FreeOSMemory()
+	took := p.clock.Now().Sub(start)
+	m.lastCost.Store(int64(took))
 	p.m.memReleases.Inc()
 	p.log.Info().Str("event", "memory_released").Int64("compacted_bytes", freed).
-		Dur("took", p.clock.Now().Sub(start)).Msg("returned the heap freed by packing idle sessions to the OS")
+		Dur("took", took).Msg("returned the heap freed by packing idle sessions to the OS")
 }

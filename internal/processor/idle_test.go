@@ -266,7 +266,7 @@ func TestCompactIdleLeavesBusySessions(t *testing.T) {
 }
 
 // A release of freed memory runs once a wave of packing is over, when it
-// freed enough, at most once per releaseEvery.
+// freed enough, and waits for its own cost a hundred times over.
 func TestMemReleasePolicy(t *testing.T) {
 	var m memRelease
 	now := t0
@@ -286,16 +286,28 @@ func TestMemReleasePolicy(t *testing.T) {
 	if !m.due(now) {
 		t.Fatal("not due after the wave")
 	}
-	if m.due(now) {
+	if m.due(now.Add(time.Hour)) {
 		t.Fatal("due again while running")
 	}
-	m.running.Store(false)
+	// a release that took 50 ms: the next one waits 5 s
 	m.pending.Store(0)
+	m.lastCost.Store(int64(50 * time.Millisecond))
+	m.running.Store(false)
 	m.compacted(now, releaseMinBytes)
-	if m.due(now.Add(releaseEvery / 2)) {
-		t.Fatal("due twice within releaseEvery")
+	if m.due(now.Add(4 * time.Second)) {
+		t.Fatal("due within a hundred times the last release's cost")
 	}
-	if !m.due(now.Add(releaseEvery)) {
-		t.Fatal("not due after releaseEvery")
+	if !m.due(now.Add(5 * time.Second)) {
+		t.Fatal("not due after a hundred times the last release's cost")
+	}
+	// a cheap release: releaseMinGap holds
+	m.running.Store(false)
+	m.lastCost.Store(int64(time.Millisecond))
+	m.compacted(now.Add(5*time.Second), releaseMinBytes)
+	if m.due(now.Add(5*time.Second + releaseMinGap/2)) {
+		t.Fatal("due within releaseMinGap")
+	}
+	if !m.due(now.Add(5*time.Second + releaseMinGap)) {
+		t.Fatal("not due after releaseMinGap")
 	}
 }
