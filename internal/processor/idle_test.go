@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -309,5 +310,44 @@ func TestMemReleasePolicy(t *testing.T) {
 	}
 	if !m.due(now.Add(5*time.Second + releaseMinGap)) {
 		t.Fatal("not due after releaseMinGap")
+	}
+}
+
+// BenchmarkPackedSessionHeap reports the live heap one idle session costs
+// a shard, packed and not: sessions shaped like cmd/bench's memory section
+// (10 turns, their ids in the dedup ring, no summary), payloads cached.
+func BenchmarkPackedSessionHeap(b *testing.B) {
+	const n = 10000
+	for _, pack := range []bool{false, true} {
+		name := map[bool]string{false: "unpacked", true: "packed"}[pack]
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				p := &Processor{cfg: Config{IdleCompact: time.Nanosecond}.withDefaults(), m: newMetrics(nil), mem: new(memRelease), clock: SystemClock{}}
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				sh := newShard(p, 0, context.Background())
+				for i := range n {
+					id := fmt.Sprintf("sess-%05d", i)
+					s := state.New(id)
+					ls := &live{s: s}
+					for j := range 10 {
+						seq := uint64(j*n + i + 1)
+						s.AddTurn(state.HashID(fmt.Sprintf("%s-%d", id, j)), state.TurnRef{Seq: seq, At: t0.UnixMilli() + int64(seq)*1000, Tokens: 40})
+						s.LastSeq = seq
+						ls.remember(seq, make([]byte, 230))
+					}
+					s.LastActivity, s.LastEventAt, ls.touched = t0, t0.UnixMilli(), t0
+					sh.sessions[id] = ls
+				}
+				if pack {
+					sh.compactIdle()
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/session")
+				runtime.KeepAlive(sh)
+			}
+		})
 	}
 }
