@@ -124,9 +124,9 @@ func heapEstimate(ls *live) int {
 // allocates again (an idle processor hardly does; the runtime forces a GC
 // only every 2 minutes), and the scavenger then returns the pages to the
 // OS gradually. RSS would stay near the burst's peak for minutes while the
-// live heap is a fraction of it (cmd/bench's memory section: ~5,500 to
-// 6,700 B of RSS per packed session 2 to 20 s after the burst without the
-// release, ~1,100 to 1,200 B with it; docs/benchmarks.md). So once a wave of
+// live heap is a fraction of it (cmd/bench's memory section: ~1,150 B of
+// RSS per packed session with the release, 6,705 B in a run where most of
+// the freed heap was not released; docs/benchmarks.md). So once a wave of
 // packing is over (a sweep with no session packed, in any shard) and the
 // packing since the last release freed at least releaseMinBytes by
 // estimate, the processor calls debug.FreeOSMemory: one GC of the now
@@ -135,9 +135,9 @@ func heapEstimate(ls *live) int {
 // 2-core machine. Its cost is bounded instead of its rate: the next
 // release waits at least releaseCostFactor times as long as the last one
 // took (and releaseMinGap), so releases never take more than ~1% of one
-// core, even under churn. A fixed interval would either allow more than
-// that on a large heap or leave a second wave resident for long: with a
-// 30 s interval, a stall in the middle of an ingest burst let most
+// core, even under churn. A fixed interval and a high threshold would
+// either allow more than that on a large heap or hold a second wave back:
+// with 30 s and 16 MiB, a stall in the middle of an ingest burst let most
 // sessions be packed and released, and the rest, packed when the burst
 // went on, stayed resident.
 //
