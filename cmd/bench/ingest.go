@@ -108,10 +108,21 @@ func payloads(subjects events.Subjects, n, sessions int, first int) ([]string, [
 }
 
 func publishAll(ctx context.Context, js jetstream.JetStream, subs []string, data [][]byte) error {
-	for i := range subs {
-		if _, err := js.PublishAsync(subs[i], data[i], jetstream.WithStallWait(30*time.Second)); err != nil {
-			return err
+	for i := 0; i < len(subs); {
+		if _, err := js.PublishAsync(subs[i], data[i]); err != nil {
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+				return err
+			}
+			// The server is slower than the publisher (shared cores): let
+			// the window drain, then go on.
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
 		}
+		i++
 	}
 	select {
 	case <-js.PublishAsyncComplete():

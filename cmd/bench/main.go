@@ -30,6 +30,8 @@ type opts struct {
 	cpuProfile    io.Writer
 	memSessions   int
 	memTurns      int
+	memWait       time.Duration
+	memArgs       []string
 	costTurns     int
 	costMinFold   int
 	recoverTurns  int
@@ -48,10 +50,13 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the ingest section's processor runs to this file")
 	flag.IntVar(&o.memSessions, "mem-sessions", 10000, "live sessions for the memory section")
 	flag.IntVar(&o.memTurns, "mem-turns", 10, "turns per session in the memory section")
+	flag.DurationVar(&o.memWait, "mem-wait", 2*time.Second, "memory section: how long the sessions stay idle before RSS is read (below the processor's 2-minute idle eviction)")
+	memArgs := flag.String("mem-args", "", "memory section: extra processor flags, space-separated (e.g. \"--idle-compact 0\" for no compact idle form)")
 	flag.IntVar(&o.costTurns, "cost-turns", 2400, "utterances of the voice conversation folded in the cost section")
 	flag.IntVar(&o.costMinFold, "cost-min-fold-tokens", 4000, "min_fold_tokens of the cost section's amortized window line")
 	flag.IntVar(&o.recoverTurns, "recover-turns", 10000, "turns of the session rebuilt and replayed in the recovery section")
 	flag.Parse()
+	o.memArgs = strings.Fields(*memArgs)
 	for _, s := range strings.Split(*sections, ",") {
 		s = strings.TrimSpace(s)
 		if !slices.Contains(allSections, s) {

@@ -139,3 +139,19 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Fatalf("demo printed no summaries:\n%s", out.String())
 	}
 }
+
+// --idle-compact: 1s by default, 0 turns packing of idle sessions off.
+func TestIdleCompactFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{{nil, time.Second}, {[]string{"--idle-compact", "5s"}, 5 * time.Second}, {[]string{"--idle-compact", "0"}, -1}} {
+		var o options
+		if err := parseOptions(newFlagSet("t", &o), &o, c.args, func(string) string { return "" }); err != nil {
+			t.Fatal(err)
+		}
+		if got := processorConfig(&o, nil).IdleCompact; got != c.want {
+			t.Errorf("%v: IdleCompact %v, want %v", c.args, got, c.want)
+		}
+	}
+}

@@ -170,7 +170,7 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 		MaxConcurrentFolds: maxFolds,
 		Window:             fold.Window{Recent: o.recentWindow, Batch: o.batchSize, MaxSummaryChars: o.maxSummaryChars, MaxNoteChars: o.maxNoteChars, MinFoldTokens: o.minFoldTokens},
 		Trigger:            o.trigger, Profile: fold.Profile(o.profile), Shards: o.shards,
-		FoldTimeout: o.foldTimeout, LeaseTTL: o.leaseTTL, FlushInterval: o.flushInterval,
+		FoldTimeout: o.foldTimeout, LeaseTTL: o.leaseTTL, FlushInterval: o.flushInterval, IdleCompact: idleCompact(o.idleCompact),
 		Mode: fold.Mode(o.mode),
 		Tokens: fold.TokenPolicy{
 			ContextWindow: o.contextWindow, ReserveTokens: o.reserveTokens, IdleAfter: o.idleAfter,
@@ -185,6 +185,14 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 		// falls back to tokens.
 		RecallEnabled: o.service,
 	}
+}
+
+// idleCompact maps the flag's 0 (off) to the config's negative.
+func idleCompact(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // serve runs the processor until ctx ends. started, if non-nil, receives

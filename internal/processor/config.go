@@ -85,6 +85,14 @@ type Config struct {
 	// at RetryBackoffMax) before the next trigger may retry.
 	RetryBackoff    time.Duration
 	RetryBackoffMax time.Duration
+	// IdleCompact packs a session that has had no event for this long and
+	// has nothing pending (no unwritten change, unacknowledged message or
+	// fold in flight) into its compact idle form: its cached turn payloads
+	// are dropped (its next fold reads its batch from the stream) and its
+	// state is kept as a few hundred bytes, unpacked without a KV read on
+	// its next event or wake (idle.go). Zero takes the default, 1s;
+	// negative keeps sessions unpacked until IdleEvict.
+	IdleCompact time.Duration
 	// IdleEvict drops a clean, idle session from memory; its state stays
 	// in the KV bucket and is loaded on its next event.
 	IdleEvict time.Duration
@@ -162,6 +170,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryBackoffMax <= 0 {
 		c.RetryBackoffMax = 2 * time.Minute
+	}
+	if c.IdleCompact == 0 {
+		c.IdleCompact = time.Second
 	}
 	if c.IdleEvict <= 0 {
 		c.IdleEvict = 2 * time.Minute

@@ -30,8 +30,8 @@ type foldJob struct {
 	turns     []state.TurnRef
 	notes     []state.NoteRef
 	payloads  map[uint64][]byte // of the batch, when this owner saw them
-	started   time.Time // the check that found the fold due
-	leaseSent time.Time // wall time the lease write left (bench timing)
+	started   time.Time         // the check that found the fold due
+	leaseSent time.Time         // wall time the lease write left (bench timing)
 	cursor    int64
 	prevVer   uint64
 	compactns int

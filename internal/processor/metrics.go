@@ -17,6 +17,9 @@ type metrics struct {
 	foldLatency prometheus.Histogram
 	checkpoints *prometheus.CounterVec // by outcome: ok, conflict, error
 	liveSess    prometheus.Gauge
+	packedSess  prometheus.Gauge   // of liveSess, those in their compact idle form
+	unpacked    prometheus.Counter // packed sessions unpacked by an event or a wake
+	memReleases prometheus.Counter
 	inFlight    prometheus.Gauge
 	rewinds     prometheus.Counter
 	sumTokens   *prometheus.CounterVec // by kind: input, output (provider-reported)
@@ -35,6 +38,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		foldLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "foldstream", Name: "fold_duration_seconds", Help: "Fold duration from start to summary published.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		checkpoints: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "checkpoints_total", Help: "Checkpoint writes by outcome."}, []string{"outcome"}),
 		liveSess:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "sessions_in_memory", Help: "Sessions held in memory."}),
+		packedSess:  prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "sessions_packed", Help: "Sessions in memory that are idle and held in their compact form (part of sessions_in_memory)."}),
+		unpacked:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "sessions_unpacked_total", Help: "Idle sessions unpacked again by an event or a wake."}),
+		memReleases: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "memory_releases_total", Help: "Times the heap freed by packing idle sessions was returned to the OS."}),
 		inFlight:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "folds_in_flight", Help: "Folds running now."}),
 		sumTokens:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "summarizer_tokens_total", Help: "Tokens the summarizer provider reported, by kind (input, output); 0 for the offline summarizer."}, []string{"kind"}),
 		foldedToks:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "folded_tokens_total", Help: "Tokens of the turns and notes folded (the model-cost baseline: input tokens per folded token)."}),
@@ -46,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.applied[kind] = m.events.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories)
+		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories)
 	}
 	return m
 }

@@ -52,6 +52,7 @@ type Deps struct {
 type Shared struct {
 	m     *metrics
 	slots chan struct{}
+	mem   *memRelease
 }
 
 // NewShared registers the metrics on reg and bounds folds across engines.
@@ -59,7 +60,7 @@ func NewShared(reg prometheus.Registerer, maxConcurrentFolds int) *Shared {
 	if maxConcurrentFolds <= 0 {
 		maxConcurrentFolds = Config{}.withDefaults().MaxConcurrentFolds
 	}
-	return &Shared{m: newMetrics(reg), slots: make(chan struct{}, maxConcurrentFolds)}
+	return &Shared{m: newMetrics(reg), slots: make(chan struct{}, maxConcurrentFolds), mem: new(memRelease)}
 }
 
 // Processor consumes inbound events and folds sessions.
@@ -85,6 +86,7 @@ type Processor struct {
 	shards   []*shard
 	folds    sync.WaitGroup
 	slots    chan struct{} // fold concurrency limit
+	mem      *memRelease   // returns memory freed by idle compaction (idle.go)
 
 	rewind atomic.Bool // a shard asked to re-consume from the ack floor
 	itMu   sync.Mutex
@@ -135,9 +137,9 @@ func New(cfg Config, d Deps) (*Processor, error) {
 			Msg("mode evict needs recall (the context service, --service) to find evicted turns; without it eviction is amnesia, so sessions fold in mode tokens")
 	}
 	if d.Shared != nil {
-		p.m, p.slots = d.Shared.m, d.Shared.slots
+		p.m, p.slots, p.mem = d.Shared.m, d.Shared.slots, d.Shared.mem
 	} else {
-		p.m, p.slots = newMetrics(d.Registry), make(chan struct{}, cfg.MaxConcurrentFolds)
+		p.m, p.slots, p.mem = newMetrics(d.Registry), make(chan struct{}, cfg.MaxConcurrentFolds), new(memRelease)
 	}
 	return p, nil
 }

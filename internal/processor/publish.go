@@ -196,7 +196,7 @@ func (sh *shard) reject(m inMsg, cause error) {
 	if events.ValidSession(m.session) {
 		ev := events.Lifecycle{V: events.Version, Session: m.session, Type: events.EventRejected, At: p.clock.Now().UTC(),
 			Reason: ve.Code, Error: cause.Error()}
-		if ls, ok := sh.sessions[m.session]; ok {
+		if ls, ok := sh.sessions[m.session]; ok && sh.inflate(m.session, ls) {
 			ev.Cursor, ev.TotalTurns = ls.s.Cursor, ls.s.Total
 		}
 		data, _ := json.Marshal(ev)

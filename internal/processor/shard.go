@@ -45,6 +45,9 @@ type live struct {
 	// stream sequence: a fold then reads its batch from memory instead of
 	// one direct get per turn. Absent after a reload; capped per session.
 	payloads map[uint64][]byte
+	// packed: the session is idle in its compact form (idle.go); s and
+	// payloads are nil until get inflates it.
+	packed []byte
 }
 
 // maxPayloads caps the remembered payloads of one session (a backlog falls
@@ -79,6 +82,8 @@ type shard struct {
 	inFlight int
 	saves    chan []saveDone // outcomes of pipelined checkpoint writes (publish.go)
 	writes   int             // checkpoint writes in flight
+	nPacked  int             // sessions in their compact idle form (idle.go)
+	packBuf  []byte
 	// Sessions whose checkpoint is being read aside (load.go), with their
 	// parked events; gen tells reads started before a rewind.
 	loading map[string][]inMsg
@@ -166,6 +171,7 @@ func (sh *shard) run() {
 			if sweeps++; sweeps%4 == 0 {
 				sh.evictIdle()
 			}
+			sh.compactIdle()
 		}
 	}
 	sh.flushAll()
@@ -194,6 +200,8 @@ func (sh *shard) reset() {
 	sh.loading = make(map[string][]inMsg)
 	sh.loadQ = nil
 	sh.p.m.liveSess.Sub(float64(len(sh.sessions)))
+	sh.p.m.packedSess.Sub(float64(sh.nPacked))
+	sh.nPacked = 0
 	sh.sessions = make(map[string]*live)
 	sh.wake = make(map[string]time.Time)
 	sh.dirty = nil
@@ -206,7 +214,7 @@ func (sh *shard) ctx() (context.Context, context.CancelFunc) {
 }
 
 func (sh *shard) get(id string) (*live, error) {
-	if ls, ok := sh.sessions[id]; ok {
+	if ls, ok := sh.sessions[id]; ok && sh.inflate(id, ls) {
 		return ls, nil
 	}
 	ctx, cancel := sh.ctx()
@@ -598,15 +606,14 @@ func (sh *shard) evictIdle() {
 	now := sh.p.clock.Now()
 	for id, ls := range sh.sessions {
 		_, waking := sh.wake[id]
-		if !waking && !ls.dirty && !ls.writing && len(ls.acks) == 0 && ls.s.Lease == nil && ls.cancel == nil && now.Sub(ls.touched) > sh.p.cfg.IdleEvict {
+		if !waking && ls.quiet() && now.Sub(ls.touched) > sh.p.cfg.IdleEvict {
 			if ls.due {
 				// Idle with nothing pending (else it would be waking).
 				if err := sh.p.store.ClearDue(id); err != nil {
 					sh.p.log.Warn().Err(err).Str("event", "due_clear_failed").Str("session", id).Msg("due mark left; the session is checked once at the next start")
 				}
 			}
-			delete(sh.sessions, id)
-			sh.p.m.liveSess.Dec()
+			sh.forget(id, ls)
 		}
 	}
 }

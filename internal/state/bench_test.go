@@ -39,3 +39,41 @@ func BenchmarkCheckpointEncode(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkCheckpointDecode(b *testing.B) {
+	data, err := typicalSession().Encode(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode("sess-00042", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPack(b *testing.B) {
+	s := typicalSession()
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = s.Pack(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUnpack(b *testing.B) {
+	data, err := typicalSession().Pack(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Unpack("sess-00042", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -77,8 +77,8 @@ func (st *Store) Load(ctx context.Context, id string) (*Session, uint64, error) 
 		if err != nil {
 			return nil, 0, fmt.Errorf("load session %s: %w", id, err)
 		}
-		s := New(id)
-		if err := json.Unmarshal(e.Value(), s); err != nil {
+		s, err := Decode(id, e.Value())
+		if err != nil {
 			return nil, 0, fmt.Errorf("decode checkpoint of session %s (revision %d): %w", id, e.Revision(), err)
 		}
 		lastErr = st.loadChunks(ctx, s)
@@ -90,6 +90,16 @@ func (st *Store) Load(ctx context.Context, id string) (*Session, uint64, error) 
 		}
 	}
 	return nil, 0, lastErr
+}
+
+// Decode reads a checkpoint in the form Encode writes (the KV value). The
+// refs of sealed chunks are not in it: Load reads them from their keys.
+func Decode(id string, data []byte) (*Session, error) {
+	s := New(id)
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Save writes the checkpoint with compare-and-set on rev (0 = must not

@@ -1,0 +1,190 @@
+package processor
+
+import (
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/foldstream/foldstream/internal/state"
+)
+
+// The compact idle form (issue 6: state lives in KV, not in RAM).
+//
+// A session that has been quiet for IdleCompact (nothing unwritten, no
+// write or fold in flight, nothing waiting for an ack) is exactly its last
+// checkpoint. Its shard then keeps it packed (state.Pack: a few hundred
+// bytes) instead of the decoded Session, and drops the turn payloads it
+// cached for its next fold; that fold reads its batch from the stream
+// instead (one direct get per turn). The next event or wake of the session
+// unpacks it (inflate, ~2 µs) without a KV read; IdleEvict later drops it
+// from memory entirely.
+//
+// Invariant: a packed session (ls.s == nil) is quiet, and stays so until
+// it is inflated: everything that changes a session reaches it through
+// shard.get, whose fast path inflates. Code that reads a session found in
+// shard.sessions without get must inflate it first or not need ls.s.
+
+// quiet reports whether nothing of ls is pending or in flight: no change
+// to write, no checkpoint write, no unacknowledged message, no fold (lease,
+// running, landing).
+func (ls *live) quiet() bool {
+	return !ls.dirty && !ls.writing && !ls.landing && len(ls.acks) == 0 && ls.cancel == nil && ls.dueAt.IsZero() &&
+		(ls.s == nil || ls.s.Lease == nil)
+}
+
+// compactIdle packs every session quiet and untouched for IdleCompact; it
+// runs at every sweep (250 ms).
+func (sh *shard) compactIdle() {
+	p := sh.p
+	if p.cfg.IdleCompact < 0 {
+		return
+	}
+	now := p.clock.Now()
+	freed := 0
+	for id, ls := range sh.sessions {
+		if ls.s == nil || !ls.quiet() || now.Sub(ls.touched) < p.cfg.IdleCompact {
+			continue
+		}
+		freed += sh.compact(id, ls)
+	}
+	if freed > 0 {
+		p.mem.compacted(now, freed)
+	}
+	if p.mem.due(now) {
+		go p.mem.release(p)
+	}
+}
+
+// compact packs ls and returns an estimate of the heap it frees.
+func (sh *shard) compact(id string, ls *live) int {
+	buf, err := ls.s.Pack(sh.packBuf[:0])
+	if err != nil {
+		sh.p.log.Warn().Err(err).Str("event", "session_pack_failed").Str("session", id).Msg("idle session kept unpacked")
+		return 0
+	}
+	sh.packBuf = buf
+	freed := heapEstimate(ls) - len(buf)
+	ls.packed = append([]byte(nil), buf...) // exactly its size, not the scratch buffer's
+	ls.s, ls.payloads, ls.acks = nil, nil, nil
+	sh.nPacked++
+	sh.p.m.packedSess.Inc()
+	return freed
+}
+
+// inflate unpacks a packed session; false if its packed form does not
+// unpack (a bug), in which case the session is dropped from memory and the
+// caller reloads it from its checkpoint, which holds the same state.
+func (sh *shard) inflate(id string, ls *live) bool {
+	if ls.s != nil {
+		return true
+	}
+	s, err := state.Unpack(id, ls.packed)
+	sh.nPacked--
+	sh.p.m.packedSess.Dec()
+	if err != nil {
+		sh.p.log.Error().Err(err).Str("event", "session_unpack_failed").Str("session", id).Msg("reloading the session from its checkpoint")
+		delete(sh.sessions, id)
+		sh.p.m.liveSess.Dec()
+		return false
+	}
+	ls.s, ls.packed = s, nil
+	sh.p.m.unpacked.Inc()
+	return true
+}
+
+// forget drops a session from memory (evictIdle); its state is in KV.
+func (sh *shard) forget(id string, ls *live) {
+	if ls.s == nil {
+		sh.nPacked--
+		sh.p.m.packedSess.Dec()
+	}
+	delete(sh.sessions, id)
+	sh.p.m.liveSess.Dec()
+}
+
+// heapEstimate is roughly what an unpacked session holds on the heap: the
+// decoded state and its slices, and the cached payloads (each retains its
+// message's buffer).
+func heapEstimate(ls *live) int {
+	s := ls.s
+	n := int(unsafe.Sizeof(*s)) + len(s.Summary) + cap(s.Turns)*int(unsafe.Sizeof(state.TurnRef{})) +
+		cap(s.PendingNotes)*int(unsafe.Sizeof(state.NoteRef{})) + (cap(s.RecentIDs)+cap(s.MemoryIDs))*8
+	for _, data := range ls.payloads {
+		n += cap(data) + 64 // the map entry and the message around the payload
+	}
+	return n
+}
+
+// Returning freed memory to the OS.
+//
+// The Go runtime frees heap lazily: after a burst of sessions goes idle and
+// is packed, the decoded sessions, their payloads and the burst's message
+// buffers are garbage, but nothing collects them until the process
+// allocates again (an idle processor hardly does; the runtime forces a GC
+// only every 2 minutes), and the scavenger then returns the pages to the
+// OS gradually. RSS would stay near the burst's peak for minutes while the
+// live heap is a fraction of it (cmd/bench's memory section: ~1,150 B of
+// RSS per packed session with the release, 6,705 B in a run where most of
+// the freed heap was not released; docs/benchmarks.md). So once a wave of
+// packing is over (a sweep with no session packed, in any shard) and the
+// packing since the last release freed at least releaseMinBytes by
+// estimate, the processor calls debug.FreeOSMemory: one GC of the now
+// small live heap and an immediate scavenge, on its own goroutine (the
+// shards go on); measured ~15-30 ms for 10,000 sessions on the shared
+// 2-core machine. Its cost is bounded instead of its rate: the next
+// release waits at least releaseCostFactor times as long as the last one
+// took (and releaseMinGap), so releases never take more than ~1% of one
+// core, even under churn. A fixed interval and a high threshold would
+// either allow more than that on a large heap or hold a second wave back:
+// with 30 s and 16 MiB, a stall in the middle of an ingest burst let most
+// sessions be packed and released, and the rest, packed when the burst
+// went on, stayed resident.
+//
+// A memory limit (GOMEMLIMIT, debug.SetMemoryLimit) would not do this: it
+// only makes the GC work harder as the heap approaches the limit, and an
+// idle process triggers no GC at all.
+const (
+	releaseMinBytes   = 4 << 20
+	releaseQuiet      = 250 * time.Millisecond // one sweep
+	releaseMinGap     = time.Second
+	releaseCostFactor = 100
+)
+
+// memRelease is shared by the engines of one process (Shared).
+type memRelease struct {
+	pending     atomic.Int64 // heap freed by packing since the last release, estimated
+	lastCompact atomic.Int64 // unix nanoseconds
+	lastRelease atomic.Int64
+	lastCost    atomic.Int64 // how long the last release took, nanoseconds
+	running     atomic.Bool
+}
+
+func (m *memRelease) compacted(now time.Time, freed int) {
+	m.pending.Add(int64(freed))
+	m.lastCompact.Store(now.UnixNano())
+}
+
+// due reports whether a release should run now, and if so claims it.
+func (m *memRelease) due(now time.Time) bool {
+	t := now.UnixNano()
+	gap := max(int64(releaseMinGap), releaseCostFactor*m.lastCost.Load())
+	if m.pending.Load() < releaseMinBytes || t-m.lastCompact.Load() < int64(releaseQuiet) ||
+		t-m.lastRelease.Load() < gap || !m.running.CompareAndSwap(false, true) {
+		return false
+	}
+	m.lastRelease.Store(t)
+	return true
+}
+
+func (m *memRelease) release(p *Processor) {
+	defer m.running.Store(false)
+	freed := m.pending.Swap(0)
+	start := p.clock.Now()
+	debug.FreeOSMemory()
+	took := p.clock.Now().Sub(start)
+	m.lastCost.Store(int64(took))
+	p.m.memReleases.Inc()
+	p.log.Info().Str("event", "memory_released").Int64("compacted_bytes", freed).
+		Dur("took", took).Msg("returned the heap freed by packing idle sessions to the OS")
+}
