@@ -511,26 +511,7 @@ func TestLostDeliveryIsRedeliveredInOrder(t *testing.T) {
 	r.publishTurns("s1", 0, 3)
 	r.waitSettled("s1", 3, 0)
 	ctx := context.Background()
-	cons, err := r.js.Consumer(ctx, r.layout.In, "foldstream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lost := make(chan uint64, 1)
-	go func() {
-		defer close(lost)
-		b, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
-		if err != nil {
-			return
-		}
-		for msg := range b.Messages() {
-			md, _ := msg.Metadata()
-			lost <- md.Sequence.Stream // never acked: redelivered after AckWait
-		}
-	}()
-	r.eventually("the competing pull to wait", func() bool {
-		info, err := cons.Info(ctx)
-		return err == nil && info.NumWaiting >= 2
-	})
+	lost := r.competingPull(10 * time.Second)
 	r.publishTurns("s1", 3, 10)
 	if seq, ok := <-lost; ok {
 		t.Logf("the delivery of stream sequence %d did not reach the processor", seq)

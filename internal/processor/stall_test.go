@@ -12,6 +12,37 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
+// competingPull takes one delivery of the processor's consumer away from
+// it (a second pull on the same durable, as a consumer leader failing
+// mid-delivery would lose it) and sends its stream sequence, never acked;
+// the channel closes without one if nothing came within wait. It returns
+// once the pull is waiting beside the processor's.
+func (r *rig) competingPull(wait time.Duration) <-chan uint64 {
+	r.t.Helper()
+	ctx := context.Background()
+	cons, err := r.js.Consumer(ctx, r.layout.In, "foldstream")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	lost := make(chan uint64, 1)
+	go func() {
+		defer close(lost)
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(wait))
+		if err != nil {
+			return
+		}
+		for msg := range b.Messages() {
+			md, _ := msg.Metadata()
+			lost <- md.Sequence.Stream
+		}
+	}()
+	r.eventually("the competing pull to wait", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumWaiting >= 2
+	})
+	return lost
+}
+
 // The last delivery of a burst that never reaches the processor leaves no
 // later delivery to reveal the gap: without the stall watch it would sit
 // unacked until AckWait (here two minutes). The watch sees the consumer
@@ -22,26 +53,7 @@ func TestLostLastDeliveryIsRecoveredBeforeAckWait(t *testing.T) {
 	r.publishTurns("s1", 0, 3)
 	r.waitSettled("s1", 3, 0)
 	ctx := context.Background()
-	cons, err := r.js.Consumer(ctx, r.layout.In, "foldstream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lost := make(chan uint64, 1)
-	go func() {
-		defer close(lost)
-		b, err := cons.Fetch(1, jetstream.FetchMaxWait(20*time.Second))
-		if err != nil {
-			return
-		}
-		for msg := range b.Messages() {
-			md, _ := msg.Metadata()
-			lost <- md.Sequence.Stream // never acked
-		}
-	}()
-	r.eventually("the competing pull to wait", func() bool {
-		info, err := cons.Info(ctx)
-		return err == nil && info.NumWaiting >= 2
-	})
+	lost := r.competingPull(20 * time.Second)
 	// One turn at a time until the competing pull takes one: the taken
 	// delivery is then the last one, with nothing after it.
 	total := 3
