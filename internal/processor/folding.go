@@ -29,7 +29,7 @@ type foldJob struct {
 	from, to  int64
 	turns     []state.TurnRef
 	notes     []state.NoteRef
-	payloads  map[uint64][]byte // of the batch, when this owner saw them
+	payloads  payloads // of the batch, when this owner saw them
 	started   time.Time         // the check that found the fold due
 	leaseSent time.Time         // wall time the lease write left (bench timing)
 	cursor    int64
@@ -204,17 +204,7 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
 	}
 	if len(ls.payloads) > 0 {
-		job.payloads = make(map[uint64][]byte, len(job.turns)+len(job.notes))
-		for _, r := range job.turns {
-			if data, ok := ls.payloads[r.Seq]; ok {
-				job.payloads[r.Seq] = data
-			}
-		}
-		for _, r := range job.notes {
-			if data, ok := ls.payloads[r.Seq]; ok {
-				job.payloads[r.Seq] = data
-			}
-		}
+		job.payloads = ls.payloads.of(job.turns, job.notes)
 	}
 	p.m.folds.WithLabelValues("started").Inc()
 	p.m.inFlight.Inc()
@@ -260,7 +250,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, MaxChars: job.window.MaxSummaryChars}
 	for i, ref := range job.turns {
 		var t events.Turn
-		if err := p.readEvent(ctx, ref.Seq, job.payloads[ref.Seq], &t); err != nil {
+		if err := p.readEvent(ctx, ref.Seq, job.payloads.get(ref.Seq), &t); err != nil {
 			r.err = err
 			return r
 		}
@@ -276,7 +266,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	}
 	for _, ref := range job.notes {
 		var n events.Note
-		if err := p.readEvent(ctx, ref.Seq, job.payloads[ref.Seq], &n); err != nil {
+		if err := p.readEvent(ctx, ref.Seq, job.payloads.get(ref.Seq), &n); err != nil {
 			r.err = err
 			return r
 		}
@@ -425,12 +415,7 @@ func (sh *shard) applyResult(r foldResult) {
 		return
 	}
 	oldCursor := s.Cursor
-	for _, ref := range r.job.turns {
-		delete(ls.payloads, ref.Seq)
-	}
-	for _, ref := range r.job.notes {
-		delete(ls.payloads, ref.Seq)
-	}
+	ls.payloads.drop(r.job.turns, r.job.notes)
 	s.Summary = r.out.Summary
 	s.Version = r.job.prevVer + 1
 	s.Advance(r.job.to, len(r.job.notes))

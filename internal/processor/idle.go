@@ -110,8 +110,9 @@ func heapEstimate(ls *live) int {
 	s := ls.s
 	n := int(unsafe.Sizeof(*s)) + len(s.Summary) + cap(s.Turns)*int(unsafe.Sizeof(state.TurnRef{})) +
 		cap(s.PendingNotes)*int(unsafe.Sizeof(state.NoteRef{})) + (cap(s.RecentIDs)+cap(s.MemoryIDs))*8
-	for _, data := range ls.payloads {
-		n += cap(data) + 64 // the map entry and the message around the payload
+	n += cap(ls.payloads) * int(unsafe.Sizeof(payload{}))
+	for _, p := range ls.payloads {
+		n += cap(p.data) + 48 // the message around the payload
 	}
 	return n
 }

@@ -180,12 +180,7 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 		return
 	}
 	oldCursor := s.Cursor
-	for _, r := range refs {
-		delete(ls.payloads, r.Seq)
-	}
-	for _, r := range s.PendingNotes {
-		delete(ls.payloads, r.Seq)
-	}
+	ls.payloads.drop(refs, s.PendingNotes)
 	// Notes have no summary to go into in this mode: they leave with the
 	// turns they were evicted among.
 	s.Advance(d.To, len(s.PendingNotes))

@@ -41,27 +41,13 @@ type live struct {
 	dueAt    time.Time
 	dueCheck string // the trigger of that check
 	dueForce bool
-	// payloads of unfolded turns and pending notes seen by this owner, by
-	// stream sequence: a fold then reads its batch from memory instead of
-	// one direct get per turn. Absent after a reload; capped per session.
-	payloads map[uint64][]byte
+	payloads payloads // of unfolded turns and pending notes (payloads.go)
 	// packed: the session is idle in its compact form (idle.go); s and
 	// payloads are nil until get inflates it.
 	packed []byte
 }
 
-// maxPayloads caps the remembered payloads of one session (a backlog falls
-// back to reading the stream).
-const maxPayloads = 1024
-
-func (ls *live) remember(seq uint64, data []byte) {
-	if ls.payloads == nil {
-		ls.payloads = make(map[uint64][]byte)
-	}
-	if len(ls.payloads) < maxPayloads {
-		ls.payloads[seq] = data
-	}
-}
+func (ls *live) remember(seq uint64, data []byte) { ls.payloads.add(seq, data) }
 
 // shard owns a subset of sessions: every event and fold result of a session
 // is handled on its shard's goroutine, so session state needs no locks.
