@@ -29,9 +29,9 @@ type foldJob struct {
 	from, to  int64
 	turns     []state.TurnRef
 	notes     []state.NoteRef
-	payloads  payloads // of the batch, when this owner saw them
-	started   time.Time         // the check that found the fold due
-	leaseSent time.Time         // wall time the lease write left (bench timing)
+	payloads  payloads  // of the batch, when this owner saw them
+	started   time.Time // the check that found the fold due
+	leaseSent time.Time // wall time the lease write left (bench timing)
 	cursor    int64
 	prevVer   uint64
 	compactns int
