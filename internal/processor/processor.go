@@ -364,13 +364,15 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		p.itMu.Unlock()
 		it.Stop()
 	}()
-	var delivered uint64   // consumer sequence of the last delivery seen
-	var seen atomic.Uint64 // the same, for the stall watch
+	var delivered uint64 // consumer sequence of the last delivery seen
+	var prog progress    // the same, for the stall watch
 	quit := make(chan struct{})
 	defer close(quit)
-	go p.watchStalls(ctx, cons, &seen, quit)
+	go p.watchStalls(ctx, cons, &prog, quit)
 	for {
+		prog.waiting.Store(true)
 		msg, err := it.Next()
+		prog.waiting.Store(false)
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil || p.rewind.Load() {
 				return
@@ -398,7 +400,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 			return
 		}
 		delivered = meta.Sequence.Consumer
-		seen.Store(delivered)
+		prog.seen.Store(delivered)
 		p.dispatch(msg, meta.Sequence.Stream)
 	}
 }

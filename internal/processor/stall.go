@@ -13,13 +13,20 @@ import (
 // is asked whether it should be.
 const stallCheck = time.Second
 
-// watchStalls asks the consumer, each stallCheck without a new delivery,
-// whether it is stuck, and rewinds if it is.
-func (p *Processor) watchStalls(ctx context.Context, cons jetstream.Consumer, seen *atomic.Uint64, quit <-chan struct{}) {
+// progress is what the consume loop tells the stall watch.
+type progress struct {
+	seen    atomic.Uint64 // consumer sequence of the last delivery
+	waiting atomic.Bool   // in the iterator's Next, not handing a delivery to a shard
+}
+
+// watchStalls asks the consumer, each stallCheck without a new delivery
+// while the loop waits for one, whether it is stuck, and rewinds if it is.
+// A loop blocked on a busy shard is slow, not stuck: not asked.
+func (p *Processor) watchStalls(ctx context.Context, cons jetstream.Consumer, prog *progress, quit <-chan struct{}) {
 	tick := time.NewTicker(stallCheck)
 	defer tick.Stop()
 	var w stallWatch
-	last := seen.Load()
+	last := prog.seen.Load()
 	for {
 		select {
 		case <-quit:
@@ -28,7 +35,7 @@ func (p *Processor) watchStalls(ctx context.Context, cons jetstream.Consumer, se
 			return
 		case <-tick.C:
 		}
-		if cur := seen.Load(); cur != last {
+		if cur := prog.seen.Load(); cur != last || !prog.waiting.Load() {
 			last, w = cur, stallWatch{}
 			continue
 		}
