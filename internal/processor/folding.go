@@ -100,7 +100,7 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		chk.TurnTokens = func(i int) int { return turns[i].Tokens }
 	}
 	if pol.CountsTokens() {
-		chk.UnfoldedTokens = unfoldedTokens(s)
+		chk.UnfoldedTokens = ls.unfoldedTokens()
 		chk.SummaryTokens = s.SummaryToks
 		chk.ReportedContext = s.ContextTokens
 		chk.Idle = pol.Tokens.IdleAfter > 0 && !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= pol.Tokens.IdleAfter

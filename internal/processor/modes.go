@@ -95,6 +95,34 @@ func unfoldedTokens(s *state.Session) int {
 	return n
 }
 
+// tokenSum memoizes the unfolded turns' tokens for mode tokens, which
+// needs them on every turn (the trigger check and the idle wake): a window
+// of 128k tokens holds thousands of unfolded turns, and summing them all
+// twice per turn would make a long session's ingest quadratic. The sum
+// covers s.Turns[:n] while the head is unchanged (same cursor, epoch and
+// first turn); turns appended since are added, anything else recounts.
+type tokenSum struct {
+	cursor int64
+	epoch  uint32
+	first  uint64 // sequence of s.Turns[0]
+	n, sum int
+}
+
+func (ls *live) unfoldedTokens() int {
+	s, m := ls.s, &ls.tokSum
+	if m.n > len(s.Turns) || m.cursor != s.Cursor || m.epoch != s.Epoch || (m.n > 0 && s.Turns[0].Seq != m.first) {
+		*m = tokenSum{cursor: s.Cursor, epoch: s.Epoch}
+	}
+	for _, t := range s.Turns[m.n:] {
+		m.sum += t.Tokens
+	}
+	m.n = len(s.Turns)
+	if m.n > 0 {
+		m.first = s.Turns[0].Seq
+	}
+	return m.sum
+}
+
 // idleWake is when a quiet session in mode tokens is due for its idle
 // fold, if it will be.
 func (sh *shard) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
@@ -107,7 +135,7 @@ func (sh *shard) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
 	if !sh.p.clock.Now().Before(at) {
 		return time.Time{}, false // checked already at or after that time
 	}
-	if max(s.SummaryToks+unfoldedTokens(s), s.ContextTokens) <= t.Idle() {
+	if max(s.SummaryToks+ls.unfoldedTokens(), s.ContextTokens) <= t.Idle() {
 		return time.Time{}, false
 	}
 	return at, true

@@ -42,6 +42,7 @@ type live struct {
 	dueCheck string // the trigger of that check
 	dueForce bool
 	payloads payloads // of unfolded turns and pending notes (payloads.go)
+	tokSum   tokenSum // mode tokens: the unfolded turns' tokens (modes.go)
 	// packed: the session is idle in its compact form (idle.go); s and
 	// payloads are nil until get inflates it.
 	packed []byte
