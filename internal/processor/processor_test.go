@@ -386,6 +386,40 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	r.waitSettled("s1", 62, 10)
 }
 
+// A session in memory whose lease belongs to another owner that dies
+// after publishing its summary (but before checkpointing it): when the
+// lease expires, the outbound stream is read again and the summary is
+// adopted, not folded a second time.
+func TestExpiredForeignLeaseAdoptsItsPublishedSummary(t *testing.T) {
+	r := newRig(t)
+	r.turns("s1", 60)
+	ctx := context.Background()
+	s := state.New("s1")
+	in, _ := r.js.Stream(ctx, r.layout.In)
+	info, _ := in.Info(ctx)
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		s.AddTurn(state.HashID(fmt.Sprintf("s1-t%03d", seq-1)), state.TurnRef{Seq: seq})
+	}
+	s.LastSeq = info.State.LastSeq
+	s.Lease = &state.Lease{FoldID: "elsewhere", Owner: "other", Deadline: time.Now().Add(2 * time.Second), From: 0, To: 10}
+	if _, err := r.store.Save(ctx, s, 0); err != nil {
+		t.Fatal(err)
+	}
+	r.start(Config{})
+	r.turns("s1", 1) // 61: loaded with the other owner's lease still held
+	r.eventually("already_in_flight", func() bool {
+		return hasType(r.lifecycle("s1"), events.EventCompactionSkipped, events.SkipAlreadyInFlight)
+	})
+	// The other owner lands its fold on the stream, then dies.
+	r.publish(r.layout.Subjects.Out("s1", events.KindSummary), events.SummaryUpdated{
+		V: 1, Session: "s1", Version: 1, Summary: "Folded elsewhere.", Cursor: 10, CoveredThroughTurn: 9, Compactions: 1,
+	}, "s1:summary:1")
+	got := r.waitSettled("s1", 61, 10) // the lease's deadline wakes the session
+	if got.Summary != "Folded elsewhere." || got.Version != 1 || r.llm.Calls() != 0 {
+		t.Fatalf("summary %q version %d, %d summarizer calls; want the other owner's summary adopted and no call", got.Summary, got.Version, r.llm.Calls())
+	}
+}
+
 // With the generation-driven trigger, only generate control events fold.
 func TestGenerateTrigger(t *testing.T) {
 	r := newRig(t)
