@@ -2,9 +2,13 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // LoadMany reads what Load reads, session by session: written checkpoints
@@ -89,5 +93,36 @@ func TestLoadManyMatchesLoad(t *testing.T) {
 	}
 	if len(got[len(got)-1].S.Turns) != 3000 {
 		t.Errorf("sealed session loaded with %d refs, want 3000", len(got[len(got)-1].S.Turns))
+	}
+}
+
+// A bucket whose stream does not answer direct gets (created by hand, or
+// by an older tool) is read key by key, with the same results.
+func TestLoadManyWithoutDirectGets(t *testing.T) {
+	e := brokertest.Start(t, brokertest.Options{})
+	ctx := context.Background()
+	if _, err := e.JS.CreateStream(ctx, jetstream.StreamConfig{
+		Name: "KV_nodirect", Subjects: []string{"$KV.nodirect.>"}, MaxMsgsPerSubject: 1,
+		AllowRollup: true, DenyDelete: true, AllowDirect: false,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := e.JS.KeyValue(ctx, "nodirect")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(e.JS, kv)
+	s := New("a")
+	s.AddTurn(1, TurnRef{Seq: 7})
+	rev, err := st.Save(ctx, s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.multiLast(ctx, []string{"a"}); !errors.Is(err, errNoDirect) {
+		t.Fatalf("multi_last on a bucket without direct gets: %v, want errNoDirect", err)
+	}
+	got := st.LoadMany(ctx, []string{"a", "b"})
+	if got[0].Err != nil || got[0].Rev != rev || got[0].S.Total != 1 || got[1].Err != nil || got[1].Rev != 0 || got[1].S.Total != 0 {
+		t.Fatalf("LoadMany: %+v %+v", got[0], got[1])
 	}
 }
