@@ -331,24 +331,31 @@ func TestFailedFoldMovesNothing(t *testing.T) {
 	}
 }
 
+// checkpointWithLease writes the checkpoint another owner would have left:
+// every turn of session published so far applied, and lease held in it.
+func (r *rig) checkpointWithLease(session string, lease *state.Lease) {
+	r.t.Helper()
+	ctx := context.Background()
+	in, _ := r.js.Stream(ctx, r.layout.In)
+	info, _ := in.Info(ctx)
+	s := state.New(session)
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		s.AddTurn(state.HashID(fmt.Sprintf("%s-t%03d", session, seq-1)), state.TurnRef{Seq: seq})
+	}
+	s.LastSeq = info.State.LastSeq
+	s.Lease = lease
+	if _, err := r.store.Save(ctx, s, 0); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 // A crash between publishing a summary and checkpointing it leaves a lease
 // in KV; the next owner adopts the published summary instead of folding
 // the batch again.
 func TestRecoversSummaryPublishedBeforeCrash(t *testing.T) {
 	r := newRig(t)
 	r.turns("s1", 61)
-	ctx := context.Background()
-	in, _ := r.js.Stream(ctx, r.layout.In)
-	info, _ := in.Info(ctx)
-	s := state.New("s1")
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		s.AddTurn(state.HashID(fmt.Sprintf("s1-t%03d", seq-1)), state.TurnRef{Seq: seq})
-	}
-	s.LastSeq = info.State.LastSeq
-	s.Lease = &state.Lease{FoldID: "crashed", Owner: "dead", Deadline: time.Now().Add(time.Hour), From: 0, To: 10}
-	if _, err := r.store.Save(ctx, s, 0); err != nil {
-		t.Fatal(err)
-	}
+	r.checkpointWithLease("s1", &state.Lease{FoldID: "crashed", Owner: "dead", Deadline: time.Now().Add(time.Hour), From: 0, To: 10})
 	r.publish(r.layout.Subjects.Out("s1", events.KindSummary), events.SummaryUpdated{
 		V: 1, Session: "s1", Version: 1, Summary: "Recovered summary.", Cursor: 10, CoveredThroughTurn: 9, Compactions: 1,
 	}, "s1:summary:1")
@@ -364,18 +371,7 @@ func TestRecoversSummaryPublishedBeforeCrash(t *testing.T) {
 func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	r := newRig(t)
 	r.turns("s1", 60)
-	ctx := context.Background()
-	s := state.New("s1")
-	in, _ := r.js.Stream(ctx, r.layout.In)
-	info, _ := in.Info(ctx)
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		s.AddTurn(state.HashID(fmt.Sprintf("s1-t%03d", seq-1)), state.TurnRef{Seq: seq})
-	}
-	s.LastSeq = info.State.LastSeq
-	s.Lease = &state.Lease{FoldID: "crashed", Owner: "dead", Deadline: time.Now().Add(300 * time.Millisecond), From: 0, To: 10}
-	if _, err := r.store.Save(ctx, s, 0); err != nil {
-		t.Fatal(err)
-	}
+	r.checkpointWithLease("s1", &state.Lease{FoldID: "crashed", Owner: "dead", Deadline: time.Now().Add(300 * time.Millisecond), From: 0, To: 10})
 	r.start(Config{})
 	r.turns("s1", 1) // 61: lease still held
 	r.eventually("already_in_flight", func() bool {
@@ -393,18 +389,7 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 func TestExpiredForeignLeaseAdoptsItsPublishedSummary(t *testing.T) {
 	r := newRig(t)
 	r.turns("s1", 60)
-	ctx := context.Background()
-	s := state.New("s1")
-	in, _ := r.js.Stream(ctx, r.layout.In)
-	info, _ := in.Info(ctx)
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		s.AddTurn(state.HashID(fmt.Sprintf("s1-t%03d", seq-1)), state.TurnRef{Seq: seq})
-	}
-	s.LastSeq = info.State.LastSeq
-	s.Lease = &state.Lease{FoldID: "elsewhere", Owner: "other", Deadline: time.Now().Add(2 * time.Second), From: 0, To: 10}
-	if _, err := r.store.Save(ctx, s, 0); err != nil {
-		t.Fatal(err)
-	}
+	r.checkpointWithLease("s1", &state.Lease{FoldID: "elsewhere", Owner: "other", Deadline: time.Now().Add(2 * time.Second), From: 0, To: 10})
 	r.start(Config{})
 	r.turns("s1", 1) // 61: loaded with the other owner's lease still held
 	r.eventually("already_in_flight", func() bool {
