@@ -38,6 +38,10 @@ type rig struct {
 	log    zerolog.Logger
 	seq    map[string]int
 	mu     sync.Mutex
+	// On a cluster (ns nil): the nodes' URLs and the replicas of buckets
+	// the test creates.
+	url      string
+	replicas int
 }
 
 func newRig(t *testing.T) *rig {

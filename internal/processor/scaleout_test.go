@@ -46,10 +46,50 @@ func newPartitionedRig(t *testing.T, n int) *rig {
 	return r
 }
 
+// newClusterPartitionedRig is newPartitionedRig on a 3-node cluster,
+// streams and buckets at 3 replicas.
+func newClusterPartitionedRig(t *testing.T, n int) *rig {
+	t.Helper()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(testLogLevel)
+	c := newCluster(t)
+	url := strings.Join(c.urls, ",")
+	nc, err := broker.Connect(broker.ConnConfig{URL: url, Name: "test"}, nil, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects, _ := events.NewSubjects("fold")
+	layout := broker.NewLayout(subjects).Partitioned(n)
+	var kv jetstream.KeyValue
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		kv, err = broker.Provision(ctx, js, layout, broker.ProvisionConfig{Replicas: 3}, log)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("provision R3: %v", err)
+		}
+	}
+	for _, name := range []string{layout.In, layout.Out, layout.DLQ, "KV_" + layout.Bucket} {
+		streamCluster(t, js, name, true)
+	}
+	r := &rig{t: t, nc: nc, js: js, layout: layout, store: state.NewStore(js, kv), log: log, seq: map[string]int{}, url: url, replicas: 3}
+	r.llm = openaitest.New(t)
+	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })
+	r.sum = r.summarizer(retry.Policy{MaxAttempts: 1})
+	return r
+}
+
 // startInstance runs a partitioned processor named name until stopped.
 func (r *rig) startInstance(name string, ttl time.Duration) *instance {
 	r.t.Helper()
-	nc, err := broker.Connect(broker.ConnConfig{Name: name}, r.ns, r.log)
+	nc, err := broker.Connect(broker.ConnConfig{Name: name, URL: r.url}, r.ns, r.log)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -63,7 +103,7 @@ func (r *rig) startInstance(name string, ttl time.Duration) *instance {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	owners, ttl, err := partition.OpenBucket(ctx, js, r.layout.Owners, ttl, 1, jetstream.FileStorage, r.log)
+	owners, ttl, err := partition.OpenBucket(ctx, js, r.layout.Owners, ttl, r.replicas, jetstream.FileStorage, r.log)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -166,8 +206,19 @@ func (r *rig) ownership(live ...*instance) map[string][]int {
 // every batch became exactly one summary version, versions go 1, 2, 3...
 // and nothing is left unacknowledged.
 func TestScaleOutPartitions(t *testing.T) {
-	r := newPartitionedRig(t, scalePartitions)
-	const ttl = 1500 * time.Millisecond
+	scaleOut(t, newPartitionedRig(t, scalePartitions), 1500*time.Millisecond)
+}
+
+// The same on a 3-node cluster, streams and buckets at 3 replicas, each
+// instance connected to the nodes in its own random order.
+func TestScaleOutPartitionsOnCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	scaleOut(t, newClusterPartitionedRig(t, scalePartitions), 3*time.Second)
+}
+
+func scaleOut(t *testing.T, r *rig, ttl time.Duration) {
 	a, b, c := r.startInstance("a", ttl), r.startInstance("b", ttl), r.startInstance("c", ttl)
 	own := r.ownership(a, b, c)
 	t.Logf("3 instances: %v", own)
