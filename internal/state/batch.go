@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -94,21 +95,24 @@ func (st *Store) multiLast(ctx context.Context, ids []string) (map[string]lastEn
 	}
 	nc := st.js.Conn()
 	inbox := nc.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	// A channel with room for every answer (one per id, then the status):
+	// SubscribeSync would allocate the default 64k-slot buffer per call.
+	answers := make(chan *nats.Msg, len(ids)+2)
+	sub, err := nc.ChanSubscribe(inbox, answers)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	// Room for every answer: a full pending buffer would drop them.
-	_ = sub.SetPendingLimits(len(ids)+8, -1)
 	if err := nc.PublishRequest(st.apiPrefix()+"DIRECT.GET.KV_"+st.kv.Bucket(), inbox, req); err != nil {
 		return nil, err
 	}
 	found := make(map[string]lastEntry, len(ids))
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("load %d sessions: %w", len(ids), err)
+		var m *nats.Msg
+		select {
+		case m = <-answers:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("load %d sessions: %w", len(ids), ctx.Err())
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
