@@ -101,6 +101,29 @@ func (c *cluster) stopNode(i int) {
 	c.servers[i] = nil
 }
 
+// waitMetaCurrent waits until every running node's JetStream meta group is
+// current. A node just restarted may still be catching up: shutting down
+// another node then leaves no meta quorum, and the cluster refuses every
+// consumer create ("JetStream system temporarily unavailable") until it
+// recovers, which says nothing about the processor.
+func (c *cluster) waitMetaCurrent() {
+	c.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		current := true
+		for _, s := range c.servers {
+			if s != nil && !s.JetStreamIsCurrent() {
+				current = false
+			}
+		}
+		if current {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatal("the JetStream meta group is not current on every node")
+		}
+	}
+}
+
 func (c *cluster) index(name string) int {
 	for i, o := range c.opts {
 		if o.ServerName == name {
@@ -341,6 +364,7 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("%s: new leader %s; restarting %s", time.Since(began).Round(time.Millisecond), ci.Leader, c.opts[leader].ServerName)
 	c.startNode(leader)
 	ci = streamCluster(t, js, layout.In, true)
+	c.waitMetaCurrent()
 	// A follower to shut down, other than the node just restarted. It is
 	// made the leader of the checkpoint bucket and the outbound stream
 	// first, so that checkpoint writes and summary publishes fail over too.

@@ -96,6 +96,7 @@ type Processor struct {
 	abortMu    sync.Mutex
 	abortFolds context.CancelFunc
 	aborted    bool
+	floor      uint64        // the consumer's ack floor at the last attach (Run's goroutine only)
 	applied    atomic.Uint64 // events applied, for tests and the bench
 	landed     atomic.Uint64 // folds completed
 	ready      chan struct{}
@@ -300,7 +301,13 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jets
 			return nil, nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
 		}
 	}
-	var floor uint64
+	// The floor seen at the last attach: if that attach deleted the
+	// consumer and then failed to create it again (a cluster's meta group
+	// unavailable), the consumer is gone and with it its floor, and
+	// starting from the stream's first event would re-read everything.
+	// Starting lower than the true floor is always safe (a redelivery is a
+	// no-op), so the remembered one will do.
+	floor := p.floor
 	old, err := p.js.Consumer(ctx, p.layout.In, p.cfg.Consumer)
 	switch {
 	case err == nil:
@@ -309,6 +316,7 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jets
 			return nil, nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
 		}
 		floor = info.AckFloor.Stream
+		p.floor = floor
 		if err := p.js.DeleteConsumer(ctx, p.layout.In, p.cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return nil, nil, 0, fmt.Errorf("reset consumer %s: %w", p.cfg.Consumer, err)
 		}
