@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -76,5 +77,37 @@ func TestLostLastDeliveryIsRecoveredBeforeAckWait(t *testing.T) {
 	}
 	for _, prob := range crashtest.Verify(ctx, r.env(), m, crashtest.Expect{Session: "s1", Turns: total, Recent: 6, Batch: 4, MaxSummaryChars: 1200}) {
 		t.Error(prob)
+	}
+}
+
+// A re-attach whose delete succeeded and whose create failed leaves no
+// consumer, and so no ack floor: the next attach starts after the floor
+// it saw last, not from the stream's first event.
+func TestReattachWithoutConsumerKeepsTheFloor(t *testing.T) {
+	r := newRig(t)
+	p, _ := r.start(Config{})
+	r.turns("s1", 20)
+	r.waitSettled("s1", 20, 0)
+	ctx := context.Background()
+	attachedAfter := func(startSeq uint64) bool {
+		cons, err := r.js.Consumer(ctx, r.layout.In, "foldstream")
+		if err != nil {
+			return false
+		}
+		info, err := cons.Info(ctx)
+		return err == nil && info.Config.OptStartSeq == startSeq
+	}
+	p.requestRewind("test", errors.New("a rewind, to read the floor"))
+	r.eventually("re-attached after the ack floor", func() bool { return attachedAfter(21) })
+	// As if the next re-attach deleted the consumer and could not create it.
+	if err := r.js.DeleteConsumer(ctx, r.layout.In, "foldstream"); err != nil {
+		t.Fatal(err)
+	}
+	p.requestRewind("test", errors.New("a rewind with the consumer gone"))
+	r.eventually("re-attached after the remembered floor", func() bool { return attachedAfter(21) })
+	r.turns("s1", 1)
+	r.waitSettled("s1", 21, 0)
+	if got := testutil.ToFloat64(p.m.redelivered); got != 0 {
+		t.Errorf("%v events redelivered, want none: the stream was read again from its start", got)
 	}
 }
