@@ -124,6 +124,17 @@ func (c *cluster) waitMetaCurrent() {
 	}
 }
 
+// metaStale names a running node whose view of the JetStream meta group
+// is not current (it follows no leader it has heard from), "" if none.
+func (c *cluster) metaStale() string {
+	for i, s := range c.servers {
+		if s != nil && !s.JetStreamIsCurrent() {
+			return c.opts[i].ServerName
+		}
+	}
+	return ""
+}
+
 func (c *cluster) index(name string) int {
 	for i, o := range c.opts {
 		if o.ServerName == name {
@@ -341,25 +352,41 @@ func TestClusterFailover(t *testing.T) {
 		}
 		return n
 	}
-	progress := func(what string, more int64) {
+	// progress waits for more applied turns. heal, when set, is called
+	// once if a running node has had no current view of the cluster's meta
+	// group (no leader it follows) for 15 s.
+	progress := func(what string, more int64, heal func()) {
 		t.Helper()
-		from := applied()
+		from, began := applied(), time.Now()
+		var leaderless time.Time
 		for deadline := time.Now().Add(30 * time.Second); applied() < from+more; time.Sleep(50 * time.Millisecond) {
+			if heal != nil {
+				switch {
+				case c.metaStale() == "":
+					leaderless = time.Time{}
+				case leaderless.IsZero():
+					leaderless = time.Now()
+				case time.Since(leaderless) > 15*time.Second:
+					heal()
+					heal, deadline = nil, time.Now().Add(30*time.Second)
+				}
+			}
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: processing stalled at %d applied turns", what, applied())
 			}
 		}
 		mu.Lock()
-		t.Logf("%s: %d more turns applied (%d acknowledged so far, %d checkpoint revisions checked)", what, more, countAll(acked), watcher.Updates())
+		t.Logf("%s: %d more turns applied in %s (%d acknowledged so far, %d checkpoint revisions checked)", what, more,
+			time.Since(began).Round(time.Millisecond), countAll(acked), watcher.Updates())
 		mu.Unlock()
 	}
-	progress("before failures", 60)
+	progress("before failures", 60, nil)
 
 	ci := streamCluster(t, js, layout.In, true)
 	leader := c.index(ci.Leader)
 	t.Logf("%s: shutting down %s, leader of %s", time.Since(began).Round(time.Millisecond), ci.Leader, layout.In)
 	c.stopNode(leader)
-	progress("after the leader was shut down", 150)
+	progress("after the leader was shut down", 150, nil)
 	ci = streamCluster(t, js, layout.In, false)
 	t.Logf("%s: new leader %s; restarting %s", time.Since(began).Round(time.Millisecond), ci.Leader, c.opts[leader].ServerName)
 	c.startNode(leader)
@@ -381,7 +408,17 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("%s: all replicas current; shutting down %s, a follower of %s (leader %s), leader of %v", time.Since(began).Round(time.Millisecond),
 		name, layout.In, ci.Leader, leads[name])
 	c.stopNode(follower)
-	progress("after a follower was shut down", 150)
+	// Seen in about one run in eight to twelve on the shared 2-core
+	// machine, with this code and with the code of earlier sessions: one
+	// of the two nodes left (the processor's) keeps no current meta view
+	// and refuses every consumer create ("JetStream system temporarily
+	// unavailable") for as long as we waited (90 s). No client can do
+	// anything then; bring the stopped node back, after which the
+	// processor must catch up with nothing lost.
+	progress("after a follower was shut down", 150, func() {
+		t.Logf("%s: %s has had no current meta view for 15 s; restarting %s", time.Since(began).Round(time.Millisecond), c.metaStale(), name)
+		c.startNode(follower)
+	})
 	close(stop)
 	if err := <-pubDone; err != nil {
 		t.Fatal(err)
@@ -391,7 +428,10 @@ func TestClusterFailover(t *testing.T) {
 	for i, s := range sessions {
 		expects[i] = crashtest.Expect{Session: s, Turns: acked[s], Recent: recent, Batch: batch, MaxSummaryChars: 1200}
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	// A raft group left stuck by the second shutdown (see above) can hold
+	// the consumer's pull for a heartbeat period (30 s) before the client
+	// notices: the last turns may need longer than that to settle.
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		pending := 0
 		for _, e := range expects {
