@@ -57,17 +57,27 @@ func newEnv(listen bool) (*env, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	nc, err := broker.Connect(broker.ConnConfig{Name: "bench"}, ns, zerolog.Nop())
+	nc, js, err := connect(ns, "bench")
 	if err != nil {
 		ns.Shutdown()
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	return &env{ns: ns, nc: nc, js: js, dir: dir}, nil
+}
+
+// connect opens one in-process client connection to ns.
+func connect(ns *server.Server, name string) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := broker.Connect(broker.ConnConfig{Name: name}, ns, zerolog.Nop())
+	if err != nil {
+		return nil, nil, err
+	}
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192))
 	if err != nil {
-		return nil, err
+		nc.Close()
+		return nil, nil, err
 	}
-	return &env{ns: ns, nc: nc, js: js, dir: dir}, nil
+	return nc, js, nil
 }
 
 func (e *env) close() {
@@ -274,15 +284,11 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	}
 	defer closeSum()
 	// The fold path's own connection, as cmd/processor opens it.
-	fnc, err := broker.Connect(broker.ConnConfig{Name: "bench-folds"}, e.ns, zerolog.Nop())
+	fnc, fjs, err := connect(e.ns, "bench-folds")
 	if err != nil {
 		return res, err
 	}
 	defer fnc.Close()
-	fjs, err := jetstream.New(fnc, jetstream.WithPublishAsyncMaxPending(8192))
-	if err != nil {
-		return res, err
-	}
 	p, err := processor.New(processor.Config{FlushInterval: r.flush, MaxConcurrentFolds: maxFolds, Window: r.window}, processor.Deps{
 		JS: e.js, FoldJS: fjs, Layout: l, Store: state.NewStore(e.js, kv), Summarizer: sum, Log: benchLog(),
 	})

@@ -82,7 +82,6 @@ type fakeEngine struct {
 	k     int
 	owner string
 	idx   int
-	abort chan struct{}
 	once  sync.Once
 }
 

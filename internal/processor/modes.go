@@ -83,18 +83,6 @@ func (p *Processor) checkConfigure(c *events.SessionConfig) error {
 	return nil
 }
 
-// unfoldedTokens sums the token sizes of the unfolded turns. It is only
-// called for the token modes (mode window with min_fold_tokens sums only
-// the eligible turns, in fold.Window.Evaluate); a few thousand adds per turn is cheaper
-// than keeping a running sum right across folds, resets and reloads.
-func unfoldedTokens(s *state.Session) int {
-	n := 0
-	for _, t := range s.Turns {
-		n += t.Tokens
-	}
-	return n
-}
-
 // tokenSum memoizes the unfolded turns' tokens for mode tokens, which
 // needs them on every turn (the trigger check and the idle wake): a window
 // of 128k tokens holds thousands of unfolded turns, and summing them all

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -43,8 +42,8 @@ func (st *Store) LoadArchive(ctx context.Context, id string, epoch uint32) (*Ses
 	if err != nil {
 		return nil, fmt.Errorf("load archive %d of session %s: %w", epoch, id, err)
 	}
-	s := New(id)
-	if err := json.Unmarshal(e.Value(), s); err != nil {
+	s, err := Decode(id, e.Value())
+	if err != nil {
 		return nil, fmt.Errorf("decode archive %d of session %s: %w", epoch, id, err)
 	}
 	return s, nil

@@ -45,8 +45,8 @@ func (st *Store) LoadMany(ctx context.Context, ids []string) []Loaded {
 				continue
 			}
 			if raw.data != nil {
-				s := New(l.ID)
-				if derr := json.Unmarshal(raw.data, s); derr != nil {
+				s, derr := Decode(l.ID, raw.data)
+				if derr != nil {
 					l.Err = fmt.Errorf("decode checkpoint of session %s (revision %d): %w", l.ID, raw.rev, derr)
 					continue
 				}
