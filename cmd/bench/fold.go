@@ -21,9 +21,9 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 	const sessions = 1000
 	n := o.turns
 	fmt.Fprintf(w, "fold overhead: trigger -> summary-updated stored, instant summarizer, under full ingest (%d turns over %d sessions)\n", n, sessions)
-	var p50s, p99s, maxs, folds, withRates, withoutRates, ratios []float64
+	var p50s, p99s, maxs, folds, withRates, withoutRates, ratios, probe50s, probe99s []float64
 	// Where the time goes, stage by stage: p50 and p99 of each run.
-	stages := []string{"trigger -> lease write sent (session's write in flight)", "lease write sent -> acknowledged", "lease acknowledged -> summarizer called", "summarizer called -> stored"}
+	stages := []string{"trigger -> summarizer called", "summarizer called -> returned", "summarizer returned -> publish sent (shard)", "publish sent -> stored"}
 	stageP50, stageP99 := make([][]float64, len(stages)), make([][]float64, len(stages))
 	type key struct {
 		session string
@@ -34,7 +34,7 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 		var lat []time.Duration
 		split := make([][]time.Duration, len(stages))
 		calls := map[key]time.Time{}
-		with, err := processorRate(ctx, procRun{n: n, sessions: sessions, summarizer: "instant", flush: o.flushInterval,
+		with, err := processorRate(ctx, procRun{n: n, sessions: sessions, summarizer: "instant", flush: o.flushInterval, probe: true,
 			called: func(session string, from int64) {
 				now := time.Now()
 				mu.Lock()
@@ -44,8 +44,8 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 			observe: func(t processor.FoldTiming) {
 				mu.Lock()
 				lat = append(lat, t.Published.Sub(t.Triggered))
-				if c, ok := calls[key{t.Session, t.From}]; ok && !t.Leased.IsZero() {
-					for i, d := range []time.Duration{t.LeaseSent.Sub(t.Triggered), t.Leased.Sub(t.LeaseSent), c.Sub(t.Leased), t.Published.Sub(c)} {
+				if c, ok := calls[key{t.Session, t.From}]; ok {
+					for i, d := range []time.Duration{c.Sub(t.Triggered), t.Summarized.Sub(c), t.Sent.Sub(t.Summarized), t.Published.Sub(t.Sent)} {
 						split[i] = append(split[i], d)
 					}
 				}
@@ -60,6 +60,9 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 		if err != nil {
 			return fmt.Errorf("without folds: %w", err)
 		}
+		slices.Sort(with.probes)
+		probe50s = append(probe50s, ms(quantile(with.probes, 0.5)))
+		probe99s = append(probe99s, ms(quantile(with.probes, 0.99)))
 		mu.Lock()
 		slices.Sort(lat)
 		p50s = append(p50s, ms(quantile(lat, 0.50)))
@@ -81,6 +84,9 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 	fmt.Fprintf(w, "  %-44s %s\n", "fold overhead p50 ms", medSpread(p50s, "%.2f"))
 	fmt.Fprintf(w, "  %-44s %s\n", "fold overhead p99 ms (target < 5)", medSpread(p99s, "%.2f"))
 	fmt.Fprintf(w, "  %-44s %s\n", "fold overhead max ms", medSpread(maxs, "%.2f"))
+	fmt.Fprintf(w, "  reference, the same load: one publish to the outbound stream, waiting for its ack (a fold's floor)\n")
+	fmt.Fprintf(w, "  %-44s %s\n", "publish round trip p50 ms", medSpread(probe50s, "%.2f"))
+	fmt.Fprintf(w, "  %-44s %s\n", "publish round trip p99 ms", medSpread(probe99s, "%.2f"))
 	fmt.Fprintf(w, "  stages, p50 / p99 ms:\n")
 	for i, name := range stages {
 		fmt.Fprintf(w, "    %-58s %s / %s\n", name, medSpread(stageP50[i], "%.2f"), medSpread(stageP99[i], "%.2f"))

@@ -247,6 +247,9 @@ type procRun struct {
 	observe     func(processor.FoldTiming)
 	called      func(session string, from int64) // instant summarizer: each call
 	profile     io.Writer
+	// probe: meanwhile, time single publishes to the outbound stream from
+	// a connection of their own (the floor of any fold's publish).
+	probe bool
 }
 
 type procResult struct {
@@ -255,6 +258,7 @@ type procResult struct {
 	applied uint64
 	folds   uint64 // landed while ingest was timed
 	took    time.Duration
+	probes  []time.Duration // round trips of the probe's publishes
 }
 
 // processorRate times the processor from consumer attach until every turn
@@ -316,6 +320,17 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 		defer trace.Stop()
 	}
 	start, cpu0 := time.Now(), cpuTime() // like the reference: timed from an attached consumer
+	probed := make(chan []time.Duration, 1)
+	pctx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	if r.probe {
+		pnc, pjs, err := connect(e.ns, "bench-probe")
+		if err != nil {
+			return res, err
+		}
+		defer pnc.Close()
+		go func() { probed <- probe(pctx, pjs, l.Subjects.Out("bench-probe", events.KindEvent)) }()
+	}
 	debug := os.Getenv("FOLDSTREAM_BENCH_DEBUG") != ""
 	appliedAt := make(chan time.Duration, 1)
 	if debug { // its polling costs a little CPU: only when asked for
@@ -332,6 +347,10 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	}
 	res.took = time.Since(start)
 	res.cpu = (cpuTime() - cpu0) / time.Duration(r.n)
+	if r.probe {
+		stopProbe()
+		res.probes = <-probed
+	}
 	if r.profile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -349,6 +368,27 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 		return res, fmt.Errorf("processor applied %d of %d turns", res.applied, r.n)
 	}
 	return res, nil
+}
+
+// probe publishes one small message every 2 ms and waits for its ack,
+// until ctx ends, and returns the round trips: what storing one message
+// on the outbound stream costs under the load of the moment.
+func probe(ctx context.Context, js jetstream.JetStream, subject string) []time.Duration {
+	var rtts []time.Duration
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return rtts
+		case <-tick.C:
+		}
+		t := time.Now()
+		if _, err := js.Publish(ctx, subject, []byte(`{"probe":true}`)); err != nil {
+			return rtts
+		}
+		rtts = append(rtts, time.Since(t))
+	}
 }
 
 // instant answers at once with a fixed summary: what is left of a fold's

@@ -28,9 +28,12 @@ type SummaryUpdated struct {
 	Mode               string    `json:"mode"`
 	Tier               string    `json:"tier"`
 	Compactions        int       `json:"compactions"`
-	Model              string    `json:"model"`
-	LatencyMS          int64     `json:"latency_ms"`
-	At                 time.Time `json:"at"`
+	// Epoch counts the session's resets when it was made: a summary of an
+	// earlier epoch describes turns from before a reset.
+	Epoch     uint32    `json:"epoch,omitempty"`
+	Model     string    `json:"model"`
+	LatencyMS int64     `json:"latency_ms"`
+	At        time.Time `json:"at"`
 }
 
 // RecordID is the Nats-Msg-Id of an outbound record (summary, evicted,

@@ -20,25 +20,28 @@ import (
 // foldJob is what a fold goroutine needs; it holds copies, never the live
 // session, so the shard keeps sole ownership of state.
 type foldJob struct {
-	session   string
-	foldID    string
-	trigger   string
-	profile   fold.Profile
-	window    fold.Window
-	prev      string
-	from, to  int64
-	turns     []state.TurnRef
-	notes     []state.NoteRef
-	payloads  payloads  // of the batch, when this owner saw them
-	started   time.Time // the check that found the fold due
-	leaseSent time.Time // wall time the lease write left (bench timing)
-	cursor    int64
-	prevVer   uint64
-	compactns int
-	policy    fold.Policy
-	cause     string
-	exchanges int  // the session's exchange count when the fold started
-	final     bool // the end-of-session fold: archive once it lands
+	session  string
+	foldID   string
+	trigger  string
+	profile  fold.Profile
+	window   fold.Window
+	prev     string
+	from, to int64
+	turns    []state.TurnRef
+	notes    []state.NoteRef
+	payloads payloads  // of the batch, when this owner saw them
+	started  time.Time // the check that found the fold due
+	cursor   int64
+	prevVer  uint64
+	// summarySeq: the outbound sequence of version prevVer, which the
+	// publish expects as the subject's last (0: none, or not known).
+	summarySeq uint64
+	epoch      uint32
+	compactns  int
+	policy     fold.Policy
+	cause      string
+	exchanges  int  // the session's exchange count when the fold started
+	final      bool // the end-of-session fold: archive once it lands
 	// placeholderOK allows seed 004's tier 3 if the summarizer fails.
 	placeholderOK bool
 }
@@ -50,7 +53,17 @@ type foldResult struct {
 	// published: the summary-updated publish came back (publish.go); the
 	// result returns to the shard a second time to move the cursor.
 	published bool
-	leased    time.Time // wall time the lease write was acknowledged
+	summary   *events.SummaryUpdated // what was published
+	seq       uint64                 // the outbound sequence it was stored at
+	// conflict: the publish found the subject's last summary elsewhere
+	// than the session's SummarySeq (another owner's, or one this
+	// checkpoint never recorded); last is what the subject holds now.
+	// republished: the result was published again after that.
+	conflict    bool
+	last        summaryRecord
+	republished bool
+	summarized  time.Time // wall time the summarizer returned (bench timing)
+	sent        time.Time // wall time the publish left (bench timing)
 	// model is set when the summarizer failed, as opposed to reading the
 	// batch or recording the summary on NATS.
 	model    bool
@@ -106,11 +119,6 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		chk.Idle = pol.Tokens.IdleAfter > 0 && !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= pol.Tokens.IdleAfter
 	}
 	d := pol.Plan(chk)
-	dueAt := ls.dueAt
-	ls.dueAt = time.Time{}
-	if dueAt.IsZero() {
-		dueAt = now
-	}
 	if d.Cause == fold.CauseIdle {
 		trigger = "idle"
 	}
@@ -126,14 +134,7 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		sh.evict(ls, pol, d, trigger)
 		return
 	}
-	if ls.writing {
-		// The lease is a compare-and-set on the revision the write in
-		// flight returns: start once it lands (landSaves), without holding
-		// up the shard. The fold's latency counts from now.
-		ls.dueAt, ls.dueCheck, ls.dueForce = dueAt, trigger, force
-		return
-	}
-	sh.startFold(ls, pol, d, trigger, dueAt)
+	sh.startFold(ls, pol, d, trigger, now)
 }
 
 // skip logs every skip (debug for the per-turn below_threshold) and
@@ -164,7 +165,7 @@ func (sh *shard) skip(ls *live, pol fold.Policy, d fold.Decision, trigger string
 	})
 }
 
-func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger string, dueAt time.Time) {
+func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger string, started time.Time) {
 	p := sh.p
 	s := ls.s
 	now := p.clock.Now()
@@ -185,21 +186,21 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 		FoldID: nuid.Next(), Owner: p.cfg.InstanceID, Deadline: now.Add(p.cfg.LeaseTTL),
 		From: d.From, To: d.To, Notes: len(s.PendingNotes),
 	}
-	// The lease is written before the fold starts: with compare-and-set no
-	// second owner can start (or land) the same batch. The write is
-	// pipelined: the fold goroutine waits for it, not the shard.
-	leaseSent := time.Now()
-	lease, ok := sh.writeLease(ls)
-	if !ok {
-		return
-	}
+	// The lease goes to KV with the session's next checkpoint, not before
+	// the fold: a fold that outlasts a flush shows other owners (and the
+	// context service) that it is in flight, and one that is done sooner
+	// costs no write of its own. What keeps two owners from both
+	// recording version v+1 is the summary's publish, which expects the
+	// subject's last sequence (publish.go), not the lease.
+	sh.markDirty(ls)
 	job := foldJob{
 		session: s.ID, foldID: s.Lease.FoldID, trigger: trigger, profile: sh.profile(ls), window: pol.Window, policy: pol, cause: d.Cause,
-		exchanges: s.Exchanges, final: trigger == "end", leaseSent: leaseSent,
+		exchanges: s.Exchanges, final: trigger == "end",
 		// Seed 004's tier 3: a session past its emergency threshold whose
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency && s.Failures >= 2,
-		prev:          s.Summary, from: d.From, to: d.To, started: dueAt, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
+		summarySeq:    s.SummarySeq, epoch: s.Epoch,
+		prev: s.Summary, from: d.From, to: d.To, started: started, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
 	}
@@ -220,18 +221,16 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 
 	ctx, cancel := context.WithTimeout(sh.foldCtx, p.cfg.FoldTimeout)
 	ls.cancel = cancel
+	ls.running = job.foldID
 	sh.inFlight++
 	p.folds.Add(1)
 	go func() {
 		defer p.folds.Done()
 		defer cancel()
-		if err := sh.awaitLease(lease); err != nil {
-			sh.results <- foldResult{job: job, err: err}
-			return
-		}
-		leased := time.Now()
 		r := p.runFold(ctx, job)
-		r.leased = leased
+		if r.err == nil {
+			p.sendSummary(&r, job.summarySeq)
+		}
 		sh.results <- r
 	}()
 }
@@ -312,6 +311,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 		}
 		r.sumToks = p.tokens.Count(r.out.Summary)
 	}
+	r.summarized = time.Now()
 	return r
 }
 
@@ -391,10 +391,23 @@ func (sh *shard) applyResult(r foldResult) {
 		p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", r.job.session, err))
 		return
 	}
-	if r.published {
+	if ls.running == r.job.foldID {
+		ls.running = ""
+	}
+	if r.republished {
 		ls.landing = false
 	}
 	if ls.s.Lease == nil || ls.s.Lease.FoldID != r.job.foldID {
+		if r.err == nil && !r.conflict {
+			// Abandoned (a reset, an end) or reloaded after a rewind, but
+			// its summary is stored: the stream is the record, so take it
+			// if the session can, as a new owner would (publishConflict
+			// sorts out the rest at the next publish).
+			if last := (summaryRecord{ev: r.summary, seq: r.seq}); adoptable(ls.s, last) {
+				sh.adopt(ls, last, "abandoned_fold_published")
+				return
+			}
+		}
 		p.m.folds.WithLabelValues("discarded").Inc()
 		p.log.Info().Str("event", "fold_result_discarded").Str("session", r.job.session).Str("fold_id", r.job.foldID).
 			Msg("fold result arrived after its lease was dropped (reset, end, expiry or shutdown); nothing moved")
@@ -404,20 +417,19 @@ func (sh *shard) applyResult(r foldResult) {
 	s := ls.s
 	now := p.clock.Now()
 	latency := now.Sub(r.job.started)
-	if r.err == nil && !r.published {
-		// Published without waiting: the result comes back once the
-		// stream has stored it (or failed to), then the cursor moves.
-		sh.publishSummary(ls, r, latency)
-		return
-	}
 	if r.err != nil {
 		sh.failed(ls, r, latency)
+		return
+	}
+	if r.conflict {
+		sh.publishConflict(ls, r, latency)
 		return
 	}
 	oldCursor := s.Cursor
 	ls.payloads.drop(r.job.turns, r.job.notes)
 	s.Summary = r.out.Summary
 	s.Version = r.job.prevVer + 1
+	s.SummarySeq = r.seq
 	s.Advance(r.job.to, len(r.job.notes))
 	s.LastFoldAt = now
 	s.Compactions++
@@ -462,6 +474,46 @@ func (sh *shard) applyResult(r foldResult) {
 		sh.evaluate(ls, "catch_up", false)
 		sh.settleDue(ls)
 	}
+}
+
+// publishConflict handles a summary the stream refused because the
+// subject's last summary is not the one the session last recorded.
+func (sh *shard) publishConflict(ls *live, r foldResult, latency time.Duration) {
+	p := sh.p
+	s := ls.s
+	if adoptable(s, r.last) {
+		// Another owner folded this batch (or more) and published it, then
+		// stopped before its checkpoint: its summary stands, this one is
+		// dropped, and the session goes on from that summary's cursor.
+		sh.adopt(ls, r.last, "publish_conflict")
+		p.m.folds.WithLabelValues("superseded").Inc()
+		p.log.Info().Str("event", "fold_superseded").Str("session", s.ID).Str("fold_id", r.job.foldID).Uint64("version", s.Version).
+			Msg("fold result dropped: the outbound stream already holds a newer summary of the session, adopted instead")
+		if _, ok := sh.sessions[s.ID]; ok {
+			sh.evaluate(ls, "catch_up", false)
+			sh.settleDue(ls)
+		}
+		return
+	}
+	last := r.last
+	if r.republished {
+		r.err = fmt.Errorf("publish summary-updated: refused twice; the subject's last sequence moved again, to %d", last.seq)
+		sh.failed(ls, r, latency)
+		return
+	}
+	// The subject's last summary is one the session cannot take: its own
+	// version from a checkpoint written before SummarySeq was kept, none
+	// (aged out of the stream), or one made before a reset. Publish after
+	// it, with a version above it so versions keep increasing.
+	p.log.Info().Str("event", "summary_sequence_resynced").Str("session", s.ID).Str("fold_id", r.job.foldID).
+		Uint64("expected_seq", s.SummarySeq).Uint64("last_seq", last.seq).Msg("summary subject's last sequence learned from the stream; publishing again")
+	s.SummarySeq = last.seq
+	if last.ev != nil && last.ev.Version > r.job.prevVer {
+		r.job.prevVer = last.ev.Version // the session takes it when this lands
+	}
+	r.job.summarySeq = last.seq
+	r.conflict, r.last, r.published, r.republished = false, summaryRecord{}, false, true
+	sh.republish(ls, r)
 }
 
 func (sh *shard) failed(ls *live, r foldResult, latency time.Duration) {

@@ -29,7 +29,7 @@ import (
 // to write, no checkpoint write, no unacknowledged message, no fold (lease,
 // running, landing).
 func (ls *live) quiet() bool {
-	return !ls.dirty && !ls.writing && !ls.landing && len(ls.acks) == 0 && ls.cancel == nil && ls.dueAt.IsZero() &&
+	return !ls.dirty && !ls.writing && !ls.landing && len(ls.acks) == 0 && ls.cancel == nil && ls.running == "" &&
 		(ls.s == nil || ls.s.Lease == nil)
 }
 

@@ -12,7 +12,8 @@ type metrics struct {
 	rejected    *prometheus.CounterVec        // by code
 	duplicates  prometheus.Counter
 	redelivered prometheus.Counter
-	folds       *prometheus.CounterVec // by outcome: started, completed, failed, discarded
+	folds       *prometheus.CounterVec // by outcome: started, completed, failed, discarded, superseded
+	recovered   prometheus.Counter     // summaries found on the outbound stream and adopted
 	skips       *prometheus.CounterVec // by reason
 	foldLatency prometheus.Histogram
 	checkpoints *prometheus.CounterVec // by outcome: ok, conflict, error
@@ -44,6 +45,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		inFlight:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "folds_in_flight", Help: "Folds running now."}),
 		sumTokens:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "summarizer_tokens_total", Help: "Tokens the summarizer provider reported, by kind (input, output); 0 for the offline summarizer."}, []string{"kind"}),
 		foldedToks:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "folded_tokens_total", Help: "Tokens of the turns and notes folded (the model-cost baseline: input tokens per folded token)."}),
+		recovered:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "summaries_recovered_total", Help: "Summaries found on the outbound stream that no checkpoint had recorded (their owner stopped first), adopted instead of folding the batch again."}),
 		memories:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "memories_published_total", Help: "Memories published (after deduplication against the session's earlier ones)."}),
 		rewinds:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "consumer_rewinds_total", Help: "Times the consumer was re-attached at the ack floor after a state error."}),
 	}
@@ -52,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.applied[kind] = m.events.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories)
+		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered)
 	}
 	return m
 }

@@ -2,6 +2,7 @@ package processor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -171,15 +172,16 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 		V: events.Version, Session: s.ID, Version: version, Summary: note, Cursor: d.To, CoveredThroughTurn: d.To - 1,
 		From: first, To: last, FoldedTurns: n, FoldedNotes: len(s.PendingNotes), SummaryChars: utf8.RuneCountInString(note),
 		SummaryTokens: p.tokens.Count(note), OriginalTokens: toks, Mode: string(fold.ModeEvict), Tier: "evicted",
-		Compactions: s.Compactions + 1, Model: "none", At: now.UTC(),
+		Compactions: s.Compactions + 1, Epoch: s.Epoch, Model: "none", At: now.UTC(),
 	}
 	ev := events.Evicted{
 		V: events.Version, Session: s.ID, Version: version, Count: n, Tokens: toks, First: first, Last: last,
 		FromTurn: d.From, ToTurn: d.To - 1, Cursor: d.To, TotalEvicted: totalEvicted, Note: note, At: now.UTC(),
 	}
-	err := sh.publishRecord(s.ID, events.KindSummary, version, sum)
-	if err == nil {
-		err = sh.publishRecord(s.ID, events.KindEvicted, version, ev)
+	summarySeq, err := sh.publishEviction(ls, &sum, &ev)
+	if errors.Is(err, errAdopted) {
+		sh.wake[s.ID] = now // look again from the adopted summary
+		return
 	}
 	if err != nil {
 		s.RetryAfter = now.Add(p.cfg.RetryBackoff)
@@ -204,7 +206,7 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 		s.FirstEvictedAt = refs[0].At
 	}
 	s.Evicted, s.EvictedTokens, s.LastEvictedAt = totalEvicted, totalToks, refs[n-1].At
-	s.Summary, s.Version = note, version
+	s.Summary, s.Version, s.SummarySeq = note, sum.Version, summarySeq
 	s.SummaryToks = sum.SummaryTokens
 	s.LastFoldAt = now
 	s.Compactions++
@@ -218,29 +220,76 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 	sh.publishLifecycle(ls, events.Lifecycle{
 		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: string(fold.ModeEvict), Cause: d.Cause,
 		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough, SummaryChars: sum.SummaryChars,
-		Version: version, Tier: "evicted", Model: "none",
+		Version: s.Version, Tier: "evicted", Model: "none",
 	})
 	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", foldID).Str("mode", string(fold.ModeEvict)).
 		Int64("old_cursor", oldCursor).Int64("new_cursor", s.Cursor).Int("evicted", n).Int("evicted_tokens", toks).
-		Uint64("version", version).Str("tier", "evicted").Msg("compaction completed")
+		Uint64("version", s.Version).Str("tier", "evicted").Msg("compaction completed")
+}
+
+// errAdopted: a publish found a newer summary of the session on the
+// outbound stream and the session adopted it instead.
+var errAdopted = errors.New("a newer summary was adopted")
+
+// publishEviction publishes an eviction's summary-updated, expecting the
+// session's last summary as the subject's last message (as publishSummary
+// does), then its evicted event. After a conflict it adopts the summary
+// found (errAdopted) or publishes once more after it, with a version above
+// it.
+func (sh *shard) publishEviction(ls *live, sum *events.SummaryUpdated, ev *events.Evicted) (uint64, error) {
+	s := ls.s
+	expect := s.SummarySeq
+	for attempt := 0; ; attempt++ {
+		pa, err := sh.publishRecord(s.ID, events.KindSummary, sum.Version, sum, jetstream.WithExpectLastSequencePerSubject(expect))
+		if err == nil && !pa.Duplicate {
+			return pa.Sequence, sh.publishOnly(s.ID, events.KindEvicted, ev.Version, ev)
+		}
+		if err != nil && !state.IsConflict(err) || attempt > 0 {
+			if err == nil {
+				err = fmt.Errorf("publish summary-updated v%d: refused twice, another summary took its version", sum.Version)
+			}
+			return 0, err
+		}
+		ctx, cancel := sh.ctx()
+		last, lerr := sh.p.lastSummary(ctx, s.ID)
+		cancel()
+		if lerr != nil {
+			return 0, fmt.Errorf("publish summary-updated v%d: refused as a conflict, then reading the last summary: %w", sum.Version, lerr)
+		}
+		if adoptable(s, last) {
+			sh.adopt(ls, last, "publish_conflict")
+			return 0, errAdopted
+		}
+		expect = last.seq
+		if last.ev != nil && last.ev.Version >= sum.Version {
+			sum.Version, ev.Version = last.ev.Version+1, last.ev.Version+1
+		}
+	}
+}
+
+// publishOnly is publishRecord for a caller that needs only the outcome.
+func (sh *shard) publishOnly(session, kind string, version uint64, v any) error {
+	_, err := sh.publishRecord(session, kind, version, v)
+	return err
 }
 
 // publishRecord publishes an outbound record and waits for the stream: it
 // must exist before the checkpoint that depends on it. The message id
 // makes a re-publish after a crash a no-op.
-func (sh *shard) publishRecord(session, kind string, version uint64, v any) error {
+func (sh *shard) publishRecord(session, kind string, version uint64, v any, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encode %s event: %w", kind, err)
+		return nil, fmt.Errorf("encode %s event: %w", kind, err)
 	}
 	msg := nats.NewMsg(sh.p.subj.Out(session, kind))
 	msg.Data = data
 	ctx, cancel := sh.ctx()
 	defer cancel()
-	if _, err := sh.p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(events.RecordID(session, kind, version))); err != nil {
-		return fmt.Errorf("publish %s v%d: %w", kind, version, err)
+	pa, err := sh.p.js.PublishMsg(ctx, msg, append(opts, jetstream.WithMsgID(events.RecordID(session, kind, version)))...)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s v%d: %w", kind, version, err)
 	}
-	return nil
+	return pa, nil
 }
 
 // publishMemories publishes the memories of a landed fold that were not
@@ -258,7 +307,7 @@ func (sh *shard) publishMemories(ls *live, r foldResult, version uint64) {
 		return
 	}
 	ev := events.Memories{V: events.Version, Session: ls.s.ID, Version: version, FoldID: r.job.foldID, Memories: fresh, Model: r.out.Model, At: p.clock.Now().UTC()}
-	if err := sh.publishRecord(ls.s.ID, events.KindMemory, version, ev); err != nil {
+	if err := sh.publishOnly(ls.s.ID, events.KindMemory, version, ev); err != nil {
 		ls.s.MemoryIDs = saved
 		p.log.Warn().Err(err).Str("event", "memory_publish_failed").Str("session", ls.s.ID).Int("memories", len(fresh)).
 			Msg("memories not published; they are published when a later fold extracts them again")

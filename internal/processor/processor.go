@@ -128,7 +128,7 @@ func New(cfg Config, d Deps) (*Processor, error) {
 	p := &Processor{
 		policy: cfg.policy(), asker: contextsource.NewAsker(d.JS.Conn(), d.Log),
 		cfg: cfg, js: d.JS, layout: d.Layout, subj: d.Layout.Subjects, store: d.Store,
-		foldJS: d.FoldJS, writer: d.Store.WithWriter(d.FoldJS),
+		foldJS: d.FoldJS, writer: d.Store,
 		sum: d.Summarizer, tokens: d.Tokens, log: d.Log, clock: d.Clock,
 		ready:  make(chan struct{}),
 		before: d.BeforeAttach,

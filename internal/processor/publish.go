@@ -15,60 +15,88 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// publishSummary records a fold on the outbound stream without blocking
-// the shard: a goroutine waits for the stream's ack (the summary exists
-// only once it is stored) and hands the result back to the shard, which
-// then moves the cursor (applyResult). The message id makes a re-publish
-// of the same version a no-op. Until then the session counts as a fold in
-// flight and keeps its lease, so nothing else can fold it, and a reset or
-// end waits for the landing (abandon).
-func (sh *shard) publishSummary(ls *live, r foldResult, latency time.Duration) {
-	p := sh.p
+// sendSummary records a fold on the outbound stream and waits for the
+// stream's ack: the summary exists only once it is stored. It runs on the
+// fold's goroutine, so the summary leaves as soon as the summarizer
+// returns, without waiting for the shard; the shard then moves the cursor
+// (applyResult). Until the result is back the session counts as a fold in
+// flight and keeps its lease, so this owner folds nothing else of it, and
+// a reset or end waits for the result (abandon).
+//
+// The publish expects the session's last recorded summary (expect) to be
+// the subject's last message (Nats-Expected-Last-Subject-Sequence), so the
+// server stores at most one version v+1: a second owner's publish, or one
+// from a checkpoint that never recorded the summary its crashed owner
+// published, is refused and comes back as a conflict (publishConflict).
+// The message id also makes a re-publish of the same version a no-op.
+func (p *Processor) sendSummary(r *foldResult, expect uint64) {
 	version := r.job.prevVer + 1
-	ev := events.SummaryUpdated{
-		V: events.Version, Session: ls.s.ID, Version: version, Summary: r.out.Summary,
+	latency := p.clock.Now().Sub(r.job.started)
+	r.summary = &events.SummaryUpdated{
+		V: events.Version, Session: r.job.session, Version: version, Summary: r.out.Summary,
 		Cursor: r.job.to, CoveredThroughTurn: r.job.to - 1, From: r.fromT, To: r.toT,
 		FoldedTurns: r.nTurns, FoldedNotes: r.nNotes,
 		SummaryChars: utf8.RuneCountInString(r.out.Summary), SummaryTokens: r.sumToks, OriginalTokens: r.origToks,
-		Mode: string(r.job.policy.Mode), Tier: string(r.out.Tier), Compactions: r.job.compactns + 1, Model: r.out.Model,
+		Mode: string(r.job.policy.Mode), Tier: string(r.out.Tier), Compactions: r.job.compactns + 1, Epoch: r.job.epoch, Model: r.out.Model,
 		LatencyMS: latency.Milliseconds(), At: p.clock.Now().UTC(),
 	}
-	sh.inFlight++ // the result comes back once more
-	p.m.inFlight.Inc()
-	ls.landing = true
 	r.published = true
-	back := func(err error) {
-		if err != nil {
-			r.err = fmt.Errorf("publish summary-updated v%d: %w", version, err)
-		}
-		sh.results <- r
-	}
-	data, err := json.Marshal(ev)
+	fail := func(err error) { r.err = fmt.Errorf("publish summary-updated v%d: %w", version, err) }
+	data, err := json.Marshal(r.summary)
 	if err != nil {
-		go back(fmt.Errorf("encode: %w", err))
+		fail(fmt.Errorf("encode: %w", err))
 		return
 	}
-	msg := nats.NewMsg(p.subj.Out(ls.s.ID, events.KindSummary))
+	msg := nats.NewMsg(p.subj.Out(r.job.session, events.KindSummary))
 	msg.Data = data
-	f, err := p.foldJS.PublishMsgAsync(msg, jetstream.WithMsgID(events.RecordID(ls.s.ID, events.KindSummary, version)))
+	r.sent = time.Now()
+	f, err := p.foldJS.PublishMsgAsync(msg, jetstream.WithMsgID(events.RecordID(r.job.session, events.KindSummary, version)),
+		jetstream.WithExpectLastSequencePerSubject(expect))
 	if err != nil {
-		go back(err)
+		fail(err)
 		return
 	}
-	timing := FoldTiming{Session: ls.s.ID, From: r.job.from, Triggered: r.job.started, LeaseSent: r.job.leaseSent, Leased: r.leased}
-	go func() {
-		select {
-		case <-f.Ok():
+	// Not bounded by the fold's context: once sent, whether it was stored
+	// must be known, or an abandoned fold's summary could land unseen.
+	select {
+	case pa := <-f.Ok():
+		if !pa.Duplicate {
+			r.seq = pa.Sequence
 			if p.foldObs != nil {
-				timing.Published = time.Now()
-				p.foldObs(timing)
+				p.foldObs(FoldTiming{Session: r.job.session, From: r.job.from, Triggered: r.job.started, Summarized: r.summarized, Sent: r.sent, Published: time.Now()})
 			}
-			back(nil)
-		case err := <-f.Err():
-			back(err)
-		case <-time.After(10 * time.Second):
-			back(errors.New("no acknowledgement in 10s"))
+			return
 		}
+		// Someone else's version v+1, within the dedup window.
+	case err := <-f.Err():
+		if !state.IsConflict(err) {
+			fail(err)
+			return
+		}
+	case <-time.After(10 * time.Second):
+		fail(errors.New("no acknowledgement in 10s"))
+		return
+	}
+	// Refused: read what the subject holds now, for the shard to decide.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	last, err := p.lastSummary(ctx, r.job.session)
+	if err != nil {
+		fail(fmt.Errorf("refused as a conflict, then reading the last summary: %w", err))
+		return
+	}
+	r.conflict, r.last = true, last
+}
+
+// republish sends a refused summary once more, after the subject's last
+// sequence was learned (publishConflict), off the shard goroutine.
+func (sh *shard) republish(ls *live, r foldResult) {
+	sh.inFlight++ // the result comes back once more
+	sh.p.m.inFlight.Inc()
+	ls.landing = true
+	go func() {
+		sh.p.sendSummary(&r, r.job.summarySeq)
+		sh.results <- r
 	}()
 }
 
@@ -80,57 +108,14 @@ func (sh *shard) awaitLanding(ls *live) {
 	}
 }
 
-// writeLease starts the compare-and-set write of a checkpoint holding a new
-// fold lease; the fold goroutine waits for it (awaitLease). A backlog that
-// needs sealing is written synchronously (chunks first).
-func (sh *shard) writeLease(ls *live) (*leaseWrite, bool) {
-	if !sh.settle(ls) {
-		return nil, false
-	}
-	if ls.s.NeedsSeal() {
-		return nil, sh.checkpoint(ls)
-	}
-	f, err := sh.p.writer.SaveAsync(ls.s, ls.rev)
-	if err != nil {
-		return nil, sh.saved(ls, 0, err)
-	}
-	ls.writing = true
-	sh.writes++
-	return &leaseWrite{f: f, done: saveDone{ls: ls, id: ls.s.ID, rev: ls.rev, acks: len(ls.acks)}}, true
-}
-
-// leaseWrite is a lease checkpoint in flight.
-type leaseWrite struct {
-	f    jetstream.PubAckFuture
-	done saveDone
-}
-
-// awaitLease runs on the fold goroutine: it waits for the lease write,
-// hands its outcome to the shard like any pipelined checkpoint, and says
-// whether the fold may go on.
-func (sh *shard) awaitLease(lw *leaseWrite) error {
-	if lw == nil {
-		return nil // written synchronously
-	}
-	done := []saveDone{lw.done}
-	sh.awaitSaves([]jetstream.PubAckFuture{lw.f}, done)
-	if err := done[0].err; err != nil {
-		return fmt.Errorf("write the fold lease: %w", err)
-	}
-	return nil
-}
-
-// FoldTiming is when a fold was triggered (the check that started it) and
-// when its summary-updated was stored on the outbound stream.
+// FoldTiming is when a fold was triggered (the check that started it),
+// when the summarizer returned, when its summary-updated left for the
+// outbound stream and when the stream stored it.
 type FoldTiming struct {
-	Session   string
-	From      int64 // first turn folded
-	Triggered time.Time
-	// LeaseSent: the lease write left (later than Triggered when the
-	// session's previous checkpoint write was still in flight); Leased:
-	// its acknowledgement came back and the fold went on.
-	LeaseSent, Leased time.Time
-	Published         time.Time
+	Session                     string
+	From                        int64 // first turn folded
+	Triggered, Summarized, Sent time.Time
+	Published                   time.Time
 }
 
 // ObserveFolds has fn called each time a summary-updated is stored, from
@@ -206,20 +191,27 @@ func (sh *shard) reject(m inMsg, cause error) {
 	}
 }
 
-// lastSummary returns the newest summary-updated of a session, nil if none.
-func (p *Processor) lastSummary(ctx context.Context, session string) (*events.SummaryUpdated, error) {
+// summaryRecord is a session's last summary-updated on the outbound
+// stream and its sequence there (ev nil and seq 0: none).
+type summaryRecord struct {
+	ev  *events.SummaryUpdated
+	seq uint64
+}
+
+// lastSummary returns the newest summary-updated of a session.
+func (p *Processor) lastSummary(ctx context.Context, session string) (summaryRecord, error) {
 	raw, err := p.outStrm.GetLastMsgForSubject(ctx, p.subj.Out(session, events.KindSummary))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
+		return summaryRecord{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return summaryRecord{}, err
 	}
 	var ev events.SummaryUpdated
 	if err := json.Unmarshal(raw.Data, &ev); err != nil {
-		return nil, fmt.Errorf("decode last summary of %s: %w", session, err)
+		return summaryRecord{}, fmt.Errorf("decode last summary of %s at sequence %d: %w", session, raw.Sequence, err)
 	}
-	return &ev, nil
+	return summaryRecord{ev: &ev, seq: raw.Sequence}, nil
 }
 
 // saveDone is the outcome of one pipelined checkpoint write.
@@ -276,15 +268,6 @@ wait:
 func (sh *shard) landSaves(done []saveDone) {
 	p := sh.p
 	sh.writes -= len(done)
-	var due []*live
-	defer func() {
-		// Folds that came due while their session's write was in flight.
-		for _, ls := range due {
-			if sh.sessions[ls.s.ID] == ls && !ls.writing && !ls.dueAt.IsZero() {
-				sh.evaluate(ls, ls.dueCheck, ls.dueForce)
-			}
-		}
-	}()
 	for _, d := range done {
 		ls := d.ls
 		ls.writing = false
@@ -315,9 +298,6 @@ func (sh *shard) landSaves(done []saveDone) {
 			ls.acks = append([]jetstream.Msg(nil), rest...)
 		} else {
 			ls.acks = nil
-		}
-		if !ls.dueAt.IsZero() {
-			due = append(due, ls)
 		}
 	}
 }

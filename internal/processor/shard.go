@@ -34,13 +34,10 @@ type live struct {
 	// writing: a pipelined checkpoint write is in flight (publish.go); the
 	// next write needs the revision it returns.
 	writing bool
-	landing bool // its fold's summary-updated is being published (publish.go)
-	// dueAt: a fold came due while a checkpoint write was in flight; it
-	// starts when that write lands (the lease write needs its revision),
-	// and its latency counts from here.
-	dueAt    time.Time
-	dueCheck string // the trigger of that check
-	dueForce bool
+	landing bool // a refused summary-updated is being published again (publish.go)
+	// running: the fold id of this owner's fold goroutine for the session
+	// until its result is back; it may be publishing the summary.
+	running  string
 	payloads payloads // of unfolded turns and pending notes (payloads.go)
 	tokSum   tokenSum // mode tokens: the unfolded turns' tokens (modes.go)
 	// packed: the session is idle in its compact form (idle.go); s and
@@ -248,16 +245,8 @@ func (sh *shard) reconcile(ctx context.Context, ls *live) {
 		sh.p.log.Warn().Err(err).Str("event", "reconcile_failed").Str("session", s.ID).Msg("could not read the last summary; keeping the checkpoint")
 		return
 	}
-	if last != nil && last.Version > s.Version {
-		sh.p.log.Info().Str("event", "summary_recovered").Str("session", s.ID).Uint64("version", last.Version).
-			Int64("cursor", last.Cursor).Msg("adopted a summary published before the previous owner checkpointed it")
-		s.Summary = last.Summary
-		s.Version = last.Version
-		s.Compactions = last.Compactions
-		s.Advance(last.Cursor, last.FoldedNotes)
-		s.LastFoldAt = last.At
-		s.Lease = nil
-		sh.markDirty(ls)
+	if adoptable(s, last) {
+		sh.adopt(ls, last, "lease_found")
 		return
 	}
 	if !s.Lease.Held(sh.p.clock.Now()) {
@@ -266,6 +255,37 @@ func (sh *shard) reconcile(ctx context.Context, ls *live) {
 		s.Lease = nil
 		sh.markDirty(ls)
 	}
+}
+
+// adoptable reports whether the subject's last summary is a later one of
+// the session as it stands (same reset epoch, a cursor within the turns it
+// holds) that it can take as its own. A summary that is not is still the
+// subject's last: the next publish goes after it (publishConflict).
+func adoptable(s *state.Session, last summaryRecord) bool {
+	ev := last.ev
+	return ev != nil && ev.Version > s.Version && ev.Epoch == s.Epoch && ev.Cursor >= s.Cursor && ev.Cursor <= s.Total
+}
+
+// adopt makes a summary found on the outbound stream the session's own:
+// its owner published it and stopped before a checkpoint recorded it (a
+// crash, a partition moved on). The stream is the record of what was
+// folded, so the batch is not folded again.
+func (sh *shard) adopt(ls *live, last summaryRecord, why string) {
+	s, ev := ls.s, last.ev
+	sh.p.log.Info().Str("event", "summary_recovered").Str("session", s.ID).Str("why", why).Uint64("version", ev.Version).
+		Uint64("previous_version", s.Version).Int64("cursor", ev.Cursor).Int64("previous_cursor", s.Cursor).
+		Msg("adopted a summary published before the previous owner checkpointed it")
+	sh.p.m.recovered.Inc()
+	if n := int(min(ev.Cursor-s.Cursor, int64(len(s.Turns)))); n > 0 {
+		ls.payloads.drop(s.Turns[:n], s.PendingNotes[:min(ev.FoldedNotes, len(s.PendingNotes))])
+	}
+	s.Summary, s.Version, s.SummarySeq = ev.Summary, ev.Version, last.seq
+	s.Compactions = ev.Compactions
+	s.Advance(ev.Cursor, ev.FoldedNotes)
+	s.LastFoldAt = ev.At
+	s.SummaryToks = ev.SummaryTokens
+	s.Lease = nil
+	sh.markDirty(ls)
 }
 
 func (sh *shard) markDirty(ls *live) {
@@ -405,6 +425,12 @@ func (sh *shard) abandon(ls *live, why string) {
 	if ls.s.Lease != nil {
 		sh.p.log.Info().Str("event", "fold_abandoned").Str("session", ls.s.ID).Str("fold_id", ls.s.Lease.FoldID).Str("why", why).Msg("in-flight fold abandoned")
 		ls.s.Lease = nil
+	}
+	// The canceled fold may have been publishing its summary: wait for its
+	// result, so that nothing of it reaches the stream after what comes
+	// next (a reset, the end). A summary it stored is adopted (applyResult).
+	for ls.running != "" {
+		sh.applyResult(<-sh.results)
 	}
 }
 

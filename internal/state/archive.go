@@ -55,7 +55,7 @@ func (st *Store) LoadArchive(ctx context.Context, id string, epoch uint32) (*Ses
 func (s *Session) Tombstone() *Session {
 	t := New(s.ID)
 	t.Ended, t.Archived = true, true
-	t.LastSeq, t.Version, t.Epoch, t.LastEventAt = s.LastSeq, s.Version, s.Epoch+1, s.LastEventAt
+	t.LastSeq, t.Version, t.SummarySeq, t.Epoch, t.LastEventAt = s.LastSeq, s.Version, s.SummarySeq, s.Epoch+1, s.LastEventAt
 	t.Config = s.Config
 	t.MemoryIDs = s.MemoryIDs
 	return t

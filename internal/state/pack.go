@@ -60,6 +60,7 @@ const (
 	pFirstEvictedAt
 	pLastEvictedAt
 	pMemoryIDs
+	pSummarySeq
 	packFields
 )
 
@@ -110,6 +111,7 @@ func (s *Session) Pack(buf []byte) ([]byte, error) {
 	set(pFirstEvictedAt, s.FirstEvictedAt != 0)
 	set(pLastEvictedAt, s.LastEvictedAt != 0)
 	set(pMemoryIDs, len(s.MemoryIDs) > 0)
+	set(pSummarySeq, s.SummarySeq != 0)
 
 	buf = append(buf, packVersion)
 	buf = binary.AppendUvarint(buf, mask)
@@ -198,6 +200,9 @@ func (s *Session) Pack(buf []byte) ([]byte, error) {
 	}
 	if has(pMemoryIDs) {
 		buf = packHashes(buf, s.MemoryIDs)
+	}
+	if has(pSummarySeq) {
+		buf = binary.AppendUvarint(buf, s.SummarySeq)
 	}
 	return buf, nil
 }
@@ -313,6 +318,9 @@ func Unpack(id string, data []byte) (*Session, error) {
 	s.LastEvictedAt = varint(pLastEvictedAt)
 	if has(pMemoryIDs) {
 		s.MemoryIDs = d.hashes()
+	}
+	if has(pSummarySeq) {
+		s.SummarySeq = d.uvarint()
 	}
 	if d.err == nil && d.i != len(d.b) {
 		d.err = errPacked

@@ -46,6 +46,11 @@ type Session struct {
 	ID      string `json:"id"`
 	Summary string `json:"summary,omitempty"`
 	Version uint64 `json:"version,omitempty"` // summary version; 0 = none yet
+	// SummarySeq is the outbound stream sequence of the session's last
+	// summary-updated (0: none, or a checkpoint written before it was
+	// kept). The next one is published expecting it as the subject's last
+	// sequence, so two owners can never both publish version v+1.
+	SummarySeq uint64 `json:"summary_seq,omitempty"`
 	// Cursor is the index of the first unfolded turn: everything before it
 	// is in Summary, everything from it on is verbatim.
 	Cursor int64 `json:"cursor"`
@@ -163,12 +168,13 @@ func (s *Session) Advance(to int64, notes int) {
 // version, so versions stay increasing for builders and the outbound
 // stream's message-id dedup never drops a post-reset summary.
 func (s *Session) Reset() {
-	last, cfg, epoch, version, lastAt := s.LastSeq, s.Config, s.Epoch, s.Version, s.LastEventAt
+	last, cfg, epoch, version, summarySeq, lastAt := s.LastSeq, s.Config, s.Epoch, s.Version, s.SummarySeq, s.LastEventAt
 	*s = *New(s.ID)
 	s.LastSeq = last
 	s.Config = cfg
 	s.Epoch = epoch + 1
 	s.Version = version
+	s.SummarySeq = summarySeq
 	s.LastEventAt = lastAt
 }
 

@@ -54,9 +54,11 @@ func TestAdvanceAndDedup(t *testing.T) {
 	if s.Cursor != 10 || s.CoveredThrough != 9 || len(s.Turns) != 2 || s.Turns[0].Seq != 11 || len(s.PendingNotes) != 1 || s.PendingNotes[0].Seq != 101 {
 		t.Fatalf("after advance: %+v", s)
 	}
-	s.LastSeq = 12
+	s.LastSeq, s.Version, s.SummarySeq = 12, 3, 40
 	s.Reset()
-	if s.Total != 0 || s.LastSeq != 12 || s.CoveredThrough != -1 || len(s.Turns) != 0 {
+	// The summary's version and outbound sequence go on across a reset: the
+	// next summary is v4, published after sequence 40.
+	if s.Total != 0 || s.LastSeq != 12 || s.CoveredThrough != -1 || len(s.Turns) != 0 || s.Version != 3 || s.SummarySeq != 40 {
 		t.Fatalf("after reset: %+v", s)
 	}
 }
