@@ -335,6 +335,13 @@ func TestFailedFoldMovesNothing(t *testing.T) {
 // every turn of session published so far applied, and lease held in it.
 func (r *rig) checkpointWithLease(session string, lease *state.Lease) {
 	r.t.Helper()
+	r.checkpointWith(session, func(s *state.Session) { s.Lease = lease })
+}
+
+// checkpointWith stores the checkpoint a previous owner would have left
+// after applying every turn on the stream, changed by edit.
+func (r *rig) checkpointWith(session string, edit func(*state.Session)) {
+	r.t.Helper()
 	ctx := context.Background()
 	in, _ := r.js.Stream(ctx, r.layout.In)
 	info, _ := in.Info(ctx)
@@ -343,7 +350,7 @@ func (r *rig) checkpointWithLease(session string, lease *state.Lease) {
 		s.AddTurn(state.HashID(fmt.Sprintf("%s-t%03d", session, seq-1)), state.TurnRef{Seq: seq})
 	}
 	s.LastSeq = info.State.LastSeq
-	s.Lease = lease
+	edit(s)
 	if _, err := r.store.Save(ctx, s, 0); err != nil {
 		r.t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ func (s *Session) Encode(buf []byte) ([]byte, error) {
 		buf = appendString(buf, s.Summary)
 	}
 	buf = appendUint(buf, "version", s.Version, true)
+	buf = appendUint(buf, "summary_seq", s.SummarySeq, true)
 	buf = appendInt(buf, "cursor", s.Cursor, false)
 	buf = appendInt(buf, "total", s.Total, false)
 	buf = appendInt(buf, "covered_through", s.CoveredThrough, false)
