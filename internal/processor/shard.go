@@ -84,8 +84,8 @@ type shard struct {
 const idleFlush = 2 * time.Millisecond
 
 // maxWrites bounds one shard's checkpoint writes in flight: the state
-// stream stores writes in arrival order, and a fold's lease write waits
-// behind every write queued before it.
+// stream stores writes in arrival order, so a deep queue only delays
+// every write (and the acks behind it).
 const maxWrites = 16
 
 func newShard(p *Processor, id int, foldCtx context.Context) *shard {
