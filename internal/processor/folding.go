@@ -228,6 +228,12 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 		defer p.folds.Done()
 		defer cancel()
 		r := p.runFold(ctx, job)
+		if r.err == nil && ctx.Err() != nil {
+			// Abandoned (a reset, an end, shutdown) or past the fold
+			// timeout while a summarizer that ignores its context ran:
+			// too late to publish.
+			r.err, r.model = fmt.Errorf("summary ready after the fold ended: %w", context.Cause(ctx)), false
+		}
 		if r.err == nil {
 			p.sendSummary(&r, job.summarySeq)
 		}

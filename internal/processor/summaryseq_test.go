@@ -1,11 +1,13 @@
 package processor
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/state"
 )
 
@@ -120,4 +122,47 @@ func TestSummaryPublishAfterTheSubjectsLast(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A reset while the session's fold waits for a summarizer that does not
+// heed cancellation (an in-process one, say): the fold is abandoned and
+// its answer, when it comes, is never published. The stream then holds no
+// summary of the turns before the reset, and the first summary after it is
+// version 1 of the new turns, of epoch 1.
+func TestAbandonedFoldPublishesNothing(t *testing.T) {
+	r := newRig(t)
+	gate := make(chan struct{})
+	r.sum = gated{Summarizer: r.sum, gate: gate}
+	r.start(Config{})
+	r.turns("s1", 61)
+	r.eventually("fold in flight", func() bool {
+		s := r.checkpoint("s1")
+		return s.Total == 61 && s.Lease != nil
+	})
+	r.control("s1", events.OpReset, nil)
+	close(gate) // the old fold's answer arrives after the reset
+	r.eventually("reset", func() bool {
+		s := r.checkpoint("s1")
+		return s.Total == 0 && s.Summary == "" && s.Lease == nil && s.Epoch == 1
+	})
+	r.turns("s1", 61) // numbered on from 61: messages 061.. are after the reset
+	got := r.waitSettled("s1", 61, 10)
+	summaries := r.summaries("s1")
+	if len(summaries) != 1 || summaries[0].Version != 1 || summaries[0].Epoch != 1 || got.Version != 1 {
+		t.Fatalf("summaries %+v, checkpoint version %d; want only v1 of epoch 1", summaries, got.Version)
+	}
+	if want := "Alice and Bob discussed messages 061 to 070."; got.Summary != want {
+		t.Fatalf("summary %q, want %q", got.Summary, want)
+	}
+}
+
+// gated answers only once gate is closed, whatever its context says.
+type gated struct {
+	fold.Summarizer
+	gate chan struct{}
+}
+
+func (g gated) Summarize(_ context.Context, req fold.Request) (fold.Result, error) {
+	<-g.gate
+	return g.Summarizer.Summarize(context.Background(), req)
 }
