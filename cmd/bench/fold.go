@@ -23,7 +23,7 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 	fmt.Fprintf(w, "fold overhead: trigger -> summary-updated stored, instant summarizer, under full ingest (%d turns over %d sessions)\n", n, sessions)
 	var p50s, p99s, maxs, folds, withRates, withoutRates, ratios, probe50s, probe99s []float64
 	// Where the time goes, stage by stage: p50 and p99 of each run.
-	stages := []string{"trigger -> summarizer called", "summarizer called -> returned", "summarizer returned -> publish sent (shard)", "publish sent -> stored"}
+	stages := []string{"trigger -> summarizer called", "summarizer called -> returned", "summarizer returned -> publish sent", "publish sent -> stored"}
 	stageP50, stageP99 := make([][]float64, len(stages)), make([][]float64, len(stages))
 	type key struct {
 		session string
