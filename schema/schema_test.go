@@ -253,6 +253,16 @@ func produce(t *testing.T, e *servicetest.Env) {
 		return s.Total == 0 && !s.Ended && s.LastSeq > 0 && len(outbound(t, e, "fold.out.s1.event")) > 0 &&
 			hasLifecycle(t, e, "s1", events.EventRejected, events.CodeBadJSON)
 	})
+	// A fold after the reset: its summary carries the session's epoch.
+	for i := 300; i < 346; i++ {
+		if err := pub.PublishTurnAsync(servicetest.Turn("s1", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Eventually("a fold after the reset", func() bool {
+		s := e.Checkpoint("s1")
+		return s.Total == 46 && s.Cursor == 5 && s.Epoch > 0
+	})
 }
 
 // produceFailure makes folds fail: a summarizer that answers 400. Session
