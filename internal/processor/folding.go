@@ -50,8 +50,8 @@ type foldResult struct {
 	job foldJob
 	out fold.Outcome
 	err error
-	// published: the summary-updated publish came back (publish.go); the
-	// result returns to the shard a second time to move the cursor.
+	// published: the summary-updated was sent and its outcome is known
+	// (stored at seq, refused as a conflict, or err).
 	published bool
 	summary   *events.SummaryUpdated // what was published
 	seq       uint64                 // the outbound sequence it was stored at
@@ -134,7 +134,7 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		sh.evict(ls, pol, d, trigger)
 		return
 	}
-	sh.startFold(ls, pol, d, trigger, now)
+	sh.startFold(ls, pol, d, trigger)
 }
 
 // skip logs every skip (debug for the per-turn below_threshold) and
@@ -165,7 +165,7 @@ func (sh *shard) skip(ls *live, pol fold.Policy, d fold.Decision, trigger string
 	})
 }
 
-func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger string, started time.Time) {
+func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := sh.p
 	s := ls.s
 	now := p.clock.Now()
@@ -200,7 +200,7 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency && s.Failures >= 2,
 		summarySeq:    s.SummarySeq, epoch: s.Epoch,
-		prev: s.Summary, from: d.From, to: d.To, started: started, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
+		prev: s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
 	}

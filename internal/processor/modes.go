@@ -340,7 +340,7 @@ func (sh *shard) finish(ls *live, pol fold.Policy) {
 	}
 	if pol.Summarizes() && (s.Total > s.Cursor || len(s.PendingNotes) > 0) {
 		d := fold.Decision{Fold: true, Action: fold.ActionFold, Cause: fold.CauseEnd, From: s.Cursor, To: s.Total, RecentStart: s.Total, Eligible: s.Total - s.Cursor}
-		sh.startFold(ls, pol, d, "end", now)
+		sh.startFold(ls, pol, d, "end")
 		return
 	}
 	sh.archive(ls, "end")

@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -42,21 +43,28 @@ func TestEncodeRoundTrip(t *testing.T) {
 			s.NewMemories([]string{"Alice prefers tea", "Budget is 2k"})
 		}
 		s.LastActivity = time.Unix(1763840000+int64(i), int64(i)).UTC()
-		data, err := s.Encode(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := json.Marshal(s.stored())
-		var got, ref Session
-		if err := json.Unmarshal(data, &got); err != nil {
-			t.Fatalf("case %d: %v\n%s", i, err, data)
-		}
-		if err := json.Unmarshal(want, &ref); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(normalize(got), normalize(ref)) {
-			t.Fatalf("case %d: hand encoder and encoding/json disagree\nhand %s\njson %s", i, data, want)
-		}
+		sameAsJSON(t, fmt.Sprintf("case %d", i), s)
+	}
+}
+
+// sameAsJSON fails unless the hand encoder's output of s and
+// encoding/json's decode to the same checkpoint.
+func sameAsJSON(t *testing.T, what string, s *Session) {
+	t.Helper()
+	data, err := s.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(s.stored())
+	var got, ref Session
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, data)
+	}
+	if err := json.Unmarshal(want, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalize(got), normalize(ref)) {
+		t.Fatalf("%s: the hand encoder and encoding/json disagree\nhand %s\njson %s", what, data, want)
 	}
 }
 
@@ -69,21 +77,7 @@ func TestEncodeEveryField(t *testing.T) {
 		name := reflect.TypeOf(Session{}).Field(i).Name
 		s := &Session{ID: "sess-one"}
 		fillField(t, rng, s, i)
-		data, err := s.Encode(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := json.Marshal(s.stored())
-		var got, ref Session
-		if err := json.Unmarshal(data, &got); err != nil {
-			t.Fatalf("%s: %v\n%s", name, err, data)
-		}
-		if err := json.Unmarshal(want, &ref); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(normalize(got), normalize(ref)) {
-			t.Fatalf("field %s: the hand encoder and encoding/json disagree\nhand %s\njson %s", name, data, want)
-		}
+		sameAsJSON(t, "field "+name, s)
 	}
 }
 
