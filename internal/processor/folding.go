@@ -47,14 +47,11 @@ type foldJob struct {
 }
 
 type foldResult struct {
-	job foldJob
-	out fold.Outcome
-	err error
-	// published: the summary-updated was sent and its outcome is known
-	// (stored at seq, refused as a conflict, or err).
-	published bool
-	summary   *events.SummaryUpdated // what was published
-	seq       uint64                 // the outbound sequence it was stored at
+	job     foldJob
+	out     fold.Outcome
+	err     error
+	summary *events.SummaryUpdated // what was published (set once sent)
+	seq     uint64                 // the outbound sequence it was stored at
 	// conflict: the publish found the subject's last summary elsewhere
 	// than the session's SummarySeq (another owner's, or one this
 	// checkpoint never recorded); last is what the subject holds now.
@@ -518,7 +515,7 @@ func (sh *shard) publishConflict(ls *live, r foldResult, latency time.Duration) 
 		r.job.prevVer = last.ev.Version // the session takes it when this lands
 	}
 	r.job.summarySeq = last.seq
-	r.conflict, r.last, r.published, r.republished = false, summaryRecord{}, false, true
+	r.conflict, r.last, r.republished = false, summaryRecord{}, true
 	sh.republish(ls, r)
 }
 

@@ -40,7 +40,6 @@ func (p *Processor) sendSummary(r *foldResult, expect uint64) {
 		Mode: string(r.job.policy.Mode), Tier: string(r.out.Tier), Compactions: r.job.compactns + 1, Epoch: r.job.epoch, Model: r.out.Model,
 		LatencyMS: latency.Milliseconds(), At: p.clock.Now().UTC(),
 	}
-	r.published = true
 	fail := func(err error) { r.err = fmt.Errorf("publish summary-updated v%d: %w", version, err) }
 	data, err := json.Marshal(r.summary)
 	if err != nil {
