@@ -1,7 +1,7 @@
 # foldstream — see README.md.
 GO ?= go
 
-.PHONY: all build test vet fmt-check run demo bench fuzz clean
+.PHONY: all build test vet lint fmt-check run demo bench fuzz clean
 
 all: build
 
@@ -15,6 +15,12 @@ test: fmt-check vet
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck, pinned; the two deliberate exceptions carry //lint:ignore
+# with their reason. CI runs it after the tests.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -138,8 +138,9 @@ type Context struct {
 	// newest turn the inbound stream holds (including turns the processor
 	// has not checkpointed yet).
 	Turns []ContextTurn `json:"turns"`
-	// Evictions are eviction notes (seed 001's mode evict): always empty
-	// until that mode exists.
+	// Evictions holds mode evict's eviction note (seed 001), at most one:
+	// in that mode it takes the summary's place (Summary is then nil) with
+	// the same priority, so it too only fills the room the turns left.
 	Evictions []EvictionNote `json:"evictions"`
 
 	// Cursor is the first turn index not covered by the summary.
@@ -151,6 +152,8 @@ type Context struct {
 	DroppedTurns int `json:"dropped_turns"`
 	// SummaryDropped says a summary exists but did not fit the budget.
 	SummaryDropped bool `json:"summary_dropped"`
+	// EvictionDropped says an eviction note exists but did not fit.
+	EvictionDropped bool `json:"eviction_dropped,omitempty"`
 	// Chars and Tokens are what the context costs, as Prompt renders it.
 	Chars        int `json:"chars"`
 	Tokens       int `json:"tokens"`
@@ -201,30 +204,43 @@ func (t ContextTurn) Line() string { return TurnLine(t.Speaker, t.Text) }
 // a turn this line plus its newline.
 func TurnLine(speaker, text string) string { return speaker + ": " + text }
 
-// EvictionNote reports turns evicted without a summary (mode evict).
+// EvictionNote is mode evict's cumulative eviction note (seed 001): the
+// turns before the context's Cursor were dropped without a summary and can
+// be found with Recall.
 type EvictionNote struct {
-	Count  int       `json:"count"`
-	Tokens int       `json:"tokens"`
-	From   time.Time `json:"from"`
-	To     time.Time `json:"to"`
-	Text   string    `json:"text"`
+	// Text is the note as it goes into a prompt, e.g. "[Context rolled: 23
+	// messages evicted (4100 tokens). … Evicted range: … to …]".
+	Text string `json:"text"`
+	// Version is the summary version that published this note.
+	Version uint64 `json:"version"`
+	// Count and EvictedTokens are every turn evicted since the last reset,
+	// From and To the first and last evicted turn's time.
+	Count         int       `json:"count"`
+	EvictedTokens int       `json:"evicted_tokens"`
+	From          time.Time `json:"from"`
+	To            time.Time `json:"to"`
+	// Chars and Tokens are the note's cost as one prompt line.
+	Chars  int `json:"chars"`
+	Tokens int `json:"tokens"`
 }
 
 // Prompt renders the context as text, one line per layer item, in seed
-// 000's order: the summary line, then the turns oldest first. Its length in
-// runes is exactly Chars, so it never exceeds the requested budget.
+// 000's order: the summary line (or, in mode evict, the eviction note in
+// its place, as seed 001 lays it out), then the turns oldest first. Its
+// length in runes is exactly Chars, so it never exceeds the requested
+// budget.
 func (c *Context) Prompt() string {
 	var b strings.Builder
 	if c.Summary != nil {
 		b.WriteString(c.Summary.Text)
 		b.WriteByte('\n')
 	}
-	for _, t := range c.Turns {
-		b.WriteString(t.Line())
-		b.WriteByte('\n')
-	}
 	for _, e := range c.Evictions {
 		b.WriteString(e.Text)
+		b.WriteByte('\n')
+	}
+	for _, t := range c.Turns {
+		b.WriteString(t.Line())
 		b.WriteByte('\n')
 	}
 	return b.String()
@@ -246,6 +262,11 @@ type SessionInfo struct {
 	// Version of the current summary; 0 = no fold yet.
 	Version      uint64 `json:"version"`
 	SummaryChars int    `json:"summary_chars"`
+	// SummaryIsNote says the summary is mode evict's eviction note;
+	// Evicted and EvictedTokens count what that mode dropped.
+	SummaryIsNote bool  `json:"summary_is_note,omitempty"`
+	Evicted       int64 `json:"evicted,omitempty"`
+	EvictedTokens int64 `json:"evicted_tokens,omitempty"`
 	// Cursor is the first turn not in the summary.
 	Cursor     int64 `json:"cursor"`
 	TotalTurns int64 `json:"total_turns"`

@@ -183,6 +183,9 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 		sh.wake[s.ID] = now // look again from the adopted summary
 		return
 	}
+	if errors.Is(err, errAwaiting) {
+		return // the next turns bring the session to the record
+	}
 	if err != nil {
 		s.RetryAfter = now.Add(p.cfg.RetryBackoff)
 		sh.wake[s.ID] = s.RetryAfter
@@ -199,14 +202,12 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 	}
 	oldCursor := s.Cursor
 	ls.payloads.drop(refs, s.PendingNotes)
+	s.CountEvicted(refs)
 	// Notes have no summary to go into in this mode: they leave with the
 	// turns they were evicted among.
 	s.Advance(d.To, len(s.PendingNotes))
-	if s.Evicted == 0 {
-		s.FirstEvictedAt = refs[0].At
-	}
-	s.Evicted, s.EvictedTokens, s.LastEvictedAt = totalEvicted, totalToks, refs[n-1].At
 	s.Summary, s.Version, s.SummarySeq = note, sum.Version, summarySeq
+	s.SummaryIsNote = true
 	s.SummaryToks = sum.SummaryTokens
 	s.LastFoldAt = now
 	s.Compactions++
@@ -230,6 +231,10 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 // errAdopted: a publish found a newer summary of the session on the
 // outbound stream and the session adopted it instead.
 var errAdopted = errors.New("a newer summary was adopted")
+
+// errAwaiting: a publish found a later summary of turns the session has
+// not applied yet; it is adopted once they are (heldByRecord).
+var errAwaiting = errors.New("a later summary awaits the session's redelivered turns")
 
 // publishEviction publishes an eviction's summary-updated, expecting the
 // session's last summary as the subject's last message (as publishSummary
@@ -256,9 +261,11 @@ func (sh *shard) publishEviction(ls *live, sum *events.SummaryUpdated, ev *event
 		if lerr != nil {
 			return 0, fmt.Errorf("publish summary-updated v%d: refused as a conflict, then reading the last summary: %w", sum.Version, lerr)
 		}
-		if adoptable(s, last) {
-			sh.adopt(ls, last, "publish_conflict")
+		switch sh.takeRecord(ls, last, "publish_conflict") {
+		case recordAdopted:
 			return 0, errAdopted
+		case recordAwaited:
+			return 0, errAwaiting
 		}
 		expect = last.seq
 		if last.ev != nil && last.ev.Version >= sum.Version {

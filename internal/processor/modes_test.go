@@ -100,7 +100,10 @@ func TestModeEvictDropsOldestWithoutAModel(t *testing.T) {
 	// A second eviction keeps the note cumulative.
 	r.sizedTurns("ev", 20, 30, 100) // 11 kept + 10 = 2100 tokens at turn 29: trigger at 1900 first
 	r.eventually("second eviction", func() bool { return len(r.summaries("ev")) == 2 })
-	s = r.checkpoint("ev")
+	// The summary is published before the checkpoint is written, so the
+	// checkpoint may still hold the first eviction for a moment.
+	second := r.summaries("ev")[1]
+	r.eventually("second eviction checkpointed", func() bool { s = r.checkpoint("ev"); return s.Cursor == second.Cursor })
 	if !strings.HasPrefix(s.Summary, fmt.Sprintf("[Context rolled: %d messages evicted", s.Evicted)) || s.Evicted <= 9 ||
 		!strings.Contains(s.Summary, "Evicted range: 2026-11-22T20:00:00Z to") {
 		t.Fatalf("cumulative note: %q (evicted %d)", s.Summary, s.Evicted)

@@ -71,7 +71,6 @@ type Processor struct {
 	subj   events.Subjects
 	store  *state.Store
 	foldJS jetstream.JetStream // the fold path's publishes (Deps.FoldJS)
-	writer *state.Store        // pipelined checkpoint and lease writes, through foldJS
 	sum    fold.Summarizer
 	tokens TokenCounter
 	log    zerolog.Logger
@@ -128,8 +127,8 @@ func New(cfg Config, d Deps) (*Processor, error) {
 	p := &Processor{
 		policy: cfg.policy(), asker: contextsource.NewAsker(d.JS.Conn(), d.Log),
 		cfg: cfg, js: d.JS, layout: d.Layout, subj: d.Layout.Subjects, store: d.Store,
-		foldJS: d.FoldJS, writer: d.Store,
-		sum: d.Summarizer, tokens: d.Tokens, log: d.Log, clock: d.Clock,
+		foldJS: d.FoldJS,
+		sum:    d.Summarizer, tokens: d.Tokens, log: d.Log, clock: d.Clock,
 		ready:  make(chan struct{}),
 		before: d.BeforeAttach,
 	}

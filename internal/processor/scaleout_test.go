@@ -64,21 +64,7 @@ func newClusterPartitionedRig(t *testing.T, n int) *rig {
 	}
 	subjects, _ := events.NewSubjects("fold")
 	layout := broker.NewLayout(subjects).Partitioned(n)
-	var kv jetstream.KeyValue
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		kv, err = broker.Provision(ctx, js, layout, broker.ProvisionConfig{Replicas: 3}, log)
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("provision R3: %v", err)
-		}
-	}
-	for _, name := range []string{layout.In, layout.Out, layout.DLQ, "KV_" + layout.Bucket} {
-		streamCluster(t, js, name, true)
-	}
+	kv := provisionR3(t, js, layout, log)
 	r := &rig{t: t, nc: nc, js: js, layout: layout, store: state.NewStore(js, kv), log: log, seq: map[string]int{}, url: url, replicas: 3}
 	r.llm = openaitest.New(t)
 	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })

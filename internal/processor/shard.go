@@ -58,7 +58,11 @@ type shard struct {
 	wakeCh  chan string        // sessions to resume at start (due marks)
 	// wake holds when a session must be checked again without waiting for
 	// its next event: a failed fold's backoff, another owner's lease.
-	wake     map[string]time.Time
+	wake map[string]time.Time
+	// ahead holds, for sessions reloaded behind the outbound stream, the
+	// later summary to adopt once their redelivered turns reach its cursor
+	// (awaitRecord).
+	ahead    map[string]summaryRecord
 	foldCtx  context.Context
 	sessions map[string]*live
 	dirty    []*live
@@ -99,6 +103,7 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 		ctrl:     make(chan chan struct{}),
 		wakeCh:   make(chan string),
 		wake:     make(map[string]time.Time),
+		ahead:    make(map[string]summaryRecord),
 		sessions: make(map[string]*live),
 	}
 }
@@ -188,6 +193,7 @@ func (sh *shard) reset() {
 	sh.nPacked = 0
 	sh.sessions = make(map[string]*live)
 	sh.wake = make(map[string]time.Time)
+	sh.ahead = make(map[string]summaryRecord)
 	sh.dirty = nil
 	sh.pending = 0
 }
@@ -245,8 +251,14 @@ func (sh *shard) reconcile(ctx context.Context, ls *live) {
 		sh.p.log.Warn().Err(err).Str("event", "reconcile_failed").Str("session", s.ID).Msg("could not read the last summary; keeping the checkpoint")
 		return
 	}
-	if adoptable(s, last) {
-		sh.adopt(ls, last, "lease_found")
+	switch sh.takeRecord(ls, last, "lease_found") {
+	case recordAdopted:
+		return
+	case recordAwaited:
+		// The lease's fold is in the record, and more: none of it is
+		// folded again.
+		s.Lease = nil
+		sh.markDirty(ls)
 		return
 	}
 	if !s.Lease.Held(sh.p.clock.Now()) {
@@ -266,6 +278,72 @@ func adoptable(s *state.Session, last summaryRecord) bool {
 	return ev != nil && ev.Version > s.Version && ev.Epoch == s.Epoch && ev.Cursor >= s.Cursor && ev.Cursor <= s.Total
 }
 
+// behind reports whether last is a later summary of the session made from
+// turns it has not applied yet: the session was reloaded from a checkpoint
+// older than the record (a rewind after failed checkpoints, a new owner)
+// and its turns are coming again. Folding them again would record batches
+// the stream already holds under new versions. An ended session does not
+// wait: no turn is coming, so it folds and publishes after the record.
+func behind(s *state.Session, last summaryRecord) bool {
+	ev := last.ev
+	return ev != nil && ev.Version > s.Version && ev.Epoch == s.Epoch && ev.Cursor > s.Total && !s.Ended
+}
+
+// recordFate is what takeRecord did with a later summary on the stream.
+type recordFate int
+
+const (
+	recordNotTheSessions recordFate = iota // neither: publish after it
+	recordAdopted
+	recordAwaited
+)
+
+// takeRecord is what an owner does with the subject's last summary when
+// it is not the one the session last recorded: adopt it when the session
+// has the turns it covers, await those turns when they are still coming,
+// or leave it (another epoch, an older version) for the next publish to go
+// after.
+func (sh *shard) takeRecord(ls *live, last summaryRecord, why string) recordFate {
+	switch {
+	case adoptable(ls.s, last):
+		sh.adopt(ls, last, why)
+		return recordAdopted
+	case behind(ls.s, last):
+		sh.awaitRecord(ls, last, why)
+		return recordAwaited
+	}
+	return recordNotTheSessions
+}
+
+// awaitRecord holds the session's folds and evictions until its turns
+// reach last's cursor; evaluate then adopts last (heldByRecord).
+func (sh *shard) awaitRecord(ls *live, last summaryRecord, why string) {
+	s := ls.s
+	sh.ahead[s.ID] = last
+	sh.p.log.Info().Str("event", "summary_ahead").Str("session", s.ID).Str("why", why).Uint64("version", last.ev.Version).
+		Int64("cursor", last.ev.Cursor).Uint64("previous_version", s.Version).Int64("total_turns", s.Total).
+		Msg("the outbound stream holds a later summary of turns still being redelivered; folding waits for them, then adopts it")
+}
+
+// heldByRecord adopts the summary the session awaits once its turns reach
+// the summary's cursor, and reports whether the session must still wait.
+func (sh *shard) heldByRecord(ls *live) bool {
+	s := ls.s
+	last, ok := sh.ahead[s.ID]
+	if !ok {
+		return false
+	}
+	switch {
+	case behind(s, last):
+		return true
+	case adoptable(s, last):
+		sh.adopt(ls, last, "turns_replayed")
+	}
+	// Adopted, or no longer the session's (a reset, an end, a newer summary).
+	delete(sh.ahead, s.ID)
+	return false
+}
+
 // adopt makes a summary found on the outbound stream the session's own:
 // its owner published it and stopped before a checkpoint recorded it (a
 // crash, a partition moved on). The stream is the record of what was
@@ -278,8 +356,12 @@ func (sh *shard) adopt(ls *live, last summaryRecord, why string) {
 	sh.p.m.recovered.Inc()
 	if n := int(min(ev.Cursor-s.Cursor, int64(len(s.Turns)))); n > 0 {
 		ls.payloads.drop(s.Turns[:n], s.PendingNotes[:min(ev.FoldedNotes, len(s.PendingNotes))])
+		if ev.Mode == string(fold.ModeEvict) {
+			s.CountEvicted(s.Turns[:n]) // so the next note counts on from it
+		}
 	}
 	s.Summary, s.Version, s.SummarySeq = ev.Summary, ev.Version, last.seq
+	s.SummaryIsNote = ev.Mode == string(fold.ModeEvict)
 	s.Compactions = ev.Compactions
 	s.Advance(ev.Cursor, ev.FoldedNotes)
 	s.LastFoldAt = ev.At
@@ -482,7 +564,7 @@ func (sh *shard) flush(force bool) {
 			sh.checkpoint(ls) // sealing a backlog: chunks first, then the checkpoint
 			continue
 		}
-		f, err := sh.p.writer.SaveAsync(ls.s, ls.rev)
+		f, err := sh.p.store.SaveAsync(ls.s, ls.rev)
 		if err != nil {
 			sh.saved(ls, 0, err)
 			continue

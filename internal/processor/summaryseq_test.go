@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
@@ -118,7 +120,7 @@ func TestSummaryPublishAfterTheSubjectsLast(t *testing.T) {
 				t.Fatalf("next fold: version %d, want %d", after.Version, tt.version+1)
 			}
 			if n := len(r.summaries("s1")); n != len(tt.versions)+1 {
-				t.Fatal(fmt.Sprintf("%d summaries on the stream after the next fold, want %d", n, len(tt.versions)+1))
+				t.Fatalf("%d summaries on the stream after the next fold, want %d", n, len(tt.versions)+1)
 			}
 		})
 	}
@@ -131,8 +133,8 @@ func TestSummaryPublishAfterTheSubjectsLast(t *testing.T) {
 // version 1 of the new turns, of epoch 1.
 func TestAbandonedFoldPublishesNothing(t *testing.T) {
 	r := newRig(t)
-	gate := make(chan struct{})
-	r.sum = gated{Summarizer: r.sum, gate: gate}
+	gate, canceled := make(chan struct{}), make(chan struct{})
+	r.sum = gated{Summarizer: r.sum, gate: gate, canceled: canceled}
 	r.start(Config{})
 	r.turns("s1", 61)
 	r.eventually("fold in flight", func() bool {
@@ -140,7 +142,14 @@ func TestAbandonedFoldPublishesNothing(t *testing.T) {
 		return s.Total == 61 && s.Lease != nil
 	})
 	r.control("s1", events.OpReset, nil)
-	close(gate) // the old fold's answer arrives after the reset
+	// The old fold's answer arrives once the reset has canceled it (and
+	// not before: a fold that lands before the reset is seen may publish).
+	select {
+	case <-canceled:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the reset did not cancel the fold in flight")
+	}
+	close(gate)
 	r.eventually("reset", func() bool {
 		s := r.checkpoint("s1")
 		return s.Total == 0 && s.Summary == "" && s.Lease == nil && s.Epoch == 1
@@ -156,13 +165,200 @@ func TestAbandonedFoldPublishesNothing(t *testing.T) {
 	}
 }
 
-// gated answers only once gate is closed, whatever its context says.
+// gated answers only once gate is closed, whatever its context says; it
+// closes canceled when its context ends first (one call at a time).
 type gated struct {
 	fold.Summarizer
-	gate chan struct{}
+	gate, canceled chan struct{}
 }
 
-func (g gated) Summarize(_ context.Context, req fold.Request) (fold.Result, error) {
-	<-g.gate
+func (g gated) Summarize(ctx context.Context, req fold.Request) (fold.Result, error) {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		close(g.canceled)
+		<-g.gate
+	}
 	return g.Summarizer.Summarize(context.Background(), req)
+}
+
+// An eviction publishes its note the way a fold publishes a summary,
+// expecting the session's last summary as the subject's last message. A
+// refused publish adopts a note of the session as it stands, counters
+// included, or publishes once more after one it cannot take.
+func TestEvictionPublishAfterTheSubjectsLast(t *testing.T) {
+	evictCfg := Config{
+		Mode: fold.ModeEvict, RecallEnabled: true,
+		Tokens: fold.TokenPolicy{ContextWindow: 2000, ReserveTokens: 200},
+		Evict:  fold.EvictPolicy{TargetUtilization: 0.5, MinKeepMessages: 4},
+	}
+	// What an owner that stopped before its checkpoint published for the
+	// first eviction of turns 0..8 (9 × 100 tokens).
+	note := func(version uint64, epoch uint32) events.SummaryUpdated {
+		return events.SummaryUpdated{V: 1, Session: "ev", Version: version, Cursor: 9, CoveredThroughTurn: 8,
+			Summary: fmt.Sprintf("[Context rolled: 9 messages evicted (900 tokens). Published by a stopped owner, epoch %d]", epoch),
+			From:    t0, To: t0.Add(80 * time.Second), FoldedTurns: 9, OriginalTokens: 900, Mode: string(fold.ModeEvict),
+			Tier: "evicted", Compactions: 1, Epoch: epoch, Model: "none"}
+	}
+	t.Run("a stopped owner's eviction is adopted with its counts", func(t *testing.T) {
+		r := newRig(t)
+		foreign := note(1, 0)
+		r.publish(r.layout.Subjects.Out("ev", events.KindSummary), foreign, events.RecordID("ev", events.KindSummary, 1))
+		r.start(evictCfg)
+		r.sizedTurns("ev", 0, 20, 100) // turn 18 brings 1900 > 1800 tokens: evict 0..8
+		s := r.waitSettled("ev", 20, 9)
+		out := r.outbound("ev", events.KindSummary)
+		if len(out) != 1 || s.Summary != foreign.Summary || s.Version != 1 || s.SummarySeq != out[0].Sequence {
+			t.Fatalf("%d summaries on the stream; checkpoint summary %q version %d summary_seq %d; want the stopped owner's v1 adopted",
+				len(out), s.Summary, s.Version, s.SummarySeq)
+		}
+		if s.Evicted != 9 || s.EvictedTokens != 900 || s.FirstEvictedAt != t0.UnixMilli() || s.LastEvictedAt != t0.Add(80*time.Second).UnixMilli() {
+			t.Fatalf("evicted counters %d turns, %d tokens, first %d, last %d; want the adopted eviction's 9, 900, %d, %d",
+				s.Evicted, s.EvictedTokens, s.FirstEvictedAt, s.LastEvictedAt, t0.UnixMilli(), t0.Add(80*time.Second).UnixMilli())
+		}
+		// The next eviction counts on from the adopted one.
+		r.sizedTurns("ev", 20, 30, 100)
+		r.eventually("second eviction", func() bool { return len(r.summaries("ev")) == 2 })
+		sums := r.summaries("ev")
+		// Every turn before the note's cursor is evicted, 100 tokens each.
+		want := fmt.Sprintf("[Context rolled: %d messages evicted (%d tokens).", sums[1].Cursor, 100*sums[1].Cursor)
+		if sums[1].Version != 2 || !strings.HasPrefix(sums[1].Summary, want) || !strings.Contains(sums[1].Summary, "Evicted range: 2026-11-22T20:00:00Z to") {
+			t.Fatalf("second eviction: v%d %q; want v2 starting %q, from the first evicted turn", sums[1].Version, sums[1].Summary, want)
+		}
+	})
+	t.Run("an eviction from before a reset is published after, not adopted", func(t *testing.T) {
+		r := newRig(t)
+		r.start(evictCfg)
+		r.sizedTurns("ev", 0, 20, 100)
+		r.waitSettled("ev", 20, 9)
+		r.control("ev", events.OpReset, nil)
+		r.eventually("reset", func() bool { s := r.checkpoint("ev"); return s.Epoch == 1 && s.Total == 0 })
+		// An owner that still held the session before the reset lands its
+		// second eviction now.
+		r.publish(r.layout.Subjects.Out("ev", events.KindSummary), note(2, 0), events.RecordID("ev", events.KindSummary, 2))
+		r.sizedTurns("ev", 20, 40, 100)
+		s := r.waitSettled("ev", 20, 9)
+		sums := r.summaries("ev")
+		var versions []uint64
+		for _, ev := range sums {
+			versions = append(versions, ev.Version)
+		}
+		if !slices.Equal(versions, []uint64{1, 2, 3}) {
+			t.Fatalf("summary versions on the stream %v, want [1 2 3]", versions)
+		}
+		out := r.outbound("ev", events.KindSummary)
+		if s.Version != 3 || s.SummarySeq != out[2].Sequence || sums[2].Epoch != 1 {
+			t.Fatalf("checkpoint version %d summary_seq %d, last epoch %d; want 3, %d, 1", s.Version, s.SummarySeq, sums[2].Epoch, out[2].Sequence)
+		}
+		if s.Evicted != 9 || !strings.HasPrefix(s.Summary, "[Context rolled: 9 messages evicted (900 tokens).") {
+			t.Fatalf("after the reset: evicted %d, note %q; want the 9 turns evicted since the reset only", s.Evicted, s.Summary)
+		}
+		evs := decodeAll[events.Evicted](r, "ev", events.KindEvicted)
+		if len(evs) != 2 || evs[1].Version != 3 {
+			t.Fatalf("evicted events %+v; want the second one at version 3", evs)
+		}
+	})
+}
+
+// A rewind (checkpoints failing while a cluster loses its KV leader, say)
+// reloads a session from a checkpoint older than the summaries it has
+// published since, and its turns come again. Folding them again would
+// record batches the stream already holds under new versions: every later
+// summary would then be one batch behind its version (TestClusterFailover
+// caught this). The session must wait for the turns the stream's last
+// summary covers and adopt it, so the stream and the checkpoint end as
+// the first pass left them.
+func TestReplayBehindTheRecordAdoptsIt(t *testing.T) {
+	evictCfg := Config{
+		Mode: fold.ModeEvict, RecallEnabled: true,
+		Tokens: fold.TokenPolicy{ContextWindow: 2000, ReserveTokens: 200},
+		Evict:  fold.EvictPolicy{TargetUtilization: 0.5, MinKeepMessages: 4},
+	}
+	tests := []struct {
+		name        string
+		cfg         Config
+		early       int   // turns the old checkpoint has applied
+		earlyCursor int64 // its cursor
+		total       int
+		cursor      int64 // once every turn is applied, as the first pass left it
+		// lease: the old checkpoint holds a dead owner's lease, so the
+		// record is read when the session loads and no fold is wasted.
+		lease    bool
+		maxCalls int // summarizer calls during the replay
+	}{
+		{name: "window folds", cfg: Config{Window: fold.Window{Recent: 6, Batch: 4}}, early: 12, earlyCursor: 4, total: 40, cursor: 32, maxCalls: 1},
+		{name: "window folds, the old checkpoint with a lease", cfg: Config{Window: fold.Window{Recent: 6, Batch: 4}}, early: 12, earlyCursor: 4,
+			total: 40, cursor: 32, lease: true},
+		{name: "evictions", cfg: evictCfg, early: 12, earlyCursor: 0, total: 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const id = "rw"
+			ctx := context.Background()
+			r := newRig(t)
+			_, stop := r.start(tt.cfg)
+			r.sizedTurns(id, 0, tt.early, 100)
+			old := r.waitSettled(id, int64(tt.early), tt.earlyCursor)
+			r.sizedTurns(id, tt.early, tt.total, 100)
+			var want *state.Session
+			if tt.cursor > 0 {
+				want = r.waitSettled(id, int64(tt.total), tt.cursor)
+			} else {
+				// Evictions happen as the turns are applied.
+				r.eventually("every turn applied", func() bool { s := r.checkpoint(id); return s.Total == int64(tt.total) })
+				want = r.checkpoint(id)
+			}
+			stop()
+			wantSums := r.summaries(id)
+			if len(wantSums) < 3 || wantSums[len(wantSums)-1].Cursor <= int64(tt.early) {
+				t.Fatalf("first pass: %d summaries, the last ending at %d turns; the test needs the record well ahead of the old checkpoint",
+					len(wantSums), want.Cursor)
+			}
+			calls := r.llm.Calls()
+
+			// The rewind: the old checkpoint is back and the consumer
+			// redelivers every turn after it.
+			_, rev, err := r.store.Load(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.lease {
+				old.Lease = &state.Lease{FoldID: "dead", Owner: "gone", Deadline: time.Now().Add(-time.Minute), From: old.Cursor, To: old.Cursor + 4}
+			}
+			if _, err := r.store.Save(ctx, old, rev); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.js.DeleteConsumer(ctx, r.layout.In, "foldstream"); err != nil {
+				t.Fatal(err)
+			}
+			// Few turns at a time, as under load: the first fold after
+			// the old cursor learns of the record while the session is
+			// still short of its cursor.
+			cfg := tt.cfg
+			cfg.MaxAckPending = 2
+			r.start(cfg)
+			got := r.waitSettled(id, int64(tt.total), want.Cursor)
+			gotSums := r.summaries(id)
+			if len(gotSums) != len(wantSums) {
+				var vs []string
+				for _, ev := range gotSums {
+					vs = append(vs, fmt.Sprintf("v%d@%d", ev.Version, ev.Cursor))
+				}
+				t.Fatalf("%d summaries on the stream after the replay (%s), want the first pass's %d", len(gotSums), strings.Join(vs, " "), len(wantSums))
+			}
+			if got.Version != want.Version || got.Summary != want.Summary || got.SummarySeq != want.SummarySeq || got.SummaryIsNote != want.SummaryIsNote ||
+				got.Evicted != want.Evicted || got.EvictedTokens != want.EvictedTokens || got.Compactions != want.Compactions {
+				t.Fatalf("checkpoint after the replay: version %d summary_seq %d evicted %d/%d compactions %d note %v %q;\nwant %d %d %d/%d %d %v %q",
+					got.Version, got.SummarySeq, got.Evicted, got.EvictedTokens, got.Compactions, got.SummaryIsNote, got.Summary,
+					want.Version, want.SummarySeq, want.Evicted, want.EvictedTokens, want.Compactions, want.SummaryIsNote, want.Summary)
+			}
+			if want.SummaryIsNote != (tt.cfg.Mode == fold.ModeEvict) {
+				t.Fatalf("first pass: summary_is_note %v in mode %q", want.SummaryIsNote, tt.cfg.Mode)
+			}
+			// At most the one fold that learned of the record was wasted.
+			if extra := r.llm.Calls() - calls; extra > tt.maxCalls {
+				t.Fatalf("%d summarizer calls during the replay, want at most %d", extra, tt.maxCalls)
+			}
+		})
+	}
 }

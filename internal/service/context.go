@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
@@ -50,9 +51,14 @@ func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client
 		FoldInFlight: cp.Lease.Held(s.now()), Ended: cp.Ended,
 		CheckpointSeq: checkpointSeq, ThroughSeq: cp.LastSeq,
 	}
-	fits := func(chars, tokens int) bool {
-		return (r.BudgetChars == 0 || out.Chars+chars <= r.BudgetChars) &&
-			(r.BudgetTokens == 0 || out.Tokens+tokens <= r.BudgetTokens)
+	// take charges a layer item to the context if it fits the budget.
+	take := func(chars, tokens int) bool {
+		if r.BudgetChars != 0 && out.Chars+chars > r.BudgetChars || r.BudgetTokens != 0 && out.Tokens+tokens > r.BudgetTokens {
+			return false
+		}
+		out.Chars += chars
+		out.Tokens += tokens
+		return true
 	}
 
 	// Seed 000's budget priority: the freshest verbatim turns first, so
@@ -77,12 +83,10 @@ func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client
 		if ct.Tokens == 0 {
 			ct.Tokens = s.tokens.Count(line)
 		}
-		if !fits(ct.Chars, ct.Tokens) {
+		if !take(ct.Chars, ct.Tokens) {
 			out.DroppedTurns = i + 1
 			break
 		}
-		out.Chars += ct.Chars
-		out.Tokens += ct.Tokens
 		picked = append(picked, ct)
 	}
 	for i := len(picked) - 1; i >= 0; i-- {
@@ -91,24 +95,34 @@ func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client
 
 	// Then the summary, only in the room the turns left: it restores
 	// long-range continuity and must never crowd out the immediate moment.
-	if cp.Summary != "" {
+	// In mode evict the summary is the eviction note (seed 001: it takes
+	// the summary's place), so it is the eviction layer instead, with the
+	// same priority.
+	switch {
+	case cp.Summary == "":
+	case cp.SummaryIsNote:
+		note := client.EvictionNote{
+			Count: int(cp.Evicted), EvictedTokens: int(cp.EvictedTokens), Version: cp.Version,
+			From: time.UnixMilli(cp.FirstEvictedAt).UTC(), To: time.UnixMilli(cp.LastEvictedAt).UTC(),
+			Text: cp.Summary, Chars: client.LineChars(cp.Summary), Tokens: s.tokens.Count(cp.Summary),
+		}
+		if take(note.Chars, note.Tokens) {
+			out.Evictions = append(out.Evictions, note)
+		} else {
+			out.EvictionDropped = true
+		}
+	default:
 		text := client.SummaryPrefix + cp.Summary
 		layer := &client.SummaryLayer{
 			Text: text, Summary: cp.Summary, Version: cp.Version, CoveredThroughTurn: cp.CoveredThrough,
 			Chars: client.LineChars(text), Tokens: s.tokens.Count(text),
 		}
-		if fits(layer.Chars, layer.Tokens) {
+		if take(layer.Chars, layer.Tokens) {
 			out.Summary = layer
-			out.Chars += layer.Chars
-			out.Tokens += layer.Tokens
 		} else {
 			out.SummaryDropped = true
 		}
 	}
-
-	// Eviction notes (seed 001, mode evict) come last in priority. That
-	// mode does not exist yet, so this layer is always empty; it is in the
-	// reply now so builders can render it without a contract change.
 	return out, nil
 }
 

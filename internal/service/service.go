@@ -4,7 +4,7 @@
 // its queue group. Endpoints, under <prefix>.svc:
 //
 //   - context: a session's packed context, seed 000's layers in prompt
-//     order (summary, verbatim turns from the cursor, eviction notes),
+//     order (summary, or in mode evict the eviction note, then verbatim turns from the cursor),
 //     within an optional budget in characters and/or tokens;
 //   - session: a session's checkpointed state;
 //   - recall: the turns of a session that best match a query, by default
@@ -93,7 +93,7 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 		name, desc string
 		h          func(context.Context, micro.Request)
 	}{
-		{client.EndpointContext, `{"session","budget_chars"?,"budget_tokens"?} → summary, verbatim turns from the cursor, eviction notes`, s.handleContext},
+		{client.EndpointContext, `{"session","budget_chars"?,"budget_tokens"?} → summary (or, in mode evict, the eviction note), verbatim turns from the cursor`, s.handleContext},
 		{client.EndpointSession, `{"session"} → cursor, total, version, covered_through, last fold, lease, pending notes`, s.handleSession},
 		{client.EndpointRecall, `{"v","session","query","limit"?,"scope"?} → the best-matching turns (BM25), by default of those before the cursor`, s.handleRecall},
 	}
@@ -228,6 +228,7 @@ func (s *server) sessionInfo(ctx context.Context, session string) (*client.Sessi
 		Cursor: cp.Cursor, TotalTurns: cp.Total, CoveredThroughTurn: cp.CoveredThrough,
 		Compactions: cp.Compactions, PendingNotes: len(cp.PendingNotes), Failures: cp.Failures,
 		Ended: cp.Ended, Config: cp.Config, LastSeq: cp.LastSeq,
+		SummaryIsNote: cp.SummaryIsNote, Evicted: cp.Evicted, EvictedTokens: cp.EvictedTokens,
 		LastFoldAt: timePtr(cp.LastFoldAt), RetryAfter: timePtr(cp.RetryAfter), LastActivity: timePtr(cp.LastActivity),
 	}
 	if l := cp.Lease; l != nil {

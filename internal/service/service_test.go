@@ -13,6 +13,7 @@ import (
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
@@ -91,8 +92,11 @@ func checkNoGap(t fataler, c *client.Context) {
 	if c.Summary != nil && c.Summary.CoveredThroughTurn != c.Cursor-1 {
 		t.Fatalf("summary covers through %d but cursor is %d", c.Summary.CoveredThroughTurn, c.Cursor)
 	}
-	if c.Summary == nil && !c.SummaryDropped && c.Cursor != 0 {
-		t.Fatalf("cursor %d without a summary", c.Cursor)
+	if c.Summary != nil && (len(c.Evictions) > 0 || c.EvictionDropped) {
+		t.Fatalf("both a summary and an eviction note: the note takes the summary's place")
+	}
+	if c.Summary == nil && !c.SummaryDropped && len(c.Evictions) == 0 && !c.EvictionDropped && c.Cursor != 0 {
+		t.Fatalf("cursor %d without a summary or an eviction note", c.Cursor)
 	}
 	want := c.Cursor + int64(c.DroppedTurns)
 	for _, turn := range c.Turns {
@@ -193,9 +197,15 @@ func TestContextHasNoGapWhileAFoldIsInFlight(t *testing.T) {
 	publish(t, e, "s1", 0, 61)
 	e.Eventually("fold in flight", func() bool { return llm.Calls() == 1 })
 	publish(t, e, "s1", 61, 64)
-	c := getContext(t, nc, client.ContextRequest{Session: "s1"})
-	checkNoGap(t, c)
-	if !c.FoldInFlight || c.Cursor != 0 || len(c.Turns) != 64 || c.Summary != nil {
+	// The lease reaches the checkpoint with the shard's next write, a
+	// moment after the model is called.
+	var c *client.Context
+	e.Eventually("the lease checkpointed", func() bool {
+		c = getContext(t, nc, client.ContextRequest{Session: "s1"})
+		checkNoGap(t, c)
+		return c.FoldInFlight
+	})
+	if c.Cursor != 0 || len(c.Turns) != 64 || c.Summary != nil {
 		t.Fatalf("during the fold: in flight %v, cursor %d, %d turns, summary %v", c.FoldInFlight, c.Cursor, len(c.Turns), c.Summary)
 	}
 	info := &client.SessionInfo{}
@@ -440,6 +450,62 @@ func TestSessionReportsTheCheckpoint(t *testing.T) {
 	}
 	if info.Cursor != 10 || info.TotalTurns != 61 || info.Version != 1 || info.CoveredThroughTurn != 9 || info.Compactions != 1 ||
 		info.LastFoldAt == nil || info.Lease != nil || info.PendingNotes != 1 || info.SummaryChars == 0 || info.LastSeq == 0 {
+		t.Fatalf("session info %+v", info)
+	}
+}
+
+// Mode evict (seed 001): the eviction note is the context's eviction layer
+// in the summary's place, before the turns, with the summary's priority:
+// it only gets the room the turns leave.
+func TestContextInModeEvictCarriesTheNoteInTheSummarysPlace(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{
+		Mode: fold.ModeEvict, RecallEnabled: true,
+		Tokens: fold.TokenPolicy{ContextWindow: 2000, ReserveTokens: 200},
+		Evict:  fold.EvictPolicy{TargetUtilization: 0.5, MinKeepMessages: 4},
+	}, nil)
+	e.StartService(nil)
+	// 19 turns of 100 tokens pass 1800 (window − reserve): the oldest 9 go,
+	// down to 1000 (50% of 2000).
+	for i := range 20 {
+		turn := servicetest.Turn("ev", i)
+		turn.Tokens = 100
+		publishTurn(t, e, turn)
+	}
+	e.Settled("ev", 20, 9)
+
+	full := getContext(t, e.NC, client.ContextRequest{Session: "ev"})
+	checkNoGap(t, full)
+	if full.Summary != nil || full.SummaryDropped || len(full.Evictions) != 1 || full.EvictionDropped {
+		t.Fatalf("layers: summary %+v (dropped %v), evictions %+v (dropped %v)", full.Summary, full.SummaryDropped, full.Evictions, full.EvictionDropped)
+	}
+	note := full.Evictions[0]
+	if note.Count != 9 || note.EvictedTokens != 900 || note.Version != 1 || !note.From.Equal(servicetest.T0) ||
+		!note.To.Equal(servicetest.T0.Add(80*time.Second)) || !strings.HasPrefix(note.Text, "[Context rolled: 9 messages evicted (900 tokens).") ||
+		note.Chars != utf8.RuneCountInString(note.Text)+1 || note.Tokens == 0 {
+		t.Fatalf("eviction note %+v", note)
+	}
+	if len(full.Turns) != 11 || full.Turns[0].Index != 9 {
+		t.Fatalf("turns %v, want 9..19", indices(full))
+	}
+	if prompt := full.Prompt(); !strings.HasPrefix(prompt, note.Text+"\n"+full.Turns[0].Line()+"\n") {
+		t.Fatalf("prompt order: the note first, in the summary's place:\n%s", prompt)
+	}
+
+	// Room for every turn but not the note: the note goes, no turn does.
+	turnChars := full.Chars - note.Chars
+	c := getContext(t, e.NC, client.ContextRequest{Session: "ev", BudgetChars: full.Chars - 1})
+	checkNoGap(t, c)
+	if len(c.Evictions) != 0 || !c.EvictionDropped || len(c.Turns) != 11 || c.Chars != turnChars {
+		t.Fatalf("tight budget: evictions %+v dropped %v, %d turns, %d chars", c.Evictions, c.EvictionDropped, len(c.Turns), c.Chars)
+	}
+
+	var info client.SessionInfo
+	m := ask(t, e.NC, client.EndpointSession, client.SessionRequest{Session: "ev"})
+	if err := json.Unmarshal(m.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	if !info.SummaryIsNote || info.Evicted != 9 || info.EvictedTokens != 900 || info.Cursor != 9 {
 		t.Fatalf("session info %+v", info)
 	}
 }

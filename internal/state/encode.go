@@ -83,6 +83,9 @@ func (s *Session) Encode(buf []byte) ([]byte, error) {
 	buf = appendInt(buf, "evicted_tokens", s.EvictedTokens, true)
 	buf = appendInt(buf, "first_evicted_at", s.FirstEvictedAt, true)
 	buf = appendInt(buf, "last_evicted_at", s.LastEvictedAt, true)
+	if s.SummaryIsNote {
+		buf = append(buf, `,"summary_is_note":true`...)
+	}
 	if len(s.MemoryIDs) > 0 {
 		buf = append(buf, `,"memory_ids":"`...)
 		buf = appendB64(buf, s.MemoryIDs.appendBinary(nil))

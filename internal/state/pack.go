@@ -61,6 +61,7 @@ const (
 	pLastEvictedAt
 	pMemoryIDs
 	pSummarySeq
+	pSummaryIsNote
 	packFields
 )
 
@@ -112,6 +113,7 @@ func (s *Session) Pack(buf []byte) ([]byte, error) {
 	set(pLastEvictedAt, s.LastEvictedAt != 0)
 	set(pMemoryIDs, len(s.MemoryIDs) > 0)
 	set(pSummarySeq, s.SummarySeq != 0)
+	set(pSummaryIsNote, s.SummaryIsNote)
 
 	buf = append(buf, packVersion)
 	buf = binary.AppendUvarint(buf, mask)
@@ -302,6 +304,7 @@ func Unpack(id string, data []byte) (*Session, error) {
 		}
 	}
 	s.Archived = has(pArchived)
+	s.SummaryIsNote = has(pSummaryIsNote)
 	varint := func(bit int) int64 {
 		if has(bit) {
 			return d.varint()

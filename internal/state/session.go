@@ -108,6 +108,9 @@ type Session struct {
 	EvictedTokens  int64 `json:"evicted_tokens,omitempty"`
 	FirstEvictedAt int64 `json:"first_evicted_at,omitempty"`
 	LastEvictedAt  int64 `json:"last_evicted_at,omitempty"`
+	// SummaryIsNote: Summary is mode evict's eviction note, not a summary
+	// of the turns (the context service renders it as an eviction layer).
+	SummaryIsNote bool `json:"summary_is_note,omitempty"`
 
 	// MemoryIDs are hashes of the memories already published, so a fact
 	// the model extracts again is not published twice.
@@ -161,6 +164,22 @@ func (s *Session) Advance(to int64, notes int) {
 	s.CoveredThrough = to - 1
 	notes = max(0, min(notes, len(s.PendingNotes)))
 	s.PendingNotes = s.PendingNotes[notes:]
+}
+
+// CountEvicted adds refs, the oldest unfolded turns, to the eviction
+// totals the next eviction note reports.
+func (s *Session) CountEvicted(refs []TurnRef) {
+	if len(refs) == 0 {
+		return
+	}
+	if s.Evicted == 0 {
+		s.FirstEvictedAt = refs[0].At
+	}
+	for _, r := range refs {
+		s.EvictedTokens += int64(r.Tokens)
+	}
+	s.Evicted += int64(len(refs))
+	s.LastEvictedAt = refs[len(refs)-1].At
 }
 
 // Reset forgets the transcript and summary but keeps the stream position,

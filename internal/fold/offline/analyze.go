@@ -7,19 +7,61 @@ import (
 	"unicode/utf8"
 )
 
-// names is a case-insensitive set of participant names.
-type names map[string]string // lowercased → display form
+// names is a case-insensitive set of participant names. has is asked
+// about most words of every sentence, and most are no name: two bit masks
+// (of the names' lengths and first bytes) turn most of them away without
+// lowercasing and hashing them.
+type names struct {
+	m      map[string]string // lowercased → display form
+	lens   uint64            // bit min(len(k), 63) of every key k
+	firsts uint64            // bit k[0]&63 of every key k
+}
+
+func newNames(display ...string) names {
+	n := names{m: make(map[string]string, len(display))}
+	for _, d := range display {
+		n.add(d)
+	}
+	return n
+}
+
+// add adds name d unless it is empty or known (in any case).
+func (n *names) add(d string) {
+	if d == "" || n.has(d) {
+		return
+	}
+	k := strings.ToLower(d)
+	n.m[k] = d
+	n.lens |= 1 << min(len(k), 63)
+	n.firsts |= 1 << (k[0] & 63)
+}
+
+// display is the display form of the name w (in any case), "" if unknown.
+func (n names) display(w string) string { return n.m[strings.ToLower(w)] }
 
 func (n names) has(w string) bool {
-	if len(n) == 0 {
+	if len(n.m) == 0 || w == "" {
+		return false // (no key is empty)
+	}
+	// An ASCII first byte lowercases to the key's first byte, and an ASCII
+	// word keeps its length.
+	if c := w[0]; c < utf8.RuneSelf {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if n.firsts>>(c&63)&1 == 0 {
+			return false
+		}
+	}
+	if n.lens>>min(len(w), 63)&1 == 0 && isASCII(w) {
 		return false
 	}
 	var buf [lowerBufLen]byte
 	if b, ok := lowerASCII(&buf, w); ok {
-		_, ok := n[string(b)]
+		_, ok := n.m[string(b)]
 		return ok
 	}
-	_, ok := n[strings.ToLower(w)]
+	_, ok := n.m[strings.ToLower(w)]
 	return ok
 }
 
@@ -38,7 +80,11 @@ const (
 // assent or dissent.
 func classifyFiller(s string, who names, extra map[string]bool) fillerKind {
 	var arr [64]string
-	words := appendFields(arr[:0], s)
+	return classifyWords(appendFields(arr[:0], s), who, extra)
+}
+
+// classifyWords is classifyFiller of the sentence whose fields are words.
+func classifyWords(words []string, who names, extra map[string]bool) fillerKind {
 	agree, neg, coreSeen := false, false, false
 	for _, w := range words {
 		n, nb, k := normParts(w) // norm(w), on the stack
@@ -77,11 +123,9 @@ func classifyFiller(s string, who names, extra map[string]bool) fillerKind {
 	return fillerPlain
 }
 
-// stripFiller removes leading backchannels ("yeah so", "ok,", "lol") and
-// trailing laughter from a sentence.
-func stripFiller(s string) string {
-	var arr [64]string
-	words := appendFields(arr[:0], s)
+// stripFillerWords removes leading backchannels ("yeah so", "ok,", "lol")
+// and trailing laughter from the sentence s, whose fields are words.
+func stripFillerWords(s string, words []string) string {
 	i := 0
 	for i < len(words)-1 {
 		w := words[i]
@@ -138,6 +182,12 @@ type traits struct {
 // analyze extracts traits from a sentence. who are the known participants
 // (they count as entities once).
 func analyze(s string, who names) traits {
+	var arr [64]string
+	return analyzeWords(s, appendFields(arr[:0], s), who)
+}
+
+// analyzeWords is analyze(s, who); words are the fields of s.
+func analyzeWords(s string, words []string, who names) traits {
 	var t traits
 	p := plain(s)
 	m := matchPhrases(p)
@@ -159,7 +209,7 @@ func analyze(s string, who names) traits {
 	t.next = m&phNext != 0
 	t.constraint = m&phConstraint != 0
 	t.injection = isInjection(s, p)
-	t.entities, t.content = countWords(s, who)
+	t.entities, t.content = countWordsIn(s, words, who)
 	return t
 }
 
@@ -167,13 +217,14 @@ func analyze(s string, who names) traits {
 // names (once), identifiers, and capitalized words that do not start a
 // sentence, plus quoted strings.
 func countWords(s string, who names) (entities, content int) {
+	var arr [64]string
+	return countWordsIn(s, appendFields(arr[:0], s), who)
+}
+
+// countWordsIn is countWords(s, who); words are the fields of s.
+func countWordsIn(s string, words []string, who names) (entities, content int) {
 	nameSeen := false
-	prev := ""
-	i := -1
-	for w := range strings.FieldsSeq(s) {
-		i++
-		p := prev
-		prev = w
+	for i, w := range words {
 		c := core(w)
 		if c == "" {
 			continue
@@ -192,7 +243,7 @@ func countWords(s string, who names) (entities, content int) {
 			}
 		case isIdentifier(c):
 			entities++
-		case i > 0 && upperFirst(c) && lx&lxCommonCaps == 0 && !prevEndsSentence(p):
+		case i > 0 && upperFirst(c) && lx&lxCommonCaps == 0 && !prevEndsSentence(words[i-1]):
 			entities++
 		}
 	}
@@ -200,7 +251,7 @@ func countWords(s string, who names) (entities, content int) {
 	return entities, content
 }
 
-// hasEntity reports countWords(s, nil) > 0 for entities.
+// hasEntity reports countWords(s, names{}) > 0 for entities.
 func hasEntity(s string) bool {
 	if strings.Count(s, "\"") >= 2 {
 		return true
@@ -247,15 +298,30 @@ func prevEndsSentence(w string) bool {
 // identifiers: tokens that must be kept verbatim and that carry facts.
 func isIdentifier(c string) bool {
 	digits, letters, ascii := false, false, true
+	sep, camel := false, false // '/' or '_' ("://" has a '/'); ASCII aB
+	lastDot := -1
+	var pb byte // the previous byte
 	for i := 0; i < len(c); i++ {
 		switch b := c[i]; {
 		case b >= utf8.RuneSelf:
 			ascii = false
 		case '0' <= b && b <= '9':
 			digits = true
-		case 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z':
+		case 'a' <= b && b <= 'z':
 			letters = true
+		case 'A' <= b && b <= 'Z':
+			letters = true
+			camel = camel || 'a' <= pb && pb <= 'z'
+		case b == '/' || b == '_':
+			sep = true
+		case b == '.':
+			lastDot = i
 		}
+		pb = c[i]
+	}
+	if ascii && !digits && letters {
+		// the checks below, with what the loop saw
+		return sep || lastDot > 0 && lastDot < len(c)-1 || camel
 	}
 	if !ascii {
 		digits, letters = false, false
@@ -356,8 +422,32 @@ func scoreTraits(t traits, agent bool) float64 {
 // participant names (the same thing said again by someone else is a repeat).
 func tokenSet(s string, who names) []string {
 	var arr [64]string
-	out := arr[:0]
-	for w := range strings.FieldsSeq(s) {
+	return tokenSetOf(appendFields(arr[:0], s), who)
+}
+
+// tokenSetOf is tokenSet of the sentence whose fields are words.
+func tokenSetOf(words []string, who names) []string {
+	var arr [64]string
+	out := appendTokenSet(arr[:0], words, who)
+	if len(out) == 0 {
+		return nil
+	}
+	return slices.Clone(out)
+}
+
+// appendTokenSet appends tokenSetOf(words, who) to dst (callers that build
+// many sets share one slice).
+func appendTokenSet(dst []string, words []string, who names) []string {
+	mark := len(dst)
+	out := dst
+	// Lowercased tokens are copied into one buffer, converted to a string
+	// once at the end: out[low[i].at] is buf[low[i-1].to:low[i].to].
+	var bufArr [128]byte
+	buf := bufArr[:0]
+	type lowTok struct{ at, to int32 }
+	var lowArr [16]lowTok
+	low := lowArr[:0]
+	for _, w := range words {
 		// n is norm(w) with runs collapsed; it is on the stack when the word
 		// had to be lowercased, and copied only if it is kept.
 		c, nb, k := normParts(w)
@@ -378,39 +468,74 @@ func tokenSet(s string, who names) []string {
 		if k == 0 && strings.HasPrefix(c, n) {
 			out = append(out, c[:len(n)]) // a prefix of the word itself
 		} else {
-			out = append(out, strings.Clone(n))
+			buf = append(buf, n...)
+			low = append(low, lowTok{int32(len(out)), int32(len(buf))})
+			out = append(out, "")
 		}
 	}
-	if len(out) == 0 {
-		return nil
+	if len(low) > 0 {
+		all := string(buf)
+		from := int32(0)
+		for _, l := range low {
+			out[l.at], from = all[from:l.to], l.to
+		}
 	}
-	slices.Sort(out)
-	return slices.Clone(slices.Compact(out))
+	set := out[mark:]
+	slices.Sort(set)
+	return out[:mark+len(slices.Compact(set))]
+}
+
+// tokSet is a tokenSet with a signature for a quick test of nearDup: bit
+// tokBit(t) of sig is set for every token t, and bits[i] is that bit's
+// index for toks[i].
+type tokSet struct {
+	toks []string
+	bits []uint8
+	sig  uint64
+}
+
+func newTokSet(toks []string) tokSet { return newTokSetIn(toks, make([]uint8, len(toks))) }
+
+// newTokSetIn is newTokSet(toks) with bits (of len(toks)) from the caller.
+func newTokSetIn(toks []string, bits []uint8) tokSet {
+	ts := tokSet{toks: toks, bits: bits[:len(toks):len(toks)]}
+	for i, t := range toks {
+		b := uint8(hashLower(t) & 63)
+		ts.bits[i] = b
+		ts.sig |= 1 << b
+	}
+	return ts
+}
+
+// nearDupSets is nearDup(a.toks, b.toks). A token of a whose bit is not in
+// b's signature is not in b, so counting the others bounds the
+// intersection from above: most pairs fail on that bound alone.
+func nearDupSets(a, b *tokSet) bool {
+	need, ok := dupBar(len(a.toks), len(b.toks))
+	if !ok {
+		return false
+	}
+	if len(a.toks) > len(b.toks) {
+		a, b = b, a // the smaller set gives the tighter bound
+	}
+	bound := 0
+	for _, bit := range a.bits {
+		bound += int(b.sig >> bit & 1)
+	}
+	if bound < need {
+		return false
+	}
+	return nearDup(a.toks, b.toks)
 }
 
 // nearDup reports whether two token sets (sorted, as tokenSet returns
 // them) say substantially the same thing.
 func nearDup(a, b []string) bool {
-	if len(a) == 0 || len(b) == 0 {
+	// need is the least intersection that makes them duplicates: stop as
+	// soon as it is out of reach.
+	need, ok := dupBar(len(a), len(b))
+	if !ok {
 		return false
-	}
-	small, large := len(a), len(b)
-	if small > large {
-		small, large = large, small
-	}
-	if small < 3 && small != large {
-		return false
-	}
-	// need is the least intersection that makes them duplicates (the test
-	// below grows with the intersection): stop as soon as it is out of
-	// reach.
-	need := small
-	if small >= 3 {
-		for need = 0; need < small && !dupRatio(need, small, len(a)+len(b)); need++ {
-		}
-		if !dupRatio(need, small, len(a)+len(b)) {
-			return false
-		}
 	}
 	inter := 0
 	for i, j := 0, 0; i < len(a) && j < len(b); {
@@ -428,10 +553,29 @@ func nearDup(a, b []string) bool {
 			j++
 		}
 	}
-	if small < 3 {
-		return inter == small
+	return inter >= need
+}
+
+// dupBar is the least intersection at which token sets of n and m tokens
+// are near duplicates; ok is false when no intersection makes them so.
+// Sets of fewer than 3 tokens must be equal; larger ones pass dupRatio.
+func dupBar(n, m int) (need int, ok bool) {
+	small, large := min(n, m), max(n, m)
+	switch {
+	case small == 0 || small < 3 && small != large:
+		return 0, false
+	case small < 3:
+		return small, true
 	}
-	return dupRatio(inter, small, len(a)+len(b))
+	return dupNeed(small, n+m), true
+}
+
+// dupNeed is the least inter for which dupRatio(inter, small, sum) holds
+// (it grows with inter, and holds for inter = small), in integers:
+// inter/small >= 0.8 is 5·inter >= 4·small and inter/(sum-inter) >= 0.6 is
+// 8·inter >= 3·sum.
+func dupNeed(small, sum int) int {
+	return min((4*small+4)/5, (3*sum+7)/8)
 }
 
 // dupRatio is nearDup's test for sets of at least 3 tokens: the

@@ -18,11 +18,11 @@ type prevSentence struct {
 	score float64   // importance, before weighing by age
 	key   string    // tool runs: caller, tool and argument
 	run   []string  // toolRunRe submatches, nil when not a tool run
-	toks  []string  // tokenSet(v[0], who)
+	toks  tokSet    // tokenSet(v[0], who)
 	bumps []topicBump
 }
 
-// topicBump is one topic mention of a sentence, as addWeighted counts it.
+// topicBump is one topic mention of a sentence, as scanTopics reports it.
 type topicBump struct {
 	topic  string
 	double bool // a file path: counts twice
@@ -34,8 +34,10 @@ type topicBump struct {
 func analyzePrev(st string, who names, agent bool) *prevSentence {
 	st = strings.Clone(st)
 	ps := &prevSentence{}
-	scanTopics(st, who, agent, topicSink{rec: &ps.bumps})
-	t := analyze(st, who)
+	var arr [64]string
+	words := appendFields(arr[:0], st) // for every pass below
+	scanTopics(words, who, agent, topicSink{rec: &ps.bumps})
+	t := analyzeWords(st, words, who)
 	sc := scoreTraits(t, agent)
 	switch m := matchToolRun(st); {
 	case m != nil:
@@ -60,12 +62,12 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 		sc += 1.5
 	}
 	ps.score = sc
-	l1 := condenseLight(st)
+	l1 := condenseLightIn(st, words)
 	ps.v = [3]string{st, l1, condenseHard(l1)}
 	for i, v := range ps.v {
 		ps.n[i] = runeLen(v)
 	}
-	ps.toks = tokenSet(st, who)
+	ps.toks = newTokSet(tokenSetOf(words, who))
 	return ps
 }
 
@@ -77,8 +79,8 @@ type sentKey struct{ text, ctx string }
 // sentence: agent or voice, and the participants' names (lowercased,
 // sorted, each length-prefixed).
 func sentContext(who names, agent bool) string {
-	keys := make([]string, 0, len(who))
-	for k := range who {
+	keys := make([]string, 0, len(who.m))
+	for k := range who.m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)

@@ -87,7 +87,7 @@ func TestSentenceCacheConcurrentSessions(t *testing.T) {
 
 func TestSentenceCacheBounded(t *testing.T) {
 	c := newSentCache(4)
-	who := names{"alice": "Alice"}
+	who := newNames("Alice")
 	for i := 0; i < 50; i++ {
 		c.prevSentences([]string{fmt.Sprintf("Alice said %d.", i)}, who, false)
 		if n := len(c.cur) + len(c.old); n > 8 {
@@ -103,7 +103,7 @@ func TestSentenceCacheBounded(t *testing.T) {
 	if b := c.prevSentences([]string{"Alice said 49."}, who, true)[0]; a == b {
 		t.Error("agent analysis shared with voice analysis")
 	}
-	if b := c.prevSentences([]string{"Alice said 49."}, names{"bob": "Bob"}, false)[0]; a == b {
+	if b := c.prevSentences([]string{"Alice said 49."}, newNames("Bob"), false)[0]; a == b {
 		t.Error("analysis shared across participant sets")
 	}
 }
@@ -113,11 +113,11 @@ func TestSentenceCacheBounded(t *testing.T) {
 func TestSentenceCacheCopiesSentences(t *testing.T) {
 	summary := strings.Repeat("Alice said the plan is set. ", 50)
 	c := newSentCache(8)
-	c.prevSentences(splitSentences(summary), names{"alice": "Alice"}, false)
+	c.prevSentences(splitSentences(summary), newNames("Alice"), false)
 	lo := uintptr(unsafe.Pointer(unsafe.StringData(summary)))
 	hi := lo + uintptr(len(summary))
 	for k, ps := range c.cur {
-		for _, s := range append([]string{k.text}, ps.toks...) {
+		for _, s := range append([]string{k.text}, ps.toks.toks...) {
 			if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); p >= lo && p < hi {
 				t.Fatalf("cache entry %q points into the summary", s)
 			}

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -130,7 +131,7 @@ func refInSet(set map[string]bool, n string) bool {
 }
 
 func TestEquivWordHelpers(t *testing.T) {
-	who := names{"alice": "Alice", "bob": "Bob", "carol": "Carol"}
+	who := newNames("Alice", "Bob", "Carol")
 	for _, s := range equivInputs(1, 3000) {
 		if got, want := plain(s), refPlain(s); got != want {
 			t.Fatalf("plain(%q) = %q, want %q", s, got, want)
@@ -190,7 +191,7 @@ func TestEquivWordHelpers(t *testing.T) {
 		if wantE, wantC := refCountWords(s, who); ents != wantE || content != wantC {
 			t.Fatalf("countWords(%q) = %d, %d; want %d, %d", s, ents, content, wantE, wantC)
 		}
-		if got, want := hasEntity(s), func() bool { e, _ := refCountWords(s, nil); return e > 0 }(); got != want {
+		if got, want := hasEntity(s), func() bool { e, _ := refCountWords(s, names{}); return e > 0 }(); got != want {
 			t.Fatalf("hasEntity(%q) = %v, want %v", s, got, want)
 		}
 		if got, want := tokenSet(s, who), refTokenSet(s, who); !slices.Equal(got, want) {
@@ -247,6 +248,14 @@ func TestEquivWordHelpers(t *testing.T) {
 			if got, want := isIdentifier(c), refIsIdentifier(c); got != want {
 				t.Fatalf("isIdentifier(%q) = %v, want %v", c, got, want)
 			}
+			if got, want := hasLetterOrDigit(c), strings.ContainsFunc(c, func(r rune) bool {
+				return unicode.IsLetter(r) || unicode.IsDigit(r)
+			}); got != want {
+				t.Fatalf("hasLetterOrDigit(%q) = %v, want %v", c, got, want)
+			}
+			if got, want := allLettersExcept(w, '\''), isAllLetters(strings.ReplaceAll(w, "'", "")); got != want {
+				t.Fatalf("allLettersExcept(%q) = %v, want %v", w, got, want)
+			}
 		}
 	}
 }
@@ -268,8 +277,28 @@ func TestEquivNearDup(t *testing.T) {
 		if got, want := nearDup(a, b), refNearDup(a, b); got != want {
 			t.Fatalf("nearDup(%q, %q) = %v, want %v", a, b, got, want)
 		}
+		if got, want := nearDupSets(ptr(newTokSet(a)), ptr(newTokSet(b))), refNearDup(a, b); got != want {
+			t.Fatalf("nearDupSets(%q, %q) = %v, want %v", a, b, got, want)
+		}
 	}
 }
+
+// dupNeed is the least intersection that dupRatio accepts.
+func TestEquivDupNeed(t *testing.T) {
+	for small := 3; small <= 300; small++ {
+		for sum := 2 * small; sum <= 2*small+600; sum++ {
+			want := 0
+			for !dupRatio(want, small, sum) {
+				want++
+			}
+			if got := dupNeed(small, sum); got != want {
+				t.Fatalf("dupNeed(%d, %d) = %d, want %d", small, sum, got, want)
+			}
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func refNearDup(a, b []string) bool {
 	if len(a) == 0 || len(b) == 0 {
@@ -314,7 +343,7 @@ func refCountWords(s string, who names) (entities, content int) {
 		if len([]rune(n)) >= 3 && !stopwords[n] && hasLetterOrDigit(n) {
 			content++
 		}
-		_, name := who[n]
+		_, name := who.m[n]
 		switch {
 		case name:
 			if !nameSeen {
@@ -367,7 +396,7 @@ func refTokenSet(s string, who names) []string {
 	for _, w := range strings.Fields(s) {
 		n := refCollapseRuns(strings.ToLower(strings.Trim(w, trimPunct)), 2)
 		n = strings.TrimSuffix(n, "'s")
-		_, name := who[strings.ToLower(n)]
+		_, name := who.m[strings.ToLower(n)]
 		if n == "" || stopwords[n] || attribution[n] || !hasLetterOrDigit(n) || name {
 			continue
 		}
@@ -472,7 +501,7 @@ func refCondenseHard(s string) string {
 	}
 	kept := []string{clauses[0].text}
 	for _, c := range clauses[1:] {
-		t := analyze(c.text, nil)
+		t := analyze(c.text, names{})
 		if t.entities > 0 || t.strongDecision || t.question || t.request ||
 			strings.Contains(c.text, " agreed") || strings.Contains(c.text, " said yes") ||
 			strings.Contains(c.text, " said no") {
@@ -575,4 +604,118 @@ func refSplitLine(line string) []string {
 	}
 	emit(len(rs))
 	return out
+}
+
+// The regular expressions that matchLead, matchSmallTalk and matchMore
+// replace.
+var (
+	moreRe      = regexp.MustCompile(`^(.*) and (\d+) more$`)
+	leadRe      = regexp.MustCompile(`^(.+?) (?:are|is) (?:talking about (.+)|working on (.+)|in the session)\.$`)
+	smallTalkRe = regexp.MustCompile(`^(.+?) (?:exchanged|made) small talk\.$`)
+)
+
+func TestEquivMatchMore(t *testing.T) {
+	in := equivInputs(7, 3000)
+	for _, s := range []string{"a.go", "a.go, b.go", "", "x", "\n", "é", "a\nb", "x, y"} {
+		for _, tl := range []string{" and 3 more", " and 12 more", "and 3 more", " and  3 more", " and 3x more",
+			" and x3 more", " and 3 more ", " and 3 moree", " and ٣ more", " and  more", " and 5 and 12 more",
+			" and 3 more and 4 more", " 3 more", " and 0 more", " and 007 more"} {
+			in = append(in, s+tl, tl+s, s+tl+s+tl)
+		}
+	}
+	for _, s := range in {
+		list, n, ok := matchMore(s)
+		m := moreRe.FindStringSubmatch(s)
+		if ok != (m != nil) || ok && (list != m[1] || n != m[2]) {
+			t.Fatalf("matchMore(%q) = %q, %q, %v; want %q", s, list, n, ok, m)
+		}
+	}
+}
+
+func TestEquivPreviousSummary(t *testing.T) {
+	in := equivInputs(5, 3000)
+	subjects := []string{"Alice", "Alice and Bob", "Alice is here and Bob", "A, B and 3 others", "x are y", " ", "é"}
+	tails := []string{"are talking about X.", "is talking about X, Y and Z.", "are working on a.go.", "is in the session.",
+		"are in the session.", "are talking about .", "is talking about is in the session.", "are working on are in the session.",
+		"exchanged small talk.", "made small talk.", "are talking about X", "are made small talk.", "is working on  ."}
+	for _, s := range subjects {
+		for _, tl := range tails {
+			in = append(in, s+" "+tl, s+tl, tl, " "+tl, s+" "+tl+" "+tl)
+		}
+	}
+	for _, s := range in {
+		if strings.ContainsAny(s, "\n\r") {
+			continue // a sentence has no line breaks
+		}
+		subj, topics, ok := matchLead(s)
+		m := leadRe.FindStringSubmatch(s)
+		if ok != (m != nil) || ok && (subj != m[1] || topics != m[2]+m[3]) {
+			t.Fatalf("matchLead(%q) = %q, %q, %v; want %q", s, subj, topics, ok, m)
+		}
+		subj, ok = matchSmallTalk(s)
+		m = smallTalkRe.FindStringSubmatch(s)
+		if ok != (m != nil) || ok && subj != m[1] {
+			t.Fatalf("matchSmallTalk(%q) = %q, %v; want %q", s, subj, ok, m)
+		}
+		for _, w := range []string{s, s + " e.g", "x (Dr", strings.Repeat("a.", 40), "x " + strings.Repeat("a.", 40) + "b"} {
+			lw := lastWord(w)
+			if got, want := isAbbrev(w), abbrevs[lw] || isDottedAbbrev(lw); got != want {
+				t.Fatalf("isAbbrev(%q) = %v, want %v", w, got, want)
+			}
+		}
+	}
+}
+
+// refIsCleanASCII is isCleanASCII one byte at a time.
+func refIsCleanASCII(s string) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return s == ""
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == ' ' {
+			if s[i-1] == ' ' {
+				return false
+			}
+		} else if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func TestEquivCleanASCII(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 99))
+	// mostly clean text, so that the word-at-a-time checks decide; the
+	// rare bytes are the edges of each mask
+	rare := []byte{0, '\t', '\n', 0x1f, 0x21, 0x7e, 0x7f, 0x80, 0xa0, 0xff}
+	for n := 0; n < 200000; n++ {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			switch k := r.IntN(100); {
+			case k < 20:
+				b[i] = ' '
+			case k < 22:
+				b[i] = rare[r.IntN(len(rare))]
+			default:
+				b[i] = byte(0x21 + r.IntN(0x7e-0x21+1))
+			}
+		}
+		if s := string(b); isCleanASCII(s) != refIsCleanASCII(s) {
+			t.Fatalf("isCleanASCII(%q) = %v, want %v", s, isCleanASCII(s), refIsCleanASCII(s))
+		}
+	}
+}
+
+func TestEquivToolErrFilter(t *testing.T) {
+	in := equivInputs(13, 3000)
+	in = append(in, "--- FAIL: TestBackoff (0.01s)", "exit status 1", "EXIT CODE 2", "No Such File or directory",
+		"timed  out", "Can't open", "can’t open", "\u212Aelvin error", "ſuch", "panicked", "ERR_X", "0 errors", "not\tfound",
+		"UnDeFiNeD", "refused.", "invalid:", "traceback (most recent call last)", "ok  \tgithub.com/x\t0.02s")
+	for _, s := range in {
+		for _, l := range strings.Split(s, "\n") {
+			if toolErrRe.MatchString(l) && !mayBeToolErr(l) {
+				t.Fatalf("mayBeToolErr(%q) = false, but toolErrRe matches", l)
+			}
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
 )
@@ -101,19 +102,9 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 		topics.bump(t, 0.75)
 	}
 	// Mentions in the previous summary's sentences reinforce topics but
-	// do not introduce any (they may be names an LLM backend wrote).
-	echo := newTopicCounter(who, agent)
-	const echoWeight = 0.4
-	for _, ps := range prevSents { // echo.addWeighted(sentence, echoWeight)
-		for _, b := range ps.bumps {
-			if w := echoWeight; b.double {
-				echo.bump(b.topic, 2*w)
-			} else {
-				echo.bump(b.topic, w)
-			}
-		}
-	}
-	topics.echo = echo
+	// do not introduce any (they may be names an LLM backend wrote): top
+	// weighs them in.
+	topics.echo = prevSents
 	seenSpeaker := map[string]bool{}
 
 	arena := unitArena{size: len(req.Turns)/2 + len(req.Notes) + 1} // (many turns are filler)
@@ -127,6 +118,11 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	}
 
 	var sents []string
+	// words holds the fields of the batch's sentences: each sentence is
+	// split once, and the passes that read its words share them. A unit
+	// keeps its sentence's part, which is never written again (a sentence
+	// that yields no unit gives its part back).
+	var words []string
 	for i := range req.Turns {
 		t := req.Turns[i]
 		if isToolTurn(t) {
@@ -158,12 +154,18 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			ex.speakers = append(ex.speakers, name)
 		}
 		sents = appendSentences(sents[:0], text)
+		if words == nil {
+			words = make([]string, 0, wordsEstimate(req.Turns[i:]))
+		}
 		for k, sent := range sents {
-			fk := classifyFiller(sent, who, s.cfg.extraFiller)
+			mark := len(words)
+			words = appendFields(words, sent)
+			ws := words[mark:len(words):len(words)]
+			fk := classifyWords(ws, who, s.cfg.extraFiller)
 			if fk == notFiller && k == 0 {
 				// "yes, and …" / "nah, …" answers the previous speaker too
-				if f0, rest, ok := firstField(sent); ok && rest && strings.HasSuffix(f0, ",") {
-					n, nb, k := normParts(f0) // norm(f0), on the stack
+				if len(ws) > 1 && strings.HasSuffix(ws[0], ",") {
+					n, nb, k := normParts(ws[0]) // norm(ws[0]), on the stack
 					if k > 0 {
 						n = string(nb[:k])
 					}
@@ -173,24 +175,32 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 				}
 			}
 			if fk == notFiller {
-				stripped := stripFiller(sent)
+				stripped := stripFillerWords(sent, ws)
 				if stripped == "" {
+					words = words[:mark]
 					continue
 				}
 				if stripped != sent { // (else it is still notFiller)
 					sent = stripped
-					fk = classifyFiller(sent, who, s.cfg.extraFiller)
+					words = appendFields(words[:mark], sent)
+					ws = words[mark:len(words):len(words)]
+					fk = classifyWords(ws, who, s.cfg.extraFiller)
 				}
 			}
 			if fk != notFiller {
 				if fk == fillerAgree || fk == fillerDisagree {
 					attachReply(ex.units, i, name, fk == fillerAgree)
 				}
+				words = words[:mark]
 				continue
 			}
 			ex.allFiller = false
-			addressee, body := extractVocative(sent, name, who)
-			tr := analyze(body, who)
+			addressee, body, bws := extractVocativeIn(sent, ws, name, who)
+			if bws == nil {
+				words = appendFields(words[:mark], body)
+				bws = words[mark:len(words):len(words)]
+			}
+			tr := analyzeWords(body, bws, who)
 			if agent && tr.imperative && role == "user" {
 				tr.request = true // rendered "User asked: Add …"
 			}
@@ -206,12 +216,12 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			ex.units = append(ex.units, arena.new(unit{
 				kind:    unitSpeech,
 				speaker: name,
-				sp:      speech{speaker: name, addressee: addressee, text: body, t: tr},
+				sp:      speech{speaker: name, addressee: addressee, text: body, words: bws, t: tr},
 				score:   sc,
 				seq:     i*1000 + k,
 				turn:    i,
 			}))
-			topics.add(body)
+			topics.addWords(bws)
 		}
 	}
 	flushCall()
@@ -278,8 +288,12 @@ func attachReply(units []*unit, turn int, name string, agree bool) {
 
 // renderSpeech fills the three condensation levels of a speech unit.
 func (u *unit) renderSpeech(who names) {
-	base := u.sp.render(who)
-	l1 := condenseLight(base)
+	var arr [64]string
+	base, words := u.sp.render(arr[:0], who)
+	if words == nil {
+		words = appendFields(arr[:0], base)
+	}
+	l1 := condenseLightIn(base, words)
 	l2 := condenseHard(l1)
 	u.text = [3]string{withReplies(base, u), withReplies(l1, u), withReplies(l2, u)}
 }
@@ -405,6 +419,18 @@ func capTotal(units []*unit, n int) []*unit {
 	return out
 }
 
+// wordsEstimate is a capacity for the words of the sentences of turns that
+// are not tool turns: about one word in six bytes of text.
+func wordsEstimate(turns []fold.Turn) int {
+	n := 0
+	for _, t := range turns {
+		if !isToolTurn(t) {
+			n += min(len(t.Text), maxTurnRunes)
+		}
+	}
+	return min(n/6+16, 4096)
+}
+
 // ---- notes ----
 
 const maxNoteRunes = 220
@@ -419,22 +445,27 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 		var body []string
 		var seen [][]string
 		total := 0
-		for _, sent := range splitSentences(text) {
+		sents := splitSentences(text)
+		for k, sent := range sents {
 			if total > 0 && total+runeLen(sent)+1 > maxNoteRunes {
 				break
 			}
-			ts := tokenSet(sent, nil)
-			dup := false
-			for _, o := range seen {
-				if nearDup(o, ts) {
-					dup = true
-					break
+			// A sentence's token set is only needed to compare it with an
+			// earlier or a later one (most notes are one sentence).
+			if len(seen) > 0 || k < len(sents)-1 {
+				ts := tokenSet(sent, names{})
+				dup := false
+				for _, o := range seen {
+					if nearDup(o, ts) {
+						dup = true
+						break
+					}
 				}
+				if dup {
+					continue
+				}
+				seen = append(seen, ts)
 			}
-			if dup {
-				continue
-			}
-			seen = append(seen, ts)
 			body = append(body, endSentence(sent, '.'))
 			total += runeLen(sent) + 1
 		}
@@ -450,12 +481,19 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 		case src != "":
 			prefix = "Screen note (" + src + "): "
 		}
-		t := analyze(full, who)
+		var warr [64]string
+		fw := appendFields(warr[:0], full) // for every pass below
+		light := condenseLightIn(full, fw)
+		firstLight := light // condenseLight(body[0]): full is body[0]
+		if len(body) > 1 {
+			firstLight = condenseLight(body[0])
+		}
+		t := analyzeWords(full, fw, who)
 		sc := 2.0 + min(float64(t.entities)*0.4, 2.0)
-		if src != "" || mentionsAny(full, who) {
+		if src != "" || mentionsAnyIn(fw, who) {
 			sc += 1.0
 		}
-		topics.add(full)
+		topics.addWords(fw)
 		out = append(out, arena.new(unit{
 			kind:  unitNote,
 			score: sc,
@@ -463,8 +501,8 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 			turn:  -1,
 			text: [3]string{
 				prefix + full,
-				prefix + condenseLight(full),
-				prefix + condenseHard(condenseLight(body[0])),
+				prefix + light,
+				prefix + condenseHard(firstLight),
 			},
 		}))
 	}
@@ -501,8 +539,9 @@ func looksLikeName(s string) bool {
 	return true
 }
 
-func mentionsAny(s string, who names) bool {
-	for _, w := range strings.Fields(s) {
+// mentionsAnyIn reports whether a word of words names a participant.
+func mentionsAnyIn(words []string, who names) bool {
+	for _, w := range words {
 		if who.has(core(w)) {
 			return true
 		}
@@ -516,6 +555,52 @@ var (
 	toolErrRe  = regexp.MustCompile(`(?i)\b(error|errors|err|fail|failed|failure|failing|panic|exception|traceback|fatal|denied|not found|no such file|timed out|timeout|exit (status|code) [1-9]|cannot|can't|unable|refused|invalid|undefined)\b`)
 	toolZeroRe = regexp.MustCompile(`(?i)\b(0|no|zero) (errors?|failures?|failed|issues?)\b`)
 )
+
+// toolErrAnchors are literals of which a match of toolErrRe has one (in
+// ASCII text, case-insensitively), grouped by first letter. They are
+// read-only after package initialization.
+var toolErrAnchors = func() (t [256][]string) {
+	for _, a := range []string{"err", "fail", "panic", "exception", "traceback", "fatal",
+		"denied", "not found", "no such file", "timed out", "timeout", "exit ", "cannot",
+		"can't", "unable", "refused", "invalid", "undefined"} {
+		t[a[0]] = append(t[a[0]], a)
+	}
+	return t
+}()
+
+// mayBeToolErr reports whether toolErrRe may match l: it has an anchor, or
+// non-ASCII text (which case folding could turn into one: 'K' is k). Most
+// lines of a tool's output have neither, and skip the regular expression.
+func mayBeToolErr(l string) bool {
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		if c >= utf8.RuneSelf {
+			return true
+		}
+		// c|0x20 is a lowercase letter exactly when c is an ASCII letter
+		for _, a := range toolErrAnchors[c|0x20] {
+			if hasPrefixFold(l[i:], a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasPrefixFold reports whether s starts with lower, an ASCII lowercase
+// literal, in any case (and may report true for some control bytes where
+// lower has a space or an apostrophe: callers only use it as a filter).
+func hasPrefixFold(s, lower string) bool {
+	if len(s) < len(lower) {
+		return false
+	}
+	for j := 0; j < len(lower); j++ {
+		if s[j]|0x20 != lower[j] {
+			return false
+		}
+	}
+	return true
+}
 
 // toolArg extracts the salient argument of a tool call: the command, path,
 // query or URL, verbatim (clipped at a word boundary).
@@ -593,7 +678,7 @@ func toolOutcome(text string) (failed bool, detail string) {
 		if l != "" {
 			empty = false
 		}
-		if toolErrRe.MatchString(l) && !toolZeroRe.MatchString(l) {
+		if mayBeToolErr(l) && toolErrRe.MatchString(l) && !toolZeroRe.MatchString(l) {
 			return true, strings.TrimRight(l, ".:; ")
 		}
 	}
@@ -640,7 +725,7 @@ func toolUnit(call, result *fold.Turn, idx int) unit {
 	}
 	score := 1.5
 	if len(r.args) > 0 {
-		score += min(float64(analyze(r.args[0], nil).entities)*0.4, 1.0)
+		score += min(float64(analyze(r.args[0], names{}).entities)*0.4, 1.0)
 	}
 	if r.failed {
 		score += 1.0
@@ -768,7 +853,7 @@ type topicCounter struct {
 	idx    map[string]int // topic → index in keys and weight (order of first mention)
 	keys   []string
 	weight []float64
-	echo   *topicCounter // reinforcement only
+	echo   []*prevSentence // their topic mentions reinforce, see echoWeights
 }
 
 func newTopicCounter(who names, agent bool) *topicCounter {
@@ -813,21 +898,34 @@ func (tc *topicCounter) bumpRun(run []string, w float64) {
 	tc.bump(string(b), w)
 }
 
-// weightOf is the weight of topic t (0 when never mentioned).
-func (tc *topicCounter) weightOf(t string) float64 {
-	if tc == nil {
-		return 0
+// echoWeight is the weight of a topic mention in the previous summary's
+// sentences (twice that for a file path of an agent session).
+const echoWeight = 0.4
+
+// echoWeights returns, for every topic of tc, the weight of its mentions in
+// the sentences of tc.echo. Mentions of other topics are not counted (rather
+// than counted in a map of their own, as they would add nothing): each
+// topic's sum is added up in the order of its mentions, as counting all
+// would.
+func (tc *topicCounter) echoWeights() []float64 {
+	w := make([]float64, len(tc.keys))
+	for _, ps := range tc.echo {
+		for _, b := range ps.bumps {
+			if i, ok := tc.idx[b.topic]; ok {
+				if b.double {
+					w[i] += 2 * echoWeight
+				} else {
+					w[i] += echoWeight
+				}
+			}
+		}
 	}
-	if i, ok := tc.idx[t]; ok {
-		return tc.weight[i]
-	}
-	return 0
+	return w
 }
 
-func (tc *topicCounter) add(s string) { tc.addWeighted(s, 1) }
-
-func (tc *topicCounter) addWeighted(s string, weight float64) {
-	scanTopics(s, tc.who, tc.agent, topicSink{tc: tc, weight: weight})
+// addWords counts the topics of the sentence whose fields are words.
+func (tc *topicCounter) addWords(words []string) {
+	scanTopics(words, tc.who, tc.agent, topicSink{tc: tc, weight: 1})
 }
 
 // topicSink receives the topic mentions scanTopics finds: it bumps them in
@@ -852,8 +950,9 @@ func (k topicSink) bump(run []string, double bool) {
 	}
 }
 
-// scanTopics finds the topic mentions of s.
-func scanTopics(s string, who names, agent bool, sink topicSink) {
+// scanTopics finds the topic mentions of the sentence whose fields are
+// words.
+func scanTopics(words []string, who names, agent bool, sink topicSink) {
 	var arr [16]string
 	run := arr[:0]
 	flush := func() {
@@ -865,15 +964,10 @@ func scanTopics(s string, who names, agent bool, sink topicSink) {
 		}
 		run = run[:0]
 	}
-	prev := ""
-	i := -1
-	for w := range strings.FieldsSeq(s) {
-		i++
-		p := prev
-		prev = w
+	for i, w := range words {
 		c := core(w)
 		_, _, suf := splitWord(w)
-		isStart := i == 0 || prevEndsSentence(p)
+		isStart := i == 0 || prevEndsSentence(words[i-1])
 		if agent && isPathLike(c) {
 			flush()
 			one := [1]string{c}
@@ -935,10 +1029,10 @@ func isPathLike(c string) bool {
 // already part of a chosen phrase is skipped.
 func (tc *topicCounter) top(n int) []string {
 	order := make([]int, len(tc.keys))
-	total := make([]float64, len(tc.keys))
-	for i, k := range tc.keys {
+	total := tc.echoWeights()
+	for i := range tc.keys {
 		order[i] = i
-		total[i] = tc.weight[i] + tc.echo.weightOf(k)
+		total[i] += tc.weight[i]
 	}
 	sort.Slice(order, func(a, b int) bool {
 		wa, wb := total[order[a]], total[order[b]]

@@ -180,14 +180,8 @@ func (s *Summarizer) summarize(req fold.Request) string {
 
 	// Everyone known by name: earlier participants, this batch's speakers,
 	// note sources that are names.
-	who := names{}
-	addName := func(n string) {
-		if n != "" {
-			if _, ok := who[strings.ToLower(n)]; !ok {
-				who[strings.ToLower(n)] = n
-			}
-		}
-	}
+	who := newNames()
+	addName := who.add
 	for _, n := range prev.names {
 		addName(n)
 	}
@@ -259,13 +253,10 @@ type previous struct {
 }
 
 var (
-	leadRe      = regexp.MustCompile(`^(.+?) (?:are|is) (?:talking about (.+)|working on (.+)|in the session)\.$`)
-	smallTalkRe = regexp.MustCompile(`^(.+?) (?:exchanged|made) small talk\.$`)
-	othersRe    = regexp.MustCompile(`^(\d+) others?$`)
-	replyRe     = regexp.MustCompile(`^[^.?!]{1,80} (said yes|said no|agreed|disagreed)\.$`)
-	toolCallRe  = regexp.MustCompile(`^(.{1,64}?) ran (\S+)(?: \((.*)\))?\.$`)
-	moreRe      = regexp.MustCompile(`^(.*) and (\d+) more$`)
-	toolRunRe   = regexp.MustCompile(`^(.{1,64}?) ran (\S+)(?: \((.*)\))?: (ok|no output|failed)\b`)
+	othersRe   = regexp.MustCompile(`^(\d+) others?$`)
+	replyRe    = regexp.MustCompile(`^[^.?!]{1,80} (said yes|said no|agreed|disagreed)\.$`)
+	toolCallRe = regexp.MustCompile(`^(.{1,64}?) ran (\S+)(?: \((.*)\))?\.$`)
+	toolRunRe  = regexp.MustCompile(`^(.{1,64}?) ran (\S+)(?: \((.*)\))?: (ok|no output|failed)\b`)
 )
 
 // parsePrevious splits the previous summary into sentences and recognizes
@@ -273,21 +264,19 @@ var (
 func parsePrevious(s string) previous {
 	var p previous
 	text := sanitize(s, maxPrevRunes)
-	sents := splitSentences(text)
+	// (about one sentence per terminator: the slice does not grow)
+	est := min(strings.Count(text, ".")+strings.Count(text, "?")+strings.Count(text, "!")+1, 1024)
+	sents := appendSentences(make([]string, 0, est), text)
 	if len(sents) > 0 {
 		first := endSentence(sents[0], '.')
-		if m := leadRe.FindStringSubmatch(first); m != nil {
-			p.names, p.others = splitNameList(m[1])
-			topicList := m[2]
-			if topicList == "" {
-				topicList = m[3]
-			}
+		if subj, topicList, ok := matchLead(first); ok {
+			p.names, p.others = splitNameList(subj)
 			if topicList != "" {
 				p.topics, _ = splitNameList(topicList)
 			}
 			sents = sents[1:]
-		} else if m := smallTalkRe.FindStringSubmatch(first); m != nil {
-			p.names, p.others = splitNameList(m[1])
+		} else if subj, ok := matchSmallTalk(first); ok {
+			p.names, p.others = splitNameList(subj)
 			p.smallTalk = true
 			sents = sents[1:]
 		}
@@ -310,6 +299,47 @@ func parsePrevious(s string) previous {
 	return p
 }
 
+// matchLead is leadRe.FindStringSubmatch(s) without the regular
+// expression: subj is m[1] and topics m[2] or m[3]. s has no line breaks
+// (it is a sentence of splitSentences). The lazy (.+?) makes the subject
+// the shortest prefix for which the rest matches.
+func matchLead(s string) (subj, topics string, ok bool) {
+	if !strings.HasSuffix(s, ".") {
+		return "", "", false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] != ' ' {
+			continue
+		}
+		rest, ok := strings.CutPrefix(s[i+1:], "are ")
+		if !ok {
+			if rest, ok = strings.CutPrefix(s[i+1:], "is "); !ok {
+				continue
+			}
+		}
+		for _, act := range [...]string{"talking about ", "working on "} {
+			if t, ok := strings.CutPrefix(rest, act); ok && len(t) > 1 {
+				return s[:i], t[:len(t)-1], true // (.+) before the final '.'
+			}
+		}
+		if rest == "in the session." {
+			return s[:i], "", true
+		}
+	}
+	return "", "", false
+}
+
+// matchSmallTalk is smallTalkRe.FindStringSubmatch(s)[1]: its ending is
+// literal, so the subject is whatever precedes it.
+func matchSmallTalk(s string) (subj string, ok bool) {
+	for _, end := range [...]string{" exchanged small talk.", " made small talk."} {
+		if subj, ok := strings.CutSuffix(s, end); ok && subj != "" {
+			return subj, true
+		}
+	}
+	return "", false
+}
+
 // isReply is replyRe.MatchString(s); the expression needs one of these
 // endings.
 func isReply(s string) bool {
@@ -319,6 +349,15 @@ func isReply(s string) bool {
 	return replyRe.MatchString(s)
 }
 
+// matchToolCall is toolCallRe.FindStringSubmatch(s); the expression needs
+// " ran ".
+func matchToolCall(s string) []string {
+	if !strings.Contains(s, " ran ") {
+		return nil
+	}
+	return toolCallRe.FindStringSubmatch(s)
+}
+
 // matchToolRun is toolRunRe.FindStringSubmatch(s); the expression needs
 // " ran ".
 func matchToolRun(s string) []string {
@@ -326,6 +365,29 @@ func matchToolRun(s string) []string {
 		return nil
 	}
 	return toolRunRe.FindStringSubmatch(s)
+}
+
+// matchMore is moreRe.FindStringSubmatch(s) (`^(.*) and (\d+) more$`)
+// without the regular expression: list is m[1] and n m[2]. The digits
+// must be preceded by " and ", so they are all the digits before " more":
+// the greedy (.*) has only one way to match.
+func matchMore(s string) (list, n string, ok bool) {
+	rest, ok := strings.CutSuffix(s, " more")
+	if !ok {
+		return "", "", false
+	}
+	i := len(rest)
+	for i > 0 && '0' <= rest[i-1] && rest[i-1] <= '9' {
+		i--
+	}
+	if i == len(rest) {
+		return "", "", false
+	}
+	list, ok = strings.CutSuffix(rest[:i], " and ")
+	if !ok || strings.Contains(list, "\n") { // ('.' does not match a line break)
+		return "", "", false
+	}
+	return list, rest[i:], true
 }
 
 // splitNameList parses "A, B and C" or "A, B and 3 others".
@@ -487,7 +549,7 @@ func assemble(prevSents []*prevSentence, ex extraction) []*item {
 	// A result whose call was folded last time completes that sentence.
 	if len(units) > 0 && units[0].tool != nil && !units[0].tool.hasCall && len(items) > 0 {
 		last := items[len(items)-1]
-		if m := toolCallRe.FindStringSubmatch(last.v[0]); m != nil && m[2] == units[0].tool.name {
+		if m := matchToolCall(last.v[0]); m != nil && m[2] == units[0].tool.name {
 			r := *units[0].tool
 			r.hasCall, r.caller = true, m[1]
 			if m[3] != "" {
@@ -536,9 +598,9 @@ func mergePrevToolRuns(items []*item) []*item {
 			continue
 		}
 		args, more := m[3], 0
-		if mm := moreRe.FindStringSubmatch(args); mm != nil {
-			args = mm[1]
-			more, _ = strconv.Atoi(mm[2])
+		if list, n, ok := matchMore(args); ok {
+			args = list
+			more, _ = strconv.Atoi(n)
 		}
 		if run != nil && run.caller == m[1] && run.name == m[2] {
 			for a := range strings.SplitSeq(args, ", ") {
@@ -564,13 +626,34 @@ func mergePrevToolRuns(items []*item) []*item {
 // dedup drops near-duplicate sentences: the lower-scored one, or the older
 // one when they are about as important.
 func dedup(items []*item, who names) {
-	toks := make([][]string, len(items))
+	toks := make([]*tokSet, len(items))
+	fresh, est := 0, 0 // new items, and about their tokens (one in 12 bytes)
+	for _, it := range items {
+		if it.prev == nil {
+			fresh++
+			est += len(it.v[0])/12 + 1
+		}
+	}
+	// The new items' sets share one slice of sets, of tokens and of bits.
+	sets := make([]tokSet, 0, fresh)
+	all := make([]string, 0, est) // (when it grows, earlier sets keep the old array)
+	bits := make([]uint8, 0, est)
 	for i, it := range items {
 		if it.prev != nil {
-			toks[i] = it.prev.toks // tokenSet(it.v[0], who), computed once
-		} else {
-			toks[i] = tokenSet(it.v[0], who)
+			toks[i] = &it.prev.toks // tokenSet(it.v[0], who), computed once
+			continue
 		}
+		var warr [64]string
+		mark := len(all)
+		all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
+		set := all[mark:len(all):len(all)]
+		if cap(bits)-len(bits) < len(set) {
+			bits = make([]uint8, 0, max(est, len(set)))
+		}
+		n := len(bits)
+		bits = bits[:n+len(set)]
+		sets = append(sets, newTokSetIn(set, bits[n:]))
+		toks[i] = &sets[len(sets)-1]
 	}
 	for j := range items {
 		if items[j].drop {
@@ -581,7 +664,7 @@ func dedup(items []*item, who names) {
 				items[i].drop, items[i].dup = true, true // superseded by the newer run
 				continue
 			}
-			if items[i].drop || !nearDup(toks[i], toks[j]) {
+			if items[i].drop || !nearDupSets(toks[i], toks[j]) {
 				continue
 			}
 			if items[i].score > items[j].score+1.0 {
@@ -593,29 +676,43 @@ func dedup(items []*item, who names) {
 	}
 }
 
-func totalLen(items []*item) int {
-	n, parts := 0, 0
-	for _, it := range items {
-		if it.drop || it.text() == "" {
-			continue
-		}
-		n += it.length()
-		parts++
+// lenSum is the length of the kept items joined by spaces, kept up to date
+// as fit changes them rather than recounted after every change.
+type lenSum struct{ n, parts int }
+
+// add adds (sign 1) or removes (sign -1) the item's part.
+func (ls *lenSum) add(it *item, sign int) {
+	if it.drop || it.text() == "" {
+		return
 	}
-	if parts > 1 {
-		n += parts - 1
-	}
-	return n
+	ls.n += sign * it.length()
+	ls.parts += sign
 }
+
+func (ls *lenSum) total() int { return ls.n + max(ls.parts-1, 0) }
 
 // fit brings the items within budget: condense the previous summary
 // (oldest first: light, then hard), lightly condense weak new sentences,
 // then drop sentences by importance weighed against age, keeping the best
 // sentence of the new batch. Only then does the opening sentence shrink.
 func fit(items []*item, budget int) {
-	over := func() bool { return totalLen(items) > budget }
+	var ls lenSum
+	for _, it := range items {
+		ls.add(it, 1)
+	}
+	over := func() bool { return ls.total() > budget }
 	if !over() {
 		return
+	}
+	setLvl := func(it *item, lvl int) {
+		ls.add(it, -1)
+		it.lvl = lvl
+		ls.add(it, 1)
+	}
+	setDrop := func(it *item, drop bool) {
+		ls.add(it, -1)
+		it.drop = drop
+		ls.add(it, 1)
 	}
 	var prev, fresh []*item
 	var lead *item
@@ -633,7 +730,7 @@ func fit(items []*item, budget int) {
 	for lvl := 1; lvl <= 2; lvl++ {
 		for _, it := range prev {
 			if it.lvl < lvl {
-				it.lvl = lvl
+				setLvl(it, lvl)
 				if !over() {
 					return
 				}
@@ -644,14 +741,14 @@ func fit(items []*item, budget int) {
 	sort.SliceStable(weak, func(a, b int) bool { return weak[a].score < weak[b].score })
 	for _, it := range weak {
 		if it.lvl < 1 {
-			it.lvl = 1
+			setLvl(it, 1)
 			if !over() {
 				return
 			}
 		}
 	}
 	if lead != nil && budget < 400 {
-		lead.lvl = 1
+		setLvl(lead, 1)
 		if !over() {
 			return
 		}
@@ -680,23 +777,23 @@ func fit(items []*item, budget int) {
 		if victim == nil {
 			break
 		}
-		victim.drop = true
+		setDrop(victim, true)
 	}
 	if !over() {
 		return
 	}
 	// Only the opening sentence and the protected sentence are left.
 	if lead != nil {
-		lead.lvl = 1
+		setLvl(lead, 1)
 	}
 	if keep != nil {
-		keep.lvl = 2
+		setLvl(keep, 2)
 	}
 	if !over() {
 		return
 	}
 	if lead != nil {
-		lead.drop = true
+		setDrop(lead, true)
 		if !over() {
 			return
 		}

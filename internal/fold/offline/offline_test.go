@@ -604,7 +604,7 @@ func TestSplitSentences(t *testing.T) {
 }
 
 func TestClassifyFiller(t *testing.T) {
-	who := names{"alice": "Alice"}
+	who := newNames("Alice")
 	cases := []struct {
 		in   string
 		want fillerKind

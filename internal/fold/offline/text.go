@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -45,7 +46,8 @@ func sanitizeText(s string, maxRunes int) string {
 		case r == '\t' || unicode.IsSpace(r) || (unicode.IsControl(r)):
 			pendingSpace = true
 			continue
-		case unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Co, r) || unicode.Is(unicode.Cs, r):
+		case r >= utf8.RuneSelf && // (no ASCII rune is in these tables)
+			(unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Co, r) || unicode.Is(unicode.Cs, r)):
 			continue
 		case r == '\u2018' || r == '\u2019' || r == '\u02bc' || r == '\u2032':
 			r = '\''
@@ -82,7 +84,30 @@ func isCleanASCII(s string) bool {
 	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
 		return s == ""
 	}
-	for i := 0; i < len(s); i++ {
+	// Eight bytes at a time (a previous summary is thousands of bytes):
+	// per-byte masks with the high bit of a byte set where it is a space,
+	// or where it is not printable ASCII.
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	prevSpace := false // s[i-1] == ' '
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8] // (one bounds check; the loads combine into one)
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		y := x &^ highs                                // low seven bits (no carries below)
+		below := ^(y + (0x80-0x21)*ones) & highs       // < 0x21
+		del := (y + ones) & highs                      // 0x7f
+		z := x ^ 0x20*ones                             // zero where a space
+		space := ^((z&^highs + 0x7f*ones) | z) & highs // == ' '
+		if x&highs|del|below&^space != 0 {
+			return false
+		}
+		if space&(space<<8) != 0 || prevSpace && space&0x80 != 0 {
+			return false // two spaces in a row
+		}
+		prevSpace = space>>63 != 0
+	}
+	for ; i < len(s); i++ { // (s[i-1] is checked here again)
 		c := s[i]
 		if c == ' ' {
 			if s[i-1] == ' ' {
@@ -131,9 +156,10 @@ func isCloser(r rune) bool {
 	return r == '"' || r == '\'' || r == ')' || r == ']' || r == '}' || r == '*' || r == '_'
 }
 
-// isDottedAbbrev reports words like "e.g", "i.e", "u.s", "a.m".
-func isDottedAbbrev(w string) bool {
-	if len(w) < 3 || !strings.Contains(w, ".") {
+// isDottedAbbrev reports words like "e.g", "i.e", "u.s", "a.m". (A word
+// of the pattern has a '.' at index 1: no separate search for one.)
+func isDottedAbbrev[S ~string | ~[]byte](w S) bool {
+	if len(w) < 3 {
 		return false
 	}
 	for i := 0; i < len(w); i++ {
@@ -158,7 +184,6 @@ func splitSentences(text string) []string { return appendSentences(nil, text) }
 
 // appendSentences appends the sentences of text to dst.
 func appendSentences(dst []string, text string) []string {
-	var arr [16]string
 	for len(text) > 0 {
 		line, rest, _ := strings.Cut(text, "\n")
 		text = rest
@@ -166,7 +191,24 @@ func appendSentences(dst []string, text string) []string {
 		if line == "" {
 			continue
 		}
-		for _, s := range appendLine(arr[:0], line) {
+		// The line's sentences go straight to dst; they are taken out again
+		// only in the rare case that one needs shortening.
+		mark := len(dst)
+		dst = appendLine(dst, line)
+		short := true
+		for _, s := range dst[mark:] {
+			short = short && len(s) <= maxTokenRunes
+		}
+		if short {
+			continue // no blob, not long: the common case
+		}
+		sents := slices.Clone(dst[mark:])
+		dst = dst[:mark]
+		for _, s := range sents {
+			if len(s) <= maxTokenRunes {
+				dst = append(dst, s)
+				continue
+			}
 			if s = elideBlobs(s); runeLen(s) <= maxSentenceRunes {
 				dst = append(dst, s) // chunkLong's common case
 				continue
@@ -198,6 +240,10 @@ func appendLine(out []string, line string) []string {
 	// i is the byte offset of a rune r; end is the offset after the run of
 	// terminators and closers that r starts, last its final rune.
 	for i := 0; i < len(line); {
+		if c := line[i]; c < utf8.RuneSelf && c != '.' && c != '!' && c != '?' {
+			i++ // not a terminator: the common case
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(line[i:])
 		if !isTerm(r) {
 			i += size
@@ -220,8 +266,7 @@ func appendLine(out []string, line string) []string {
 		run := line[i:end]
 		ellipsis := strings.Contains(run, "..") || strings.ContainsRune(run, '\u2026')
 		if r == '.' && !ellipsis && !strings.ContainsAny(run, "!?") {
-			w := lastWord(line[start:i])
-			if abbrevs[w] || isDottedAbbrev(w) {
+			if isAbbrev(line[start:i]) {
 				i = end
 				continue
 			}
@@ -247,6 +292,53 @@ func appendLine(out []string, line string) []string {
 	}
 	emit(len(line))
 	return out
+}
+
+// isAbbrev reports whether the last word of s is an abbreviation:
+// abbrevs[w] || isDottedAbbrev(w) for w = lastWord(s), without allocating
+// for ASCII words.
+func isAbbrev(s string) bool {
+	var buf [lowerBufLen]byte
+	b, ok := lowerASCII(&buf, trimOpeners(s[lastSpaceEnd(s):]))
+	if !ok { // not ASCII, or long
+		w := lastWord(s)
+		return abbrevs[w] || isDottedAbbrev(w)
+	}
+	return abbrevs[string(b)] || isDottedAbbrev(b) // (no string copy of b)
+}
+
+// lastSpaceEnd is strings.LastIndexFunc(s, unicode.IsSpace) + 1 (0 when s
+// has no space), without a call through a function value per rune.
+func lastSpaceEnd(s string) int {
+	for k := len(s); k > 0; {
+		if c := s[k-1]; c < utf8.RuneSelf {
+			if asciiSpace[c] {
+				return k
+			}
+			k--
+			continue
+		}
+		r, size := utf8.DecodeLastRuneInString(s[:k])
+		if unicode.IsSpace(r) {
+			return k
+		}
+		k -= size
+	}
+	return 0
+}
+
+// trimOpeners is strings.TrimLeft(w, "\"'([{*_") without building the
+// cutset on every call.
+func trimOpeners(w string) string {
+	for len(w) > 0 {
+		switch w[0] {
+		case '"', '\'', '(', '[', '{', '*', '_':
+			w = w[1:]
+		default:
+			return w
+		}
+	}
+	return w
 }
 
 // lastWord returns the lowercased last word of s without leading
@@ -357,24 +449,15 @@ func appendFields(dst []string, s string) []string {
 	return dst
 }
 
-// firstField returns the first field of s as strings.Fields splits it, and
-// whether more fields follow.
-func firstField(s string) (f string, more, ok bool) {
-	for w := range strings.FieldsSeq(s) {
-		if ok {
-			return f, true, true
-		}
-		f, ok = w, true
-	}
-	return f, false, ok
-}
-
 var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // isSingleSpaced reports whether s has no leading, trailing or repeated
 // white space and no white space but ' ', that is whether
 // strings.Join(strings.Fields(s), " ") == s.
 func isSingleSpaced(s string) bool {
+	if isCleanASCII(s) {
+		return true // (eight bytes at a time)
+	}
 	space := true
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -487,9 +570,26 @@ func collapseRuns(s string, max int) string {
 // hasRunOver reports whether s has a run of the same rune longer than max
 // (or an invalid byte, which collapseRuns rewrites).
 func hasRunOver(s string, max int) bool {
-	var prev rune
+	i := 0
 	run := 0
-	for _, r := range s {
+	for ; i < len(s) && s[i] < utf8.RuneSelf; i++ { // ASCII without decoding
+		if i > 0 && s[i] == s[i-1] {
+			run++
+			if run > max {
+				return true
+			}
+		} else {
+			run = 1
+		}
+	}
+	if i == len(s) {
+		return false
+	}
+	var prev rune
+	if i > 0 {
+		prev = rune(s[i-1]) // (run counts it)
+	}
+	for _, r := range s[i:] {
 		if r == utf8.RuneError {
 			return true
 		}
@@ -661,7 +761,13 @@ func plain(s string) string {
 }
 
 func hasLetterOrDigit(s string) bool {
-	for _, r := range s {
+	i := 0
+	for ; i < len(s) && s[i] < utf8.RuneSelf; i++ { // ASCII without decoding
+		if c := s[i]; '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z' {
+			return true
+		}
+	}
+	for _, r := range s[i:] {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			return true
 		}
@@ -684,7 +790,21 @@ func isAllLetters(s string) bool {
 // allLettersExcept is isAllLetters(strings.ReplaceAll(s, string(skip), "")).
 func allLettersExcept(s string, skip rune) bool {
 	letters := false
-	for _, r := range s {
+	i := 0
+	for ; i < len(s); i++ { // ASCII without decoding
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			break
+		}
+		if rune(c) == skip {
+			continue
+		}
+		if c|0x20 < 'a' || c|0x20 > 'z' {
+			return false
+		}
+		letters = true
+	}
+	for _, r := range s[i:] {
 		if r == skip {
 			continue
 		}

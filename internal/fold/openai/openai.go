@@ -187,6 +187,9 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		// go-openai refuses max_tokens and non-default sampling for these.
 		creq.MaxCompletionTokens = maxTok
 	} else {
+		// max_tokens, deprecated by OpenAI, is the one most
+		// OpenAI-compatible servers (vLLM, llama.cpp, Ollama) understand.
+		//lint:ignore SA1019 kept on purpose for OpenAI-compatible servers
 		creq.MaxTokens = maxTok
 		creq.Temperature = s.cfg.Temperature
 	}
