@@ -116,6 +116,10 @@ type ContextRequest struct {
 	Session      string `json:"session"`
 	BudgetChars  int    `json:"budget_chars,omitempty"`
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
+	// Query is the live user turn or the question the model is about to
+	// answer: a service that supports it packs the earlier material that
+	// matches it; one that does not ignores it.
+	Query string `json:"query,omitempty"`
 }
 
 // Budget bounds a packed context in characters (runes) and/or tokens; zero
