@@ -46,18 +46,18 @@ func measureLabel(key string, budget int) string {
 
 // results is what a run measured.
 type results struct {
-	Data        string   `json:"data"`
-	Budget      int      `json:"budget_chars"`
-	Recent      int      `json:"recent_window"`
-	Batch       int      `json:"batch"`
-	SummaryMax  int      `json:"max_summary_chars"`
-	Summarizer  string   `json:"summarizer"`
-	Meetings    int      `json:"meetings"`
-	Turns       int      `json:"turns"`
-	Queries     int      `json:"specific_queries"`
-	Scored      int      `json:"scored_queries"`
-	QueryAware  bool     `json:"query_aware"`
-	Warnings    []string `json:"warnings,omitempty"`
+	Data       string   `json:"data"`
+	Budget     int      `json:"budget_chars"`
+	Recent     int      `json:"recent_window"`
+	Batch      int      `json:"batch"`
+	SummaryMax int      `json:"max_summary_chars"`
+	Summarizer string   `json:"summarizer"`
+	Meetings   int      `json:"meetings"`
+	Turns      int      `json:"turns"`
+	Queries    int      `json:"specific_queries"`
+	Scored     int      `json:"scored_queries"`
+	QueryAware bool     `json:"query_aware"`
+	Warnings   []string `json:"warnings,omitempty"`
 	// Recall and Chars are means over the scored queries, per measure.
 	Recall map[string]float64 `json:"recall"`
 	Chars  map[string]float64 `json:"chars"`
