@@ -36,6 +36,7 @@ type opts struct {
 	quiet    time.Duration
 	timeout  time.Duration
 	logLevel string
+	explore  bool
 }
 
 func main() {
@@ -45,6 +46,7 @@ func main() {
 	flag.IntVar(&o.meetings, "meetings", 0, "run this many meetings, spread evenly over the name-sorted list (0 = all)")
 	flag.IntVar(&o.budget, "budget", 10000, "character budget of the query-aware context (b)")
 	flag.BoolVar(&o.verbose, "v", false, "print a row per meeting")
+	flag.BoolVar(&o.explore, "explore", false, "also measure reference rankings, packings and summaries (docs/continuity.md, findings)")
 	flag.BoolVar(&o.json, "json", false, "print the results as JSON (every query's figures) instead of tables")
 	flag.DurationVar(&o.quiet, "settle-quiet", 5*time.Second, "a session whose cursor has not moved for this long, with every turn applied and no fold in flight, counts as settled (with a warning) even if a fold is still due")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
@@ -86,6 +88,9 @@ func main() {
 		return
 	}
 	res.print(os.Stdout, o.verbose)
+	if res.explore != nil {
+		res.explore.print(os.Stdout)
+	}
 }
 
 func fail(code int, err error) {

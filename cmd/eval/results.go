@@ -68,7 +68,8 @@ type results struct {
 	TookSeconds    float64            `json:"took_seconds"`
 	PerMeeting     []*meetingResult   `json:"per_meeting"`
 
-	took map[string][]time.Duration
+	took    map[string][]time.Duration
+	explore *exploration // -explore
 }
 
 type latency struct {
@@ -104,8 +105,12 @@ type queryResult struct {
 }
 
 func newResults(o opts, w fold.Window) *results {
-	return &results{Data: o.data, Budget: o.budget, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
+	res := &results{Data: o.data, Budget: o.budget, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
 		Summarizer: "offline", took: map[string][]time.Duration{}}
+	if o.explore {
+		res.explore = newExploration(o.budget)
+	}
+	return res
 }
 
 // measure scores every question of m whose evidence left the window.
@@ -163,6 +168,9 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 			qr.Chars[k] = runes(text)
 		}
 		mr.Scored = append(mr.Scored, qr)
+		if res.explore != nil {
+			res.explore.explore(m, texts[mContext], texts[mSummary], int(base.ctx.Cursor), q, answer)
+		}
 	}
 	res.Scored += len(mr.Scored)
 	mr.Recall, mr.Chars = means(mr.Scored)
