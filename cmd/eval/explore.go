@@ -143,7 +143,16 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 	}
 	best := rankOpts{stop: true, stem: true}
 	packed := func(ro rankOpts, po packOpts) func(query) string {
-		return func(q query) string { return pack(m, summary, cursor, hits(ro, q.Query), po) }
+		return func(q query) string {
+			if po.clip > 0 {
+				po.stem = ro
+				po.terms = map[string]bool{}
+				for _, t := range ro.terms(q.Query) {
+					po.terms[t] = true
+				}
+			}
+			return pack(m, summary, cursor, hits(ro, q.Query), po)
+		}
 	}
 	base := packOpts{budget: B, summary: true, neighbours: 1, windowMin: 2000}
 	with := func(f func(*packOpts)) packOpts { p := base; f(&p); return p }
@@ -181,6 +190,14 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 		{"window kept: 2,000 chars", packed(best, base), ""},
 		{"window kept: 4,000 chars", packed(best, with(func(p *packOpts) { p.windowMin = 4000 })), ""},
 		{"window kept: 6,000 chars", packed(best, with(func(p *packOpts) { p.windowMin = 6000 })), ""},
+		// Long turns and labels.
+		{"excerpt turns clipped to 300 chars around the match", packed(best, with(func(p *packOpts) { p.clip = 300 })), ""},
+		{"excerpt turns clipped to 600 chars around the match", packed(best, with(func(p *packOpts) { p.clip = 600 })), ""},
+		{"labels: one per run of consecutive turns", packed(best, with(func(p *packOpts) { p.groupLabels = true })), ""},
+		{"labels: none (what the time labels cost)", packed(best, with(func(p *packOpts) { p.noLabels = true })), ""},
+		{"query: question meta-words dropped", func(q query) string {
+			return pack(m, summary, cursor, hits(best, stripMeta(q.Query)), base)
+		}, ""},
 		{"no summary (its room to excerpts)", packed(best, with(func(p *packOpts) { p.summary = false })), ""},
 		// Budget.
 		{"budget 5,000: truncation", func(query) string { return m.truncation(total, 5000) }, ""},
@@ -432,4 +449,25 @@ func (x *exploration) print(w io.Writer) {
 		}
 		writeln(w, "%s", strings.TrimSuffix(counts, ","))
 	}
+}
+
+// metaWords are words of how people ask about a conversation rather than
+// what it was about ("summarize the discussion about …", "what did X
+// think of …"): generic to questions about any conversation, not to
+// this data set.
+var metaWords = map[string]bool{
+	"summarize": true, "summarise": true, "summary": true, "discussion": true, "discussions": true, "discuss": true,
+	"discussed": true, "talk": true, "talked": true, "think": true, "thought": true, "opinion": true, "opinions": true,
+	"say": true, "said": true, "mention": true, "mentioned": true, "meeting": true, "conversation": true,
+}
+
+// stripMeta drops the meta-words from a question.
+func stripMeta(q string) string {
+	var kept []string
+	for _, w := range words(q) {
+		if !metaWords[w] {
+			kept = append(kept, w)
+		}
+	}
+	return strings.Join(kept, " ")
 }
