@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/foldstream/foldstream/client"
@@ -54,6 +55,9 @@ type server struct {
 	tokens TokenCounter
 	log    zerolog.Logger
 	now    func() time.Time
+
+	outMu sync.Mutex
+	out   jetstream.Stream // the outbound stream, once looked up
 }
 
 // Start registers the service on nc and serves until ctx ends or the
@@ -183,18 +187,29 @@ func (s *server) handleContext(ctx context.Context, req micro.Request) {
 	err := decode(req.Data(), &r, func() string { return r.Session })
 	var reply *client.Context
 	if err == nil {
-		switch {
-		case r.BudgetChars < 0:
-			err = badRequest("bad budget: field \"budget_chars\": expected a non-negative integer (0 = unlimited), got %d", r.BudgetChars)
-		case r.BudgetTokens < 0:
-			err = badRequest("bad budget: field \"budget_tokens\": expected a non-negative integer (0 = unlimited), got %d", r.BudgetTokens)
-		default:
+		if verr := checkContext(req.Data(), &r); verr != nil {
+			err = badRequest("bad request: %v", verr)
+		} else {
 			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 			reply, err = s.assemble(rctx, r)
 			cancel()
 		}
 	}
 	s.respond(req, client.EndpointContext, r.Session, started, reply, err)
+}
+
+// checkContext is client.CheckContext, plus what only the wire shows: a
+// query sent empty ("query":"") is refused, not taken for no query.
+func checkContext(data []byte, r *client.ContextRequest) error {
+	if r.Query == "" {
+		var q struct {
+			Query *string `json:"query"`
+		}
+		if json.Unmarshal(data, &q) == nil && q.Query != nil {
+			return fmt.Errorf("field \"query\": expected 1..%d characters, got an empty string (omit the field for a context without a query)", client.MaxContextQueryChars)
+		}
+	}
+	return client.CheckContext(r)
 }
 
 func (s *server) handleSession(ctx context.Context, req micro.Request) {
