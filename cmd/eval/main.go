@@ -37,6 +37,8 @@ type opts struct {
 	timeout  time.Duration
 	logLevel string
 	explore  bool
+	// recallTurns is (b)'s recall_turns (0: the service's default).
+	recallTurns int
 }
 
 func main() {
@@ -45,6 +47,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated meeting names (file names without .json) to run; default all")
 	flag.IntVar(&o.meetings, "meetings", 0, "run this many meetings, spread evenly over the name-sorted list (0 = all)")
 	flag.IntVar(&o.budget, "budget", 10000, "character budget of the query-aware context (b)")
+	flag.IntVar(&o.recallTurns, "recall-turns", 0, "recall_turns of the query-aware context (b); 0 = the service's default")
 	flag.BoolVar(&o.verbose, "v", false, "print a row per meeting")
 	flag.BoolVar(&o.explore, "explore", false, "also measure reference rankings, packings and summaries (docs/continuity.md, findings)")
 	flag.BoolVar(&o.json, "json", false, "print the results as JSON (every query's figures) instead of tables")
@@ -59,6 +62,9 @@ func main() {
 	}
 	if o.budget < 1 {
 		fail(2, fmt.Errorf("-budget: expected a positive number of characters, got %d", o.budget))
+	}
+	if o.recallTurns < 0 {
+		fail(2, fmt.Errorf("-recall-turns: expected 0 (the service's default) or a positive count, got %d", o.recallTurns))
 	}
 	if o.meetings < 0 {
 		fail(2, fmt.Errorf("-meetings: expected 0 (all) or a positive count, got %d", o.meetings))

@@ -46,18 +46,19 @@ func measureLabel(key string, budget int) string {
 
 // results is what a run measured.
 type results struct {
-	Data       string   `json:"data"`
-	Budget     int      `json:"budget_chars"`
-	Recent     int      `json:"recent_window"`
-	Batch      int      `json:"batch"`
-	SummaryMax int      `json:"max_summary_chars"`
-	Summarizer string   `json:"summarizer"`
-	Meetings   int      `json:"meetings"`
-	Turns      int      `json:"turns"`
-	Queries    int      `json:"specific_queries"`
-	Scored     int      `json:"scored_queries"`
-	QueryAware bool     `json:"query_aware"`
-	Warnings   []string `json:"warnings,omitempty"`
+	Data        string   `json:"data"`
+	Budget      int      `json:"budget_chars"`
+	RecallTurns int      `json:"recall_turns,omitempty"`
+	Recent      int      `json:"recent_window"`
+	Batch       int      `json:"batch"`
+	SummaryMax  int      `json:"max_summary_chars"`
+	Summarizer  string   `json:"summarizer"`
+	Meetings    int      `json:"meetings"`
+	Turns       int      `json:"turns"`
+	Queries     int      `json:"specific_queries"`
+	Scored      int      `json:"scored_queries"`
+	QueryAware  bool     `json:"query_aware"`
+	Warnings    []string `json:"warnings,omitempty"`
 	// Recall and Chars are means over the scored queries, per measure.
 	Recall map[string]float64 `json:"recall"`
 	Chars  map[string]float64 `json:"chars"`
@@ -102,10 +103,14 @@ type queryResult struct {
 	EvidenceEnd  int                `json:"evidence_end"`
 	Recall       map[string]float64 `json:"recall"`
 	Chars        map[string]int     `json:"chars"`
+	// Recalled is how many earlier turns and memories (b) packed, and
+	// RecallDropped how many best matches did not fit.
+	Recalled      int `json:"recalled,omitempty"`
+	RecallDropped int `json:"recall_dropped,omitempty"`
 }
 
 func newResults(o opts, w fold.Window) *results {
-	res := &results{Data: o.data, Budget: o.budget, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
+	res := &results{Data: o.data, Budget: o.budget, RecallTurns: o.recallTurns, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
 		Summarizer: "offline", took: map[string][]time.Duration{}}
 	if o.explore {
 		res.explore = newExploration(o.budget)
@@ -131,7 +136,7 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 	total := len(m.Turns)
 	transcript := m.transcript(total)
 	for _, q := range m.Queries {
-		if !q.leftWindow(int(mr.WindowStart)) || runes(q.Query) > maxQueryChars {
+		if !q.leftWindow(int(mr.WindowStart)) || runes(q.Query) > client.MaxContextQueryChars {
 			continue
 		}
 		answer := contentWords(q.Answer)
@@ -149,13 +154,20 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		qr := queryResult{Query: q.Query, AnswerWords: len(answer), EvidenceFrom: q.Spans[0][0], EvidenceEnd: q.evidenceEnd(),
 			Recall: map[string]float64{}, Chars: map[string]int{}}
 		if res.QueryAware {
-			b, err := r.context(ctx, client.ContextRequest{Session: s, BudgetChars: o.budget, Query: q.Query})
+			b, err := r.context(ctx, client.ContextRequest{Session: s, BudgetChars: o.budget, Query: q.Query, RecallTurns: o.recallTurns})
 			if err != nil {
 				return err
 			}
-			res.took[mQuery] = append(res.took[mQuery], b.took)
+			// The first question of a session may build its index (cold);
+			// the others find it (warm).
+			key := mQuery + "_warm"
+			if len(mr.Scored) == 0 {
+				key = mQuery + "_first"
+			}
+			res.took[key] = append(res.took[key], b.took)
 			texts[mQuery] = b.ctx.Prompt()
 			texts[mTruncB] = m.truncation(total, runes(texts[mQuery]))
+			qr.Recalled, qr.RecallDropped = len(b.ctx.Recalled), b.ctx.RecallDropped
 		}
 		texts[mSummary] = ""
 		if a.ctx.Summary != nil {
@@ -225,6 +237,9 @@ func (res *results) print(w io.Writer, verbose bool) {
 	writeln(w, "foldstream continuity eval: %d meetings, %d turns, from %s", res.Meetings, res.Turns, res.Data)
 	writeln(w, "processor defaults: mode window, %d recent turns, batches of %d, summary <= %d chars, %s summarizer",
 		res.Recent, res.Batch, res.SummaryMax, res.Summarizer)
+	if res.RecallTurns > 0 {
+		writeln(w, "query-aware context: recall_turns %d", res.RecallTurns)
+	}
 	writeln(w, "questions: %d specific, %d scored (evidence entirely before the verbatim window)", res.Queries, res.Scored)
 	writeln(w, "answer-word recall: share of the reference answer's distinct content words (lower-cased, NLTK stop words removed, no stemming) found in the context")
 	writeln(w, "")
@@ -244,9 +259,13 @@ func (res *results) print(w io.Writer, verbose bool) {
 		writeln(w, "(b): n/a, the service ignores the \"query\" field (no query-aware packing yet)")
 	}
 	writeln(w, "")
-	for _, k := range []string{mContext, mQuery} {
-		if l, ok := res.LatencyMS[k]; ok {
-			writeln(w, "latency %-40s p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d requests)", measureLabel(k, res.Budget)[:3]+" context request", l.P50, l.P99, l.Max, l.N)
+	for _, k := range []struct{ key, label string }{
+		{mContext, "(a) context request"},
+		{mQuery + "_first", "(b) first of a session (index cold)"},
+		{mQuery + "_warm", "(b) later ones (index warm)"},
+	} {
+		if l, ok := res.LatencyMS[k.key]; ok {
+			writeln(w, "latency %-40s p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d requests)", k.label, l.P50, l.P99, l.Max, l.N)
 		}
 	}
 	writeln(w, "replay: published in %.1fs, every meeting folded and settled after %.1fs; eval took %.1fs", res.PublishSeconds, res.SettleSeconds, res.TookSeconds)

@@ -253,14 +253,11 @@ func (r *rig) context(ctx context.Context, req client.ContextRequest) (reply, er
 	return reply{ctx: &c, took: took}, nil
 }
 
-// maxQueryChars is the contract's longest query.
-const maxQueryChars = 4096
-
 // queryAware reports whether the service packs by query: one that does
 // refuses an over-long query with a 400 naming the field; one that does
 // not ignores the field and answers.
 func (r *rig) queryAware(ctx context.Context, session string) (bool, error) {
-	_, err := r.context(ctx, client.ContextRequest{Session: session, Query: strings.Repeat("q", maxQueryChars+1)})
+	_, err := r.context(ctx, client.ContextRequest{Session: session, Query: strings.Repeat("q", client.MaxContextQueryChars+1)})
 	var se *client.ServiceError
 	switch {
 	case err == nil:
