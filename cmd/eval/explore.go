@@ -195,8 +195,27 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 		{"excerpt turns clipped to 600 chars around the match", packed(best, with(func(p *packOpts) { p.clip = 600 })), ""},
 		{"labels: one per run of consecutive turns", packed(best, with(func(p *packOpts) { p.groupLabels = true })), ""},
 		{"labels: none (what the time labels cost)", packed(best, with(func(p *packOpts) { p.noLabels = true })), ""},
+		{"query: + 10 feedback terms of the top 5 hits (w 0.3)", func(q query) string {
+			rankers[best] = cmp.Or(rankers[best], newRanker(m.Turns, cursor, best))
+			return pack(m, summary, cursor, rankers[best].expanded(q.Query, 5, 10, 0.3), base)
+		}, ""},
+		{"query: + 20 feedback terms of the top 10 hits (w 0.5)", func(q query) string {
+			rankers[best] = cmp.Or(rankers[best], newRanker(m.Turns, cursor, best))
+			return pack(m, summary, cursor, rankers[best].expanded(q.Query, 10, 20, 0.5), base)
+		}, ""},
+		{"diversity: MMR over the top 100 hits (λ 0.5)", func(q query) string {
+			h := hits(best, q.Query)
+			return pack(m, summary, cursor, rankers[best].diversified(h, 0.5, 100), base)
+		}, ""},
 		{"query: question meta-words dropped", func(q query) string {
 			return pack(m, summary, cursor, hits(best, stripMeta(q.Query)), base)
+		}, ""},
+		// The findings together.
+		{"combined: 3-turn passages, feedback terms, run labels", func(q query) string {
+			return combined(m, summary, cursor, q.Query, base, rankers)
+		}, ""},
+		{"combined, window kept 1,000 chars", func(q query) string {
+			return combined(m, summary, cursor, q.Query, with(func(p *packOpts) { p.windowMin = 1000 }), rankers)
 		}, ""},
 		{"no summary (its room to excerpts)", packed(best, with(func(p *packOpts) { p.summary = false })), ""},
 		// Budget.
@@ -470,4 +489,18 @@ func stripMeta(q string) string {
 		}
 	}
 	return strings.Join(kept, " ")
+}
+
+// combined packs with the choices that helped in every corpus: 3-turn
+// passages as the ranking unit, a few feedback terms, one label per run of
+// consecutive turns.
+func combined(m *meeting, summary string, cursor int, query string, po packOpts, rankers map[rankOpts]*ranker) string {
+	ro := rankOpts{stop: true, stem: true, passage: 3}
+	r, ok := rankers[ro]
+	if !ok {
+		r = newRanker(m.Turns, cursor, ro)
+		rankers[ro] = r
+	}
+	po.neighbours, po.groupLabels = 0, true
+	return pack(m, summary, cursor, r.expanded(query, 5, 10, 0.3), po)
 }

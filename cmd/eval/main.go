@@ -39,6 +39,8 @@ type opts struct {
 	explore  bool
 	// recallTurns is (b)'s recall_turns (0: the service's default).
 	recallTurns int
+	// maxSummaryChars overrides the processor's max-summary-chars.
+	maxSummaryChars int
 }
 
 func main() {
@@ -48,6 +50,7 @@ func main() {
 	flag.IntVar(&o.meetings, "meetings", 0, "run this many meetings, spread evenly over the name-sorted list (0 = all)")
 	flag.IntVar(&o.budget, "budget", 10000, "character budget of the query-aware context (b)")
 	flag.IntVar(&o.recallTurns, "recall-turns", 0, "recall_turns of the query-aware context (b); 0 = the service's default")
+	flag.IntVar(&o.maxSummaryChars, "max-summary-chars", 0, "the processor's summary budget (0 = its default, 1200)")
 	flag.BoolVar(&o.verbose, "v", false, "print a row per meeting")
 	flag.BoolVar(&o.explore, "explore", false, "also measure reference rankings, packings and summaries (docs/continuity.md, findings)")
 	flag.BoolVar(&o.json, "json", false, "print the results as JSON (every query's figures) instead of tables")
@@ -165,7 +168,7 @@ func run(ctx context.Context, o opts, log zerolog.Logger) (*results, error) {
 	if len(ms) == 0 {
 		return nil, errors.New("-only: no meeting of that name in -data")
 	}
-	r, err := startRig(ctx, log)
+	r, err := startRig(ctx, log, o.maxSummaryChars)
 	if err != nil {
 		return nil, fmt.Errorf("starting the processor: %w", err)
 	}

@@ -93,16 +93,21 @@ type hit struct {
 // rank returns the units that share a term with query, best first (ties:
 // later first, as the service breaks them).
 func (r *ranker) rank(query string) []hit {
-	q := map[string]bool{}
+	q := map[string]float64{}
 	for _, t := range r.opts.terms(query) {
-		q[t] = true
+		q[t] = 1
 	}
+	return r.rankWeighted(q)
+}
+
+// rankWeighted ranks by BM25 with a weight per query term.
+func (r *ranker) rankWeighted(q map[string]float64) []hit {
 	n := float64(len(r.docs))
 	var hits []hit
 	for i, doc := range r.docs {
 		tf := map[string]int{}
 		for _, t := range doc {
-			if q[t] {
+			if q[t] > 0 {
 				tf[t]++
 			}
 		}
@@ -114,7 +119,7 @@ func (r *ranker) rank(query string) []hit {
 		for t, f := range tf {
 			df := float64(r.df[t])
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-			s += idf * float64(f) * 2.2 / (float64(f) + norm)
+			s += q[t] * idf * float64(f) * 2.2 / (float64(f) + norm)
 		}
 		hits = append(hits, hit{from: r.units[i][0], to: r.units[i][1], score: s})
 	}
@@ -148,4 +153,94 @@ func stem(w string) string {
 		}
 	}
 	return strings.TrimSuffix(w, "e")
+}
+
+// expanded is pseudo-relevance feedback (RM3's idea, simply): the query's
+// terms at weight 1 plus the terms that weigh most in the top k hits
+// (tf·idf, by hit score), n of them at weight w.
+func (r *ranker) expanded(query string, k, n int, w float64) []hit {
+	first := r.rank(query)
+	q := map[string]float64{}
+	for _, t := range r.opts.terms(query) {
+		q[t] = 1
+	}
+	docs := float64(len(r.docs))
+	weight := map[string]float64{}
+	for _, h := range first[:min(k, len(first))] {
+		// The hit's unit is the doc starting at h.from (units are in
+		// transcript order, one per start).
+		for _, t := range r.docs[r.unitAt(h.from)] {
+			if q[t] == 0 && r.df[t] > 1 {
+				weight[t] += h.score * math.Log(docs/float64(r.df[t]))
+			}
+		}
+	}
+	terms := make([]string, 0, len(weight))
+	for t := range weight {
+		terms = append(terms, t)
+	}
+	slices.SortFunc(terms, func(a, b string) int { return cmp.Or(cmp.Compare(weight[b], weight[a]), strings.Compare(a, b)) })
+	for _, t := range terms[:min(n, len(terms))] {
+		q[t] = w
+	}
+	return r.rankWeighted(q)
+}
+
+// unitAt is the index of the unit that starts at turn i.
+func (r *ranker) unitAt(i int) int {
+	j, _ := slices.BinarySearchFunc(r.units, i, func(u [2]int, i int) int { return cmp.Compare(u[0], i) })
+	return j
+}
+
+// diversified reorders hits by maximal marginal relevance: each next hit
+// is the one whose score, less lambda times its word overlap (Jaccard)
+// with the hits already taken, is highest.
+func (r *ranker) diversified(hits []hit, lambda float64, top int) []hit {
+	hits = hits[:min(top, len(hits))]
+	if len(hits) == 0 {
+		return hits
+	}
+	maxScore := hits[0].score
+	sets := make([]map[string]bool, len(hits))
+	for i, h := range hits {
+		sets[i] = map[string]bool{}
+		for _, t := range r.docs[r.unitAt(h.from)] {
+			sets[i][t] = true
+		}
+	}
+	taken := make([]bool, len(hits))
+	var out []hit
+	for range hits {
+		bi, bs := -1, math.Inf(-1)
+		for i, h := range hits {
+			if taken[i] {
+				continue
+			}
+			sim := 0.0
+			for j := range hits {
+				if taken[j] {
+					sim = max(sim, jaccard(sets[i], sets[j]))
+				}
+			}
+			if s := h.score/maxScore - lambda*sim; s > bs {
+				bi, bs = i, s
+			}
+		}
+		taken[bi] = true
+		out = append(out, hits[bi])
+	}
+	return out
+}
+
+func jaccard(a, b map[string]bool) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	in := 0
+	for t := range a {
+		if b[t] {
+			in++
+		}
+	}
+	return float64(in) / float64(len(a)+len(b)-in)
 }

@@ -49,10 +49,14 @@ type rig struct {
 	svc     micro.Service
 }
 
-// startRig starts everything and returns once the processor consumes and
+// startRig starts everything (maxSummaryChars > 0 overrides the
+// processor's summary budget) and returns once the processor consumes and
 // the service answers.
-func startRig(ctx context.Context, log zerolog.Logger) (_ *rig, err error) {
+func startRig(ctx context.Context, log zerolog.Logger, maxSummaryChars int) (_ *rig, err error) {
 	r := &rig{window: fold.DefaultWindow(), done: make(chan error, 1)}
+	if maxSummaryChars > 0 {
+		r.window.MaxSummaryChars = maxSummaryChars
+	}
 	defer func() {
 		if err != nil {
 			r.close()
