@@ -229,6 +229,12 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 		{"summary: first 1,200 chars (lead)", func(query) string { return capChars(render(m.Turns[:cursor]), 1200) }, offlineSummaryRow},
 		{"summary: evenly spaced turns", func(query) string { return sampled(m.Turns[:cursor], 1200) }, offlineSummaryRow},
 		{"summary: turns covering the most rare words", func(query) string { return salient(m.Turns[:cursor], 1200) }, offlineSummaryRow},
+		{"summary: the offline one cut to 900 + top words (300)", func(query) string {
+			return capChars(summary, 900) + "\n" + keywords(m.Turns[:cursor], 300)
+		}, offlineSummaryRow},
+		{"summary: the offline one cut to 600 + top words (600)", func(query) string {
+			return capChars(summary, 600) + "\n" + keywords(m.Turns[:cursor], 600)
+		}, offlineSummaryRow},
 		{"summary: the meeting's top words (tf-idf list)", func(query) string { return keywords(m.Turns[:cursor], 1200) }, offlineSummaryRow},
 	}
 	for _, e := range exps {

@@ -88,11 +88,13 @@ type meetingResult struct {
 	// Cursor is the first unfolded turn, WindowStart the first verbatim
 	// turn of the no-query context: a question counts when its evidence
 	// ends before WindowStart.
-	Cursor      int64              `json:"cursor"`
-	WindowStart int64              `json:"window_start"`
-	Recall      map[string]float64 `json:"recall"`
-	Chars       map[string]float64 `json:"chars"`
-	Scored      []queryResult      `json:"scored"`
+	Cursor      int64 `json:"cursor"`
+	WindowStart int64 `json:"window_start"`
+	// Summary is the summary of the no-query context.
+	Summary string             `json:"summary"`
+	Recall  map[string]float64 `json:"recall"`
+	Chars   map[string]float64 `json:"chars"`
+	Scored  []queryResult      `json:"scored"`
 }
 
 // queryResult is one scored question.
@@ -129,6 +131,9 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		Cursor: base.ctx.Cursor, WindowStart: base.ctx.TotalTurns}
 	if len(base.ctx.Turns) > 0 {
 		mr.WindowStart = base.ctx.Turns[0].Index
+	}
+	if base.ctx.Summary != nil {
+		mr.Summary = base.ctx.Summary.Summary
 	}
 	res.Meetings++
 	res.Queries += mr.Queries
