@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/foldstream/foldstream/internal/service"
 	"os"
 	"strings"
 	"time"
@@ -55,8 +56,10 @@ type options struct {
 
 	metricsAddr string
 	service     bool
-	logLevel    string
-	logPretty   bool
+	// recallIndexBytes is the context service's recall index budget.
+	recallIndexBytes int64
+	logLevel         string
+	logPretty        bool
 
 	prompts map[string]string // from the config file only
 
@@ -129,6 +132,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "Prometheus /metrics and /healthz listen address (empty disables)")
 	fs.BoolVar(&o.service, "service", true, "serve the context and session request-reply service (NATS micro \"foldstream\") on <prefix>.svc.>")
+	fs.Int64Var(&o.recallIndexBytes, "recall-index-bytes", service.DefaultIndexBytes, "memory budget of the service's recall index (question-aware contexts and recall), least recently used sessions evicted first; 0 keeps no index (every request scans the session's stream)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (transcript text is logged only at debug)")
 	fs.BoolVar(&o.logPretty, "log-pretty", false, "human-readable console logs instead of JSON")
 	return fs

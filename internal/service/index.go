@@ -101,27 +101,32 @@ type hit struct {
 	score float64
 }
 
-// search ranks the first n docs against the query terms with BM25 and
-// returns every doc that contains a term, best first (ties: the later
-// turn first). Terms are scored in their given order, so the sum, and the
-// ranking, is deterministic.
-func (x *turnIndex) search(terms []string, n int) []hit {
-	if n == 0 || len(terms) == 0 {
+// search ranks docs [lo, n) against the query terms with BM25 (document
+// frequencies and lengths over those docs only) and returns every doc
+// that contains a term, best first (ties: the later turn first). Terms
+// are scored in their given order, so the sum, and the ranking, is
+// deterministic.
+func (x *turnIndex) search(terms []string, lo, n int) []hit {
+	if n <= lo || len(terms) == 0 {
 		return nil
 	}
-	avgLen := float64(x.cumLen[n-1]) / float64(n)
-	if avgLen == 0 {
-		avgLen = 1
+	total := x.cumLen[n-1]
+	if lo > 0 {
+		total -= x.cumLen[lo-1]
 	}
+	docs := float64(n - lo)
+	avgLen := max(1, float64(total)/docs)
 	scores := map[int]float64{}
 	for _, term := range terms {
 		pl := x.postings[term]
-		df := sort.Search(len(pl), func(i int) bool { return int(pl[i].doc) >= n })
+		first := sort.Search(len(pl), func(i int) bool { return int(pl[i].doc) >= lo })
+		end := sort.Search(len(pl), func(i int) bool { return int(pl[i].doc) >= n })
+		df := float64(end - first)
 		if df == 0 {
 			continue
 		}
-		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
-		for _, p := range pl[:df] {
+		idf := math.Log(1 + (docs-df+0.5)/(df+0.5))
+		for _, p := range pl[first:end] {
 			tf := float64(p.tf)
 			norm := bm25K1 * (1 - bm25B + bm25B*float64(x.docs[p.doc].len)/avgLen)
 			scores[int(p.doc)] += idf * tf * (bm25K1 + 1) / (tf + norm)

@@ -111,13 +111,8 @@ func (s *server) outStream(ctx context.Context) (jetstream.Stream, error) {
 // packMemories ranks the session's memories of the current epoch against
 // the query terms (BM25 among them) and charges the best, at most
 // maxRecalledMemories, best first.
-func (s *server) packMemories(ctx context.Context, h *indexHandle, terms []string, ms ...*meter) []client.RecalledItem {
+func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []client.RecalledItem {
 	rp := h.r
-	if err := s.catchUpMemories(ctx, rp); err != nil {
-		s.log.Warn().Str("event", "context_memories_failed").Str("session", rp.session).Err(err).
-			Msg("question-aware context without memories")
-		return nil
-	}
 	var live []*memory
 	var totalLen int64
 	for i := range rp.mems {

@@ -40,14 +40,18 @@ type replay struct {
 	// to an earlier epoch.
 	lastReset uint64
 	resetAt   time.Time
-	// applied counts the events Apply accepted.
-	applied int
+	// applied counts the events Apply accepted, read every event applied.
+	applied, read int
 	// mems are the session's memories read from the outbound stream,
 	// memNext the outbound sequence to read from next (index_memory.go);
 	// memBytes their estimated size.
 	mems     []memory
 	memNext  uint64
 	memBytes int64
+	// firstSeq is the inbound stream's first sequence at the request:
+	// turns indexed from below it have expired from the stream since
+	// (max-age) and are left out, as a fresh build would leave them.
+	firstSeq uint64
 }
 
 func newReplay(session string, from uint64) *replay {
@@ -60,6 +64,7 @@ func newReplay(session string, from uint64) *replay {
 // nothing.
 func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
 	r.next = seq + 1
+	r.read++
 	in, err := events.DecodeInbound(kind, r.session, data, events.Limits{})
 	if err != nil {
 		return // dead-lettered by the processor
@@ -94,6 +99,27 @@ func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
 	}
 	r.seen[h] = struct{}{}
 	r.idx.add(raw, seq, in.Turn)
+}
+
+// bytes estimates the replay's memory: its index, the sequence list and
+// the dedup set.
+func (r *replay) bytes() int64 {
+	return r.idx.bytes + int64(cap(r.seqs))*8 + int64(len(r.seen))*16 + r.memBytes + 512
+}
+
+// live is the first doc still in the stream (see firstSeq).
+func (r *replay) live() int {
+	i, _ := r.idx.bySeq(r.firstSeq)
+	return i
+}
+
+// missing is the range of processor indices [0, to) of the epoch that the
+// replay cannot search (gone from the stream), given its anchoring.
+func (r *replay) missing(a anchoring) int64 {
+	if lo := r.live(); lo < len(r.idx.docs) {
+		return r.idx.docs[lo].raw + a.offset
+	}
+	return int64(len(r.seqs)) + a.offset
 }
 
 // anchoring maps the replay's raw indices onto the processor's for one

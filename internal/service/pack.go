@@ -107,7 +107,7 @@ func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *sta
 	// 2. Memories that match the query.
 	var mems []client.RecalledItem
 	if h != nil {
-		mems = s.packMemories(ctx, h, terms, total, recalled)
+		mems = s.packMemories(h, terms, total, recalled)
 	}
 
 	// The window's lower end if the excerpts take their whole share.
@@ -239,20 +239,19 @@ func (s *server) windowTurn(ctx context.Context, cp *state.Session, tail map[uin
 func (s *server) packExcerpts(h *indexHandle, cp *state.Session, checkpointed bool, terms []string, want int, floor int64, total, recalled *meter, out *client.Context) []client.RecalledItem {
 	rp := h.r
 	a := rp.anchor(cp, checkpointed)
-	if a.offset > 0 {
-		out.Missing = &client.MissingTurns{From: 0, To: a.offset,
-			Reason: "no longer in stream " + s.layout.In + " (removed by its max-age or by hand): these turns cannot be recalled"}
-	}
 	if !a.inEpoch {
 		// A reset the checkpoint has not applied: the replay's epoch is
 		// newer, and the context's turns are all after it.
 		floor = min(floor, cp.Cursor)
-		a.offset = 0
 	}
 	x := rp.idx
-	n := x.below(floor - a.offset)
-	out.RecallSearched = n
-	hits := x.search(terms, n)
+	lo, n := rp.live(), x.below(floor-a.offset)
+	if gone := min(rp.missing(a), floor); gone > 0 {
+		out.Missing = &client.MissingTurns{From: 0, To: gone,
+			Reason: "no longer in stream " + s.layout.In + " (removed by its max-age or by hand): these turns cannot be recalled"}
+	}
+	out.RecallSearched = max(0, n-lo)
+	hits := x.search(terms, lo, n)
 
 	chosen := map[int]*client.RecalledItem{}
 	headerCharged := false

@@ -85,12 +85,12 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 	}
 	out.Cursor = a.cursor
 	// Scope: raw indices [0, limit).
-	n := len(rp.r.idx.docs)
+	lo, n := rp.r.live(), len(rp.r.idx.docs)
 	if r.Scope == client.RecallScopeEvicted {
 		n = rp.r.idx.below(a.cursor - a.offset)
 	}
-	out.Searched = n
-	hits := rp.r.idx.search(terms, n)
+	out.Searched = max(0, n-lo)
+	hits := rp.r.idx.search(terms, lo, n)
 	for _, h := range hits[:min(r.Limit, len(hits))] {
 		d := rp.r.idx.docs[h.doc]
 		t := d.turn
@@ -184,6 +184,8 @@ func (s *server) catchUp(ctx context.Context, rp *replay, to uint64) error {
 	if tooLong {
 		return internal(errors.New("too many events"), "session %q has more than %d inbound events to read at once; recall reads at most that many per request", rp.session, maxRecallScan)
 	}
+	// Everything on the session's subjects up to to was read (the
+	// sequences after the last one of the session belong to others).
 	rp.next = max(rp.next, to+1)
 	return nil
 }

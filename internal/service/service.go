@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -58,6 +59,10 @@ type server struct {
 
 	outMu sync.Mutex
 	out   jetstream.Stream // the outbound stream, once looked up
+
+	index      *indexCache // nil: no index kept (indexBytes 0)
+	indexBytes int64
+	reg        prometheus.Registerer
 }
 
 // Start registers the service on nc and serves until ctx ends or the
@@ -68,18 +73,17 @@ type server struct {
 // at a time per endpoint and process: micro's stats (processing time,
 // errors) are only right when the handler answers before it returns, and
 // more throughput comes from more processor instances in the queue group.
-func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout broker.Layout, store *state.Store, tokens TokenCounter, log zerolog.Logger) (micro.Service, error) {
-	if nc == nil || js == nil || store == nil {
+//
+// Options: IndexBytes (the recall index's memory budget), Registerer (its
+// metrics), Clock.
+func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout broker.Layout, store *state.Store, tokens TokenCounter, log zerolog.Logger, opts ...Option) (micro.Service, error) {
+	if nc == nil {
 		return nil, errors.New("service: NATS connection, JetStream and store are required")
 	}
-	if tokens == nil {
-		tokens = (*tokencount.Counter)(nil) // counts with the chars/4×1.2 heuristic
-	}
-	in, err := js.Stream(ctx, layout.In)
+	s, err := newServer(ctx, js, layout, store, tokens, log, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("service: inbound stream %s: %w", layout.In, err)
+		return nil, err
 	}
-	s := &server{js: js, in: in, layout: layout, subj: layout.Subjects, store: store, tokens: tokens, log: log, now: time.Now}
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        client.ServiceName,
 		Version:     Version,
@@ -122,6 +126,34 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 	log.Info().Str("event", "service_started").Str("name", info.Name).Str("id", info.ID).Str("version", info.Version).
 		Str("subjects", layout.Subjects.Prefix+".svc.>").Msg("context service started")
 	return svc, nil
+}
+
+// newServer is the service's state, not registered on NATS yet.
+func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout, store *state.Store, tokens TokenCounter, log zerolog.Logger, opts ...Option) (*server, error) {
+	if js == nil || store == nil {
+		return nil, errors.New("service: NATS connection, JetStream and store are required")
+	}
+	if tokens == nil {
+		tokens = (*tokencount.Counter)(nil) // counts with the chars/4×1.2 heuristic
+	}
+	in, err := js.Stream(ctx, layout.In)
+	if err != nil {
+		return nil, fmt.Errorf("service: inbound stream %s: %w", layout.In, err)
+	}
+	s := &server{js: js, in: in, layout: layout, subj: layout.Subjects, store: store, tokens: tokens, log: log, now: time.Now,
+		indexBytes: DefaultIndexBytes}
+	for _, o := range opts {
+		if o != nil {
+			o(s)
+		}
+	}
+	if s.indexBytes < 0 {
+		return nil, fmt.Errorf("service: recall index budget: expected a non-negative number of bytes, got %d", s.indexBytes)
+	}
+	if s.indexBytes > 0 {
+		s.index = newIndexCache(s.indexBytes, s.reg)
+	}
+	return s, nil
 }
 
 // reqError is a failure the service reports with a micro error code.
