@@ -433,11 +433,24 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jets
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
+	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(fetchMaxMessages, fetchMaxBytes(p.js.Conn().MaxPayload())))
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("consume %s: %w", p.layout.In, err)
 	}
 	return it, cons, floor, nil
+}
+
+// A pull asks for at most fetchMaxMessages events and fetchMaxBytes of
+// them: a backlog of large events (a bot sending 1 MiB turns) must not
+// buffer 2048 MiB in the client.
+const fetchMaxMessages = 2048
+
+// fetchMaxBytes is at least 4 of the largest messages the server takes:
+// a message larger than a pull's byte limit is never delivered (the
+// server answers that pull with an error instead), so the limit must
+// never be below the server's max_payload.
+func fetchMaxBytes(maxPayload int64) int {
+	return int(max(16<<20, 4*maxPayload))
 }
 
 // consume dispatches messages until ctx ends or a shard asks for a rewind.
