@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/speaker"
 )
 
 type unitKind int
@@ -60,8 +61,11 @@ type extraction struct {
 	allFiller bool // every turn with text was filler
 }
 
+// displayName is how the summary names a turn's speaker: the normalised
+// name (speaker.Name: a display name cannot smuggle "Bob: …" or
+// "(assistant)" into the summary, which later prompts read), else its role.
 func displayName(t fold.Turn) string {
-	if n := oneLine(t.Speaker, 64); n != "" {
+	if n := speaker.Name(oneLine(t.Speaker, 64)); n != "" {
 		return n
 	}
 	switch strings.ToLower(strings.TrimSpace(t.Role)) {
@@ -473,7 +477,7 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 			continue
 		}
 		full := strings.Join(body, " ")
-		src := oneLine(n.Source, 64)
+		src := speaker.Name(oneLine(n.Source, 64))
 		prefix := "Screen note: "
 		switch {
 		case src != "" && (who.has(src) || looksLikeName(src)):
