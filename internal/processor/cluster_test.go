@@ -89,7 +89,9 @@ func (c *cluster) startNode(i int) {
 		return
 	}
 	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	// Generous: a node that replays its JetStream store on a machine
+	// shared with other work can take seconds to listen.
+	if !s.ReadyForConnections(30 * time.Second) {
 		c.t.Errorf("n%d not ready", i+1)
 	}
 	c.servers[i] = s
