@@ -38,9 +38,20 @@ demo:
 bench:
 	$(GO) run ./cmd/bench
 
-# Short fuzzing of every decoder and validator (seed corpora run in `make test`).
+# Short fuzzing of every fuzz target, one at a time (go test fuzzes one
+# target per run), FUZZTIME each; the seed corpora run in `make test`.
+# The targets are found, not listed here, so a new one is fuzzed too.
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run xxx -fuzz FuzzDecodeInbound -fuzztime 30s ./internal/events/
+	@set -e; n=0; \
+	for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$dir | grep '^Fuzz'); do \
+	    echo "fuzz $$dir $$target ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$dir; \
+	    n=$$((n+1)); \
+	  done; \
+	done; \
+	echo "$$n fuzz targets fuzzed"
 
 clean:
 	rm -rf bin data

@@ -237,8 +237,8 @@ var errAdopted = errors.New("a newer summary was adopted")
 var errAwaiting = errors.New("a later summary awaits the session's redelivered turns")
 
 // publishEviction publishes an eviction's summary-updated, expecting the
-// session's last summary as the subject's last message (as publishSummary
-// does), then its evicted event. After a conflict it adopts the summary
+// session's last summary as the subject's last message (as sendSummary
+// does for a fold's summary, publish.go), then its evicted event. After a conflict it adopts the summary
 // found (errAdopted) or publishes once more after it, with a version above
 // it.
 func (sh *shard) publishEviction(ls *live, sum *events.SummaryUpdated, ev *events.Evicted) (uint64, error) {

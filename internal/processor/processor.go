@@ -27,9 +27,10 @@ import (
 type Deps struct {
 	JS jetstream.JetStream
 	// FoldJS, when set, is a JetStream context on a second connection for
-	// the fold path (lease writes and summary-updated publishes): on the
-	// ingest connection they would wait behind thousands of acks and
-	// checkpoint writes each way. Nil uses JS.
+	// the fold path's summary-updated publishes: on the ingest connection
+	// they would wait behind thousands of acks and checkpoint writes each
+	// way. Nil uses JS. (A fold's lease is not written on its own: it
+	// reaches KV with the session's next checkpoint, on JS.)
 	FoldJS     jetstream.JetStream
 	Layout     broker.Layout
 	Store      *state.Store

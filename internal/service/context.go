@@ -136,8 +136,9 @@ func (s *server) applyTail(ctx context.Context, cp *state.Session) (map[uint64]*
 	for {
 		// One direct get per event, "next message at or after seq on this
 		// subject filter": the tail is normally a few events (the
-		// processor checkpoints every 100 ms), and longer only while the
-		// processor is down.
+		// processor writes a session's checkpoint once its oldest change is
+		// --flush-interval old, 1 s by default), and longer only while the
+		// processor is down or behind.
 		msg, err := s.in.GetMsg(ctx, next, jetstream.WithGetMsgSubject(filter))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return added, nil
