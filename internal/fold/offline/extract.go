@@ -144,7 +144,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 		}
 		name := displayName(t)
 		role := strings.ToLower(t.Role)
-		text := sanitize(t.Text, maxTurnRunes)
+		text := resolveDates(cleanSpeech(sanitize(t.Text, maxTurnRunes)), t.At)
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
@@ -221,10 +221,13 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 				seq:     i*1000 + k,
 				turn:    i,
 			}))
-			topics.addWords(bws)
+			if !tr.injection {
+				topics.addWords(bws) // (an injection's words are data, not what the session is about)
+			}
 		}
 	}
 	flushCall()
+	ex.units = dropAnswered(ex.units)
 	ex.units = capPerTurn(ex.units, s.cfg.maxUnitsPerTurn)
 	ex.units = capTotal(ex.units, maxNewUnits)
 	talked := map[string]bool{}
@@ -250,9 +253,44 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	return ex
 }
 
+// dropAnswered drops the questions of the batch that someone else answered
+// with a statement within the next two turns: the answer holds the fact,
+// and the question would read as still open. A backchannel ("sure",
+// "mm-hmm") is no unit, so it never answers a question: a question it
+// followed stays open.
+func dropAnswered(units []*unit) []*unit {
+	out := units[:0]
+	for i, u := range units {
+		if u.kind == unitSpeech && u.sp.t.question && !u.sp.t.request && answeredBy(units[i+1:], u) {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// answeredBy reports whether a statement in later (the units after q)
+// answers q: said by someone else (the addressee, when q has one) within
+// two turns of it.
+func answeredBy(later []*unit, q *unit) bool {
+	for _, v := range later {
+		if v.turn > q.turn+2 {
+			return false
+		}
+		if v.kind != unitSpeech || v.turn == q.turn || strings.EqualFold(v.speaker, q.speaker) ||
+			v.sp.t.question || (q.sp.addressee != "" && !strings.EqualFold(v.speaker, q.sp.addressee)) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
 // attachReply records a filler assent/dissent ("yeah", "sounds good",
-// "nah") from speaker name as a reply to the latest open proposal, question
-// or request by someone else in the last two turns.
+// "nah") from speaker name as a reply to the latest open proposal, offer
+// or decision by someone else in the last two turns. Questions and
+// requests never take one: "sure" may answer something else, and a
+// question's answer is a statement.
 func attachReply(units []*unit, turn int, name string, agree bool) {
 	for j := len(units) - 1; j >= 0; j-- {
 		u := units[j]
@@ -264,7 +302,7 @@ func attachReply(units []*unit, turn int, name string, agree bool) {
 			continue
 		}
 		t := u.sp.t
-		if !(t.question || t.request || t.proposal || t.offer || t.strongDecision) {
+		if t.question || t.request || !(t.proposal || t.offer || t.strongDecision) {
 			continue
 		}
 		list := &u.disagreed
@@ -863,7 +901,8 @@ func newTopicCounter(who names, agent bool) *topicCounter {
 
 var calendarWords = toSet("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 	"sunday", "january", "february", "march", "april", "may", "june", "july", "august",
-	"september", "october", "november", "december", "today", "tomorrow", "tonight")
+	"september", "october", "november", "december", "today", "tomorrow", "tonight",
+	"jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec")
 
 func (tc *topicCounter) bump(t string, w float64) {
 	i, ok := tc.idx[t]
@@ -986,6 +1025,10 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 			flush()
 		default:
 			flush()
+			if !agent && isTopicWord(c, who) {
+				one := [1]string{c}
+				sink.bump(one[:], false)
+			}
 		}
 		if suf != "" {
 			flush()
@@ -995,6 +1038,44 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 }
 
 var topicConnectors = toSet("of", "the")
+
+// isTopicWord reports a lowercase word that can name what a conversation
+// is about ("battery", "budget"): letters only, five or more of them, not
+// a stop word, filler, participant name or one of the verbs and adverbs
+// every conversation is full of. A word said again and again across the
+// session rises in the opening sentence's topic list.
+func isTopicWord(c string, who names) bool {
+	if len(c) < 5 || len(c) > 24 || c[0] < 'a' || c[0] > 'z' || !isAllLetters(c) {
+		return false
+	}
+	return lexicon.get(c)&(lxStop|lxFillerCore|lxFillerSoft|lxAttribution|lxCalendar|lxLightDrop) == 0 &&
+		!topicStop[c] && !numberWords[c] && !strings.HasSuffix(c, "ly") && !who.has(c)
+}
+
+// topicStop are words too common in any conversation to be a topic.
+var topicStop = toSet("think", "thinking", "thought", "know", "knows", "knew", "mean", "means", "meant",
+	"gonna", "wanna", "gotta", "want", "wants", "wanted", "need", "needs", "needed", "thing", "things",
+	"stuff", "something", "anything", "everything", "nothing", "someone", "anyone", "everyone",
+	"right", "maybe", "probably", "guess", "little", "whatever", "there's", "where's", "doesn't",
+	"saying", "going", "doing", "getting", "making", "taking", "looking", "looks", "seems",
+	"using", "trying", "talking", "should", "would", "could", "might", "actually", "really",
+	"pretty", "great", "better", "best", "sorry", "other", "others", "another", "which", "these",
+	"those", "their", "there", "where", "about", "again", "still", "since", "while", "though",
+	"because", "before", "after", "first", "second", "third", "start", "started", "point",
+	"different", "whole", "always", "never", "sometimes", "basically", "exactly", "certainly",
+	"course", "fine", "cool", "nice", "alright", "already", "anyway", "somewhere", "though",
+	"yeah", "okay", "what's", "that's", "wouldn't", "couldn't", "shouldn't", "don't", "didn't",
+	"isn't", "aren't", "can't", "won't", "haven't", "you're", "we're", "they're", "i've", "we've",
+	"you've", "they've", "we'll", "you'll", "they'll", "it'll", "let's", "kinda", "sorta",
+	"together", "enough", "around", "through", "without", "within", "along", "among",
+	"people", "today", "tomorrow", "tonight", "yesterday", "minute", "minutes", "second", "seconds",
+	"work", "works", "worked", "working", "said", "says", "tell", "told", "asked", "question",
+	"questions", "answer", "remember", "sounds", "sound", "happen", "happened", "happens",
+	"bring", "brought", "leave", "getting", "given", "gives", "makes", "takes", "comes", "coming",
+	"another", "number", "numbers", "whether", "either", "neither", "every", "quite", "rather",
+	"bunch", "totally", "definitely", "pretty", "important", "interesting", "possible",
+	"problem", "problems", "idea", "ideas", "sense", "least", "later", "earlier", "under",
+	"above", "below", "until", "instead", "anyways", "hmm", "mm-hmm", "uh-huh")
 
 func isNumber(s string) bool {
 	if s == "" {
@@ -1046,6 +1127,9 @@ func (tc *topicCounter) top(n int) []string {
 		k := tc.keys[i]
 		if len(out) >= n {
 			break
+		}
+		if k[0] >= 'a' && k[0] <= 'z' && isAllLetters(k) && total[i] < 1.5 {
+			continue // a common word is a topic only when said again and again
 		}
 		dup := false
 		for _, o := range out {

@@ -489,6 +489,7 @@ type item struct {
 	speaker string
 	key     string        // tool runs: caller, tool and argument
 	prev    *prevSentence // the sentence of the previous summary it still is, if any
+	toks    *tokSet       // content tokens of v[0] (set by dedup)
 }
 
 func (it *item) text() string { return it.v[it.lvl] }
@@ -505,7 +506,26 @@ func (it *item) length() int {
 	return it.n[it.lvl]
 }
 
-func (it *item) eff() float64 { return it.score * (0.4 + 0.6*it.pos) }
+// eff weighs importance against age mildly: a detail stated early in a
+// long conversation is asked about as often as a recent one.
+func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
+
+// value is what keeping the item is worth given cov, the number of kept
+// items that hold each token: its weighed importance, scaled by the share
+// of its tokens no other kept item holds, per unit of length.
+func (it *item) value(cov map[string]int) float64 {
+	uniq := 1.0
+	if it.toks != nil && len(it.toks.toks) > 0 {
+		n := 0
+		for _, t := range it.toks.toks {
+			if cov[t] <= 1 {
+				n++
+			}
+		}
+		uniq = float64(n) / float64(len(it.toks.toks))
+	}
+	return it.eff() * (0.4 + 0.6*uniq) * math.Sqrt(100/float64(max(it.length(), 40)))
+}
 
 func leadItem(participants []string, others int, topics []string, agent bool) *item {
 	if len(participants) == 0 {
@@ -655,6 +675,9 @@ func dedup(items []*item, who names) {
 		sets = append(sets, newTokSetIn(set, bits[n:]))
 		toks[i] = &sets[len(sets)-1]
 	}
+	for i, it := range items {
+		it.toks = toks[i]
+	}
 	for j := range items {
 		if items[j].drop {
 			continue
@@ -764,20 +787,37 @@ func fit(items []*item, budget int) {
 			keep = it
 		}
 	}
+	// Drop the sentence worth least for its length, counting only what
+	// no other kept sentence says (the summary should cover the most
+	// distinct details it can).
+	cov := map[string]int{}
+	for _, it := range items {
+		if !it.drop && !it.isLead && it.toks != nil {
+			for _, t := range it.toks.toks {
+				cov[t]++
+			}
+		}
+	}
 	for over() {
 		var victim *item
+		vv := 0.0
 		for _, it := range items {
 			if it.drop || it.isLead || it == keep {
 				continue
 			}
-			if victim == nil || it.eff() < victim.eff() {
-				victim = it
+			if v := it.value(cov); victim == nil || v < vv {
+				victim, vv = it, v
 			}
 		}
 		if victim == nil {
 			break
 		}
 		setDrop(victim, true)
+		if victim.toks != nil {
+			for _, t := range victim.toks.toks {
+				cov[t]--
+			}
+		}
 	}
 	if !over() {
 		return
