@@ -65,6 +65,20 @@ func (n names) has(w string) bool {
 	return ok
 }
 
+// prefixOf returns the display form of the longest name that s starts
+// with (followed by a space or "'s"), "" if none: the speaker of a summary
+// sentence.
+func (n names) prefixOf(s string) string {
+	best := ""
+	for k, d := range n.m {
+		if len(k) > len(best) && len(s) > len(k) && strings.EqualFold(s[:len(k)], k) &&
+			(s[len(k)] == ' ' || s[len(k)] == '\'') {
+			best = d
+		}
+	}
+	return best
+}
+
 // fillerKind classifies a sentence that carries no conversational state.
 type fillerKind int
 

@@ -516,8 +516,16 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 		switch {
 		case src != "" && (who.has(src) || looksLikeName(src)):
 			prefix = "On " + src + "'s screen: "
-		case src != "":
+		case src != "" && !strings.EqualFold(src, "screen"):
 			prefix = "Screen note (" + src + "): "
+		}
+		// A note that names its screen itself ("Marco's screen: …") is
+		// labelled once, with its own label.
+		if owner, rest, ok := screenLabel(full); ok {
+			prefix, full = "On "+owner+"'s screen: ", rest
+			if _, r, ok := screenLabel(body[0]); ok {
+				body[0] = r
+			}
 		}
 		var warr [64]string
 		fw := appendFields(warr[:0], full) // for every pass below
@@ -549,6 +557,21 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 		out = out[:s.cfg.maxNotes]
 	}
 	return out
+}
+
+// screenLabel splits a note that opens with its own label ("Marco's
+// screen: …", one to three words before "'s screen:") into the owner and
+// the rest.
+func screenLabel(s string) (owner, rest string, ok bool) {
+	head, rest, found := strings.Cut(s, "'s screen:")
+	if !found || head == "" || len(head) > 64 || !looksLikeName(head) {
+		return "", "", false
+	}
+	rest = strings.TrimSpace(rest)
+	if rest == "" {
+		return "", "", false
+	}
+	return head, rest, true
 }
 
 // noteSeq places a note among the turns by time when both carry times,
@@ -1013,8 +1036,11 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 			sink.bump(one[:], true) // files are what an agent session is about
 			continue
 		}
+		// A possessive continues a phrase ("King's Row"): never cut after
+		// it, unless it is a participant's ("Marco's screen").
+		base, possessive := strings.CutSuffix(c, "'s")
 		capital := c != "" && upperFirst(c) && lexLower(c)&(lxCommonCaps|lxCalendar) == 0 &&
-			!who.has(c) && allLettersExcept(c, '-') && runeLen(c) > 1
+			!who.has(c) && allLettersExcept(base, '-') && runeLen(base) > 1 && !(possessive && who.has(base))
 		switch {
 		case capital && (!isStart || len(run) > 0):
 			run = append(run, c)
@@ -1025,10 +1051,7 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 			flush()
 		default:
 			flush()
-			if !agent && isTopicWord(c, who) {
-				one := [1]string{c}
-				sink.bump(one[:], false)
-			}
+
 		}
 		if suf != "" {
 			flush()
@@ -1038,44 +1061,6 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 }
 
 var topicConnectors = toSet("of", "the")
-
-// isTopicWord reports a lowercase word that can name what a conversation
-// is about ("battery", "budget"): letters only, five or more of them, not
-// a stop word, filler, participant name or one of the verbs and adverbs
-// every conversation is full of. A word said again and again across the
-// session rises in the opening sentence's topic list.
-func isTopicWord(c string, who names) bool {
-	if len(c) < 5 || len(c) > 24 || c[0] < 'a' || c[0] > 'z' || !isAllLetters(c) {
-		return false
-	}
-	return lexicon.get(c)&(lxStop|lxFillerCore|lxFillerSoft|lxAttribution|lxCalendar|lxLightDrop) == 0 &&
-		!topicStop[c] && !numberWords[c] && !strings.HasSuffix(c, "ly") && !who.has(c)
-}
-
-// topicStop are words too common in any conversation to be a topic.
-var topicStop = toSet("think", "thinking", "thought", "know", "knows", "knew", "mean", "means", "meant",
-	"gonna", "wanna", "gotta", "want", "wants", "wanted", "need", "needs", "needed", "thing", "things",
-	"stuff", "something", "anything", "everything", "nothing", "someone", "anyone", "everyone",
-	"right", "maybe", "probably", "guess", "little", "whatever", "there's", "where's", "doesn't",
-	"saying", "going", "doing", "getting", "making", "taking", "looking", "looks", "seems",
-	"using", "trying", "talking", "should", "would", "could", "might", "actually", "really",
-	"pretty", "great", "better", "best", "sorry", "other", "others", "another", "which", "these",
-	"those", "their", "there", "where", "about", "again", "still", "since", "while", "though",
-	"because", "before", "after", "first", "second", "third", "start", "started", "point",
-	"different", "whole", "always", "never", "sometimes", "basically", "exactly", "certainly",
-	"course", "fine", "cool", "nice", "alright", "already", "anyway", "somewhere", "though",
-	"yeah", "okay", "what's", "that's", "wouldn't", "couldn't", "shouldn't", "don't", "didn't",
-	"isn't", "aren't", "can't", "won't", "haven't", "you're", "we're", "they're", "i've", "we've",
-	"you've", "they've", "we'll", "you'll", "they'll", "it'll", "let's", "kinda", "sorta",
-	"together", "enough", "around", "through", "without", "within", "along", "among",
-	"people", "today", "tomorrow", "tonight", "yesterday", "minute", "minutes", "second", "seconds",
-	"work", "works", "worked", "working", "said", "says", "tell", "told", "asked", "question",
-	"questions", "answer", "remember", "sounds", "sound", "happen", "happened", "happens",
-	"bring", "brought", "leave", "getting", "given", "gives", "makes", "takes", "comes", "coming",
-	"another", "number", "numbers", "whether", "either", "neither", "every", "quite", "rather",
-	"bunch", "totally", "definitely", "pretty", "important", "interesting", "possible",
-	"problem", "problems", "idea", "ideas", "sense", "least", "later", "earlier", "under",
-	"above", "below", "until", "instead", "anyways", "hmm", "mm-hmm", "uh-huh")
 
 func isNumber(s string) bool {
 	if s == "" {
@@ -1127,9 +1112,6 @@ func (tc *topicCounter) top(n int) []string {
 		k := tc.keys[i]
 		if len(out) >= n {
 			break
-		}
-		if k[0] >= 'a' && k[0] <= 'z' && isAllLetters(k) && total[i] < 1.5 {
-			continue // a common word is a topic only when said again and again
 		}
 		dup := false
 		for _, o := range out {

@@ -22,7 +22,11 @@
 // importance against age, so the newest still-relevant details survive.
 //
 // Budgets are counted in runes (Unicode code points), as the engine does.
-// Result.Memories is left nil.
+//
+// Each fold also returns offline memories (Result.Memories and
+// MemoryItems): the batch's statements that hold a durable fact, with
+// speaker, turn and time; a restated fact is not returned again and a
+// changed one supersedes the older (see memory.go).
 package offline
 
 import (
@@ -129,6 +133,7 @@ func WithFillerWords(words ...string) Option {
 type Summarizer struct {
 	cfg   config
 	cache *sentCache // analysed sentences of previous summaries
+	facts *factStore // facts extracted per session, for restated and changed facts
 }
 
 var _ fold.Summarizer = (*Summarizer)(nil)
@@ -148,7 +153,7 @@ func New(opts ...Option) *Summarizer {
 			o(&cfg)
 		}
 	}
-	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize)}
+	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize), facts: newFactStore()}
 }
 
 // Name returns "offline".
@@ -160,10 +165,19 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	if err := ctx.Err(); err != nil {
 		return fold.Result{}, err
 	}
-	return fold.Result{Summary: s.summarize(req), Model: Model}, nil
+	summary, mems := s.summarize(req)
+	res := fold.Result{Summary: summary, Model: Model}
+	if len(mems) > 0 {
+		res.MemoryItems = mems
+		res.Memories = make([]string, len(mems))
+		for i, m := range mems {
+			res.Memories[i] = m.Text
+		}
+	}
+	return res, nil
 }
 
-func (s *Summarizer) summarize(req fold.Request) string {
+func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	budget := req.MaxChars
 	if budget <= 0 {
 		budget = s.cfg.defaultMaxChars
@@ -198,6 +212,10 @@ func (s *Summarizer) summarize(req fold.Request) string {
 
 	prevSents := s.cache.prevSentences(prev.sentences, who, agent)
 	ex := s.extract(req, prev, prevSents, who, agent)
+	var mems []fold.Memory
+	if !req.Recompact {
+		mems = s.memories(req.Session, req, ex.units, who)
+	}
 
 	participants, others := s.roster(prev, ex.speakers, ex.talkers)
 	topics := ex.topics
@@ -207,10 +225,10 @@ func (s *Summarizer) summarize(req fold.Request) string {
 
 	if len(ex.units) == 0 && len(prev.sentences) == 0 {
 		if ex.hadTurns && ex.allFiller {
-			return smallTalk(participants, others)
+			return smallTalk(participants, others), mems
 		}
 		if prev.smallTalk && len(req.Turns) == 0 {
-			return smallTalk(participants, others)
+			return smallTalk(participants, others), mems
 		}
 	}
 
@@ -224,7 +242,7 @@ func (s *Summarizer) summarize(req fold.Request) string {
 	}
 	fit(items, budget)
 	if out := join(items); out != "" {
-		return out
+		return out, mems
 	}
 	// The engine treats an empty summary as a failed fold: whenever there
 	// was input, say at least who was there.
@@ -237,9 +255,9 @@ func (s *Summarizer) summarize(req fold.Request) string {
 				ns = append(ns, n)
 			}
 		}
-		return smallTalk(ns, 0)
+		return smallTalk(ns, 0), mems
 	}
-	return ""
+	return "", mems
 }
 
 // ---- previous summary ----
@@ -675,8 +693,13 @@ func dedup(items []*item, who names) {
 		sets = append(sets, newTokSetIn(set, bits[n:]))
 		toks[i] = &sets[len(sets)-1]
 	}
+	spk := make([]string, len(items))
 	for i, it := range items {
 		it.toks = toks[i]
+		spk[i] = it.speaker
+		if it.prev != nil {
+			spk[i] = who.prefixOf(it.v[0])
+		}
 	}
 	for j := range items {
 		if items[j].drop {
@@ -687,7 +710,16 @@ func dedup(items []*item, who names) {
 				items[i].drop, items[i].dup = true, true // superseded by the newer run
 				continue
 			}
-			if items[i].drop || !nearDupSets(toks[i], toks[j]) {
+			if items[i].drop {
+				continue
+			}
+			if !nearDupSets(toks[i], toks[j]) {
+				// the same speaker on the same subject with other details
+				// (a number, a place): the newer replaces what changed
+				if items[j].isNew && !items[i].isNew && spk[i] != "" && spk[i] == spk[j] &&
+					sameSubject(subjectOf(toks[i].toks), subjectOf(toks[j].toks)) {
+					items[i].drop, items[i].dup = true, true
+				}
 				continue
 			}
 			if items[i].score > items[j].score+1.0 {
