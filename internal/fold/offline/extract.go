@@ -271,8 +271,12 @@ func dropAnswered(units []*unit) []*unit {
 
 // answeredBy reports whether a statement in later (the units after q)
 // answers q: said by someone else (the addressee, when q has one) within
-// two turns of it.
+// two turns of it, and about it: it shares a content word with q, or
+// gives a number, date or name (what "how much", "when" and "who" ask
+// for). "sure, let me finish this round first" answers no "who's bringing
+// the grill?".
 func answeredBy(later []*unit, q *unit) bool {
+	var qt []string
 	for _, v := range later {
 		if v.turn > q.turn+2 {
 			return false
@@ -281,7 +285,17 @@ func answeredBy(later []*unit, q *unit) bool {
 			v.sp.t.question || (q.sp.addressee != "" && !strings.EqualFold(v.speaker, q.sp.addressee)) {
 			continue
 		}
-		return true
+		if t := v.sp.t; t.numbers > 0 || t.dates > 0 || t.entities > 0 {
+			return true
+		}
+		if qt == nil {
+			qt = tokenSetOf(q.sp.words, names{})
+		}
+		for _, w := range tokenSetOf(v.sp.words, names{}) {
+			if slices.Contains(qt, w) {
+				return true
+			}
+		}
 	}
 	return false
 }

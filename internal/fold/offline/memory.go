@@ -3,6 +3,7 @@ package offline
 import (
 	"container/list"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +87,7 @@ func isFact(u *unit) bool {
 		return false
 	}
 	return t.numbers > 0 || t.dates > 0 || t.preference || t.strongDecision || t.decision ||
-		(t.commit && t.entities > 0) || (t.self && (t.entities > 0 || t.content >= 5))
+		(t.commit && t.entities > 0) || (t.self && (t.entities > 0 || t.content >= minMemoryContentWords))
 }
 
 // subjectOf is what a fact is about: its tokens without the numbers (and
@@ -121,7 +122,72 @@ func changes(older, newer *fact) (same, changed bool) {
 	if nearDup(older.toks, newer.toks) {
 		return true, false
 	}
-	return false, sameSubject(older.subject, newer.subject)
+	return false, sameSubject(older.subject, newer.subject) || slotChanged(older.mem.Text, newer.mem.Text)
+}
+
+// numSlots maps each number of the sentence whose fields are words to the
+// content words next to it, its slots ("$190 a night" → night; "port
+// 8443" → port): articles and "per" are skipped, punctuation ends the
+// search, and stop words are no slot.
+func numSlots(words []string) map[string][]string {
+	var out map[string][]string
+	slot := func(w string) string {
+		c := strings.ToLower(core(w))
+		if len(c) < 3 || hasDigit(c) || !isAllLetters(c) || lexicon.get(c)&lxStop != 0 {
+			return ""
+		}
+		return c
+	}
+	for i, w := range words {
+		c := core(w)
+		if !hasDigit(c) {
+			continue
+		}
+		v := strings.TrimLeft(c, "$€£~")
+		if out == nil {
+			out = map[string][]string{}
+		}
+		if i > 0 && !prevEndsSentence(words[i-1]) && !strings.HasSuffix(words[i-1], ",") {
+			if k := slot(words[i-1]); k != "" {
+				out[k] = append(out[k], v)
+			}
+		}
+		if c == w || strings.HasPrefix(w, "$") && strings.HasSuffix(w, c) { // no punctuation after it
+			j := i + 1
+			for j < len(words)-1 && (lowerEq(words[j], "a") || lowerEq(words[j], "an") || lowerEq(words[j], "per") || lowerEq(words[j], "the")) {
+				j++
+			}
+			if j < len(words) {
+				if k := slot(words[j]); k != "" {
+					out[k] = append(out[k], v)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// slotChanged reports whether newer gives a number a slot of older holds
+// another value in ("$190 a night", later "$210 a night").
+func slotChanged(older, newer string) bool {
+	var a1, a2 [64]string
+	o := numSlots(appendFields(a1[:0], older))
+	if len(o) == 0 {
+		return false
+	}
+	n := numSlots(appendFields(a2[:0], newer))
+	for k, nv := range n {
+		ov, ok := o[k]
+		if !ok {
+			continue
+		}
+		for _, x := range nv {
+			if !slices.Contains(ov, x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sameSubject reports whether two facts' subjects (subjectOf) are one: at
