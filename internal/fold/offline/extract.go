@@ -243,6 +243,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
 	ex.units = mergeToolRuns(ex.units)
 
+	centrality(ex.units, prevSents, who)
 	for _, u := range ex.units {
 		if u.kind == unitSpeech {
 			u.score += 2.0 * float64(min(len(u.agreed)+len(u.disagreed), 1))
@@ -251,6 +252,45 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	}
 	ex.topics = topics.top(s.cfg.maxTopics)
 	return ex
+}
+
+// centrality raises the score of the statements that share their words
+// with the rest of the batch and with the previous summary: the thread of
+// the conversation rather than an aside (a classic centroid signal of
+// extractive summarization).
+func centrality(units []*unit, prevSents []*prevSentence, who names) {
+	// Tokens count by bucket (see covBuckets), in one shared slice.
+	var count [covBuckets]uint8
+	var tokArr [512]string
+	all := tokArr[:0]
+	var spanArr [64][2]int32
+	spans := spanArr[:0]
+	for _, u := range units {
+		from := int32(len(all))
+		if u.kind == unitSpeech {
+			all = appendTokenSet(all, u.sp.words, who)
+			for _, t := range all[from:] {
+				if b := hashLower(t) % covBuckets; count[b] < 255 {
+					count[b]++
+				}
+			}
+		}
+		spans = append(spans, [2]int32{from, int32(len(all))})
+	}
+	for _, ps := range prevSents {
+		for _, t := range ps.toks.toks {
+			if b := hashLower(t) % covBuckets; count[b] > 0 && count[b] < 255 {
+				count[b]++
+			}
+		}
+	}
+	for i, u := range units {
+		shared := 0
+		for _, t := range all[spans[i][0]:spans[i][1]] {
+			shared += min(int(count[hashLower(t)%covBuckets])-1, 3)
+		}
+		u.score += min(float64(shared)*0.25, 2.0)
+	}
 }
 
 // dropAnswered drops the questions of the batch that someone else answered

@@ -95,10 +95,9 @@ func isFact(u *unit) bool {
 func subjectOf(toks []string) []string {
 	out := make([]string, 0, len(toks))
 	for _, t := range toks {
-		if hasDigit(t) || numberWords[t] || calendarWords[t] {
-			continue
+		if isSubjectTok(t) {
+			out = append(out, t)
 		}
-		out = append(out, t)
 	}
 	return out
 }
@@ -189,6 +188,30 @@ func slotChanged(older, newer string) bool {
 	}
 	return false
 }
+
+// sameSubjectToks is sameSubject(subjectOf(a), subjectOf(b)) without
+// building the subjects.
+func sameSubjectToks(a, b []string) bool {
+	common, na, nb := 0, 0, 0
+	for _, y := range b {
+		if !isSubjectTok(y) {
+			continue
+		}
+		nb++
+	}
+	for _, x := range a {
+		if !isSubjectTok(x) {
+			continue
+		}
+		na++
+		if slices.Contains(b, x) {
+			common++
+		}
+	}
+	return common >= 2 && float64(common) >= 0.6*float64(min(na, nb))
+}
+
+func isSubjectTok(t string) bool { return !hasDigit(t) && !numberWords[t] && !calendarWords[t] }
 
 // sameSubject reports whether two facts' subjects (subjectOf) are one: at
 // least two words in common, and most of the smaller one's.

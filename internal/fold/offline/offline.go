@@ -528,19 +528,23 @@ func (it *item) length() int {
 // long conversation is asked about as often as a recent one.
 func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
 
-// value is what keeping the item is worth given cov, the number of kept
-// items that hold each token: its weighed importance, scaled by the share
-// of its tokens no other kept item holds, per unit of length.
-func (it *item) value(cov map[string]int) float64 {
+// covBuckets is the number of token buckets fit counts coverage in.
+const covBuckets = 1024
+
+// value is what keeping the item is worth, given the ids of its tokens and
+// cov, the number of kept items that hold each token: its weighed
+// importance, scaled by the share of its tokens no other kept item holds,
+// per unit of length.
+func (it *item) value(toks []uint16, cov *[covBuckets]int32) float64 {
 	uniq := 1.0
-	if it.toks != nil && len(it.toks.toks) > 0 {
+	if len(toks) > 0 {
 		n := 0
-		for _, t := range it.toks.toks {
-			if cov[t] <= 1 {
+		for _, id := range toks {
+			if cov[id] <= 1 {
 				n++
 			}
 		}
-		uniq = float64(n) / float64(len(it.toks.toks))
+		uniq = float64(n) / float64(len(toks))
 	}
 	return it.eff() * (0.4 + 0.6*uniq) * math.Sqrt(100/float64(max(it.length(), 40)))
 }
@@ -698,7 +702,7 @@ func dedup(items []*item, who names) {
 		it.toks = toks[i]
 		spk[i] = it.speaker
 		if it.prev != nil {
-			spk[i] = who.prefixOf(it.v[0])
+			spk[i] = it.prev.speaker
 		}
 	}
 	for j := range items {
@@ -717,7 +721,7 @@ func dedup(items []*item, who names) {
 				// the same speaker on the same subject with other details
 				// (a number, a place): the newer replaces what changed
 				if items[j].isNew && !items[i].isNew && spk[i] != "" && spk[i] == spk[j] &&
-					sameSubject(subjectOf(toks[i].toks), subjectOf(toks[j].toks)) {
+					sameSubjectToks(toks[i].toks, toks[j].toks) {
 					items[i].drop, items[i].dup = true, true
 				}
 				continue
@@ -821,34 +825,44 @@ func fit(items []*item, budget int) {
 	}
 	// Drop the sentence worth least for its length, counting only what
 	// no other kept sentence says (the summary should cover the most
-	// distinct details it can).
-	cov := map[string]int{}
+	// distinct details it can). A token's id is its hash in covBuckets
+	// (tokens that share a bucket count as one: a little coverage is
+	// underestimated, never invented twice); cov[id] is the number of
+	// kept items that hold a token of bucket id.
+	var idArr [256]uint16
+	all := idArr[:0]
+	var spanArr [64][2]int32
+	spans := spanArr[:0]
 	for _, it := range items {
+		from := int32(len(all))
 		if !it.drop && !it.isLead && it.toks != nil {
 			for _, t := range it.toks.toks {
-				cov[t]++
+				all = append(all, uint16(hashLower(t)%covBuckets))
 			}
 		}
+		spans = append(spans, [2]int32{from, int32(len(all))})
+	}
+	var cov [covBuckets]int32
+	for _, id := range all {
+		cov[id]++
 	}
 	for over() {
-		var victim *item
+		victim := -1
 		vv := 0.0
-		for _, it := range items {
+		for i, it := range items {
 			if it.drop || it.isLead || it == keep {
 				continue
 			}
-			if v := it.value(cov); victim == nil || v < vv {
-				victim, vv = it, v
+			if v := it.value(all[spans[i][0]:spans[i][1]], &cov); victim < 0 || v < vv {
+				victim, vv = i, v
 			}
 		}
-		if victim == nil {
+		if victim < 0 {
 			break
 		}
-		setDrop(victim, true)
-		if victim.toks != nil {
-			for _, t := range victim.toks.toks {
-				cov[t]--
-			}
+		setDrop(items[victim], true)
+		for _, id := range all[spans[victim][0]:spans[victim][1]] {
+			cov[id]--
 		}
 	}
 	if !over() {
