@@ -116,6 +116,7 @@ type ContextRequest struct {
 	Session      string `json:"session"`
 	BudgetChars  int    `json:"budget_chars,omitempty"`
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
+	Query        string `json:"query,omitempty"`
 }
 
 // Budget bounds a packed context in characters (runes) and/or tokens; zero

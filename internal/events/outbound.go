@@ -122,6 +122,9 @@ const (
 	HeaderError           = "Foldstream-Error"
 	HeaderOriginalSubject = "Foldstream-Original-Subject"
 	HeaderOriginalSeq     = "Foldstream-Original-Sequence"
+	// HeaderOriginalMsgID is the rejected message's Nats-Msg-Id, if it
+	// had one (the dead letter itself carries none of the bot's).
+	HeaderOriginalMsgID = "Foldstream-Original-Msg-Id"
 )
 
 // Evicted is published on fold.out.<session>.evicted when mode evict drops

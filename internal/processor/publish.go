@@ -158,6 +158,9 @@ func (sh *shard) reject(m inMsg, cause error) {
 	for k, v := range m.msg.Headers() {
 		dl.Header[k] = v
 	}
+	if id := dl.Header.Get(jetstream.MsgIDHeader); id != "" {
+		dl.Header.Set(events.HeaderOriginalMsgID, id)
+	}
 	dl.Header.Del(jetstream.MsgIDHeader)
 	dl.Header.Set(events.HeaderErrorCode, ve.Code)
 	dl.Header.Set(events.HeaderErrorField, ve.Field)
