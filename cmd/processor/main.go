@@ -11,6 +11,7 @@
 //	processor sessions [S]         list sessions, or show one's state, lag and lease
 //	processor context --session S  the packed context a prompt builder gets
 //	processor dlq [redrive]        list rejected events, or publish them again after a fix
+//	processor healthcheck          exit 0 if a processor's /healthz answers ok
 //	processor version
 //
 // Each subcommand's -h lists only its own flags.
@@ -48,6 +49,7 @@ var commands = []command{
 	{"sessions", "list sessions, or show one session's state, lag and lease", runSessions},
 	{"context", "print the packed context a prompt builder gets", runContext},
 	{"dlq", "list rejected events with their error; dlq redrive publishes them again", runDLQ},
+	{"healthcheck", "exit 0 if a processor's /healthz answers ok (the container healthcheck)", runHealthcheck},
 	{"version", "print the version", runVersion},
 }
 
@@ -88,7 +90,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: processor [command] [flags]; processor <command> -h lists the command's flags")
 	fmt.Fprintln(w, "commands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 }
 
