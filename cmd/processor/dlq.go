@@ -20,16 +20,21 @@ import (
 // deadLetter is one message of the dead-letter stream: a rejected inbound
 // event as the bot sent it, with the processor's reason in headers.
 type deadLetter struct {
-	Seq             uint64          `json:"seq"`
-	Time            time.Time       `json:"time"`
-	Subject         string          `json:"subject"`
-	OriginalSubject string          `json:"original_subject"`
-	OriginalSeq     uint64          `json:"original_seq"`
-	OriginalMsgID   string          `json:"original_msg_id,omitempty"`
-	Code            string          `json:"code"`
-	Field           string          `json:"field,omitempty"`
-	Error           string          `json:"error"`
-	Payload         json.RawMessage `json:"payload"`
+	Seq             uint64    `json:"seq"`
+	Time            time.Time `json:"time"`
+	Subject         string    `json:"subject"`
+	OriginalSubject string    `json:"original_subject"`
+	OriginalSeq     uint64    `json:"original_seq"`
+	OriginalStream  string    `json:"original_stream,omitempty"`
+	OriginalMsgID   string    `json:"original_msg_id,omitempty"`
+	// Reference says the dead letter is not a copy: the message was too
+	// large or refused for the dead-letter stream, so Payload is only its
+	// start, and the whole of it is in OriginalStream at OriginalSeq.
+	Reference bool            `json:"reference,omitempty"`
+	Code      string          `json:"code"`
+	Field     string          `json:"field,omitempty"`
+	Error     string          `json:"error"`
+	Payload   json.RawMessage `json:"payload"`
 
 	data   []byte
 	header nats.Header
@@ -51,7 +56,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.PrintDefaults()
 	}
 	session := fs.String("session", "", "only this session's rejected events (default: every session's)")
-	asJSON := fs.Bool("json", false, `JSON lines: {"seq","time","subject","original_subject","original_seq","original_msg_id","code","field","error","payload"}`)
+	asJSON := fs.Bool("json", false, `JSON lines: {"seq","time","subject","original_subject","original_seq","original_stream","original_msg_id","reference","code","field","error","payload"}`)
 	full := fs.Bool("full-payload", false, "print whole payloads instead of their first 100 characters")
 	if err := parseOptions(fs, &o, args, nil); err != nil {
 		return err
@@ -88,11 +93,32 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if field == "" {
 			field = "-"
 		}
+		if d.Reference {
+			payload = fmt.Sprintf("(a reference: the %s bytes are in %s at %d) %s", d.header.Get(events.HeaderOriginalSize), d.OriginalStream, d.OriginalSeq, payload)
+		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Seq, d.Time.UTC().Format(time.RFC3339), d.OriginalSubject, d.Code, field,
 			oneLine(d.Error), oneLine(payload))
 	}
 	fmt.Fprintf(w, "%d rejected events; after fixing what they name, publish them again with: processor dlq redrive\n", len(dls))
 	return w.Flush()
+}
+
+// original reads the payload of a dead letter kept as a reference from
+// the stream and sequence it names.
+func (t *tool) original(ctx context.Context, d deadLetter) ([]byte, error) {
+	stream := d.OriginalStream
+	if stream == "" {
+		stream = t.layout.In
+	}
+	s, err := t.js.Stream(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("a reference to %s seq %d: %w", stream, d.OriginalSeq, err)
+	}
+	m, err := s.GetMsg(ctx, d.OriginalSeq)
+	if err != nil {
+		return nil, fmt.Errorf("a reference to %s seq %d, which cannot be read (removed by max-age?): %w", stream, d.OriginalSeq, err)
+	}
+	return m.Data, nil
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -124,6 +150,7 @@ func (t *tool) deadLetters(ctx context.Context, session string) ([]deadLetter, e
 		d := deadLetter{
 			Seq: m.Sequence, Time: m.Time, Subject: m.Subject, data: m.Data, header: m.Header,
 			OriginalSubject: m.Header.Get(events.HeaderOriginalSubject), OriginalMsgID: m.Header.Get(events.HeaderOriginalMsgID),
+			OriginalStream: m.Header.Get(events.HeaderOriginalStream), Reference: m.Header.Get(events.HeaderDeadLetter) == "reference",
 			Code: m.Header.Get(events.HeaderErrorCode), Field: m.Header.Get(events.HeaderErrorField), Error: m.Header.Get(events.HeaderError),
 		}
 		d.OriginalSeq, _ = strconv.ParseUint(m.Header.Get(events.HeaderOriginalSeq), 10, 64)
@@ -190,8 +217,18 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(stdout, "dlq #%d (%s): would publish to %s with Nats-Msg-Id %s\n", d.Seq, d.Code, d.OriginalSubject, msgID)
 			continue
 		}
+		data := d.data
+		if d.Reference {
+			// Only the start of the payload is here; the whole of it
+			// stays in the inbound stream.
+			if data, err = t.original(ctx, d); err != nil {
+				fmt.Fprintf(stdout, "dlq #%d: skipped: %v\n", d.Seq, err)
+				skipped++
+				continue
+			}
+		}
 		msg := nats.NewMsg(d.OriginalSubject)
-		msg.Data = d.data
+		msg.Data = data
 		for k, v := range d.header {
 			if strings.HasPrefix(k, "Foldstream-") || strings.HasPrefix(k, "Nats-") {
 				continue // the processor's reason, and JetStream's own headers (expectations, ids)

@@ -317,3 +317,38 @@ func TestSubcommandHelpShowsOnlyItsFlags(t *testing.T) {
 		}
 	}
 }
+
+// A dead letter kept as a reference (the rejected message was too large
+// for a copy on the dead-letter stream) is redriven with the whole
+// original payload, read from the inbound stream.
+func TestDLQRedrivesAReferenceWithTheWholePayload(t *testing.T) {
+	e := toolEnv(t)
+	big := `{"v":1,"session":"s1","turn_id":"huge","speaker":"A","role":"user","at":"2026-01-02T15:04:05Z","text":"` +
+		strings.Repeat("a", 1<<20-300) + `"}`
+	if _, err := e.JS.Publish(context.Background(), e.Layout.Subjects.In("s1", events.KindTurn), []byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	var dl deadLetter
+	e.Eventually("a reference on the dead-letter stream", func() bool {
+		out, err := runTool(t, e, "", "dlq", "--json")
+		return err == nil && json.Unmarshal([]byte(strings.TrimSpace(out)), &dl) == nil && dl.Reference
+	})
+	if dl.Code != events.CodeOversized || len(dl.Payload) >= len(big) {
+		t.Fatalf("reference: %+v", dl)
+	}
+	if out := mustTool(t, e, "", "dlq"); !strings.Contains(out, "(a reference: the ") {
+		t.Errorf("the listing does not say it is a reference:\n%s", out)
+	}
+	out := mustTool(t, e, "", "dlq", "redrive")
+	if !strings.Contains(out, "stored as inbound seq") {
+		t.Fatalf("redrive: %s", out)
+	}
+	in, err := e.JS.Stream(context.Background(), e.Layout.In)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := in.GetLastMsgForSubject(context.Background(), e.Layout.Subjects.In("s1", events.KindTurn))
+	if err != nil || string(m.Data) != big || m.Header.Get("Nats-Msg-Id") != fmt.Sprintf("redrive:%d", dl.OriginalSeq) {
+		t.Errorf("the redriven message: %d bytes (want %d), id %q, %v", len(m.Data), len(big), m.Header.Get("Nats-Msg-Id"), err)
+	}
+}

@@ -115,16 +115,21 @@ type Lifecycle struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// Dead-letter headers: the rejected message's payload is kept as is.
+// Dead-letter headers: the rejected message's payload is kept as is,
+// with these instead of its own Nats- and Foldstream- headers. When the
+// copy cannot be stored, a reference is: HeaderDeadLetter "reference",
+// HeaderCopyError, HeaderOriginalSize and the start of the payload.
 const (
 	HeaderErrorCode       = "Foldstream-Error-Code"
 	HeaderErrorField      = "Foldstream-Error-Field"
 	HeaderError           = "Foldstream-Error"
 	HeaderOriginalSubject = "Foldstream-Original-Subject"
+	HeaderOriginalStream  = "Foldstream-Original-Stream"
 	HeaderOriginalSeq     = "Foldstream-Original-Sequence"
-	// HeaderOriginalMsgID is the rejected message's Nats-Msg-Id, if it
-	// had one (the dead letter itself carries none of the bot's).
-	HeaderOriginalMsgID = "Foldstream-Original-Msg-Id"
+	HeaderOriginalMsgID   = "Foldstream-Original-Msg-Id"
+	HeaderDeadLetter      = "Foldstream-Dead-Letter"
+	HeaderCopyError       = "Foldstream-Copy-Error"
+	HeaderOriginalSize    = "Foldstream-Original-Size"
 )
 
 // Evicted is published on fold.out.<session>.evicted when mode evict drops
