@@ -132,7 +132,7 @@ func start(t *testing.T, opts *server.Options) *server.Server {
 
 func connect(t *testing.T, url string, o ...nats.Option) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, o...)...)
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Timeout(20 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, o...)...)
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}

@@ -124,7 +124,9 @@ func TestTailFollowsSummariesAndEvents(t *testing.T) {
 	e := toolEnv(t)
 	publishTurns(t, e, "s1", 0, 61)
 	e.Settled("s1", 61, 10)
-	out := mustTool(t, e, "", "tail", "--session", "s1", "--all", "--json", "--count", "3")
+	// Four: the fold's started event, its summary, the memories the
+	// offline summarizer extracted, and the completed event.
+	out := mustTool(t, e, "", "tail", "--session", "s1", "--all", "--json", "--count", "4")
 	kinds := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var l struct {
@@ -137,10 +139,10 @@ func TestTailFollowsSummariesAndEvents(t *testing.T) {
 		}
 		kinds[l.Kind]++
 	}
-	if kinds[events.KindSummary] != 1 || kinds[events.KindEvent] != 2 {
-		t.Errorf("want a summary and its two lifecycle events, got %v:\n%s", kinds, out)
+	if kinds[events.KindSummary] != 1 || kinds[events.KindEvent] != 2 || kinds[events.KindMemory] != 1 {
+		t.Errorf("want a summary, its memories and its two lifecycle events, got %v:\n%s", kinds, out)
 	}
-	out = mustTool(t, e, "", "tail", "--session", "s1", "--all", "--count", "3")
+	out = mustTool(t, e, "", "tail", "--session", "s1", "--all", "--count", "4")
 	for _, want := range []string{"== summary v1: cursor 10, 10 turns and 0 notes folded", "   | ", "-- fold started: turns 0..", "-- fold completed: cursor 0 -> 10, v1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tail output lacks %q:\n%s", want, out)
@@ -149,13 +151,15 @@ func TestTailFollowsSummariesAndEvents(t *testing.T) {
 	// Following: a new fold's summary arrives while tail waits.
 	done := make(chan string, 1)
 	go func() {
-		out, err := runTool(t, e, "", "tail", "--session", "s1", "--count", "3")
+		// --all with the four events above, so the test does not depend
+		// on tail attaching before the publish: the next two (the second
+		// fold's started event and its summary) can only come by following.
+		out, err := runTool(t, e, "", "tail", "--session", "s1", "--all", "--count", "6")
 		if err != nil {
 			out += err.Error()
 		}
 		done <- out
 	}()
-	time.Sleep(200 * time.Millisecond) // let tail attach; a later start only misses the event, and the test then fails on the wait
 	publishTurns(t, e, "s1", 61, 71)
 	select {
 	case out := <-done:
