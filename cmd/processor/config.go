@@ -16,7 +16,7 @@ type options struct {
 	configFile string
 
 	natsURL, natsUser, natsPassword, natsToken, natsNKey, natsCreds string
-	natsTLSCA, natsTLSCert, natsTLSKey                              string
+	natsTLSCA, natsTLSCert, natsTLSKey, inboxPrefix                 string
 	storeDir                                                        string
 	embeddedPort                                                    int
 	prefix                                                          string
@@ -76,6 +76,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server's TLS")
 	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
 	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
+	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of the processor's reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
 	fs.StringVar(&o.storeDir, "store-dir", "./data", "JetStream store directory of the embedded nats-server")
 	fs.IntVar(&o.embeddedPort, "embedded-port", 4222, "client port of the embedded nats-server (-1 picks a free one)")
 	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
