@@ -16,7 +16,7 @@ type options struct {
 	configFile string
 
 	natsURL, natsUser, natsPassword, natsToken, natsNKey, natsCreds string
-	natsTLSCA, natsTLSCert, natsTLSKey                              string
+	natsTLSCA, natsTLSCert, natsTLSKey, inboxPrefix                 string
 	storeDir                                                        string
 	embeddedPort                                                    int
 	prefix                                                          string
@@ -142,6 +142,7 @@ func addConnFlags(fs *flag.FlagSet, o *options, url, urlUsage string) {
 	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
 	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
 	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
+	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
 }
 
 // addStoreFlag declares the embedded nats-server's store directory.

@@ -331,7 +331,7 @@ func TestSubcommandHelpShowsOnlyItsFlags(t *testing.T) {
 			if n < 50 || !strings.Contains(help, "-batch-size") {
 				t.Errorf("run -h lists %d flags:\n%s", n, help)
 			}
-		case strings.Contains(help, "-batch-size") || strings.Contains(help, "-openai-model") || n > 25:
+		case strings.Contains(help, "-batch-size") || strings.Contains(help, "-openai-model") || n > 30:
 			t.Errorf("%v -h lists %d flags, the processor's among them:\n%s", args, n, help)
 		case !strings.Contains(help, "-nats-url"):
 			t.Errorf("%v -h lacks --nats-url:\n%s", args, help)
