@@ -27,12 +27,16 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 # Processor on the embedded default (nats-server in-process, offline summarizer).
+# make run ARGS='--mode tokens' passes flags.
 run:
-	$(GO) run ./cmd/processor
+	@echo "make run: compiling ./cmd/processor (the first build takes about a minute), then starting it"
+	$(GO) run ./cmd/processor $(ARGS)
 
-# Processor plus a demo bot: shows summaries being folded.
+# Processor plus a demo bot: shows summaries being folded, a new session each
+# run. make demo ARGS='--turns 200' passes flags (go run ./cmd/processor demo -h).
 demo:
-	$(GO) run ./cmd/processor demo
+	@echo "make demo: compiling ./cmd/processor (the first build takes about a minute), then starting the demo"
+	$(GO) run ./cmd/processor demo $(ARGS)
 
 # Ratios measured in one run on one server; see docs/benchmarks.md.
 bench:

@@ -403,6 +403,9 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 	for _, m := range recallMessages(t, failing) {
 		check(m.Header.Get("Event"), m)
 	}
+	for _, m := range sessionMessages(t, e, modes, failing) {
+		check(m.Header.Get("Event"), m)
+	}
 	for _, typ := range []string{events.EventCompactionSkipped, events.EventCompactionStarted, events.EventCompactionCompleted,
 		events.EventCompactionFailed, events.EventSessionEnded, events.EventSessionReset, events.EventSessionConfigured,
 		events.EventSessionArchived, events.EventRejected} {
