@@ -528,6 +528,10 @@ func (it *item) length() int {
 // long conversation is asked about as often as a recent one.
 func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
 
+// chatterScore is the importance below which a sentence is chatter: it is
+// dropped before any statement is condensed to its gist.
+const chatterScore = 2.0
+
 // covBuckets is the number of token buckets fit counts coverage in.
 const covBuckets = 1024
 
@@ -786,13 +790,13 @@ func fit(items []*item, budget int) {
 			prev = append(prev, it)
 		}
 	}
-	for lvl := 1; lvl <= 2; lvl++ {
-		for _, it := range prev {
-			if it.lvl < lvl {
-				setLvl(it, lvl)
-				if !over() {
-					return
-				}
+	// Hedges go first (oldest first), then chatter (the least important
+	// first), and only then do older statements shrink to their gist.
+	for _, it := range prev {
+		if it.lvl < 1 {
+			setLvl(it, 1)
+			if !over() {
+				return
 			}
 		}
 	}
@@ -801,6 +805,32 @@ func fit(items []*item, budget int) {
 	for _, it := range weak {
 		if it.lvl < 1 {
 			setLvl(it, 1)
+			if !over() {
+				return
+			}
+		}
+	}
+	var chatter []*item
+	for _, it := range prev {
+		if it.score < chatterScore {
+			chatter = append(chatter, it)
+		}
+	}
+	for _, it := range weak {
+		if it.score < chatterScore {
+			chatter = append(chatter, it)
+		}
+	}
+	sort.SliceStable(chatter, func(a, b int) bool { return chatter[a].eff() < chatter[b].eff() })
+	for _, it := range chatter {
+		setDrop(it, true)
+		if !over() {
+			return
+		}
+	}
+	for _, it := range prev {
+		if it.lvl < 2 && !it.drop {
+			setLvl(it, 2)
 			if !over() {
 				return
 			}
