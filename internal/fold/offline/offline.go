@@ -536,7 +536,7 @@ func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
 
 // chatterScore is the importance below which a sentence is chatter: it is
 // dropped before any statement is condensed to its gist.
-const chatterScore = 2.0
+const chatterScore = 3.0
 
 // covBuckets is the number of token buckets fit counts coverage in.
 const covBuckets = 1024
@@ -556,7 +556,7 @@ func (it *item) value(toks []uint16, cov *[covBuckets]int32) float64 {
 		}
 		uniq = float64(n) / float64(len(toks))
 	}
-	return it.eff() * (0.4 + 0.6*uniq) * math.Sqrt(100/float64(max(it.length(), 40)))
+	return it.eff() * (0.1 + 0.9*uniq) * math.Sqrt(100/float64(max(it.length(), 40)))
 }
 
 func leadItem(participants []string, others int, topics []string, agent bool) *item {
