@@ -332,3 +332,21 @@ func TestCondenseGist(t *testing.T) {
 		}
 	}
 }
+
+// Transcription marks, tokenizer spacing and spelled-out acronyms are
+// cleaned from speech; other text is left as it was.
+func TestCleanSpeech(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"OK , we 're on . So {disfmarker} just make sure it 's on .", "OK, we're on. So just make sure it's on."},
+		{"I think {vocalsound} the L_C_D_s are n't cheap , right ?", "I think the LCDs aren't cheap, right?"},
+		{"[laughter] yeah <noise> the T_V_ one", "yeah the TV one"},
+		{"set my_var to {\"a\": 1} in a_b.go", "set my_var to {\"a\": 1} in a_b.go"},
+		{"plain text, nothing to do.", "plain text, nothing to do."},
+		{"first line {gap}\n\n second , line", "first line\nsecond, line"},
+	}
+	for _, c := range cases {
+		if got := cleanSpeech(c.in); got != c.want {
+			t.Errorf("cleanSpeech(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
