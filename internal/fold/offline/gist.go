@@ -9,7 +9,7 @@ import "strings"
 // the gist never says the opposite of the statement. Whole words only:
 // nothing is cut. "Marco found a cabin near Lake Tahoe for the weekend of
 // the 14th." → "Marco found cabin near Lake Tahoe weekend 14th."
-func condenseGist(s string) string {
+func condenseGist(s string, who names) string {
 	var arr, out [64]string
 	words := appendFields(arr[:0], s)
 	if len(words) < 4 {
@@ -33,8 +33,9 @@ func condenseGist(s string) string {
 			lc = strings.ToLower(c)
 		}
 		if i > 0 && (lexicon.get(lc)&(lxStop|lxLightDrop) != 0 && !gistKeep[lc]) &&
-			!(lc == "and" && i+1 < len(words) && upperFirst(words[i-1]) && upperFirst(words[i+1])) {
-			continue // ("Bob and Carol agreed" keeps its "and")
+			!(lc == "and" && i+1 < len(words) && upperFirst(words[i-1]) && upperFirst(words[i+1])) &&
+			!inName(words, i, who) {
+			continue // ("Bob and Carol agreed" keeps its "and"; "PhD A" its "A")
 		}
 		kept = append(kept, strings.TrimRight(w, ".?!"))
 	}
@@ -50,3 +51,29 @@ func condenseGist(s string) string {
 var gistKeep = toSet("not", "no", "don't", "doesn't", "didn't", "can't", "won't", "isn't", "aren't",
 	"wasn't", "will", "would", "should", "can", "could", "must", "might", "may", "shall", "i'll",
 	"we'll", "agreed", "suggested", "asked", "more", "most", "than", "all", "any", "some")
+
+// inName reports whether words[i] is part of a participant's name of two
+// or three words ("Grad A", "User Interface").
+func inName(words []string, i int, who names) bool {
+	if !who.multi {
+		return false
+	}
+	for start := max(i-2, 0); start <= i; start++ {
+		for end := i + 1; end <= min(start+3, len(words)); end++ {
+			if end-start < 2 {
+				continue
+			}
+			var b strings.Builder
+			for k := start; k < end; k++ {
+				if k > start {
+					b.WriteByte(' ')
+				}
+				b.WriteString(core(words[k]))
+			}
+			if who.has(b.String()) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -316,13 +316,16 @@ func TestCondenseGist(t *testing.T) {
 		{"Bob suggested we try dive comp, and Dave and Carol agreed.", "Bob suggested try dive comp, Dave and Carol agreed."},
 		{"Jonas asked: who is bringing the grill?", "Jonas asked: bringing grill?"},
 		{"Bob said hi.", "Bob said hi."}, // too short to shrink
+		// names of two words keep both, stop word or not
+		{"PhD A said that the data is in the PhD D folder for User Interface.", "PhD A data PhD D folder User Interface."},
 	}
+	who := newNames("Marco", "Lena", "Bob", "Dave", "Carol", "Jonas", "PhD A", "PhD D", "User Interface")
 	for _, c := range cases {
-		got := condenseGist(c.in)
+		got := condenseGist(c.in, who)
 		if got != c.want {
 			t.Errorf("condenseGist(%q) = %q, want %q", c.in, got, c.want)
 		}
-		if again := condenseGist(got); again != got {
+		if again := condenseGist(got, who); again != got {
 			t.Errorf("condenseGist is not its own gist: %q → %q", got, again)
 		}
 		for _, w := range strings.Fields(got) {
