@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/foldstream/foldstream/internal/service"
 	"os"
 	"strings"
 	"time"
@@ -55,8 +56,10 @@ type options struct {
 
 	metricsAddr string
 	service     bool
-	logLevel    string
-	logPretty   bool
+	// recallIndexBytes is the context service's recall index budget.
+	recallIndexBytes int64
+	logLevel         string
+	logPretty        bool
 
 	prompts map[string]string // from the config file only
 
@@ -125,6 +128,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 
 	fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "Prometheus /metrics and /healthz listen address (empty disables; host:0 picks a free port; 0.0.0.0:9464 in a container)")
 	fs.BoolVar(&o.service, "service", true, "serve the context and session request-reply service (NATS micro \"foldstream\") on <prefix>.svc.>")
+	fs.Int64Var(&o.recallIndexBytes, "recall-index-bytes", service.DefaultIndexBytes, "memory budget of the service's recall index (question-aware contexts and recall), least recently used sessions evicted first; 0 keeps no index (every request scans the session's stream)")
 	addLogFlags(fs, o, "info")
 	return fs
 }
