@@ -514,6 +514,7 @@ type item struct {
 	key     string        // tool runs: caller, tool and argument
 	prev    *prevSentence // the sentence of the previous summary it still is, if any
 	toks    *tokSet       // content tokens of v[0] (set by dedup)
+	utoks   []string      // a speech unit's content tokens, which dedup uses for toks
 }
 
 func (it *item) text() string { return it.v[it.lvl] }
@@ -619,7 +620,7 @@ func assemble(prevSents []*prevSentence, ex extraction) []*item {
 		if m > 1 {
 			pos = 0.7 + 0.3*float64(k)/float64(m-1)
 		}
-		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
+		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker, utoks: u.toks})
 		if u.tool != nil {
 			it.key = u.tool.key()
 		}
@@ -695,10 +696,13 @@ func dedup(items []*item, who names) {
 			toks[i] = &it.prev.toks // tokenSet(it.v[0], who), computed once
 			continue
 		}
-		var warr [64]string
-		mark := len(all)
-		all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
-		set := all[mark:len(all):len(all)]
+		set := it.utoks // (the statement's tokens: its rendering adds none that count)
+		if set == nil {
+			var warr [64]string
+			mark := len(all)
+			all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
+			set = all[mark:len(all):len(all)]
+		}
 		if cap(bits)-len(bits) < len(set) {
 			bits = make([]uint8, 0, max(est, len(set)))
 		}
