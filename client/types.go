@@ -116,6 +116,10 @@ type ContextRequest struct {
 	Session      string `json:"session"`
 	BudgetChars  int    `json:"budget_chars,omitempty"`
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
+	// Query is the question the prompt is being built for: a service
+	// that packs earlier excerpts matching it uses it; one that does not
+	// ignores it.
+	Query string `json:"query,omitempty"`
 }
 
 // Budget bounds a packed context in characters (runes) and/or tokens; zero
