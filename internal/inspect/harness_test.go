@@ -77,12 +77,16 @@ func newRig(t testing.TB, text string) *rig {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(ins.Handler())
-	t.Cleanup(hs.Close)
+	t.Cleanup(func() {
+		ins.Close()
+		hs.Close()
+	})
 	return &rig{t: t, env: e, cfg: cfg, ins: ins, http: hs}
 }
 
 // conversation publishes the demo bot's conversation (turns and notes) to
-// session and waits for the summaries window mode makes of it.
+// session and waits for the summaries window mode makes of it and for the
+// checkpoint that covers every turn.
 func (r *rig) conversation(session string, turns int) {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -92,6 +96,26 @@ func (r *rig) conversation(session string, turns int) {
 	}, io.Discard, zerolog.Nop())
 	if err != nil {
 		r.t.Fatal(err)
+	}
+	r.eventually(fmt.Sprintf("the checkpoint of %s at %d turns", session, turns), func() bool {
+		e, err := r.env.KV.Get(context.Background(), session)
+		if err != nil {
+			return false
+		}
+		cp, err := state.Decode(session, e.Value())
+		return err == nil && cp.Total == int64(turns) && cp.Lease == nil
+	})
+}
+
+// moreTurns publishes n more turns to session, as a bot would.
+func (r *rig) moreTurns(session string, n int) {
+	r.t.Helper()
+	for i := range n {
+		data, _ := json.Marshal(events.Turn{V: 1, Session: session, TurnID: fmt.Sprintf("more-%d", i), At: time.Now().UTC(),
+			Speaker: "Lena", Role: "user", Text: fmt.Sprintf("one more thing, number %d: the cabin has a grill after all", i)})
+		if _, err := r.env.JS.Publish(context.Background(), r.env.Layout.Subjects.In(session, events.KindTurn), data); err != nil {
+			r.t.Fatal(err)
+		}
 	}
 }
 

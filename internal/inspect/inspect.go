@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/foldstream/foldstream/client"
@@ -111,6 +112,11 @@ type Server struct {
 	// whatIf allows one refold at a time: each runs a scratch server and
 	// processor, CPU the live processor may need.
 	whatIf chan struct{}
+	// done ends the live streams (Close): an http.Server's Shutdown waits
+	// for active requests, and a server-sent event stream never ends on
+	// its own.
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // New checks cfg and returns a server.
@@ -134,10 +140,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WhatIf.Timeout <= 0 {
 		cfg.WhatIf.Timeout = 2 * time.Minute
 	}
-	s := &Server{cfg: cfg, subj: cfg.Layout.Subjects, now: cfg.Now, log: cfg.Log, whatIf: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, subj: cfg.Layout.Subjects, now: cfg.Now, log: cfg.Log, whatIf: make(chan struct{}, 1), done: make(chan struct{})}
 	s.cache = newTimelineCache(cfg.JS, cfg.Layout, 8)
 	return s, nil
 }
+
+// Close ends the live update streams so that the HTTP server serving them
+// can shut down; other requests finish normally.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.done) }) }
 
 // Handler returns the inspector's routes.
 func (s *Server) Handler() http.Handler {

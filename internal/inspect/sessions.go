@@ -153,13 +153,23 @@ func (s *Server) row(ctx context.Context, id string) SessionRow {
 	return row
 }
 
-// lag finds the first stored inbound event of the session after seq with
-// a direct get by subject (one request per inbound filter).
+// lag finds the first stored inbound event of the session that no
+// processor has dealt with: after the checkpoint's LastSeq (applied) and
+// after the ack floor of the processor's consumers (a dead-lettered event
+// is acknowledged without being applied, so LastSeq alone would report it
+// as lag forever). With partitions the floor is the lowest of all
+// partitions' consumers: a lagging partition shows on all sessions, which
+// errs towards showing lag. One direct get by subject per inbound filter.
 func (s *Server) lag(ctx context.Context, id string, seq uint64, now time.Time) (*Lag, error) {
 	st, err := s.cfg.JS.Stream(ctx, s.cfg.Layout.In)
 	if err != nil {
 		return nil, err
 	}
+	floor, err := ackFloor(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	seq = max(seq, floor)
 	var first *jetstream.RawStreamMsg
 	for _, f := range s.subj.InSessionAll(id) {
 		m, err := st.GetMsg(ctx, seq+1, jetstream.WithGetMsgSubject(f))
@@ -177,6 +187,28 @@ func (s *Server) lag(ctx context.Context, id string, seq uint64, now time.Time) 
 		return nil, nil
 	}
 	return &Lag{Seq: first.Sequence, At: first.Time.UTC(), Seconds: max(0, now.Sub(first.Time).Seconds())}, nil
+}
+
+// ackFloor is the lowest ack floor of the inbound stream's durable
+// consumers with explicit acks (the processor's; ephemeral readers such as
+// replay's ordered consumers are not counted), 0 when there is none.
+func ackFloor(ctx context.Context, st jetstream.Stream) (uint64, error) {
+	var floor uint64
+	found := false
+	lister := st.ListConsumers(ctx)
+	for info := range lister.Info() {
+		if info.Config.Durable == "" || info.Config.AckPolicy != jetstream.AckExplicitPolicy {
+			continue
+		}
+		if !found || info.AckFloor.Stream < floor {
+			floor = info.AckFloor.Stream
+		}
+		found = true
+	}
+	if err := lister.Err(); err != nil {
+		return 0, err
+	}
+	return floor, nil
 }
 
 // SessionDetail is the header of a session's page: the session service's

@@ -72,7 +72,10 @@ type WhatIfResult struct {
 	TookMS   int64         `json:"took_ms"`
 	Real     Side          `json:"real"`
 	WhatIf   Side          `json:"whatif"`
-	Warnings []string      `json:"warnings,omitempty"`
+	// Compare is the word diff from the real latest summary to the
+	// refold's: what the other settings would have kept and dropped.
+	Compare  []DiffOp `json:"compare,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (s *Server) handleWhatIf(w http.ResponseWriter, r *http.Request) {
@@ -266,12 +269,31 @@ func (s *Server) refold(ctx context.Context, id string, req WhatIfRequest, text 
 		v := contextView(&wc, text)
 		res.WhatIf.Context = &v
 	}
+	res.Compare = compare(res.Real.Summaries, res.WhatIf.Summaries, text)
 	res.TookMS = time.Since(started).Milliseconds()
 	s.log.Info().Str("event", "whatif_refold").Str("session", id).Int("events", res.Events).Bool("settled", res.Settled).
 		Str("mode", req.Mode).Int("recent_window", req.RecentWindow).Int("batch_size", req.BatchSize).
 		Int("max_summary_chars", req.MaxSummaryChars).Str("summarizer", req.Summarizer).
 		Int("versions", len(res.WhatIf.Summaries)).Int64("took_ms", res.TookMS).Msg("what-if refold done")
 	return res, nil
+}
+
+// compare diffs the latest real summary against the latest refolded one.
+func compare(real, whatIf []SummaryVersion, text bool) []DiffOp {
+	if len(real) == 0 && len(whatIf) == 0 {
+		return nil
+	}
+	var a, b string
+	if len(real) > 0 {
+		a = real[len(real)-1].Summary
+	}
+	if len(whatIf) > 0 {
+		b = whatIf[len(whatIf)-1].Summary
+	}
+	if !text {
+		return nil // the summaries were redacted already; a diff of nothing says nothing
+	}
+	return WordDiff(a, b)
 }
 
 // side lists a timeline's summary versions with their diffs.

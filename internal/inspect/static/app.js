@@ -37,6 +37,8 @@ function fmtLag(lag) {
   const s = lag.seconds;
   return s < 1 ? s.toFixed(2) + "s" : s < 120 ? s.toFixed(1) + "s" : Math.round(s / 60) + "m";
 }
+// n shows a number the wire format omits when it is zero.
+function n(v) { return v ?? 0; }
 function redacted() { return el("span", { class: "muted", text: "(text hidden)" }); }
 
 // ---- session list ----
@@ -128,7 +130,7 @@ async function loadTimeline(tail) {
   for (const it of page.items) {
     if (it.kind === "turn" && it.turn) {
       const fb = it.folded_by || 0;
-      if (lastFold !== null && fb !== lastFold) frag.append(boundary(lastFold, fb));
+      if (fb !== lastFold && (lastFold !== null || fb > 0)) frag.append(boundary(fb));
       lastFold = fb;
     }
     frag.append(renderItem(it));
@@ -136,8 +138,9 @@ async function loadTimeline(tail) {
   ol.replaceChildren(frag);
 }
 
-// boundary marks where consecutive turns belong to different folds.
-function boundary(prev, cur) {
+// boundary marks where consecutive turns belong to different folds (and,
+// at the top of a page, which fold its first turns belong to).
+function boundary(cur) {
   let text;
   if (cur === 0) text = "cursor: verbatim from here (the recent window)";
   else text = "fold boundary: turns below were folded into summary v" + cur;
@@ -177,27 +180,27 @@ function renderItem(it) {
     case "summary": {
       const s = it.summary;
       if (!s) return row("summary", "summary", "(undecodable summary)", inv);
-      const meta = "v" + s.version + " · turns " + s.folded_from + "–" + s.covered_through_turn + " → cursor " + s.cursor +
-        " · " + s.summary_chars + " chars · tier " + (s.tier || "–") + " · model " + (s.model || "–") + " · " + s.latency_ms + " ms" +
+      const meta = "v" + s.version + " · turns " + n(s.folded_from) + "–" + n(s.covered_through_turn) + " → cursor " + n(s.cursor) +
+        " · " + n(s.summary_chars) + " chars · tier " + (s.tier || "–") + " · model " + (s.model || "–") + " · " + n(s.latency_ms) + " ms" +
         (s.folded_notes ? " · " + s.folded_notes + " notes" : "") + (it.prev_version ? " · diff against v" + it.prev_version : " · first version");
       return row("summary", "summary v" + s.version, el("div", { class: "meta", text: meta }), it.diff ? diffNode(it.diff) : (it.redacted ? redacted() : s.summary),
         it.warning ? el("div", { class: "warn", text: it.warning }) : null);
     }
     case "compaction_started": {
       const e = it.event;
-      return row("started", "fold start", "fold " + (e.fold_id || "") + " turns " + e.batch_from + "–" + e.batch_to + " · trigger " + (e.trigger || "–") + (e.cause ? " (" + e.cause + ")" : "") + " · cursor " + e.cursor + " of " + e.total_turns + (e.pending_note_count ? " · " + e.pending_note_count + " notes" : ""));
+      return row("started", "fold start", "fold " + (e.fold_id || "") + " turns " + n(e.batch_from) + "–" + n(e.batch_to) + " · trigger " + (e.trigger || "–") + (e.cause ? " (" + e.cause + ")" : "") + " · cursor " + n(e.cursor) + " of " + n(e.total_turns) + (e.pending_note_count ? " · " + e.pending_note_count + " notes" : ""));
     }
     case "compaction_completed": {
       const e = it.event;
-      return row("completed", "fold done", el("span", { class: "cursor-move", text: "cursor " + e.old_cursor + " → " + e.new_cursor }), " · v" + e.version + " · " + e.summary_chars + " chars · tier " + (e.tier || "–") + " · " + e.latency_ms + " ms");
+      return row("completed", "fold done", el("span", { class: "cursor-move", text: "cursor " + n(e.old_cursor) + " → " + n(e.new_cursor) }), " · v" + n(e.version) + " · " + n(e.summary_chars) + " chars · tier " + (e.tier || "–") + " · " + n(e.latency_ms) + " ms");
     }
     case "compaction_failed": {
       const e = it.event;
-      return row("failed", "fold failed", (e.error_class || "–") + (e.retryable ? " (retryable)" : "") + " · model " + (e.model || "–") + " · turns " + e.batch_from + "–" + e.batch_to + (e.error ? ": " + e.error : ""));
+      return row("failed", "fold failed", (e.error_class || "–") + (e.retryable ? " (retryable)" : "") + " · model " + (e.model || "–") + " · turns " + n(e.batch_from) + "–" + n(e.batch_to) + (e.error ? ": " + e.error : ""));
     }
     case "compaction_skipped": {
       const e = it.event;
-      return row("skip", "skip", el("span", { class: "reason", text: e.reason || "unspecified" }), " · cursor " + e.cursor + " of " + e.total_turns + (e.eligible ? " · eligible " + e.eligible : ""));
+      return row("skip", "skip", el("span", { class: "reason", text: e.reason || "unspecified" }), " · cursor " + n(e.cursor) + " of " + n(e.total_turns) + (e.eligible ? " · eligible " + e.eligible : ""));
     }
     case "rejected": {
       const r = it.rejected;
@@ -212,7 +215,7 @@ function renderItem(it) {
   }
   if (it.event) {
     const e = it.event;
-    return row("event", e.type.replace("session_", ""), (e.reason ? e.reason + " · " : "") + "cursor " + e.cursor + " of " + e.total_turns);
+    return row("event", e.type.replace("session_", ""), (e.reason ? e.reason + " · " : "") + "cursor " + n(e.cursor) + " of " + n(e.total_turns));
   }
   return row("unknown", it.kind, inv, it.raw ? JSON.stringify(it.raw) : it.payload || "");
 }
@@ -273,6 +276,7 @@ async function runWhatIf(ev) {
     const res = el("div", { id: "whatif-result" },
       el("p", { class: "meta", text: r.events + " inbound events replayed in " + r.took_ms + " ms · mode " + s.mode + " · window " + s.recent_window + " · batch " + s.batch_size + " · summary ≤ " + s.max_summary_chars + " chars · summarizer " + s.summarizer + (r.settled ? "" : " · NOT SETTLED") }));
     for (const w of r.warnings || []) res.append(el("p", { class: "warn", text: w }));
+    if (r.compare) res.append(el("details", { class: "compare", open: "" }, el("summary", { text: "latest summary: real → what-if (struck out: only in the real one; highlighted: only in the what-if)" }), diffNode(r.compare)));
     res.append(el("div", { class: "sides" }, renderSide("real", r.real), renderSide("what-if", r.whatif)));
     out.replaceChildren(res);
   } catch (e) { out.replaceChildren(el("p", { class: "error", text: e.message })); }
