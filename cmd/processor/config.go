@@ -60,6 +60,8 @@ type options struct {
 
 	prompts map[string]string // from the config file only
 
+	ui uiOptions // the session inspector (ui.go)
+
 	logLevelSet bool // --log-level given on the command line or environment
 }
 
@@ -129,6 +131,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "Prometheus /metrics and /healthz listen address (empty disables)")
 	fs.BoolVar(&o.service, "service", true, "serve the context and session request-reply service (NATS micro \"foldstream\") on <prefix>.svc.>")
+	addUIFlags(fs, &o.ui)
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (transcript text is logged only at debug)")
 	fs.BoolVar(&o.logPretty, "log-pretty", false, "human-readable console logs instead of JSON")
 	return fs

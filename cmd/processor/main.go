@@ -5,6 +5,7 @@
 //	processor [run] [flags]        run the processor (embedded nats-server when no --nats-url)
 //	processor demo [flags]         run it with a demo bot on the embedded default
 //	processor replay --session S   print a session's timeline from the streams
+//	processor ui [flags]           serve the session inspector, a read-only web page (docs/inspector.md)
 //	processor version
 package main
 
@@ -54,13 +55,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDemo(ctx, args, stdout, stderr)
 	case "replay":
 		return runReplay(ctx, args, stdout, stderr)
+	case "ui":
+		return runUI(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "foldstream processor", version)
 		return nil
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: processor [run|demo|replay|version] [flags]; processor <command> -h lists the flags")
+		fmt.Fprintln(stdout, "usage: processor [run|demo|replay|ui|version] [flags]; processor <command> -h lists the flags")
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q: expected run, demo, replay or version", cmd)
+		return fmt.Errorf("unknown command %q: expected run, demo, replay, ui or version", cmd)
 	}
 }
