@@ -1,11 +1,17 @@
 package inspect
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +98,7 @@ func TestBrowserTimeline(t *testing.T) {
 	if !strings.Contains(rejected, "missing_field") || !strings.Contains(rejected, "speaker") {
 		t.Errorf("rejected entry: got %q, want its code missing_field and field speaker", rejected)
 	}
-	shoot(t, ctx, "inspector-timeline.png", `li.summary`)
+	shoot(t, ctx, "inspector-timeline.png", `li.summary ~ li.summary`) // v2, with its diff
 
 	// What-if: a shorter window and smaller batches fold more.
 	err = chromedp.Do(ctx,
@@ -147,6 +153,45 @@ func text(t *testing.T, ctx context.Context, css string) string {
 	return s
 }
 
+// shrink re-encodes a screenshot with a palette of its 256 most frequent
+// colours: a page of text on flat backgrounds loses nothing visible, and
+// the PNG in docs/ gets about three times smaller.
+func shrink(t *testing.T, data []byte) []byte {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[color.RGBA]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			counts[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	cols := make([]color.RGBA, 0, len(counts))
+	for c := range counts {
+		cols = append(cols, c)
+	}
+	sort.Slice(cols, func(i, j int) bool {
+		if counts[cols[i]] != counts[cols[j]] {
+			return counts[cols[i]] > counts[cols[j]]
+		}
+		return fmt.Sprint(cols[i]) < fmt.Sprint(cols[j])
+	})
+	pal := make(color.Palette, 0, 256)
+	for _, c := range cols[:min(256, len(cols))] {
+		pal = append(pal, c)
+	}
+	out := image.NewPaletted(b, pal)
+	draw.Draw(out, b, img, b.Min, draw.Src)
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&buf, out); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // shoot saves a screenshot when FOLDSTREAM_SCREENSHOTS names a directory.
 // scrollTo, if set, is a CSS selector to scroll into view first.
 func shoot(t *testing.T, ctx context.Context, name, scrollTo string) {
@@ -160,12 +205,13 @@ func shoot(t *testing.T, ctx context.Context, name, scrollTo string) {
 			t.Fatal(err)
 		}
 	}
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+	shot = shrink(t, shot)
+	if err := os.WriteFile(filepath.Join(dir, name), shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(os.Stderr, "screenshot %s (%d bytes)\n", filepath.Join(dir, name), len(png))
+	t.Logf("screenshot %s (%d bytes)", filepath.Join(dir, name), len(shot))
 }
