@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/demo"
+	"github.com/foldstream/foldstream/internal/testlog"
 	"github.com/rs/zerolog"
 )
 
@@ -45,7 +46,7 @@ func TestUICommand(t *testing.T) {
 		t.Fatal("processor did not start")
 	}
 
-	out := &syncBuffer{}
+	out := &testlog.Buffer{}
 	uiDone := make(chan error, 1)
 	go func() {
 		uiDone <- run(ctx, []string{"ui", "--nats-url", natsURL, "--ui-addr", "127.0.0.1:0", "--log-level", "warn"}, out, io.Discard)

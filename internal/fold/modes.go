@@ -241,6 +241,9 @@ func (p Policy) Plan(c Check) Decision {
 	case ModeEvict:
 		to = p.evictTo(c, d.Estimate)
 	}
+	// These modes end the fold where the kept tail starts, so a tool
+	// exchange at the boundary stays verbatim whole (the fold shrinks).
+	to = c.pairedEnd(c.Cursor, max(c.Cursor, to), max(c.Cursor, to))
 	d.RecentStart = max(c.Cursor, to)
 	d.Eligible = d.RecentStart - c.Cursor
 	if d.Eligible <= 0 {
