@@ -100,6 +100,21 @@ func TestBrowserTimeline(t *testing.T) {
 	}
 	shoot(t, ctx, "inspector-timeline.png", `li.summary ~ li.summary`) // v2, with its diff
 
+	// Context: the service's packed context for a query, within a budget.
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`button[data-tab="context"]`)),
+		chromedp.SetValue(chromedp.CSS(`#ctx-form input[name="query"]`), "grill"),
+		chromedp.SetValue(chromedp.CSS(`#ctx-form input[name="budget_chars"]`), "3000"),
+		chromedp.Click(chromedp.CSS(`#ctx-form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#ctx-out pre.prompt`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prompt := text(t, ctx, `#ctx-out pre.prompt`); !strings.HasPrefix(prompt, "Earlier in this session: ") || len([]rune(prompt)) > 3000 {
+		t.Errorf("context: got %d chars starting %.40q, want the summary layer first, within 3000 chars", len([]rune(prompt)), prompt)
+	}
+
 	// What-if: a shorter window and smaller batches fold more.
 	err = chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`button[data-tab="whatif"]`)),

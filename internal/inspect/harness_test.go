@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ type rig struct {
 	cfg  processor.Config
 	ins  *Server
 	http *httptest.Server
+	// stop stops the processor (the service and inspector stay up).
+	stop func()
 }
 
 // testWindow folds at 41, 51, … turns: a short session shows several
@@ -50,13 +53,21 @@ func newRig(t testing.TB, text string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancelSvc := context.WithCancel(context.Background())
+	t.Cleanup(cancelSvc)
+	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	go func() { done <- p.Run(pctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("processor: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case <-p.Ready():
 	case err := <-done:
@@ -81,7 +92,7 @@ func newRig(t testing.TB, text string) *rig {
 		ins.Close()
 		hs.Close()
 	})
-	return &rig{t: t, env: e, cfg: cfg, ins: ins, http: hs}
+	return &rig{t: t, env: e, cfg: cfg, ins: ins, http: hs, stop: stop}
 }
 
 // conversation publishes the demo bot's conversation (turns and notes) to

@@ -25,6 +25,11 @@ func TestInspectorAPI(t *testing.T) {
 		if a.Turns != 61 || a.Cursor != 30 || a.Version != 3 || a.Mode != "window" {
 			t.Errorf("alpha: got turns %d cursor %d version %d mode %s, want 61, 30, 3, window", a.Turns, a.Cursor, a.Version, a.Mode)
 		}
+		// The rejected turn was acknowledged without being applied: it is
+		// not lag.
+		if a.Lag != nil {
+			t.Errorf("alpha: lag %+v, want none (the processor dealt with everything)", a.Lag)
+		}
 		r.get("/api/sessions?q=BET", nil, http.StatusOK, &list)
 		if list.Total != 1 || list.Sessions[0].Session != "beta-1" {
 			t.Errorf("search BET: got %+v, want beta-1 only", list)
@@ -147,6 +152,16 @@ func TestInspectorAPI(t *testing.T) {
 		r.do(http.MethodPost, "/api/sessions/alpha/whatif", http.Header{"Content-Type": {"application/json"}}, `{"mode": "fast"}`, http.StatusBadRequest, nil)
 		r.do(http.MethodPost, "/api/sessions/alpha/whatif", http.Header{"Content-Type": {"text/plain"}}, `{}`, http.StatusUnsupportedMediaType, nil)
 		r.do(http.MethodPost, "/api/sessions/alpha/whatif", http.Header{"Content-Type": {"application/json"}}, `{"summarizer": "gpt"}`, http.StatusBadRequest, nil)
+	})
+
+	t.Run("lag", func(t *testing.T) {
+		r.stop()
+		r.moreTurns("beta-1", 1)
+		var list SessionList
+		r.get("/api/sessions?q=beta", nil, http.StatusOK, &list)
+		if len(list.Sessions) != 1 || list.Sessions[0].Lag == nil || list.Sessions[0].Lag.Seq <= list.Sessions[0].LastSeq {
+			t.Fatalf("a turn the stopped processor has not applied: got %+v, want a lag from after the checkpoint", list.Sessions)
+		}
 	})
 
 	t.Run("read-only", func(t *testing.T) {

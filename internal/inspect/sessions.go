@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -92,8 +93,13 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	out := SessionList{Total: len(ids), Offset: offset, Sessions: []SessionRow{}}
 	if offset < len(ids) {
+		in, err := s.inbound(ctx)
+		if err != nil {
+			httpError(w, http.StatusBadGateway, err.Error())
+			return
+		}
 		for _, id := range ids[offset:min(len(ids), offset+limit)] {
-			out.Sessions = append(out.Sessions, s.row(ctx, id))
+			out.Sessions = append(out.Sessions, s.row(ctx, in, id))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -117,7 +123,26 @@ func (s *Server) sessionIDs(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-func (s *Server) row(ctx context.Context, id string) SessionRow {
+// inboundView is the inbound stream and its consumers' ack floor, read
+// once per request for all the rows it serves.
+type inboundView struct {
+	st    jetstream.Stream
+	floor uint64
+}
+
+func (s *Server) inbound(ctx context.Context) (inboundView, error) {
+	st, err := s.cfg.JS.Stream(ctx, s.cfg.Layout.In)
+	if err != nil {
+		return inboundView{}, fmt.Errorf("stream %s: %w", s.cfg.Layout.In, err)
+	}
+	floor, err := ackFloor(ctx, st)
+	if err != nil {
+		return inboundView{}, fmt.Errorf("consumers of %s: %w", s.cfg.Layout.In, err)
+	}
+	return inboundView{st: st, floor: floor}, nil
+}
+
+func (s *Server) row(ctx context.Context, in inboundView, id string) SessionRow {
 	row := SessionRow{Session: id, Mode: string(s.cfg.WhatIf.Base.Mode)}
 	e, err := s.cfg.KV.Get(ctx, id)
 	if err != nil {
@@ -145,7 +170,7 @@ func (s *Server) row(ctx context.Context, id string) SessionRow {
 	if l := cp.Lease; l != nil {
 		row.Lease = &LeaseRow{FoldID: l.FoldID, Owner: l.Owner, From: l.From, To: l.To, Deadline: l.Deadline, Held: l.Held(now)}
 	}
-	lag, err := s.lag(ctx, id, cp.LastSeq, now)
+	lag, err := s.lag(ctx, in, id, cp.LastSeq, now)
 	if err != nil {
 		row.Err = "lag: " + err.Error()
 	}
@@ -160,19 +185,11 @@ func (s *Server) row(ctx context.Context, id string) SessionRow {
 // as lag forever). With partitions the floor is the lowest of all
 // partitions' consumers: a lagging partition shows on all sessions, which
 // errs towards showing lag. One direct get by subject per inbound filter.
-func (s *Server) lag(ctx context.Context, id string, seq uint64, now time.Time) (*Lag, error) {
-	st, err := s.cfg.JS.Stream(ctx, s.cfg.Layout.In)
-	if err != nil {
-		return nil, err
-	}
-	floor, err := ackFloor(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	seq = max(seq, floor)
+func (s *Server) lag(ctx context.Context, in inboundView, id string, seq uint64, now time.Time) (*Lag, error) {
+	seq = max(seq, in.floor)
 	var first *jetstream.RawStreamMsg
 	for _, f := range s.subj.InSessionAll(id) {
-		m, err := st.GetMsg(ctx, seq+1, jetstream.WithGetMsgSubject(f))
+		m, err := in.st.GetMsg(ctx, seq+1, jetstream.WithGetMsgSubject(f))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
@@ -238,7 +255,12 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	d := SessionDetail{Row: s.row(ctx, id)}
+	in, err := s.inbound(ctx)
+	if err != nil {
+		httpError(w, http.StatusBadGateway, err.Error())
+		return
+	}
+	d := SessionDetail{Row: s.row(ctx, in, id)}
 	var info client.SessionInfo
 	if err := request(ctx, s.cfg.NC, s.subj.Prefix, client.EndpointSession, client.SessionRequest{Session: id}, &info); err != nil {
 		d.ServiceErr = err.Error()

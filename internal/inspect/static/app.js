@@ -88,6 +88,7 @@ async function loadHead() {
     const f = d.last_failure;
     head.append(el("span", { class: "kv bad", id: "last-failure" }, "last failure ", el("b", { text: fmtTime(f.at) + " " + (f.error_class || "") + (f.retryable ? " (retryable)" : "") + (f.error ? ": " + f.error : "") })));
   }
+  if (s) head.append(kv("service", s.caught_up ? "caught up" : n(s.pending_events) + " events pending", s.caught_up ? "" : "warn"));
   if (d.service_error) head.append(el("span", { class: "kv warn", text: "session service: " + d.service_error }));
   else if (s && s.version !== r.version) head.append(el("span", { class: "kv warn", text: "service reports v" + s.version }));
   if (t.warnings && t.warnings.length) head.append(el("span", { class: "kv warn", text: t.warnings.length + " warning(s) in the timeline" }));
