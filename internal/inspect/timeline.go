@@ -133,6 +133,9 @@ func (c *timelineCache) get(ctx context.Context, id string) (*timelineView, erro
 			}
 		}
 		delete(c.entries, oldest)
+		// Its load lock goes too, or the map would grow with every session
+		// ever opened; a load still holding it just finishes unserialized.
+		delete(c.loading, oldest)
 	}
 	c.mu.Unlock()
 	return v, nil

@@ -220,9 +220,13 @@ func (s *Server) refold(ctx context.Context, id string, req WhatIfRequest, text 
 		return nil, err
 	}
 	defer sc.close()
+	// The scratch processor's routine logs (started, stopped, folds) would
+	// read like the live processor's: only its warnings and errors are
+	// kept, marked as the refold's.
+	plog := s.log.With().Str("component", "whatif").Str("whatif_session", id).Logger().Level(max(zerolog.WarnLevel, s.log.GetLevel()))
 	p, err := processor.New(cfg, processor.Deps{
 		JS: sc.js, Layout: sc.layout, Store: sc.store, Summarizer: sum, Tokens: s.cfg.WhatIf.Tokens,
-		Log: s.log, Clock: processor.SystemClock{}, Registry: prometheus.NewRegistry(),
+		Log: plog, Clock: processor.SystemClock{}, Registry: prometheus.NewRegistry(),
 	})
 	if err != nil {
 		return nil, err
