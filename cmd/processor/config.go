@@ -16,7 +16,7 @@ type options struct {
 	configFile string
 
 	natsURL, natsUser, natsPassword, natsToken, natsNKey, natsCreds string
-	natsTLSCA, natsTLSCert, natsTLSKey                              string
+	natsTLSCA, natsTLSCert, natsTLSKey, inboxPrefix                 string
 	storeDir                                                        string
 	embeddedPort                                                    int
 	prefix                                                          string
@@ -89,7 +89,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice (seed 000) or agent (seed 003)")
 	fs.StringVar(&o.mode, "mode", "window", "default mode: window (seed 000), evict (seed 001), interval (seed 002) or tokens (seeds 003/004); sessions may override it with a configure control")
 	fs.IntVar(&o.contextWindow, "context-window", 128000, "modes tokens and evict: the bot model's context window in tokens")
-	fs.IntVar(&o.reserveTokens, "reserve-tokens", 16384, "modes tokens and evict: headroom for the answer; the context must shrink above context-window − reserve-tokens")
+	fs.IntVar(&o.reserveTokens, "reserve-tokens", 0, "modes tokens and evict: headroom for the answer; the context must shrink above context-window − reserve-tokens (0: a quarter of the window, at most 16384)")
 	fs.DurationVar(&o.idleAfter, "idle-after", 5*time.Minute, "mode tokens: a session quiet this long is folded above idle-threshold (0 disables)")
 	fs.Float64Var(&o.idleThreshold, "idle-threshold", 0.6, "mode tokens: idle fold threshold, a fraction of the context window")
 	fs.Float64Var(&o.emergencyThreshold, "emergency-threshold", 0.8, "mode tokens: fold at once above this fraction of the context window")
@@ -145,6 +145,7 @@ func addConnFlags(fs *flag.FlagSet, o *options, url, urlUsage string) {
 	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
 	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
 	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
+	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
 }
 
 // addStoreFlag declares the embedded nats-server's store directory.

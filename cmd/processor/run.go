@@ -116,6 +116,7 @@ func connect(o *options, ns *server.Server, name string, log zerolog.Logger) (*n
 	nc, err := broker.Connect(broker.ConnConfig{
 		URL: o.natsURL, Name: name, User: o.natsUser, Password: o.natsPassword, Token: o.natsToken,
 		NKeySeed: o.natsNKey, CredsFile: o.natsCreds, TLSCA: o.natsTLSCA, TLSCert: o.natsTLSCert, TLSKey: o.natsTLSKey,
+		InboxPrefix: o.inboxPrefix,
 	}, ns, log)
 	if err != nil {
 		return nil, nil, err

@@ -41,10 +41,10 @@ func withOverrides(p fold.Policy, c *events.SessionConfig) fold.Policy {
 	}
 	t := &p.Tokens
 	if c.ContextWindow > 0 {
+		// A reserve set for the deployment's window is not one for this
+		// window: unless the session sets its own, it follows the window.
 		t.ContextWindow = c.ContextWindow
-		if c.ReserveTokens == 0 {
-			fitReserve(t)
-		}
+		t.ReserveTokens = 0
 	}
 	setInt(&t.ReserveTokens, c.ReserveTokens)
 	if c.IdleAfterSeconds > 0 {
