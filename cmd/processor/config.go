@@ -63,6 +63,8 @@ type options struct {
 
 	prompts map[string]string // from the config file only
 
+	ui uiOptions // the session inspector (ui.go)
+
 	logLevelSet bool // --log-level given on the command line or environment
 
 	// settings, when set, declares the processor's settings behind a
@@ -129,6 +131,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "Prometheus /metrics and /healthz listen address (empty disables; host:0 picks a free port; 0.0.0.0:9464 in a container)")
 	fs.BoolVar(&o.service, "service", true, "serve the context and session request-reply service (NATS micro \"foldstream\") on <prefix>.svc.>")
 	fs.Int64Var(&o.recallIndexBytes, "recall-index-bytes", service.DefaultIndexBytes, "memory budget of the service's recall index (question-aware contexts and recall), least recently used sessions evicted first; 0 keeps no index (every request scans the session's stream)")
+	addUIFlags(fs, &o.ui)
 	addLogFlags(fs, o, "info")
 	return fs
 }

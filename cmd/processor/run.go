@@ -280,6 +280,13 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 		}
 		defer func() { _ = svc.Stop() }()
 	}
+	if o.ui.addr != "" {
+		stopUI, _, err := startInspector(o, e, sum, counter, log)
+		if err != nil {
+			return err
+		}
+		defer stopUI()
+	}
 	return runner.Run(ctx)
 }
 
