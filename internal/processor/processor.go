@@ -27,9 +27,10 @@ import (
 type Deps struct {
 	JS jetstream.JetStream
 	// FoldJS, when set, is a JetStream context on a second connection for
-	// the fold path (lease writes and summary-updated publishes): on the
-	// ingest connection they would wait behind thousands of acks and
-	// checkpoint writes each way. Nil uses JS.
+	// the fold path's summary-updated publishes: on the ingest connection
+	// they would wait behind thousands of acks and checkpoint writes each
+	// way. Nil uses JS. (A fold's lease is not written on its own: it
+	// reaches KV with the session's next checkpoint, on JS.)
 	FoldJS     jetstream.JetStream
 	Layout     broker.Layout
 	Store      *state.Store
@@ -396,6 +397,9 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jets
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
 		}
+		if err := p.refuseSharedConsumer(ctx, old, info); err != nil {
+			return nil, nil, 0, err
+		}
 		floor = info.AckFloor.Stream
 		p.floor = floor
 		if err := p.js.DeleteConsumer(ctx, p.layout.In, p.cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -433,11 +437,62 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jets
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
+	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(fetchMaxMessages, fetchMaxBytes(p.js.Conn().MaxPayload())))
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("consume %s: %w", p.layout.In, err)
 	}
 	return it, cons, floor, nil
+}
+
+// A pull asks for at most fetchMaxMessages events and fetchMaxBytes of
+// them: a backlog of large events (a bot sending 1 MiB turns) must not
+// buffer 2048 MiB in the client.
+const fetchMaxMessages = 2048
+
+// fetchMaxBytes is at least 4 of the largest messages the server takes:
+// a message larger than a pull's byte limit is never delivered (the
+// server answers that pull with an error instead), so the limit must
+// never be below the server's max_payload.
+func fetchMaxBytes(maxPayload int64) int {
+	return int(max(16<<20, 4*maxPayload))
+}
+
+// refuseSharedConsumer fails the first attach of a processor without
+// partitions when another process is consuming its durable consumer: the
+// attach deletes and recreates the consumer, so two such processors would
+// take it from each other forever (each logging consume_error "consumer
+// deleted" and consumer_rewound). The sign is the other one's pull
+// requests waiting on the consumer; the server drops those of a closed
+// connection, so it is sampled a few times to let a crashed predecessor's
+// connection go before refusing.
+func (p *Processor) refuseSharedConsumer(ctx context.Context, cons jetstream.Consumer, info *jetstream.ConsumerInfo) error {
+	if p.cfg.Owns != nil {
+		return nil // a partition engine: internal/partition hands it over
+	}
+	select {
+	case <-p.ready:
+		return nil // a re-attach: the waiting requests may be this process's own
+	default:
+	}
+	for i := 0; info.NumWaiting > 0; i++ {
+		if i == 5 {
+			return fmt.Errorf("another processor is consuming stream %s with durable consumer %s (%d pull requests waiting): "+
+				"one processor without --partitions must be the only one on its stream. Stop the other one, or run every instance with "+
+				"--partitions N (the same N everywhere, docs/deployment.md), or give this one its own streams with another --prefix. "+
+				"(If the other one died without closing its connection, the server drops it within its ping timeout, 2 minutes by default.)",
+				p.layout.In, p.cfg.Consumer, info.NumWaiting)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+		var err error
+		if info, err = cons.Info(ctx); err != nil {
+			return fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
+		}
+	}
+	return nil
 }
 
 // consume dispatches messages until ctx ends or a shard asks for a rewind.
