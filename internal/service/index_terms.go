@@ -2,29 +2,81 @@ package service
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
 )
 
-// queryTerms are the query's distinct normalised tokens, in order of
-// first appearance (at most maxQueryTerms), without stop words unless the
-// query has nothing else: "when is the tournament" searches
-// "tournament", "who are you" all three words.
-func queryTerms(q string) []string {
+// analyzer turns text into index terms: word tokens (forEachToken),
+// stemmed with the Snowball (Porter 2) English stemmer so that a question
+// and a turn meet on "discussed"/"discussion"/"discuss" or
+// "battery"/"batteries". Stems are cached: the stemmer costs microseconds
+// a word, a conversation's vocabulary is small, and a cold build of a
+// long session stems every word of it.
+type analyzer struct {
+	mu    sync.Mutex
+	stems map[string]string
+}
+
+// maxStems bounds the stem cache; past it the cache starts over.
+const maxStems = 1 << 17
+
+func newAnalyzer() *analyzer { return &analyzer{stems: map[string]string{}} }
+
+// stem is tok's index term.
+func (a *analyzer) stem(tok string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st, ok := a.stems[tok]; ok {
+		return st
+	}
+	st := tok
+	if len(tok) > 2 && !isNumber(tok) {
+		st = english.Stem(tok, true)
+	}
+	if len(a.stems) >= maxStems {
+		clear(a.stems)
+	}
+	a.stems[tok] = st
+	return st
+}
+
+func isNumber(tok string) bool {
+	for _, r := range tok {
+		if !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// each calls fn with each index term of text.
+func (a *analyzer) each(text string, fn func(string)) {
+	forEachToken(text, func(tok string) { fn(a.stem(tok)) })
+}
+
+// queryTerms are the query's distinct terms, in order of first
+// appearance (at most maxQueryTerms), without stop words and question
+// words unless the query has nothing else: "when did they discuss the
+// tournament" searches "tournament", "who are you" all three words.
+func (a *analyzer) queryTerms(q string) []string {
 	var terms, stops []string
 	seen := map[string]bool{}
-	forEachTerm(q, func(tok string) {
-		if seen[tok] {
+	forEachToken(q, func(tok string) {
+		term := a.stem(tok)
+		if seen[term] {
 			return
 		}
-		seen[tok] = true
+		seen[term] = true
 		switch {
-		case stopWords[tok]:
+		case stopWords[tok] || questionWords[tok]:
 			if len(stops) < maxQueryTerms {
-				stops = append(stops, tok)
+				stops = append(stops, term)
 			}
 		case len(terms) < maxQueryTerms:
-			terms = append(terms, tok)
+			terms = append(terms, term)
 		}
 	})
 	if len(terms) == 0 {
@@ -32,6 +84,19 @@ func queryTerms(q string) []string {
 	}
 	return terms
 }
+
+// questionWords say what kind of answer a question wants, not what it is
+// about ("What did the group discuss about the battery?"): a turn that
+// repeats them is no more relevant.
+var questionWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`discuss discussed discussing discussion discussions talk talked talking
+		mention mentioned mentioning summarize summarise summary meeting group opinion opinions think thought
+		thoughts idea ideas kind sort whole`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // stopWords are English function words (as forEachToken normalises them:
 // "don't" is "dont"), too common in conversation to say what a question
@@ -57,13 +122,12 @@ var stopWords = func() map[string]bool {
 // forEachToken calls fn with each normalised word token of text: maximal
 // runs of letters and digits, lower-cased; an apostrophe inside a word is
 // dropped ("don't" → "dont") and a possessive 's with it ("Bob's" →
-// "bob"); a plural s is folded ("wins" → "win", not "class" or "bus"), so
-// that a query and a turn meet on the same word in most forms.
+// "bob"). The analyzer stems them.
 func forEachToken(text string, fn func(string)) {
 	var b strings.Builder
 	flush := func() {
 		if b.Len() > 0 {
-			fn(foldPlural(b.String()))
+			fn(b.String())
 			b.Reset()
 		}
 	}
@@ -91,20 +155,3 @@ func forEachToken(text string, fn func(string)) {
 	}
 	flush()
 }
-
-// foldPlural strips a plural "s" from words of four or more letters
-// ("wins", "games"), leaving "ss", "us" and "is" endings alone.
-func foldPlural(tok string) string {
-	if len(tok) < 4 || tok[len(tok)-1] != 's' {
-		return tok
-	}
-	switch tok[len(tok)-2] {
-	case 's', 'u', 'i':
-		return tok
-	}
-	return tok[:len(tok)-1]
-}
-
-// forEachTerm calls fn with each index term of text: what both the index
-// and a query are made of.
-func forEachTerm(text string, fn func(string)) { forEachToken(text, fn) }
