@@ -132,7 +132,7 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		return err
 	}
 	mr := &meetingResult{Name: m.Name, Turns: len(m.Turns), Queries: len(m.Queries) + m.Skipped,
-		Cursor: base.ctx.Cursor, WindowStart: base.ctx.TotalTurns}
+		Cursor: base.ctx.Cursor, WindowStart: base.ctx.TotalTurns, Scored: []queryResult{}}
 	if len(base.ctx.Turns) > 0 {
 		mr.WindowStart = base.ctx.Turns[0].Index
 	}
