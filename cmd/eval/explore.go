@@ -129,7 +129,7 @@ type experiment struct {
 }
 
 // explore scores every experiment on one question.
-func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q query, answer map[string]bool) {
+func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q query, answer map[string]bool, sc scoring) {
 	total := len(m.Turns)
 	B := x.budget
 	rankers := map[rankOpts]*ranker{}
@@ -251,7 +251,7 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 	}
 	for _, e := range exps {
 		text := e.text(q)
-		r, _ := recall(answer, vocab(text))
+		r, _ := recall(answer, sc.vocab(text))
 		x.add(e.name, m.Name, q.Query, r, runes(text))
 		if e.vs != "" {
 			x.vs[e.name] = e.vs
