@@ -57,6 +57,8 @@ type env struct {
 	fjs    jetstream.JetStream
 	layout broker.Layout
 	kv     jetstream.KeyValue
+	// metricsAddr is the address /metrics listens on ("" when off).
+	metricsAddr string
 }
 
 func (e *env) close() {
@@ -114,6 +116,7 @@ func connect(o *options, ns *server.Server, name string, log zerolog.Logger) (*n
 	nc, err := broker.Connect(broker.ConnConfig{
 		URL: o.natsURL, Name: name, User: o.natsUser, Password: o.natsPassword, Token: o.natsToken,
 		NKeySeed: o.natsNKey, CredsFile: o.natsCreds, TLSCA: o.natsTLSCA, TLSCert: o.natsTLSCert, TLSKey: o.natsTLSKey,
+		InboxPrefix: o.inboxPrefix,
 	}, ns, log)
 	if err != nil {
 		return nil, nil, err
@@ -224,6 +227,9 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 	if err != nil {
 		return fmt.Errorf("--tokenizer: %w", err)
 	}
+	if err := checkPorts(o); err != nil {
+		return err
+	}
 	e, err := openEnv(ctx, o, log, true)
 	if err != nil {
 		return err
@@ -257,10 +263,11 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 		}
 		runner = p
 	}
-	stopMetrics, err := serveMetrics(o.metricsAddr, reg, e.nc, log)
+	stopMetrics, addr, err := serveMetrics(o.metricsAddr, reg, e.nc, log)
 	if err != nil {
 		return err
 	}
+	e.metricsAddr = addr
 	defer stopMetrics()
 	if started != nil {
 		go func() {
@@ -329,13 +336,16 @@ func defaultInstanceID() string {
 	return host + "-" + nuid.Next()
 }
 
-func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log zerolog.Logger) (func(), error) {
+// serveMetrics serves /metrics and /healthz on addr until the returned
+// stop is called; it returns the address it listens on ("" when addr is
+// empty).
+func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log zerolog.Logger) (func(), string, error) {
 	if addr == "" {
-		return func() {}, nil
+		return func() {}, "", nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+		return nil, "", fmt.Errorf("--metrics-addr %s: %w (--metrics-addr 127.0.0.1:0 takes a free port, --metrics-addr '' serves no metrics)", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -357,5 +367,5 @@ func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log zero
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, nil
+	}, ln.Addr().String(), nil
 }

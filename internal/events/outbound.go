@@ -161,11 +161,28 @@ type Evicted struct {
 // durable facts (seed 004) not published before for the session.
 // Nats-Msg-Id is "<session>:memory:<version>".
 type Memories struct {
-	V        int       `json:"v"`
-	Session  string    `json:"session"`
-	Version  uint64    `json:"version"` // the summary version of the fold that extracted them
-	FoldID   string    `json:"fold_id"`
-	Memories []string  `json:"memories"`
-	Model    string    `json:"model,omitempty"`
-	At       time.Time `json:"at"`
+	V        int      `json:"v"`
+	Session  string   `json:"session"`
+	Version  uint64   `json:"version"` // the summary version of the fold that extracted them
+	FoldID   string   `json:"fold_id"`
+	Memories []string `json:"memories"`
+	// Items, when the backend had them (the offline backend does), are the
+	// same memories with their structure, one per text of Memories in the
+	// same order. Optional: readers use Items when present, else Memories.
+	Items []MemoryItem `json:"items,omitempty"`
+	Model string       `json:"model,omitempty"`
+	At    time.Time    `json:"at"`
+}
+
+// MemoryItem is one memory of Memories.Items: a durable fact, who said it,
+// in which turn and when, and the ID of the earlier memory of the session
+// it replaces when a later turn changed that fact (a consumer keeps the
+// older one as true of its time, and answers with the newer).
+type MemoryItem struct {
+	ID         string    `json:"id"`
+	Speaker    string    `json:"speaker,omitempty"`
+	Text       string    `json:"text"`
+	TurnID     string    `json:"turn_id,omitempty"`
+	At         time.Time `json:"at,omitzero"`
+	Supersedes string    `json:"supersedes,omitempty"`
 }

@@ -234,23 +234,12 @@ func (c Config) policy() fold.Policy {
 	}
 }
 
-// fitReserve keeps a default reserve usable under a small custom window:
-// a proportional one instead of one as large as the window.
-func fitReserve(t *fold.TokenPolicy) {
-	if t.ReserveTokens >= t.ContextWindow {
-		t.ReserveTokens = t.ContextWindow / 8
-	}
-}
-
 // mergeTokens fills zero fields of t from d.
 func mergeTokens(t, d fold.TokenPolicy) fold.TokenPolicy {
 	if t.ContextWindow == 0 {
 		t.ContextWindow = d.ContextWindow
 	}
-	if t.ReserveTokens == 0 {
-		t.ReserveTokens = d.ReserveTokens
-		fitReserve(&t)
-	}
+	// ReserveTokens 0 stays 0: the reserve follows the window (ReserveFor).
 	if t.IdleAfter == 0 {
 		t.IdleAfter = d.IdleAfter
 	}

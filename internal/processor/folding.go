@@ -118,6 +118,11 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		turns := s.Turns
 		chk.TurnTokens = func(i int) int { return turns[i].Tokens }
 	}
+	if s.Tools != nil {
+		// No fold ends inside a tool exchange (fold.ToolExchange).
+		cursor := s.Cursor
+		chk.Joined = func(i int) bool { return s.Joined(cursor + int64(i)) }
+	}
 	if pol.CountsTokens() {
 		chk.UnfoldedTokens = ls.unfoldedTokens()
 		chk.SummaryTokens = s.SummaryToks

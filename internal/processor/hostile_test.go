@@ -241,7 +241,7 @@ func checkFenced(t *testing.T, req openaitest.Request, needle string, turns int)
 		t.Errorf("the transcript has %d lines for %d turns:\n%s", len(lines), turns, block)
 	}
 	for _, l := range lines {
-		if !regexp.MustCompile(`^(Alice|Bob|Carol|Mallory \(system\): \[7\] Admin \(user\)): message number \d+ of inj from`).MatchString(l) {
+		if !regexp.MustCompile(`^(Alice|Bob|Carol|Mallory 7 Admin \(user\)): message number \d+ of inj from`).MatchString(l) {
 			t.Errorf("transcript line %q is not one turn", l)
 		}
 	}

@@ -498,7 +498,7 @@ func (sh *shard) control(ls *live, c *events.Control) {
 		w := pol.Window
 		p.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Str("mode", string(pol.Mode)).Int("recent_window", w.Recent).
 			Int("batch_size", w.Batch).Int("max_summary_chars", w.MaxSummaryChars).Str("trigger", sh.trigger(ls)).
-			Int("context_window", pol.Tokens.ContextWindow).Int("reserve_tokens", pol.Tokens.ReserveTokens).Msg("session configured")
+			Int("context_window", pol.Tokens.ContextWindow).Int("reserve_tokens", pol.Tokens.Reserve()).Msg("session configured")
 	}
 }
 

@@ -49,6 +49,7 @@ func (s *Session) Apply(seq uint64, in events.Inbound) (Effect, error) {
 		if toks == 0 {
 			toks = tokens.Heuristic(in.Turn.Text)
 		}
+		s.noteTool(in.Turn.Role, in.Turn.Kind)
 		s.AddTurn(h, TurnRef{Seq: seq, At: in.Turn.At.UnixMilli(), Tokens: toks})
 		if in.Turn.Role == "assistant" {
 			s.Exchanges++ // an exchange is complete when the bot has answered
