@@ -676,3 +676,40 @@ func TestPoisonValuesAndCheckpointDoNotStallOthers(t *testing.T) {
 		t.Errorf("after the restart: %v quarantined, %v rewinds", q, rw)
 	}
 }
+
+// TestUnreachableDeadLetterStreamDoesNotStallOthers: with the dead-letter
+// stream gone (nothing answers on fold.dlq.>, as with a publish the server
+// drops for lack of permission), a rejected event is tried a bounded
+// number of times, logged and counted as kept in the log only, and
+// skipped: every other session keeps folding and the consumer acks past it.
+func TestUnreachableDeadLetterStreamDoesNotStallOthers(t *testing.T) {
+	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
+	ctx := context.Background()
+	if err := r.js.DeleteStream(ctx, r.layout.DLQ); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
+	r.publishTurns("g1", 0, 3)
+	msg := nats.NewMsg(r.layout.Subjects.In("s1", events.KindTurn))
+	msg.Data = badTurn
+	seq := r.publishRaw(msg)
+	r.publishTurns("g1", 3, 14)
+	r.publishTurns("s1", 0, 14)
+	expects := []crashtest.Expect{
+		{Session: "g1", Turns: 14, Recent: 6, Batch: 4, MaxSummaryChars: 1200},
+		{Session: "s1", Turns: 14, Recent: 6, Batch: 4, MaxSummaryChars: 1200},
+	}
+	r.settle(expects...)
+	for _, e := range expects {
+		for _, p := range crashtest.Verify(ctx, r.env(), m, e) {
+			t.Error(p)
+		}
+	}
+	r.waitAckedThrough(p, seq)
+	if n := testutil.ToFloat64(p.m.deadLetters.WithLabelValues(keptLog)); n != 1 {
+		t.Errorf("%v rejected events counted as kept in the log only, want 1", n)
+	}
+	if n := testutil.ToFloat64(p.m.rewinds); n != 0 {
+		t.Errorf("the consumer rewound %v times", n)
+	}
+}
