@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
 )
 
 // options are every setting of the processor. Precedence: command-line
@@ -41,6 +43,7 @@ type options struct {
 	shards, maxFolds                        int
 	foldTimeout, leaseTTL, flushInterval    time.Duration
 	idleCompact                             time.Duration
+	maxClockSkew                            time.Duration
 
 	summarizer                                string
 	openaiBaseURL, openaiModel, openaiKey     string
@@ -110,6 +113,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.DurationVar(&o.foldTimeout, "fold-timeout", 60*time.Second, "bound on one fold, including the summarizer's retries")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 0, "fold lease; default fold-timeout + 15s")
 	fs.DurationVar(&o.flushInterval, "flush-interval", time.Second, "under load, how long a session's change may wait for its checkpoint (and its ack); a quiet shard writes at once")
+	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", events.DefaultMaxClockSkew, "an event whose at is further than this ahead of the time the stream stored it is rejected (invalid_field, at): reset policies measure time by at (0 = accept any time)")
 	fs.DurationVar(&o.idleCompact, "idle-compact", time.Second, "a session with no event for this long and nothing pending is kept in memory in a compact form, without its cached turn payloads (0 = off)")
 
 	fs.StringVar(&o.summarizer, "summarizer", "auto", "auto (openai when an API key or base URL is set, else offline), offline or openai")

@@ -174,7 +174,8 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 		Window:             fold.Window{Recent: o.recentWindow, Batch: o.batchSize, MaxSummaryChars: o.maxSummaryChars, MaxNoteChars: o.maxNoteChars, MinFoldTokens: o.minFoldTokens},
 		Trigger:            o.trigger, Profile: fold.Profile(o.profile), Shards: o.shards,
 		FoldTimeout: o.foldTimeout, LeaseTTL: o.leaseTTL, FlushInterval: o.flushInterval, IdleCompact: idleCompact(o.idleCompact),
-		Mode: fold.Mode(o.mode),
+		MaxClockSkew: maxClockSkew(o.maxClockSkew),
+		Mode:         fold.Mode(o.mode),
 		Tokens: fold.TokenPolicy{
 			ContextWindow: o.contextWindow, ReserveTokens: o.reserveTokens, IdleAfter: o.idleAfter,
 			IdleThreshold: o.idleThreshold, EmergencyThreshold: o.emergencyThreshold,
@@ -188,6 +189,14 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 		// falls back to tokens.
 		RecallEnabled: o.service,
 	}
+}
+
+// maxClockSkew maps the flag's 0 (off) to the config's negative.
+func maxClockSkew(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // idleCompact maps the flag's 0 (off) to the config's negative.

@@ -108,6 +108,10 @@ type Config struct {
 	MaxAckPending int
 	AckWait       time.Duration
 	Limits        events.Limits
+	// MaxClockSkew is how far an event's at may be ahead of the time the
+	// inbound stream stored it; a later one is rejected (skew.go). Zero
+	// takes events.DefaultMaxClockSkew; negative accepts any time.
+	MaxClockSkew time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -188,6 +192,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AckWait <= 0 {
 		c.AckWait = 30 * time.Second
+	}
+	if c.MaxClockSkew == 0 {
+		c.MaxClockSkew = events.DefaultMaxClockSkew
 	}
 	return c
 }

@@ -411,8 +411,9 @@ func (sh *shard) applyResult(r foldResult) {
 	p.m.inFlight.Dec()
 	ls, err := sh.get(r.job.session) // reloads it after a rewind
 	if err != nil {
-		p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", r.job.session, err))
-		return
+		if ls = sh.loadFailed(r.job.session, err, 0); ls == nil {
+			return
+		}
 	}
 	if ls.running == r.job.foldID {
 		ls.running = ""

@@ -24,6 +24,7 @@ type metrics struct {
 	memReleases prometheus.Counter
 	inFlight    prometheus.Gauge
 	rewinds     prometheus.Counter
+	quarantined prometheus.Counter     // checkpoints that could not be decoded (load.go)
 	sumTokens   *prometheus.CounterVec // by kind: input, output (provider-reported)
 	foldedToks  prometheus.Counter
 	memories    prometheus.Counter
@@ -49,6 +50,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		foldedToks:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "folded_tokens_total", Help: "Tokens of the turns and notes folded (the model-cost baseline: input tokens per folded token)."}),
 		recovered:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "summaries_recovered_total", Help: "Summaries found on the outbound stream that no checkpoint had recorded (their owner stopped first), adopted instead of folding the batch again."}),
 		memories:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "memories_published_total", Help: "Memories published (after deduplication against the session's earlier ones)."}),
+		quarantined: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "checkpoints_quarantined_total", Help: "Session checkpoints that could not be decoded: kept on the dead-letter stream and rebuilt from the streams."}),
 		rewinds:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "consumer_rewinds_total", Help: "Times the consumer was re-attached at the ack floor after a state error."}),
 	}
 	m.applied = map[string]prometheus.Counter{}
@@ -56,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.applied[kind] = m.events.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.deadLetters, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered)
+		reg.MustRegister(m.events, m.rejected, m.deadLetters, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered, m.quarantined)
 	}
 	return m
 }

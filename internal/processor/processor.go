@@ -98,10 +98,13 @@ type Processor struct {
 	abortMu    sync.Mutex
 	abortFolds context.CancelFunc
 	aborted    bool
-	floor      uint64        // the consumer's ack floor at the last attach (Run's goroutine only)
-	applied    atomic.Uint64 // events applied, for tests and the bench
-	landed     atomic.Uint64 // folds completed
-	ready      chan struct{}
+	floor      uint64 // the consumer's ack floor at the last attach (Run's goroutine only)
+	// handled is floor for the shards: every inbound event at or below it
+	// was applied and checkpointed, or dead-lettered (load.go's rebuild).
+	handled atomic.Uint64
+	applied atomic.Uint64 // events applied, for tests and the bench
+	landed  atomic.Uint64 // folds completed
+	ready   chan struct{}
 
 	foldObs func(FoldTiming) // ObserveFolds (publish.go), for cmd/bench
 }
@@ -238,6 +241,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		}
 		attempt = 0
 		retryAttach.Reset()
+		p.handled.Store(floor)
 		// After a rewind too: a session whose events are all checkpointed
 		// gets no event that would re-check it, yet may have folds to do.
 		go p.resumeDue(ctx, stopping)
@@ -545,7 +549,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		}
 		delivered = meta.Sequence.Consumer
 		prog.seen.Store(delivered)
-		p.dispatch(msg, meta.Sequence.Stream)
+		p.dispatch(msg, meta.Sequence.Stream, meta.Timestamp)
 	}
 }
 
@@ -564,9 +568,9 @@ func (p *Processor) requestRewind(reason string, err error) {
 
 // dispatch routes a message to its session's shard; parsing the subject
 // here keeps every event of a session on one goroutine, in stream order.
-func (p *Processor) dispatch(msg jetstream.Msg, seq uint64) {
+func (p *Processor) dispatch(msg jetstream.Msg, seq uint64, received time.Time) {
 	session, kind, perr := p.subj.ParseIn(msg.Subject())
-	p.shardOf(session).in <- inMsg{msg: msg, seq: seq, session: session, kind: kind, perr: perr}
+	p.shardOf(session).in <- inMsg{msg: msg, seq: seq, received: received, session: session, kind: kind, perr: perr}
 }
 
 func (p *Processor) shardOf(session string) *shard {
