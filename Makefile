@@ -1,7 +1,7 @@
 # foldstream — see README.md.
 GO ?= go
 
-.PHONY: all build test vet lint fmt-check run demo bench fuzz clean
+.PHONY: all build test vet lint fmt-check run demo bench eval fuzz clean
 
 all: build
 
@@ -41,6 +41,12 @@ demo:
 # Ratios measured in one run on one server; see docs/benchmarks.md.
 bench:
 	$(GO) run ./cmd/bench
+
+# Continuity on the development meetings (../shared/data/qmsum/val, or
+# EVAL_ARGS="-data DIR"): answer-word recall of each context a builder can
+# get, beside plain truncation; see docs/continuity.md. Seconds on 2 cores.
+eval:
+	$(GO) run ./cmd/eval $(EVAL_ARGS)
 
 # Short fuzzing of every fuzz target, one at a time (go test fuzzes one
 # target per run), FUZZTIME each; the seed corpora run in `make test`.

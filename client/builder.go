@@ -36,7 +36,7 @@ type Builder struct {
 
 // NewBuilder returns a Builder. nc carries the service requests; js is
 // used for the watch (an ordered consumer on the outbound stream). Options:
-// Prefix, RequestTimeout, OnError.
+// Prefix, RequestTimeout, OnError, InboxPrefix.
 func NewBuilder(nc *nats.Conn, js jetstream.JetStream, opts ...Option) (*Builder, error) {
 	if nc == nil || js == nil {
 		return nil, errors.New("foldstream client: NewBuilder needs a NATS connection and a JetStream context")
@@ -44,6 +44,11 @@ func NewBuilder(nc *nats.Conn, js jetstream.JetStream, opts ...Option) (*Builder
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range []*nats.Conn{nc, js.Conn()} {
+		if err := cfg.checkConn(c); err != nil {
+			return nil, err
+		}
 	}
 	return &Builder{nc: nc, js: js, cfg: cfg, outStream: streamName(cfg.subjects.Prefix, "OUT")}, nil
 }
@@ -136,6 +141,36 @@ func (b *Builder) Context(ctx context.Context, session string, budget Budget) (*
 	}
 	var out Context
 	req := ContextRequest{Session: session, BudgetChars: budget.Chars, BudgetTokens: budget.Tokens}
+	if err := b.request(ctx, EndpointContext, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ContextFor asks for the session's question-aware context: query is the
+// live user turn or the question the model is about to answer
+// (1..MaxContextQueryChars characters). Within budget, in this priority
+// order: the summary, the memories that match the query, the earlier
+// turns that best match it (with the neighbours that make them readable,
+// in transcript order, labelled with speaker and date and time), then the
+// verbatim turns, newest first when the budget is short. Context.Recalled
+// lists what was recalled and why (scores); Prompt renders it all.
+func (b *Builder) ContextFor(ctx context.Context, session, query string, budget Budget) (*Context, error) {
+	if query == "" {
+		return nil, fmt.Errorf("foldstream client: context: field \"query\": expected 1..%d characters, got none (use Context for a context without a query)", MaxContextQueryChars)
+	}
+	return b.ContextWith(ctx, ContextRequest{Session: session, BudgetChars: budget.Chars, BudgetTokens: budget.Tokens, Query: query})
+}
+
+// ContextWith sends a context request as it is (every field of
+// ContextRequest, e.g. RecallTurns), after checking it as the service
+// would: a request the service would refuse is an error naming the field,
+// and nothing is sent.
+func (b *Builder) ContextWith(ctx context.Context, req ContextRequest) (*Context, error) {
+	if err := CheckContext(&req); err != nil {
+		return nil, fmt.Errorf("foldstream client: context: %w", err)
+	}
+	var out Context
 	if err := b.request(ctx, EndpointContext, req, &out); err != nil {
 		return nil, err
 	}

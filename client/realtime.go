@@ -53,3 +53,58 @@ func RealtimeInstructions(base, summary string, ceiling int) string {
 	}
 	return base + head + sentence.Clamp(summary, room)
 }
+
+// RealtimeContextInstructions is RealtimeInstructions for a
+// question-aware context (Builder.ContextFor): base, then the context's
+// summary as the "Session conversation summary:" section, then what it
+// recalled for the question, each section under its header and every
+// line labelled as Prompt labels it (date and time, speaker), never
+// longer than ceiling characters (DefaultRealtimeCeiling when <= 0).
+//
+// The priority is the context's: base, the summary (trimmed as
+// RealtimeInstructions trims it), then recalled lines whole, memories
+// first, the earlier turns in transcript order; a line that does not fit
+// is left out, a shorter one after it may still fit. The verbatim turns
+// are not included: a realtime session has them in its own conversation.
+func RealtimeContextInstructions(base string, c *Context, ceiling int) string {
+	if ceiling <= 0 {
+		ceiling = DefaultRealtimeCeiling
+	}
+	summary := ""
+	if c != nil && c.Summary != nil {
+		summary = c.Summary.Summary
+	}
+	out := RealtimeInstructions(base, summary, ceiling)
+	if c == nil {
+		return out
+	}
+	room := ceiling - utf8.RuneCountInString(out)
+	var b strings.Builder
+	for i, kind := range []string{RecalledMemory, RecalledTurn} {
+		header := "\n\n" + []string{MemoriesHeader, ExcerptsHeader}[i]
+		if out == "" && b.Len() == 0 {
+			header = header[2:]
+		}
+		first := true
+		for _, r := range c.Recalled {
+			if r.Kind != kind {
+				continue
+			}
+			line := "\n" + r.Line()
+			cost := utf8.RuneCountInString(line)
+			if first {
+				cost += utf8.RuneCountInString(header)
+			}
+			if cost > room {
+				continue
+			}
+			if first {
+				b.WriteString(header)
+				first = false
+			}
+			b.WriteString(line)
+			room -= cost
+		}
+	}
+	return out + b.String()
+}

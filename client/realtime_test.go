@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/client"
@@ -85,5 +86,40 @@ func TestRealtimeInstructionsNeverExceedsTheCeiling(t *testing.T) {
 				t.Fatalf("summary section %q is not a prefix of %q", part, sum)
 			}
 		}
+	}
+}
+
+func TestRealtimeContextInstructionsAddsRecalledLinesWithinTheCeiling(t *testing.T) {
+	base := "You are Clanky.\n"
+	at := time.Date(2026, 11, 22, 20, 5, 0, 0, time.UTC)
+	c := &client.Context{
+		Summary: &client.SummaryLayer{Summary: summary},
+		Recalled: []client.RecalledItem{
+			{Kind: client.RecalledMemory, MemoryID: "1.1", Text: "Dave must stop at 11:30 pm.", Score: 2},
+			{Kind: client.RecalledTurn, Index: 3, Speaker: "Bob", At: at, Text: "I will try Jeff the Land Shark.", Score: 1},
+			{Kind: client.RecalledTurn, Index: 4, Speaker: "Carol", At: at.Add(time.Minute), Text: strings.Repeat("long ", 30), Neighbour: true},
+		},
+		Turns: []client.ContextTurn{{Index: 60, Speaker: "Alice", Text: "verbatim turns stay out"}},
+	}
+	full := client.RealtimeContextInstructions(base, c, 0)
+	want := client.RealtimeInstructions(base, summary, 0) + "\n\n" + client.MemoriesHeader + "\n- Dave must stop at 11:30 pm." +
+		"\n\n" + client.ExcerptsHeader + "\n[Sun 2026-11-22 20:05 UTC] Bob: I will try Jeff the Land Shark." +
+		"\n[Sun 2026-11-22 20:06 UTC] Carol: " + strings.Repeat("long ", 30)
+	if full != want {
+		t.Fatalf("got\n%q\nwant\n%q", full, want)
+	}
+	// A ceiling too short for the long line keeps the others whole.
+	for ceiling := 1; ceiling <= utf8.RuneCountInString(full); ceiling += 7 {
+		got := client.RealtimeContextInstructions(base, c, ceiling)
+		if n := utf8.RuneCountInString(got); n > ceiling {
+			t.Fatalf("ceiling %d: %d chars", ceiling, n)
+		}
+		if strings.Contains(got, "verbatim") || strings.Contains(got, "Carol: long") && !strings.HasSuffix(got, "long ") {
+			t.Fatalf("ceiling %d: %q", ceiling, got)
+		}
+	}
+	short := client.RealtimeContextInstructions(base, c, len(full)-10)
+	if !strings.Contains(short, "Bob: I will try") || strings.Contains(short, "Carol:") {
+		t.Fatalf("10 chars short: the long line goes, the others stay: %q", short)
 	}
 }

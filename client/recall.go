@@ -138,3 +138,115 @@ func (b *Builder) Recall(ctx context.Context, session, query string, opts Recall
 	}
 	return &out, nil
 }
+
+// Question-aware context (ContextRequest.Query): limits and layout.
+const (
+	// MaxContextQueryChars bounds ContextRequest.Query, in characters
+	// (runes).
+	MaxContextQueryChars = 4096
+	// DefaultRecallTurns is how many best-matching earlier turns a
+	// question-aware context recalls when RecallTurns is 0 (their
+	// neighbours not counted); MaxRecallTurns the most a request may ask.
+	DefaultRecallTurns = 10
+	MaxRecallTurns     = 50
+
+	// RecalledTurn and RecalledMemory are the kinds of a RecalledItem.
+	RecalledTurn   = "turn"
+	RecalledMemory = "memory"
+
+	// The header lines Prompt puts before each recalled section, and
+	// before the verbatim turns when anything was recalled, so that a
+	// model tells earlier excerpts from the live conversation.
+	MemoriesHeader = "Remembered facts relevant to the question:"
+	ExcerptsHeader = "Earlier excerpts of this session relevant to the question (transcript order):"
+	RecentHeader   = "Recent turns:"
+
+	// RecallTimeLayout is how a recalled line gives its date and time.
+	RecallTimeLayout = "Mon 2006-01-02 15:04 MST"
+)
+
+// RecalledItem is a memory or an earlier turn packed into a question-aware
+// context.
+type RecalledItem struct {
+	// Kind is RecalledMemory or RecalledTurn.
+	Kind string `json:"kind"`
+	// TurnID and Index identify a turn (Index as in ContextTurn); Seq is
+	// its inbound stream sequence. MemoryID identifies a memory: the
+	// item's id when the fold gave one, else "<version>.<n>" (the n-th
+	// memory of the summary version that published it).
+	TurnID   string `json:"turn_id,omitempty"`
+	Index    int64  `json:"index,omitempty"`
+	MemoryID string `json:"memory_id,omitempty"`
+	Seq      uint64 `json:"seq,omitempty"`
+	Speaker  string `json:"speaker,omitempty"`
+	Role     string `json:"role,omitempty"`
+	// At is when the turn was said (the bot's timestamp) or when the
+	// memory's fact was stated (else when it was published).
+	At time.Time `json:"at,omitzero"`
+	// Score is the item's relevance to the query (higher is better,
+	// comparable only within one reply); 0 for a turn recalled as the
+	// neighbour of a match (Neighbour true).
+	Score     float64 `json:"score"`
+	Neighbour bool    `json:"neighbour,omitempty"`
+	Text      string  `json:"text"`
+	// Chars and Tokens are the item's cost as its prompt line (Line).
+	Chars  int `json:"chars"`
+	Tokens int `json:"tokens"`
+}
+
+// Line is the item as one prompt line: "[Sun 2026-11-22 20:00 UTC]
+// Alice: text" for a turn; the same after "- " for a memory, without the
+// speaker when it has none and without the time when it has none.
+func (r RecalledItem) Line() string {
+	var b strings.Builder
+	if r.Kind == RecalledMemory {
+		b.WriteString("- ")
+	}
+	if !r.At.IsZero() {
+		b.WriteString("[" + r.At.UTC().Format(RecallTimeLayout) + "] ")
+	}
+	if r.Speaker != "" {
+		b.WriteString(r.Speaker + ": ")
+	}
+	b.WriteString(r.Text)
+	return b.String()
+}
+
+// MissingTurns are turns of the session that a question-aware context
+// could not search: [From, To) by turn index, with the reason (usually
+// the inbound stream's max-age removed them).
+type MissingTurns struct {
+	From   int64  `json:"from"`
+	To     int64  `json:"to"`
+	Reason string `json:"reason"`
+}
+
+// CheckContext validates a context request the way the service does and
+// fills in its defaults (RecallTurns with a query). A problem is an error
+// that names the field and the limit.
+func CheckContext(r *ContextRequest) error {
+	if err := events.CheckSession("session", r.Session); err != nil {
+		return err
+	}
+	if r.BudgetChars < 0 {
+		return fmt.Errorf("field \"budget_chars\": expected a non-negative integer (0 = unlimited), got %d", r.BudgetChars)
+	}
+	if r.BudgetTokens < 0 {
+		return fmt.Errorf("field \"budget_tokens\": expected a non-negative integer (0 = unlimited), got %d", r.BudgetTokens)
+	}
+	if n := len([]rune(r.Query)); n > MaxContextQueryChars {
+		return fmt.Errorf("field \"query\": expected 1..%d characters, got %d", MaxContextQueryChars, n)
+	}
+	if r.Query != "" && strings.TrimSpace(r.Query) == "" {
+		return fmt.Errorf("field \"query\": expected 1..%d characters with at least one that is not a space, got %q", MaxContextQueryChars, r.Query)
+	}
+	switch {
+	case r.RecallTurns < 0 || r.RecallTurns > MaxRecallTurns:
+		return fmt.Errorf("field \"recall_turns\": expected 1..%d (omit it for %d), got %d", MaxRecallTurns, DefaultRecallTurns, r.RecallTurns)
+	case r.RecallTurns > 0 && r.Query == "":
+		return fmt.Errorf("field \"recall_turns\": only applies with a query (field \"query\" is empty)")
+	case r.RecallTurns == 0 && r.Query != "":
+		r.RecallTurns = DefaultRecallTurns
+	}
+	return nil
+}

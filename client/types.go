@@ -117,7 +117,14 @@ type ContextRequest struct {
 	Session      string `json:"session"`
 	BudgetChars  int    `json:"budget_chars,omitempty"`
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
-	Query        string `json:"query,omitempty"`
+	// Query, when set, makes the context question-aware (see Context): the
+	// live user turn or the question the model is about to answer,
+	// 1..MaxContextQueryChars characters. Empty means today's context.
+	Query string `json:"query,omitempty"`
+	// RecallTurns is the most earlier turns recalled as best matches of
+	// Query (their neighbours not counted), 1..MaxRecallTurns; 0 means
+	// DefaultRecallTurns. Only with a query.
+	RecallTurns int `json:"recall_turns,omitempty"`
 }
 
 // Budget bounds a packed context in characters (runes) and/or tokens; zero
@@ -169,6 +176,19 @@ type Context struct {
 	// checkpoint covers; ThroughSeq the last one this context includes.
 	CheckpointSeq uint64 `json:"checkpoint_seq"`
 	ThroughSeq    uint64 `json:"through_seq"`
+
+	// The question-aware part, only with a query (see QueryContext).
+	// Query is the request's query; Recalled the memories and earlier
+	// turns packed for it, memories first (best first), then the turns in
+	// transcript order; RecallSearched how many earlier turns were
+	// searched; RecallDropped how many best matches did not fit the
+	// budget; Missing the turns that could not be searched (gone from the
+	// stream).
+	Query          string         `json:"query,omitempty"`
+	Recalled       []RecalledItem `json:"recalled,omitempty"`
+	RecallSearched int            `json:"recall_searched,omitempty"`
+	RecallDropped  int            `json:"recall_dropped,omitempty"`
+	Missing        *MissingTurns  `json:"missing,omitempty"`
 }
 
 // SummaryLayer is the summary as the context endpoint returns it.
@@ -244,22 +264,43 @@ type EvictionNote struct {
 
 // Prompt renders the context as text, one line per layer item, in seed
 // 000's order: the summary line (or, in mode evict, the eviction note in
-// its place, as seed 001 lays it out), then the turns oldest first. Its
+// its place, as seed 001 lays it out), then the turns oldest first. With
+// recalled material (a query), the memories and the earlier excerpts come
+// between the two, each section under its header line (MemoriesHeader,
+// ExcerptsHeader, then RecentHeader before the turns), every recalled line
+// labelled with its date and time and speaker (RecalledItem.Line). Its
 // length in runes is exactly Chars, so it never exceeds the requested
 // budget.
 func (c *Context) Prompt() string {
 	var b strings.Builder
-	if c.Summary != nil {
-		b.WriteString(c.Summary.Text)
+	line := func(s string) {
+		b.WriteString(s)
 		b.WriteByte('\n')
+	}
+	if c.Summary != nil {
+		line(c.Summary.Text)
 	}
 	for _, e := range c.Evictions {
-		b.WriteString(e.Text)
-		b.WriteByte('\n')
+		line(e.Text)
+	}
+	for i, kind := range []string{RecalledMemory, RecalledTurn} {
+		first := true
+		for _, r := range c.Recalled {
+			if r.Kind != kind {
+				continue
+			}
+			if first {
+				line([]string{MemoriesHeader, ExcerptsHeader}[i])
+				first = false
+			}
+			line(r.Line())
+		}
+	}
+	if len(c.Recalled) > 0 && len(c.Turns) > 0 {
+		line(RecentHeader)
 	}
 	for _, t := range c.Turns {
-		b.WriteString(t.Line())
-		b.WriteByte('\n')
+		line(t.Line())
 	}
 	return b.String()
 }

@@ -100,3 +100,58 @@ func TestNodePublishesTurnsAndReceivesTheSummary(t *testing.T) {
 		t.Fatalf("%d of node's messages were dead-lettered", info.State.Msgs)
 	}
 }
+
+// The Node.js client asks for a question-aware context: the reply carries
+// the recalled turns, and the prompt node renders from the documented
+// JSON is exactly the Go client's (Chars characters). A bad query is a
+// 400 naming the field.
+func TestNodeAsksAQuestionAwareContext(t *testing.T) {
+	node := nodeProgram(t)
+	e := servicetest.New(t, servicetest.Options{Listen: true})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	_, js := e.Client("bot")
+	pub, err := client.NewPublisher(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const session = "node-s2"
+	for i := range 64 {
+		turn := servicetest.Turn(session, i)
+		if i == 3 {
+			turn.Text = "Can someone send the tournament form by Friday?"
+		}
+		if err := pub.PublishTurn(ctx, turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Settled(session, 64, 10)
+
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("node", "context.mjs"), e.URL, session}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	stdout, stderr, err := run("When is the tournament form due?", "3000")
+	if err != nil {
+		t.Fatalf("node context.mjs: %v\n%s", err, stderr)
+	}
+	reply, prompt, _ := strings.Cut(stdout, "\n")
+	var c client.Context
+	if err := json.Unmarshal([]byte(reply), &c); err != nil {
+		t.Fatalf("node printed %q: %v", reply, err)
+	}
+	if len(c.Recalled) == 0 || c.Recalled[0].Index != 3 || c.Chars > 3000 {
+		t.Fatalf("recalled %+v (chars %d)", c.Recalled, c.Chars)
+	}
+	if prompt != c.Prompt() {
+		t.Fatalf("node's prompt:\n%s\nGo's:\n%s", prompt, c.Prompt())
+	}
+	if _, stderr, err = run("   "); err == nil || !strings.HasPrefix(stderr, "400 ") || !strings.Contains(stderr, `"query"`) {
+		t.Fatalf("blank query: %v %q", err, stderr)
+	}
+}

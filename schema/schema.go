@@ -12,7 +12,8 @@ import "embed"
 // note.json and control.json; the outbound events summary-updated.json,
 // lifecycle.json, evicted.json (mode evict) and memory.json; the recall
 // endpoint's recall-request.json and recall-response.json; the session
-// endpoint's session-request.json and session-reply.json; and the
+// endpoint's session-request.json and session-reply.json; the context
+// endpoint's context-request.json and context-reply.json; and the
 // context-source protocol's context-source-request.json and
 // context-source-reply.json.
 //
@@ -36,6 +37,9 @@ var Files = map[string]string{
 	// The session endpoint (<prefix>.svc.session).
 	"session-request": "v1/session-request.json",
 	"session-reply":   "v1/session-reply.json",
+	// The context endpoint of the service (<prefix>.svc.context).
+	"context-request": "v1/context-request.json",
+	"context-reply":   "v1/context-reply.json",
 	// The context-source protocol: what the processor asks a context
 	// source (calendar, mail, …) on its subject at a fold of mode interval,
 	// and its reply.

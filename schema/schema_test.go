@@ -432,6 +432,9 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 		if _, ok := contextSourceFiles[event]; ok {
 			continue // TestContextSourceMessagesMatchTheSchemas
 		}
+		if _, ok := contextFiles[event]; ok {
+			continue // TestContextMessagesMatchTheSchemas
+		}
 		var unsent []string
 		for p := range s.props {
 			if !seen[event][p] {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/foldstream/foldstream/internal/service"
 	"os"
 	"strings"
 	"time"
@@ -18,7 +19,7 @@ type options struct {
 	configFile string
 
 	natsURL, natsUser, natsPassword, natsToken, natsNKey, natsCreds string
-	natsTLSCA, natsTLSCert, natsTLSKey                              string
+	natsTLSCA, natsTLSCert, natsTLSKey, inboxPrefix                 string
 	storeDir                                                        string
 	embeddedPort                                                    int
 	prefix                                                          string
@@ -57,10 +58,14 @@ type options struct {
 
 	metricsAddr string
 	service     bool
-	logLevel    string
-	logPretty   bool
+	// recallIndexBytes is the context service's recall index budget.
+	recallIndexBytes int64
+	logLevel         string
+	logPretty        bool
 
 	prompts map[string]string // from the config file only
+
+	ui uiOptions // the session inspector (ui.go)
 
 	logLevelSet bool // --log-level given on the command line or environment
 
@@ -127,6 +132,8 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 
 	fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "Prometheus /metrics and /healthz listen address (empty disables; host:0 picks a free port; 0.0.0.0:9464 in a container)")
 	fs.BoolVar(&o.service, "service", true, "serve the context and session request-reply service (NATS micro \"foldstream\") on <prefix>.svc.>")
+	fs.Int64Var(&o.recallIndexBytes, "recall-index-bytes", service.DefaultIndexBytes, "memory budget of the service's recall index (question-aware contexts and recall), least recently used sessions evicted first; 0 keeps no index (every request scans the session's stream)")
+	addUIFlags(fs, &o.ui)
 	addLogFlags(fs, o, "info")
 	return fs
 }
@@ -172,6 +179,7 @@ func addConnFlags(fs *flag.FlagSet, o *options, url, urlUsage string) {
 	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
 	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
 	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
+	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
 }
 
 // addStoreFlag declares the embedded nats-server's store directory.

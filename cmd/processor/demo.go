@@ -32,6 +32,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&o.storeDir, "store-dir", "./data/demo", "JetStream store directory of the embedded nats-server")
 	fs.IntVar(&o.embeddedPort, "embedded-port", 4222, "client port of the embedded nats-server; when the default is busy a free one is picked (-1 always picks one)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "Prometheus /metrics and /healthz address (empty disables); when the default is busy a free port is picked")
+	fs.StringVar(&o.ui.addr, "ui-addr", "", "also serve the session inspector, e.g. on 127.0.0.1:8080 (docs/inspector.md)")
 	addLogFlags(fs, &o, "warn")
 	if err := parseOptions(fs, &o, args, nil); err != nil {
 		return err

@@ -12,6 +12,7 @@
 //	processor context --session S  the packed context a prompt builder gets
 //	processor dlq [redrive]        list rejected events, or publish them again after a fix
 //	processor healthcheck          exit 0 if a processor's /healthz answers ok
+//	processor ui [flags]           serve the session inspector, a read-only web page (docs/inspector.md)
 //	processor version
 //
 // Each subcommand's -h lists only its own flags.
@@ -49,6 +50,7 @@ var commands = []command{
 	{"sessions", "list sessions, or show one session's state, lag and lease", runSessions},
 	{"context", "print the packed context a prompt builder gets", runContext},
 	{"dlq", "list rejected events with their error; dlq redrive publishes them again", runDLQ},
+	{"ui", "serve the session inspector, a read-only web page (docs/inspector.md)", runUI},
 	{"healthcheck", "exit 0 if a processor's /healthz answers ok (the container healthcheck)", runHealthcheck},
 	{"version", "print the version", runVersion},
 }

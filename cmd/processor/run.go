@@ -116,6 +116,7 @@ func connect(o *options, ns *server.Server, name string, log zerolog.Logger) (*n
 	nc, err := broker.Connect(broker.ConnConfig{
 		URL: o.natsURL, Name: name, User: o.natsUser, Password: o.natsPassword, Token: o.natsToken,
 		NKeySeed: o.natsNKey, CredsFile: o.natsCreds, TLSCA: o.natsTLSCA, TLSCert: o.natsTLSCert, TLSKey: o.natsTLSKey,
+		InboxPrefix: o.inboxPrefix,
 	}, ns, log)
 	if err != nil {
 		return nil, nil, err
@@ -272,11 +273,19 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 		// The context service only reads the checkpoints and the inbound
 		// stream, so it shares the processor's connection; it stops when
 		// ctx ends, before the connection drains.
-		svc, err := service.Start(ctx, e.nc, e.js, e.layout, store, counter, log)
+		svc, err := service.Start(ctx, e.nc, e.js, e.layout, store, counter, log,
+			service.IndexBytes(o.recallIndexBytes), service.Registerer(reg))
 		if err != nil {
 			return err
 		}
 		defer func() { _ = svc.Stop() }()
+	}
+	if o.ui.addr != "" {
+		stopUI, _, err := startInspector(o, e, sum, counter, log)
+		if err != nil {
+			return err
+		}
+		defer stopUI()
 	}
 	return runner.Run(ctx)
 }

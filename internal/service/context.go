@@ -51,6 +51,14 @@ func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client
 		FoldInFlight: cp.Lease.Held(s.now()), Ended: cp.Ended,
 		CheckpointSeq: checkpointSeq, ThroughSeq: cp.LastSeq,
 	}
+	if r.Query != "" {
+		// A question-aware context: other layers, in another priority
+		// order (pack.go).
+		if err := s.packQuery(ctx, r, cp, rev > 0 || cp.LastSeq > checkpointSeq, tail, out); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	// take charges a layer item to the context if it fits the budget.
 	take := func(chars, tokens int) bool {
 		if r.BudgetChars != 0 && out.Chars+chars > r.BudgetChars || r.BudgetTokens != 0 && out.Tokens+tokens > r.BudgetTokens {
@@ -66,22 +74,9 @@ func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client
 	// not fit (skipping it to fit an older one would open a gap).
 	picked := make([]client.ContextTurn, 0, len(cp.Turns))
 	for i := len(cp.Turns) - 1; i >= 0; i-- {
-		ref := cp.Turns[i]
-		t, ok := tail[ref.Seq]
-		if !ok {
-			if t, err = s.readTurn(ctx, ref.Seq); err != nil {
-				return nil, err
-			}
-		}
-		ct := client.ContextTurn{
-			Index: cp.Cursor + int64(i), TurnID: t.TurnID, Speaker: t.Speaker, Role: t.Role, Text: t.Text,
-			At: t.At, Kind: t.Kind, Tool: t.Tool,
-		}
-		line := ct.Line()
-		ct.Chars = client.LineChars(line)
-		ct.Tokens = t.Tokens
-		if ct.Tokens == 0 {
-			ct.Tokens = s.tokens.Count(line)
+		ct, err := s.windowTurn(ctx, cp, tail, nil, i)
+		if err != nil {
+			return nil, err
 		}
 		if !take(ct.Chars, ct.Tokens) {
 			out.DroppedTurns = i + 1
@@ -98,32 +93,17 @@ func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client
 	// In mode evict the summary is the eviction note (seed 001: it takes
 	// the summary's place), so it is the eviction layer instead, with the
 	// same priority.
-	switch {
-	case cp.Summary == "":
-	case cp.SummaryIsNote:
-		note := client.EvictionNote{
-			Count: int(cp.Evicted), EvictedTokens: int(cp.EvictedTokens), Version: cp.Version,
-			From: time.UnixMilli(cp.FirstEvictedAt).UTC(), To: time.UnixMilli(cp.LastEvictedAt).UTC(),
-			Text: cp.Summary, Chars: client.LineChars(cp.Summary), Tokens: s.tokens.Count(cp.Summary),
-		}
-		if take(note.Chars, note.Tokens) {
-			out.Evictions = append(out.Evictions, note)
-		} else {
-			out.EvictionDropped = true
-		}
-	default:
-		text := client.SummaryPrefix + cp.Summary
-		layer := &client.SummaryLayer{
-			Text: text, Summary: cp.Summary, Version: cp.Version, CoveredThroughTurn: cp.CoveredThrough,
-			Chars: client.LineChars(text), Tokens: s.tokens.Count(text),
-		}
-		if take(layer.Chars, layer.Tokens) {
-			out.Summary = layer
-		} else {
-			out.SummaryDropped = true
-		}
-	}
+	s.packSummary(cp, out, take)
 	return out, nil
+}
+
+// evictionNote is mode evict's note layer for cp, costs not counted.
+func evictionNote(cp *state.Session) client.EvictionNote {
+	return client.EvictionNote{
+		Count: int(cp.Evicted), EvictedTokens: int(cp.EvictedTokens), Version: cp.Version,
+		From: time.UnixMilli(cp.FirstEvictedAt).UTC(), To: time.UnixMilli(cp.LastEvictedAt).UTC(),
+		Text: cp.Summary,
+	}
 }
 
 // applyTail reads the session's inbound events after cp.LastSeq and

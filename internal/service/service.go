@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/foldstream/foldstream/client"
@@ -30,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -54,6 +56,13 @@ type server struct {
 	tokens TokenCounter
 	log    zerolog.Logger
 	now    func() time.Time
+
+	outMu sync.Mutex
+	out   jetstream.Stream // the outbound stream, once looked up
+
+	index      *indexCache // nil: no index kept (indexBytes 0)
+	indexBytes int64
+	reg        prometheus.Registerer
 }
 
 // Start registers the service on nc and serves until ctx ends or the
@@ -64,18 +73,17 @@ type server struct {
 // at a time per endpoint and process: micro's stats (processing time,
 // errors) are only right when the handler answers before it returns, and
 // more throughput comes from more processor instances in the queue group.
-func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout broker.Layout, store *state.Store, tokens TokenCounter, log zerolog.Logger) (micro.Service, error) {
-	if nc == nil || js == nil || store == nil {
+//
+// Options: IndexBytes (the recall index's memory budget), Registerer (its
+// metrics), Clock.
+func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout broker.Layout, store *state.Store, tokens TokenCounter, log zerolog.Logger, opts ...Option) (micro.Service, error) {
+	if nc == nil {
 		return nil, errors.New("service: NATS connection, JetStream and store are required")
 	}
-	if tokens == nil {
-		tokens = (*tokencount.Counter)(nil) // counts with the chars/4×1.2 heuristic
-	}
-	in, err := js.Stream(ctx, layout.In)
+	s, err := newServer(ctx, js, layout, store, tokens, log, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("service: inbound stream %s: %w", layout.In, err)
+		return nil, err
 	}
-	s := &server{js: js, in: in, layout: layout, subj: layout.Subjects, store: store, tokens: tokens, log: log, now: time.Now}
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        client.ServiceName,
 		Version:     Version,
@@ -118,6 +126,34 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 	log.Info().Str("event", "service_started").Str("name", info.Name).Str("id", info.ID).Str("version", info.Version).
 		Str("subjects", layout.Subjects.Prefix+".svc.>").Msg("context service started")
 	return svc, nil
+}
+
+// newServer is the service's state, not registered on NATS yet.
+func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout, store *state.Store, tokens TokenCounter, log zerolog.Logger, opts ...Option) (*server, error) {
+	if js == nil || store == nil {
+		return nil, errors.New("service: NATS connection, JetStream and store are required")
+	}
+	if tokens == nil {
+		tokens = (*tokencount.Counter)(nil) // counts with the chars/4×1.2 heuristic
+	}
+	in, err := js.Stream(ctx, layout.In)
+	if err != nil {
+		return nil, fmt.Errorf("service: inbound stream %s: %w", layout.In, err)
+	}
+	s := &server{js: js, in: in, layout: layout, subj: layout.Subjects, store: store, tokens: tokens, log: log, now: time.Now,
+		indexBytes: DefaultIndexBytes}
+	for _, o := range opts {
+		if o != nil {
+			o(s)
+		}
+	}
+	if s.indexBytes < 0 {
+		return nil, fmt.Errorf("service: recall index budget: expected a non-negative number of bytes, got %d", s.indexBytes)
+	}
+	if s.indexBytes > 0 {
+		s.index = newIndexCache(s.indexBytes, s.reg)
+	}
+	return s, nil
 }
 
 // reqError is a failure the service reports with a micro error code.
@@ -183,18 +219,29 @@ func (s *server) handleContext(ctx context.Context, req micro.Request) {
 	err := decode(req.Data(), &r, func() string { return r.Session })
 	var reply *client.Context
 	if err == nil {
-		switch {
-		case r.BudgetChars < 0:
-			err = badRequest("bad budget: field \"budget_chars\": expected a non-negative integer (0 = unlimited), got %d", r.BudgetChars)
-		case r.BudgetTokens < 0:
-			err = badRequest("bad budget: field \"budget_tokens\": expected a non-negative integer (0 = unlimited), got %d", r.BudgetTokens)
-		default:
+		if verr := checkContext(req.Data(), &r); verr != nil {
+			err = badRequest("bad request: %v", verr)
+		} else {
 			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 			reply, err = s.assemble(rctx, r)
 			cancel()
 		}
 	}
 	s.respond(req, client.EndpointContext, r.Session, started, reply, err)
+}
+
+// checkContext is client.CheckContext, plus what only the wire shows: a
+// query sent empty ("query":"") is refused, not taken for no query.
+func checkContext(data []byte, r *client.ContextRequest) error {
+	if r.Query == "" {
+		var q struct {
+			Query *string `json:"query"`
+		}
+		if json.Unmarshal(data, &q) == nil && q.Query != nil {
+			return fmt.Errorf("field \"query\": expected 1..%d characters, got an empty string (omit the field for a context without a query)", client.MaxContextQueryChars)
+		}
+	}
+	return client.CheckContext(r)
 }
 
 func (s *server) handleSession(ctx context.Context, req micro.Request) {
@@ -235,19 +282,19 @@ func (s *server) sessionInfo(ctx context.Context, session string) (*client.Sessi
 		info.Lease = &client.LeaseInfo{FoldID: l.FoldID, Owner: l.Owner, Deadline: l.Deadline, From: l.From, To: l.To,
 			Notes: l.Notes, Held: l.Held(s.now())}
 	}
-	if err := s.catchUp(ctx, cp, info); err != nil {
+	if err := s.fillLag(ctx, cp, info); err != nil {
 		return nil, err
 	}
 	return info, nil
 }
 
-// catchUp fills in how far the checkpoint is behind the inbound stream:
+// fillLag fills in how far the checkpoint is behind the inbound stream:
 // the session's newest stream sequence, and how many events after the
 // checkpoint the processor will still apply. It applies the tail to cp
 // (a copy loaded for this request) by the processor's rules, so that an
 // event the processor rejects (dead-lettered, never applied) or drops as
 // a duplicate does not leave the session looking behind forever.
-func (s *server) catchUp(ctx context.Context, cp *state.Session, info *client.SessionInfo) error {
+func (s *server) fillLag(ctx context.Context, cp *state.Session, info *client.SessionInfo) error {
 	last, err := s.in.GetLastMsgForSubject(ctx, s.subj.InSession(cp.ID))
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):

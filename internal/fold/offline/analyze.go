@@ -15,6 +15,7 @@ type names struct {
 	m      map[string]string // lowercased → display form
 	lens   uint64            // bit min(len(k), 63) of every key k
 	firsts uint64            // bit k[0]&63 of every key k
+	multi  bool              // some name has more than one word
 }
 
 func newNames(display ...string) names {
@@ -34,6 +35,7 @@ func (n *names) add(d string) {
 	n.m[k] = d
 	n.lens |= 1 << min(len(k), 63)
 	n.firsts |= 1 << (k[0] & 63)
+	n.multi = n.multi || strings.Contains(k, " ")
 }
 
 // display is the display form of the name w (in any case), "" if unknown.

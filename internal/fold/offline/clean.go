@@ -48,6 +48,9 @@ func cleanLine(b *strings.Builder, line string) bool {
 			}
 			continue
 		}
+		if a, ok := spelledAcronym(w); ok {
+			w = a
+		}
 		punct := isPunctOnly(w)
 		switch {
 		case !wrote && punct:
@@ -67,16 +70,45 @@ func cleanLine(b *strings.Builder, line string) bool {
 	return wrote
 }
 
+// spelledAcronym joins the letters of an acronym that a transcript spells
+// out one letter at a time with '_' ("L_C_D_s," → "LCDs,", "T_V_" →
+// "TV"): two or more single letters each followed by '_', then maybe a
+// plural "s" and punctuation.
+func spelledAcronym(w string) (string, bool) {
+	body := strings.TrimRight(w, ".,?!;:")
+	tail := w[len(body):]
+	var b [32]byte
+	n, letters := 0, 0
+	i := 0
+	for i+1 < len(body) && isASCIILetter(body[i]) && body[i+1] == '_' && n < len(b) {
+		b[n] = body[i]
+		n++
+		letters++
+		i += 2
+	}
+	if letters < 2 {
+		return w, false
+	}
+	rest := body[i:]
+	if rest != "" && rest != "s" {
+		return w, false
+	}
+	return string(b[:n]) + rest + tail, true
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
 func isTermByte(c byte) bool { return c == '.' || c == '?' || c == '!' }
 
 func isPunctByte(c byte) bool { return strings.IndexByte(",.?!;:", c) >= 0 }
 
-// needsClean reports whether cleanSpeech would change s: it has a bracket
-// or a space before punctuation or an apostrophe.
+// needsClean reports whether cleanSpeech would change s: it has a
+// bracket, a letter spelled out with '_' or a space before punctuation or
+// an apostrophe.
 func needsClean(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
-		case '{', '[', '<':
+		case '{', '[', '<', '_':
 			return true
 		case ' ':
 			if i+1 < len(s) {

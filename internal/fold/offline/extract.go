@@ -34,6 +34,7 @@ type unit struct {
 	turn      int // index of the source turn (-1 for notes)
 	tool      *toolRun
 	text      [3]string
+	toks      []string // the content tokens of a speech unit (tokenSetOf its words), set by centrality
 }
 
 // unitArena hands out units from blocks of size units: one allocation for
@@ -265,14 +266,18 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 func centrality(units []*unit, prevSents []*prevSentence, who names) {
 	// Tokens count by bucket (see covBuckets), in one shared slice.
 	var count [covBuckets]uint8
-	var tokArr [512]string
-	all := tokArr[:0]
+	n := 0
+	for _, u := range units {
+		n += len(u.sp.words)
+	}
+	all := make([]string, 0, n) // (units keep their parts: it never grows)
 	var spanArr [64][2]int32
 	spans := spanArr[:0]
 	for _, u := range units {
 		from := int32(len(all))
 		if u.kind == unitSpeech {
 			all = appendTokenSet(all, u.sp.words, who)
+			u.toks = all[from:len(all):len(all)]
 			for _, t := range all[from:] {
 				if b := hashLower(t) % covBuckets; count[b] < 255 {
 					count[b]++
@@ -390,7 +395,7 @@ func (u *unit) renderSpeech(who names) {
 		words = appendFields(arr[:0], base)
 	}
 	l1 := condenseLightIn(base, words)
-	l2 := condenseHard(l1)
+	l2 := condenseHard(l1) // (a carried sentence gets its gist as a previous one)
 	u.text = [3]string{withReplies(base, u), withReplies(l1, u), withReplies(l2, u)}
 }
 

@@ -26,11 +26,12 @@ const (
 	minMemoryContentWords = 3
 )
 
-// fact is a memory as the supersede and restate checks see it.
+// fact is a memory as the supersede and restate checks see it, with what
+// they compare computed once.
 type fact struct {
-	mem     fold.Memory
-	toks    []string // tokenSet of the text
-	subject []string // toks without numbers: what the fact is about
+	mem   fold.Memory
+	toks  tokSet              // the statement's content tokens
+	slots map[string][]string // numSlots of the text
 }
 
 // factStore keeps, per session, the facts extracted by earlier folds, so
@@ -63,8 +64,9 @@ func (s *Summarizer) memories(session string, req fold.Request, units []*unit, w
 			continue
 		}
 		text := u.text[0]
-		toks := tokenSet(text, who)
-		f := fact{mem: fold.Memory{Speaker: u.speaker, Text: text}, toks: toks, subject: subjectOf(toks)}
+		var warr [64]string
+		f := fact{mem: fold.Memory{Speaker: u.speaker, Text: text},
+			toks: newTokSet(u.toks), slots: numSlots(appendFields(warr[:0], text))}
 		if u.turn >= 0 && u.turn < len(req.Turns) {
 			f.mem.TurnID, f.mem.At = req.Turns[u.turn].TurnID, req.Turns[u.turn].At
 		}
@@ -90,25 +92,28 @@ func isFact(u *unit) bool {
 		(t.commit && t.entities > 0) || (t.self && (t.entities > 0 || t.content >= minMemoryContentWords))
 }
 
-// subjectOf is what a fact is about: its tokens without the numbers (and
-// the words of resolved dates), which a changed fact replaces.
-func subjectOf(toks []string) []string {
-	out := make([]string, 0, len(toks))
-	for _, t := range toks {
-		if isSubjectTok(t) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
 // memoryID is stable for a fact's speaker and text (case and spacing
 // aside), so that the same fact extracted again gets the same ID.
 func memoryID(m fold.Memory) string {
 	h := fnv.New64a()
-	h.Write([]byte(strings.ToLower(m.Speaker)))
+	var buf [lowerBufLen]byte
+	write := func(w string) {
+		if b, ok := lowerASCII(&buf, w); ok {
+			h.Write(b)
+		} else {
+			h.Write([]byte(strings.ToLower(w)))
+		}
+	}
+	write(m.Speaker)
 	h.Write([]byte{0})
-	h.Write([]byte(strings.Join(strings.Fields(strings.ToLower(strings.TrimRight(m.Text, ". "))), " ")))
+	var arr [64]string
+	words := appendFields(arr[:0], strings.TrimRight(m.Text, ". "))
+	for i, w := range words {
+		if i > 0 {
+			h.Write([]byte{' '})
+		}
+		write(w)
+	}
 	return "m" + strconv.FormatUint(h.Sum64(), 16)
 }
 
@@ -118,10 +123,10 @@ func changes(older, newer *fact) (same, changed bool) {
 	if !strings.EqualFold(older.mem.Speaker, newer.mem.Speaker) {
 		return false, false
 	}
-	if nearDup(older.toks, newer.toks) {
+	if nearDupSets(&older.toks, &newer.toks) {
 		return true, false
 	}
-	return false, sameSubject(older.subject, newer.subject) || slotChanged(older.mem.Text, newer.mem.Text)
+	return false, sameSubjectToks(older.toks.toks, newer.toks.toks) || slotsChanged(older.slots, newer.slots)
 }
 
 // numSlots maps each number of the sentence whose fields are words to the
@@ -166,15 +171,10 @@ func numSlots(words []string) map[string][]string {
 	return out
 }
 
-// slotChanged reports whether newer gives a number a slot of older holds
-// another value in ("$190 a night", later "$210 a night").
-func slotChanged(older, newer string) bool {
-	var a1, a2 [64]string
-	o := numSlots(appendFields(a1[:0], older))
-	if len(o) == 0 {
-		return false
-	}
-	n := numSlots(appendFields(a2[:0], newer))
+// slotsChanged reports whether a sentence whose numSlots are n gives a
+// number a slot of o (an older sentence's) holds another value in ("$190
+// a night", later "$210 a night").
+func slotsChanged(o, n map[string][]string) bool {
 	for k, nv := range n {
 		ov, ok := o[k]
 		if !ok {
@@ -189,8 +189,9 @@ func slotChanged(older, newer string) bool {
 	return false
 }
 
-// sameSubjectToks is sameSubject(subjectOf(a), subjectOf(b)) without
-// building the subjects.
+// sameSubjectToks reports whether two facts' token sets are about one
+// subject: without numbers and calendar words, at least two tokens in
+// common, and most of the smaller set's.
 func sameSubjectToks(a, b []string) bool {
 	common, na, nb := 0, 0, 0
 	for _, y := range b {
@@ -212,21 +213,6 @@ func sameSubjectToks(a, b []string) bool {
 }
 
 func isSubjectTok(t string) bool { return !hasDigit(t) && !numberWords[t] && !calendarWords[t] }
-
-// sameSubject reports whether two facts' subjects (subjectOf) are one: at
-// least two words in common, and most of the smaller one's.
-func sameSubject(a, b []string) bool {
-	common := 0
-	for _, x := range a {
-		for _, y := range b {
-			if x == y {
-				common++
-				break
-			}
-		}
-	}
-	return common >= 2 && float64(common) >= 0.6*float64(min(len(a), len(b)))
-}
 
 // add records cands (in order) for session and returns the memories to
 // publish: new facts, and changed facts with Supersedes set.
@@ -267,6 +253,7 @@ func (fs *factStore) add(session string, cands []fact) []fold.Memory {
 		}
 		// (a fact changed again later in this batch finds this one, and
 		// supersedes it in the same event)
+		c.toks.toks = slices.Clone(c.toks.toks) // (kept: not the batch's shared slice)
 		sf.facts = append(sf.facts, c)
 		out = append(out, c.mem)
 	}

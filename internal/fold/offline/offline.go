@@ -1,25 +1,31 @@
 // Package offline is foldstream's network-free summarizer backend, the
 // default when no API key is configured.
 //
-// It is extractive and deterministic. It follows the priorities of the voice
-// compaction prompt (seed 000): who said what, with speaker names; the
-// current shared activity; open questions and requests; decisions, plans and
-// preferences; screen-watch notes tied to the people involved. Greetings,
-// thanks, laughter, backchannels and near-duplicate repeats are dropped. For
-// agent sessions (seed 003) a tool call and its result become one short
-// clause: the tool, its salient argument and the outcome, never the output;
-// consecutive successful runs of one tool merge, and a newer run of the same
-// command supersedes an older one. The user's instructions and constraints
-// rank highest there.
+// It is extractive and deterministic. It keeps, as statements attributed
+// to their speaker, what later questions ask about: numbers, amounts, dates
+// and times (relative ones resolved against the turn's time), names and
+// places, decisions, commitments and plans, preferences, what people said
+// about themselves; open questions only while unanswered (a backchannel
+// answers nothing: agreement is recorded for proposals, offers and
+// decisions only); screen-watch notes tied to the people involved.
+// Greetings, thanks, laughter, backchannels, transcription marks and
+// near-duplicate repeats are dropped. For agent sessions (seed 003) a tool
+// call and its result become one short clause: the tool, its salient
+// argument and the outcome, never the output; consecutive successful runs
+// of one tool merge, and a newer run of the same command supersedes an
+// older one. The user's instructions and constraints rank highest there.
 //
 // The summary is one paragraph of plain prose. It opens with the
 // participants and the recent topics ("Alice, Bob and Carol are talking
-// about Marvel Rivals and Tokyo."), then the condensed previous summary, then
-// the new batch, in chronological order. Identifiers (names, numbers, paths,
-// URLs, quoted strings) are copied verbatim. When the budget is tight, older
-// sentences are condensed first (hedges removed, then secondary clauses
-// dropped) and then the lowest-valued sentences are dropped, weighing
-// importance against age, so the newest still-relevant details survive.
+// about Marvel Rivals and Tokyo."), then the previous summary merged with
+// the new batch, in chronological order: a statement that a newer one of
+// the same speaker on the same subject changed is replaced. Identifiers
+// (names, numbers, paths, URLs, quoted strings) are copied verbatim. When
+// the budget is tight, hedges go first, then chatter, then older
+// statements shrink to their gist (whole words only, negations kept), and
+// then the statements worth least for their length are dropped, counting
+// only what no other kept statement says and weighing importance mildly
+// against age.
 //
 // Budgets are counted in runes (Unicode code points), as the engine does.
 //
@@ -508,6 +514,7 @@ type item struct {
 	key     string        // tool runs: caller, tool and argument
 	prev    *prevSentence // the sentence of the previous summary it still is, if any
 	toks    *tokSet       // content tokens of v[0] (set by dedup)
+	utoks   []string      // a speech unit's content tokens, which dedup uses for toks
 }
 
 func (it *item) text() string { return it.v[it.lvl] }
@@ -528,6 +535,10 @@ func (it *item) length() int {
 // long conversation is asked about as often as a recent one.
 func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
 
+// chatterScore is the importance below which a sentence is chatter: it is
+// dropped before any statement is condensed to its gist.
+const chatterScore = 3.0
+
 // covBuckets is the number of token buckets fit counts coverage in.
 const covBuckets = 1024
 
@@ -546,7 +557,7 @@ func (it *item) value(toks []uint16, cov *[covBuckets]int32) float64 {
 		}
 		uniq = float64(n) / float64(len(toks))
 	}
-	return it.eff() * (0.4 + 0.6*uniq) * math.Sqrt(100/float64(max(it.length(), 40)))
+	return it.eff() * (0.1 + 0.9*uniq) * math.Sqrt(100/float64(max(it.length(), 40)))
 }
 
 func leadItem(participants []string, others int, topics []string, agent bool) *item {
@@ -609,7 +620,7 @@ func assemble(prevSents []*prevSentence, ex extraction) []*item {
 		if m > 1 {
 			pos = 0.7 + 0.3*float64(k)/float64(m-1)
 		}
-		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
+		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker, utoks: u.toks})
 		if u.tool != nil {
 			it.key = u.tool.key()
 		}
@@ -685,10 +696,13 @@ func dedup(items []*item, who names) {
 			toks[i] = &it.prev.toks // tokenSet(it.v[0], who), computed once
 			continue
 		}
-		var warr [64]string
-		mark := len(all)
-		all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
-		set := all[mark:len(all):len(all)]
+		set := it.utoks // (the statement's tokens: its rendering adds none that count)
+		if set == nil {
+			var warr [64]string
+			mark := len(all)
+			all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
+			set = all[mark:len(all):len(all)]
+		}
 		if cap(bits)-len(bits) < len(set) {
 			bits = make([]uint8, 0, max(est, len(set)))
 		}
@@ -786,13 +800,13 @@ func fit(items []*item, budget int) {
 			prev = append(prev, it)
 		}
 	}
-	for lvl := 1; lvl <= 2; lvl++ {
-		for _, it := range prev {
-			if it.lvl < lvl {
-				setLvl(it, lvl)
-				if !over() {
-					return
-				}
+	// Hedges go first (oldest first), then chatter (the least important
+	// first), and only then do older statements shrink to their gist.
+	for _, it := range prev {
+		if it.lvl < 1 {
+			setLvl(it, 1)
+			if !over() {
+				return
 			}
 		}
 	}
@@ -801,6 +815,32 @@ func fit(items []*item, budget int) {
 	for _, it := range weak {
 		if it.lvl < 1 {
 			setLvl(it, 1)
+			if !over() {
+				return
+			}
+		}
+	}
+	var chatter []*item
+	for _, it := range prev {
+		if it.score < chatterScore {
+			chatter = append(chatter, it)
+		}
+	}
+	for _, it := range weak {
+		if it.score < chatterScore {
+			chatter = append(chatter, it)
+		}
+	}
+	sort.SliceStable(chatter, func(a, b int) bool { return chatter[a].eff() < chatter[b].eff() })
+	for _, it := range chatter {
+		setDrop(it, true)
+		if !over() {
+			return
+		}
+	}
+	for _, it := range prev {
+		if it.lvl < 2 && !it.drop {
+			setLvl(it, 2)
 			if !over() {
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -339,7 +340,8 @@ func TestRecompactCondenses(t *testing.T) {
 			t.Errorf("MaxChars=%d: participants lost: %q", mc, got)
 		}
 		// the newest decision of the folded span survives
-		if mc >= 600 && !strings.Contains(got, "Bob suggested we try dive comp with Spider-Man and Venom on Yggsgard") {
+		// (as said, or as its gist)
+		if mc >= 600 && !regexp.MustCompile(`Bob suggested (we )?try dive comp (with )?Spider-Man (and )?Venom (on )?Yggsgard`).MatchString(got) {
 			t.Errorf("MaxChars=%d: newest decision lost: %q", mc, got)
 		}
 		// filler-free chatter goes before decisions do

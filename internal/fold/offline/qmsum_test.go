@@ -130,6 +130,11 @@ func TestQMSumRecall(t *testing.T) {
 		}
 		sum += msum
 		nq += mq
+		if d := os.Getenv("FOLDSTREAM_QMSUM_DUMP"); d != "" {
+			if err := os.WriteFile(filepath.Join(d, filepath.Base(f)+".txt"), []byte(summary), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if os.Getenv("FOLDSTREAM_QMSUM_V") != "" {
 			t.Logf("%s: %d turns, %d questions, recall %.3f\n%s", filepath.Base(f), len(turns), mq, msum/float64(max(mq, 1)), summary)
 		}

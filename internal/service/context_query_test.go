@@ -1,0 +1,298 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/processor"
+	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// queryTexts are the turns a question-aware context should find: a
+// question (3) with its short answer (4), and a later mention (6).
+var queryTexts = map[int]string{
+	3: "Can someone remind me to send the tournament form by Friday?",
+	4: "Yes, Friday.",
+	6: "The tournament itself is on Saturday in Lisbon.",
+}
+
+// checkQueryContext asserts the mechanics every question-aware context
+// keeps, whatever the budget: the layers in priority order in Prompt, its
+// length exactly Chars within the budget, recalled turns labelled and in
+// transcript order, all before the verbatim window, and the window a
+// contiguous run that ends at the newest turn.
+func checkQueryContext(t *testing.T, c *client.Context, budget int) {
+	t.Helper()
+	p := c.Prompt()
+	if n := utf8.RuneCountInString(p); n != c.Chars || budget > 0 && n > budget {
+		t.Fatalf("prompt is %d chars, context says %d, budget %d", n, c.Chars, budget)
+	}
+	// Sections in priority order.
+	var order []int
+	for _, marker := range []string{client.SummaryPrefix, client.MemoriesHeader, client.ExcerptsHeader, client.RecentHeader} {
+		if i := strings.Index(p, marker); i >= 0 {
+			order = append(order, i)
+		}
+	}
+	if !slices.IsSorted(order) {
+		t.Fatalf("sections out of order:\n%s", p)
+	}
+	firstWindow := c.TotalTurns
+	if len(c.Turns) > 0 {
+		firstWindow = c.Turns[0].Index
+		if last := c.Turns[len(c.Turns)-1].Index; last != c.TotalTurns-1 {
+			t.Fatalf("window ends at %d, total %d", last, c.TotalTurns)
+		}
+		for i, turn := range c.Turns {
+			if turn.Index != firstWindow+int64(i) {
+				t.Fatalf("window not contiguous: %v", indices(c))
+			}
+		}
+		if int64(c.DroppedTurns) != firstWindow-c.Cursor {
+			t.Fatalf("dropped %d, window starts at %d, cursor %d", c.DroppedTurns, firstWindow, c.Cursor)
+		}
+	}
+	prev := int64(-1)
+	for _, r := range c.Recalled {
+		if r.Kind != client.RecalledTurn {
+			continue
+		}
+		if r.Index <= prev || r.Index >= firstWindow {
+			t.Fatalf("recalled turn %d: not in transcript order or not before the window (%d)", r.Index, firstWindow)
+		}
+		prev = r.Index
+		want := servicetest.Turn(c.Session, int(r.Index))
+		label := "[" + want.At.UTC().Format(client.RecallTimeLayout) + "] " + want.Speaker + ": "
+		if r.TurnID != want.TurnID || !strings.Contains(p, label+r.Text+"\n") {
+			t.Fatalf("recalled turn %+v not labelled %q in the prompt:\n%s", r, label, p)
+		}
+	}
+}
+
+func recalledIndices(c *client.Context) []int64 {
+	var out []int64
+	for _, r := range c.Recalled {
+		if r.Kind == client.RecalledTurn {
+			out = append(out, r.Index)
+		}
+	}
+	return out
+}
+
+func TestQueryContextRecallsEarlierTurnsWithNeighbours(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+
+	plain := getContext(t, e.NC, client.ContextRequest{Session: "s1"})
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "When is the tournament form due?"})
+	checkQueryContext(t, c, 0)
+	if c.Query != "When is the tournament form due?" || c.Summary == nil || c.RecallSearched != 10 {
+		t.Fatalf("reply header: query %q, summary %v, searched %d", c.Query, c.Summary != nil, c.RecallSearched)
+	}
+	// The question (3) is a match; its answer (4) comes as its neighbour
+	// only because it follows a question; 6 matches on its own.
+	if got := recalledIndices(c); !slices.Equal(got, []int64{3, 4, 6}) {
+		t.Fatalf("recalled %v, want [3 4 6]", got)
+	}
+	for _, r := range c.Recalled {
+		if r.Neighbour != (r.Index == 4) || r.Neighbour != (r.Score == 0) {
+			t.Fatalf("recalled %d: neighbour %v, score %v", r.Index, r.Neighbour, r.Score)
+		}
+	}
+	// Unlimited: the window is the same as without a query.
+	if !slices.Equal(indices(c), indices(plain)) || plain.Recalled != nil || plain.Query != "" {
+		t.Fatalf("window %v, without a query %v (recalled %v)", indices(c), indices(plain), plain.Recalled)
+	}
+
+	// A short answer that matches brings the question before it.
+	c = getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "friday", RecallTurns: 1})
+	checkQueryContext(t, c, 0)
+	if got := recalledIndices(c); !slices.Equal(got, []int64{3, 4}) {
+		t.Fatalf("recall_turns 1: recalled %v, want [3 4] (one match with its neighbour)", got)
+	}
+	// Nothing matches: no recalled layer, no headers.
+	c = getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "zeppelin"})
+	checkQueryContext(t, c, 0)
+	if len(c.Recalled) != 0 || strings.Contains(c.Prompt(), client.RecentHeader) {
+		t.Fatalf("no match: %+v\n%s", c.Recalled, c.Prompt())
+	}
+}
+
+func TestQueryContextNeverExceedsTheBudget(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+	full := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday"})
+	for budget := 100; budget <= full.Chars+50; budget += 37 {
+		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday", BudgetChars: budget})
+		checkQueryContext(t, c, budget)
+		// Priority: the summary is the first layer, so it is there
+		// whenever it fits the budget alone.
+		if full.Summary.Chars <= budget && c.Summary == nil {
+			t.Fatalf("budget %d: summary (%d chars) dropped", budget, full.Summary.Chars)
+		}
+		var recalled int
+		for _, r := range c.Recalled {
+			recalled += r.Chars
+		}
+		if recalled > budget/2 {
+			t.Fatalf("budget %d: recalled %d chars, more than half", budget, recalled)
+		}
+	}
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday", BudgetTokens: 150})
+	checkQueryContext(t, c, 0)
+	if c.Tokens > 150 {
+		t.Fatalf("tokens %d over the budget 150", c.Tokens)
+	}
+}
+
+func TestQueryContextBadRequestsNameTheField(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartService(nil)
+	long := strings.Repeat("word ", client.MaxContextQueryChars/5+1)
+	cases := []struct{ req, says string }{
+		{`{"session":"s1","query":""}`, `"query"`},
+		{`{"session":"s1","query":"   "}`, `"query"`},
+		{`{"session":"s1","query":"` + long + `"}`, fmt.Sprintf(`"query": expected 1..%d characters`, client.MaxContextQueryChars)},
+		{`{"session":"s1","query":"x","recall_turns":51}`, `"recall_turns": expected 1..50`},
+		{`{"session":"s1","query":"x","recall_turns":-1}`, `"recall_turns"`},
+		{`{"session":"s1","recall_turns":3}`, `"recall_turns"`},
+	}
+	for _, tc := range cases {
+		m := ask(t, e.NC, client.EndpointContext, []byte(tc.req))
+		code, desc := m.Header.Get(micro.ErrorCodeHeader), m.Header.Get(micro.ErrorHeader)
+		if code != "400" || !strings.Contains(desc, tc.says) {
+			t.Errorf("%.80s: got %q %q, want 400 …%s…", tc.req, code, desc, tc.says)
+		}
+	}
+}
+
+// Memories published for the session come first among the recalled
+// layers, only those matching the query, and none from before a reset.
+func TestQueryContextRecallsMatchingMemories(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+	said := servicetest.T0.Add(30 * time.Second)
+	pubSeq(t, e, e.Layout.Subjects.Out("s1", events.KindMemory), map[string]any{
+		"v": 1, "session": "s1", "version": 1, "fold_id": "f1", "at": servicetest.T0.Add(time.Hour),
+		"memories": []string{"Alice must send the tournament form by Friday.", "Bob likes tea."},
+	})
+	pubSeq(t, e, e.Layout.Subjects.Out("s1", events.KindMemory), map[string]any{
+		"v": 1, "session": "s1", "version": 2, "fold_id": "f2", "at": servicetest.T0.Add(time.Hour),
+		"memories": []string{"The tournament is in Lisbon."},
+		"items":    []map[string]any{{"id": "m-lisbon", "speaker": "Alice", "text": "The tournament is in Lisbon.", "turn_id": "t006", "at": said}},
+	})
+	// Another session's memory never shows.
+	pubSeq(t, e, e.Layout.Subjects.Out("s2", events.KindMemory), map[string]any{
+		"v": 1, "session": "s2", "version": 1, "fold_id": "g1", "at": servicetest.T0, "memories": []string{"The tournament form is blue."},
+	})
+
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form"})
+	checkQueryContext(t, c, 0)
+	var mems []client.RecalledItem
+	for i, r := range c.Recalled {
+		if r.Kind == client.RecalledMemory {
+			if i != len(mems) {
+				t.Fatalf("memory after a turn in %+v", c.Recalled)
+			}
+			mems = append(mems, r)
+		}
+	}
+	// The offline summarizer's own memories of the folds (fold ids the
+	// processor made) may rank among these; the test's are told by id.
+	var ours []client.RecalledItem
+	for _, m := range mems {
+		if m.MemoryID == "1.1" || m.MemoryID == "1.2" || m.MemoryID == "m-lisbon" || strings.Contains(m.Text, "blue") {
+			ours = append(ours, m)
+		}
+	}
+	if len(ours) != 2 || ours[0].MemoryID != "1.1" || ours[1].MemoryID != "m-lisbon" {
+		t.Fatalf("memories %+v, want 1.1 then m-lisbon (tea does not match; s2's never)", mems)
+	}
+	p := c.Prompt()
+	if ours[1].Speaker != "Alice" || !ours[1].At.Equal(said) || ours[1].TurnID != "t006" ||
+		!strings.Contains(p, client.MemoriesHeader+"\n- ["+servicetest.T0.Add(time.Hour).Format(client.RecallTimeLayout)+"] Alice must send the tournament form by Friday.\n") ||
+		!strings.Contains(p, "\n- ["+said.Format(client.RecallTimeLayout)+"] Alice: The tournament is in Lisbon.\n") {
+		t.Fatalf("structured memory %+v rendered as:\n%s", ours[1], p)
+	}
+
+	// After a reset, nothing from before: no memory, no turn.
+	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpReset, At: servicetest.T0.Add(2 * time.Hour)})
+	publishWith(t, e, "s1", 100, 105, nil)
+	c = getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form"})
+	checkQueryContext(t, c, 0)
+	if len(c.Recalled) != 0 {
+		t.Fatalf("after a reset: recalled %+v", c.Recalled)
+	}
+}
+
+// A session's context never recalls another session's turns.
+func TestQueryContextIsolatesSessions(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, nil)
+	publishWith(t, e, "s2", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+	e.Settled("s2", 64, 10)
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday lisbon"})
+	checkQueryContext(t, c, 0)
+	for _, r := range c.Recalled {
+		if r.Text != servicetest.Turn("s1", int(r.Index)).Text {
+			t.Fatalf("s1 recalled %+v", r)
+		}
+	}
+	c = getContext(t, e.NC, client.ContextRequest{Session: "s2", Query: "tournament form friday lisbon"})
+	if got := recalledIndices(c); !slices.Equal(got, []int64{3, 4, 6}) {
+		t.Fatalf("s2 recalled %v", got)
+	}
+}
+
+// The Go client's builder sends the query and renders what came back.
+func TestBuilderContextFor(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+	nc, js := e.Client("builder")
+	b, err := client.NewBuilder(nc, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.ContextFor(context.Background(), "s1", "tournament form", client.Budget{Chars: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkQueryContext(t, c, 1500)
+	if !slices.Contains(recalledIndices(c), 3) {
+		t.Fatalf("builder: recalled %v, want 3 among them", recalledIndices(c))
+	}
+	if _, err := b.ContextFor(context.Background(), "s1", "", client.Budget{}); err == nil || !strings.Contains(err.Error(), `"query"`) {
+		t.Fatalf("empty query: %v", err)
+	}
+	if _, err := b.ContextWith(context.Background(), client.ContextRequest{Session: "s1", Query: "x", RecallTurns: 99}); err == nil || !strings.Contains(err.Error(), `"recall_turns"`) {
+		t.Fatalf("recall_turns 99: %v", err)
+	}
+	data, _ := json.Marshal(client.ContextRequest{Session: "s1"})
+	if string(data) != `{"session":"s1"}` {
+		t.Fatalf("a request without a query encodes as %s", data)
+	}
+}

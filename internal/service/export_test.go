@@ -1,0 +1,62 @@
+package service
+
+import (
+	"context"
+
+	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Direct is a service instance that is not registered on NATS, so that a
+// test can run several side by side (one with the recall index, one
+// without) on the same streams and compare their answers.
+type Direct struct{ s *server }
+
+// NewDirect builds a Direct like Start builds the service.
+func NewDirect(ctx context.Context, js jetstream.JetStream, layout broker.Layout, store *state.Store, log zerolog.Logger, opts ...Option) (*Direct, error) {
+	s, err := newServer(ctx, js, layout, store, nil, log, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Direct{s: s}, nil
+}
+
+// Context answers a context request as the endpoint would (checked the
+// same way).
+func (d *Direct) Context(ctx context.Context, r client.ContextRequest) (*client.Context, error) {
+	if err := client.CheckContext(&r); err != nil {
+		return nil, err
+	}
+	return d.s.assemble(ctx, r)
+}
+
+// Recall answers a recall request as the endpoint would.
+func (d *Direct) Recall(ctx context.Context, r client.RecallRequest) (*client.Recall, error) {
+	if err := client.CheckRecall(&r); err != nil {
+		return nil, err
+	}
+	return d.s.recall(ctx, r)
+}
+
+// IndexBytes is the recall index's accounted size (0 without an index).
+func (d *Direct) IndexBytes() int64 {
+	if d.s.index == nil {
+		return 0
+	}
+	d.s.index.mu.Lock()
+	defer d.s.index.mu.Unlock()
+	return d.s.index.bytes
+}
+
+// IndexedSessions are the sessions whose index is in memory.
+func (d *Direct) IndexedSessions() int {
+	if d.s.index == nil {
+		return 0
+	}
+	d.s.index.mu.Lock()
+	defer d.s.index.mu.Unlock()
+	return len(d.s.index.entries)
+}

@@ -1,0 +1,267 @@
+package service
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The recall index: each session's replay (index_replay.go) is kept in
+// memory between requests and brought up to date at the start of each,
+// so that a request costs the events stored since the previous one, not
+// the session's history.
+//
+//   - Current: a request first applies every event the inbound stream
+//     stored for the session after the replay's position (catchUpWarm),
+//     with the processor's rules. A reset control, or a reset policy's
+//     boundary, clears the index as it is applied, so no request answers
+//     from an index older than a reset stored before it.
+//   - Rebuilt from the stream (scanReplay) when it is not in memory: at
+//     the first request after a start, a restart, or an eviction.
+//   - Bounded: the replays' estimated bytes stay within the budget
+//     (--recall-index-bytes); the least recently used sessions are evicted
+//     first. A session larger than the whole budget is built for its
+//     request and not kept. A budget of 0 keeps nothing: every request
+//     scans (the behaviour before the index).
+//   - Isolated: a replay reads only its session's subjects, and is found
+//     by session id; nothing of one session can reach another's reply.
+//
+// Requests for one session are serialised on its entry; requests for
+// different sessions run in parallel.
+type indexCache struct {
+	mu      sync.Mutex
+	budget  int64
+	entries map[string]*cacheEntry
+	lru     list.List // of *cacheEntry, most recently used first
+	bytes   int64
+	m       *indexMetrics
+}
+
+type cacheEntry struct {
+	session string
+	mu      sync.Mutex // held while the replay is caught up and read
+	r       *replay    // nil until built; guarded by mu
+	elem    *list.Element
+	bytes   int64 // as last accounted; guarded by indexCache.mu
+}
+
+// warmGets is how many events a warm catch-up reads with direct gets
+// before it switches to a consumer: a few events since the last request
+// are the usual case, and a direct get is one round trip with no
+// consumer to create and delete.
+const warmGets = 32
+
+// DefaultIndexBytes is the recall index's default memory budget.
+const DefaultIndexBytes = 256 << 20
+
+type indexMetrics struct {
+	bytes, sessions, budget prometheus.Gauge
+	builds, evictions       prometheus.Counter
+	caughtUp                prometheus.Counter
+}
+
+func newIndexMetrics(reg prometheus.Registerer) *indexMetrics {
+	m := &indexMetrics{
+		bytes:     prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "recall_index_bytes", Help: "Estimated memory held by the recall index (the sessions' replays, texts, postings and memories)."}),
+		sessions:  prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "recall_index_sessions", Help: "Sessions whose recall index is held in memory."}),
+		budget:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "recall_index_budget_bytes", Help: "The recall index's memory budget (--recall-index-bytes)."}),
+		builds:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_builds_total", Help: "Sessions' recall indexes built from the inbound stream (first request, after a restart or an eviction)."}),
+		evictions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_evictions_total", Help: "Sessions' recall indexes evicted to stay within the budget."}),
+		caughtUp:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_events_total", Help: "Inbound events applied to recall indexes kept in memory (catch-up at each request)."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.bytes, m.sessions, m.budget, m.builds, m.evictions, m.caughtUp)
+	}
+	return m
+}
+
+func newIndexCache(budget int64, reg prometheus.Registerer) *indexCache {
+	c := &indexCache{budget: budget, entries: map[string]*cacheEntry{}, m: newIndexMetrics(reg)}
+	c.m.budget.Set(float64(budget))
+	return c
+}
+
+// entry returns the session's entry, created if needed, as the most
+// recently used.
+func (c *indexCache) entry(session string) *cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[session]
+	if !ok {
+		e = &cacheEntry{session: session}
+		e.elem = c.lru.PushFront(e)
+		c.entries[session] = e
+		c.m.sessions.Set(float64(len(c.entries)))
+		return e
+	}
+	c.lru.MoveToFront(e.elem)
+	return e
+}
+
+// account records the entry's new size and evicts the least recently
+// used entries (this one last) until the budget holds.
+func (c *indexCache) account(e *cacheEntry, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[e.session] != e {
+		return // evicted meanwhile: not counted any more
+	}
+	c.bytes += bytes - e.bytes
+	e.bytes = bytes
+	for c.bytes > c.budget && c.lru.Len() > 0 {
+		victim := c.lru.Back().Value.(*cacheEntry)
+		c.lru.Remove(victim.elem)
+		delete(c.entries, victim.session)
+		c.bytes -= victim.bytes
+		c.m.evictions.Inc()
+	}
+	c.m.bytes.Set(float64(c.bytes))
+	c.m.sessions.Set(float64(len(c.entries)))
+}
+
+// drop forgets the entry (its replay could not be brought up to date).
+func (c *indexCache) drop(e *cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[e.session] != e {
+		return
+	}
+	c.lru.Remove(e.elem)
+	delete(c.entries, e.session)
+	c.bytes -= e.bytes
+	c.m.bytes.Set(float64(c.bytes))
+	c.m.sessions.Set(float64(len(c.entries)))
+}
+
+// indexHandle is a session's replay, current as of the request, held for
+// the request's use until release.
+type indexHandle struct {
+	r      *replay
+	unlock func()
+}
+
+func (h *indexHandle) release() {
+	if h.unlock != nil {
+		h.unlock()
+	}
+}
+
+// recallIndex returns the session's replay, current with the inbound
+// stream as of the call: from memory, caught up, or built from the
+// stream. The caller must release it.
+func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle, error) {
+	c := s.index
+	if c == nil || c.budget <= 0 {
+		rp, err := s.scanReplay(ctx, session)
+		if err == nil {
+			err = s.prune(ctx, rp)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.memoriesOf(ctx, rp)
+		return &indexHandle{r: rp}, nil
+	}
+	e := c.entry(session)
+	e.mu.Lock()
+	if e.r == nil {
+		rp, err := s.scanReplay(ctx, session)
+		if err != nil {
+			e.mu.Unlock()
+			c.drop(e)
+			return nil, err
+		}
+		e.r = rp
+		c.m.builds.Inc()
+	} else {
+		n, err := s.catchUpWarm(ctx, e.r)
+		if err != nil {
+			// The replay is half applied: never answer from it, nor keep it.
+			e.r = nil
+			e.mu.Unlock()
+			c.drop(e)
+			return nil, err
+		}
+		c.m.caughtUp.Add(float64(n))
+	}
+	if err := s.prune(ctx, e.r); err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	s.memoriesOf(ctx, e.r)
+	c.account(e, e.r.bytes())
+	return &indexHandle{r: e.r, unlock: e.mu.Unlock}, nil
+}
+
+// prune leaves out of the replay's searches the turns that expired from
+// the inbound stream since they were indexed (max-age): an index kept in
+// memory answers as one built now would. It costs one stream info.
+func (s *server) prune(ctx context.Context, rp *replay) error {
+	info, err := s.in.Info(ctx)
+	if err != nil {
+		return internal(err, "reading stream %s info", s.layout.In)
+	}
+	rp.firstSeq = info.State.FirstSeq
+	return nil
+}
+
+// memoriesOf brings the replay's memories up to date; a failure only
+// leaves the newest out, with a warning.
+func (s *server) memoriesOf(ctx context.Context, rp *replay) {
+	if err := s.catchUpMemories(ctx, rp); err != nil {
+		s.log.Warn().Str("event", "recall_memories_failed").Str("session", rp.session).Err(err).
+			Msg("memories not read; the context is packed without the newest")
+	}
+}
+
+// catchUpWarm applies the session's events stored after the replay's
+// position and returns how many it read: up to warmGets with direct gets
+// ("the next message at or after rp.next on the session's subjects"),
+// the rest through a consumer.
+func (s *server) catchUpWarm(ctx context.Context, rp *replay) (int, error) {
+	filter := s.subj.InSession(rp.session)
+	read := rp.read
+	for n := 0; ; n++ {
+		if n == warmGets {
+			info, err := s.in.Info(ctx, jetstream.WithSubjectFilter(filter))
+			if err != nil {
+				return rp.read - read, internal(err, "reading stream %s info", s.layout.In)
+			}
+			err = s.catchUp(ctx, rp, info.State.LastSeq)
+			return rp.read - read, err
+		}
+		msg, err := s.in.GetMsg(ctx, rp.next, jetstream.WithGetMsgSubject(filter))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return rp.read - read, nil
+		}
+		if err != nil {
+			return rp.read - read, internal(err, "reading stream %s after sequence %d", s.layout.In, rp.next-1)
+		}
+		_, kind, err := s.subj.ParseIn(msg.Subject)
+		if err != nil {
+			rp.next = msg.Sequence + 1
+			continue // dead-lettered by the processor
+		}
+		rp.apply(msg.Sequence, msg.Time, kind, msg.Data)
+	}
+}
+
+// Option configures the service (Start).
+type Option func(*server)
+
+// IndexBytes sets the recall index's memory budget in bytes
+// (DefaultIndexBytes when not set); 0 keeps no index, so every recall and
+// question-aware context scans the session's stream.
+func IndexBytes(n int64) Option { return func(s *server) { s.indexBytes = n } }
+
+// Registerer registers the service's metrics (the recall index's) with
+// reg; without it they are not exported.
+func Registerer(reg prometheus.Registerer) Option { return func(s *server) { s.reg = reg } }
+
+// Clock sets the service's clock (time.Now when not set).
+func Clock(now func() time.Time) Option { return func(s *server) { s.now = now } }

@@ -1,0 +1,177 @@
+package service
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// memory is one durable fact a fold published on
+// <prefix>.out.<session>.memory, as a question-aware context recalls it.
+type memory struct {
+	id, speaker, text, turnID string
+	// at is when the fact was stated (the item's time), else when the
+	// memories were published; published is the message's stream time.
+	at, published time.Time
+	terms         map[string]int32
+	len           int32
+}
+
+// memoriesEvent is events.Memories with the optional structured items a
+// summarizer may add beside the plain strings; when present they are
+// read instead.
+type memoriesEvent struct {
+	events.Memories
+	Items []struct {
+		ID      string    `json:"id"`
+		Speaker string    `json:"speaker"`
+		Text    string    `json:"text"`
+		TurnID  string    `json:"turn_id"`
+		At      time.Time `json:"at"`
+	} `json:"items"`
+}
+
+// memoryBytes estimates a memory's footprint for the byte budget.
+const memoryBytes = 160
+
+// catchUpMemories reads the session's memory events published after the
+// replay's last one, from the outbound stream, one direct get each (a
+// session publishes at most one per fold).
+func (s *server) catchUpMemories(ctx context.Context, rp *replay) error {
+	out, err := s.outStream(ctx)
+	if err != nil {
+		return err
+	}
+	subject := s.subj.Out(rp.session, events.KindMemory)
+	for {
+		msg, err := out.GetMsg(ctx, rp.memNext, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading memories of session %s from stream %s: %w", rp.session, s.layout.Out, err)
+		}
+		rp.memNext = msg.Sequence + 1
+		var ev memoriesEvent
+		if err := json.Unmarshal(msg.Data, &ev); err != nil || ev.Session != rp.session {
+			continue
+		}
+		add := func(id, speaker, text, turnID string, at time.Time) {
+			if text == "" {
+				return
+			}
+			if at.IsZero() {
+				at = ev.At
+			}
+			m := memory{id: id, speaker: speaker, text: text, turnID: turnID, at: at.UTC(), published: msg.Time, terms: map[string]int32{}}
+			forEachTerm(speaker+" "+text, func(t string) { m.terms[t]++; m.len++ })
+			rp.mems = append(rp.mems, m)
+			rp.memBytes += memoryBytes + int64(2*len(text))
+		}
+		if len(ev.Items) > 0 {
+			for i, it := range ev.Items {
+				id := it.ID
+				if id == "" {
+					id = fmt.Sprintf("%d.%d", ev.Version, i+1)
+				}
+				add(id, it.Speaker, it.Text, it.TurnID, it.At)
+			}
+			continue
+		}
+		for i, text := range ev.Memories.Memories {
+			add(fmt.Sprintf("%d.%d", ev.Version, i+1), "", text, "", time.Time{})
+		}
+	}
+}
+
+// outStream looks the outbound stream up once.
+func (s *server) outStream(ctx context.Context) (jetstream.Stream, error) {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	if s.out != nil {
+		return s.out, nil
+	}
+	out, err := s.js.Stream(ctx, s.layout.Out)
+	if err != nil {
+		return nil, fmt.Errorf("outbound stream %s: %w", s.layout.Out, err)
+	}
+	s.out = out
+	return out, nil
+}
+
+// packMemories ranks the session's memories of the current epoch against
+// the query terms (BM25 among them) and charges the best, at most
+// maxRecalledMemories, best first.
+func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []client.RecalledItem {
+	rp := h.r
+	var live []*memory
+	var totalLen int64
+	for i := range rp.mems {
+		m := &rp.mems[i]
+		if rp.lastReset != 0 && !m.published.After(rp.resetAt) {
+			continue // published before the last reset
+		}
+		live = append(live, m)
+		totalLen += int64(m.len)
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	n := float64(len(live))
+	avgLen := max(1, float64(totalLen)/n)
+	type scored struct {
+		m     *memory
+		i     int
+		score float64
+	}
+	var ranked []scored
+	for i, m := range live {
+		var score float64
+		for _, t := range terms {
+			f := float64(m.terms[t])
+			if f == 0 {
+				continue
+			}
+			var df float64
+			for _, o := range live {
+				if o.terms[t] > 0 {
+					df++
+				}
+			}
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			score += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(m.len)/avgLen))
+		}
+		if score > 0 {
+			ranked = append(ranked, scored{m, i, score})
+		}
+	}
+	slices.SortFunc(ranked, func(a, b scored) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.i, a.i)) })
+	var items []client.RecalledItem
+	for _, r := range ranked {
+		if len(items) >= maxRecalledMemories {
+			break
+		}
+		it := client.RecalledItem{Kind: client.RecalledMemory, MemoryID: r.m.id, TurnID: r.m.turnID, Speaker: r.m.speaker,
+			At: r.m.at, Score: r.score, Text: r.m.text}
+		it.Chars, it.Tokens = s.lineCost(it.Line())
+		if len(items) == 0 {
+			hc, ht := s.lineCost(client.MemoriesHeader)
+			if !take(it.Chars+hc, it.Tokens+ht, ms...) {
+				continue
+			}
+		} else if !take(it.Chars, it.Tokens, ms...) {
+			continue
+		}
+		items = append(items, it)
+	}
+	return items
+}

@@ -1,0 +1,151 @@
+package service
+
+import (
+	"sort"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/state"
+)
+
+// replay applies one session's inbound events, in stream order, with the
+// processor's own rules (events.DecodeInbound, state.Session.Apply), and
+// indexes the turns it adds: validation, dedup by turn_id, end and reset
+// are exactly what the processor applied, and a turn's raw index is the
+// Total it was added at.
+//
+// A reset met during the replay, by control or by policy, clears the
+// index: nothing of an earlier epoch can be recalled afterwards.
+//
+// Raw indices are the replay's count, not necessarily the processor's: if
+// the stream lost the session's oldest events (max-age), the replay counts
+// from the first it could read. anchor maps them to the processor's with
+// the checkpoint.
+type replay struct {
+	session string
+	sess    *state.Session
+	idx     *turnIndex
+	// seqs[i] is the stream sequence of raw turn i of the current epoch,
+	// repeated turn_ids included (the processor counts a turn_id again
+	// once it left its bounded dedup memory; recall returns it once).
+	seqs []uint64
+	// seen holds every turn_id hash of the epoch, beyond the processor's
+	// bounded window.
+	seen map[uint64]struct{}
+	// from is the first stream sequence the replay read; next the one it
+	// reads next.
+	from, next uint64
+	// lastReset is the sequence of the last reset the replay applied (0:
+	// none), resetAt its stream time: memories published before it belong
+	// to an earlier epoch.
+	lastReset uint64
+	resetAt   time.Time
+	// applied counts the events Apply accepted, read every event applied.
+	applied, read int
+	// mems are the session's memories read from the outbound stream,
+	// memNext the outbound sequence to read from next (index_memory.go);
+	// memBytes their estimated size.
+	mems     []memory
+	memNext  uint64
+	memBytes int64
+	// firstSeq is the inbound stream's first sequence at the request:
+	// turns indexed from below it have expired from the stream since
+	// (max-age) and are left out, as a fresh build would leave them.
+	firstSeq uint64
+}
+
+func newReplay(session string, from uint64) *replay {
+	return &replay{session: session, sess: state.New(session), idx: newTurnIndex(),
+		seen: map[uint64]struct{}{}, from: from, next: from, memNext: 1}
+}
+
+// apply applies the inbound event stored at seq (stream time at) with
+// subject kind; events the processor dead-letters or refuses change
+// nothing.
+func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
+	r.next = seq + 1
+	r.read++
+	in, err := events.DecodeInbound(kind, r.session, data, events.Limits{})
+	if err != nil {
+		return // dead-lettered by the processor
+	}
+	epoch := r.sess.Epoch
+	effect, err := r.sess.Apply(seq, in)
+	if err != nil {
+		return // refused: the session had ended
+	}
+	r.applied++
+	// The replay needs the counts and the reset rules, not the refs the
+	// processor keeps for folding: drop them so a long session costs only
+	// its index.
+	r.sess.Turns = r.sess.Turns[:0]
+	r.sess.PendingNotes = r.sess.PendingNotes[:0]
+	if r.sess.Epoch != epoch {
+		// Reset (by control or by policy): the transcript starts over.
+		r.lastReset, r.resetAt = seq, at
+		r.seqs = r.seqs[:0]
+		clear(r.seen)
+		r.idx.clear()
+		r.mems, r.memBytes = nil, 0
+	}
+	if effect != state.EffectTurn {
+		return
+	}
+	raw := int64(len(r.seqs))
+	r.seqs = append(r.seqs, seq)
+	h := state.HashID(in.Turn.TurnID)
+	if _, dup := r.seen[h]; dup {
+		return // counted again by the processor, the same turn: indexed once
+	}
+	r.seen[h] = struct{}{}
+	r.idx.add(raw, seq, in.Turn)
+}
+
+// bytes estimates the replay's memory: its index, the sequence list and
+// the dedup set.
+func (r *replay) bytes() int64 {
+	return r.idx.bytes + int64(cap(r.seqs))*8 + int64(len(r.seen))*16 + r.memBytes + 512
+}
+
+// live is the first doc still in the stream (see firstSeq).
+func (r *replay) live() int {
+	i, _ := r.idx.bySeq(r.firstSeq)
+	return i
+}
+
+// missing is the range of processor indices [0, to) of the epoch that the
+// replay cannot search (gone from the stream), given its anchoring.
+func (r *replay) missing(a anchoring) int64 {
+	if lo := r.live(); lo < len(r.idx.docs) {
+		return r.idx.docs[lo].raw + a.offset
+	}
+	return int64(len(r.seqs)) + a.offset
+}
+
+// anchoring maps the replay's raw indices onto the processor's for one
+// checkpoint.
+type anchoring struct {
+	// inEpoch: the checkpoint is of the replay's epoch (it covers the
+	// last reset). If not, a reset it has not applied yet moved the cursor
+	// to 0.
+	inEpoch bool
+	// cursor is the processor's cursor for the replay's epoch.
+	cursor int64
+	// offset is added to a raw index to give the processor's index: 0
+	// unless the stream lost the session's oldest turns.
+	offset int64
+}
+
+// anchor places cp (with cp.LastSeq ≤ the replay's position) on the
+// replay: the replay's count at cp.LastSeq is the checkpoint's Total.
+func (r *replay) anchor(cp *state.Session, checkpointed bool) anchoring {
+	var a anchoring
+	a.inEpoch = checkpointed && cp.LastSeq >= r.lastReset
+	if !a.inEpoch {
+		return a
+	}
+	a.cursor = cp.Cursor
+	atCP := int64(sort.Search(len(r.seqs), func(i int) bool { return r.seqs[i] > cp.LastSeq }))
+	a.offset = cp.Total - atCP
+	return a
+}
