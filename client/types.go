@@ -123,7 +123,8 @@ type ContextRequest struct {
 	Query string `json:"query,omitempty"`
 	// RecallTurns is the most earlier turns recalled as best matches of
 	// Query (their neighbours not counted), 1..MaxRecallTurns; 0 means
-	// DefaultRecallTurns. Only with a query.
+	// as many as fit the budget (at most MaxRecallTurns), or
+	// DefaultRecallTurns without a budget. Only with a query.
 	RecallTurns int `json:"recall_turns,omitempty"`
 }
 

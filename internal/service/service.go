@@ -60,6 +60,7 @@ type server struct {
 	outMu sync.Mutex
 	out   jetstream.Stream // the outbound stream, once looked up
 
+	an         *analyzer
 	index      *indexCache // nil: no index kept (indexBytes 0)
 	indexBytes int64
 	reg        prometheus.Registerer
@@ -141,7 +142,7 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 		return nil, fmt.Errorf("service: inbound stream %s: %w", layout.In, err)
 	}
 	s := &server{js: js, in: in, layout: layout, subj: layout.Subjects, store: store, tokens: tokens, log: log, now: time.Now,
-		indexBytes: DefaultIndexBytes}
+		indexBytes: DefaultIndexBytes, an: newAnalyzer()}
 	for _, o := range opts {
 		if o != nil {
 			o(s)
