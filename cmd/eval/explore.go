@@ -210,6 +210,16 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 		{"query: question meta-words dropped", func(q query) string {
 			return pack(m, summary, cursor, hits(best, stripMeta(q.Query)), base)
 		}, ""},
+		// The ceiling of packing: the annotated evidence as the excerpts.
+		{"oracle: evidence turns as excerpts, as many as fit", func(q query) string {
+			var ev []hit
+			for _, sp := range q.Spans {
+				for i := sp[0]; i <= sp[1]; i++ {
+					ev = append(ev, hit{from: i, to: i})
+				}
+			}
+			return pack(m, summary, cursor, ev, with(func(p *packOpts) { p.neighbours = 0 }))
+		}, ""},
 		// The findings together.
 		{"combined: 3-turn passages, feedback terms, run labels", func(q query) string {
 			return combined(m, summary, cursor, q.Query, base, rankers)
