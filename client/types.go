@@ -117,6 +117,7 @@ type ContextRequest struct {
 	Session      string `json:"session"`
 	BudgetChars  int    `json:"budget_chars,omitempty"`
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
+	Query        string `json:"query,omitempty"`
 }
 
 // Budget bounds a packed context in characters (runes) and/or tokens; zero
@@ -303,6 +304,21 @@ type SessionInfo struct {
 	// LastSeq is the last inbound stream sequence the checkpoint covers.
 	LastSeq      uint64     `json:"last_seq"`
 	LastActivity *time.Time `json:"last_activity,omitempty"`
+
+	// AppliedSeq is the last inbound stream sequence of the session that
+	// the processor has applied and checkpointed (the same as LastSeq).
+	AppliedSeq uint64 `json:"applied_seq"`
+	// StreamLastSeq is the sequence of the session's newest event in the
+	// inbound stream when the request was answered (0: none).
+	StreamLastSeq uint64 `json:"stream_last_seq"`
+	// PendingEvents counts the session's events in the stream after
+	// AppliedSeq that the processor will apply (those it rejects or drops
+	// as duplicates are not counted).
+	PendingEvents int `json:"pending_events"`
+	// CaughtUp says the state above is not behind the stream:
+	// PendingEvents is 0. After a burst it turns true once the processor
+	// has checkpointed the burst (within its --flush-interval).
+	CaughtUp bool `json:"caught_up"`
 }
 
 // LeaseInfo describes a fold in flight: turns [From, To) and Notes pending

@@ -11,7 +11,8 @@ import "embed"
 // V1 holds every schema of contract v1: the inbound events turn.json,
 // note.json and control.json; the outbound events summary-updated.json,
 // lifecycle.json, evicted.json (mode evict) and memory.json; the recall
-// endpoint's recall-request.json and recall-response.json; and the
+// endpoint's recall-request.json and recall-response.json; the session
+// endpoint's session-request.json and session-reply.json; and the
 // context-source protocol's context-source-request.json and
 // context-source-reply.json.
 //
@@ -32,6 +33,9 @@ var Files = map[string]string{
 	// The recall endpoint of the service (<prefix>.svc.recall).
 	"recall-request":  "v1/recall-request.json",
 	"recall-response": "v1/recall-response.json",
+	// The session endpoint (<prefix>.svc.session).
+	"session-request": "v1/session-request.json",
+	"session-reply":   "v1/session-reply.json",
 	// The context-source protocol: what the processor asks a context
 	// source (calendar, mail, …) on its subject at a fold of mode interval,
 	// and its reply.

@@ -61,25 +61,20 @@ type options struct {
 	prompts map[string]string // from the config file only
 
 	logLevelSet bool // --log-level given on the command line or environment
+
+	// settings, when set, declares the processor's settings behind a
+	// subcommand whose -h shows only its own flags (demo): the config file
+	// and FOLDSTREAM_* variables may still set them.
+	settings *flag.FlagSet
 }
 
+// newFlagSet declares every flag of the processor (run and demo).
 func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&o.configFile, "config", "", "JSON config file: keys are flag names, plus \"prompts\": {voice|agent|recompact|system: template}")
-
-	fs.StringVar(&o.natsURL, "nats-url", "", "NATS server or cluster URL(s), comma-separated; empty starts an embedded nats-server")
-	fs.StringVar(&o.natsUser, "nats-user", "", "NATS user")
-	fs.StringVar(&o.natsPassword, "nats-password", "", "NATS password")
-	fs.StringVar(&o.natsToken, "nats-token", "", "NATS token")
-	fs.StringVar(&o.natsNKey, "nats-nkey-seed", "", "path to an nkey seed file")
-	fs.StringVar(&o.natsCreds, "nats-creds", "", "path to a NATS .creds file")
-	fs.StringVar(&o.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server's TLS")
-	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
-	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
-	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of the processor's reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
-	fs.StringVar(&o.storeDir, "store-dir", "./data", "JetStream store directory of the embedded nats-server")
+	addConnFlags(fs, o, "", "NATS server or cluster URL(s), comma-separated; empty starts an embedded nats-server")
+	addStoreFlag(fs, o)
 	fs.IntVar(&o.embeddedPort, "embedded-port", 4222, "client port of the embedded nats-server (-1 picks a free one)")
-	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas for the streams and KV bucket (3 on a cluster)")
 	fs.DurationVar(&o.maxAge, "max-age", 0, "retention of the inbound/outbound streams (0 = unlimited; replay needs the history)")
 
@@ -128,10 +123,50 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.DurationVar(&o.partitionTTL, "partition-ttl", 10*time.Second, "with --partitions: a dead instance's partitions move after this long (the ownership bucket's TTL, set when the bucket is created)")
 	fs.StringVar(&o.instanceID, "instance-id", "", "with --partitions: this instance's name among the members, [A-Za-z0-9_-]{1,64} (default: host name and a random suffix)")
 
-	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "Prometheus /metrics and /healthz listen address (empty disables)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "Prometheus /metrics and /healthz listen address (empty disables; host:0 picks a free port; 0.0.0.0:9464 in a container)")
 	fs.BoolVar(&o.service, "service", true, "serve the context and session request-reply service (NATS micro \"foldstream\") on <prefix>.svc.>")
-	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (transcript text is logged only at debug)")
+	addLogFlags(fs, o, "info")
+	return fs
+}
+
+// addConnFlags declares how to reach NATS and the subject prefix: what
+// every subcommand needs. url is the --nats-url default.
+func addConnFlags(fs *flag.FlagSet, o *options, url, urlUsage string) {
+	fs.StringVar(&o.natsURL, "nats-url", url, urlUsage)
+	fs.StringVar(&o.natsUser, "nats-user", "", "NATS user")
+	fs.StringVar(&o.natsPassword, "nats-password", "", "NATS password")
+	fs.StringVar(&o.natsToken, "nats-token", "", "NATS token")
+	fs.StringVar(&o.natsNKey, "nats-nkey-seed", "", "path to an nkey seed file")
+	fs.StringVar(&o.natsCreds, "nats-creds", "", "path to a NATS .creds file")
+	fs.StringVar(&o.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server's TLS")
+	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
+	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
+	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of this client's reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
+	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
+}
+
+// addStoreFlag declares the embedded nats-server's store directory.
+func addStoreFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.storeDir, "store-dir", "./data", "JetStream store directory of the embedded nats-server")
+}
+
+func addLogFlags(fs *flag.FlagSet, o *options, level string) {
+	fs.StringVar(&o.logLevel, "log-level", level, "debug, info, warn or error (transcript text is logged only at debug)")
 	fs.BoolVar(&o.logPretty, "log-pretty", false, "human-readable console logs instead of JSON")
+}
+
+// defaultClientURL is where the tools (pub, tail, sessions, context, dlq)
+// look for NATS by default: the embedded server of a processor started
+// with the defaults.
+const defaultClientURL = "nats://127.0.0.1:4222"
+
+// newClientFlagSet declares the flags of a tool that talks to a running
+// processor's NATS: connection, prefix and logging, nothing of the
+// processor's own settings.
+func newClientFlagSet(name string, o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	addConnFlags(fs, o, defaultClientURL, "NATS server URL(s), comma-separated: the processor's (its embedded server listens on "+defaultClientURL+" by default)")
+	addLogFlags(fs, o, "warn")
 	return fs
 }
 
@@ -154,17 +189,22 @@ func parseOptions(fs *flag.FlagSet, o *options, args []string, env func(string) 
 		return fileErr
 	}
 	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || envErr != nil {
-			return
+	for _, flags := range []*flag.FlagSet{fs, o.settings} {
+		if flags == nil {
+			continue
 		}
-		name := "FOLDSTREAM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := env(name); v != "" {
-			if err := f.Value.Set(v); err != nil {
-				envErr = fmt.Errorf("environment %s=%q: %w", name, v, err)
+		flags.VisitAll(func(f *flag.Flag) {
+			if set[f.Name] || envErr != nil {
+				return
 			}
-		}
-	})
+			name := "FOLDSTREAM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+			if v := env(name); v != "" {
+				if err := f.Value.Set(v); err != nil {
+					envErr = fmt.Errorf("environment %s=%q: %w", name, v, err)
+				}
+			}
+		})
+	}
 	if envErr != nil {
 		return envErr
 	}
@@ -195,6 +235,9 @@ func applyConfigFile(fs *flag.FlagSet, o *options, set map[string]bool) error {
 			continue
 		}
 		f := fs.Lookup(key)
+		if f == nil && o.settings != nil {
+			f = o.settings.Lookup(key)
+		}
 		if f == nil || key == "config" {
 			return fmt.Errorf("config file %s: unknown setting %q (settings are the flag names, e.g. \"recent-window\")", o.configFile, key)
 		}

@@ -3,31 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/foldstream/foldstream/internal/testlog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// syncBuffer is written by the processor's logger while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestOptionPrecedence(t *testing.T) {
 	dir := t.TempDir()
@@ -98,7 +80,7 @@ func TestRunRejectsBadSettings(t *testing.T) {
 // context ends (what SIGTERM does in main).
 func TestRunEmbeddedStartsAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	var out, errOut testlog.Buffer
 	dir := t.TempDir()
 	done := make(chan error, 1)
 	go func() {

@@ -58,6 +58,8 @@ type env struct {
 	fjs    jetstream.JetStream
 	layout broker.Layout
 	kv     jetstream.KeyValue
+	// metricsAddr is the address /metrics listens on ("" when off).
+	metricsAddr string
 }
 
 func (e *env) close() {
@@ -217,6 +219,9 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 	if err != nil {
 		return fmt.Errorf("--tokenizer: %w", err)
 	}
+	if err := checkPorts(o); err != nil {
+		return err
+	}
 	e, err := openEnv(ctx, o, log, true)
 	if err != nil {
 		return err
@@ -253,10 +258,11 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 		}
 		runner = p
 	}
-	stopMetrics, err := serveMetrics(o.metricsAddr, reg, e.nc, breaker.Health, log)
+	stopMetrics, addr, err := serveMetrics(o.metricsAddr, reg, e.nc, breaker.Health, log)
 	if err != nil {
 		return err
 	}
+	e.metricsAddr = addr
 	defer stopMetrics()
 	if started != nil {
 		go func() {
@@ -325,17 +331,19 @@ func defaultInstanceID() string {
 	return host + "-" + nuid.Next()
 }
 
-// serveMetrics serves /metrics and /healthz. /healthz answers 503 when the
-// NATS connection is down, and 503 "degraded: <reason>" while the
-// summarizer refuses every request (its breaker is open: a wrong key, a
-// missing model), so that a deployment that cannot fold says so.
-func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, health func() (bool, string), log zerolog.Logger) (func(), error) {
+// serveMetrics serves /metrics and /healthz on addr until the returned
+// stop is called; it returns the address it listens on ("" when addr is
+// empty). /healthz answers 503 when the NATS connection is down, and 503
+// "degraded: <reason>" while the summarizer refuses every request (its
+// breaker is open: a wrong key, a missing model), so that a deployment that
+// cannot fold says so.
+func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, health func() (bool, string), log zerolog.Logger) (func(), string, error) {
 	if addr == "" {
-		return func() {}, nil
+		return func() {}, "", nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+		return nil, "", fmt.Errorf("--metrics-addr %s: %w (--metrics-addr 127.0.0.1:0 takes a free port, --metrics-addr '' serves no metrics)", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -361,5 +369,5 @@ func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, health f
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, nil
+	}, ln.Addr().String(), nil
 }

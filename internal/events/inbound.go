@@ -28,10 +28,11 @@ type Turn struct {
 	Kind string `json:"kind,omitempty"`
 	// Tool names the tool of a tool_call/tool_result turn.
 	Tool string `json:"tool,omitempty"`
-	// Tokens is the turn's own token count if the bot knows it.
+	// Tokens is the turn's own token count if the bot knows it
+	// (0..MaxTokens).
 	Tokens int `json:"tokens,omitempty"`
 	// ContextTokens is the provider-reported prompt size of the bot's last
-	// model call (seed 004's most accurate signal).
+	// model call (seed 004's most accurate signal), 0..MaxTokens.
 	ContextTokens int               `json:"context_tokens,omitempty"`
 	Meta          map[string]string `json:"meta,omitempty"`
 }
@@ -122,6 +123,12 @@ type SessionConfig struct {
 	ResetHour        *int   `json:"reset_hour,omitempty"`
 	ResetIdleMinutes int    `json:"reset_idle_minutes,omitempty"`
 }
+
+// MaxTokens bounds a turn's tokens and context_tokens: no model's
+// context window is larger (context_window accepts up to as much), and
+// bounding them keeps every sum the processor forms over a session far
+// from overflow. schema/v1/turn.json states the same range.
+const MaxTokens = 10_000_000
 
 // MaxMinFoldTokens bounds min_fold_tokens: a fold of more than this would
 // not fit a summarizer's context window anyway.
@@ -352,11 +359,11 @@ func (t *Turn) Validate(subjectSession string, lim Limits) error {
 	if err := checkText("text", t.Text, lim.MaxTextBytes, true); err != nil {
 		return err
 	}
-	if t.Tokens < 0 {
-		return invalid("tokens", "expected a non-negative integer, got %d", t.Tokens)
+	if t.Tokens < 0 || t.Tokens > MaxTokens {
+		return invalid("tokens", "expected an integer 0..%d, got %d", MaxTokens, t.Tokens)
 	}
-	if t.ContextTokens < 0 {
-		return invalid("context_tokens", "expected a non-negative integer, got %d", t.ContextTokens)
+	if t.ContextTokens < 0 || t.ContextTokens > MaxTokens {
+		return invalid("context_tokens", "expected an integer 0..%d, got %d", MaxTokens, t.ContextTokens)
 	}
 	return nil
 }

@@ -136,6 +136,7 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 		prev, summary = co.Summary, co.Summary
 		worst = worseTier(worst, co.Tier)
 		out.Memories = mergeMemories(out.Memories, co.Memories)
+		out.MemoryItems = mergeMemoryItems(out.MemoryItems, co.MemoryItems)
 		if co.Model != "" {
 			out.Model = co.Model
 		}
@@ -146,7 +147,7 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 	if done == 0 {
 		ph := Placeholder(req.PreviousSummary, req.Turns, req.Notes, req.MaxChars)
 		ph.Chunks = len(chunks)
-		ph.Memories, ph.Model = out.Memories, out.Model
+		ph.Memories, ph.MemoryItems, ph.Model = out.Memories, out.MemoryItems, out.Model
 		ph.InputTokens, ph.OutputTokens, ph.Calls = out.InputTokens, out.OutputTokens, out.Calls
 		return ph, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testlog"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -337,7 +338,7 @@ func TestInterruptedFoldIsResumedWithoutNewEvents(t *testing.T) {
 // fixed a compact control probes at once and every session folds.
 func TestWrongKeyStopsModelCallsUntilFixed(t *testing.T) {
 	r := newRig(t)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	r.breaker = retry.NewBreaker(retry.BreakerConfig{Endpoint: "openai", OpenFor: time.Hour}, zerolog.New(&logs))
 	r.reg = prometheus.NewRegistry()
 	r.llm.RequireKey("rotated") // the deployment still sends "k": every call is answered 401

@@ -585,12 +585,13 @@ func (sh *shard) failed(ls *live, r foldResult, latency time.Duration) {
 	case canceled:
 	case r.model:
 		// A failing model backs off exponentially so it is not hammered;
-		// an error no retry fixes (auth, bad request, not found) waits the
-		// longest at once. When the whole endpoint refuses, the breaker
-		// (runFold reported to it) stops every session's calls.
+		// an error that repeats until someone changes something (auth, bad
+		// request, not found) waits the longest at once. When the whole
+		// endpoint refuses, the breaker (runFold reported to it) stops
+		// every session's calls.
 		s.Failures++
 		backoff := p.cfg.RetryBackoff << min(s.Failures-1, 16)
-		if !re.Retryable {
+		if retry.Persistent(re.Class) {
 			backoff = p.cfg.RetryBackoffMax
 		}
 		s.RetryAfter = p.clock.Now().Add(min(backoff, p.cfg.RetryBackoffMax))

@@ -3,6 +3,7 @@ package processor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,7 +15,12 @@ import (
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
+
+// jetstreamMsgID is the header a bot sets for stream deduplication.
+const jetstreamMsgID = jetstream.MsgIDHeader
 
 const goodTurnJSON = `{"v":1,"session":"s1","turn_id":"h","at":"2026-11-22T20:00:00Z","speaker":"Alice","role":"user","text":"hi"}`
 
@@ -299,4 +305,227 @@ func TestMistypedTimestampNamesTheField(t *testing.T) {
 			t.Errorf(`"at":%s rejected as %v, want invalid_field on "at"`, raw, err)
 		}
 	}
+}
+
+// badTurn is a turn the processor rejects (role "root": invalid_field).
+var badTurn = withField("role", `"root"`)
+
+// publishRaw publishes msg as a hostile client would, headers and all,
+// and returns its inbound sequence.
+func (r *rig) publishRaw(msg *nats.Msg) uint64 {
+	r.t.Helper()
+	ack, err := r.js.PublishMsg(context.Background(), msg)
+	if err != nil {
+		r.t.Fatalf("publish %s %v: %v", msg.Subject, msg.Header, err)
+	}
+	return ack.Sequence
+}
+
+// inboundLast is the inbound stream's last sequence, and that of subject.
+func (r *rig) inboundLast(subject string) (stream, subj uint64) {
+	r.t.Helper()
+	ctx := context.Background()
+	s, err := r.js.Stream(ctx, r.layout.In)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if m, err := s.GetLastMsgForSubject(ctx, subject); err == nil {
+		subj = m.Sequence
+	}
+	return info.State.LastSeq, subj
+}
+
+// waitAckedThrough waits until the processor's consumer has acknowledged
+// everything up to seq and has nothing pending.
+func (r *rig) waitAckedThrough(p *Processor, seq uint64) {
+	r.t.Helper()
+	ctx := context.Background()
+	r.eventually(fmt.Sprintf("consumer acked through %d", seq), func() bool {
+		c, err := r.js.Consumer(ctx, r.layout.In, p.cfg.Consumer)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.AckFloor.Stream >= seq && info.NumAckPending == 0 && info.NumPending == 0
+	})
+}
+
+// TestPoisonMessageDoesNotStallOthers publishes, as a hostile bot would,
+// rejected events that carry JetStream control headers (expected stream,
+// expected last sequence, last subject sequence, last message id) and one
+// just under max_payload, so that neither a copy with those headers nor a
+// copy with our headers added could be stored on the dead-letter stream;
+// then one more while the dead-letter stream is full, and more while the
+// processor is down. Every other session keeps folding exactly, before and
+// after a restart; the consumer acknowledges past every bad message; and
+// the operator finds each one: a clean copy, or a reference (stream,
+// sequence, code, field, a preview) when the copy cannot be stored, or
+// the error log and the metric when nothing can.
+func TestPoisonMessageDoesNotStallOthers(t *testing.T) {
+	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
+	cfg := Config{Window: fold.Window{Recent: 6, Batch: 4}}
+	p, stop := r.start(cfg)
+	ctx := context.Background()
+	subj := r.layout.Subjects.In("s1", events.KindTurn)
+	good := map[string]int{"s1": 0, "g1": 0, "g2": 0}
+	more := func(n int) {
+		for _, s := range []string{"s1", "g1", "g2"} {
+			r.publishTurns(s, good[s], good[s]+n)
+			good[s] += n
+		}
+	}
+	type bad struct {
+		seq       uint64
+		payload   []byte
+		msgID     string
+		reference bool
+	}
+	var bads []bad
+	hostile := func(payload []byte, hdr map[string]string) bad {
+		msg := nats.NewMsg(subj)
+		msg.Data = payload
+		for k, v := range hdr {
+			msg.Header.Set(k, v)
+		}
+		b := bad{payload: payload, msgID: hdr[jetstreamMsgID]}
+		b.seq = r.publishRaw(msg)
+		return b
+	}
+	// Just under the server's max_payload: stored, but no copy with
+	// provenance headers fits.
+	huge := withField("text", `"`+strings.Repeat("x", int(r.nc.MaxPayload())-len(goodTurnJSON)-128)+`"`)
+	more(2)
+	variants := []func() bad{
+		func() bad { return hostile(badTurn, map[string]string{"Nats-Expected-Stream": r.layout.In}) },
+		func() bad {
+			_, last := r.inboundLast(subj)
+			return hostile(badTurn, map[string]string{"Nats-Expected-Last-Subject-Sequence": strconv.FormatUint(last, 10)})
+		},
+		func() bad {
+			last, _ := r.inboundLast(subj)
+			return hostile(badTurn, map[string]string{"Nats-Expected-Last-Sequence": strconv.FormatUint(last, 10)})
+		},
+		func() bad {
+			// g2's last turn was published with its turn id as Nats-Msg-Id.
+			return hostile(badTurn, map[string]string{"Nats-Expected-Last-Msg-Id": crashtest.TurnID("g2", good["g2"]-1), jetstreamMsgID: "bad-msg-id"})
+		},
+		func() bad {
+			b := hostile(huge, map[string]string{"Nats-Expected-Stream": r.layout.In})
+			b.reference = true
+			return b
+		},
+	}
+	for _, v := range variants {
+		bads = append(bads, v())
+		more(1)
+	}
+	more(4)
+	expects := func() []crashtest.Expect {
+		var out []crashtest.Expect
+		for _, s := range []string{"s1", "g1", "g2"} {
+			out = append(out, crashtest.Expect{Session: s, Turns: good[s], Recent: 6, Batch: 4, MaxSummaryChars: 1200})
+		}
+		return out
+	}
+	verify := func(when string) {
+		t.Helper()
+		r.settle(expects()...)
+		for _, e := range expects() {
+			for _, p := range crashtest.Verify(ctx, r.env(), m, e) {
+				t.Errorf("%s: %s", when, p)
+			}
+		}
+	}
+	verify("after the bad messages")
+	r.waitAckedThrough(p, bads[len(bads)-1].seq)
+	checkKept := func(bads []bad) {
+		t.Helper()
+		bySeq := map[uint64]*jetstream.RawStreamMsg{}
+		for _, dl := range r.deadLetters() {
+			seq, _ := strconv.ParseUint(dl.Header.Get(events.HeaderOriginalSeq), 10, 64)
+			if bySeq[seq] != nil {
+				t.Errorf("two dead letters for sequence %d", seq)
+			}
+			bySeq[seq] = dl
+		}
+		for i, b := range bads {
+			dl := bySeq[b.seq]
+			if dl == nil {
+				t.Errorf("bad message %d (sequence %d) not on the dead-letter stream", i, b.seq)
+				continue
+			}
+			for k := range dl.Header {
+				if strings.HasPrefix(strings.ToLower(k), "nats-expected") {
+					t.Errorf("bad message %d: dead letter keeps %s", i, k)
+				}
+			}
+			h := dl.Header
+			wantCode, wantField := events.CodeInvalidField, "role"
+			if b.reference {
+				wantCode, wantField = events.CodeOversized, "payload"
+			}
+			if h.Get(events.HeaderOriginalStream) != r.layout.In || h.Get(events.HeaderOriginalSubject) != subj ||
+				h.Get(events.HeaderErrorCode) != wantCode || h.Get(events.HeaderErrorField) != wantField {
+				t.Errorf("bad message %d: dead letter provenance %v", i, h)
+			}
+			if b.msgID != "" && h.Get(events.HeaderOriginalMsgID) != b.msgID {
+				t.Errorf("bad message %d: original message id %q, want %q", i, h.Get(events.HeaderOriginalMsgID), b.msgID)
+			}
+			if !b.reference {
+				if h.Get(events.HeaderDeadLetter) != "" || !bytes.Equal(dl.Data, b.payload) {
+					t.Errorf("bad message %d: not kept as a copy (%s, %d bytes)", i, h.Get(events.HeaderDeadLetter), len(dl.Data))
+				}
+				continue
+			}
+			if h.Get(events.HeaderDeadLetter) != "reference" || h.Get(events.HeaderCopyError) == "" ||
+				h.Get(events.HeaderOriginalSize) != strconv.Itoa(len(b.payload)) ||
+				len(dl.Data) == 0 || len(dl.Data) > 512 || !bytes.HasPrefix(b.payload, dl.Data) {
+				t.Errorf("bad message %d: reference %v with a %d-byte preview", i, h, len(dl.Data))
+			}
+		}
+	}
+	checkKept(bads)
+
+	// A full dead-letter stream: nothing can be kept there, the error log
+	// and the metric are the reference, and the consumer still moves on.
+	dlq, err := r.js.Stream(ctx, r.layout.DLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dcfg := dlq.CachedInfo().Config
+	dcfg.MaxMsgs, dcfg.Discard = int64(len(bads)), jetstream.DiscardNew
+	if _, err := r.js.UpdateStream(ctx, dcfg); err != nil {
+		t.Fatal(err)
+	}
+	full := hostile(badTurn, map[string]string{"Nats-Expected-Stream": r.layout.In})
+	more(3)
+	verify("with the dead-letter stream full")
+	r.waitAckedThrough(p, full.seq)
+	if n := testutil.ToFloat64(p.m.deadLetters.WithLabelValues(keptLog)); n != 1 {
+		t.Errorf("%v rejected events counted as kept in the log only, want 1", n)
+	}
+	if n := testutil.ToFloat64(p.m.deadLetters.WithLabelValues(keptReference)); n != 1 {
+		t.Errorf("%v rejected events counted as kept as a reference, want 1", n)
+	}
+
+	// More bad messages while the processor is down, then a restart.
+	stop()
+	dcfg.MaxMsgs, dcfg.Discard = -1, jetstream.DiscardOld
+	if _, err := r.js.UpdateStream(ctx, dcfg); err != nil {
+		t.Fatal(err)
+	}
+	var down []bad
+	for _, v := range variants {
+		down = append(down, v())
+		more(1)
+	}
+	p, _ = r.start(cfg)
+	more(4)
+	verify("after a restart")
+	r.waitAckedThrough(p, down[len(down)-1].seq)
+	checkKept(append(bads, down...))
 }

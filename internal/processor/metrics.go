@@ -13,6 +13,7 @@ type metrics struct {
 	events      *prometheus.CounterVec        // by kind
 	applied     map[string]prometheus.Counter // events' children, resolved once: this runs per event
 	rejected    *prometheus.CounterVec        // by code
+	deadLetters *prometheus.CounterVec        // by what was kept: copy, reference, log
 	duplicates  prometheus.Counter
 	redelivered prometheus.Counter
 	folds       *prometheus.CounterVec // by outcome: started, completed, failed, discarded, superseded
@@ -40,6 +41,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		events:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "events_applied_total", Help: "Inbound events applied, by kind."}, []string{"kind"}),
 		rejected:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "events_rejected_total", Help: "Inbound events dead-lettered, by code."}, []string{"code"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "dead_letters_total", Help: "Rejected events by what the dead-letter stream kept: copy (the payload unchanged), reference (the copy could not be stored: provenance and a preview), log (nothing could be stored: the error log line is the reference)."}, []string{"kept"}),
 		duplicates:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "turns_duplicate_total", Help: "Turns ignored because their turn_id was already applied."}),
 		redelivered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "events_redelivered_total", Help: "Redelivered events skipped because their sequence was already applied."}),
 		folds:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "folds_total", Help: "Folds by outcome."}, []string{"outcome"}),
@@ -78,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.applied[kind] = m.events.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered,
+		reg.MustRegister(m.events, m.rejected, m.deadLetters, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered,
 			m.breakerState, m.breakerOpens)
 	}
 	return m

@@ -96,6 +96,12 @@ func NewBreaker(cfg BreakerConfig, log zerolog.Logger) *Breaker {
 	return &Breaker{cfg: cfg, log: log, openFor: cfg.OpenFor}
 }
 
+// Persistent reports whether errors of class c repeat until someone changes
+// the deployment or the request (auth, bad_request, not_found), unlike
+// other non-retryable classes such as invalid_output, where the next answer
+// may differ: a fold failing so waits the longest backoff at once.
+func Persistent(c Class) bool { return c == Auth || c == BadRequest || c == NotFound }
+
 // endpointClass reports whether a failure of class c opens the breaker at
 // once: the endpoint refuses the deployment, whatever the request.
 func endpointClass(c Class) bool { return c == Auth || c == NotFound }

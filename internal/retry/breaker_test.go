@@ -99,3 +99,11 @@ func TestBreakerLostProbe(t *testing.T) {
 		t.Fatal("a lost probe blocked the breaker")
 	}
 }
+
+func TestPersistent(t *testing.T) {
+	for c, want := range map[Class]bool{Auth: true, BadRequest: true, NotFound: true, InvalidOutput: false, ContextLength: false, Server: false, Timeout: false} {
+		if Persistent(c) != want {
+			t.Errorf("Persistent(%s) = %v, want %v", c, !want, want)
+		}
+	}
+}

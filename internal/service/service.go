@@ -94,7 +94,7 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 		h          func(context.Context, micro.Request)
 	}{
 		{client.EndpointContext, `{"session","budget_chars"?,"budget_tokens"?} → summary (or, in mode evict, the eviction note), verbatim turns from the cursor`, s.handleContext},
-		{client.EndpointSession, `{"session"} → cursor, total, version, covered_through, last fold, lease, pending notes`, s.handleSession},
+		{client.EndpointSession, `{"session"} → cursor, total, version, covered_through, last fold, lease, pending notes, applied_seq, stream_last_seq, caught_up`, s.handleSession},
 		{client.EndpointRecall, `{"v","session","query","limit"?,"scope"?} → the best-matching turns (BM25), by default of those before the cursor`, s.handleRecall},
 	}
 	for _, ep := range endpoints {
@@ -227,7 +227,7 @@ func (s *server) sessionInfo(ctx context.Context, session string) (*client.Sessi
 		V: events.Version, Session: session, Version: cp.Version, SummaryChars: len([]rune(cp.Summary)),
 		Cursor: cp.Cursor, TotalTurns: cp.Total, CoveredThroughTurn: cp.CoveredThrough,
 		Compactions: cp.Compactions, PendingNotes: len(cp.PendingNotes), Failures: cp.Failures,
-		Ended: cp.Ended, Config: cp.Config, LastSeq: cp.LastSeq,
+		Ended: cp.Ended, Config: cp.Config, LastSeq: cp.LastSeq, AppliedSeq: cp.LastSeq,
 		SummaryIsNote: cp.SummaryIsNote, Evicted: cp.Evicted, EvictedTokens: cp.EvictedTokens,
 		LastFoldAt: timePtr(cp.LastFoldAt), RetryAfter: timePtr(cp.RetryAfter), LastActivity: timePtr(cp.LastActivity),
 	}
@@ -235,7 +235,36 @@ func (s *server) sessionInfo(ctx context.Context, session string) (*client.Sessi
 		info.Lease = &client.LeaseInfo{FoldID: l.FoldID, Owner: l.Owner, Deadline: l.Deadline, From: l.From, To: l.To,
 			Notes: l.Notes, Held: l.Held(s.now())}
 	}
+	if err := s.catchUp(ctx, cp, info); err != nil {
+		return nil, err
+	}
 	return info, nil
+}
+
+// catchUp fills in how far the checkpoint is behind the inbound stream:
+// the session's newest stream sequence, and how many events after the
+// checkpoint the processor will still apply. It applies the tail to cp
+// (a copy loaded for this request) by the processor's rules, so that an
+// event the processor rejects (dead-lettered, never applied) or drops as
+// a duplicate does not leave the session looking behind forever.
+func (s *server) catchUp(ctx context.Context, cp *state.Session, info *client.SessionInfo) error {
+	last, err := s.in.GetLastMsgForSubject(ctx, s.subj.InSession(cp.ID))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return internal(err, "reading the last event of the session in stream %s", s.layout.In)
+	default:
+		info.StreamLastSeq = last.Sequence
+	}
+	if info.StreamLastSeq > info.AppliedSeq {
+		pending, err := s.pendingEvents(ctx, cp)
+		if err != nil {
+			return err
+		}
+		info.PendingEvents = pending
+	}
+	info.CaughtUp = info.PendingEvents == 0
+	return nil
 }
 
 func timePtr(t time.Time) *time.Time {

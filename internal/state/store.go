@@ -29,16 +29,6 @@ func NewStore(js jetstream.JetStream, kv jetstream.KeyValue) *Store {
 	return &Store{kv: kv, js: js, putPrefix: "$KV." + kv.Bucket() + ".", direct: new(atomic.Int32)}
 }
 
-// WithWriter returns a store that sends its pipelined writes (SaveAsync)
-// through js, reading through the same bucket as st: the processor's fold
-// path writes its leases on a connection of its own, so that they do not
-// queue behind the checkpoints and acks of ingest.
-func (st *Store) WithWriter(js jetstream.JetStream) *Store {
-	c := *st
-	c.js = js
-	return &c
-}
-
 // SaveAsync starts a compare-and-set write without waiting for it: a shard
 // flushing many sessions pipelines their writes and acks each session's
 // messages as its write is confirmed. rev 0 expects the key to have no

@@ -13,13 +13,14 @@ import (
 // shared (read-only) by later folds: in a rolling session most sentences of
 // the previous summary were already in the one before.
 type prevSentence struct {
-	v     [3]string // full, light, hard
-	n     [3]int    // rune lengths of v
-	score float64   // importance, before weighing by age
-	key   string    // tool runs: caller, tool and argument
-	run   []string  // toolRunRe submatches, nil when not a tool run
-	toks  tokSet    // tokenSet(v[0], who)
-	bumps []topicBump
+	v       [3]string // full, light, hard
+	n       [3]int    // rune lengths of v
+	score   float64   // importance, before weighing by age
+	key     string    // tool runs: caller, tool and argument
+	run     []string  // toolRunRe submatches, nil when not a tool run
+	toks    tokSet    // tokenSet(v[0], who)
+	bumps   []topicBump
+	speaker string // the participant the sentence opens with ("" for none)
 }
 
 // topicBump is one topic mention of a sentence, as scanTopics reports it.
@@ -68,6 +69,7 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 		ps.n[i] = runeLen(v)
 	}
 	ps.toks = newTokSet(tokenSetOf(words, who))
+	ps.speaker = who.prefixOf(st)
 	return ps
 }
 

@@ -22,7 +22,11 @@
 // importance against age, so the newest still-relevant details survive.
 //
 // Budgets are counted in runes (Unicode code points), as the engine does.
-// Result.Memories is left nil.
+//
+// Each fold also returns offline memories (Result.Memories and
+// MemoryItems): the batch's statements that hold a durable fact, with
+// speaker, turn and time; a restated fact is not returned again and a
+// changed one supersedes the older (see memory.go).
 package offline
 
 import (
@@ -129,6 +133,7 @@ func WithFillerWords(words ...string) Option {
 type Summarizer struct {
 	cfg   config
 	cache *sentCache // analysed sentences of previous summaries
+	facts *factStore // facts extracted per session, for restated and changed facts
 }
 
 var _ fold.Summarizer = (*Summarizer)(nil)
@@ -148,7 +153,7 @@ func New(opts ...Option) *Summarizer {
 			o(&cfg)
 		}
 	}
-	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize)}
+	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize), facts: newFactStore()}
 }
 
 // Name returns "offline".
@@ -160,10 +165,19 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	if err := ctx.Err(); err != nil {
 		return fold.Result{}, err
 	}
-	return fold.Result{Summary: s.summarize(req), Model: Model}, nil
+	summary, mems := s.summarize(req)
+	res := fold.Result{Summary: summary, Model: Model}
+	if len(mems) > 0 {
+		res.MemoryItems = mems
+		res.Memories = make([]string, len(mems))
+		for i, m := range mems {
+			res.Memories[i] = m.Text
+		}
+	}
+	return res, nil
 }
 
-func (s *Summarizer) summarize(req fold.Request) string {
+func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	budget := req.MaxChars
 	if budget <= 0 {
 		budget = s.cfg.defaultMaxChars
@@ -198,6 +212,10 @@ func (s *Summarizer) summarize(req fold.Request) string {
 
 	prevSents := s.cache.prevSentences(prev.sentences, who, agent)
 	ex := s.extract(req, prev, prevSents, who, agent)
+	var mems []fold.Memory
+	if !req.Recompact {
+		mems = s.memories(req.Session, req, ex.units, who)
+	}
 
 	participants, others := s.roster(prev, ex.speakers, ex.talkers)
 	topics := ex.topics
@@ -207,10 +225,10 @@ func (s *Summarizer) summarize(req fold.Request) string {
 
 	if len(ex.units) == 0 && len(prev.sentences) == 0 {
 		if ex.hadTurns && ex.allFiller {
-			return smallTalk(participants, others)
+			return smallTalk(participants, others), mems
 		}
 		if prev.smallTalk && len(req.Turns) == 0 {
-			return smallTalk(participants, others)
+			return smallTalk(participants, others), mems
 		}
 	}
 
@@ -224,7 +242,7 @@ func (s *Summarizer) summarize(req fold.Request) string {
 	}
 	fit(items, budget)
 	if out := join(items); out != "" {
-		return out
+		return out, mems
 	}
 	// The engine treats an empty summary as a failed fold: whenever there
 	// was input, say at least who was there.
@@ -237,9 +255,9 @@ func (s *Summarizer) summarize(req fold.Request) string {
 				ns = append(ns, n)
 			}
 		}
-		return smallTalk(ns, 0)
+		return smallTalk(ns, 0), mems
 	}
-	return ""
+	return "", mems
 }
 
 // ---- previous summary ----
@@ -489,6 +507,7 @@ type item struct {
 	speaker string
 	key     string        // tool runs: caller, tool and argument
 	prev    *prevSentence // the sentence of the previous summary it still is, if any
+	toks    *tokSet       // content tokens of v[0] (set by dedup)
 }
 
 func (it *item) text() string { return it.v[it.lvl] }
@@ -505,7 +524,30 @@ func (it *item) length() int {
 	return it.n[it.lvl]
 }
 
-func (it *item) eff() float64 { return it.score * (0.4 + 0.6*it.pos) }
+// eff weighs importance against age mildly: a detail stated early in a
+// long conversation is asked about as often as a recent one.
+func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
+
+// covBuckets is the number of token buckets fit counts coverage in.
+const covBuckets = 1024
+
+// value is what keeping the item is worth, given the ids of its tokens and
+// cov, the number of kept items that hold each token: its weighed
+// importance, scaled by the share of its tokens no other kept item holds,
+// per unit of length.
+func (it *item) value(toks []uint16, cov *[covBuckets]int32) float64 {
+	uniq := 1.0
+	if len(toks) > 0 {
+		n := 0
+		for _, id := range toks {
+			if cov[id] <= 1 {
+				n++
+			}
+		}
+		uniq = float64(n) / float64(len(toks))
+	}
+	return it.eff() * (0.4 + 0.6*uniq) * math.Sqrt(100/float64(max(it.length(), 40)))
+}
 
 func leadItem(participants []string, others int, topics []string, agent bool) *item {
 	if len(participants) == 0 {
@@ -655,6 +697,14 @@ func dedup(items []*item, who names) {
 		sets = append(sets, newTokSetIn(set, bits[n:]))
 		toks[i] = &sets[len(sets)-1]
 	}
+	spk := make([]string, len(items))
+	for i, it := range items {
+		it.toks = toks[i]
+		spk[i] = it.speaker
+		if it.prev != nil {
+			spk[i] = it.prev.speaker
+		}
+	}
 	for j := range items {
 		if items[j].drop {
 			continue
@@ -664,7 +714,16 @@ func dedup(items []*item, who names) {
 				items[i].drop, items[i].dup = true, true // superseded by the newer run
 				continue
 			}
-			if items[i].drop || !nearDupSets(toks[i], toks[j]) {
+			if items[i].drop {
+				continue
+			}
+			if !nearDupSets(toks[i], toks[j]) {
+				// the same speaker on the same subject with other details
+				// (a number, a place): the newer replaces what changed
+				if items[j].isNew && !items[i].isNew && spk[i] != "" && spk[i] == spk[j] &&
+					sameSubjectToks(toks[i].toks, toks[j].toks) {
+					items[i].drop, items[i].dup = true, true
+				}
 				continue
 			}
 			if items[i].score > items[j].score+1.0 {
@@ -764,20 +823,47 @@ func fit(items []*item, budget int) {
 			keep = it
 		}
 	}
+	// Drop the sentence worth least for its length, counting only what
+	// no other kept sentence says (the summary should cover the most
+	// distinct details it can). A token's id is its hash in covBuckets
+	// (tokens that share a bucket count as one: a little coverage is
+	// underestimated, never invented twice); cov[id] is the number of
+	// kept items that hold a token of bucket id.
+	var idArr [256]uint16
+	all := idArr[:0]
+	var spanArr [64][2]int32
+	spans := spanArr[:0]
+	for _, it := range items {
+		from := int32(len(all))
+		if !it.drop && !it.isLead && it.toks != nil {
+			for _, t := range it.toks.toks {
+				all = append(all, uint16(hashLower(t)%covBuckets))
+			}
+		}
+		spans = append(spans, [2]int32{from, int32(len(all))})
+	}
+	var cov [covBuckets]int32
+	for _, id := range all {
+		cov[id]++
+	}
 	for over() {
-		var victim *item
-		for _, it := range items {
+		victim := -1
+		vv := 0.0
+		for i, it := range items {
 			if it.drop || it.isLead || it == keep {
 				continue
 			}
-			if victim == nil || it.eff() < victim.eff() {
-				victim = it
+			if v := it.value(all[spans[i][0]:spans[i][1]], &cov); victim < 0 || v < vv {
+				victim, vv = i, v
 			}
 		}
-		if victim == nil {
+		if victim < 0 {
 			break
 		}
-		setDrop(victim, true)
+		setDrop(items[victim], true)
+		for _, id := range all[spans[victim][0]:spans[victim][1]] {
+			cov[id]--
+		}
 	}
 	if !over() {
 		return
