@@ -400,3 +400,29 @@ func TestWrongKeyStopsModelCallsUntilFixed(t *testing.T) {
 		t.Fatalf("%d summarizer_available logs, want 1", n)
 	}
 }
+
+// While the breaker is open a session past its emergency threshold (mode
+// tokens) still folds, with seed 004's placeholder, which needs no model:
+// its context stays bounded and the endpoint is not called again.
+func TestOpenBreakerFoldsEmergencyWithAPlaceholder(t *testing.T) {
+	r := newRig(t)
+	r.breaker = retry.NewBreaker(retry.BreakerConfig{Endpoint: "openai", OpenFor: time.Hour}, r.log)
+	r.llm.RequireKey("rotated")
+	p, _ := r.start(Config{Mode: fold.ModeTokens, RetryBackoffMax: 100 * time.Millisecond,
+		Tokens: fold.TokenPolicy{ContextWindow: 4000, ReserveTokens: 400, KeepRecentTokens: 400, KeepRecentMessages: 2}})
+	r.sizedTurns("em", 0, 33, 100) // 3300 tokens, over the emergency fraction 0.8 × 4000
+	s := r.waitSettled("em", 33, 29)
+	if !strings.Contains(s.Summary, "Summary unavailable") {
+		t.Fatalf("placeholder summary: %q", s.Summary)
+	}
+	if ok, _ := p.Health(); ok {
+		t.Fatal("the breaker closed without an answer")
+	}
+	if n := r.llm.Calls(); n != 1 {
+		t.Fatalf("%d model calls, want 1 (the one that opened the breaker)", n)
+	}
+	done := lifecycleOf(r.lifecycle("em"), events.EventCompactionCompleted)
+	if len(done) != 1 || done[0].Tier != string(fold.TierPlaceholder) {
+		t.Fatalf("completed %+v; want one placeholder fold", done)
+	}
+}

@@ -47,6 +47,9 @@ type foldJob struct {
 	placeholderOK bool
 	// probe: this fold's model call is the summarizer breaker's probe.
 	probe bool
+	// placeholderOnly: the breaker is open and the session is past its
+	// emergency threshold: tier 3 without calling the model.
+	placeholderOnly bool
 }
 
 type foldResult struct {
@@ -191,9 +194,13 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 	// While the summarizer's endpoint refuses every request, no fold calls
 	// it: the session backs off (retry_backoff) until a probe is due, and
 	// at most RetryBackoffMax, so that it folds soon after the breaker
-	// closes. A compact control probes at once.
+	// closes. A compact control probes at once. A session past its
+	// emergency threshold (mode tokens) folds with seed 004's placeholder
+	// instead, which needs no model: its context must not overflow while
+	// the endpoint is down.
 	ok, probe, retryAt := p.breaker.Begin(now, d.Cause == fold.CauseForced)
-	if !ok {
+	placeholderOnly := !ok && pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency
+	if !ok && !placeholderOnly {
 		d.Fold, d.Action, d.Reason = false, fold.ActionNone, fold.SkipRetryBackoff
 		sh.skip(ls, pol, d, trigger)
 		s.RetryAfter = now.Add(p.cfg.RetryBackoffMax)
@@ -228,7 +235,7 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 		// Seed 004's tier 3: a session past its emergency threshold whose
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency && s.Failures >= 2,
-		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe,
+		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
 		prev: s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
@@ -337,6 +344,14 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 		if len(p.cfg.ContextSources) > 0 {
 			answers = p.asker.Ask(ctx, job.session, req.From, req.To, p.cfg.ContextSources)
 		}
+	}
+	if job.placeholderOnly {
+		p.log.Warn().Str("event", "compaction_placeholder").Str("session", job.session).Str("fold_id", job.foldID).
+			Msg("summarizer unavailable (breaker open) past the emergency threshold; folding with a placeholder (seed 004 tier 3)")
+		r.out = fold.Placeholder(req.PreviousSummary, req.Turns, req.Notes, job.window.MaxSummaryChars)
+		r.sumToks = p.tokens.Count(r.out.Summary)
+		r.summarized = time.Now()
+		return r
 	}
 	switch pol.Mode {
 	case fold.ModeTokens:
