@@ -193,26 +193,38 @@ func slotsChanged(o, n map[string][]string) bool {
 // subject: without numbers and calendar words, at least two tokens in
 // common, and most of the smaller set's.
 func sameSubjectToks(a, b []string) bool {
+	// Token sets are sorted (tokenSet): one merge pass counts both
+	// subjects and what they share.
 	common, na, nb := 0, 0, 0
-	for _, y := range b {
-		if !isSubjectTok(y) {
-			continue
-		}
-		nb++
-	}
-	for _, x := range a {
-		if !isSubjectTok(x) {
-			continue
-		}
-		na++
-		if slices.Contains(b, x) {
-			common++
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || i < len(a) && a[i] < b[j]:
+			if isSubjectTok(a[i]) {
+				na++
+			}
+			i++
+		case i == len(a) || b[j] < a[i]:
+			if isSubjectTok(b[j]) {
+				nb++
+			}
+			j++
+		default:
+			if isSubjectTok(a[i]) {
+				na++
+				nb++
+				common++
+			}
+			i++
+			j++
 		}
 	}
 	return common >= 2 && float64(common) >= 0.6*float64(min(na, nb))
 }
 
-func isSubjectTok(t string) bool { return !hasDigit(t) && !numberWords[t] && !calendarWords[t] }
+func isSubjectTok(t string) bool {
+	return lexicon.get(t)&(lxNumber|lxCalendar) == 0 && !hasDigit(t) // (tokens are lowercase)
+}
 
 // add records cands (in order) for session and returns the memories to
 // publish: new facts, and changed facts with Supersedes set.
