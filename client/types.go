@@ -380,6 +380,10 @@ const (
 	ErrCodeBadRequest     = "400"
 	ErrCodeUnknownSession = "404"
 	ErrCodeInternal       = "500"
+	// ErrCodeUnavailable: the session's checkpoint cannot be decoded. The
+	// processor quarantines it and rebuilds the session from the streams
+	// when it next handles the session (at its next event); ask again then.
+	ErrCodeUnavailable = "503"
 )
 
 // ServiceError is an error reply of the service.

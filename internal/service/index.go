@@ -27,6 +27,7 @@ type turnIndex struct {
 	// bytes estimates the memory the index holds (texts, postings, docs),
 	// for the service's byte budget.
 	bytes int64
+	tf    map[string]int32 // add's scratch space
 }
 
 // indexDoc is one distinct turn.
@@ -59,7 +60,11 @@ func newTurnIndex(an *analyzer) *turnIndex {
 // doc's.
 func (x *turnIndex) add(raw int64, seq uint64, t *events.Turn) {
 	d := int32(len(x.docs))
-	tf := map[string]int32{}
+	if x.tf == nil {
+		x.tf = map[string]int32{}
+	}
+	tf := x.tf
+	clear(tf)
 	var n int32
 	x.an.each(t.Speaker+" "+t.Tool+" "+t.Text, func(term string) {
 		n++

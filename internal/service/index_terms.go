@@ -25,21 +25,22 @@ const maxStems = 1 << 17
 
 func newAnalyzer() *analyzer { return &analyzer{stems: map[string]string{}} }
 
-// stem is tok's index term.
-func (a *analyzer) stem(tok string) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if st, ok := a.stems[tok]; ok {
+// stem is tok's index term; a.mu must be held. A cached stem is found
+// without converting tok (m[string(b)] does not allocate), and every
+// caller shares the cache's string for it.
+func (a *analyzer) stem(tok []byte) string {
+	if st, ok := a.stems[string(tok)]; ok {
 		return st
 	}
-	st := tok
-	if len(tok) > 2 && !isNumber(tok) {
-		st = english.Stem(tok, true)
+	w := string(tok)
+	st := w
+	if len(w) > 2 && !isNumber(w) {
+		st = english.Stem(w, true)
 	}
 	if len(a.stems) >= maxStems {
 		clear(a.stems)
 	}
-	a.stems[tok] = st
+	a.stems[w] = st
 	return st
 }
 
@@ -52,9 +53,12 @@ func isNumber(tok string) bool {
 	return true
 }
 
-// each calls fn with each index term of text.
+// each calls fn with each index term of text; fn must not use the
+// analyzer.
 func (a *analyzer) each(text string, fn func(string)) {
-	forEachToken(text, func(tok string) { fn(a.stem(tok)) })
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	forEachToken(text, func(tok []byte) { fn(a.stem(tok)) })
 }
 
 // queryTerms are the query's distinct terms, in order of first
@@ -64,14 +68,16 @@ func (a *analyzer) each(text string, fn func(string)) {
 func (a *analyzer) queryTerms(q string) []string {
 	var terms, stops []string
 	seen := map[string]bool{}
-	forEachToken(q, func(tok string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	forEachToken(q, func(tok []byte) {
 		term := a.stem(tok)
 		if seen[term] {
 			return
 		}
 		seen[term] = true
 		switch {
-		case stopWords[tok] || questionWords[tok]:
+		case stopWords[string(tok)] || questionWords[string(tok)]:
 			if len(stops) < maxQueryTerms {
 				stops = append(stops, term)
 			}
@@ -122,22 +128,41 @@ var stopWords = func() map[string]bool {
 // forEachToken calls fn with each normalised word token of text: maximal
 // runs of letters and digits, lower-cased; an apostrophe inside a word is
 // dropped ("don't" → "dont") and a possessive 's with it ("Bob's" →
-// "bob"). The analyzer stems them.
-func forEachToken(text string, fn func(string)) {
-	var b strings.Builder
+// "bob"). The analyzer stems them. tok is only valid during the call (it
+// is a reused buffer: tokenizing allocates nothing).
+func forEachToken(text string, fn func(tok []byte)) {
+	var buf [64]byte
+	b := buf[:0]
 	flush := func() {
-		if b.Len() > 0 {
-			fn(b.String())
-			b.Reset()
+		if len(b) > 0 {
+			fn(b)
+			b = b[:0]
 		}
 	}
 	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			// ASCII fast path.
+			i++
+			switch {
+			case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+				b = append(b, c)
+				continue
+			case 'A' <= c && c <= 'Z':
+				b = append(b, c+'a'-'A')
+				continue
+			case c != '\'':
+				flush()
+				continue
+			}
+			i-- // an apostrophe: below
+		}
 		r, size := utf8.DecodeRuneInString(text[i:])
 		i += size
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(unicode.ToLower(r))
-		case (r == '\'' || r == '’') && b.Len() > 0 && i < len(text):
+			b = utf8.AppendRune(b, unicode.ToLower(r))
+		case (r == '\'' || r == '’') && len(b) > 0 && i < len(text):
 			next, nsize := utf8.DecodeRuneInString(text[i:])
 			if !unicode.IsLetter(next) && !unicode.IsDigit(next) {
 				flush()
