@@ -129,7 +129,7 @@ type experiment struct {
 }
 
 // explore scores every experiment on one question.
-func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q query, answer map[string]bool, sc scoring) {
+func (x *exploration) explore(m *meeting, aText, bText, summary string, cursor int, q query, answer map[string]bool, sc scoring) {
 	total := len(m.Turns)
 	B := x.budget
 	rankers := map[rankOpts]*ranker{}
@@ -248,6 +248,10 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 			return capChars(summary, 600) + "\n" + keywords(m.Turns[:cursor], 600)
 		}, offlineSummaryRow},
 		{"summary: the meeting's top words (tf-idf list)", func(query) string { return keywords(m.Turns[:cursor], 1200) }, offlineSummaryRow},
+	}
+	if bText != "" {
+		// The service's own, beside the reference packings.
+		exps = append([]experiment{{"the service's query-aware context (b)", func(query) string { return bText }, ""}}, exps...)
 	}
 	for _, e := range exps {
 		text := e.text(q)

@@ -204,7 +204,7 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		}
 		mr.Scored = append(mr.Scored, qr)
 		if res.explore != nil {
-			res.explore.explore(m, texts[mContext], texts[mSummary], int(base.ctx.Cursor), q, answer, o.scoring)
+			res.explore.explore(m, texts[mContext], texts[mQuery], texts[mSummary], int(base.ctx.Cursor), q, answer, o.scoring)
 		}
 	}
 	res.Scored += len(mr.Scored)
