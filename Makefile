@@ -1,7 +1,7 @@
 # foldstream — see README.md.
 GO ?= go
 
-.PHONY: all build test vet lint fmt-check run demo bench fuzz clean
+.PHONY: all build test vet lint fmt-check run demo bench eval fuzz clean
 
 all: build
 
@@ -27,20 +27,41 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 # Processor on the embedded default (nats-server in-process, offline summarizer).
+# make run ARGS='--mode tokens' passes flags.
 run:
-	$(GO) run ./cmd/processor
+	@echo "make run: compiling ./cmd/processor (the first build takes about a minute), then starting it"
+	$(GO) run ./cmd/processor $(ARGS)
 
-# Processor plus a demo bot: shows summaries being folded.
+# Processor plus a demo bot: shows summaries being folded, a new session each
+# run. make demo ARGS='--turns 200' passes flags (go run ./cmd/processor demo -h).
 demo:
-	$(GO) run ./cmd/processor demo
+	@echo "make demo: compiling ./cmd/processor (the first build takes about a minute), then starting the demo"
+	$(GO) run ./cmd/processor demo $(ARGS)
 
 # Ratios measured in one run on one server; see docs/benchmarks.md.
 bench:
 	$(GO) run ./cmd/bench
 
-# Short fuzzing of every decoder and validator (seed corpora run in `make test`).
+# Continuity on the development meetings (../shared/data/qmsum/val, or
+# EVAL_ARGS="-data DIR"): answer-word recall of each context a builder can
+# get, beside plain truncation; see docs/continuity.md. Seconds on 2 cores.
+eval:
+	$(GO) run ./cmd/eval $(EVAL_ARGS)
+
+# Short fuzzing of every fuzz target, one at a time (go test fuzzes one
+# target per run), FUZZTIME each; the seed corpora run in `make test`.
+# The targets are found, not listed here, so a new one is fuzzed too.
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run xxx -fuzz FuzzDecodeInbound -fuzztime 30s ./internal/events/
+	@set -e; n=0; \
+	for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$dir | grep '^Fuzz'); do \
+	    echo "fuzz $$dir $$target ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$dir; \
+	    n=$$((n+1)); \
+	  done; \
+	done; \
+	echo "$$n fuzz targets fuzzed"
 
 clean:
 	rm -rf bin data

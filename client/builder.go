@@ -36,7 +36,7 @@ type Builder struct {
 
 // NewBuilder returns a Builder. nc carries the service requests; js is
 // used for the watch (an ordered consumer on the outbound stream). Options:
-// Prefix, RequestTimeout, OnError.
+// Prefix, RequestTimeout, OnError, InboxPrefix.
 func NewBuilder(nc *nats.Conn, js jetstream.JetStream, opts ...Option) (*Builder, error) {
 	if nc == nil || js == nil {
 		return nil, errors.New("foldstream client: NewBuilder needs a NATS connection and a JetStream context")
@@ -44,6 +44,11 @@ func NewBuilder(nc *nats.Conn, js jetstream.JetStream, opts ...Option) (*Builder
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range []*nats.Conn{nc, js.Conn()} {
+		if err := cfg.checkConn(c); err != nil {
+			return nil, err
+		}
 	}
 	return &Builder{nc: nc, js: js, cfg: cfg, outStream: streamName(cfg.subjects.Prefix, "OUT")}, nil
 }

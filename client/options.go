@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/nats-io/nats.go"
 )
 
 // Option configures a Publisher or a Builder. Options that do not apply to
@@ -20,6 +21,7 @@ type config struct {
 	requestTimeout time.Duration
 	limits         events.Limits
 	now            func() time.Time
+	inboxPrefix    string // "" = not checked
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -112,6 +114,55 @@ func WithLimits(l Limits) Option {
 		c.limits = l
 		return nil
 	}
+}
+
+// InboxPrefix says which reply-inbox prefix the NATS connection must use.
+// The shipped auth configs (nats/auth) let each user subscribe to replies
+// only under its own prefix, _INBOX_<user>, so that no client reads
+// another's JetStream acks, context replies or the processor's deliveries;
+// a connection left on the default _INBOX would fail on its first publish
+// or request with a permissions violation, or time out. The prefix is set
+// when connecting:
+//
+//	nc, err := nats.Connect(url, nats.UserInfo("bot", pw), nats.CustomInboxPrefix("_INBOX_bot"))
+//	pub, err := client.NewPublisher(js, client.InboxPrefix("_INBOX_bot"))
+//
+// and NewPublisher and NewBuilder refuse a connection opened with another
+// prefix, naming the option to use.
+func InboxPrefix(prefix string) Option {
+	return func(c *config) error {
+		if err := checkInboxPrefix(prefix); err != nil {
+			return fmt.Errorf("foldstream client: InboxPrefix: %w", err)
+		}
+		c.inboxPrefix = prefix
+		return nil
+	}
+}
+
+// checkInboxPrefix accepts what nats.CustomInboxPrefix accepts and keeps
+// every inbox under prefix.>: subject tokens without wildcards.
+func checkInboxPrefix(prefix string) error {
+	for _, tok := range strings.Split(prefix, ".") {
+		if tok == "" || strings.ContainsAny(tok, "*> \t\r\n") {
+			return fmt.Errorf("expected subject tokens without wildcards, spaces or empty tokens, e.g. _INBOX_bot, got %q", prefix)
+		}
+	}
+	return nil
+}
+
+// checkConn reports a connection whose inbox prefix is not the one the
+// InboxPrefix option asks for.
+func (c config) checkConn(nc *nats.Conn) error {
+	if c.inboxPrefix == "" || nc == nil {
+		return nil
+	}
+	if got := nc.Opts.InboxPrefix; got != c.inboxPrefix {
+		if got == "" {
+			got = strings.TrimSuffix(nats.InboxPrefix, ".")
+		}
+		return fmt.Errorf("foldstream client: InboxPrefix: the NATS connection's inbox prefix is %q, expected %q: connect with nats.CustomInboxPrefix(%q)", got, c.inboxPrefix, c.inboxPrefix)
+	}
+	return nil
 }
 
 // streamName derives a stream name from the prefix the way the processor

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +44,9 @@ func (v *violations) list() []string {
 
 // The roles of nats/auth/accounts.conf are enough for the client: a bot
 // publishes with a Publisher, a builder watches summaries and asks the
-// service, and the processor serves it, each logged in as its own user.
+// service, and the processor serves it, each logged in as its own user and
+// with its own inbox prefix (_INBOX_<user>, the only inbox the config lets
+// it read).
 func TestClientWorksWithTheDocumentedPermissions(t *testing.T) {
 	path, _ := filepath.Abs(filepath.Join("..", "nats", "auth", "accounts.conf"))
 	opts, err := server.ProcessConfigFile(path)
@@ -67,7 +70,8 @@ func TestClientWorksWithTheDocumentedPermissions(t *testing.T) {
 	defer cancel()
 	login := func(role string, v *violations) (*nats.Conn, jetstream.JetStream) {
 		t.Helper()
-		nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo("a-"+role, "dev-a-"+role+"-password"), nats.Timeout(10*time.Second), v.option())
+		nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo("a-"+role, "dev-a-"+role+"-password"), nats.Timeout(10*time.Second), v.option(),
+			nats.CustomInboxPrefix("_INBOX_a-"+role))
 		if err != nil {
 			t.Fatalf("%s: %v", role, err)
 		}
@@ -98,12 +102,12 @@ func TestClientWorksWithTheDocumentedPermissions(t *testing.T) {
 	}
 
 	_, bjs := login("bot", &bv)
-	pub, err := client.NewPublisher(bjs)
+	pub, err := client.NewPublisher(bjs, client.InboxPrefix("_INBOX_a-bot"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	wnc, wjs := login("builder", &wv)
-	b, err := client.NewBuilder(wnc, wjs)
+	b, err := client.NewBuilder(wnc, wjs, client.InboxPrefix("_INBOX_a-builder"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +149,53 @@ func TestClientWorksWithTheDocumentedPermissions(t *testing.T) {
 	for role, v := range map[string]*violations{"processor": &pv, "bot": &bv, "builder": &wv} {
 		if errs := v.list(); len(errs) > 0 {
 			t.Errorf("%s hit permission errors: %v", role, errs)
+		}
+	}
+}
+
+// InboxPrefix turns a connection opened without the prefix the auth config
+// expects into an error at construction, naming the fix, instead of a
+// permissions violation or a timeout on the first publish.
+func TestInboxPrefixChecksTheConnection(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	plain, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plain.Close)
+	private, err := nats.Connect(ns.ClientURL(), nats.CustomInboxPrefix("_INBOX_bot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(private.Close)
+	pjs, _ := jetstream.New(plain)
+	if _, err := client.NewPublisher(pjs, client.InboxPrefix("_INBOX_bot")); err == nil ||
+		!strings.Contains(err.Error(), `nats.CustomInboxPrefix("_INBOX_bot")`) || !strings.Contains(err.Error(), `"_INBOX"`) {
+		t.Fatalf("publisher on a default-inbox connection: %v", err)
+	}
+	if _, err := client.NewBuilder(plain, pjs, client.InboxPrefix("_INBOX_bot")); err == nil {
+		t.Fatal("builder on a default-inbox connection accepted")
+	}
+	js, _ := jetstream.New(private)
+	pub, err := client.NewPublisher(js, client.InboxPrefix("_INBOX_bot"))
+	if err != nil {
+		t.Fatalf("publisher on the right connection: %v", err)
+	}
+	_ = pub.Close(context.Background())
+	if _, err := client.NewBuilder(private, js, client.InboxPrefix("_INBOX_bot")); err != nil {
+		t.Fatalf("builder on the right connection: %v", err)
+	}
+	for _, bad := range []string{"", "_INBOX_*", "_INBOX.>", "x..y", "trailing."} {
+		if _, err := client.NewPublisher(js, client.InboxPrefix(bad)); err == nil || !strings.Contains(err.Error(), "InboxPrefix") {
+			t.Errorf("InboxPrefix(%q): %v, want an error naming InboxPrefix", bad, err)
 		}
 	}
 }

@@ -66,7 +66,7 @@ type asyncPub struct {
 }
 
 // NewPublisher returns a Publisher that publishes through js. Options:
-// Prefix, MaxPending, AckTimeout, OnError, WithLimits. Call Close when
+// Prefix, MaxPending, AckTimeout, OnError, WithLimits, InboxPrefix. Call Close when
 // done: it waits for outstanding acknowledgements and stops the goroutine
 // that collects them.
 func NewPublisher(js jetstream.JetStream, opts ...Option) (*Publisher, error) {
@@ -75,6 +75,9 @@ func NewPublisher(js jetstream.JetStream, opts ...Option) (*Publisher, error) {
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.checkConn(js.Conn()); err != nil {
 		return nil, err
 	}
 	p := &Publisher{

@@ -130,9 +130,12 @@ func start(t *testing.T, opts *server.Options) *server.Server {
 	return s
 }
 
+// connect dials url. The timeout is generous: under -race every bcrypt
+// check of a login takes long, and the auth tests log in many clients at
+// once.
 func connect(t *testing.T, url string, o ...nats.Option) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, o...)...)
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Timeout(20 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, o...)...)
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}
@@ -373,9 +376,20 @@ func TestCluster(t *testing.T) {
 	}
 }
 
-// role connection options for one kind of client.
+// role connection options for one kind of client, and the inbox prefix
+// each must use (_INBOX_<user>: the configs let a user subscribe to replies
+// only under its own prefix).
 type roles struct {
-	bot, builder, processor []nats.Option
+	bot, builder, processor                []nats.Option
+	botInbox, builderInbox, processorInbox string
+}
+
+// withInboxes adds each role's inbox prefix to its connection options.
+func (r roles) withInboxes() roles {
+	r.bot = append(slices.Clone(r.bot), nats.CustomInboxPrefix(r.botInbox))
+	r.builder = append(slices.Clone(r.builder), nats.CustomInboxPrefix(r.builderInbox))
+	r.processor = append(slices.Clone(r.processor), nats.CustomInboxPrefix(r.processorInbox))
+	return r
 }
 
 // errCollector records asynchronous errors (permission violations).
@@ -410,6 +424,7 @@ func (e *errCollector) expectDenied(t *testing.T, what string) {
 func checkRoles(t *testing.T, url string, r roles) (proc, builder *nats.Conn) {
 	t.Helper()
 	c := ctx(t)
+	r = r.withInboxes()
 
 	proc = connect(t, url, r.processor...)
 	pjs, _ := jetstream.New(proc)
@@ -472,7 +487,90 @@ func checkRoles(t *testing.T, url string, r roles) (proc, builder *nats.Conn) {
 	_ = builder.Publish("fold.in.s1.turn", []byte("forged"))
 	_ = builder.Flush()
 	bErrs.expectDenied(t, "builder publish fold.in")
+	checkPrivateInboxes(t, url, r, proc, builder)
 	return proc, builder
+}
+
+// checkPrivateInboxes plays a hostile bot (issue 15: with _INBOX.> a bot
+// read another session's turns as the processor fetched them, and another
+// builder's context replies). Every subscription that would reach someone
+// else's replies is refused, and while the processor fetches a turn, reads
+// a checkpoint and answers the builder's request, with a second, honest bot
+// publishing, the snooping bot receives nothing; each of them still works
+// with its own prefix. r has the inbox options applied.
+func checkPrivateInboxes(t *testing.T, url string, r roles, proc, builder *nats.Conn) {
+	t.Helper()
+	c := ctx(t)
+	snoopErrs := newErrCollector()
+	snoop := connect(t, url, append(slices.Clone(r.bot), snoopErrs.option())...)
+	var mu sync.Mutex
+	var leaked []string
+	steal := func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		leaked = append(leaked, m.Subject+" "+string(m.Data))
+	}
+	for _, subj := range []string{
+		"_INBOX.>", r.processorInbox + ".>", r.builderInbox + ".>", "_INBOX_*.>", "*.>", ">",
+	} {
+		if _, err := snoop.Subscribe(subj, steal); err != nil {
+			t.Fatal(err)
+		}
+		_ = snoop.Flush()
+		snoopErrs.expectDenied(t, "bot subscribe "+subj)
+	}
+	// The builder cannot read the processor's replies either.
+	bErrs := newErrCollector()
+	nosy := connect(t, url, append(slices.Clone(r.builder), bErrs.option())...)
+	_, _ = nosy.Subscribe(r.processorInbox+".>", steal)
+	_ = nosy.Flush()
+	bErrs.expectDenied(t, "builder subscribe "+r.processorInbox+".>")
+
+	// Normal operations, each on its user's own inbox.
+	honest := connect(t, url, r.bot...)
+	hjs, _ := jetstream.New(honest)
+	const secret = "turn text of another session"
+	if _, err := hjs.Publish(c, "fold.in.s2.turn", []byte(secret)); err != nil {
+		t.Fatalf("bot publish with inbox prefix %s: %v", r.botInbox, err)
+	}
+	pjs, _ := jetstream.New(proc)
+	cons, err := pjs.Consumer(c, "FOLD_IN", "processor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The bot's turn of checkRoles comes first, then the secret one.
+	batch, err := cons.Fetch(2, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatalf("processor fetch with inbox prefix %s: %v", r.processorInbox, err)
+	}
+	var fetched []string
+	for m := range batch.Messages() {
+		if err := m.Ack(); err != nil {
+			t.Fatalf("processor ack: %v", err)
+		}
+		fetched = append(fetched, string(m.Data()))
+	}
+	if len(fetched) != 2 || fetched[1] != secret {
+		t.Fatalf("processor fetched %q (%v), want the bot's two turns", fetched, batch.Error())
+	}
+	kv, err := pjs.KeyValue(c, "fold_sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(c, "s1"); err != nil {
+		t.Fatalf("processor KV get with inbox prefix %s: %v", r.processorInbox, err)
+	}
+	reply, err := builder.Request("fold.svc.context", []byte(`{"session":"s2"}`), 5*time.Second)
+	if err != nil || !strings.HasPrefix(reply.Subject, r.builderInbox+".") {
+		t.Fatalf("builder request: reply %v on %v, want one on %s", err, reply, r.builderInbox)
+	}
+	_ = snoop.Flush()
+	_ = nosy.Flush()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) > 0 {
+		t.Fatalf("a snooping client read other users' replies: %q", leaked)
+	}
 }
 
 func TestUserPass(t *testing.T) {
@@ -487,6 +585,7 @@ func TestUserPass(t *testing.T) {
 		bot:       []nats.Option{nats.UserInfo("bot", "dev-bot-password")},
 		builder:   []nats.Option{nats.UserInfo("builder", "dev-builder-password")},
 		processor: []nats.Option{nats.UserInfo("processor", "dev-processor-password")},
+		botInbox:  "_INBOX_bot", builderInbox: "_INBOX_builder", processorInbox: "_INBOX_processor",
 	})
 	if nc, err := nats.Connect(s.ClientURL(), nats.UserInfo("processor", "wrong")); err == nil {
 		nc.Close()
@@ -546,6 +645,7 @@ func TestNkey(t *testing.T) {
 		bot:       []nats.Option{opt["bot"]},
 		builder:   []nats.Option{opt["builder"]},
 		processor: []nats.Option{opt["processor"]},
+		botInbox:  "_INBOX_bot", builderInbox: "_INBOX_builder", processorInbox: "_INBOX_processor",
 	})
 	if nc, err := nats.Connect(s.ClientURL()); err == nil {
 		nc.Close()
@@ -584,7 +684,8 @@ func TestAccounts(t *testing.T) {
 			return []nats.Option{nats.UserInfo(p+"-"+role, "dev-"+p+"-"+role+"-password")}
 		}
 		// Sequential on purpose: tenant-b must not see tenant-a's streams.
-		procs[p], builders[p] = checkRoles(t, url, roles{bot: user("bot"), builder: user("builder"), processor: user("processor")})
+		procs[p], builders[p] = checkRoles(t, url, roles{bot: user("bot"), builder: user("builder"), processor: user("processor"),
+			botInbox: "_INBOX_" + p + "-bot", builderInbox: "_INBOX_" + p + "-builder", processorInbox: "_INBOX_" + p + "-processor"})
 	}
 	// Accounts isolate subjects: tenant-b's builder never sees tenant-a's output.
 	sub, err := builders["b"].SubscribeSync("fold.out.>")

@@ -11,7 +11,8 @@ import "embed"
 // V1 holds every schema of contract v1: the inbound events turn.json,
 // note.json and control.json; the outbound events summary-updated.json,
 // lifecycle.json, evicted.json (mode evict) and memory.json; the recall
-// endpoint's recall-request.json and recall-response.json; the context
+// endpoint's recall-request.json and recall-response.json; the session
+// endpoint's session-request.json and session-reply.json; the context
 // endpoint's context-request.json and context-reply.json; and the
 // context-source protocol's context-source-request.json and
 // context-source-reply.json.
@@ -33,6 +34,9 @@ var Files = map[string]string{
 	// The recall endpoint of the service (<prefix>.svc.recall).
 	"recall-request":  "v1/recall-request.json",
 	"recall-response": "v1/recall-response.json",
+	// The session endpoint (<prefix>.svc.session).
+	"session-request": "v1/session-request.json",
+	"session-reply":   "v1/session-reply.json",
 	// The context endpoint of the service (<prefix>.svc.context).
 	"context-request": "v1/context-request.json",
 	"context-reply":   "v1/context-reply.json",

@@ -403,6 +403,9 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 	for _, m := range recallMessages(t, failing) {
 		check(m.Header.Get("Event"), m)
 	}
+	for _, m := range sessionMessages(t, e, modes, failing) {
+		check(m.Header.Get("Event"), m)
+	}
 	for _, typ := range []string{events.EventCompactionSkipped, events.EventCompactionStarted, events.EventCompactionCompleted,
 		events.EventCompactionFailed, events.EventSessionEnded, events.EventSessionReset, events.EventSessionConfigured,
 		events.EventSessionArchived, events.EventRejected} {
@@ -418,7 +421,8 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 		"lifecycle.trigger resume": "",
 		// The other failure classes need a model failing each way; the
 		// scenario's failing model answers 400 (bad_request). The classes
-		// are retry.Classify's, tested in internal/retry.
+		// are retry's (tested in internal/retry; a provider's answers are
+		// classified by its backend, internal/fold/openai/classify.go).
 		"lifecycle.error_class timeout": "", "lifecycle.error_class rate_limited": "", "lifecycle.error_class server": "",
 		"lifecycle.error_class connection": "", "lifecycle.error_class auth": "", "lifecycle.error_class not_found": "",
 		"lifecycle.error_class context_length": "", "lifecycle.error_class invalid_output": "",
@@ -530,7 +534,9 @@ func produceModes(t *testing.T) *servicetest.Env {
 	t.Helper()
 	ctx := context.Background()
 	e := servicetest.New(t, servicetest.Options{})
-	e.StartProcessor(processor.Config{RecallEnabled: true}, modesLLM(t, e))
+	// The reset scenario dates its turns up to 6 hours ahead (idle and
+	// daily resets without waiting hours): allow that much clock skew.
+	e.StartProcessor(processor.Config{RecallEnabled: true, MaxClockSkew: 12 * time.Hour}, modesLLM(t, e))
 	_, js := e.Client("bot")
 	pub, err := client.NewPublisher(js)
 	if err != nil {

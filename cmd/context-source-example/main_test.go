@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/contextsource"
+	"github.com/foldstream/foldstream/internal/testlog"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 )
@@ -67,24 +67,6 @@ func TestAnswerForAWindow(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the service's log writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // The binary as it runs: on a real server over TCP, a micro service that
 // the processor's Asker gets an answer from.
 func TestRunServesOverNATS(t *testing.T) {
@@ -93,7 +75,7 @@ func TestRunServesOverNATS(t *testing.T) {
 	defer cancel()
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	go func() {
 		done <- run(ctx, []string{"--nats-url", env.NS.ClientURL(), "--subject", "ctx.calendar", "--label", "Calendar",
 			"--data", "calendar.json"}, &logs, func() { close(ready) })

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
 )
 
 // options are every setting of the processor. Precedence: command-line
@@ -17,7 +19,7 @@ type options struct {
 	configFile string
 
 	natsURL, natsUser, natsPassword, natsToken, natsNKey, natsCreds string
-	natsTLSCA, natsTLSCert, natsTLSKey                              string
+	natsTLSCA, natsTLSCert, natsTLSKey, inboxPrefix                 string
 	storeDir                                                        string
 	embeddedPort                                                    int
 	prefix                                                          string
@@ -41,6 +43,7 @@ type options struct {
 	shards, maxFolds                        int
 	foldTimeout, leaseTTL, flushInterval    time.Duration
 	idleCompact                             time.Duration
+	maxClockSkew                            time.Duration
 
 	summarizer                                string
 	openaiBaseURL, openaiModel, openaiKey     string
@@ -63,48 +66,46 @@ type options struct {
 
 	prompts map[string]string // from the config file only
 
+	ui uiOptions // the session inspector (ui.go)
+
 	logLevelSet bool // --log-level given on the command line or environment
+
+	// settings, when set, declares the processor's settings behind a
+	// subcommand whose -h shows only its own flags (demo): the config file
+	// and FOLDSTREAM_* variables may still set them.
+	settings *flag.FlagSet
 }
 
+// newFlagSet declares every flag of the processor (run and demo).
 func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&o.configFile, "config", "", "JSON config file: keys are flag names, plus \"prompts\": {voice|agent|recompact|system: template}")
-
-	fs.StringVar(&o.natsURL, "nats-url", "", "NATS server or cluster URL(s), comma-separated; empty starts an embedded nats-server")
-	fs.StringVar(&o.natsUser, "nats-user", "", "NATS user")
-	fs.StringVar(&o.natsPassword, "nats-password", "", "NATS password")
-	fs.StringVar(&o.natsToken, "nats-token", "", "NATS token")
-	fs.StringVar(&o.natsNKey, "nats-nkey-seed", "", "path to an nkey seed file")
-	fs.StringVar(&o.natsCreds, "nats-creds", "", "path to a NATS .creds file")
-	fs.StringVar(&o.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server's TLS")
-	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
-	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
-	fs.StringVar(&o.storeDir, "store-dir", "./data", "JetStream store directory of the embedded nats-server")
+	addConnFlags(fs, o, "", "NATS server or cluster URL(s), comma-separated; empty starts an embedded nats-server")
+	addStoreFlag(fs, o)
 	fs.IntVar(&o.embeddedPort, "embedded-port", 4222, "client port of the embedded nats-server (-1 picks a free one)")
-	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas for the streams and KV bucket (3 on a cluster)")
 	fs.DurationVar(&o.maxAge, "max-age", 0, "retention of the inbound/outbound streams (0 = unlimited; replay needs the history)")
 
-	fs.IntVar(&o.recentWindow, "recent-window", 50, "turns kept verbatim (seed 000)")
-	fs.IntVar(&o.batchSize, "batch-size", 10, "turns folded per run")
-	fs.IntVar(&o.maxSummaryChars, "max-summary-chars", 1200, "summary budget in characters")
-	fs.IntVar(&o.maxNoteChars, "max-note-chars", 400, "cap per screen-watch note when folded")
-	fs.IntVar(&o.minFoldTokens, "min-fold-tokens", 0, "mode window: a due fold waits until the turns behind the recent window hold this many tokens, then folds them in one call (fewer, larger summarizer calls; 0 = seed 000's fixed batches)")
+	intSetting(fs, &o.recentWindow, "recent_window")
+	intSetting(fs, &o.batchSize, "batch_size")
+	intSetting(fs, &o.maxSummaryChars, "max_summary_chars")
+	intSetting(fs, &o.maxNoteChars, "max_note_chars")
+	intSetting(fs, &o.minFoldTokens, "min_fold_tokens")
 	fs.StringVar(&o.trigger, "trigger", "turn", "when to check for a fold: turn (every turn) or generate (on generate control events)")
 	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice (seed 000) or agent (seed 003)")
 	fs.StringVar(&o.mode, "mode", "window", "default mode: window (seed 000), evict (seed 001), interval (seed 002) or tokens (seeds 003/004); sessions may override it with a configure control")
-	fs.IntVar(&o.contextWindow, "context-window", 128000, "modes tokens and evict: the bot model's context window in tokens")
-	fs.IntVar(&o.reserveTokens, "reserve-tokens", 16384, "modes tokens and evict: headroom for the answer; the context must shrink above context-window − reserve-tokens")
-	fs.DurationVar(&o.idleAfter, "idle-after", 5*time.Minute, "mode tokens: a session quiet this long is folded above idle-threshold (0 disables)")
-	fs.Float64Var(&o.idleThreshold, "idle-threshold", 0.6, "mode tokens: idle fold threshold, a fraction of the context window")
-	fs.Float64Var(&o.emergencyThreshold, "emergency-threshold", 0.8, "mode tokens: fold at once above this fraction of the context window")
-	fs.IntVar(&o.keepRecentTokens, "keep-recent-tokens", 0, "mode tokens: verbatim tail budget in tokens (0 = 20% of the context window)")
-	fs.IntVar(&o.keepRecentMessages, "keep-recent-messages", 10, "mode tokens: never keep fewer turns verbatim than this")
-	fs.Float64Var(&o.targetUtilization, "target-utilization", 0.8, "mode evict: evict down to this fraction of the context window")
-	fs.IntVar(&o.minKeepMessages, "min-keep-messages", 10, "mode evict: always keep at least this many turns")
-	fs.IntVar(&o.intervalEx, "interval-exchanges", 5, "mode interval: fold every this many exchanges (a bot answer completes one)")
-	fs.IntVar(&o.keepRecent, "keep-recent", 6, "mode interval: turns kept verbatim after each fold")
-	fs.DurationVar(&o.maskToolOutputsAfter, "mask-tool-outputs-after", 0, "mask tool results older than this before summarizing (0 = off)")
+	intSetting(fs, &o.contextWindow, "context_window")
+	intSetting(fs, &o.reserveTokens, "reserve_tokens")
+	secondsSetting(fs, &o.idleAfter, "idle_after_seconds")
+	floatSetting(fs, &o.idleThreshold, "idle_threshold")
+	floatSetting(fs, &o.emergencyThreshold, "emergency_threshold")
+	intSetting(fs, &o.keepRecentTokens, "keep_recent_tokens")
+	intSetting(fs, &o.keepRecentMessages, "keep_recent_messages")
+	floatSetting(fs, &o.targetUtilization, "target_utilization")
+	intSetting(fs, &o.minKeepMessages, "min_keep_messages")
+	intSetting(fs, &o.intervalEx, "interval_exchanges")
+	intSetting(fs, &o.keepRecent, "keep_recent")
+	secondsSetting(fs, &o.maskToolOutputsAfter, "mask_tool_outputs_after_seconds")
 	fs.StringVar(&o.contextSources, "context-sources", "", "mode interval: context sources asked at each fold, a JSON array [{label, subject, prompt, timeout}] or a path to a file holding it (docs/context-sources.md)")
 	fs.BoolVar(&o.keepEnded, "keep-ended", false, "keep an ended session's checkpoint as it is instead of the final fold, archive and clear")
 	fs.IntVar(&o.shards, "shards", 8, "session owners (goroutines)")
@@ -112,6 +113,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.DurationVar(&o.foldTimeout, "fold-timeout", 60*time.Second, "bound on one fold, including the summarizer's retries")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 0, "fold lease; default fold-timeout + 15s")
 	fs.DurationVar(&o.flushInterval, "flush-interval", time.Second, "under load, how long a session's change may wait for its checkpoint (and its ack); a quiet shard writes at once")
+	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", events.DefaultMaxClockSkew, "an event whose at is further than this ahead of the time the stream stored it is rejected (invalid_field, at): reset policies measure time by at (0 = accept any time)")
 	fs.DurationVar(&o.idleCompact, "idle-compact", time.Second, "a session with no event for this long and nothing pending is kept in memory in a compact form, without its cached turn payloads (0 = off)")
 
 	fs.StringVar(&o.summarizer, "summarizer", "auto", "auto (openai when an API key or base URL is set, else offline), offline or openai")
@@ -130,11 +132,80 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.DurationVar(&o.partitionTTL, "partition-ttl", 10*time.Second, "with --partitions: a dead instance's partitions move after this long (the ownership bucket's TTL, set when the bucket is created)")
 	fs.StringVar(&o.instanceID, "instance-id", "", "with --partitions: this instance's name among the members, [A-Za-z0-9_-]{1,64} (default: host name and a random suffix)")
 
-	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "Prometheus /metrics and /healthz listen address (empty disables)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "Prometheus /metrics and /healthz listen address (empty disables; host:0 picks a free port; 0.0.0.0:9464 in a container)")
 	fs.BoolVar(&o.service, "service", true, "serve the context and session request-reply service (NATS micro \"foldstream\") on <prefix>.svc.>")
 	fs.Int64Var(&o.recallIndexBytes, "recall-index-bytes", service.DefaultIndexBytes, "memory budget of the service's recall index (question-aware contexts and recall), least recently used sessions evicted first; 0 keeps no index (every request scans the session's stream)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (transcript text is logged only at debug)")
+	addUIFlags(fs, &o.ui)
+	addLogFlags(fs, o, "info")
+	return fs
+}
+
+// The flags of the modes' per-session settings are derived from their
+// declarations (events.Settings): name, default and usage. The config file
+// key is the flag's name, the environment variable FOLDSTREAM_<FLAG>.
+
+func setting(key string) events.Setting {
+	s, ok := events.SettingByKey(key)
+	if !ok || s.Flag == "" {
+		panic("no flag declared for setting " + key) // a programming error, caught by every test
+	}
+	return s
+}
+
+func intSetting(fs *flag.FlagSet, p *int, key string) {
+	s := setting(key)
+	fs.IntVar(p, s.Flag, int(s.Default), s.Usage())
+}
+
+func floatSetting(fs *flag.FlagSet, p *float64, key string) {
+	s := setting(key)
+	fs.Float64Var(p, s.Flag, s.Default, s.Usage())
+}
+
+// secondsSetting: a setting in seconds is a duration flag.
+func secondsSetting(fs *flag.FlagSet, p *time.Duration, key string) {
+	s := setting(key)
+	fs.DurationVar(p, s.Flag, time.Duration(s.Default)*time.Second, s.Usage())
+}
+
+// addConnFlags declares how to reach NATS and the subject prefix: what
+// every subcommand needs. url is the --nats-url default.
+func addConnFlags(fs *flag.FlagSet, o *options, url, urlUsage string) {
+	fs.StringVar(&o.natsURL, "nats-url", url, urlUsage)
+	fs.StringVar(&o.natsUser, "nats-user", "", "NATS user")
+	fs.StringVar(&o.natsPassword, "nats-password", "", "NATS password")
+	fs.StringVar(&o.natsToken, "nats-token", "", "NATS token")
+	fs.StringVar(&o.natsNKey, "nats-nkey-seed", "", "path to an nkey seed file")
+	fs.StringVar(&o.natsCreds, "nats-creds", "", "path to a NATS .creds file")
+	fs.StringVar(&o.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server's TLS")
+	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
+	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
+	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
+	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
+}
+
+// addStoreFlag declares the embedded nats-server's store directory.
+func addStoreFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.storeDir, "store-dir", "./data", "JetStream store directory of the embedded nats-server")
+}
+
+func addLogFlags(fs *flag.FlagSet, o *options, level string) {
+	fs.StringVar(&o.logLevel, "log-level", level, "debug, info, warn or error (transcript text is logged only at debug)")
 	fs.BoolVar(&o.logPretty, "log-pretty", false, "human-readable console logs instead of JSON")
+}
+
+// defaultClientURL is where the tools (pub, tail, sessions, context, dlq)
+// look for NATS by default: the embedded server of a processor started
+// with the defaults.
+const defaultClientURL = "nats://127.0.0.1:4222"
+
+// newClientFlagSet declares the flags of a tool that talks to a running
+// processor's NATS: connection, prefix and logging, nothing of the
+// processor's own settings.
+func newClientFlagSet(name string, o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	addConnFlags(fs, o, defaultClientURL, "NATS server URL(s), comma-separated: the processor's (its embedded server listens on "+defaultClientURL+" by default)")
+	addLogFlags(fs, o, "warn")
 	return fs
 }
 
@@ -157,17 +228,22 @@ func parseOptions(fs *flag.FlagSet, o *options, args []string, env func(string) 
 		return fileErr
 	}
 	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || envErr != nil {
-			return
+	for _, flags := range []*flag.FlagSet{fs, o.settings} {
+		if flags == nil {
+			continue
 		}
-		name := "FOLDSTREAM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := env(name); v != "" {
-			if err := f.Value.Set(v); err != nil {
-				envErr = fmt.Errorf("environment %s=%q: %w", name, v, err)
+		flags.VisitAll(func(f *flag.Flag) {
+			if set[f.Name] || envErr != nil {
+				return
 			}
-		}
-	})
+			name := "FOLDSTREAM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+			if v := env(name); v != "" {
+				if err := f.Value.Set(v); err != nil {
+					envErr = fmt.Errorf("environment %s=%q: %w", name, v, err)
+				}
+			}
+		})
+	}
 	if envErr != nil {
 		return envErr
 	}
@@ -198,6 +274,9 @@ func applyConfigFile(fs *flag.FlagSet, o *options, set map[string]bool) error {
 			continue
 		}
 		f := fs.Lookup(key)
+		if f == nil && o.settings != nil {
+			f = o.settings.Lookup(key)
+		}
 		if f == nil || key == "config" {
 			return fmt.Errorf("config file %s: unknown setting %q (settings are the flag names, e.g. \"recent-window\")", o.configFile, key)
 		}

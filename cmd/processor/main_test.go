@@ -3,31 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/foldstream/foldstream/internal/testlog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// syncBuffer is written by the processor's logger while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestOptionPrecedence(t *testing.T) {
 	dir := t.TempDir()
@@ -78,6 +60,33 @@ func TestOptionErrorsNameTheSetting(t *testing.T) {
 	}
 }
 
+// Issue 18: `--mode tokens --context-window 8000` must start. The reserve
+// is not set, so it follows the window (a quarter of it, at most 16,384).
+func TestSmallContextWindowStarts(t *testing.T) {
+	var o options
+	fs := newFlagSet("t", &o)
+	if err := parseOptions(fs, &o, []string{"--mode", "tokens", "--context-window", "8000"}, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	cfg := processorConfig(&o, nil)
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("--mode tokens --context-window 8000: %v", err)
+	}
+	if got := cfg.Tokens.Trigger(); got != 6000 {
+		t.Errorf("trigger at %d tokens, want 6000 (8000 − a quarter)", got)
+	}
+	// A reserve set by hand that does not fit the window is still refused,
+	// naming the setting.
+	o = options{}
+	fs = newFlagSet("t", &o)
+	if err := parseOptions(fs, &o, []string{"--mode", "tokens", "--context-window", "8000", "--reserve-tokens", "9000"}, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := processorConfig(&o, nil).Validate(); err == nil || !strings.Contains(err.Error(), "reserve tokens") {
+		t.Errorf("a reserve above the window: %v, want an error naming the reserve", err)
+	}
+}
+
 func TestRunRejectsBadSettings(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--trigger", "sometimes", "--store-dir", t.TempDir()},
@@ -98,7 +107,7 @@ func TestRunRejectsBadSettings(t *testing.T) {
 // context ends (what SIGTERM does in main).
 func TestRunEmbeddedStartsAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	var out, errOut testlog.Buffer
 	dir := t.TempDir()
 	done := make(chan error, 1)
 	go func() {

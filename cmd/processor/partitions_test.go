@@ -11,6 +11,7 @@ import (
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/testlog"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
@@ -26,7 +27,7 @@ func TestRunPartitioned(t *testing.T) {
 	if err := parseOptions(fs, &o, args, func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	folded := make(chan error, 1)

@@ -57,6 +57,8 @@ type env struct {
 	fjs    jetstream.JetStream
 	layout broker.Layout
 	kv     jetstream.KeyValue
+	// metricsAddr is the address /metrics listens on ("" when off).
+	metricsAddr string
 }
 
 func (e *env) close() {
@@ -114,6 +116,7 @@ func connect(o *options, ns *server.Server, name string, log zerolog.Logger) (*n
 	nc, err := broker.Connect(broker.ConnConfig{
 		URL: o.natsURL, Name: name, User: o.natsUser, Password: o.natsPassword, Token: o.natsToken,
 		NKeySeed: o.natsNKey, CredsFile: o.natsCreds, TLSCA: o.natsTLSCA, TLSCert: o.natsTLSCert, TLSKey: o.natsTLSKey,
+		InboxPrefix: o.inboxPrefix,
 	}, ns, log)
 	if err != nil {
 		return nil, nil, err
@@ -171,7 +174,8 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 		Window:             fold.Window{Recent: o.recentWindow, Batch: o.batchSize, MaxSummaryChars: o.maxSummaryChars, MaxNoteChars: o.maxNoteChars, MinFoldTokens: o.minFoldTokens},
 		Trigger:            o.trigger, Profile: fold.Profile(o.profile), Shards: o.shards,
 		FoldTimeout: o.foldTimeout, LeaseTTL: o.leaseTTL, FlushInterval: o.flushInterval, IdleCompact: idleCompact(o.idleCompact),
-		Mode: fold.Mode(o.mode),
+		MaxClockSkew: maxClockSkew(o.maxClockSkew),
+		Mode:         fold.Mode(o.mode),
 		Tokens: fold.TokenPolicy{
 			ContextWindow: o.contextWindow, ReserveTokens: o.reserveTokens, IdleAfter: o.idleAfter,
 			IdleThreshold: o.idleThreshold, EmergencyThreshold: o.emergencyThreshold,
@@ -185,6 +189,14 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 		// falls back to tokens.
 		RecallEnabled: o.service,
 	}
+}
+
+// maxClockSkew maps the flag's 0 (off) to the config's negative.
+func maxClockSkew(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // idleCompact maps the flag's 0 (off) to the config's negative.
@@ -214,6 +226,9 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 	counter, err := tokens.New(o.tokenizer)
 	if err != nil {
 		return fmt.Errorf("--tokenizer: %w", err)
+	}
+	if err := checkPorts(o); err != nil {
+		return err
 	}
 	e, err := openEnv(ctx, o, log, true)
 	if err != nil {
@@ -248,10 +263,11 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 		}
 		runner = p
 	}
-	stopMetrics, err := serveMetrics(o.metricsAddr, reg, e.nc, log)
+	stopMetrics, addr, err := serveMetrics(o.metricsAddr, reg, e.nc, log)
 	if err != nil {
 		return err
 	}
+	e.metricsAddr = addr
 	defer stopMetrics()
 	if started != nil {
 		go func() {
@@ -272,6 +288,13 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 			return err
 		}
 		defer func() { _ = svc.Stop() }()
+	}
+	if o.ui.addr != "" {
+		stopUI, _, err := startInspector(o, e, sum, counter, log)
+		if err != nil {
+			return err
+		}
+		defer stopUI()
 	}
 	return runner.Run(ctx)
 }
@@ -321,13 +344,16 @@ func defaultInstanceID() string {
 	return host + "-" + nuid.Next()
 }
 
-func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log zerolog.Logger) (func(), error) {
+// serveMetrics serves /metrics and /healthz on addr until the returned
+// stop is called; it returns the address it listens on ("" when addr is
+// empty).
+func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log zerolog.Logger) (func(), string, error) {
 	if addr == "" {
-		return func() {}, nil
+		return func() {}, "", nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+		return nil, "", fmt.Errorf("--metrics-addr %s: %w (--metrics-addr 127.0.0.1:0 takes a free port, --metrics-addr '' serves no metrics)", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -349,5 +375,5 @@ func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log zero
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, nil
+	}, ln.Addr().String(), nil
 }

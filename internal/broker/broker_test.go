@@ -9,6 +9,7 @@ import (
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
@@ -103,5 +104,42 @@ func TestConnectWithCredentials(t *testing.T) {
 	}
 	if _, err := Connect(ConnConfig{}, nil, log); err == nil {
 		t.Fatal("no URL and no embedded server accepted")
+	}
+}
+
+// --inbox-prefix puts every reply of the connection (requests, JetStream)
+// under the prefix the auth configs allow for the user; a prefix nats.go
+// would refuse, or one with wildcards, is an error naming the flag.
+func TestConnectWithInboxPrefix(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("not ready")
+	}
+	defer ns.Shutdown()
+	log := zerolog.Nop()
+	nc, err := Connect(ConnConfig{URL: ns.ClientURL(), InboxPrefix: "_INBOX_processor"}, nil, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Subscribe("svc", func(m *nats.Msg) { _ = m.Respond([]byte(m.Reply)) }); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := nc.Request("svc", nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(reply.Data), "_INBOX_processor.") {
+		t.Fatalf("request replied to %q, want under _INBOX_processor.", reply.Data)
+	}
+	for _, bad := range []string{"_INBOX_*", "_INBOX.>", "a..b", "trailing.", "with space"} {
+		if _, err := Connect(ConnConfig{URL: ns.ClientURL(), InboxPrefix: bad}, nil, log); err == nil || !strings.Contains(err.Error(), "--inbox-prefix") {
+			t.Errorf("inbox prefix %q: %v, want an error naming --inbox-prefix", bad, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -22,6 +23,26 @@ type ConnConfig struct {
 	TLSCA     string
 	TLSCert   string
 	TLSKey    string
+	// InboxPrefix replaces _INBOX as the prefix of the connection's reply
+	// subjects (JetStream acks and fetches, KV reads, requests). With the
+	// shipped auth configs a user may subscribe only under _INBOX_<user>,
+	// so that no client reads another's replies. "" keeps _INBOX.
+	InboxPrefix string
+}
+
+// CheckInboxPrefix reports an inbox prefix that nats.go would refuse, or
+// that would let replies land outside prefix.>: one or more subject tokens,
+// no wildcards, no empty token.
+func CheckInboxPrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	for _, tok := range strings.Split(prefix, ".") {
+		if tok == "" || strings.ContainsAny(tok, "*> \t\r\n") {
+			return fmt.Errorf("expected subject tokens without wildcards, spaces or empty tokens, e.g. _INBOX_processor, got %q", prefix)
+		}
+	}
+	return nil
 }
 
 // Connect dials NATS (or the embedded server) and logs connection changes.
@@ -46,6 +67,12 @@ func Connect(cfg ConnConfig, embedded *server.Server, log zerolog.Logger) (*nats
 			}
 			ev.Msg("NATS async error")
 		}),
+	}
+	if err := CheckInboxPrefix(cfg.InboxPrefix); err != nil {
+		return nil, fmt.Errorf("nats: --inbox-prefix: %w", err)
+	}
+	if cfg.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(cfg.InboxPrefix))
 	}
 	if cfg.User != "" || cfg.Password != "" {
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))

@@ -132,7 +132,10 @@ type fakeProcessor struct {
 	notes int
 }
 
-func startFake(t *testing.T, e env, session string) *fakeProcessor {
+// startFake starts the fake; summaryFirst publishes each summary before
+// the compaction_started of its fold, as the real processor's two
+// connections (ingest and folds) can deliver them.
+func startFake(t *testing.T, e env, session string, summaryFirst bool) *fakeProcessor {
 	t.Helper()
 	f := &fakeProcessor{turns: map[string]bool{}}
 	pub := func(kind string, v any) {
@@ -163,10 +166,19 @@ func startFake(t *testing.T, e env, session string) *fakeProcessor {
 		}
 		from := (total - 61)
 		version := uint64(total-61)/10 + 1
-		pub(events.KindEvent, events.Lifecycle{V: 1, Session: session, Type: events.EventCompactionStarted, Trigger: "turn", BatchFrom: from, BatchTo: from + 9, TotalTurns: total})
-		pub(events.KindSummary, events.SummaryUpdated{V: 1, Session: session, Version: version, Cursor: from + 10, CoveredThroughTurn: from + 9,
-			FoldedTurns: 10, Tier: "full", Model: "fake", Summary: fmt.Sprintf("Fake summary %d.\nSecond line.", version), SummaryChars: 30})
-		pub(events.KindEvent, events.Lifecycle{V: 1, Session: session, Type: events.EventCompactionCompleted, OldCursor: from, NewCursor: from + 10, Version: version, Tier: "full"})
+		started := events.Lifecycle{V: 1, Session: session, Type: events.EventCompactionStarted, Trigger: "turn", BatchFrom: from, BatchTo: from + 9, TotalTurns: total}
+		summary := events.SummaryUpdated{V: 1, Session: session, Version: version, Cursor: from + 10, CoveredThroughTurn: from + 9,
+			FoldedTurns: 10, Tier: "full", Model: "fake", Summary: fmt.Sprintf("Fake summary %d.\nSecond line.", version), SummaryChars: 30}
+		completed := events.Lifecycle{V: 1, Session: session, Type: events.EventCompactionCompleted, OldCursor: from, NewCursor: from + 10, Version: version, Tier: "full"}
+		if summaryFirst {
+			pub(events.KindSummary, summary)
+			pub(events.KindEvent, completed)
+			pub(events.KindEvent, started)
+			return
+		}
+		pub(events.KindEvent, started)
+		pub(events.KindSummary, summary)
+		pub(events.KindEvent, completed)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +192,7 @@ func startFake(t *testing.T, e env, session string) *fakeProcessor {
 
 func TestRunReceivesSummaries(t *testing.T) {
 	e := newEnv(t)
-	f := startFake(t, e, "demo1")
+	f := startFake(t, e, "demo1", false)
 	var out bytes.Buffer
 	cfg := Config{Session: "demo1", Turns: 75, Interval: time.Millisecond, Seed: 42, Notes: true, WaitSummaries: 10 * time.Second}
 	if err := Run(e.ctx, e.nc, e.js, e.subj, cfg, &out, zerolog.Nop()); err != nil {
@@ -277,7 +289,7 @@ func TestRebaseKeepsOrderAndIDsUnique(t *testing.T) {
 	notes := Notes(1)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	rebase(turns, notes, "s9", now)
-	if !turns[0].At.Equal(now) || turns[0].TurnID != "s9-t0000" || turns[0].Session != "s9" || notes[0].Session != "s9" {
+	if !turns[len(turns)-1].At.Equal(now) || turns[0].TurnID != "s9-t0000" || turns[0].Session != "s9" || notes[0].Session != "s9" {
 		t.Fatalf("rebase: %+v / %+v", turns[0], notes[0])
 	}
 	if !slices.IsSortedFunc(turns, func(a, b events.Turn) int { return a.At.Compare(b.At) }) {
@@ -288,4 +300,34 @@ func TestRebaseKeepsOrderAndIDsUnique(t *testing.T) {
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// A summary that arrives before the compaction_started of its fold (and
+// the fold's completion before both) is printed after it: the output tells
+// the story in causal order.
+func TestRunPrintsInCausalOrder(t *testing.T) {
+	e := newEnv(t)
+	startFake(t, e, "demo2", true)
+	var out bytes.Buffer
+	cfg := Config{Session: "demo2", Turns: 72, Interval: 0, Seed: 42, WaitSummaries: 10 * time.Second}
+	if err := Run(e.ctx, e.nc, e.js, e.subj, cfg, &out, zerolog.Nop()); err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for v, lines := range [][]string{
+		{"-- fold started: turns 0..9", "== summary v1:", "-- fold completed: cursor 0 -> 10, v1"},
+		{"-- fold started: turns 10..19", "== summary v2:", "-- fold completed: cursor 10 -> 20, v2"},
+	} {
+		at := -1
+		for _, l := range lines {
+			i := strings.Index(text, l)
+			if i < 0 {
+				t.Fatalf("fold %d: output lacks %q:\n%s", v+1, l, text)
+			}
+			if i < at {
+				t.Errorf("fold %d: %q printed before the line that caused it:\n%s", v+1, l, tail(text, 30))
+			}
+			at = i
+		}
+	}
 }

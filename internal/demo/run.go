@@ -109,19 +109,22 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, subjects ev
 		return fmt.Errorf("demo: register subscriptions: %w", err)
 	}
 
-	p := &printer{w: out}
+	p := &printer{w: out, versions: map[uint64]bool{}, printed: map[uint64]bool{}}
 	p.printf("demo: session %s, %d turns every %s, expecting %d summaries (window mode, recent %d, batch %d)\n",
 		cfg.Session, len(turns), cfg.Interval, expected, cfg.Recent, cfg.Batch)
 	log.Info().Str("event", "demo_started").Int("turns", len(turns)).Int("notes", len(notes)).
 		Int("expected_summaries", expected).Dur("interval", cfg.Interval).Msg("demo bot started")
 
-	versions := map[uint64]bool{}
+	versions := p.versions
 	next, nextNote := 0, 0
 	pubTimer := time.NewTimer(0)
 	defer pubTimer.Stop()
 	pubC := pubTimer.C
-	var waitC <-chan time.Time
-	finished := func() bool { return pubC == nil && len(versions) >= expected }
+	var waitC, graceC <-chan time.Time
+	// Finished once every expected summary is printed: one that arrived
+	// before its fold's started event is held until that event comes, or
+	// for a short grace period (a core subscription may miss it).
+	finished := func() bool { return pubC == nil && len(p.printed) >= expected }
 
 	if len(turns) == 0 {
 		pubC = nil
@@ -129,11 +132,12 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, subjects ev
 	for !finished() {
 		select {
 		case <-ctx.Done():
+			p.flush()
 			p.printf("demo: stopped after %d of %d turns and %d of %d summaries\n", next, len(turns), len(versions), expected)
 			return fmt.Errorf("demo interrupted: %w", ctx.Err())
 
 		case m := <-inbox:
-			p.handle(m, versions, log)
+			p.handle(m, log)
 
 		case <-pubC:
 			// Notes go out before the first turn that comes after them, the
@@ -165,13 +169,17 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, subjects ev
 			pubC = nil
 			waitC = time.After(cfg.WaitSummaries)
 			log.Info().Str("event", "demo_published").Int("turns", next).Int("notes", nextNote).Msg("all turns published")
-			if !finished() {
+			if len(versions) < expected {
 				p.printf("demo: all %d turns published, waiting up to %s for %d more summaries\n", next, cfg.WaitSummaries, expected-len(versions))
 			}
+
+		case <-graceC:
+			p.flush()
 
 		case <-waitC:
 			msg := fmt.Sprintf("waited %s after the last turn and got %d of %d summaries for session %s: is the processor running on subject prefix %q in window mode with recent %d and batch %d?",
 				cfg.WaitSummaries, len(versions), expected, cfg.Session, subjects.Prefix, cfg.Recent, cfg.Batch)
+			p.flush()
 			p.printf("demo: %s\n", msg)
 			log.Error().Str("event", "demo_timeout").Int("summaries", len(versions)).Int("expected", expected).Msg("summaries did not arrive")
 			return errors.New("demo: " + msg)
@@ -179,18 +187,22 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, subjects ev
 		if p.err != nil {
 			return fmt.Errorf("demo: write output: %w", p.err)
 		}
+		if graceC == nil && pubC == nil && len(versions) >= expected && !finished() {
+			graceC = time.After(2 * time.Second)
+		}
 	}
 	// Show what is already buffered (usually the fold's completion event)
 	// so the output ends with a complete story.
 	for drained := false; !drained; {
 		select {
 		case m := <-inbox:
-			p.handle(m, versions, log)
+			p.handle(m, log)
 		default:
 			drained = true
 		}
 	}
-	p.printf("demo: done, %d turns and %d notes published, %d summaries received. Replay it: processor replay --session %s\n",
+	p.flush()
+	p.printf("demo: done, %d turns and %d notes published, %d summaries received in session %s\n",
 		len(turns), nextNote, len(versions), cfg.Session)
 	log.Info().Str("event", "demo_done").Int("summaries", len(versions)).Msg("demo finished")
 	if p.err != nil {
@@ -199,16 +211,19 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, subjects ev
 	return nil
 }
 
-// rebase moves the conversation to start at now and puts it in session.
+// rebase moves the conversation to end at now and puts it in session.
 // "at" near the wall clock matters: idle and daily reset policies compare it
-// with the clock. Turn ids get the session as prefix because Nats-Msg-Id
+// with the clock. It ends at now rather than starting there because the
+// demo publishes faster than the conversation's pace, and the processor
+// rejects an at more than --max-clock-skew ahead of when the stream stored
+// the turn. Turn ids get the session as prefix because Nats-Msg-Id
 // dedup is per stream, not per session: two demo sessions with bare "t0001"
 // ids would drop each other's turns.
 func rebase(turns []events.Turn, notes []events.Note, session string, now time.Time) {
 	if len(turns) == 0 {
 		return
 	}
-	shift := now.Sub(turns[0].At)
+	shift := now.Sub(turns[len(turns)-1].At)
 	for i := range turns {
 		turns[i].Session = session
 		turns[i].TurnID = session + "-" + turns[i].TurnID
@@ -250,10 +265,26 @@ func publishNote(ctx context.Context, js jetstream.JetStream, subjects events.Su
 	return nil
 }
 
-// printer writes the human output and keeps the first write error.
+// printer writes the human output and keeps the first write error. It
+// prints a fold's story in causal order: "fold started", the summary, then
+// "fold completed". The processor publishes the started event and the
+// summary on two connections (ingest and folds), so a fast summarizer's
+// summary can reach a subscriber before the event that announced its
+// fold; such a summary waits until a started event it can follow has been
+// printed, and a completed event waits for its summary.
 type printer struct {
 	w   io.Writer
 	err error
+	// versions are the summary versions received, printed or held.
+	versions map[uint64]bool
+	// printed are the summary versions printed.
+	printed map[uint64]bool
+	// started counts the "fold started" events printed.
+	started int
+	// heldSummaries are summaries waiting for a started event, in arrival
+	// order; heldCompleted are completed events waiting for their summary.
+	heldSummaries []events.SummaryUpdated
+	heldCompleted []events.Lifecycle
 }
 
 func (p *printer) printf(format string, args ...any) {
@@ -262,10 +293,11 @@ func (p *printer) printf(format string, args ...any) {
 	}
 }
 
-// handle prints one outbound message and records summary versions. Each
-// version is counted once: a summary re-published after a processor crash
-// reaches core subscribers even when the stream drops it as a duplicate.
-func (p *printer) handle(m *nats.Msg, versions map[uint64]bool, log zerolog.Logger) {
+// handle prints one outbound message, or holds it until what caused it is
+// printed, and records summary versions. Each version is counted once: a
+// summary re-published after a processor crash reaches core subscribers
+// even when the stream drops it as a duplicate.
+func (p *printer) handle(m *nats.Msg, log zerolog.Logger) {
 	switch {
 	case strings.HasSuffix(m.Subject, "."+events.KindSummary):
 		var s events.SummaryUpdated
@@ -273,10 +305,37 @@ func (p *printer) handle(m *nats.Msg, versions map[uint64]bool, log zerolog.Logg
 			log.Warn().Err(err).Str("event", "demo_bad_summary").Str("subject", m.Subject).Msg("summary update does not decode")
 			return
 		}
-		if versions[s.Version] {
+		if p.versions[s.Version] {
 			return
 		}
-		versions[s.Version] = true
+		p.versions[s.Version] = true
+		p.heldSummaries = append(p.heldSummaries, s)
+	default:
+		var e events.Lifecycle
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			log.Warn().Err(err).Str("event", "demo_bad_lifecycle").Str("subject", m.Subject).Msg("lifecycle event does not decode")
+			return
+		}
+		switch e.Type {
+		case events.EventCompactionStarted:
+			p.started++
+			p.printf("  -- %s\n", DescribeLifecycle(e))
+		case events.EventCompactionCompleted:
+			p.heldCompleted = append(p.heldCompleted, e)
+		default:
+			p.printf("  -- %s\n", DescribeLifecycle(e))
+		}
+	}
+	p.release(false)
+}
+
+// release prints the held messages whose cause has been printed; all of
+// them when all is set (the end of the demo: nothing more will come).
+func (p *printer) release(all bool) {
+	for len(p.heldSummaries) > 0 && (all || p.started > len(p.printed)) {
+		s := p.heldSummaries[0]
+		p.heldSummaries = p.heldSummaries[1:]
+		p.printed[s.Version] = true
 		p.printf("\n== summary v%d: turns %d..%d folded (%d turns, %d notes), cursor %d, tier %s, model %s, %d chars, %d ms\n",
 			s.Version, s.Cursor-int64(s.FoldedTurns), s.CoveredThroughTurn, s.FoldedTurns, s.FoldedNotes, s.Cursor,
 			s.Tier, s.Model, s.SummaryChars, s.LatencyMS)
@@ -284,17 +343,23 @@ func (p *printer) handle(m *nats.Msg, versions map[uint64]bool, log zerolog.Logg
 			p.printf("   | %s\n", l)
 		}
 		p.printf("\n")
-	default:
-		var e events.Lifecycle
-		if err := json.Unmarshal(m.Data, &e); err != nil {
-			log.Warn().Err(err).Str("event", "demo_bad_lifecycle").Str("subject", m.Subject).Msg("lifecycle event does not decode")
-			return
-		}
-		p.printf("  -- %s\n", describeLifecycle(e))
 	}
+	kept := p.heldCompleted[:0]
+	for _, e := range p.heldCompleted {
+		if all || p.printed[e.Version] {
+			p.printf("  -- %s\n", DescribeLifecycle(e))
+			continue
+		}
+		kept = append(kept, e)
+	}
+	p.heldCompleted = kept
 }
 
-func describeLifecycle(e events.Lifecycle) string {
+// flush prints whatever is still held.
+func (p *printer) flush() { p.release(true) }
+
+// DescribeLifecycle is a lifecycle event as one human line.
+func DescribeLifecycle(e events.Lifecycle) string {
 	switch e.Type {
 	case events.EventCompactionStarted:
 		return fmt.Sprintf("fold started: turns %d..%d (trigger %s, %d turns in session)", e.BatchFrom, e.BatchTo, e.Trigger, e.TotalTurns)
@@ -308,6 +373,8 @@ func describeLifecycle(e events.Lifecycle) string {
 		return fmt.Sprintf("fold FAILED: %s (%s): %s", e.ErrorClass, retry, e.Error)
 	case events.EventCompactionSkipped:
 		return fmt.Sprintf("fold skipped: %s (cursor %d, %d turns)", e.Reason, e.Cursor, e.TotalTurns)
+	case events.EventRejected:
+		return fmt.Sprintf("event rejected (%s): %s; kept on the dead-letter stream (processor dlq)", e.Reason, e.Error)
 	}
 	if e.Reason != "" {
 		return e.Type + ": " + e.Reason

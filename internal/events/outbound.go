@@ -54,6 +54,10 @@ const (
 	EventSessionConfigured   = "session_configured"
 	EventRejected            = "event_rejected"
 	EventSessionArchived     = "session_archived"
+	// EventCheckpointQuarantined: the session's checkpoint could not be
+	// decoded; it was kept on the dead-letter stream and the session
+	// rebuilt from the streams (reason corrupt_checkpoint).
+	EventCheckpointQuarantined = "checkpoint_quarantined"
 )
 
 // Skip reasons of compaction_skipped (seed 000, plus retry_backoff: a failed
@@ -115,13 +119,21 @@ type Lifecycle struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// Dead-letter headers: the rejected message's payload is kept as is.
+// Dead-letter headers: the rejected message's payload is kept as is,
+// with these instead of its own Nats- and Foldstream- headers. When the
+// copy cannot be stored, a reference is: HeaderDeadLetter "reference",
+// HeaderCopyError, HeaderOriginalSize and the start of the payload.
 const (
 	HeaderErrorCode       = "Foldstream-Error-Code"
 	HeaderErrorField      = "Foldstream-Error-Field"
 	HeaderError           = "Foldstream-Error"
 	HeaderOriginalSubject = "Foldstream-Original-Subject"
+	HeaderOriginalStream  = "Foldstream-Original-Stream"
 	HeaderOriginalSeq     = "Foldstream-Original-Sequence"
+	HeaderOriginalMsgID   = "Foldstream-Original-Msg-Id"
+	HeaderDeadLetter      = "Foldstream-Dead-Letter"
+	HeaderCopyError       = "Foldstream-Copy-Error"
+	HeaderOriginalSize    = "Foldstream-Original-Size"
 )
 
 // Evicted is published on fold.out.<session>.evicted when mode evict drops
@@ -149,11 +161,28 @@ type Evicted struct {
 // durable facts (seed 004) not published before for the session.
 // Nats-Msg-Id is "<session>:memory:<version>".
 type Memories struct {
-	V        int       `json:"v"`
-	Session  string    `json:"session"`
-	Version  uint64    `json:"version"` // the summary version of the fold that extracted them
-	FoldID   string    `json:"fold_id"`
-	Memories []string  `json:"memories"`
-	Model    string    `json:"model,omitempty"`
-	At       time.Time `json:"at"`
+	V        int      `json:"v"`
+	Session  string   `json:"session"`
+	Version  uint64   `json:"version"` // the summary version of the fold that extracted them
+	FoldID   string   `json:"fold_id"`
+	Memories []string `json:"memories"`
+	// Items, when the backend had them (the offline backend does), are the
+	// same memories with their structure, one per text of Memories in the
+	// same order. Optional: readers use Items when present, else Memories.
+	Items []MemoryItem `json:"items,omitempty"`
+	Model string       `json:"model,omitempty"`
+	At    time.Time    `json:"at"`
+}
+
+// MemoryItem is one memory of Memories.Items: a durable fact, who said it,
+// in which turn and when, and the ID of the earlier memory of the session
+// it replaces when a later turn changed that fact (a consumer keeps the
+// older one as true of its time, and answers with the newer).
+type MemoryItem struct {
+	ID         string    `json:"id"`
+	Speaker    string    `json:"speaker,omitempty"`
+	Text       string    `json:"text"`
+	TurnID     string    `json:"turn_id,omitempty"`
+	At         time.Time `json:"at,omitzero"`
+	Supersedes string    `json:"supersedes,omitempty"`
 }

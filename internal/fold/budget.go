@@ -26,6 +26,7 @@ type Outcome struct {
 	Summary      string
 	Tier         Tier
 	Memories     []string
+	MemoryItems  []Memory // structured Memories, when the backend had them
 	Model        string
 	InputTokens  int
 	OutputTokens int
@@ -55,6 +56,7 @@ func Summarize(ctx context.Context, s Summarizer, req Request) (Outcome, error) 
 		Summary:      strings.TrimSpace(res.Summary),
 		Tier:         TierFull,
 		Memories:     mergeMemories(nil, res.Memories),
+		MemoryItems:  mergeMemoryItems(nil, res.MemoryItems),
 		Model:        res.Model,
 		InputTokens:  res.InputTokens,
 		OutputTokens: res.OutputTokens,
@@ -84,6 +86,7 @@ func Summarize(ctx context.Context, s Summarizer, req Request) (Outcome, error) 
 		out.InputTokens += re.InputTokens
 		out.OutputTokens += re.OutputTokens
 		out.Memories = mergeMemories(out.Memories, re.Memories)
+		out.MemoryItems = mergeMemoryItems(out.MemoryItems, re.MemoryItems)
 		if short := strings.TrimSpace(re.Summary); short != "" {
 			if runeLen(short) <= req.MaxChars {
 				out.Summary, out.Tier = short, TierRecompacted
@@ -129,6 +132,29 @@ func mergeMemories(have, add []string) []string {
 			continue
 		}
 		seen[m] = true
+		have = append(have, m)
+	}
+	return have
+}
+
+// mergeMemoryItems appends the items whose ID (or, without one, text) is
+// not already present, keeping first-seen order.
+func mergeMemoryItems(have, add []Memory) []Memory {
+	key := func(m Memory) string {
+		if m.ID != "" {
+			return m.ID
+		}
+		return "\x00" + strings.TrimSpace(m.Text)
+	}
+	seen := make(map[string]bool, len(have))
+	for _, m := range have {
+		seen[key(m)] = true
+	}
+	for _, m := range add {
+		if strings.TrimSpace(m.Text) == "" || seen[key(m)] {
+			continue
+		}
+		seen[key(m)] = true
 		have = append(have, m)
 	}
 	return have

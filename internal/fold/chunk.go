@@ -42,7 +42,10 @@ type ChunkOptions struct {
 //
 // Chunking: turns are taken in order and grouped greedily into chunks of at
 // most ChunkTokens tokens (Turn.Tokens when known, else Count(Turn.Text));
-// a single turn over ChunkTokens is a chunk by itself. The previous summary
+// a single turn over ChunkTokens is a chunk by itself. A chunk does not end
+// inside a tool exchange (a call and its results stay together, see
+// toolpairs.go) unless keeping it whole would make the chunk oversized. The
+// previous summary
 // and the prompt are not counted. req.Notes ride with the first chunk that
 // is actually sent to the model (so a skipped first chunk does not lose
 // them).
@@ -133,6 +136,7 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 		prev, summary = co.Summary, co.Summary
 		worst = worseTier(worst, co.Tier)
 		out.Memories = mergeMemories(out.Memories, co.Memories)
+		out.MemoryItems = mergeMemoryItems(out.MemoryItems, co.MemoryItems)
 		if co.Model != "" {
 			out.Model = co.Model
 		}
@@ -143,7 +147,7 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 	if done == 0 {
 		ph := Placeholder(req.PreviousSummary, req.Turns, req.Notes, req.MaxChars)
 		ph.Chunks = len(chunks)
-		ph.Memories, ph.Model = out.Memories, out.Model
+		ph.Memories, ph.MemoryItems, ph.Model = out.Memories, out.MemoryItems, out.Model
 		ph.InputTokens, ph.OutputTokens, ph.Calls = out.InputTokens, out.OutputTokens, out.Calls
 		return ph, nil
 	}
@@ -238,16 +242,20 @@ func splitChunks(turns []Turn, opt ChunkOptions) []chunk {
 		count = tokens.Heuristic
 	}
 	var (
-		out   []chunk
-		start int // first turn of the current chunk
-		toks  int
+		out    []chunk
+		start  int // first turn of the current chunk
+		toks   int
+		joined = joinedTurns(turns)
 	)
 	for i, t := range turns {
 		n := t.Tokens
 		if n <= 0 {
 			n = count(t.Text)
 		}
-		if i > start && opt.ChunkTokens > 0 && toks+n > opt.ChunkTokens {
+		// A tool exchange stays in one chunk (toolpairs.go) as long as
+		// that does not make the chunk oversized, which would skip it.
+		whole := joined[i] && (opt.OversizedTokens <= 0 || toks+n <= opt.OversizedTokens)
+		if i > start && opt.ChunkTokens > 0 && toks+n > opt.ChunkTokens && !whole {
 			out = append(out, chunk{turns: turns[start:i:i], tokens: toks})
 			start, toks = i, 0
 		}

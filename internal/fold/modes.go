@@ -41,7 +41,9 @@ const (
 // TokenPolicy is the token arithmetic of modes tokens and evict.
 type TokenPolicy struct {
 	ContextWindow int // the bot model's context window in tokens
-	ReserveTokens int // headroom for the answer: trigger at ContextWindow − ReserveTokens
+	// ReserveTokens is the headroom for the answer: the trigger is at
+	// ContextWindow − Reserve(). 0 is not set: ReserveFor the window.
+	ReserveTokens int
 	// A session quiet for IdleAfter folds once above IdleThreshold of the
 	// window (seed 003's sleep-time compaction); 0 disables.
 	IdleAfter     time.Duration
@@ -92,8 +94,8 @@ func DefaultPolicy() Policy {
 		Mode:   ModeWindow,
 		Window: DefaultWindow(),
 		Tokens: TokenPolicy{
-			ContextWindow: 128000, ReserveTokens: 16384,
-			IdleAfter: 5 * time.Minute, IdleThreshold: 0.6, EmergencyThreshold: 0.8,
+			ContextWindow: 128000, // ReserveTokens 0: ReserveFor the window, 16,384 here
+			IdleAfter:     5 * time.Minute, IdleThreshold: 0.6, EmergencyThreshold: 0.8,
 			KeepRecentMessages: 10, ChunkFraction: 0.25, OversizedFraction: 0.5,
 		},
 		Evict:    EvictPolicy{TargetUtilization: 0.8, MinKeepMessages: 10},
@@ -112,8 +114,9 @@ func (p Policy) Validate() error {
 	switch {
 	case t.ContextWindow < 1024:
 		return fmt.Errorf("context window: expected at least 1024 tokens, got %d", t.ContextWindow)
-	case t.ReserveTokens < 0 || t.ReserveTokens >= t.ContextWindow:
-		return fmt.Errorf("reserve tokens: expected 0..%d (below the context window), got %d", t.ContextWindow-1, t.ReserveTokens)
+	case t.ReserveTokens < 0 || t.Reserve() >= t.ContextWindow:
+		return fmt.Errorf("reserve tokens: expected 1..%d (below the context window), or 0 for a quarter of the window up to %d, got %d",
+			t.ContextWindow-1, DefaultReserveTokens, t.ReserveTokens)
 	case t.EmergencyThreshold <= 0 || t.EmergencyThreshold >= 1:
 		return fmt.Errorf("emergency threshold: expected a fraction between 0 and 1, got %g", t.EmergencyThreshold)
 	case t.IdleAfter > 0 && (t.IdleThreshold <= 0 || t.IdleThreshold >= t.EmergencyThreshold):
@@ -124,9 +127,9 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("oversized fraction: expected between the chunk fraction %g and 1, got %g", t.ChunkFraction, t.OversizedFraction)
 	case p.Evict.TargetUtilization <= 0 || p.Evict.TargetUtilization >= 1:
 		return fmt.Errorf("target utilization: expected a fraction between 0 and 1, got %g", p.Evict.TargetUtilization)
-	case p.Mode == ModeEvict && int(p.Evict.TargetUtilization*float64(t.ContextWindow)) >= t.ContextWindow-t.ReserveTokens:
+	case p.Mode == ModeEvict && int(p.Evict.TargetUtilization*float64(t.ContextWindow)) >= t.Trigger():
 		return fmt.Errorf("target utilization %g: evicting down to %d tokens must land below the trigger at context window − reserve = %d tokens",
-			p.Evict.TargetUtilization, int(p.Evict.TargetUtilization*float64(t.ContextWindow)), t.ContextWindow-t.ReserveTokens)
+			p.Evict.TargetUtilization, int(p.Evict.TargetUtilization*float64(t.ContextWindow)), t.Trigger())
 	case p.Evict.MinKeepMessages < 1:
 		return fmt.Errorf("min keep messages: expected at least 1, got %d", p.Evict.MinKeepMessages)
 	case p.Interval.Exchanges < 1:
@@ -147,8 +150,26 @@ func (p Policy) Summarizes() bool { return p.Mode != ModeEvict }
 // CountsTokens reports whether the mode's trigger needs token counts.
 func (p Policy) CountsTokens() bool { return p.Mode == ModeTokens || p.Mode == ModeEvict }
 
+// DefaultReserveTokens is seed 004's reserve for the answer.
+const DefaultReserveTokens = 16384
+
+// ReserveFor is the reserve of a window when none is set for it: seed
+// 004's 16,384 tokens, capped at a quarter of the window, so that a small
+// model's window keeps room for its context (8,000 → 2,000; 32,000 →
+// 8,000; from 65,536 up, 16,384). docs/modes.md states the rule.
+func ReserveFor(window int) int { return min(DefaultReserveTokens, window/4) }
+
+// Reserve is the reserve in force: ReserveTokens, or ReserveFor the
+// window when it is 0 (not set).
+func (t TokenPolicy) Reserve() int {
+	if t.ReserveTokens > 0 {
+		return t.ReserveTokens
+	}
+	return ReserveFor(t.ContextWindow)
+}
+
 // Trigger is the token count above which the context must shrink.
-func (t TokenPolicy) Trigger() int { return t.ContextWindow - t.ReserveTokens }
+func (t TokenPolicy) Trigger() int { return t.ContextWindow - t.Reserve() }
 
 // Emergency is the token count above which mode tokens folds at once.
 func (t TokenPolicy) Emergency() int { return int(t.EmergencyThreshold * float64(t.ContextWindow)) }
@@ -241,6 +262,9 @@ func (p Policy) Plan(c Check) Decision {
 	case ModeEvict:
 		to = p.evictTo(c, d.Estimate)
 	}
+	// These modes end the fold where the kept tail starts, so a tool
+	// exchange at the boundary stays verbatim whole (the fold shrinks).
+	to = c.pairedEnd(c.Cursor, max(c.Cursor, to), max(c.Cursor, to))
 	d.RecentStart = max(c.Cursor, to)
 	d.Eligible = d.RecentStart - c.Cursor
 	if d.Eligible <= 0 {

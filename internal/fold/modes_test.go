@@ -118,3 +118,27 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// The reserve, unless set, follows the window: seed 004's 16,384 tokens
+// capped at a quarter of the window (docs/modes.md). A small model's
+// window then works with every other setting at its default.
+func TestReserveFollowsTheWindow(t *testing.T) {
+	for window, want := range map[int]int{8000: 2000, 32000: 8000, 65536: 16384, 128000: 16384, 1 << 20: 16384} {
+		if got := ReserveFor(window); got != want {
+			t.Errorf("ReserveFor(%d) = %d, want %d", window, got, want)
+		}
+		p := DefaultPolicy()
+		p.Mode, p.Tokens.ContextWindow = ModeTokens, window
+		if err := p.Validate(); err != nil {
+			t.Errorf("mode tokens, window %d, reserve not set: %v", window, err)
+		}
+		if got := p.Tokens.Trigger(); got != window-want {
+			t.Errorf("window %d: trigger %d, want %d", window, got, window-want)
+		}
+	}
+	p := DefaultPolicy()
+	p.Tokens.ReserveTokens = 1000 // set: taken as it is
+	if got := p.Tokens.Trigger(); got != 127000 {
+		t.Errorf("an explicit reserve: trigger %d, want 127000", got)
+	}
+}

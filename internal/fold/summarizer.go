@@ -72,9 +72,27 @@ type Result struct {
 	// Memories are durable facts extracted alongside the summary (seed 004);
 	// optional, may be nil.
 	Memories []string
+	// MemoryItems, when a backend has them, are Memories with their
+	// structure: one item per memory text, in the same order. Optional
+	// (the openai backend has none).
+	MemoryItems []Memory
 	// Model that produced the summary ("offline" for the offline backend).
 	Model string
 	// Provider-reported usage; zero when the backend has none.
 	InputTokens  int
 	OutputTokens int
+}
+
+// Memory is one durable fact with where it came from: who said it, in which
+// turn, when; and which earlier memory of the session it replaces, when a
+// later turn changed that fact.
+type Memory struct {
+	ID      string // stable within the session: the same fact gets the same ID
+	Speaker string
+	Text    string // the fact as a sentence, attributed ("Marco moved from Sweden.")
+	TurnID  string
+	At      time.Time
+	// Supersedes is the ID of the earlier memory this one replaces ("" for
+	// none): the older fact stays true of its time, not of now.
+	Supersedes string
 }

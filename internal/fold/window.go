@@ -59,6 +59,10 @@ type Check struct {
 	TurnTokens      func(i int) int // tokens of unfolded turn i (0 = the turn at Cursor)
 	Exchanges       int             // completed exchanges (assistant turns) since the last fold (mode interval)
 	Idle            bool            // the session has been quiet long enough for an idle fold
+	// Joined reports whether unfolded turn i (0 = the turn at Cursor) is
+	// joined to the turn before it by a tool exchange (ToolExchange): no
+	// fold may end right before it. nil = no tool traffic.
+	Joined func(i int) bool
 }
 
 // Decision is the outcome: fold (or evict) [From, To) or skip with Reason.
@@ -83,6 +87,9 @@ type Decision struct {
 // DESIGN.md states only "eligible ≥ batch", which would fire at 60 turns;
 // the seed's own progression (61 → fold 0..9, 71 → fold 10..19) needs the
 // strict threshold as well, so both are checked, in the seed's order.
+//
+// A fold never ends inside a tool exchange (Check.Joined): the batch grows
+// up to the recent window to take the exchange whole, else shrinks.
 //
 // With MinFoldTokens the same fold also waits (below_threshold, with
 // Estimate the eligible turns' tokens and Limit MinFoldTokens) until the
@@ -114,9 +121,17 @@ func (w Window) Evaluate(c Check) Decision {
 	case d.Eligible < int64(w.Batch) && !(c.Force && d.Eligible > 0):
 		d.Reason = SkipNoEligibleBatch
 	default:
+		// A boundary inside a tool exchange moves: the batch grows to
+		// fold the exchange whole while it stays behind the recent
+		// window, else shrinks to keep it verbatim whole.
+		to := c.pairedEnd(c.Cursor, c.Cursor+min(batch, d.Eligible), recentStart)
+		if to == c.Cursor {
+			d.Reason = SkipNoEligibleBatch
+			break
+		}
 		d.Fold = true
 		d.From = c.Cursor
-		d.To = c.Cursor + min(batch, d.Eligible)
+		d.To = to
 	}
 	return d
 }

@@ -285,6 +285,12 @@ func (m *Manager) leave() error {
 // round renews, fences, settles stopped engines, then moves towards the
 // target assignment.
 func (m *Manager) round() {
+	// Renewals first, with a time bound of their own: an owner that cannot
+	// renew for TTL/2 stops its engines, so they must not wait behind the
+	// heartbeat and the claims of a round on a slow server.
+	rctx, rcancel := context.WithTimeout(context.Background(), m.cfg.Interval)
+	m.renew(rctx)
+	rcancel()
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Interval)
 	defer cancel()
 	m.mu.Lock()
@@ -296,7 +302,6 @@ func (m *Manager) round() {
 			m.log.Warn().Err(err).Str("event", "partition_heartbeat_failed").Msg("could not renew the member key")
 		}
 	}
-	m.renew(ctx)
 	m.settle(ctx)
 	if leaving {
 		m.mu.Lock()
@@ -349,6 +354,12 @@ func (m *Manager) renew(ctx context.Context) {
 			s.rev, s.renewed = rev, m.clock.Now()
 			m.mu.Unlock()
 		case isWrongRevision(err) || errors.Is(err, jetstream.ErrKeyNotFound):
+			if rev, ok := m.confirmOurs(ctx, s.k); ok {
+				m.mu.Lock()
+				s.rev, s.renewed = rev, m.clock.Now()
+				m.mu.Unlock()
+				continue
+			}
 			m.lose(s, "owner key expired or taken", err)
 		default:
 			m.log.Warn().Err(err).Str("event", "partition_renew_failed").Int("partition", s.k).Msg("could not renew partition ownership")
@@ -363,6 +374,30 @@ func (m *Manager) renew(ctx context.Context) {
 			m.lose(s, "renewal overdue", fmt.Errorf("not renewed for %s (ttl %s)", now.Sub(s.renewed).Round(time.Millisecond), m.cfg.TTL))
 		}
 	}
+}
+
+// confirmOurs is for a write whose answer was lost (a timeout on a slow
+// or failing-over server) although the server applied it: the owner key
+// then holds this instance's name at a revision the manager never saw, and
+// a compare-and-set against the revision it knows fails as if another
+// instance had taken the key; a create finds the key present. Only this
+// instance writes its name (an instance id names one process at a time;
+// the default adds a random suffix), so a key holding it is ours, and one
+// compare-and-set at the revision found proves that nobody wrote since,
+// and renews it. It returns the new revision and true, or false if the
+// key is not ours or could not be renewed.
+func (m *Manager) confirmOurs(ctx context.Context, k int) (uint64, bool) {
+	e, err := m.kv.Get(ctx, ownerKey(k))
+	if err != nil || string(e.Value()) != m.cfg.Instance {
+		return 0, false
+	}
+	rev, err := m.kv.Update(ctx, ownerKey(k), []byte(m.cfg.Instance), e.Revision())
+	if err != nil {
+		return 0, false
+	}
+	m.log.Info().Str("event", "partition_write_confirmed").Int("partition", k).Uint64("revision", rev).
+		Msg("an owner-key write whose answer was lost had landed; the key is ours")
+	return rev, true
 }
 
 // lose stops an engine at once: its partition may be claimed by another
@@ -427,6 +462,12 @@ func (m *Manager) settle(ctx context.Context) {
 // claim creates the owner key of k (only if absent) and starts its engine.
 func (m *Manager) claim(ctx context.Context, k int) {
 	rev, err := m.kv.Create(ctx, ownerKey(k), []byte(m.cfg.Instance))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// Ours if an earlier create landed and its answer was lost.
+		if r, ok := m.confirmOurs(ctx, k); ok {
+			rev, err = r, nil
+		}
+	}
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			m.log.Warn().Err(err).Str("event", "partition_claim_failed").Int("partition", k).Msg("could not claim partition")

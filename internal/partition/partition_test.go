@@ -228,3 +228,78 @@ func TestOwnershipMovesWithoutOverlap(t *testing.T) {
 		t.Errorf("only %d hand-overs recorded", moved)
 	}
 }
+
+// A write whose answer is lost (a timeout on a slow or failing-over
+// server) although the server applied it leaves the owner key holding
+// this instance's name at a revision the manager never saw. The claim
+// then finds the key present, the renewal a revision it does not expect;
+// neither means another instance has it. The member takes its own key
+// at once (the TTL here is far longer than the test: without that, it
+// would wait for the key to expire) and keeps its partition through a
+// renewal it did not see, without restarting or aborting the engine.
+func TestOwnerKeyWritesWithLostAnswersStayOurs(t *testing.T) {
+	env := brokertest.Start(t, brokertest.Options{Partitions: 2})
+	ctx := context.Background()
+	owners, ttl, err := OpenBucket(ctx, env.JS, env.Layout.Owners, time.Minute, 1, jetstream.FileStorage, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The create of owner.1 landed; its answer never came back.
+	if _, err := owners.Create(ctx, ownerKey(1), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	j := &journal{runs: map[int][]run{}}
+	start := func(k int, guard func(context.Context) error) (Engine, error) {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.runs[k] = append(j.runs[k], run{owner: "a", start: time.Now()})
+		return &fakeEngine{j: j, k: k, owner: "a", idx: len(j.runs[k]) - 1}, nil
+	}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	m, err := New(Config{Instance: "a", Partitions: 2, TTL: ttl, Interval: 100 * time.Millisecond}, owners, start, log, SystemClock{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	mb := &member{name: "a", m: m}
+	waitOwnership(t, 2, mb)
+
+	// A renewal of owner.0 landed; its answer never came back.
+	if _, err := owners.Put(ctx, ownerKey(0), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := owners.Get(ctx, ownerKey(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rounds go on; the next renewals must be made past the moved revision.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		e, err := owners.Get(ctx, ownerKey(0))
+		if err == nil && e.Revision() > moved.Revision()+1 && string(e.Value()) == "a" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("owner.0 not renewed past the revision the member did not see: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := m.Owned(); len(got) != 2 {
+		t.Fatalf("owned %v after a renewal whose answer was lost, want both partitions", got)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for k := range 2 {
+		if runs := j.runs[k]; len(runs) != 1 || runs[0].aborted || !runs[0].end.IsZero() {
+			t.Errorf("partition %d: engine runs %+v, want one, never stopped", k, runs)
+		}
+	}
+}

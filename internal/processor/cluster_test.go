@@ -1,7 +1,6 @@
 package processor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/foldstream/foldstream/internal/fold/openai"
 	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testlog"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -89,7 +89,9 @@ func (c *cluster) startNode(i int) {
 		return
 	}
 	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	// Generous: a node that replays its JetStream store on a machine
+	// shared with other work can take seconds to listen.
+	if !s.ReadyForConnections(30 * time.Second) {
 		c.t.Errorf("n%d not ready", i+1)
 	}
 	c.servers[i] = s
@@ -218,7 +220,7 @@ func TestClusterFailover(t *testing.T) {
 	began := time.Now()
 	c := newCluster(t)
 	// Debug-level processor logs go to a file kept when the test fails.
-	var logBuf syncBuffer
+	var logBuf testlog.Buffer
 	log := zerolog.New(&logBuf).Level(zerolog.DebugLevel).With().Timestamp().Logger()
 	defer func() {
 		if t.Failed() {
@@ -535,24 +537,6 @@ func TestClusterFailover(t *testing.T) {
 	}
 	t.Logf("%d acknowledged turns (%d publish attempts retried), %d model calls, %d checkpoint revisions checked; %s",
 		total, retried, len(model.Calls()), updates, time.Since(began).Round(time.Millisecond))
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
 }
 
 func countAll(m map[string]int) int {

@@ -108,6 +108,10 @@ type Config struct {
 	MaxAckPending int
 	AckWait       time.Duration
 	Limits        events.Limits
+	// MaxClockSkew is how far an event's at may be ahead of the time the
+	// inbound stream stored it; a later one is rejected (skew.go). Zero
+	// takes events.DefaultMaxClockSkew; negative accepts any time.
+	MaxClockSkew time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -189,6 +193,9 @@ func (c Config) withDefaults() Config {
 	if c.AckWait <= 0 {
 		c.AckWait = 30 * time.Second
 	}
+	if c.MaxClockSkew == 0 {
+		c.MaxClockSkew = events.DefaultMaxClockSkew
+	}
 	return c
 }
 
@@ -227,23 +234,12 @@ func (c Config) policy() fold.Policy {
 	}
 }
 
-// fitReserve keeps a default reserve usable under a small custom window:
-// a proportional one instead of one as large as the window.
-func fitReserve(t *fold.TokenPolicy) {
-	if t.ReserveTokens >= t.ContextWindow {
-		t.ReserveTokens = t.ContextWindow / 8
-	}
-}
-
 // mergeTokens fills zero fields of t from d.
 func mergeTokens(t, d fold.TokenPolicy) fold.TokenPolicy {
 	if t.ContextWindow == 0 {
 		t.ContextWindow = d.ContextWindow
 	}
-	if t.ReserveTokens == 0 {
-		t.ReserveTokens = d.ReserveTokens
-		fitReserve(&t)
-	}
+	// ReserveTokens 0 stays 0: the reserve follows the window (ReserveFor).
 	if t.IdleAfter == 0 {
 		t.IdleAfter = d.IdleAfter
 	}

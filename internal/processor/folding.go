@@ -118,6 +118,11 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		turns := s.Turns
 		chk.TurnTokens = func(i int) int { return turns[i].Tokens }
 	}
+	if s.Tools != nil {
+		// No fold ends inside a tool exchange (fold.ToolExchange).
+		cursor := s.Cursor
+		chk.Joined = func(i int) bool { return s.Joined(cursor + int64(i)) }
+	}
 	if pol.CountsTokens() {
 		chk.UnfoldedTokens = ls.unfoldedTokens()
 		chk.SummaryTokens = s.SummaryToks
@@ -406,8 +411,9 @@ func (sh *shard) applyResult(r foldResult) {
 	p.m.inFlight.Dec()
 	ls, err := sh.get(r.job.session) // reloads it after a rewind
 	if err != nil {
-		p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", r.job.session, err))
-		return
+		if ls = sh.loadFailed(r.job.session, err, 0); ls == nil {
+			return
+		}
 	}
 	if ls.running == r.job.foldID {
 		ls.running = ""

@@ -25,7 +25,10 @@ import (
 )
 
 // rig is a real in-process nats-server with foldstream's streams, plus a
-// chat-completions server behind the real go-openai client.
+// chat-completions server behind the real go-openai client. Its server,
+// engine runs and waits are brokertest's, as servicetest.Env's are; what
+// is its own reaches the processor's internals, which servicetest (a
+// package that imports this one) cannot.
 type rig struct {
 	t      *testing.T
 	ns     *server.Server
@@ -94,34 +97,7 @@ func (r *rig) start(cfg Config) (*Processor, func()) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	select {
-	case <-p.Ready():
-	case err := <-done:
-		r.t.Fatalf("processor exited: %v", err)
-	case <-time.After(10 * time.Second):
-		r.t.Fatal("processor not ready")
-	}
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				r.t.Errorf("processor: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			r.t.Error("processor did not stop")
-		}
-	}
-	r.t.Cleanup(stop)
-	return p, stop
+	return p, brokertest.RunEngine(r.t, p)
 }
 
 func (r *rig) publish(subject string, v any, msgID string) {
@@ -184,14 +160,7 @@ func (r *rig) checkpoint(session string) *state.Session {
 // eventually polls cond until it holds or the deadline passes.
 func (r *rig) eventually(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	r.t.Fatalf("timed out waiting for %s", what)
+	brokertest.Eventually(r.t, what, cond)
 }
 
 // waitCheckpoint waits until the checkpoint has applied total turns with

@@ -10,6 +10,7 @@ type metrics struct {
 	events      *prometheus.CounterVec        // by kind
 	applied     map[string]prometheus.Counter // events' children, resolved once: this runs per event
 	rejected    *prometheus.CounterVec        // by code
+	deadLetters *prometheus.CounterVec        // by what was kept: copy, reference, log
 	duplicates  prometheus.Counter
 	redelivered prometheus.Counter
 	folds       *prometheus.CounterVec // by outcome: started, completed, failed, discarded, superseded
@@ -23,6 +24,7 @@ type metrics struct {
 	memReleases prometheus.Counter
 	inFlight    prometheus.Gauge
 	rewinds     prometheus.Counter
+	quarantined prometheus.Counter     // checkpoints that could not be decoded (load.go)
 	sumTokens   *prometheus.CounterVec // by kind: input, output (provider-reported)
 	foldedToks  prometheus.Counter
 	memories    prometheus.Counter
@@ -32,6 +34,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		events:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "events_applied_total", Help: "Inbound events applied, by kind."}, []string{"kind"}),
 		rejected:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "events_rejected_total", Help: "Inbound events dead-lettered, by code."}, []string{"code"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "dead_letters_total", Help: "Rejected events by what the dead-letter stream kept: copy (the payload unchanged), reference (the copy could not be stored: provenance and a preview), log (nothing could be stored: the error log line is the reference)."}, []string{"kept"}),
 		duplicates:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "turns_duplicate_total", Help: "Turns ignored because their turn_id was already applied."}),
 		redelivered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "events_redelivered_total", Help: "Redelivered events skipped because their sequence was already applied."}),
 		folds:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "folds_total", Help: "Folds by outcome."}, []string{"outcome"}),
@@ -47,6 +50,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		foldedToks:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "folded_tokens_total", Help: "Tokens of the turns and notes folded (the model-cost baseline: input tokens per folded token)."}),
 		recovered:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "summaries_recovered_total", Help: "Summaries found on the outbound stream that no checkpoint had recorded (their owner stopped first), adopted instead of folding the batch again."}),
 		memories:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "memories_published_total", Help: "Memories published (after deduplication against the session's earlier ones)."}),
+		quarantined: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "checkpoints_quarantined_total", Help: "Session checkpoints that could not be decoded: kept on the dead-letter stream and rebuilt from the streams."}),
 		rewinds:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "consumer_rewinds_total", Help: "Times the consumer was re-attached at the ack floor after a state error."}),
 	}
 	m.applied = map[string]prometheus.Counter{}
@@ -54,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.applied[kind] = m.events.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered)
+		reg.MustRegister(m.events, m.rejected, m.deadLetters, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered, m.quarantined)
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -40,10 +41,10 @@ func withOverrides(p fold.Policy, c *events.SessionConfig) fold.Policy {
 	}
 	t := &p.Tokens
 	if c.ContextWindow > 0 {
+		// A reserve set for the deployment's window is not one for this
+		// window: unless the session sets its own, it follows the window.
 		t.ContextWindow = c.ContextWindow
-		if c.ReserveTokens == 0 {
-			fitReserve(t)
-		}
+		t.ReserveTokens = 0
 	}
 	setInt(&t.ReserveTokens, c.ReserveTokens)
 	if c.IdleAfterSeconds > 0 {
@@ -237,8 +238,8 @@ var errAdopted = errors.New("a newer summary was adopted")
 var errAwaiting = errors.New("a later summary awaits the session's redelivered turns")
 
 // publishEviction publishes an eviction's summary-updated, expecting the
-// session's last summary as the subject's last message (as publishSummary
-// does), then its evicted event. After a conflict it adopts the summary
+// session's last summary as the subject's last message (as sendSummary
+// does for a fold's summary, publish.go), then its evicted event. After a conflict it adopts the summary
 // found (errAdopted) or publishes once more after it, with a version above
 // it.
 func (sh *shard) publishEviction(ls *live, sum *events.SummaryUpdated, ev *events.Evicted) (uint64, error) {
@@ -313,7 +314,8 @@ func (sh *shard) publishMemories(ls *live, r foldResult, version uint64) {
 		p.log.Debug().Str("event", "memories_deduplicated").Str("session", ls.s.ID).Int("extracted", len(r.out.Memories)).Msg("every extracted memory was published before")
 		return
 	}
-	ev := events.Memories{V: events.Version, Session: ls.s.ID, Version: version, FoldID: r.job.foldID, Memories: fresh, Model: r.out.Model, At: p.clock.Now().UTC()}
+	ev := events.Memories{V: events.Version, Session: ls.s.ID, Version: version, FoldID: r.job.foldID, Memories: fresh,
+		Items: memoryItems(r.out.MemoryItems, fresh), Model: r.out.Model, At: p.clock.Now().UTC()}
 	if err := sh.publishOnly(ls.s.ID, events.KindMemory, version, ev); err != nil {
 		ls.s.MemoryIDs = saved
 		p.log.Warn().Err(err).Str("event", "memory_publish_failed").Str("session", ls.s.ID).Int("memories", len(fresh)).
@@ -323,6 +325,31 @@ func (sh *shard) publishMemories(ls *live, r foldResult, version uint64) {
 	p.m.memories.Add(float64(len(fresh)))
 	p.log.Info().Str("event", "memories_extracted").Str("session", ls.s.ID).Str("fold_id", r.job.foldID).
 		Int("extracted", len(r.out.Memories)).Int("new", len(fresh)).Msg("memories published")
+}
+
+// memoryItems returns the items of the memories in fresh, in fresh's
+// order, or nil unless every one has its item (Items is one per text).
+func memoryItems(items []fold.Memory, fresh []string) []events.MemoryItem {
+	if len(items) == 0 {
+		return nil
+	}
+	byText := make(map[string]fold.Memory, len(items))
+	for _, m := range items {
+		byText[strings.TrimSpace(m.Text)] = m
+	}
+	out := make([]events.MemoryItem, 0, len(fresh))
+	for _, f := range fresh {
+		m, ok := byText[strings.TrimSpace(f)]
+		if !ok {
+			return nil
+		}
+		var at time.Time
+		if !m.At.IsZero() {
+			at = m.At.UTC()
+		}
+		out = append(out, events.MemoryItem{ID: m.ID, Speaker: m.Speaker, Text: m.Text, TurnID: m.TurnID, At: at, Supersedes: m.Supersedes})
+	}
+	return out
 }
 
 // finish runs the end of an ended session (seed 004): a final fold of

@@ -298,6 +298,52 @@ func TestToolOutputsMaskedBeforeSummarizing(t *testing.T) {
 	}
 }
 
+// Issue 15: with recent 4 / batch 4, seed 000's batch [0, 4) would end
+// between an assistant's tool call (turn 3) and its result (turn 4), and
+// the verbatim part would start with an orphan result, which providers
+// reject. The fold takes the exchange whole instead, also when the
+// processor restarts between the call and its result (the exchange's state
+// is in the checkpoint).
+func TestFoldNeverSplitsAToolCallFromItsResult(t *testing.T) {
+	r := newRig(t)
+	cfg := Config{Window: fold.Window{Recent: 4, Batch: 4}}
+	_, stop := r.start(cfg)
+	turns := []events.Turn{
+		{Speaker: "Alice", Role: "user", Text: "find the config"},
+		{Speaker: "agent", Role: "assistant", Text: "looking"},
+		{Speaker: "Alice", Role: "user", Text: "the timeout one"},
+		{Speaker: "agent", Role: "assistant", Kind: "tool_call", Tool: "grep", Text: `grep -r "timeout" ./config`},
+		{Speaker: "grep", Role: "tool", Kind: "tool_result", Tool: "grep", Text: "config/app.yaml: timeout: 30s"},
+		{Speaker: "agent", Role: "assistant", Text: "the timeout is 30s"},
+		{Speaker: "Alice", Role: "user", Text: "thanks"}, {Speaker: "Alice", Role: "user", Text: "one"},
+		{Speaker: "Alice", Role: "user", Text: "two"},
+	}
+	pub := func(i int) {
+		tr := turns[i]
+		tr.V, tr.Session, tr.TurnID, tr.At = 1, "pairs", fmt.Sprintf("p%d", i), t0.Add(time.Duration(i)*time.Second)
+		r.publish(r.layout.Subjects.In("pairs", events.KindTurn), tr, tr.TurnID)
+	}
+	for i := range 4 {
+		pub(i)
+	}
+	r.waitSettled("pairs", 4, 0)
+	stop()
+	r.start(cfg)
+	for i := 4; i < len(turns); i++ {
+		pub(i)
+	}
+	s := r.waitSettled("pairs", 9, 5)
+	if got := r.summaries("pairs"); len(got) != 1 || got[0].Cursor != 5 || got[0].FoldedTurns != 5 {
+		t.Fatalf("summaries %+v, want one fold of turns 0-4", got)
+	}
+	if !strings.Contains(r.llm.Requests()[0].Content(), "timeout: 30s") {
+		t.Fatalf("the folded batch lacks the tool result:\n%s", r.llm.Requests()[0].Content())
+	}
+	if s.Tools != nil {
+		t.Fatalf("tool state %+v left after the exchange was folded", s.Tools)
+	}
+}
+
 // Seed 004's end: a final fold of everything still verbatim, then the
 // state is archived and cleared; later events are refused by name.
 func TestEndFoldsArchivesAndRefuses(t *testing.T) {

@@ -9,12 +9,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/foldstream/foldstream/internal/tokens"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,9 +27,10 @@ import (
 type Deps struct {
 	JS jetstream.JetStream
 	// FoldJS, when set, is a JetStream context on a second connection for
-	// the fold path (lease writes and summary-updated publishes): on the
-	// ingest connection they would wait behind thousands of acks and
-	// checkpoint writes each way. Nil uses JS.
+	// the fold path's summary-updated publishes: on the ingest connection
+	// they would wait behind thousands of acks and checkpoint writes each
+	// way. Nil uses JS. (A fold's lease is not written on its own: it
+	// reaches KV with the session's next checkpoint, on JS.)
 	FoldJS     jetstream.JetStream
 	Layout     broker.Layout
 	Store      *state.Store
@@ -95,10 +98,13 @@ type Processor struct {
 	abortMu    sync.Mutex
 	abortFolds context.CancelFunc
 	aborted    bool
-	floor      uint64        // the consumer's ack floor at the last attach (Run's goroutine only)
-	applied    atomic.Uint64 // events applied, for tests and the bench
-	landed     atomic.Uint64 // folds completed
-	ready      chan struct{}
+	floor      uint64 // the consumer's ack floor at the last attach (Run's goroutine only)
+	// handled is floor for the shards: every inbound event at or below it
+	// was applied and checkpointed, or dead-lettered (load.go's rebuild).
+	handled atomic.Uint64
+	applied atomic.Uint64 // events applied, for tests and the bench
+	landed  atomic.Uint64 // folds completed
+	ready   chan struct{}
 
 	foldObs func(FoldTiming) // ObserveFolds (publish.go), for cmd/bench
 }
@@ -208,24 +214,39 @@ func (p *Processor) Run(ctx context.Context) error {
 		wg.Wait()
 	}
 
-	for attempt := 0; ; attempt++ {
+	// A failed attach (a cluster electing its meta leader answers 503,
+	// "JetStream system temporarily unavailable") is retried with backoff
+	// until it succeeds or ctx ends; only a first attach that fails for a
+	// reason time cannot fix (a bad filter, a partition no longer ours)
+	// ends Run.
+	retryAttach := newAttachBackoff()
+	started := false
+	for attempt := 1; ; attempt++ {
 		it, cons, floor, err := p.attach(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
 			}
-			if attempt == 0 {
+			if !started && !transientJS(err) {
 				stopShards()
 				return err
 			}
-			p.log.Error().Err(err).Str("event", "attach_failed").Msg("re-attaching the consumer failed; retrying")
-			time.Sleep(time.Second)
+			wait := retryAttach.NextBackOff()
+			p.log.Error().Err(err).Str("event", "attach_failed").Int("attempt", attempt).Dur("retry_in", wait).
+				Msg("attaching the consumer failed; retrying")
+			if !sleepCtx(ctx, wait) {
+				break
+			}
 			continue
 		}
+		attempt = 0
+		retryAttach.Reset()
+		p.handled.Store(floor)
 		// After a rewind too: a session whose events are all checkpointed
 		// gets no event that would re-check it, yet may have folds to do.
 		go p.resumeDue(ctx, stopping)
-		if attempt == 0 {
+		if !started {
+			started = true
 			p.log.Info().Str("event", "processor_started").Str("instance", p.cfg.InstanceID).Str("consumer", p.cfg.Consumer).
 				Uint64("resume_after_seq", floor).Int("shards", p.cfg.Shards).Int("recent_window", p.cfg.Window.Recent).
 				Int("batch_size", p.cfg.Window.Batch).Int("max_summary_chars", p.cfg.Window.MaxSummaryChars).
@@ -238,8 +259,9 @@ func (p *Processor) Run(ctx context.Context) error {
 			break
 		}
 		// A shard could not keep a session consistent (state load,
-		// checkpoint or dead-letter write failed): forget what is not
-		// checkpointed and consume again, in order, from the ack floor.
+		// checkpoint or dead-letter write failed), or the consumer stopped
+		// delivering: forget what is not checkpointed and consume again,
+		// in order, from the ack floor.
 		p.m.rewinds.Inc()
 		for _, sh := range p.shards {
 			done := make(chan struct{})
@@ -248,7 +270,10 @@ func (p *Processor) Run(ctx context.Context) error {
 		}
 		p.rewind.Store(false)
 		p.log.Warn().Str("event", "consumer_rewound").Msg("dropped unacknowledged in-memory state; re-consuming from the ack floor")
-		time.Sleep(200 * time.Millisecond) // a failing KV or stream gets a moment before the retry
+		// A failing KV or stream gets a moment before the re-attach.
+		if !sleepCtx(ctx, 200*time.Millisecond) {
+			break
+		}
 	}
 
 	p.log.Info().Str("event", "processor_stopping").Msg("stopped fetching; finishing in-flight folds and flushing checkpoints")
@@ -265,12 +290,29 @@ func (p *Processor) Run(ctx context.Context) error {
 
 // resumeDue hands every session marked due (a fold that was interrupted or
 // failed, by this process or a dead one) to its shard, so its fold work
-// resumes even if the session never sends another event.
+// resumes even if the session never sends another event. Listing them is
+// retried with backoff (a cluster in failover may not answer at once):
+// such a session may never send the event that would resume it.
 func (p *Processor) resumeDue(ctx context.Context, stopping <-chan struct{}) {
-	ids, err := p.store.ListDue(ctx)
-	if err != nil {
-		p.log.Warn().Err(err).Str("event", "resume_list_failed").Msg("could not list sessions with interrupted folds; they resume on their next event")
-		return
+	retryList := newAttachBackoff()
+	var ids []string
+	for attempt := 1; ; attempt++ {
+		var err error
+		if ids, err = p.store.ListDue(ctx); err == nil {
+			break
+		}
+		wait := retryList.NextBackOff()
+		if ctx.Err() == nil {
+			p.log.Warn().Err(err).Str("event", "resume_list_failed").Int("attempt", attempt).Dur("retry_in", wait).
+				Msg("could not list sessions with interrupted folds; retrying")
+		}
+		select {
+		case <-stopping:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
 	}
 	if len(ids) > 0 {
 		p.log.Info().Str("event", "folds_resuming").Int("sessions", len(ids)).Msg("resuming sessions with interrupted or failed folds")
@@ -285,6 +327,51 @@ func (p *Processor) resumeDue(ctx context.Context, stopping <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// newAttachBackoff paces retries of the consumer's attach and of other
+// calls a cluster in failover refuses for a while: from 200 ms up to 5 s,
+// jittered, with no limit on the total (the caller's ctx is the limit).
+func newAttachBackoff() *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     200 * time.Millisecond,
+		RandomizationFactor: 0.3,
+		Multiplier:          2,
+		MaxInterval:         5 * time.Second,
+		MaxElapsedTime:      0,
+		Stop:                backoff.Stop,
+		Clock:               backoff.SystemClock,
+	}
+	b.Reset()
+	return b
+}
+
+// sleepCtx waits d, or less if ctx ends first; false if it did.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// transientJS reports whether a JetStream call's error may go away on its
+// own: a 5xx or 408 from the API (503 "JetStream system temporarily
+// unavailable" while a meta leader is elected), no responders, a timeout,
+// a connection between servers.
+func transientJS(err error) bool {
+	var jsErr jetstream.JetStreamError
+	if errors.As(err, &jsErr) {
+		if api := jsErr.APIError(); api != nil && (api.Code >= 500 || api.Code == 408) {
+			return true
+		}
+	}
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrNoServers)
 }
 
 // attach (re)creates the durable consumer so that it delivers everything
@@ -313,6 +400,9 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jets
 		info, err := old.Info(ctx)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
+		}
+		if err := p.refuseSharedConsumer(ctx, old, info); err != nil {
+			return nil, nil, 0, err
 		}
 		floor = info.AckFloor.Stream
 		p.floor = floor
@@ -351,11 +441,62 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jets
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
+	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(fetchMaxMessages, fetchMaxBytes(p.js.Conn().MaxPayload())))
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("consume %s: %w", p.layout.In, err)
 	}
 	return it, cons, floor, nil
+}
+
+// A pull asks for at most fetchMaxMessages events and fetchMaxBytes of
+// them: a backlog of large events (a bot sending 1 MiB turns) must not
+// buffer 2048 MiB in the client.
+const fetchMaxMessages = 2048
+
+// fetchMaxBytes is at least 4 of the largest messages the server takes:
+// a message larger than a pull's byte limit is never delivered (the
+// server answers that pull with an error instead), so the limit must
+// never be below the server's max_payload.
+func fetchMaxBytes(maxPayload int64) int {
+	return int(max(16<<20, 4*maxPayload))
+}
+
+// refuseSharedConsumer fails the first attach of a processor without
+// partitions when another process is consuming its durable consumer: the
+// attach deletes and recreates the consumer, so two such processors would
+// take it from each other forever (each logging consume_error "consumer
+// deleted" and consumer_rewound). The sign is the other one's pull
+// requests waiting on the consumer; the server drops those of a closed
+// connection, so it is sampled a few times to let a crashed predecessor's
+// connection go before refusing.
+func (p *Processor) refuseSharedConsumer(ctx context.Context, cons jetstream.Consumer, info *jetstream.ConsumerInfo) error {
+	if p.cfg.Owns != nil {
+		return nil // a partition engine: internal/partition hands it over
+	}
+	select {
+	case <-p.ready:
+		return nil // a re-attach: the waiting requests may be this process's own
+	default:
+	}
+	for i := 0; info.NumWaiting > 0; i++ {
+		if i == 5 {
+			return fmt.Errorf("another processor is consuming stream %s with durable consumer %s (%d pull requests waiting): "+
+				"one processor without --partitions must be the only one on its stream. Stop the other one, or run every instance with "+
+				"--partitions N (the same N everywhere, docs/deployment.md), or give this one its own streams with another --prefix. "+
+				"(If the other one died without closing its connection, the server drops it within its ping timeout, 2 minutes by default.)",
+				p.layout.In, p.cfg.Consumer, info.NumWaiting)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+		var err error
+		if info, err = cons.Info(ctx); err != nil {
+			return fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
+		}
+	}
+	return nil
 }
 
 // consume dispatches messages until ctx ends or a shard asks for a rewind.
@@ -408,7 +549,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		}
 		delivered = meta.Sequence.Consumer
 		prog.seen.Store(delivered)
-		p.dispatch(msg, meta.Sequence.Stream)
+		p.dispatch(msg, meta.Sequence.Stream, meta.Timestamp)
 	}
 }
 
@@ -427,9 +568,9 @@ func (p *Processor) requestRewind(reason string, err error) {
 
 // dispatch routes a message to its session's shard; parsing the subject
 // here keeps every event of a session on one goroutine, in stream order.
-func (p *Processor) dispatch(msg jetstream.Msg, seq uint64) {
+func (p *Processor) dispatch(msg jetstream.Msg, seq uint64, received time.Time) {
 	session, kind, perr := p.subj.ParseIn(msg.Subject())
-	p.shardOf(session).in <- inMsg{msg: msg, seq: seq, session: session, kind: kind, perr: perr}
+	p.shardOf(session).in <- inMsg{msg: msg, seq: seq, received: received, session: session, kind: kind, perr: perr}
 }
 
 func (p *Processor) shardOf(session string) *shard {

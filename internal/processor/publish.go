@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -141,52 +140,6 @@ func (sh *shard) publishLifecycle(ls *live, ev events.Lifecycle) {
 	msg.Data = data
 	if _, err := p.js.PublishMsgAsync(msg); err != nil {
 		p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", ls.s.ID).Str("type", ev.Type).Msg("lifecycle event not published")
-	}
-}
-
-// reject keeps a bad inbound message on the dead-letter stream with the
-// reason in headers, then acks it: it is never silently dropped, and it
-// never blocks the session's later events.
-func (sh *shard) reject(m inMsg, cause error) {
-	p := sh.p
-	ve, ok := events.AsValidation(cause)
-	if !ok {
-		ve = &events.ValidationError{Code: "invalid", Reason: cause.Error()}
-	}
-	dl := nats.NewMsg(p.subj.DeadLetter(m.session))
-	dl.Data = m.msg.Data()
-	for k, v := range m.msg.Headers() {
-		dl.Header[k] = v
-	}
-	dl.Header.Del(jetstream.MsgIDHeader)
-	dl.Header.Set(events.HeaderErrorCode, ve.Code)
-	dl.Header.Set(events.HeaderErrorField, ve.Field)
-	dl.Header.Set(events.HeaderError, cause.Error())
-	dl.Header.Set(events.HeaderOriginalSubject, p.subj.Published(m.msg.Subject())) // as the bot sent it, not as partitioned
-	seq := m.seq
-	dl.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(seq, 10))
-	ctx, cancel := sh.ctx()
-	defer cancel()
-	// Dedup by original sequence: a redelivered bad message is kept once.
-	if _, err := p.js.PublishMsg(ctx, dl, jetstream.WithMsgID("dlq:"+strconv.FormatUint(seq, 10))); err != nil {
-		p.log.Error().Err(err).Str("event", "dead_letter_failed").Str("subject", m.msg.Subject()).Msg("could not dead-letter a rejected event")
-		p.requestRewind("dead_letter_failed", err)
-		return
-	}
-	_ = m.msg.Ack()
-	p.m.rejected.WithLabelValues(ve.Code).Inc()
-	p.log.Warn().Str("event", "event_rejected").Str("session", m.session).Str("subject", m.msg.Subject()).Uint64("seq", seq).
-		Str("code", ve.Code).Str("field", ve.Field).Str("reason", ve.Reason).Str("dead_letter", dl.Subject).Msg("inbound event rejected")
-	if events.ValidSession(m.session) {
-		ev := events.Lifecycle{V: events.Version, Session: m.session, Type: events.EventRejected, At: p.clock.Now().UTC(),
-			Reason: ve.Code, Error: cause.Error()}
-		if ls, ok := sh.sessions[m.session]; ok && sh.inflate(m.session, ls) {
-			ev.Cursor, ev.TotalTurns = ls.s.Cursor, ls.s.Total
-		}
-		data, _ := json.Marshal(ev)
-		if _, err := p.js.PublishAsync(p.subj.Out(m.session, events.KindEvent), data); err != nil {
-			p.log.Warn().Err(err).Str("event", "publish_failed").Msg("event_rejected not published")
-		}
 	}
 }
 

@@ -201,7 +201,11 @@ func TestScaleOutPartitionsOnCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
 	}
-	scaleOut(t, newClusterPartitionedRig(t, scalePartitions), 3*time.Second)
+	// A TTL of 6 s: an owner fences itself when it cannot renew for half
+	// of it, and on a 3-replica bucket under the race detector on a
+	// shared 2-core machine a renewal was seen to take over 1.5 s. The
+	// fencing is right then; it is just not what this test is about.
+	scaleOut(t, newClusterPartitionedRig(t, scalePartitions), 6*time.Second)
 }
 
 func scaleOut(t *testing.T, r *rig, ttl time.Duration) {

@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,18 @@ import (
 // stallCheck is how long the iterator may stay quiet before the consumer
 // is asked whether it should be.
 const stallCheck = time.Second
+
+// stallInfoTimeout bounds one question to the consumer: an answer that
+// takes longer counts as no answer.
+const stallInfoTimeout = 3 * time.Second
+
+// stallUnanswered is how many quiet checks in a row may fail to read the
+// consumer before the watch rewinds anyway. A consumer that cannot be read
+// for that long (no leader after a failover, a meta group that lost it)
+// cannot be trusted to deliver either, and nothing else would notice: the
+// iterator waits on a pull the server may never answer. A rewind re-creates
+// the consumer at the ack floor, which is always safe.
+const stallUnanswered = 3
 
 // progress is what the consume loop tells the stall watch.
 type progress struct {
@@ -39,7 +52,12 @@ func (p *Processor) watchStalls(ctx context.Context, cons jetstream.Consumer, pr
 			last, w = cur, stallWatch{}
 			continue
 		}
-		if why := w.check(ctx, cons, last); why != nil {
+		why := w.check(ctx, cons, last)
+		if w.failed == 1 && ctx.Err() == nil {
+			p.log.Warn().Err(w.err).Str("event", "stall_check_failed").
+				Msg("could not read the consumer while no delivery came; asking again, and rewinding if it stays unanswered")
+		}
+		if why != nil {
 			p.requestRewind("delivery_stalled", why)
 			return
 		}
@@ -53,19 +71,40 @@ func (p *Processor) watchStalls(ctx context.Context, cons jetstream.Consumer, pr
 // events of a burst unacked until AckWait (30 s) with no later delivery to
 // reveal the gap; the second stops delivery until the client misses two
 // heartbeats. Either way the same answer, twice in a row, means stuck.
+// Seen on a cluster after a node went away: the consumer cannot be read
+// at all (gone, or no leader), while the pull the iterator holds goes
+// unanswered; stallUnanswered such checks in a row mean stuck too.
 type stallWatch struct {
 	suspect string
+	failed  int   // quiet checks in a row whose question went unanswered
+	err     error // the last unanswered question's error
 }
 
 // check is called after each quiet stallCheck; a non-nil error means
 // rewind (re-attach at the ack floor: everything unacked comes again).
 func (w *stallWatch) check(ctx context.Context, cons jetstream.Consumer, delivered uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, stallInfoTimeout)
 	defer cancel()
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return nil // the next delivery or check will tell
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+			return nil // stopping
+		}
+		w.failed++
+		w.err = err
+		key := "unanswered"
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			// The iterator is pulling from a consumer that does not
+			// exist: nothing will come. Confirmed once, as any answer.
+			key = "gone"
+		}
+		if (key == "gone" && w.suspect == key) || w.failed >= stallUnanswered {
+			return fmt.Errorf("consumer stalled: %d checks in a row could not read it: %w", w.failed, err)
+		}
+		w.suspect = key
+		return nil
 	}
+	w.failed, w.err = 0, nil
 	var key, why string
 	switch {
 	case info.Delivered.Consumer > delivered:

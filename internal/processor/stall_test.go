@@ -3,12 +3,15 @@ package processor
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/crashtest"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/retry"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -109,5 +112,110 @@ func TestReattachWithoutConsumerKeepsTheFloor(t *testing.T) {
 	r.waitSettled("s1", 21, 0)
 	if got := testutil.ToFloat64(p.m.redelivered); got != 0 {
 		t.Errorf("%v events redelivered, want none: the stream was read again from its start", got)
+	}
+}
+
+// A consumer the watch cannot read while no delivery comes (deleted under
+// the engine, or with no leader after a node went away) is reported as a
+// stall: the iterator would otherwise wait on a pull nobody answers, and
+// nothing else notices. Gone: on the second sighting, as for any answer.
+// Unanswered for another reason: after stallUnanswered checks in a row.
+func TestStallWatchRewindsWhenTheConsumerCannotBeRead(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, r.layout.In, jetstream.ConsumerConfig{Durable: "probe", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w stallWatch
+	if err := w.check(ctx, cons, 0); err != nil {
+		t.Fatalf("an empty, readable consumer is quiet, not stuck: %v", err)
+	}
+	if err := r.js.DeleteConsumer(ctx, r.layout.In, "probe"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.check(ctx, cons, 0); err != nil {
+		t.Fatalf("first sighting of a gone consumer: %v, want a second look first", err)
+	}
+	if err := w.check(ctx, cons, 0); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("second sighting of a gone consumer: %v, want a stall naming it", err)
+	}
+
+	// No JetStream answering at all: every question fails, whatever the error.
+	cons, err = r.js.CreateOrUpdateConsumer(ctx, r.layout.In, jetstream.ConsumerConfig{Durable: "probe2", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = stallWatch{}
+	if err := r.ns.DisableJetStream(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= stallUnanswered; i++ {
+		err := w.check(ctx, cons, 0)
+		if w.err == nil {
+			t.Fatalf("check %d: the consumer answered with JetStream disabled", i)
+		}
+		if (err != nil) != (i == stallUnanswered) {
+			t.Fatalf("check %d of %d unanswered: %v", i, stallUnanswered, err)
+		}
+	}
+}
+
+// An attach that fails for a reason that passes (a cluster's meta group
+// electing a leader answers 503; a partition guard's KV read times out) is
+// retried with backoff until it succeeds, the first attach too; one that
+// time cannot fix ends Run with the error.
+func TestAttachRetriesTransientFailures(t *testing.T) {
+	r := newRig(t)
+	var calls atomic.Int32
+	transient := &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
+	p, err := New(Config{FlushInterval: 5 * time.Millisecond}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log,
+		BeforeAttach: func(context.Context) error {
+			switch calls.Add(1) {
+			case 1:
+				return fmt.Errorf("ownership unknown: %w", nats.ErrTimeout)
+			case 2, 3:
+				return transient
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	select {
+	case <-p.Ready():
+	case err := <-done:
+		t.Fatalf("Run gave up on a transient attach failure: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("not attached within 20 s")
+	}
+	r.turns("s1", 3)
+	r.waitSettled("s1", 3, 0)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 4 {
+		t.Errorf("%d attach attempts, want 4 (three failures, then the attach)", n)
+	}
+
+	fatal := errors.New("partition 3: not the owner")
+	p, err = New(Config{}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log,
+		BeforeAttach: func(context.Context) error { return fatal }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(context.Background()) }()
+	select {
+	case err := <-ran:
+		if !errors.Is(err, fatal) {
+			t.Fatalf("Run = %v, want the attach's error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run kept retrying an attach that cannot succeed")
 	}
 }

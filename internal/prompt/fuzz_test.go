@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/speaker"
 )
 
 // fenceLikeRe finds anything a reader could take for one of our fence
@@ -65,8 +66,8 @@ func FuzzRenderFence(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, text, speaker, prev, note string, agent bool) {
-		req := fuzzRequest(text, speaker, prev, note, agent)
+	f.Fuzz(func(t *testing.T, text, spk, prev, note string, agent bool) {
+		req := fuzzRequest(text, spk, prev, note, agent)
 		system, user, err := templates.Render(req)
 		if err != nil {
 			t.Fatalf("render: %v", err)
@@ -84,12 +85,17 @@ func FuzzRenderFence(f *testing.F) {
 		}
 		for i, l := range lines {
 			tr := req.Turns[i]
-			name := oneLine(tr.Speaker)
+			name := Neutralize(speaker.Name(tr.Speaker))
 			if name == "" {
 				name = tr.Role
 			}
 			if !strings.HasPrefix(l, name) || !strings.HasSuffix(l, ": "+oneLine(tr.Text)) {
 				t.Fatalf("transcript line %d is %q, not turn %d's", i, l, tr.Index)
+			}
+			// The label holds no colon of its own: the first ": " is the
+			// one that ends it, so no speaker name forges a line.
+			if label := strings.TrimSuffix(l, ": "+oneLine(tr.Text)); strings.Contains(label, ":") {
+				t.Fatalf("transcript line %d's label %q holds a colon", i, label)
 			}
 		}
 		if want := fmt.Sprintf(" %d–%d, ", req.Turns[0].Index, req.Turns[len(req.Turns)-1].Index); !strings.Contains(user, want) {

@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/speaker"
 )
 
 // Template names accepted by Load.
@@ -238,11 +239,13 @@ func newData(req fold.Request) Data {
 	for _, tr := range req.Turns {
 		td := TurnData{
 			Index: tr.Index, At: tr.At,
-			Speaker: oneLine(tr.Speaker), Role: oneLine(tr.Role),
-			Kind: oneLine(tr.Kind), Tool: oneLine(tr.Tool),
+			Speaker: Neutralize(speaker.Name(tr.Speaker)), Role: oneLine(tr.Role),
+			Kind: tagText(tr.Kind), Tool: tagText(tr.Tool),
 			Text: oneLine(tr.Text),
 		}
-		td.Line = label(td) + ": " + td.Text
+		// A name that normalises to nothing is labelled by its role alone.
+		renamed := td.Speaker != "" && speaker.Changed(tr.Speaker)
+		td.Line = label(td, renamed) + ": " + td.Text
 		d.Turns = append(d.Turns, td)
 		lines = append(lines, td.Line)
 	}
@@ -253,7 +256,7 @@ func newData(req fold.Request) Data {
 
 	lines = lines[:0]
 	for _, n := range req.Notes {
-		nd := NoteData{At: n.At, Source: oneLine(n.Source), Text: oneLine(n.Text)}
+		nd := NoteData{At: n.At, Source: Neutralize(speaker.Name(n.Source)), Text: oneLine(n.Text)}
 		var b strings.Builder
 		b.WriteString("- ")
 		if nd.Source != "" {
@@ -274,7 +277,7 @@ func fence(tag, body string) string {
 	return "<" + tag + ">\n" + body + "\n</" + tag + ">"
 }
 
-func speaker(t TurnData) string {
+func speakerOf(t TurnData) string {
 	switch {
 	case t.Speaker != "":
 		return t.Speaker
@@ -289,14 +292,16 @@ func speaker(t TurnData) string {
 // voice or chat session are users speaking, so "Alice: text" is the whole
 // line (every token of a line is paid at every fold: docs/benchmarks.md).
 // The role is shown when it is not "user" (the bot's own turns say
-// "(assistant)"), tool traffic names its kind and tool, and a speaker name
-// that could pass for a label or another role, "Eve (assistant)", "Eve: x"
-// or "system", gets its role too, so no name forges another role:
-// "Eve (assistant) (user)", "system (user)".
-func label(t TurnData) string {
-	name := speaker(t)
+// "(assistant)"), tool traffic names its kind and tool. The name itself is
+// normalised (speaker.Name: no line breaks, colons, brackets or role tags,
+// at most speaker.MaxRunes), and a name that had to be rewritten, or that
+// is a role word, gets its role too, so no name forges a line or another
+// role: "Bob: I transfer $1000" becomes "Bob I transfer $1000 (user)",
+// "Eve (assistant)" becomes "Eve (user)", "system" "system (user)".
+func label(t TurnData, renamed bool) string {
+	name := speakerOf(t)
 	role := t.Role
-	ambiguous := strings.ContainsAny(name, "():") || roleWords[strings.ToLower(name)] && !strings.EqualFold(name, role)
+	ambiguous := renamed || roleWords[strings.ToLower(name)] && !strings.EqualFold(name, role)
 	var tags []string
 	switch {
 	case role == "" && ambiguous:
@@ -339,6 +344,14 @@ var fenceTagRe = regexp.MustCompile(`(?i)<(\s*/?\s*(?:` +
 func Neutralize(s string) string {
 	return fenceTagRe.ReplaceAllString(s, "‹$1")
 }
+
+// tagText is a kind or tool name as it goes inside a label's parentheses:
+// on one line, without the colons and brackets that would end the label.
+func tagText(s string) string {
+	return strings.Join(strings.Fields(tagBreakers.Replace(oneLine(s))), " ")
+}
+
+var tagBreakers = strings.NewReplacer(":", " ", "(", " ", ")", " ", "[", " ", "]", " ", ",", " ")
 
 var newlines = strings.NewReplacer("\r\n", " ⏎ ", "\n", " ⏎ ", "\r", " ⏎ ", "\u2028", " ⏎ ", "\u2029", " ⏎ ")
 

@@ -575,3 +575,32 @@ func totals(t *Timeline, incomplete bool) Totals {
 	}
 	return tt
 }
+
+// Message is one message of a session's inbound stream as it is stored:
+// what the bot sent, before any decoding.
+type Message struct {
+	Seq     uint64
+	Time    time.Time
+	Subject string // the stored subject (partitioned form under --partitions)
+	Data    []byte
+	Header  nats.Header
+}
+
+// Inbound reads the session's inbound messages, in stream order, up to the
+// last one present when it starts: the input a what-if refold feeds to a
+// scratch processor. complete is false when the stream stopped delivering
+// early (messages expired or were purged during the read).
+func Inbound(ctx context.Context, js jetstream.JetStream, l broker.Layout, session string) (msgs []Message, complete bool, err error) {
+	if err := events.CheckSession("session", session); err != nil {
+		return nil, false, fmt.Errorf("replay: %w", err)
+	}
+	raw, complete, err := readStream(ctx, js, l.In, l.Subjects.InSessionAll(session), 0)
+	if err != nil {
+		return nil, false, err
+	}
+	msgs = make([]Message, len(raw))
+	for i, m := range raw {
+		msgs[i] = Message{Seq: m.seq, Time: m.time, Subject: m.subject, Data: m.data, Header: m.header}
+	}
+	return msgs, complete, nil
+}

@@ -1,6 +1,11 @@
 // Package retry classifies summarizer/provider errors and retries the
 // transient ones with jittered exponential backoff.
 //
+// It knows no backend: errors of the standard library (timeouts,
+// cancellation, connections, JSON) are classified here, and a backend
+// turns its own error types into a *Error with FromStatus, close to the
+// source (internal/fold/openai does it for go-openai's).
+//
 // The class of an error decides two things: whether a call is retried here
 // (timeouts, rate limits, 5xx, connection failures) and what the engine
 // reports in compaction_failed events (error class + retryable). 4xx
@@ -21,8 +26,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // Class is a coarse error category, stable enough to appear on the wire.
@@ -93,21 +96,16 @@ func Classify(err error) *Error {
 	return &Error{Class: c, Retryable: Retryable(c), StatusCode: status, Err: err}
 }
 
-func classify(err error) (Class, int) {
-	// Provider answers first: a status code is the most precise signal.
-	var apiErr *openai.APIError
-	if errors.As(err, &apiErr) {
-		return classifyStatus(apiErr.HTTPStatusCode, codeString(apiErr.Code), apiErr.Type, apiErr.Message), apiErr.HTTPStatusCode
-	}
-	var reqErr *openai.RequestError
-	if errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0 {
-		msg := string(reqErr.Body)
-		if reqErr.Err != nil {
-			msg += " " + reqErr.Err.Error()
-		}
-		return classifyStatus(reqErr.HTTPStatusCode, "", "", msg), reqErr.HTTPStatusCode
-	}
+// FromStatus classifies a provider's answer by its HTTP status and, where
+// the provider gives them, its error code, type and message (which tell a
+// prompt that is too long from another 400). A backend calls it with the
+// fields of its own error type; err is kept as the cause.
+func FromStatus(err error, status int, code, typ, msg string) *Error {
+	c := classifyStatus(status, code, typ, msg)
+	return &Error{Class: c, Retryable: Retryable(c), StatusCode: status, Err: err}
+}
 
+func classify(err error) (Class, int) {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return Canceled, 0
@@ -192,16 +190,4 @@ func isContextLength(code, typ, msg string) bool {
 		}
 	}
 	return false
-}
-
-// codeString renders APIError.Code (string, int or absent) as a string.
-func codeString(code any) string {
-	switch c := code.(type) {
-	case nil:
-		return ""
-	case string:
-		return c
-	default:
-		return fmt.Sprint(c)
-	}
 }

@@ -32,7 +32,7 @@ import (
 func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client.Context, error) {
 	cp, rev, err := s.store.Load(ctx, r.Session)
 	if err != nil {
-		return nil, internal(err, "reading the checkpoint")
+		return nil, checkpointError(r.Session, err)
 	}
 	checkpointSeq := cp.LastSeq
 	tail, err := s.applyTail(ctx, cp)
@@ -111,19 +111,38 @@ func evictionNote(cp *state.Session) client.EvictionNote {
 // turns it added, by stream sequence, so they are not read twice.
 func (s *server) applyTail(ctx context.Context, cp *state.Session) (map[uint64]*events.Turn, error) {
 	added := map[uint64]*events.Turn{}
+	err := s.eachTail(ctx, cp, func(seq uint64, in *events.Inbound, effect state.Effect) {
+		switch {
+		case effect == state.EffectTurn:
+			added[seq] = in.Turn
+		case effect == state.EffectControl && in.Control.Op == events.OpReset:
+			clear(added)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return added, nil
+}
+
+// eachTail applies the session's inbound events after cp.LastSeq to cp
+// like the processor would and calls applied for each it applies; those
+// it would reject (undecodable, or for an ended session) are skipped.
+func (s *server) eachTail(ctx context.Context, cp *state.Session, applied func(seq uint64, in *events.Inbound, effect state.Effect)) error {
 	filter := s.subj.InSession(cp.ID)
 	next := cp.LastSeq + 1
 	for {
 		// One direct get per event, "next message at or after seq on this
 		// subject filter": the tail is normally a few events (the
-		// processor checkpoints every 100 ms), and longer only while the
-		// processor is down.
+		// processor writes a session's checkpoint once its oldest change is
+		// --flush-interval old, 1 s by default), and longer only while the
+		// processor is down or behind.
 		msg, err := s.in.GetMsg(ctx, next, jetstream.WithGetMsgSubject(filter))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return added, nil
+			return nil
 		}
 		if err != nil {
-			return nil, internal(err, "reading stream %s after sequence %d", s.layout.In, next-1)
+			return internal(err, "reading stream %s after sequence %d", s.layout.In, next-1)
 		}
 		next = msg.Sequence + 1
 		session, kind, err := s.subj.ParseIn(msg.Subject)
@@ -137,15 +156,24 @@ func (s *server) applyTail(ctx context.Context, cp *state.Session) (map[uint64]*
 		// The processor's own state rules, so the context matches what it
 		// will checkpoint.
 		effect, err := cp.Apply(msg.Sequence, in)
-		switch {
-		case err != nil:
+		if err != nil {
 			continue // rejected as session_ended
-		case effect == state.EffectTurn:
-			added[msg.Sequence] = in.Turn
-		case effect == state.EffectControl && in.Control.Op == events.OpReset:
-			clear(added)
 		}
+		applied(msg.Sequence, &in, effect)
 	}
+}
+
+// pendingEvents counts the session's events after cp.LastSeq that change
+// its state when applied (applyTail's rules): what the processor has yet
+// to checkpoint. It applies them to cp.
+func (s *server) pendingEvents(ctx context.Context, cp *state.Session) (int, error) {
+	n := 0
+	err := s.eachTail(ctx, cp, func(_ uint64, _ *events.Inbound, effect state.Effect) {
+		if effect != state.EffectDuplicate {
+			n++
+		}
+	})
+	return n, err
 }
 
 // readTurn reads a checkpointed turn by its inbound stream sequence.

@@ -64,7 +64,7 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 	}
 	cp, rev, err := s.store.Load(ctx, r.Session)
 	if err != nil {
-		return nil, internal(err, "reading the checkpoint")
+		return nil, checkpointError(r.Session, err)
 	}
 	out := &client.Recall{V: events.Version, Session: r.Session, Query: r.Query, Scope: r.Scope, Results: []client.RecallResult{}}
 	if r.Scope == client.RecallScopeEvicted && rev > 0 && cp.Cursor == 0 {

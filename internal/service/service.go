@@ -103,7 +103,7 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 		h          func(context.Context, micro.Request)
 	}{
 		{client.EndpointContext, `{"session","budget_chars"?,"budget_tokens"?} → summary (or, in mode evict, the eviction note), verbatim turns from the cursor`, s.handleContext},
-		{client.EndpointSession, `{"session"} → cursor, total, version, covered_through, last fold, lease, pending notes`, s.handleSession},
+		{client.EndpointSession, `{"session"} → cursor, total, version, covered_through, last fold, lease, pending notes, applied_seq, stream_last_seq, caught_up`, s.handleSession},
 		{client.EndpointRecall, `{"v","session","query","limit"?,"scope"?} → the best-matching turns (BM25), by default of those before the cursor`, s.handleRecall},
 	}
 	for _, ep := range endpoints {
@@ -173,6 +173,18 @@ func badRequest(format string, args ...any) *reqError {
 
 func internal(err error, format string, args ...any) *reqError {
 	return &reqError{code: client.ErrCodeInternal, desc: fmt.Sprintf(format, args...) + ": " + err.Error(), err: err}
+}
+
+// checkpointError reports a checkpoint that cannot be decoded as what it
+// is, not as an internal error to retry at once: the processor quarantines
+// it (kept on the dead-letter stream) and rebuilds the session from the
+// streams when it next handles the session.
+func checkpointError(session string, err error) *reqError {
+	if errors.Is(err, state.ErrCorrupt) {
+		return &reqError{code: client.ErrCodeUnavailable, err: err,
+			desc: fmt.Sprintf("session %q is quarantined: %v; the processor rebuilds it from the streams at the session's next event (the stored checkpoint is kept on the dead-letter stream)", session, err)}
+	}
+	return internal(err, "reading the checkpoint")
 }
 
 func (s *server) respond(req micro.Request, endpoint, session string, started time.Time, reply any, err error) {
@@ -266,7 +278,7 @@ func unknownSession(session, why string) *reqError {
 func (s *server) sessionInfo(ctx context.Context, session string) (*client.SessionInfo, error) {
 	cp, rev, err := s.store.Load(ctx, session)
 	if err != nil {
-		return nil, internal(err, "reading the checkpoint")
+		return nil, checkpointError(session, err)
 	}
 	if rev == 0 {
 		return nil, unknownSession(session, "has no checkpoint (never seen, or the processor has not applied its first event yet)")
@@ -275,7 +287,7 @@ func (s *server) sessionInfo(ctx context.Context, session string) (*client.Sessi
 		V: events.Version, Session: session, Version: cp.Version, SummaryChars: len([]rune(cp.Summary)),
 		Cursor: cp.Cursor, TotalTurns: cp.Total, CoveredThroughTurn: cp.CoveredThrough,
 		Compactions: cp.Compactions, PendingNotes: len(cp.PendingNotes), Failures: cp.Failures,
-		Ended: cp.Ended, Config: cp.Config, LastSeq: cp.LastSeq,
+		Ended: cp.Ended, Config: cp.Config, LastSeq: cp.LastSeq, AppliedSeq: cp.LastSeq,
 		SummaryIsNote: cp.SummaryIsNote, Evicted: cp.Evicted, EvictedTokens: cp.EvictedTokens,
 		LastFoldAt: timePtr(cp.LastFoldAt), RetryAfter: timePtr(cp.RetryAfter), LastActivity: timePtr(cp.LastActivity),
 	}
@@ -283,7 +295,36 @@ func (s *server) sessionInfo(ctx context.Context, session string) (*client.Sessi
 		info.Lease = &client.LeaseInfo{FoldID: l.FoldID, Owner: l.Owner, Deadline: l.Deadline, From: l.From, To: l.To,
 			Notes: l.Notes, Held: l.Held(s.now())}
 	}
+	if err := s.fillLag(ctx, cp, info); err != nil {
+		return nil, err
+	}
 	return info, nil
+}
+
+// fillLag fills in how far the checkpoint is behind the inbound stream:
+// the session's newest stream sequence, and how many events after the
+// checkpoint the processor will still apply. It applies the tail to cp
+// (a copy loaded for this request) by the processor's rules, so that an
+// event the processor rejects (dead-lettered, never applied) or drops as
+// a duplicate does not leave the session looking behind forever.
+func (s *server) fillLag(ctx context.Context, cp *state.Session, info *client.SessionInfo) error {
+	last, err := s.in.GetLastMsgForSubject(ctx, s.subj.InSession(cp.ID))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return internal(err, "reading the last event of the session in stream %s", s.layout.In)
+	default:
+		info.StreamLastSeq = last.Sequence
+	}
+	if info.StreamLastSeq > info.AppliedSeq {
+		pending, err := s.pendingEvents(ctx, cp)
+		if err != nil {
+			return err
+		}
+		info.PendingEvents = pending
+	}
+	info.CaughtUp = info.PendingEvents == 0
+	return nil
 }
 
 func timePtr(t time.Time) *time.Time {

@@ -509,3 +509,48 @@ func TestContextInModeEvictCarriesTheNoteInTheSummarysPlace(t *testing.T) {
 		t.Fatalf("session info %+v", info)
 	}
 }
+
+// The session reply says whether the processor has caught up: applied
+// (checkpointed) sequence against the session's newest in the stream.
+// Events the processor will apply count as pending; a rejected event or a
+// duplicate turn does not leave the session looking behind.
+func TestSessionSaysWhetherTheProcessorCaughtUp(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	_, stop := e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	session := func() client.SessionInfo {
+		t.Helper()
+		var info client.SessionInfo
+		m := ask(t, e.NC, client.EndpointSession, client.SessionRequest{Session: "s1"})
+		if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
+			t.Fatalf("session: %s %s", code, m.Header.Get(micro.ErrorHeader))
+		}
+		if err := json.Unmarshal(m.Data, &info); err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	publish(t, e, "s1", 0, 5)
+	e.Settled("s1", 5, 0)
+	var info client.SessionInfo
+	e.Eventually("caught up after 5 turns", func() bool { info = session(); return info.CaughtUp })
+	if info.AppliedSeq != info.StreamLastSeq || info.AppliedSeq != info.LastSeq || info.PendingEvents != 0 || info.StreamLastSeq == 0 {
+		t.Fatalf("caught up: %+v", info)
+	}
+
+	stop()
+	publish(t, e, "s1", 5, 8)
+	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindTurn), servicetest.Turn("s1", 2)) // a duplicate turn id, no message id
+	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindTurn), []byte(`{"v":1,"session":"s1"`))
+	info = session()
+	if info.CaughtUp || info.PendingEvents != 3 || info.StreamLastSeq <= info.AppliedSeq {
+		t.Fatalf("processor stopped, 3 new turns, a duplicate and a bad event: %+v", info)
+	}
+
+	e.StartProcessor(processor.Config{}, nil)
+	e.Settled("s1", 8, 0)
+	e.Eventually("caught up again", func() bool { info = session(); return info.CaughtUp })
+	if info.PendingEvents != 0 || info.StreamLastSeq == 0 {
+		t.Fatalf("caught up again: %+v", info)
+	}
+}

@@ -39,8 +39,11 @@ func (r *TurnRefs) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("turn refs: corrupt timestamp")
 		}
 		buf = buf[n2:]
+		// Any count an int holds: validation bounds new turns far lower
+		// (events.MaxTokens), but a checkpoint written before that bound
+		// must still load.
 		tk, n3 := binary.Uvarint(buf)
-		if n3 <= 0 || tk > math.MaxInt32 {
+		if n3 <= 0 || tk > math.MaxInt {
 			return fmt.Errorf("turn refs: corrupt token count")
 		}
 		buf = buf[n3:]

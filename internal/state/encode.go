@@ -91,6 +91,14 @@ func (s *Session) Encode(buf []byte) ([]byte, error) {
 		buf = appendB64(buf, s.MemoryIDs.appendBinary(nil))
 		buf = append(buf, '"')
 	}
+	if s.Tools != nil {
+		tools, err := json.Marshal(s.Tools) // only in sessions with tool traffic unfolded
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, `,"tools":`...)
+		buf = append(buf, tools...)
+	}
 	if s.Config != nil {
 		cfg, err := json.Marshal(s.Config)
 		if err != nil {

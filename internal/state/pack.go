@@ -62,6 +62,7 @@ const (
 	pMemoryIDs
 	pSummarySeq
 	pSummaryIsNote
+	pTools
 	packFields
 )
 
@@ -114,6 +115,7 @@ func (s *Session) Pack(buf []byte) ([]byte, error) {
 	set(pMemoryIDs, len(s.MemoryIDs) > 0)
 	set(pSummarySeq, s.SummarySeq != 0)
 	set(pSummaryIsNote, s.SummaryIsNote)
+	set(pTools, s.Tools != nil)
 
 	buf = append(buf, packVersion)
 	buf = binary.AppendUvarint(buf, mask)
@@ -205,6 +207,16 @@ func (s *Session) Pack(buf []byte) ([]byte, error) {
 	}
 	if has(pSummarySeq) {
 		buf = binary.AppendUvarint(buf, s.SummarySeq)
+	}
+	if t := s.Tools; has(pTools) {
+		buf = binary.AppendVarint(buf, int64(t.Open))
+		buf = binary.AppendVarint(buf, int64(t.Run))
+		buf = binary.AppendUvarint(buf, uint64(len(t.Joined)))
+		var prev int64
+		for _, j := range t.Joined {
+			buf = binary.AppendVarint(buf, j-prev)
+			prev = j
+		}
 	}
 	return buf, nil
 }
@@ -324,6 +336,17 @@ func Unpack(id string, data []byte) (*Session, error) {
 	}
 	if has(pSummarySeq) {
 		s.SummarySeq = d.uvarint()
+	}
+	if has(pTools) {
+		s.Tools = &ToolPairs{Open: d.int(), Run: d.int()}
+		if n := d.count(1); n > 0 {
+			s.Tools.Joined = make([]int64, n)
+			var at int64
+			for i := range s.Tools.Joined {
+				at += d.varint()
+				s.Tools.Joined[i] = at
+			}
+		}
 	}
 	if d.err == nil && d.i != len(d.b) {
 		d.err = errPacked

@@ -55,6 +55,14 @@ func fillField(t *testing.T, rng *rand.Rand, s *Session, i int) {
 		disabled, hour := rng.IntN(2) == 0, rng.IntN(24)
 		*v = &events.SessionConfig{Mode: "tokens", ContextWindow: 32000, IdleThreshold: 0.55, Disabled: &disabled,
 			ResetPolicy: events.ResetDaily, ResetHour: &hour}
+	case **ToolPairs:
+		tp := &ToolPairs{Open: rng.IntN(4), Run: rng.IntN(40)}
+		at := rng.Int64N(1 << 40)
+		for range 1 + rng.IntN(50) {
+			at += 1 + rng.Int64N(30)
+			tp.Joined = append(tp.Joined, at)
+		}
+		*v = tp
 	default:
 		t.Fatalf("Session.%s has type %s: teach Pack, Unpack and fillField about it", name, f.Type())
 	}

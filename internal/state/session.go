@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 )
 
 // TurnRef points at one unfolded turn in the inbound stream.
@@ -115,6 +116,46 @@ type Session struct {
 	// MemoryIDs are hashes of the memories already published, so a fact
 	// the model extracts again is not published twice.
 	MemoryIDs IDHashes `json:"memory_ids,omitempty"`
+
+	// Tools follows the session's tool exchanges so that no fold ends
+	// inside one; nil while the session has no tool traffic unfolded.
+	Tools *ToolPairs `json:"tools,omitempty"`
+}
+
+// ToolPairs is the tool-exchange state of a session (fold.ToolExchange):
+// where the last exchange stands, and which unfolded turns are joined to
+// the turn before them, so that a fold may not end right before them.
+type ToolPairs struct {
+	Open int `json:"open,omitempty"` // tool calls awaiting a result
+	Run  int `json:"run,omitempty"`  // joined turns in a row up to the newest
+	// Joined are transcript indexes (at or after Cursor), ascending.
+	Joined []int64 `json:"joined,omitempty"`
+}
+
+// noteTool records the turn about to get index s.Total in the session's
+// tool-exchange state. A session without tool traffic keeps Tools nil.
+func (s *Session) noteTool(role, kind string) {
+	if s.Tools == nil {
+		if !fold.IsToolCall(role, kind) && !fold.IsToolResult(role, kind) {
+			return
+		}
+		s.Tools = &ToolPairs{}
+	}
+	x := fold.ToolExchange{Open: s.Tools.Open, Run: s.Tools.Run}
+	if x.Next(role, kind) {
+		s.Tools.Joined = append(s.Tools.Joined, s.Total)
+	}
+	s.Tools.Open, s.Tools.Run = x.Open, x.Run
+}
+
+// Joined reports whether the turn at transcript index i is joined to the
+// one before it by a tool exchange: no fold may end right before it.
+func (s *Session) Joined(i int64) bool {
+	if s.Tools == nil {
+		return false
+	}
+	_, found := slices.BinarySearch(s.Tools.Joined, i)
+	return found
 }
 
 // New returns the state of a session never seen before.
@@ -162,6 +203,13 @@ func (s *Session) Advance(to int64, notes int) {
 	s.Turns = s.Turns[n:]
 	s.Cursor = to
 	s.CoveredThrough = to - 1
+	if t := s.Tools; t != nil {
+		k, _ := slices.BinarySearch(t.Joined, to)
+		t.Joined = t.Joined[k:]
+		if len(t.Joined) == 0 && t.Open == 0 && t.Run == 0 {
+			s.Tools = nil
+		}
+	}
 	notes = max(0, min(notes, len(s.PendingNotes)))
 	s.PendingNotes = s.PendingNotes[notes:]
 }

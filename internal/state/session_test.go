@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -110,5 +111,73 @@ func TestResetDue(t *testing.T) {
 		if got := s.ResetDue(at(tt.now)); got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// A checkpoint written before tokens were bounded (a turn with tokens
+// 2^31 was accepted then) still loads, with the count it holds; a count
+// no int can hold is still corrupt.
+func TestOldCheckpointWithHugeTokensLoads(t *testing.T) {
+	s := New("s1")
+	s.AddTurn(HashID("a"), TurnRef{Seq: 3, At: 1763840000000, Tokens: 1 << 31})
+	data, err := s.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode("s1", data)
+	if err != nil {
+		t.Fatalf("a checkpoint with tokens 2^31 does not load: %v", err)
+	}
+	if got.Turns[0].Tokens != 1<<31 {
+		t.Errorf("tokens %d, want 2^31", got.Turns[0].Tokens)
+	}
+	var r TurnRefs
+	raw := base64.RawStdEncoding.EncodeToString([]byte{1, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	if err := json.Unmarshal([]byte(`"`+raw+`"`), &r); err == nil {
+		t.Errorf("a token count of 2^64-1 decoded as %d", r[0].Tokens)
+	}
+}
+
+// The tool-exchange state follows applied turns, survives the checkpoint
+// and forgets what a fold took.
+func TestToolPairsFollowTurnsAndFolds(t *testing.T) {
+	s := New("s1")
+	at := time.Unix(1763840000, 0)
+	for i, k := range []struct{ role, kind string }{
+		{"user", ""}, {"assistant", "tool_call"}, {"tool", "tool_result"}, {"assistant", ""},
+		{"assistant", "tool_call"}, {"assistant", "tool_call"}, {"tool", "tool_result"},
+	} {
+		in := events.Inbound{Turn: &events.Turn{V: 1, Session: "s1", TurnID: string(rune('a' + i)), At: at, Speaker: "x", Role: k.role, Kind: k.kind, Text: "t"}}
+		if _, err := s.Apply(uint64(i+1), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var joined []int64
+	for i := range s.Total {
+		if s.Joined(i) {
+			joined = append(joined, i)
+		}
+	}
+	if !reflect.DeepEqual(joined, []int64{2, 5, 6}) || s.Tools.Open != 1 {
+		t.Fatalf("joined %v, tools %+v; want [2 5 6] with one call open", joined, s.Tools)
+	}
+	data, err := s.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode("s1", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Tools, s.Tools) {
+		t.Fatalf("checkpoint tools %+v, want %+v", got.Tools, s.Tools)
+	}
+	s.Advance(5, 0)
+	if s.Joined(2) || !s.Joined(5) || len(s.Tools.Joined) != 2 {
+		t.Fatalf("after folding [0, 5): tools %+v", s.Tools)
+	}
+	s.Reset()
+	if s.Tools != nil {
+		t.Fatalf("reset kept tools %+v", s.Tools)
 	}
 }

@@ -5,6 +5,18 @@
 //
 //   node publish.mjs <nats-url> <session> <turns> [timeout-seconds]
 //
+// Environment, for a server with the shipped auth configs (nats/auth):
+//   NATS_USER, NATS_PASSWORD  log in as that user (e.g. bot)
+//   NATS_INBOX_PREFIX         the user's private reply inbox prefix (e.g.
+//                             _INBOX_bot): the configs let a user read
+//                             replies, such as its JetStream publish acks,
+//                             only under _INBOX_<user>, so that nobody reads
+//                             another user's replies; nats.js takes it as the
+//                             connect option inboxPrefix
+//   WAIT_SUMMARY=0            do not wait for the summary (a bot user may not
+//                             subscribe to fold.out.>): print
+//                             {"published":N} once every turn is acknowledged
+//
 // Exit status: 0 with the summary on stdout; 1 on a usage or connection
 // error; 2 when no summary arrived in time.
 //
@@ -25,12 +37,21 @@ if (!/^[A-Za-z0-9_-]{1,128}$/.test(session)) {
 const timeoutMs = 1000 * Number.parseFloat(timeoutArg || "30");
 
 async function main() {
-  const nc = await connect({ servers: url, name: "foldstream-interop-node" });
+  const opts = { servers: url, name: "foldstream-interop-node" };
+  if (process.env.NATS_USER) {
+    opts.user = process.env.NATS_USER;
+    opts.pass = process.env.NATS_PASSWORD || "";
+  }
+  if (process.env.NATS_INBOX_PREFIX) {
+    opts.inboxPrefix = process.env.NATS_INBOX_PREFIX; // replies arrive on <prefix>.<random>
+  }
+  const wait = process.env.WAIT_SUMMARY !== "0";
+  const nc = await connect(opts);
   const js = nc.jetstream();
   const jc = JSONCodec();
 
   // Subscribe before publishing, so the summary cannot slip past.
-  const sub = nc.subscribe(`fold.out.${session}.summary`, { max: 1 });
+  const sub = wait ? nc.subscribe(`fold.out.${session}.summary`, { max: 1 }) : null;
   const timer = setTimeout(() => {
     console.error(`no summary-updated on fold.out.${session}.summary within ${timeoutMs} ms`);
     process.exit(2);
@@ -58,6 +79,12 @@ async function main() {
     }
   }
 
+  if (!wait) {
+    clearTimeout(timer);
+    console.log(JSON.stringify({ published: count }));
+    await nc.drain();
+    return;
+  }
   for await (const m of sub) {
     clearTimeout(timer);
     console.log(JSON.stringify(jc.decode(m.data)));

@@ -8,6 +8,7 @@ package brokertest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
@@ -69,4 +70,64 @@ func Start(t testing.TB, o Options) *Env {
 		t.Fatal(err)
 	}
 	return &Env{NS: ns, NC: nc, JS: js, Layout: layout, KV: kv}
+}
+
+// Engine is what RunEngine runs: the processor, or anything that runs
+// until its context ends and says when it is ready.
+type Engine interface {
+	Run(ctx context.Context) error
+	Ready() <-chan struct{}
+}
+
+// RunEngine runs e until the test ends or stop is called, after waiting
+// until it is ready; an engine that exits before, or is not ready within
+// 20 s, fails the test. stop waits for Run to return and fails the test if
+// it returned an error or did not return within 20 s. The one way every
+// package's tests run a processor.
+func RunEngine(t testing.TB, e Engine) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	select {
+	case <-e.Ready():
+	case err := <-done:
+		cancel()
+		t.Fatalf("engine exited before it was ready: %v", err)
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatal("engine not ready in 20 s")
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("engine: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("engine did not stop in 20 s")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// Eventually polls cond every 5 ms until it holds, or fails the test
+// naming what it waited for after 20 s.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
 }

@@ -15,6 +15,7 @@ type names struct {
 	m      map[string]string // lowercased → display form
 	lens   uint64            // bit min(len(k), 63) of every key k
 	firsts uint64            // bit k[0]&63 of every key k
+	multi  bool              // some name has more than one word
 }
 
 func newNames(display ...string) names {
@@ -34,6 +35,7 @@ func (n *names) add(d string) {
 	n.m[k] = d
 	n.lens |= 1 << min(len(k), 63)
 	n.firsts |= 1 << (k[0] & 63)
+	n.multi = n.multi || strings.Contains(k, " ")
 }
 
 // display is the display form of the name w (in any case), "" if unknown.
@@ -63,6 +65,20 @@ func (n names) has(w string) bool {
 	}
 	_, ok := n.m[strings.ToLower(w)]
 	return ok
+}
+
+// prefixOf returns the display form of the longest name that s starts
+// with (followed by a space or "'s"), "" if none: the speaker of a summary
+// sentence.
+func (n names) prefixOf(s string) string {
+	best := ""
+	for k, d := range n.m {
+		if len(k) > len(best) && len(s) > len(k) && strings.EqualFold(s[:len(k)], k) &&
+			(s[len(k)] == ' ' || s[len(k)] == '\'') {
+			best = d
+		}
+	}
+	return best
 }
 
 // fillerKind classifies a sentence that carries no conversational state.
@@ -176,7 +192,8 @@ type traits struct {
 	strongDecision, decision, preference bool
 	done, next, constraint               bool
 	injection                            bool
-	entities, content                    int
+	self, commit                         bool // about the speaker; a commitment or plan ("I'll", "going to")
+	entities, content, numbers, dates    int
 }
 
 // analyze extracts traits from a sentence. who are the known participants
@@ -193,8 +210,12 @@ func analyzeWords(s string, words []string, who names) traits {
 	m := matchPhrases(p)
 	trimmed := strings.TrimSpace(s)
 	sd := skipDiscourse(p)
-	t.question = strings.HasSuffix(strings.TrimRight(trimmed, "\"')"), "?") ||
-		m&phQuestionStart != 0 || hasPrefixClass(sd, phQuestionStart)
+	// A question word opens many statements ("what I did was …"): without
+	// a question mark it is a question only when nothing ends the sentence.
+	end := strings.TrimRight(trimmed, "\"')")
+	t.question = strings.HasSuffix(end, "?") ||
+		!strings.HasSuffix(end, ".") && !strings.HasSuffix(end, "!") &&
+			(m&phQuestionStart != 0 || hasPrefixClass(sd, phQuestionStart))
 	t.request = m&phRequest != 0
 	t.proposal = m&(phProposalStart|phLets|phSuggested) != 0
 	if w, _, ok := strings.Cut(strings.TrimPrefix(sd, " "), " "); ok {
@@ -210,8 +231,66 @@ func analyzeWords(s string, words []string, who names) traits {
 	t.constraint = m&phConstraint != 0
 	t.injection = isInjection(s, p)
 	t.entities, t.content = countWordsIn(s, words, who)
+	t.numbers, t.dates, t.self, t.commit = factSignals(words, who)
 	return t
 }
+
+// factSignals counts what later questions ask about in the sentence whose
+// fields are words: numbers (digits or number words), dates and times
+// (calendar words, "3 pm", resolved dates), whether it is about its
+// speaker (it opens with I/my/we, or with a participant's name as the
+// sentences of a summary do) and whether it states a commitment or a plan
+// ("I'll", "will", "going to", "gonna").
+func factSignals(words []string, who names) (numbers, dates int, self, commit bool) {
+	for i, w := range words {
+		c := core(w)
+		if c == "" {
+			continue
+		}
+		var buf [lowerBufLen]byte
+		lc := c
+		if b, ok := lowerASCII(&buf, c); ok {
+			lc = string(b)
+		} else {
+			lc = strings.ToLower(c)
+		}
+		switch {
+		case hasDigit(c):
+			numbers++
+		case numberWords[lc]:
+			numbers++
+		}
+		if calendarWords[lc] || lc == "am" && i > 0 && hasDigit(words[i-1]) || lc == "pm" || lc == "o'clock" {
+			dates++
+		}
+		if i == 0 {
+			self = firstPersonOpeners[lc] || who.has(c)
+		}
+		if willWords[lc] || lc == "going" && i+1 < len(words) && lowerEq(core(words[i+1]), "to") ||
+			strings.HasSuffix(lc, "'ll") {
+			commit = true
+		}
+	}
+	return numbers, dates, self, commit
+}
+
+func hasDigit(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if '0' <= s[i] && s[i] <= '9' {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	numberWords = toSet("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+		"twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+		"twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred",
+		"thousand", "million", "billion", "dozen", "half", "percent")
+	firstPersonOpeners = toSet("i", "i'm", "i've", "i'll", "i'd", "my", "we", "we're", "we've", "we'll", "our", "me")
+	willWords          = toSet("will", "gonna", "plan", "planning", "promise", "decided", "scheduled")
+)
 
 // countWords counts the content words and the entities of s: participant
 // names (once), identifiers, and capitalized words that do not start a
@@ -359,14 +438,18 @@ func isIdentifier(c string) bool {
 // scoreTraits turns traits into an importance score.
 func scoreTraits(t traits, agent bool) float64 {
 	s := 1.0
+	// A question holds no fact (its answer does) and a request in a
+	// conversation is mostly logistics; an agent's user gives the task.
 	switch {
-	case t.request:
+	case t.request && agent:
 		s += 2.5
+	case t.request:
+		s += 0.8
 	case t.question:
-		s += 2.2
+		s += 0.2
 	}
 	if t.proposal {
-		s += 2.0
+		s += 1.5
 	}
 	if t.imperative {
 		if agent {
@@ -398,18 +481,23 @@ func scoreTraits(t traits, agent bool) float64 {
 			s += 1.5
 		}
 	}
-	e := float64(t.entities) * 0.5
-	if e > 2.5 {
-		e = 2.5
+	// The details later questions ask about: numbers, dates, names, what
+	// someone said about themselves, what they will do.
+	s += min(float64(t.numbers)*0.7, 2.1)
+	s += min(float64(t.dates)*0.8, 1.6)
+	if t.self {
+		s += 0.5
 	}
-	s += e
-	c := float64(t.content) / 6
-	if c > 1.5 {
-		c = 1.5
+	if t.commit && t.content >= 4 {
+		s += 0.8
 	}
-	s += c
-	if t.content <= 2 && t.entities == 0 {
-		s -= 0.8
+	s += min(float64(t.entities)*0.5, 2.5)
+	s += min(float64(t.content)/4, 3)
+	if t.content <= 3 && t.entities == 0 && t.numbers == 0 {
+		s -= 2 // a fragment
+	}
+	if t.question && !t.request && t.entities == 0 && t.numbers == 0 {
+		s -= 0.5
 	}
 	if t.injection && s > 1.5 {
 		s = 1.5 // data, not instructions: never let it crowd out real content

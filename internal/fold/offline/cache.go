@@ -13,13 +13,14 @@ import (
 // shared (read-only) by later folds: in a rolling session most sentences of
 // the previous summary were already in the one before.
 type prevSentence struct {
-	v     [3]string // full, light, hard
-	n     [3]int    // rune lengths of v
-	score float64   // importance, before weighing by age
-	key   string    // tool runs: caller, tool and argument
-	run   []string  // toolRunRe submatches, nil when not a tool run
-	toks  tokSet    // tokenSet(v[0], who)
-	bumps []topicBump
+	v       [3]string // full, light, hard
+	n       [3]int    // rune lengths of v
+	score   float64   // importance, before weighing by age
+	key     string    // tool runs: caller, tool and argument
+	run     []string  // toolRunRe submatches, nil when not a tool run
+	toks    tokSet    // tokenSet(v[0], who)
+	bumps   []topicBump
+	speaker string // the participant the sentence opens with ("" for none)
 }
 
 // topicBump is one topic mention of a sentence, as scanTopics reports it.
@@ -38,6 +39,19 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	words := appendFields(arr[:0], st) // for every pass below
 	scanTopics(words, who, agent, topicSink{rec: &ps.bumps})
 	t := analyzeWords(st, words, who)
+	// Score it as its statement was scored when new: the speaker's name
+	// that opens it is no entity of the statement, and it is about the
+	// speaker only when it is no reported speech ("Bob keeps dying", not
+	// "Bob said the comp is broken").
+	ps.speaker = who.prefixOf(st)
+	if ps.speaker != "" {
+		if t.entities > 0 {
+			t.entities--
+		}
+		rest := st[len(ps.speaker):]
+		t.self = !strings.HasPrefix(rest, " said") && !strings.HasPrefix(rest, " asked") &&
+			!strings.HasPrefix(rest, " suggested") && !strings.HasPrefix(rest, " offered")
+	}
 	sc := scoreTraits(t, agent)
 	switch m := matchToolRun(st); {
 	case m != nil:
@@ -63,7 +77,11 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	}
 	ps.score = sc
 	l1 := condenseLightIn(st, words)
-	ps.v = [3]string{st, l1, condenseHard(l1)}
+	l2 := condenseHard(l1)
+	if ps.run == nil {
+		l2 = condenseGist(l1, who)
+	}
+	ps.v = [3]string{st, l1, l2}
 	for i, v := range ps.v {
 		ps.n[i] = runeLen(v)
 	}

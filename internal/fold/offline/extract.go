@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/speaker"
 )
 
 type unitKind int
@@ -33,6 +34,7 @@ type unit struct {
 	turn      int // index of the source turn (-1 for notes)
 	tool      *toolRun
 	text      [3]string
+	toks      []string // the content tokens of a speech unit (tokenSetOf its words), set by centrality
 }
 
 // unitArena hands out units from blocks of size units: one allocation for
@@ -60,8 +62,11 @@ type extraction struct {
 	allFiller bool // every turn with text was filler
 }
 
+// displayName is how the summary names a turn's speaker: the normalised
+// name (speaker.Name: a display name cannot smuggle "Bob: …" or
+// "(assistant)" into the summary, which later prompts read), else its role.
 func displayName(t fold.Turn) string {
-	if n := oneLine(t.Speaker, 64); n != "" {
+	if n := speaker.Name(oneLine(t.Speaker, 64)); n != "" {
 		return n
 	}
 	switch strings.ToLower(strings.TrimSpace(t.Role)) {
@@ -144,7 +149,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 		}
 		name := displayName(t)
 		role := strings.ToLower(t.Role)
-		text := sanitize(t.Text, maxTurnRunes)
+		text := resolveDates(cleanSpeech(sanitize(t.Text, maxTurnRunes)), t.At)
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
@@ -221,10 +226,13 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 				seq:     i*1000 + k,
 				turn:    i,
 			}))
-			topics.addWords(bws)
+			if !tr.injection {
+				topics.addWords(bws) // (an injection's words are data, not what the session is about)
+			}
 		}
 	}
 	flushCall()
+	ex.units = dropAnswered(ex.units)
 	ex.units = capPerTurn(ex.units, s.cfg.maxUnitsPerTurn)
 	ex.units = capTotal(ex.units, maxNewUnits)
 	talked := map[string]bool{}
@@ -240,6 +248,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
 	ex.units = mergeToolRuns(ex.units)
 
+	centrality(ex.units, prevSents, who)
 	for _, u := range ex.units {
 		if u.kind == unitSpeech {
 			u.score += 2.0 * float64(min(len(u.agreed)+len(u.disagreed), 1))
@@ -250,9 +259,101 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	return ex
 }
 
+// centrality raises the score of the statements that share their words
+// with the rest of the batch and with the previous summary: the thread of
+// the conversation rather than an aside (a classic centroid signal of
+// extractive summarization).
+func centrality(units []*unit, prevSents []*prevSentence, who names) {
+	// Tokens count by bucket (see covBuckets), in one shared slice.
+	var count [covBuckets]uint8
+	n := 0
+	for _, u := range units {
+		n += len(u.sp.words)
+	}
+	all := make([]string, 0, n) // (units keep their parts: it never grows)
+	var spanArr [64][2]int32
+	spans := spanArr[:0]
+	for _, u := range units {
+		from := int32(len(all))
+		if u.kind == unitSpeech {
+			all = appendTokenSet(all, u.sp.words, who)
+			u.toks = all[from:len(all):len(all)]
+			for _, t := range all[from:] {
+				if b := hashLower(t) % covBuckets; count[b] < 255 {
+					count[b]++
+				}
+			}
+		}
+		spans = append(spans, [2]int32{from, int32(len(all))})
+	}
+	for _, ps := range prevSents {
+		for _, t := range ps.toks.toks {
+			if b := hashLower(t) % covBuckets; count[b] > 0 && count[b] < 255 {
+				count[b]++
+			}
+		}
+	}
+	for i, u := range units {
+		shared := 0
+		for _, t := range all[spans[i][0]:spans[i][1]] {
+			shared += min(int(count[hashLower(t)%covBuckets])-1, 3)
+		}
+		u.score += min(float64(shared)*0.25, 2.0)
+	}
+}
+
+// dropAnswered drops the questions of the batch that someone else answered
+// with a statement within the next two turns: the answer holds the fact,
+// and the question would read as still open. A backchannel ("sure",
+// "mm-hmm") is no unit, so it never answers a question: a question it
+// followed stays open.
+func dropAnswered(units []*unit) []*unit {
+	out := units[:0]
+	for i, u := range units {
+		if u.kind == unitSpeech && u.sp.t.question && !u.sp.t.request && answeredBy(units[i+1:], u) {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// answeredBy reports whether a statement in later (the units after q)
+// answers q: said by someone else (the addressee, when q has one) within
+// two turns of it, and about it: it shares a content word with q, or
+// gives a number, date or name (what "how much", "when" and "who" ask
+// for). "sure, let me finish this round first" answers no "who's bringing
+// the grill?".
+func answeredBy(later []*unit, q *unit) bool {
+	var qt []string
+	for _, v := range later {
+		if v.turn > q.turn+2 {
+			return false
+		}
+		if v.kind != unitSpeech || v.turn == q.turn || strings.EqualFold(v.speaker, q.speaker) ||
+			v.sp.t.question || (q.sp.addressee != "" && !strings.EqualFold(v.speaker, q.sp.addressee)) {
+			continue
+		}
+		if t := v.sp.t; t.numbers > 0 || t.dates > 0 || t.entities > 0 {
+			return true
+		}
+		if qt == nil {
+			qt = tokenSetOf(q.sp.words, names{})
+		}
+		for _, w := range tokenSetOf(v.sp.words, names{}) {
+			if slices.Contains(qt, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // attachReply records a filler assent/dissent ("yeah", "sounds good",
-// "nah") from speaker name as a reply to the latest open proposal, question
-// or request by someone else in the last two turns.
+// "nah") from speaker name as a reply to the latest open proposal, offer
+// or decision by someone else in the last two turns. Questions and
+// requests never take one: "sure" may answer something else, and a
+// question's answer is a statement.
 func attachReply(units []*unit, turn int, name string, agree bool) {
 	for j := len(units) - 1; j >= 0; j-- {
 		u := units[j]
@@ -264,7 +365,7 @@ func attachReply(units []*unit, turn int, name string, agree bool) {
 			continue
 		}
 		t := u.sp.t
-		if !(t.question || t.request || t.proposal || t.offer || t.strongDecision) {
+		if t.question || t.request || !(t.proposal || t.offer || t.strongDecision) {
 			continue
 		}
 		list := &u.disagreed
@@ -294,7 +395,7 @@ func (u *unit) renderSpeech(who names) {
 		words = appendFields(arr[:0], base)
 	}
 	l1 := condenseLightIn(base, words)
-	l2 := condenseHard(l1)
+	l2 := condenseHard(l1) // (a carried sentence gets its gist as a previous one)
 	u.text = [3]string{withReplies(base, u), withReplies(l1, u), withReplies(l2, u)}
 }
 
@@ -473,13 +574,21 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 			continue
 		}
 		full := strings.Join(body, " ")
-		src := oneLine(n.Source, 64)
+		src := speaker.Name(oneLine(n.Source, 64))
 		prefix := "Screen note: "
 		switch {
 		case src != "" && (who.has(src) || looksLikeName(src)):
 			prefix = "On " + src + "'s screen: "
-		case src != "":
+		case src != "" && !strings.EqualFold(src, "screen"):
 			prefix = "Screen note (" + src + "): "
+		}
+		// A note that names its screen itself ("Marco's screen: …") is
+		// labelled once, with its own label.
+		if owner, rest, ok := screenLabel(full); ok {
+			prefix, full = "On "+owner+"'s screen: ", rest
+			if _, r, ok := screenLabel(body[0]); ok {
+				body[0] = r
+			}
 		}
 		var warr [64]string
 		fw := appendFields(warr[:0], full) // for every pass below
@@ -511,6 +620,21 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 		out = out[:s.cfg.maxNotes]
 	}
 	return out
+}
+
+// screenLabel splits a note that opens with its own label ("Marco's
+// screen: …", one to three words before "'s screen:") into the owner and
+// the rest.
+func screenLabel(s string) (owner, rest string, ok bool) {
+	head, rest, found := strings.Cut(s, "'s screen:")
+	if !found || head == "" || len(head) > 64 || !looksLikeName(head) {
+		return "", "", false
+	}
+	rest = strings.TrimSpace(rest)
+	if rest == "" {
+		return "", "", false
+	}
+	return head, rest, true
 }
 
 // noteSeq places a note among the turns by time when both carry times,
@@ -863,7 +987,8 @@ func newTopicCounter(who names, agent bool) *topicCounter {
 
 var calendarWords = toSet("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 	"sunday", "january", "february", "march", "april", "may", "june", "july", "august",
-	"september", "october", "november", "december", "today", "tomorrow", "tonight")
+	"september", "october", "november", "december", "today", "tomorrow", "tonight",
+	"jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec")
 
 func (tc *topicCounter) bump(t string, w float64) {
 	i, ok := tc.idx[t]
@@ -974,8 +1099,11 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 			sink.bump(one[:], true) // files are what an agent session is about
 			continue
 		}
+		// A possessive continues a phrase ("King's Row"): never cut after
+		// it, unless it is a participant's ("Marco's screen").
+		base, possessive := strings.CutSuffix(c, "'s")
 		capital := c != "" && upperFirst(c) && lexLower(c)&(lxCommonCaps|lxCalendar) == 0 &&
-			!who.has(c) && allLettersExcept(c, '-') && runeLen(c) > 1
+			!who.has(c) && allLettersExcept(base, '-') && runeLen(base) > 1 && !(possessive && who.has(base))
 		switch {
 		case capital && (!isStart || len(run) > 0):
 			run = append(run, c)
@@ -986,6 +1114,7 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 			flush()
 		default:
 			flush()
+
 		}
 		if suf != "" {
 			flush()

@@ -1,28 +1,38 @@
 // Package offline is foldstream's network-free summarizer backend, the
 // default when no API key is configured.
 //
-// It is extractive and deterministic. It follows the priorities of the voice
-// compaction prompt (seed 000): who said what, with speaker names; the
-// current shared activity; open questions and requests; decisions, plans and
-// preferences; screen-watch notes tied to the people involved. Greetings,
-// thanks, laughter, backchannels and near-duplicate repeats are dropped. For
-// agent sessions (seed 003) a tool call and its result become one short
-// clause: the tool, its salient argument and the outcome, never the output;
-// consecutive successful runs of one tool merge, and a newer run of the same
-// command supersedes an older one. The user's instructions and constraints
-// rank highest there.
+// It is extractive and deterministic. It keeps, as statements attributed
+// to their speaker, what later questions ask about: numbers, amounts, dates
+// and times (relative ones resolved against the turn's time), names and
+// places, decisions, commitments and plans, preferences, what people said
+// about themselves; open questions only while unanswered (a backchannel
+// answers nothing: agreement is recorded for proposals, offers and
+// decisions only); screen-watch notes tied to the people involved.
+// Greetings, thanks, laughter, backchannels, transcription marks and
+// near-duplicate repeats are dropped. For agent sessions (seed 003) a tool
+// call and its result become one short clause: the tool, its salient
+// argument and the outcome, never the output; consecutive successful runs
+// of one tool merge, and a newer run of the same command supersedes an
+// older one. The user's instructions and constraints rank highest there.
 //
 // The summary is one paragraph of plain prose. It opens with the
 // participants and the recent topics ("Alice, Bob and Carol are talking
-// about Marvel Rivals and Tokyo."), then the condensed previous summary, then
-// the new batch, in chronological order. Identifiers (names, numbers, paths,
-// URLs, quoted strings) are copied verbatim. When the budget is tight, older
-// sentences are condensed first (hedges removed, then secondary clauses
-// dropped) and then the lowest-valued sentences are dropped, weighing
-// importance against age, so the newest still-relevant details survive.
+// about Marvel Rivals and Tokyo."), then the previous summary merged with
+// the new batch, in chronological order: a statement that a newer one of
+// the same speaker on the same subject changed is replaced. Identifiers
+// (names, numbers, paths, URLs, quoted strings) are copied verbatim. When
+// the budget is tight, hedges go first, then chatter, then older
+// statements shrink to their gist (whole words only, negations kept), and
+// then the statements worth least for their length are dropped, counting
+// only what no other kept statement says and weighing importance mildly
+// against age.
 //
 // Budgets are counted in runes (Unicode code points), as the engine does.
-// Result.Memories is left nil.
+//
+// Each fold also returns offline memories (Result.Memories and
+// MemoryItems): the batch's statements that hold a durable fact, with
+// speaker, turn and time; a restated fact is not returned again and a
+// changed one supersedes the older (see memory.go).
 package offline
 
 import (
@@ -129,6 +139,7 @@ func WithFillerWords(words ...string) Option {
 type Summarizer struct {
 	cfg   config
 	cache *sentCache // analysed sentences of previous summaries
+	facts *factStore // facts extracted per session, for restated and changed facts
 }
 
 var _ fold.Summarizer = (*Summarizer)(nil)
@@ -148,7 +159,7 @@ func New(opts ...Option) *Summarizer {
 			o(&cfg)
 		}
 	}
-	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize)}
+	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize), facts: newFactStore()}
 }
 
 // Name returns "offline".
@@ -160,10 +171,19 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	if err := ctx.Err(); err != nil {
 		return fold.Result{}, err
 	}
-	return fold.Result{Summary: s.summarize(req), Model: Model}, nil
+	summary, mems := s.summarize(req)
+	res := fold.Result{Summary: summary, Model: Model}
+	if len(mems) > 0 {
+		res.MemoryItems = mems
+		res.Memories = make([]string, len(mems))
+		for i, m := range mems {
+			res.Memories[i] = m.Text
+		}
+	}
+	return res, nil
 }
 
-func (s *Summarizer) summarize(req fold.Request) string {
+func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	budget := req.MaxChars
 	if budget <= 0 {
 		budget = s.cfg.defaultMaxChars
@@ -198,6 +218,10 @@ func (s *Summarizer) summarize(req fold.Request) string {
 
 	prevSents := s.cache.prevSentences(prev.sentences, who, agent)
 	ex := s.extract(req, prev, prevSents, who, agent)
+	var mems []fold.Memory
+	if !req.Recompact {
+		mems = s.memories(req.Session, req, ex.units, who)
+	}
 
 	participants, others := s.roster(prev, ex.speakers, ex.talkers)
 	topics := ex.topics
@@ -207,10 +231,10 @@ func (s *Summarizer) summarize(req fold.Request) string {
 
 	if len(ex.units) == 0 && len(prev.sentences) == 0 {
 		if ex.hadTurns && ex.allFiller {
-			return smallTalk(participants, others)
+			return smallTalk(participants, others), mems
 		}
 		if prev.smallTalk && len(req.Turns) == 0 {
-			return smallTalk(participants, others)
+			return smallTalk(participants, others), mems
 		}
 	}
 
@@ -224,7 +248,7 @@ func (s *Summarizer) summarize(req fold.Request) string {
 	}
 	fit(items, budget)
 	if out := join(items); out != "" {
-		return out
+		return out, mems
 	}
 	// The engine treats an empty summary as a failed fold: whenever there
 	// was input, say at least who was there.
@@ -237,9 +261,9 @@ func (s *Summarizer) summarize(req fold.Request) string {
 				ns = append(ns, n)
 			}
 		}
-		return smallTalk(ns, 0)
+		return smallTalk(ns, 0), mems
 	}
-	return ""
+	return "", mems
 }
 
 // ---- previous summary ----
@@ -489,6 +513,8 @@ type item struct {
 	speaker string
 	key     string        // tool runs: caller, tool and argument
 	prev    *prevSentence // the sentence of the previous summary it still is, if any
+	toks    *tokSet       // content tokens of v[0] (set by dedup)
+	utoks   []string      // a speech unit's content tokens, which dedup uses for toks
 }
 
 func (it *item) text() string { return it.v[it.lvl] }
@@ -505,7 +531,34 @@ func (it *item) length() int {
 	return it.n[it.lvl]
 }
 
-func (it *item) eff() float64 { return it.score * (0.4 + 0.6*it.pos) }
+// eff weighs importance against age mildly: a detail stated early in a
+// long conversation is asked about as often as a recent one.
+func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
+
+// chatterScore is the importance below which a sentence is chatter: it is
+// dropped before any statement is condensed to its gist.
+const chatterScore = 3.0
+
+// covBuckets is the number of token buckets fit counts coverage in.
+const covBuckets = 1024
+
+// value is what keeping the item is worth, given the ids of its tokens and
+// cov, the number of kept items that hold each token: its weighed
+// importance, scaled by the share of its tokens no other kept item holds,
+// per unit of length.
+func (it *item) value(toks []uint16, cov *[covBuckets]int32) float64 {
+	uniq := 1.0
+	if len(toks) > 0 {
+		n := 0
+		for _, id := range toks {
+			if cov[id] <= 1 {
+				n++
+			}
+		}
+		uniq = float64(n) / float64(len(toks))
+	}
+	return it.eff() * (0.1 + 0.9*uniq) * math.Sqrt(100/float64(max(it.length(), 40)))
+}
 
 func leadItem(participants []string, others int, topics []string, agent bool) *item {
 	if len(participants) == 0 {
@@ -567,7 +620,7 @@ func assemble(prevSents []*prevSentence, ex extraction) []*item {
 		if m > 1 {
 			pos = 0.7 + 0.3*float64(k)/float64(m-1)
 		}
-		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
+		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker, utoks: u.toks})
 		if u.tool != nil {
 			it.key = u.tool.key()
 		}
@@ -643,10 +696,13 @@ func dedup(items []*item, who names) {
 			toks[i] = &it.prev.toks // tokenSet(it.v[0], who), computed once
 			continue
 		}
-		var warr [64]string
-		mark := len(all)
-		all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
-		set := all[mark:len(all):len(all)]
+		set := it.utoks // (the statement's tokens: its rendering adds none that count)
+		if set == nil {
+			var warr [64]string
+			mark := len(all)
+			all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
+			set = all[mark:len(all):len(all)]
+		}
 		if cap(bits)-len(bits) < len(set) {
 			bits = make([]uint8, 0, max(est, len(set)))
 		}
@@ -654,6 +710,14 @@ func dedup(items []*item, who names) {
 		bits = bits[:n+len(set)]
 		sets = append(sets, newTokSetIn(set, bits[n:]))
 		toks[i] = &sets[len(sets)-1]
+	}
+	spk := make([]string, len(items))
+	for i, it := range items {
+		it.toks = toks[i]
+		spk[i] = it.speaker
+		if it.prev != nil {
+			spk[i] = it.prev.speaker
+		}
 	}
 	for j := range items {
 		if items[j].drop {
@@ -664,7 +728,16 @@ func dedup(items []*item, who names) {
 				items[i].drop, items[i].dup = true, true // superseded by the newer run
 				continue
 			}
-			if items[i].drop || !nearDupSets(toks[i], toks[j]) {
+			if items[i].drop {
+				continue
+			}
+			if !nearDupSets(toks[i], toks[j]) {
+				// the same speaker on the same subject with other details
+				// (a number, a place): the newer replaces what changed
+				if items[j].isNew && !items[i].isNew && spk[i] != "" && spk[i] == spk[j] &&
+					sameSubjectToks(toks[i].toks, toks[j].toks) {
+					items[i].drop, items[i].dup = true, true
+				}
 				continue
 			}
 			if items[i].score > items[j].score+1.0 {
@@ -727,13 +800,13 @@ func fit(items []*item, budget int) {
 			prev = append(prev, it)
 		}
 	}
-	for lvl := 1; lvl <= 2; lvl++ {
-		for _, it := range prev {
-			if it.lvl < lvl {
-				setLvl(it, lvl)
-				if !over() {
-					return
-				}
+	// Hedges go first (oldest first), then chatter (the least important
+	// first), and only then do older statements shrink to their gist.
+	for _, it := range prev {
+		if it.lvl < 1 {
+			setLvl(it, 1)
+			if !over() {
+				return
 			}
 		}
 	}
@@ -742,6 +815,32 @@ func fit(items []*item, budget int) {
 	for _, it := range weak {
 		if it.lvl < 1 {
 			setLvl(it, 1)
+			if !over() {
+				return
+			}
+		}
+	}
+	var chatter []*item
+	for _, it := range prev {
+		if it.score < chatterScore {
+			chatter = append(chatter, it)
+		}
+	}
+	for _, it := range weak {
+		if it.score < chatterScore {
+			chatter = append(chatter, it)
+		}
+	}
+	sort.SliceStable(chatter, func(a, b int) bool { return chatter[a].eff() < chatter[b].eff() })
+	for _, it := range chatter {
+		setDrop(it, true)
+		if !over() {
+			return
+		}
+	}
+	for _, it := range prev {
+		if it.lvl < 2 && !it.drop {
+			setLvl(it, 2)
 			if !over() {
 				return
 			}
@@ -764,20 +863,47 @@ func fit(items []*item, budget int) {
 			keep = it
 		}
 	}
+	// Drop the sentence worth least for its length, counting only what
+	// no other kept sentence says (the summary should cover the most
+	// distinct details it can). A token's id is its hash in covBuckets
+	// (tokens that share a bucket count as one: a little coverage is
+	// underestimated, never invented twice); cov[id] is the number of
+	// kept items that hold a token of bucket id.
+	var idArr [256]uint16
+	all := idArr[:0]
+	var spanArr [64][2]int32
+	spans := spanArr[:0]
+	for _, it := range items {
+		from := int32(len(all))
+		if !it.drop && !it.isLead && it.toks != nil {
+			for _, t := range it.toks.toks {
+				all = append(all, uint16(hashLower(t)%covBuckets))
+			}
+		}
+		spans = append(spans, [2]int32{from, int32(len(all))})
+	}
+	var cov [covBuckets]int32
+	for _, id := range all {
+		cov[id]++
+	}
 	for over() {
-		var victim *item
-		for _, it := range items {
+		victim := -1
+		vv := 0.0
+		for i, it := range items {
 			if it.drop || it.isLead || it == keep {
 				continue
 			}
-			if victim == nil || it.eff() < victim.eff() {
-				victim = it
+			if v := it.value(all[spans[i][0]:spans[i][1]], &cov); victim < 0 || v < vv {
+				victim, vv = i, v
 			}
 		}
-		if victim == nil {
+		if victim < 0 {
 			break
 		}
-		setDrop(victim, true)
+		setDrop(items[victim], true)
+		for _, id := range all[spans[victim][0]:spans[victim][1]] {
+			cov[id]--
+		}
 	}
 	if !over() {
 		return

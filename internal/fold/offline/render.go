@@ -694,12 +694,19 @@ func keepClause(s string) bool {
 		strings.Contains(s, " said no") || hasEntity(s) {
 		return true
 	}
-	if strings.HasSuffix(strings.TrimRight(strings.TrimSpace(s), "\"')"), "?") {
+	end := strings.TrimRight(strings.TrimSpace(s), "\"')")
+	if strings.HasSuffix(end, "?") {
 		return true
 	}
 	p := plain(s)
-	return matchPhrases(p)&(phQuestionStart|phRequest|phStrongDecision) != 0 ||
-		hasPrefixClass(skipDiscourse(p), phQuestionStart)
+	m := matchPhrases(p)
+	if m&(phRequest|phStrongDecision) != 0 {
+		return true
+	}
+	// a question word opens a question only when no '.' or '!' ends it
+	// (see analyzeWords)
+	return !strings.HasSuffix(end, ".") && !strings.HasSuffix(end, "!") &&
+		(m&phQuestionStart != 0 || hasPrefixClass(skipDiscourse(p), phQuestionStart))
 }
 
 // clause is a clause of a sentence s: s[at:end] is its separator (none for

@@ -207,7 +207,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		callCtx, meta := withMeta(callCtx)
 		r, err := s.client.CreateChatCompletion(callCtx, creq)
 		if err != nil {
-			e := retry.Classify(fmt.Errorf("openai: chat completion: %w", err))
+			e := classify(fmt.Errorf("openai: chat completion: %w", err))
 			e.RetryAfter = meta.retryAfter(time.Now())
 			return e
 		}

@@ -1,13 +1,10 @@
 package openai_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,46 +14,12 @@ import (
 	"github.com/foldstream/foldstream/internal/fold/openai"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/retry"
+	"github.com/foldstream/foldstream/internal/testlog"
 )
-
-// syncBuffer is a log sink safe for the HTTP server and client goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// logLines decodes the JSON log lines.
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(s.String()), "\n") {
-		if l == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("log line is not JSON: %q", l)
-		}
-		out = append(out, m)
-	}
-	return out
-}
 
 var fastRetry = retry.Policy{Initial: 5 * time.Millisecond, Max: 3 * time.Second, MaxAttempts: 3, Multiplier: 2, Jitter: 0.1}
 
-func newSummarizer(t *testing.T, srv *openaitest.Server, level zerolog.Level, mutate func(*openai.Config)) (*openai.Summarizer, *syncBuffer) {
+func newSummarizer(t *testing.T, srv *openaitest.Server, level zerolog.Level, mutate func(*openai.Config)) (*openai.Summarizer, *testlog.Buffer) {
 	t.Helper()
 	cfg := openai.Config{
 		BaseURL:     srv.URL,
@@ -69,7 +32,7 @@ func newSummarizer(t *testing.T, srv *openaitest.Server, level zerolog.Level, mu
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	buf := &syncBuffer{}
+	buf := &testlog.Buffer{}
 	s, err := openai.New(cfg, zerolog.New(buf).Level(level))
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +134,7 @@ func TestRateLimitedHonoursRetryAfter(t *testing.T) {
 		t.Fatalf("retry came %v after the 429, want >= Retry-After (1s)", gap)
 	}
 	var retried bool
-	for _, l := range logs.lines(t) {
+	for _, l := range logs.Lines(t) {
 		if l["message"] != "openai: call failed, retrying" {
 			continue
 		}

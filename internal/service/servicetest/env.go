@@ -1,7 +1,8 @@
 // Package servicetest starts what the builder-side tests need: a real
 // nats-server in-process (optionally listening on a loopback port, for
 // programs in other languages), foldstream's streams, the processor and
-// the context service. Nothing stands in for NATS.
+// the context service. Nothing stands in for NATS. The server, engine runs
+// and waits are brokertest's, shared with the processor's internal tests.
 package servicetest
 
 import (
@@ -98,36 +99,7 @@ func (e *Env) StartProcessor(cfg processor.Config, sum fold.Summarizer) (p *proc
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	select {
-	case <-p.Ready():
-	case err := <-done:
-		cancel()
-		e.T.Fatalf("processor exited: %v", err)
-	case <-time.After(10 * time.Second):
-		cancel()
-		e.T.Fatal("processor not ready in 10s")
-	}
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				e.T.Errorf("processor: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			e.T.Error("processor did not stop in 20s")
-		}
-	}
-	e.T.Cleanup(stop)
-	return p, stop
+	return p, brokertest.RunEngine(e.T, p)
 }
 
 // StartService runs the context service on the environment's connection
@@ -160,14 +132,7 @@ func (e *Env) Checkpoint(session string) *state.Session {
 // Eventually polls cond every 5 ms for up to 20 s.
 func (e *Env) Eventually(what string, cond func() bool) {
 	e.T.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	e.T.Fatalf("timed out waiting for %s", what)
+	brokertest.Eventually(e.T, what, cond)
 }
 
 // Settled waits until the checkpoint has total turns, the cursor at

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/events"
+)
+
+// runContext asks the context service for a session's packed context,
+// exactly as a prompt builder gets it, and prints the prompt text it
+// renders (or the reply as is, with --json).
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs := newClientFlagSet("processor context", &o)
+	fs.SetOutput(stderr)
+	session := fs.String("session", "", "session id (required)")
+	query := fs.String("query", "", "the live question the prompt answers: the service may add what matches it")
+	budgetChars := fs.Int("budget-chars", 0, "bound the context to this many characters (0 = unlimited)")
+	budgetTokens := fs.Int("budget-tokens", 0, "bound the context to this many tokens (0 = unlimited)")
+	asJSON := fs.Bool("json", false, "print the service's reply as is (JSON) instead of the prompt text")
+	if err := parseOptions(fs, &o, args, nil); err != nil {
+		return err
+	}
+	if *session == "" {
+		return errors.New("--session: required, the session whose context to print")
+	}
+	if err := events.CheckSession("--session", *session); err != nil {
+		return err
+	}
+	if *budgetChars < 0 || *budgetTokens < 0 {
+		return fmt.Errorf("--budget-chars and --budget-tokens: expected 0 (unlimited) or more, got %d and %d", *budgetChars, *budgetTokens)
+	}
+	t, err := openTool(&o, stderr, "context")
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	data, err := t.request(ctx, client.EndpointContext, client.ContextRequest{
+		Session: *session, Query: *query, BudgetChars: *budgetChars, BudgetTokens: *budgetTokens,
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := fmt.Fprintf(stdout, "%s\n", data)
+		return err
+	}
+	var c client.Context
+	if err := json.Unmarshal(data, &c); err != nil {
+		return fmt.Errorf("context reply: %w", err)
+	}
+	fmt.Fprintf(stdout, "# session %s: %d turns, cursor %d; this context: %d chars, %d tokens", c.Session, c.TotalTurns, c.Cursor, c.Chars, c.Tokens)
+	if c.DroppedTurns > 0 || c.SummaryDropped || c.EvictionDropped {
+		fmt.Fprintf(stdout, "; over budget: %d oldest turns left out", c.DroppedTurns)
+		if c.SummaryDropped || c.EvictionDropped {
+			fmt.Fprint(stdout, ", summary left out")
+		}
+	}
+	if c.FoldInFlight {
+		fmt.Fprint(stdout, "; a fold is in flight")
+	}
+	fmt.Fprintln(stdout)
+	_, err = io.WriteString(stdout, c.Prompt())
+	return err
+}

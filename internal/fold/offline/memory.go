@@ -1,0 +1,264 @@
+package offline
+
+import (
+	"container/list"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+// Offline memories: each fold turns the statements of its batch that carry
+// a durable fact (a number, a date, a name, a plan or decision, a
+// preference, something a speaker said about themselves) into memories,
+// attributed and time-stamped. A statement that restates a memory of the
+// session is not extracted again; one that changes it (the same speaker on
+// the same subject, with other details: "$190 a night", later "$210 a
+// night") supersedes it.
+
+const (
+	maxMemoriesPerFold    = 12   // the best facts of one batch
+	maxFactsPerSession    = 256  // the newest facts a session's supersede checks see
+	maxSessionsWithFacts  = 4096 // sessions whose facts are kept (least recently folded dropped)
+	minMemoryContentWords = 3
+)
+
+// fact is a memory as the supersede and restate checks see it, with what
+// they compare computed once.
+type fact struct {
+	mem   fold.Memory
+	toks  tokSet              // the statement's content tokens
+	slots map[string][]string // numSlots of the text
+}
+
+// factStore keeps, per session, the facts extracted by earlier folds, so
+// that a later fold can tell a restated fact from a changed one. It is
+// bounded (sessions and facts per session) and safe for concurrent use. It
+// is process memory: after a restart, a changed fact's supersedes is found
+// only against the facts extracted since.
+type factStore struct {
+	mu    sync.Mutex
+	lru   *list.List // of *sessionFacts, most recently used first
+	bySes map[string]*list.Element
+}
+
+type sessionFacts struct {
+	session string
+	facts   []fact
+}
+
+func newFactStore() *factStore {
+	return &factStore{lru: list.New(), bySes: map[string]*list.Element{}}
+}
+
+// memories extracts the facts of the batch's units for session, records
+// them and returns them: restated facts left out, changed ones with
+// Supersedes set.
+func (s *Summarizer) memories(session string, req fold.Request, units []*unit, who names) []fold.Memory {
+	var cands []fact
+	for _, u := range units {
+		if u.kind != unitSpeech || !isFact(u) {
+			continue
+		}
+		text := u.text[0]
+		var warr [64]string
+		f := fact{mem: fold.Memory{Speaker: u.speaker, Text: text},
+			toks: newTokSet(u.toks), slots: numSlots(appendFields(warr[:0], text))}
+		if u.turn >= 0 && u.turn < len(req.Turns) {
+			f.mem.TurnID, f.mem.At = req.Turns[u.turn].TurnID, req.Turns[u.turn].At
+		}
+		f.mem.ID = memoryID(f.mem)
+		cands = append(cands, f)
+	}
+	if len(cands) > maxMemoriesPerFold {
+		cands = cands[len(cands)-maxMemoriesPerFold:] // the newest
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	return s.facts.add(session, cands)
+}
+
+// isFact reports whether a statement holds a durable fact.
+func isFact(u *unit) bool {
+	t := u.sp.t
+	if t.question || t.injection || t.content < minMemoryContentWords {
+		return false
+	}
+	return t.numbers > 0 || t.dates > 0 || t.preference || t.strongDecision || t.decision ||
+		(t.commit && t.entities > 0) || (t.self && (t.entities > 0 || t.content >= minMemoryContentWords))
+}
+
+// memoryID is stable for a fact's speaker and text (case and spacing
+// aside), so that the same fact extracted again gets the same ID.
+func memoryID(m fold.Memory) string {
+	h := fnv.New64a()
+	var buf [lowerBufLen]byte
+	write := func(w string) {
+		if b, ok := lowerASCII(&buf, w); ok {
+			h.Write(b)
+		} else {
+			h.Write([]byte(strings.ToLower(w)))
+		}
+	}
+	write(m.Speaker)
+	h.Write([]byte{0})
+	var arr [64]string
+	words := appendFields(arr[:0], strings.TrimRight(m.Text, ". "))
+	for i, w := range words {
+		if i > 0 {
+			h.Write([]byte{' '})
+		}
+		write(w)
+	}
+	return "m" + strconv.FormatUint(h.Sum64(), 16)
+}
+
+// changes reports whether newer restates (same) or changes (changed) the
+// older fact of the same speaker.
+func changes(older, newer *fact) (same, changed bool) {
+	if !strings.EqualFold(older.mem.Speaker, newer.mem.Speaker) {
+		return false, false
+	}
+	if nearDupSets(&older.toks, &newer.toks) {
+		return true, false
+	}
+	return false, sameSubjectToks(older.toks.toks, newer.toks.toks) || slotsChanged(older.slots, newer.slots)
+}
+
+// numSlots maps each number of the sentence whose fields are words to the
+// content words next to it, its slots ("$190 a night" → night; "port
+// 8443" → port): articles and "per" are skipped, punctuation ends the
+// search, and stop words are no slot.
+func numSlots(words []string) map[string][]string {
+	var out map[string][]string
+	slot := func(w string) string {
+		c := strings.ToLower(core(w))
+		if len(c) < 3 || hasDigit(c) || !isAllLetters(c) || lexicon.get(c)&lxStop != 0 {
+			return ""
+		}
+		return c
+	}
+	for i, w := range words {
+		c := core(w)
+		if !hasDigit(c) {
+			continue
+		}
+		v := strings.TrimLeft(c, "$€£~")
+		if out == nil {
+			out = map[string][]string{}
+		}
+		if i > 0 && !prevEndsSentence(words[i-1]) && !strings.HasSuffix(words[i-1], ",") {
+			if k := slot(words[i-1]); k != "" {
+				out[k] = append(out[k], v)
+			}
+		}
+		if c == w || strings.HasPrefix(w, "$") && strings.HasSuffix(w, c) { // no punctuation after it
+			j := i + 1
+			for j < len(words)-1 && (lowerEq(words[j], "a") || lowerEq(words[j], "an") || lowerEq(words[j], "per") || lowerEq(words[j], "the")) {
+				j++
+			}
+			if j < len(words) {
+				if k := slot(words[j]); k != "" {
+					out[k] = append(out[k], v)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// slotsChanged reports whether a sentence whose numSlots are n gives a
+// number a slot of o (an older sentence's) holds another value in ("$190
+// a night", later "$210 a night").
+func slotsChanged(o, n map[string][]string) bool {
+	for k, nv := range n {
+		ov, ok := o[k]
+		if !ok {
+			continue
+		}
+		for _, x := range nv {
+			if !slices.Contains(ov, x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameSubjectToks reports whether two facts' token sets are about one
+// subject: without numbers and calendar words, at least two tokens in
+// common, and most of the smaller set's.
+func sameSubjectToks(a, b []string) bool {
+	common, na, nb := 0, 0, 0
+	for _, y := range b {
+		if !isSubjectTok(y) {
+			continue
+		}
+		nb++
+	}
+	for _, x := range a {
+		if !isSubjectTok(x) {
+			continue
+		}
+		na++
+		if slices.Contains(b, x) {
+			common++
+		}
+	}
+	return common >= 2 && float64(common) >= 0.6*float64(min(na, nb))
+}
+
+func isSubjectTok(t string) bool { return !hasDigit(t) && !numberWords[t] && !calendarWords[t] }
+
+// add records cands (in order) for session and returns the memories to
+// publish: new facts, and changed facts with Supersedes set.
+func (fs *factStore) add(session string, cands []fact) []fold.Memory {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var sf *sessionFacts
+	if e, ok := fs.bySes[session]; ok {
+		fs.lru.MoveToFront(e)
+		sf = e.Value.(*sessionFacts)
+	} else {
+		sf = &sessionFacts{session: session}
+		fs.bySes[session] = fs.lru.PushFront(sf)
+		if fs.lru.Len() > maxSessionsWithFacts {
+			last := fs.lru.Back()
+			fs.lru.Remove(last)
+			delete(fs.bySes, last.Value.(*sessionFacts).session)
+		}
+	}
+	var out []fold.Memory
+	for i := range cands {
+		c := cands[i]
+		restated := false
+		for k := len(sf.facts) - 1; k >= 0; k-- {
+			same, changed := changes(&sf.facts[k], &c)
+			if same {
+				restated = true
+				break
+			}
+			if changed {
+				c.mem.Supersedes = sf.facts[k].mem.ID
+				sf.facts = append(sf.facts[:k], sf.facts[k+1:]...) // the newer answers from now on
+				break
+			}
+		}
+		if restated {
+			continue
+		}
+		// (a fact changed again later in this batch finds this one, and
+		// supersedes it in the same event)
+		c.toks.toks = slices.Clone(c.toks.toks) // (kept: not the batch's shared slice)
+		sf.facts = append(sf.facts, c)
+		out = append(out, c.mem)
+	}
+	if len(sf.facts) > maxFactsPerSession {
+		sf.facts = append(sf.facts[:0], sf.facts[len(sf.facts)-maxFactsPerSession:]...)
+	}
+	return out
+}

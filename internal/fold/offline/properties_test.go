@@ -1,0 +1,355 @@
+package offline
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+// The property tests replay two real-looking sessions (testdata/
+// voice_trip.txt, four friends planning a trip over a game; testdata/
+// agent_session.txt, a coding agent with tool calls) through the engine's
+// budget policy in folds of 10 turns, as the processor does, and check
+// one property of the summaries or memories each.
+
+// propBase is a Wednesday afternoon: "yesterday" is Tuesday 5 May 2026.
+var propBase = time.Date(2026, 5, 6, 15, 0, 0, 0, time.UTC)
+
+// loadTurns reads a transcript file: "Speaker: text" lines (voice) or
+// "role|kind|tool|text" lines (agent, "\n" escaped). Lines starting with
+// '#' are comments.
+func loadTurns(t *testing.T, path string) []fold.Turn {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []fold.Turn
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := sc.Text()
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		i := len(out)
+		tr := fold.Turn{Index: int64(i), TurnID: fmt.Sprintf("turn-%03d", i), At: propBase.Add(time.Duration(i) * 20 * time.Second)}
+		if p := strings.SplitN(l, "|", 4); len(p) == 4 {
+			tr.Role, tr.Kind, tr.Tool, tr.Text = p[0], p[1], p[2], strings.ReplaceAll(p[3], `\n`, "\n")
+			if tr.Role == "user" {
+				tr.Speaker = "User"
+			}
+		} else {
+			sp, text, _ := strings.Cut(l, ": ")
+			tr.Speaker, tr.Role, tr.Text, tr.Kind = sp, "user", text, "speech"
+		}
+		out = append(out, tr)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// replay folds the turns in batches of 10 with one Summarizer and the
+// engine's budget policy, and returns every summary version and every
+// memory returned, in order.
+func replay(t *testing.T, ts []fold.Turn, profile fold.Profile, maxChars int) (versions []string, mems []fold.Memory) {
+	t.Helper()
+	s := New()
+	prev := ""
+	for c := 0; c < len(ts); c += 10 {
+		b := ts[c:min(c+10, len(ts))]
+		out, err := fold.Summarize(context.Background(), s, fold.Request{Session: "prop-" + string(profile), Profile: profile,
+			PreviousSummary: prev, Turns: b, MaxChars: maxChars, From: b[0].At, To: b[len(b)-1].At})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := runeLen(out.Summary); n > maxChars {
+			t.Fatalf("v%d over budget: %d > %d", len(versions)+1, n, maxChars)
+		}
+		if len(out.MemoryItems) != len(out.Memories) {
+			t.Fatalf("v%d: %d memory items for %d memories", len(versions)+1, len(out.MemoryItems), len(out.Memories))
+		}
+		prev = out.Summary
+		versions = append(versions, out.Summary)
+		mems = append(mems, out.MemoryItems...)
+	}
+	return versions, mems
+}
+
+func voiceReplay(t *testing.T) ([]fold.Turn, []string, []fold.Memory) {
+	ts := loadTurns(t, "testdata/voice_trip.txt")
+	v, m := replay(t, ts, fold.ProfileVoice, 1200)
+	return ts, v, m
+}
+
+func agentReplay(t *testing.T) ([]fold.Turn, []string, []fold.Memory) {
+	ts := loadTurns(t, "testdata/agent_session.txt")
+	v, m := replay(t, ts, fold.ProfileAgent, 1200)
+	return ts, v, m
+}
+
+func logVersions(t *testing.T, vs []string) {
+	t.Helper()
+	for i, v := range vs {
+		t.Logf("v%d: %s", i+1, v)
+	}
+}
+
+// A number stated in one fold is still there three folds later.
+func TestPropNumberSurvivesThreeFolds(t *testing.T) {
+	ts, vs, _ := voiceReplay(t)
+	first := -1
+	for i, v := range vs {
+		if strings.Contains(v, "$95") {
+			first = i
+			break
+		}
+	}
+	if first < 0 || first+3 >= len(vs) {
+		logVersions(t, vs)
+		t.Fatalf("\"$95\" first in version %d of %d: need three later folds", first+1, len(vs))
+	}
+	for i := first; i <= first+3; i++ {
+		for _, want := range []string{"$190", "$95"} {
+			if !strings.Contains(vs[i], want) {
+				logVersions(t, vs)
+				t.Fatalf("v%d lost %q (stated in v%d)", i+1, want, first+1)
+			}
+		}
+	}
+	// The same holds for the agent's constraints: port and deadline.
+	_, avs, _ := agentReplay(t)
+	for i := 0; i < 4 && i < len(avs); i++ {
+		if !strings.Contains(avs[i], "30 seconds") {
+			logVersions(t, avs)
+			t.Fatalf("agent v%d lost \"30 seconds\"", i+1)
+		}
+	}
+	_ = ts
+}
+
+// "sure" after a question does not answer it: no version records an
+// answer, and the question stays open.
+func TestPropBackchannelAnswersNothing(t *testing.T) {
+	_, vs, _ := voiceReplay(t)
+	for i, v := range vs {
+		for _, bad := range []string{`said (yes|no)\b`, "Tomás agreed", "Jonas agreed"} {
+			if regexp.MustCompile(bad).MatchString(v) {
+				t.Errorf("v%d records a backchannel as an answer (%q): %s", i+1, bad, v)
+			}
+		}
+	}
+	if !strings.Contains(vs[1], "who's bringing the grill?") {
+		logVersions(t, vs)
+		t.Errorf("v2 lost the open question about the grill")
+	}
+	// A question answered by a statement is not kept as open: the answer is.
+	if strings.Contains(vs[0], "asked: how much is it?") || !strings.Contains(vs[0], "$190") {
+		t.Errorf("v1 keeps an answered question or lost its answer: %s", vs[0])
+	}
+}
+
+// No sentence appears twice in a version, and the opening line is not
+// stacked: one per version.
+func TestPropNoSentenceTwice(t *testing.T) {
+	_, vv, _ := voiceReplay(t)
+	_, av, _ := agentReplay(t)
+	for _, vs := range [][]string{vv, av} {
+		for i, v := range vs {
+			seen := map[string]bool{}
+			for _, s := range splitSentences(v) {
+				k := strings.ToLower(strings.TrimSpace(s))
+				if seen[k] {
+					t.Errorf("v%d repeats %q: %s", i+1, s, v)
+				}
+				seen[k] = true
+			}
+			if n := strings.Count(v, " talking about ") + strings.Count(v, " working on ") + strings.Count(v, " in the session."); n > 1 {
+				t.Errorf("v%d stacks %d opening lines: %s", i+1, n, v)
+			}
+		}
+	}
+}
+
+// No word or name is cut: every word of every version is a word of the
+// transcript (or of the summary's own phrasing), never a strict prefix or
+// suffix of one; "King's Row" is never "Row".
+func TestPropNoWordCut(t *testing.T) {
+	for _, run := range []func(*testing.T) ([]fold.Turn, []string, []fold.Memory){voiceReplay, agentReplay} {
+		ts, vs, mems := run(t)
+		vocab := map[string]bool{}
+		var words []string
+		for _, tr := range ts {
+			for _, w := range strings.FieldsFunc(tr.Text+" "+tr.Speaker+" "+tr.Tool, notWordRune) {
+				w = strings.ToLower(w)
+				if !vocab[w] {
+					vocab[w] = true
+					words = append(words, w)
+				}
+			}
+		}
+		texts := append([]string(nil), vs...)
+		for _, m := range mems {
+			texts = append(texts, m.Text)
+		}
+		for i, v := range texts {
+			for _, w := range strings.FieldsFunc(v, notWordRune) {
+				lw := strings.ToLower(w)
+				if vocab[lw] || len(lw) < 2 {
+					continue
+				}
+				for _, x := range words {
+					if x != lw && (strings.HasPrefix(x, lw) && len(lw) < len(x)-2 || strings.HasSuffix(x, lw) && len(lw) < len(x)-2) {
+						t.Errorf("text %d has %q, a cut of %q: %s", i+1, w, x, v)
+						break
+					}
+				}
+			}
+			if strings.Contains(v, "Row") && !strings.Contains(v, "King's Row") {
+				t.Errorf("text %d cuts King's Row: %s", i+1, v)
+			}
+		}
+	}
+}
+
+func notWordRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '\'' || r > 127)
+}
+
+// Relative dates are resolved against the time the turn was said.
+func TestPropDatesResolved(t *testing.T) {
+	_, vs, mems := voiceReplay(t)
+	all := strings.Join(vs, "\n")
+	for _, m := range mems {
+		all += "\n" + m.Text
+	}
+	for _, want := range []string{
+		"yesterday (5 May 2026)",   // Lena, on Wednesday 6 May
+		"next Friday (8 May 2026)", // Jonas's dentist: the first Friday after
+		"tonight (6 May 2026)",     // Marco's deposit
+	} {
+		if !strings.Contains(all, want) {
+			logVersions(t, vs)
+			t.Errorf("no %q in the summaries or memories", want)
+		}
+	}
+}
+
+// Memories carry speaker, turn and time; a restated fact is not returned
+// again; a changed fact supersedes the older one.
+func TestPropMemories(t *testing.T) {
+	ts, _, mems := voiceReplay(t)
+	byTurn := map[string]fold.Turn{}
+	for _, tr := range ts {
+		byTurn[tr.TurnID] = tr
+	}
+	ids := map[string]fold.Memory{}
+	texts := map[string]bool{}
+	for _, m := range mems {
+		t.Logf("%s %s %s %s supersedes=%q", m.ID, m.TurnID, m.Speaker, m.Text, m.Supersedes)
+		tr, ok := byTurn[m.TurnID]
+		if !ok || m.Speaker != tr.Speaker || !m.At.Equal(tr.At) || m.ID == "" {
+			t.Errorf("memory %q: turn %q speaker %q at %v: not its turn's", m.Text, m.TurnID, m.Speaker, m.At)
+		}
+		if _, dup := ids[m.ID]; dup || texts[strings.ToLower(m.Text)] {
+			t.Errorf("memory %q returned twice", m.Text)
+		}
+		ids[m.ID], texts[strings.ToLower(m.Text)] = m, true
+	}
+	find := func(sub string) (fold.Memory, bool) {
+		for _, m := range mems {
+			if strings.Contains(m.Text, sub) {
+				return m, true
+			}
+		}
+		return fold.Memory{}, false
+	}
+	for _, want := range []string{"Sweden", "vegetarian", "Siemens", "$190"} {
+		if _, ok := find(want); !ok {
+			t.Errorf("no memory about %q", want)
+		}
+	}
+	old, ok1 := find("$190 a night")
+	upd, ok2 := find("$210 a night")
+	if !ok1 || !ok2 {
+		t.Fatalf("price memories missing: %v %v", ok1, ok2)
+	}
+	if upd.Supersedes != old.ID {
+		t.Errorf("the $210 memory supersedes %q, want %q (the $190 one)", upd.Supersedes, old.ID)
+	}
+	// The agent's port changed from 8443 to 9443.
+	_, avs, amems := agentReplay(t)
+	var p1, p2 fold.Memory
+	for _, m := range amems {
+		switch {
+		case strings.Contains(m.Text, "port 8443") && p1.ID == "":
+			p1 = m
+		case strings.Contains(m.Text, "port 9443") && p2.ID == "":
+			p2 = m
+		}
+	}
+	if p1.ID == "" || p2.ID == "" || p2.Supersedes != p1.ID {
+		t.Errorf("port memories: %+v then %+v: want the second to supersede the first", p1, p2)
+	}
+	// The summary answers with the new port.
+	last := avs[len(avs)-1]
+	if !strings.Contains(last, "9443") {
+		t.Errorf("final agent summary lost the new port: %s", last)
+	}
+}
+
+// The gist of a statement keeps its facts, its negations and its modal
+// verbs, drops whole words only, and is its own gist.
+func TestCondenseGist(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"Marco found a cabin near Lake Tahoe for the weekend of the 14th.", "Marco found cabin near Lake Tahoe weekend 14th."},
+		{"Lena said she can't drive on Friday because her car is not ready.", "Lena can't drive Friday because car not ready."},
+		{"Bob suggested we try dive comp, and Dave and Carol agreed.", "Bob suggested try dive comp, Dave and Carol agreed."},
+		{"Jonas asked: who is bringing the grill?", "Jonas asked: bringing grill?"},
+		{"Bob said hi.", "Bob said hi."}, // too short to shrink
+		// names of two words keep both, stop word or not
+		{"PhD A said that the data is in the PhD D folder for User Interface.", "PhD A data PhD D folder User Interface."},
+	}
+	who := newNames("Marco", "Lena", "Bob", "Dave", "Carol", "Jonas", "PhD A", "PhD D", "User Interface")
+	for _, c := range cases {
+		got := condenseGist(c.in, who)
+		if got != c.want {
+			t.Errorf("condenseGist(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if again := condenseGist(got, who); again != got {
+			t.Errorf("condenseGist is not its own gist: %q → %q", got, again)
+		}
+		for _, w := range strings.Fields(got) {
+			if !strings.Contains(" "+c.in+" ", " "+strings.TrimRight(w, ".,?!:")) {
+				t.Errorf("gist word %q of %q is not a word of %q", w, got, c.in)
+			}
+		}
+	}
+}
+
+// Transcription marks, tokenizer spacing and spelled-out acronyms are
+// cleaned from speech; other text is left as it was.
+func TestCleanSpeech(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"OK , we 're on . So {disfmarker} just make sure it 's on .", "OK, we're on. So just make sure it's on."},
+		{"I think {vocalsound} the L_C_D_s are n't cheap , right ?", "I think the LCDs aren't cheap, right?"},
+		{"[laughter] yeah <noise> the T_V_ one", "yeah the TV one"},
+		{"set my_var to {\"a\": 1} in a_b.go", "set my_var to {\"a\": 1} in a_b.go"},
+		{"plain text, nothing to do.", "plain text, nothing to do."},
+		{"first line {gap}\n\n second , line", "first line\nsecond, line"},
+	}
+	for _, c := range cases {
+		if got := cleanSpeech(c.in); got != c.want {
+			t.Errorf("cleanSpeech(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

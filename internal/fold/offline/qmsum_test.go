@@ -1,0 +1,157 @@
+package offline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+// TestQMSumRecall is a measurement, not a check: with FOLDSTREAM_QMSUM set
+// to a directory of QMSum meetings (e.g. /work/shared/data/qmsum/val) it
+// replays each meeting through the offline summarizer as the processor
+// would (50 recent turns, folds of 10, max-summary-chars 1200 with the
+// engine's tiers) and logs the answer-word recall of the final summary
+// alone for the questions whose evidence left the window. It asserts
+// nothing about the score (scores move with the summarizer).
+func TestQMSumRecall(t *testing.T) {
+	dir := os.Getenv("FOLDSTREAM_QMSUM")
+	if dir == "" {
+		t.Skip("FOLDSTREAM_QMSUM not set")
+	}
+	budget := 1200
+	if b, err := strconv.Atoi(os.Getenv("FOLDSTREAM_QMSUM_CHARS")); err == nil && b > 0 {
+		budget = b
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	sort.Strings(files)
+	var sum float64
+	var nq int
+	var hit, tot int
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Turns []struct {
+				Speaker string `json:"speaker"`
+				Content string `json:"content"`
+			} `json:"meeting_transcripts"`
+			Qs []struct {
+				Query  string     `json:"query"`
+				Answer string     `json:"answer"`
+				Spans  [][]string `json:"relevant_text_span"`
+			} `json:"specific_query_list"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		s := New()
+		base := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+		turns := make([]fold.Turn, len(m.Turns))
+		for i, tt := range m.Turns {
+			turns[i] = fold.Turn{Index: int64(i), TurnID: fmt.Sprintf("t%d", i), At: base.Add(time.Duration(i) * 6 * time.Second),
+				Speaker: tt.Speaker, Role: "user", Text: tt.Content, Kind: "speech"}
+		}
+		summary := ""
+		everything := ""
+		cursor := 0
+		w := fold.DefaultWindow()
+		for total := 1; total <= len(turns); total++ {
+			d := w.Evaluate(fold.Check{Cursor: int64(cursor), Total: int64(total)})
+			if !d.Fold {
+				continue
+			}
+			batch := turns[d.From:d.To]
+			out, err := fold.Summarize(context.Background(), s, fold.Request{Session: "q", Profile: fold.ProfileVoice,
+				PreviousSummary: summary, Turns: batch, MaxChars: budget, From: batch[0].At, To: batch[len(batch)-1].At})
+			if err != nil {
+				t.Fatal(err)
+			}
+			summary = out.Summary
+			everything += " " + summary
+			cursor = int(d.To)
+		}
+		sw := wordSet(summary)
+		switch os.Getenv("FOLDSTREAM_QMSUM_REF") {
+		case "union":
+			sw = wordSet(everything)
+		case "tail":
+			var b strings.Builder
+			for i := cursor - 1; i >= 0 && b.Len() < budget; i-- {
+				b.WriteString(" " + turns[i].Text)
+			}
+			sw = wordSet(b.String())
+		case "all":
+			var b strings.Builder
+			for i := 0; i < cursor; i++ {
+				b.WriteString(" " + turns[i].Text)
+			}
+			sw = wordSet(b.String())
+		}
+		var msum float64
+		mq := 0
+		for _, q := range m.Qs {
+			last := 0
+			for _, sp := range q.Spans {
+				if len(sp) == 2 {
+					e, _ := strconv.Atoi(sp[1])
+					last = max(last, e)
+				}
+			}
+			if last >= len(turns)-w.Recent {
+				continue
+			}
+			aw := wordSet(q.Answer)
+			if len(aw) == 0 {
+				continue
+			}
+			h := 0
+			for w := range aw {
+				if sw[w] {
+					h++
+				}
+			}
+			r := float64(h) / float64(len(aw))
+			msum += r
+			mq++
+			hit += h
+			tot += len(aw)
+		}
+		sum += msum
+		nq += mq
+		if d := os.Getenv("FOLDSTREAM_QMSUM_DUMP"); d != "" {
+			if err := os.WriteFile(filepath.Join(d, filepath.Base(f)+".txt"), []byte(summary), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if os.Getenv("FOLDSTREAM_QMSUM_V") != "" {
+			t.Logf("%s: %d turns, %d questions, recall %.3f\n%s", filepath.Base(f), len(turns), mq, msum/float64(max(mq, 1)), summary)
+		}
+	}
+	t.Logf("QMSUM summary-alone recall @%d chars: macro %.4f micro %.4f over %d questions", budget, sum/float64(max(nq, 1)), float64(hit)/float64(max(tot, 1)), nq)
+}
+
+var qmStop = toSet(strings.Fields(`a about above after again against all am an and any are aren't as at be because been before being below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then there there's these they they'd they'll they're they've this those through to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves also s t will just`)...)
+
+func wordSet(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' }) {
+		w = strings.Trim(w, "'")
+		if w == "" || qmStop[w] {
+			continue
+		}
+		out[w] = true
+	}
+	return out
+}

@@ -1,0 +1,258 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Dead-lettering must never hold up other sessions: whatever a bad message
+// carries (JetStream control headers, a size just under max_payload), the
+// processor keeps a copy or a reference and moves on. The original is
+// never deleted from the inbound stream, so nothing is lost by moving on.
+const (
+	// deadLetterAttempts bounds the tries of a publish that failed for a
+	// transient reason (a timeout, no responders): a DLQ that stays
+	// unreachable must not stall the shard for longer than a few tries.
+	deadLetterAttempts = 3
+	deadLetterTimeout  = 5 * time.Second
+	// previewBytes is how much of the original payload a reference keeps.
+	previewBytes = 512
+	// maxHeaderValue bounds a header value of ours (the reason).
+	maxHeaderValue = 1024
+)
+
+// reject keeps a bad inbound message on the dead-letter stream with the
+// reason in headers, then acks it: it is never silently dropped, and it
+// never blocks the session's later events, nor any other session's.
+func (sh *shard) reject(m inMsg, cause error) {
+	p := sh.p
+	ve, ok := events.AsValidation(cause)
+	if !ok {
+		ve = &events.ValidationError{Code: "invalid", Reason: cause.Error()}
+	}
+	subject, kept := sh.deadLetter(m, ve, cause)
+	_ = m.msg.Ack()
+	p.m.rejected.WithLabelValues(ve.Code).Inc()
+	p.log.Warn().Str("event", "event_rejected").Str("session", m.session).Str("subject", m.msg.Subject()).Uint64("seq", m.seq).
+		Str("code", ve.Code).Str("field", ve.Field).Str("reason", ve.Reason).Str("dead_letter", subject).Str("kept", kept).Msg("inbound event rejected")
+	if events.ValidSession(m.session) {
+		ev := events.Lifecycle{V: events.Version, Session: m.session, Type: events.EventRejected, At: p.clock.Now().UTC(),
+			Reason: ve.Code, Error: cause.Error()}
+		if ls, ok := sh.sessions[m.session]; ok && sh.inflate(m.session, ls) {
+			ev.Cursor, ev.TotalTurns = ls.s.Cursor, ls.s.Total
+		}
+		data, _ := json.Marshal(ev)
+		if _, err := p.js.PublishAsync(p.subj.Out(m.session, events.KindEvent), data); err != nil {
+			p.log.Warn().Err(err).Str("event", "publish_failed").Msg("event_rejected not published")
+		}
+	}
+}
+
+// What the dead-letter stream kept of a rejected message.
+const (
+	keptCopy      = "copy"      // the payload unchanged, with provenance headers
+	keptReference = "reference" // the copy could not be stored: provenance and a preview
+	keptLog       = "log"       // neither could be stored: the error log line is the reference
+	// keptCheckpoint marks a session checkpoint that could not be decoded
+	// (load.go's quarantine), with error code codeCorruptCheckpoint.
+	keptCheckpoint        = "checkpoint"
+	codeCorruptCheckpoint = "corrupt_checkpoint"
+)
+
+// deadLetter stores a copy of the rejected message on its session's
+// dead-letter subject. When the copy cannot be stored for a reason that
+// another try will not fix (over max_payload or the stream's maximum
+// message size, a full DLQ, a refused publish), it stores a reference
+// instead: the same provenance headers, Foldstream-Dead-Letter
+// "reference", why the copy failed, the original size, and the first
+// previewBytes of the payload. If even that fails, the error log line
+// (event dead_letter_failed) is the reference. In each of these cases the
+// caller acks: the original stays in the inbound stream at its sequence.
+// A DLQ that does not answer (a timeout, no responders) is tried
+// deadLetterAttempts times, then treated the same way: a publish the
+// server drops for lack of permission looks exactly like that, and
+// rewinding for it would stall every session for good.
+func (sh *shard) deadLetter(m inMsg, ve *events.ValidationError, cause error) (subject, kept string) {
+	p := sh.p
+	subject = p.subj.DeadLetter(m.session)
+	data := m.msg.Data()
+	copyMsg := nats.NewMsg(subject)
+	copyMsg.Data = data
+	copyMsg.Header = deadLetterHeaders(m.msg.Headers(), p.layout.In, p.subj.Published(m.msg.Subject()), m.seq, ve, cause)
+
+	// Dedup by original sequence: a redelivered bad message is kept once
+	// (a copy or a reference, whichever was stored first).
+	msgID := "dlq:" + strconv.FormatUint(m.seq, 10)
+	err := sh.publishDeadLetter(copyMsg, msgID, deadLetterAttempts)
+	if err == nil {
+		p.m.deadLetters.WithLabelValues(keptCopy).Inc()
+		return subject, keptCopy
+	}
+	copyErr := err
+	ref := nats.NewMsg(subject)
+	ref.Header = copyMsg.Header
+	ref.Header.Set(events.HeaderDeadLetter, keptReference)
+	ref.Header.Set(events.HeaderCopyError, headerValue(copyErr.Error()))
+	ref.Header.Set(events.HeaderOriginalSize, strconv.Itoa(len(data)))
+	ref.Data = preview(data)
+	attempts := deadLetterAttempts
+	if transientPublishError(copyErr) {
+		attempts = 1 // already tried as often as allowed
+	}
+	if err = sh.publishDeadLetter(ref, msgID, attempts); err == nil {
+		p.m.deadLetters.WithLabelValues(keptReference).Inc()
+		p.log.Error().Err(copyErr).Str("event", "dead_letter_reference").Str("session", m.session).Str("stream", p.layout.In).
+			Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).Str("dead_letter", subject).
+			Msg("rejected event too large or refused for the dead-letter stream; a reference was kept there instead, the original stays in the inbound stream")
+		return subject, keptReference
+	}
+	// Neither stored (a full or missing DLQ, no permission): this log line
+	// is the reference. The preview is transcript text, so only at debug.
+	p.m.deadLetters.WithLabelValues(keptLog).Inc()
+	p.log.Error().Err(copyErr).Str("reference_error", err.Error()).Str("event", "dead_letter_failed").Str("session", m.session).
+		Str("stream", p.layout.In).Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).
+		Str("dead_letter", subject).Msg("rejected event could not be kept on the dead-letter stream; skipped, the original stays in the inbound stream at this sequence")
+	p.log.Debug().Str("event", "dead_letter_preview").Uint64("seq", m.seq).Bytes("preview", preview(data)).Msg("rejected event preview")
+	return subject, keptLog
+}
+
+// publishDeadLetter publishes msg, trying transient failures again up to
+// attempts tries in all, each bounded by deadLetterTimeout.
+func (sh *shard) publishDeadLetter(msg *nats.Msg, msgID string, attempts int) error {
+	var err error
+	for attempt := range attempts {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), deadLetterTimeout)
+		_, err = sh.p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID))
+		cancel()
+		if err == nil || !transientPublishError(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// transientPublishError tells a failure that a later try may fix (no
+// answer in time, no stream responding) from one that it will not (too
+// large, refused by the stream, a wrong expectation, no permission
+// reported).
+func transientPublishError(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionReconnecting)
+}
+
+// deadLetterHeaders are the headers of a dead-letter copy: the original's
+// application headers, without any header in the server's reserved Nats-
+// namespace (Nats-Expected-Stream, Nats-Expected-Last-*, Nats-Msg-Id,
+// Nats-Rollup, Nats-TTL, Nats-Marker-Reason, Nats-Schedule-*,
+// Nats-Batch-*, ...: they are instructions to the stream that stored the
+// original, which the DLQ would obey and refuse) and without any
+// Foldstream- header (ours only: a bot cannot forge provenance). Then
+// the provenance set, which is ours.
+func deadLetterHeaders(orig nats.Header, stream, subject string, seq uint64, ve *events.ValidationError, cause error) nats.Header {
+	h := nats.Header{}
+	var msgID string
+	for k, v := range orig {
+		lk := strings.ToLower(k)
+		if lk == strings.ToLower(jetstream.MsgIDHeader) && len(v) > 0 {
+			msgID = v[0]
+		}
+		if strings.HasPrefix(lk, "nats-") || strings.HasPrefix(lk, "foldstream-") {
+			continue
+		}
+		h[k] = v
+	}
+	h.Set(events.HeaderErrorCode, headerValue(ve.Code))
+	h.Set(events.HeaderErrorField, headerValue(ve.Field))
+	h.Set(events.HeaderError, headerValue(cause.Error()))
+	h.Set(events.HeaderOriginalSubject, headerValue(subject)) // as the bot sent it, not as partitioned
+	h.Set(events.HeaderOriginalStream, stream)
+	h.Set(events.HeaderOriginalSeq, strconv.FormatUint(seq, 10))
+	if msgID != "" {
+		h.Set(events.HeaderOriginalMsgID, headerValue(msgID))
+	}
+	return h
+}
+
+// headerValue makes s safe as a header value: valid UTF-8, on one line,
+// at most maxHeaderValue bytes.
+func headerValue(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > maxHeaderValue {
+		s = truncateUTF8(s, maxHeaderValue)
+	}
+	return s
+}
+
+// preview is the start of a payload, cut on a rune boundary when it is
+// text.
+func preview(data []byte) []byte {
+	if len(data) <= previewBytes {
+		return data
+	}
+	return []byte(truncateUTF8(string(data[:min(len(data), previewBytes+utf8.UTFMax)]), previewBytes))
+}
+
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > n-utf8.UTFMax && cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if !utf8.RuneStart(s[cut]) {
+		cut = n // not text: a byte cut
+	}
+	return s[:cut]
+}
+
+// parkCheckpoint keeps a checkpoint that cannot be decoded on the session's
+// dead-letter subject before it is replaced (load.go's quarantine): the
+// stored bytes, or their first previewBytes when they do not fit, with
+// Foldstream-Dead-Letter "checkpoint", Foldstream-Error-Code
+// corrupt_checkpoint, the decode error, and the KV stream and revision it
+// was read at. Best effort: the error log of the quarantine names the
+// same revision.
+func (sh *shard) parkCheckpoint(ce *state.CorruptError) {
+	p := sh.p
+	msg := nats.NewMsg(p.subj.DeadLetter(ce.ID))
+	msg.Data = ce.Data
+	msg.Header.Set(events.HeaderDeadLetter, keptCheckpoint)
+	msg.Header.Set(events.HeaderErrorCode, codeCorruptCheckpoint)
+	msg.Header.Set(events.HeaderErrorField, "checkpoint")
+	msg.Header.Set(events.HeaderError, headerValue(ce.Err.Error()))
+	msg.Header.Set(events.HeaderOriginalStream, "KV_"+p.layout.Bucket)
+	msg.Header.Set(events.HeaderOriginalSubject, "$KV."+p.layout.Bucket+"."+ce.ID)
+	msg.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(ce.Revision, 10))
+	msg.Header.Set(events.HeaderOriginalSize, strconv.Itoa(len(ce.Data)))
+	msgID := "checkpoint:" + ce.ID + ":" + strconv.FormatUint(ce.Revision, 10)
+	err := sh.publishDeadLetter(msg, msgID, deadLetterAttempts)
+	if err != nil && !transientPublishError(err) {
+		msg.Data = preview(ce.Data)
+		err = sh.publishDeadLetter(msg, msgID, 1)
+	}
+	if err != nil {
+		p.log.Error().Err(err).Str("event", "dead_letter_failed").Str("session", ce.ID).Uint64("revision", ce.Revision).
+			Msg("the undecodable checkpoint could not be kept on the dead-letter stream")
+	}
+}

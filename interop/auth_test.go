@@ -1,0 +1,108 @@
+package interop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold/offline"
+	"github.com/foldstream/foldstream/internal/processor"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// The Node client as a bot of nats/auth/userpass.conf: logged in as user
+// bot with inboxPrefix _INBOX_bot (the only inbox the config lets it read),
+// its 61 turns are acknowledged and folded by a processor logged in as user
+// processor with its own prefix.
+func TestNodeBotWithPrivateInbox(t *testing.T) {
+	node := nodeProgram(t)
+	conf, _ := filepath.Abs(filepath.Join("..", "nats", "auth", "userpass.conf"))
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
+	opts.StoreDir, opts.NoSigs, opts.NoLog = t.TempDir(), true, true
+	opts.DisableShortFirstPing = true // slow bcrypt under -race
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo("processor", "dev-processor-password"),
+		nats.CustomInboxPrefix("_INBOX_processor"), nats.Timeout(10*time.Second)) // bcrypt is slow under -race
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	subjects, _ := events.NewSubjects("fold")
+	layout := broker.NewLayout(subjects)
+	kv, err := broker.Provision(ctx, js, layout, broker.ProvisionConfig{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := state.NewStore(js, kv)
+	p, err := processor.New(processor.Config{FlushInterval: 5 * time.Millisecond},
+		processor.Deps{JS: js, Layout: layout, Store: store, Summarizer: offline.New(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(pctx) }()
+	defer func() { stop(); <-done }()
+
+	const session = "node-auth"
+	cmd := exec.CommandContext(ctx, node, filepath.Join("node", "publish.mjs"), ns.ClientURL(), session, "61", "60")
+	cmd.Env = append(os.Environ(), "NATS_USER=bot", "NATS_PASSWORD=dev-bot-password", "NATS_INBOX_PREFIX=_INBOX_bot", "WAIT_SUMMARY=0")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node publish.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	var out struct{ Published int }
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &out); err != nil || out.Published != 61 {
+		t.Fatalf("node printed %q (%v)", stdout.String(), err)
+	}
+	// The processor counted every turn and folded the first batch.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, _, err := store.Load(ctx, session)
+		if err == nil && s.Total == 61 && s.Cursor == 10 && s.Lease == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processor state: %+v (%v)", s, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out2, err := js.Stream(ctx, layout.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := out2.GetLastMsgForSubject(ctx, subjects.Out(session, events.KindSummary))
+	if err != nil || !strings.Contains(string(msg.Data), `"version":1`) {
+		t.Fatalf("summary-updated: %v %v", msg, err)
+	}
+}
