@@ -329,3 +329,22 @@ func TestQueryContextMatchesWordForms(t *testing.T) {
 		t.Fatalf("recalled %v, want [2] (battery/batteries, designers/designing; not 7 for discuss)", got)
 	}
 }
+
+// The first turn of a session is recalled with its index, 0, on the wire.
+func TestQueryContextSendsIndexZero(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, map[int]string{0: "Meet at the zebra crossing."})
+	e.Settled("s1", 64, 10)
+	m := ask(t, e.NC, client.EndpointContext, client.ContextRequest{Session: "s1", Query: "zebra"})
+	var raw struct {
+		Recalled []map[string]json.RawMessage `json:"recalled"`
+	}
+	if err := json.Unmarshal(m.Data, &raw); err != nil || len(raw.Recalled) == 0 {
+		t.Fatalf("%v: %s", err, m.Data)
+	}
+	if idx, ok := raw.Recalled[0]["index"]; !ok || string(idx) != "0" {
+		t.Fatalf("first recalled item %s: want \"index\":0", m.Data)
+	}
+}
