@@ -137,6 +137,20 @@ func TestQueryContextNeverExceedsTheBudget(t *testing.T) {
 	publishWith(t, e, "s1", 0, 64, queryTexts)
 	e.Settled("s1", 64, 10)
 	full := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday"})
+	// A budget that holds nothing of the session: 400 naming it and the
+	// smallest that would.
+	for _, req := range []client.ContextRequest{{BudgetChars: 10}, {BudgetTokens: 2}} {
+		req.Session, req.Query = "s1", "tournament form friday"
+		m := ask(t, e.NC, client.EndpointContext, req)
+		code, desc := m.Header.Get(micro.ErrorCodeHeader), m.Header.Get(micro.ErrorHeader)
+		field := `"budget_chars"`
+		if req.BudgetTokens != 0 {
+			field = `"budget_tokens"`
+		}
+		if code != "400" || !strings.Contains(desc, field+": expected at least ") {
+			t.Fatalf("budget %+v: %q %q", req, code, desc)
+		}
+	}
 	for budget := 100; budget <= full.Chars+50; budget += 37 {
 		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday", BudgetChars: budget})
 		checkQueryContext(t, c, budget)

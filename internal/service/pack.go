@@ -211,7 +211,46 @@ func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *sta
 		out.RecallSearched = pk.searched(start)
 	}
 	out.Chars, out.Tokens = total.chars, total.tokens
+	if out.Chars == 0 && (total.maxChars != 0 || total.maxTokens != 0) {
+		return s.tooSmall(ctx, r, cp, tail, h)
+	}
 	return nil
+}
+
+// tooSmall is the 400 for a question-aware request whose budget holds
+// nothing of a session that has something: it names the budget that is
+// short and the smallest it must be (the newest turn's line, or the
+// summary's if that is smaller). A session with nothing to pack yet gets
+// its empty context.
+func (s *server) tooSmall(ctx context.Context, r client.ContextRequest, cp *state.Session, tail map[uint64]*events.Turn, h *indexHandle) error {
+	minChars, minTokens := 0, 0
+	consider := func(chars, tokens int) {
+		if minChars == 0 || chars < minChars {
+			minChars, minTokens = chars, tokens
+		}
+	}
+	if cp.Summary != "" {
+		text := cp.Summary
+		if !cp.SummaryIsNote {
+			text = client.SummaryPrefix + text
+		}
+		consider(s.lineCost(text))
+	}
+	if n := len(cp.Turns); n > 0 {
+		ct, err := s.windowTurn(ctx, cp, tail, h, n-1)
+		if err != nil {
+			return err
+		}
+		consider(ct.Chars, ct.Tokens)
+	}
+	switch {
+	case minChars == 0:
+		return nil
+	case r.BudgetChars != 0 && minChars > r.BudgetChars:
+		return badRequest("bad budget: field \"budget_chars\": expected at least %d for this session (its smallest layer, the newest turn or the summary, costs that), got %d", minChars, r.BudgetChars)
+	default:
+		return badRequest("bad budget: field \"budget_tokens\": expected at least %d for this session (its smallest layer, the newest turn or the summary, costs that), got %d", minTokens, r.BudgetTokens)
+	}
 }
 
 // packSummary adds the summary layer (or mode evict's note) if take
