@@ -5,14 +5,21 @@
 //
 //   - context: a session's packed context, seed 000's layers in prompt
 //     order (summary, or in mode evict the eviction note, then verbatim turns from the cursor),
-//     within an optional budget in characters and/or tokens;
+//     within an optional budget in characters and/or tokens; with a query,
+//     question-aware: the summary, the matching memories and earlier
+//     turns, then the verbatim turns (pack.go);
 //   - session: a session's checkpointed state;
 //   - recall: the turns of a session that best match a query, by default
 //     those before the cursor (folded or evicted), see recall.go.
 //
-// The service reads what the processor writes (the KV checkpoint and the
-// inbound stream) and never writes anything itself, so it can run in any
-// process that can read those.
+// Recall and question-aware contexts search each session's recall index,
+// kept in memory within a byte budget and current with the inbound stream
+// (index_cache.go).
+//
+// The service reads what the processor writes (the KV checkpoint, the
+// inbound stream and the memories on the outbound stream) and never
+// writes anything itself, so it can run in any process that can read
+// those.
 package service
 
 import (
@@ -102,7 +109,7 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 		name, desc string
 		h          func(context.Context, micro.Request)
 	}{
-		{client.EndpointContext, `{"session","budget_chars"?,"budget_tokens"?} → summary (or, in mode evict, the eviction note), verbatim turns from the cursor`, s.handleContext},
+		{client.EndpointContext, `{"session","budget_chars"?,"budget_tokens"?,"query"?,"recall_turns"?} → summary (or, in mode evict, the eviction note), verbatim turns from the cursor; with a query, also the matching memories and earlier turns`, s.handleContext},
 		{client.EndpointSession, `{"session"} → cursor, total, version, covered_through, last fold, lease, pending notes, applied_seq, stream_last_seq, caught_up`, s.handleSession},
 		{client.EndpointRecall, `{"v","session","query","limit"?,"scope"?} → the best-matching turns (BM25), by default of those before the cursor`, s.handleRecall},
 	}
