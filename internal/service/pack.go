@@ -158,7 +158,7 @@ func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *sta
 	// 3. Earlier excerpts.
 	var pk *picker
 	if h != nil {
-		pk = s.newPicker(h, cp, checkpointed, terms, r.RecallTurns, out)
+		pk = s.newPicker(ctx, h, cp, checkpointed, r.Query, terms, r.RecallTurns, out)
 		pk.fill(floor, false, total, recalled)
 	}
 	recalledAny := len(mems) > 0 || pk != nil && len(pk.chosen) > 0
@@ -324,7 +324,7 @@ type picker struct {
 	excerpts bool         // the excerpts header is charged
 }
 
-func (s *server) newPicker(h *indexHandle, cp *state.Session, checkpointed bool, terms []string, want int, out *client.Context) *picker {
+func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Session, checkpointed bool, query string, terms []string, want int, out *client.Context) *picker {
 	rp := h.r
 	a := rp.anchor(cp, checkpointed)
 	x := rp.idx
@@ -340,6 +340,16 @@ func (s *server) newPicker(h *indexHandle, cp *state.Session, checkpointed bool,
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{}, tried: map[int]bool{}, newest: -1}
 	p.hits = passages(x.search(terms, lo, n))
+	if s.vec != nil && len(rp.vecs) > 0 && n > lo {
+		// Hybrid: BM25 fused with the turns nearest to the question.
+		if q, err := s.vec.embed(ctx, []string{query}); err != nil {
+			s.vec.failures.Inc()
+			s.log.Warn().Str("event", "recall_embeddings_failed").Str("session", rp.session).Err(err).
+				Msg("question not embedded; ranked by BM25 alone")
+		} else {
+			p.hits = fuse(rp, p.hits, q[0], lo, n)
+		}
+	}
 	return p
 }
 

@@ -17,9 +17,10 @@
 // (index_cache.go).
 //
 // The service reads what the processor writes (the KV checkpoint, the
-// inbound stream and the memories on the outbound stream) and never
-// writes anything itself, so it can run in any process that can read
-// those.
+// inbound stream and the memories on the outbound stream) and writes
+// nothing of it, so it can run in any process that can read those. The
+// one thing it writes is its own: with an embeddings endpoint, the turns'
+// vectors, in the KV bucket <BASE>_VECTORS (index_vectors.go).
 package service
 
 import (
@@ -27,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +70,8 @@ type server struct {
 	out   jetstream.Stream // the outbound stream, once looked up
 
 	an         *analyzer
+	embedCfg   *EmbeddingsConfig
+	vec        *vectors    // nil: BM25 only (no embeddings endpoint)
 	index      *indexCache // nil: no index kept (indexBytes 0)
 	indexBytes int64
 	reg        prometheus.Registerer
@@ -160,6 +164,11 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 	}
 	if s.indexBytes > 0 {
 		s.index = newIndexCache(s.indexBytes, s.reg)
+	}
+	if s.embedCfg != nil {
+		if s.vec, err = newVectors(*s.embedCfg, strings.TrimSuffix(layout.Bucket, "_SESSIONS")+"_VECTORS", s.reg); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
