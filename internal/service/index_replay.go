@@ -54,7 +54,7 @@ type replay struct {
 	firstSeq uint64
 	// vecs are the turns' embeddings by stream sequence (hybrid ranking,
 	// index_vectors.go), nil until loaded; vecBytes their size.
-	vecs     map[uint64][]float32
+	vecs     map[uint64]turnVector
 	vecBytes int64
 }
 

@@ -151,25 +151,51 @@ func (v *vectors) store(ctx context.Context, js jetstream.JetStream) (jetstream.
 
 func vectorKey(session string, seq uint64) string { return session + "." + strconv.FormatUint(seq, 10) }
 
-func (v *vectors) encode(e []float32) []byte {
-	b := make([]byte, len(v.modelTag), len(v.modelTag)+4*len(e))
-	copy(b, v.modelTag)
+// A stored vector is "<model>\n<turn_id>\n" then the float32s, little
+// endian: a vector of another model, or of another turn at the same
+// sequence (a stream created again), is not used.
+func (v *vectors) encode(turnID string, e []float32) []byte {
+	b := make([]byte, 0, len(v.modelTag)+len(turnID)+1+4*len(e))
+	b = append(b, v.modelTag...)
+	b = append(b, turnID...)
+	b = append(b, '\n')
 	for _, x := range e {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
 	}
 	return b
 }
 
-func (v *vectors) decode(b []byte) []float32 {
-	if !strings.HasPrefix(string(b[:min(len(b), len(v.modelTag))]), v.modelTag) || (len(b)-len(v.modelTag))%4 != 0 {
-		return nil // another model's, or damaged
+func (v *vectors) decode(b []byte) (turnVector, bool) {
+	if !strings.HasPrefix(string(b[:min(len(b), len(v.modelTag))]), v.modelTag) {
+		return turnVector{}, false // another model's
 	}
 	b = b[len(v.modelTag):]
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	nl := slices.Index(b, '\n')
+	if nl < 0 || (len(b)-nl-1)%4 != 0 {
+		return turnVector{}, false // damaged
 	}
-	return out
+	tv := turnVector{turnID: string(b[:nl])}
+	b = b[nl+1:]
+	tv.v = make([]float32, len(b)/4)
+	for i := range tv.v {
+		tv.v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return tv, true
+}
+
+// turnVector is a turn's embedding and the turn id it was made for.
+type turnVector struct {
+	turnID string
+	v      []float32
+}
+
+// vectorOf is doc d's vector, if it has one of its own.
+func (rp *replay) vectorOf(d int) []float32 {
+	doc := rp.idx.docs[d]
+	if tv, ok := rp.vecs[doc.seq]; ok && tv.turnID == doc.turn.TurnID {
+		return tv.v
+	}
+	return nil
 }
 
 // sync gives the replay's live turns their vectors: loaded from the
@@ -182,7 +208,7 @@ func (v *vectors) sync(ctx context.Context, js jetstream.JetStream, rp *replay) 
 		return err
 	}
 	if rp.vecs == nil {
-		rp.vecs = map[uint64][]float32{}
+		rp.vecs = map[uint64]turnVector{}
 		w, err := kv.WatchFiltered(ctx, []string{rp.session + ".>"}, jetstream.IgnoreDeletes())
 		if err != nil {
 			return fmt.Errorf("loading vectors of session %s: %w", rp.session, err)
@@ -192,15 +218,16 @@ func (v *vectors) sync(ctx context.Context, js jetstream.JetStream, rp *replay) 
 				break // every stored value delivered
 			}
 			seq, err := strconv.ParseUint(strings.TrimPrefix(e.Key(), rp.session+"."), 10, 64)
-			if vec := v.decode(e.Value()); err == nil && vec != nil {
-				rp.vecs[seq] = vec
+			if tv, ok := v.decode(e.Value()); err == nil && ok {
+				rp.vecs[seq] = tv
+				rp.vecBytes += int64(4*len(tv.v) + len(tv.turnID) + 64)
 			}
 		}
 		_ = w.Stop()
 	}
 	var missing []int
 	for d := rp.live(); d < len(rp.idx.docs) && len(missing) < maxEmbedPerRequest; d++ {
-		if _, ok := rp.vecs[rp.idx.docs[d].seq]; !ok {
+		if rp.vectorOf(d) == nil {
 			missing = append(missing, d)
 		}
 	}
@@ -217,10 +244,10 @@ func (v *vectors) sync(ctx context.Context, js jetstream.JetStream, rp *replay) 
 			return err
 		}
 		for i, d := range batch {
-			seq := rp.idx.docs[d].seq
-			rp.vecs[seq] = vecs[i]
-			rp.vecBytes += int64(4*len(vecs[i]) + 48)
-			if _, err := kv.Put(ctx, vectorKey(rp.session, seq), v.encode(vecs[i])); err != nil {
+			doc := rp.idx.docs[d]
+			rp.vecs[doc.seq] = turnVector{turnID: doc.turn.TurnID, v: vecs[i]}
+			rp.vecBytes += int64(4*len(vecs[i]) + len(doc.turn.TurnID) + 64)
+			if _, err := kv.Put(ctx, vectorKey(rp.session, doc.seq), v.encode(doc.turn.TurnID, vecs[i])); err != nil {
 				return fmt.Errorf("storing a vector in %s: %w", v.bucket, err)
 			}
 		}
@@ -237,7 +264,7 @@ func fuse(rp *replay, bm25 []hit, q []float32, lo, n int) []hit {
 	}
 	var sims []sim
 	for d := lo; d < n; d++ {
-		e := rp.vecs[rp.idx.docs[d].seq]
+		e := rp.vectorOf(d)
 		if len(e) != len(q) {
 			continue
 		}
