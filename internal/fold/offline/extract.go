@@ -298,8 +298,8 @@ func dropAnswered(units []*unit) []*unit {
 // answeredBy reports whether a statement in later (the units after q)
 // answers q: said by someone else (the addressee, when q has one) within
 // two turns of it, and about it: it shares a content word with q, or
-// gives a number, date or name (what "how much", "when" and "who" ask
-// for). "sure, let me finish this round first" answers no "who's bringing
+// gives what q's question word asks for (a number for "how much", a date
+// or time for "when", a name for "who"). "sure, let me finish this round first" answers no "who's bringing
 // the grill?".
 func answeredBy(later []*unit, q *unit) bool {
 	var qt []string
@@ -311,7 +311,7 @@ func answeredBy(later []*unit, q *unit) bool {
 			v.sp.t.question || (q.sp.addressee != "" && !strings.EqualFold(v.speaker, q.sp.addressee)) {
 			continue
 		}
-		if t := v.sp.t; t.numbers > 0 || t.dates > 0 || t.entities > 0 {
+		if answersKind(questionKind(q.sp.words), v.sp.t) {
 			return true
 		}
 		if qt == nil {
@@ -322,6 +322,50 @@ func answeredBy(later []*unit, q *unit) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// What a question asks for, by its question word.
+const (
+	askOther  = iota // yes/no, what, why, how: only a statement about it answers
+	askWhen          // when, what time: a date, a time or a number
+	askAmount        // how much, how many, how long: a number
+	askWho           // who, where, which: a name
+)
+
+// questionKind reads what the question whose fields are words asks for.
+func questionKind(words []string) int {
+	for i, w := range words {
+		c := core(w)
+		switch {
+		case lowerEq(c, "when"):
+			return askWhen
+		case lowerEq(c, "who") || lowerEq(c, "who's") || lowerEq(c, "whom") || lowerEq(c, "whose") ||
+			lowerEq(c, "where") || lowerEq(c, "where's") || lowerEq(c, "which"):
+			return askWho
+		case lowerEq(c, "how") && i+1 < len(words):
+			n := core(words[i+1])
+			if lowerEq(n, "much") || lowerEq(n, "many") || lowerEq(n, "long") || lowerEq(n, "far") || lowerEq(n, "old") {
+				return askAmount
+			}
+		case lowerEq(c, "what") && i+1 < len(words) && lowerEq(core(words[i+1]), "time"):
+			return askWhen
+		}
+	}
+	return askOther
+}
+
+// answersKind reports whether a statement with traits t gives what a
+// question of kind k asks for.
+func answersKind(k int, t traits) bool {
+	switch k {
+	case askWhen:
+		return t.dates > 0 || t.numbers > 0
+	case askAmount:
+		return t.numbers > 0
+	case askWho:
+		return t.entities > 0
 	}
 	return false
 }

@@ -364,3 +364,35 @@ func TestNoteLabelledOnce(t *testing.T) {
 		}
 	}
 }
+
+// A question left open at the end of one fold is dropped when the next
+// fold opens with its answer, and kept when the next fold opens with a
+// backchannel and something else.
+func TestQuestionAnsweredInNextFold(t *testing.T) {
+	s := New()
+	fold1 := turns("Marco: the cabin is booked for the weekend of the 14th.", "Lena: when do we leave on Saturday?")
+	ctx := context.Background()
+	r1, err := s.Summarize(ctx, fold.Request{Session: "q", Turns: fold1, MaxChars: 1200})
+	if err != nil || !strings.Contains(r1.Summary, "Lena asked: when do we leave on Saturday?") {
+		t.Fatalf("v1 = %q, %v: want the open question", r1.Summary, err)
+	}
+	for _, c := range []struct {
+		next []string
+		open bool
+	}{
+		{[]string{"Marco: we leave at 9 am from my place.", "Jonas: ok"}, false},
+		{[]string{"Tomás: sure", "Tomás: their Reinhardt is alone, push left."}, true},
+	} {
+		b := turns(c.next...)
+		for i := range b {
+			b[i].Index += 2
+		}
+		r2, err := s.Summarize(ctx, fold.Request{Session: "q", PreviousSummary: r1.Summary, Turns: b, MaxChars: 1200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(r2.Summary, "when do we leave"); got != c.open {
+			t.Errorf("after %q: question kept = %v, want %v: %q", c.next, got, c.open, r2.Summary)
+		}
+	}
+}
