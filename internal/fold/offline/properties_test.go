@@ -315,6 +315,7 @@ func TestCondenseGist(t *testing.T) {
 		{"Lena said she can't drive on Friday because her car is not ready.", "Lena can't drive Friday because car not ready."},
 		{"Bob suggested we try dive comp, and Dave and Carol agreed.", "Bob suggested try dive comp, Dave and Carol agreed."},
 		{"Jonas asked: who is bringing the grill?", "Jonas asked: bringing grill?"},
+		{"Carol asked Bob: maybe try Jeff the Land Shark or the Bank of England instead?", "Carol asked Bob: try Jeff the Land Shark Bank of England instead?"},
 		{"Bob said hi.", "Bob said hi."}, // too short to shrink
 		// names of two words keep both, stop word or not
 		{"PhD A said that the data is in the PhD D folder for User Interface.", "PhD A data PhD D folder User Interface."},
