@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
 )
 
 // options are every setting of the processor. Precedence: command-line
@@ -41,6 +43,7 @@ type options struct {
 	shards, maxFolds                        int
 	foldTimeout, leaseTTL, flushInterval    time.Duration
 	idleCompact                             time.Duration
+	maxClockSkew                            time.Duration
 
 	summarizer                                string
 	openaiBaseURL, openaiModel, openaiKey     string
@@ -83,26 +86,26 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas for the streams and KV bucket (3 on a cluster)")
 	fs.DurationVar(&o.maxAge, "max-age", 0, "retention of the inbound/outbound streams (0 = unlimited; replay needs the history)")
 
-	fs.IntVar(&o.recentWindow, "recent-window", 50, "turns kept verbatim (seed 000)")
-	fs.IntVar(&o.batchSize, "batch-size", 10, "turns folded per run")
-	fs.IntVar(&o.maxSummaryChars, "max-summary-chars", 1200, "summary budget in characters")
-	fs.IntVar(&o.maxNoteChars, "max-note-chars", 400, "cap per screen-watch note when folded")
-	fs.IntVar(&o.minFoldTokens, "min-fold-tokens", 0, "mode window: a due fold waits until the turns behind the recent window hold this many tokens, then folds them in one call (fewer, larger summarizer calls; 0 = seed 000's fixed batches)")
+	intSetting(fs, &o.recentWindow, "recent_window")
+	intSetting(fs, &o.batchSize, "batch_size")
+	intSetting(fs, &o.maxSummaryChars, "max_summary_chars")
+	intSetting(fs, &o.maxNoteChars, "max_note_chars")
+	intSetting(fs, &o.minFoldTokens, "min_fold_tokens")
 	fs.StringVar(&o.trigger, "trigger", "turn", "when to check for a fold: turn (every turn) or generate (on generate control events)")
 	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice (seed 000) or agent (seed 003)")
 	fs.StringVar(&o.mode, "mode", "window", "default mode: window (seed 000), evict (seed 001), interval (seed 002) or tokens (seeds 003/004); sessions may override it with a configure control")
-	fs.IntVar(&o.contextWindow, "context-window", 128000, "modes tokens and evict: the bot model's context window in tokens")
-	fs.IntVar(&o.reserveTokens, "reserve-tokens", 0, "modes tokens and evict: headroom for the answer; the context must shrink above context-window − reserve-tokens (0: a quarter of the window, at most 16384)")
-	fs.DurationVar(&o.idleAfter, "idle-after", 5*time.Minute, "mode tokens: a session quiet this long is folded above idle-threshold (0 disables)")
-	fs.Float64Var(&o.idleThreshold, "idle-threshold", 0.6, "mode tokens: idle fold threshold, a fraction of the context window")
-	fs.Float64Var(&o.emergencyThreshold, "emergency-threshold", 0.8, "mode tokens: fold at once above this fraction of the context window")
-	fs.IntVar(&o.keepRecentTokens, "keep-recent-tokens", 0, "mode tokens: verbatim tail budget in tokens (0 = 20% of the context window)")
-	fs.IntVar(&o.keepRecentMessages, "keep-recent-messages", 10, "mode tokens: never keep fewer turns verbatim than this")
-	fs.Float64Var(&o.targetUtilization, "target-utilization", 0.8, "mode evict: evict down to this fraction of the context window")
-	fs.IntVar(&o.minKeepMessages, "min-keep-messages", 10, "mode evict: always keep at least this many turns")
-	fs.IntVar(&o.intervalEx, "interval-exchanges", 5, "mode interval: fold every this many exchanges (a bot answer completes one)")
-	fs.IntVar(&o.keepRecent, "keep-recent", 6, "mode interval: turns kept verbatim after each fold")
-	fs.DurationVar(&o.maskToolOutputsAfter, "mask-tool-outputs-after", 0, "mask tool results older than this before summarizing (0 = off)")
+	intSetting(fs, &o.contextWindow, "context_window")
+	intSetting(fs, &o.reserveTokens, "reserve_tokens")
+	secondsSetting(fs, &o.idleAfter, "idle_after_seconds")
+	floatSetting(fs, &o.idleThreshold, "idle_threshold")
+	floatSetting(fs, &o.emergencyThreshold, "emergency_threshold")
+	intSetting(fs, &o.keepRecentTokens, "keep_recent_tokens")
+	intSetting(fs, &o.keepRecentMessages, "keep_recent_messages")
+	floatSetting(fs, &o.targetUtilization, "target_utilization")
+	intSetting(fs, &o.minKeepMessages, "min_keep_messages")
+	intSetting(fs, &o.intervalEx, "interval_exchanges")
+	intSetting(fs, &o.keepRecent, "keep_recent")
+	secondsSetting(fs, &o.maskToolOutputsAfter, "mask_tool_outputs_after_seconds")
 	fs.StringVar(&o.contextSources, "context-sources", "", "mode interval: context sources asked at each fold, a JSON array [{label, subject, prompt, timeout}] or a path to a file holding it (docs/context-sources.md)")
 	fs.BoolVar(&o.keepEnded, "keep-ended", false, "keep an ended session's checkpoint as it is instead of the final fold, archive and clear")
 	fs.IntVar(&o.shards, "shards", 8, "session owners (goroutines)")
@@ -110,6 +113,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.DurationVar(&o.foldTimeout, "fold-timeout", 60*time.Second, "bound on one fold, including the summarizer's retries")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 0, "fold lease; default fold-timeout + 15s")
 	fs.DurationVar(&o.flushInterval, "flush-interval", time.Second, "under load, how long a session's change may wait for its checkpoint (and its ack); a quiet shard writes at once")
+	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", events.DefaultMaxClockSkew, "an event whose at is further than this ahead of the time the stream stored it is rejected (invalid_field, at): reset policies measure time by at (0 = accept any time)")
 	fs.DurationVar(&o.idleCompact, "idle-compact", time.Second, "a session with no event for this long and nothing pending is kept in memory in a compact form, without its cached turn payloads (0 = off)")
 
 	fs.StringVar(&o.summarizer, "summarizer", "auto", "auto (openai when an API key or base URL is set, else offline), offline or openai")
@@ -136,6 +140,34 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	return fs
 }
 
+// The flags of the modes' per-session settings are derived from their
+// declarations (events.Settings): name, default and usage. The config file
+// key is the flag's name, the environment variable FOLDSTREAM_<FLAG>.
+
+func setting(key string) events.Setting {
+	s, ok := events.SettingByKey(key)
+	if !ok || s.Flag == "" {
+		panic("no flag declared for setting " + key) // a programming error, caught by every test
+	}
+	return s
+}
+
+func intSetting(fs *flag.FlagSet, p *int, key string) {
+	s := setting(key)
+	fs.IntVar(p, s.Flag, int(s.Default), s.Usage())
+}
+
+func floatSetting(fs *flag.FlagSet, p *float64, key string) {
+	s := setting(key)
+	fs.Float64Var(p, s.Flag, s.Default, s.Usage())
+}
+
+// secondsSetting: a setting in seconds is a duration flag.
+func secondsSetting(fs *flag.FlagSet, p *time.Duration, key string) {
+	s := setting(key)
+	fs.DurationVar(p, s.Flag, time.Duration(s.Default)*time.Second, s.Usage())
+}
+
 // addConnFlags declares how to reach NATS and the subject prefix: what
 // every subcommand needs. url is the --nats-url default.
 func addConnFlags(fs *flag.FlagSet, o *options, url, urlUsage string) {
@@ -148,8 +180,8 @@ func addConnFlags(fs *flag.FlagSet, o *options, url, urlUsage string) {
 	fs.StringVar(&o.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server's TLS")
 	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
 	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
+	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of this client's reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
 	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
-	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
 }
 
 // addStoreFlag declares the embedded nats-server's store directory.

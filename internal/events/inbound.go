@@ -368,6 +368,41 @@ func (t *Turn) Validate(subjectSession string, lim Limits) error {
 	return nil
 }
 
+// DefaultMaxClockSkew is how far an event's at may be ahead of the time
+// the stream stored it (CheckClock) unless the deployment says otherwise.
+const DefaultMaxClockSkew = 5 * time.Minute
+
+// At is the bot's timestamp of the event (zero if it has none: a control
+// event may omit it).
+func (in Inbound) At() time.Time {
+	switch {
+	case in.Turn != nil:
+		return in.Turn.At
+	case in.Note != nil:
+		return in.Note.At
+	case in.Control != nil:
+		return in.Control.At
+	}
+	return time.Time{}
+}
+
+// CheckClock rejects an event whose at is more than maxSkew ahead of
+// received, the time the inbound stream stored it: the reset policies
+// (idle, daily) measure time by at, so one event dated in the future
+// would reset its session at once and then hold off every idle reset
+// until that date. received is the stream's own timestamp, not the
+// processor's clock, so a redelivery, a replay or a restart judges the
+// same event the same way. Times in the past are accepted (imports of
+// old transcripts). maxSkew <= 0 accepts any time.
+func (in Inbound) CheckClock(received time.Time, maxSkew time.Duration) error {
+	at := in.At()
+	if maxSkew <= 0 || at.IsZero() || received.IsZero() || !at.After(received.Add(maxSkew)) {
+		return nil
+	}
+	return invalid("at", "%s is %s ahead of the time the stream received the event (%s), expected at most %s ahead: check the bot's clock",
+		at.UTC().Format(time.RFC3339), at.Sub(received).Round(time.Second), received.UTC().Format(time.RFC3339), maxSkew)
+}
+
 // Validate checks a note against the contract.
 func (n *Note) Validate(subjectSession string, lim Limits) error {
 	lim = lim.withDefaults()
@@ -412,22 +447,14 @@ func (c *Control) Validate(subjectSession string) error {
 	}
 }
 
-// Validate checks a per-session override.
+// Validate checks a per-session override: every numeric setting against
+// its declared range (Settings), the named values, and the pairs that
+// must agree.
 func (c *SessionConfig) Validate() error {
-	if c.RecentWindow < 0 || c.RecentWindow > 10000 {
-		return invalid("config.recent_window", "expected 1..10000, got %d", c.RecentWindow)
-	}
-	if c.BatchSize < 0 || c.BatchSize > 1000 {
-		return invalid("config.batch_size", "expected 1..1000, got %d", c.BatchSize)
-	}
-	if c.MaxSummaryChars != 0 && (c.MaxSummaryChars < 100 || c.MaxSummaryChars > 100000) {
-		return invalid("config.max_summary_chars", "expected 100..100000, got %d", c.MaxSummaryChars)
-	}
-	if c.MaxNoteChars < 0 || c.MaxNoteChars > 100000 {
-		return invalid("config.max_note_chars", "expected 1..100000, got %d", c.MaxNoteChars)
-	}
-	if c.MinFoldTokens != nil && (*c.MinFoldTokens < 0 || *c.MinFoldTokens > MaxMinFoldTokens) {
-		return invalid("config.min_fold_tokens", "expected 0 (off) or up to %d tokens, got %d", MaxMinFoldTokens, *c.MinFoldTokens)
+	for _, st := range Settings {
+		if err := st.check(c); err != nil {
+			return err
+		}
 	}
 	switch c.Trigger {
 	case "", "turn", "generate":
@@ -444,41 +471,8 @@ func (c *SessionConfig) Validate() error {
 	default:
 		return invalid("config.mode", "expected window, evict, interval or tokens, got %q", truncateForError(c.Mode))
 	}
-	ints := []struct {
-		field     string
-		v, lo, hi int
-	}{
-		{"config.context_window", c.ContextWindow, 1024, 10_000_000},
-		{"config.reserve_tokens", c.ReserveTokens, 1, 10_000_000},
-		{"config.idle_after_seconds", c.IdleAfterSeconds, 1, 30 * 24 * 3600},
-		{"config.keep_recent_tokens", c.KeepRecentTokens, 1, 10_000_000},
-		{"config.keep_recent_messages", c.KeepRecentMessages, 1, 100_000},
-		{"config.min_keep_messages", c.MinKeepMessages, 1, 100_000},
-		{"config.interval_exchanges", c.IntervalExchanges, 1, 10_000},
-		{"config.keep_recent", c.KeepRecent, 1, 10_000},
-		{"config.mask_tool_outputs_after_seconds", c.MaskToolOutputsAfterSeconds, 1, 365 * 24 * 3600},
-		{"config.reset_idle_minutes", c.ResetIdleMinutes, 1, 365 * 24 * 60},
-	}
-	for _, f := range ints {
-		if f.v != 0 && (f.v < f.lo || f.v > f.hi) {
-			return invalid(f.field, "expected %d..%d, got %d", f.lo, f.hi, f.v)
-		}
-	}
 	if c.ContextWindow != 0 && c.ReserveTokens >= c.ContextWindow {
 		return invalid("config.reserve_tokens", "expected less than context_window (%d), got %d", c.ContextWindow, c.ReserveTokens)
-	}
-	fracs := []struct {
-		field string
-		v     float64
-	}{
-		{"config.idle_threshold", c.IdleThreshold},
-		{"config.emergency_threshold", c.EmergencyThreshold},
-		{"config.target_utilization", c.TargetUtilization},
-	}
-	for _, f := range fracs {
-		if f.v != 0 && !(f.v > 0 && f.v < 1) {
-			return invalid(f.field, "expected a fraction of the context window between 0 and 1 (exclusive), got %g", f.v)
-		}
 	}
 	if c.IdleThreshold != 0 && c.EmergencyThreshold != 0 && c.IdleThreshold >= c.EmergencyThreshold {
 		return invalid("config.idle_threshold", "expected below emergency_threshold (%g), got %g", c.EmergencyThreshold, c.IdleThreshold)
@@ -491,9 +485,6 @@ func (c *SessionConfig) Validate() error {
 		}
 	default:
 		return invalid("config.reset_policy", "expected manual, daily or idle, got %q", truncateForError(c.ResetPolicy))
-	}
-	if c.ResetHour != nil && (*c.ResetHour < 0 || *c.ResetHour > 23) {
-		return invalid("config.reset_hour", "expected 0..23 (UTC), got %d", *c.ResetHour)
 	}
 	if c.ResetPolicy == ResetIdle && c.ResetIdleMinutes == 0 {
 		return missing("config.reset_idle_minutes", "minutes of silence after which reset_policy idle resets the session")

@@ -1,0 +1,206 @@
+package events
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Unit is what a setting's number counts.
+type Unit string
+
+const (
+	Turns     Unit = "turns"
+	Tokens    Unit = "tokens"
+	Chars     Unit = "characters"
+	Fraction  Unit = "fraction of the context window"
+	Seconds   Unit = "seconds"
+	Minutes   Unit = "minutes"
+	Hour      Unit = "hour (UTC)"
+	Exchanges Unit = "exchanges"
+)
+
+// Setting is one numeric per-session setting of the modes, declared once.
+// Everything else is derived from the declaration, and a test walks every
+// setting and checks each surface:
+//   - configure validation: SessionConfig.Validate checks Min..Max here;
+//   - the processor's flag (Flag) with its default and usage, from which
+//     the config file key (the flag's name) and the environment variable
+//     (EnvVar) follow (cmd/processor);
+//   - the schema's range for Key (schema/v1/control.json, checked);
+//   - the settings table of docs/modes.md (DocsTable, checked).
+//
+// A new setting is one entry here, one field in SessionConfig, and where
+// the processor applies it (withOverrides).
+type Setting struct {
+	Key   string   // the JSON key in a configure's config
+	Flag  string   // the processor flag of the deployment's value; "" if none
+	Modes []string // the modes that read it; empty: every mode
+	Unit  Unit
+	// Min..Max is the range a configure accepts. 0 means not set (the
+	// deployment's value) unless ZeroIsValue.
+	Min, Max    float64
+	ZeroIsValue bool
+	// Exclusive: a fraction strictly between Min and Max.
+	Exclusive bool
+	// Default is the deployment's default in the flag's own terms (a
+	// duration flag's in seconds), as the flag declares it; DefaultDoc,
+	// when set, is how the docs state a default that is a rule.
+	Default    float64
+	DefaultDoc string
+	Doc        string
+	value      func(*SessionConfig) (v float64, set bool)
+}
+
+// EnvVar is the environment variable that sets the setting's flag.
+func (s Setting) EnvVar() string {
+	if s.Flag == "" {
+		return ""
+	}
+	return "FOLDSTREAM_" + strings.ToUpper(strings.ReplaceAll(s.Flag, "-", "_"))
+}
+
+// Value is the setting's value in c, and whether c sets it.
+func (s Setting) Value(c *SessionConfig) (float64, bool) { return s.value(c) }
+
+// Usage is the flag's help text: the doc and the modes that read it.
+func (s Setting) Usage() string {
+	if len(s.Modes) == 0 {
+		return s.Doc
+	}
+	return "mode " + strings.Join(s.Modes, ", ") + ": " + s.Doc
+}
+
+// check reports a value out of the setting's range, naming the field.
+func (s Setting) check(c *SessionConfig) error {
+	v, set := s.value(c)
+	if !set || v == 0 && !s.ZeroIsValue {
+		return nil
+	}
+	field := "config." + s.Key
+	if s.Exclusive {
+		if !(v > s.Min && v < s.Max) {
+			return invalid(field, "expected a %s between %g and %g (exclusive), got %g", s.Unit, s.Min, s.Max, v)
+		}
+		return nil
+	}
+	if v < s.Min || v > s.Max || v != float64(int64(v)) {
+		lo := fmt.Sprint(int64(s.Min))
+		if s.ZeroIsValue && s.Min == 0 {
+			lo = "0 (off)"
+		}
+		return invalid(field, "expected %s..%d %s, got %g", lo, int64(s.Max), s.Unit, v)
+	}
+	return nil
+}
+
+func intVal(f func(*SessionConfig) int) func(*SessionConfig) (float64, bool) {
+	return func(c *SessionConfig) (float64, bool) { v := f(c); return float64(v), v != 0 }
+}
+
+func ptrVal(f func(*SessionConfig) *int) func(*SessionConfig) (float64, bool) {
+	return func(c *SessionConfig) (float64, bool) {
+		if p := f(c); p != nil {
+			return float64(*p), true
+		}
+		return 0, false
+	}
+}
+
+func fracVal(f func(*SessionConfig) float64) func(*SessionConfig) (float64, bool) {
+	return func(c *SessionConfig) (float64, bool) { v := f(c); return v, v != 0 }
+}
+
+// Settings are the numeric per-session settings, in the order of the docs.
+var Settings = []Setting{
+	{Key: "recent_window", Flag: "recent-window", Modes: []string{ModeWindow}, Unit: Turns, Min: 1, Max: 10000, Default: 50,
+		Doc: "turns kept verbatim (seed 000)", value: intVal(func(c *SessionConfig) int { return c.RecentWindow })},
+	{Key: "batch_size", Flag: "batch-size", Modes: []string{ModeWindow}, Unit: Turns, Min: 1, Max: 1000, Default: 10,
+		Doc: "turns folded per run", value: intVal(func(c *SessionConfig) int { return c.BatchSize })},
+	{Key: "max_summary_chars", Flag: "max-summary-chars", Unit: Chars, Min: 100, Max: 100000, Default: 1200,
+		Doc: "summary budget in characters", value: intVal(func(c *SessionConfig) int { return c.MaxSummaryChars })},
+	{Key: "max_note_chars", Flag: "max-note-chars", Unit: Chars, Min: 1, Max: 100000, Default: 400,
+		Doc: "cap per screen-watch note when folded", value: intVal(func(c *SessionConfig) int { return c.MaxNoteChars })},
+	{Key: "min_fold_tokens", Flag: "min-fold-tokens", Modes: []string{ModeWindow}, Unit: Tokens, Min: 0, Max: MaxMinFoldTokens, ZeroIsValue: true,
+		Doc:   "a due fold waits until the turns behind the recent window hold this many tokens, then folds them in one call (fewer, larger summarizer calls; 0 = seed 000's fixed batches)",
+		value: ptrVal(func(c *SessionConfig) *int { return c.MinFoldTokens })},
+	{Key: "context_window", Flag: "context-window", Modes: []string{ModeTokens, ModeEvict}, Unit: Tokens, Min: 1024, Max: MaxTokens, Default: 128000,
+		Doc: "the bot model's context window in tokens", value: intVal(func(c *SessionConfig) int { return c.ContextWindow })},
+	{Key: "reserve_tokens", Flag: "reserve-tokens", Modes: []string{ModeTokens, ModeEvict}, Unit: Tokens, Min: 1, Max: MaxTokens, Default: 0,
+		DefaultDoc: "a quarter of the window, at most 16384",
+		Doc:        "headroom for the answer; the context must shrink above context-window − reserve-tokens (0: a quarter of the window, at most 16384)",
+		value:      intVal(func(c *SessionConfig) int { return c.ReserveTokens })},
+	{Key: "idle_after_seconds", Flag: "idle-after", Modes: []string{ModeTokens}, Unit: Seconds, Min: 1, Max: 30 * 24 * 3600, Default: 300,
+		Doc: "a session quiet this long is folded above idle-threshold (0 disables)", value: intVal(func(c *SessionConfig) int { return c.IdleAfterSeconds })},
+	{Key: "idle_threshold", Flag: "idle-threshold", Modes: []string{ModeTokens}, Unit: Fraction, Min: 0, Max: 1, Exclusive: true, Default: 0.6,
+		Doc: "idle fold threshold, a fraction of the context window", value: fracVal(func(c *SessionConfig) float64 { return c.IdleThreshold })},
+	{Key: "emergency_threshold", Flag: "emergency-threshold", Modes: []string{ModeTokens}, Unit: Fraction, Min: 0, Max: 1, Exclusive: true, Default: 0.8,
+		Doc: "fold at once above this fraction of the context window", value: fracVal(func(c *SessionConfig) float64 { return c.EmergencyThreshold })},
+	{Key: "keep_recent_tokens", Flag: "keep-recent-tokens", Modes: []string{ModeTokens}, Unit: Tokens, Min: 1, Max: MaxTokens, Default: 0,
+		DefaultDoc: "20% of the window",
+		Doc:        "verbatim tail budget in tokens (0 = 20% of the context window)", value: intVal(func(c *SessionConfig) int { return c.KeepRecentTokens })},
+	{Key: "keep_recent_messages", Flag: "keep-recent-messages", Modes: []string{ModeTokens}, Unit: Turns, Min: 1, Max: 100000, Default: 10,
+		Doc: "never keep fewer turns verbatim than this", value: intVal(func(c *SessionConfig) int { return c.KeepRecentMessages })},
+	{Key: "target_utilization", Flag: "target-utilization", Modes: []string{ModeEvict}, Unit: Fraction, Min: 0, Max: 1, Exclusive: true, Default: 0.8,
+		Doc: "evict down to this fraction of the context window", value: fracVal(func(c *SessionConfig) float64 { return c.TargetUtilization })},
+	{Key: "min_keep_messages", Flag: "min-keep-messages", Modes: []string{ModeEvict}, Unit: Turns, Min: 1, Max: 100000, Default: 10,
+		Doc: "always keep at least this many turns", value: intVal(func(c *SessionConfig) int { return c.MinKeepMessages })},
+	{Key: "interval_exchanges", Flag: "interval-exchanges", Modes: []string{ModeInterval}, Unit: Exchanges, Min: 1, Max: 10000, Default: 5,
+		Doc: "fold every this many exchanges (a bot answer completes one)", value: intVal(func(c *SessionConfig) int { return c.IntervalExchanges })},
+	{Key: "keep_recent", Flag: "keep-recent", Modes: []string{ModeInterval}, Unit: Turns, Min: 1, Max: 10000, Default: 6,
+		Doc: "turns kept verbatim after each fold", value: intVal(func(c *SessionConfig) int { return c.KeepRecent })},
+	{Key: "mask_tool_outputs_after_seconds", Flag: "mask-tool-outputs-after", Unit: Seconds, Min: 1, Max: 365 * 24 * 3600, Default: 0,
+		DefaultDoc: "off",
+		Doc:        "mask tool results older than this before summarizing (0 = off)", value: intVal(func(c *SessionConfig) int { return c.MaskToolOutputsAfterSeconds })},
+	{Key: "reset_idle_minutes", Unit: Minutes, Min: 1, Max: 365 * 24 * 60, DefaultDoc: "none (manual resets)",
+		Doc: "reset_policy idle: minutes of silence after which the session starts a new life", value: intVal(func(c *SessionConfig) int { return c.ResetIdleMinutes })},
+	{Key: "reset_hour", Unit: Hour, Min: 0, Max: 23, ZeroIsValue: true, DefaultDoc: "none (manual resets)",
+		Doc: "reset_policy daily: the hour at which the session starts a new life", value: ptrVal(func(c *SessionConfig) *int { return c.ResetHour })},
+}
+
+// SettingByKey is the declaration of a configure key; ok false if none.
+func SettingByKey(key string) (Setting, bool) {
+	for _, s := range Settings {
+		if s.Key == key {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+// DocsTable is the settings table of docs/modes.md, derived from Settings.
+func DocsTable() string {
+	var b strings.Builder
+	b.WriteString("| `configure` key | flag (config file key) | environment | modes | default | range |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, s := range Settings {
+		flag, env := "—", "—"
+		if s.Flag != "" {
+			flag, env = "`--"+s.Flag+"`", "`"+s.EnvVar()+"`"
+		}
+		modes := "all"
+		if len(s.Modes) > 0 {
+			modes = strings.Join(s.Modes, ", ")
+		}
+		def := s.DefaultDoc
+		if def == "" {
+			def = num(s.Default)
+			if s.Unit == Seconds {
+				def = (time.Duration(s.Default) * time.Second).String()
+			}
+		}
+		rng := fmt.Sprintf("%s..%s %s", num(s.Min), num(s.Max), s.Unit)
+		if s.Exclusive {
+			rng = fmt.Sprintf("(%s, %s) %s", num(s.Min), num(s.Max), s.Unit)
+		}
+		if !s.ZeroIsValue {
+			rng += "; 0 keeps the deployment's"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", s.Key, flag, env, modes, def, rng)
+	}
+	return b.String()
+}
+
+// num prints a declared number as written: 10000000, not 1e+07.
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
