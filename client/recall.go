@@ -145,8 +145,10 @@ const (
 	// (runes).
 	MaxContextQueryChars = 4096
 	// DefaultRecallTurns is how many best-matching earlier turns a
-	// question-aware context recalls when RecallTurns is 0 (their
-	// neighbours not counted); MaxRecallTurns the most a request may ask.
+	// question-aware context without a budget recalls when RecallTurns is
+	// 0 (their neighbours not counted); with a budget the default is
+	// MaxRecallTurns, i.e. as many as fit. MaxRecallTurns is the most a
+	// request may ask.
 	DefaultRecallTurns = 10
 	MaxRecallTurns     = 50
 
@@ -245,8 +247,10 @@ func CheckContext(r *ContextRequest) error {
 		return fmt.Errorf("field \"recall_turns\": expected 1..%d (omit it for %d), got %d", MaxRecallTurns, DefaultRecallTurns, r.RecallTurns)
 	case r.RecallTurns > 0 && r.Query == "":
 		return fmt.Errorf("field \"recall_turns\": only applies with a query (field \"query\" is empty)")
-	case r.RecallTurns == 0 && r.Query != "":
+	case r.RecallTurns == 0 && r.Query != "" && r.BudgetChars == 0 && r.BudgetTokens == 0:
 		r.RecallTurns = DefaultRecallTurns
+	case r.RecallTurns == 0 && r.Query != "":
+		r.RecallTurns = MaxRecallTurns // as many as fit the budget
 	}
 	return nil
 }

@@ -123,7 +123,8 @@ type ContextRequest struct {
 	Query string `json:"query,omitempty"`
 	// RecallTurns is the most earlier turns recalled as best matches of
 	// Query (their neighbours not counted), 1..MaxRecallTurns; 0 means
-	// DefaultRecallTurns. Only with a query.
+	// as many as fit the budget (at most MaxRecallTurns), or
+	// DefaultRecallTurns without a budget. Only with a query.
 	RecallTurns int `json:"recall_turns,omitempty"`
 }
 
@@ -379,6 +380,10 @@ const (
 	ErrCodeBadRequest     = "400"
 	ErrCodeUnknownSession = "404"
 	ErrCodeInternal       = "500"
+	// ErrCodeUnavailable: the session's checkpoint cannot be decoded. The
+	// processor quarantines it and rebuilds the session from the streams
+	// when it next handles the session (at its next event); ask again then.
+	ErrCodeUnavailable = "503"
 )
 
 // ServiceError is an error reply of the service.

@@ -534,7 +534,9 @@ func produceModes(t *testing.T) *servicetest.Env {
 	t.Helper()
 	ctx := context.Background()
 	e := servicetest.New(t, servicetest.Options{})
-	e.StartProcessor(processor.Config{RecallEnabled: true}, modesLLM(t, e))
+	// The reset scenario dates its turns up to 6 hours ahead (idle and
+	// daily resets without waiting hours): allow that much clock skew.
+	e.StartProcessor(processor.Config{RecallEnabled: true, MaxClockSkew: 12 * time.Hour}, modesLLM(t, e))
 	_, js := e.Client("bot")
 	pub, err := client.NewPublisher(js)
 	if err != nil {

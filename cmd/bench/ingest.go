@@ -122,7 +122,9 @@ func payloads(subjects events.Subjects, n, sessions int, staggered bool) ([]stri
 	}
 	subs := make([]string, n)
 	data := make([][]byte, n)
-	base := time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)
+	// One second apart, ending now: the processor rejects an at more than
+	// --max-clock-skew ahead of when the stream stored the turn.
+	base := time.Now().UTC().Truncate(time.Second).Add(-time.Duration(n) * time.Second)
 	for j, o := range order {
 		s := fmt.Sprintf("sess-%05d", o.session)
 		t := events.Turn{V: 1, Session: s, TurnID: fmt.Sprintf("%s-%d", s, o.turn),

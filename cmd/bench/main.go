@@ -2,7 +2,7 @@
 // run on the same server (see docs/benchmarks.md). It never asserts: it
 // reports medians over several runs, with the spread.
 //
-//	go run ./cmd/bench [-sections ingest,fold,memory,cost,recovery] [-runs 3]
+//	go run ./cmd/bench [-sections ingest,fold,memory,cost,recovery,recall] [-runs 3]
 //	                   [-turns 100000] [-sessions 1,1000,10000]
 package main
 
@@ -35,9 +35,10 @@ type opts struct {
 	costTurns     int
 	costMinFold   int
 	recoverTurns  int
+	recallTurns   int
 }
 
-var allSections = []string{"ingest", "fold", "memory", "cost", "recovery"}
+var allSections = []string{"ingest", "fold", "memory", "cost", "recovery", "recall"}
 
 func main() {
 	var o opts
@@ -55,6 +56,7 @@ func main() {
 	flag.IntVar(&o.costTurns, "cost-turns", 2400, "utterances of the voice conversation folded in the cost section")
 	flag.IntVar(&o.costMinFold, "cost-min-fold-tokens", 4000, "min_fold_tokens of the cost section's amortized window line")
 	flag.IntVar(&o.recoverTurns, "recover-turns", 10000, "turns of the session rebuilt and replayed in the recovery section")
+	flag.IntVar(&o.recallTurns, "recall-turns", 10000, "turns of the session asked for question-aware contexts in the recall section")
 	flag.Parse()
 	o.memArgs = strings.Fields(*memArgs)
 	for _, s := range strings.Split(*sections, ",") {
@@ -109,6 +111,8 @@ func run(w io.Writer, o opts) error {
 			err = costSection(ctx, w, o)
 		case "recovery":
 			err = recoverySection(ctx, w, o)
+		case "recall":
+			err = recallSection(ctx, w, o)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)

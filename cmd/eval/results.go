@@ -20,6 +20,8 @@ const (
 	mTruncB     = "d_truncation_b"
 	mTranscript = "e_transcript"
 	mEvidence   = "f_evidence"
+	// mNoMemories is (b) without its memory lines: what the memories add.
+	mNoMemories = "b_without_memories"
 )
 
 var measureKeys = []string{mContext, mQuery, mSummary, mTruncA, mTruncB, mTranscript, mEvidence}
@@ -105,10 +107,12 @@ type queryResult struct {
 	EvidenceEnd  int                `json:"evidence_end"`
 	Recall       map[string]float64 `json:"recall"`
 	Chars        map[string]int     `json:"chars"`
-	// Recalled is how many earlier turns and memories (b) packed, and
-	// RecallDropped how many best matches did not fit.
-	Recalled      int `json:"recalled,omitempty"`
-	RecallDropped int `json:"recall_dropped,omitempty"`
+	// What (b) recalled: matching turns, their neighbours, memories; and
+	// how many best matches did not fit.
+	RecalledTurns      int `json:"recalled_turns,omitempty"`
+	RecalledNeighbours int `json:"recalled_neighbours,omitempty"`
+	RecalledMemories   int `json:"recalled_memories,omitempty"`
+	RecallDropped      int `json:"recall_dropped,omitempty"`
 }
 
 func newResults(o opts, w fold.Window) *results {
@@ -128,7 +132,7 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		return err
 	}
 	mr := &meetingResult{Name: m.Name, Turns: len(m.Turns), Queries: len(m.Queries) + m.Skipped,
-		Cursor: base.ctx.Cursor, WindowStart: base.ctx.TotalTurns}
+		Cursor: base.ctx.Cursor, WindowStart: base.ctx.TotalTurns, Scored: []queryResult{}}
 	if len(base.ctx.Turns) > 0 {
 		mr.WindowStart = base.ctx.Turns[0].Index
 	}
@@ -172,7 +176,20 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 			res.took[key] = append(res.took[key], b.took)
 			texts[mQuery] = b.ctx.Prompt()
 			texts[mTruncB] = m.truncation(total, runes(texts[mQuery]))
-			qr.Recalled, qr.RecallDropped = len(b.ctx.Recalled), b.ctx.RecallDropped
+			qr.RecallDropped = b.ctx.RecallDropped
+			without := *b.ctx
+			without.Recalled = slices.DeleteFunc(slices.Clone(b.ctx.Recalled), func(it client.RecalledItem) bool { return it.Kind == client.RecalledMemory })
+			texts[mNoMemories] = without.Prompt()
+			for _, it := range b.ctx.Recalled {
+				switch {
+				case it.Kind == client.RecalledMemory:
+					qr.RecalledMemories++
+				case it.Neighbour:
+					qr.RecalledNeighbours++
+				default:
+					qr.RecalledTurns++
+				}
+			}
 		}
 		texts[mSummary] = ""
 		if a.ctx.Summary != nil {
@@ -259,6 +276,21 @@ func (res *results) print(w io.Writer, verbose bool) {
 	}
 	if b, ok := res.Recall[mQuery]; ok && res.Recall[mTruncB] > 0 {
 		writeln(w, "%-48s %8.2f", "(b) / (d) of the same size", b/res.Recall[mTruncB])
+	}
+	if res.QueryAware && res.Scored > 0 {
+		var t, nb, mem, drop int
+		for _, m := range res.PerMeeting {
+			for _, q := range m.Scored {
+				t, nb, mem, drop = t+q.RecalledTurns, nb+q.RecalledNeighbours, mem+q.RecalledMemories, drop+q.RecallDropped
+			}
+		}
+		n := float64(res.Scored)
+		writeln(w, "(b) recalled per question: %.1f matching turns, %.1f neighbours, %.1f memories; %.1f matches did not fit",
+			float64(t)/n, float64(nb)/n, float64(mem)/n, float64(drop)/n)
+		if v, ok := res.Recall[mNoMemories]; ok && mem > 0 {
+			writeln(w, "(b) without its memory lines: recall %.3f, %.0f chars (the memories add %+.3f for %.0f chars)",
+				v, res.Chars[mNoMemories], res.Recall[mQuery]-v, res.Chars[mQuery]-res.Chars[mNoMemories])
+		}
 	}
 	if !res.QueryAware {
 		writeln(w, "(b): n/a, the service ignores the \"query\" field (no query-aware packing yet)")

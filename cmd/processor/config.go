@@ -43,6 +43,7 @@ type options struct {
 	shards, maxFolds                        int
 	foldTimeout, leaseTTL, flushInterval    time.Duration
 	idleCompact                             time.Duration
+	maxClockSkew                            time.Duration
 
 	summarizer                                string
 	openaiBaseURL, openaiModel, openaiKey     string
@@ -112,6 +113,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.DurationVar(&o.foldTimeout, "fold-timeout", 60*time.Second, "bound on one fold, including the summarizer's retries")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 0, "fold lease; default fold-timeout + 15s")
 	fs.DurationVar(&o.flushInterval, "flush-interval", time.Second, "under load, how long a session's change may wait for its checkpoint (and its ack); a quiet shard writes at once")
+	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", events.DefaultMaxClockSkew, "an event whose at is further than this ahead of the time the stream stored it is rejected (invalid_field, at): reset policies measure time by at (0 = accept any time)")
 	fs.DurationVar(&o.idleCompact, "idle-compact", time.Second, "a session with no event for this long and nothing pending is kept in memory in a compact form, without its cached turn payloads (0 = off)")
 
 	fs.StringVar(&o.summarizer, "summarizer", "auto", "auto (openai when an API key or base URL is set, else offline), offline or openai")
@@ -178,8 +180,8 @@ func addConnFlags(fs *flag.FlagSet, o *options, url, urlUsage string) {
 	fs.StringVar(&o.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server's TLS")
 	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
 	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
+	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of this client's reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
 	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
-	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
 }
 
 // addStoreFlag declares the embedded nats-server's store directory.

@@ -289,7 +289,7 @@ func TestRebaseKeepsOrderAndIDsUnique(t *testing.T) {
 	notes := Notes(1)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	rebase(turns, notes, "s9", now)
-	if !turns[0].At.Equal(now) || turns[0].TurnID != "s9-t0000" || turns[0].Session != "s9" || notes[0].Session != "s9" {
+	if !turns[len(turns)-1].At.Equal(now) || turns[0].TurnID != "s9-t0000" || turns[0].Session != "s9" || notes[0].Session != "s9" {
 		t.Fatalf("rebase: %+v / %+v", turns[0], notes[0])
 	}
 	if !slices.IsSortedFunc(turns, func(a, b events.Turn) int { return a.At.Compare(b.At) }) {

@@ -211,16 +211,19 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, subjects ev
 	return nil
 }
 
-// rebase moves the conversation to start at now and puts it in session.
+// rebase moves the conversation to end at now and puts it in session.
 // "at" near the wall clock matters: idle and daily reset policies compare it
-// with the clock. Turn ids get the session as prefix because Nats-Msg-Id
+// with the clock. It ends at now rather than starting there because the
+// demo publishes faster than the conversation's pace, and the processor
+// rejects an at more than --max-clock-skew ahead of when the stream stored
+// the turn. Turn ids get the session as prefix because Nats-Msg-Id
 // dedup is per stream, not per session: two demo sessions with bare "t0001"
 // ids would drop each other's turns.
 func rebase(turns []events.Turn, notes []events.Note, session string, now time.Time) {
 	if len(turns) == 0 {
 		return
 	}
-	shift := now.Sub(turns[0].At)
+	shift := now.Sub(turns[len(turns)-1].At)
 	for i := range turns {
 		turns[i].Session = session
 		turns[i].TurnID = session + "-" + turns[i].TurnID

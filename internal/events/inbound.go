@@ -368,6 +368,41 @@ func (t *Turn) Validate(subjectSession string, lim Limits) error {
 	return nil
 }
 
+// DefaultMaxClockSkew is how far an event's at may be ahead of the time
+// the stream stored it (CheckClock) unless the deployment says otherwise.
+const DefaultMaxClockSkew = 5 * time.Minute
+
+// At is the bot's timestamp of the event (zero if it has none: a control
+// event may omit it).
+func (in Inbound) At() time.Time {
+	switch {
+	case in.Turn != nil:
+		return in.Turn.At
+	case in.Note != nil:
+		return in.Note.At
+	case in.Control != nil:
+		return in.Control.At
+	}
+	return time.Time{}
+}
+
+// CheckClock rejects an event whose at is more than maxSkew ahead of
+// received, the time the inbound stream stored it: the reset policies
+// (idle, daily) measure time by at, so one event dated in the future
+// would reset its session at once and then hold off every idle reset
+// until that date. received is the stream's own timestamp, not the
+// processor's clock, so a redelivery, a replay or a restart judges the
+// same event the same way. Times in the past are accepted (imports of
+// old transcripts). maxSkew <= 0 accepts any time.
+func (in Inbound) CheckClock(received time.Time, maxSkew time.Duration) error {
+	at := in.At()
+	if maxSkew <= 0 || at.IsZero() || received.IsZero() || !at.After(received.Add(maxSkew)) {
+		return nil
+	}
+	return invalid("at", "%s is %s ahead of the time the stream received the event (%s), expected at most %s ahead: check the bot's clock",
+		at.UTC().Format(time.RFC3339), at.Sub(received).Round(time.Second), received.UTC().Format(time.RFC3339), maxSkew)
+}
+
 // Validate checks a note against the contract.
 func (n *Note) Validate(subjectSession string, lim Limits) error {
 	lim = lim.withDefaults()

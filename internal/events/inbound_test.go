@@ -3,6 +3,7 @@ package events
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 const goodTurn = `{"v":1,"session":"s1","turn_id":"t1","at":"2026-01-02T15:04:05Z","speaker":"Alice","role":"user","text":"hi there","future_field":{"x":1}}`
@@ -135,4 +136,41 @@ func FuzzDecodeInbound(f *testing.F) {
 			t.Fatalf("accepted bad session %q", session)
 		}
 	})
+}
+
+// An event dated further ahead than the skew allows, of the time the
+// stream stored it, is rejected naming "at"; within the skew, in the past,
+// without a time (a control) or with the check off it is accepted.
+func TestCheckClock(t *testing.T) {
+	received := time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)
+	turn := func(at time.Time) Inbound { return Inbound{Kind: KindTurn, Turn: &Turn{At: at}} }
+	note := func(at time.Time) Inbound { return Inbound{Kind: KindNote, Note: &Note{At: at}} }
+	ctl := func(at time.Time) Inbound { return Inbound{Kind: KindControl, Control: &Control{At: at}} }
+	future := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		in   Inbound
+		skew time.Duration
+		ok   bool
+	}{
+		{"turn at the skew", turn(received.Add(DefaultMaxClockSkew)), DefaultMaxClockSkew, true},
+		{"turn just past the skew", turn(received.Add(DefaultMaxClockSkew + time.Millisecond)), DefaultMaxClockSkew, false},
+		{"turn in 9999", turn(future), DefaultMaxClockSkew, false},
+		{"note in 9999", note(future), DefaultMaxClockSkew, false},
+		{"control in 9999", ctl(future), DefaultMaxClockSkew, false},
+		{"control without a time", ctl(time.Time{}), DefaultMaxClockSkew, true},
+		{"turn years in the past", turn(received.AddDate(-30, 0, 0)), DefaultMaxClockSkew, true},
+		{"turn in 9999, check off", turn(future), 0, true},
+	} {
+		err := c.in.CheckClock(received, c.skew)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: %v, want accepted %v", c.name, err, c.ok)
+		}
+		if err != nil {
+			ve, ok := AsValidation(err)
+			if !ok || ve.Code != CodeInvalidField || ve.Field != "at" || !strings.Contains(ve.Reason, "ahead") {
+				t.Errorf("%s: %v, want invalid_field on at saying how far ahead", c.name, err)
+			}
+		}
+	}
 }

@@ -54,6 +54,10 @@ const (
 	EventSessionConfigured   = "session_configured"
 	EventRejected            = "event_rejected"
 	EventSessionArchived     = "session_archived"
+	// EventCheckpointQuarantined: the session's checkpoint could not be
+	// decoded; it was kept on the dead-letter stream and the session
+	// rebuilt from the streams (reason corrupt_checkpoint).
+	EventCheckpointQuarantined = "checkpoint_quarantined"
 )
 
 // Skip reasons of compaction_skipped (seed 000, plus retry_backoff: a failed

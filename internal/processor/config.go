@@ -85,6 +85,13 @@ type Config struct {
 	// at RetryBackoffMax) before the next trigger may retry.
 	RetryBackoff    time.Duration
 	RetryBackoffMax time.Duration
+	// BreakerOpenFor and BreakerMaxOpenFor time the summarizer's circuit
+	// breaker (retry.Breaker) when Deps has none: after an error no retry
+	// can fix (auth, model not found, a run of bad requests) model calls
+	// stop for BreakerOpenFor (default 1m), then one probe call goes; each
+	// failed probe doubles the wait up to BreakerMaxOpenFor (default 30m).
+	BreakerOpenFor    time.Duration
+	BreakerMaxOpenFor time.Duration
 	// IdleCompact packs a session that has had no event for this long and
 	// has nothing pending (no unwritten change, unacknowledged message or
 	// fold in flight) into its compact idle form: its cached turn payloads
@@ -108,6 +115,10 @@ type Config struct {
 	MaxAckPending int
 	AckWait       time.Duration
 	Limits        events.Limits
+	// MaxClockSkew is how far an event's at may be ahead of the time the
+	// inbound stream stored it; a later one is rejected (skew.go). Zero
+	// takes events.DefaultMaxClockSkew; negative accepts any time.
+	MaxClockSkew time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -188,6 +199,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AckWait <= 0 {
 		c.AckWait = 30 * time.Second
+	}
+	if c.MaxClockSkew == 0 {
+		c.MaxClockSkew = events.DefaultMaxClockSkew
 	}
 	return c
 }

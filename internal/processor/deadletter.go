@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -62,6 +63,10 @@ const (
 	keptCopy      = "copy"      // the payload unchanged, with provenance headers
 	keptReference = "reference" // the copy could not be stored: provenance and a preview
 	keptLog       = "log"       // neither could be stored: the error log line is the reference
+	// keptCheckpoint marks a session checkpoint that could not be decoded
+	// (load.go's quarantine), with error code codeCorruptCheckpoint.
+	keptCheckpoint        = "checkpoint"
+	codeCorruptCheckpoint = "corrupt_checkpoint"
 )
 
 // deadLetter stores a copy of the rejected message on its session's
@@ -219,4 +224,35 @@ func truncateUTF8(s string, n int) string {
 		cut = n // not text: a byte cut
 	}
 	return s[:cut]
+}
+
+// parkCheckpoint keeps a checkpoint that cannot be decoded on the session's
+// dead-letter subject before it is replaced (load.go's quarantine): the
+// stored bytes, or their first previewBytes when they do not fit, with
+// Foldstream-Dead-Letter "checkpoint", Foldstream-Error-Code
+// corrupt_checkpoint, the decode error, and the KV stream and revision it
+// was read at. Best effort: the error log of the quarantine names the
+// same revision.
+func (sh *shard) parkCheckpoint(ce *state.CorruptError) {
+	p := sh.p
+	msg := nats.NewMsg(p.subj.DeadLetter(ce.ID))
+	msg.Data = ce.Data
+	msg.Header.Set(events.HeaderDeadLetter, keptCheckpoint)
+	msg.Header.Set(events.HeaderErrorCode, codeCorruptCheckpoint)
+	msg.Header.Set(events.HeaderErrorField, "checkpoint")
+	msg.Header.Set(events.HeaderError, headerValue(ce.Err.Error()))
+	msg.Header.Set(events.HeaderOriginalStream, "KV_"+p.layout.Bucket)
+	msg.Header.Set(events.HeaderOriginalSubject, "$KV."+p.layout.Bucket+"."+ce.ID)
+	msg.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(ce.Revision, 10))
+	msg.Header.Set(events.HeaderOriginalSize, strconv.Itoa(len(ce.Data)))
+	msgID := "checkpoint:" + ce.ID + ":" + strconv.FormatUint(ce.Revision, 10)
+	err := sh.publishDeadLetter(msg, msgID, deadLetterAttempts)
+	if err != nil && !transientPublishError(err) {
+		msg.Data = preview(ce.Data)
+		err = sh.publishDeadLetter(msg, msgID, 1)
+	}
+	if err != nil {
+		p.log.Error().Err(err).Str("event", "dead_letter_failed").Str("session", ce.ID).Uint64("revision", ce.Revision).
+			Msg("the undecodable checkpoint could not be kept on the dead-letter stream")
+	}
 }

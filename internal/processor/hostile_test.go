@@ -3,17 +3,21 @@ package processor
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/foldstream/foldstream/internal/crashtest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/retry"
+	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -528,4 +532,184 @@ func TestPoisonMessageDoesNotStallOthers(t *testing.T) {
 	verify("after a restart")
 	r.waitAckedThrough(p, down[len(down)-1].seq)
 	checkKept(append(bads, down...))
+}
+
+// TestPoisonValuesAndCheckpointDoNotStallOthers publishes, as a hostile bot
+// would, a turn with tokens 2^31 (once accepted, then unreadable in the
+// checkpoint) and a turn dated 9999-12-31 (once an instant idle reset,
+// then none ever again) into sessions with an idle reset policy, and puts
+// an undecodable checkpoint and one holding a last event time in 9999 into
+// the bucket. Each poisoned value is rejected naming its field or repaired;
+// the undecodable checkpoint quarantines its session alone, which is
+// rebuilt from the streams exactly; every other session keeps folding,
+// before and after a restart, and the consumer never rewinds.
+func TestPoisonValuesAndCheckpointDoNotStallOthers(t *testing.T) {
+	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
+	// A skew of 2 hours: a 9999 date is still far beyond it, and an idle
+	// gap of an hour fits in it without waiting an hour.
+	cfg := Config{Window: fold.Window{Recent: 6, Batch: 4}, MaxClockSkew: 2 * time.Hour}
+	ctx := context.Background()
+	good := map[string]int{"g1": 0, "g2": 0, "bad": 0}
+	more := func(n int) {
+		for _, s := range []string{"g1", "g2", "bad"} {
+			r.publishTurns(s, good[s], good[s]+n)
+			good[s] += n
+		}
+	}
+	verify := func(when string) {
+		t.Helper()
+		var expects []crashtest.Expect
+		for _, s := range []string{"g1", "g2", "bad"} {
+			expects = append(expects, crashtest.Expect{Session: s, Turns: good[s], Recent: 6, Batch: 4, MaxSummaryChars: 1200})
+		}
+		r.settle(expects...)
+		for _, e := range expects {
+			for _, p := range crashtest.Verify(ctx, r.env(), m, e) {
+				t.Errorf("%s: %s", when, p)
+			}
+		}
+	}
+	idle := &events.SessionConfig{ResetPolicy: events.ResetIdle, ResetIdleMinutes: 60}
+	now := time.Now().UTC().Truncate(time.Second)
+	turnAt := func(session, id string, at time.Time) {
+		r.publish(r.layout.Subjects.In(session, events.KindTurn), events.Turn{V: 1, Session: session, TurnID: id, At: at,
+			Speaker: "Alice", Role: "user", Text: "message number 1 of " + id}, id)
+	}
+
+	// The bad session runs normally first, then its checkpoint is broken
+	// while no processor runs.
+	_, stop := r.start(cfg)
+	more(12)
+	verify("before the checkpoint broke")
+	stop()
+	if _, err := r.kvBucket().Put(ctx, "bad", []byte(`{"id":"bad","turns":"/w","total":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.store.Load(ctx, "bad"); !errors.Is(err, state.ErrCorrupt) {
+		t.Fatalf("the broken checkpoint loads: %v", err)
+	}
+	// A checkpoint with a last event time in 9999, as a processor that
+	// accepted such a turn left it.
+	future := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	stuck := state.New("stuck")
+	stuck.Config, stuck.LastEventAt = idle, future.UnixMilli()
+	if _, err := r.store.Save(ctx, stuck, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	p, stop := r.start(cfg)
+	r.control("idle", events.OpConfigure, idle)
+	turnAt("idle", "idle-0", now.Add(-time.Minute))
+	var seqs []uint64
+	for _, poison := range [][]byte{
+		withField("tokens", `2147483648`),
+		withField("context_tokens", `2147483648`),
+		withField("at", `"9999-12-31T00:00:00Z"`),
+		[]byte(`{"v":1,"session":"idle","turn_id":"idle-future","at":"9999-12-31T00:00:00Z","speaker":"Alice","role":"user","text":"hi"}`),
+	} {
+		var session events.Turn
+		_ = json.Unmarshal(poison, &session)
+		msg := nats.NewMsg(r.layout.Subjects.In(session.Session, events.KindTurn))
+		msg.Data = poison
+		seqs = append(seqs, r.publishRaw(msg))
+		more(1)
+	}
+	turnAt("idle", "idle-1", now)
+	turnAt("stuck", "stuck-0", now)                     // repairs the 9999 of its checkpoint
+	turnAt("stuck", "stuck-1", now.Add(61*time.Minute)) // a real gap of an hour: idle reset
+	turnAt("idle", "idle-2", now.Add(30*time.Minute))   // half an hour: no reset
+	more(6)
+	r.eventually("session bad rebuilt", func() bool { _, _, err := r.store.Load(ctx, "bad"); return err == nil })
+	verify("after the poison")
+	r.waitAckedThrough(p, seqs[len(seqs)-1])
+
+	wantRejected := map[uint64]string{seqs[0]: "tokens", seqs[1]: "context_tokens", seqs[2]: "at", seqs[3]: "at"}
+	for _, dl := range r.deadLetters() {
+		seq, _ := strconv.ParseUint(dl.Header.Get(events.HeaderOriginalSeq), 10, 64)
+		if field, ok := wantRejected[seq]; ok && dl.Header.Get(events.HeaderDeadLetter) == "" {
+			if dl.Header.Get(events.HeaderErrorCode) != events.CodeInvalidField || dl.Header.Get(events.HeaderErrorField) != field {
+				t.Errorf("sequence %d: dead letter %v, want invalid_field on %s", seq, dl.Header, field)
+			}
+			delete(wantRejected, seq)
+		}
+	}
+	if len(wantRejected) > 0 {
+		t.Errorf("not dead-lettered: %v", wantRejected)
+	}
+	if s := r.checkpoint("idle"); s.Total != 3 || s.Epoch != 0 || hasType(r.lifecycle("idle"), events.EventSessionReset, "") {
+		t.Errorf("session idle: total %d epoch %d after a rejected 9999 turn; want its 3 turns, never reset", s.Total, s.Epoch)
+	}
+	if !hasType(r.lifecycle("stuck"), events.EventSessionReset, events.ResetIdle) {
+		t.Error("session stuck: an hour of silence after a 9999 last event time did not reset it")
+	}
+	// The broken checkpoint: quarantined (event, metric, the stored bytes on
+	// the dead-letter stream), the session rebuilt exactly (verify above).
+	if !hasType(r.lifecycle("bad"), events.EventCheckpointQuarantined, "corrupt_checkpoint") {
+		t.Error("no checkpoint_quarantined event for session bad")
+	}
+	if n := testutil.ToFloat64(p.m.quarantined); n != 1 {
+		t.Errorf("%v checkpoints quarantined, want 1", n)
+	}
+	parked := 0
+	for _, dl := range r.deadLetters() {
+		if dl.Header.Get(events.HeaderDeadLetter) == "checkpoint" {
+			parked++
+			if dl.Subject != r.layout.Subjects.DeadLetter("bad") || string(dl.Data) != `{"id":"bad","turns":"/w","total":1}` ||
+				dl.Header.Get(events.HeaderErrorCode) != "corrupt_checkpoint" || dl.Header.Get(events.HeaderOriginalSeq) == "" {
+				t.Errorf("parked checkpoint on %s: %v %q", dl.Subject, dl.Header, dl.Data)
+			}
+		}
+	}
+	if parked != 1 {
+		t.Errorf("%d parked checkpoints, want 1", parked)
+	}
+	if n := testutil.ToFloat64(p.m.rewinds); n != 0 {
+		t.Errorf("the consumer rewound %v times", n)
+	}
+
+	// After a restart: nothing is quarantined again, nothing rewinds.
+	stop()
+	p, _ = r.start(cfg)
+	more(5)
+	verify("after a restart")
+	if q, rw := testutil.ToFloat64(p.m.quarantined), testutil.ToFloat64(p.m.rewinds); q != 0 || rw != 0 {
+		t.Errorf("after the restart: %v quarantined, %v rewinds", q, rw)
+	}
+}
+
+// TestUnreachableDeadLetterStreamDoesNotStallOthers: with the dead-letter
+// stream gone (nothing answers on fold.dlq.>, as with a publish the server
+// drops for lack of permission), a rejected event is tried a bounded
+// number of times, logged and counted as kept in the log only, and
+// skipped: every other session keeps folding and the consumer acks past it.
+func TestUnreachableDeadLetterStreamDoesNotStallOthers(t *testing.T) {
+	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
+	ctx := context.Background()
+	if err := r.js.DeleteStream(ctx, r.layout.DLQ); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
+	r.publishTurns("g1", 0, 3)
+	msg := nats.NewMsg(r.layout.Subjects.In("s1", events.KindTurn))
+	msg.Data = badTurn
+	seq := r.publishRaw(msg)
+	r.publishTurns("g1", 3, 14)
+	r.publishTurns("s1", 0, 14)
+	expects := []crashtest.Expect{
+		{Session: "g1", Turns: 14, Recent: 6, Batch: 4, MaxSummaryChars: 1200},
+		{Session: "s1", Turns: 14, Recent: 6, Batch: 4, MaxSummaryChars: 1200},
+	}
+	r.settle(expects...)
+	for _, e := range expects {
+		for _, p := range crashtest.Verify(ctx, r.env(), m, e) {
+			t.Error(p)
+		}
+	}
+	r.waitAckedThrough(p, seq)
+	if n := testutil.ToFloat64(p.m.deadLetters.WithLabelValues(keptLog)); n != 1 {
+		t.Errorf("%v rejected events counted as kept in the log only, want 1", n)
+	}
+	if n := testutil.ToFloat64(p.m.rewinds); n != 0 {
+		t.Errorf("the consumer rewound %v times", n)
+	}
 }

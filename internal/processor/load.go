@@ -1,10 +1,14 @@
 package processor
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A shard reads checkpoints of new sessions in batches (state.LoadMany:
@@ -28,6 +32,7 @@ type loadDone struct {
 // other sessions go on.
 func (sh *shard) accept(m inMsg) {
 	sh.lastIn = time.Now() // wall time: flush pacing, not session logic
+	sh.seen = max(sh.seen, m.seq)
 	if m.perr != nil {
 		sh.handle(m) // rejected without a session
 		return
@@ -77,14 +82,140 @@ func (sh *shard) landLoad(d loadDone) {
 		queued := sh.loading[l.ID]
 		delete(sh.loading, l.ID)
 		if l.Err != nil {
-			sh.p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", l.ID, l.Err))
-			return
-		}
-		if _, ok := sh.sessions[l.ID]; !ok {
+			if _, ok := sh.sessions[l.ID]; !ok {
+				if sh.loadFailed(l.ID, l.Err, queued[0].seq) == nil {
+					return
+				}
+			}
+		} else if _, ok := sh.sessions[l.ID]; !ok {
 			sh.install(l.ID, l.S, l.Rev)
 		}
 		for _, m := range queued {
 			sh.handle(m)
 		}
 	}
+}
+
+// loadFailed handles a session whose checkpoint could not be loaded. A
+// checkpoint that cannot be read back (state.ErrCorrupt) would fail the
+// same way at every try: rewinding for it would stop every session, for
+// good. That one session is quarantined instead (quarantine) and its
+// rebuilt live state returned. Any other failure (the bucket unreachable)
+// is worth another try: the consumer is rewound and nil returned. next is
+// the session's first inbound sequence this shard has not handled yet (0:
+// none known: every event of it up to the ack floor of the last attach,
+// and every one received since, was handled).
+func (sh *shard) loadFailed(id string, err error, next uint64) *live {
+	var ce *state.CorruptError
+	if !errors.As(err, &ce) {
+		sh.p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", id, err))
+		return nil
+	}
+	if next == 0 {
+		next = max(sh.seen, sh.p.handled.Load()) + 1
+		if q := sh.loading[id]; len(q) > 0 {
+			next = q[0].seq // parked behind a checkpoint read
+		}
+	}
+	return sh.quarantine(ce, next)
+}
+
+// quarantine replaces a checkpoint that cannot be read back with one
+// rebuilt from the streams, as far as they still hold the session:
+//   - the stored bytes are kept on the session's dead-letter subject (a
+//     reference with Foldstream-Dead-Letter "checkpoint", the KV stream
+//     and revision, the decode error), for an operator to look at;
+//   - the session's inbound events are applied again from the inbound
+//     stream, under the same rules, up to the first of its events this
+//     shard has not handled yet (those come as usual);
+//   - its last summary on the outbound stream is adopted when the rebuilt
+//     turns reach it, else later versions go after it;
+//   - the rebuilt checkpoint replaces the bad one (compare-and-set on its
+//     revision) at the next flush; a checkpoint_quarantined lifecycle
+//     event, an error log and foldstream_checkpoints_quarantined_total
+//     say it happened.
+//
+// Events no longer in the inbound stream (max-age) are lost to the
+// session: the rebuild counts what is left.
+func (sh *shard) quarantine(ce *state.CorruptError, next uint64) *live {
+	p, id := sh.p, ce.ID
+	p.m.quarantined.Inc()
+	sh.parkCheckpoint(ce)
+	s, replayed, rerr := sh.rebuild(id, next)
+	ls := sh.install(id, s, ce.Revision)
+	ctx, cancel := sh.ctx()
+	last, lerr := p.lastSummary(ctx, id)
+	cancel()
+	if lerr == nil && last.ev != nil && sh.takeRecord(ls, last, "checkpoint_rebuilt") == recordNotTheSessions && last.ev.Version > s.Version {
+		// Not adoptable (its turns are gone from the stream, or another
+		// life of the session): the next summary goes after it.
+		s.Version, s.SummarySeq = last.ev.Version, last.seq
+		s.Epoch = max(s.Epoch, last.ev.Epoch)
+	}
+	sh.markDirty(ls)
+	ev := p.log.Error().Err(ce.Err).Str("event", "checkpoint_quarantined").Str("session", id).Uint64("revision", ce.Revision).
+		Int("size", len(ce.Data)).Int("events_replayed", replayed).Int64("total_turns", s.Total).Int64("cursor", s.Cursor).Uint64("version", s.Version)
+	if rerr != nil {
+		ev = ev.AnErr("rebuild_error", rerr)
+	}
+	if lerr != nil {
+		ev = ev.AnErr("summary_error", lerr)
+	}
+	ev.Msg("the session's checkpoint cannot be decoded; kept on the dead-letter stream and rebuilt from the streams, other sessions go on")
+	why := ce.Error()
+	if rerr != nil {
+		why += "; rebuilt only in part: " + rerr.Error()
+	}
+	sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventCheckpointQuarantined, Reason: "corrupt_checkpoint", Version: s.Version, Error: why})
+	return ls
+}
+
+// rebuild applies the session's inbound events before sequence before to a
+// new session, under the rules handle applies (validation, clock skew,
+// configure checks; rejected events are skipped as they were dead-lettered
+// when they came). It returns what it could rebuild and how many events it
+// applied; an error says the stream could not be read to the end.
+func (sh *shard) rebuild(id string, before uint64) (*state.Session, int, error) {
+	p := sh.p
+	s := state.New(id)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	filter := p.subj.InSession(id)
+	applied := 0
+	for next := uint64(1); next < before; {
+		// One direct get per event, "next message at or after seq on this
+		// subject filter", as the context service reads a session's tail.
+		msg, err := p.inStream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(filter))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return s, applied, fmt.Errorf("read stream %s after sequence %d: %w", p.layout.In, next-1, err)
+		}
+		if msg.Sequence >= before {
+			break
+		}
+		next = msg.Sequence + 1
+		session, kind, err := p.subj.ParseIn(msg.Subject)
+		if err != nil || session != id {
+			continue
+		}
+		in, err := events.DecodeInbound(kind, session, msg.Data, p.cfg.Limits)
+		if err == nil && p.cfg.MaxClockSkew > 0 {
+			err = in.CheckClock(msg.Time, p.cfg.MaxClockSkew)
+		}
+		if c := in.Control; err == nil && c != nil && c.Op == events.OpConfigure && !s.Ended {
+			err = p.checkConfigure(c.Config)
+		}
+		if err != nil {
+			continue
+		}
+		if p.cfg.MaxClockSkew > 0 {
+			s.LimitEventTime(msg.Time, p.cfg.MaxClockSkew)
+		}
+		if _, err := s.Apply(msg.Sequence, in); err == nil {
+			applied++
+		}
+	}
+	return s, applied, nil
 }

@@ -1,7 +1,10 @@
 package processor
 
 import (
+	"sync/atomic"
+
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -24,9 +27,15 @@ type metrics struct {
 	memReleases prometheus.Counter
 	inFlight    prometheus.Gauge
 	rewinds     prometheus.Counter
+	quarantined prometheus.Counter     // checkpoints that could not be decoded (load.go)
 	sumTokens   *prometheus.CounterVec // by kind: input, output (provider-reported)
 	foldedToks  prometheus.Counter
 	memories    prometheus.Counter
+	// breaker is the summarizer's breaker, read by the breaker gauges (one
+	// per process: the engines of one process share it).
+	breaker      atomic.Pointer[retry.Breaker]
+	breakerState prometheus.GaugeFunc
+	breakerOpens prometheus.CounterFunc
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -49,14 +58,32 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		foldedToks:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "folded_tokens_total", Help: "Tokens of the turns and notes folded (the model-cost baseline: input tokens per folded token)."}),
 		recovered:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "summaries_recovered_total", Help: "Summaries found on the outbound stream that no checkpoint had recorded (their owner stopped first), adopted instead of folding the batch again."}),
 		memories:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "memories_published_total", Help: "Memories published (after deduplication against the session's earlier ones)."}),
+		quarantined: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "checkpoints_quarantined_total", Help: "Session checkpoints that could not be decoded: kept on the dead-letter stream and rebuilt from the streams."}),
 		rewinds:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "consumer_rewinds_total", Help: "Times the consumer was re-attached at the ack floor after a state error."}),
 	}
+	m.breakerState = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "foldstream", Name: "summarizer_breaker_state",
+		Help: "The summarizer's circuit breaker: 0 closed (calls go through), 1 open (the endpoint refused with an error no retry fixes: auth, model not found, repeated bad requests; no calls), 2 half-open (one probe call)."},
+		func() float64 {
+			if b := m.breaker.Load(); b != nil {
+				return float64(b.State())
+			}
+			return 0
+		})
+	m.breakerOpens = prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "foldstream", Name: "summarizer_breaker_opened_total",
+		Help: "Times the summarizer's circuit breaker opened."},
+		func() float64 {
+			if b := m.breaker.Load(); b != nil {
+				return float64(b.Opens())
+			}
+			return 0
+		})
 	m.applied = map[string]prometheus.Counter{}
 	for _, kind := range []string{events.KindTurn, events.KindNote, events.KindControl} {
 		m.applied[kind] = m.events.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.deadLetters, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered)
+		reg.MustRegister(m.events, m.rejected, m.deadLetters, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered, m.quarantined,
+			m.breakerState, m.breakerOpens)
 	}
 	return m
 }

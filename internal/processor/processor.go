@@ -14,6 +14,7 @@ import (
 	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/foldstream/foldstream/internal/tokens"
 	"github.com/nats-io/nats.go"
@@ -39,6 +40,10 @@ type Deps struct {
 	Log        zerolog.Logger
 	Clock      Clock
 	Registry   prometheus.Registerer
+	// Breaker guards the summarizer's endpoint (one per endpoint: a process
+	// with several engines passes the same one to each, and serves its
+	// Health). Nil makes one from Config's Breaker* settings.
+	Breaker *retry.Breaker
 	// Shared, when set, holds the metrics and the fold slots of several
 	// engines in one process (one per owned partition); Registry is then
 	// unused.
@@ -75,10 +80,13 @@ type Processor struct {
 	store  *state.Store
 	foldJS jetstream.JetStream // the fold path's publishes (Deps.FoldJS)
 	sum    fold.Summarizer
-	tokens TokenCounter
-	log    zerolog.Logger
-	clock  Clock
-	m      *metrics
+	// breaker stops model calls while the endpoint refuses every request
+	// (folding.go: startFold asks it, runFold reports to it).
+	breaker *retry.Breaker
+	tokens  TokenCounter
+	log     zerolog.Logger
+	clock   Clock
+	m       *metrics
 
 	policy fold.Policy // the deployment's; sessions may override it
 	asker  *contextsource.Asker
@@ -98,10 +106,13 @@ type Processor struct {
 	abortMu    sync.Mutex
 	abortFolds context.CancelFunc
 	aborted    bool
-	floor      uint64        // the consumer's ack floor at the last attach (Run's goroutine only)
-	applied    atomic.Uint64 // events applied, for tests and the bench
-	landed     atomic.Uint64 // folds completed
-	ready      chan struct{}
+	floor      uint64 // the consumer's ack floor at the last attach (Run's goroutine only)
+	// handled is floor for the shards: every inbound event at or below it
+	// was applied and checkpointed, or dead-lettered (load.go's rebuild).
+	handled atomic.Uint64
+	applied atomic.Uint64 // events applied, for tests and the bench
+	landed  atomic.Uint64 // folds completed
+	ready   chan struct{}
 
 	foldObs func(FoldTiming) // ObserveFolds (publish.go), for cmd/bench
 }
@@ -144,8 +155,19 @@ func New(cfg Config, d Deps) (*Processor, error) {
 	} else {
 		p.m, p.slots, p.mem = newMetrics(d.Registry), make(chan struct{}, cfg.MaxConcurrentFolds), new(memRelease)
 	}
+	p.breaker = d.Breaker
+	if p.breaker == nil {
+		p.breaker = retry.NewBreaker(retry.BreakerConfig{
+			Endpoint: d.Summarizer.Name(), OpenFor: cfg.BreakerOpenFor, MaxOpenFor: cfg.BreakerMaxOpenFor,
+		}, d.Log)
+	}
+	p.m.breaker.Store(p.breaker)
 	return p, nil
 }
+
+// Health reports whether the summarizer is usable, and why not (its
+// breaker is open: the endpoint refuses every request).
+func (p *Processor) Health() (ok bool, reason string) { return p.breaker.Health() }
 
 // Abort makes a running engine land nothing more: in-flight folds are
 // cancelled now (their leases are cleared, nothing moves), where a plain
@@ -238,6 +260,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		}
 		attempt = 0
 		retryAttach.Reset()
+		p.handled.Store(floor)
 		// After a rewind too: a session whose events are all checkpointed
 		// gets no event that would re-check it, yet may have folds to do.
 		go p.resumeDue(ctx, stopping)
@@ -545,7 +568,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		}
 		delivered = meta.Sequence.Consumer
 		prog.seen.Store(delivered)
-		p.dispatch(msg, meta.Sequence.Stream)
+		p.dispatch(msg, meta.Sequence.Stream, meta.Timestamp)
 	}
 }
 
@@ -564,9 +587,9 @@ func (p *Processor) requestRewind(reason string, err error) {
 
 // dispatch routes a message to its session's shard; parsing the subject
 // here keeps every event of a session on one goroutine, in stream order.
-func (p *Processor) dispatch(msg jetstream.Msg, seq uint64) {
+func (p *Processor) dispatch(msg jetstream.Msg, seq uint64, received time.Time) {
 	session, kind, perr := p.subj.ParseIn(msg.Subject())
-	p.shardOf(session).in <- inMsg{msg: msg, seq: seq, session: session, kind: kind, perr: perr}
+	p.shardOf(session).in <- inMsg{msg: msg, seq: seq, received: received, session: session, kind: kind, perr: perr}
 }
 
 func (p *Processor) shardOf(session string) *shard {

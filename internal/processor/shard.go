@@ -3,7 +3,6 @@ package processor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
@@ -13,11 +12,12 @@ import (
 )
 
 type inMsg struct {
-	msg     jetstream.Msg
-	seq     uint64 // inbound stream sequence
-	session string
-	kind    string
-	perr    error
+	msg      jetstream.Msg
+	seq      uint64    // inbound stream sequence
+	received time.Time // when the stream stored it (skew.go)
+	session  string
+	kind     string
+	perr     error
 }
 
 // live is a session held in memory by its shard.
@@ -80,6 +80,7 @@ type shard struct {
 	loaded  chan loadDone
 	gen     uint64
 	lastIn  time.Time // wall time of the last event received
+	seen    uint64    // highest inbound sequence received since the last rewind (load.go)
 }
 
 // idleFlush: a shard whose input has been quiet this long writes every
@@ -186,6 +187,7 @@ func (sh *shard) reset() {
 		break
 	}
 	sh.gen++ // reads in flight land nowhere; their events come again
+	sh.seen = 0
 	sh.loading = make(map[string][]inMsg)
 	sh.loadQ = nil
 	sh.p.m.liveSess.Sub(float64(len(sh.sessions)))
@@ -392,8 +394,9 @@ func (sh *shard) handle(m inMsg) {
 	seq := m.seq
 	ls, err := sh.get(m.session)
 	if err != nil {
-		p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", m.session, err))
-		return
+		if ls = sh.loadFailed(m.session, err, m.seq); ls == nil {
+			return
+		}
 	}
 	ls.touched = p.clock.Now()
 	if seq <= ls.s.LastSeq {
@@ -403,6 +406,9 @@ func (sh *shard) handle(m inMsg) {
 		return
 	}
 	in, err := events.DecodeInbound(m.kind, m.session, m.msg.Data(), p.cfg.Limits)
+	if err == nil {
+		err = sh.checkClock(ls, m, in)
+	}
 	if err != nil {
 		sh.reject(m, err)
 		return
@@ -655,8 +661,9 @@ func (sh *shard) resume(id, trigger string) {
 	}
 	ls, err := sh.get(id)
 	if err != nil {
-		sh.p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", id, err))
-		return
+		if ls = sh.loadFailed(id, err, 0); ls == nil {
+			return
+		}
 	}
 	ls.due = true
 	sh.evaluate(ls, trigger, false)

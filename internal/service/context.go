@@ -32,7 +32,7 @@ import (
 func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client.Context, error) {
 	cp, rev, err := s.store.Load(ctx, r.Session)
 	if err != nil {
-		return nil, internal(err, "reading the checkpoint")
+		return nil, checkpointError(r.Session, err)
 	}
 	checkpointSeq := cp.LastSeq
 	tail, err := s.applyTail(ctx, cp)

@@ -20,12 +20,14 @@ import (
 // the lengths of docs[:i+1]. Scoping a search to the turns before a raw
 // index is then two binary searches: no per-request pass over the turns.
 type turnIndex struct {
+	an       *analyzer
 	docs     []indexDoc
 	cumLen   []int64
 	postings map[string][]posting
 	// bytes estimates the memory the index holds (texts, postings, docs),
 	// for the service's byte budget.
 	bytes int64
+	tf    map[string]int32 // add's scratch space
 }
 
 // indexDoc is one distinct turn.
@@ -50,17 +52,21 @@ const (
 	turnBytes    = 200
 )
 
-func newTurnIndex() *turnIndex {
-	return &turnIndex{postings: map[string][]posting{}}
+func newTurnIndex(an *analyzer) *turnIndex {
+	return &turnIndex{an: an, postings: map[string][]posting{}}
 }
 
 // add indexes a distinct turn; raw and seq must exceed every earlier
 // doc's.
 func (x *turnIndex) add(raw int64, seq uint64, t *events.Turn) {
 	d := int32(len(x.docs))
-	tf := map[string]int32{}
+	if x.tf == nil {
+		x.tf = map[string]int32{}
+	}
+	tf := x.tf
+	clear(tf)
 	var n int32
-	forEachTerm(t.Speaker+" "+t.Tool+" "+t.Text, func(term string) {
+	x.an.each(t.Speaker+" "+t.Tool+" "+t.Text, func(term string) {
 		n++
 		tf[term]++
 	})
@@ -82,7 +88,7 @@ func (x *turnIndex) add(raw int64, seq uint64, t *events.Turn) {
 }
 
 // clear forgets every turn (a reset).
-func (x *turnIndex) clear() { *x = *newTurnIndex() }
+func (x *turnIndex) clear() { *x = *newTurnIndex(x.an) }
 
 // below is how many docs have a raw index below raw.
 func (x *turnIndex) below(raw int64) int {

@@ -169,8 +169,27 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 	}
 	e := c.entry(session)
 	e.mu.Lock()
+	var first uint64
+	if e.r != nil {
+		info, err := s.in.Info(ctx)
+		if err != nil {
+			e.mu.Unlock()
+			return nil, internal(err, "reading stream %s info", s.layout.In)
+		}
+		first = info.State.FirstSeq
+		if info.State.LastSeq+1 < e.r.next {
+			// The stream is behind the index (deleted and created again,
+			// or restored from a backup): nothing in memory can be trusted.
+			s.log.Warn().Str("event", "recall_index_rebuilt").Str("session", session).Uint64("stream_last_seq", info.State.LastSeq).
+				Uint64("index_next_seq", e.r.next).Msg("inbound stream is behind the recall index; rebuilding it")
+			e.r = nil
+		}
+	}
 	if e.r == nil {
 		rp, err := s.scanReplay(ctx, session)
+		if err == nil {
+			err = s.prune(ctx, rp)
+		}
 		if err != nil {
 			e.mu.Unlock()
 			c.drop(e)
@@ -188,10 +207,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 			return nil, err
 		}
 		c.m.caughtUp.Add(float64(n))
-	}
-	if err := s.prune(ctx, e.r); err != nil {
-		e.mu.Unlock()
-		return nil, err
+		e.r.firstSeq = first
 	}
 	s.memoriesOf(ctx, e.r)
 	c.account(e, e.r.bytes())

@@ -73,7 +73,7 @@ func (s *server) catchUpMemories(ctx context.Context, rp *replay) error {
 				at = ev.At
 			}
 			m := memory{id: id, speaker: speaker, text: text, turnID: turnID, at: at.UTC(), published: msg.Time, terms: map[string]int32{}}
-			forEachTerm(speaker+" "+text, func(t string) { m.terms[t]++; m.len++ })
+			s.an.each(speaker+" "+text, func(t string) { m.terms[t]++; m.len++ })
 			rp.mems = append(rp.mems, m)
 			rp.memBytes += memoryBytes + int64(2*len(text))
 		}

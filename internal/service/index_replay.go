@@ -54,8 +54,8 @@ type replay struct {
 	firstSeq uint64
 }
 
-func newReplay(session string, from uint64) *replay {
-	return &replay{session: session, sess: state.New(session), idx: newTurnIndex(),
+func newReplay(an *analyzer, session string, from uint64) *replay {
+	return &replay{session: session, sess: state.New(session), idx: newTurnIndex(an),
 		seen: map[uint64]struct{}{}, from: from, next: from, memNext: 1}
 }
 

@@ -2,29 +2,87 @@ package service
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
 )
 
-// queryTerms are the query's distinct normalised tokens, in order of
-// first appearance (at most maxQueryTerms), without stop words unless the
-// query has nothing else: "when is the tournament" searches
-// "tournament", "who are you" all three words.
-func queryTerms(q string) []string {
+// analyzer turns text into index terms: word tokens (forEachToken),
+// stemmed with the Snowball (Porter 2) English stemmer so that a question
+// and a turn meet on "discussed"/"discussion"/"discuss" or
+// "battery"/"batteries". Stems are cached: the stemmer costs microseconds
+// a word, a conversation's vocabulary is small, and a cold build of a
+// long session stems every word of it.
+type analyzer struct {
+	mu    sync.Mutex
+	stems map[string]string
+}
+
+// maxStems bounds the stem cache; past it the cache starts over.
+const maxStems = 1 << 17
+
+func newAnalyzer() *analyzer { return &analyzer{stems: map[string]string{}} }
+
+// stem is tok's index term; a.mu must be held. A cached stem is found
+// without converting tok (m[string(b)] does not allocate), and every
+// caller shares the cache's string for it.
+func (a *analyzer) stem(tok []byte) string {
+	if st, ok := a.stems[string(tok)]; ok {
+		return st
+	}
+	w := string(tok)
+	st := w
+	if len(w) > 2 && !isNumber(w) {
+		st = english.Stem(w, true)
+	}
+	if len(a.stems) >= maxStems {
+		clear(a.stems)
+	}
+	a.stems[w] = st
+	return st
+}
+
+func isNumber(tok string) bool {
+	for _, r := range tok {
+		if !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// each calls fn with each index term of text; fn must not use the
+// analyzer.
+func (a *analyzer) each(text string, fn func(string)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	forEachToken(text, func(tok []byte) { fn(a.stem(tok)) })
+}
+
+// queryTerms are the query's distinct terms, in order of first
+// appearance (at most maxQueryTerms), without stop words and question
+// words unless the query has nothing else: "when did they discuss the
+// tournament" searches "tournament", "who are you" all three words.
+func (a *analyzer) queryTerms(q string) []string {
 	var terms, stops []string
 	seen := map[string]bool{}
-	forEachTerm(q, func(tok string) {
-		if seen[tok] {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	forEachToken(q, func(tok []byte) {
+		term := a.stem(tok)
+		if seen[term] {
 			return
 		}
-		seen[tok] = true
+		seen[term] = true
 		switch {
-		case stopWords[tok]:
+		case stopWords[string(tok)] || questionWords[string(tok)]:
 			if len(stops) < maxQueryTerms {
-				stops = append(stops, tok)
+				stops = append(stops, term)
 			}
 		case len(terms) < maxQueryTerms:
-			terms = append(terms, tok)
+			terms = append(terms, term)
 		}
 	})
 	if len(terms) == 0 {
@@ -32,6 +90,19 @@ func queryTerms(q string) []string {
 	}
 	return terms
 }
+
+// questionWords say what kind of answer a question wants, not what it is
+// about ("What did the group discuss about the battery?"): a turn that
+// repeats them is no more relevant.
+var questionWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`discuss discussed discussing discussion discussions talk talked talking
+		mention mentioned mentioning summarize summarise summary meeting group opinion opinions think thought
+		thoughts idea ideas kind sort whole`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // stopWords are English function words (as forEachToken normalises them:
 // "don't" is "dont"), too common in conversation to say what a question
@@ -57,23 +128,41 @@ var stopWords = func() map[string]bool {
 // forEachToken calls fn with each normalised word token of text: maximal
 // runs of letters and digits, lower-cased; an apostrophe inside a word is
 // dropped ("don't" → "dont") and a possessive 's with it ("Bob's" →
-// "bob"); a plural s is folded ("wins" → "win", not "class" or "bus"), so
-// that a query and a turn meet on the same word in most forms.
-func forEachToken(text string, fn func(string)) {
-	var b strings.Builder
+// "bob"). The analyzer stems them. tok is only valid during the call (it
+// is a reused buffer: tokenizing allocates nothing).
+func forEachToken(text string, fn func(tok []byte)) {
+	var buf [64]byte
+	b := buf[:0]
 	flush := func() {
-		if b.Len() > 0 {
-			fn(foldPlural(b.String()))
-			b.Reset()
+		if len(b) > 0 {
+			fn(b)
+			b = b[:0]
 		}
 	}
 	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			// ASCII fast path.
+			i++
+			switch {
+			case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+				b = append(b, c)
+				continue
+			case 'A' <= c && c <= 'Z':
+				b = append(b, c+'a'-'A')
+				continue
+			case c != '\'':
+				flush()
+				continue
+			}
+			i-- // an apostrophe: below
+		}
 		r, size := utf8.DecodeRuneInString(text[i:])
 		i += size
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(unicode.ToLower(r))
-		case (r == '\'' || r == '’') && b.Len() > 0 && i < len(text):
+			b = utf8.AppendRune(b, unicode.ToLower(r))
+		case (r == '\'' || r == '’') && len(b) > 0 && i < len(text):
 			next, nsize := utf8.DecodeRuneInString(text[i:])
 			if !unicode.IsLetter(next) && !unicode.IsDigit(next) {
 				flush()
@@ -91,20 +180,3 @@ func forEachToken(text string, fn func(string)) {
 	}
 	flush()
 }
-
-// foldPlural strips a plural "s" from words of four or more letters
-// ("wins", "games"), leaving "ss", "us" and "is" endings alone.
-func foldPlural(tok string) string {
-	if len(tok) < 4 || tok[len(tok)-1] != 's' {
-		return tok
-	}
-	switch tok[len(tok)-2] {
-	case 's', 'u', 'i':
-		return tok
-	}
-	return tok[:len(tok)-1]
-}
-
-// forEachTerm calls fn with each index term of text: what both the index
-// and a query are made of.
-func forEachTerm(text string, fn func(string)) { forEachToken(text, fn) }

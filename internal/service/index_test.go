@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
@@ -243,4 +244,32 @@ func TestIndexSaysWhichTurnsAreMissing(t *testing.T) {
 		t.Fatalf("recalled %v, want [3 4 6] with their indices as the processor counts them", got)
 	}
 	checkQueryContext(t, c, 0)
+}
+
+// A stream that went back (deleted and created again) is never answered
+// from the index built on the old one.
+func TestIndexRebuildsWhenTheStreamWentBack(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	ctx := context.Background()
+	publishWith(t, e, "s1", 0, 30, map[int]string{3: "the old tournament form"})
+	warm := direct(t, e)
+	all := client.RecallRequest{Session: "s1", Query: "tournament form", Scope: client.RecallScopeAll}
+	r, err := warm.Recall(ctx, all)
+	if err != nil || len(r.Results) != 1 {
+		t.Fatalf("before: %v %+v", err, r)
+	}
+	if err := e.JS.DeleteStream(ctx, e.Layout.In); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := broker.Provision(ctx, e.JS, e.Layout, broker.ProvisionConfig{}, e.Log); err != nil {
+		t.Fatal(err)
+	}
+	publishWith(t, e, "s1", 100, 105, map[int]string{101: "a new tournament form"})
+	r, err = warm.Recall(ctx, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) != 1 || r.Results[0].TurnID != "t101" || r.Searched != 5 {
+		t.Fatalf("after the stream was created again: %+v", r)
+	}
 }

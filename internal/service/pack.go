@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -25,22 +26,28 @@ import (
 //     the answer after a question), in transcript order;
 //  4. the verbatim window, newest first, down to the newest excerpt.
 //
-// Layers 2 and 3 together take at most recallShare of a budget, so that a
-// short budget still holds the live conversation: what they leave of their
-// share goes to the window. The window's lower end is fixed before the
+// Layers 2 and 3 together take at most recallShare of what the summary
+// leaves of a budget, so that a short budget still holds the live
+// conversation; what they do not use goes to the window, and what the
+// window does not need (it starts at the cursor) goes to more excerpts. The window's lower end is fixed before the
 // excerpts are chosen (as if they used their whole share), so an excerpt
 // is never also a window turn, and the window, which can only be longer,
 // stops above the newest excerpt.
 const (
 	// recallShare is the most of a budget (chars and tokens alike) that
 	// memories and excerpts take together, in percent.
-	recallShare = 50
+	recallShare = 70
 	// maxRecalledMemories bounds the memories a context recalls.
 	maxRecalledMemories = 5
 	// fragmentChars: a matching turn shorter than this is recalled with
 	// the turn before it (an answer like "Yes, on Tuesday." says nothing
 	// without its question).
 	fragmentChars = 40
+	// passageWeight is the weight of a neighbour's score in a turn's
+	// rank (passages).
+	passageWeight = 0.5
+	// maxMisses bounds the matches a pass tries after the room is full.
+	maxMisses = 20
 )
 
 // meter charges lines against limits (0: unlimited).
@@ -64,12 +71,13 @@ func take(chars, tokens int, ms ...*meter) bool {
 	return true
 }
 
-// share is recallShare of a limit (0: unlimited stays unlimited).
-func share(limit int) int {
+// share is recallShare of what a limit leaves after used (0: unlimited
+// stays unlimited).
+func share(limit, used int) int {
 	if limit == 0 {
 		return 0
 	}
-	return max(1, limit*recallShare/100)
+	return max(1, (limit-used)*recallShare/100)
 }
 
 // lineCost is a prompt line's cost: its characters with the newline, and
@@ -84,12 +92,12 @@ func (s *server) lineCost(line string) (int, int) {
 func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *state.Session, checkpointed bool, tail map[uint64]*events.Turn, out *client.Context) error {
 	out.Query = r.Query
 	total := &meter{maxChars: r.BudgetChars, maxTokens: r.BudgetTokens}
-	recalled := &meter{maxChars: share(r.BudgetChars), maxTokens: share(r.BudgetTokens)}
 
 	// 1. The summary, or the eviction note in its place.
 	s.packSummary(cp, out, func(chars, tokens int) bool { return take(chars, tokens, total) })
+	recalled := &meter{maxChars: share(total.maxChars, total.chars), maxTokens: share(total.maxTokens, total.tokens)}
 
-	terms := queryTerms(r.Query)
+	terms := s.an.queryTerms(r.Query)
 	var h *indexHandle
 	if len(terms) > 0 {
 		var err error
@@ -135,21 +143,32 @@ func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *sta
 				floor = ct.Index
 			}
 		}
+		if floor == cp.Cursor {
+			// The whole window fits in what the share leaves: the recalled
+			// layers may have everything it does not need.
+			if total.maxChars != 0 {
+				recalled.maxChars = recalled.chars + total.maxChars - reserve.chars
+			}
+			if total.maxTokens != 0 {
+				recalled.maxTokens = recalled.tokens + total.maxTokens - reserve.tokens
+			}
+		}
 	}
 
 	// 3. Earlier excerpts.
-	var excerpts []client.RecalledItem
+	var pk *picker
 	if h != nil {
-		excerpts = s.packExcerpts(h, cp, checkpointed, terms, r.RecallTurns, floor, total, recalled, out)
+		pk = s.newPicker(h, cp, checkpointed, terms, r.RecallTurns, out)
+		pk.fill(floor, false, total, recalled)
 	}
-	out.Recalled = append(mems, excerpts...)
+	recalledAny := len(mems) > 0 || pk != nil && len(pk.chosen) > 0
 
 	// 4. The verbatim window, newest first, above the newest excerpt.
 	lo := cp.Cursor
-	if n := len(excerpts); n > 0 {
-		lo = max(lo, excerpts[n-1].Index+1)
+	if pk != nil {
+		lo = max(lo, pk.newest+1)
 	}
-	header := len(out.Recalled) > 0
+	header := recalledAny
 	picked := make([]client.ContextTurn, 0, len(cp.Turns))
 	for i := len(cp.Turns) - 1; i >= 0; i-- {
 		if cp.Cursor+int64(i) < lo {
@@ -174,6 +193,22 @@ func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *sta
 	}
 	for i := len(picked) - 1; i >= 0; i-- {
 		out.Turns = append(out.Turns, picked[i])
+	}
+
+	// 5. Room the window did not need goes to more excerpts, from before
+	// its first turn.
+	start := cp.Total
+	if len(out.Turns) > 0 {
+		start = out.Turns[0].Index
+	}
+	if pk != nil && (total.maxChars != 0 || total.maxTokens != 0) {
+		pk.fill(min(start, lo), !recalledAny && len(out.Turns) > 0, total)
+	}
+	out.Recalled = mems
+	if pk != nil {
+		out.Recalled = append(out.Recalled, pk.items()...)
+		out.RecallDropped = pk.dropped()
+		out.RecallSearched = pk.searched(start)
 	}
 	out.Chars, out.Tokens = total.chars, total.tokens
 	return nil
@@ -233,96 +268,169 @@ func (s *server) windowTurn(ctx context.Context, cp *state.Session, tail map[uin
 	return ct, nil
 }
 
-// packExcerpts chooses the earlier turns for the query among those before
-// floor (the processor's index), charges them, and returns them in
-// transcript order.
-func (s *server) packExcerpts(h *indexHandle, cp *state.Session, checkpointed bool, terms []string, want int, floor int64, total, recalled *meter, out *client.Context) []client.RecalledItem {
+// picker chooses the earlier turns for a query: the best matches among
+// the searched turns, each with the neighbours that make it readable, in
+// rank order while they fit, at most want matches.
+type picker struct {
+	s        *server
+	x        *turnIndex
+	a        anchoring
+	lo, n    int   // docs searched: [lo, n)
+	hits     []hit // best first
+	want     int
+	matches  int
+	chosen   map[int]*client.RecalledItem
+	tried    map[int]bool // matches that did not fit
+	newest   int64        // the newest chosen turn's index, -1 if none
+	excerpts bool         // the excerpts header is charged
+}
+
+func (s *server) newPicker(h *indexHandle, cp *state.Session, checkpointed bool, terms []string, want int, out *client.Context) *picker {
 	rp := h.r
 	a := rp.anchor(cp, checkpointed)
-	if !a.inEpoch {
-		// A reset the checkpoint has not applied: the replay's epoch is
-		// newer, and the context's turns are all after it.
-		floor = min(floor, cp.Cursor)
-	}
 	x := rp.idx
-	lo, n := rp.live(), x.below(floor-a.offset)
-	if gone := min(rp.missing(a), floor); gone > 0 {
+	lo, n := rp.live(), x.below(cp.Total-a.offset)
+	if !a.inEpoch {
+		// A reset after the context's view of the session: the replay is
+		// of a newer epoch than the turns packed; recall nothing.
+		n = lo
+	}
+	if gone := min(rp.missing(a), cp.Total); gone > 0 && a.inEpoch {
 		out.Missing = &client.MissingTurns{From: 0, To: gone,
 			Reason: "no longer in stream " + s.layout.In + " (removed by its max-age or by hand): these turns cannot be recalled"}
 	}
-	out.RecallSearched = max(0, n-lo)
-	hits := x.search(terms, lo, n)
+	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{}, tried: map[int]bool{}, newest: -1}
+	p.hits = passages(x.search(terms, lo, n))
+	return p
+}
 
-	chosen := map[int]*client.RecalledItem{}
-	headerCharged := false
-	item := func(d int, score float64, neighbour bool) client.RecalledItem {
-		doc := x.docs[d]
-		it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: doc.turn.TurnID, Index: doc.raw + a.offset, Seq: doc.seq,
-			Speaker: doc.turn.Speaker, Role: doc.turn.Role, At: doc.turn.At.UTC(), Score: score, Neighbour: neighbour, Text: doc.turn.Text}
-		it.Chars, it.Tokens = s.lineCost(it.Line())
-		return it
+// passages re-ranks BM25 hits as short passages: a turn's score plus
+// passageWeight of each adjacent turn's, so that a match inside a run of
+// matching turns (a stretch of conversation about the question) ranks
+// above an isolated mention of the same words. Only turns that match
+// themselves are ranked.
+func passages(hits []hit) []hit {
+	own := make(map[int]float64, len(hits))
+	for _, h := range hits {
+		own[h.doc] = h.score
 	}
-	// charge takes a unit of items if it fits, with the section's header
-	// before the first.
+	out := make([]hit, len(hits))
+	for i, h := range hits {
+		out[i] = hit{doc: h.doc, score: h.score + passageWeight*(own[h.doc-1]+own[h.doc+1])}
+	}
+	slices.SortFunc(out, func(a, b hit) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.doc, a.doc)) })
+	return out
+}
+
+// searched is how many turns before the window starting at start the
+// picker could choose from.
+func (p *picker) searched(start int64) int {
+	return max(0, min(p.n, p.x.below(start-p.a.offset))-p.lo)
+}
+
+func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem {
+	doc := p.x.docs[d]
+	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: doc.turn.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
+		Speaker: doc.turn.Speaker, Role: doc.turn.Role, At: doc.turn.At.UTC(), Score: score, Neighbour: neighbour, Text: doc.turn.Text}
+	it.Chars = client.LineChars(it.Line())
+	it.Tokens = -1 // counted once the characters fit (costing tokens is the expensive part)
+	return it
+}
+
+// fill adds matches (and neighbours) with an index below floor while
+// they fit every meter. The first excerpt also pays the section's header,
+// and the window's header when recent says the window was packed without
+// one.
+func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
+	limit := min(p.n, p.x.below(floor-p.a.offset))
 	charge := func(unit []client.RecalledItem) bool {
 		var chars, tokens int
-		if !headerCharged {
-			chars, tokens = s.lineCost(client.ExcerptsHeader)
+		if !p.excerpts {
+			chars, tokens = p.s.lineCost(client.ExcerptsHeader)
+			if recent {
+				hc, ht := p.s.lineCost(client.RecentHeader)
+				chars, tokens = chars+hc, tokens+ht
+			}
 		}
 		for _, it := range unit {
 			chars += it.Chars
-			tokens += it.Tokens
 		}
-		if !take(chars, tokens, total, recalled) {
+		for _, m := range ms {
+			if !m.fits(chars, 0) {
+				return false
+			}
+		}
+		for i := range unit {
+			if unit[i].Tokens < 0 {
+				unit[i].Tokens = p.s.tokens.Count(unit[i].Line())
+			}
+			tokens += unit[i].Tokens
+		}
+		if !take(chars, tokens, ms...) {
 			return false
 		}
-		headerCharged = true
+		p.excerpts = true
 		return true
 	}
-	matches := 0
-	for _, hit := range hits {
-		if matches >= want {
-			break
-		}
-		if it, ok := chosen[hit.doc]; ok {
-			// Already in as a neighbour: now a match in its own right.
-			it.Score, it.Neighbour = hit.score, false
-			matches++
+	// Past maxMisses matches that did not fit, the rest (lower ranked)
+	// are not worth their cost: the room is as good as full.
+	misses := 0
+	for i := 0; i < len(p.hits) && p.matches < p.want && misses < maxMisses; i++ {
+		hit := p.hits[i]
+		if hit.doc >= limit || p.chosen[hit.doc] != nil && !p.chosen[hit.doc].Neighbour {
 			continue
 		}
-		unit := []client.RecalledItem{item(hit.doc, hit.score, false)}
-		docs := []int{hit.doc}
-		text := x.docs[hit.doc].turn.Text
-		if p := hit.doc - 1; p >= 0 && chosen[p] == nil &&
-			(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(strings.TrimSpace(x.docs[p].turn.Text), "?")) {
-			unit = append([]client.RecalledItem{item(p, 0, true)}, unit...)
-			docs = append([]int{p}, docs...)
+		if it, ok := p.chosen[hit.doc]; ok {
+			// Already in as a neighbour: now a match in its own right.
+			it.Score, it.Neighbour = hit.score, false
+			p.matches++
+			delete(p.tried, hit.doc)
+			continue
 		}
-		if nx := hit.doc + 1; nx < n && chosen[nx] == nil && strings.HasSuffix(strings.TrimSpace(text), "?") {
-			unit = append(unit, item(nx, 0, true))
-			docs = append(docs, nx)
+		unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
+		docs := []int{hit.doc}
+		text := p.x.docs[hit.doc].turn.Text
+		if d := hit.doc - 1; d >= 0 && p.chosen[d] == nil &&
+			(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(strings.TrimSpace(p.x.docs[d].turn.Text), "?")) {
+			unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
+			docs = append([]int{d}, docs...)
+		}
+		if d := hit.doc + 1; d < limit && p.chosen[d] == nil && strings.HasSuffix(strings.TrimSpace(text), "?") {
+			unit = append(unit, p.item(d, 0, true))
+			docs = append(docs, d)
 		}
 		if !charge(unit) {
 			// Without its neighbours, the match alone may still fit.
-			if len(unit) == 1 || !charge(unit[slices.Index(docs, hit.doc):][:1]) {
-				out.RecallDropped++
+			at := slices.Index(docs, hit.doc)
+			if len(unit) == 1 || !charge(unit[at:at+1]) {
+				p.tried[hit.doc] = true
+				misses++
 				continue
 			}
-			unit, docs = unit[slices.Index(docs, hit.doc):][:1], []int{hit.doc}
+			unit, docs = unit[at:at+1], docs[at:at+1]
 		}
+		delete(p.tried, hit.doc)
 		for i, d := range docs {
-			chosen[d] = &unit[i]
+			p.chosen[d] = &unit[i]
+			p.newest = max(p.newest, unit[i].Index)
 		}
-		matches++
+		p.matches++
 	}
-	keys := make([]int, 0, len(chosen))
-	for d := range chosen {
+}
+
+// items are the chosen turns in transcript order.
+func (p *picker) items() []client.RecalledItem {
+	keys := make([]int, 0, len(p.chosen))
+	for d := range p.chosen {
 		keys = append(keys, d)
 	}
 	slices.Sort(keys)
-	items := make([]client.RecalledItem, 0, len(keys))
+	out := make([]client.RecalledItem, 0, len(keys))
 	for _, d := range keys {
-		items = append(items, *chosen[d])
+		out = append(out, *p.chosen[d])
 	}
-	return items
+	return out
 }
+
+// dropped is how many matches did not fit.
+func (p *picker) dropped() int { return len(p.tried) }

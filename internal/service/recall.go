@@ -58,13 +58,13 @@ func (s *server) handleRecall(ctx context.Context, req micro.Request) {
 // recall answers a checked request: the session's replay (recallIndex),
 // anchored to its checkpoint, searched within the scope.
 func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Recall, error) {
-	terms := queryTerms(r.Query)
+	terms := s.an.queryTerms(r.Query)
 	if len(terms) == 0 {
 		return nil, badRequest("bad request: field \"query\": expected at least one word (letters or digits), got %q", r.Query)
 	}
 	cp, rev, err := s.store.Load(ctx, r.Session)
 	if err != nil {
-		return nil, internal(err, "reading the checkpoint")
+		return nil, checkpointError(r.Session, err)
 	}
 	out := &client.Recall{V: events.Version, Session: r.Session, Query: r.Query, Scope: r.Scope, Results: []client.RecallResult{}}
 	if r.Scope == client.RecallScopeEvicted && rev > 0 && cp.Cursor == 0 {
@@ -147,7 +147,7 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 	if !policy {
 		start = max(resetSeq, 1)
 	}
-	rp := newReplay(session, start)
+	rp := newReplay(s.an, session, start)
 	var stored uint64
 	for _, n := range info.State.Subjects {
 		stored += n

@@ -60,6 +60,7 @@ type server struct {
 	outMu sync.Mutex
 	out   jetstream.Stream // the outbound stream, once looked up
 
+	an         *analyzer
 	index      *indexCache // nil: no index kept (indexBytes 0)
 	indexBytes int64
 	reg        prometheus.Registerer
@@ -141,7 +142,7 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 		return nil, fmt.Errorf("service: inbound stream %s: %w", layout.In, err)
 	}
 	s := &server{js: js, in: in, layout: layout, subj: layout.Subjects, store: store, tokens: tokens, log: log, now: time.Now,
-		indexBytes: DefaultIndexBytes}
+		indexBytes: DefaultIndexBytes, an: newAnalyzer()}
 	for _, o := range opts {
 		if o != nil {
 			o(s)
@@ -172,6 +173,18 @@ func badRequest(format string, args ...any) *reqError {
 
 func internal(err error, format string, args ...any) *reqError {
 	return &reqError{code: client.ErrCodeInternal, desc: fmt.Sprintf(format, args...) + ": " + err.Error(), err: err}
+}
+
+// checkpointError reports a checkpoint that cannot be decoded as what it
+// is, not as an internal error to retry at once: the processor quarantines
+// it (kept on the dead-letter stream) and rebuilds the session from the
+// streams when it next handles the session.
+func checkpointError(session string, err error) *reqError {
+	if errors.Is(err, state.ErrCorrupt) {
+		return &reqError{code: client.ErrCodeUnavailable, err: err,
+			desc: fmt.Sprintf("session %q is quarantined: %v; the processor rebuilds it from the streams at the session's next event (the stored checkpoint is kept on the dead-letter stream)", session, err)}
+	}
+	return internal(err, "reading the checkpoint")
 }
 
 func (s *server) respond(req micro.Request, endpoint, session string, started time.Time, reply any, err error) {
@@ -265,7 +278,7 @@ func unknownSession(session, why string) *reqError {
 func (s *server) sessionInfo(ctx context.Context, session string) (*client.SessionInfo, error) {
 	cp, rev, err := s.store.Load(ctx, session)
 	if err != nil {
-		return nil, internal(err, "reading the checkpoint")
+		return nil, checkpointError(session, err)
 	}
 	if rev == 0 {
 		return nil, unknownSession(session, "has no checkpoint (never seen, or the processor has not applied its first event yet)")

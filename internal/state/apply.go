@@ -80,20 +80,29 @@ func (s *Session) Apply(seq uint64, in events.Inbound) (Effect, error) {
 }
 
 // EventTime is the bot's timestamp of an event (zero if it has none).
-func EventTime(in events.Inbound) time.Time {
-	switch {
-	case in.Turn != nil:
-		return in.Turn.At
-	case in.Note != nil:
-		return in.Note.At
-	case in.Control != nil:
-		return in.Control.At
-	}
-	return time.Time{}
-}
+func EventTime(in events.Inbound) time.Time { return in.At() }
 
+// touch keeps the latest event time: an event that arrives late with an
+// earlier at must not look like a gap to the next one. Because it only
+// moves forward, a time in the future would stop every idle reset until
+// then; the processor rejects such events (events.CheckClock) and
+// LimitEventTime repairs a checkpoint that holds one.
 func (s *Session) touch(at time.Time) {
 	if ms := at.UnixMilli(); !at.IsZero() && ms > s.LastEventAt {
 		s.LastEventAt = ms
 	}
+}
+
+// LimitEventTime repairs a last event time that no accepted event could
+// have set: later than received (when the event at hand was received)
+// plus maxSkew. It is set back to received, and LimitEventTime reports
+// whether it was. A checkpoint written before future times were rejected
+// can hold one (a turn dated 9999-12-31); measured from it, no real gap
+// would ever reset the session.
+func (s *Session) LimitEventTime(received time.Time, maxSkew time.Duration) bool {
+	if received.IsZero() || maxSkew <= 0 || s.LastEventAt <= received.Add(maxSkew).UnixMilli() {
+		return false
+	}
+	s.LastEventAt = received.UnixMilli()
+	return true
 }

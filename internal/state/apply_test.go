@@ -72,3 +72,50 @@ func TestApply(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint that holds a last event time in the future (written before
+// such events were rejected) reset its session at the poisoned event and
+// then never again: every real gap measured from 9999 is negative.
+// LimitEventTime brings it back to the receive time of the next event, and
+// from there a real gap resets the session again.
+func TestIdleResetAfterAFutureEventTime(t *testing.T) {
+	received := time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)
+	turn := func(id string, at time.Time) events.Inbound {
+		return events.Inbound{Kind: events.KindTurn, Turn: &events.Turn{TurnID: id, At: at, Tokens: 3}}
+	}
+	s := New("s1")
+	s.Config = &events.SessionConfig{ResetPolicy: events.ResetIdle, ResetIdleMinutes: 60}
+	if _, err := s.Apply(1, turn("a", received.Add(-time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	// The poison, as an old processor applied it.
+	if _, err := s.Apply(2, turn("future", time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))); err != nil {
+		t.Fatal(err)
+	}
+	if why := s.ResetDue(received.Add(5 * time.Hour)); why != "" {
+		t.Fatalf("reset due %q measured from 9999: the bug is gone without the repair?", why)
+	}
+	if s.LimitEventTime(received, 0) {
+		t.Error("repaired with the skew check off")
+	}
+	if !s.LimitEventTime(received, 5*time.Minute) {
+		t.Fatal("a last event time in 9999 was not repaired")
+	}
+	if got := time.UnixMilli(s.LastEventAt).UTC(); !got.Equal(received) {
+		t.Errorf("last event time %s, want the receive time %s", got, received)
+	}
+	if s.LimitEventTime(received, 5*time.Minute) {
+		t.Error("repaired twice")
+	}
+	if why := s.ResetDue(received.Add(30 * time.Minute)); why != "" {
+		t.Errorf("reset %q after 30 minutes of a 60-minute idle policy", why)
+	}
+	if why := s.ResetDue(received.Add(5 * time.Hour)); why != events.ResetIdle {
+		t.Errorf("a 5-hour gap after the repair: reset %q, want idle", why)
+	}
+	// Within the skew nothing is touched: a bot clock a minute fast is fine.
+	s.LastEventAt = received.Add(time.Minute).UnixMilli()
+	if s.LimitEventTime(received, 5*time.Minute) || s.LastEventAt != received.Add(time.Minute).UnixMilli() {
+		t.Error("a last event time within the skew was changed")
+	}
+}

@@ -47,7 +47,7 @@ func (st *Store) LoadMany(ctx context.Context, ids []string) []Loaded {
 			if raw.data != nil {
 				s, derr := Decode(l.ID, raw.data)
 				if derr != nil {
-					l.Err = fmt.Errorf("decode checkpoint of session %s (revision %d): %w", l.ID, raw.rev, derr)
+					l.Err = &CorruptError{ID: l.ID, Revision: raw.rev, Data: raw.data, Err: derr}
 					continue
 				}
 				if s.Sealed <= s.Cursor {

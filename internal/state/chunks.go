@@ -18,6 +18,9 @@ import (
 // recent+batch unfolded turns) no chunk is ever written.
 const ChunkSize = 512
 
+// errBadChunk: a sealed chunk does not decode or holds the wrong refs.
+var errBadChunk = errors.New("bad sealed refs chunk")
+
 // chunk is the value of one sealed chunk key.
 type chunk struct {
 	From int64    `json:"from"` // absolute turn index of Refs[0]
@@ -79,7 +82,7 @@ func (st *Store) loadChunks(ctx context.Context, s *Session) error {
 		}
 		var c chunk
 		if err := json.Unmarshal(e.Value(), &c); err != nil {
-			return fmt.Errorf("session %s: decode refs chunk %d: %w", s.ID, k, err)
+			return fmt.Errorf("session %s: decode refs chunk %d: %w (%w)", s.ID, k, errBadChunk, err)
 		}
 		for i, r := range c.Refs {
 			if idx := c.From + int64(i); idx >= s.Cursor && idx < s.Sealed {
@@ -88,7 +91,7 @@ func (st *Store) loadChunks(ctx context.Context, s *Session) error {
 		}
 	}
 	if int64(len(refs)) != s.Sealed-s.Cursor {
-		return fmt.Errorf("session %s: sealed chunks hold %d refs for turns %d..%d", s.ID, len(refs), s.Cursor, s.Sealed-1)
+		return fmt.Errorf("session %s: sealed chunks hold %d refs for turns %d..%d: %w", s.ID, len(refs), s.Cursor, s.Sealed-1, errBadChunk)
 	}
 	s.Turns = append(refs, s.Turns...)
 	return nil

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -110,6 +111,30 @@ func TestResetDue(t *testing.T) {
 		if got := s.ResetDue(at(tt.now)); got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// A checkpoint written before tokens were bounded (a turn with tokens
+// 2^31 was accepted then) still loads, with the count it holds; a count
+// no int can hold is still corrupt.
+func TestOldCheckpointWithHugeTokensLoads(t *testing.T) {
+	s := New("s1")
+	s.AddTurn(HashID("a"), TurnRef{Seq: 3, At: 1763840000000, Tokens: 1 << 31})
+	data, err := s.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode("s1", data)
+	if err != nil {
+		t.Fatalf("a checkpoint with tokens 2^31 does not load: %v", err)
+	}
+	if got.Turns[0].Tokens != 1<<31 {
+		t.Errorf("tokens %d, want 2^31", got.Turns[0].Tokens)
+	}
+	var r TurnRefs
+	raw := base64.RawStdEncoding.EncodeToString([]byte{1, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	if err := json.Unmarshal([]byte(`"`+raw+`"`), &r); err == nil {
+		t.Errorf("a token count of 2^64-1 decoded as %d", r[0].Tokens)
 	}
 }
 

@@ -69,18 +69,43 @@ func (st *Store) Load(ctx context.Context, id string) (*Session, uint64, error) 
 		}
 		s, err := Decode(id, e.Value())
 		if err != nil {
-			return nil, 0, fmt.Errorf("decode checkpoint of session %s (revision %d): %w", id, e.Revision(), err)
+			return nil, 0, &CorruptError{ID: id, Revision: e.Revision(), Data: e.Value(), Err: err}
 		}
 		lastErr = st.loadChunks(ctx, s)
 		if lastErr == nil {
 			return s, e.Revision(), nil
 		}
 		if cur, err := st.kv.Get(ctx, id); err == nil && cur.Revision() == e.Revision() {
-			break // nothing moved: the chunk is really gone
+			// Nothing moved: the chunk is really gone or unreadable (a
+			// read that failed for another reason is worth another try).
+			if errors.Is(lastErr, jetstream.ErrKeyNotFound) || errors.Is(lastErr, errBadChunk) {
+				return nil, 0, &CorruptError{ID: id, Revision: e.Revision(), Data: e.Value(), Err: lastErr}
+			}
+			break
 		}
 	}
 	return nil, 0, lastErr
 }
+
+// ErrCorrupt means a checkpoint exists but cannot be read back: it does not
+// decode, or a sealed chunk it refers to is gone or does not decode.
+// Reading it again will not help; CorruptError says which and holds the
+// stored bytes.
+var ErrCorrupt = errors.New("checkpoint cannot be decoded")
+
+// CorruptError is a checkpoint that cannot be read back (ErrCorrupt).
+type CorruptError struct {
+	ID       string
+	Revision uint64 // the KV revision holding it
+	Data     []byte // the stored value
+	Err      error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("checkpoint of session %s (revision %d) cannot be decoded: %v", e.ID, e.Revision, e.Err)
+}
+
+func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
 
 // Decode reads a checkpoint in the form Encode writes (the KV value). The
 // refs of sealed chunks are not in it: Load reads them from their keys.

@@ -25,15 +25,9 @@ func condenseGist(s string, who names) string {
 		if c == "" {
 			continue
 		}
-		var buf [lowerBufLen]byte
-		lc := c
-		if b, ok := lowerASCII(&buf, c); ok {
-			lc = string(b)
-		} else {
-			lc = strings.ToLower(c)
-		}
-		if i > 0 && (lexicon.get(lc)&(lxStop|lxLightDrop) != 0 && !gistKeep[lc]) &&
-			!(lc == "and" && i+1 < len(words) && upperFirst(words[i-1]) && upperFirst(words[i+1])) &&
+		lx := lexicon.getLower(c)
+		if i > 0 && lx&(lxStop|lxLightDrop) != 0 && lx&lxGistKeep == 0 &&
+			!(lowerEq(c, "and") && i+1 < len(words) && upperFirst(words[i-1]) && upperFirst(words[i+1])) &&
 			!inName(words, i, who) {
 			continue // ("Bob and Carol agreed" keeps its "and"; "PhD A" its "A")
 		}

@@ -712,11 +712,12 @@ func dedup(items []*item, who names) {
 		toks[i] = &sets[len(sets)-1]
 	}
 	spk := make([]string, len(items))
+	subj := make([][]string, len(items)) // subjectOf, computed when first compared
 	for i, it := range items {
 		it.toks = toks[i]
 		spk[i] = it.speaker
 		if it.prev != nil {
-			spk[i] = it.prev.speaker
+			spk[i], subj[i] = it.prev.speaker, it.prev.subj
 		}
 	}
 	for j := range items {
@@ -734,9 +735,13 @@ func dedup(items []*item, who names) {
 			if !nearDupSets(toks[i], toks[j]) {
 				// the same speaker on the same subject with other details
 				// (a number, a place): the newer replaces what changed
-				if items[j].isNew && !items[i].isNew && spk[i] != "" && spk[i] == spk[j] &&
-					sameSubjectToks(toks[i].toks, toks[j].toks) {
-					items[i].drop, items[i].dup = true, true
+				if items[j].isNew && !items[i].isNew && spk[i] != "" && spk[i] == spk[j] {
+					if subj[j] == nil {
+						subj[j] = subjectOf(toks[j].toks)
+					}
+					if sameSubject(subj[i], subj[j]) {
+						items[i].drop, items[i].dup = true, true
+					}
 				}
 				continue
 			}

@@ -353,3 +353,14 @@ func TestCleanSpeech(t *testing.T) {
 		}
 	}
 }
+
+// A note that names its screen itself is labelled once.
+func TestNoteLabelledOnce(t *testing.T) {
+	for _, src := range []string{"screen", "Marco", ""} {
+		got := summarize(t, fold.Request{Turns: turns("Marco: okay sharing now"),
+			Notes: []fold.Note{{Source: src, At: t0.Add(5 * time.Second), Text: "Marco's screen: listing for the beach house at Santa Cruz, sleeps 4, $240 a night."}}})
+		if n := strings.Count(got, "screen"); n != 1 || !strings.Contains(got, "On Marco's screen: listing for the beach house at Santa Cruz") {
+			t.Errorf("source %q: %q", src, got)
+		}
+	}
+}
