@@ -156,6 +156,10 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 		rp.next = streamLast + 1
 		return rp, nil
 	}
+	// Room for every stored event as a turn: no regrowth while building.
+	rp.seqs = make([]uint64, 0, stored)
+	rp.idx.docs = make([]indexDoc, 0, stored)
+	rp.idx.cumLen = make([]int64, 0, stored)
 	if err := s.catchUp(ctx, rp, streamLast); err != nil {
 		return nil, err
 	}
