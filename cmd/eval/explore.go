@@ -129,7 +129,7 @@ type experiment struct {
 }
 
 // explore scores every experiment on one question.
-func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q query, answer map[string]bool) {
+func (x *exploration) explore(m *meeting, aText, bText, summary string, cursor int, q query, answer map[string]bool, sc scoring) {
 	total := len(m.Turns)
 	B := x.budget
 	rankers := map[rankOpts]*ranker{}
@@ -194,6 +194,8 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 		{"excerpt turns clipped to 300 chars around the match", packed(best, with(func(p *packOpts) { p.clip = 300 })), ""},
 		{"excerpt turns clipped to 600 chars around the match", packed(best, with(func(p *packOpts) { p.clip = 600 })), ""},
 		{"labels: one per run of consecutive turns", packed(best, with(func(p *packOpts) { p.groupLabels = true })), ""},
+		{"labels: the service's date and time on every turn", packed(best, with(func(p *packOpts) { p.dateLabels = true })), ""},
+		{"labels: the service's, one per run of consecutive turns", packed(best, with(func(p *packOpts) { p.dateLabels, p.groupLabels = true, true })), ""},
 		{"labels: none (what the time labels cost)", packed(best, with(func(p *packOpts) { p.noLabels = true })), ""},
 		{"query: + 10 feedback terms of the top 5 hits (w 0.3)", func(q query) string {
 			rankers[best] = cmp.Or(rankers[best], newRanker(m.Turns, cursor, best))
@@ -209,6 +211,16 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 		}, ""},
 		{"query: question meta-words dropped", func(q query) string {
 			return pack(m, summary, cursor, hits(best, stripMeta(q.Query)), base)
+		}, ""},
+		// The ceiling of packing: the annotated evidence as the excerpts.
+		{"oracle: evidence turns as excerpts, as many as fit", func(q query) string {
+			var ev []hit
+			for _, sp := range q.Spans {
+				for i := sp[0]; i <= sp[1]; i++ {
+					ev = append(ev, hit{from: i, to: i})
+				}
+			}
+			return pack(m, summary, cursor, ev, with(func(p *packOpts) { p.neighbours = 0 }))
 		}, ""},
 		// The findings together.
 		{"combined: 3-turn passages, feedback terms, run labels", func(q query) string {
@@ -237,9 +249,13 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 		}, offlineSummaryRow},
 		{"summary: the meeting's top words (tf-idf list)", func(query) string { return keywords(m.Turns[:cursor], 1200) }, offlineSummaryRow},
 	}
+	if bText != "" {
+		// The service's own, beside the reference packings.
+		exps = append([]experiment{{"the service's query-aware context (b)", func(query) string { return bText }, ""}}, exps...)
+	}
 	for _, e := range exps {
 		text := e.text(q)
-		r, _ := recall(answer, vocab(text))
+		r, _ := recall(answer, sc.vocab(text))
 		x.add(e.name, m.Name, q.Query, r, runes(text))
 		if e.vs != "" {
 			x.vs[e.name] = e.vs

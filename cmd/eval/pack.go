@@ -26,6 +26,9 @@ type packOpts struct {
 	// groupLabels labels a run of consecutive excerpt turns once (its
 	// first turn's time) instead of every turn; noLabels labels none.
 	groupLabels, noLabels bool
+	// dateLabels labels with the service's full date and time
+	// (client.RecallTimeLayout) instead of "[15:04]".
+	dateLabels bool
 }
 
 // excerptsHeader introduces the recalled turns.
@@ -64,6 +67,9 @@ func pack(m *meeting, summary string, cursor int, hits []hit, o packOpts) string
 		}
 		if o.noLabels || o.groupLabels && picked[i-1] {
 			return l.String()
+		}
+		if o.dateLabels {
+			return "[" + T0.Add(turnGap*time.Duration(i)).Format(client.RecallTimeLayout) + "] " + l.String()
 		}
 		return excerptLineOf(i, l)
 	}

@@ -20,6 +20,8 @@ const (
 	mTruncB     = "d_truncation_b"
 	mTranscript = "e_transcript"
 	mEvidence   = "f_evidence"
+	// mNoMemories is (b) without its memory lines: what the memories add.
+	mNoMemories = "b_without_memories"
 )
 
 var measureKeys = []string{mContext, mQuery, mSummary, mTruncA, mTruncB, mTranscript, mEvidence}
@@ -49,6 +51,7 @@ type results struct {
 	Data        string   `json:"data"`
 	Budget      int      `json:"budget_chars"`
 	RecallTurns int      `json:"recall_turns,omitempty"`
+	ScoreStem   bool     `json:"score_stem,omitempty"`
 	Recent      int      `json:"recent_window"`
 	Batch       int      `json:"batch"`
 	SummaryMax  int      `json:"max_summary_chars"`
@@ -105,14 +108,16 @@ type queryResult struct {
 	EvidenceEnd  int                `json:"evidence_end"`
 	Recall       map[string]float64 `json:"recall"`
 	Chars        map[string]int     `json:"chars"`
-	// Recalled is how many earlier turns and memories (b) packed, and
-	// RecallDropped how many best matches did not fit.
-	Recalled      int `json:"recalled,omitempty"`
-	RecallDropped int `json:"recall_dropped,omitempty"`
+	// What (b) recalled: matching turns, their neighbours, memories; and
+	// how many best matches did not fit.
+	RecalledTurns      int `json:"recalled_turns,omitempty"`
+	RecalledNeighbours int `json:"recalled_neighbours,omitempty"`
+	RecalledMemories   int `json:"recalled_memories,omitempty"`
+	RecallDropped      int `json:"recall_dropped,omitempty"`
 }
 
 func newResults(o opts, w fold.Window) *results {
-	res := &results{Data: o.data, Budget: o.budget, RecallTurns: o.recallTurns, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
+	res := &results{Data: o.data, Budget: o.budget, RecallTurns: o.recallTurns, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
 		Summarizer: "offline", took: map[string][]time.Duration{}}
 	if o.explore {
 		res.explore = newExploration(o.budget)
@@ -128,7 +133,7 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		return err
 	}
 	mr := &meetingResult{Name: m.Name, Turns: len(m.Turns), Queries: len(m.Queries) + m.Skipped,
-		Cursor: base.ctx.Cursor, WindowStart: base.ctx.TotalTurns}
+		Cursor: base.ctx.Cursor, WindowStart: base.ctx.TotalTurns, Scored: []queryResult{}}
 	if len(base.ctx.Turns) > 0 {
 		mr.WindowStart = base.ctx.Turns[0].Index
 	}
@@ -144,7 +149,7 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		if !q.leftWindow(int(mr.WindowStart)) || runes(q.Query) > client.MaxContextQueryChars {
 			continue
 		}
-		answer := contentWords(q.Answer)
+		answer := o.scoring.answer(q.Answer)
 		if len(answer) == 0 {
 			continue
 		}
@@ -172,7 +177,20 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 			res.took[key] = append(res.took[key], b.took)
 			texts[mQuery] = b.ctx.Prompt()
 			texts[mTruncB] = m.truncation(total, runes(texts[mQuery]))
-			qr.Recalled, qr.RecallDropped = len(b.ctx.Recalled), b.ctx.RecallDropped
+			qr.RecallDropped = b.ctx.RecallDropped
+			without := *b.ctx
+			without.Recalled = slices.DeleteFunc(slices.Clone(b.ctx.Recalled), func(it client.RecalledItem) bool { return it.Kind == client.RecalledMemory })
+			texts[mNoMemories] = without.Prompt()
+			for _, it := range b.ctx.Recalled {
+				switch {
+				case it.Kind == client.RecalledMemory:
+					qr.RecalledMemories++
+				case it.Neighbour:
+					qr.RecalledNeighbours++
+				default:
+					qr.RecalledTurns++
+				}
+			}
 		}
 		texts[mSummary] = ""
 		if a.ctx.Summary != nil {
@@ -181,12 +199,12 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		texts[mTranscript] = transcript
 		texts[mEvidence] = m.evidence(q)
 		for k, text := range texts {
-			qr.Recall[k], _ = recall(answer, vocab(text))
+			qr.Recall[k], _ = recall(answer, o.scoring.vocab(text))
 			qr.Chars[k] = runes(text)
 		}
 		mr.Scored = append(mr.Scored, qr)
 		if res.explore != nil {
-			res.explore.explore(m, texts[mContext], texts[mSummary], int(base.ctx.Cursor), q, answer)
+			res.explore.explore(m, texts[mContext], texts[mQuery], texts[mSummary], int(base.ctx.Cursor), q, answer, o.scoring)
 		}
 	}
 	res.Scored += len(mr.Scored)
@@ -246,7 +264,11 @@ func (res *results) print(w io.Writer, verbose bool) {
 		writeln(w, "query-aware context: recall_turns %d", res.RecallTurns)
 	}
 	writeln(w, "questions: %d specific, %d scored (evidence entirely before the verbatim window)", res.Queries, res.Scored)
-	writeln(w, "answer-word recall: share of the reference answer's distinct content words (lower-cased, NLTK stop words removed, no stemming) found in the context")
+	stemming := "no stemming"
+	if res.ScoreStem {
+		stemming = "words light-stemmed (-score-stem)"
+	}
+	writeln(w, "answer-word recall: share of the reference answer's distinct content words (lower-cased, NLTK stop words removed, %s) found in the context", stemming)
 	writeln(w, "")
 	writeln(w, "%-48s %8s %10s", "context", "recall", "chars")
 	for _, k := range measureKeys {
@@ -259,6 +281,21 @@ func (res *results) print(w io.Writer, verbose bool) {
 	}
 	if b, ok := res.Recall[mQuery]; ok && res.Recall[mTruncB] > 0 {
 		writeln(w, "%-48s %8.2f", "(b) / (d) of the same size", b/res.Recall[mTruncB])
+	}
+	if res.QueryAware && res.Scored > 0 {
+		var t, nb, mem, drop int
+		for _, m := range res.PerMeeting {
+			for _, q := range m.Scored {
+				t, nb, mem, drop = t+q.RecalledTurns, nb+q.RecalledNeighbours, mem+q.RecalledMemories, drop+q.RecallDropped
+			}
+		}
+		n := float64(res.Scored)
+		writeln(w, "(b) recalled per question: %.1f matching turns, %.1f neighbours, %.1f memories; %.1f matches did not fit",
+			float64(t)/n, float64(nb)/n, float64(mem)/n, float64(drop)/n)
+		if v, ok := res.Recall[mNoMemories]; ok && mem > 0 {
+			writeln(w, "(b) without its memory lines: recall %.3f, %.0f chars (the memories add %+.3f for %.0f chars)",
+				v, res.Chars[mNoMemories], res.Recall[mQuery]-v, res.Chars[mQuery]-res.Chars[mNoMemories])
+		}
 	}
 	if !res.QueryAware {
 		writeln(w, "(b): n/a, the service ignores the \"query\" field (no query-aware packing yet)")

@@ -185,8 +185,8 @@ func addConnFlags(fs *flag.FlagSet, o *options, url, urlUsage string) {
 	fs.StringVar(&o.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server's TLS")
 	fs.StringVar(&o.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS mTLS")
 	fs.StringVar(&o.natsTLSKey, "nats-tls-key", "", "client key for NATS mTLS")
+	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of this client's reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
 	fs.StringVar(&o.prefix, "prefix", "fold", "subject prefix")
-	fs.StringVar(&o.inboxPrefix, "inbox-prefix", "", "subject prefix of reply inboxes instead of _INBOX, e.g. _INBOX_processor: the shipped auth configs let each user read replies only under _INBOX_<user> (nats/README.md)")
 }
 
 // addStoreFlag declares the embedded nats-server's store directory.

@@ -19,9 +19,10 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/fold/offline"
 	"github.com/foldstream/foldstream/internal/fold/openai"
+	"github.com/foldstream/foldstream/internal/fold/prompt"
 	"github.com/foldstream/foldstream/internal/partition"
 	"github.com/foldstream/foldstream/internal/processor"
-	"github.com/foldstream/foldstream/internal/prompt"
+	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/foldstream/foldstream/internal/tokens"
@@ -242,9 +243,12 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 	if e.fnc, e.fjs, err = connect(o, e.ns, "foldstream-processor-folds", log); err != nil {
 		return err
 	}
+	// One breaker for the summarizer's endpoint, shared by every engine of
+	// this process and reported by /healthz.
+	breaker := retry.NewBreaker(retry.BreakerConfig{Endpoint: sum.Name(), OpenFor: cfg.BreakerOpenFor, MaxOpenFor: cfg.BreakerMaxOpenFor}, log)
 	deps := processor.Deps{
 		JS: e.js, FoldJS: e.fjs, Layout: e.layout, Store: store, Summarizer: sum, Tokens: counter,
-		Log: log, Clock: processor.SystemClock{}, Registry: reg,
+		Log: log, Clock: processor.SystemClock{}, Registry: reg, Breaker: breaker,
 	}
 	var (
 		runner interface {
@@ -263,7 +267,7 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 		}
 		runner = p
 	}
-	stopMetrics, addr, err := serveMetrics(o.metricsAddr, reg, e.nc, log)
+	stopMetrics, addr, err := serveMetrics(o.metricsAddr, reg, e.nc, breaker.Health, log)
 	if err != nil {
 		return err
 	}
@@ -349,8 +353,11 @@ func defaultInstanceID() string {
 
 // serveMetrics serves /metrics and /healthz on addr until the returned
 // stop is called; it returns the address it listens on ("" when addr is
-// empty).
-func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log zerolog.Logger) (func(), string, error) {
+// empty). /healthz answers 503 when the NATS connection is down, and 503
+// "degraded: <reason>" while the summarizer refuses every request (its
+// breaker is open: a wrong key, a missing model), so that a deployment that
+// cannot fold says so.
+func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, health func() (bool, string), log zerolog.Logger) (func(), string, error) {
 	if addr == "" {
 		return func() {}, "", nil
 	}
@@ -363,6 +370,10 @@ func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log zero
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if nc.Status() != nats.CONNECTED {
 			http.Error(w, "nats: "+strings.ToLower(nc.Status().String()), http.StatusServiceUnavailable)
+			return
+		}
+		if ok, reason := health(); !ok {
+			http.Error(w, "degraded: "+reason, http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

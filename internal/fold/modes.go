@@ -106,9 +106,7 @@ func DefaultPolicy() Policy {
 // Validate reports a policy that cannot work, naming the setting.
 func (p Policy) Validate() error {
 	t := p.Tokens
-	switch p.Mode {
-	case ModeWindow, ModeEvict, ModeInterval, ModeTokens:
-	default:
+	if _, ok := rules[p.Mode]; !ok {
 		return fmt.Errorf("mode: expected window, evict, interval or tokens, got %q", p.Mode)
 	}
 	switch {
@@ -143,12 +141,6 @@ func (p Policy) Validate() error {
 	}
 	return nil
 }
-
-// Summarizes reports whether the mode calls a summarizer.
-func (p Policy) Summarizes() bool { return p.Mode != ModeEvict }
-
-// CountsTokens reports whether the mode's trigger needs token counts.
-func (p Policy) CountsTokens() bool { return p.Mode == ModeTokens || p.Mode == ModeEvict }
 
 // DefaultReserveTokens is seed 004's reserve for the answer.
 const DefaultReserveTokens = 16384
@@ -193,45 +185,65 @@ func (t TokenPolicy) keepTokens() int {
 	return t.ContextWindow / 5
 }
 
+// Rule is one mode's logic: when a session's context must shrink and how
+// far. Each mode is one file (mode_<name>.go) holding its Rule; rules
+// lists them. Policy.Plan puts the gates every mode shares around it.
+type Rule interface {
+	// Trigger fills d's Cause, and in the token modes its Estimate and
+	// Limit, and reports whether the session is over its threshold now.
+	// d.RecentStart starts at the cursor; a rule may move it.
+	Trigger(p Policy, c Check, d *Decision) bool
+	// KeepFrom is the first turn kept verbatim when a fold goes ahead:
+	// [c.Cursor, KeepFrom) leaves the window (before tool exchanges at the
+	// boundary are kept whole).
+	KeepFrom(p Policy, c Check, d Decision) int64
+	// Action is what leaving the window means: ActionFold or ActionEvict.
+	Action() Action
+	// Summarizes: calls a summarizer. CountsTokens: needs token counts.
+	Summarizes() bool
+	CountsTokens() bool
+}
+
+// planner is implemented by a rule that decides everything itself (mode
+// window: seed 000's exact arithmetic, gates included).
+type planner interface {
+	Plan(p Policy, c Check) Decision
+}
+
+// rules are the modes. A new mode is its file and its line here (and its
+// name in events, where the wire contract lists the modes).
+var rules = map[Mode]Rule{
+	ModeWindow:   windowRule{},
+	ModeEvict:    evictRule{},
+	ModeInterval: intervalRule{},
+	ModeTokens:   tokensRule{},
+}
+
+// rule is p's mode's Rule; an unset mode is window.
+func (p Policy) rule() Rule {
+	if r, ok := rules[p.Mode]; ok {
+		return r
+	}
+	return windowRule{}
+}
+
+// Summarizes reports whether the mode calls a summarizer.
+func (p Policy) Summarizes() bool { return p.rule().Summarizes() }
+
+// CountsTokens reports whether the mode's trigger needs token counts.
+func (p Policy) CountsTokens() bool { return p.rule().CountsTokens() }
+
 // Plan decides, for the session described by c, whether anything leaves
 // the verbatim window now and which turns. Every mode shares the gates of
 // seed 000 (disabled, ending, a fold in flight, a failure backoff) and
 // reports skips with the same reasons.
 func (p Policy) Plan(c Check) Decision {
-	if p.Mode == ModeWindow || p.Mode == "" {
-		d := p.Window.Evaluate(c)
-		if d.Fold {
-			d.Action = ActionFold
-			d.Cause = CauseWindow
-			if c.Force {
-				d.Cause = CauseForced
-			}
-		}
-		return d
+	r := p.rule()
+	if pl, ok := r.(planner); ok {
+		return pl.Plan(p, c)
 	}
 	d := Decision{RecentStart: c.Cursor}
-	var over bool
-	switch p.Mode {
-	case ModeInterval:
-		d.Cause = CauseInterval
-		keep := int64(p.Interval.KeepRecent)
-		d.RecentStart = max(c.Cursor, c.Total-keep)
-		over = c.Exchanges >= p.Interval.Exchanges && c.Total-c.Cursor > keep
-	case ModeTokens, ModeEvict:
-		t := p.Tokens
-		d.Estimate = max(c.SummaryTokens+c.UnfoldedTokens, c.ReportedContext)
-		d.Limit = t.Trigger()
-		d.Cause = CauseThreshold
-		if p.Mode == ModeTokens {
-			if e := t.Emergency(); e < d.Limit {
-				d.Limit, d.Cause = e, CauseEmergency
-			}
-			if c.Idle && t.IdleAfter > 0 && d.Estimate > t.Idle() && d.Estimate <= d.Limit {
-				d.Limit, d.Cause = t.Idle(), CauseIdle
-			}
-		}
-		over = d.Estimate > d.Limit
-	}
+	over := r.Trigger(p, c, &d)
 	if c.Force {
 		over = true
 		d.Cause = CauseForced
@@ -253,15 +265,7 @@ func (p Policy) Plan(c Check) Decision {
 		d.Reason = SkipRetryBackoff
 		return d
 	}
-	var to int64
-	switch p.Mode {
-	case ModeInterval:
-		to = d.RecentStart
-	case ModeTokens:
-		to = c.Total - p.keepTail(c)
-	case ModeEvict:
-		to = p.evictTo(c, d.Estimate)
-	}
+	to := r.KeepFrom(p, c, d)
 	// These modes end the fold where the kept tail starts, so a tool
 	// exchange at the boundary stays verbatim whole (the fold shrinks).
 	to = c.pairedEnd(c.Cursor, max(c.Cursor, to), max(c.Cursor, to))
@@ -272,43 +276,9 @@ func (p Policy) Plan(c Check) Decision {
 		return d
 	}
 	d.Fold = true
-	d.Action = ActionFold
-	if p.Mode == ModeEvict {
-		d.Action = ActionEvict
-	}
+	d.Action = r.Action()
 	d.From, d.To = c.Cursor, d.RecentStart
 	return d
-}
-
-// keepTail is the number of newest unfolded turns kept verbatim in mode
-// tokens: those whose tokens fit the keep budget, and never fewer than
-// KeepRecentMessages (seed 003: the larger of the two).
-func (p Policy) keepTail(c Check) int64 {
-	n := c.Total - c.Cursor
-	budget := p.Tokens.keepTokens()
-	var kept int64
-	for i := n - 1; i >= 0; i-- {
-		budget -= c.turnTokens(int(i))
-		if budget < 0 {
-			break
-		}
-		kept++
-	}
-	return min(n, max(kept, int64(p.Tokens.KeepRecentMessages)))
-}
-
-// evictTo is the first turn kept in mode evict: drop the oldest turns until
-// the estimate is at most TargetUtilization of the window, keeping at least
-// MinKeepMessages (seed 001).
-func (p Policy) evictTo(c Check, estimate int) int64 {
-	target := int(p.Evict.TargetUtilization * float64(p.Tokens.ContextWindow))
-	last := c.Total - int64(p.Evict.MinKeepMessages) // evict below this at most
-	to := c.Cursor
-	for to < last && estimate > target {
-		estimate -= c.turnTokens(int(to - c.Cursor))
-		to++
-	}
-	return to
 }
 
 func (c Check) turnTokens(i int) int {

@@ -142,3 +142,25 @@ func TestReserveFollowsTheWindow(t *testing.T) {
 		t.Errorf("an explicit reserve: trigger %d, want 127000", got)
 	}
 }
+
+// Every mode is a rule, and what a rule says of itself agrees: a mode
+// that does not summarize evicts.
+func TestEveryModeIsARule(t *testing.T) {
+	for _, m := range []Mode{ModeWindow, ModeEvict, ModeInterval, ModeTokens} {
+		r, ok := rules[m]
+		if !ok {
+			t.Fatalf("mode %s has no rule", m)
+		}
+		if r.Summarizes() != (r.Action() == ActionFold) {
+			t.Errorf("mode %s: summarizes %v but its action is %v", m, r.Summarizes(), r.Action())
+		}
+		p := DefaultPolicy()
+		p.Mode = m
+		if err := p.Validate(); err != nil {
+			t.Errorf("mode %s with the defaults: %v", m, err)
+		}
+	}
+	if len(rules) != 4 {
+		t.Errorf("%d rules, want the 4 modes", len(rules))
+	}
+}

@@ -85,6 +85,13 @@ type Config struct {
 	// at RetryBackoffMax) before the next trigger may retry.
 	RetryBackoff    time.Duration
 	RetryBackoffMax time.Duration
+	// BreakerOpenFor and BreakerMaxOpenFor time the summarizer's circuit
+	// breaker (retry.Breaker) when Deps has none: after an error no retry
+	// can fix (auth, model not found, a run of bad requests) model calls
+	// stop for BreakerOpenFor (default 1m), then one probe call goes; each
+	// failed probe doubles the wait up to BreakerMaxOpenFor (default 30m).
+	BreakerOpenFor    time.Duration
+	BreakerMaxOpenFor time.Duration
 	// IdleCompact packs a session that has had no event for this long and
 	// has nothing pending (no unwritten change, unacknowledged message or
 	// fold in flight) into its compact idle form: its cached turn payloads

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -15,7 +16,11 @@ import (
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testlog"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 )
 
 // modelRig is the rig with crashtest's Model behind the real go-openai
@@ -321,5 +326,103 @@ func TestInterruptedFoldIsResumedWithoutNewEvents(t *testing.T) {
 	r.waitSettled("s1", 11, 4)
 	for _, p := range crashtest.Verify(ctx, r.env(), m, crashtest.Expect{Session: "s1", Turns: 11, Recent: 6, Batch: 4, MaxSummaryChars: 1200}) {
 		t.Error(p)
+	}
+}
+
+// Issue 15 item 7: with a wrong API key every fold failed with retryable
+// false and was retried at the normal backoff for as long as the key was
+// wrong, and nothing said that the deployment was broken. Now the first 401
+// opens the summarizer's breaker: the model is not called again however
+// often sessions come due, Health (the /healthz of cmd/processor) says why,
+// the breaker gauge says open, one error log says so; once the key is
+// fixed a compact control probes at once and every session folds.
+func TestWrongKeyStopsModelCallsUntilFixed(t *testing.T) {
+	r := newRig(t)
+	var logs testlog.Buffer
+	r.breaker = retry.NewBreaker(retry.BreakerConfig{Endpoint: "openai", OpenFor: time.Hour}, zerolog.New(&logs))
+	r.reg = prometheus.NewRegistry()
+	r.llm.RequireKey("rotated") // the deployment still sends "k": every call is answered 401
+	p, _ := r.start(Config{RetryBackoffMax: 100 * time.Millisecond})
+	sessions := []string{"key-1", "key-2", "key-3"}
+	for _, s := range sessions {
+		r.turns(s, 61) // each has a fold due
+	}
+	r.eventually("the breaker opens", func() bool { ok, _ := p.Health(); return !ok })
+	for _, s := range sessions {
+		r.eventually(s+" applied, no fold in flight", func() bool { c := r.checkpoint(s); return c.Total == 61 && c.Lease == nil })
+	}
+	calls := r.llm.Calls()
+	if calls == 0 || calls > len(sessions) {
+		t.Fatalf("%d model calls before the breaker opened, want 1..%d (one per fold that had started)", calls, len(sessions))
+	}
+	// Sessions keep coming due (their backoff is 100ms): every check is
+	// refused by the breaker without a model call.
+	skipped := p.m.skips.WithLabelValues(string(fold.SkipRetryBackoff))
+	base := testutil.ToFloat64(skipped)
+	r.eventually("due checks refused", func() bool { return testutil.ToFloat64(skipped) >= base+15 })
+	if got := r.llm.Calls(); got != calls {
+		t.Fatalf("the model was called %d more times while the breaker was open", got-calls)
+	}
+	ok, reason := p.Health()
+	if ok || !strings.Contains(reason, "auth (status 401)") || !strings.Contains(reason, "openai") {
+		t.Fatalf("health %v %q: want degraded, naming the endpoint and the auth failure", ok, reason)
+	}
+	if got := testutil.ToFloat64(p.m.breakerState); got != float64(retry.BreakerOpen) {
+		t.Fatalf("breaker gauge %v, want %d (open)", got, retry.BreakerOpen)
+	}
+	if n := bytes.Count(logs.Bytes(), []byte(`"event":"summarizer_unavailable"`)); n != 1 {
+		t.Fatalf("%d summarizer_unavailable logs for one outage, want 1", n)
+	}
+	var sawAuth bool
+	for _, s := range sessions {
+		for _, e := range lifecycleOf(r.lifecycle(s), events.EventCompactionFailed) {
+			sawAuth = sawAuth || e.ErrorClass == string(retry.Auth) && e.Retryable != nil && !*e.Retryable
+		}
+	}
+	if !sawAuth {
+		t.Fatal("no compaction_failed with error class auth, retryable false")
+	}
+
+	// The key is fixed; a compact control retries at once (no waiting for
+	// the hour-long probe), and the other sessions follow.
+	r.llm.RequireKey("k")
+	r.control(sessions[0], events.OpCompact, nil)
+	for _, s := range sessions {
+		r.waitSettled(s, 61, 10)
+	}
+	if ok, reason := p.Health(); !ok {
+		t.Fatalf("still degraded after the fix: %s", reason)
+	}
+	if got := testutil.ToFloat64(p.m.breakerState); got != float64(retry.BreakerClosed) {
+		t.Fatalf("breaker gauge %v after the fix, want 0", got)
+	}
+	if n := bytes.Count(logs.Bytes(), []byte(`"event":"summarizer_available"`)); n != 1 {
+		t.Fatalf("%d summarizer_available logs, want 1", n)
+	}
+}
+
+// While the breaker is open a session past its emergency threshold (mode
+// tokens) still folds, with seed 004's placeholder, which needs no model:
+// its context stays bounded and the endpoint is not called again.
+func TestOpenBreakerFoldsEmergencyWithAPlaceholder(t *testing.T) {
+	r := newRig(t)
+	r.breaker = retry.NewBreaker(retry.BreakerConfig{Endpoint: "openai", OpenFor: time.Hour}, r.log)
+	r.llm.RequireKey("rotated")
+	p, _ := r.start(Config{Mode: fold.ModeTokens, RetryBackoffMax: 100 * time.Millisecond,
+		Tokens: fold.TokenPolicy{ContextWindow: 4000, ReserveTokens: 400, KeepRecentTokens: 400, KeepRecentMessages: 2}})
+	r.sizedTurns("em", 0, 33, 100) // 3300 tokens, over the emergency fraction 0.8 × 4000
+	s := r.waitSettled("em", 33, 29)
+	if !strings.Contains(s.Summary, "Summary unavailable") {
+		t.Fatalf("placeholder summary: %q", s.Summary)
+	}
+	if ok, _ := p.Health(); ok {
+		t.Fatal("the breaker closed without an answer")
+	}
+	if n := r.llm.Calls(); n != 1 {
+		t.Fatalf("%d model calls, want 1 (the one that opened the breaker)", n)
+	}
+	done := lifecycleOf(r.lifecycle("em"), events.EventCompactionCompleted)
+	if len(done) != 1 || done[0].Tier != string(fold.TierPlaceholder) {
+		t.Fatalf("completed %+v; want one placeholder fold", done)
 	}
 }

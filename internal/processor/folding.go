@@ -45,6 +45,11 @@ type foldJob struct {
 	final      bool // the end-of-session fold: archive once it lands
 	// placeholderOK allows seed 004's tier 3 if the summarizer fails.
 	placeholderOK bool
+	// probe: this fold's model call is the summarizer breaker's probe.
+	probe bool
+	// placeholderOnly: the breaker is open and the session is past its
+	// emergency threshold: tier 3 without calling the model.
+	placeholderOnly bool
 }
 
 type foldResult struct {
@@ -186,6 +191,26 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 			Msg("fewer unfolded turns held than the batch needs; skipping fold")
 		return
 	}
+	// While the summarizer's endpoint refuses every request, no fold calls
+	// it: the session backs off (retry_backoff) until a probe is due, and
+	// at most RetryBackoffMax, so that it folds soon after the breaker
+	// closes. A compact control probes at once. A session past its
+	// emergency threshold (mode tokens) folds with seed 004's placeholder
+	// instead, which needs no model: its context must not overflow while
+	// the endpoint is down.
+	ok, probe, retryAt := p.breaker.Begin(now, d.Cause == fold.CauseForced)
+	placeholderOnly := !ok && pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency
+	if !ok && !placeholderOnly {
+		d.Fold, d.Action, d.Reason = false, fold.ActionNone, fold.SkipRetryBackoff
+		sh.skip(ls, pol, d, trigger)
+		s.RetryAfter = now.Add(p.cfg.RetryBackoffMax)
+		if retryAt.Before(s.RetryAfter) {
+			s.RetryAfter = retryAt
+		}
+		sh.markDirty(ls)
+		sh.wake[s.ID] = s.RetryAfter
+		return
+	}
 	if !ls.due {
 		if err := p.store.MarkDue(s.ID); err != nil {
 			p.log.Warn().Err(err).Str("event", "due_mark_failed").Str("session", s.ID).Msg("could not mark the session due; an interrupted fold resumes on its next event")
@@ -210,7 +235,7 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 		// Seed 004's tier 3: a session past its emergency threshold whose
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency && s.Failures >= 2,
-		summarySeq:    s.SummarySeq, epoch: s.Epoch,
+		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
 		prev: s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
@@ -262,6 +287,12 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 // the engine's budget policy. It touches no session state.
 func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	r := foldResult{job: job}
+	called := false // the summarizer was called, and the breaker told
+	defer func() {
+		if job.probe && !called {
+			p.breaker.Release() // the next fold probes instead
+		}
+	}()
 	select {
 	case p.slots <- struct{}{}:
 		defer func() { <-p.slots }()
@@ -314,6 +345,14 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 			answers = p.asker.Ask(ctx, job.session, req.From, req.To, p.cfg.ContextSources)
 		}
 	}
+	if job.placeholderOnly {
+		p.log.Warn().Str("event", "compaction_placeholder").Str("session", job.session).Str("fold_id", job.foldID).
+			Msg("summarizer unavailable (breaker open) past the emergency threshold; folding with a placeholder (seed 004 tier 3)")
+		r.out = fold.Placeholder(req.PreviousSummary, req.Turns, req.Notes, job.window.MaxSummaryChars)
+		r.sumToks = p.tokens.Count(r.out.Summary)
+		r.summarized = time.Now()
+		return r
+	}
 	switch pol.Mode {
 	case fold.ModeTokens:
 		r.out, r.err = fold.SummarizeChunked(ctx, p.sum, req, fold.ChunkOptions{
@@ -322,6 +361,8 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	default:
 		r.out, r.err = fold.Summarize(ctx, p.sum, req)
 	}
+	called = true
+	p.breaker.Record(p.clock.Now(), r.err, job.probe)
 	if r.err != nil && job.placeholderOK && ctx.Err() == nil {
 		p.log.Warn().Err(r.err).Str("event", "compaction_placeholder").Str("session", job.session).Str("fold_id", job.foldID).
 			Msg("summarizer failed again past the emergency threshold; folding with a placeholder (seed 004 tier 3)")
@@ -559,9 +600,16 @@ func (sh *shard) failed(ls *live, r foldResult, latency time.Duration) {
 	switch {
 	case canceled:
 	case r.model:
-		// A failing model backs off exponentially so it is not hammered.
+		// A failing model backs off exponentially so it is not hammered;
+		// an error that repeats until someone changes something (auth, bad
+		// request, not found) waits the longest at once. When the whole
+		// endpoint refuses, the breaker (runFold reported to it) stops
+		// every session's calls.
 		s.Failures++
 		backoff := p.cfg.RetryBackoff << min(s.Failures-1, 16)
+		if retry.Persistent(re.Class) {
+			backoff = p.cfg.RetryBackoffMax
+		}
 		s.RetryAfter = p.clock.Now().Add(min(backoff, p.cfg.RetryBackoffMax))
 	default:
 		// NATS trouble (a leader election, a lost route) is short-lived:

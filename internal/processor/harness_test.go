@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -45,6 +46,10 @@ type rig struct {
 	// the test creates.
 	url      string
 	replicas int
+	// Optional deps for start: a metrics registry and the summarizer's
+	// breaker (nil: the processor's own).
+	reg     prometheus.Registerer
+	breaker *retry.Breaker
 }
 
 func newRig(t *testing.T) *rig {
@@ -93,7 +98,8 @@ func (r *rig) start(cfg Config) (*Processor, func()) {
 	if cfg.FoldTimeout == 0 {
 		cfg.FoldTimeout = 10 * time.Second
 	}
-	p, err := New(cfg, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log, Clock: SystemClock{}})
+	p, err := New(cfg, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log, Clock: SystemClock{},
+		Registry: r.reg, Breaker: r.breaker})
 	if err != nil {
 		r.t.Fatal(err)
 	}

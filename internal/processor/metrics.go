@@ -1,7 +1,10 @@
 package processor
 
 import (
+	"sync/atomic"
+
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -28,6 +31,11 @@ type metrics struct {
 	sumTokens   *prometheus.CounterVec // by kind: input, output (provider-reported)
 	foldedToks  prometheus.Counter
 	memories    prometheus.Counter
+	// breaker is the summarizer's breaker, read by the breaker gauges (one
+	// per process: the engines of one process share it).
+	breaker      atomic.Pointer[retry.Breaker]
+	breakerState prometheus.GaugeFunc
+	breakerOpens prometheus.CounterFunc
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -53,12 +61,29 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		quarantined: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "checkpoints_quarantined_total", Help: "Session checkpoints that could not be decoded: kept on the dead-letter stream and rebuilt from the streams."}),
 		rewinds:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "consumer_rewinds_total", Help: "Times the consumer was re-attached at the ack floor after a state error."}),
 	}
+	m.breakerState = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "foldstream", Name: "summarizer_breaker_state",
+		Help: "The summarizer's circuit breaker: 0 closed (calls go through), 1 open (the endpoint refused with an error no retry fixes: auth, model not found, repeated bad requests; no calls), 2 half-open (one probe call)."},
+		func() float64 {
+			if b := m.breaker.Load(); b != nil {
+				return float64(b.State())
+			}
+			return 0
+		})
+	m.breakerOpens = prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "foldstream", Name: "summarizer_breaker_opened_total",
+		Help: "Times the summarizer's circuit breaker opened."},
+		func() float64 {
+			if b := m.breaker.Load(); b != nil {
+				return float64(b.Opens())
+			}
+			return 0
+		})
 	m.applied = map[string]prometheus.Counter{}
 	for _, kind := range []string{events.KindTurn, events.KindNote, events.KindControl} {
 		m.applied[kind] = m.events.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.deadLetters, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered, m.quarantined)
+		reg.MustRegister(m.events, m.rejected, m.deadLetters, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.sumTokens, m.foldedToks, m.memories, m.recovered, m.quarantined,
+			m.breakerState, m.breakerOpens)
 	}
 	return m
 }

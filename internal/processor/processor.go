@@ -14,6 +14,7 @@ import (
 	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/foldstream/foldstream/internal/tokens"
 	"github.com/nats-io/nats.go"
@@ -39,6 +40,10 @@ type Deps struct {
 	Log        zerolog.Logger
 	Clock      Clock
 	Registry   prometheus.Registerer
+	// Breaker guards the summarizer's endpoint (one per endpoint: a process
+	// with several engines passes the same one to each, and serves its
+	// Health). Nil makes one from Config's Breaker* settings.
+	Breaker *retry.Breaker
 	// Shared, when set, holds the metrics and the fold slots of several
 	// engines in one process (one per owned partition); Registry is then
 	// unused.
@@ -75,10 +80,13 @@ type Processor struct {
 	store  *state.Store
 	foldJS jetstream.JetStream // the fold path's publishes (Deps.FoldJS)
 	sum    fold.Summarizer
-	tokens TokenCounter
-	log    zerolog.Logger
-	clock  Clock
-	m      *metrics
+	// breaker stops model calls while the endpoint refuses every request
+	// (folding.go: startFold asks it, runFold reports to it).
+	breaker *retry.Breaker
+	tokens  TokenCounter
+	log     zerolog.Logger
+	clock   Clock
+	m       *metrics
 
 	policy fold.Policy // the deployment's; sessions may override it
 	asker  *contextsource.Asker
@@ -147,8 +155,19 @@ func New(cfg Config, d Deps) (*Processor, error) {
 	} else {
 		p.m, p.slots, p.mem = newMetrics(d.Registry), make(chan struct{}, cfg.MaxConcurrentFolds), new(memRelease)
 	}
+	p.breaker = d.Breaker
+	if p.breaker == nil {
+		p.breaker = retry.NewBreaker(retry.BreakerConfig{
+			Endpoint: d.Summarizer.Name(), OpenFor: cfg.BreakerOpenFor, MaxOpenFor: cfg.BreakerMaxOpenFor,
+		}, d.Log)
+	}
+	p.m.breaker.Store(p.breaker)
 	return p, nil
 }
+
+// Health reports whether the summarizer is usable, and why not (its
+// breaker is open: the endpoint refuses every request).
+func (p *Processor) Health() (ok bool, reason string) { return p.breaker.Health() }
 
 // Abort makes a running engine land nothing more: in-flight folds are
 // cancelled now (their leases are cleared, nothing moves), where a plain

@@ -292,7 +292,9 @@ func TestRestartContinuesWithoutLossOrRefold(t *testing.T) {
 }
 
 // A fold that fails keeps the summary and the cursor, reports its class,
-// and is retried after its backoff even if the session sends nothing more.
+// and is retried after its backoff even if the session sends nothing more
+// (a bad request, which no retry fixes soon, waits RetryBackoffMax; one
+// alone does not open the summarizer's breaker).
 func TestFailedFoldMovesNothing(t *testing.T) {
 	r := newRig(t)
 	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply {
@@ -301,7 +303,7 @@ func TestFailedFoldMovesNothing(t *testing.T) {
 		}
 		return openaitest.OK(echoSummary(req))
 	})
-	r.start(Config{RetryBackoff: 100 * time.Millisecond})
+	r.start(Config{RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 300 * time.Millisecond})
 	r.turns("s1", 71)
 	s := r.waitSettled("s1", 71, 20) // no new turn: the retry comes from the backoff timer
 	if s.Version != 2 || s.Summary != "Alice and Bob discussed messages 010 to 019." {

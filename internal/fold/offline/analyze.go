@@ -247,27 +247,19 @@ func factSignals(words []string, who names) (numbers, dates int, self, commit bo
 		if c == "" {
 			continue
 		}
-		var buf [lowerBufLen]byte
-		lc := c
-		if b, ok := lowerASCII(&buf, c); ok {
-			lc = string(b)
-		} else {
-			lc = strings.ToLower(c)
-		}
-		switch {
-		case hasDigit(c):
-			numbers++
-		case numberWords[lc]:
+		lx := lexicon.getLower(c) // (one lookup for every class, without lowercasing)
+		if lx&lxNumber != 0 || hasDigit(c) {
 			numbers++
 		}
-		if calendarWords[lc] || lc == "am" && i > 0 && hasDigit(words[i-1]) || lc == "pm" || lc == "o'clock" {
+		if lx&lxCalendar != 0 || lowerEq(c, "pm") || lowerEq(c, "o'clock") ||
+			lowerEq(c, "am") && i > 0 && hasDigit(words[i-1]) {
 			dates++
 		}
 		if i == 0 {
-			self = firstPersonOpeners[lc] || who.has(c)
+			self = lx&lxSelf != 0 || who.has(c)
 		}
-		if willWords[lc] || lc == "going" && i+1 < len(words) && lowerEq(core(words[i+1]), "to") ||
-			strings.HasSuffix(lc, "'ll") {
+		if lx&lxPlan != 0 || len(c) > 3 && lowerEq(c[len(c)-3:], "'ll") ||
+			lowerEq(c, "going") && i+1 < len(words) && lowerEq(core(words[i+1]), "to") {
 			commit = true
 		}
 	}

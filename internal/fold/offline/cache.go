@@ -20,7 +20,8 @@ type prevSentence struct {
 	run     []string  // toolRunRe submatches, nil when not a tool run
 	toks    tokSet    // tokenSet(v[0], who)
 	bumps   []topicBump
-	speaker string // the participant the sentence opens with ("" for none)
+	speaker string   // the participant the sentence opens with ("" for none)
+	subj    []string // subjectOf(toks.toks)
 }
 
 // topicBump is one topic mention of a sentence, as scanTopics reports it.
@@ -86,6 +87,7 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 		ps.n[i] = runeLen(v)
 	}
 	ps.toks = newTokSet(tokenSetOf(words, who))
+	ps.subj = subjectOf(ps.toks.toks)
 	return ps
 }
 

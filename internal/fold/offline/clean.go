@@ -258,21 +258,36 @@ func resolveDates(s string, at time.Time) string {
 // words it resolves (in any case), or "week" or a weekday after next,
 // this, last or coming.
 func mayHaveRelDate(s string) bool {
-	for _, a := range [...]string{"yesterday", "today", "tonight", "tomorrow", "next ", "this ", "last ", "coming "} {
-		if containsFold(s, a) {
-			return true
+	for i := 0; i < len(s); i++ {
+		var cands []string
+		switch s[i] | 0x20 {
+		case 'y':
+			cands = relDateY
+		case 't':
+			cands = relDateT
+		case 'n':
+			cands = relDateN
+		case 'l':
+			cands = relDateL
+		case 'c':
+			cands = relDateC
+		default:
+			continue
+		}
+		for _, a := range cands {
+			if hasPrefixFold(s[i:], a) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// containsFold reports whether s contains lower (ASCII lowercase) in any
-// ASCII case.
-func containsFold(s, lower string) bool {
-	for i := 0; i+len(lower) <= len(s); i++ {
-		if s[i]|0x20 == lower[0] && hasPrefixFold(s[i:], lower) {
-			return true
-		}
-	}
-	return false
-}
+// The words resolveDates looks for, by first letter.
+var (
+	relDateY = []string{"yesterday"}
+	relDateT = []string{"today", "tonight", "tomorrow", "this "}
+	relDateN = []string{"next "}
+	relDateL = []string{"last "}
+	relDateC = []string{"coming "}
+)

@@ -195,6 +195,10 @@ const (
 	lxCalendar
 	lxConnector
 	lxLightDrop
+	lxNumber   // numberWords
+	lxPlan     // willWords
+	lxSelf     // firstPersonOpeners
+	lxGistKeep // gistKeep
 )
 
 // lexicon maps a word to the classes (word lists) it belongs to, so that a
@@ -210,6 +214,7 @@ var lexicon = func() *wordTable {
 		{lxNeg, negWords}, {lxLeadStrip, leadStrip}, {lxLeadStripComma, leadStripComma},
 		{lxStop, stopwords}, {lxAttribution, attribution}, {lxCommonCaps, commonCaps},
 		{lxCalendar, calendarWords}, {lxConnector, topicConnectors}, {lxLightDrop, lightDropWords},
+		{lxNumber, numberWords}, {lxPlan, willWords}, {lxSelf, firstPersonOpeners}, {lxGistKeep, gistKeep},
 	} {
 		for w := range c.set {
 			m[w] |= c.bit

@@ -31,6 +31,7 @@ const (
 type fact struct {
 	mem   fold.Memory
 	toks  tokSet              // the statement's content tokens
+	subj  []string            // subjectOf(toks.toks)
 	slots map[string][]string // numSlots of the text
 }
 
@@ -66,7 +67,7 @@ func (s *Summarizer) memories(session string, req fold.Request, units []*unit, w
 		text := u.text[0]
 		var warr [64]string
 		f := fact{mem: fold.Memory{Speaker: u.speaker, Text: text},
-			toks: newTokSet(u.toks), slots: numSlots(appendFields(warr[:0], text))}
+			toks: newTokSet(u.toks), subj: subjectOf(u.toks), slots: numSlots(appendFields(warr[:0], text))}
 		if u.turn >= 0 && u.turn < len(req.Turns) {
 			f.mem.TurnID, f.mem.At = req.Turns[u.turn].TurnID, req.Turns[u.turn].At
 		}
@@ -126,7 +127,7 @@ func changes(older, newer *fact) (same, changed bool) {
 	if nearDupSets(&older.toks, &newer.toks) {
 		return true, false
 	}
-	return false, sameSubjectToks(older.toks.toks, newer.toks.toks) || slotsChanged(older.slots, newer.slots)
+	return false, sameSubject(older.subj, newer.subj) || slotsChanged(older.slots, newer.slots)
 }
 
 // numSlots maps each number of the sentence whose fields are words to the
@@ -189,30 +190,41 @@ func slotsChanged(o, n map[string][]string) bool {
 	return false
 }
 
-// sameSubjectToks reports whether two facts' token sets are about one
-// subject: without numbers and calendar words, at least two tokens in
-// common, and most of the smaller set's.
-func sameSubjectToks(a, b []string) bool {
-	common, na, nb := 0, 0, 0
-	for _, y := range b {
-		if !isSubjectTok(y) {
-			continue
-		}
-		nb++
-	}
-	for _, x := range a {
-		if !isSubjectTok(x) {
-			continue
-		}
-		na++
-		if slices.Contains(b, x) {
-			common++
+// subjectOf is what a fact with the (sorted) token set toks is about: its
+// tokens without numbers and calendar words, still sorted.
+func subjectOf(toks []string) []string {
+	out := make([]string, 0, len(toks))
+	for _, t := range toks {
+		if isSubjectTok(t) {
+			out = append(out, t)
 		}
 	}
-	return common >= 2 && float64(common) >= 0.6*float64(min(na, nb))
+	return out
 }
 
-func isSubjectTok(t string) bool { return !hasDigit(t) && !numberWords[t] && !calendarWords[t] }
+// sameSubject reports whether two facts' subjects (subjectOf) are one:
+// at least two tokens in common, and most of the smaller one's. One merge
+// pass: both are sorted.
+func sameSubject(a, b []string) bool {
+	common := 0
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case b[j] < a[i]:
+			j++
+		default:
+			common++
+			i++
+			j++
+		}
+	}
+	return common >= 2 && float64(common) >= 0.6*float64(min(len(a), len(b)))
+}
+
+func isSubjectTok(t string) bool {
+	return lexicon.get(t)&(lxNumber|lxCalendar) == 0 && !hasDigit(t) // (tokens are lowercase)
+}
 
 // add records cands (in order) for session and returns the memories to
 // publish: new facts, and changed facts with Supersedes set.

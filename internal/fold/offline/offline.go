@@ -239,6 +239,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	}
 
 	items := assemble(prevSents, ex)
+	dropAnsweredPrev(items, ex.units)
 	dedup(items, who)
 	lead := leadItem(participants, others, topics, agent)
 	if lead != nil {
@@ -676,6 +677,56 @@ func mergePrevToolRuns(items []*item) []*item {
 	return out
 }
 
+// dropAnsweredPrev drops the open questions that ended the previous
+// summary (among its last three sentences) when the batch opens with their
+// answer: a statement by someone else in its first two turns about the
+// question (a shared word, or what its question word asks for, see
+// answeredBy). A backchannel is no unit, so it answers nothing here
+// either.
+func dropAnsweredPrev(items []*item, units []*unit) {
+	seen := 0
+	for k := len(items) - 1; k >= 0 && seen < 3; k-- {
+		it := items[k]
+		if it.prev == nil {
+			continue
+		}
+		seen++
+		q := it.prev
+		if q.speaker == "" || !strings.HasSuffix(it.v[0], "?") || !strings.HasPrefix(it.v[0][len(q.speaker):], " asked") {
+			continue
+		}
+		var warr [64]string
+		kind := questionKind(appendFields(warr[:0], it.v[0][len(q.speaker):]))
+		for _, u := range units {
+			if u.turn > 1 {
+				break
+			}
+			if u.kind != unitSpeech || u.sp.t.question || strings.EqualFold(u.speaker, q.speaker) {
+				continue
+			}
+			if answersKind(kind, u.sp.t) || sharesToken(u.toks, q.toks.toks) {
+				it.drop, it.dup = true, true
+				break
+			}
+		}
+	}
+}
+
+// sharesToken reports whether two sorted token sets share a token.
+func sharesToken(a, b []string) bool {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case b[j] < a[i]:
+			j++
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // dedup drops near-duplicate sentences: the lower-scored one, or the older
 // one when they are about as important.
 func dedup(items []*item, who names) {
@@ -712,11 +763,12 @@ func dedup(items []*item, who names) {
 		toks[i] = &sets[len(sets)-1]
 	}
 	spk := make([]string, len(items))
+	subj := make([][]string, len(items)) // subjectOf, computed when first compared
 	for i, it := range items {
 		it.toks = toks[i]
 		spk[i] = it.speaker
 		if it.prev != nil {
-			spk[i] = it.prev.speaker
+			spk[i], subj[i] = it.prev.speaker, it.prev.subj
 		}
 	}
 	for j := range items {
@@ -734,9 +786,13 @@ func dedup(items []*item, who names) {
 			if !nearDupSets(toks[i], toks[j]) {
 				// the same speaker on the same subject with other details
 				// (a number, a place): the newer replaces what changed
-				if items[j].isNew && !items[i].isNew && spk[i] != "" && spk[i] == spk[j] &&
-					sameSubjectToks(toks[i].toks, toks[j].toks) {
-					items[i].drop, items[i].dup = true, true
+				if items[j].isNew && !items[i].isNew && spk[i] != "" && spk[i] == spk[j] {
+					if subj[j] == nil {
+						subj[j] = subjectOf(toks[j].toks)
+					}
+					if sameSubject(subj[i], subj[j]) {
+						items[i].drop, items[i].dup = true, true
+					}
 				}
 				continue
 			}

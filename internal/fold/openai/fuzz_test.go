@@ -11,7 +11,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/foldstream/foldstream/internal/fold"
-	"github.com/foldstream/foldstream/internal/prompt"
+	"github.com/foldstream/foldstream/internal/fold/prompt"
 	"github.com/foldstream/foldstream/internal/retry"
 )
 
