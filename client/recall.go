@@ -172,12 +172,13 @@ const (
 type RecalledItem struct {
 	// Kind is RecalledMemory or RecalledTurn.
 	Kind string `json:"kind"`
-	// TurnID and Index identify a turn (Index as in ContextTurn); Seq is
-	// its inbound stream sequence. MemoryID identifies a memory: the
+	// TurnID and Index identify a turn (Index as in ContextTurn, always
+	// sent: 0 is the first turn; a memory has 0); Seq is its inbound
+	// stream sequence. MemoryID identifies a memory: the
 	// item's id when the fold gave one, else "<version>.<n>" (the n-th
 	// memory of the summary version that published it).
 	TurnID   string `json:"turn_id,omitempty"`
-	Index    int64  `json:"index,omitempty"`
+	Index    int64  `json:"index"`
 	MemoryID string `json:"memory_id,omitempty"`
 	Seq      uint64 `json:"seq,omitempty"`
 	Speaker  string `json:"speaker,omitempty"`

@@ -265,13 +265,17 @@ func produce(t *testing.T, e *servicetest.Env) {
 	})
 }
 
-// produceFailure makes folds fail: a summarizer that answers 400. Session
+// produceFailure makes folds fail: a summarizer that answers 400, then 500. Session
 // s2 (mode window) fails and retries; s3 (mode tokens, past its emergency
 // threshold) fails twice, then folds with tier placeholder on a retry.
 func produceFailure(t *testing.T) *servicetest.Env {
 	e := servicetest.New(t, servicetest.Options{})
-	llm := openaitest.New(t)
-	llm.SetFallback(openaitest.BadRequest("this model does not summarize"))
+	// s2's one call is refused as a bad request (non-retryable: s2 then
+	// backs off for minutes); every later call fails as a server error,
+	// which is retried at the normal pace, so s3 reaches its placeholder.
+	// Three bad requests in a row would open the summarizer's breaker.
+	llm := openaitest.New(t, openaitest.BadRequest("this model does not summarize"))
+	llm.SetFallback(openaitest.ServerError())
 	sum, err := openai.New(openai.Config{BaseURL: llm.URL, APIKey: "k", Model: "fold-mini", Retry: retry.Policy{MaxAttempts: 1}}, e.Log)
 	if err != nil {
 		t.Fatal(err)
@@ -420,10 +424,11 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 		// mid-fold; internal/processor's restart tests produce it.
 		"lifecycle.trigger resume": "",
 		// The other failure classes need a model failing each way; the
-		// scenario's failing model answers 400 (bad_request). The classes
+		// scenario's failing model answers 400 (bad_request), then 500
+		// (server). The classes
 		// are retry's (tested in internal/retry; a provider's answers are
 		// classified by its backend, internal/fold/openai/classify.go).
-		"lifecycle.error_class timeout": "", "lifecycle.error_class rate_limited": "", "lifecycle.error_class server": "",
+		"lifecycle.error_class timeout": "", "lifecycle.error_class rate_limited": "",
 		"lifecycle.error_class connection": "", "lifecycle.error_class auth": "", "lifecycle.error_class not_found": "",
 		"lifecycle.error_class context_length": "", "lifecycle.error_class invalid_output": "",
 		"lifecycle.error_class canceled": "", "lifecycle.error_class unknown": "",

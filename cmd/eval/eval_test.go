@@ -234,3 +234,15 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestScoringStem(t *testing.T) {
+	answer := "The team decided on batteries."
+	ctx := "we decide about the battery"
+	plain, _ := recall(scoring{}.answer(answer), scoring{}.vocab(ctx))
+	stemmed, _ := recall(scoring{stem: true}.answer(answer), scoring{stem: true}.vocab(ctx))
+	// team decided batteries: none in the plain context; decid and
+	// battery are, stemmed.
+	if plain != 0 || stemmed != 2.0/3 {
+		t.Errorf("recall plain %v, stemmed %v; want 0 and 2/3", plain, stemmed)
+	}
+}

@@ -129,7 +129,7 @@ type experiment struct {
 }
 
 // explore scores every experiment on one question.
-func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q query, answer map[string]bool) {
+func (x *exploration) explore(m *meeting, aText, bText, summary string, cursor int, q query, answer map[string]bool, sc scoring) {
 	total := len(m.Turns)
 	B := x.budget
 	rankers := map[rankOpts]*ranker{}
@@ -249,9 +249,13 @@ func (x *exploration) explore(m *meeting, aText, summary string, cursor int, q q
 		}, offlineSummaryRow},
 		{"summary: the meeting's top words (tf-idf list)", func(query) string { return keywords(m.Turns[:cursor], 1200) }, offlineSummaryRow},
 	}
+	if bText != "" {
+		// The service's own, beside the reference packings.
+		exps = append([]experiment{{"the service's query-aware context (b)", func(query) string { return bText }, ""}}, exps...)
+	}
 	for _, e := range exps {
 		text := e.text(q)
-		r, _ := recall(answer, vocab(text))
+		r, _ := recall(answer, sc.vocab(text))
 		x.add(e.name, m.Name, q.Query, r, runes(text))
 		if e.vs != "" {
 			x.vs[e.name] = e.vs

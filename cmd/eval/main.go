@@ -41,6 +41,7 @@ type opts struct {
 	recallTurns int
 	// maxSummaryChars overrides the processor's max-summary-chars.
 	maxSummaryChars int
+	scoring         scoring
 }
 
 func main() {
@@ -51,6 +52,7 @@ func main() {
 	flag.IntVar(&o.budget, "budget", 10000, "character budget of the query-aware context (b)")
 	flag.IntVar(&o.recallTurns, "recall-turns", 0, "recall_turns of the query-aware context (b); 0 = the service's default")
 	flag.IntVar(&o.maxSummaryChars, "max-summary-chars", 0, "the processor's summary budget (0 = its default, 1200)")
+	flag.BoolVar(&o.scoring.stem, "score-stem", false, "score with light-stemmed words (answer and context alike), to check a finding does not hang on word forms")
 	flag.BoolVar(&o.verbose, "v", false, "print a row per meeting")
 	flag.BoolVar(&o.explore, "explore", false, "also measure reference rankings, packings and summaries (docs/continuity.md, findings)")
 	flag.BoolVar(&o.json, "json", false, "print the results as JSON (every query's figures) instead of tables")

@@ -51,6 +51,7 @@ type results struct {
 	Data        string   `json:"data"`
 	Budget      int      `json:"budget_chars"`
 	RecallTurns int      `json:"recall_turns,omitempty"`
+	ScoreStem   bool     `json:"score_stem,omitempty"`
 	Recent      int      `json:"recent_window"`
 	Batch       int      `json:"batch"`
 	SummaryMax  int      `json:"max_summary_chars"`
@@ -116,7 +117,7 @@ type queryResult struct {
 }
 
 func newResults(o opts, w fold.Window) *results {
-	res := &results{Data: o.data, Budget: o.budget, RecallTurns: o.recallTurns, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
+	res := &results{Data: o.data, Budget: o.budget, RecallTurns: o.recallTurns, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
 		Summarizer: "offline", took: map[string][]time.Duration{}}
 	if o.explore {
 		res.explore = newExploration(o.budget)
@@ -148,7 +149,7 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		if !q.leftWindow(int(mr.WindowStart)) || runes(q.Query) > client.MaxContextQueryChars {
 			continue
 		}
-		answer := contentWords(q.Answer)
+		answer := o.scoring.answer(q.Answer)
 		if len(answer) == 0 {
 			continue
 		}
@@ -198,12 +199,12 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		texts[mTranscript] = transcript
 		texts[mEvidence] = m.evidence(q)
 		for k, text := range texts {
-			qr.Recall[k], _ = recall(answer, vocab(text))
+			qr.Recall[k], _ = recall(answer, o.scoring.vocab(text))
 			qr.Chars[k] = runes(text)
 		}
 		mr.Scored = append(mr.Scored, qr)
 		if res.explore != nil {
-			res.explore.explore(m, texts[mContext], texts[mSummary], int(base.ctx.Cursor), q, answer)
+			res.explore.explore(m, texts[mContext], texts[mQuery], texts[mSummary], int(base.ctx.Cursor), q, answer, o.scoring)
 		}
 	}
 	res.Scored += len(mr.Scored)
@@ -263,7 +264,11 @@ func (res *results) print(w io.Writer, verbose bool) {
 		writeln(w, "query-aware context: recall_turns %d", res.RecallTurns)
 	}
 	writeln(w, "questions: %d specific, %d scored (evidence entirely before the verbatim window)", res.Queries, res.Scored)
-	writeln(w, "answer-word recall: share of the reference answer's distinct content words (lower-cased, NLTK stop words removed, no stemming) found in the context")
+	stemming := "no stemming"
+	if res.ScoreStem {
+		stemming = "words light-stemmed (-score-stem)"
+	}
+	writeln(w, "answer-word recall: share of the reference answer's distinct content words (lower-cased, NLTK stop words removed, %s) found in the context", stemming)
 	writeln(w, "")
 	writeln(w, "%-48s %8s %10s", "context", "recall", "chars")
 	for _, k := range measureKeys {

@@ -100,9 +100,11 @@ func startRig(ctx context.Context, log zerolog.Logger, maxSummaryChars int) (_ *
 	if err != nil {
 		return nil, err
 	}
-	// The zero Config is the processor's defaults; the offline
-	// summarizer is CPU-bound, so folds run one per two cores as
-	// cmd/processor runs them.
+	// Fields left zero take the processor's defaults; the window is seed
+	// 000's (with -max-summary-chars, if given). The offline summarizer is
+	// CPU-bound, so folds run one per two cores, as cmd/processor runs
+	// them. The service's options (recall index budget) are its defaults,
+	// which are cmd/processor's.
 	p, err := processor.New(processor.Config{Window: r.window, MaxConcurrentFolds: max(1, runtime.NumCPU()/2)}, processor.Deps{
 		JS: js, FoldJS: fjs, Layout: layout, Store: store, Summarizer: offline.New(), Tokens: counter,
 		Log: log, Clock: processor.SystemClock{},

@@ -80,3 +80,33 @@ func recall(answer map[string]bool, context vocabulary) (r float64, ok bool) {
 	}
 	return float64(hit) / float64(len(answer)), true
 }
+
+// scoring is the measure's one option: stem folds every word, of the
+// answer and of the context alike, with the light stemmer (stem), to
+// check that a finding does not hang on word forms (-score-stem). The
+// default is no stemming.
+type scoring struct{ stem bool }
+
+func (s scoring) answer(text string) map[string]bool {
+	set := contentWords(text)
+	if !s.stem {
+		return set
+	}
+	out := map[string]bool{}
+	for w := range set {
+		out[stem(w)] = true
+	}
+	return out
+}
+
+func (s scoring) vocab(text string) vocabulary {
+	v := vocab(text)
+	if !s.stem {
+		return v
+	}
+	out := vocabulary{}
+	for w := range v {
+		out[stem(w)] = true
+	}
+	return out
+}

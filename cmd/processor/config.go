@@ -61,8 +61,10 @@ type options struct {
 	service     bool
 	// recallIndexBytes is the context service's recall index budget.
 	recallIndexBytes int64
-	logLevel         string
-	logPretty        bool
+	// embeddings*: the optional embeddings endpoint for hybrid recall.
+	embeddingsURL, embeddingsModel, embeddingsKey string
+	logLevel                                      string
+	logPretty                                     bool
 
 	prompts map[string]string // from the config file only
 
@@ -134,6 +136,9 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 
 	fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "Prometheus /metrics and /healthz listen address (empty disables; host:0 picks a free port; 0.0.0.0:9464 in a container)")
 	fs.BoolVar(&o.service, "service", true, "serve the context and session request-reply service (NATS micro \"foldstream\") on <prefix>.svc.>")
+	fs.StringVar(&o.embeddingsURL, "embeddings-url", "", "OpenAI-compatible embeddings API base URL (e.g. https://api.openai.com/v1) for hybrid ranking (BM25 + vectors) of question-aware contexts; empty: BM25 only, no network")
+	fs.StringVar(&o.embeddingsModel, "embeddings-model", "text-embedding-3-small", "with --embeddings-url: the embeddings model")
+	fs.StringVar(&o.embeddingsKey, "embeddings-api-key", "", "with --embeddings-url: its API key")
 	fs.Int64Var(&o.recallIndexBytes, "recall-index-bytes", service.DefaultIndexBytes, "memory budget of the service's recall index (question-aware contexts and recall), least recently used sessions evicted first; 0 keeps no index (every request scans the session's stream)")
 	addUIFlags(fs, &o.ui)
 	addLogFlags(fs, o, "info")

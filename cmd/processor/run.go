@@ -286,8 +286,11 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 		// The context service only reads the checkpoints and the inbound
 		// stream, so it shares the processor's connection; it stops when
 		// ctx ends, before the connection drains.
-		svc, err := service.Start(ctx, e.nc, e.js, e.layout, store, counter, log,
-			service.IndexBytes(o.recallIndexBytes), service.Registerer(reg))
+		opts := []service.Option{service.IndexBytes(o.recallIndexBytes), service.Registerer(reg)}
+		if o.embeddingsURL != "" {
+			opts = append(opts, service.Embeddings(service.EmbeddingsConfig{BaseURL: o.embeddingsURL, Model: o.embeddingsModel, APIKey: o.embeddingsKey}))
+		}
+		svc, err := service.Start(ctx, e.nc, e.js, e.layout, store, counter, log, opts...)
 		if err != nil {
 			return err
 		}

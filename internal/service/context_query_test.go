@@ -137,6 +137,20 @@ func TestQueryContextNeverExceedsTheBudget(t *testing.T) {
 	publishWith(t, e, "s1", 0, 64, queryTexts)
 	e.Settled("s1", 64, 10)
 	full := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday"})
+	// A budget that holds nothing of the session: 400 naming it and the
+	// smallest that would.
+	for _, req := range []client.ContextRequest{{BudgetChars: 10}, {BudgetTokens: 2}} {
+		req.Session, req.Query = "s1", "tournament form friday"
+		m := ask(t, e.NC, client.EndpointContext, req)
+		code, desc := m.Header.Get(micro.ErrorCodeHeader), m.Header.Get(micro.ErrorHeader)
+		field := `"budget_chars"`
+		if req.BudgetTokens != 0 {
+			field = `"budget_tokens"`
+		}
+		if code != "400" || !strings.Contains(desc, field+": expected at least ") {
+			t.Fatalf("budget %+v: %q %q", req, code, desc)
+		}
+	}
 	for budget := 100; budget <= full.Chars+50; budget += 37 {
 		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday", BudgetChars: budget})
 		checkQueryContext(t, c, budget)
@@ -232,6 +246,22 @@ func TestQueryContextRecallsMatchingMemories(t *testing.T) {
 		t.Fatalf("structured memory %+v rendered as:\n%s", ours[1], p)
 	}
 
+	// A later memory that supersedes one (the fact changed) answers
+	// instead of it.
+	pubSeq(t, e, e.Layout.Subjects.Out("s1", events.KindMemory), map[string]any{
+		"v": 1, "session": "s1", "version": 3, "fold_id": "f3", "at": servicetest.T0.Add(time.Hour),
+		"memories": []string{"The tournament moved to Porto."},
+		"items":    []map[string]any{{"id": "m-porto", "text": "The tournament moved to Porto.", "supersedes": "m-lisbon"}},
+	})
+	c = getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form"})
+	var ids []string
+	for _, r := range c.Recalled {
+		ids = append(ids, r.MemoryID)
+	}
+	if !slices.Contains(ids, "m-porto") || slices.Contains(ids, "m-lisbon") {
+		t.Fatalf("after m-porto superseded m-lisbon: memories %v", ids)
+	}
+
 	// After a reset, nothing from before: no memory, no turn.
 	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpReset, At: servicetest.T0.Add(2 * time.Hour)})
 	publishWith(t, e, "s1", 100, 105, nil)
@@ -311,5 +341,24 @@ func TestQueryContextMatchesWordForms(t *testing.T) {
 	checkQueryContext(t, c, 0)
 	if got := recalledIndices(c); !slices.Equal(got, []int64{2}) {
 		t.Fatalf("recalled %v, want [2] (battery/batteries, designers/designing; not 7 for discuss)", got)
+	}
+}
+
+// The first turn of a session is recalled with its index, 0, on the wire.
+func TestQueryContextSendsIndexZero(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, map[int]string{0: "Meet at the zebra crossing."})
+	e.Settled("s1", 64, 10)
+	m := ask(t, e.NC, client.EndpointContext, client.ContextRequest{Session: "s1", Query: "zebra"})
+	var raw struct {
+		Recalled []map[string]json.RawMessage `json:"recalled"`
+	}
+	if err := json.Unmarshal(m.Data, &raw); err != nil || len(raw.Recalled) == 0 {
+		t.Fatalf("%v: %s", err, m.Data)
+	}
+	if idx, ok := raw.Recalled[0]["index"]; !ok || string(idx) != "0" {
+		t.Fatalf("first recalled item %s: want \"index\":0", m.Data)
 	}
 }

@@ -165,6 +165,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 			return nil, err
 		}
 		s.memoriesOf(ctx, rp)
+		s.vectorsOf(ctx, rp)
 		return &indexHandle{r: rp}, nil
 	}
 	e := c.entry(session)
@@ -210,6 +211,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		e.r.firstSeq = first
 	}
 	s.memoriesOf(ctx, e.r)
+	s.vectorsOf(ctx, e.r)
 	c.account(e, e.r.bytes())
 	return &indexHandle{r: e.r, unlock: e.mu.Unlock}, nil
 }
@@ -224,6 +226,19 @@ func (s *server) prune(ctx context.Context, rp *replay) error {
 	}
 	rp.firstSeq = info.State.FirstSeq
 	return nil
+}
+
+// vectorsOf gives the replay's turns their embeddings (hybrid ranking
+// only); a failure leaves BM25 to rank them, with a warning and a metric.
+func (s *server) vectorsOf(ctx context.Context, rp *replay) {
+	if s.vec == nil {
+		return
+	}
+	if err := s.vec.sync(ctx, s.js, rp); err != nil {
+		s.vec.failures.Inc()
+		s.log.Warn().Str("event", "recall_embeddings_failed").Str("session", rp.session).Err(err).
+			Msg("turns not embedded; ranked by BM25 until the embeddings endpoint answers")
+	}
 }
 
 // memoriesOf brings the replay's memories up to date; a failure only

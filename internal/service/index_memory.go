@@ -19,25 +19,14 @@ import (
 // <prefix>.out.<session>.memory, as a question-aware context recalls it.
 type memory struct {
 	id, speaker, text, turnID string
+	// supersedes is the id of the earlier memory this one replaces (a
+	// later turn changed the fact): the earlier one is not recalled.
+	supersedes string
 	// at is when the fact was stated (the item's time), else when the
 	// memories were published; published is the message's stream time.
 	at, published time.Time
 	terms         map[string]int32
 	len           int32
-}
-
-// memoriesEvent is events.Memories with the optional structured items a
-// summarizer may add beside the plain strings; when present they are
-// read instead.
-type memoriesEvent struct {
-	events.Memories
-	Items []struct {
-		ID      string    `json:"id"`
-		Speaker string    `json:"speaker"`
-		Text    string    `json:"text"`
-		TurnID  string    `json:"turn_id"`
-		At      time.Time `json:"at"`
-	} `json:"items"`
 }
 
 // memoryBytes estimates a memory's footprint for the byte budget.
@@ -61,19 +50,24 @@ func (s *server) catchUpMemories(ctx context.Context, rp *replay) error {
 			return fmt.Errorf("reading memories of session %s from stream %s: %w", rp.session, s.layout.Out, err)
 		}
 		rp.memNext = msg.Sequence + 1
-		var ev memoriesEvent
+		var ev events.Memories
 		if err := json.Unmarshal(msg.Data, &ev); err != nil || ev.Session != rp.session {
 			continue
 		}
-		add := func(id, speaker, text, turnID string, at time.Time) {
+		add := func(id, speaker, text, turnID, supersedes string, at time.Time) {
 			if text == "" {
 				return
 			}
 			if at.IsZero() {
 				at = ev.At
 			}
-			m := memory{id: id, speaker: speaker, text: text, turnID: turnID, at: at.UTC(), published: msg.Time, terms: map[string]int32{}}
-			s.an.each(speaker+" "+text, func(t string) { m.terms[t]++; m.len++ })
+			m := memory{id: id, speaker: speaker, text: text, turnID: turnID, at: at.UTC(), published: msg.Time, terms: map[string]int32{}, supersedes: supersedes}
+			s.an.each(speaker+" "+text, func(t string) {
+				m.len++
+				if t != "" {
+					m.terms[t]++
+				}
+			})
 			rp.mems = append(rp.mems, m)
 			rp.memBytes += memoryBytes + int64(2*len(text))
 		}
@@ -83,12 +77,12 @@ func (s *server) catchUpMemories(ctx context.Context, rp *replay) error {
 				if id == "" {
 					id = fmt.Sprintf("%d.%d", ev.Version, i+1)
 				}
-				add(id, it.Speaker, it.Text, it.TurnID, it.At)
+				add(id, it.Speaker, it.Text, it.TurnID, it.Supersedes, it.At)
 			}
 			continue
 		}
-		for i, text := range ev.Memories.Memories {
-			add(fmt.Sprintf("%d.%d", ev.Version, i+1), "", text, "", time.Time{})
+		for i, text := range ev.Memories {
+			add(fmt.Sprintf("%d.%d", ev.Version, i+1), "", text, "", "", time.Time{})
 		}
 	}
 }
@@ -115,10 +109,19 @@ func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []cl
 	rp := h.r
 	var live []*memory
 	var totalLen int64
+	superseded := map[string]bool{}
+	for _, m := range rp.mems {
+		if m.supersedes != "" {
+			superseded[m.supersedes] = true
+		}
+	}
 	for i := range rp.mems {
 		m := &rp.mems[i]
 		if rp.lastReset != 0 && !m.published.After(rp.resetAt) {
 			continue // published before the last reset
+		}
+		if superseded[m.id] {
+			continue // a later turn changed the fact: the newer memory answers
 		}
 		live = append(live, m)
 		totalLen += int64(m.len)

@@ -52,6 +52,10 @@ type replay struct {
 	// turns indexed from below it have expired from the stream since
 	// (max-age) and are left out, as a fresh build would leave them.
 	firstSeq uint64
+	// vecs are the turns' embeddings by stream sequence (hybrid ranking,
+	// index_vectors.go), nil until loaded; vecBytes their size.
+	vecs     map[uint64]turnVector
+	vecBytes int64
 }
 
 func newReplay(an *analyzer, session string, from uint64) *replay {
@@ -87,6 +91,7 @@ func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
 		clear(r.seen)
 		r.idx.clear()
 		r.mems, r.memBytes = nil, 0
+		r.vecs, r.vecBytes = nil, 0
 	}
 	if effect != state.EffectTurn {
 		return
@@ -104,7 +109,7 @@ func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
 // bytes estimates the replay's memory: its index, the sequence list and
 // the dedup set.
 func (r *replay) bytes() int64 {
-	return r.idx.bytes + int64(cap(r.seqs))*8 + int64(len(r.seen))*16 + r.memBytes + 512
+	return r.idx.bytes + int64(cap(r.seqs))*8 + int64(len(r.seen))*16 + r.memBytes + r.vecBytes + 512
 }
 
 // live is the first doc still in the stream (see firstSeq).

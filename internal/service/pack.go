@@ -158,7 +158,7 @@ func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *sta
 	// 3. Earlier excerpts.
 	var pk *picker
 	if h != nil {
-		pk = s.newPicker(h, cp, checkpointed, terms, r.RecallTurns, out)
+		pk = s.newPicker(ctx, h, cp, checkpointed, r.Query, terms, r.RecallTurns, out)
 		pk.fill(floor, false, total, recalled)
 	}
 	recalledAny := len(mems) > 0 || pk != nil && len(pk.chosen) > 0
@@ -211,7 +211,46 @@ func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *sta
 		out.RecallSearched = pk.searched(start)
 	}
 	out.Chars, out.Tokens = total.chars, total.tokens
+	if out.Chars == 0 && (total.maxChars != 0 || total.maxTokens != 0) {
+		return s.tooSmall(ctx, r, cp, tail, h)
+	}
 	return nil
+}
+
+// tooSmall is the 400 for a question-aware request whose budget holds
+// nothing of a session that has something: it names the budget that is
+// short and the smallest it must be (the newest turn's line, or the
+// summary's if that is smaller). A session with nothing to pack yet gets
+// its empty context.
+func (s *server) tooSmall(ctx context.Context, r client.ContextRequest, cp *state.Session, tail map[uint64]*events.Turn, h *indexHandle) error {
+	minChars, minTokens := 0, 0
+	consider := func(chars, tokens int) {
+		if minChars == 0 || chars < minChars {
+			minChars, minTokens = chars, tokens
+		}
+	}
+	if cp.Summary != "" {
+		text := cp.Summary
+		if !cp.SummaryIsNote {
+			text = client.SummaryPrefix + text
+		}
+		consider(s.lineCost(text))
+	}
+	if n := len(cp.Turns); n > 0 {
+		ct, err := s.windowTurn(ctx, cp, tail, h, n-1)
+		if err != nil {
+			return err
+		}
+		consider(ct.Chars, ct.Tokens)
+	}
+	switch {
+	case minChars == 0:
+		return nil
+	case r.BudgetChars != 0 && minChars > r.BudgetChars:
+		return badRequest("bad budget: field \"budget_chars\": expected at least %d for this session (its smallest layer, the newest turn or the summary, costs that), got %d", minChars, r.BudgetChars)
+	default:
+		return badRequest("bad budget: field \"budget_tokens\": expected at least %d for this session (its smallest layer, the newest turn or the summary, costs that), got %d", minTokens, r.BudgetTokens)
+	}
 }
 
 // packSummary adds the summary layer (or mode evict's note) if take
@@ -285,7 +324,7 @@ type picker struct {
 	excerpts bool         // the excerpts header is charged
 }
 
-func (s *server) newPicker(h *indexHandle, cp *state.Session, checkpointed bool, terms []string, want int, out *client.Context) *picker {
+func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Session, checkpointed bool, query string, terms []string, want int, out *client.Context) *picker {
 	rp := h.r
 	a := rp.anchor(cp, checkpointed)
 	x := rp.idx
@@ -301,6 +340,16 @@ func (s *server) newPicker(h *indexHandle, cp *state.Session, checkpointed bool,
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{}, tried: map[int]bool{}, newest: -1}
 	p.hits = passages(x.search(terms, lo, n))
+	if s.vec != nil && len(rp.vecs) > 0 && n > lo {
+		// Hybrid: BM25 fused with the turns nearest to the question.
+		if q, err := s.vec.embed(ctx, []string{query}); err != nil {
+			s.vec.failures.Inc()
+			s.log.Warn().Str("event", "recall_embeddings_failed").Str("session", rp.session).Err(err).
+				Msg("question not embedded; ranked by BM25 alone")
+		} else {
+			p.hits = fuse(rp, p.hits, q[0], lo, n)
+		}
+	}
 	return p
 }
 

@@ -5,14 +5,22 @@
 //
 //   - context: a session's packed context, seed 000's layers in prompt
 //     order (summary, or in mode evict the eviction note, then verbatim turns from the cursor),
-//     within an optional budget in characters and/or tokens;
+//     within an optional budget in characters and/or tokens; with a query,
+//     question-aware: the summary, the matching memories and earlier
+//     turns, then the verbatim turns (pack.go);
 //   - session: a session's checkpointed state;
 //   - recall: the turns of a session that best match a query, by default
 //     those before the cursor (folded or evicted), see recall.go.
 //
-// The service reads what the processor writes (the KV checkpoint and the
-// inbound stream) and never writes anything itself, so it can run in any
-// process that can read those.
+// Recall and question-aware contexts search each session's recall index,
+// kept in memory within a byte budget and current with the inbound stream
+// (index_cache.go).
+//
+// The service reads what the processor writes (the KV checkpoint, the
+// inbound stream and the memories on the outbound stream) and writes
+// nothing of it, so it can run in any process that can read those. The
+// one thing it writes is its own: with an embeddings endpoint, the turns'
+// vectors, in the KV bucket <BASE>_VECTORS (index_vectors.go).
 package service
 
 import (
@@ -20,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +70,8 @@ type server struct {
 	out   jetstream.Stream // the outbound stream, once looked up
 
 	an         *analyzer
+	embedCfg   *EmbeddingsConfig
+	vec        *vectors    // nil: BM25 only (no embeddings endpoint)
 	index      *indexCache // nil: no index kept (indexBytes 0)
 	indexBytes int64
 	reg        prometheus.Registerer
@@ -102,7 +113,7 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 		name, desc string
 		h          func(context.Context, micro.Request)
 	}{
-		{client.EndpointContext, `{"session","budget_chars"?,"budget_tokens"?} → summary (or, in mode evict, the eviction note), verbatim turns from the cursor`, s.handleContext},
+		{client.EndpointContext, `{"session","budget_chars"?,"budget_tokens"?,"query"?,"recall_turns"?} → summary (or, in mode evict, the eviction note), verbatim turns from the cursor; with a query, also the matching memories and earlier turns`, s.handleContext},
 		{client.EndpointSession, `{"session"} → cursor, total, version, covered_through, last fold, lease, pending notes, applied_seq, stream_last_seq, caught_up`, s.handleSession},
 		{client.EndpointRecall, `{"v","session","query","limit"?,"scope"?} → the best-matching turns (BM25), by default of those before the cursor`, s.handleRecall},
 	}
@@ -153,6 +164,11 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 	}
 	if s.indexBytes > 0 {
 		s.index = newIndexCache(s.indexBytes, s.reg)
+	}
+	if s.embedCfg != nil {
+		if s.vec, err = newVectors(*s.embedCfg, strings.TrimSuffix(layout.Bucket, "_SESSIONS")+"_VECTORS", s.reg); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

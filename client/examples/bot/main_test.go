@@ -3,12 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold/offline"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // The example runs as documented against a real server and processor.
@@ -18,7 +27,7 @@ func TestBotExample(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	if err := run(ctx, e.URL, "demo-1", 61, &out); err != nil {
+	if err := run(ctx, e.URL, login{}, "demo-1", 61, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "published 61 turns and 1 note to session demo-1") {
@@ -27,5 +36,69 @@ func TestBotExample(t *testing.T) {
 	s := e.Settled("demo-1", 61, 10)
 	if s.Version != 1 || len(s.PendingNotes) != 0 {
 		t.Fatalf("after the bot: version %d, pending notes %d (the note must be folded)", s.Version, len(s.PendingNotes))
+	}
+}
+
+// Against nats/auth/userpass.conf the example logs in as the bot with its
+// private inbox (the only replies that user may read) and every turn is
+// acknowledged and applied by a processor logged in as its own user.
+func TestBotExampleWithThePrivateInbox(t *testing.T) {
+	conf, _ := filepath.Abs(filepath.Join("..", "..", "..", "nats", "auth", "userpass.conf"))
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
+	opts.StoreDir, opts.NoSigs, opts.NoLog = t.TempDir(), true, true
+	opts.DisableShortFirstPing = true // slow bcrypt under -race
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo("processor", "dev-processor-password"),
+		nats.CustomInboxPrefix("_INBOX_processor"), nats.Timeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	subjects, _ := events.NewSubjects("fold")
+	layout := broker.NewLayout(subjects)
+	kv, err := broker.Provision(ctx, js, layout, broker.ProvisionConfig{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := state.NewStore(js, kv)
+	p, err := processor.New(processor.Config{FlushInterval: 5 * time.Millisecond},
+		processor.Deps{JS: js, Layout: layout, Store: store, Summarizer: offline.New(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(pctx) }()
+	defer func() { stop(); <-done }()
+
+	var out bytes.Buffer
+	if err := run(ctx, ns.ClientURL(), login{user: "bot", password: "dev-bot-password", inbox: "_INBOX_bot"}, "auth-1", 61, &out); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		s, _, err := store.Load(ctx, "auth-1")
+		if err == nil && s.Total == 61 && s.Cursor == 10 && len(s.PendingNotes) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("processor state %+v (%v)", s, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

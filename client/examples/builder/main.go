@@ -3,6 +3,10 @@
 // a budget, and builds realtime instructions with the summary.
 //
 //	go run ./client/examples/builder -nats-url nats://127.0.0.1:4222 -session demo-1
+//
+// Against nats/auth/userpass.conf, log in as the builder with its inbox:
+//
+//	go run ./client/examples/builder -nats-user builder -nats-password dev-builder-password -inbox-prefix _INBOX_builder
 package main
 
 import (
@@ -25,10 +29,14 @@ func main() {
 	session := flag.String("session", "demo-1", "session id")
 	wait := flag.Duration("wait", 30*time.Second, "how long to wait for the first summary")
 	follow := flag.Bool("follow", false, "keep printing new summaries until interrupted")
+	var l login
+	flag.StringVar(&l.user, "nats-user", "", "NATS user (nats/auth/userpass.conf: builder)")
+	flag.StringVar(&l.password, "nats-password", "", "NATS password")
+	flag.StringVar(&l.inbox, "inbox-prefix", "", "the user's private inbox prefix (nats/auth: _INBOX_<user>)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *url, *session, *wait, *follow, os.Stdout); err != nil {
+	if err := run(ctx, *url, l, *session, *wait, *follow, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "builder:", err)
 		os.Exit(1)
 	}
@@ -36,8 +44,9 @@ func main() {
 
 const instructions = "You are Clanky, a friendly participant in a Discord voice channel. Keep replies short."
 
-func run(ctx context.Context, url, session string, wait time.Duration, follow bool, out io.Writer) error {
-	nc, err := nats.Connect(url, nats.Name("foldstream-example-builder"))
+func run(ctx context.Context, url string, l login, session string, wait time.Duration, follow bool, out io.Writer) error {
+	natsOpts, clientOpts := l.options()
+	nc, err := nats.Connect(url, append(natsOpts, nats.Name("foldstream-example-builder"))...)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", url, err)
 	}
@@ -46,7 +55,7 @@ func run(ctx context.Context, url, session string, wait time.Duration, follow bo
 	if err != nil {
 		return err
 	}
-	b, err := client.NewBuilder(nc, js)
+	b, err := client.NewBuilder(nc, js, clientOpts...)
 	if err != nil {
 		return err
 	}
@@ -93,4 +102,26 @@ func run(ctx context.Context, url, session string, wait time.Duration, follow bo
 		}
 	}
 	return nil
+}
+
+// login is how the example logs in to a server with the shipped auth
+// configs (nats/auth): a user, its password, and its private inbox prefix
+// _INBOX_<user> (the only reply subjects the user may read). The zero
+// value logs in anonymously with the default inbox.
+type login struct{ user, password, inbox string }
+
+// options are the connection's and the client's options for l.
+func (l login) options() ([]nats.Option, []client.Option) {
+	var no []nats.Option
+	var co []client.Option
+	if l.user != "" {
+		// The server checks a bcrypt hash: give the handshake more time
+		// than nats.go's default 2s on a busy machine.
+		no = append(no, nats.UserInfo(l.user, l.password), nats.Timeout(10*time.Second))
+	}
+	if l.inbox != "" {
+		no = append(no, nats.CustomInboxPrefix(l.inbox))
+		co = append(co, client.InboxPrefix(l.inbox)) // checks the connection uses it
+	}
+	return no, co
 }

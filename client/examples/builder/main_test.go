@@ -23,7 +23,7 @@ func TestBuilderExample(t *testing.T) {
 	defer cancel()
 
 	var out bytes.Buffer
-	if err := run(ctx, e.URL, "demo-1", 200*time.Millisecond, false, &out); err == nil || !strings.Contains(err.Error(), "no summary yet") {
+	if err := run(ctx, e.URL, login{}, "demo-1", 200*time.Millisecond, false, &out); err == nil || !strings.Contains(err.Error(), "no summary yet") {
 		t.Fatalf("before any fold: %v", err)
 	}
 	_, js := e.Client("bot")
@@ -40,7 +40,7 @@ func TestBuilderExample(t *testing.T) {
 	// cursor; until then the context still (rightly) has the old pair.
 	e.Settled("demo-1", 65, 10)
 	out.Reset()
-	if err := run(ctx, e.URL, "demo-1", 30*time.Second, false, &out); err != nil {
+	if err := run(ctx, e.URL, login{}, "demo-1", 30*time.Second, false, &out); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

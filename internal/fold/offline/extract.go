@@ -34,7 +34,7 @@ type unit struct {
 	turn      int // index of the source turn (-1 for notes)
 	tool      *toolRun
 	text      [3]string
-	toks      []string // the content tokens of a speech unit (tokenSetOf its words), set by centrality
+	toks      []string // the content tokens of a speech unit (tokenSetOf its words), set by tokenizeUnits
 }
 
 // unitArena hands out units from blocks of size units: one allocation for
@@ -248,7 +248,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
 	ex.units = mergeToolRuns(ex.units)
 
-	centrality(ex.units, prevSents, who)
+	tokenizeUnits(ex.units, who)
 	for _, u := range ex.units {
 		if u.kind == unitSpeech {
 			u.score += 2.0 * float64(min(len(u.agreed)+len(u.disagreed), 1))
@@ -259,46 +259,23 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	return ex
 }
 
-// centrality raises the score of the statements that share their words
-// with the rest of the batch and with the previous summary: the thread of
-// the conversation rather than an aside (a classic centroid signal of
-// extractive summarization).
-func centrality(units []*unit, prevSents []*prevSentence, who names) {
-	// Tokens count by bucket (see covBuckets), in one shared slice.
-	var count [covBuckets]uint8
+// tokenizeUnits sets the content tokens of the speech units (tokenSetOf
+// their words), split once for dedup and memories, in one shared slice.
+// (Raising the score of statements that share the batch's words, a
+// centroid signal, was measured and did not help: an aside is as likely
+// to be asked about.)
+func tokenizeUnits(units []*unit, who names) {
 	n := 0
 	for _, u := range units {
 		n += len(u.sp.words)
 	}
 	all := make([]string, 0, n) // (units keep their parts: it never grows)
-	var spanArr [64][2]int32
-	spans := spanArr[:0]
 	for _, u := range units {
-		from := int32(len(all))
 		if u.kind == unitSpeech {
+			from := len(all)
 			all = appendTokenSet(all, u.sp.words, who)
 			u.toks = all[from:len(all):len(all)]
-			for _, t := range all[from:] {
-				if b := hashLower(t) % covBuckets; count[b] < 255 {
-					count[b]++
-				}
-			}
 		}
-		spans = append(spans, [2]int32{from, int32(len(all))})
-	}
-	for _, ps := range prevSents {
-		for _, t := range ps.toks.toks {
-			if b := hashLower(t) % covBuckets; count[b] > 0 && count[b] < 255 {
-				count[b]++
-			}
-		}
-	}
-	for i, u := range units {
-		shared := 0
-		for _, t := range all[spans[i][0]:spans[i][1]] {
-			shared += min(int(count[hashLower(t)%covBuckets])-1, 3)
-		}
-		u.score += min(float64(shared)*0.25, 2.0)
 	}
 }
 
@@ -321,8 +298,8 @@ func dropAnswered(units []*unit) []*unit {
 // answeredBy reports whether a statement in later (the units after q)
 // answers q: said by someone else (the addressee, when q has one) within
 // two turns of it, and about it: it shares a content word with q, or
-// gives a number, date or name (what "how much", "when" and "who" ask
-// for). "sure, let me finish this round first" answers no "who's bringing
+// gives what q's question word asks for (a number for "how much", a date
+// or time for "when", a name for "who"). "sure, let me finish this round first" answers no "who's bringing
 // the grill?".
 func answeredBy(later []*unit, q *unit) bool {
 	var qt []string
@@ -334,7 +311,7 @@ func answeredBy(later []*unit, q *unit) bool {
 			v.sp.t.question || (q.sp.addressee != "" && !strings.EqualFold(v.speaker, q.sp.addressee)) {
 			continue
 		}
-		if t := v.sp.t; t.numbers > 0 || t.dates > 0 || t.entities > 0 {
+		if answersKind(questionKind(q.sp.words), v.sp.t) {
 			return true
 		}
 		if qt == nil {
@@ -345,6 +322,50 @@ func answeredBy(later []*unit, q *unit) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// What a question asks for, by its question word.
+const (
+	askOther  = iota // yes/no, what, why, how: only a statement about it answers
+	askWhen          // when, what time: a date, a time or a number
+	askAmount        // how much, how many, how long: a number
+	askWho           // who, where, which: a name
+)
+
+// questionKind reads what the question whose fields are words asks for.
+func questionKind(words []string) int {
+	for i, w := range words {
+		c := core(w)
+		switch {
+		case lowerEq(c, "when"):
+			return askWhen
+		case lowerEq(c, "who") || lowerEq(c, "who's") || lowerEq(c, "whom") || lowerEq(c, "whose") ||
+			lowerEq(c, "where") || lowerEq(c, "where's") || lowerEq(c, "which"):
+			return askWho
+		case lowerEq(c, "how") && i+1 < len(words):
+			n := core(words[i+1])
+			if lowerEq(n, "much") || lowerEq(n, "many") || lowerEq(n, "long") || lowerEq(n, "far") || lowerEq(n, "old") {
+				return askAmount
+			}
+		case lowerEq(c, "what") && i+1 < len(words) && lowerEq(core(words[i+1]), "time"):
+			return askWhen
+		}
+	}
+	return askOther
+}
+
+// answersKind reports whether a statement with traits t gives what a
+// question of kind k asks for.
+func answersKind(k int, t traits) bool {
+	switch k {
+	case askWhen:
+		return t.dates > 0 || t.numbers > 0
+	case askAmount:
+		return t.numbers > 0
+	case askWho:
+		return t.entities > 0
 	}
 	return false
 }

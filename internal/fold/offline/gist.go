@@ -27,9 +27,12 @@ func condenseGist(s string, who names) string {
 		}
 		lx := lexicon.getLower(c)
 		if i > 0 && lx&(lxStop|lxLightDrop) != 0 && lx&lxGistKeep == 0 &&
-			!(lowerEq(c, "and") && i+1 < len(words) && upperFirst(words[i-1]) && upperFirst(words[i+1])) &&
+			!((lx&lxConnector != 0 || lowerEq(c, "and")) && c == w && i+1 < len(words) &&
+				upperFirst(words[i-1]) && upperFirst(words[i+1])) &&
 			!inName(words, i, who) {
-			continue // ("Bob and Carol agreed" keeps its "and"; "PhD A" its "A")
+			// ("Bob and Carol agreed" keeps its "and", "Jeff the Land
+			// Shark" its "the", "PhD A" its "A")
+			continue
 		}
 		kept = append(kept, strings.TrimRight(w, ".?!"))
 	}

@@ -239,6 +239,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	}
 
 	items := assemble(prevSents, ex)
+	dropAnsweredPrev(items, ex.units)
 	dedup(items, who)
 	lead := leadItem(participants, others, topics, agent)
 	if lead != nil {
@@ -539,6 +540,14 @@ func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
 // dropped before any statement is condensed to its gist.
 const chatterScore = 3.0
 
+// appendBuckets appends the coverage bucket of each token of toks.
+func appendBuckets(dst []uint16, toks []string) []uint16 {
+	for _, t := range toks {
+		dst = append(dst, uint16(hashLower(t)%covBuckets))
+	}
+	return dst
+}
+
 // covBuckets is the number of token buckets fit counts coverage in.
 const covBuckets = 1024
 
@@ -674,6 +683,56 @@ func mergePrevToolRuns(items []*item) []*item {
 	}
 	finish()
 	return out
+}
+
+// dropAnsweredPrev drops the open questions that ended the previous
+// summary (among its last three sentences) when the batch opens with their
+// answer: a statement by someone else in its first two turns about the
+// question (a shared word, or what its question word asks for, see
+// answeredBy). A backchannel is no unit, so it answers nothing here
+// either.
+func dropAnsweredPrev(items []*item, units []*unit) {
+	seen := 0
+	for k := len(items) - 1; k >= 0 && seen < 3; k-- {
+		it := items[k]
+		if it.prev == nil {
+			continue
+		}
+		seen++
+		q := it.prev
+		if q.speaker == "" || !strings.HasSuffix(it.v[0], "?") || !strings.HasPrefix(it.v[0][len(q.speaker):], " asked") {
+			continue
+		}
+		var warr [64]string
+		kind := questionKind(appendFields(warr[:0], it.v[0][len(q.speaker):]))
+		for _, u := range units {
+			if u.turn > 1 {
+				break
+			}
+			if u.kind != unitSpeech || u.sp.t.question || strings.EqualFold(u.speaker, q.speaker) {
+				continue
+			}
+			if answersKind(kind, u.sp.t) || sharesToken(u.toks, q.toks.toks) {
+				it.drop, it.dup = true, true
+				break
+			}
+		}
+	}
+}
+
+// sharesToken reports whether two sorted token sets share a token.
+func sharesToken(a, b []string) bool {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case b[j] < a[i]:
+			j++
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // dedup drops near-duplicate sentences: the lower-scored one, or the older
@@ -880,10 +939,12 @@ func fit(items []*item, budget int) {
 	spans := spanArr[:0]
 	for _, it := range items {
 		from := int32(len(all))
-		if !it.drop && !it.isLead && it.toks != nil {
-			for _, t := range it.toks.toks {
-				all = append(all, uint16(hashLower(t)%covBuckets))
-			}
+		switch {
+		case it.drop || it.isLead || it.toks == nil:
+		case it.prev != nil && it.toks == &it.prev.toks:
+			all = append(all, it.prev.buckets...) // (computed once, cached)
+		default:
+			all = appendBuckets(all, it.toks.toks)
 		}
 		spans = append(spans, [2]int32{from, int32(len(all))})
 	}

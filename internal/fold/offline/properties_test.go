@@ -315,6 +315,7 @@ func TestCondenseGist(t *testing.T) {
 		{"Lena said she can't drive on Friday because her car is not ready.", "Lena can't drive Friday because car not ready."},
 		{"Bob suggested we try dive comp, and Dave and Carol agreed.", "Bob suggested try dive comp, Dave and Carol agreed."},
 		{"Jonas asked: who is bringing the grill?", "Jonas asked: bringing grill?"},
+		{"Carol asked Bob: maybe try Jeff the Land Shark or the Bank of England instead?", "Carol asked Bob: try Jeff the Land Shark Bank of England instead?"},
 		{"Bob said hi.", "Bob said hi."}, // too short to shrink
 		// names of two words keep both, stop word or not
 		{"PhD A said that the data is in the PhD D folder for User Interface.", "PhD A data PhD D folder User Interface."},
@@ -361,6 +362,38 @@ func TestNoteLabelledOnce(t *testing.T) {
 			Notes: []fold.Note{{Source: src, At: t0.Add(5 * time.Second), Text: "Marco's screen: listing for the beach house at Santa Cruz, sleeps 4, $240 a night."}}})
 		if n := strings.Count(got, "screen"); n != 1 || !strings.Contains(got, "On Marco's screen: listing for the beach house at Santa Cruz") {
 			t.Errorf("source %q: %q", src, got)
+		}
+	}
+}
+
+// A question left open at the end of one fold is dropped when the next
+// fold opens with its answer, and kept when the next fold opens with a
+// backchannel and something else.
+func TestQuestionAnsweredInNextFold(t *testing.T) {
+	s := New()
+	fold1 := turns("Marco: the cabin is booked for the weekend of the 14th.", "Lena: when do we leave on Saturday?")
+	ctx := context.Background()
+	r1, err := s.Summarize(ctx, fold.Request{Session: "q", Turns: fold1, MaxChars: 1200})
+	if err != nil || !strings.Contains(r1.Summary, "Lena asked: when do we leave on Saturday?") {
+		t.Fatalf("v1 = %q, %v: want the open question", r1.Summary, err)
+	}
+	for _, c := range []struct {
+		next []string
+		open bool
+	}{
+		{[]string{"Marco: we leave at 9 am from my place.", "Jonas: ok"}, false},
+		{[]string{"Tomás: sure", "Tomás: their Reinhardt is alone, push left."}, true},
+	} {
+		b := turns(c.next...)
+		for i := range b {
+			b[i].Index += 2
+		}
+		r2, err := s.Summarize(ctx, fold.Request{Session: "q", PreviousSummary: r1.Summary, Turns: b, MaxChars: 1200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(r2.Summary, "when do we leave"); got != c.open {
+			t.Errorf("after %q: question kept = %v, want %v: %q", c.next, got, c.open, r2.Summary)
 		}
 	}
 }
