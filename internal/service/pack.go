@@ -353,7 +353,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
 		labelled: map[int]bool{}, counted: map[[2]int]int{}, tried: map[int]bool{}, newest: -1}
-	p.hits = passages(x.search(terms, lo, n))
+	p.hits = passages(x.expanded(terms, lo, n))
 	if s.vec != nil && len(rp.vecs) > 0 && n > lo {
 		// Hybrid: BM25 fused with the turns nearest to the question.
 		if q, err := s.vec.embed(ctx, []string{query}); err != nil {
