@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/speaker"
 )
 
 // EndpointRecall answers a RecallRequest with a Recall: the turns of a
@@ -217,10 +218,7 @@ func (r RecalledItem) Line() string {
 	if !r.At.IsZero() {
 		b.WriteString("[" + r.At.UTC().Format(RecallTimeLayout) + "] ")
 	}
-	if r.Speaker != "" {
-		b.WriteString(r.Speaker + ": ")
-	}
-	b.WriteString(r.Text)
+	b.WriteString(r.RunLine())
 	return b.String()
 }
 
@@ -295,12 +293,20 @@ func (run ExcerptRun) Next(r RecalledItem) (string, ExcerptRun) {
 }
 
 // RunLine is a turn's line where it continues a run of excerpts: Line
-// without the date and time, "Alice: text".
+// without the date and time, "Alice: text". A turn's line is its
+// ContextTurn's (the speaker's name normalised, else its role, else
+// "unknown"; line breaks shown as " ⏎ "), so that neither a name nor a
+// text forges a line of its own; a memory's is its speaker's normalised
+// name, if any, and its text on one line.
 func (r RecalledItem) RunLine() string {
-	if r.Speaker != "" {
-		return r.Speaker + ": " + r.Text
+	if r.Kind == RecalledTurn {
+		return ContextTurn{Speaker: r.Speaker, Role: r.Role, Text: r.Text}.Line()
 	}
-	return r.Text
+	text := lineBreaks.Replace(r.Text)
+	if name := speaker.Name(r.Speaker); name != "" {
+		return name + ": " + text
+	}
+	return text
 }
 
 // Labels reports whether r's line after the lines before it (run) carries

@@ -37,6 +37,20 @@ func TestContextLinesNormaliseSpeakerNames(t *testing.T) {
 		if tt.turn.Speaker != raw {
 			t.Errorf("Line changed the turn's speaker to %q", tt.turn.Speaker)
 		}
+		// A recalled turn is rendered the same way, after its label or
+		// in a run, and a memory's speaker and text too.
+		at := time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)
+		label := "[Sun 2026-11-22 20:00 UTC] "
+		first := client.RecalledItem{Kind: client.RecalledTurn, Index: 1, At: at, Speaker: "Alice", Role: "user", Text: "hi"}
+		turn := client.RecalledItem{Kind: client.RecalledTurn, Index: 2, At: at, Speaker: tt.turn.Speaker, Role: tt.turn.Role, Text: tt.turn.Text}
+		memory := client.RecalledItem{Kind: client.RecalledMemory, At: at, Speaker: tt.turn.Speaker, Text: tt.turn.Text}
+		if got := turn.Line(); got != label+tt.want {
+			t.Errorf("speaker %q: recalled line %q, want %q", raw, got, label+tt.want)
+		}
+		c = client.Context{Recalled: []client.RecalledItem{memory, first, turn}}
+		if got, want := c.Prompt(), "\n"+label+"Alice: hi\n"+tt.want+"\n"; !strings.HasSuffix(got, want) || strings.Count(got, "\n") != 5 {
+			t.Errorf("speaker %q: prompt %q, want it to end %q, and 5 lines", raw, got, want)
+		}
 	}
 }
 
