@@ -116,22 +116,25 @@ type hit struct {
 // are scored in their given order, so the sum, and the ranking, is
 // deterministic.
 func (x *turnIndex) search(terms []string, lo, n int) []hit {
-	return x.searchWeighted(terms, nil, lo, n)
-}
-
-// searchWeighted is search with each term's score times its weight
-// (weights[i] for terms[i]; nil: all 1).
-func (x *turnIndex) searchWeighted(terms []string, weights []float64, lo, n int) []hit {
 	if n <= lo || len(terms) == 0 {
 		return nil
 	}
+	scores := make([]float64, n-lo)
+	x.score(scores, terms, nil, lo, n)
+	return ranked(scores, lo)
+}
+
+// score adds the BM25 scores of docs [lo, n) for terms to scores (indexed
+// by doc-lo), each term's times its weight (weights[i] for terms[i]; nil:
+// all 1). Scores are dense: a query's common terms touch a good part of
+// the docs, and a slice is much cheaper to add to than a map.
+func (x *turnIndex) score(scores []float64, terms []string, weights []float64, lo, n int) {
 	total := x.cumLen[n-1]
 	if lo > 0 {
 		total -= x.cumLen[lo-1]
 	}
 	docs := float64(n - lo)
 	avgLen := max(1, float64(total)/docs)
-	scores := map[int]float64{}
 	for i, term := range terms {
 		pl, df := x.postingsIn(term, lo, n)
 		if df == 0 {
@@ -144,16 +147,44 @@ func (x *turnIndex) searchWeighted(terms []string, weights []float64, lo, n int)
 		for _, p := range pl {
 			tf := float64(p.tf)
 			norm := bm25K1 * (1 - bm25B + bm25B*float64(x.docs[p.doc].len)/avgLen)
-			scores[int(p.doc)] += idf * tf * (bm25K1 + 1) / (tf + norm)
+			scores[int(p.doc)-lo] += idf * tf * (bm25K1 + 1) / (tf + norm)
 		}
 	}
-	out := make([]hit, 0, len(scores))
+}
+
+// ranked is every doc with a score (all are positive: idf and tf are),
+// best first, ties to the later doc.
+func ranked(scores []float64, lo int) []hit {
+	var out []hit
 	for d, s := range scores {
-		out = append(out, hit{doc: d, score: s})
+		if s > 0 {
+			out = append(out, hit{doc: d + lo, score: s})
+		}
 	}
-	slices.SortFunc(out, func(a, b hit) int {
-		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.doc, a.doc))
-	})
+	slices.SortFunc(out, byRank)
+	return out
+}
+
+func byRank(a, b hit) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.doc, a.doc)) }
+
+// best is the k best docs of scores in rank order (ranked(scores)[:k]
+// without sorting them all).
+func best(scores []float64, lo, k int) []hit {
+	out := make([]hit, 0, k+1)
+	for d, s := range scores {
+		if s <= 0 {
+			continue
+		}
+		h := hit{doc: d + lo, score: s}
+		if len(out) == k && byRank(h, out[k-1]) >= 0 {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(out, h, byRank)
+		out = slices.Insert(out, at, h)
+		if len(out) > k {
+			out = out[:k]
+		}
+	}
 	return out
 }
 
@@ -174,20 +205,26 @@ const (
 	feedbackHits   = 5   // best hits whose terms are considered
 	feedbackTerms  = 10  // terms added
 	feedbackWeight = 0.3 // their weight (the query's terms weigh 1)
+	// feedbackMaxDF: a term in more than this share of the searched turns
+	// is not added (it says little, and scoring it touches most turns).
+	feedbackMaxDF = 0.05
 )
 
 // expanded ranks docs [lo, n) against terms plus feedbackTerms feedback
-// terms from the text of its first search's feedbackHits best hits: the
+// terms from the text of its first ranking's feedbackHits best hits: the
 // terms not in the query and not question words (they say what kind of
-// answer is wanted, in a turn as in a query), found in more than one doc,
-// weighed by the
-// hit's score times the term's idf for each time it occurs there. Ties
-// go to the term that sorts first, so the ranking is deterministic.
+// answer is wanted, in a turn as in a query), found in more than one doc
+// and at most feedbackMaxDF of them, weighed by the hit's score times the
+// term's idf for each time it occurs there. Ties go to the term that sorts
+// first, so the ranking is deterministic. The feedback terms' scores are
+// added to the first ranking's (the query's terms are not scored twice).
 func (x *turnIndex) expanded(terms []string, lo, n int) []hit {
-	first := x.search(terms, lo, n)
-	if len(first) == 0 {
-		return first
+	if n <= lo || len(terms) == 0 {
+		return nil
 	}
+	scores := make([]float64, n-lo)
+	x.score(scores, terms, nil, lo, n)
+	top := best(scores, lo, feedbackHits)
 	inQuery := make(map[string]bool, len(terms))
 	for _, t := range terms {
 		inQuery[t] = true
@@ -195,7 +232,7 @@ func (x *turnIndex) expanded(terms []string, lo, n int) []hit {
 	docs := float64(n - lo)
 	weight := map[string]float64{}
 	idf := map[string]float64{}
-	for _, h := range first[:min(feedbackHits, len(first))] {
+	for _, h := range top {
 		x.an.each(x.docs[h.doc].turn.Text, func(term string) {
 			if term == "" || inQuery[term] || questionStems[term] {
 				return
@@ -204,7 +241,7 @@ func (x *turnIndex) expanded(terms []string, lo, n int) []hit {
 			if !ok {
 				// A term of a doc's text is indexed unless the speaker or
 				// tool alone held it; then df may be 1 or 0: skipped.
-				if _, df := x.postingsIn(term, lo, n); df > 1 {
+				if _, df := x.postingsIn(term, lo, n); df > 1 && df <= max(2, docs*feedbackMaxDF) {
 					w = math.Log(docs / df)
 				}
 				idf[term] = w
@@ -220,16 +257,10 @@ func (x *turnIndex) expanded(terms []string, lo, n int) []hit {
 	}
 	slices.SortFunc(extra, func(a, b string) int { return cmp.Or(cmp.Compare(weight[b], weight[a]), strings.Compare(a, b)) })
 	extra = extra[:min(feedbackTerms, len(extra))]
-	if len(extra) == 0 {
-		return first
-	}
-	all := append(slices.Clip(terms), extra...)
-	weights := make([]float64, len(all))
+	weights := make([]float64, len(extra))
 	for i := range weights {
-		weights[i] = 1
-		if i >= len(terms) {
-			weights[i] = feedbackWeight
-		}
+		weights[i] = feedbackWeight
 	}
-	return x.searchWeighted(all, weights, lo, n)
+	x.score(scores, extra, weights, lo, n)
+	return ranked(scores, lo)
 }
