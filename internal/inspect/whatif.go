@@ -247,7 +247,7 @@ func (s *Server) refold(ctx context.Context, id string, req WhatIfRequest, text 
 	}
 	svcCtx, stopSvc := context.WithCancel(ctx)
 	defer stopSvc()
-	if _, err := service.Start(svcCtx, sc.nc, sc.js, sc.layout, sc.store, s.cfg.WhatIf.Tokens, zerolog.Nop()); err != nil {
+	if _, err := service.Start(svcCtx, sc.nc, sc.js, sc.layout, sc.store, s.cfg.WhatIf.Tokens, zerolog.Nop(), service.Admission(cfg.Admission())); err != nil {
 		return nil, err
 	}
 	last, err := sc.publish(ctx, s.subj, msgs)

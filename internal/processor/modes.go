@@ -77,9 +77,10 @@ func setFloat(dst *float64, v float64) {
 }
 
 // checkConfigure refuses a configure op whose settings, merged with the
-// deployment's, cannot work (e.g. a reserve above a smaller window).
-func (p *Processor) checkConfigure(c *events.SessionConfig) error {
-	if err := withOverrides(p.policy, c).Validate(); err != nil {
+// deployment's policy pol, cannot work (e.g. a reserve above a smaller
+// window).
+func checkConfigure(pol fold.Policy, c *events.SessionConfig) error {
+	if err := withOverrides(pol, c).Validate(); err != nil {
 		return &events.ValidationError{Code: events.CodeInvalidField, Field: "config", Reason: err.Error() + " (with the deployment's defaults for the fields not set)"}
 	}
 	return nil

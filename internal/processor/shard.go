@@ -414,7 +414,7 @@ func (sh *shard) handle(m inMsg) {
 		return
 	}
 	if c := in.Control; c != nil && c.Op == events.OpConfigure && !ls.s.Ended {
-		if err := p.checkConfigure(c.Config); err != nil {
+		if err := checkConfigure(p.policy, c.Config); err != nil {
 			sh.reject(m, err)
 			return
 		}

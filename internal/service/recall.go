@@ -147,7 +147,7 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 	if !policy {
 		start = max(resetSeq, 1)
 	}
-	rp := newReplay(s.an, session, start)
+	rp := newReplay(s.an, s.adm, session, start)
 	var stored uint64
 	for _, n := range info.State.Subjects {
 		stored += n
