@@ -40,6 +40,11 @@ func TestServiceSkipsEventsTheProcessorRejects(t *testing.T) {
 		}})
 	publish(t, e, "s2", 360, 361)
 
+	// s3: a reset dated a year ahead: the processor keeps the session.
+	publish(t, e, "s3", 0, 3)
+	publishRaw(t, e, e.Layout.Subjects.In("s3", events.KindControl), events.Control{V: 1, Session: "s3", Op: events.OpReset, At: time.Now().AddDate(1, 0, 0)})
+	publish(t, e, "s3", 3, 4)
+
 	c1 := getContext(t, e.NC, client.ContextRequest{Session: "s1"})
 	if c1.TotalTurns != 3 {
 		t.Fatalf("s1: %d turns in the context, want 3 (the future-dated turn is rejected): %+v", c1.TotalTurns, indices(c1))
@@ -64,9 +69,17 @@ func TestServiceSkipsEventsTheProcessorRejects(t *testing.T) {
 		t.Fatalf("s2: %d turns in the context, want 3 (the refused configure set no idle reset): %+v", c2.TotalTurns, indices(c2))
 	}
 
+	c3 := getContext(t, e.NC, client.ContextRequest{Session: "s3"})
+	if c3.TotalTurns != 4 {
+		t.Fatalf("s3: %d turns in the context, want 4 (the future-dated reset is rejected): %+v", c3.TotalTurns, indices(c3))
+	}
+	if r := recall(t, e.NC, client.RecallRequest{V: 1, Session: "s3", Query: "message number 001", Scope: client.RecallScopeAll}); len(r.Results) == 0 || r.Results[0].TurnID != "t001" {
+		t.Fatalf("s3: recall of the turn before the rejected reset: %+v", r.Results)
+	}
+
 	// The processor, applying the same stream, checkpoints the same counts.
 	e.StartProcessor(cfg, nil)
-	for session, c := range map[string]*client.Context{"s1": c1, "s2": c2} {
+	for session, c := range map[string]*client.Context{"s1": c1, "s2": c2, "s3": c3} {
 		e.Eventually("the processor applied "+session, func() bool { return e.Checkpoint(session).LastSeq >= c.ThroughSeq })
 		if s := e.Checkpoint(session); s.Total != c.TotalTurns || s.Epoch != 0 {
 			t.Fatalf("%s: processor total %d epoch %d, the service packed %d turns", session, s.Total, s.Epoch, c.TotalTurns)
