@@ -444,8 +444,8 @@ func markRejected(in, dead []Entry, inStream string) {
 // numberTurns gives each valid turn its index by distinct turn_id, the way
 // the processor counts them (a turn published twice is counted once). A
 // reset forgets the transcript, so numbering and dedup start over after one.
-// Replay remembers every id, the processor only the last few hundred plus
-// the stream's duplicate window: a duplicate that replay flags but the
+// Replay remembers every id, the processor only the last 64 plus the
+// stream's duplicate window: a duplicate that replay flags but the
 // processor counted would show as a cursor that runs ahead of replay's.
 func numberTurns(in []Entry) {
 	seen := map[string]int64{}
