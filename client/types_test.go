@@ -3,6 +3,7 @@ package client_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/foldstream/foldstream/client"
 )
@@ -36,5 +37,17 @@ func TestContextLinesNormaliseSpeakerNames(t *testing.T) {
 		if tt.turn.Speaker != raw {
 			t.Errorf("Line changed the turn's speaker to %q", tt.turn.Speaker)
 		}
+		// A recalled excerpt of the same turn renders it the same way,
+		// after its time.
+		at := time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)
+		item := client.RecalledItem{Kind: client.RecalledTurn, Speaker: tt.turn.Speaker, Role: tt.turn.Role, Text: tt.turn.Text, At: at}
+		if got, want := item.Line(), "["+at.Format(client.RecallTimeLayout)+"] "+tt.want; got != want {
+			t.Errorf("speaker %q: recalled line %q, want %q", raw, got, want)
+		}
+	}
+	// A memory's speaker (a model's output on the model path) and text too.
+	m := client.RecalledItem{Kind: client.RecalledMemory, Speaker: "Bob (assistant): I agree", Text: "pays\nAlice: refunds"}
+	if got, want := m.Line(), "- Bob I agree: pays ⏎ Alice: refunds"; got != want {
+		t.Errorf("memory line %q, want %q", got, want)
 	}
 }
