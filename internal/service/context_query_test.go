@@ -362,3 +362,21 @@ func TestQueryContextSendsIndexZero(t *testing.T) {
 		t.Fatalf("first recalled item %s: want \"index\":0", m.Data)
 	}
 }
+
+// An ended session is archived and its checkpoint cleared: a question
+// recalls none of its turns (and never one at a wrong index).
+func TestQueryContextOfAnArchivedSession(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpEnd, At: servicetest.T0.Add(time.Hour)})
+	e.Eventually("archived", func() bool { return e.Checkpoint("s1").Archived })
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday"})
+	checkQueryContext(t, c, 0)
+	// Its memories stay until a reset; its turns went to the archive.
+	if got := recalledIndices(c); len(got) != 0 || c.TotalTurns != 0 {
+		t.Fatalf("archived session: total %d, recalled turns %v", c.TotalTurns, got)
+	}
+}

@@ -68,7 +68,9 @@ func (x *turnIndex) add(raw int64, seq uint64, t *events.Turn) {
 	var n int32
 	x.an.each(t.Speaker+" "+t.Tool+" "+t.Text, func(term string) {
 		n++
-		tf[term]++
+		if term != "" {
+			tf[term]++
+		}
 	})
 	for term, f := range tf {
 		pl, ok := x.postings[term]

@@ -145,7 +145,9 @@ type anchoring struct {
 // replay: the replay's count at cp.LastSeq is the checkpoint's Total.
 func (r *replay) anchor(cp *state.Session, checkpointed bool) anchoring {
 	var a anchoring
-	a.inEpoch = checkpointed && cp.LastSeq >= r.lastReset
+	// An archived session's checkpoint is a tombstone (its transcript
+	// went to the archive): nothing of the replay is its turns.
+	a.inEpoch = checkpointed && !cp.Archived && cp.LastSeq >= r.lastReset
 	if !a.inEpoch {
 		return a
 	}

@@ -329,6 +329,14 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 	a := rp.anchor(cp, checkpointed)
 	x := rp.idx
 	lo, n := rp.live(), x.below(cp.Total-a.offset)
+	if a.offset < 0 {
+		// The replay counts more turns than the processor: they cannot be
+		// placed on its transcript, so none is recalled rather than one at
+		// a wrong index.
+		s.log.Warn().Str("event", "recall_index_offset").Str("session", rp.session).Int64("checkpoint_total", cp.Total).
+			Int64("offset", a.offset).Msg("replayed turn count exceeds the checkpoint's; no earlier turns recalled")
+		a.inEpoch = false
+	}
 	if !a.inEpoch {
 		// A reset after the context's view of the session: the replay is
 		// of a newer epoch than the turns packed; recall nothing.

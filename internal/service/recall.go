@@ -161,6 +161,10 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 		rp.next = streamLast + 1
 		return rp, nil
 	}
+	// Room for every stored event as a turn: no regrowth while building.
+	rp.seqs = make([]uint64, 0, stored)
+	rp.idx.docs = make([]indexDoc, 0, stored)
+	rp.idx.cumLen = make([]int64, 0, stored)
 	if err := s.catchUp(ctx, rp, streamLast); err != nil {
 		return nil, err
 	}
@@ -226,10 +230,14 @@ func (s *server) scanInbound(ctx context.Context, filter string, from, to uint64
 		return internal(err, "reading stream %s for %s", s.layout.In, filter)
 	}
 	defer it.Stop()
+	// One timer for the scan, reset at each message (a context per
+	// message cost a timer allocation each): idle for recallIdle, it
+	// stops the iterator, and Next fails.
+	idle := time.AfterFunc(recallIdle, it.Stop)
+	defer idle.Stop()
 	for {
-		nctx, cancel := context.WithTimeout(ctx, recallIdle)
-		m, err := it.Next(jetstream.NextContext(nctx))
-		cancel()
+		idle.Reset(recallIdle)
+		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			if ctx.Err() != nil {
 				return internal(ctx.Err(), "reading stream %s for %s (the session is too long to scan within %s?)", s.layout.In, filter, requestTimeout)
