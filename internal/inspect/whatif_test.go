@@ -26,8 +26,8 @@ func TestWhatIfLeavesOutTurnsRejectedForTheirTime(t *testing.T) {
 	}
 	msgs := []replay.Message{
 		msg(1, "t0", stored.Add(-time.Hour)),
-		msg(2, "ahead", stored.Add(time.Hour)), // beyond the default 5 minutes
-		msg(3, "t1", stored.Add(time.Minute)),  // within them
+		msg(2, "ahead", stored.Add(time.Hour)),                                                  // beyond the default 5 minutes
+		msg(3, "t1", stored.Add(time.Minute)),                                                   // within them
 		{Seq: 4, Time: stored, Subject: subj.In("s1", events.KindTurn), Data: []byte(`{"v":1`)}, // rejected anyway: kept, rejected again
 	}
 	kept, n := dropClockRejected(msgs, subj, processor.Config{}.Admission())
