@@ -274,8 +274,10 @@ type EvictionNote struct {
 // its place, as seed 001 lays it out), then the turns oldest first. With
 // recalled material (a query), the memories and the earlier excerpts come
 // between the two, each section under its header line (MemoriesHeader,
-// ExcerptsHeader, then RecentHeader before the turns), every recalled line
-// labelled with its date and time and speaker (RecalledItem.Line). Its
+// ExcerptsHeader, then RecentHeader before the turns), every memory line
+// labelled with its date and time and speaker (RecalledItem.Line), every
+// excerpt line with its speaker, and the first line of each run of
+// consecutive excerpt turns with its date and time (ExcerptRun). Its
 // length in runes is exactly Chars, so it never exceeds the requested
 // budget.
 func (c *Context) Prompt() string {
@@ -292,6 +294,7 @@ func (c *Context) Prompt() string {
 	}
 	for i, kind := range []string{RecalledMemory, RecalledTurn} {
 		first := true
+		var run ExcerptRun
 		for _, r := range c.Recalled {
 			if r.Kind != kind {
 				continue
@@ -300,7 +303,9 @@ func (c *Context) Prompt() string {
 				line([]string{MemoriesHeader, ExcerptsHeader}[i])
 				first = false
 			}
-			line(r.Line())
+			var text string
+			text, run = run.Next(r)
+			line(text)
 		}
 	}
 	if len(c.Recalled) > 0 && len(c.Turns) > 0 {

@@ -113,6 +113,15 @@ var questionWords = func() map[string]bool {
 	return m
 }()
 
+// questionStems are questionWords as index terms (stemmed).
+var questionStems = func() map[string]bool {
+	m := map[string]bool{}
+	for w := range questionWords {
+		m[english.Stem(w, true)] = true
+	}
+	return m
+}()
+
 // stopWords are English function words (as forEachToken normalises them:
 // "don't" is "dont"), too common in conversation to say what a question
 // is about. Queries drop them and the index does not hold them (they

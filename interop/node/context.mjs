@@ -37,11 +37,34 @@ function label(at) {
     `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())} UTC`;
 }
 
-function recalledLine(r) {
+function recalledLine(r, labelled) {
   let s = r.kind === "memory" ? "- " : "";
-  if (r.at) s += `[${label(r.at)}] `;
+  if (r.at && labelled) s += `[${label(r.at)}] `;
   if (r.speaker) s += `${r.speaker}: `;
   return s + r.text;
+}
+
+// A run of consecutive excerpt turns is labelled once, on its first line,
+// as the Go client's ExcerptRun does: a turn continues the run when its
+// index follows the previous line's and it was said no earlier than the
+// run's label and at most RUN_SPAN_MS after it.
+const RUN_SPAN_MS = 10 * 60 * 1000;
+
+function recalledLines(items) {
+  let run = null;
+  return items.map((r) => {
+    const at = r.at ? Date.parse(r.at) : NaN;
+    if (r.kind !== "turn" || Number.isNaN(at)) {
+      run = null;
+      return recalledLine(r, true);
+    }
+    if (run && r.index === run.last + 1 && at >= run.label && at - run.label <= RUN_SPAN_MS) {
+      run.last = r.index;
+      return recalledLine(r, false);
+    }
+    run = { last: r.index, label: at };
+    return recalledLine(r, true);
+  });
 }
 
 function prompt(c) {
@@ -51,7 +74,7 @@ function prompt(c) {
   const recalled = c.recalled || [];
   [["memory", MEMORIES_HEADER], ["turn", EXCERPTS_HEADER]].forEach(([kind, header]) => {
     const items = recalled.filter((r) => r.kind === kind);
-    if (items.length > 0) lines.push(header, ...items.map(recalledLine));
+    if (items.length > 0) lines.push(header, ...recalledLines(items));
   });
   if (recalled.length > 0 && c.turns.length > 0) lines.push(RECENT_HEADER);
   for (const t of c.turns) lines.push(`${t.speaker}: ${t.text}`);
