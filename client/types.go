@@ -136,8 +136,11 @@ type Budget struct {
 }
 
 // Context is the reply of the context endpoint: seed 000's layers in
-// prompt order. When a budget applies, the freshest turns are kept first,
-// then the summary if it still fits; the summary never displaces a turn.
+// prompt order. Without a query, when a budget applies, the freshest
+// turns are kept first, then the summary if it still fits; the summary
+// never displaces a turn. With a query the summary comes first, then the
+// recalled memories and earlier turns (at most 70% of what the summary
+// leaves), then the verbatim turns (docs/builders.md).
 type Context struct {
 	V       int    `json:"v"`
 	Session string `json:"session"`
@@ -145,8 +148,8 @@ type Context struct {
 	// when there is none yet or it did not fit the budget.
 	Summary *SummaryLayer `json:"summary,omitempty"`
 	// Turns are verbatim, oldest first, from Cursor+DroppedTurns to the
-	// newest turn the inbound stream holds (including turns the processor
-	// has not checkpointed yet).
+	// newest turn the inbound stream holds that the processor applies
+	// (including turns it has not checkpointed yet).
 	Turns []ContextTurn `json:"turns"`
 	// Evictions holds mode evict's eviction note (seed 001), at most one:
 	// in that mode it takes the summary's place (Summary is then nil) with

@@ -272,6 +272,7 @@ type procRun struct {
 	observe     func(processor.FoldTiming)
 	called      func(session string, from int64) // instant summarizer: each call
 	profile     io.Writer
+	memProfile  string // allocations during the timed part: this file, with the start in <file>.base (pprof -base)
 	// probe: meanwhile, time single publishes to the outbound stream from
 	// a connection of their own (the floor of any fold's publish).
 	probe bool
@@ -341,6 +342,9 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	if r.profile != nil {
 		_ = pprof.StartCPUProfile(r.profile)
 	}
+	if r.memProfile != "" {
+		writeAllocs(r.memProfile + ".base")
+	}
 	if tf := os.Getenv("FOLDSTREAM_BENCH_TRACE"); tf != "" {
 		f, _ := os.Create(tf)
 		_ = trace.Start(f)
@@ -380,6 +384,9 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	}
 	if r.profile != nil {
 		pprof.StopCPUProfile()
+	}
+	if r.memProfile != "" {
+		writeAllocs(r.memProfile)
 	}
 	if err != nil {
 		return res, err
@@ -454,6 +461,20 @@ func newSummarizer(kind string) (fold.Summarizer, int, func(), error) {
 	}
 }
 
+// writeAllocs writes the process's allocation profile so far to path
+// (cumulative since start: the timed part is this file less its .base).
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -memprofile:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -memprofile:", err)
+	}
+}
+
 // profiled is set once a processor run has been profiled (-cpuprofile).
 var profiled bool
 
@@ -476,8 +497,8 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 				return fmt.Errorf("raw reference: %w", err)
 			}
 			pr := procRun{n: o.turns, sessions: s, summarizer: o.summarizer, flush: o.flushInterval}
-			if o.cpuProfile != nil && !profiled {
-				pr.profile, profiled = o.cpuProfile, true // one profile: the first processor run
+			if (o.cpuProfile != nil || o.memProfile != "") && !profiled {
+				pr.profile, pr.memProfile, profiled = o.cpuProfile, o.memProfile, true // one profile: the first processor run
 			}
 			res, err := processorRate(ctx, pr)
 			if err != nil {
@@ -487,7 +508,7 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 			cpus = append(cpus, float64(rawCPU)/float64(res.cpu))
 			folds = append(folds, float64(res.folds))
 			if elsewhere {
-				pr.summarizer, pr.profile = "instant", nil
+				pr.summarizer, pr.profile, pr.memProfile = "instant", nil, ""
 				res, err := processorRate(ctx, pr)
 				if err != nil {
 					return fmt.Errorf("processor, instant summarizer: %w", err)

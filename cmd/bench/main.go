@@ -28,6 +28,7 @@ type opts struct {
 	summarizer    string
 	flushInterval time.Duration
 	cpuProfile    io.Writer
+	memProfile    string
 	memSessions   int
 	memTurns      int
 	memWait       time.Duration
@@ -49,6 +50,7 @@ func main() {
 	flag.StringVar(&o.summarizer, "summarizer", "offline", "ingest fold backend: offline (CPU on the same cores), http (the openai backend against an in-process chat-completions server that answers at once) or instant (an in-process summarizer that answers at once)")
 	flag.DurationVar(&o.flushInterval, "flush-interval", 0, "processor checkpoint interval (0 = the processor's default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the ingest section's processor runs to this file")
+	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile of the ingest section's first processor run to this file (and its start to <file>.base: go tool pprof -base <file>.base <file>)")
 	flag.IntVar(&o.memSessions, "mem-sessions", 10000, "live sessions for the memory section")
 	flag.IntVar(&o.memTurns, "mem-turns", 10, "turns per session in the memory section")
 	flag.DurationVar(&o.memWait, "mem-wait", 2*time.Second, "memory section: how long the sessions stay idle before RSS is read (below the processor's 2-minute idle eviction)")

@@ -1,8 +1,8 @@
 package events
 
 import (
-	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decodeTurnFast decodes the common shape of a turn — one flat JSON object
@@ -22,6 +22,10 @@ func decodeTurnFast(data []byte, t *Turn) bool {
 	if !d.eat('{') {
 		return false
 	}
+	// The string fields' raw spans, indexed by their bit's position: they
+	// become strings only once the whole object is accepted, all of them
+	// copied into one allocation (see strings below).
+	var vals [numTurnFields]span
 	var seen uint16
 	d.ws()
 	if d.eat('}') {
@@ -29,109 +33,170 @@ func decodeTurnFast(data []byte, t *Turn) bool {
 	}
 	for {
 		d.ws()
-		key, ok := d.str()
-		if !ok {
-			return false
+		key, ok := d.span()
+		if !ok || key.esc {
+			return false // no known key needs an escape: let encoding/json decide
 		}
 		d.ws()
 		if !d.eat(':') {
 			return false
 		}
 		d.ws()
-		bit, ok := turnField(key)
-		if !ok || seen&bit != 0 {
+		bit, ok := turnField(d.b[key.start:key.end])
+		if !ok || seen&(1<<bit) != 0 {
 			return false // unknown or repeated field: let encoding/json decide
 		}
-		seen |= bit
-		switch key {
-		case "v":
+		seen |= 1 << bit
+		switch bit {
+		case fieldV:
 			n, ok := d.int()
 			if !ok {
 				return false
 			}
 			t.V = n
-		case "tokens":
+		case fieldTokens:
 			n, ok := d.int()
 			if !ok {
 				return false
 			}
 			t.Tokens = n
-		case "context_tokens":
+		case fieldContextTokens:
 			n, ok := d.int()
 			if !ok {
 				return false
 			}
 			t.ContextTokens = n
-		case "meta":
+		case fieldMeta:
 			m, ok := d.meta()
 			if !ok {
 				return false
 			}
 			t.Meta = m
-		default:
-			s, ok := d.str()
+		case fieldAt:
+			v, ok := d.span()
 			if !ok {
 				return false
 			}
-			switch key {
-			case "session":
-				t.Session = s
-			case "turn_id":
-				t.TurnID = s
-			case "speaker":
-				t.Speaker = s
-			case "role":
-				t.Role = s
-			case "text":
-				t.Text = s
-			case "kind":
-				t.Kind = s
-			case "tool":
-				t.Tool = s
-			case "at":
-				// The same strict RFC 3339 parser time.Time's JSON decoding uses.
-				if err := t.At.UnmarshalText([]byte(s)); err != nil {
-					return false
-				}
+			// The same strict RFC 3339 parser time.Time's JSON decoding uses.
+			if err := t.At.UnmarshalText(v.appendTo(nil, d.b)); err != nil {
+				return false
 			}
+		default:
+			v, ok := d.span()
+			if !ok {
+				return false
+			}
+			vals[bit] = v
 		}
 		d.ws()
 		if d.eat(',') {
 			continue
 		}
 		if d.eat('}') {
-			return d.end()
+			if !d.end() {
+				return false
+			}
+			d.strings(t, seen, &vals)
+			return true
 		}
 		return false
 	}
 }
 
-func turnField(key string) (uint16, bool) {
-	switch key {
+// strings sets t's string fields from their spans. One allocation holds
+// them all: a turn's strings are kept or dropped together (the decoded turn
+// lives as long as its event is applied or indexed), and one copy instead
+// of one per field was most of the decoder's allocations.
+func (d *fastDec) strings(t *Turn, seen uint16, vals *[numTurnFields]span) {
+	n := 0
+	for bit := range numTurnFields {
+		if seen&(1<<bit) != 0 {
+			n += vals[bit].end - vals[bit].start // an escape only shortens
+		}
+	}
+	if n == 0 {
+		return
+	}
+	buf := make([]byte, 0, n)
+	var ends [numTurnFields]int
+	for bit := range numTurnFields {
+		if seen&(1<<bit) != 0 && vals[bit].start != vals[bit].end {
+			buf = vals[bit].appendTo(buf, d.b)
+		}
+		ends[bit] = len(buf)
+	}
+	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
+	from := 0
+	for bit := range numTurnFields {
+		s := all[from:ends[bit]]
+		from = ends[bit]
+		if seen&(1<<bit) == 0 || s == "" {
+			continue
+		}
+		switch bit {
+		case fieldSession:
+			t.Session = s
+		case fieldTurnID:
+			t.TurnID = s
+		case fieldSpeaker:
+			t.Speaker = s
+		case fieldRole:
+			t.Role = s
+		case fieldText:
+			t.Text = s
+		case fieldKind:
+			t.Kind = s
+		case fieldTool:
+			t.Tool = s
+		}
+	}
+}
+
+// The fields of a turn, as bit positions in the seen mask.
+const (
+	fieldV = iota
+	fieldSession
+	fieldTurnID
+	fieldAt
+	fieldSpeaker
+	fieldRole
+	fieldText
+	fieldKind
+	fieldTool
+	fieldTokens
+	fieldContextTokens
+	fieldMeta
+	numTurnFields
+)
+
+// turnField returns the bit position of a turn's JSON key. The switch on
+// string(key) does not allocate.
+func turnField(key []byte) (int, bool) {
+	switch string(key) {
 	case "v":
-		return 1 << 0, true
+		return fieldV, true
 	case "session":
-		return 1 << 1, true
+		return fieldSession, true
 	case "turn_id":
-		return 1 << 2, true
+		return fieldTurnID, true
 	case "at":
-		return 1 << 3, true
+		return fieldAt, true
 	case "speaker":
-		return 1 << 4, true
+		return fieldSpeaker, true
 	case "role":
-		return 1 << 5, true
+		return fieldRole, true
 	case "text":
-		return 1 << 6, true
+		return fieldText, true
 	case "kind":
-		return 1 << 7, true
+		return fieldKind, true
 	case "tool":
-		return 1 << 8, true
+		return fieldTool, true
 	case "tokens":
-		return 1 << 9, true
+		return fieldTokens, true
 	case "context_tokens":
-		return 1 << 10, true
+		return fieldContextTokens, true
 	case "meta":
-		return 1 << 11, true
+		return fieldMeta, true
 	}
 	return 0, false
 }
@@ -163,6 +228,72 @@ func (d *fastDec) eat(c byte) bool {
 func (d *fastDec) end() bool {
 	d.ws()
 	return d.i == len(d.b)
+}
+
+// span is a JSON string's contents in the input, between its quotes.
+type span struct {
+	start, end int
+	esc        bool // holds one of the escapes str accepts
+}
+
+// appendTo appends the string's value, its escapes resolved.
+func (sp span) appendTo(dst, b []byte) []byte {
+	raw := b[sp.start:sp.end]
+	if !sp.esc {
+		return append(dst, raw...)
+	}
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c == '\\' {
+			i++
+			switch raw[i] {
+			case 'n':
+				c = '\n'
+			case 't':
+				c = '\t'
+			case 'r':
+				c = '\r'
+			default: // " \ /: themselves
+				c = raw[i]
+			}
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// span reads a JSON string with at most the escapes \" \\ \/ \n \t \r,
+// like str, without copying it.
+func (d *fastDec) span() (span, bool) {
+	if !d.eat('"') {
+		return span{}, false
+	}
+	sp := span{start: d.i}
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			sp.end = d.i
+			d.i++
+			return sp, true
+		case c == '\\':
+			if d.i+1 >= len(d.b) {
+				return span{}, false
+			}
+			switch d.b[d.i+1] {
+			case '"', '\\', '/', 'n', 't', 'r':
+			default:
+				return span{}, false // \u, \b, \f: encoding/json handles them
+			}
+			sp.esc = true
+			d.i += 2
+			continue
+		case c < 0x20:
+			return span{}, false
+		}
+		d.i++
+	}
+	return span{}, false
 }
 
 // str reads a JSON string with at most the escapes \" \\ \/ \n \t \r.
@@ -246,8 +377,14 @@ func (d *fastDec) int() (int, bool) {
 	if d.i < len(d.b) && (d.b[d.i] == '.' || d.b[d.i] == 'e' || d.b[d.i] == 'E') {
 		return 0, false
 	}
-	n, err := strconv.Atoi(string(d.b[start:d.i]))
-	return n, err == nil
+	n := 0 // at most 15 digits: no overflow
+	for _, c := range d.b[digits:d.i] {
+		n = n*10 + int(c-'0')
+	}
+	if digits > start {
+		n = -n
+	}
+	return n, true
 }
 
 func (d *fastDec) meta() (map[string]string, bool) {

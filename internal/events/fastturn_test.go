@@ -15,6 +15,7 @@ func TestFastTurnDecodes(t *testing.T) {
 		{goodTurn, false}, // unknown field: encoding/json decides
 		{`{"v":1,"session":"s1","turn_id":"t1","at":"2026-01-02T15:04:05.123+02:00","speaker":"Al","role":"user","text":"say \"hi\"\n\\o/","tokens":12,"meta":{"lang":"en"}}`, true},
 		{` { "v" : 1 , "text" : "x" } `, true},
+		{`{"tool":"t\\","session":"","turn_id":"a\/b","speaker":"x\"y","text":"","kind":"k","v":-12}`, true},
 		{`{"v":1,"text":"caf\u00e9"}`, false},
 		{`{"v":1.0}`, false},
 		{`{"v":1,"v":2}`, false},

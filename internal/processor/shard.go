@@ -61,9 +61,11 @@ type shard struct {
 	// ahead holds, for sessions reloaded behind the outbound stream, the
 	// later summary to adopt once their redelivered turns reach its cursor
 	// (awaitRecord).
-	ahead            map[string]summaryRecord
-	foldCtx          context.Context
-	sessions         map[string]*live
+	ahead    map[string]summaryRecord
+	foldCtx  context.Context
+	sessions map[string]*live
+	// policies: the resolved policy of each configuration in use (modes.go)
+	policies         map[*events.SessionConfig]fold.Policy
 	checkpointWriter // checkpoint.go
 	inFlight         int
 	nPacked          int // sessions in their compact idle form (idle.go)
@@ -102,6 +104,7 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 		wake:             make(map[string]time.Time),
 		ahead:            make(map[string]summaryRecord),
 		sessions:         make(map[string]*live),
+		policies:         make(map[*events.SessionConfig]fold.Policy),
 	}
 }
 
@@ -400,7 +403,7 @@ func (sh *shard) handle(m inMsg) {
 		return
 	}
 	if c := in.Control; c != nil && c.Op == events.OpConfigure && !ls.s.Ended {
-		if err := p.checkConfigure(c.Config); err != nil {
+		if err := checkConfigure(p.policy, c.Config); err != nil {
 			sh.reject(m, err)
 			return
 		}

@@ -126,8 +126,13 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 		policy   bool
 	)
 	if info.State.Subjects[s.subj.In(session, events.KindControl)] > 0 {
-		err := s.scanInbound(ctx, s.subj.In(session, events.KindControl), 1, streamLast, func(seq uint64, _ time.Time, kind string, data []byte) bool {
-			in, err := events.DecodeInbound(kind, session, data, events.Limits{})
+		err := s.scanInbound(ctx, s.subj.In(session, events.KindControl), 1, streamLast, func(seq uint64, at time.Time, kind string, data []byte) bool {
+			// A reset the processor rejected (dated beyond the clock
+			// skew) must not cut the replay short.
+			in, err := events.DecodeInbound(kind, session, data, s.adm.Limits)
+			if err == nil {
+				err = in.CheckClock(at, s.adm.MaxClockSkew)
+			}
 			switch {
 			case err != nil:
 			case in.Control.Op == events.OpReset:
@@ -147,7 +152,7 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 	if !policy {
 		start = max(resetSeq, 1)
 	}
-	rp := newReplay(s.an, session, start)
+	rp := newReplay(s.an, s.adm, session, start)
 	var stored uint64
 	for _, n := range info.State.Subjects {
 		stored += n

@@ -2,7 +2,11 @@
 // with the npm "nats" client (a plain NATS request to <prefix>.svc.context,
 // JSON as in schema/v1/context-request.json) and prints the reply
 // (schema/v1/context-reply.json) as one JSON line, followed by the context
-// rendered as a prompt the way the Go client's Context.Prompt renders it.
+// rendered as a prompt the way the Go client's Context.Prompt renders it
+// for plain speaker names and one-line texts. (The Go client also
+// normalises names and shows line breaks as " ⏎ ", client.TurnLine, so
+// that no name or text forges a prompt line: a builder in another
+// language should do the same before its prompt reaches a model.)
 //
 //   node context.mjs <nats-url> <session> <query> [budget-chars]
 //
