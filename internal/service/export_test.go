@@ -60,3 +60,14 @@ func (d *Direct) IndexedSessions() int {
 	defer d.s.index.mu.Unlock()
 	return len(d.s.index.entries)
 }
+
+// ReplayStart builds the session's replay from the stream as a cold
+// request does and says where it started reading and how many events it
+// read.
+func (d *Direct) ReplayStart(ctx context.Context, session string) (from uint64, read int, err error) {
+	rp, err := d.s.scanReplay(ctx, session)
+	if err != nil {
+		return 0, 0, err
+	}
+	return rp.from, rp.read, nil
+}

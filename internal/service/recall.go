@@ -125,8 +125,10 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 		resetSeq uint64
 		policy   bool
 	)
-	if info.State.Subjects[s.subj.In(session, events.KindControl)] > 0 {
-		err := s.scanInbound(ctx, s.subj.In(session, events.KindControl), 1, streamLast, func(seq uint64, at time.Time, kind string, data []byte) bool {
+	// The subject its controls are stored under: with --partitions, the
+	// partitioned form, not the one the bot published to.
+	if controls := s.subj.InStored(session, events.KindControl); info.State.Subjects[controls] > 0 {
+		err := s.scanInbound(ctx, controls, 1, streamLast, func(seq uint64, at time.Time, kind string, data []byte) bool {
 			// A reset the processor rejected (dated beyond the clock
 			// skew) must not cut the replay short.
 			in, err := events.DecodeInbound(kind, session, data, s.adm.Limits)
