@@ -11,12 +11,12 @@ import (
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold/offline"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/state"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -49,22 +49,7 @@ func (v *violations) list() []string {
 // it read).
 func TestClientWorksWithTheDocumentedPermissions(t *testing.T) {
 	path, _ := filepath.Abs(filepath.Join("..", "nats", "auth", "accounts.conf"))
-	opts, err := server.ProcessConfigFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
-	opts.StoreDir, opts.NoSigs, opts.NoLog = t.TempDir(), true, true
-	opts.DisableShortFirstPing = true // slow bcrypt under -race
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	ns := brokertest.StartConfig(t, path)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -157,15 +142,7 @@ func TestClientWorksWithTheDocumentedPermissions(t *testing.T) {
 // expects into an error at construction, naming the fix, instead of a
 // permissions violation or a timeout on the first publish.
 func TestInboxPrefixChecksTheConnection(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	ns := brokertest.Start(t, brokertest.Options{Listen: true}).NS
 	plain, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		t.Fatal(err)

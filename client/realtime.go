@@ -86,17 +86,19 @@ func RealtimeContextInstructions(base string, c *Context, ceiling int) string {
 			header = header[2:]
 		}
 		first := true
+		var run ExcerptRun
 		for _, r := range c.Recalled {
 			if r.Kind != kind {
 				continue
 			}
-			line := "\n" + r.Line()
+			text, next := run.Next(r)
+			line := "\n" + text
 			cost := utf8.RuneCountInString(line)
 			if first {
 				cost += utf8.RuneCountInString(header)
 			}
 			if cost > room {
-				continue
+				continue // the run's state stays: the next line kept is labelled if it must be
 			}
 			if first {
 				b.WriteString(header)
@@ -104,6 +106,7 @@ func RealtimeContextInstructions(base string, c *Context, ceiling int) string {
 			}
 			b.WriteString(line)
 			room -= cost
+			run = next
 		}
 	}
 	return out + b.String()

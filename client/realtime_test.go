@@ -98,13 +98,14 @@ func TestRealtimeContextInstructionsAddsRecalledLinesWithinTheCeiling(t *testing
 			{Kind: client.RecalledMemory, MemoryID: "1.1", Text: "Dave must stop at 11:30 pm.", Score: 2},
 			{Kind: client.RecalledTurn, Index: 3, Speaker: "Bob", At: at, Text: "I will try Jeff the Land Shark.", Score: 1},
 			{Kind: client.RecalledTurn, Index: 4, Speaker: "Carol", At: at.Add(time.Minute), Text: strings.Repeat("long ", 30), Neighbour: true},
+			{Kind: client.RecalledTurn, Index: 5, Speaker: "Dave", At: at.Add(2 * time.Minute), Text: "Sure.", Neighbour: true},
 		},
 		Turns: []client.ContextTurn{{Index: 60, Speaker: "Alice", Text: "verbatim turns stay out"}},
 	}
 	full := client.RealtimeContextInstructions(base, c, 0)
 	want := client.RealtimeInstructions(base, summary, 0) + "\n\n" + client.MemoriesHeader + "\n- Dave must stop at 11:30 pm." +
 		"\n\n" + client.ExcerptsHeader + "\n[Sun 2026-11-22 20:05 UTC] Bob: I will try Jeff the Land Shark." +
-		"\n[Sun 2026-11-22 20:06 UTC] Carol: " + strings.Repeat("long ", 30)
+		"\nCarol: " + strings.Repeat("long ", 30) + "\nDave: Sure." // one run: labelled once
 	if full != want {
 		t.Fatalf("got\n%q\nwant\n%q", full, want)
 	}
@@ -114,12 +115,16 @@ func TestRealtimeContextInstructionsAddsRecalledLinesWithinTheCeiling(t *testing
 		if n := utf8.RuneCountInString(got); n > ceiling {
 			t.Fatalf("ceiling %d: %d chars", ceiling, n)
 		}
-		if strings.Contains(got, "verbatim") || strings.Contains(got, "Carol: long") && !strings.HasSuffix(got, "long ") {
+		if strings.Contains(got, "verbatim") || strings.Contains(got, "Carol: long") && !strings.Contains(got, "long \n") && !strings.HasSuffix(got, "long ") {
 			t.Fatalf("ceiling %d: %q", ceiling, got)
 		}
 	}
-	short := client.RealtimeContextInstructions(base, c, len(full)-10)
+	short := client.RealtimeContextInstructions(base, c, utf8.RuneCountInString(full)-len("\nDave: Sure.")-10)
 	if !strings.Contains(short, "Bob: I will try") || strings.Contains(short, "Carol:") {
-		t.Fatalf("10 chars short: the long line goes, the others stay: %q", short)
+		t.Fatalf("too short for the long line: it goes, the others stay: %q", short)
+	}
+	// Without the line before it, Dave's turn starts a run of its own.
+	if !strings.HasSuffix(short, "Shark.\n[Sun 2026-11-22 20:07 UTC] Dave: Sure.") {
+		t.Fatalf("the line after a left-out one is labelled: %q", short)
 	}
 }

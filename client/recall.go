@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/speaker"
 )
 
 // EndpointRecall answers a RecallRequest with a Recall: the turns of a
@@ -165,6 +166,10 @@ const (
 
 	// RecallTimeLayout is how a recalled line gives its date and time.
 	RecallTimeLayout = "Mon 2006-01-02 15:04 MST"
+	// RunSpan bounds a run of excerpt turns under one label (ExcerptRun):
+	// every turn of a run was said at most RunSpan after the time its
+	// label gives.
+	RunSpan = 10 * time.Minute
 )
 
 // RecalledItem is a memory or an earlier turn packed into a question-aware
@@ -192,14 +197,19 @@ type RecalledItem struct {
 	Score     float64 `json:"score"`
 	Neighbour bool    `json:"neighbour,omitempty"`
 	Text      string  `json:"text"`
-	// Chars and Tokens are the item's cost as its prompt line (Line).
+	// Chars and Tokens are the item's cost as its prompt line in the
+	// reply's Prompt: labelled with its date and time (Line) for a memory
+	// and for the first turn of a run of excerpts, "Speaker: text" for a
+	// turn that continues a run (ExcerptRun).
 	Chars  int `json:"chars"`
 	Tokens int `json:"tokens"`
 }
 
-// Line is the item as one prompt line: "[Sun 2026-11-22 20:00 UTC]
-// Alice: text" for a turn; the same after "- " for a memory, without the
-// speaker when it has none and without the time when it has none.
+// Line is the item as one labelled prompt line: "[Sun 2026-11-22 20:00
+// UTC] Alice: text" for a turn; the same after "- " for a memory, without
+// the speaker when it has none and without the time when it has none. In
+// a prompt a turn has this line only when it starts a run of excerpts
+// (ExcerptRun).
 func (r RecalledItem) Line() string {
 	var b strings.Builder
 	if r.Kind == RecalledMemory {
@@ -208,10 +218,7 @@ func (r RecalledItem) Line() string {
 	if !r.At.IsZero() {
 		b.WriteString("[" + r.At.UTC().Format(RecallTimeLayout) + "] ")
 	}
-	if r.Speaker != "" {
-		b.WriteString(r.Speaker + ": ")
-	}
-	b.WriteString(r.Text)
+	b.WriteString(r.RunLine())
 	return b.String()
 }
 
@@ -254,4 +261,63 @@ func CheckContext(r *ContextRequest) error {
 		r.RecallTurns = MaxRecallTurns // as many as fit the budget
 	}
 	return nil
+}
+
+// ExcerptRun is where a prompt's section of recalled lines stands, so that
+// a run of consecutive excerpt turns is labelled with its date and time
+// once, on its first line, rather than on every line (the label costs
+// ~27 characters a line; measured in docs/continuity.md). The zero value
+// is before a section's first line.
+//
+// A turn continues the run of the line before it when it is the next
+// turn of the session (Index one more) and was said no earlier than the
+// run's label and at most RunSpan after it; its line is then "Speaker:
+// text", and the run's label gives when it was said to within RunSpan.
+// Any other turn starts a run: its line is Line, labelled. A memory is
+// always its own Line and ends the run; so does a turn without a time.
+type ExcerptRun struct {
+	last  int64     // Index of the run's latest turn
+	label time.Time // the run's label: its first turn's At
+	open  bool
+}
+
+// Next is r's prompt line after the lines before it (run), and the state
+// after it. It does not change run: a renderer that leaves a line out
+// keeps the old state, so the next line it keeps is labelled if need be.
+func (run ExcerptRun) Next(r RecalledItem) (string, ExcerptRun) {
+	labelled, next := run.Labels(r)
+	if labelled {
+		return r.Line(), next
+	}
+	return r.RunLine(), next
+}
+
+// RunLine is a turn's line where it continues a run of excerpts: Line
+// without the date and time, "Alice: text". A turn's line is its
+// ContextTurn's (the speaker's name normalised, else its role, else
+// "unknown"; line breaks shown as " ⏎ "), so that neither a name nor a
+// text forges a line of its own; a memory's is its speaker's normalised
+// name, if any, and its text on one line.
+func (r RecalledItem) RunLine() string {
+	if r.Kind == RecalledTurn {
+		return ContextTurn{Speaker: r.Speaker, Role: r.Role, Text: r.Text}.Line()
+	}
+	text := lineBreaks.Replace(r.Text)
+	if name := speaker.Name(r.Speaker); name != "" {
+		return name + ": " + text
+	}
+	return text
+}
+
+// Labels reports whether r's line after the lines before it (run) carries
+// its date and time (always for a memory, a turn that starts a run, or a
+// turn without a time, which has none to carry), and the state after it.
+func (run ExcerptRun) Labels(r RecalledItem) (bool, ExcerptRun) {
+	if r.Kind != RecalledTurn || r.At.IsZero() {
+		return true, ExcerptRun{}
+	}
+	if run.open && r.Index == run.last+1 && !r.At.Before(run.label) && r.At.Sub(run.label) <= RunSpan {
+		return false, ExcerptRun{last: r.Index, label: run.label, open: true}
+	}
+	return true, ExcerptRun{last: r.Index, label: r.At, open: true}
 }

@@ -136,8 +136,11 @@ type Budget struct {
 }
 
 // Context is the reply of the context endpoint: seed 000's layers in
-// prompt order. When a budget applies, the freshest turns are kept first,
-// then the summary if it still fits; the summary never displaces a turn.
+// prompt order. Without a query, when a budget applies, the freshest
+// turns are kept first, then the summary if it still fits; the summary
+// never displaces a turn. With a query the summary comes first, then the
+// recalled memories and earlier turns (at most 70% of what the summary
+// leaves), then the verbatim turns (docs/builders.md).
 type Context struct {
 	V       int    `json:"v"`
 	Session string `json:"session"`
@@ -145,8 +148,8 @@ type Context struct {
 	// when there is none yet or it did not fit the budget.
 	Summary *SummaryLayer `json:"summary,omitempty"`
 	// Turns are verbatim, oldest first, from Cursor+DroppedTurns to the
-	// newest turn the inbound stream holds (including turns the processor
-	// has not checkpointed yet).
+	// newest turn the inbound stream holds that the processor applies
+	// (including turns it has not checkpointed yet).
 	Turns []ContextTurn `json:"turns"`
 	// Evictions holds mode evict's eviction note (seed 001), at most one:
 	// in that mode it takes the summary's place (Summary is then nil) with
@@ -271,8 +274,10 @@ type EvictionNote struct {
 // its place, as seed 001 lays it out), then the turns oldest first. With
 // recalled material (a query), the memories and the earlier excerpts come
 // between the two, each section under its header line (MemoriesHeader,
-// ExcerptsHeader, then RecentHeader before the turns), every recalled line
-// labelled with its date and time and speaker (RecalledItem.Line). Its
+// ExcerptsHeader, then RecentHeader before the turns), every memory line
+// labelled with its date and time and speaker (RecalledItem.Line), every
+// excerpt line with its speaker, and the first line of each run of
+// consecutive excerpt turns with its date and time (ExcerptRun). Its
 // length in runes is exactly Chars, so it never exceeds the requested
 // budget.
 func (c *Context) Prompt() string {
@@ -289,6 +294,7 @@ func (c *Context) Prompt() string {
 	}
 	for i, kind := range []string{RecalledMemory, RecalledTurn} {
 		first := true
+		var run ExcerptRun
 		for _, r := range c.Recalled {
 			if r.Kind != kind {
 				continue
@@ -297,7 +303,9 @@ func (c *Context) Prompt() string {
 				line([]string{MemoriesHeader, ExcerptsHeader}[i])
 				first = false
 			}
-			line(r.Line())
+			var text string
+			text, run = run.Next(r)
+			line(text)
 		}
 	}
 	if len(c.Recalled) > 0 && len(c.Turns) > 0 {

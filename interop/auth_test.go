@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold/offline"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/state"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -29,22 +29,7 @@ import (
 func TestNodeBotWithPrivateInbox(t *testing.T) {
 	node := nodeProgram(t)
 	conf, _ := filepath.Abs(filepath.Join("..", "nats", "auth", "userpass.conf"))
-	opts, err := server.ProcessConfigFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
-	opts.StoreDir, opts.NoSigs, opts.NoLog = t.TempDir(), true, true
-	opts.DisableShortFirstPing = true // slow bcrypt under -race
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	ns := brokertest.StartConfig(t, conf)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

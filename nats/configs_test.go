@@ -143,8 +143,10 @@ func connect(t *testing.T, url string, o ...nats.Option) *nats.Conn {
 	return nc
 }
 
+// ctx bounds a whole role check, which opens several connections: each
+// is a bcrypt check, seconds apiece under -race on a busy machine.
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	return c
 }

@@ -22,6 +22,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	query := fs.String("query", "", "the live question the prompt answers: the service may add what matches it")
 	budgetChars := fs.Int("budget-chars", 0, "bound the context to this many characters (0 = unlimited)")
 	budgetTokens := fs.Int("budget-tokens", 0, "bound the context to this many tokens (0 = unlimited)")
+	recallTurns := fs.Int("recall-turns", 0, fmt.Sprintf("with --query: the most earlier turns recalled as best matches, 1..%d (0 = as many as fit a budget, else %d)", client.MaxRecallTurns, client.DefaultRecallTurns))
 	asJSON := fs.Bool("json", false, "print the service's reply as is (JSON) instead of the prompt text")
 	if err := parseOptions(fs, &o, args, nil); err != nil {
 		return err
@@ -35,13 +36,16 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *budgetChars < 0 || *budgetTokens < 0 {
 		return fmt.Errorf("--budget-chars and --budget-tokens: expected 0 (unlimited) or more, got %d and %d", *budgetChars, *budgetTokens)
 	}
+	if *recallTurns < 0 || *recallTurns > client.MaxRecallTurns || *recallTurns > 0 && *query == "" {
+		return fmt.Errorf("--recall-turns: expected 1..%d with --query (0 = the service's default), got %d", client.MaxRecallTurns, *recallTurns)
+	}
 	t, err := openTool(&o, stderr, "context")
 	if err != nil {
 		return err
 	}
 	defer t.close()
 	data, err := t.request(ctx, client.EndpointContext, client.ContextRequest{
-		Session: *session, Query: *query, BudgetChars: *budgetChars, BudgetTokens: *budgetTokens,
+		Session: *session, Query: *query, BudgetChars: *budgetChars, BudgetTokens: *budgetTokens, RecallTurns: *recallTurns,
 	})
 	if err != nil {
 		return err

@@ -234,13 +234,13 @@ func TestContextPrintsWhatABuilderGets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := mustTool(t, e, "", "context", "--session", "s1", "--query", "ranked match", "--budget-chars", "600")
+	out := mustTool(t, e, "", "context", "--session", "s1", "--query", "ranked match", "--budget-chars", "600", "--recall-turns", "3")
 	req, err := sniff.NextMsg(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var r client.ContextRequest
-	if err := json.Unmarshal(req.Data, &r); err != nil || r.Query != "ranked match" || r.BudgetChars != 600 {
+	if err := json.Unmarshal(req.Data, &r); err != nil || r.Query != "ranked match" || r.BudgetChars != 600 || r.RecallTurns != 3 {
 		t.Errorf("request %s: %v", req.Data, err)
 	}
 	head, prompt, _ := strings.Cut(out, "\n")
@@ -259,6 +259,9 @@ func TestContextPrintsWhatABuilderGets(t *testing.T) {
 	}
 	if _, err := runTool(t, e, "", "context", "--session", "s1", "--budget-tokens", "-1"); err == nil {
 		t.Error("a negative budget accepted")
+	}
+	if _, err := runTool(t, e, "", "context", "--session", "s1", "--recall-turns", "3"); err == nil || !strings.Contains(err.Error(), "--recall-turns") {
+		t.Errorf("--recall-turns without --query: %v", err)
 	}
 }
 

@@ -99,7 +99,8 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("session bucket %s: %w (wrong --prefix, or no processor ever ran here)", e.layout.Bucket, err)
 	}
 	if embedded {
-		svc, err := service.Start(ctx, e.nc, e.js, e.layout, state.NewStore(e.js, kv), counter, log)
+		svc, err := service.Start(ctx, e.nc, e.js, e.layout, state.NewStore(e.js, kv), counter, log,
+			service.Admission(processorConfig(&o, sum).Admission()))
 		if err != nil {
 			return err
 		}

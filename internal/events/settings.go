@@ -194,8 +194,12 @@ func DocsTable() string {
 		if s.Exclusive {
 			rng = fmt.Sprintf("(%s, %s) %s", num(s.Min), num(s.Max), s.Unit)
 		}
-		if !s.ZeroIsValue {
+		switch {
+		case s.ZeroIsValue:
+		case s.Flag != "":
 			rng += "; 0 keeps the deployment's"
+		default:
+			rng += "; 0 = not set" // no deployment value to keep
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", s.Key, flag, env, modes, def, rng)
 	}

@@ -199,6 +199,10 @@ func (s *Server) refold(ctx context.Context, id string, req WhatIfRequest, text 
 		res.Warnings = append(res.Warnings, "the inbound stream stopped delivering early (expired or purged messages): the refold saw part of the session")
 	}
 	res.Events = len(msgs)
+	msgs, ahead := dropClockRejected(msgs, s.subj, s.cfg.WhatIf.Base.Admission())
+	if ahead > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d events the live processor rejected for their time (at beyond --max-clock-skew when the stream stored them) are left out: sent again now, they would be judged against a later clock", ahead))
+	}
 
 	// The real side, from the live streams and service.
 	real, err := s.cache.get(ctx, id)
@@ -247,7 +251,7 @@ func (s *Server) refold(ctx context.Context, id string, req WhatIfRequest, text 
 	}
 	svcCtx, stopSvc := context.WithCancel(ctx)
 	defer stopSvc()
-	if _, err := service.Start(svcCtx, sc.nc, sc.js, sc.layout, sc.store, s.cfg.WhatIf.Tokens, zerolog.Nop()); err != nil {
+	if _, err := service.Start(svcCtx, sc.nc, sc.js, sc.layout, sc.store, s.cfg.WhatIf.Tokens, zerolog.Nop(), service.Admission(cfg.Admission())); err != nil {
 		return nil, err
 	}
 	last, err := sc.publish(ctx, s.subj, msgs)
@@ -414,6 +418,25 @@ func (sc *scratch) publish(ctx context.Context, live events.Subjects, msgs []rep
 		return 0, err
 	}
 	return info.State.LastSeq, nil
+}
+
+// dropClockRejected leaves out the messages whose at the live processor
+// rejected (adm's clock check against the time the stream stored them).
+// The scratch stream stores every message again at the time of the
+// refold, so such an event, once its time has passed, would be applied
+// there although the live processor never applied it. It returns the
+// messages kept and how many it left out.
+func dropClockRejected(msgs []replay.Message, live events.Subjects, adm state.Admission) ([]replay.Message, int) {
+	kept := make([]replay.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if session, kind, err := live.ParseIn(m.Subject); err == nil {
+			if in, err := events.DecodeInbound(kind, session, m.Data, adm.Limits); err == nil && in.CheckClock(m.Time, adm.MaxClockSkew) != nil {
+				continue
+			}
+		}
+		kept = append(kept, m)
+	}
+	return kept, len(msgs) - len(kept)
 }
 
 // settle waits until the scratch processor has acknowledged every event

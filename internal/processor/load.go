@@ -182,6 +182,7 @@ func (sh *shard) rebuild(id string, before uint64) (*state.Session, int, error) 
 	defer cancel()
 	filter := p.subj.InSession(id)
 	applied := 0
+	adm := p.cfg.Admission()
 	for next := uint64(1); next < before; {
 		// One direct get per event, "next message at or after seq on this
 		// subject filter", as the context service reads a session's tail.
@@ -200,18 +201,9 @@ func (sh *shard) rebuild(id string, before uint64) (*state.Session, int, error) 
 		if err != nil || session != id {
 			continue
 		}
-		in, err := events.DecodeInbound(kind, session, msg.Data, p.cfg.Limits)
-		if err == nil && p.cfg.MaxClockSkew > 0 {
-			err = in.CheckClock(msg.Time, p.cfg.MaxClockSkew)
-		}
-		if c := in.Control; err == nil && c != nil && c.Op == events.OpConfigure && !s.Ended {
-			err = p.checkConfigure(c.Config)
-		}
+		in, err := adm.Admit(s, kind, session, msg.Data, msg.Time)
 		if err != nil {
 			continue
-		}
-		if p.cfg.MaxClockSkew > 0 {
-			s.LimitEventTime(msg.Time, p.cfg.MaxClockSkew)
 		}
 		if _, err := s.Apply(msg.Sequence, in); err == nil {
 			applied++

@@ -18,16 +18,37 @@ import (
 )
 
 // policy is the session's compaction policy: the deployment's, with the
-// session's configured overrides.
+// session's configured overrides. It is resolved once per configuration,
+// not per turn: a session without a configure shares the deployment's,
+// and a configured one's is kept by its config (a configure installs a
+// new one, so a changed configuration is a new key).
 func (sh *shard) policy(ls *live) fold.Policy {
-	p := sh.p.policy
-	if c := ls.s.Config; c != nil {
-		p = withOverrides(p, c)
+	c := ls.s.Config
+	if c == nil {
+		return sh.p.sessionPolicy
 	}
-	if p.Mode == fold.ModeEvict && !sh.p.cfg.RecallEnabled {
-		p.Mode = fold.ModeTokens // warned at start and at configure
+	if p, ok := sh.policies[c]; ok {
+		return p
 	}
+	if len(sh.policies) >= maxPolicies {
+		clear(sh.policies) // configs of sessions long gone; resolved again on use
+	}
+	p := sh.p.resolve(withOverrides(sh.p.policy, c))
+	sh.policies[c] = p
 	return p
+}
+
+// maxPolicies bounds a shard's resolved per-session policies.
+const maxPolicies = 4096
+
+// resolve applies what the deployment imposes on every policy: without
+// recall, mode evict folds in mode tokens (warned at start and at
+// configure).
+func (p *Processor) resolve(pol fold.Policy) fold.Policy {
+	if pol.Mode == fold.ModeEvict && !p.cfg.RecallEnabled {
+		pol.Mode = fold.ModeTokens
+	}
+	return pol
 }
 
 // withOverrides applies a session's configure op to the policy.
@@ -77,9 +98,10 @@ func setFloat(dst *float64, v float64) {
 }
 
 // checkConfigure refuses a configure op whose settings, merged with the
-// deployment's, cannot work (e.g. a reserve above a smaller window).
-func (p *Processor) checkConfigure(c *events.SessionConfig) error {
-	if err := withOverrides(p.policy, c).Validate(); err != nil {
+// deployment's policy pol, cannot work (e.g. a reserve above a smaller
+// window).
+func checkConfigure(pol fold.Policy, c *events.SessionConfig) error {
+	if err := withOverrides(pol, c).Validate(); err != nil {
 		return &events.ValidationError{Code: events.CodeInvalidField, Field: "config", Reason: err.Error() + " (with the deployment's defaults for the fields not set)"}
 	}
 	return nil

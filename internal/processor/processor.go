@@ -89,7 +89,10 @@ type Processor struct {
 	m       *metrics
 
 	policy fold.Policy // the deployment's; sessions may override it
-	asker  *contextsource.Asker
+	// sessionPolicy is policy as a session without overrides folds with
+	// (resolve), computed once.
+	sessionPolicy fold.Policy
+	asker         *contextsource.Asker
 
 	inStream jetstream.Stream
 	outStrm  jetstream.Stream
@@ -146,6 +149,7 @@ func New(cfg Config, d Deps) (*Processor, error) {
 		ready:  make(chan struct{}),
 		before: d.BeforeAttach,
 	}
+	p.sessionPolicy = p.resolve(p.policy)
 	if cfg.Mode == fold.ModeEvict && !cfg.RecallEnabled {
 		d.Log.Warn().Str("event", "evict_fallback").
 			Msg("mode evict needs recall (the context service, --service) to find evicted turns; without it eviction is amnesia, so sessions fold in mode tokens")

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/state"
 )
 
 // Every declared setting (events.Settings) a session configures reaches
@@ -37,5 +40,35 @@ func TestEverySettingIsApplied(t *testing.T) {
 		if got := withOverrides(base, &c); reflect.DeepEqual(got, base) {
 			t.Errorf("configure %s=%v left the session's policy as the deployment's", s.Key, v)
 		}
+	}
+}
+
+// A session's policy is resolved once per configuration, not per turn:
+// sessions without a configure share the deployment's, a configured one's
+// is kept until a configure installs another.
+func TestPolicyResolvedOncePerConfiguration(t *testing.T) {
+	r := newRig(t)
+	p, err := New(Config{Mode: fold.ModeEvict}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := newShard(p, 0, context.Background())
+	ls := &live{s: state.New("s1")}
+	if got := sh.policy(ls); got.Mode != fold.ModeTokens || len(sh.policies) != 0 {
+		t.Fatalf("unconfigured: mode %s, %d resolved, want the deployment's (evict without recall: tokens), none resolved", got.Mode, len(sh.policies))
+	}
+	batch := 7
+	ls.s.Config = &events.SessionConfig{Mode: events.ModeWindow, BatchSize: batch}
+	for range 3 {
+		if got := sh.policy(ls); got.Mode != fold.ModeWindow || got.Window.Batch != batch {
+			t.Fatalf("configured: %+v", got.Window)
+		}
+	}
+	if len(sh.policies) != 1 {
+		t.Fatalf("%d policies resolved for one configuration over three turns, want 1", len(sh.policies))
+	}
+	ls.s.Config = &events.SessionConfig{Mode: events.ModeInterval, IntervalExchanges: 3}
+	if got := sh.policy(ls); got.Mode != fold.ModeInterval || got.Interval.Exchanges != 3 {
+		t.Fatalf("reconfigured: mode %s, exchanges %d", got.Mode, got.Interval.Exchanges)
 	}
 }

@@ -2,7 +2,6 @@ package processor
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
@@ -31,7 +30,7 @@ type live struct {
 	cancel   context.CancelFunc
 	touched  time.Time
 	due      bool // the KV due mark is known to be set
-	// writing: a pipelined checkpoint write is in flight (publish.go); the
+	// writing: a pipelined checkpoint write is in flight (checkpoint.go); the
 	// next write needs the revision it returns.
 	writing bool
 	landing bool // a refused summary-updated is being published again (publish.go)
@@ -65,13 +64,12 @@ type shard struct {
 	ahead    map[string]summaryRecord
 	foldCtx  context.Context
 	sessions map[string]*live
-	dirty    []*live
-	pending  int // acks waiting
-	inFlight int
-	saves    chan []saveDone // outcomes of pipelined checkpoint writes (publish.go)
-	writes   int             // checkpoint writes in flight
-	nPacked  int             // sessions in their compact idle form (idle.go)
-	packBuf  []byte
+	// policies: the resolved policy of each configuration in use (modes.go)
+	policies         map[*events.SessionConfig]fold.Policy
+	checkpointWriter // checkpoint.go
+	inFlight         int
+	nPacked          int // sessions in their compact idle form (idle.go)
+	packBuf          []byte
 	// Sessions whose checkpoint is being read aside (load.go), with their
 	// parked events; gen tells reads started before a rewind.
 	loading map[string][]inMsg
@@ -96,16 +94,17 @@ const maxWrites = 16
 func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 	return &shard{
 		p: p, id: id, foldCtx: foldCtx,
-		in:       make(chan inMsg, 1024),
-		results:  make(chan foldResult, 64),
-		saves:    make(chan []saveDone, 64),
-		loaded:   make(chan loadDone, maxLoads),
-		loading:  make(map[string][]inMsg),
-		ctrl:     make(chan chan struct{}),
-		wakeCh:   make(chan string),
-		wake:     make(map[string]time.Time),
-		ahead:    make(map[string]summaryRecord),
-		sessions: make(map[string]*live),
+		in:               make(chan inMsg, 1024),
+		results:          make(chan foldResult, 64),
+		checkpointWriter: checkpointWriter{saves: make(chan []saveDone, 64)},
+		loaded:           make(chan loadDone, maxLoads),
+		loading:          make(map[string][]inMsg),
+		ctrl:             make(chan chan struct{}),
+		wakeCh:           make(chan string),
+		wake:             make(map[string]time.Time),
+		ahead:            make(map[string]summaryRecord),
+		sessions:         make(map[string]*live),
+		policies:         make(map[*events.SessionConfig]fold.Policy),
 	}
 }
 
@@ -372,16 +371,6 @@ func (sh *shard) adopt(ls *live, last summaryRecord, why string) {
 	sh.markDirty(ls)
 }
 
-func (sh *shard) markDirty(ls *live) {
-	if !ls.dirty {
-		ls.dirty = true
-		if ls.dirtyAt.IsZero() {
-			ls.dirtyAt = time.Now()
-		}
-		sh.dirty = append(sh.dirty, ls)
-	}
-}
-
 func (sh *shard) handle(m inMsg) {
 	p := sh.p
 	if p.rewind.Load() {
@@ -414,7 +403,7 @@ func (sh *shard) handle(m inMsg) {
 		return
 	}
 	if c := in.Control; c != nil && c.Op == events.OpConfigure && !ls.s.Ended {
-		if err := p.checkConfigure(c.Config); err != nil {
+		if err := checkConfigure(p.policy, c.Config); err != nil {
 			sh.reject(m, err)
 			return
 		}
@@ -464,12 +453,6 @@ func (sh *shard) handle(m inMsg) {
 	case state.EffectControl:
 		sh.control(ls, in.Control)
 	}
-}
-
-func (sh *shard) addAck(ls *live, msg jetstream.Msg) {
-	ls.acks = append(ls.acks, msg)
-	sh.pending++
-	sh.markDirty(ls)
 }
 
 func (sh *shard) control(ls *live, c *events.Control) {
@@ -536,76 +519,6 @@ func (sh *shard) profile(ls *live) fold.Profile {
 	return sh.p.cfg.Profile
 }
 
-// flush writes checkpoints of dirty sessions, oldest change first, then
-// acks what each covers: acks go out only after the checkpoint is durable.
-// Unless forced (quiet input, shutdown, many acks pending), only sessions
-// whose oldest change is FlushInterval old are written, so under load one
-// write covers many turns of a session. Writes are pipelined, at most
-// maxWrites in flight.
-func (sh *shard) flush(force bool) {
-	n := len(sh.dirty)
-	if n == 0 {
-		return
-	}
-	now := time.Now()
-	var futures []jetstream.PubAckFuture
-	var done []saveDone
-	for ; n > 0 && len(sh.dirty) > 0 && sh.writes+len(futures) < maxWrites; n-- {
-		ls := sh.dirty[0]
-		if !force && now.Sub(ls.dirtyAt) < sh.p.cfg.FlushInterval {
-			break
-		}
-		sh.dirty[0] = nil
-		sh.dirty = sh.dirty[1:]
-		ls.dirty = false
-		if sh.sessions[ls.s.ID] != ls {
-			continue // dropped after a conflict
-		}
-		if ls.writing {
-			sh.markDirty(ls) // the next write needs the revision this one returns
-			continue
-		}
-		ls.dirtyAt = time.Time{}
-		if ls.s.NeedsSeal() {
-			sh.checkpoint(ls) // sealing a backlog: chunks first, then the checkpoint
-			continue
-		}
-		f, err := sh.p.store.SaveAsync(ls.s, ls.rev)
-		if err != nil {
-			sh.saved(ls, 0, err)
-			continue
-		}
-		ls.writing = true
-		futures = append(futures, f)
-		done = append(done, saveDone{ls: ls, id: ls.s.ID, rev: ls.rev, acks: len(ls.acks)})
-	}
-	if len(sh.dirty) == 0 {
-		sh.dirty = nil // let a burst's backing array go
-	}
-	if len(futures) > 0 {
-		// The shard goes on applying events while the writes are stored;
-		// their acks go out as the outcomes come back (landSaves).
-		sh.writes += len(futures)
-		go sh.awaitSaves(futures, done)
-	}
-}
-
-// checkpoint saves ls now (compare-and-set) and acks its covered messages.
-func (sh *shard) checkpoint(ls *live) bool {
-	if !sh.settle(ls) {
-		return false
-	}
-	ctx, cancel := sh.ctx()
-	defer cancel()
-	if ls.s.NeedsSeal() {
-		if err := sh.p.store.Seal(ctx, ls.s); err != nil {
-			return sh.saved(ls, 0, err)
-		}
-	}
-	rev, err := sh.p.store.Save(ctx, ls.s, ls.rev)
-	return sh.saved(ls, rev, err)
-}
-
 // dropChunks removes sealed ref chunks the cursor has passed; failures
 // leave only garbage, so they are logged, not fatal.
 func (sh *shard) dropChunks(s *state.Session, oldCursor, newCursor int64) {
@@ -617,40 +530,6 @@ func (sh *shard) dropChunks(s *state.Session, oldCursor, newCursor int64) {
 	if err := sh.p.store.DropChunks(ctx, s.ID, s.Epoch, oldCursor, newCursor, s.Sealed); err != nil {
 		sh.p.log.Warn().Err(err).Str("event", "chunk_cleanup_failed").Str("session", s.ID).Msg("could not remove folded ref chunks")
 	}
-}
-
-// saved finishes a checkpoint write. On a conflict another owner has moved
-// the session: drop ours and let the unacked messages be redelivered and
-// re-applied on the newer state.
-func (sh *shard) saved(ls *live, rev uint64, err error) bool {
-	p := sh.p
-	if err != nil {
-		if errors.Is(err, state.ErrConflict) {
-			p.m.checkpoints.WithLabelValues("conflict").Inc()
-			p.log.Warn().Err(err).Str("event", "checkpoint_conflict").Str("session", ls.s.ID).Msg("another owner changed this session")
-		} else {
-			p.m.checkpoints.WithLabelValues("error").Inc()
-			p.log.Error().Err(err).Str("event", "checkpoint_failed").Str("session", ls.s.ID).Msg("checkpoint failed")
-		}
-		// Not naked: a nak would be redelivered after later events of the
-		// session, out of order. The rewind re-applies them in order.
-		sh.pending -= len(ls.acks)
-		ls.acks = nil
-		if _, ok := sh.sessions[ls.s.ID]; ok {
-			delete(sh.sessions, ls.s.ID)
-			p.m.liveSess.Dec()
-		}
-		p.requestRewind("checkpoint_failed", err)
-		return false
-	}
-	p.m.checkpoints.WithLabelValues("ok").Inc()
-	ls.rev = rev
-	for _, m := range ls.acks {
-		_ = m.Ack()
-	}
-	sh.pending -= len(ls.acks)
-	ls.acks = nil
-	return true
 }
 
 // resume checks a session that may have fold work left without an event

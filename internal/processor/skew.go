@@ -4,7 +4,22 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/state"
 )
+
+// Admission is the acceptance rules (limits, clock skew, configure
+// checks) of a processor run with c, for the readers that rebuild a
+// session from the inbound stream: the processor's own rebuild, and the
+// context service's tail and recall index (service.Admission), so they
+// never show an event the event loop rejected. handle applies the same
+// checks itself (checkClock, checkConfigure), with the logs and
+// checkpoint writes that go with them.
+func (c Config) Admission() state.Admission {
+	c = c.withDefaults()
+	pol := c.policy()
+	return state.Admission{Limits: c.Limits, MaxClockSkew: c.MaxClockSkew,
+		CheckConfigure: func(sc *events.SessionConfig) error { return checkConfigure(pol, sc) }}
+}
 
 // checkClock rejects an event dated more than MaxClockSkew after the
 // stream stored it (events.CheckClock says why), and repairs a session

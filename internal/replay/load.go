@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,6 +98,7 @@ type Rejection struct {
 	Field           string `json:"field,omitempty"`
 	Reason          string `json:"reason"`
 	OriginalSubject string `json:"original_subject,omitempty"`
+	OriginalStream  string `json:"original_stream,omitempty"`
 	OriginalSeq     string `json:"original_seq,omitempty"`
 }
 
@@ -184,6 +186,7 @@ func Load(ctx context.Context, js jetstream.JetStream, l broker.Layout, session 
 	// version checks) are done per stream, in stream order, before the merge:
 	// timestamps of different streams may tie or be skewed across a cluster,
 	// but a stream's own order is the truth for its events.
+	markRejected(perStream[0], perStream[2], l.In)
 	numberTurns(perStream[0])
 	warnings := checkVersions(perStream[1])
 
@@ -386,6 +389,7 @@ func decodeDeadLetter(e *Entry, m rawMsg) {
 		Field:           h.Get(events.HeaderErrorField),
 		Reason:          h.Get(events.HeaderError),
 		OriginalSubject: h.Get(events.HeaderOriginalSubject),
+		OriginalStream:  h.Get(events.HeaderOriginalStream),
 		OriginalSeq:     h.Get(events.HeaderOriginalSeq),
 	}
 	if e.Rejected.Code == "" && e.Rejected.Reason == "" {
@@ -413,11 +417,35 @@ func setRaw(e *Entry, data []byte) {
 	e.Payload = string(data)
 }
 
+// markRejected marks the inbound events the processor dead-lettered
+// although they decode (a turn dated beyond its --max-clock-skew, a
+// configure its settings refuse, an event for an ended session): their
+// dead letters name them by inbound stream and sequence. The processor
+// never applied them, so numberTurns must not count them.
+func markRejected(in, dead []Entry, inStream string) {
+	rejected := map[uint64]*Rejection{}
+	for _, d := range dead {
+		if r := d.Rejected; r != nil && r.OriginalStream == inStream {
+			if seq, err := strconv.ParseUint(r.OriginalSeq, 10, 64); err == nil {
+				rejected[seq] = r
+			}
+		}
+	}
+	for i := range in {
+		if r, ok := rejected[in[i].Seq]; ok && in[i].Invalid == "" {
+			in[i].Invalid = "rejected by the processor: " + cmp.Or(r.Code, "dead letter") + ": " + r.Reason
+			if in[i].Turn != nil {
+				in[i].Turn.Index = -1
+			}
+		}
+	}
+}
+
 // numberTurns gives each valid turn its index by distinct turn_id, the way
 // the processor counts them (a turn published twice is counted once). A
 // reset forgets the transcript, so numbering and dedup start over after one.
-// Replay remembers every id, the processor only the last few hundred plus
-// the stream's duplicate window: a duplicate that replay flags but the
+// Replay remembers every id, the processor only the last 64 plus the
+// stream's duplicate window: a duplicate that replay flags but the
 // processor counted would show as a cursor that runs ahead of replay's.
 func numberTurns(in []Entry) {
 	seen := map[string]int64{}

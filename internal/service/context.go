@@ -127,7 +127,8 @@ func (s *server) applyTail(ctx context.Context, cp *state.Session) (map[uint64]*
 
 // eachTail applies the session's inbound events after cp.LastSeq to cp
 // like the processor would and calls applied for each it applies; those
-// it would reject (undecodable, or for an ended session) are skipped.
+// it would reject (by s.adm's rules, or for an ended session) are
+// skipped.
 func (s *server) eachTail(ctx context.Context, cp *state.Session, applied func(seq uint64, in *events.Inbound, effect state.Effect)) error {
 	filter := s.subj.InSession(cp.ID)
 	next := cp.LastSeq + 1
@@ -149,7 +150,7 @@ func (s *server) eachTail(ctx context.Context, cp *state.Session, applied func(s
 		if err != nil || session != cp.ID {
 			continue // the processor dead-letters it
 		}
-		in, err := events.DecodeInbound(kind, session, msg.Data, events.Limits{})
+		in, err := s.adm.Admit(cp, kind, session, msg.Data, msg.Time)
 		if err != nil {
 			continue // dead-lettered too
 		}

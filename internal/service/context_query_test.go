@@ -21,7 +21,7 @@ import (
 // question (3) with its short answer (4), and a later mention (6).
 var queryTexts = map[int]string{
 	3: "Can someone remind me to send the tournament form by Friday?",
-	4: "Yes, Friday.",
+	4: "Yes, I will.", // no word of its own to match, even by feedback
 	6: "The tournament itself is on Saturday in Lisbon.",
 }
 
@@ -61,7 +61,12 @@ func checkQueryContext(t *testing.T, c *client.Context, budget int) {
 			t.Fatalf("dropped %d, window starts at %d, cursor %d", c.DroppedTurns, firstWindow, c.Cursor)
 		}
 	}
+	// Every excerpt line has its speaker; the first of a run of
+	// consecutive turns its date and time too, which covers the run (its
+	// turns said at most client.RunSpan later), and no other line has one.
 	prev := int64(-1)
+	var runAt time.Time
+	rest := p
 	for _, r := range c.Recalled {
 		if r.Kind != client.RecalledTurn {
 			continue
@@ -69,12 +74,21 @@ func checkQueryContext(t *testing.T, c *client.Context, budget int) {
 		if r.Index <= prev || r.Index >= firstWindow {
 			t.Fatalf("recalled turn %d: not in transcript order or not before the window (%d)", r.Index, firstWindow)
 		}
-		prev = r.Index
 		want := servicetest.Turn(c.Session, int(r.Index))
-		label := "[" + want.At.UTC().Format(client.RecallTimeLayout) + "] " + want.Speaker + ": "
-		if r.TurnID != want.TurnID || !strings.Contains(p, label+r.Text+"\n") {
-			t.Fatalf("recalled turn %+v not labelled %q in the prompt:\n%s", r, label, p)
+		if !r.At.Equal(want.At) {
+			t.Fatalf("recalled turn %d: at %v, said at %v", r.Index, r.At, want.At)
 		}
+		line := want.Speaker + ": " + r.Text + "\n"
+		if r.Index != prev+1 || want.At.Sub(runAt) > client.RunSpan {
+			runAt = want.At
+			line = "[" + want.At.UTC().Format(client.RecallTimeLayout) + "] " + line
+		}
+		i := strings.Index(rest, "\n"+line)
+		if r.TurnID != want.TurnID || i < 0 || utf8.RuneCountInString(line) != r.Chars {
+			t.Fatalf("recalled turn %+v: no line %q (%d chars) after the previous one in the prompt:\n%s", r, line, r.Chars, p)
+		}
+		rest = rest[i+len(line):]
+		prev = r.Index
 	}
 }
 
@@ -360,5 +374,23 @@ func TestQueryContextSendsIndexZero(t *testing.T) {
 	}
 	if idx, ok := raw.Recalled[0]["index"]; !ok || string(idx) != "0" {
 		t.Fatalf("first recalled item %s: want \"index\":0", m.Data)
+	}
+}
+
+// An ended session is archived and its checkpoint cleared: a question
+// recalls none of its turns (and never one at a wrong index).
+func TestQueryContextOfAnArchivedSession(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpEnd, At: servicetest.T0.Add(time.Hour)})
+	e.Eventually("archived", func() bool { return e.Checkpoint("s1").Archived })
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday"})
+	checkQueryContext(t, c, 0)
+	// Its memories stay until a reset; its turns went to the archive.
+	if got := recalledIndices(c); len(got) != 0 || c.TotalTurns != 0 {
+		t.Fatalf("archived session: total %d, recalled turns %v", c.TotalTurns, got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/foldstream/foldstream/internal/events"
 )
@@ -68,7 +69,9 @@ func (x *turnIndex) add(raw int64, seq uint64, t *events.Turn) {
 	var n int32
 	x.an.each(t.Speaker+" "+t.Tool+" "+t.Text, func(term string) {
 		n++
-		tf[term]++
+		if term != "" {
+			tf[term]++
+		}
 	})
 	for term, f := range tf {
 		pl, ok := x.postings[term]
@@ -113,6 +116,12 @@ type hit struct {
 // are scored in their given order, so the sum, and the ranking, is
 // deterministic.
 func (x *turnIndex) search(terms []string, lo, n int) []hit {
+	return x.searchWeighted(terms, nil, lo, n)
+}
+
+// searchWeighted is search with each term's score times its weight
+// (weights[i] for terms[i]; nil: all 1).
+func (x *turnIndex) searchWeighted(terms []string, weights []float64, lo, n int) []hit {
 	if n <= lo || len(terms) == 0 {
 		return nil
 	}
@@ -123,16 +132,16 @@ func (x *turnIndex) search(terms []string, lo, n int) []hit {
 	docs := float64(n - lo)
 	avgLen := max(1, float64(total)/docs)
 	scores := map[int]float64{}
-	for _, term := range terms {
-		pl := x.postings[term]
-		first := sort.Search(len(pl), func(i int) bool { return int(pl[i].doc) >= lo })
-		end := sort.Search(len(pl), func(i int) bool { return int(pl[i].doc) >= n })
-		df := float64(end - first)
+	for i, term := range terms {
+		pl, df := x.postingsIn(term, lo, n)
 		if df == 0 {
 			continue
 		}
 		idf := math.Log(1 + (docs-df+0.5)/(df+0.5))
-		for _, p := range pl[first:end] {
+		if weights != nil {
+			idf *= weights[i]
+		}
+		for _, p := range pl {
 			tf := float64(p.tf)
 			norm := bm25K1 * (1 - bm25B + bm25B*float64(x.docs[p.doc].len)/avgLen)
 			scores[int(p.doc)] += idf * tf * (bm25K1 + 1) / (tf + norm)
@@ -146,4 +155,81 @@ func (x *turnIndex) search(terms []string, lo, n int) []hit {
 		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.doc, a.doc))
 	})
 	return out
+}
+
+// postingsIn is term's postings among docs [lo, n), and their number.
+func (x *turnIndex) postingsIn(term string, lo, n int) ([]posting, float64) {
+	pl := x.postings[term]
+	first := sort.Search(len(pl), func(i int) bool { return int(pl[i].doc) >= lo })
+	end := sort.Search(len(pl), func(i int) bool { return int(pl[i].doc) >= n })
+	return pl[first:end], float64(end - first)
+}
+
+// Pseudo-relevance feedback (RM3's idea, simply): the terms that weigh
+// most in the best hits of a first search are added to the query, lightly,
+// and the docs ranked again, so that a question finds the turns that use
+// the words its best matches use. Measured on the development set
+// (docs/continuity.md, finding 4): heavier feedback helps less.
+const (
+	feedbackHits   = 5   // best hits whose terms are considered
+	feedbackTerms  = 10  // terms added
+	feedbackWeight = 0.3 // their weight (the query's terms weigh 1)
+)
+
+// expanded ranks docs [lo, n) against terms plus feedbackTerms feedback
+// terms from the text of its first search's feedbackHits best hits: the
+// terms not in the query and not question words (they say what kind of
+// answer is wanted, in a turn as in a query), found in more than one doc,
+// weighed by the
+// hit's score times the term's idf for each time it occurs there. Ties
+// go to the term that sorts first, so the ranking is deterministic.
+func (x *turnIndex) expanded(terms []string, lo, n int) []hit {
+	first := x.search(terms, lo, n)
+	if len(first) == 0 {
+		return first
+	}
+	inQuery := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		inQuery[t] = true
+	}
+	docs := float64(n - lo)
+	weight := map[string]float64{}
+	idf := map[string]float64{}
+	for _, h := range first[:min(feedbackHits, len(first))] {
+		x.an.each(x.docs[h.doc].turn.Text, func(term string) {
+			if term == "" || inQuery[term] || questionStems[term] {
+				return
+			}
+			w, ok := idf[term]
+			if !ok {
+				// A term of a doc's text is indexed unless the speaker or
+				// tool alone held it; then df may be 1 or 0: skipped.
+				if _, df := x.postingsIn(term, lo, n); df > 1 {
+					w = math.Log(docs / df)
+				}
+				idf[term] = w
+			}
+			if w > 0 {
+				weight[term] += h.score * w
+			}
+		})
+	}
+	extra := make([]string, 0, len(weight))
+	for t := range weight {
+		extra = append(extra, t)
+	}
+	slices.SortFunc(extra, func(a, b string) int { return cmp.Or(cmp.Compare(weight[b], weight[a]), strings.Compare(a, b)) })
+	extra = extra[:min(feedbackTerms, len(extra))]
+	if len(extra) == 0 {
+		return first
+	}
+	all := append(slices.Clip(terms), extra...)
+	weights := make([]float64, len(all))
+	for i := range weights {
+		weights[i] = 1
+		if i >= len(terms) {
+			weights[i] = feedbackWeight
+		}
+	}
+	return x.searchWeighted(all, weights, lo, n)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/state"
 )
 
 // BenchmarkIndexBuild10k is the CPU side of a cold recall index: decoding,
@@ -33,7 +34,7 @@ func BenchmarkIndexBuild10k(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		rp := newReplay(newAnalyzer(), "s", 1)
+		rp := newReplay(newAnalyzer(), state.DefaultAdmission(), "s", 1)
 		for i, d := range data {
 			rp.apply(uint64(i+1), time.Time{}, events.KindTurn, d)
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -293,6 +294,13 @@ func IndexBytes(n int64) Option { return func(s *server) { s.indexBytes = n } }
 // Registerer registers the service's metrics (the recall index's) with
 // reg; without it they are not exported.
 func Registerer(reg prometheus.Registerer) Option { return func(s *server) { s.reg = reg } }
+
+// Admission sets the rules by which the service applies the inbound
+// events the processor has not checkpointed yet and replays a session for
+// the recall index: the processor's own (Processor.Admission), so a
+// context never holds an event the processor dead-lettered (e.g. one
+// dated beyond --max-clock-skew). state.DefaultAdmission when not set.
+func Admission(a state.Admission) Option { return func(s *server) { s.adm = a } }
 
 // Clock sets the service's clock (time.Now when not set).
 func Clock(now func() time.Time) Option { return func(s *server) { s.now = now } }

@@ -62,7 +62,12 @@ func (s *server) catchUpMemories(ctx context.Context, rp *replay) error {
 				at = ev.At
 			}
 			m := memory{id: id, speaker: speaker, text: text, turnID: turnID, at: at.UTC(), published: msg.Time, terms: map[string]int32{}, supersedes: supersedes}
-			s.an.each(speaker+" "+text, func(t string) { m.terms[t]++; m.len++ })
+			s.an.each(speaker+" "+text, func(t string) {
+				m.len++
+				if t != "" {
+					m.terms[t]++
+				}
+			})
 			rp.mems = append(rp.mems, m)
 			rp.memBytes += memoryBytes + int64(2*len(text))
 		}

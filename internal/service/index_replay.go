@@ -4,12 +4,11 @@ import (
 	"sort"
 	"time"
 
-	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
 )
 
 // replay applies one session's inbound events, in stream order, with the
-// processor's own rules (events.DecodeInbound, state.Session.Apply), and
+// processor's own rules (state.Admission, state.Session.Apply), and
 // indexes the turns it adds: validation, dedup by turn_id, end and reset
 // are exactly what the processor applied, and a turn's raw index is the
 // Total it was added at.
@@ -23,6 +22,7 @@ import (
 // the checkpoint.
 type replay struct {
 	session string
+	adm     state.Admission
 	sess    *state.Session
 	idx     *turnIndex
 	// seqs[i] is the stream sequence of raw turn i of the current epoch,
@@ -58,8 +58,8 @@ type replay struct {
 	vecBytes int64
 }
 
-func newReplay(an *analyzer, session string, from uint64) *replay {
-	return &replay{session: session, sess: state.New(session), idx: newTurnIndex(an),
+func newReplay(an *analyzer, adm state.Admission, session string, from uint64) *replay {
+	return &replay{session: session, adm: adm, sess: state.New(session), idx: newTurnIndex(an),
 		seen: map[uint64]struct{}{}, from: from, next: from, memNext: 1}
 }
 
@@ -69,7 +69,7 @@ func newReplay(an *analyzer, session string, from uint64) *replay {
 func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
 	r.next = seq + 1
 	r.read++
-	in, err := events.DecodeInbound(kind, r.session, data, events.Limits{})
+	in, err := r.adm.Admit(r.sess, kind, r.session, data, at)
 	if err != nil {
 		return // dead-lettered by the processor
 	}
@@ -145,7 +145,9 @@ type anchoring struct {
 // replay: the replay's count at cp.LastSeq is the checkpoint's Total.
 func (r *replay) anchor(cp *state.Session, checkpointed bool) anchoring {
 	var a anchoring
-	a.inEpoch = checkpointed && cp.LastSeq >= r.lastReset
+	// An archived session's checkpoint is a tombstone (its transcript
+	// went to the archive): nothing of the replay is its turns.
+	a.inEpoch = checkpointed && !cp.Archived && cp.LastSeq >= r.lastReset
 	if !a.inEpoch {
 		return a
 	}

@@ -53,18 +53,27 @@ func isNumber(tok string) bool {
 	return true
 }
 
-// each calls fn with each index term of text; fn must not use the
-// analyzer.
+// each calls fn with each index term of text, and with "" for each stop
+// word (it counts in a text's length but is not indexed: queries drop
+// them, and they are a conversation's most frequent words); fn must not
+// use the analyzer.
 func (a *analyzer) each(text string, fn func(string)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	forEachToken(text, func(tok []byte) { fn(a.stem(tok)) })
+	forEachToken(text, func(tok []byte) {
+		if stopWords[string(tok)] {
+			fn("")
+			return
+		}
+		fn(a.stem(tok))
+	})
 }
 
 // queryTerms are the query's distinct terms, in order of first
 // appearance (at most maxQueryTerms), without stop words and question
 // words unless the query has nothing else: "when did they discuss the
-// tournament" searches "tournament", "who are you" all three words.
+// tournament" searches "tournament"; "who are you" finds nothing (stop
+// words are not indexed), "what did they discuss" searches "discuss".
 func (a *analyzer) queryTerms(q string) []string {
 	var terms, stops []string
 	seen := map[string]bool{}
@@ -104,9 +113,19 @@ var questionWords = func() map[string]bool {
 	return m
 }()
 
+// questionStems are questionWords as index terms (stemmed).
+var questionStems = func() map[string]bool {
+	m := map[string]bool{}
+	for w := range questionWords {
+		m[english.Stem(w, true)] = true
+	}
+	return m
+}()
+
 // stopWords are English function words (as forEachToken normalises them:
 // "don't" is "dont"), too common in conversation to say what a question
-// is about. The index keeps them; only queries drop them.
+// is about. Queries drop them and the index does not hold them (they
+// count in a turn's length only).
 var stopWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a about above after again against all am an and any are as at be

@@ -23,7 +23,9 @@ import (
 //  3. earlier excerpts: the turns before the verbatim window that best
 //     match the query (at most RecallTurns matches), each with the
 //     neighbours that make it readable (the turn before a short match, and
-//     the answer after a question), in transcript order;
+//     the answer after a question), in transcript order, each run of
+//     consecutive turns labelled once with its date and time
+//     (client.ExcerptRun: a turn's cost depends on the turn before it);
 //  4. the verbatim window, newest first, down to the newest excerpt.
 //
 // Layers 2 and 3 together take at most recallShare of what the summary
@@ -319,9 +321,12 @@ type picker struct {
 	want     int
 	matches  int
 	chosen   map[int]*client.RecalledItem
-	tried    map[int]bool // matches that did not fit
-	newest   int64        // the newest chosen turn's index, -1 if none
-	excerpts bool         // the excerpts header is charged
+	order    []int          // the chosen docs, in transcript order
+	labelled map[int]bool   // chosen docs whose line carries the date and time (client.ExcerptRun)
+	counted  map[[2]int]int // tokens of a doc's line, by doc and labelled (1) or not (0)
+	tried    map[int]bool   // matches that did not fit
+	newest   int64          // the newest chosen turn's index, -1 if none
+	excerpts bool           // the excerpts header is charged
 }
 
 func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Session, checkpointed bool, query string, terms []string, want int, out *client.Context) *picker {
@@ -329,6 +334,14 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 	a := rp.anchor(cp, checkpointed)
 	x := rp.idx
 	lo, n := rp.live(), x.below(cp.Total-a.offset)
+	if a.offset < 0 {
+		// The replay counts more turns than the processor: they cannot be
+		// placed on its transcript, so none is recalled rather than one at
+		// a wrong index.
+		s.log.Warn().Str("event", "recall_index_offset").Str("session", rp.session).Int64("checkpoint_total", cp.Total).
+			Int64("offset", a.offset).Msg("replayed turn count exceeds the checkpoint's; no earlier turns recalled")
+		a.inEpoch = false
+	}
 	if !a.inEpoch {
 		// A reset after the context's view of the session: the replay is
 		// of a newer epoch than the turns packed; recall nothing.
@@ -338,8 +351,9 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 		out.Missing = &client.MissingTurns{From: 0, To: gone,
 			Reason: "no longer in stream " + s.layout.In + " (removed by its max-age or by hand): these turns cannot be recalled"}
 	}
-	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{}, tried: map[int]bool{}, newest: -1}
-	p.hits = passages(x.search(terms, lo, n))
+	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
+		labelled: map[int]bool{}, counted: map[[2]int]int{}, tried: map[int]bool{}, newest: -1}
+	p.hits = passages(x.expanded(terms, lo, n))
 	if s.vec != nil && len(rp.vecs) > 0 && n > lo {
 		// Hybrid: BM25 fused with the turns nearest to the question.
 		if q, err := s.vec.embed(ctx, []string{query}); err != nil {
@@ -386,13 +400,74 @@ func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem 
 	return it
 }
 
+// lineCost is the cost of doc d's excerpt line (it), labelled with its
+// date and time or not; tokens only if count (they are counted once per
+// doc and form).
+func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) (chars, tokens int) {
+	line := it.RunLine()
+	if labelled {
+		line = it.Line()
+	}
+	chars = client.LineChars(line)
+	if !count {
+		return chars, 0
+	}
+	key := [2]int{d, 0}
+	if labelled {
+		key[1] = 1
+	}
+	tokens, ok := p.counted[key]
+	if !ok {
+		tokens = p.s.tokens.Count(line)
+		p.counted[key] = tokens
+	}
+	return chars, tokens
+}
+
+// relabel is what adding unit (docs, in transcript order, none chosen)
+// changes: each line whose label changes or that is new, with its new
+// form. A run of consecutive turns is labelled once (client.ExcerptRun),
+// so adding a turn can take the label off the chosen turn after it.
+func (p *picker) relabel(unit []client.RecalledItem, docs []int) []relabelled {
+	var out []relabelled
+	var run client.ExcerptRun
+	j := 0
+	visit := func(d int, it *client.RecalledItem, isNew bool) {
+		var lab bool
+		lab, run = run.Labels(*it)
+		if isNew || lab != p.labelled[d] {
+			out = append(out, relabelled{doc: d, it: it, labelled: lab, isNew: isNew})
+		}
+	}
+	for _, d := range p.order {
+		for ; j < len(docs) && docs[j] < d; j++ {
+			visit(docs[j], &unit[j], true)
+		}
+		visit(d, p.chosen[d], false)
+	}
+	for ; j < len(docs); j++ {
+		visit(docs[j], &unit[j], true)
+	}
+	return out
+}
+
+// relabelled is a line that adding a unit changes (picker.relabel).
+type relabelled struct {
+	doc      int
+	it       *client.RecalledItem
+	labelled bool
+	isNew    bool
+}
+
 // fill adds matches (and neighbours) with an index below floor while
 // they fit every meter. The first excerpt also pays the section's header,
 // and the window's header when recent says the window was packed without
 // one.
 func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 	limit := min(p.n, p.x.below(floor-p.a.offset))
-	charge := func(unit []client.RecalledItem) bool {
+	// charge charges unit (docs, in transcript order) if it fits, with
+	// the lines whose label it changes.
+	charge := func(unit []client.RecalledItem, docs []int) bool {
 		var chars, tokens int
 		if !p.excerpts {
 			chars, tokens = p.s.lineCost(client.ExcerptsHeader)
@@ -401,22 +476,32 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 				chars, tokens = chars+hc, tokens+ht
 			}
 		}
-		for _, it := range unit {
-			chars += it.Chars
+		changes := p.relabel(unit, docs)
+		for _, c := range changes {
+			n, _ := p.lineCost(c.doc, c.it, c.labelled, false)
+			chars += n
+			if !c.isNew {
+				chars -= c.it.Chars
+			}
 		}
 		for _, m := range ms {
 			if !m.fits(chars, 0) {
 				return false
 			}
 		}
-		for i := range unit {
-			if unit[i].Tokens < 0 {
-				unit[i].Tokens = p.s.tokens.Count(unit[i].Line())
+		for _, c := range changes {
+			_, n := p.lineCost(c.doc, c.it, c.labelled, true)
+			tokens += n
+			if !c.isNew {
+				tokens -= c.it.Tokens
 			}
-			tokens += unit[i].Tokens
 		}
 		if !take(chars, tokens, ms...) {
 			return false
+		}
+		for _, c := range changes {
+			c.it.Chars, c.it.Tokens = p.lineCost(c.doc, c.it, c.labelled, true)
+			p.labelled[c.doc] = c.labelled
 		}
 		p.excerpts = true
 		return true
@@ -448,10 +533,10 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 			unit = append(unit, p.item(d, 0, true))
 			docs = append(docs, d)
 		}
-		if !charge(unit) {
+		if !charge(unit, docs) {
 			// Without its neighbours, the match alone may still fit.
 			at := slices.Index(docs, hit.doc)
-			if len(unit) == 1 || !charge(unit[at:at+1]) {
+			if len(unit) == 1 || !charge(unit[at:at+1], docs[at:at+1]) {
 				p.tried[hit.doc] = true
 				misses++
 				continue
@@ -461,21 +546,19 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 		delete(p.tried, hit.doc)
 		for i, d := range docs {
 			p.chosen[d] = &unit[i]
+			at, _ := slices.BinarySearch(p.order, d)
+			p.order = slices.Insert(p.order, at, d)
 			p.newest = max(p.newest, unit[i].Index)
 		}
 		p.matches++
 	}
 }
 
-// items are the chosen turns in transcript order.
+// items are the chosen turns in transcript order, each costed as its
+// line in that order (labelled where it starts a run).
 func (p *picker) items() []client.RecalledItem {
-	keys := make([]int, 0, len(p.chosen))
-	for d := range p.chosen {
-		keys = append(keys, d)
-	}
-	slices.Sort(keys)
-	out := make([]client.RecalledItem, 0, len(keys))
-	for _, d := range keys {
+	out := make([]client.RecalledItem, 0, len(p.order))
+	for _, d := range p.order {
 		out = append(out, *p.chosen[d])
 	}
 	return out

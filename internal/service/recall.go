@@ -126,8 +126,13 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 		policy   bool
 	)
 	if info.State.Subjects[s.subj.In(session, events.KindControl)] > 0 {
-		err := s.scanInbound(ctx, s.subj.In(session, events.KindControl), 1, streamLast, func(seq uint64, _ time.Time, kind string, data []byte) bool {
-			in, err := events.DecodeInbound(kind, session, data, events.Limits{})
+		err := s.scanInbound(ctx, s.subj.In(session, events.KindControl), 1, streamLast, func(seq uint64, at time.Time, kind string, data []byte) bool {
+			// A reset the processor rejected (dated beyond the clock
+			// skew) must not cut the replay short.
+			in, err := events.DecodeInbound(kind, session, data, s.adm.Limits)
+			if err == nil {
+				err = in.CheckClock(at, s.adm.MaxClockSkew)
+			}
 			switch {
 			case err != nil:
 			case in.Control.Op == events.OpReset:
@@ -147,7 +152,7 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 	if !policy {
 		start = max(resetSeq, 1)
 	}
-	rp := newReplay(s.an, session, start)
+	rp := newReplay(s.an, s.adm, session, start)
 	var stored uint64
 	for _, n := range info.State.Subjects {
 		stored += n
@@ -156,6 +161,10 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 		rp.next = streamLast + 1
 		return rp, nil
 	}
+	// Room for every stored event as a turn: no regrowth while building.
+	rp.seqs = make([]uint64, 0, stored)
+	rp.idx.docs = make([]indexDoc, 0, stored)
+	rp.idx.cumLen = make([]int64, 0, stored)
 	if err := s.catchUp(ctx, rp, streamLast); err != nil {
 		return nil, err
 	}
@@ -221,10 +230,14 @@ func (s *server) scanInbound(ctx context.Context, filter string, from, to uint64
 		return internal(err, "reading stream %s for %s", s.layout.In, filter)
 	}
 	defer it.Stop()
+	// One timer for the scan, reset at each message (a context per
+	// message cost a timer allocation each): idle for recallIdle, it
+	// stops the iterator, and Next fails.
+	idle := time.AfterFunc(recallIdle, it.Stop)
+	defer idle.Stop()
 	for {
-		nctx, cancel := context.WithTimeout(ctx, recallIdle)
-		m, err := it.Next(jetstream.NextContext(nctx))
-		cancel()
+		idle.Reset(recallIdle)
+		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			if ctx.Err() != nil {
 				return internal(ctx.Err(), "reading stream %s for %s (the session is too long to scan within %s?)", s.layout.In, filter, requestTimeout)

@@ -65,6 +65,9 @@ type server struct {
 	tokens TokenCounter
 	log    zerolog.Logger
 	now    func() time.Time
+	// adm is the processor's acceptance rules: the tail and the recall
+	// index apply only the events the processor applied.
+	adm state.Admission
 
 	outMu sync.Mutex
 	out   jetstream.Stream // the outbound stream, once looked up
@@ -87,7 +90,7 @@ type server struct {
 // more throughput comes from more processor instances in the queue group.
 //
 // Options: IndexBytes (the recall index's memory budget), Registerer (its
-// metrics), Clock.
+// metrics), Clock, Admission (the processor's acceptance rules).
 func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout broker.Layout, store *state.Store, tokens TokenCounter, log zerolog.Logger, opts ...Option) (micro.Service, error) {
 	if nc == nil {
 		return nil, errors.New("service: NATS connection, JetStream and store are required")
@@ -153,7 +156,7 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 		return nil, fmt.Errorf("service: inbound stream %s: %w", layout.In, err)
 	}
 	s := &server{js: js, in: in, layout: layout, subj: layout.Subjects, store: store, tokens: tokens, log: log, now: time.Now,
-		indexBytes: DefaultIndexBytes, an: newAnalyzer()}
+		adm: state.DefaultAdmission(), indexBytes: DefaultIndexBytes, an: newAnalyzer()}
 	for _, o := range opts {
 		if o != nil {
 			o(s)

@@ -20,9 +20,10 @@ const (
 )
 
 // Apply applies one validated inbound event, found at inbound stream
-// sequence seq, to the session. These are the state rules the processor
-// follows and the context service replays for the events the processor has
-// not checkpointed yet; side effects (logs, lifecycle events, cancelling a
+// sequence seq, to the session; the event has passed the processor's
+// acceptance rules (Admission) first. These are the state rules the
+// processor follows and the context service replays for the events the
+// processor has not checkpointed yet; side effects (logs, lifecycle events, cancelling a
 // running fold) stay with the caller. An event for an ended session, other
 // than reset, is refused and changes nothing.
 //

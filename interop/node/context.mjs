@@ -2,7 +2,11 @@
 // with the npm "nats" client (a plain NATS request to <prefix>.svc.context,
 // JSON as in schema/v1/context-request.json) and prints the reply
 // (schema/v1/context-reply.json) as one JSON line, followed by the context
-// rendered as a prompt the way the Go client's Context.Prompt renders it.
+// rendered as a prompt the way the Go client's Context.Prompt renders it
+// for plain speaker names and one-line texts. (The Go client also
+// normalises names and shows line breaks as " ⏎ ", client.TurnLine, so
+// that no name or text forges a prompt line: a builder in another
+// language should do the same before its prompt reaches a model.)
 //
 //   node context.mjs <nats-url> <session> <query> [budget-chars]
 //
@@ -33,11 +37,34 @@ function label(at) {
     `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())} UTC`;
 }
 
-function recalledLine(r) {
+function recalledLine(r, labelled) {
   let s = r.kind === "memory" ? "- " : "";
-  if (r.at) s += `[${label(r.at)}] `;
+  if (r.at && labelled) s += `[${label(r.at)}] `;
   if (r.speaker) s += `${r.speaker}: `;
   return s + r.text;
+}
+
+// A run of consecutive excerpt turns is labelled once, on its first line,
+// as the Go client's ExcerptRun does: a turn continues the run when its
+// index follows the previous line's and it was said no earlier than the
+// run's label and at most RUN_SPAN_MS after it.
+const RUN_SPAN_MS = 10 * 60 * 1000;
+
+function recalledLines(items) {
+  let run = null;
+  return items.map((r) => {
+    const at = r.at ? Date.parse(r.at) : NaN;
+    if (r.kind !== "turn" || Number.isNaN(at)) {
+      run = null;
+      return recalledLine(r, true);
+    }
+    if (run && r.index === run.last + 1 && at >= run.label && at - run.label <= RUN_SPAN_MS) {
+      run.last = r.index;
+      return recalledLine(r, false);
+    }
+    run = { last: r.index, label: at };
+    return recalledLine(r, true);
+  });
 }
 
 function prompt(c) {
@@ -47,7 +74,7 @@ function prompt(c) {
   const recalled = c.recalled || [];
   [["memory", MEMORIES_HEADER], ["turn", EXCERPTS_HEADER]].forEach(([kind, header]) => {
     const items = recalled.filter((r) => r.kind === kind);
-    if (items.length > 0) lines.push(header, ...items.map(recalledLine));
+    if (items.length > 0) lines.push(header, ...recalledLines(items));
   });
   if (recalled.length > 0 && c.turns.length > 0) lines.push(RECENT_HEADER);
   for (const t of c.turns) lines.push(`${t.speaker}: ${t.text}`);

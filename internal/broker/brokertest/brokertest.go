@@ -72,6 +72,33 @@ func Start(t testing.TB, o Options) *Env {
 	return &Env{NS: ns, NC: nc, JS: js, Layout: layout, KV: kv}
 }
 
+// StartConfig starts a nats-server from the config file at path (one of
+// nats/auth's, say) as it is, except where it listens and stores: a free
+// loopback port, no monitoring port, a fresh store directory. It stops
+// when the test ends.
+func StartConfig(t testing.TB, path string) *server.Server {
+	t.Helper()
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
+	opts.StoreDir, opts.NoSigs, opts.NoLog = t.TempDir(), true, true
+	// Under -race a bcrypt check can take longer than the server's short
+	// first PING, which the client then reads instead of its CONNECT PONG.
+	opts.DisableShortFirstPing = true
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	return ns
+}
+
 // Engine is what RunEngine runs: the processor, or anything that runs
 // until its context ends and says when it is ready.
 type Engine interface {

@@ -22,6 +22,7 @@ type prevSentence struct {
 	bumps   []topicBump
 	speaker string   // the participant the sentence opens with ("" for none)
 	subj    []string // subjectOf(toks.toks)
+	buckets []uint16 // appendBuckets(nil, toks.toks)
 }
 
 // topicBump is one topic mention of a sentence, as scanTopics reports it.
@@ -88,6 +89,7 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	}
 	ps.toks = newTokSet(tokenSetOf(words, who))
 	ps.subj = subjectOf(ps.toks.toks)
+	ps.buckets = appendBuckets(nil, ps.toks.toks)
 	return ps
 }
 

@@ -193,13 +193,21 @@ func slotsChanged(o, n map[string][]string) bool {
 // subjectOf is what a fact with the (sorted) token set toks is about: its
 // tokens without numbers and calendar words, still sorted.
 func subjectOf(toks []string) []string {
-	out := make([]string, 0, len(toks))
-	for _, t := range toks {
+	for i, t := range toks {
 		if isSubjectTok(t) {
-			out = append(out, t)
+			continue
 		}
+		// (most sets have no number: they are their own subject)
+		out := make([]string, i, len(toks)-1)
+		copy(out, toks[:i])
+		for _, t := range toks[i+1:] {
+			if isSubjectTok(t) {
+				out = append(out, t)
+			}
+		}
+		return out
 	}
-	return out
+	return toks[:len(toks):len(toks)]
 }
 
 // sameSubject reports whether two facts' subjects (subjectOf) are one:

@@ -540,6 +540,14 @@ func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
 // dropped before any statement is condensed to its gist.
 const chatterScore = 3.0
 
+// appendBuckets appends the coverage bucket of each token of toks.
+func appendBuckets(dst []uint16, toks []string) []uint16 {
+	for _, t := range toks {
+		dst = append(dst, uint16(hashLower(t)%covBuckets))
+	}
+	return dst
+}
+
 // covBuckets is the number of token buckets fit counts coverage in.
 const covBuckets = 1024
 
@@ -931,10 +939,12 @@ func fit(items []*item, budget int) {
 	spans := spanArr[:0]
 	for _, it := range items {
 		from := int32(len(all))
-		if !it.drop && !it.isLead && it.toks != nil {
-			for _, t := range it.toks.toks {
-				all = append(all, uint16(hashLower(t)%covBuckets))
-			}
+		switch {
+		case it.drop || it.isLead || it.toks == nil:
+		case it.prev != nil && it.toks == &it.prev.toks:
+			all = append(all, it.prev.buckets...) // (computed once, cached)
+		default:
+			all = appendBuckets(all, it.toks.toks)
 		}
 		spans = append(spans, [2]int32{from, int32(len(all))})
 	}

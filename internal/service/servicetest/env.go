@@ -104,10 +104,10 @@ func (e *Env) StartProcessor(cfg processor.Config, sum fold.Summarizer) (p *proc
 
 // StartService runs the context service on the environment's connection
 // until the test ends.
-func (e *Env) StartService(tokens service.TokenCounter) micro.Service {
+func (e *Env) StartService(tokens service.TokenCounter, opts ...service.Option) micro.Service {
 	e.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.Start(ctx, e.NC, e.JS, e.Layout, e.Store, tokens, e.Log)
+	svc, err := service.Start(ctx, e.NC, e.JS, e.Layout, e.Store, tokens, e.Log, opts...)
 	if err != nil {
 		cancel()
 		e.T.Fatal(err)

@@ -1,0 +1,257 @@
+package processor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// checkpointWriter is the state of a shard's checkpoint writer: the dirty
+// sessions (oldest change first), the acks waiting for the checkpoint
+// that covers them, and the pipelined KV writes in flight, whose outcomes
+// come back on saves. It lives on the shard's goroutine: the event loop
+// selects on saves and hands the outcomes to landSaves; only awaitSaves
+// runs elsewhere, and it touches nothing but the futures and the channel.
+// Its methods are the shard's, because a failed write drops the session
+// from the shard's memory and rewinds the consumer.
+type checkpointWriter struct {
+	dirty   []*live
+	pending int             // acks waiting
+	saves   chan []saveDone // outcomes of pipelined checkpoint writes
+	writes  int             // checkpoint writes in flight
+}
+
+func (sh *shard) markDirty(ls *live) {
+	if !ls.dirty {
+		ls.dirty = true
+		if ls.dirtyAt.IsZero() {
+			ls.dirtyAt = time.Now()
+		}
+		sh.dirty = append(sh.dirty, ls)
+	}
+}
+
+func (sh *shard) addAck(ls *live, msg jetstream.Msg) {
+	ls.acks = append(ls.acks, msg)
+	sh.pending++
+	sh.markDirty(ls)
+}
+
+// flush writes checkpoints of dirty sessions, oldest change first, then
+// acks what each covers: acks go out only after the checkpoint is durable.
+// Unless forced (quiet input, shutdown, many acks pending), only sessions
+// whose oldest change is FlushInterval old are written, so under load one
+// write covers many turns of a session. Writes are pipelined, at most
+// maxWrites in flight.
+func (sh *shard) flush(force bool) {
+	n := len(sh.dirty)
+	if n == 0 {
+		return
+	}
+	now := time.Now()
+	var futures []jetstream.PubAckFuture
+	var done []saveDone
+	for ; n > 0 && len(sh.dirty) > 0 && sh.writes+len(futures) < maxWrites; n-- {
+		ls := sh.dirty[0]
+		if !force && now.Sub(ls.dirtyAt) < sh.p.cfg.FlushInterval {
+			break
+		}
+		sh.dirty[0] = nil
+		sh.dirty = sh.dirty[1:]
+		ls.dirty = false
+		if sh.sessions[ls.s.ID] != ls {
+			continue // dropped after a conflict
+		}
+		if ls.writing {
+			sh.markDirty(ls) // the next write needs the revision this one returns
+			continue
+		}
+		ls.dirtyAt = time.Time{}
+		if ls.s.NeedsSeal() {
+			sh.checkpoint(ls) // sealing a backlog: chunks first, then the checkpoint
+			continue
+		}
+		f, err := sh.p.store.SaveAsync(ls.s, ls.rev)
+		if err != nil {
+			sh.saved(ls, 0, err)
+			continue
+		}
+		ls.writing = true
+		futures = append(futures, f)
+		done = append(done, saveDone{ls: ls, id: ls.s.ID, rev: ls.rev, acks: len(ls.acks)})
+	}
+	if len(sh.dirty) == 0 {
+		sh.dirty = nil // let a burst's backing array go
+	}
+	if len(futures) > 0 {
+		// The shard goes on applying events while the writes are stored;
+		// their acks go out as the outcomes come back (landSaves).
+		sh.writes += len(futures)
+		go sh.awaitSaves(futures, done)
+	}
+}
+
+// checkpoint saves ls now (compare-and-set) and acks its covered messages.
+func (sh *shard) checkpoint(ls *live) bool {
+	if !sh.settle(ls) {
+		return false
+	}
+	ctx, cancel := sh.ctx()
+	defer cancel()
+	if ls.s.NeedsSeal() {
+		if err := sh.p.store.Seal(ctx, ls.s); err != nil {
+			return sh.saved(ls, 0, err)
+		}
+	}
+	rev, err := sh.p.store.Save(ctx, ls.s, ls.rev)
+	return sh.saved(ls, rev, err)
+}
+
+// saved finishes a checkpoint write. On a conflict another owner has moved
+// the session: drop ours and let the unacked messages be redelivered and
+// re-applied on the newer state.
+func (sh *shard) saved(ls *live, rev uint64, err error) bool {
+	p := sh.p
+	if err != nil {
+		if errors.Is(err, state.ErrConflict) {
+			p.m.checkpoints.WithLabelValues("conflict").Inc()
+			p.log.Warn().Err(err).Str("event", "checkpoint_conflict").Str("session", ls.s.ID).Msg("another owner changed this session")
+		} else {
+			p.m.checkpoints.WithLabelValues("error").Inc()
+			p.log.Error().Err(err).Str("event", "checkpoint_failed").Str("session", ls.s.ID).Msg("checkpoint failed")
+		}
+		// Not naked: a nak would be redelivered after later events of the
+		// session, out of order. The rewind re-applies them in order.
+		sh.pending -= len(ls.acks)
+		ls.acks = nil
+		if _, ok := sh.sessions[ls.s.ID]; ok {
+			delete(sh.sessions, ls.s.ID)
+			p.m.liveSess.Dec()
+		}
+		p.requestRewind("checkpoint_failed", err)
+		return false
+	}
+	p.m.checkpoints.WithLabelValues("ok").Inc()
+	ls.rev = rev
+	for _, m := range ls.acks {
+		_ = m.Ack()
+	}
+	sh.pending -= len(ls.acks)
+	ls.acks = nil
+	return true
+}
+
+// saveDone is the outcome of one pipelined checkpoint write.
+type saveDone struct {
+	ls   *live
+	id   string
+	rev  uint64 // the revision it was written on (0: a first write)
+	acks int    // how many of ls.acks it covers
+	seq  uint64 // the new revision
+	err  error
+}
+
+// awaitSaves waits, off the shard goroutine, for the writes of one flush
+// and hands their outcomes back to the shard: the shard keeps applying
+// events meanwhile instead of idling for a round trip per flush. Outcomes
+// go back as they come, not once the last write of the flush is stored: a
+// session waiting for its write (a fold due) waits for its own only.
+func (sh *shard) awaitSaves(futures []jetstream.PubAckFuture, done []saveDone) {
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	from := 0 // first outcome not handed back yet
+wait:
+	for i, f := range futures {
+		select {
+		case pa := <-f.Ok():
+			done[i].seq = pa.Sequence
+			continue
+		case err := <-f.Err():
+			done[i].err = err
+			continue
+		default:
+		}
+		if i > from {
+			sh.saves <- done[from:i]
+			from = i
+		}
+		select {
+		case pa := <-f.Ok():
+			done[i].seq = pa.Sequence
+		case err := <-f.Err():
+			done[i].err = err
+		case <-deadline.C:
+			for j := i; j < len(done); j++ {
+				done[j].err = fmt.Errorf("save session %s: no acknowledgement in 10s", done[j].id)
+			}
+			break wait
+		}
+	}
+	sh.saves <- done[from:]
+}
+
+// landSaves acks what each confirmed write covers; a failed one drops the
+// session and rewinds, as a synchronous checkpoint would.
+func (sh *shard) landSaves(done []saveDone) {
+	p := sh.p
+	sh.writes -= len(done)
+	for _, d := range done {
+		ls := d.ls
+		ls.writing = false
+		if sh.sessions[d.id] != ls {
+			continue // dropped meanwhile (rewind, conflict): its messages come again
+		}
+		if d.err != nil {
+			if d.rev == 0 && state.IsConflict(d.err) {
+				// The key has history (a deleted session's marker): the
+				// synchronous create knows how to handle it.
+				sh.checkpoint(ls)
+				continue
+			}
+			err := d.err
+			if state.IsConflict(err) {
+				err = fmt.Errorf("save session %s at revision %d: %w (%w)", d.id, d.rev, state.ErrConflict, err)
+			}
+			sh.saved(ls, 0, err)
+			continue
+		}
+		p.m.checkpoints.WithLabelValues("ok").Inc()
+		ls.rev = d.seq
+		for _, m := range ls.acks[:d.acks] {
+			_ = m.Ack()
+		}
+		sh.pending -= d.acks
+		if rest := ls.acks[d.acks:]; len(rest) > 0 {
+			ls.acks = append([]jetstream.Msg(nil), rest...)
+		} else {
+			ls.acks = nil
+		}
+	}
+}
+
+// settle waits for the session's pipelined write, if any, before a
+// synchronous one; false if that write failed and the session was dropped.
+func (sh *shard) settle(ls *live) bool {
+	for ls.writing {
+		sh.landSaves(<-sh.saves)
+	}
+	return sh.sessions[ls.s.ID] == ls
+}
+
+// flushAll writes every dirty session and waits for every write: the end
+// of a shard's life.
+func (sh *shard) flushAll() {
+	for {
+		sh.flush(true)
+		if sh.writes == 0 {
+			if len(sh.dirty) == 0 {
+				return
+			}
+			continue
+		}
+		sh.landSaves(<-sh.saves)
+	}
+}
