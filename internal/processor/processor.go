@@ -244,6 +244,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	// ends Run.
 	retryAttach := newAttachBackoff()
 	started := false
+	refused := 0 // attaches in a row answered 503 by the server we are connected to
 	for attempt := 1; ; attempt++ {
 		it, cons, floor, err := p.attach(ctx)
 		if err != nil {
@@ -257,12 +258,15 @@ func (p *Processor) Run(ctx context.Context) error {
 			wait := retryAttach.NextBackOff()
 			p.log.Error().Err(err).Str("event", "attach_failed").Int("attempt", attempt).Dur("retry_in", wait).
 				Msg("attaching the consumer failed; retrying")
+			if refused = refusedBy(err, refused); refused == leaderlessAttempts {
+				p.reconnect()
+			}
 			if !sleepCtx(ctx, wait) {
 				break
 			}
 			continue
 		}
-		attempt = 0
+		attempt, refused = 0, 0
 		retryAttach.Reset()
 		p.handled.Store(floor)
 		// After a rewind too: a session whose events are all checkpointed
@@ -349,6 +353,38 @@ func (p *Processor) resumeDue(ctx context.Context, stopping <-chan struct{}) {
 		case <-stopping:
 			return
 		}
+	}
+}
+
+// leaderlessAttempts is how many attaches in a row the server we are
+// connected to may refuse with a 503 before the connection moves to
+// another server of the cluster.
+const leaderlessAttempts = 5
+
+// refusedBy counts attaches in a row refused with a 503 ("JetStream system
+// temporarily unavailable"): the server that answers has no meta leader.
+func refusedBy(err error, before int) int {
+	var jsErr jetstream.JetStreamError
+	if errors.As(err, &jsErr) {
+		if api := jsErr.APIError(); api != nil && api.Code == 503 {
+			return before + 1
+		}
+	}
+	return 0
+}
+
+// reconnect moves the connection to another server. Seen on a 3-node
+// cluster after one node went away: the node this process is connected to
+// answered every consumer create with "JetStream system temporarily
+// unavailable" (it saw no meta leader) for as long as the test waited,
+// while the cluster had one; the consumer's create then never succeeds
+// from here. Nothing is in flight on the ingest side while the attach
+// fails, so a reconnect costs nothing but the round trip.
+func (p *Processor) reconnect() {
+	p.log.Warn().Str("event", "nats_reconnect_forced").Int("refused_attaches", leaderlessAttempts).
+		Msg("the server we are connected to keeps refusing JetStream requests (no meta leader); reconnecting to another server")
+	if err := p.js.Conn().ForceReconnect(); err != nil {
+		p.log.Warn().Err(err).Str("event", "nats_reconnect_failed").Msg("could not force a reconnect")
 	}
 }
 

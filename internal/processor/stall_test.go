@@ -163,18 +163,19 @@ func TestStallWatchRewindsWhenTheConsumerCannotBeRead(t *testing.T) {
 
 // An attach that fails for a reason that passes (a cluster's meta group
 // electing a leader answers 503; a partition guard's KV read times out) is
-// retried with backoff until it succeeds, the first attach too; one that
-// time cannot fix ends Run with the error.
+// retried with backoff until it succeeds, the first attach too; after
+// leaderlessAttempts 503s in a row the connection moves to another server;
+// an attach that time cannot fix ends Run with the error.
 func TestAttachRetriesTransientFailures(t *testing.T) {
 	r := newRig(t)
 	var calls atomic.Int32
 	transient := &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
 	p, err := New(Config{FlushInterval: 5 * time.Millisecond}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log,
 		BeforeAttach: func(context.Context) error {
-			switch calls.Add(1) {
-			case 1:
+			switch n := calls.Add(1); {
+			case n == 1:
 				return fmt.Errorf("ownership unknown: %w", nats.ErrTimeout)
-			case 2, 3:
+			case n <= 1+leaderlessAttempts:
 				return transient
 			}
 			return nil
@@ -198,8 +199,14 @@ func TestAttachRetriesTransientFailures(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := calls.Load(); n != 4 {
-		t.Errorf("%d attach attempts, want 4 (three failures, then the attach)", n)
+	if n, want := calls.Load(), int32(2+leaderlessAttempts); n != want {
+		t.Errorf("%d attach attempts, want %d (a timeout, %d refusals, then the attach)", n, want, leaderlessAttempts)
+	}
+	// Refused that many times in a row by the server it is connected to,
+	// the engine moved its connection (a node without a meta leader
+	// refuses every create; another may not).
+	if got := r.nc.Stats().Reconnects; got < 1 {
+		t.Errorf("%d reconnects after %d refusals in a row, want the connection moved", got, leaderlessAttempts)
 	}
 
 	fatal := errors.New("partition 3: not the owner")
