@@ -14,11 +14,8 @@ import (
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
-	"github.com/foldstream/foldstream/internal/fold/offline"
-	"github.com/foldstream/foldstream/internal/processor"
-	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/service/servicetest"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
 
@@ -34,29 +31,9 @@ func TestNodeBotWithPrivateInbox(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo("processor", "dev-processor-password"),
-		nats.CustomInboxPrefix("_INBOX_processor"), nats.Timeout(10*time.Second)) // bcrypt is slow under -race
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	subjects, _ := events.NewSubjects("fold")
-	layout := broker.NewLayout(subjects)
-	kv, err := broker.Provision(ctx, js, layout, broker.ProvisionConfig{}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := state.NewStore(js, kv)
-	p, err := processor.New(processor.Config{FlushInterval: 5 * time.Millisecond},
-		processor.Deps{JS: js, Layout: layout, Store: store, Summarizer: offline.New(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
-	defer func() { stop(); <-done }()
+	js, store, stop := servicetest.RunProcessorAs(t, ctx, ns.ClientURL(), log, nats.UserInfo("processor", "dev-processor-password"),
+		nats.CustomInboxPrefix("_INBOX_processor"))
+	defer stop()
 
 	const session = "node-auth"
 	cmd := exec.CommandContext(ctx, node, filepath.Join("node", "publish.mjs"), ns.ClientURL(), session, "61", "60")
@@ -82,7 +59,8 @@ func TestNodeBotWithPrivateInbox(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	out2, err := js.Stream(ctx, layout.Out)
+	subjects, _ := events.NewSubjects("fold")
+	out2, err := js.Stream(ctx, broker.NewLayout(subjects).Out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/broker/brokertest"
-	"github.com/foldstream/foldstream/internal/events"
-	"github.com/foldstream/foldstream/internal/fold/offline"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
-	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
 
@@ -48,29 +43,9 @@ func TestBotExampleWithThePrivateInbox(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo("processor", "dev-processor-password"),
-		nats.CustomInboxPrefix("_INBOX_processor"), nats.Timeout(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	subjects, _ := events.NewSubjects("fold")
-	layout := broker.NewLayout(subjects)
-	kv, err := broker.Provision(ctx, js, layout, broker.ProvisionConfig{}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := state.NewStore(js, kv)
-	p, err := processor.New(processor.Config{FlushInterval: 5 * time.Millisecond},
-		processor.Deps{JS: js, Layout: layout, Store: store, Summarizer: offline.New(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
-	defer func() { stop(); <-done }()
+	_, store, stop := servicetest.RunProcessorAs(t, ctx, ns.ClientURL(), log, nats.UserInfo("processor", "dev-processor-password"),
+		nats.CustomInboxPrefix("_INBOX_processor"))
+	defer stop()
 
 	var out bytes.Buffer
 	if err := run(ctx, ns.ClientURL(), login{user: "bot", password: "dev-bot-password", inbox: "_INBOX_bot"}, "auth-1", 61, &out); err != nil {

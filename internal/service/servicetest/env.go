@@ -161,3 +161,36 @@ func Turn(session string, i int) events.Turn {
 		Text: fmt.Sprintf("message number %03d from %s about the ranked match.", i, speakers[i%2]),
 	}
 }
+
+// RunProcessorAs runs a processor (offline summarizer, 5 ms flushes) on
+// its own connection to url, opened with opts (a user's credentials and
+// its inbox prefix, as the shipped auth configs want), after provisioning
+// the default layout as that user, and returns that connection's
+// JetStream context and the processor's checkpoint store. It
+// stops when ctx ends or stop is called; stop waits for it.
+func RunProcessorAs(t testing.TB, ctx context.Context, url string, log zerolog.Logger, opts ...nats.Option) (js jetstream.JetStream, store *state.Store, stop func()) {
+	t.Helper()
+	// A bcrypt check per connect is slow under -race.
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Timeout(20 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ = jetstream.New(nc)
+	subjects, _ := events.NewSubjects("fold")
+	layout := broker.NewLayout(subjects)
+	kv, err := broker.Provision(ctx, js, layout, broker.ProvisionConfig{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store = state.NewStore(js, kv)
+	p, err := processor.New(processor.Config{FlushInterval: 5 * time.Millisecond},
+		processor.Deps{JS: js, Layout: layout, Store: store, Summarizer: offline.New(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(pctx) }()
+	return js, store, func() { cancel(); <-done }
+}
