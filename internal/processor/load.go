@@ -182,7 +182,7 @@ func (sh *shard) rebuild(id string, before uint64) (*state.Session, int, error) 
 	defer cancel()
 	filter := p.subj.InSession(id)
 	applied := 0
-	adm := p.cfg.Admission()
+	adm := p.adm
 	for next := uint64(1); next < before; {
 		// One direct get per event, "next message at or after seq on this
 		// subject filter", as the context service reads a session's tail.
@@ -201,7 +201,7 @@ func (sh *shard) rebuild(id string, before uint64) (*state.Session, int, error) 
 		if err != nil || session != id {
 			continue
 		}
-		in, err := adm.Admit(s, kind, session, msg.Data, msg.Time)
+		in, _, err := adm.Admit(s, kind, session, msg.Data, msg.Time)
 		if err != nil {
 			continue
 		}

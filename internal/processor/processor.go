@@ -89,6 +89,10 @@ type Processor struct {
 	m       *metrics
 
 	policy fold.Policy // the deployment's; sessions may override it
+	// adm is the deployment's acceptance rules (Config.Admission): the
+	// event loop admits by them, as every reader that rebuilds a session
+	// from the stream does.
+	adm state.Admission
 	// sessionPolicy is policy as a session without overrides folds with
 	// (resolve), computed once.
 	sessionPolicy fold.Policy
@@ -142,7 +146,7 @@ func New(cfg Config, d Deps) (*Processor, error) {
 		cfg.InstanceID = nuid.Next()
 	}
 	p := &Processor{
-		policy: cfg.policy(), asker: contextsource.NewAsker(d.JS.Conn(), d.Log),
+		policy: cfg.policy(), adm: cfg.Admission(), asker: contextsource.NewAsker(d.JS.Conn(), d.Log),
 		cfg: cfg, js: d.JS, layout: d.Layout, subj: d.Layout.Subjects, store: d.Store,
 		foldJS: d.FoldJS,
 		sum:    d.Summarizer, tokens: d.Tokens, log: d.Log, clock: d.Clock,

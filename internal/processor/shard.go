@@ -394,19 +394,14 @@ func (sh *shard) handle(m inMsg) {
 		sh.addAck(ls, m.msg)
 		return
 	}
-	in, err := events.DecodeInbound(m.kind, m.session, m.msg.Data(), p.cfg.Limits)
-	if err == nil {
-		err = sh.checkClock(ls, m, in)
+	from := ls.s.LastEventAt
+	in, repaired, err := p.adm.Admit(ls.s, m.kind, m.session, m.msg.Data(), m.received)
+	if repaired {
+		sh.timeRepaired(ls, from)
 	}
 	if err != nil {
 		sh.reject(m, err)
 		return
-	}
-	if c := in.Control; c != nil && c.Op == events.OpConfigure && !ls.s.Ended {
-		if err := checkConfigure(p.policy, c.Config); err != nil {
-			sh.reject(m, err)
-			return
-		}
 	}
 	if !ls.s.Ended {
 		if why := ls.s.ResetDue(state.EventTime(in)); why != "" {

@@ -11,9 +11,8 @@ import (
 // checks) of a processor run with c, for the readers that rebuild a
 // session from the inbound stream: the processor's own rebuild, and the
 // context service's tail and recall index (service.Admission), so they
-// never show an event the event loop rejected. handle applies the same
-// checks itself (checkClock, checkConfigure), with the logs and
-// checkpoint writes that go with them.
+// never show an event the event loop rejected. The event loop (handle)
+// admits by the same rules (Processor.adm).
 func (c Config) Admission() state.Admission {
 	c = c.withDefaults()
 	pol := c.policy()
@@ -21,25 +20,15 @@ func (c Config) Admission() state.Admission {
 		CheckConfigure: func(sc *events.SessionConfig) error { return checkConfigure(pol, sc) }}
 }
 
-// checkClock rejects an event dated more than MaxClockSkew after the
-// stream stored it (events.CheckClock says why), and repairs a session
-// whose checkpoint already holds such a time: its last event time is
-// brought back to the event's receive time, so its next idle gap is
-// measured from a real time again. The receive time is the
-// stream's, so a redelivered event is judged as it was the first time.
-func (sh *shard) checkClock(ls *live, m inMsg, in events.Inbound) error {
-	skew := sh.p.cfg.MaxClockSkew
-	if skew <= 0 || m.received.IsZero() {
-		return nil
-	}
-	if err := in.CheckClock(m.received, skew); err != nil {
-		return err
-	}
-	if from := ls.s.LastEventAt; ls.s.LimitEventTime(m.received, skew) {
-		sh.markDirty(ls)
-		sh.p.log.Warn().Str("event", "event_time_limited").Str("session", ls.s.ID).
-			Time("last_event_at", time.UnixMilli(from).UTC()).Time("limited_to", time.UnixMilli(ls.s.LastEventAt).UTC()).
-			Msg("the checkpoint's last event time was in the future (written before such times were rejected); brought back so idle resets work again")
-	}
-	return nil
+// timeRepaired records that an event's admission brought the session's
+// last event time (from, beyond the clock limit: a checkpoint written
+// before such times were rejected) back to the event's receive time, so
+// its next idle gap is measured from a real time again. The receive time
+// is the stream's, so a redelivered event is judged as it was the first
+// time.
+func (sh *shard) timeRepaired(ls *live, from int64) {
+	sh.markDirty(ls)
+	sh.p.log.Warn().Str("event", "event_time_limited").Str("session", ls.s.ID).
+		Time("last_event_at", time.UnixMilli(from).UTC()).Time("limited_to", time.UnixMilli(ls.s.LastEventAt).UTC()).
+		Msg("the checkpoint's last event time was in the future (written before such times were rejected); brought back so idle resets work again")
 }

@@ -150,7 +150,7 @@ func (s *server) eachTail(ctx context.Context, cp *state.Session, applied func(s
 		if err != nil || session != cp.ID {
 			continue // the processor dead-letters it
 		}
-		in, err := s.adm.Admit(cp, kind, session, msg.Data, msg.Time)
+		in, _, err := s.adm.Admit(cp, kind, session, msg.Data, msg.Time)
 		if err != nil {
 			continue // dead-lettered too
 		}

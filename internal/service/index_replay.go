@@ -69,7 +69,7 @@ func newReplay(an *analyzer, adm state.Admission, session string, from uint64) *
 func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
 	r.next = seq + 1
 	r.read++
-	in, err := r.adm.Admit(r.sess, kind, r.session, data, at)
+	in, _, err := r.adm.Admit(r.sess, kind, r.session, data, at)
 	if err != nil {
 		return // dead-lettered by the processor
 	}

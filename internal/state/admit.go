@@ -31,22 +31,24 @@ func DefaultAdmission() Admission {
 
 // Admit decodes the event of subject kind stored by the inbound stream at
 // received, and checks it against s (the session it is for, before
-// Apply) as the processor does. On success it also repairs s's last event
-// time if it is beyond the clock limit (LimitEventTime), as the processor
-// does before applying; the caller then calls s.Apply.
-func (a Admission) Admit(s *Session, kind, session string, data []byte, received time.Time) (events.Inbound, error) {
-	in, err := events.DecodeInbound(kind, session, data, a.Limits)
+// Apply): the processor's event loop admits by this too. Once the event's
+// own time passes the clock check, s's last event time is repaired if it
+// is beyond the clock limit (LimitEventTime; repaired reports it), even if
+// a configure check then refuses the event: the repair is the session's,
+// not the event's. On success the caller then calls s.Apply.
+func (a Admission) Admit(s *Session, kind, session string, data []byte, received time.Time) (in events.Inbound, repaired bool, err error) {
+	in, err = events.DecodeInbound(kind, session, data, a.Limits)
 	if err != nil {
-		return in, err
+		return in, false, err
 	}
 	if err := in.CheckClock(received, a.MaxClockSkew); err != nil {
-		return in, err
+		return in, false, err
 	}
+	repaired = s.LimitEventTime(received, a.MaxClockSkew)
 	if c := in.Control; a.CheckConfigure != nil && c != nil && c.Op == events.OpConfigure && !s.Ended {
 		if err := a.CheckConfigure(c.Config); err != nil {
-			return in, err
+			return in, repaired, err
 		}
 	}
-	s.LimitEventTime(received, a.MaxClockSkew)
-	return in, nil
+	return in, repaired, nil
 }
