@@ -81,7 +81,7 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	l1 := condenseLightIn(st, words)
 	l2 := condenseHard(l1)
 	if ps.run == nil {
-		l2 = condenseGist(l1, who)
+		l2 = condenseHard(l1) // GISTTEST
 	}
 	ps.v = [3]string{st, l1, l2}
 	for i, v := range ps.v {

@@ -58,8 +58,9 @@ type extraction struct {
 	speakers  []string // non-tool speakers in order of first appearance
 	talkers   []string // speakers with content in this batch, in order of first appearance
 	topics    []string
-	hadTurns  bool // some turn had text
-	allFiller bool // every turn with text was filler
+	hadTurns  bool           // some turn had text
+	allFiller bool           // every turn with text was filler
+	phrases   *phraseCounter // topic phrases of the batch (conversations only)
 }
 
 // displayName is how the summary names a turn's speaker: the normalised
@@ -100,6 +101,9 @@ func isToolCall(t fold.Turn) bool {
 func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevSentence, who names, agent bool) extraction {
 	var ex extraction
 	ex.allFiller = true
+	if !agent {
+		ex.phrases = newPhraseCounter()
+	}
 	topics := newTopicCounter(who, agent)
 	// Topics that run through the session keep their place: the previous
 	// summary and its topic list count, less than the new batch.
@@ -228,6 +232,9 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			}))
 			if !tr.injection {
 				topics.addWords(bws) // (an injection's words are data, not what the session is about)
+				if ex.phrases != nil && role != "system" {
+					ex.phrases.add(bws, i, name, who)
+				}
 			}
 		}
 	}
@@ -1123,7 +1130,7 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 		// A possessive continues a phrase ("King's Row"): never cut after
 		// it, unless it is a participant's ("Marco's screen").
 		base, possessive := strings.CutSuffix(c, "'s")
-		capital := c != "" && upperFirst(c) && lexLower(c)&(lxCommonCaps|lxCalendar) == 0 &&
+		capital := c != "" && upperFirst(c) && lexLower(c)&(lxCommonCaps|lxCalendar|lxCommon) == 0 &&
 			!who.has(c) && allLettersExcept(base, '-') && runeLen(base) > 1 && !(possessive && who.has(base))
 		switch {
 		case capital && (!isStart || len(run) > 0):

@@ -216,6 +216,19 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 		}
 	}
 
+	var periods []*period
+	if !agent {
+		kept := prev.sentences[:0] // (filtered in place)
+		for _, st := range prev.sentences {
+			if p, ok := parsePeriod(st, who); ok {
+				periods = append(periods, p)
+			} else {
+				kept = append(kept, st)
+			}
+		}
+		prev.sentences = kept
+	}
+
 	prevSents := s.cache.prevSentences(prev.sentences, who, agent)
 	ex := s.extract(req, prev, prevSents, who, agent)
 	var mems []fold.Memory
@@ -247,8 +260,70 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 		copy(items[1:], items)
 		items[0] = lead
 	}
-	fit(items, budget)
-	if out := join(items); out != "" {
+	// Period lines start once the summary is full (until then its
+	// statements say it all), and need room.
+	if ex.phrases != nil && budget >= minPeriodBudget && (len(periods) > 0 || overBudget(items, budget)) {
+		sal := earlierCounts(periods, prev.sentences)
+		ex.phrases.sal = sal
+		if len(periods) == 0 && len(prevSents) > 0 {
+			// The first line: what the statements so far were about.
+			pc := newPhraseCounter()
+			pc.sal = sal
+			for i, ps := range prevSents {
+				var arr [64]string
+				pc.add(appendFields(arr[:0], ps.v[0]), i, ps.speaker, who)
+			}
+			if ph, sp, ok := pc.top(maxPeriodPhrases); ok {
+				p := &period{names: sp, phrases: ph, weight: 1}
+				if n := len(req.Turns); n > 0 {
+					p.to = clockOf(req.Turns[0].At)
+				}
+				periods = append(periods, p)
+			}
+		}
+		if ph, sp, ok := ex.phrases.top(maxPeriodPhrases); ok {
+			p := &period{names: sp, phrases: ph}
+			if n := len(req.Turns); n > 0 {
+				p.from, p.to = clockOf(req.Turns[0].At), clockOf(req.Turns[n-1].At)
+				if p.from == "" || p.to == "" {
+					p.from, p.to = "", ""
+				}
+			}
+			p.weight = p.minutes()
+			periods = append(periods, p)
+		}
+		// The period lines take what the opening sentence and the
+		// statements that hold facts or open questions (up to factShare of
+		// the budget) leave, at most periodShare.
+		room := budget * periodShare / 100
+		if lead != nil {
+			room = min(room, budget-runeLen(lead.v[0])-1)
+		}
+		need := 0
+		for _, it := range items {
+			if !it.drop && !it.isLead && (it.score >= factScore || it.isNew && strings.HasSuffix(it.v[0], "?")) {
+				need += runeLen(it.v[1]) + 1
+			}
+		}
+		room = min(room, budget-min(need, budget*factShare/100))
+		periods = fitPeriods(periods, max(budget/periodLineChars, 1), room, sal)
+	} else {
+		periods = nil
+	}
+	var pb strings.Builder
+	for _, p := range periods {
+		if pb.Len() > 0 {
+			pb.WriteByte(' ')
+		}
+		pb.WriteString(p.render())
+	}
+	periodText := pb.String()
+	rest := budget
+	if periodText != "" {
+		rest -= runeLen(periodText) + 1
+	}
+	fit(items, rest)
+	if out := joinWithPeriods(items, periodText); out != "" {
 		return out, mems
 	}
 	// The engine treats an empty summary as a failed fold: whenever there
@@ -1016,6 +1091,36 @@ func fit(items []*item, budget int) {
 		lead.drop = false // nothing fits: keep who is here; the engine clamps
 	}
 	// Still over: the engine's clamp handles it; a backend never truncates.
+}
+
+// overBudget reports whether the items, at their fullest, exceed budget.
+func overBudget(items []*item, budget int) bool {
+	n := -1
+	for _, it := range items {
+		if !it.drop {
+			n += runeLen(it.v[0]) + 1
+		}
+	}
+	return n > budget
+}
+
+// joinWithPeriods is join(items) with the period lines after the opening
+// sentence.
+func joinWithPeriods(items []*item, periodText string) string {
+	if periodText == "" {
+		return join(items)
+	}
+	if len(items) > 0 && items[0].isLead && !items[0].drop && items[0].text() != "" {
+		rest := join(items[1:])
+		if rest == "" {
+			return items[0].text() + " " + periodText
+		}
+		return items[0].text() + " " + periodText + " " + rest
+	}
+	if rest := join(items); rest != "" {
+		return periodText + " " + rest
+	}
+	return periodText
 }
 
 // join writes the kept items as one paragraph, merging consecutive

@@ -1,0 +1,495 @@
+package offline
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A period line says what a stretch of the conversation was about, so
+// that the summary covers the whole conversation and not only its last
+// folds: "From 14:02 to 14:20, Alice and Bob discussed the budget, the
+// venue in Lisbon and catering." Each fold of a conversation adds one for
+// its batch; when there are too many (or they take too much of the
+// budget), the two adjacent periods that together span the least time
+// merge into one, which keeps the phrases that weigh most over both. So
+// recent periods stay fine-grained and older ones grow coarser, and none
+// is dropped. The lines are plain sentences of the summary: the next fold
+// reads them back from the previous summary (parsePeriod), so nothing is
+// kept between folds but the summary itself.
+
+const (
+	maxPeriodPhrases = 12  // phrases of one period line
+	maxPeriodNames   = 2   // the speakers a period line names
+	minPeriodPhrases = 3   // a batch with fewer adds no line
+	maxPhraseWords   = 5   // words of a topic phrase (more than three only for names)
+	periodLineChars  = 300 // the budget allows a period line per this many runes
+	periodShare      = 70  // percent of the budget the period lines may take
+	minPeriodBudget  = 500 // no period lines in a smaller summary
+	factScore        = 6.0 // a statement scored this high holds a fact the period lines leave room for
+	factShare        = 20  // percent of the budget kept for such statements and open questions
+)
+
+// period is one period line.
+type period struct {
+	from, to string   // "15:04" of the first and last turn ("" when unknown)
+	names    []string // who drove the topics, in order of weight
+	phrases  []string // topic phrases, most important first
+	weight   float64  // how much of the conversation it stands for (minutes, at least 1)
+}
+
+// render writes the line.
+func (p *period) render() string {
+	var b strings.Builder
+	if p.from != "" && p.from == p.to {
+		b.WriteString("At ")
+		b.WriteString(p.from)
+		b.WriteString(", ")
+	} else if p.from != "" && p.to != "" {
+		b.WriteString("From ")
+		b.WriteString(p.from)
+		b.WriteString(" to ")
+		b.WriteString(p.to)
+		b.WriteString(", ")
+	} else if p.to != "" {
+		b.WriteString("Until ")
+		b.WriteString(p.to)
+		b.WriteString(", ")
+	} else {
+		b.WriteString("Earlier, ")
+	}
+	b.WriteString(joinNames(p.names))
+	b.WriteString(" discussed ")
+	b.WriteString(joinNames(p.phrases))
+	b.WriteByte('.')
+	return b.String()
+}
+
+// parsePeriod reads a period line of a previous summary. The names must
+// all be participants: a sentence someone said that happens to look like
+// one stays a statement.
+func parsePeriod(s string, who names) (*period, bool) {
+	p := &period{}
+	rest, ok := strings.CutPrefix(s, "From ")
+	if at, ok2 := strings.CutPrefix(s, "At "); ok2 {
+		p.from, rest, ok = strings.Cut(at, ", ")
+		if !ok || !isClock(p.from) {
+			return nil, false
+		}
+		p.to = p.from
+	} else if ok {
+		var span string
+		span, rest, ok = strings.Cut(rest, ", ")
+		if !ok {
+			return nil, false
+		}
+		p.from, p.to, ok = strings.Cut(span, " to ")
+		if !ok || !isClock(p.from) || !isClock(p.to) {
+			return nil, false
+		}
+	} else if until, ok2 := strings.CutPrefix(s, "Until "); ok2 {
+		p.to, rest, ok = strings.Cut(until, ", ")
+		if !ok || !isClock(p.to) {
+			return nil, false
+		}
+	} else if rest, ok = strings.CutPrefix(s, "Earlier, "); !ok {
+		return nil, false
+	}
+	subj, list, ok := strings.Cut(rest, " discussed ")
+	if !ok || !strings.HasSuffix(list, ".") {
+		return nil, false
+	}
+	p.names, _ = splitNameList(subj)
+	if len(p.names) == 0 {
+		return nil, false
+	}
+	for _, n := range p.names {
+		if !who.has(n) {
+			return nil, false
+		}
+	}
+	p.phrases, _ = splitNameList(strings.TrimSuffix(list, "."))
+	if len(p.phrases) == 0 {
+		return nil, false
+	}
+	p.weight = p.minutes()
+	if p.from == "" && p.to != "" {
+		// what the statements before the first period were about, for as
+		// long as that was: it stays a line of its own
+		p.weight = math.Inf(1)
+	}
+	return p, true
+}
+
+// isClock reports an "hh:mm" time.
+func isClock(s string) bool {
+	return len(s) == 5 && s[2] == ':' && isNumber(s[:2]) && isNumber(s[3:])
+}
+
+func clockMinutes(s string) int {
+	h, _ := strconv.Atoi(s[:2])
+	m, _ := strconv.Atoi(s[3:])
+	return h*60 + m
+}
+
+// minutes is the time the period spans, at least 1 (a period past
+// midnight wraps around).
+func (p *period) minutes() float64 {
+	if p.from == "" || p.to == "" {
+		return 1
+	}
+	d := clockMinutes(p.to) - clockMinutes(p.from)
+	if d < 0 {
+		d += 24 * 60
+	}
+	return float64(max(d, 1))
+}
+
+// mergePeriods merges a and b (a before b) into one period: the phrases
+// that weigh most over both (a phrase of both weighs the sum; a phrase's
+// weight in a line falls with its rank and grows with the time the line
+// spans), the names of both.
+func mergePeriods(a, b *period, sal map[string]float64) *period {
+	m := &period{from: a.from, to: b.to, weight: a.weight + b.weight}
+	if m.to == "" {
+		m.from = ""
+	} else if m.from != "" {
+		m.weight = max(m.minutes(), m.weight)
+	}
+	var names []string
+	for _, n := range append(append([]string(nil), a.names...), b.names...) {
+		if !slices.ContainsFunc(names, func(x string) bool { return strings.EqualFold(x, n) }) {
+			names = append(names, n)
+		}
+	}
+	m.names = names[:min(len(names), maxPeriodNames)]
+	type cand struct {
+		text string
+		w    float64
+		at   int
+	}
+	var cands []*cand
+	idx := map[string]*cand{}
+	for _, p := range []*period{a, b} {
+		for r, ph := range p.phrases {
+			w := p.weight * float64(len(p.phrases)-r) / float64(len(p.phrases)) * (1 + 0.5*salience(ph, sal))
+			k := phraseKey(ph)
+			if c, ok := idx[k]; ok {
+				c.w += w
+				continue
+			}
+			c := &cand{text: ph, w: w, at: len(cands)}
+			idx[k] = c
+			cands = append(cands, c)
+		}
+	}
+	// A phrase inside a longer one ("network" in "network size") lends
+	// it its weight and goes.
+	for _, c := range cands {
+		for _, d := range cands {
+			if c != d && c.w >= 0 && d.w >= 0 && len(d.text) > len(c.text) &&
+				strings.Contains(" "+phraseKey(d.text)+" ", " "+phraseKey(c.text)+" ") {
+				d.w += c.w
+				c.w = -1
+				break
+			}
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].w > cands[j].w })
+	for _, c := range cands {
+		if c.w < 0 || len(m.phrases) == maxPeriodPhrases {
+			break
+		}
+		m.phrases = append(m.phrases, c.text)
+	}
+	return m
+}
+
+// fitPeriods merges periods until there are at most maxLines and their
+// lines take at most budget runes (or one is left), then drops the last
+// phrases of the lines that are still too long.
+func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*period {
+	if len(ps) == 0 || budget <= 0 {
+		return nil
+	}
+	size := func() int {
+		n := 0
+		for _, p := range ps {
+			n += runeLen(p.render()) + 1
+		}
+		return n
+	}
+	for len(ps) > 1 && (len(ps) > maxLines || size() > budget) {
+		best, bw := -1, math.Inf(1)
+		for i := 0; i+1 < len(ps); i++ {
+			if w := ps[i].weight + ps[i+1].weight; w < bw {
+				best, bw = i, w
+			}
+		}
+		ps[best] = mergePeriods(ps[best], ps[best+1], sal)
+		ps = slices.Delete(ps, best+1, best+2)
+	}
+	for size() > budget {
+		longest := -1
+		for i, p := range ps {
+			if len(p.phrases) > 1 && (longest < 0 || len(p.phrases) > len(ps[longest].phrases)) {
+				longest = i
+			}
+		}
+		if longest < 0 || len(ps[longest].phrases) <= minPeriodPhrases {
+			// too little room: the oldest line goes (the newest says most)
+			if len(ps) == 1 {
+				return nil
+			}
+			ps = ps[1:]
+			continue
+		}
+		ps[longest].phrases = ps[longest].phrases[:len(ps[longest].phrases)-1]
+	}
+	return ps
+}
+
+// salience is how much the words of a phrase run through the
+// conversation: the mean of log2(1 + mentions of the word in the previous
+// summary), from sal (see earlierCounts).
+func salience(ph string, sal map[string]float64) float64 {
+	if len(sal) == 0 {
+		return 0
+	}
+	var arr [8]string
+	ws := appendFields(arr[:0], ph)
+	t := 0.0
+	for _, w := range ws {
+		t += math.Log2(1 + sal[wordKey(w)])
+	}
+	return t / float64(max(len(ws), 1))
+}
+
+// earlierCounts is what the conversation said before this batch, as the
+// previous summary keeps it: for each topic word (wordKey form), the
+// period lines whose phrases name it plus the statements that mention it.
+// The summary is the only state carried between folds, so the result
+// depends on the request alone.
+func earlierCounts(periods []*period, statements []string) map[string]float64 {
+	out := map[string]float64{}
+	var arr [64]string
+	for _, p := range periods {
+		for _, ph := range p.phrases {
+			for _, w := range appendFields(arr[:0], ph) {
+				out[wordKey(w)]++
+			}
+		}
+	}
+	for _, st := range statements {
+		for _, w := range appendFields(arr[:0], st) {
+			if c := core(w); len(c) > 2 && lexicon.getLower(c)&(lxStop|lxCommon) == 0 {
+				out[wordKey(c)]++
+			}
+		}
+	}
+	return out
+}
+
+// phraseCounter collects the topic phrases of a batch: runs of one to
+// three specific words (not function words, fillers, hedges, common
+// verbs and adverbs, numbers or names), counted by the turns that say
+// them, and who said them.
+type phraseCounter struct {
+	idx   map[string]int // phrase key → index
+	list  []phraseCount
+	words map[string]float64 // word key → turns mentioning it in any phrase
+	sal   map[string]float64 // word key → mentions in the previous summary (earlierCounts)
+}
+
+type phraseCount struct {
+	text     string         // surface form of the first mention
+	words    []string       // keys of its words
+	turns    map[int]bool   // turns that said it
+	speakers map[string]int // speaker → mentions
+	first    int            // order of first mention
+}
+
+func newPhraseCounter() *phraseCounter {
+	return &phraseCounter{idx: map[string]int{}, words: map[string]float64{}}
+}
+
+// add counts the phrases of a sentence of turn, said by speaker, whose
+// fields are words.
+func (pc *phraseCounter) add(words []string, turn int, speaker string, who names) {
+	var arr [maxPhraseWords]string
+	run := arr[:0]
+	flush := func() {
+		if len(run) > 0 {
+			pc.count(run, turn, speaker)
+		}
+		run = run[:0]
+	}
+	for i, w := range words {
+		pre, c, suf := splitWord(w)
+		if pre != "" || !isTopicWord(c, who) || inName(words, i, who) {
+			flush()
+			continue
+		}
+		if n := len(run); n > 0 && strings.EqualFold(run[n-1], c) {
+			if suf != "" {
+				flush()
+			}
+			continue // a repeated word ("Dave Dave")
+		}
+		start := i == 0 || prevEndsSentence(words[i-1])
+		if start && upperFirst(c) && !isAcronym(c) {
+			c = strings.ToLower(c[:1]) + c[1:] // a capital that only opens the sentence
+		}
+		if len(run) == 3 && !(upperFirst(c) && upperFirst(run[2])) {
+			flush() // three words make a phrase, unless a name goes on ("Luna Snow")
+		}
+		run = append(run, c)
+		if suf != "" || len(run) == maxPhraseWords {
+			flush()
+		}
+	}
+	flush()
+}
+
+func (pc *phraseCounter) count(run []string, turn int, speaker string) {
+	keys := make([]string, len(run))
+	for i, w := range run {
+		keys[i] = wordKey(w)
+	}
+	k := strings.Join(keys, " ")
+	i, ok := pc.idx[k]
+	if !ok {
+		i = len(pc.list)
+		pc.idx[k] = i
+		pc.list = append(pc.list, phraseCount{text: strings.Join(run, " "), words: keys,
+			turns: map[int]bool{}, speakers: map[string]int{}, first: i})
+	}
+	c := &pc.list[i]
+	if !c.turns[turn] {
+		c.turns[turn] = true
+		for _, w := range keys {
+			pc.words[w]++
+		}
+	}
+	c.speakers[speaker]++
+}
+
+// wordKey is the comparison form of a topic word: lowercased, a plural
+// "s" dropped.
+func wordKey(w string) string {
+	k := strings.ToLower(w)
+	if len(k) > 3 && strings.HasSuffix(k, "s") && !strings.HasSuffix(k, "ss") {
+		k = k[:len(k)-1]
+	}
+	return k
+}
+
+// phraseKey is the comparison form of a phrase: the wordKey of each word.
+func phraseKey(ph string) string {
+	var arr [8]string
+	ws := appendFields(arr[:0], ph)
+	for i, w := range ws {
+		ws[i] = wordKey(w)
+	}
+	return strings.Join(ws, " ")
+}
+
+// isAcronym reports an all-capitals word of two or more letters ("MLP").
+func isAcronym(c string) bool {
+	return len(c) > 1 && strings.ToUpper(c) == c && strings.ToLower(c) != c
+}
+
+// isTopicWord reports whether c can be part of a topic phrase: letters
+// (and inner hyphens or digits), at least three of them or an acronym,
+// and not a function word, filler, hedge, common word, number word,
+// calendar word or participant name.
+func isTopicWord(c string, who names) bool {
+	if len(c) < 2 || (len(c) < 3 && !isAcronym(c)) || !allLettersExcept(c, '-') || c[0] == '-' || c[len(c)-1] == '-' {
+		return false
+	}
+	if lc := strings.ToLower(c); strings.HasSuffix(lc, "ly") || strings.HasSuffix(lc, "ed") {
+		return false // an adverb or a verb's past: no topic
+	}
+	if hasRunOver(c, 2) {
+		return false // "nnn", "mmm": a sound, not a word
+	}
+	lx := lexicon.getLower(c)
+	if lx&(lxStop|lxFillerCore|lxFillerSoft|lxCommon|lxLightDrop|lxNumber|lxCalendar|lxAttribution) != 0 || isLaugh(strings.ToLower(c)) {
+		return false
+	}
+	return !who.has(c)
+}
+
+// top returns the batch's period: its n best phrases and the (at most
+// two) speakers who said most of them. ok is false when the batch has
+// fewer than minPeriodPhrases phrases worth a line.
+func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
+	type scored struct {
+		i int
+		s float64
+	}
+	var cands []scored
+	for i, c := range pc.list {
+		s := float64(len(c.turns))
+		for _, w := range c.words {
+			s += 0.5 * (pc.words[w] - float64(len(c.turns)))
+		}
+		if len(c.words) > 1 {
+			s += 0.5 // a phrase says more than a word
+		} else if len(c.turns) < 2 && pc.sal[c.words[0]] < 2 && !upperFirst(c.text) {
+			continue // a word said once, in passing
+		}
+		s += 0.7 * salience(c.text, pc.sal)
+		if len(c.speakers) > 1 {
+			s += 0.5 // taken up by someone else
+		}
+		cands = append(cands, scored{i, s})
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].s > cands[b].s })
+	used := map[string]bool{}
+	by := map[string]float64{}
+	for _, c := range cands {
+		if len(phrases) == n {
+			break
+		}
+		pcount := pc.list[c.i]
+		dup := false
+		for _, w := range pcount.words {
+			dup = dup || used[w]
+		}
+		if dup {
+			continue // a word already named by a better phrase
+		}
+		for _, w := range pcount.words {
+			used[w] = true
+		}
+		phrases = append(phrases, pcount.text)
+		for sp, k := range pcount.speakers {
+			by[sp] += float64(k)
+		}
+	}
+	if len(phrases) < minPeriodPhrases {
+		return nil, nil, false
+	}
+	for sp := range by {
+		speakers = append(speakers, sp)
+	}
+	sort.Slice(speakers, func(a, b int) bool {
+		if by[speakers[a]] != by[speakers[b]] {
+			return by[speakers[a]] > by[speakers[b]]
+		}
+		return speakers[a] < speakers[b]
+	})
+	return phrases, speakers[:min(len(speakers), maxPeriodNames)], true
+}
+
+// clockOf is the "15:04" of t, "" for the zero time.
+func clockOf(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format("15:04")
+}
