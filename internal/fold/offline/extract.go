@@ -196,6 +196,13 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 					fk = classifyWords(ws, who, s.cfg.extraFiller)
 				}
 			}
+			if fk == notFiller {
+				if tidy := dropDisfluencies(sent, ws, who); tidy != sent {
+					sent = tidy
+					words = appendFields(words[:mark], sent)
+					ws = words[mark:len(words):len(words)]
+				}
+			}
 			if fk != notFiller {
 				if fk == fillerAgree || fk == fillerDisagree {
 					attachReply(ex.units, i, name, fk == fillerAgree)
@@ -1130,7 +1137,7 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 		// A possessive continues a phrase ("King's Row"): never cut after
 		// it, unless it is a participant's ("Marco's screen").
 		base, possessive := strings.CutSuffix(c, "'s")
-		capital := c != "" && upperFirst(c) && lexLower(c)&(lxCommonCaps|lxCalendar|lxCommon) == 0 &&
+		capital := c != "" && upperFirst(c) && lexLower(c)&(lxCommonCaps|lxCalendar|lxCommon|lxFillerCore) == 0 &&
 			!who.has(c) && allLettersExcept(base, '-') && runeLen(base) > 1 && !(possessive && who.has(base))
 		switch {
 		case capital && (!isStart || len(run) > 0):

@@ -1,0 +1,59 @@
+package offline
+
+import "strings"
+
+// dropDisfluencies removes, from a sentence of speech whose fields are
+// words, what a reader of the summary would trip over and that says
+// nothing: false starts (a fragment the next word completes: "th the",
+// "w with", "fea features") and the discourse tags "I mean," and "you
+// know," with their comma. Quoted text is left as said. It returns s
+// unchanged when there is nothing to drop.
+func dropDisfluencies(s string, words []string, who names) string {
+	if strings.IndexByte(s, '"') >= 0 || len(words) < 2 {
+		return s
+	}
+	var arr [64]string
+	out := arr[:0]
+	changed := false
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if i+1 < len(words) && isFalseStart(w, words[i+1], who) {
+			changed = true
+			continue
+		}
+		if i+1 < len(words) && strings.HasSuffix(words[i+1], ",") && !strings.HasSuffix(w, ",") {
+			a, b := core(w), strings.TrimSuffix(words[i+1], ",")
+			if (lowerEq(a, "i") && lowerEq(b, "mean")) || (lowerEq(a, "you") && lowerEq(b, "know")) {
+				if len(out) > 0 || i+2 < len(words) {
+					changed = true
+					i++
+					continue
+				}
+			}
+		}
+		out = append(out, w)
+	}
+	if !changed || len(out) == 0 {
+		return s
+	}
+	r := strings.Join(out, " ")
+	if upperFirst(words[0]) && !upperFirst(out[0]) {
+		r = upperFirstCommon(r)
+	}
+	return r
+}
+
+// isFalseStart reports whether w is a fragment that next completes: a
+// short run of lowercase letters (a trailing hyphen allowed) that is no
+// word of the lexicon nor a name, and that next starts with and extends.
+func isFalseStart(w, next string, who names) bool {
+	f := strings.TrimSuffix(w, "-")
+	if len(f) == 0 || len(f) > 4 || f != strings.ToLower(f) || !isAllLetters(f) {
+		return false
+	}
+	if f == "a" || f == "i" || lexicon.get(f) != 0 || who.has(f) {
+		return false
+	}
+	n := strings.ToLower(core(next))
+	return len(n) > len(f) && strings.HasPrefix(n, f)
+}
