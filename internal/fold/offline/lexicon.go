@@ -259,11 +259,10 @@ const (
 	lxCalendar
 	lxConnector
 	lxLightDrop
-	lxNumber   // numberWords
-	lxPlan     // willWords
-	lxSelf     // firstPersonOpeners
-	lxGistKeep // gistKeep
-	lxCommon   // commonWords
+	lxNumber // numberWords
+	lxPlan   // willWords
+	lxSelf   // firstPersonOpeners
+	lxCommon // commonWords
 )
 
 // lexicon maps a word to the classes (word lists) it belongs to, so that a
@@ -279,7 +278,7 @@ var lexicon = func() *wordTable {
 		{lxNeg, negWords}, {lxLeadStrip, leadStrip}, {lxLeadStripComma, leadStripComma},
 		{lxStop, stopwords}, {lxAttribution, attribution}, {lxCommonCaps, commonCaps},
 		{lxCalendar, calendarWords}, {lxConnector, topicConnectors}, {lxLightDrop, lightDropWords},
-		{lxNumber, numberWords}, {lxPlan, willWords}, {lxSelf, firstPersonOpeners}, {lxGistKeep, gistKeep},
+		{lxNumber, numberWords}, {lxPlan, willWords}, {lxSelf, firstPersonOpeners},
 		{lxCommon, commonWords},
 	} {
 		for w := range c.set {

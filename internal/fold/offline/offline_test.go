@@ -387,7 +387,7 @@ func TestOlderContentCondensedFirst(t *testing.T) {
 	if strings.Contains(got, "basically") || !strings.Contains(got, "Luna Snow") {
 		t.Errorf("old sentence not condensed lightly: %q", got)
 	}
-	if !strings.Contains(got, "Bob honestly really thinks we should queue ranked on Klyntar at 9 pm.") {
+	if !strings.Contains(got, "Bob honestly really thought we should queue ranked on Klyntar at 9 pm.") {
 		t.Errorf("new sentence changed before old ones were condensed: %q", got)
 	}
 }

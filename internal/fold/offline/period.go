@@ -456,12 +456,12 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 			break
 		}
 		pcount := pc.list[c.i]
-		dup := false
+		dup := true
 		for _, w := range pcount.words {
-			dup = dup || used[w]
+			dup = dup && used[w]
 		}
 		if dup {
-			continue // a word already named by a better phrase
+			continue // its words are already named by better phrases
 		}
 		for _, w := range pcount.words {
 			used[w] = true
@@ -492,4 +492,30 @@ func clockOf(t time.Time) string {
 		return ""
 	}
 	return t.Format("15:04")
+}
+
+// inName reports whether words[i] is part of a participant's name of two
+// or three words ("Grad A", "User Interface").
+func inName(words []string, i int, who names) bool {
+	if !who.multi {
+		return false
+	}
+	for start := max(i-2, 0); start <= i; start++ {
+		for end := i + 1; end <= min(start+3, len(words)); end++ {
+			if end-start < 2 {
+				continue
+			}
+			var b strings.Builder
+			for k := start; k < end; k++ {
+				if k > start {
+					b.WriteByte(' ')
+				}
+				b.WriteString(core(words[k]))
+			}
+			if who.has(b.String()) {
+				return true
+			}
+		}
+	}
+	return false
 }

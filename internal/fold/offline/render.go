@@ -117,6 +117,13 @@ func conjugate(w string) string {
 		r = "was"
 	case "be":
 		r = "is"
+	case "think", "believe":
+		// an opinion is reported, as what was said is ("Bob said …"):
+		// "I think we should" → "Bob thought we should"
+		r = lc + "d"
+		if lc == "think" {
+			r = "thought"
+		}
 	default:
 		if noConj[lc] || isPast(lc) || !isAllLetters(c) || len(lc) < 2 {
 			return w
