@@ -13,16 +13,17 @@ import (
 // shared (read-only) by later folds: in a rolling session most sentences of
 // the previous summary were already in the one before.
 type prevSentence struct {
-	v       [3]string // full, light, hard
-	n       [3]int    // rune lengths of v
-	score   float64   // importance, before weighing by age
-	key     string    // tool runs: caller, tool and argument
-	run     []string  // toolRunRe submatches, nil when not a tool run
-	toks    tokSet    // tokenSet(v[0], who)
-	bumps   []topicBump
-	speaker string   // the participant the sentence opens with ("" for none)
-	subj    []string // subjectOf(toks.toks)
-	buckets []uint16 // appendBuckets(nil, toks.toks)
+	v         [3]string // full, light, hard
+	n         [3]int    // rune lengths of v
+	score     float64   // importance, before weighing by age
+	key       string    // tool runs: caller, tool and argument
+	run       []string  // toolRunRe submatches, nil when not a tool run
+	toks      tokSet    // tokenSet(v[0], who)
+	bumps     []topicBump
+	speaker   string   // the participant the sentence opens with ("" for none)
+	subj      []string // subjectOf(toks.toks)
+	buckets   []uint16 // appendBuckets(nil, toks.toks)
+	topicKeys []string // topicKeys(its words), for the period lines
 }
 
 // topicBump is one topic mention of a sentence, as scanTopics reports it.
@@ -90,6 +91,9 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	ps.toks = newTokSet(tokenSetOf(words, who))
 	ps.subj = subjectOf(ps.toks.toks)
 	ps.buckets = appendBuckets(nil, ps.toks.toks)
+	if !agent {
+		ps.topicKeys = topicKeys(words)
+	}
 	return ps
 }
 

@@ -60,7 +60,15 @@ type extraction struct {
 	topics    []string
 	hadTurns  bool           // some turn had text
 	allFiller bool           // every turn with text was filler
-	phrases   *phraseCounter // topic phrases of the batch (conversations only)
+	said      []saidSentence // the batch's sentences of speech, for its period line (conversations only)
+}
+
+// saidSentence is a sentence of speech of the batch: its fields (a part of
+// the batch's words that is never written again), its turn and speaker.
+type saidSentence struct {
+	words   []string
+	turn    int
+	speaker string
 }
 
 // displayName is how the summary names a turn's speaker: the normalised
@@ -101,9 +109,6 @@ func isToolCall(t fold.Turn) bool {
 func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevSentence, who names, agent bool) extraction {
 	var ex extraction
 	ex.allFiller = true
-	if !agent {
-		ex.phrases = newPhraseCounter()
-	}
 	topics := newTopicCounter(who, agent)
 	// Topics that run through the session keep their place: the previous
 	// summary and its topic list count, less than the new batch.
@@ -239,8 +244,8 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			}))
 			if !tr.injection {
 				topics.addWords(bws) // (an injection's words are data, not what the session is about)
-				if ex.phrases != nil && role != "system" {
-					ex.phrases.add(bws, i, name, who)
+				if !agent && role != "system" {
+					ex.said = append(ex.said, saidSentence{words: bws, turn: i, speaker: name})
 				}
 			}
 		}

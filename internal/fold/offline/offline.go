@@ -262,12 +262,20 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	}
 	// Period lines start once the summary is full (until then its
 	// statements say it all), and need room.
-	if ex.phrases != nil && budget >= minPeriodBudget && (len(periods) > 0 || overBudget(items, budget)) {
-		sal := earlierCounts(periods, prev.sentences)
-		ex.phrases.sal = sal
+	if !agent && budget >= minPeriodBudget && (len(periods) > 0 || overBudget(items, budget)) {
+		sal := earlierCounts(periods, prevSents)
+		n := 0
+		for _, st := range ex.said {
+			n += len(st.words)
+		}
+		batch := newPhraseCounter(n)
+		batch.sal = sal
+		for _, st := range ex.said {
+			batch.add(st.words, st.turn, st.speaker, who)
+		}
 		if len(periods) == 0 && len(prevSents) > 0 {
 			// The first line: what the statements so far were about.
-			pc := newPhraseCounter()
+			pc := newPhraseCounter(4 * len(prevSents))
 			pc.sal = sal
 			for i, ps := range prevSents {
 				var arr [64]string
@@ -281,7 +289,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 				periods = append(periods, p)
 			}
 		}
-		if ph, sp, ok := ex.phrases.top(maxPeriodPhrases); ok {
+		if ph, sp, ok := batch.top(maxPeriodPhrases); ok {
 			p := &period{names: sp, phrases: ph}
 			if n := len(req.Turns); n > 0 {
 				p.from, p.to = clockOf(req.Turns[0].At), clockOf(req.Turns[n-1].At)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // A period line says what a stretch of the conversation was about, so
@@ -44,6 +46,14 @@ type period struct {
 // render writes the line.
 func (p *period) render() string {
 	var b strings.Builder
+	n := len("From 00:00 to 00:00,  discussed .")
+	for _, x := range p.names {
+		n += len(x) + len(", ")
+	}
+	for _, x := range p.phrases {
+		n += len(x) + len(", ")
+	}
+	b.Grow(n)
 	if p.from != "" && p.from == p.to {
 		b.WriteString("At ")
 		b.WriteString(p.from)
@@ -215,24 +225,27 @@ func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*p
 	if len(ps) == 0 || budget <= 0 {
 		return nil
 	}
-	size := func() int {
-		n := 0
-		for _, p := range ps {
-			n += runeLen(p.render()) + 1
-		}
-		return n
+	lens := make([]int, len(ps)) // rune lengths of the lines, with a separator
+	size := 0
+	for i, p := range ps {
+		lens[i] = runeLen(p.render()) + 1
+		size += lens[i]
 	}
-	for len(ps) > 1 && (len(ps) > maxLines || size() > budget) {
+	for len(ps) > 1 && (len(ps) > maxLines || size > budget) {
 		best, bw := -1, math.Inf(1)
 		for i := 0; i+1 < len(ps); i++ {
-			if w := ps[i].weight + ps[i+1].weight; w < bw {
+			if w := ps[i].weight + ps[i+1].weight; best < 0 || w < bw {
 				best, bw = i, w
 			}
 		}
 		ps[best] = mergePeriods(ps[best], ps[best+1], sal)
 		ps = slices.Delete(ps, best+1, best+2)
+		size -= lens[best] + lens[best+1]
+		lens[best] = runeLen(ps[best].render()) + 1
+		size += lens[best]
+		lens = slices.Delete(lens, best+1, best+2)
 	}
-	for size() > budget {
+	for size > budget {
 		longest := -1
 		for i, p := range ps {
 			if len(p.phrases) > 1 && (longest < 0 || len(p.phrases) > len(ps[longest].phrases)) {
@@ -240,14 +253,13 @@ func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*p
 			}
 		}
 		if longest < 0 || len(ps[longest].phrases) <= minPeriodPhrases {
-			// too little room: the oldest line goes (the newest says most)
-			if len(ps) == 1 {
-				return nil
-			}
-			ps = ps[1:]
-			continue
+			return nil // too little room for a line
 		}
-		ps[longest].phrases = ps[longest].phrases[:len(ps[longest].phrases)-1]
+		p := ps[longest]
+		p.phrases = p.phrases[:len(p.phrases)-1]
+		size -= lens[longest]
+		lens[longest] = runeLen(p.render()) + 1
+		size += lens[longest]
 	}
 	return ps
 }
@@ -261,19 +273,31 @@ func salience(ph string, sal map[string]float64) float64 {
 	}
 	var arr [8]string
 	ws := appendFields(arr[:0], ph)
-	t := 0.0
-	for _, w := range ws {
-		t += math.Log2(1 + sal[wordKey(w)])
+	for i, w := range ws {
+		ws[i] = wordKey(w)
 	}
-	return t / float64(max(len(ws), 1))
+	return salienceOf(ws, sal)
+}
+
+// salienceOf is salience of the phrase whose word keys are keys.
+func salienceOf(keys []string, sal map[string]float64) float64 {
+	if len(sal) == 0 || len(keys) == 0 {
+		return 0
+	}
+	t := 0.0
+	for _, k := range keys {
+		t += math.Log2(1 + sal[k])
+	}
+	return t / float64(len(keys))
 }
 
 // earlierCounts is what the conversation said before this batch, as the
 // previous summary keeps it: for each topic word (wordKey form), the
-// period lines whose phrases name it plus the statements that mention it.
+// period lines whose phrases name it plus the statements that mention it
+// (their topicKeys, computed once per statement).
 // The summary is the only state carried between folds, so the result
 // depends on the request alone.
-func earlierCounts(periods []*period, statements []string) map[string]float64 {
+func earlierCounts(periods []*period, statements []*prevSentence) map[string]float64 {
 	out := map[string]float64{}
 	var arr [64]string
 	for _, p := range periods {
@@ -283,11 +307,21 @@ func earlierCounts(periods []*period, statements []string) map[string]float64 {
 			}
 		}
 	}
-	for _, st := range statements {
-		for _, w := range appendFields(arr[:0], st) {
-			if c := core(w); len(c) > 2 && lexicon.getLower(c)&(lxStop|lxCommon) == 0 {
-				out[wordKey(c)]++
-			}
+	for _, ps := range statements {
+		for _, k := range ps.topicKeys {
+			out[k]++
+		}
+	}
+	return out
+}
+
+// topicKeys are the wordKey forms of the words of a statement that could
+// name a topic (no function words or common words), for earlierCounts.
+func topicKeys(words []string) []string {
+	var out []string
+	for _, w := range words {
+		if c := core(w); len(c) > 2 && lexicon.getLower(c)&(lxStop|lxCommon) == 0 {
+			out = append(out, wordKey(c))
 		}
 	}
 	return out
@@ -301,19 +335,25 @@ type phraseCounter struct {
 	idx   map[string]int // phrase key → index
 	list  []phraseCount
 	words map[string]float64 // word key → turns mentioning it in any phrase
+	keys  []string           // the word keys of list's phrases (their words share it)
+	surf  []string           // the words of list's phrases as said (their surf share it)
 	sal   map[string]float64 // word key → mentions in the previous summary (earlierCounts)
 }
 
 type phraseCount struct {
-	text     string         // surface form of the first mention
-	words    []string       // keys of its words
-	turns    map[int]bool   // turns that said it
-	speakers map[string]int // speaker → mentions
-	first    int            // order of first mention
+	surf       []string // the words of the first mention
+	lowerFirst bool     // its first word is capitalized only as the sentence's first
+	words      []string // keys of its words
+	turns      int      // turns that said it
+	last       int      // the last turn that said it
+	speaker    string   // the first who said it
+	speakers   []string // who else said it, once each (in order)
 }
 
-func newPhraseCounter() *phraseCounter {
-	return &phraseCounter{idx: map[string]int{}, words: map[string]float64{}}
+func newPhraseCounter(words int) *phraseCounter {
+	n := words/3 + 1 // about a topic word in three, most of them new
+	return &phraseCounter{idx: make(map[string]int, n), words: make(map[string]float64, n),
+		list: make([]phraseCount, 0, n), keys: make([]string, 0, n), surf: make([]string, 0, n)}
 }
 
 // add counts the phrases of a sentence of turn, said by speaker, whose
@@ -321,9 +361,10 @@ func newPhraseCounter() *phraseCounter {
 func (pc *phraseCounter) add(words []string, turn int, speaker string, who names) {
 	var arr [maxPhraseWords]string
 	run := arr[:0]
+	lowerFirst := false // the run opens the sentence with a capital that is no name's
 	flush := func() {
 		if len(run) > 0 {
-			pc.count(run, turn, speaker)
+			pc.count(run, lowerFirst, turn, speaker)
 		}
 		run = run[:0]
 	}
@@ -340,11 +381,12 @@ func (pc *phraseCounter) add(words []string, turn int, speaker string, who names
 			continue // a repeated word ("Dave Dave")
 		}
 		start := i == 0 || prevEndsSentence(words[i-1])
-		if start && upperFirst(c) && !isAcronym(c) {
-			c = strings.ToLower(c[:1]) + c[1:] // a capital that only opens the sentence
-		}
-		if len(run) == 3 && !(upperFirst(c) && upperFirst(run[2])) {
+		capital := upperFirst(c) && !(start && !isAcronym(c))
+		if len(run) == 3 && !(capital && upperFirst(run[2])) {
 			flush() // three words make a phrase, unless a name goes on ("Luna Snow")
+		}
+		if len(run) == 0 {
+			lowerFirst = start && upperFirst(c) && !isAcronym(c)
 		}
 		run = append(run, c)
 		if suf != "" || len(run) == maxPhraseWords {
@@ -354,27 +396,90 @@ func (pc *phraseCounter) add(words []string, turn int, speaker string, who names
 	flush()
 }
 
-func (pc *phraseCounter) count(run []string, turn int, speaker string) {
-	keys := make([]string, len(run))
+func (pc *phraseCounter) count(run []string, lowerFirst bool, turn int, speaker string) {
+	// The key is built on the stack: a phrase said again allocates nothing.
+	var buf [128]byte
+	b := buf[:0]
 	for i, w := range run {
-		keys[i] = wordKey(w)
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = appendWordKey(b, w)
 	}
-	k := strings.Join(keys, " ")
-	i, ok := pc.idx[k]
+	i, ok := pc.idx[string(b)]
 	if !ok {
+		key := string(b)
 		i = len(pc.list)
-		pc.idx[k] = i
-		pc.list = append(pc.list, phraseCount{text: strings.Join(run, " "), words: keys,
-			turns: map[int]bool{}, speakers: map[string]int{}, first: i})
+		pc.idx[key] = i
+		from := len(pc.keys)
+		for k := range strings.SplitSeq(key, " ") {
+			pc.keys = append(pc.keys, k)
+		}
+		sfrom := len(pc.surf)
+		pc.surf = append(pc.surf, run...)
+		pc.list = append(pc.list, phraseCount{surf: pc.surf[sfrom:len(pc.surf):len(pc.surf)], lowerFirst: lowerFirst,
+			words: pc.keys[from:len(pc.keys):len(pc.keys)], last: -1, speaker: speaker})
 	}
 	c := &pc.list[i]
-	if !c.turns[turn] {
-		c.turns[turn] = true
-		for _, w := range keys {
+	if c.last != turn {
+		c.last = turn
+		c.turns++
+		for _, w := range c.words {
 			pc.words[w]++
 		}
 	}
-	c.speakers[speaker]++
+	if c.speaker != speaker && !slices.Contains(c.speakers, speaker) {
+		c.speakers = append(c.speakers, speaker)
+	}
+}
+
+// extendsChosen reports whether the phrase of word keys words holds all
+// the words of a chosen phrase ("desert house allow" after "desert
+// house"): it would name that topic twice.
+func extendsChosen(words []string, chosen [][]string) bool {
+	for _, c := range chosen {
+		all := true
+		for _, w := range c {
+			all = all && slices.Contains(words, w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// text is the phrase as first said.
+func (c *phraseCount) text() string {
+	first := c.surf[0]
+	if c.lowerFirst {
+		r, size := utf8.DecodeRuneInString(first)
+		first = string(unicode.ToLower(r)) + first[size:]
+	}
+	if len(c.surf) == 1 {
+		return first
+	}
+	return first + " " + strings.Join(c.surf[1:], " ")
+}
+
+// appendWordKey appends wordKey(w) to dst.
+func appendWordKey(dst []byte, w string) []byte {
+	from := len(dst)
+	if isASCII(w) {
+		for i := 0; i < len(w); i++ {
+			c := w[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+		}
+	} else {
+		dst = append(dst, strings.ToLower(w)...)
+	}
+	if k := dst[from:]; len(k) > 3 && k[len(k)-1] == 's' && k[len(k)-2] != 's' {
+		dst = dst[:len(dst)-1]
+	}
+	return dst
 }
 
 // wordKey is the comparison form of a topic word: lowercased, a plural
@@ -407,20 +512,30 @@ func isAcronym(c string) bool {
 // and not a function word, filler, hedge, common word, number word,
 // calendar word or participant name.
 func isTopicWord(c string, who names) bool {
-	if len(c) < 2 || (len(c) < 3 && !isAcronym(c)) || !allLettersExcept(c, '-') || c[0] == '-' || c[len(c)-1] == '-' {
+	if len(c) < 2 || (len(c) < 3 && !isAcronym(c)) || c[0] == '-' || c[len(c)-1] == '-' {
 		return false
 	}
-	if lc := strings.ToLower(c); strings.HasSuffix(lc, "ly") || strings.HasSuffix(lc, "ed") {
-		return false // an adverb or a verb's past: no topic
+	if lexicon.getLower(c)&(lxStop|lxFillerCore|lxFillerSoft|lxCommon|lxLightDrop|lxNumber|lxCalendar|lxAttribution) != 0 {
+		return false // (most words of speech end here)
 	}
-	if hasRunOver(c, 2) {
+	if !allLettersExcept(c, '-') || hasRunOver(c, 2) {
 		return false // "nnn", "mmm": a sound, not a word
 	}
-	lx := lexicon.getLower(c)
-	if lx&(lxStop|lxFillerCore|lxFillerSoft|lxCommon|lxLightDrop|lxNumber|lxCalendar|lxAttribution) != 0 || isLaugh(strings.ToLower(c)) {
+	if end := c[len(c)-2:]; lowerEq(end, "ly") || lowerEq(end, "ed") {
+		return false // an adverb or a verb's past: no topic
+	}
+	if lc, b, k := lowerParts(c); isLaugh(lcOf(lc, b, k)) {
 		return false
 	}
 	return !who.has(c)
+}
+
+// lcOf is the string of lowerParts' result.
+func lcOf(n string, b [normBufLen]byte, k int) string {
+	if k > 0 {
+		return string(b[:k])
+	}
+	return n
 }
 
 // top returns the batch's period: its n best phrases and the (at most
@@ -431,59 +546,76 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 		i int
 		s float64
 	}
-	var cands []scored
+	cands := make([]scored, 0, len(pc.list))
 	for i, c := range pc.list {
-		s := float64(len(c.turns))
+		s := float64(c.turns)
 		for _, w := range c.words {
-			s += 0.5 * (pc.words[w] - float64(len(c.turns)))
+			s += 0.5 * (pc.words[w] - float64(c.turns))
 		}
 		if len(c.words) > 1 {
 			s += 0.5 // a phrase says more than a word
-		} else if len(c.turns) < 2 && pc.sal[c.words[0]] < 2 && !upperFirst(c.text) {
+		} else if c.turns < 2 && pc.sal[c.words[0]] < 2 && (c.lowerFirst || !upperFirst(c.surf[0])) {
 			continue // a word said once, in passing
 		}
-		s += 0.7 * salience(c.text, pc.sal)
-		if len(c.speakers) > 1 {
+		s += 0.7 * salienceOf(c.words, pc.sal)
+		if len(c.speakers) > 0 {
 			s += 0.5 // taken up by someone else
 		}
 		cands = append(cands, scored{i, s})
 	}
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].s > cands[b].s })
-	used := map[string]bool{}
-	by := map[string]float64{}
+	var usedArr [64]string
+	used := usedArr[:0] // the words of the chosen phrases
+	var chosenArr [maxPeriodPhrases][]string
+	chosen := chosenArr[:0] // the chosen phrases' word keys
+	type weighed struct {
+		name string
+		w    float64
+	}
+	var byArr [8]weighed
+	by := byArr[:0]
 	for _, c := range cands {
 		if len(phrases) == n {
 			break
 		}
-		pcount := pc.list[c.i]
+		pcount := &pc.list[c.i]
 		dup := true
 		for _, w := range pcount.words {
-			dup = dup && used[w]
+			dup = dup && slices.Contains(used, w)
 		}
-		if dup {
+		if dup || extendsChosen(pcount.words, chosen) {
 			continue // its words are already named by better phrases
 		}
-		for _, w := range pcount.words {
-			used[w] = true
-		}
-		phrases = append(phrases, pcount.text)
-		for sp, k := range pcount.speakers {
-			by[sp] += float64(k)
+		used = append(used, pcount.words...)
+		chosen = append(chosen, pcount.words)
+		phrases = append(phrases, pcount.text())
+	speakers:
+		for _, sp := range append([]string{pcount.speaker}, pcount.speakers...) {
+			if sp == "" {
+				continue // (a note's phrase)
+			}
+			for k := range by {
+				if by[k].name == sp {
+					by[k].w += float64(pcount.turns)
+					continue speakers
+				}
+			}
+			by = append(by, weighed{sp, float64(pcount.turns)})
 		}
 	}
-	if len(phrases) < minPeriodPhrases {
+	if len(phrases) < minPeriodPhrases || len(by) == 0 {
 		return nil, nil, false
 	}
-	for sp := range by {
-		speakers = append(speakers, sp)
-	}
-	sort.Slice(speakers, func(a, b int) bool {
-		if by[speakers[a]] != by[speakers[b]] {
-			return by[speakers[a]] > by[speakers[b]]
+	sort.Slice(by, func(a, b int) bool {
+		if by[a].w != by[b].w {
+			return by[a].w > by[b].w
 		}
-		return speakers[a] < speakers[b]
+		return by[a].name < by[b].name
 	})
-	return phrases, speakers[:min(len(speakers), maxPeriodNames)], true
+	for _, b := range by[:min(len(by), maxPeriodNames)] {
+		speakers = append(speakers, b.name)
+	}
+	return phrases, speakers, true
 }
 
 // clockOf is the "15:04" of t, "" for the zero time.

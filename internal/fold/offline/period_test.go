@@ -108,7 +108,7 @@ func TestFitPeriods(t *testing.T) {
 // ranks first.
 func TestPhraseCounter(t *testing.T) {
 	who := newNames("Alice", "Bob", "Project Manager")
-	pc := newPhraseCounter()
+	pc := newPhraseCounter(40)
 	for i, l := range []string{
 		"Alice: um so I think the venue in Lisbon is basically fine",
 		"Bob: yeah the venue looks good, and the catering menu too",
