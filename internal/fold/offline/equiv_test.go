@@ -612,7 +612,31 @@ var (
 	moreRe      = regexp.MustCompile(`^(.*) and (\d+) more$`)
 	leadRe      = regexp.MustCompile(`^(.+?) (?:are|is) (?:talking about (.+)|working on (.+)|in the session)\.$`)
 	smallTalkRe = regexp.MustCompile(`^(.+?) (?:exchanged|made) small talk\.$`)
+	othersRe    = regexp.MustCompile(`^(\d+) others?$`)
+	replyRe     = regexp.MustCompile(`^[^.?!]{1,80} (said yes|said no|agreed|disagreed)\.$`)
 )
+
+func TestEquivReplyAndOthers(t *testing.T) {
+	in := equivInputs(17, 3000)
+	long := strings.Repeat("é", 79)
+	for _, s := range []string{"Bob", "Bob and Carol", "", " ", "a.b", "x?", "Bob!", long, long + "x", long + "xy",
+		"\xff", "\xffé", strings.Repeat("a", 80), strings.Repeat("a", 81), "3", "12", "007", "٣", "3x", "x3", "3 3"} {
+		for _, tl := range []string{" said yes.", " said no.", " agreed.", " disagreed.", "agreed.", " said yes",
+			" said  yes.", " Agreed.", " said no.x", " others", " other", " otherss", "others", " 3 others"} {
+			in = append(in, s+tl, tl, s+tl+tl, s+" "+tl)
+		}
+	}
+	for _, s := range in {
+		if got, want := isReply(s), replyRe.MatchString(s); got != want {
+			t.Fatalf("isReply(%q) = %v, want %v", s, got, want)
+		}
+		n, ok := matchOthers(s)
+		m := othersRe.FindStringSubmatch(s)
+		if ok != (m != nil) || ok && n != m[1] {
+			t.Fatalf("matchOthers(%q) = %q, %v; want %q", s, n, ok, m)
+		}
+	}
+}
 
 func TestEquivMatchMore(t *testing.T) {
 	in := equivInputs(7, 3000)

@@ -42,6 +42,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
 )
@@ -278,8 +279,6 @@ type previous struct {
 }
 
 var (
-	othersRe   = regexp.MustCompile(`^(\d+) others?$`)
-	replyRe    = regexp.MustCompile(`^[^.?!]{1,80} (said yes|said no|agreed|disagreed)\.$`)
 	toolCallRe = regexp.MustCompile(`^(.{1,64}?) ran (\S+)(?: \((.*)\))?\.$`)
 	toolRunRe  = regexp.MustCompile(`^(.{1,64}?) ran (\S+)(?: \((.*)\))?: (ok|no output|failed)\b`)
 )
@@ -365,13 +364,23 @@ func matchSmallTalk(s string) (subj string, ok bool) {
 	return "", false
 }
 
-// isReply is replyRe.MatchString(s); the expression needs one of these
-// endings.
+// isReply reports whether s is a reply sentence this backend writes after
+// a question: `^[^.?!]{1,80} (said yes|said no|agreed|disagreed)\.$` as a
+// regular expression. At most one of the endings fits s, so the subject
+// is what precedes it: 1 to 80 runes (an invalid byte counts as one, as
+// the expression reads it) without '.', '?' or '!'.
 func isReply(s string) bool {
-	if !strings.HasSuffix(s, "agreed.") && !strings.HasSuffix(s, " said yes.") && !strings.HasSuffix(s, " said no.") {
+	var subj string
+	ok := false
+	for _, end := range [...]string{" said yes.", " said no.", " disagreed.", " agreed."} {
+		if subj, ok = strings.CutSuffix(s, end); ok {
+			break
+		}
+	}
+	if !ok || subj == "" || strings.ContainsAny(subj, ".?!") {
 		return false
 	}
-	return replyRe.MatchString(s)
+	return len(subj) <= 80 || utf8.RuneCountInString(subj) <= 80
 }
 
 // matchToolCall is toolCallRe.FindStringSubmatch(s); the expression needs
@@ -429,13 +438,33 @@ func splitNameList(s string) ([]string, int) {
 		if p == "" {
 			continue
 		}
-		if m := othersRe.FindStringSubmatch(p); m != nil {
-			others, _ = strconv.Atoi(m[1])
+		if n, ok := matchOthers(p); ok {
+			others, _ = strconv.Atoi(n)
 			continue
 		}
 		out = append(out, p)
 	}
 	return out, others
+}
+
+// matchOthers is `^(\d+) others?$` as a regular expression: n is the
+// (ASCII) digits of "3 others" or "1 other".
+func matchOthers(s string) (n string, ok bool) {
+	rest, ok := strings.CutSuffix(s, " others")
+	if !ok {
+		if rest, ok = strings.CutSuffix(s, " other"); !ok {
+			return "", false
+		}
+	}
+	if rest == "" {
+		return "", false
+	}
+	for i := 0; i < len(rest); i++ {
+		if rest[i] < '0' || rest[i] > '9' {
+			return "", false
+		}
+	}
+	return rest, true
 }
 
 // roster merges earlier participants with this batch's speakers, keeping
