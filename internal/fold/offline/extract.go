@@ -35,6 +35,29 @@ type unit struct {
 	tool      *toolRun
 	text      [3]string
 	toks      []string // the content tokens of a speech unit (tokenSetOf its words), set by tokenizeUnits
+	set       tokSet   // newTokSet(toks), set by tokenizeUnits
+	buckets   []uint16 // appendBuckets(nil, toks), set by tokenizeUnits
+	subj      []string // subjectOf(toks) once asked for (see subject)
+	subjSet   bool     // subj is computed
+	allToks   []string // tokenSetOf(sp.words, names{}) once asked for (see allTokens)
+	allToksOK bool     // allToks is computed
+}
+
+// allTokens is tokenSetOf(u.sp.words, names{}) (names included), computed
+// once.
+func (u *unit) allTokens() []string {
+	if !u.allToksOK {
+		u.allToks, u.allToksOK = tokenSetOf(u.sp.words, names{}), true
+	}
+	return u.allToks
+}
+
+// subject is subjectOf(u.toks), computed once.
+func (u *unit) subject() []string {
+	if !u.subjSet {
+		u.subj, u.subjSet = subjectOf(u.toks), true
+	}
+	return u.subj
 }
 
 // unitArena hands out units from blocks of size units: one allocation for
@@ -260,7 +283,9 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 }
 
 // tokenizeUnits sets the content tokens of the speech units (tokenSetOf
-// their words), split once for dedup and memories, in one shared slice.
+// their words), split once for dedup and memories, in one shared slice,
+// with their signatures and coverage buckets (one hash per token for
+// both).
 // (Raising the score of statements that share the batch's words, a
 // centroid signal, was measured and did not help: an aside is as likely
 // to be asked about.)
@@ -276,6 +301,26 @@ func tokenizeUnits(units []*unit, who names) {
 			all = appendTokenSet(all, u.sp.words, who)
 			u.toks = all[from:len(all):len(all)]
 		}
+	}
+	// (one array each for the bits and the buckets of every set)
+	bits := make([]uint8, len(all))
+	buckets := make([]uint16, len(all))
+	at := 0
+	for _, u := range units {
+		if u.kind != unitSpeech {
+			continue
+		}
+		k := len(u.toks)
+		u.set = tokSet{toks: u.toks, bits: bits[at : at+k : at+k]}
+		u.buckets = buckets[at : at+k : at+k]
+		for i, t := range u.toks {
+			h := hashLower(t)
+			b := uint8(h & 63) // (as newTokSetIn and appendBuckets compute them)
+			u.set.bits[i] = b
+			u.set.sig |= 1 << b
+			u.buckets[i] = uint16(h % covBuckets)
+		}
+		at += k
 	}
 }
 
@@ -302,7 +347,7 @@ func dropAnswered(units []*unit) []*unit {
 // or time for "when", a name for "who"). "sure, let me finish this round first" answers no "who's bringing
 // the grill?".
 func answeredBy(later []*unit, q *unit) bool {
-	var qt []string
+	kind := -1 // questionKind(q.sp.words), once needed
 	for _, v := range later {
 		if v.turn > q.turn+2 {
 			return false
@@ -311,13 +356,14 @@ func answeredBy(later []*unit, q *unit) bool {
 			v.sp.t.question || (q.sp.addressee != "" && !strings.EqualFold(v.speaker, q.sp.addressee)) {
 			continue
 		}
-		if answersKind(questionKind(q.sp.words), v.sp.t) {
+		if kind < 0 {
+			kind = questionKind(q.sp.words)
+		}
+		if answersKind(kind, v.sp.t) {
 			return true
 		}
-		if qt == nil {
-			qt = tokenSetOf(q.sp.words, names{})
-		}
-		for _, w := range tokenSetOf(v.sp.words, names{}) {
+		qt := q.allTokens()
+		for _, w := range v.allTokens() {
 			if slices.Contains(qt, w) {
 				return true
 			}

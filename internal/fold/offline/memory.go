@@ -67,7 +67,7 @@ func (s *Summarizer) memories(session string, req fold.Request, units []*unit, w
 		text := u.text[0]
 		var warr [64]string
 		f := fact{mem: fold.Memory{Speaker: u.speaker, Text: text},
-			toks: newTokSet(u.toks), subj: subjectOf(u.toks), slots: numSlots(appendFields(warr[:0], text))}
+			toks: u.set, subj: u.subject(), slots: numSlots(appendFields(warr[:0], text))}
 		if u.turn >= 0 && u.turn < len(req.Turns) {
 			f.mem.TurnID, f.mem.At = req.Turns[u.turn].TurnID, req.Turns[u.turn].At
 		}
@@ -273,7 +273,8 @@ func (fs *factStore) add(session string, cands []fact) []fold.Memory {
 		}
 		// (a fact changed again later in this batch finds this one, and
 		// supersedes it in the same event)
-		c.toks.toks = slices.Clone(c.toks.toks) // (kept: not the batch's shared slice)
+		// (kept: not the batch's shared slices)
+		c.toks.toks, c.toks.bits = slices.Clone(c.toks.toks), slices.Clone(c.toks.bits)
 		sf.facts = append(sf.facts, c)
 		out = append(out, c.mem)
 	}

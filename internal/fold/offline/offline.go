@@ -544,7 +544,7 @@ type item struct {
 	key     string        // tool runs: caller, tool and argument
 	prev    *prevSentence // the sentence of the previous summary it still is, if any
 	toks    *tokSet       // content tokens of v[0] (set by dedup)
-	utoks   []string      // a speech unit's content tokens, which dedup uses for toks
+	unit    *unit         // the speech unit it renders, if any: dedup and fit use its tokens
 }
 
 func (it *item) text() string { return it.v[it.lvl] }
@@ -658,7 +658,10 @@ func assemble(prevSents []*prevSentence, ex extraction) []*item {
 		if m > 1 {
 			pos = 0.7 + 0.3*float64(k)/float64(m-1)
 		}
-		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker, utoks: u.toks})
+		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
+		if u.toks != nil {
+			it.unit = u
+		}
 		if u.tool != nil {
 			it.key = u.tool.key()
 		}
@@ -768,14 +771,15 @@ func sharesToken(a, b []string) bool {
 // one when they are about as important.
 func dedup(items []*item, who names) {
 	toks := make([]*tokSet, len(items))
-	fresh, est := 0, 0 // new items, and about their tokens (one in 12 bytes)
+	fresh, est := 0, 0 // new items without a unit's set, and about their tokens (one in 12 bytes)
 	for _, it := range items {
-		if it.prev == nil {
+		if it.prev == nil && it.unit == nil {
 			fresh++
 			est += len(it.v[0])/12 + 1
 		}
 	}
-	// The new items' sets share one slice of sets, of tokens and of bits.
+	// The other new items' sets share one slice of sets, of tokens and of
+	// bits.
 	sets := make([]tokSet, 0, fresh)
 	all := make([]string, 0, est) // (when it grows, earlier sets keep the old array)
 	bits := make([]uint8, 0, est)
@@ -784,13 +788,14 @@ func dedup(items []*item, who names) {
 			toks[i] = &it.prev.toks // tokenSet(it.v[0], who), computed once
 			continue
 		}
-		set := it.utoks // (the statement's tokens: its rendering adds none that count)
-		if set == nil {
-			var warr [64]string
-			mark := len(all)
-			all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
-			set = all[mark:len(all):len(all)]
+		if it.unit != nil {
+			toks[i] = &it.unit.set // (the statement's tokens: its rendering adds none that count)
+			continue
 		}
+		var warr [64]string
+		mark := len(all)
+		all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
+		set := all[mark:len(all):len(all)]
 		if cap(bits)-len(bits) < len(set) {
 			bits = make([]uint8, 0, max(est, len(set)))
 		}
@@ -825,7 +830,11 @@ func dedup(items []*item, who names) {
 				// (a number, a place): the newer replaces what changed
 				if items[j].isNew && !items[i].isNew && spk[i] != "" && spk[i] == spk[j] {
 					if subj[j] == nil {
-						subj[j] = subjectOf(toks[j].toks)
+						if u := items[j].unit; u != nil {
+							subj[j] = u.subject() // (shared with memories)
+						} else {
+							subj[j] = subjectOf(toks[j].toks)
+						}
 					}
 					if sameSubject(subj[i], subj[j]) {
 						items[i].drop, items[i].dup = true, true
@@ -972,6 +981,8 @@ func fit(items []*item, budget int) {
 		case it.drop || it.isLead || it.toks == nil:
 		case it.prev != nil && it.toks == &it.prev.toks:
 			all = append(all, it.prev.buckets...) // (computed once, cached)
+		case it.unit != nil && it.toks == &it.unit.set:
+			all = append(all, it.unit.buckets...) // (computed with the set)
 		default:
 			all = appendBuckets(all, it.toks.toks)
 		}
