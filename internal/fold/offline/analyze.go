@@ -230,40 +230,58 @@ func analyzeWords(s string, words []string, who names) traits {
 	t.next = m&phNext != 0
 	t.constraint = m&phConstraint != 0
 	t.injection = isInjection(s, p)
-	t.entities, t.content = countWordsIn(s, words, who)
-	t.numbers, t.dates, t.self, t.commit = factSignals(words, who)
+	wordSignals(&t, s, words, who)
 	return t
 }
 
-// factSignals counts what later questions ask about in the sentence whose
-// fields are words: numbers (digits or number words), dates and times
-// (calendar words, "3 pm", resolved dates), whether it is about its
-// speaker (it opens with I/my/we, or with a participant's name as the
-// sentences of a summary do) and whether it states a commitment or a plan
-// ("I'll", "will", "going to", "gonna").
-func factSignals(words []string, who names) (numbers, dates int, self, commit bool) {
+// wordSignals counts, in one pass over the words of s (each word's core
+// and lexicon entry found once), the entities and content words of s (see
+// countWordsIn) and what later questions ask about: numbers (digits or
+// number words), dates and times (calendar words, "3 pm", resolved dates),
+// whether it is about its speaker (it opens with I/my/we, or with a
+// participant's name as the sentences of a summary do) and whether it
+// states a commitment or a plan ("I'll", "will", "going to", "gonna").
+func wordSignals(t *traits, s string, words []string, who names) {
+	nameSeen := false
 	for i, w := range words {
 		c := core(w)
 		if c == "" {
 			continue
 		}
+		// (lowercasing keeps the runes' count and letters and digits what
+		// they are)
 		lx := lexicon.getLower(c) // (one lookup for every class, without lowercasing)
+		if utf8.RuneCountInString(c) >= 3 && lx&lxStop == 0 && hasLetterOrDigit(c) {
+			t.content++
+		}
+		name := who.has(c)
+		switch {
+		case name:
+			if !nameSeen {
+				nameSeen = true
+				t.entities++
+			}
+		case isIdentifier(c):
+			t.entities++
+		case i > 0 && upperFirst(c) && lx&lxCommonCaps == 0 && !prevEndsSentence(words[i-1]):
+			t.entities++
+		}
 		if lx&lxNumber != 0 || hasDigit(c) {
-			numbers++
+			t.numbers++
 		}
 		if lx&lxCalendar != 0 || lowerEq(c, "pm") || lowerEq(c, "o'clock") ||
 			lowerEq(c, "am") && i > 0 && hasDigit(words[i-1]) {
-			dates++
+			t.dates++
 		}
 		if i == 0 {
-			self = lx&lxSelf != 0 || who.has(c)
+			t.self = lx&lxSelf != 0 || name
 		}
 		if lx&lxPlan != 0 || len(c) > 3 && lowerEq(c[len(c)-3:], "'ll") ||
 			lowerEq(c, "going") && i+1 < len(words) && lowerEq(core(words[i+1]), "to") {
-			commit = true
+			t.commit = true
 		}
 	}
-	return numbers, dates, self, commit
+	t.entities += strings.Count(s, "\"") / 2
 }
 
 func hasDigit(s string) bool {

@@ -743,3 +743,51 @@ func TestEquivToolErrFilter(t *testing.T) {
 		}
 	}
 }
+
+// refFactSignals is what wordSignals counts besides countWords: it counts what later questions ask about in the sentence whose
+// fields are words: numbers (digits or number words), dates and times
+// (calendar words, "3 pm", resolved dates), whether it is about its
+// speaker (it opens with I/my/we, or with a participant's name as the
+// sentences of a summary do) and whether it states a commitment or a plan
+// ("I'll", "will", "going to", "gonna").
+func refFactSignals(words []string, who names) (numbers, dates int, self, commit bool) {
+	for i, w := range words {
+		c := core(w)
+		if c == "" {
+			continue
+		}
+		lx := lexicon.getLower(c) // (one lookup for every class, without lowercasing)
+		if lx&lxNumber != 0 || hasDigit(c) {
+			numbers++
+		}
+		if lx&lxCalendar != 0 || lowerEq(c, "pm") || lowerEq(c, "o'clock") ||
+			lowerEq(c, "am") && i > 0 && hasDigit(words[i-1]) {
+			dates++
+		}
+		if i == 0 {
+			self = lx&lxSelf != 0 || who.has(c)
+		}
+		if lx&lxPlan != 0 || len(c) > 3 && lowerEq(c[len(c)-3:], "'ll") ||
+			lowerEq(c, "going") && i+1 < len(words) && lowerEq(core(words[i+1]), "to") {
+			commit = true
+		}
+	}
+	return numbers, dates, self, commit
+}
+
+
+func TestEquivWordSignals(t *testing.T) {
+	who := newNames("Alice", "Bob", "Carol")
+	for _, s := range equivInputs(19, 3000) {
+		var arr [64]string
+		words := appendFields(arr[:0], s)
+		var got traits
+		wordSignals(&got, s, words, who)
+		var want traits
+		want.entities, want.content = countWords(s, who)
+		want.numbers, want.dates, want.self, want.commit = refFactSignals(words, who)
+		if got != want {
+			t.Fatalf("wordSignals(%q) = %+v, want %+v", s, got, want)
+		}
+	}
+}
