@@ -775,7 +775,6 @@ func refFactSignals(words []string, who names) (numbers, dates int, self, commit
 	return numbers, dates, self, commit
 }
 
-
 func TestEquivWordSignals(t *testing.T) {
 	who := newNames("Alice", "Bob", "Carol")
 	for _, s := range equivInputs(19, 3000) {
