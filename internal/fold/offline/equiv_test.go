@@ -781,12 +781,29 @@ func TestEquivWordSignals(t *testing.T) {
 		var arr [64]string
 		words := appendFields(arr[:0], s)
 		var got traits
-		wordSignals(&got, s, words, who)
+		var warr [32]word
+		wordSignals(&got, s, appendWords(warr[:0], words), who)
 		var want traits
 		want.entities, want.content = countWords(s, who)
 		want.numbers, want.dates, want.self, want.commit = refFactSignals(words, who)
 		if got != want {
 			t.Fatalf("wordSignals(%q) = %+v, want %+v", s, got, want)
+		}
+	}
+}
+
+func TestEquivWords(t *testing.T) {
+	for _, s := range equivInputs(23, 3000) {
+		fs := strings.Fields(s)
+		ws := appendWords(nil, fs)
+		if len(ws) != len(fs) {
+			t.Fatalf("appendWords(%q): %d words, want %d", s, len(ws), len(fs))
+		}
+		for i, f := range fs {
+			n := strings.ToLower(core(f))
+			if want := (word{w: f, c: core(f), n: n, lx: lexicon.get(n)}); ws[i] != want {
+				t.Fatalf("appendWords(%q)[%d] = %+v, want %+v", s, i, ws[i], want)
+			}
 		}
 	}
 }

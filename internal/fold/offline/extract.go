@@ -47,7 +47,7 @@ type unit struct {
 // once.
 func (u *unit) allTokens() []string {
 	if !u.allToksOK {
-		u.allToks, u.allToksOK = tokenSetOf(u.sp.words, names{}), true
+		u.allToks, u.allToksOK = tokenSetOfInfos(u.sp.infos, names{}), true
 	}
 	return u.allToks
 }
@@ -151,6 +151,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	// keeps its sentence's part, which is never written again (a sentence
 	// that yields no unit gives its part back).
 	var words []string
+	var infos []word // the words of the units' sentences, in parts as words
 	for i := range req.Turns {
 		t := req.Turns[i]
 		if isToolTurn(t) {
@@ -228,7 +229,13 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 				words = appendFields(words[:mark], body)
 				bws = words[mark:len(words):len(words)]
 			}
-			tr := analyzeWords(body, bws, who)
+			if infos == nil {
+				infos = make([]word, 0, cap(words))
+			}
+			imark := len(infos)
+			infos = appendWords(infos, bws)
+			bis := infos[imark:len(infos):len(infos)] // (kept by the unit: never written again)
+			tr := analyzeInfos(body, bis, who)
 			if agent && tr.imperative && role == "user" {
 				tr.request = true // rendered "User asked: Add …"
 			}
@@ -244,13 +251,13 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			ex.units = append(ex.units, arena.new(unit{
 				kind:    unitSpeech,
 				speaker: name,
-				sp:      speech{speaker: name, addressee: addressee, text: body, words: bws, t: tr},
+				sp:      speech{speaker: name, addressee: addressee, text: body, words: bws, infos: bis, t: tr},
 				score:   sc,
 				seq:     i*1000 + k,
 				turn:    i,
 			}))
 			if !tr.injection {
-				topics.addWords(bws) // (an injection's words are data, not what the session is about)
+				topics.addWords(bis) // (an injection's words are data, not what the session is about)
 			}
 		}
 	}
@@ -298,7 +305,7 @@ func tokenizeUnits(units []*unit, who names) {
 	for _, u := range units {
 		if u.kind == unitSpeech {
 			from := len(all)
-			all = appendTokenSet(all, u.sp.words, who)
+			all = appendTokenSetInfos(all, u.sp.infos, who)
 			u.toks = all[from:len(all):len(all)]
 		}
 	}
@@ -659,17 +666,19 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 		}
 		var warr [64]string
 		fw := appendFields(warr[:0], full) // for every pass below
+		var iarr [32]word
+		fi := appendWords(iarr[:0], fw)
 		light := condenseLightIn(full, fw)
 		firstLight := light // condenseLight(body[0]): full is body[0]
 		if len(body) > 1 {
 			firstLight = condenseLight(body[0])
 		}
-		t := analyzeWords(full, fw, who)
+		t := analyzeInfos(full, fi, who)
 		sc := 2.0 + min(float64(t.entities)*0.4, 2.0)
 		if src != "" || mentionsAnyIn(fw, who) {
 			sc += 1.0
 		}
-		topics.addWords(fw)
+		topics.addWords(fi)
 		out = append(out, arena.new(unit{
 			kind:  unitNote,
 			score: sc,
@@ -1115,9 +1124,9 @@ func (tc *topicCounter) echoWeights() []float64 {
 	return w
 }
 
-// addWords counts the topics of the sentence whose fields are words.
-func (tc *topicCounter) addWords(words []string) {
-	scanTopics(words, tc.who, tc.agent, topicSink{tc: tc, weight: 1})
+// addWords counts the topics of the sentence whose words are ws.
+func (tc *topicCounter) addWords(ws []word) {
+	scanTopics(ws, tc.who, tc.agent, topicSink{tc: tc, weight: 1})
 }
 
 // topicSink receives the topic mentions scanTopics finds: it bumps them in
@@ -1142,9 +1151,8 @@ func (k topicSink) bump(run []string, double bool) {
 	}
 }
 
-// scanTopics finds the topic mentions of the sentence whose fields are
-// words.
-func scanTopics(words []string, who names, agent bool, sink topicSink) {
+// scanTopics finds the topic mentions of the sentence whose words are ws.
+func scanTopics(ws []word, who names, agent bool, sink topicSink) {
 	var arr [16]string
 	run := arr[:0]
 	flush := func() {
@@ -1156,10 +1164,12 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 		}
 		run = run[:0]
 	}
-	for i, w := range words {
-		c := core(w)
-		_, _, suf := splitWord(w)
-		isStart := i == 0 || prevEndsSentence(words[i-1])
+	for i := range ws {
+		w, c := ws[i].w, ws[i].c
+		// (splitWord(w) has punctuation after the core exactly when w does
+		// not end with it: the core's last rune is no punctuation)
+		suf := !strings.HasSuffix(w, c)
+		isStart := i == 0 || prevEndsSentence(ws[i-1].w)
 		if agent && isPathLike(c) {
 			flush()
 			one := [1]string{c}
@@ -1169,7 +1179,7 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 		// A possessive continues a phrase ("King's Row"): never cut after
 		// it, unless it is a participant's ("Marco's screen").
 		base, possessive := strings.CutSuffix(c, "'s")
-		capital := c != "" && upperFirst(c) && lexLower(c)&(lxCommonCaps|lxCalendar) == 0 &&
+		capital := c != "" && upperFirst(c) && ws[i].lx&(lxCommonCaps|lxCalendar) == 0 &&
 			!who.has(c) && allLettersExcept(base, '-') && runeLen(base) > 1 && !(possessive && who.has(base))
 		switch {
 		case capital && (!isStart || len(run) > 0):
@@ -1183,7 +1193,7 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 			flush()
 
 		}
-		if suf != "" {
+		if suf {
 			flush()
 		}
 	}

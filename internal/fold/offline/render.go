@@ -300,6 +300,7 @@ type speech struct {
 	addressee string
 	text      string
 	words     []string // the fields of text, split once for every pass
+	infos     []word   // the words of text (one per field), for every pass
 	t         traits
 }
 
