@@ -1,14 +1,18 @@
 package offline
 
 import (
+	"hash/fnv"
 	"math/rand/v2"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/fold"
 )
 
 // The fast paths of the text helpers must give exactly what the plain
@@ -804,6 +808,30 @@ func TestEquivWords(t *testing.T) {
 			if want := (word{w: f, c: core(f), n: n, lx: lexicon.get(n)}); ws[i] != want {
 				t.Fatalf("appendWords(%q)[%d] = %+v, want %+v", s, i, ws[i], want)
 			}
+		}
+	}
+}
+
+// refMemoryID is memoryID with hash/fnv.
+func refMemoryID(m fold.Memory) string {
+	h := fnv.New64a()
+	h.Write([]byte(strings.ToLower(m.Speaker)))
+	h.Write([]byte{0})
+	for i, w := range strings.Fields(strings.TrimRight(m.Text, ". ")) {
+		if i > 0 {
+			h.Write([]byte{' '})
+		}
+		h.Write([]byte(strings.ToLower(w)))
+	}
+	return "m" + strconv.FormatUint(h.Sum64(), 16)
+}
+
+func TestEquivMemoryID(t *testing.T) {
+	in := equivInputs(29, 2000)
+	for i, s := range in {
+		m := fold.Memory{Speaker: in[(i*7)%len(in)], Text: s}
+		if got, want := memoryID(m), refMemoryID(m); got != want {
+			t.Fatalf("memoryID(%q, %q) = %s, want %s", m.Speaker, m.Text, got, want)
 		}
 	}
 }
