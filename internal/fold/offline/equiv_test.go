@@ -835,3 +835,83 @@ func TestEquivMemoryID(t *testing.T) {
 		}
 	}
 }
+
+func TestEquivRenderWords(t *testing.T) {
+	who := newNames("Alice", "Bob")
+	in := equivInputs(31, 3000)
+	for _, s := range []string{"let's", "let us", "how about", "what if", "why don't we", "why not", "maybe we",
+		"I suggest", "I vote", "I vote for", "ok guys let's", "Bob let's"} {
+		for _, tl := range []string{"", " we", " go", " push B?", " for", " for Jeff.", " ?", " we go"} {
+			in = append(in, s+tl)
+		}
+	}
+	for _, s := range in {
+		f := strings.Fields(s)
+		ws := appendWords(nil, f)
+		r1, ok1 := proposalRestInfos(ws, who)
+		r2, ok2 := refProposalRestIn(f, who)
+		if r1 != r2 || ok1 != ok2 {
+			t.Fatalf("proposalRestInfos(%q) = %q, %v; want %q, %v", s, r1, ok1, r2, ok2)
+		}
+		if got, want := hasSecondPersonInfos(ws), hasSecondPersonIn(f); got != want {
+			t.Fatalf("hasSecondPersonInfos(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// refProposalRestIn (proposalRestInfos on fields) recognizes a proposal opener in the sentence whose fields
+// are words and returns what is proposed, ready to follow "suggested":
+// "let's push B" → "we push B", "how about Jeff?" → "Jeff".
+func refProposalRestIn(words []string, who names) (string, bool) {
+	var weArr [64]string
+	// allow a few soft words or names before the opener ("ok guys let's …")
+	start := 0
+	for start < len(words) && start < 3 {
+		n, nb, k := normParts(words[start]) // norm, on the stack
+		if k > 0 {
+			n = string(nb[:k])
+		}
+		if !(fillerSoft[n] || who.has(n) || fillerCore[n]) || n == "let's" || n == "lets" || n == "we" || n == "how" || n == "what" || n == "why" || n == "maybe" {
+			break
+		}
+		start++
+	}
+	ws := words[start:]
+	// is reports norm(ws[i]) == lit
+	is := func(i int, lit string) bool { return i < len(ws) && lowerEq(core(ws[i]), lit) }
+	we := func(tail []string) []string { return append(append(weArr[:0], "we"), tail...) }
+	var rest []string
+	switch {
+	case is(0, "let's") || is(0, "lets"):
+		rest = we(ws[1:])
+	case is(0, "let") && is(1, "us"):
+		rest = we(ws[2:])
+	case (is(0, "how") || is(0, "what")) && is(1, "about") && len(ws) > 2:
+		rest = ws[2:]
+	case is(0, "what") && is(1, "if") && len(ws) > 2:
+		rest = ws[2:]
+	case is(0, "why") && (is(1, "don't") || is(1, "dont")) && is(2, "we") && len(ws) > 3:
+		rest = we(ws[3:])
+	case is(0, "why") && is(1, "not") && len(ws) > 2:
+		rest = ws[2:]
+	case is(0, "maybe") && is(1, "we") && len(ws) > 2:
+		rest = ws[1:]
+	case is(0, "i") && (is(1, "suggest") || is(1, "propose")) && len(ws) > 2:
+		rest = ws[2:]
+	case is(0, "i") && is(1, "vote") && len(ws) > 2:
+		rest = ws[2:]
+		if lowerEq(core(rest[0]), "for") && len(rest) > 1 {
+			rest = rest[1:]
+		}
+	default:
+		return "", false
+	}
+	if len(rest) == 0 || (len(rest) == 1 && lowerEq(core(rest[0]), "we")) {
+		return "", false
+	}
+	r := strings.TrimRight(strings.Join(rest, " "), "?!. ")
+	if r == "" || r == "we" {
+		return "", false
+	}
+	return r, true
+}
