@@ -120,7 +120,7 @@ func isToolCall(t fold.Turn) bool {
 }
 
 // extract turns the batch into scored, rendered units.
-func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevSentence, who names, agent bool) extraction {
+func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevSentence, who names, agent bool, sc *scratch) extraction {
 	var ex extraction
 	ex.allFiller = true
 	topics := newTopicCounter(who, agent)
@@ -136,6 +136,8 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	seenSpeaker := map[string]bool{}
 
 	arena := unitArena{size: len(req.Turns)/2 + len(req.Notes) + 1} // (many turns are filler)
+	arena.block = take(sc.units, arena.size)
+	sc.units = arena.block
 	var pendingCall *fold.Turn
 	pendingIdx := 0
 	flushCall := func() {
@@ -184,7 +186,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 		}
 		sents = appendSentences(sents[:0], text)
 		if words == nil {
-			words = make([]string, 0, wordsEstimate(req.Turns[i:]))
+			words = take(sc.words, wordsEstimate(req.Turns[i:]))
 		}
 		for k, sent := range sents {
 			mark := len(words)
@@ -230,7 +232,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 				bws = words[mark:len(words):len(words)]
 			}
 			if infos == nil {
-				infos = make([]word, 0, cap(words))
+				infos = take(sc.infos, cap(words))
 			}
 			imark := len(infos)
 			infos = appendWords(infos, bws)
@@ -262,6 +264,12 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 		}
 	}
 	flushCall()
+	if words != nil { // (kept for later folds)
+		sc.words = words
+	}
+	if infos != nil {
+		sc.infos = infos
+	}
 	ex.units = dropAnswered(ex.units)
 	ex.units = capPerTurn(ex.units, s.cfg.maxUnitsPerTurn)
 	ex.units = capTotal(ex.units, maxNewUnits)
@@ -278,7 +286,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
 	ex.units = mergeToolRuns(ex.units)
 
-	tokenizeUnits(ex.units, who)
+	tokenizeUnits(ex.units, who, sc)
 	for _, u := range ex.units {
 		if u.kind == unitSpeech {
 			u.score += 2.0 * float64(min(len(u.agreed)+len(u.disagreed), 1))
@@ -296,12 +304,12 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 // (Raising the score of statements that share the batch's words, a
 // centroid signal, was measured and did not help: an aside is as likely
 // to be asked about.)
-func tokenizeUnits(units []*unit, who names) {
+func tokenizeUnits(units []*unit, who names, sc *scratch) {
 	n := 0
 	for _, u := range units {
 		n += len(u.sp.words)
 	}
-	all := make([]string, 0, n) // (units keep their parts: it never grows)
+	all := take(sc.toks, n) // (units keep their parts: it never grows)
 	for _, u := range units {
 		if u.kind == unitSpeech {
 			from := len(all)
@@ -310,8 +318,9 @@ func tokenizeUnits(units []*unit, who names) {
 		}
 	}
 	// (one array each for the bits and the buckets of every set)
-	bits := make([]uint8, len(all))
-	buckets := make([]uint16, len(all))
+	bits := take(sc.bits, len(all))[:len(all)] // (every element is set below)
+	buckets := take(sc.buckets, len(all))[:len(all)]
+	sc.toks, sc.bits, sc.buckets = all, bits, buckets
 	at := 0
 	for _, u := range units {
 		if u.kind != unitSpeech {

@@ -300,6 +300,7 @@ func (fs *factStore) add(session string, cands []fact) []fold.Memory {
 		// supersedes it in the same event)
 		// (kept: not the batch's shared slices)
 		c.toks.toks, c.toks.bits = slices.Clone(c.toks.toks), slices.Clone(c.toks.bits)
+		c.subj = slices.Clone(c.subj)
 		sf.facts = append(sf.facts, c)
 		out = append(out, c.mem)
 	}

@@ -141,6 +141,7 @@ type Summarizer struct {
 	cfg   config
 	cache *sentCache // analysed sentences of previous summaries
 	facts *factStore // facts extracted per session, for restated and changed facts
+	work  scratchPool
 }
 
 var _ fold.Summarizer = (*Summarizer)(nil)
@@ -218,7 +219,9 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	}
 
 	prevSents := s.cache.prevSentences(prev.sentences, who, agent)
-	ex := s.extract(req, prev, prevSents, who, agent)
+	sc := s.work.get()
+	defer s.work.put(sc)
+	ex := s.extract(req, prev, prevSents, who, agent, sc)
 	var mems []fold.Memory
 	if !req.Recompact {
 		mems = s.memories(req.Session, req, ex.units, who)
@@ -239,7 +242,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 		}
 	}
 
-	items := assemble(prevSents, ex)
+	items := assemble(prevSents, ex, sc)
 	dropAnsweredPrev(items, ex.units)
 	dedup(items, who)
 	lead := leadItem(participants, others, topics, agent)
@@ -620,14 +623,16 @@ func leadItem(participants []string, others int, topics []string, agent bool) *i
 }
 
 // assemble builds the items of the previous summary and of the new batch.
-func assemble(prevSents []*prevSentence, ex extraction) []*item {
+func assemble(prevSents []*prevSentence, ex extraction, sc *scratch) []*item {
 	n := len(prevSents)
-	arena := make([]item, 0, n+len(ex.units)) // one allocation for all items
+	arena := take(sc.items, n+len(ex.units)) // one array for all items (it never grows)
+	sc.items = arena
 	newItem := func(it item) *item {
 		arena = append(arena, it)
 		return &arena[len(arena)-1]
 	}
-	items := make([]*item, 0, n+len(ex.units)+1) // (+1: the opening sentence)
+	items := take(sc.ptrs, n+len(ex.units)+1) // (+1: the opening sentence)
+	sc.ptrs = items
 	for i, ps := range prevSents {
 		pos := 0.6
 		if n > 1 {
