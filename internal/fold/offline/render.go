@@ -436,7 +436,8 @@ func collapseRepeatsIn(dst []string, s string) (string, []string) {
 	}
 	words := appendFields(dst, s)
 	changed := false
-	for n := 3; n >= 1 && mayRepeat(words); n-- {
+	may := mayRepeat(words) // (asked again only when words change)
+	for n := 3; n >= 1 && may; n-- {
 		var out []string // allocated at the first repeat of this pass
 		for i := 0; i < len(words); {
 			if i+2*n <= len(words) && sameWords(words[i:i+n], words[i+n:i+2*n]) {
@@ -453,6 +454,7 @@ func collapseRepeatsIn(dst []string, s string) (string, []string) {
 		}
 		if out != nil {
 			words, changed = out, true
+			may = mayRepeat(words)
 		}
 	}
 	if !changed && isSingleSpaced(s) {
@@ -628,8 +630,8 @@ func isLightDrop(w string) bool {
 		base := strings.TrimSuffix(lw, ",")
 		return lightDropWords[lw] || (base != lw && (lightDropWords[base] || base == "like"))
 	}
-	if w == "" || len(w) > lightDropMaxLen+1 || !lightDropFirst[w[0]|0x20] {
-		return false // (+1: a trailing comma)
+	if len(w) < 2 || len(w) > lightDropMaxLen+1 || !lightDropPair[w[0]|0x20][w[1]|0x20] {
+		return false // (+1: a trailing comma; every word of the list has two letters or more)
 	}
 	if lexicon.getLower(w)&lxLightDrop != 0 {
 		return true
@@ -640,11 +642,13 @@ func isLightDrop(w string) bool {
 	return false
 }
 
-// lightDropFirst flags the first letters of lightDropWords and "like".
-var lightDropFirst = func() (t [256]bool) {
-	t['l'] = true
+// lightDropPair flags the (lowercase) first two letters of lightDropWords
+// and "like": an ASCII word whose first two bytes, lowercased (c|0x20),
+// are no such pair is no hedge.
+var lightDropPair = func() (t [256][256]bool) {
+	t['l']['i'] = true
 	for w := range lightDropWords {
-		t[w[0]] = true
+		t[w[0]][w[1]] = true
 	}
 	return t
 }()
