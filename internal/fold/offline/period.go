@@ -358,7 +358,7 @@ func newPhraseCounter(words int) *phraseCounter {
 
 // add counts the phrases of a sentence of turn, said by speaker, whose
 // fields are words.
-func (pc *phraseCounter) add(words []string, turn int, speaker string, who names) {
+func (pc *phraseCounter) add(words []string, infos []word, turn int, speaker string, who names) {
 	var arr [maxPhraseWords]string
 	run := arr[:0]
 	lowerFirst := false // the run opens the sentence with a capital that is no name's
@@ -368,12 +368,14 @@ func (pc *phraseCounter) add(words []string, turn int, speaker string, who names
 		}
 		run = run[:0]
 	}
-	for i, w := range words {
-		pre, c, suf := splitWord(w)
-		if pre != "" || !isTopicWord(c, who) || inName(words, i, who) {
+	for i := range infos {
+		x := &infos[i]
+		c := x.c
+		if !strings.HasPrefix(x.w, c) || !isTopicWord(x, who) || inName(words, i, who) {
 			flush()
 			continue
 		}
+		suf := x.w[len(c):]
 		if n := len(run); n > 0 && strings.EqualFold(run[n-1], c) {
 			if suf != "" {
 				flush()
@@ -507,35 +509,25 @@ func isAcronym(c string) bool {
 	return len(c) > 1 && strings.ToUpper(c) == c && strings.ToLower(c) != c
 }
 
-// isTopicWord reports whether c can be part of a topic phrase: letters
+// isTopicWord reports whether the word x can be part of a topic phrase: letters
 // (and inner hyphens or digits), at least three of them or an acronym,
 // and not a function word, filler, hedge, common word, number word,
 // calendar word or participant name.
-func isTopicWord(c string, who names) bool {
+func isTopicWord(x *word, who names) bool {
+	c := x.c
 	if len(c) < 2 || (len(c) < 3 && !isAcronym(c)) || c[0] == '-' || c[len(c)-1] == '-' {
 		return false
 	}
-	if lexicon.getLower(c)&(lxStop|lxFillerCore|lxFillerSoft|lxCommon|lxLightDrop|lxNumber|lxCalendar|lxAttribution) != 0 {
+	if x.lx&(lxStop|lxFillerCore|lxFillerSoft|lxCommon|lxLightDrop|lxNumber|lxCalendar|lxAttribution) != 0 {
 		return false // (most words of speech end here)
 	}
 	if !allLettersExcept(c, '-') || hasRunOver(c, 2) {
 		return false // "nnn", "mmm": a sound, not a word
 	}
-	if end := c[len(c)-2:]; lowerEq(end, "ly") || lowerEq(end, "ed") {
+	if strings.HasSuffix(x.n, "ly") || strings.HasSuffix(x.n, "ed") || isLaugh(x.n) {
 		return false // an adverb or a verb's past: no topic
 	}
-	if lc, b, k := lowerParts(c); isLaugh(lcOf(lc, b, k)) {
-		return false
-	}
 	return !who.has(c)
-}
-
-// lcOf is the string of lowerParts' result.
-func lcOf(n string, b [normBufLen]byte, k int) string {
-	if k > 0 {
-		return string(b[:k])
-	}
-	return n
 }
 
 // top returns the batch's period: its n best phrases and the (at most

@@ -116,7 +116,8 @@ func TestPhraseCounter(t *testing.T) {
 		"Bob: I mean, Dave Dave said the hotel rooms are booked",
 	} {
 		sp, text, _ := strings.Cut(l, ": ")
-		pc.add(appendFields(nil, text), i, sp, who)
+		ws := appendFields(nil, text)
+		pc.add(ws, appendWords(nil, ws), i, sp, who)
 	}
 	phrases, speakers, ok := pc.top(maxPeriodPhrases)
 	if !ok {
