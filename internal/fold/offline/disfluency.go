@@ -48,12 +48,17 @@ func dropDisfluencies(s string, words []string, who names) string {
 // word of the lexicon nor a name, and that next starts with and extends.
 func isFalseStart(w, next string, who names) bool {
 	f := strings.TrimSuffix(w, "-")
-	if len(f) == 0 || len(f) > 4 || f != strings.ToLower(f) || !isAllLetters(f) {
+	if len(f) == 0 || len(f) > 4 {
 		return false
+	}
+	for i := 0; i < len(f); i++ {
+		if f[i] < 'a' || f[i] > 'z' {
+			return false // lowercase ASCII letters only
+		}
 	}
 	if f == "a" || f == "i" || lexicon.get(f) != 0 || who.has(f) {
 		return false
 	}
-	n := strings.ToLower(core(next))
-	return len(n) > len(f) && strings.HasPrefix(n, f)
+	n := core(next)
+	return len(n) > len(f) && hasPrefixFold(n, f)
 }

@@ -298,7 +298,11 @@ func salienceOf(keys []string, sal map[string]float64) float64 {
 // The summary is the only state carried between folds, so the result
 // depends on the request alone.
 func earlierCounts(periods []*period, statements []*prevSentence) map[string]float64 {
-	out := map[string]float64{}
+	n := 0
+	for _, ps := range statements {
+		n += len(ps.topicKeys)
+	}
+	out := make(map[string]float64, n+len(periods)*maxPeriodPhrases)
 	var arr [64]string
 	for _, p := range periods {
 		for _, ph := range p.phrases {
@@ -504,9 +508,20 @@ func phraseKey(ph string) string {
 	return strings.Join(ws, " ")
 }
 
-// isAcronym reports an all-capitals word of two or more letters ("MLP").
+// isAcronym reports an all-capitals word ("MLP", "A1"): no lowercase
+// letter, some capital, two bytes or more.
 func isAcronym(c string) bool {
-	return len(c) > 1 && strings.ToUpper(c) == c && strings.ToLower(c) != c
+	if len(c) < 2 {
+		return false
+	}
+	upper := false
+	for _, r := range c {
+		if unicode.ToUpper(r) != r {
+			return false // a lowercase letter
+		}
+		upper = upper || unicode.ToLower(r) != r
+	}
+	return upper
 }
 
 // isTopicWord reports whether the word x can be part of a topic phrase: letters
