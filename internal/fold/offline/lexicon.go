@@ -106,7 +106,8 @@ var commonWords = toSet(
 	"works", "worked", "help", "change", "changed", "show", "showed", "move", "set",
 	"sounds", "sound", "exist", "exists", "depend", "depends", "belong", "matter", "matters",
 	"check", "stuck", "okay", "basically", "happy", "prefer", "prefers", "lost", "left",
-	"forever",
+	"forever", "decide", "decides", "provide", "provides", "terrible", "awful", "strong",
+	"thingy", "etcetera", "etc",
 	// vague nouns and pronoun-like words
 	"thing", "things", "stuff", "way", "ways", "lot", "lots", "bit", "bits", "kind", "kinds",
 	"sort", "sorts", "type", "types", "something", "anything", "everything", "nothing",

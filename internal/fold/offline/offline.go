@@ -336,7 +336,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	if periodText != "" {
 		rest -= runeLen(periodText) + 1
 	}
-	fit(items, rest)
+	fit(items, rest, budget)
 	if out := joinWithPeriods(items, periodText); out != "" {
 		return out, mems
 	}
@@ -960,7 +960,10 @@ func (ls *lenSum) total() int { return ls.n + max(ls.parts-1, 0) }
 // (oldest first: light, then hard), lightly condense weak new sentences,
 // then drop sentences by importance weighed against age, keeping the best
 // sentence of the new batch. Only then does the opening sentence shrink.
-func fit(items []*item, budget int) {
+// whole is the summary's budget, of which budget is what the items may
+// take (the period lines take the rest): the opening sentence keeps its
+// topics unless the whole summary is small.
+func fit(items []*item, budget, whole int) {
 	var ls lenSum
 	for _, it := range items {
 		ls.add(it, 1)
@@ -1038,7 +1041,7 @@ func fit(items []*item, budget int) {
 			}
 		}
 	}
-	if lead != nil && budget < 400 {
+	if lead != nil && whole < 400 {
 		setLvl(lead, 1)
 		if !over() {
 			return

@@ -458,7 +458,7 @@ func extendsChosen(words []string, chosen [][]string) bool {
 // text is the phrase as first said.
 func (c *phraseCount) text() string {
 	first := c.surf[0]
-	if c.lowerFirst {
+	if c.lowerFirst && !(len(c.surf) > 1 && upperFirst(c.surf[1])) { // ("Navdeep Bains" is a name)
 		r, size := utf8.DecodeRuneInString(first)
 		first = string(unicode.ToLower(r)) + first[size:]
 	}
