@@ -17,15 +17,23 @@
 //
 // The summary is one paragraph of plain prose. It opens with the
 // participants and the recent topics ("Alice, Bob and Carol are talking
-// about Marvel Rivals and Tokyo."), then the previous summary merged with
-// the new batch, in chronological order: a statement that a newer one of
-// the same speaker on the same subject changed is replaced. Identifiers
-// (names, numbers, paths, URLs, quoted strings) are copied verbatim. When
-// the budget is tight, hedges go first, then chatter, then older
-// statements shrink to their gist (whole words only, negations kept), and
-// then the statements worth least for their length are dropped, counting
-// only what no other kept statement says and weighing importance mildly
-// against age.
+// about Marvel Rivals and Tokyo."). In a conversation long enough that its
+// statements no longer fit, period lines follow: what each stretch of it
+// was about, its topic phrases and who drove them ("From 14:02 to 14:20,
+// Alice and Bob discussed the venue in Lisbon, catering and hotel rooms.",
+// see period.go); older periods merge into coarser lines rather than being
+// dropped, so the summary covers the whole conversation. Then come the
+// previous summary's statements merged with the new batch, in chronological
+// order: a statement that a newer one of the same speaker on the same
+// subject changed is replaced. Speech is tidied before it is rendered:
+// false starts ("th the") and the tags "I mean," and "you know," go, and an
+// opinion is reported ("I think we should" → "Bob thought we should").
+// Identifiers (names, numbers, paths, URLs, quoted strings) are copied
+// verbatim. When the budget is tight, hedges go first, then chatter, then
+// older statements shrink to their main clauses (whole clauses only, those
+// with names, numbers, decisions or questions kept), and then the
+// statements worth least for their length are dropped, counting only what
+// no other kept statement says and weighing importance mildly against age.
 //
 // Budgets are counted in runes (Unicode code points), as the engine does.
 //
@@ -654,7 +662,7 @@ func (it *item) length() int {
 func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
 
 // chatterScore is the importance below which a sentence is chatter: it is
-// dropped before any statement is condensed to its gist.
+// dropped before any statement is condensed to its main clauses.
 const chatterScore = 3.0
 
 // appendBuckets appends the coverage bucket of each token of toks.
@@ -996,7 +1004,8 @@ func fit(items []*item, budget, whole int) {
 		}
 	}
 	// Hedges go first (oldest first), then chatter (the least important
-	// first), and only then do older statements shrink to their gist.
+	// first), and only then do older statements shrink to their main
+	// clauses.
 	for _, it := range prev {
 		if it.lvl < 1 {
 			setLvl(it, 1)

@@ -340,7 +340,7 @@ func TestRecompactCondenses(t *testing.T) {
 			t.Errorf("MaxChars=%d: participants lost: %q", mc, got)
 		}
 		// the newest decision of the folded span survives
-		// (as said, or as its gist)
+		// (as said, or as its main clauses)
 		if mc >= 600 && !regexp.MustCompile(`Bob suggested (we )?try dive comp (with )?Spider-Man (and )?Venom (on )?Yggsgard`).MatchString(got) {
 			t.Errorf("MaxChars=%d: newest decision lost: %q", mc, got)
 		}

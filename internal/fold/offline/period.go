@@ -29,10 +29,10 @@ const (
 	minPeriodPhrases = 3   // a batch with fewer adds no line
 	maxPhraseWords   = 5   // words of a topic phrase (more than three only for names)
 	periodLineChars  = 300 // the budget allows a period line per this many runes
-	periodShare      = 70  // percent of the budget the period lines may take
+	periodShare      = 60  // percent of the budget the period lines may take
 	minPeriodBudget  = 500 // no period lines in a smaller summary
 	factScore        = 6.0 // a statement scored this high holds a fact the period lines leave room for
-	factShare        = 20  // percent of the budget kept for such statements and open questions
+	factShare        = 30  // percent of the budget kept for such statements and open questions
 )
 
 // period is one period line.
