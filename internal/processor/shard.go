@@ -66,7 +66,7 @@ type shard struct {
 	sessions map[string]*live
 	// policies: the resolved policy of each configuration in use (modes.go)
 	policies         map[*events.SessionConfig]fold.Policy
-	checkpointWriter // checkpoint.go
+	checkpointWriter // checkpoint.go: dirty sessions, pipelined writes, acks
 	inFlight         int
 	nPacked          int // sessions in their compact idle form (idle.go)
 	packBuf          []byte
@@ -92,20 +92,21 @@ const idleFlush = 2 * time.Millisecond
 const maxWrites = 16
 
 func newShard(p *Processor, id int, foldCtx context.Context) *shard {
-	return &shard{
+	sh := &shard{
 		p: p, id: id, foldCtx: foldCtx,
-		in:               make(chan inMsg, 1024),
-		results:          make(chan foldResult, 64),
-		checkpointWriter: checkpointWriter{saves: make(chan []saveDone, 64)},
-		loaded:           make(chan loadDone, maxLoads),
-		loading:          make(map[string][]inMsg),
-		ctrl:             make(chan chan struct{}),
-		wakeCh:           make(chan string),
-		wake:             make(map[string]time.Time),
-		ahead:            make(map[string]summaryRecord),
-		sessions:         make(map[string]*live),
-		policies:         make(map[*events.SessionConfig]fold.Policy),
+		in:       make(chan inMsg, 1024),
+		results:  make(chan foldResult, 64),
+		loaded:   make(chan loadDone, maxLoads),
+		loading:  make(map[string][]inMsg),
+		ctrl:     make(chan chan struct{}),
+		wakeCh:   make(chan string),
+		wake:     make(map[string]time.Time),
+		ahead:    make(map[string]summaryRecord),
+		sessions: make(map[string]*live),
+		policies: make(map[*events.SessionConfig]fold.Policy),
 	}
+	sh.checkpointWriter = newCheckpointWriter(p, sh)
+	return sh
 }
 
 func (sh *shard) run() {
@@ -195,13 +196,26 @@ func (sh *shard) reset() {
 	sh.sessions = make(map[string]*live)
 	sh.wake = make(map[string]time.Time)
 	sh.ahead = make(map[string]summaryRecord)
-	sh.dirty = nil
-	sh.pending = 0
+	sh.checkpointWriter.reset()
 }
 
 // ctx for KV and publish calls made by the shard itself.
-func (sh *shard) ctx() (context.Context, context.CancelFunc) {
+func (sh *shard) ctx() (context.Context, context.CancelFunc) { return opCtx() }
+
+// opCtx bounds one KV or publish call made on a shard's goroutine.
+func opCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// holds reports whether ls is the shard's live state of its session.
+func (sh *shard) holds(ls *live) bool { return sh.sessions[ls.s.ID] == ls }
+
+// drop forgets a session whose checkpoint write failed (checkpointWriter).
+func (sh *shard) drop(id string) {
+	if _, ok := sh.sessions[id]; ok {
+		delete(sh.sessions, id)
+		sh.p.m.liveSess.Dec()
+	}
 }
 
 func (sh *shard) get(id string) (*live, error) {
