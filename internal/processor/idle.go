@@ -100,7 +100,7 @@ func (sh *shard) forget(id string, ls *live) {
 		sh.p.m.packedSess.Dec()
 	}
 	delete(sh.sessions, id)
-	delete(sh.ahead, id) // learned again, by a refused publish, if still so
+	sh.co.forget(id)
 	sh.p.m.liveSess.Dec()
 }
 
