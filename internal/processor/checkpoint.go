@@ -121,8 +121,10 @@ func (w *checkpointWriter) flush(force bool) {
 }
 
 // checkpoint saves ls now (compare-and-set) and acks its covered messages.
+// No pipelined write of ls may be in flight: the save needs the revision
+// that write returns (checkpointThen waits for it).
 func (w *checkpointWriter) checkpoint(ls *live) bool {
-	if !w.settle(ls) {
+	if !w.owner.holds(ls) {
 		return false
 	}
 	ctx, cancel := opCtx()
@@ -252,29 +254,31 @@ func (w *checkpointWriter) landSaves(done []saveDone) {
 		} else {
 			ls.acks = nil
 		}
-	}
-}
-
-// settle waits for the session's pipelined write, if any, before a
-// synchronous one; false if that write failed and the session was dropped.
-func (w *checkpointWriter) settle(ls *live) bool {
-	for ls.writing {
-		w.landSaves(<-w.saves)
-	}
-	return w.owner.holds(ls)
-}
-
-// flushAll writes every dirty session and waits for every write: the end
-// of a shard's life.
-func (w *checkpointWriter) flushAll() {
-	for {
-		w.flush(true)
-		if w.writes == 0 {
-			if len(w.dirty) == 0 {
-				return
+		if fn := ls.afterWrite; fn != nil {
+			// A synchronous save waited for this write (checkpointThen).
+			ls.afterWrite = nil
+			if w.checkpoint(ls) {
+				fn()
 			}
-			continue
 		}
-		w.landSaves(<-w.saves)
 	}
+}
+
+// checkpointThen saves ls (compare-and-set), acks its covered messages,
+// and then runs fn: at once, or, while a pipelined write of ls is in
+// flight, once that write is back (landSaves), since the save needs the
+// revision it returns. fn does not run if the save fails (the session is
+// dropped and the consumer rewound).
+func (w *checkpointWriter) checkpointThen(ls *live, fn func()) {
+	if !ls.writing {
+		if w.checkpoint(ls) {
+			fn()
+		}
+		return
+	}
+	if prev := ls.afterWrite; prev != nil {
+		ls.afterWrite = func() { prev(); fn() }
+		return
+	}
+	ls.afterWrite = fn
 }

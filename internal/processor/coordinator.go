@@ -219,8 +219,19 @@ func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
 
 // abandon drops an in-flight fold of this owner: its result is discarded
 // by fold id, and nothing it would have moved moves.
-func (c *coordinator) abandon(ls *live, why string) {
-	c.awaitLanding(ls) // a summary on its way to the stream lands first
+//
+// It reports whether the fold is over. If not, the session waits (ls.wait)
+// and the caller stops: the loop holds the session's events and resumes it
+// (shard.unpark) once the result is back, and the caller's step is taken
+// again then. A summary on its way to the stream (a republish) lands
+// first; a canceled fold may have been publishing its summary, so nothing
+// of it may reach the stream after what comes next (a reset, the end). A
+// summary it stored is adopted (applyResult).
+func (c *coordinator) abandon(ls *live, why string) bool {
+	if ls.landing {
+		ls.wait = waitLanding
+		return false
+	}
 	if ls.cancel != nil {
 		ls.cancel()
 		ls.cancel = nil
@@ -229,24 +240,34 @@ func (c *coordinator) abandon(ls *live, why string) {
 		c.p.log.Info().Str("event", "fold_abandoned").Str("session", ls.s.ID).Str("fold_id", ls.s.Lease.FoldID).Str("why", why).Msg("in-flight fold abandoned")
 		ls.s.Lease = nil
 	}
-	// The canceled fold may have been publishing its summary: wait for its
-	// result, so that nothing of it reaches the stream after what comes
-	// next (a reset, the end). A summary it stored is adopted (applyResult).
-	for ls.running != "" {
-		c.applyResult(<-c.results)
+	if ls.running != "" {
+		ls.wait = waitFold
+		return false
 	}
+	return true
+}
+
+// waitOver reports whether what the session waits for (abandon) is back,
+// and if so ends the wait.
+func (c *coordinator) waitOver(ls *live) bool {
+	switch {
+	case ls.wait == waitLanding && ls.landing, ls.wait == waitFold && ls.running != "":
+		return false
+	}
+	ls.wait = waitNone
+	return true
 }
 
 func (c *coordinator) trigger(ls *live) string {
-	if c := ls.s.Config; c != nil && c.Trigger != "" {
-		return c.Trigger
+	if cfg := ls.s.Config; cfg != nil && cfg.Trigger != "" {
+		return cfg.Trigger
 	}
 	return c.p.cfg.Trigger
 }
 
 func (c *coordinator) profile(ls *live) fold.Profile {
-	if c := ls.s.Config; c != nil && c.Profile != "" {
-		return fold.Profile(c.Profile)
+	if cfg := ls.s.Config; cfg != nil && cfg.Profile != "" {
+		return fold.Profile(cfg.Profile)
 	}
 	return c.p.cfg.Profile
 }
@@ -259,6 +280,10 @@ func (c *coordinator) resume(id, trigger string) {
 	}
 	ls := c.loop.session(id)
 	if ls == nil {
+		return
+	}
+	if ls.wait != waitNone {
+		c.wake[id] = c.p.clock.Now() // looked at again once its wait is over
 		return
 	}
 	ls.due = true
@@ -316,8 +341,15 @@ func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
 	if s.Lease != nil && !s.Lease.Held(now) {
 		p.log.Warn().Str("event", "lease_expired").Str("session", s.ID).Str("fold_id", s.Lease.FoldID).Str("owner", s.Lease.Owner).
 			Msg("fold lease passed its deadline; the batch will be folded again")
-		c.abandon(ls, "lease expired")
+		waited := !c.abandon(ls, "lease expired")
 		c.w.markDirty(ls)
+		if waited {
+			// Checked again once the fold is back.
+			if ls.then == nil {
+				ls.then = func() { c.evaluate(ls, trigger, force) }
+			}
+			return
+		}
 	}
 	pol := c.policy(ls)
 	if c.heldByRecord(ls) {
@@ -567,8 +599,8 @@ func (c *coordinator) applyResult(r foldResult) {
 		// Checkpointed with the next flush: until then the lease in KV
 		// makes any new owner adopt the summary just published.
 		c.w.markDirty(ls)
-	} else if c.w.checkpoint(ls) {
-		c.p.dropChunks(s, oldCursor, s.Cursor)
+	} else {
+		c.w.checkpointThen(ls, func() { c.p.dropChunks(s, oldCursor, s.Cursor) })
 	}
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)

@@ -198,8 +198,9 @@ func TestCoordinatorFailedFoldBacksOff(t *testing.T) {
 	}
 }
 
-// Abandoning a fold (a reset, an end) drops its lease at once; its result,
-// when it comes back, moves nothing.
+// Abandoning a fold (a reset, an end) drops its lease at once and cancels
+// it; the session waits for the result, which moves nothing when it comes
+// back.
 func TestCoordinatorAbandonedFoldMovesNothing(t *testing.T) {
 	cr := newCoordRig(t)
 	release := make(chan struct{})
@@ -214,10 +215,15 @@ func TestCoordinatorAbandonedFoldMovesNothing(t *testing.T) {
 	if ls.running == "" {
 		t.Fatal("no fold started")
 	}
-	c.abandon(ls, "test") // the summarizer is still thinking
-
-	if ls.s.Lease != nil || ls.running != "" || c.inFlight != 0 {
-		t.Fatalf("after abandon: lease %+v running %q in flight %d", ls.s.Lease, ls.running, c.inFlight)
+	if c.abandon(ls, "test") { // the summarizer is still thinking
+		t.Fatal("abandon reported the fold over while it runs")
+	}
+	if ls.s.Lease != nil || ls.wait != waitFold || c.waitOver(ls) {
+		t.Fatalf("after abandon: lease %+v, wait %d; want no lease and the session waiting for its fold", ls.s.Lease, ls.wait)
+	}
+	c.applyResult(cr.result())
+	if !c.waitOver(ls) || ls.running != "" || c.inFlight != 0 || !c.abandon(ls, "test") {
+		t.Fatalf("after the result: wait %d running %q in flight %d", ls.wait, ls.running, c.inFlight)
 	}
 	if ls.s.Cursor != 0 || ls.s.Version != 0 {
 		t.Fatalf("abandoned fold moved the session: cursor %d version %d", ls.s.Cursor, ls.s.Version)

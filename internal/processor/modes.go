@@ -236,9 +236,7 @@ func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger 
 	s.Compactions++
 	s.ContextTokens = 0 // the bot's next prompt is smaller; its old report no longer holds
 	s.Failures, s.RetryAfter = 0, time.Time{}
-	if c.w.checkpoint(ls) {
-		c.p.dropChunks(s, oldCursor, s.Cursor)
-	}
+	c.w.checkpointThen(ls, func() { c.p.dropChunks(s, oldCursor, s.Cursor) })
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)
 	c.publishLifecycle(ls, events.Lifecycle{
@@ -435,9 +433,14 @@ func (c *coordinator) archive(ls *live, reason string) bool {
 // arrives after the policy's boundary: the old life is archived as it is
 // (its unfolded turns stay referenced in the archive), then Apply resets
 // the session the same way the context service and a replay do.
-func (c *coordinator) autoReset(ls *live, why string) {
+//
+// It reports false if the session must first wait for its fold (abandon):
+// the caller stops and takes the event again once the wait is over.
+func (c *coordinator) autoReset(ls *live, why string) bool {
 	p := c.p
-	c.abandon(ls, "session reset ("+why+" policy)")
+	if !c.abandon(ls, "session reset ("+why+" policy)") {
+		return false
+	}
 	if ls.s.Total > 0 || ls.s.Summary != "" {
 		ctx, cancel := opCtx()
 		err := p.store.Archive(ctx, ls.s)
@@ -453,4 +456,5 @@ func (c *coordinator) autoReset(ls *live, why string) {
 	c.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset, Reason: why})
 	p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Str("reason", why).Int64("total_turns", ls.s.Total).
 		Msg("session reset by its reset policy")
+	return true
 }

@@ -98,14 +98,6 @@ func (c *coordinator) republish(ls *live, r foldResult) {
 	}()
 }
 
-// awaitLanding waits until a summary being published for ls has come back
-// and landed (or failed), handling other fold results meanwhile.
-func (c *coordinator) awaitLanding(ls *live) {
-	for ls.landing {
-		c.applyResult(<-c.results)
-	}
-}
-
 // FoldTiming is when a fold was triggered (the check that started it),
 // when the summarizer returned, when its summary-updated left for the
 // outbound stream and when the stream stored it.

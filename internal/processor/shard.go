@@ -34,6 +34,15 @@ type live struct {
 	// next write needs the revision it returns.
 	writing bool
 	landing bool // a refused summary-updated is being published again (publish.go)
+	// wait: what the session waits for before its next step (abandon: its
+	// fold's result, or a summary being published again); held are its
+	// events meanwhile, then the step that waited, both taken by unpark.
+	wait waitFor
+	held []inMsg
+	then func()
+	// afterWrite: what a synchronous save waits to do until the pipelined
+	// write in flight is back (checkpointThen).
+	afterWrite func()
 	// running: the fold id of this owner's fold goroutine for the session
 	// until its result is back; it may be publishing the summary.
 	running  string
@@ -43,6 +52,15 @@ type live struct {
 	// payloads are nil until get inflates it.
 	packed []byte
 }
+
+// waitFor is what a session waits for (live.wait).
+type waitFor uint8
+
+const (
+	waitNone    waitFor = iota
+	waitLanding         // a refused summary being published again (landing)
+	waitFold            // its fold's result (running)
+)
 
 func (ls *live) remember(seq uint64, data []byte) { ls.payloads.add(seq, data) }
 
@@ -102,6 +120,12 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 	return sh
 }
 
+// run is the event loop. Everything a session waits for comes back here,
+// on the loop's own select: its checkpoint read (loaded), its checkpoint
+// writes (saves), its fold's result (results). Nothing on the loop
+// receives from those channels elsewhere: a session that must wait for
+// its fold holds its events meanwhile (live.wait, unpark), and a rewind
+// waits for the writes in flight in a state of its own (rewinding).
 func (sh *shard) run() {
 	pace := time.NewTimer(time.Hour)
 	pace.Stop()
@@ -110,7 +134,29 @@ func (sh *shard) run() {
 	defer sweep.Stop()
 	sweeps := 0
 	in := sh.in
-	for in != nil || sh.co.inFlight > 0 || sh.writes > 0 || sh.loads > 0 {
+	// rewinding: a rewind asked for (ctrl) waits until the writes in
+	// flight are back, so that a reload reads the revision they wrote,
+	// and the events queued from the old consumer are dropped (they come
+	// again after the rewind); then the shard resets and says so.
+	var rewinding chan struct{}
+	for in != nil || sh.co.inFlight > 0 || sh.busy() || sh.loads > 0 || rewinding != nil {
+		if rewinding != nil {
+			if sh.writes == 0 && len(sh.in) == 0 {
+				sh.reset()
+				close(rewinding)
+				rewinding = nil
+				continue
+			}
+			select {
+			case done := <-sh.saves:
+				sh.landSaves(done)
+			case _, ok := <-in:
+				if !ok {
+					in = nil
+				}
+			}
+			continue
+		}
 		if !paced && len(sh.dirty) > 0 {
 			pace.Reset(idleFlush)
 			paced = true
@@ -119,14 +165,14 @@ func (sh *shard) run() {
 		// wait for, and under load the input is never empty.
 		select {
 		case r := <-sh.co.results:
-			sh.co.applyResult(r)
+			sh.land(r)
 			continue
 		default:
 		}
 		select {
 		case m, ok := <-in:
 			if !ok {
-				in = nil // shutting down: keep serving fold results and reads
+				in = nil // shutting down: keep serving fold results, reads and writes
 				sh.flush(true)
 				continue
 			}
@@ -136,17 +182,15 @@ func (sh *shard) run() {
 			}
 		case done := <-sh.saves:
 			sh.landSaves(done)
-			sh.flush(sh.idle()) // writes freed room for more
+			sh.flush(in == nil || sh.idle()) // writes freed room for more
 		case r := <-sh.co.results:
-			sh.co.applyResult(r)
+			sh.land(r)
 		case d := <-sh.loaded:
 			sh.landLoad(d)
-		case done := <-sh.ctrl:
-			sh.reset()
-			close(done)
+		case rewinding = <-sh.ctrl:
 		case <-pace.C:
 			paced = false
-			sh.flush(sh.idle())
+			sh.flush(in == nil || sh.idle())
 		case id := <-sh.wakeCh:
 			sh.co.resume(id, "resume")
 		case <-sweep.C:
@@ -157,7 +201,6 @@ func (sh *shard) run() {
 			sh.compactIdle()
 		}
 	}
-	sh.flushAll()
 }
 
 // idle reports whether the shard's input has been quiet for idleFlush.
@@ -166,19 +209,8 @@ func (sh *shard) idle() bool { return time.Since(sh.lastIn) >= idleFlush }
 // reset forgets every session and unacknowledged message; the consumer is
 // re-attached at the ack floor and the messages come again, in order. Fold
 // goroutines keep running: their results reload the session and land if
-// its checkpointed lease is still theirs.
+// its checkpointed lease is still theirs. No write may be in flight.
 func (sh *shard) reset() {
-	for sh.writes > 0 {
-		sh.landSaves(<-sh.saves) // so that a reload reads the revision they wrote
-	}
-	for {
-		select {
-		case <-sh.in:
-			continue // from the old consumer: redelivered after the rewind
-		default:
-		}
-		break
-	}
 	sh.gen++ // reads in flight land nowhere; their events come again
 	sh.seen = 0
 	sh.loading = make(map[string][]inMsg)
@@ -189,6 +221,39 @@ func (sh *shard) reset() {
 	sh.sessions = make(map[string]*live)
 	sh.co.reset()
 	sh.checkpointWriter.reset()
+}
+
+// land hands a fold result to the coordinator, then resumes its session
+// if it was waiting for it.
+func (sh *shard) land(r foldResult) {
+	sh.co.applyResult(r)
+	sh.unpark(r.job.session)
+}
+
+// unpark resumes a session whose wait is over: the step that waited is
+// taken again (live.then), then its held events are applied, in order,
+// until one makes it wait again.
+func (sh *shard) unpark(id string) {
+	ls, ok := sh.sessions[id]
+	if !ok || ls.s == nil {
+		return // dropped (a rewind, a conflict): its held events come again
+	}
+	for ls.wait != waitNone || ls.then != nil || len(ls.held) > 0 {
+		if !sh.co.waitOver(ls) {
+			return
+		}
+		if then := ls.then; then != nil {
+			ls.then = nil
+			then()
+			continue
+		}
+		m := ls.held[0]
+		ls.held = ls.held[1:]
+		if len(ls.held) == 0 {
+			ls.held = nil
+		}
+		sh.apply(ls, m)
+	}
 }
 
 // opCtx bounds one KV or publish call made on a shard's goroutine.
@@ -277,13 +342,27 @@ func (sh *shard) handle(m inMsg) {
 		sh.reject(m, m.perr)
 		return
 	}
-	seq := m.seq
 	ls, err := sh.get(m.session)
 	if err != nil {
 		if ls = sh.loadFailed(m.session, err, m.seq); ls == nil {
 			return
 		}
 	}
+	if ls.wait != waitNone || ls.then != nil || len(ls.held) > 0 {
+		ls.held = append(ls.held, m) // after what the session waits for (unpark)
+		return
+	}
+	sh.apply(ls, m)
+}
+
+// apply applies an event to its session's live state, or holds it (first
+// of the held) when the session must first wait for its fold (abandon).
+func (sh *shard) apply(ls *live, m inMsg) {
+	p := sh.p
+	if p.rewind.Load() {
+		return // not acked: redelivered, in order, after the rewind
+	}
+	seq := m.seq
 	ls.touched = p.clock.Now()
 	if seq <= ls.s.LastSeq {
 		// Applied before (redelivery after a crash or a slow ack): no-op.
@@ -302,16 +381,24 @@ func (sh *shard) handle(m inMsg) {
 	}
 	if !ls.s.Ended {
 		if why := ls.s.ResetDue(state.EventTime(in)); why != "" {
-			sh.co.autoReset(ls, why) // Apply then resets the session
+			if !sh.co.autoReset(ls, why) { // Apply then resets the session
+				sh.hold(ls, m)
+				return
+			}
 		}
 	}
 	if c := in.Control; c != nil && (c.Op == events.OpReset || c.Op == events.OpEnd && !ls.s.Ended) {
 		// Before Apply clears the lease: stop this owner's fold and drop
 		// the sealed chunks of the transcript being forgotten.
+		why := "session reset"
 		if c.Op == events.OpEnd {
-			sh.co.abandon(ls, "session ended")
-		} else {
-			sh.co.abandon(ls, "session reset")
+			why = "session ended"
+		}
+		if !sh.co.abandon(ls, why) {
+			sh.hold(ls, m)
+			return
+		}
+		if c.Op == events.OpReset {
 			sh.p.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
 		}
 	}
@@ -338,6 +425,12 @@ func (sh *shard) handle(m inMsg) {
 	case state.EffectControl:
 		sh.control(ls, in.Control)
 	}
+}
+
+// hold puts m first among the session's held events: it is applied again
+// once the session's wait is over (unpark).
+func (sh *shard) hold(ls *live, m inMsg) {
+	ls.held = append([]inMsg{m}, ls.held...)
 }
 
 func (sh *shard) control(ls *live, c *events.Control) {
