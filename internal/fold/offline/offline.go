@@ -1050,6 +1050,14 @@ func fit(items []*item, budget, whole int) {
 			}
 		}
 	}
+	for _, it := range weak {
+		if it.lvl < 2 && !it.drop {
+			setLvl(it, 2)
+			if !over() {
+				return
+			}
+		}
+	}
 	if lead != nil && whole < 400 {
 		setLvl(lead, 1)
 		if !over() {
