@@ -965,9 +965,10 @@ func (ls *lenSum) add(it *item, sign int) {
 func (ls *lenSum) total() int { return ls.n + max(ls.parts-1, 0) }
 
 // fit brings the items within budget: condense the previous summary
-// (oldest first: light, then hard), lightly condense weak new sentences,
-// then drop sentences by importance weighed against age, keeping the best
-// sentence of the new batch. Only then does the opening sentence shrink.
+// (oldest first: light), lightly condense weak new sentences, drop chatter,
+// shrink the previous summary's and then the weak new sentences to their
+// main clauses, then drop sentences by importance weighed against age,
+// keeping the best sentence of the new batch. Only then does the opening sentence shrink.
 // whole is the summary's budget, of which budget is what the items may
 // take (the period lines take the rest): the opening sentence keeps its
 // topics unless the whole summary is small.
