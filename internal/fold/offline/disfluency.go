@@ -5,9 +5,9 @@ import "strings"
 // dropDisfluencies removes, from a sentence of speech whose fields are
 // words, what a reader of the summary would trip over and that says
 // nothing: false starts (a fragment the next word completes: "th the",
-// "w with", "fea features") and the discourse tags "I mean," and "you
-// know," with their comma. Quoted text is left as said. It returns s
-// unchanged when there is nothing to drop.
+// "w with", "fea features"), the discourse tags "I mean," and "you know,"
+// with their comma, and a bare "I mean" before a clause. Quoted text is
+// left as said. It returns s unchanged when there is nothing to drop.
 func dropDisfluencies(s string, words []string, who names) string {
 	if strings.IndexByte(s, '"') >= 0 || len(words) < 2 {
 		return s
@@ -31,6 +31,11 @@ func dropDisfluencies(s string, words []string, who names) string {
 				}
 			}
 		}
+		if i+2 < len(words) && lowerEq(w, "i") && lowerEq(words[i+1], "mean") && meanFollowers[strings.ToLower(core(words[i+2]))] {
+			changed = true // "I mean we could …": a tag without its comma
+			i++
+			continue
+		}
 		out = append(out, w)
 	}
 	if !changed || len(out) == 0 {
@@ -42,6 +47,11 @@ func dropDisfluencies(s string, words []string, who names) string {
 	}
 	return r
 }
+
+// meanFollowers open the clause that a bare "I mean" tags ("I mean we
+// could …"); after others ("I mean it", "I mean to") it is meant.
+var meanFollowers = toSet("i", "we", "you", "they", "he", "she", "it's", "that's", "there's",
+	"the", "if", "we're", "you're", "they're", "i'm", "i'd", "i'll", "we'll", "so", "like")
 
 // isFalseStart reports whether w is a fragment that next completes: a
 // short run of lowercase letters (a trailing hyphen allowed) that is no

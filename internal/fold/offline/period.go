@@ -16,10 +16,11 @@ import (
 // folds: "From 14:02 to 14:20, Alice and Bob discussed the budget, the
 // venue in Lisbon and catering." Each fold of a conversation adds one for
 // its batch; when there are too many (or they take too much of the
-// budget), the two adjacent periods that together span the least time
-// merge into one, which keeps the phrases that weigh most over both. So
-// recent periods stay fine-grained and older ones grow coarser, and none
-// is dropped. The lines are plain sentences of the summary: the next fold
+// budget), two adjacent periods merge into one, which keeps the phrases
+// that weigh most over both: the pair whose longer period is shortest
+// (the older pair on a tie). So the lines grow to spans of about the same
+// length, the older ones first, a new fold's line is soon absorbed, and no
+// period is dropped. The lines are plain sentences of the summary: the next fold
 // reads them back from the previous summary (parsePeriod), so nothing is
 // kept between folds but the summary itself.
 
@@ -220,7 +221,8 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 
 // fitPeriods merges periods until there are at most maxLines and their
 // lines take at most budget runes (or one is left), then drops the last
-// phrases of the lines that are still too long.
+// phrases of the lines that are still too long. It merges the adjacent
+// pair whose longer period is the shortest, the older on a tie.
 func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*period {
 	if len(ps) == 0 || budget <= 0 {
 		return nil
@@ -234,7 +236,7 @@ func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*p
 	for len(ps) > 1 && (len(ps) > maxLines || size > budget) {
 		best, bw := -1, math.Inf(1)
 		for i := 0; i+1 < len(ps); i++ {
-			if w := ps[i].weight + ps[i+1].weight; best < 0 || w < bw {
+			if w := max(ps[i].weight, ps[i+1].weight); best < 0 || w < bw {
 				best, bw = i, w
 			}
 		}

@@ -66,9 +66,9 @@ func TestMergePeriods(t *testing.T) {
 	}
 }
 
-// fitPeriods keeps at most maxLines lines within budget, merging the
-// adjacent periods that span the least time: the short early periods
-// merge first, and no period is dropped.
+// fitPeriods keeps at most maxLines lines within budget, merging adjacent
+// periods whose longer one is shortest: the short early periods merge
+// first, and no period is dropped.
 func TestFitPeriods(t *testing.T) {
 	var ps []*period
 	for i := 0; i < 8; i++ {
@@ -205,6 +205,9 @@ func TestDropDisfluencies(t *testing.T) {
 		{"the mic mike is off", "the mic mike is off"},         // "mic" is no prefix fragment of a longer word
 		{"I mean,", "I mean,"}, // nothing would be left
 		{"What I mean, is that it fails", "What is that it fails"},
+		{"I mean we could just ask Ed", "We could just ask Ed"},
+		{"I mean it, ask Ed", "I mean it, ask Ed"},
+		{"so I mean to ask Ed", "so I mean to ask Ed"},
 	} {
 		if got := dropDisfluencies(c.in, appendFields(nil, c.in), who); got != c.want {
 			t.Errorf("dropDisfluencies(%q) = %q, want %q", c.in, got, c.want)
