@@ -118,7 +118,8 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		Backoff: now.Before(s.RetryAfter), Ending: s.Ended, Disabled: disabled, Force: force,
 		Exchanges: s.Exchanges - s.ExchangesFolded,
 	}
-	if amortized := pol.Mode == fold.ModeWindow && pol.Window.MinFoldTokens > 0; amortized || pol.CountsTokens() {
+	eng := pol.Engine()
+	if eng.TurnTokens(pol) {
 		// Sizes as applied: the bot's tokens, else chars/4×1.2 (state.Apply).
 		turns := s.Turns
 		chk.TurnTokens = func(i int) int { return turns[i].Tokens }
@@ -128,11 +129,13 @@ func (sh *shard) evaluate(ls *live, trigger string, force bool) {
 		cursor := s.Cursor
 		chk.Joined = func(i int) bool { return s.Joined(cursor + int64(i)) }
 	}
-	if pol.CountsTokens() {
+	if eng.Estimates() {
 		chk.UnfoldedTokens = ls.unfoldedTokens()
 		chk.SummaryTokens = s.SummaryToks
 		chk.ReportedContext = s.ContextTokens
-		chk.Idle = pol.Tokens.IdleAfter > 0 && !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= pol.Tokens.IdleAfter
+	}
+	if after, _, ok := eng.Idle(pol); ok {
+		chk.Idle = !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= after
 	}
 	d := pol.Plan(chk)
 	if d.Cause == fold.CauseIdle {
@@ -194,12 +197,13 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 	// While the summarizer's endpoint refuses every request, no fold calls
 	// it: the session backs off (retry_backoff) until a probe is due, and
 	// at most RetryBackoffMax, so that it folds soon after the breaker
-	// closes. A compact control probes at once. A session past its
-	// emergency threshold (mode tokens) folds with seed 004's placeholder
-	// instead, which needs no model: its context must not overflow while
-	// the endpoint is down.
+	// closes. A compact control probes at once. A fold the mode lets land
+	// with seed 004's placeholder (mode tokens past its emergency
+	// threshold) does so instead, as it needs no model: its context must
+	// not overflow while the endpoint is down.
 	ok, probe, retryAt := p.breaker.Begin(now, d.Cause == fold.CauseForced)
-	placeholderOnly := !ok && pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency
+	placeholderOK := pol.Engine().Placeholder(pol, d)
+	placeholderOnly := !ok && placeholderOK
 	if !ok && !placeholderOnly {
 		d.Fold, d.Action, d.Reason = false, fold.ActionNone, fold.SkipRetryBackoff
 		sh.skip(ls, pol, d, trigger)
@@ -232,9 +236,9 @@ func (sh *shard) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger s
 	job := foldJob{
 		session: s.ID, foldID: s.Lease.FoldID, trigger: trigger, profile: sh.profile(ls), window: pol.Window, policy: pol, cause: d.Cause,
 		exchanges: s.Exchanges, final: trigger == "end",
-		// Seed 004's tier 3: a session past its emergency threshold whose
-		// folds keep failing gets a placeholder rather than overflowing.
-		placeholderOK: pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency && s.Failures >= 2,
+		// Seed 004's tier 3: a fold the mode lets land with a placeholder
+		// whose session keeps failing gets one rather than overflowing.
+		placeholderOK: placeholderOK && s.Failures >= 2,
 		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
 		prev: s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
@@ -336,8 +340,9 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 		// the model tokens and rarely matters once its call is answered.
 		req.Turns, r.masked = fold.MaskToolOutputs(req.Turns, fold.MaskOptions{OlderThan: pol.MaskToolOutputsAfter, Now: p.clock.Now()})
 	}
+	eng := pol.Engine()
 	var answers []contextsource.Answer
-	if pol.Mode == fold.ModeInterval {
+	if eng.Sources() {
 		// Seed 002: the model condenses only the conversation part; the
 		// source lines are asked afresh for this window and merged after.
 		req.PreviousSummary, _ = splitConversation(req.PreviousSummary)
@@ -353,14 +358,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 		r.summarized = time.Now()
 		return r
 	}
-	switch pol.Mode {
-	case fold.ModeTokens:
-		r.out, r.err = fold.SummarizeChunked(ctx, p.sum, req, fold.ChunkOptions{
-			ChunkTokens: pol.Tokens.ChunkTokens(), OversizedTokens: pol.Tokens.OversizedTokens(), Count: p.tokens.Count,
-		})
-	default:
-		r.out, r.err = fold.Summarize(ctx, p.sum, req)
-	}
+	r.out, r.err = eng.Summarize(ctx, p.sum, req, pol, p.tokens.Count)
 	called = true
 	p.breaker.Record(p.clock.Now(), r.err, job.probe)
 	if r.err != nil && job.placeholderOK && ctx.Err() == nil {
@@ -370,7 +368,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	}
 	r.model = r.err != nil
 	if r.err == nil {
-		if pol.Mode == fold.ModeInterval {
+		if eng.Sources() {
 			r.out.Summary = contextsource.Block(req.From, req.To, r.out.Summary, answers, job.window.MaxSummaryChars+sourceAllowance(len(answers)))
 		}
 		r.sumToks = p.tokens.Count(r.out.Summary)
