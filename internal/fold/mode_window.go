@@ -19,7 +19,7 @@ type windowMode struct{}
 func (windowMode) Name() Mode { return ModeWindow }
 
 func (windowMode) Doc() ModeDoc {
-	return ModeDoc{Seed: "000", Summary: "keep recent_window turns verbatim, fold batch_size turns behind them (the default)"}
+	return ModeDoc{Seed: "000", Summary: "keep recent_window turns verbatim, fold batch_size turns behind them"}
 }
 
 func (windowMode) Settings() []string {
