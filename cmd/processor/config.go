@@ -306,8 +306,8 @@ func modesUsage() string {
 	var parts []string
 	for _, e := range fold.Engines() {
 		p := string(e.Name())
-		if seed := e.Doc().Seed; seed != "" {
-			p += " (seed " + seed + ")"
+		if seeds := e.Doc().Seeds(); seeds != "" {
+			p += " (" + seeds + ")"
 		}
 		parts = append(parts, p)
 	}

@@ -301,8 +301,9 @@ type rangeSchema struct {
 
 // Every registered mode (one file under internal/fold) reaches every
 // surface without a line elsewhere: --mode's usage and the processor's
-// configuration, a configure's validation, the generated schema's enum
-// and the docs' modes table.
+// configuration, a configure's validation, the generated schemas' enums
+// (control's config.mode, the outbound events' mode) and the docs' modes
+// table.
 func TestEveryModeOnEverySurface(t *testing.T) {
 	data, err := os.ReadFile("../../schema/v1/control.json")
 	if err != nil {
@@ -346,6 +347,11 @@ func TestEveryModeOnEverySurface(t *testing.T) {
 		if !slices.Contains(doc.Properties.Config.Properties.Mode.Enum, m) {
 			t.Errorf("schema/v1/control.json: config.mode's enum %v lacks %s", doc.Properties.Config.Properties.Mode.Enum, m)
 		}
+		for _, f := range []string{"lifecycle.json", "summary-updated.json"} {
+			if enum := outboundModes(t, f); !slices.Contains(enum, m) {
+				t.Errorf("schema/v1/%s: mode's enum %v lacks %s", f, enum, m)
+			}
+		}
 		row := docsRow(string(docs), m)
 		if !strings.Contains(row, "mode_"+m+".go") || !strings.Contains(row, e.Doc().Summary) {
 			t.Errorf("docs/modes.md has no modes table row for %s naming its file and doc: %q", m, row)
@@ -354,4 +360,25 @@ func TestEveryModeOnEverySurface(t *testing.T) {
 	if got, want := len(doc.Properties.Config.Properties.Mode.Enum), len(engines)+1; got != want {
 		t.Errorf("config.mode's enum has %d values, want the %d modes and \"\"", got, want-1)
 	}
+}
+
+// outboundModes is the enum of the mode property of an outbound event's
+// schema.
+func outboundModes(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile("../../schema/v1/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Properties struct {
+			Mode struct {
+				Enum []string `json:"enum"`
+			} `json:"mode"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Properties.Mode.Enum
 }

@@ -3,20 +3,29 @@ package events
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/foldstream/foldstream/internal/fold"
 )
 
-//go:generate go run ./gen -schema ../../schema/v1/control.json -docs ../../docs/modes.md
+//go:generate go run ./gen -root ../..
 
 // What the generator (go generate ./internal/events) writes from the
 // declarations, Settings and the registered modes (fold.Engines), and a
 // test checks is committed: in schema/v1/control.json, config's mode
-// property and the property of every setting; in docs/modes.md, the modes
+// property and the property of every setting; the mode property of
+// lifecycle.json and summary-updated.json; in docs/modes.md, the modes
 // table and the settings table, each between its markers.
+
+// Generated maps each generated file, by its path under the repository's
+// root, to what writes it from the file as committed.
+var Generated = map[string]func([]byte) ([]byte, error){
+	"schema/v1/control.json":         ControlSchema,
+	"schema/v1/lifecycle.json":       LifecycleSchema,
+	"schema/v1/summary-updated.json": SummarySchema,
+	"docs/modes.md":                  Docs,
+}
 
 // Markers of the generated tables in docs/modes.md.
 const (
@@ -75,7 +84,7 @@ func ModesTable() string {
 // each property is replaced where it stands, and a declared setting the
 // schema lacks is added after the last property.
 func ControlSchema(schema []byte) ([]byte, error) {
-	props, last, err := configProperties(schema)
+	props, last, err := propertySpans(schema, "properties", "config", "properties")
 	if err != nil {
 		return nil, fmt.Errorf("control schema: %w", err)
 	}
@@ -113,6 +122,84 @@ func ControlSchema(schema []byte) ([]byte, error) {
 		out = append(out[:e.at:e.at], append([]byte(e.text), out[e.end:]...)...)
 	}
 	return out, nil
+}
+
+// LifecycleSchema is schema (schema/v1/lifecycle.json) with its mode
+// property derived from the registered modes.
+func LifecycleSchema(schema []byte) ([]byte, error) {
+	d := "The session's mode when the event was published (compaction_* and session_configured; always set by processors with modes, absent from events published before them): " +
+		modeList(func(e fold.Engine) string { return "" })
+	if fb := fallbacks(); fb != "" {
+		d += ". A mode that needs recall, on a processor without recall enabled, reports the mode it falls back to (" + fb + ")"
+	}
+	return replaceProperty(schema, "mode", outboundMode(d+"."))
+}
+
+// SummarySchema is schema (schema/v1/summary-updated.json) with its mode
+// property derived from the registered modes.
+func SummarySchema(schema []byte) ([]byte, error) {
+	d := "Mode of the session that produced it: " + modeList(func(e fold.Engine) string { return ": " + e.Doc().Summary })
+	var evicting []string
+	for _, e := range fold.Engines() {
+		if !e.Summarizes() {
+			evicting = append(evicting, string(e.Name()))
+		}
+	}
+	if len(evicting) > 0 {
+		d += ". A mode that evicts (" + strings.Join(evicting, ", ") + ") publishes its cumulative eviction note as summary, with model none, and an evicted event carries the details"
+	}
+	return replaceProperty(schema, "mode", outboundMode(d+"."))
+}
+
+// outboundMode is the mode property of an outbound event: every
+// registered mode, never empty.
+func outboundMode(description string) string {
+	quoted := make([]string, 0, len(fold.ModeNames()))
+	for _, m := range fold.ModeNames() {
+		quoted = append(quoted, jsonString(m))
+	}
+	return fmt.Sprintf(`{ "description": %s, "enum": [%s] }`, jsonString(description), strings.Join(quoted, ", "))
+}
+
+// modeList names every mode with its seed, and what more about each
+// returns, separated by semicolons.
+func modeList(more func(fold.Engine) string) string {
+	var parts []string
+	for _, e := range fold.Engines() {
+		p := string(e.Name())
+		if seeds := e.Doc().Seeds(); seeds != "" {
+			p += " (" + seeds + ")"
+		}
+		parts = append(parts, p+more(e))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// fallbacks lists each mode that needs recall with its fallback.
+func fallbacks() string {
+	var parts []string
+	for _, e := range fold.Engines() {
+		if fb := e.WithoutRecall(); fb != "" {
+			parts = append(parts, string(e.Name())+" reports "+string(fb))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// replaceProperty is schema with its top-level property key's value
+// replaced by value.
+func replaceProperty(schema []byte, key, value string) ([]byte, error) {
+	props, _, err := propertySpans(schema, "properties")
+	if err != nil {
+		return nil, err
+	}
+	sp, ok := props[key]
+	if !ok {
+		return nil, fmt.Errorf("expected a property %q", key)
+	}
+	out := append([]byte(nil), schema[:sp[0]]...)
+	out = append(out, value...)
+	return append(out, schema[sp[1]:]...), nil
 }
 
 // settingProperty is a setting's JSON Schema, on one line.
@@ -185,8 +272,8 @@ func modeProperty() string {
 		}
 		fmt.Fprintf(&d, " %s", e.Name())
 		var about []string
-		if seed := e.Doc().Seed; seed != "" {
-			about = append(about, "seed "+seed)
+		if seeds := e.Doc().Seeds(); seeds != "" {
+			about = append(about, seeds)
 		}
 		if e.Name() == fold.DefaultMode {
 			about = append(about, "the default")
@@ -216,10 +303,10 @@ func jsonString(s string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// configProperties finds the value of each property of
-// properties.config.properties in schema: its byte span, and the end of
-// the last one.
-func configProperties(schema []byte) (map[string][2]int, int, error) {
+// propertySpans finds the value of each member of the object at want
+// (keys from the top) in schema: its byte span, and the end of the last
+// one.
+func propertySpans(schema []byte, want ...string) (map[string][2]int, int, error) {
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	spans := map[string][2]int{}
 	last := -1
@@ -235,7 +322,6 @@ func configProperties(schema []byte) (map[string][2]int, int, error) {
 			}
 			key, _ := t.(string)
 			start := valueStart(schema, int(dec.InputOffset()))
-			want := []string{"properties", "config", "properties"}
 			switch {
 			case len(path) < len(want) && key == want[len(path)]:
 				if err := walk(append(path, key)); err != nil {
@@ -259,7 +345,7 @@ func configProperties(schema []byte) (map[string][2]int, int, error) {
 		return nil, 0, err
 	}
 	if last < 0 {
-		return nil, 0, errors.New("expected properties.config.properties with at least one property")
+		return nil, 0, fmt.Errorf("expected %s with at least one member", strings.Join(want, "."))
 	}
 	return spans, last, nil
 }

@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,21 +14,22 @@ import (
 // The schema's settings and modes and the docs' tables are generated from
 // the declarations; the committed files must be what the generator writes.
 func TestGeneratedFilesAreCommitted(t *testing.T) {
-	for _, f := range []struct {
-		path string
-		gen  func([]byte) ([]byte, error)
-	}{{"../../schema/v1/control.json", ControlSchema}, {"../../docs/modes.md", Docs}} {
-		in, err := os.ReadFile(f.path)
+	for rel, gen := range Generated {
+		path := filepath.Join("..", "..", rel)
+		in, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := f.gen(in)
+		out, err := gen(in)
 		if err != nil {
-			t.Fatalf("%s: %v", f.path, err)
+			t.Fatalf("%s: %v", path, err)
 		}
 		if !bytes.Equal(in, out) {
-			t.Errorf("%s differs from what the declarations generate: run go generate ./internal/events", f.path)
+			t.Errorf("%s differs from what the declarations generate: run go generate ./internal/events", rel)
 		}
+	}
+	if len(Generated) != 4 {
+		t.Errorf("%d generated files, want control.json, lifecycle.json, summary-updated.json and docs/modes.md", len(Generated))
 	}
 }
 

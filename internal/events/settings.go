@@ -30,11 +30,14 @@ const (
 //   - the processor's flag (Flag) with its default and usage, from which
 //     the config file key (the flag's name) and the environment variable
 //     (EnvVar) follow (cmd/processor);
-//   - the schema's range for Key (schema/v1/control.json, checked);
-//   - the settings table of docs/modes.md (DocsTable, checked).
+//   - the schema's property for Key (schema/v1/control.json) and the
+//     settings table of docs/modes.md (DocsTable), written by go generate
+//     (generate.go);
+//   - the modes that read it (Modes) come from the modes' own files
+//     (fold.Engine.Settings).
 //
-// A new setting is one entry here, one field in SessionConfig, and where
-// the processor applies it (withOverrides).
+// A new setting is one entry here, one field in SessionConfig and in
+// fold.Policy, and where the processor applies it (withOverrides).
 type Setting struct {
 	Key  string // the JSON key in a configure's config
 	Flag string // the processor flag of the deployment's value; "" if none

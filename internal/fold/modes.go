@@ -229,6 +229,18 @@ type ModeDoc struct {
 	Summary string // what it does, one sentence
 }
 
+// Seeds names the seed document(s), "seed 001" or "seeds 003/004"; ""
+// for none.
+func (d ModeDoc) Seeds() string {
+	switch {
+	case d.Seed == "":
+		return ""
+	case strings.Contains(d.Seed, "/"):
+		return "seeds " + d.Seed
+	}
+	return "seed " + d.Seed
+}
+
 // Eviction is what an eviction note reports: the session's evictions so
 // far, the one being recorded included.
 type Eviction struct {
