@@ -41,6 +41,8 @@ type unit struct {
 	subjSet   bool     // subj is computed
 	allToks   []string // tokenSetOf(sp.words, names{}) once asked for (see allTokens)
 	allToksOK bool     // allToks is computed
+	light     string   // a speech unit's light condensation, before replies (for hard)
+	hardLater bool     // text[2] is not made yet (see hard)
 }
 
 // allTokens is tokenSetOf(u.sp.words, names{}) (names included), computed
@@ -478,8 +480,19 @@ func (u *unit) renderSpeech(who names) {
 		words = appendFields(arr[:0], base)
 	}
 	l1 := condenseLightIn(base, words)
-	l2 := condenseHard(l1) // (a carried sentence gets its gist as a previous one)
-	u.text = [3]string{withReplies(base, u), withReplies(l1, u), withReplies(l2, u)}
+	// text[2] is made when a fold asks for it (hard): most folds never
+	// condense a new statement that far.
+	u.light, u.hardLater = l1, true
+	u.text = [3]string{withReplies(base, u), withReplies(l1, u), ""}
+}
+
+// hard is the hard condensation of a speech unit, u.text[2], made once.
+func (u *unit) hard() string {
+	if u.hardLater {
+		l2 := condenseHard(u.light) // (a carried sentence gets its gist as a previous one)
+		u.text[2], u.hardLater = withReplies(l2, u), false
+	}
+	return u.text[2]
 }
 
 // withReplies appends who agreed or disagreed.

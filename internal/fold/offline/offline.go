@@ -552,6 +552,15 @@ type item struct {
 
 func (it *item) text() string { return it.v[it.lvl] }
 
+// fillHard makes the hard condensation of an item of a new statement,
+// which its unit makes only when asked (unit.hard). Call it before v[2] is
+// read.
+func (it *item) fillHard() {
+	if it.unit != nil && it.v[2] == "" {
+		it.v[2], it.n[2] = it.unit.hard(), 0
+	}
+}
+
 // setText replaces the item's sentence.
 func (it *item) setText(v [3]string) {
 	it.v, it.n, it.prev = v, [3]int{}, nil
@@ -664,7 +673,7 @@ func assemble(prevSents []*prevSentence, ex extraction, sc *scratch) []*item {
 			pos = 0.7 + 0.3*float64(k)/float64(m-1)
 		}
 		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
-		if u.toks != nil {
+		if u.kind == unitSpeech { // (tokenizeUnits gave it its tokens)
 			it.unit = u
 		}
 		if u.tool != nil {
@@ -886,6 +895,9 @@ func fit(items []*item, budget int) {
 	}
 	setLvl := func(it *item, lvl int) {
 		ls.add(it, -1)
+		if lvl == 2 {
+			it.fillHard()
+		}
 		it.lvl = lvl
 		ls.add(it, 1)
 	}
@@ -1039,6 +1051,7 @@ func fit(items []*item, budget int) {
 	// the participants alone.
 	var best *item
 	for _, it := range items {
+		it.fillHard()
 		if it.isLead || it.dup || runeLen(it.v[2]) > budget || it.v[2] == "" {
 			continue
 		}
