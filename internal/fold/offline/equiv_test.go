@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"encoding/json"
 	"hash/fnv"
 	"math/rand/v2"
 	"regexp"
@@ -914,4 +915,66 @@ func refProposalRestIn(words []string, who names) (string, bool) {
 		return "", false
 	}
 	return r, true
+}
+
+// refToolArg is toolArg with the arguments decoded into map[string]any.
+func refToolArg(text string) string {
+	t := strings.TrimSpace(text)
+	if len(t) > 64<<10 {
+		t = t[:64<<10]
+	}
+	if strings.HasPrefix(t, "{") {
+		var m map[string]any
+		if json.Unmarshal([]byte(t), &m) == nil {
+			str := func(v any) string {
+				switch x := v.(type) {
+				case string:
+					return x
+				case []any:
+					var parts []string
+					for _, e := range x {
+						if s, ok := e.(string); ok {
+							parts = append(parts, s)
+						}
+					}
+					return strings.Join(parts, " ")
+				}
+				return ""
+			}
+			for _, k := range []string{"command", "cmd", "path", "file_path", "file", "filename",
+				"query", "pattern", "url", "name", "input", "code"} {
+				if v, ok := m[k]; ok {
+					if s := str(v); s != "" {
+						return clip(oneLine(s, 400), 80)
+					}
+				}
+			}
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if s := str(m[k]); s != "" {
+					return clip(oneLine(s, 400), 80)
+				}
+			}
+			return ""
+		}
+	}
+	first, _, _ := strings.Cut(sanitize(t, 2000), "\n")
+	return clip(strings.TrimSpace(first), 80)
+}
+
+func TestEquivToolArg(t *testing.T) {
+	in := []string{`{"command":"go test ./..."}`, `{"command":   "ls -la" , "path":"x"}`, `{"path":"a.go","command":""}`,
+		`{"cmd":["go","test","./x"]}`, `{"cmd":["go",1,null,"x"]}`, `{"command":null,"path":"p"}`, `{"command":3,"zeta":"z","alpha":"a"}`,
+		`{"x":{"command":"nested"},"y":"why"}`, `{"command":"a\u00e9\n b","path":"p"}`, `{"command":"dup","command":"last"}`,
+		`{"a":[],"b":[1,2],"c":"\ud800"}`, `{"a":"\xff"}`, "{\"a\":\"\xff\"}", `{bad json`, `{}`, `{"a":true}`, `["x"]`, `plain text`,
+		`{ "query" : [ "a" , "b" ] }`, `{"url":"https://x.gg/a?b=c"}`, `{"input":"` + strings.Repeat("w ", 300) + `"}`}
+	for _, s := range in {
+		if got, want := toolArg(s), refToolArg(s); got != want {
+			t.Fatalf("toolArg(%q) = %q, want %q", s, got, want)
+		}
+	}
 }

@@ -832,7 +832,8 @@ func toolArg(text string) string {
 		t = t[:64<<10]
 	}
 	if strings.HasPrefix(t, "{") {
-		var m map[string]any
+		// (values are decoded only as far as argString looks at them)
+		var m map[string]json.RawMessage
 		if json.Unmarshal([]byte(t), &m) == nil {
 			for _, k := range []string{"command", "cmd", "path", "file_path", "file", "filename",
 				"query", "pattern", "url", "name", "input", "code"} {
@@ -859,18 +860,29 @@ func toolArg(text string) string {
 	return clip(strings.TrimSpace(first), 80)
 }
 
-func argString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case []any:
-		var parts []string
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				parts = append(parts, s)
-			}
+// argString is a JSON value as an argument: a string, or the strings of an
+// array joined by spaces ("" for anything else).
+func argString(v json.RawMessage) string {
+	if len(v) == 0 {
+		return ""
+	}
+	switch v[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return s
 		}
-		return strings.Join(parts, " ")
+	case '[':
+		var x []any
+		if json.Unmarshal(v, &x) == nil {
+			var parts []string
+			for _, e := range x {
+				if s, ok := e.(string); ok {
+					parts = append(parts, s)
+				}
+			}
+			return strings.Join(parts, " ")
+		}
 	}
 	return ""
 }

@@ -36,10 +36,11 @@
 package offline
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -906,7 +907,8 @@ func fit(items []*item, budget int) {
 		it.drop = drop
 		ls.add(it, 1)
 	}
-	var prev, fresh []*item
+	var prevArr, freshArr [64]*item
+	prev, fresh := prevArr[:0], freshArr[:0]
 	var lead *item
 	for _, it := range items {
 		switch {
@@ -929,8 +931,9 @@ func fit(items []*item, budget int) {
 			}
 		}
 	}
-	weak := append([]*item(nil), fresh...)
-	sort.SliceStable(weak, func(a, b int) bool { return weak[a].score < weak[b].score })
+	var weakArr [64]*item
+	weak := append(weakArr[:0], fresh...)
+	slices.SortStableFunc(weak, func(a, b *item) int { return cmp.Compare(a.score, b.score) })
 	for _, it := range weak {
 		if it.lvl < 1 {
 			setLvl(it, 1)
@@ -939,7 +942,8 @@ func fit(items []*item, budget int) {
 			}
 		}
 	}
-	var chatter []*item
+	var chatterArr [64]*item
+	chatter := chatterArr[:0]
 	for _, it := range prev {
 		if it.score < chatterScore {
 			chatter = append(chatter, it)
@@ -950,7 +954,7 @@ func fit(items []*item, budget int) {
 			chatter = append(chatter, it)
 		}
 	}
-	sort.SliceStable(chatter, func(a, b int) bool { return chatter[a].eff() < chatter[b].eff() })
+	slices.SortStableFunc(chatter, func(a, b *item) int { return cmp.Compare(a.eff(), b.eff()) })
 	for _, it := range chatter {
 		setDrop(it, true)
 		if !over() {
