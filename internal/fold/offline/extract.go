@@ -69,6 +69,17 @@ type unitArena struct {
 	size  int
 }
 
+// firstUsed is the used part of first, the arena's first block.
+func (a *unitArena) firstUsed(first []unit) []unit {
+	switch {
+	case len(a.block) == 0:
+		return first[:0] // (no unit)
+	case cap(first) > 0 && &a.block[0] == &first[:1][0]:
+		return a.block // still the first block
+	}
+	return first[:cap(first)] // (a later block was started: the first is full)
+}
+
 func (a *unitArena) new(u unit) *unit {
 	if len(a.block) == cap(a.block) {
 		a.block = make([]unit, 0, max(a.size, 4))
@@ -284,6 +295,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	}
 
 	notes := s.noteUnits(req, who, topics, &arena)
+	sc.units = arena.firstUsed(sc.units)
 	ex.units = append(ex.units, notes...)
 	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
 	ex.units = mergeToolRuns(ex.units)

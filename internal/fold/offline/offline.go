@@ -682,6 +682,7 @@ func assemble(prevSents []*prevSentence, ex extraction, sc *scratch) []*item {
 		}
 		items = append(items, it)
 	}
+	sc.items, sc.ptrs = arena, items // (the parts used)
 	return items
 }
 
