@@ -201,55 +201,64 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 		if words == nil {
 			words = take(sc.words, wordsEstimate(req.Turns[i:]))
 		}
+		if infos == nil {
+			infos = take(sc.infos, cap(words))
+		}
 		for k, sent := range sents {
-			mark := len(words)
+			mark, imark := len(words), len(infos)
 			words = appendFields(words, sent)
 			ws := words[mark:len(words):len(words)]
-			fk := classifyWords(ws, who, s.cfg.extraFiller)
+			infos = appendWords(infos, ws)
+			wis := infos[imark:len(infos):len(infos)] // the words of ws
+			fk := classifyInfos(wis, who, s.cfg.extraFiller)
 			if fk == notFiller && k == 0 {
 				// "yes, and …" / "nah, …" answers the previous speaker too
 				if len(ws) > 1 && strings.HasSuffix(ws[0], ",") {
-					n, nb, k := normParts(ws[0]) // norm(ws[0]), on the stack
-					if k > 0 {
-						n = string(nb[:k])
-					}
-					if _, v := lexVariants(n); v&lxAgree != 0 || n == "no" || n == "nope" || n == "nah" {
+					n := wis[0].n // norm(ws[0])
+					if _, v := lexVariantsOf(n, wis[0].lx); v&lxAgree != 0 || n == "no" || n == "nope" || n == "nah" {
 						attachReply(ex.units, i, name, v&lxAgree != 0) // inSet(agreeWords, n)
 					}
 				}
 			}
 			if fk == notFiller {
-				stripped := stripFillerWords(sent, ws)
+				stripped := stripFillerInfos(sent, ws, wis)
 				if stripped == "" {
-					words = words[:mark]
+					words, infos = words[:mark], infos[:imark]
 					continue
 				}
 				if stripped != sent { // (else it is still notFiller)
 					sent = stripped
 					words = appendFields(words[:mark], sent)
 					ws = words[mark:len(words):len(words)]
-					fk = classifyWords(ws, who, s.cfg.extraFiller)
+					infos = appendWords(infos[:imark], ws)
+					wis = infos[imark:len(infos):len(infos)]
+					fk = classifyInfos(wis, who, s.cfg.extraFiller)
 				}
 			}
 			if fk != notFiller {
 				if fk == fillerAgree || fk == fillerDisagree {
 					attachReply(ex.units, i, name, fk == fillerAgree)
 				}
-				words = words[:mark]
+				words, infos = words[:mark], infos[:imark]
 				continue
 			}
 			ex.allFiller = false
 			addressee, body, bws := extractVocativeIn(sent, ws, name, who)
-			if bws == nil {
+			// The unit's words: those of ws, or of ws without the vocative
+			// that opened it, or the body's own (kept by the unit: never
+			// written again).
+			var bis []word
+			switch {
+			case bws == nil:
 				words = appendFields(words[:mark], body)
 				bws = words[mark:len(words):len(words)]
+				infos = appendWords(infos[:imark], bws)
+				bis = infos[imark:len(infos):len(infos)]
+			case len(bws) == len(ws):
+				bis = wis
+			default: // bws is ws[1:]
+				bis = wis[1:]
 			}
-			if infos == nil {
-				infos = take(sc.infos, cap(words))
-			}
-			imark := len(infos)
-			infos = appendWords(infos, bws)
-			bis := infos[imark:len(infos):len(infos)] // (kept by the unit: never written again)
 			tr := analyzeInfos(body, bis, who)
 			if agent && tr.imperative && role == "user" {
 				tr.request = true // rendered "User asked: Add …"

@@ -313,8 +313,10 @@ func lexLower(s string) uint32 { return lexicon.getLower(s) }
 // lexVariants returns the classes of the normalized word n (exact) and the
 // classes of n or of n with letter runs collapsed to two or to one ("yeahhh",
 // "sooo", "okkk"), as a lookup in each word list would find them.
-func lexVariants(n string) (exact, any uint32) {
-	exact = lexicon.get(n)
+func lexVariants(n string) (exact, any uint32) { return lexVariantsOf(n, lexicon.get(n)) }
+
+// lexVariantsOf is lexVariants(n), given exact = lexicon.get(n).
+func lexVariantsOf(n string, exact uint32) (_, any uint32) {
 	if !hasRunOver(n, 1) {
 		return exact, exact // all three variants are n
 	}
