@@ -1058,7 +1058,10 @@ func (r *toolRun) key() string {
 // same caller into one clause ("Assistant ran read_file (a.go, b.go and 3
 // more): ok.").
 func mergeToolRuns(units []*unit) []*unit {
-	out := units[:0:0]
+	if len(units) < 2 {
+		return units
+	}
+	out := make([]*unit, 0, len(units))
 	var last *unit // out's last unit, a merged copy whose text is stale
 	finish := func() {
 		if last != nil {
