@@ -971,8 +971,38 @@ func TestEquivToolArg(t *testing.T) {
 		`{"cmd":["go","test","./x"]}`, `{"cmd":["go",1,null,"x"]}`, `{"command":null,"path":"p"}`, `{"command":3,"zeta":"z","alpha":"a"}`,
 		`{"x":{"command":"nested"},"y":"why"}`, `{"command":"a\u00e9\n b","path":"p"}`, `{"command":"dup","command":"last"}`,
 		`{"a":[],"b":[1,2],"c":"\ud800"}`, `{"a":"\xff"}`, "{\"a\":\"\xff\"}", `{bad json`, `{}`, `{"a":true}`, `["x"]`, `plain text`,
-		`{ "query" : [ "a" , "b" ] }`, `{"url":"https://x.gg/a?b=c"}`, `{"input":"` + strings.Repeat("w ", 300) + `"}`}
+		`{ "query" : [ "a" , "b" ] }`, `{"url":"https://x.gg/a?b=c"}`, `{"input":"` + strings.Repeat("w ", 300) + `"}`,
+		`{"comm\u0061nd":"escaped key","b":"b"}`, `{"k\"q":"x","a":""}`, "{\"é\":\"x\",\"a\":\"\"}", "{\"a\xff\":\"1\",\"a\xfe\":\"2\"}",
+		`{"b":"1","a":"2","b":"3"}`, `{"z":[],"y":{},"x":"x"}`, `{"a":{"b":[1,{"c":"}"}]},"d":"]","e":"e"}`, "{\n\t\"path\" :\r\n \"p q\" \n}",
+		`{"a":-1.5e3,"b":true,"c":null,"d":"dd"}`, `{"a":"x\/y","b":"\u00e9"}`, `{"a":["\u00e9",2]}`, `{"a":"é"}`, `{"":"empty key"}`,
+		`{"a":1}x`, `{"a":1,}`, `{"a" 1}`, `{"a":"\x"}`, `{"a":[}`, "{\"a\":\"\x01\"}", `{"a":"b"} `, `{"name":"n","code":"c"}`}
 	for _, s := range in {
+		if got, want := toolArg(s), refToolArg(s); got != want {
+			t.Fatalf("toolArg(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func TestEquivToolArgRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 99))
+	keys := []string{`"command"`, `"cmd"`, `"path"`, `"name"`, `"zz"`, `"a"`, `"comm\u0061nd"`, `"é"`, `""`, `"k\"q"`, `"code"`}
+	vals := []string{`"go test ./..."`, `""`, `"a\nb"`, `"\u00e9x"`, `"é"`, `1`, `-2.5e3`, `true`, `null`, `[]`, `["a","b"]`,
+		`["a",1,{"x":"y"}]`, `{}`, `{"command":"inner"}`, `"}"`, `"]"`, `"\""`, `"x\/y"`, `[[],[{"a":[]}]]`}
+	ws := []string{"", " ", "\n", "\t ", "\r\n"}
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		b.WriteString("{" + ws[r.IntN(len(ws))])
+		for k := r.IntN(5); k > 0; k-- {
+			b.WriteString(keys[r.IntN(len(keys))] + ws[r.IntN(len(ws))] + ":" + ws[r.IntN(len(ws))] + vals[r.IntN(len(vals))] + ws[r.IntN(len(ws))])
+			if k > 1 {
+				b.WriteString("," + ws[r.IntN(len(ws))])
+			}
+		}
+		b.WriteString("}")
+		s := b.String()
+		if r.IntN(20) == 0 { // now and then invalid
+			s = s[:r.IntN(len(s))]
+		}
 		if got, want := toolArg(s), refToolArg(s); got != want {
 			t.Fatalf("toolArg(%q) = %q, want %q", s, got, want)
 		}

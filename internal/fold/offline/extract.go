@@ -854,23 +854,17 @@ func toolArg(text string) string {
 	}
 	if strings.HasPrefix(t, "{") {
 		// (values are decoded only as far as argString looks at them)
-		var m map[string]json.RawMessage
-		if json.Unmarshal([]byte(t), &m) == nil {
+		if ms, ok := objectMembers(t); ok {
 			for _, k := range []string{"command", "cmd", "path", "file_path", "file", "filename",
 				"query", "pattern", "url", "name", "input", "code"} {
-				if v, ok := m[k]; ok {
+				if v, ok := memberValue(ms, k); ok {
 					if s := argString(v); s != "" {
 						return clip(oneLine(s, 400), 80)
 					}
 				}
 			}
-			keys := make([]string, 0, len(m))
-			for k := range m {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if s := argString(m[k]); s != "" {
+			for _, m := range ms { // (in the order of their names)
+				if s := argString(m.raw); s != "" {
 					return clip(oneLine(s, 400), 80)
 				}
 			}
@@ -883,19 +877,22 @@ func toolArg(text string) string {
 
 // argString is a JSON value as an argument: a string, or the strings of an
 // array joined by spaces ("" for anything else).
-func argString(v json.RawMessage) string {
+func argString(v string) string {
 	if len(v) == 0 {
 		return ""
 	}
 	switch v[0] {
 	case '"':
+		if s := v[1 : len(v)-1]; strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s) {
+			return s // (nothing to decode)
+		}
 		var s string
-		if json.Unmarshal(v, &s) == nil {
+		if json.Unmarshal([]byte(v), &s) == nil {
 			return s
 		}
 	case '[':
 		var x []any
-		if json.Unmarshal(v, &x) == nil {
+		if json.Unmarshal([]byte(v), &x) == nil {
 			var parts []string
 			for _, e := range x {
 				if s, ok := e.(string); ok {
