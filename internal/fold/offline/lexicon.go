@@ -199,6 +199,7 @@ const (
 	lxPlan     // willWords
 	lxSelf     // firstPersonOpeners
 	lxGistKeep // gistKeep
+	lxAbbrev   // abbrevs
 )
 
 // lexicon maps a word to the classes (word lists) it belongs to, so that a
@@ -215,6 +216,7 @@ var lexicon = func() *wordTable {
 		{lxStop, stopwords}, {lxAttribution, attribution}, {lxCommonCaps, commonCaps},
 		{lxCalendar, calendarWords}, {lxConnector, topicConnectors}, {lxLightDrop, lightDropWords},
 		{lxNumber, numberWords}, {lxPlan, willWords}, {lxSelf, firstPersonOpeners}, {lxGistKeep, gistKeep},
+		{lxAbbrev, abbrevs},
 	} {
 		for w := range c.set {
 			m[w] |= c.bit

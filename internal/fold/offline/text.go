@@ -240,8 +240,8 @@ func appendLine(out []string, line string) []string {
 	// i is the byte offset of a rune r; end is the offset after the run of
 	// terminators and closers that r starts, last its final rune.
 	for i := 0; i < len(line); {
-		if c := line[i]; c < utf8.RuneSelf && c != '.' && c != '!' && c != '?' {
-			i++ // not a terminator: the common case
+		if !termOrHigh[line[i]] {
+			i++ // an ASCII byte that ends no sentence: the common case
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(line[i:])
@@ -294,17 +294,28 @@ func appendLine(out []string, line string) []string {
 	return out
 }
 
+// termOrHigh flags the bytes where appendLine looks for a sentence end:
+// '.', '!', '?' and every byte of a multi-byte rune.
+var termOrHigh = func() (t [256]bool) {
+	t['.'], t['!'], t['?'] = true, true, true
+	for c := utf8.RuneSelf; c < 256; c++ {
+		t[c] = true
+	}
+	return t
+}()
+
 // isAbbrev reports whether the last word of s is an abbreviation:
 // abbrevs[w] || isDottedAbbrev(w) for w = lastWord(s), without allocating
 // for ASCII words.
 func isAbbrev(s string) bool {
 	var buf [lowerBufLen]byte
-	b, ok := lowerASCII(&buf, trimOpeners(s[lastSpaceEnd(s):]))
+	w := trimOpeners(s[lastSpaceEnd(s):])
+	b, ok := lowerASCII(&buf, w)
 	if !ok { // not ASCII, or long
 		w := lastWord(s)
 		return abbrevs[w] || isDottedAbbrev(w)
 	}
-	return abbrevs[string(b)] || isDottedAbbrev(b) // (no string copy of b)
+	return lexicon.getLower(w)&lxAbbrev != 0 || isDottedAbbrev(b) // (abbrevs[string(b)])
 }
 
 // lastSpaceEnd is strings.LastIndexFunc(s, unicode.IsSpace) + 1 (0 when s
