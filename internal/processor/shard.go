@@ -452,9 +452,9 @@ func (sh *shard) control(ls *live, c *events.Control) {
 	case events.OpConfigure:
 		pol := sh.co.policy(ls)
 		sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionConfigured, Mode: string(pol.Mode)})
-		if c.Config != nil && c.Config.Mode == events.ModeEvict && pol.Mode != fold.ModeEvict {
-			p.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).
-				Msg("mode evict needs recall (the context service) to find evicted turns; without it eviction is amnesia, so this session folds in mode tokens")
+		if c.Config != nil && c.Config.Mode != "" && pol.Mode != fold.Mode(c.Config.Mode) {
+			p.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).Str("configured_mode", c.Config.Mode).Str("mode", string(pol.Mode)).
+				Msg("the configured mode needs recall (the context service) to find the turns it drops; without it that is amnesia, so this session folds in the mode it falls back to")
 		}
 		w := pol.Window
 		p.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Str("mode", string(pol.Mode)).Int("recent_window", w.Recent).
