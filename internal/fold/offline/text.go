@@ -478,16 +478,22 @@ func appendWords(dst []word, fs []string) []word {
 	type pend struct{ at, to int32 } // dst[at].n is buf[previous to:to]
 	var pendArr [8]pend
 	pending := pendArr[:0]
+	dst = slices.Grow(dst, len(fs))
 	for _, f := range fs {
+		// (the fields are set in place: no copy of a whole word, which
+		// the garbage collector's write barrier would scan)
+		dst = dst[:len(dst)+1]
+		d := &dst[len(dst)-1]
 		c := core(f)
+		d.w, d.c = f, c
 		n, nb, k := lowerParts(c)
 		if k > 0 {
 			buf = append(buf, nb[:k]...)
-			pending = append(pending, pend{int32(len(dst)), int32(len(buf))})
-			dst = append(dst, word{w: f, c: c})
+			pending = append(pending, pend{int32(len(dst) - 1), int32(len(buf))})
+			d.n, d.lx = "", 0
 			continue
 		}
-		dst = append(dst, word{w: f, c: c, n: n, lx: lexicon.get(n)})
+		d.n, d.lx = n, lexicon.get(n)
 	}
 	if len(pending) > 0 {
 		all := string(buf)
