@@ -1008,3 +1008,92 @@ func TestEquivToolArgRandom(t *testing.T) {
 		}
 	}
 }
+
+// refShiftFirstPersonIn is shiftFirstPerson before words were found once; words are the fields
+// of s.
+func refShiftFirstPersonIn(s string, words []string, speaker string) (string, bool) {
+	var outArr [64]string
+	out := outArr[:0]
+	changed := false
+	starts := false
+	inQuote := false
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if inQuote || strings.HasPrefix(w, "\"") {
+			out = append(out, w)
+			q := strings.Count(w, "\"")
+			if q%2 == 1 {
+				inQuote = !inQuote
+			}
+			continue
+		}
+		pre, c, suf := splitWord(w)
+		lc, lb, k := lowerParts(c) // strings.ToLower(c), on the stack
+		if k > 0 {
+			lc = string(lb[:k])
+		}
+		first := len(out) == 0
+		switch lc {
+		case "i":
+			out = append(out, pre+speaker+suf)
+			if suf == "" {
+				j := i + 1
+				// (norm(w) == strings.ToLower(w) exactly when core(w) == w)
+				for j < len(words) && hasLower(preVerbAdverbs, core(words[j])) && core(words[j]) == words[j] {
+					j++
+				}
+				if j < len(words) {
+					out = append(out, words[i+1:j]...)
+					out = append(out, conjugate(words[j]))
+					i = j
+				}
+			}
+		case "i'm", "im":
+			out = append(out, pre+speaker, "is"+suf)
+		case "i've":
+			out = append(out, pre+speaker, "has"+suf)
+		case "i'll":
+			out = append(out, pre+speaker, "will"+suf)
+		case "i'd":
+			aux := "would"
+			if i+1 < len(words) {
+				n := norm(words[i+1])
+				if strings.HasSuffix(n, "ed") || n == "been" || n == "gotten" || n == "done" || n == "seen" {
+					aux = "had"
+				}
+			}
+			out = append(out, pre+speaker, aux+suf)
+		case "imma", "i'ma":
+			out = append(out, pre+speaker, "is", "going", "to"+suf)
+		case "me", "myself":
+			out = append(out, pre+speaker+suf)
+		case "my", "mine":
+			out = append(out, pre+speaker+"'s"+suf)
+		default:
+			out = append(out, w)
+			continue
+		}
+		changed = true
+		if first && pre == "" {
+			starts = true
+		}
+	}
+	if !changed && isSingleSpaced(s) {
+		return s, starts
+	}
+	return strings.Join(out, " "), starts
+}
+
+func TestEquivShiftFirstPerson(t *testing.T) {
+	in := equivInputs(41, 3000)
+	in = append(in, "I think I'm right", "\"I said\" I will", "my I me mine myself", "I just really like it", "I'd gone", "I'd go",
+		"imma go", "(I) left", "I", "I  am", "Next I will", "I'M DONE", "i went home")
+	for _, s := range in {
+		f := strings.Fields(s)
+		got, gs := shiftFirstPersonIn(s, f, "Bob")
+		want, ws := refShiftFirstPersonIn(s, f, "Bob")
+		if got != want || gs != ws {
+			t.Fatalf("shiftFirstPersonIn(%q) = %q, %v; want %q, %v", s, got, gs, want, ws)
+		}
+	}
+}

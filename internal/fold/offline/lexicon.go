@@ -200,6 +200,7 @@ const (
 	lxSelf     // firstPersonOpeners
 	lxGistKeep // gistKeep
 	lxAbbrev   // abbrevs
+	lxShift    // shiftWords
 )
 
 // lexicon maps a word to the classes (word lists) it belongs to, so that a
@@ -216,7 +217,7 @@ var lexicon = func() *wordTable {
 		{lxStop, stopwords}, {lxAttribution, attribution}, {lxCommonCaps, commonCaps},
 		{lxCalendar, calendarWords}, {lxConnector, topicConnectors}, {lxLightDrop, lightDropWords},
 		{lxNumber, numberWords}, {lxPlan, willWords}, {lxSelf, firstPersonOpeners}, {lxGistKeep, gistKeep},
-		{lxAbbrev, abbrevs},
+		{lxAbbrev, abbrevs}, {lxShift, shiftWords},
 	} {
 		for w := range c.set {
 			m[w] |= c.bit
