@@ -1097,3 +1097,25 @@ func TestEquivShiftFirstPerson(t *testing.T) {
 		}
 	}
 }
+
+func TestEquivLowerFirstCommon(t *testing.T) {
+	ref := func(s string) string {
+		w, _, _ := strings.Cut(s, " ")
+		c := core(w)
+		lc := strings.ToLower(c)
+		if !(stopwords[lc] || commonCaps[lc] || sentenceStarters[lc]) || (len(c) > 1 && c == strings.ToUpper(c)) {
+			return s
+		}
+		r, size := utf8.DecodeRuneInString(s)
+		if !unicode.IsUpper(r) {
+			return s
+		}
+		return string(unicode.ToLower(r)) + s[size:]
+	}
+	in := append(equivInputs(43, 3000), "The comp", "THE comp", "I think", "Tomorrow we", "Tokyo is", "Ok then", "É", "ÉTÉ x")
+	for _, s := range in {
+		if got, want := lowerFirstCommon(s), ref(s); got != want {
+			t.Fatalf("lowerFirstCommon(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

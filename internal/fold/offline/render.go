@@ -339,8 +339,11 @@ var sentenceStarters = toSet("tomorrow", "today", "tonight", "yesterday", "every
 func lowerFirstCommon(s string) string {
 	w, _, _ := strings.Cut(s, " ")
 	c := core(w)
-	lc := strings.ToLower(c)
-	if !(stopwords[lc] || commonCaps[lc] || sentenceStarters[lc]) || (len(c) > 1 && c == strings.ToUpper(c)) {
+	lc, lb, k := lowerParts(c) // strings.ToLower(c), on the stack
+	if k > 0 {
+		lc = string(lb[:k])
+	}
+	if lexicon.get(lc)&(lxStop|lxCommonCaps) == 0 && !sentenceStarters[lc] || len(c) > 1 && isUpperCase(c) {
 		return s
 	}
 	r, size := utf8.DecodeRuneInString(s)
@@ -348,6 +351,19 @@ func lowerFirstCommon(s string) string {
 		return s
 	}
 	return string(unicode.ToLower(r)) + s[size:]
+}
+
+// isUpperCase reports c == strings.ToUpper(c).
+func isUpperCase(c string) bool {
+	if !isASCII(c) {
+		return c == strings.ToUpper(c)
+	}
+	for i := 0; i < len(c); i++ {
+		if 'a' <= c[i] && c[i] <= 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // speech is one sentence said by one speaker, ready to render.
