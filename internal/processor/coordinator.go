@@ -549,8 +549,11 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	runtime.Gosched()
 }
 
-// applyResult lands a fold on its shard: publish the summary (the record),
-// then checkpoint, then look for the next batch (catch-up).
+// applyResult lands a fold's result on the loop: the summary is on the
+// stream (the record), so the cursor moves, the checkpoint follows, and
+// the next batch is looked for (catch-up). A failure, a refused publish
+// or an abandoned fold are handled here too, and an eviction's result is
+// landEviction's.
 func (c *coordinator) applyResult(r foldResult) {
 	p := c.p
 	c.inFlight--
