@@ -72,6 +72,8 @@ type foldResult struct {
 	fromT    time.Time
 	toT      time.Time
 	masked   int // tool turns masked before summarizing
+	// evict: the result is an eviction's record, not a fold's (modes.go).
+	evict *evictJob
 }
 
 // runFold reads the batch from the stream and calls the summarizer under
