@@ -166,8 +166,16 @@ func (sh *shard) run() {
 	sh.flushAll()
 }
 
-// idle reports whether the shard's input has been quiet for idleFlush.
-func (sh *shard) idle() bool { return time.Since(sh.lastIn) >= idleFlush }
+// idle reports whether the shard's input has been quiet for idleFlush
+// with nothing more waiting on the consumer. Under a backlog, a gap in one
+// shard's input only means the cores are busy elsewhere (the consumer, the
+// server, other shards): writing every dirty session then cost one write
+// per session every few milliseconds, most of the server's work at 1,000
+// sessions (cmd/bench), where waiting for FlushInterval lets one write
+// cover many turns.
+func (sh *shard) idle() bool {
+	return time.Since(sh.lastIn) >= idleFlush && sh.p.backlog.Load() == 0
+}
 
 // reset forgets every session and unacknowledged message; the consumer is
 // re-attached at the ack floor and the messages come again, in order. Fold
