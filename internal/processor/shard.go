@@ -46,6 +46,9 @@ type live struct {
 
 func (ls *live) remember(seq uint64, data []byte) { ls.payloads.add(seq, data) }
 
+// rememberTurn keeps a turn as decoded (payloads.go); t is not changed after.
+func (ls *live) rememberTurn(seq uint64, t *events.Turn) { ls.payloads.addTurn(seq, t) }
+
 // shard owns a subset of sessions: every event and fold result of a session
 // is handled on its shard's goroutine, so session state needs no locks.
 type shard struct {
@@ -442,7 +445,7 @@ func (sh *shard) handle(m inMsg) {
 		p.m.duplicates.Inc()
 		p.log.Debug().Str("event", "turn_duplicate").Str("session", m.session).Str("turn_id", in.Turn.TurnID).Msg("turn already applied; ignored")
 	case state.EffectTurn:
-		ls.remember(seq, m.msg.Data())
+		ls.rememberTurn(seq, in.Turn)
 		if sh.trigger(ls) == TriggerTurn {
 			sh.evaluate(ls, "turn", false)
 		}
