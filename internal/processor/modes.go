@@ -134,9 +134,10 @@ func (sh *shard) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
 }
 
 // evict runs an eviction (ActionEvict, mode evict) on the shard: no model
-// call, so nothing to wait for. The record (summary-updated carrying the eviction note, and
-// the evicted event) is published before the checkpoint, with message ids
-// by version, so a crash in between replays into the same outcome.
+// call, so nothing to wait for. The record (summary-updated carrying the
+// mode's eviction note, and the evicted event) is published before the
+// checkpoint, with message ids by version, so a crash in between replays
+// into the same outcome.
 func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := sh.p
 	s := ls.s
