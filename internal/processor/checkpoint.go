@@ -9,35 +9,61 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// checkpointWriter is the state of a shard's checkpoint writer: the dirty
-// sessions (oldest change first), the acks waiting for the checkpoint
-// that covers them, and the pipelined KV writes in flight, whose outcomes
-// come back on saves. It lives on the shard's goroutine: the event loop
-// selects on saves and hands the outcomes to landSaves; only awaitSaves
-// runs elsewhere, and it touches nothing but the futures and the channel.
-// Its methods are the shard's, because a failed write drops the session
-// from the shard's memory and rewinds the consumer.
+// checkpointWriter owns a shard's checkpoint writes: the dirty sessions
+// (oldest change first), the acks waiting for the checkpoint that covers
+// them, and the pipelined KV writes in flight, whose outcomes come back on
+// saves. It runs on its shard's goroutine: the event loop selects on saves
+// and hands the outcomes to landSaves; only awaitSaves runs elsewhere, and
+// it touches nothing but the futures and the channel. What it needs of the
+// loop is sessionOwner: whether a session is still the loop's, and to
+// forget one whose write failed.
 type checkpointWriter struct {
+	p       *Processor
+	owner   sessionOwner
 	dirty   []*live
 	pending int             // acks waiting
 	saves   chan []saveDone // outcomes of pipelined checkpoint writes
 	writes  int             // checkpoint writes in flight
 }
 
-func (sh *shard) markDirty(ls *live) {
+// sessionOwner is the event loop as the checkpoint writer sees it.
+type sessionOwner interface {
+	// holds reports whether ls is the loop's live state of its session
+	// (not dropped after a conflict or a rewind).
+	holds(ls *live) bool
+	// drop forgets the session after a failed write: its unacknowledged
+	// messages are applied again after the rewind.
+	drop(id string)
+}
+
+func newCheckpointWriter(p *Processor, owner sessionOwner) checkpointWriter {
+	return checkpointWriter{p: p, owner: owner, saves: make(chan []saveDone, 64)}
+}
+
+// busy reports whether writes are in flight or sessions wait for one.
+func (w *checkpointWriter) busy() bool { return w.writes > 0 || len(w.dirty) > 0 }
+
+// reset forgets the dirty sessions and pending acks (a rewind: their
+// messages come again). Writes in flight must have landed.
+func (w *checkpointWriter) reset() {
+	w.dirty = nil
+	w.pending = 0
+}
+
+func (w *checkpointWriter) markDirty(ls *live) {
 	if !ls.dirty {
 		ls.dirty = true
 		if ls.dirtyAt.IsZero() {
 			ls.dirtyAt = time.Now()
 		}
-		sh.dirty = append(sh.dirty, ls)
+		w.dirty = append(w.dirty, ls)
 	}
 }
 
-func (sh *shard) addAck(ls *live, msg jetstream.Msg) {
+func (w *checkpointWriter) addAck(ls *live, msg jetstream.Msg) {
 	ls.acks = append(ls.acks, msg)
-	sh.pending++
-	sh.markDirty(ls)
+	w.pending++
+	w.markDirty(ls)
 }
 
 // flush writes checkpoints of dirty sessions, oldest change first, then
@@ -46,75 +72,77 @@ func (sh *shard) addAck(ls *live, msg jetstream.Msg) {
 // whose oldest change is FlushInterval old are written, so under load one
 // write covers many turns of a session. Writes are pipelined, at most
 // maxWrites in flight.
-func (sh *shard) flush(force bool) {
-	n := len(sh.dirty)
+func (w *checkpointWriter) flush(force bool) {
+	n := len(w.dirty)
 	if n == 0 {
 		return
 	}
 	now := time.Now()
 	var futures []jetstream.PubAckFuture
 	var done []saveDone
-	for ; n > 0 && len(sh.dirty) > 0 && sh.writes+len(futures) < maxWrites; n-- {
-		ls := sh.dirty[0]
-		if !force && now.Sub(ls.dirtyAt) < sh.p.cfg.FlushInterval {
+	for ; n > 0 && len(w.dirty) > 0 && w.writes+len(futures) < maxWrites; n-- {
+		ls := w.dirty[0]
+		if !force && now.Sub(ls.dirtyAt) < w.p.cfg.FlushInterval {
 			break
 		}
-		sh.dirty[0] = nil
-		sh.dirty = sh.dirty[1:]
+		w.dirty[0] = nil
+		w.dirty = w.dirty[1:]
 		ls.dirty = false
-		if sh.sessions[ls.s.ID] != ls {
+		if !w.owner.holds(ls) {
 			continue // dropped after a conflict
 		}
 		if ls.writing {
-			sh.markDirty(ls) // the next write needs the revision this one returns
+			w.markDirty(ls) // the next write needs the revision this one returns
 			continue
 		}
 		ls.dirtyAt = time.Time{}
 		if ls.s.NeedsSeal() {
-			sh.checkpoint(ls) // sealing a backlog: chunks first, then the checkpoint
+			w.checkpoint(ls) // sealing a backlog: chunks first, then the checkpoint
 			continue
 		}
-		f, err := sh.p.store.SaveAsync(ls.s, ls.rev)
+		f, err := w.p.store.SaveAsync(ls.s, ls.rev)
 		if err != nil {
-			sh.saved(ls, 0, err)
+			w.saved(ls, 0, err)
 			continue
 		}
 		ls.writing = true
 		futures = append(futures, f)
 		done = append(done, saveDone{ls: ls, id: ls.s.ID, rev: ls.rev, acks: len(ls.acks)})
 	}
-	if len(sh.dirty) == 0 {
-		sh.dirty = nil // let a burst's backing array go
+	if len(w.dirty) == 0 {
+		w.dirty = nil // let a burst's backing array go
 	}
 	if len(futures) > 0 {
 		// The shard goes on applying events while the writes are stored;
 		// their acks go out as the outcomes come back (landSaves).
-		sh.writes += len(futures)
-		go sh.awaitSaves(futures, done)
+		w.writes += len(futures)
+		go w.awaitSaves(futures, done)
 	}
 }
 
 // checkpoint saves ls now (compare-and-set) and acks its covered messages.
-func (sh *shard) checkpoint(ls *live) bool {
-	if !sh.settle(ls) {
+// No pipelined write of ls may be in flight: the save needs the revision
+// that write returns (checkpointThen waits for it).
+func (w *checkpointWriter) checkpoint(ls *live) bool {
+	if !w.owner.holds(ls) {
 		return false
 	}
-	ctx, cancel := sh.ctx()
+	ctx, cancel := opCtx()
 	defer cancel()
 	if ls.s.NeedsSeal() {
-		if err := sh.p.store.Seal(ctx, ls.s); err != nil {
-			return sh.saved(ls, 0, err)
+		if err := w.p.store.Seal(ctx, ls.s); err != nil {
+			return w.saved(ls, 0, err)
 		}
 	}
-	rev, err := sh.p.store.Save(ctx, ls.s, ls.rev)
-	return sh.saved(ls, rev, err)
+	rev, err := w.p.store.Save(ctx, ls.s, ls.rev)
+	return w.saved(ls, rev, err)
 }
 
 // saved finishes a checkpoint write. On a conflict another owner has moved
 // the session: drop ours and let the unacked messages be redelivered and
 // re-applied on the newer state.
-func (sh *shard) saved(ls *live, rev uint64, err error) bool {
-	p := sh.p
+func (w *checkpointWriter) saved(ls *live, rev uint64, err error) bool {
+	p := w.p
 	if err != nil {
 		if errors.Is(err, state.ErrConflict) {
 			p.m.checkpoints.WithLabelValues("conflict").Inc()
@@ -125,12 +153,9 @@ func (sh *shard) saved(ls *live, rev uint64, err error) bool {
 		}
 		// Not naked: a nak would be redelivered after later events of the
 		// session, out of order. The rewind re-applies them in order.
-		sh.pending -= len(ls.acks)
+		w.pending -= len(ls.acks)
 		ls.acks = nil
-		if _, ok := sh.sessions[ls.s.ID]; ok {
-			delete(sh.sessions, ls.s.ID)
-			p.m.liveSess.Dec()
-		}
+		w.owner.drop(ls.s.ID)
 		p.requestRewind("checkpoint_failed", err)
 		return false
 	}
@@ -139,7 +164,7 @@ func (sh *shard) saved(ls *live, rev uint64, err error) bool {
 	for _, m := range ls.acks {
 		_ = m.Ack()
 	}
-	sh.pending -= len(ls.acks)
+	w.pending -= len(ls.acks)
 	ls.acks = nil
 	return true
 }
@@ -159,7 +184,7 @@ type saveDone struct {
 // events meanwhile instead of idling for a round trip per flush. Outcomes
 // go back as they come, not once the last write of the flush is stored: a
 // session waiting for its write (a fold due) waits for its own only.
-func (sh *shard) awaitSaves(futures []jetstream.PubAckFuture, done []saveDone) {
+func (w *checkpointWriter) awaitSaves(futures []jetstream.PubAckFuture, done []saveDone) {
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()
 	from := 0 // first outcome not handed back yet
@@ -175,7 +200,7 @@ wait:
 		default:
 		}
 		if i > from {
-			sh.saves <- done[from:i]
+			w.saves <- done[from:i]
 			from = i
 		}
 		select {
@@ -190,32 +215,32 @@ wait:
 			break wait
 		}
 	}
-	sh.saves <- done[from:]
+	w.saves <- done[from:]
 }
 
 // landSaves acks what each confirmed write covers; a failed one drops the
 // session and rewinds, as a synchronous checkpoint would.
-func (sh *shard) landSaves(done []saveDone) {
-	p := sh.p
-	sh.writes -= len(done)
+func (w *checkpointWriter) landSaves(done []saveDone) {
+	p := w.p
+	w.writes -= len(done)
 	for _, d := range done {
 		ls := d.ls
 		ls.writing = false
-		if sh.sessions[d.id] != ls {
+		if !w.owner.holds(ls) {
 			continue // dropped meanwhile (rewind, conflict): its messages come again
 		}
 		if d.err != nil {
 			if d.rev == 0 && state.IsConflict(d.err) {
 				// The key has history (a deleted session's marker): the
 				// synchronous create knows how to handle it.
-				sh.checkpoint(ls)
+				w.checkpoint(ls)
 				continue
 			}
 			err := d.err
 			if state.IsConflict(err) {
 				err = fmt.Errorf("save session %s at revision %d: %w (%w)", d.id, d.rev, state.ErrConflict, err)
 			}
-			sh.saved(ls, 0, err)
+			w.saved(ls, 0, err)
 			continue
 		}
 		p.m.checkpoints.WithLabelValues("ok").Inc()
@@ -223,35 +248,37 @@ func (sh *shard) landSaves(done []saveDone) {
 		for _, m := range ls.acks[:d.acks] {
 			_ = m.Ack()
 		}
-		sh.pending -= d.acks
+		w.pending -= d.acks
 		if rest := ls.acks[d.acks:]; len(rest) > 0 {
 			ls.acks = append([]jetstream.Msg(nil), rest...)
 		} else {
 			ls.acks = nil
 		}
-	}
-}
-
-// settle waits for the session's pipelined write, if any, before a
-// synchronous one; false if that write failed and the session was dropped.
-func (sh *shard) settle(ls *live) bool {
-	for ls.writing {
-		sh.landSaves(<-sh.saves)
-	}
-	return sh.sessions[ls.s.ID] == ls
-}
-
-// flushAll writes every dirty session and waits for every write: the end
-// of a shard's life.
-func (sh *shard) flushAll() {
-	for {
-		sh.flush(true)
-		if sh.writes == 0 {
-			if len(sh.dirty) == 0 {
-				return
+		if fn := ls.afterWrite; fn != nil {
+			// A synchronous save waited for this write (checkpointThen).
+			ls.afterWrite = nil
+			if w.checkpoint(ls) {
+				fn()
 			}
-			continue
 		}
-		sh.landSaves(<-sh.saves)
 	}
+}
+
+// checkpointThen saves ls (compare-and-set), acks its covered messages,
+// and then runs fn: at once, or, while a pipelined write of ls is in
+// flight, once that write is back (landSaves), since the save needs the
+// revision it returns. fn does not run if the save fails (the session is
+// dropped and the consumer rewound).
+func (w *checkpointWriter) checkpointThen(ls *live, fn func()) {
+	if !ls.writing {
+		if w.checkpoint(ls) {
+			fn()
+		}
+		return
+	}
+	if prev := ls.afterWrite; prev != nil {
+		ls.afterWrite = func() { prev(); fn() }
+		return
+	}
+	ls.afterWrite = fn
 }

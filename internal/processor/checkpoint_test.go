@@ -5,97 +5,165 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// The checkpoint writer on its own, on a shard that is not running: acks
-// go out only once the write that covers them is stored, and the stored
-// checkpoint is the session's; a write that finds another owner's
-// revision drops the session, sends none of its acks, and asks for a
-// rewind.
-func TestCheckpointWriterAcksAfterTheCoveringWrite(t *testing.T) {
+// testOwner is the loop as the checkpoint writer sees it, for tests that
+// drive the writer on its own: a map of live sessions.
+type testOwner map[string]*live
+
+func (o testOwner) holds(ls *live) bool { return o[ls.s.ID] == ls }
+func (o testOwner) drop(id string)      { delete(o, id) }
+
+// writerRig is a checkpoint writer on a real KV bucket, with n turns of
+// session s1 on the inbound stream delivered to a consumer nobody acks.
+type writerRig struct {
+	*rig
+	p     *Processor
+	w     checkpointWriter
+	own   testOwner
+	cons  jetstream.Consumer
+	msgs  []jetstream.Msg
+	ls    *live
+	nextM int
+}
+
+func newWriterRig(t *testing.T, n int) *writerRig {
 	r := newRig(t)
 	ctx := context.Background()
 	p, err := New(Config{}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh := newShard(p, 0, ctx)
-	r.turns("s1", 4)
-	cons, err := r.js.CreateOrUpdateConsumer(ctx, r.layout.In, jetstream.ConsumerConfig{Durable: "writer", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	wr := &writerRig{rig: r, p: p, own: testOwner{}}
+	wr.w = newCheckpointWriter(p, wr.own)
+	r.turns("s1", n)
+	wr.cons, err = r.js.CreateOrUpdateConsumer(ctx, r.layout.In, jetstream.ConsumerConfig{Durable: "writer", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := cons.Fetch(4, jetstream.FetchMaxWait(5*time.Second))
+	batch, err := wr.cons.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var msgs []jetstream.Msg
 	for m := range batch.Messages() {
-		msgs = append(msgs, m)
+		wr.msgs = append(wr.msgs, m)
 	}
-	if len(msgs) != 4 {
-		t.Fatalf("fetched %d turns, want 4", len(msgs))
+	if len(wr.msgs) != n {
+		t.Fatalf("fetched %d turns, want %d", len(wr.msgs), n)
 	}
-	ackPending := func() int {
-		info, err := cons.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.NumAckPending
-	}
-	ls, err := sh.get("s1")
+	wr.ls = &live{s: state.New("s1")}
+	wr.own["s1"] = wr.ls
+	return wr
+}
+
+// take applies the next delivery to the session, as the loop would, and
+// hands its ack to the writer.
+func (wr *writerRig) take() {
+	m := wr.msgs[wr.nextM]
+	wr.nextM++
+	md, err := m.Metadata()
 	if err != nil {
-		t.Fatal(err)
+		wr.t.Fatal(err)
 	}
-	take := func(m jetstream.Msg) {
-		md, err := m.Metadata()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls.s.LastSeq = md.Sequence.Stream // as if applied
-		sh.addAck(ls, m)
+	wr.ls.s.LastSeq = md.Sequence.Stream
+	wr.w.addAck(wr.ls, m)
+}
+
+func (wr *writerRig) ackPending() int {
+	info, err := wr.cons.Info(context.Background())
+	if err != nil {
+		wr.t.Fatal(err)
 	}
-	for _, m := range msgs[:3] {
-		take(m)
+	return info.NumAckPending
+}
+
+// Acks go out only once the write that covers them is stored, and the
+// stored checkpoint is the session's; a write that finds another owner's
+// revision drops the session, sends none of its acks, and asks for a
+// rewind.
+func TestCheckpointWriterAcksAfterTheCoveringWrite(t *testing.T) {
+	wr := newWriterRig(t, 4)
+	w, ls := &wr.w, wr.ls
+	for range 3 {
+		wr.take()
 	}
 	time.Sleep(100 * time.Millisecond) // an ack sent too early would have reached the server
-	if n := ackPending(); n != 4 {
+	if n := wr.ackPending(); n != 4 {
 		t.Fatalf("%d deliveries unacked before any checkpoint, want 4", n)
 	}
-	sh.flush(true)
-	if sh.writes != 1 || !ls.writing {
-		t.Fatalf("flush: %d writes in flight (writing %v), want the session's one", sh.writes, ls.writing)
+	w.flush(true)
+	if w.writes != 1 || !ls.writing {
+		t.Fatalf("flush: %d writes in flight (writing %v), want the session's one", w.writes, ls.writing)
 	}
-	sh.landSaves(<-sh.saves)
-	if sh.pending != 0 || len(ls.acks) != 0 {
-		t.Fatalf("after the write: %d acks pending, want none", sh.pending)
+	w.landSaves(<-w.saves)
+	if w.pending != 0 || len(ls.acks) != 0 || w.busy() {
+		t.Fatalf("after the write: %d acks pending, busy %v, want none", w.pending, w.busy())
 	}
-	r.eventually("the three covered deliveries acked", func() bool { return ackPending() == 1 })
-	if got := r.checkpoint("s1"); got.LastSeq != ls.s.LastSeq {
+	wr.eventually("the three covered deliveries acked", func() bool { return wr.ackPending() == 1 })
+	if got := wr.checkpoint("s1"); got.LastSeq != ls.s.LastSeq {
 		t.Fatalf("stored checkpoint at sequence %d, the session at %d", got.LastSeq, ls.s.LastSeq)
 	}
 
 	// Another owner writes the session: our next write conflicts.
-	other := r.checkpoint("s1")
-	_, rev, err := r.store.Load(ctx, "s1")
+	ctx := context.Background()
+	other := wr.checkpoint("s1")
+	_, rev, err := wr.store.Load(ctx, "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.store.Save(ctx, other, rev); err != nil {
+	if _, err := wr.store.Save(ctx, other, rev); err != nil {
 		t.Fatal(err)
 	}
-	take(msgs[3])
-	sh.flush(true)
-	sh.landSaves(<-sh.saves)
-	if _, kept := sh.sessions["s1"]; kept {
+	wr.take()
+	w.flush(true)
+	w.landSaves(<-w.saves)
+	if _, kept := wr.own["s1"]; kept {
 		t.Fatal("the session stayed in memory after its write met another owner's revision")
 	}
-	if !p.rewind.Load() {
+	if !wr.p.rewind.Load() {
 		t.Fatal("no rewind asked for after a conflicting checkpoint")
 	}
+	if w.pending != 0 {
+		t.Fatalf("%d acks still counted after the session was dropped", w.pending)
+	}
 	time.Sleep(100 * time.Millisecond)
-	if n := ackPending(); n != 1 {
+	if n := wr.ackPending(); n != 1 {
 		t.Fatalf("%d deliveries unacked after the conflict, want the uncovered one", n)
+	}
+}
+
+// A session changed while its write is in flight is written again once
+// that write is back, on the revision it returned: a second write of the
+// same session never races the first, and each ack goes out with the
+// write that covers it.
+func TestCheckpointWriterOneWriteOfASessionAtATime(t *testing.T) {
+	wr := newWriterRig(t, 3)
+	w, ls := &wr.w, wr.ls
+	wr.take()
+	w.flush(true)
+	wr.take()
+	wr.take()
+	w.flush(true) // the first write is not back: the session waits its turn
+	if w.writes != 1 || len(w.dirty) != 1 || len(ls.acks) != 3 {
+		t.Fatalf("second flush during the first write: %d writes, %d dirty, %d acks held; want 1, 1, 3", w.writes, len(w.dirty), len(ls.acks))
+	}
+	w.landSaves(<-w.saves)
+	if len(ls.acks) != 2 || w.pending != 2 {
+		t.Fatalf("after the first write: %d acks held (%d pending), want the two it did not cover", len(ls.acks), w.pending)
+	}
+	wr.eventually("the first delivery acked", func() bool { return wr.ackPending() == 2 })
+	w.flush(true)
+	w.landSaves(<-w.saves)
+	if _, kept := wr.own["s1"]; !kept || wr.p.rewind.Load() {
+		t.Fatalf("the second write conflicted with the first (kept %v, rewind %v)", kept, wr.p.rewind.Load())
+	}
+	wr.eventually("every delivery acked", func() bool { return wr.ackPending() == 0 })
+	if got := wr.checkpoint("s1"); got.LastSeq != ls.s.LastSeq {
+		t.Fatalf("stored checkpoint at sequence %d, the session at %d", got.LastSeq, ls.s.LastSeq)
+	}
+	if w.busy() {
+		t.Fatal("the writer is still busy after every write landed")
 	}
 }

@@ -27,10 +27,10 @@ import (
 
 // quiet reports whether nothing of ls is pending or in flight: no change
 // to write, no checkpoint write, no unacknowledged message, no fold (lease,
-// running, landing).
+// running, landing), no wait and no held event.
 func (ls *live) quiet() bool {
 	return !ls.dirty && !ls.writing && !ls.landing && len(ls.acks) == 0 && ls.cancel == nil && ls.running == "" &&
-		(ls.s == nil || ls.s.Lease == nil)
+		ls.wait == waitNone && ls.then == nil && len(ls.held) == 0 && (ls.s == nil || ls.s.Lease == nil)
 }
 
 // compactIdle packs every session quiet and untouched for IdleCompact; it
@@ -100,7 +100,7 @@ func (sh *shard) forget(id string, ls *live) {
 		sh.p.m.packedSess.Dec()
 	}
 	delete(sh.sessions, id)
-	delete(sh.ahead, id) // learned again, by a refused publish, if still so
+	sh.co.forget(id)
 	sh.p.m.liveSess.Dec()
 }
 

@@ -64,7 +64,7 @@ func (sh *shard) startLoads() {
 		sh.loads++
 		gen := sh.gen
 		go func() {
-			ctx, cancel := sh.ctx()
+			ctx, cancel := opCtx()
 			defer cancel()
 			sh.loaded <- loadDone{gen: gen, items: sh.p.store.LoadMany(ctx, ids)}
 		}()
@@ -143,10 +143,10 @@ func (sh *shard) quarantine(ce *state.CorruptError, next uint64) *live {
 	sh.parkCheckpoint(ce)
 	s, replayed, rerr := sh.rebuild(id, next)
 	ls := sh.install(id, s, ce.Revision)
-	ctx, cancel := sh.ctx()
+	ctx, cancel := opCtx()
 	last, lerr := p.lastSummary(ctx, id)
 	cancel()
-	if lerr == nil && last.ev != nil && sh.takeRecord(ls, last, "checkpoint_rebuilt") == recordNotTheSessions && last.ev.Version > s.Version {
+	if lerr == nil && last.ev != nil && sh.co.takeRecord(ls, last, "checkpoint_rebuilt") == recordNotTheSessions && last.ev.Version > s.Version {
 		// Not adoptable (its turns are gone from the stream, or another
 		// life of the session): the next summary goes after it.
 		s.Version, s.SummarySeq = last.ev.Version, last.seq
@@ -166,7 +166,7 @@ func (sh *shard) quarantine(ce *state.CorruptError, next uint64) *live {
 	if rerr != nil {
 		why += "; rebuilt only in part: " + rerr.Error()
 	}
-	sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventCheckpointQuarantined, Reason: "corrupt_checkpoint", Version: s.Version, Error: why})
+	sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventCheckpointQuarantined, Reason: "corrupt_checkpoint", Version: s.Version, Error: why})
 	return ls
 }
 

@@ -22,19 +22,19 @@ import (
 // not per turn: a session without a configure shares the deployment's,
 // and a configured one's is kept by its config (a configure installs a
 // new one, so a changed configuration is a new key).
-func (sh *shard) policy(ls *live) fold.Policy {
-	c := ls.s.Config
-	if c == nil {
-		return sh.p.sessionPolicy
+func (c *coordinator) policy(ls *live) fold.Policy {
+	cfg := ls.s.Config
+	if cfg == nil {
+		return c.p.sessionPolicy
 	}
-	if p, ok := sh.policies[c]; ok {
+	if p, ok := c.policies[cfg]; ok {
 		return p
 	}
-	if len(sh.policies) >= maxPolicies {
-		clear(sh.policies) // configs of sessions long gone; resolved again on use
+	if len(c.policies) >= maxPolicies {
+		clear(c.policies) // configs of sessions long gone; resolved again on use
 	}
-	p := sh.p.resolve(withOverrides(sh.p.policy, c))
-	sh.policies[c] = p
+	p := c.p.resolve(withOverrides(c.p.policy, cfg))
+	c.policies[cfg] = p
 	return p
 }
 
@@ -117,14 +117,14 @@ func (ls *live) unfoldedTokens() int {
 
 // idleWake is when a quiet session is due for its idle fold (mode
 // tokens: Engine.Idle), if it will be.
-func (sh *shard) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
+func (c *coordinator) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
 	s := ls.s
 	after, above, ok := pol.Engine().Idle(pol)
 	if !ok || s.Ended || s.LastActivity.IsZero() {
 		return time.Time{}, false
 	}
 	at := s.LastActivity.Add(after)
-	if !sh.p.clock.Now().Before(at) {
+	if !c.p.clock.Now().Before(at) {
 		return time.Time{}, false // checked already at or after that time
 	}
 	if max(s.SummaryToks+ls.unfoldedTokens(), s.ContextTokens) <= above {
@@ -133,13 +133,13 @@ func (sh *shard) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
 	return at, true
 }
 
-// evict runs an eviction (ActionEvict, mode evict) on the shard: no model
+// evict runs an eviction (ActionEvict, mode evict) at once: no model
 // call, so nothing to wait for. The record (summary-updated carrying the
 // mode's eviction note, and the evicted event) is published before the
 // checkpoint, with message ids by version, so a crash in between replays
 // into the same outcome.
-func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
-	p := sh.p
+func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
+	p := c.p
 	s := ls.s
 	n := int(d.To - d.From)
 	if n > len(s.Turns) {
@@ -163,7 +163,7 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 	note := pol.Engine().Note(fold.Eviction{Count: totalEvicted, Tokens: totalToks, First: firstEver, Last: last})
 	version := s.Version + 1
 	foldID := nuid.Next()
-	sh.publishLifecycle(ls, events.Lifecycle{
+	c.publishLifecycle(ls, events.Lifecycle{
 		Type: events.EventCompactionStarted, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
 		Estimate: d.Estimate, Limit: d.Limit, RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
 	})
@@ -181,9 +181,9 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 		V: events.Version, Session: s.ID, Version: version, Count: n, Tokens: toks, First: first, Last: last,
 		FromTurn: d.From, ToTurn: d.To - 1, Cursor: d.To, TotalEvicted: totalEvicted, Note: note, At: now.UTC(),
 	}
-	summarySeq, err := sh.publishEviction(ls, &sum, &ev)
+	summarySeq, err := c.publishEviction(ls, &sum, &ev)
 	if errors.Is(err, errAdopted) {
-		sh.wake[s.ID] = now // look again from the adopted summary
+		c.wake[s.ID] = now // look again from the adopted summary
 		return
 	}
 	if errors.Is(err, errAwaiting) {
@@ -191,11 +191,11 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 	}
 	if err != nil {
 		s.RetryAfter = now.Add(p.cfg.RetryBackoff)
-		sh.wake[s.ID] = s.RetryAfter
-		sh.markDirty(ls)
+		c.wake[s.ID] = s.RetryAfter
+		c.w.markDirty(ls)
 		p.m.folds.WithLabelValues("failed").Inc()
 		retryable := true
-		sh.publishLifecycle(ls, events.Lifecycle{
+		c.publishLifecycle(ls, events.Lifecycle{
 			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode),
 			BatchFrom: d.From, BatchTo: d.To - 1, ErrorClass: string(retry.Classify(err).Class), Retryable: &retryable, Error: err.Error(),
 		})
@@ -216,12 +216,10 @@ func (sh *shard) evict(ls *live, pol fold.Policy, d fold.Decision, trigger strin
 	s.Compactions++
 	s.ContextTokens = 0 // the bot's next prompt is smaller; its old report no longer holds
 	s.Failures, s.RetryAfter = 0, time.Time{}
-	if sh.checkpoint(ls) {
-		sh.dropChunks(s, oldCursor, s.Cursor)
-	}
+	c.w.checkpointThen(ls, func() { c.p.dropChunks(s, oldCursor, s.Cursor) })
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)
-	sh.publishLifecycle(ls, events.Lifecycle{
+	c.publishLifecycle(ls, events.Lifecycle{
 		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
 		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough, SummaryChars: sum.SummaryChars,
 		Version: s.Version, Tier: "evicted", Model: "none",
@@ -241,16 +239,16 @@ var errAwaiting = errors.New("a later summary awaits the session's redelivered t
 
 // publishEviction publishes an eviction's summary-updated, expecting the
 // session's last summary as the subject's last message (as sendSummary
-// does for a fold's summary, publish.go), then its evicted event. After a conflict it adopts the summary
+// does for a fold's summary, public.go), then its evicted event. After a conflict it adopts the summary
 // found (errAdopted) or publishes once more after it, with a version above
 // it.
-func (sh *shard) publishEviction(ls *live, sum *events.SummaryUpdated, ev *events.Evicted) (uint64, error) {
+func (c *coordinator) publishEviction(ls *live, sum *events.SummaryUpdated, ev *events.Evicted) (uint64, error) {
 	s := ls.s
 	expect := s.SummarySeq
 	for attempt := 0; ; attempt++ {
-		pa, err := sh.publishRecord(s.ID, events.KindSummary, sum.Version, sum, jetstream.WithExpectLastSequencePerSubject(expect))
+		pa, err := c.publishRecord(s.ID, events.KindSummary, sum.Version, sum, jetstream.WithExpectLastSequencePerSubject(expect))
 		if err == nil && !pa.Duplicate {
-			return pa.Sequence, sh.publishOnly(s.ID, events.KindEvicted, ev.Version, ev)
+			return pa.Sequence, c.publishOnly(s.ID, events.KindEvicted, ev.Version, ev)
 		}
 		if err != nil && !state.IsConflict(err) || attempt > 0 {
 			if err == nil {
@@ -258,13 +256,13 @@ func (sh *shard) publishEviction(ls *live, sum *events.SummaryUpdated, ev *event
 			}
 			return 0, err
 		}
-		ctx, cancel := sh.ctx()
-		last, lerr := sh.p.lastSummary(ctx, s.ID)
+		ctx, cancel := opCtx()
+		last, lerr := c.p.lastSummary(ctx, s.ID)
 		cancel()
 		if lerr != nil {
 			return 0, fmt.Errorf("publish summary-updated v%d: refused as a conflict, then reading the last summary: %w", sum.Version, lerr)
 		}
-		switch sh.takeRecord(ls, last, "publish_conflict") {
+		switch c.takeRecord(ls, last, "publish_conflict") {
 		case recordAdopted:
 			return 0, errAdopted
 		case recordAwaited:
@@ -278,24 +276,24 @@ func (sh *shard) publishEviction(ls *live, sum *events.SummaryUpdated, ev *event
 }
 
 // publishOnly is publishRecord for a caller that needs only the outcome.
-func (sh *shard) publishOnly(session, kind string, version uint64, v any) error {
-	_, err := sh.publishRecord(session, kind, version, v)
+func (c *coordinator) publishOnly(session, kind string, version uint64, v any) error {
+	_, err := c.publishRecord(session, kind, version, v)
 	return err
 }
 
 // publishRecord publishes an outbound record and waits for the stream: it
 // must exist before the checkpoint that depends on it. The message id
 // makes a re-publish after a crash a no-op.
-func (sh *shard) publishRecord(session, kind string, version uint64, v any, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+func (c *coordinator) publishRecord(session, kind string, version uint64, v any, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s event: %w", kind, err)
 	}
-	msg := nats.NewMsg(sh.p.subj.Out(session, kind))
+	msg := nats.NewMsg(c.p.subj.Out(session, kind))
 	msg.Data = data
-	ctx, cancel := sh.ctx()
+	ctx, cancel := opCtx()
 	defer cancel()
-	pa, err := sh.p.js.PublishMsg(ctx, msg, append(opts, jetstream.WithMsgID(events.RecordID(session, kind, version)))...)
+	pa, err := c.p.js.PublishMsg(ctx, msg, append(opts, jetstream.WithMsgID(events.RecordID(session, kind, version)))...)
 	if err != nil {
 		return nil, fmt.Errorf("publish %s v%d: %w", kind, version, err)
 	}
@@ -305,8 +303,8 @@ func (sh *shard) publishRecord(session, kind string, version uint64, v any, opts
 // publishMemories publishes the memories of a landed fold that were not
 // published before for the session, and records them as published. A
 // failure costs those memories a later re-extraction, never the fold.
-func (sh *shard) publishMemories(ls *live, r foldResult, version uint64) {
-	p := sh.p
+func (c *coordinator) publishMemories(ls *live, r foldResult, version uint64) {
+	p := c.p
 	if len(r.out.Memories) == 0 {
 		return
 	}
@@ -318,7 +316,7 @@ func (sh *shard) publishMemories(ls *live, r foldResult, version uint64) {
 	}
 	ev := events.Memories{V: events.Version, Session: ls.s.ID, Version: version, FoldID: r.job.foldID, Memories: fresh,
 		Items: memoryItems(r.out.MemoryItems, fresh), Model: r.out.Model, At: p.clock.Now().UTC()}
-	if err := sh.publishOnly(ls.s.ID, events.KindMemory, version, ev); err != nil {
+	if err := c.publishOnly(ls.s.ID, events.KindMemory, version, ev); err != nil {
 		ls.s.MemoryIDs = saved
 		p.log.Warn().Err(err).Str("event", "memory_publish_failed").Str("session", ls.s.ID).Int("memories", len(fresh)).
 			Msg("memories not published; they are published when a later fold extracts them again")
@@ -358,8 +356,8 @@ func memoryItems(items []fold.Memory, fresh []string) []events.MemoryItem {
 // everything still verbatim (with memory extraction), then archive and
 // clear. It is re-entered on every check of the session until the archive
 // is written, so a failed final fold or a crash only delays it.
-func (sh *shard) finish(ls *live, pol fold.Policy) {
-	p := sh.p
+func (c *coordinator) finish(ls *live, pol fold.Policy) {
+	p := c.p
 	s := ls.s
 	now := p.clock.Now()
 	switch {
@@ -367,44 +365,44 @@ func (sh *shard) finish(ls *live, pol fold.Policy) {
 		return
 	case s.Lease.Held(now):
 		if s.Lease.Owner != p.cfg.InstanceID {
-			sh.wake[s.ID] = s.Lease.Deadline
+			c.wake[s.ID] = s.Lease.Deadline
 		}
 		return
 	case now.Before(s.RetryAfter):
-		sh.wake[s.ID] = s.RetryAfter
+		c.wake[s.ID] = s.RetryAfter
 		return
 	}
 	if pol.Summarizes() && (s.Total > s.Cursor || len(s.PendingNotes) > 0) {
 		d := fold.Decision{Fold: true, Action: fold.ActionFold, Cause: fold.CauseEnd, From: s.Cursor, To: s.Total, RecentStart: s.Total, Eligible: s.Total - s.Cursor}
-		sh.startFold(ls, pol, d, "end")
+		c.startFold(ls, pol, d, "end")
 		return
 	}
-	sh.archive(ls, "end")
+	c.archive(ls, "end")
 }
 
 // archive writes the session's final state to its archive key and
 // replaces the checkpoint with a tombstone that refuses later events.
-func (sh *shard) archive(ls *live, reason string) bool {
-	p := sh.p
+func (c *coordinator) archive(ls *live, reason string) bool {
+	p := c.p
 	s := ls.s
-	ctx, cancel := sh.ctx()
+	ctx, cancel := opCtx()
 	defer cancel()
 	if err := p.store.Archive(ctx, s); err != nil {
 		s.RetryAfter = p.clock.Now().Add(p.cfg.RetryBackoff)
-		sh.wake[s.ID] = s.RetryAfter
-		sh.markDirty(ls)
+		c.wake[s.ID] = s.RetryAfter
+		c.w.markDirty(ls)
 		p.log.Warn().Err(err).Str("event", "archive_failed").Str("session", s.ID).Str("reason", reason).Msg("session not archived yet; retried after the backoff")
 		return false
 	}
 	epoch := s.Epoch
-	sh.dropChunks(s, s.Cursor, s.Sealed)
+	c.p.dropChunks(s, s.Cursor, s.Sealed)
 	summary, total, version := s.Summary, s.Total, s.Version
 	if reason == "end" {
 		ls.s = s.Tombstone()
 		ls.payloads = nil
-		sh.markDirty(ls)
+		c.w.markDirty(ls)
 	}
-	sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionArchived, Reason: reason, Version: version,
+	c.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionArchived, Reason: reason, Version: version,
 		SummaryChars: utf8.RuneCountInString(summary)})
 	p.log.Info().Str("event", "session_archived").Str("session", s.ID).Str("reason", reason).Uint32("epoch", epoch).
 		Int64("total_turns", total).Uint64("version", version).Msg("session archived")
@@ -415,11 +413,16 @@ func (sh *shard) archive(ls *live, reason string) bool {
 // arrives after the policy's boundary: the old life is archived as it is
 // (its unfolded turns stay referenced in the archive), then Apply resets
 // the session the same way the context service and a replay do.
-func (sh *shard) autoReset(ls *live, why string) {
-	p := sh.p
-	sh.abandon(ls, "session reset ("+why+" policy)")
+//
+// It reports false if the session must first wait for its fold (abandon):
+// the caller stops and takes the event again once the wait is over.
+func (c *coordinator) autoReset(ls *live, why string) bool {
+	p := c.p
+	if !c.abandon(ls, "session reset ("+why+" policy)") {
+		return false
+	}
 	if ls.s.Total > 0 || ls.s.Summary != "" {
-		ctx, cancel := sh.ctx()
+		ctx, cancel := opCtx()
 		err := p.store.Archive(ctx, ls.s)
 		cancel()
 		if err != nil {
@@ -427,10 +430,11 @@ func (sh *shard) autoReset(ls *live, why string) {
 				Msg("the session is reset without an archive; its turns stay in the inbound stream")
 		}
 	}
-	sh.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
+	c.p.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
 	ls.payloads = nil
 	ls.lastSkip = ""
-	sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset, Reason: why})
+	c.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset, Reason: why})
 	p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Str("reason", why).Int64("total_turns", ls.s.Total).
 		Msg("session reset by its reset policy")
+	return true
 }

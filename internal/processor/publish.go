@@ -88,22 +88,14 @@ func (p *Processor) sendSummary(r *foldResult, expect uint64) {
 
 // republish sends a refused summary once more, after the subject's last
 // sequence was learned (publishConflict), off the shard goroutine.
-func (sh *shard) republish(ls *live, r foldResult) {
-	sh.inFlight++ // the result comes back once more
-	sh.p.m.inFlight.Inc()
+func (c *coordinator) republish(ls *live, r foldResult) {
+	c.inFlight++ // the result comes back once more
+	c.p.m.inFlight.Inc()
 	ls.landing = true
 	go func() {
-		sh.p.sendSummary(&r, r.job.summarySeq)
-		sh.results <- r
+		c.p.sendSummary(&r, r.job.summarySeq)
+		c.results <- r
 	}()
-}
-
-// awaitLanding waits until a summary being published for ls has come back
-// and landed (or failed), handling other fold results meanwhile.
-func (sh *shard) awaitLanding(ls *live) {
-	for ls.landing {
-		sh.applyResult(<-sh.results)
-	}
 }
 
 // FoldTiming is when a fold was triggered (the check that started it),
@@ -124,8 +116,8 @@ func (p *Processor) ObserveFolds(fn func(FoldTiming)) { p.foldObs = fn }
 
 // publishLifecycle sends a lifecycle event without waiting: observers want
 // it, but session state never depends on it.
-func (sh *shard) publishLifecycle(ls *live, ev events.Lifecycle) {
-	p := sh.p
+func (c *coordinator) publishLifecycle(ls *live, ev events.Lifecycle) {
+	p := c.p
 	ev.V = events.Version
 	ev.Session = ls.s.ID
 	ev.At = p.clock.Now().UTC()

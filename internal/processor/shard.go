@@ -34,6 +34,15 @@ type live struct {
 	// next write needs the revision it returns.
 	writing bool
 	landing bool // a refused summary-updated is being published again (publish.go)
+	// wait: what the session waits for before its next step (abandon: its
+	// fold's result, or a summary being published again); held are its
+	// events meanwhile, then the step that waited, both taken by unpark.
+	wait waitFor
+	held []inMsg
+	then func()
+	// afterWrite: what a synchronous save waits to do until the pipelined
+	// write in flight is back (checkpointThen).
+	afterWrite func()
 	// running: the fold id of this owner's fold goroutine for the session
 	// until its result is back; it may be publishing the summary.
 	running  string
@@ -44,31 +53,36 @@ type live struct {
 	packed []byte
 }
 
+// waitFor is what a session waits for (live.wait).
+type waitFor uint8
+
+const (
+	waitNone    waitFor = iota
+	waitLanding         // a refused summary being published again (landing)
+	waitFold            // its fold's result (running)
+)
+
 func (ls *live) remember(seq uint64, data []byte) { ls.payloads.add(seq, data) }
 
-// shard owns a subset of sessions: every event and fold result of a session
-// is handled on its shard's goroutine, so session state needs no locks.
+// shard is a subset of sessions and their event loop: every event and
+// fold result of a session is handled on its shard's goroutine, so session
+// state needs no locks. The loop (run) accepts events, applies them in
+// order and handles control ops; it owns the sessions in memory, their
+// checkpoint reads (load.go) and idle forms (idle.go). Two owners work on
+// its goroutine with state of their own: the checkpoint writer (dirty
+// sessions, pipelined writes, acks; checkpoint.go) and the fold
+// coordinator (trigger checks, leases, folds in flight, wakes, records
+// found on the outbound stream; coordinator.go).
 type shard struct {
-	p       *Processor
-	id      int
-	in      chan inMsg
-	results chan foldResult
-	ctrl    chan chan struct{} // rewind: drop what is not checkpointed
-	wakeCh  chan string        // sessions to resume at start (due marks)
-	// wake holds when a session must be checked again without waiting for
-	// its next event: a failed fold's backoff, another owner's lease.
-	wake map[string]time.Time
-	// ahead holds, for sessions reloaded behind the outbound stream, the
-	// later summary to adopt once their redelivered turns reach its cursor
-	// (awaitRecord).
-	ahead    map[string]summaryRecord
-	foldCtx  context.Context
-	sessions map[string]*live
-	// policies: the resolved policy of each configuration in use (modes.go)
-	policies         map[*events.SessionConfig]fold.Policy
-	checkpointWriter // checkpoint.go
-	inFlight         int
-	nPacked          int // sessions in their compact idle form (idle.go)
+	p                *Processor
+	id               int
+	in               chan inMsg
+	ctrl             chan chan struct{} // rewind: drop what is not checkpointed
+	wakeCh           chan string        // sessions to resume at start (due marks)
+	sessions         map[string]*live
+	checkpointWriter              // checkpoint.go: dirty sessions, pipelined writes, acks
+	co               *coordinator // coordinator.go: folds, leases, wakes
+	nPacked          int          // sessions in their compact idle form (idle.go)
 	packBuf          []byte
 	// Sessions whose checkpoint is being read aside (load.go), with their
 	// parked events; gen tells reads started before a rewind.
@@ -92,22 +106,26 @@ const idleFlush = 2 * time.Millisecond
 const maxWrites = 16
 
 func newShard(p *Processor, id int, foldCtx context.Context) *shard {
-	return &shard{
-		p: p, id: id, foldCtx: foldCtx,
-		in:               make(chan inMsg, 1024),
-		results:          make(chan foldResult, 64),
-		checkpointWriter: checkpointWriter{saves: make(chan []saveDone, 64)},
-		loaded:           make(chan loadDone, maxLoads),
-		loading:          make(map[string][]inMsg),
-		ctrl:             make(chan chan struct{}),
-		wakeCh:           make(chan string),
-		wake:             make(map[string]time.Time),
-		ahead:            make(map[string]summaryRecord),
-		sessions:         make(map[string]*live),
-		policies:         make(map[*events.SessionConfig]fold.Policy),
+	sh := &shard{
+		p: p, id: id,
+		in:       make(chan inMsg, 1024),
+		loaded:   make(chan loadDone, maxLoads),
+		loading:  make(map[string][]inMsg),
+		ctrl:     make(chan chan struct{}),
+		wakeCh:   make(chan string),
+		sessions: make(map[string]*live),
 	}
+	sh.checkpointWriter = newCheckpointWriter(p, sh)
+	sh.co = newCoordinator(p, &sh.checkpointWriter, sh, foldCtx)
+	return sh
 }
 
+// run is the event loop. Everything a session waits for comes back here,
+// on the loop's own select: its checkpoint read (loaded), its checkpoint
+// writes (saves), its fold's result (results). Nothing on the loop
+// receives from those channels elsewhere: a session that must wait for
+// its fold holds its events meanwhile (live.wait, unpark), and a rewind
+// waits for the writes in flight in a state of its own (rewinding).
 func (sh *shard) run() {
 	pace := time.NewTimer(time.Hour)
 	pace.Stop()
@@ -116,7 +134,29 @@ func (sh *shard) run() {
 	defer sweep.Stop()
 	sweeps := 0
 	in := sh.in
-	for in != nil || sh.inFlight > 0 || sh.writes > 0 || sh.loads > 0 {
+	// rewinding: a rewind asked for (ctrl) waits until the writes in
+	// flight are back, so that a reload reads the revision they wrote,
+	// and the events queued from the old consumer are dropped (they come
+	// again after the rewind); then the shard resets and says so.
+	var rewinding chan struct{}
+	for in != nil || sh.co.inFlight > 0 || sh.busy() || sh.loads > 0 || rewinding != nil {
+		if rewinding != nil {
+			if sh.writes == 0 && len(sh.in) == 0 {
+				sh.reset()
+				close(rewinding)
+				rewinding = nil
+				continue
+			}
+			select {
+			case done := <-sh.saves:
+				sh.landSaves(done)
+			case _, ok := <-in:
+				if !ok {
+					in = nil
+				}
+			}
+			continue
+		}
 		if !paced && len(sh.dirty) > 0 {
 			pace.Reset(idleFlush)
 			paced = true
@@ -124,15 +164,15 @@ func (sh *shard) run() {
 		// Fold results first: a fold's latency is what prompt builders
 		// wait for, and under load the input is never empty.
 		select {
-		case r := <-sh.results:
-			sh.applyResult(r)
+		case r := <-sh.co.results:
+			sh.land(r)
 			continue
 		default:
 		}
 		select {
 		case m, ok := <-in:
 			if !ok {
-				in = nil // shutting down: keep serving fold results and reads
+				in = nil // shutting down: keep serving fold results, reads and writes
 				sh.flush(true)
 				continue
 			}
@@ -142,28 +182,25 @@ func (sh *shard) run() {
 			}
 		case done := <-sh.saves:
 			sh.landSaves(done)
-			sh.flush(sh.idle()) // writes freed room for more
-		case r := <-sh.results:
-			sh.applyResult(r)
+			sh.flush(in == nil || sh.idle()) // writes freed room for more
+		case r := <-sh.co.results:
+			sh.land(r)
 		case d := <-sh.loaded:
 			sh.landLoad(d)
-		case done := <-sh.ctrl:
-			sh.reset()
-			close(done)
+		case rewinding = <-sh.ctrl:
 		case <-pace.C:
 			paced = false
-			sh.flush(sh.idle())
+			sh.flush(in == nil || sh.idle())
 		case id := <-sh.wakeCh:
-			sh.resume(id, "resume")
+			sh.co.resume(id, "resume")
 		case <-sweep.C:
-			sh.wakeDue()
+			sh.co.wakeDue()
 			if sweeps++; sweeps%4 == 0 {
 				sh.evictIdle()
 			}
 			sh.compactIdle()
 		}
 	}
-	sh.flushAll()
 }
 
 // idle reports whether the shard's input has been quiet for idleFlush.
@@ -172,19 +209,8 @@ func (sh *shard) idle() bool { return time.Since(sh.lastIn) >= idleFlush }
 // reset forgets every session and unacknowledged message; the consumer is
 // re-attached at the ack floor and the messages come again, in order. Fold
 // goroutines keep running: their results reload the session and land if
-// its checkpointed lease is still theirs.
+// its checkpointed lease is still theirs. No write may be in flight.
 func (sh *shard) reset() {
-	for sh.writes > 0 {
-		sh.landSaves(<-sh.saves) // so that a reload reads the revision they wrote
-	}
-	for {
-		select {
-		case <-sh.in:
-			continue // from the old consumer: redelivered after the rewind
-		default:
-		}
-		break
-	}
 	sh.gen++ // reads in flight land nowhere; their events come again
 	sh.seen = 0
 	sh.loading = make(map[string][]inMsg)
@@ -193,22 +219,74 @@ func (sh *shard) reset() {
 	sh.p.m.packedSess.Sub(float64(sh.nPacked))
 	sh.nPacked = 0
 	sh.sessions = make(map[string]*live)
-	sh.wake = make(map[string]time.Time)
-	sh.ahead = make(map[string]summaryRecord)
-	sh.dirty = nil
-	sh.pending = 0
+	sh.co.reset()
+	sh.checkpointWriter.reset()
 }
 
-// ctx for KV and publish calls made by the shard itself.
-func (sh *shard) ctx() (context.Context, context.CancelFunc) {
+// land hands a fold result to the coordinator, then resumes its session
+// if it was waiting for it.
+func (sh *shard) land(r foldResult) {
+	sh.co.applyResult(r)
+	sh.unpark(r.job.session)
+}
+
+// unpark resumes a session whose wait is over: the step that waited is
+// taken again (live.then), then its held events are applied, in order,
+// until one makes it wait again.
+func (sh *shard) unpark(id string) {
+	ls, ok := sh.sessions[id]
+	if !ok || ls.s == nil {
+		return // dropped (a rewind, a conflict): its held events come again
+	}
+	for ls.wait != waitNone || ls.then != nil || len(ls.held) > 0 {
+		if !sh.co.waitOver(ls) {
+			return
+		}
+		if then := ls.then; then != nil {
+			ls.then = nil
+			then()
+			continue
+		}
+		m := ls.held[0]
+		ls.held = ls.held[1:]
+		if len(ls.held) == 0 {
+			ls.held = nil
+		}
+		sh.apply(ls, m)
+	}
+}
+
+// opCtx bounds one KV or publish call made on a shard's goroutine.
+func opCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// holds reports whether ls is the shard's live state of its session.
+func (sh *shard) holds(ls *live) bool { return sh.sessions[ls.s.ID] == ls }
+
+// session is get for the coordinator: nil if the session cannot be loaded
+// (a rewind was asked for).
+func (sh *shard) session(id string) *live {
+	ls, err := sh.get(id)
+	if err != nil {
+		ls = sh.loadFailed(id, err, 0)
+	}
+	return ls
+}
+
+// drop forgets a session whose checkpoint write failed (checkpointWriter).
+func (sh *shard) drop(id string) {
+	if _, ok := sh.sessions[id]; ok {
+		delete(sh.sessions, id)
+		sh.p.m.liveSess.Dec()
+	}
 }
 
 func (sh *shard) get(id string) (*live, error) {
 	if ls, ok := sh.sessions[id]; ok && sh.inflate(id, ls) {
 		return ls, nil
 	}
-	ctx, cancel := sh.ctx()
+	ctx, cancel := opCtx()
 	defer cancel()
 	s, rev, err := sh.p.store.Load(ctx, id)
 	if err != nil {
@@ -220,54 +298,10 @@ func (sh *shard) get(id string) (*live, error) {
 // install makes a loaded checkpoint the session's live state.
 func (sh *shard) install(id string, s *state.Session, rev uint64) *live {
 	ls := &live{s: s, rev: rev}
-	if s.Lease != nil {
-		ctx, cancel := sh.ctx()
-		sh.reconcile(ctx, ls)
-		cancel()
-		// Whatever the lease's fate, look at the session again without
-		// waiting for an event: it may never send another one.
-		now := sh.p.clock.Now()
-		switch {
-		case s.Lease.Held(now):
-			sh.wake[id] = s.Lease.Deadline
-		default:
-			sh.wake[id] = now
-		}
-	} else if sh.p.clock.Now().Before(s.RetryAfter) {
-		sh.wake[id] = s.RetryAfter
-	}
+	sh.co.loaded(ls)
 	sh.sessions[id] = ls
 	sh.p.m.liveSess.Inc()
 	return ls
-}
-
-// reconcile runs when a checkpoint is loaded with a fold lease: the
-// previous owner may have published the summary and died before the
-// checkpoint that clears the lease. The outbound stream is the record, so
-// adopt what it says.
-func (sh *shard) reconcile(ctx context.Context, ls *live) {
-	s := ls.s
-	last, err := sh.p.lastSummary(ctx, s.ID)
-	if err != nil {
-		sh.p.log.Warn().Err(err).Str("event", "reconcile_failed").Str("session", s.ID).Msg("could not read the last summary; keeping the checkpoint")
-		return
-	}
-	switch sh.takeRecord(ls, last, "lease_found") {
-	case recordAdopted:
-		return
-	case recordAwaited:
-		// The lease's fold is in the record, and more: none of it is
-		// folded again.
-		s.Lease = nil
-		sh.markDirty(ls)
-		return
-	}
-	if !s.Lease.Held(sh.p.clock.Now()) {
-		sh.p.log.Info().Str("event", "lease_expired").Str("session", s.ID).Str("fold_id", s.Lease.FoldID).
-			Str("owner", s.Lease.Owner).Msg("cleared an expired fold lease; the batch will be folded again")
-		s.Lease = nil
-		sh.markDirty(ls)
-	}
 }
 
 // adoptable reports whether the subject's last summary is a later one of
@@ -299,78 +333,6 @@ const (
 	recordAwaited
 )
 
-// takeRecord is what an owner does with the subject's last summary when
-// it is not the one the session last recorded: adopt it when the session
-// has the turns it covers, await those turns when they are still coming,
-// or leave it (another epoch, an older version) for the next publish to go
-// after.
-func (sh *shard) takeRecord(ls *live, last summaryRecord, why string) recordFate {
-	switch {
-	case adoptable(ls.s, last):
-		sh.adopt(ls, last, why)
-		return recordAdopted
-	case behind(ls.s, last):
-		sh.awaitRecord(ls, last, why)
-		return recordAwaited
-	}
-	return recordNotTheSessions
-}
-
-// awaitRecord holds the session's folds and evictions until its turns
-// reach last's cursor; evaluate then adopts last (heldByRecord).
-func (sh *shard) awaitRecord(ls *live, last summaryRecord, why string) {
-	s := ls.s
-	sh.ahead[s.ID] = last
-	sh.p.log.Info().Str("event", "summary_ahead").Str("session", s.ID).Str("why", why).Uint64("version", last.ev.Version).
-		Int64("cursor", last.ev.Cursor).Uint64("previous_version", s.Version).Int64("total_turns", s.Total).
-		Msg("the outbound stream holds a later summary of turns still being redelivered; folding waits for them, then adopts it")
-}
-
-// heldByRecord adopts the summary the session awaits once its turns reach
-// the summary's cursor, and reports whether the session must still wait.
-func (sh *shard) heldByRecord(ls *live) bool {
-	s := ls.s
-	last, ok := sh.ahead[s.ID]
-	if !ok {
-		return false
-	}
-	switch {
-	case behind(s, last):
-		return true
-	case adoptable(s, last):
-		sh.adopt(ls, last, "turns_replayed")
-	}
-	// Adopted, or no longer the session's (a reset, an end, a newer summary).
-	delete(sh.ahead, s.ID)
-	return false
-}
-
-// adopt makes a summary found on the outbound stream the session's own:
-// its owner published it and stopped before a checkpoint recorded it (a
-// crash, a partition moved on). The stream is the record of what was
-// folded, so the batch is not folded again.
-func (sh *shard) adopt(ls *live, last summaryRecord, why string) {
-	s, ev := ls.s, last.ev
-	sh.p.log.Info().Str("event", "summary_recovered").Str("session", s.ID).Str("why", why).Uint64("version", ev.Version).
-		Uint64("previous_version", s.Version).Int64("cursor", ev.Cursor).Int64("previous_cursor", s.Cursor).
-		Msg("adopted a summary published before the previous owner checkpointed it")
-	sh.p.m.recovered.Inc()
-	if n := int(min(ev.Cursor-s.Cursor, int64(len(s.Turns)))); n > 0 {
-		ls.payloads.drop(s.Turns[:n], s.PendingNotes[:min(ev.FoldedNotes, len(s.PendingNotes))])
-		if evicted(ev.Mode) {
-			s.CountEvicted(s.Turns[:n]) // so the next note counts on from it
-		}
-	}
-	s.Summary, s.Version, s.SummarySeq = ev.Summary, ev.Version, last.seq
-	s.SummaryIsNote = evicted(ev.Mode)
-	s.Compactions = ev.Compactions
-	s.Advance(ev.Cursor, ev.FoldedNotes)
-	s.LastFoldAt = ev.At
-	s.SummaryToks = ev.SummaryTokens
-	s.Lease = nil
-	sh.markDirty(ls)
-}
-
 func (sh *shard) handle(m inMsg) {
 	p := sh.p
 	if p.rewind.Load() {
@@ -380,13 +342,27 @@ func (sh *shard) handle(m inMsg) {
 		sh.reject(m, m.perr)
 		return
 	}
-	seq := m.seq
 	ls, err := sh.get(m.session)
 	if err != nil {
 		if ls = sh.loadFailed(m.session, err, m.seq); ls == nil {
 			return
 		}
 	}
+	if ls.wait != waitNone || ls.then != nil || len(ls.held) > 0 {
+		ls.held = append(ls.held, m) // after what the session waits for (unpark)
+		return
+	}
+	sh.apply(ls, m)
+}
+
+// apply applies an event to its session's live state, or holds it (first
+// of the held) when the session must first wait for its fold (abandon).
+func (sh *shard) apply(ls *live, m inMsg) {
+	p := sh.p
+	if p.rewind.Load() {
+		return // not acked: redelivered, in order, after the rewind
+	}
+	seq := m.seq
 	ls.touched = p.clock.Now()
 	if seq <= ls.s.LastSeq {
 		// Applied before (redelivery after a crash or a slow ack): no-op.
@@ -405,17 +381,25 @@ func (sh *shard) handle(m inMsg) {
 	}
 	if !ls.s.Ended {
 		if why := ls.s.ResetDue(state.EventTime(in)); why != "" {
-			sh.autoReset(ls, why) // Apply then resets the session
+			if !sh.co.autoReset(ls, why) { // Apply then resets the session
+				sh.hold(ls, m)
+				return
+			}
 		}
 	}
 	if c := in.Control; c != nil && (c.Op == events.OpReset || c.Op == events.OpEnd && !ls.s.Ended) {
 		// Before Apply clears the lease: stop this owner's fold and drop
 		// the sealed chunks of the transcript being forgotten.
+		why := "session reset"
 		if c.Op == events.OpEnd {
-			sh.abandon(ls, "session ended")
-		} else {
-			sh.abandon(ls, "session reset")
-			sh.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
+			why = "session ended"
+		}
+		if !sh.co.abandon(ls, why) {
+			sh.hold(ls, m)
+			return
+		}
+		if c.Op == events.OpReset {
+			sh.p.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
 		}
 	}
 	effect, err := ls.s.Apply(seq, in)
@@ -435,14 +419,7 @@ func (sh *shard) handle(m inMsg) {
 		p.log.Debug().Str("event", "turn_duplicate").Str("session", m.session).Str("turn_id", in.Turn.TurnID).Msg("turn already applied; ignored")
 	case state.EffectTurn:
 		ls.remember(seq, m.msg.Data())
-		if sh.trigger(ls) == TriggerTurn {
-			sh.evaluate(ls, "turn", false)
-		}
-		if at, ok := sh.idleWake(ls, sh.policy(ls)); ok {
-			if cur, has := sh.wake[ls.s.ID]; !has || at.Before(cur) {
-				sh.wake[ls.s.ID] = at // a quiet session is folded at the idle threshold
-			}
-		}
+		sh.co.turn(ls)
 	case state.EffectNote:
 		ls.remember(seq, m.msg.Data())
 	case state.EffectControl:
@@ -450,130 +427,39 @@ func (sh *shard) handle(m inMsg) {
 	}
 }
 
+// hold puts m first among the session's held events: it is applied again
+// once the session's wait is over (unpark).
+func (sh *shard) hold(ls *live, m inMsg) {
+	ls.held = append([]inMsg{m}, ls.held...)
+}
+
 func (sh *shard) control(ls *live, c *events.Control) {
 	p := sh.p
 	switch c.Op {
 	case events.OpGenerate:
-		sh.evaluate(ls, "generate", false)
+		sh.co.evaluate(ls, "generate", false)
 	case events.OpCompact:
-		sh.evaluate(ls, "compact", true)
+		sh.co.evaluate(ls, "compact", true)
 	case events.OpEnd:
-		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionEnded})
+		sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionEnded})
 		p.log.Info().Str("event", "session_ended").Str("session", ls.s.ID).Int64("total_turns", ls.s.Total).Msg("session ended")
-		sh.evaluate(ls, "end", false) // the final fold, then the archive
+		sh.co.evaluate(ls, "end", false) // the final fold, then the archive
 	case events.OpReset:
 		ls.payloads = nil
 		ls.lastSkip = ""
-		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset})
+		sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset})
 		p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Msg("session reset")
 	case events.OpConfigure:
-		pol := sh.policy(ls)
-		sh.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionConfigured, Mode: string(pol.Mode)})
+		pol := sh.co.policy(ls)
+		sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionConfigured, Mode: string(pol.Mode)})
 		if c.Config != nil && c.Config.Mode != "" && pol.Mode != fold.Mode(c.Config.Mode) {
 			p.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).Str("configured_mode", c.Config.Mode).Str("mode", string(pol.Mode)).
 				Msg("the configured mode needs recall (the context service) to find the turns it drops; without it that is amnesia, so this session folds in the mode it falls back to")
 		}
 		w := pol.Window
 		p.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Str("mode", string(pol.Mode)).Int("recent_window", w.Recent).
-			Int("batch_size", w.Batch).Int("max_summary_chars", w.MaxSummaryChars).Str("trigger", sh.trigger(ls)).
+			Int("batch_size", w.Batch).Int("max_summary_chars", w.MaxSummaryChars).Str("trigger", sh.co.trigger(ls)).
 			Int("context_window", pol.Tokens.ContextWindow).Int("reserve_tokens", pol.Tokens.Reserve()).Msg("session configured")
-	}
-}
-
-// abandon drops an in-flight fold of this owner: its result is discarded
-// by fold id, and nothing it would have moved moves.
-func (sh *shard) abandon(ls *live, why string) {
-	sh.awaitLanding(ls) // a summary on its way to the stream lands first
-	if ls.cancel != nil {
-		ls.cancel()
-		ls.cancel = nil
-	}
-	if ls.s.Lease != nil {
-		sh.p.log.Info().Str("event", "fold_abandoned").Str("session", ls.s.ID).Str("fold_id", ls.s.Lease.FoldID).Str("why", why).Msg("in-flight fold abandoned")
-		ls.s.Lease = nil
-	}
-	// The canceled fold may have been publishing its summary: wait for its
-	// result, so that nothing of it reaches the stream after what comes
-	// next (a reset, the end). A summary it stored is adopted (applyResult).
-	for ls.running != "" {
-		sh.applyResult(<-sh.results)
-	}
-}
-
-func (sh *shard) trigger(ls *live) string {
-	if c := ls.s.Config; c != nil && c.Trigger != "" {
-		return c.Trigger
-	}
-	return sh.p.cfg.Trigger
-}
-
-func (sh *shard) profile(ls *live) fold.Profile {
-	if c := ls.s.Config; c != nil && c.Profile != "" {
-		return fold.Profile(c.Profile)
-	}
-	return sh.p.cfg.Profile
-}
-
-// dropChunks removes sealed ref chunks the cursor has passed; failures
-// leave only garbage, so they are logged, not fatal.
-func (sh *shard) dropChunks(s *state.Session, oldCursor, newCursor int64) {
-	if s.Sealed <= oldCursor {
-		return
-	}
-	ctx, cancel := sh.ctx()
-	defer cancel()
-	if err := sh.p.store.DropChunks(ctx, s.ID, s.Epoch, oldCursor, newCursor, s.Sealed); err != nil {
-		sh.p.log.Warn().Err(err).Str("event", "chunk_cleanup_failed").Str("session", s.ID).Msg("could not remove folded ref chunks")
-	}
-}
-
-// resume checks a session that may have fold work left without an event
-// of its own: at start (due mark) or when its wake time has come.
-func (sh *shard) resume(id, trigger string) {
-	if sh.p.rewind.Load() {
-		return // the rewind reloads it; its due mark stays for the next start
-	}
-	ls, err := sh.get(id)
-	if err != nil {
-		if ls = sh.loadFailed(id, err, 0); ls == nil {
-			return
-		}
-	}
-	ls.due = true
-	sh.evaluate(ls, trigger, false)
-	sh.settleDue(ls)
-}
-
-// settleDue decides, after a check, whether the session needs another one
-// without waiting for an event.
-func (sh *shard) settleDue(ls *live) {
-	s, now := ls.s, sh.p.clock.Now()
-	switch {
-	case s.Lease != nil && s.Lease.Owner == sh.p.cfg.InstanceID:
-		return // our fold is running; its result settles the session
-	case s.Lease.Held(now):
-		sh.wake[s.ID] = s.Lease.Deadline // another owner's fold: look again when its lease ends
-		return
-	case now.Before(s.RetryAfter):
-		sh.wake[s.ID] = s.RetryAfter
-		return
-	}
-	if at, ok := sh.idleWake(ls, sh.policy(ls)); ok {
-		sh.wake[s.ID] = at
-		return
-	}
-	delete(sh.wake, s.ID)
-	// The due mark stays until the session leaves memory (evictIdle):
-	// clearing it after every fold would cost a KV write per fold.
-}
-
-func (sh *shard) wakeDue() {
-	now := sh.p.clock.Now()
-	for id, at := range sh.wake {
-		if !now.Before(at) {
-			delete(sh.wake, id)
-			sh.resume(id, "retry")
-		}
 	}
 }
 
@@ -581,7 +467,7 @@ func (sh *shard) wakeDue() {
 func (sh *shard) evictIdle() {
 	now := sh.p.clock.Now()
 	for id, ls := range sh.sessions {
-		_, waking := sh.wake[id]
+		waking := sh.co.waking(id)
 		if !waking && ls.quiet() && now.Sub(ls.touched) > sh.p.cfg.IdleEvict {
 			if ls.due {
 				// Idle with nothing pending (else it would be waking).

@@ -84,7 +84,12 @@ func plain(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < 0x20 || c > 0x7e || c == ':' || openers[rune(c)] || c == ' ' && s[i-1] == ' ' {
+		// (the ASCII openers are the brackets of this switch)
+		switch c {
+		case ':', '(', ')', '[', ']', '{', '}':
+			return false
+		}
+		if c < 0x20 || c > 0x7e || c == ' ' && s[i-1] == ' ' {
 			return false
 		}
 	}

@@ -89,3 +89,17 @@ func FuzzName(f *testing.F) {
 		}
 	})
 }
+
+// plain's switch names the ASCII brackets of openers: a name with any
+// other bracket must not pass as plain.
+func TestPlainRejectsEveryASCIIBracket(t *testing.T) {
+	for c := rune(0x21); c < 0x7f; c++ {
+		s := "a" + string(c) + "b"
+		if openers[c] && plain(s) {
+			t.Errorf("plain(%q) = true, but %q is a bracket", s, c)
+		}
+		if !openers[c] && c != ':' && !plain(s) {
+			t.Errorf("plain(%q) = false", s)
+		}
+	}
+}

@@ -205,6 +205,12 @@ func analyze(s string, who names) traits {
 
 // analyzeWords is analyze(s, who); words are the fields of s.
 func analyzeWords(s string, words []string, who names) traits {
+	var arr [32]word
+	return analyzeInfos(s, appendWords(arr[:0], words), who)
+}
+
+// analyzeInfos is analyze(s, who); ws are the words of s.
+func analyzeInfos(s string, ws []word, who names) traits {
 	var t traits
 	p := plain(s)
 	m := matchPhrases(p)
@@ -230,40 +236,59 @@ func analyzeWords(s string, words []string, who names) traits {
 	t.next = m&phNext != 0
 	t.constraint = m&phConstraint != 0
 	t.injection = isInjection(s, p)
-	t.entities, t.content = countWordsIn(s, words, who)
-	t.numbers, t.dates, t.self, t.commit = factSignals(words, who)
+	wordSignals(&t, s, ws, who)
 	return t
 }
 
-// factSignals counts what later questions ask about in the sentence whose
-// fields are words: numbers (digits or number words), dates and times
-// (calendar words, "3 pm", resolved dates), whether it is about its
-// speaker (it opens with I/my/we, or with a participant's name as the
-// sentences of a summary do) and whether it states a commitment or a plan
-// ("I'll", "will", "going to", "gonna").
-func factSignals(words []string, who names) (numbers, dates int, self, commit bool) {
-	for i, w := range words {
-		c := core(w)
+// wordSignals counts, in one pass over the words of s (each word's core
+// and lexicon entry found once), the entities and content words of s (see
+// countWordsIn) and what later questions ask about: numbers (digits or
+// number words), dates and times (calendar words, "3 pm", resolved dates),
+// whether it is about its speaker (it opens with I/my/we, or with a
+// participant's name as the sentences of a summary do) and whether it
+// states a commitment or a plan ("I'll", "will", "going to", "gonna").
+func wordSignals(t *traits, s string, ws []word, who names) {
+	nameSeen := false
+	for i := range ws {
+		c := ws[i].c
 		if c == "" {
 			continue
 		}
-		lx := lexicon.getLower(c) // (one lookup for every class, without lowercasing)
-		if lx&lxNumber != 0 || hasDigit(c) {
-			numbers++
+		// (lowercasing keeps the runes' count and letters and digits what
+		// they are)
+		lx := ws[i].lx // (one lookup for every class)
+		if utf8.RuneCountInString(c) >= 3 && lx&lxStop == 0 && hasLetterOrDigit(c) {
+			t.content++
 		}
-		if lx&lxCalendar != 0 || lowerEq(c, "pm") || lowerEq(c, "o'clock") ||
-			lowerEq(c, "am") && i > 0 && hasDigit(words[i-1]) {
-			dates++
+		name := who.has(c)
+		switch {
+		case name:
+			if !nameSeen {
+				nameSeen = true
+				t.entities++
+			}
+		case isIdentifier(c):
+			t.entities++
+		case i > 0 && upperFirst(c) && lx&lxCommonCaps == 0 && !prevEndsSentence(ws[i-1].w):
+			t.entities++
+		}
+		if lx&lxNumber != 0 || hasDigit(c) {
+			t.numbers++
+		}
+		n := ws[i].n // (lowerEq(c, x) is n == x)
+		if lx&lxCalendar != 0 || n == "pm" || n == "o'clock" ||
+			n == "am" && i > 0 && hasDigit(ws[i-1].w) {
+			t.dates++
 		}
 		if i == 0 {
-			self = lx&lxSelf != 0 || who.has(c)
+			t.self = lx&lxSelf != 0 || name
 		}
 		if lx&lxPlan != 0 || len(c) > 3 && lowerEq(c[len(c)-3:], "'ll") ||
-			lowerEq(c, "going") && i+1 < len(words) && lowerEq(core(words[i+1]), "to") {
-			commit = true
+			n == "going" && i+1 < len(ws) && ws[i+1].n == "to" {
+			t.commit = true
 		}
 	}
-	return numbers, dates, self, commit
+	t.entities += strings.Count(s, "\"") / 2
 }
 
 func hasDigit(s string) bool {
@@ -507,37 +532,33 @@ func tokenSet(s string, who names) []string {
 
 // tokenSetOf is tokenSet of the sentence whose fields are words.
 func tokenSetOf(words []string, who names) []string {
+	var arr [32]word
+	return tokenSetOfInfos(appendWords(arr[:0], words), who)
+}
+
+// tokenSetOfInfos is tokenSet of the sentence whose words are ws.
+func tokenSetOfInfos(ws []word, who names) []string {
 	var arr [64]string
-	out := appendTokenSet(arr[:0], words, who)
+	out := appendTokenSetInfos(arr[:0], ws, who)
 	if len(out) == 0 {
 		return nil
 	}
 	return slices.Clone(out)
 }
 
-// appendTokenSet appends tokenSetOf(words, who) to dst (callers that build
-// many sets share one slice).
-func appendTokenSet(dst []string, words []string, who names) []string {
+// appendTokenSetInfos is appendTokenSet of the sentence whose words are
+// ws: its tokens are (prefixes of) the words' lowercased forms.
+func appendTokenSetInfos(dst []string, ws []word, who names) []string {
 	mark := len(dst)
 	out := dst
-	// Lowercased tokens are copied into one buffer, converted to a string
-	// once at the end: out[low[i].at] is buf[low[i-1].to:low[i].to].
-	var bufArr [128]byte
-	buf := bufArr[:0]
-	type lowTok struct{ at, to int32 }
-	var lowArr [16]lowTok
-	low := lowArr[:0]
-	for _, w := range words {
-		// n is norm(w) with runs collapsed; it is on the stack when the word
-		// had to be lowercased, and copied only if it is kept.
-		c, nb, k := normParts(w)
-		n := c
-		if k > 0 {
-			n = string(nb[:k])
-		}
-		n = collapseRuns(n, 2)
+	for i := range ws {
+		n := collapseRuns(ws[i].n, 2)
 		n = strings.TrimSuffix(n, "'s")
-		if n == "" || lexicon.get(n)&(lxStop|lxAttribution) != 0 || !hasLetterOrDigit(n) || who.has(n) {
+		lx := ws[i].lx
+		if n != ws[i].n {
+			lx = lexicon.get(n)
+		}
+		if n == "" || lx&(lxStop|lxAttribution) != 0 || !hasLetterOrDigit(n) || who.has(n) {
 			continue
 		}
 		if len(n) > 4 && strings.HasSuffix(n, "ing") {
@@ -545,24 +566,18 @@ func appendTokenSet(dst []string, words []string, who names) []string {
 		} else if len(n) > 3 && strings.HasSuffix(n, "s") && !strings.HasSuffix(n, "ss") {
 			n = n[:len(n)-1]
 		}
-		if k == 0 && strings.HasPrefix(c, n) {
-			out = append(out, c[:len(n)]) // a prefix of the word itself
-		} else {
-			buf = append(buf, n...)
-			low = append(low, lowTok{int32(len(out)), int32(len(buf))})
-			out = append(out, "")
-		}
-	}
-	if len(low) > 0 {
-		all := string(buf)
-		from := int32(0)
-		for _, l := range low {
-			out[l.at], from = all[from:l.to], l.to
-		}
+		out = append(out, n)
 	}
 	set := out[mark:]
 	slices.Sort(set)
 	return out[:mark+len(slices.Compact(set))]
+}
+
+// appendTokenSet appends tokenSetOf(words, who) to dst (callers that build
+// many sets share one slice).
+func appendTokenSet(dst []string, words []string, who names) []string {
+	var arr [32]word
+	return appendTokenSetInfos(dst, appendWords(arr[:0], words), who)
 }
 
 // tokSet is a tokenSet with a signature for a quick test of nearDup: bit

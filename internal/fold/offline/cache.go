@@ -39,8 +39,10 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	ps := &prevSentence{}
 	var arr [64]string
 	words := appendFields(arr[:0], st) // for every pass below
-	scanTopics(words, who, agent, topicSink{rec: &ps.bumps})
-	t := analyzeWords(st, words, who)
+	var iarr [32]word
+	infos := appendWords(iarr[:0], words)
+	scanTopics(infos, who, agent, topicSink{rec: &ps.bumps})
+	t := analyzeInfos(st, infos, who)
 	// Score it as its statement was scored when new: the speaker's name
 	// that opens it is no entity of the statement, and it is about the
 	// speaker only when it is no reported speech ("Bob keeps dying", not
@@ -87,7 +89,7 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	for i, v := range ps.v {
 		ps.n[i] = runeLen(v)
 	}
-	ps.toks = newTokSet(tokenSetOf(words, who))
+	ps.toks = newTokSet(tokenSetOfInfos(infos, who))
 	ps.subj = subjectOf(ps.toks.toks)
 	ps.buckets = appendBuckets(nil, ps.toks.toks)
 	return ps

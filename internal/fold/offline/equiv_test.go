@@ -1,14 +1,18 @@
 package offline
 
 import (
+	"hash/fnv"
 	"math/rand/v2"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/fold"
 )
 
 // The fast paths of the text helpers must give exactly what the plain
@@ -612,7 +616,31 @@ var (
 	moreRe      = regexp.MustCompile(`^(.*) and (\d+) more$`)
 	leadRe      = regexp.MustCompile(`^(.+?) (?:are|is) (?:talking about (.+)|working on (.+)|in the session)\.$`)
 	smallTalkRe = regexp.MustCompile(`^(.+?) (?:exchanged|made) small talk\.$`)
+	othersRe    = regexp.MustCompile(`^(\d+) others?$`)
+	replyRe     = regexp.MustCompile(`^[^.?!]{1,80} (said yes|said no|agreed|disagreed)\.$`)
 )
+
+func TestEquivReplyAndOthers(t *testing.T) {
+	in := equivInputs(17, 3000)
+	long := strings.Repeat("é", 79)
+	for _, s := range []string{"Bob", "Bob and Carol", "", " ", "a.b", "x?", "Bob!", long, long + "x", long + "xy",
+		"\xff", "\xffé", strings.Repeat("a", 80), strings.Repeat("a", 81), "3", "12", "007", "٣", "3x", "x3", "3 3"} {
+		for _, tl := range []string{" said yes.", " said no.", " agreed.", " disagreed.", "agreed.", " said yes",
+			" said  yes.", " Agreed.", " said no.x", " others", " other", " otherss", "others", " 3 others"} {
+			in = append(in, s+tl, tl, s+tl+tl, s+" "+tl)
+		}
+	}
+	for _, s := range in {
+		if got, want := isReply(s), replyRe.MatchString(s); got != want {
+			t.Fatalf("isReply(%q) = %v, want %v", s, got, want)
+		}
+		n, ok := matchOthers(s)
+		m := othersRe.FindStringSubmatch(s)
+		if ok != (m != nil) || ok && n != m[1] {
+			t.Fatalf("matchOthers(%q) = %q, %v; want %q", s, n, ok, m)
+		}
+	}
+}
 
 func TestEquivMatchMore(t *testing.T) {
 	in := equivInputs(7, 3000)
@@ -718,4 +746,172 @@ func TestEquivToolErrFilter(t *testing.T) {
 			}
 		}
 	}
+}
+
+// refFactSignals is what wordSignals counts besides countWords: it counts what later questions ask about in the sentence whose
+// fields are words: numbers (digits or number words), dates and times
+// (calendar words, "3 pm", resolved dates), whether it is about its
+// speaker (it opens with I/my/we, or with a participant's name as the
+// sentences of a summary do) and whether it states a commitment or a plan
+// ("I'll", "will", "going to", "gonna").
+func refFactSignals(words []string, who names) (numbers, dates int, self, commit bool) {
+	for i, w := range words {
+		c := core(w)
+		if c == "" {
+			continue
+		}
+		lx := lexicon.getLower(c) // (one lookup for every class, without lowercasing)
+		if lx&lxNumber != 0 || hasDigit(c) {
+			numbers++
+		}
+		if lx&lxCalendar != 0 || lowerEq(c, "pm") || lowerEq(c, "o'clock") ||
+			lowerEq(c, "am") && i > 0 && hasDigit(words[i-1]) {
+			dates++
+		}
+		if i == 0 {
+			self = lx&lxSelf != 0 || who.has(c)
+		}
+		if lx&lxPlan != 0 || len(c) > 3 && lowerEq(c[len(c)-3:], "'ll") ||
+			lowerEq(c, "going") && i+1 < len(words) && lowerEq(core(words[i+1]), "to") {
+			commit = true
+		}
+	}
+	return numbers, dates, self, commit
+}
+
+func TestEquivWordSignals(t *testing.T) {
+	who := newNames("Alice", "Bob", "Carol")
+	for _, s := range equivInputs(19, 3000) {
+		var arr [64]string
+		words := appendFields(arr[:0], s)
+		var got traits
+		var warr [32]word
+		wordSignals(&got, s, appendWords(warr[:0], words), who)
+		var want traits
+		want.entities, want.content = countWords(s, who)
+		want.numbers, want.dates, want.self, want.commit = refFactSignals(words, who)
+		if got != want {
+			t.Fatalf("wordSignals(%q) = %+v, want %+v", s, got, want)
+		}
+	}
+}
+
+func TestEquivWords(t *testing.T) {
+	for _, s := range equivInputs(23, 3000) {
+		fs := strings.Fields(s)
+		ws := appendWords(nil, fs)
+		if len(ws) != len(fs) {
+			t.Fatalf("appendWords(%q): %d words, want %d", s, len(ws), len(fs))
+		}
+		for i, f := range fs {
+			n := strings.ToLower(core(f))
+			if want := (word{w: f, c: core(f), n: n, lx: lexicon.get(n)}); ws[i] != want {
+				t.Fatalf("appendWords(%q)[%d] = %+v, want %+v", s, i, ws[i], want)
+			}
+		}
+	}
+}
+
+// refMemoryID is memoryID with hash/fnv.
+func refMemoryID(m fold.Memory) string {
+	h := fnv.New64a()
+	h.Write([]byte(strings.ToLower(m.Speaker)))
+	h.Write([]byte{0})
+	for i, w := range strings.Fields(strings.TrimRight(m.Text, ". ")) {
+		if i > 0 {
+			h.Write([]byte{' '})
+		}
+		h.Write([]byte(strings.ToLower(w)))
+	}
+	return "m" + strconv.FormatUint(h.Sum64(), 16)
+}
+
+func TestEquivMemoryID(t *testing.T) {
+	in := equivInputs(29, 2000)
+	for i, s := range in {
+		m := fold.Memory{Speaker: in[(i*7)%len(in)], Text: s}
+		if got, want := memoryID(m), refMemoryID(m); got != want {
+			t.Fatalf("memoryID(%q, %q) = %s, want %s", m.Speaker, m.Text, got, want)
+		}
+	}
+}
+
+func TestEquivRenderWords(t *testing.T) {
+	who := newNames("Alice", "Bob")
+	in := equivInputs(31, 3000)
+	for _, s := range []string{"let's", "let us", "how about", "what if", "why don't we", "why not", "maybe we",
+		"I suggest", "I vote", "I vote for", "ok guys let's", "Bob let's"} {
+		for _, tl := range []string{"", " we", " go", " push B?", " for", " for Jeff.", " ?", " we go"} {
+			in = append(in, s+tl)
+		}
+	}
+	for _, s := range in {
+		f := strings.Fields(s)
+		ws := appendWords(nil, f)
+		r1, ok1 := proposalRestInfos(ws, who)
+		r2, ok2 := refProposalRestIn(f, who)
+		if r1 != r2 || ok1 != ok2 {
+			t.Fatalf("proposalRestInfos(%q) = %q, %v; want %q, %v", s, r1, ok1, r2, ok2)
+		}
+		if got, want := hasSecondPersonInfos(ws), hasSecondPersonIn(f); got != want {
+			t.Fatalf("hasSecondPersonInfos(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// refProposalRestIn (proposalRestInfos on fields) recognizes a proposal opener in the sentence whose fields
+// are words and returns what is proposed, ready to follow "suggested":
+// "let's push B" → "we push B", "how about Jeff?" → "Jeff".
+func refProposalRestIn(words []string, who names) (string, bool) {
+	var weArr [64]string
+	// allow a few soft words or names before the opener ("ok guys let's …")
+	start := 0
+	for start < len(words) && start < 3 {
+		n, nb, k := normParts(words[start]) // norm, on the stack
+		if k > 0 {
+			n = string(nb[:k])
+		}
+		if !(fillerSoft[n] || who.has(n) || fillerCore[n]) || n == "let's" || n == "lets" || n == "we" || n == "how" || n == "what" || n == "why" || n == "maybe" {
+			break
+		}
+		start++
+	}
+	ws := words[start:]
+	// is reports norm(ws[i]) == lit
+	is := func(i int, lit string) bool { return i < len(ws) && lowerEq(core(ws[i]), lit) }
+	we := func(tail []string) []string { return append(append(weArr[:0], "we"), tail...) }
+	var rest []string
+	switch {
+	case is(0, "let's") || is(0, "lets"):
+		rest = we(ws[1:])
+	case is(0, "let") && is(1, "us"):
+		rest = we(ws[2:])
+	case (is(0, "how") || is(0, "what")) && is(1, "about") && len(ws) > 2:
+		rest = ws[2:]
+	case is(0, "what") && is(1, "if") && len(ws) > 2:
+		rest = ws[2:]
+	case is(0, "why") && (is(1, "don't") || is(1, "dont")) && is(2, "we") && len(ws) > 3:
+		rest = we(ws[3:])
+	case is(0, "why") && is(1, "not") && len(ws) > 2:
+		rest = ws[2:]
+	case is(0, "maybe") && is(1, "we") && len(ws) > 2:
+		rest = ws[1:]
+	case is(0, "i") && (is(1, "suggest") || is(1, "propose")) && len(ws) > 2:
+		rest = ws[2:]
+	case is(0, "i") && is(1, "vote") && len(ws) > 2:
+		rest = ws[2:]
+		if lowerEq(core(rest[0]), "for") && len(rest) > 1 {
+			rest = rest[1:]
+		}
+	default:
+		return "", false
+	}
+	if len(rest) == 0 || (len(rest) == 1 && lowerEq(core(rest[0]), "we")) {
+		return "", false
+	}
+	r := strings.TrimRight(strings.Join(rest, " "), "?!. ")
+	if r == "" || r == "we" {
+		return "", false
+	}
+	return r, true
 }

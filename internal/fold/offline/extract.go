@@ -35,6 +35,29 @@ type unit struct {
 	tool      *toolRun
 	text      [3]string
 	toks      []string // the content tokens of a speech unit (tokenSetOf its words), set by tokenizeUnits
+	set       tokSet   // newTokSet(toks), set by tokenizeUnits
+	buckets   []uint16 // appendBuckets(nil, toks), set by tokenizeUnits
+	subj      []string // subjectOf(toks) once asked for (see subject)
+	subjSet   bool     // subj is computed
+	allToks   []string // tokenSetOf(sp.words, names{}) once asked for (see allTokens)
+	allToksOK bool     // allToks is computed
+}
+
+// allTokens is tokenSetOf(u.sp.words, names{}) (names included), computed
+// once.
+func (u *unit) allTokens() []string {
+	if !u.allToksOK {
+		u.allToks, u.allToksOK = tokenSetOfInfos(u.sp.infos, names{}), true
+	}
+	return u.allToks
+}
+
+// subject is subjectOf(u.toks), computed once.
+func (u *unit) subject() []string {
+	if !u.subjSet {
+		u.subj, u.subjSet = subjectOf(u.toks), true
+	}
+	return u.subj
 }
 
 // unitArena hands out units from blocks of size units: one allocation for
@@ -97,7 +120,7 @@ func isToolCall(t fold.Turn) bool {
 }
 
 // extract turns the batch into scored, rendered units.
-func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevSentence, who names, agent bool) extraction {
+func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevSentence, who names, agent bool, sc *scratch) extraction {
 	var ex extraction
 	ex.allFiller = true
 	topics := newTopicCounter(who, agent)
@@ -113,6 +136,8 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	seenSpeaker := map[string]bool{}
 
 	arena := unitArena{size: len(req.Turns)/2 + len(req.Notes) + 1} // (many turns are filler)
+	arena.block = take(sc.units, arena.size)
+	sc.units = arena.block
 	var pendingCall *fold.Turn
 	pendingIdx := 0
 	flushCall := func() {
@@ -128,6 +153,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	// keeps its sentence's part, which is never written again (a sentence
 	// that yields no unit gives its part back).
 	var words []string
+	var infos []word // the words of the units' sentences, in parts as words
 	for i := range req.Turns {
 		t := req.Turns[i]
 		if isToolTurn(t) {
@@ -160,7 +186,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 		}
 		sents = appendSentences(sents[:0], text)
 		if words == nil {
-			words = make([]string, 0, wordsEstimate(req.Turns[i:]))
+			words = take(sc.words, wordsEstimate(req.Turns[i:]))
 		}
 		for k, sent := range sents {
 			mark := len(words)
@@ -205,7 +231,13 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 				words = appendFields(words[:mark], body)
 				bws = words[mark:len(words):len(words)]
 			}
-			tr := analyzeWords(body, bws, who)
+			if infos == nil {
+				infos = take(sc.infos, cap(words))
+			}
+			imark := len(infos)
+			infos = appendWords(infos, bws)
+			bis := infos[imark:len(infos):len(infos)] // (kept by the unit: never written again)
+			tr := analyzeInfos(body, bis, who)
 			if agent && tr.imperative && role == "user" {
 				tr.request = true // rendered "User asked: Add …"
 			}
@@ -221,17 +253,23 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			ex.units = append(ex.units, arena.new(unit{
 				kind:    unitSpeech,
 				speaker: name,
-				sp:      speech{speaker: name, addressee: addressee, text: body, words: bws, t: tr},
+				sp:      speech{speaker: name, addressee: addressee, text: body, words: bws, infos: bis, t: tr},
 				score:   sc,
 				seq:     i*1000 + k,
 				turn:    i,
 			}))
 			if !tr.injection {
-				topics.addWords(bws) // (an injection's words are data, not what the session is about)
+				topics.addWords(bis) // (an injection's words are data, not what the session is about)
 			}
 		}
 	}
 	flushCall()
+	if words != nil { // (kept for later folds)
+		sc.words = words
+	}
+	if infos != nil {
+		sc.infos = infos
+	}
 	ex.units = dropAnswered(ex.units)
 	ex.units = capPerTurn(ex.units, s.cfg.maxUnitsPerTurn)
 	ex.units = capTotal(ex.units, maxNewUnits)
@@ -248,7 +286,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
 	ex.units = mergeToolRuns(ex.units)
 
-	tokenizeUnits(ex.units, who)
+	tokenizeUnits(ex.units, who, sc)
 	for _, u := range ex.units {
 		if u.kind == unitSpeech {
 			u.score += 2.0 * float64(min(len(u.agreed)+len(u.disagreed), 1))
@@ -260,22 +298,45 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 }
 
 // tokenizeUnits sets the content tokens of the speech units (tokenSetOf
-// their words), split once for dedup and memories, in one shared slice.
+// their words), split once for dedup and memories, in one shared slice,
+// with their signatures and coverage buckets (one hash per token for
+// both).
 // (Raising the score of statements that share the batch's words, a
 // centroid signal, was measured and did not help: an aside is as likely
 // to be asked about.)
-func tokenizeUnits(units []*unit, who names) {
+func tokenizeUnits(units []*unit, who names, sc *scratch) {
 	n := 0
 	for _, u := range units {
 		n += len(u.sp.words)
 	}
-	all := make([]string, 0, n) // (units keep their parts: it never grows)
+	all := take(sc.toks, n) // (units keep their parts: it never grows)
 	for _, u := range units {
 		if u.kind == unitSpeech {
 			from := len(all)
-			all = appendTokenSet(all, u.sp.words, who)
+			all = appendTokenSetInfos(all, u.sp.infos, who)
 			u.toks = all[from:len(all):len(all)]
 		}
+	}
+	// (one array each for the bits and the buckets of every set)
+	bits := take(sc.bits, len(all))[:len(all)] // (every element is set below)
+	buckets := take(sc.buckets, len(all))[:len(all)]
+	sc.toks, sc.bits, sc.buckets = all, bits, buckets
+	at := 0
+	for _, u := range units {
+		if u.kind != unitSpeech {
+			continue
+		}
+		k := len(u.toks)
+		u.set = tokSet{toks: u.toks, bits: bits[at : at+k : at+k]}
+		u.buckets = buckets[at : at+k : at+k]
+		for i, t := range u.toks {
+			h := hashLower(t)
+			b := uint8(h & 63) // (as newTokSetIn and appendBuckets compute them)
+			u.set.bits[i] = b
+			u.set.sig |= 1 << b
+			u.buckets[i] = uint16(h % covBuckets)
+		}
+		at += k
 	}
 }
 
@@ -302,7 +363,7 @@ func dropAnswered(units []*unit) []*unit {
 // or time for "when", a name for "who"). "sure, let me finish this round first" answers no "who's bringing
 // the grill?".
 func answeredBy(later []*unit, q *unit) bool {
-	var qt []string
+	kind := -1 // questionKind(q.sp.words), once needed
 	for _, v := range later {
 		if v.turn > q.turn+2 {
 			return false
@@ -311,13 +372,14 @@ func answeredBy(later []*unit, q *unit) bool {
 			v.sp.t.question || (q.sp.addressee != "" && !strings.EqualFold(v.speaker, q.sp.addressee)) {
 			continue
 		}
-		if answersKind(questionKind(q.sp.words), v.sp.t) {
+		if kind < 0 {
+			kind = questionKind(q.sp.words)
+		}
+		if answersKind(kind, v.sp.t) {
 			return true
 		}
-		if qt == nil {
-			qt = tokenSetOf(q.sp.words, names{})
-		}
-		for _, w := range tokenSetOf(v.sp.words, names{}) {
+		qt := q.allTokens()
+		for _, w := range v.allTokens() {
 			if slices.Contains(qt, w) {
 				return true
 			}
@@ -613,17 +675,19 @@ func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter
 		}
 		var warr [64]string
 		fw := appendFields(warr[:0], full) // for every pass below
+		var iarr [32]word
+		fi := appendWords(iarr[:0], fw)
 		light := condenseLightIn(full, fw)
 		firstLight := light // condenseLight(body[0]): full is body[0]
 		if len(body) > 1 {
 			firstLight = condenseLight(body[0])
 		}
-		t := analyzeWords(full, fw, who)
+		t := analyzeInfos(full, fi, who)
 		sc := 2.0 + min(float64(t.entities)*0.4, 2.0)
 		if src != "" || mentionsAnyIn(fw, who) {
 			sc += 1.0
 		}
-		topics.addWords(fw)
+		topics.addWords(fi)
 		out = append(out, arena.new(unit{
 			kind:  unitNote,
 			score: sc,
@@ -1069,9 +1133,9 @@ func (tc *topicCounter) echoWeights() []float64 {
 	return w
 }
 
-// addWords counts the topics of the sentence whose fields are words.
-func (tc *topicCounter) addWords(words []string) {
-	scanTopics(words, tc.who, tc.agent, topicSink{tc: tc, weight: 1})
+// addWords counts the topics of the sentence whose words are ws.
+func (tc *topicCounter) addWords(ws []word) {
+	scanTopics(ws, tc.who, tc.agent, topicSink{tc: tc, weight: 1})
 }
 
 // topicSink receives the topic mentions scanTopics finds: it bumps them in
@@ -1096,9 +1160,8 @@ func (k topicSink) bump(run []string, double bool) {
 	}
 }
 
-// scanTopics finds the topic mentions of the sentence whose fields are
-// words.
-func scanTopics(words []string, who names, agent bool, sink topicSink) {
+// scanTopics finds the topic mentions of the sentence whose words are ws.
+func scanTopics(ws []word, who names, agent bool, sink topicSink) {
 	var arr [16]string
 	run := arr[:0]
 	flush := func() {
@@ -1110,10 +1173,12 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 		}
 		run = run[:0]
 	}
-	for i, w := range words {
-		c := core(w)
-		_, _, suf := splitWord(w)
-		isStart := i == 0 || prevEndsSentence(words[i-1])
+	for i := range ws {
+		w, c := ws[i].w, ws[i].c
+		// (splitWord(w) has punctuation after the core exactly when w does
+		// not end with it: the core's last rune is no punctuation)
+		suf := !strings.HasSuffix(w, c)
+		isStart := i == 0 || prevEndsSentence(ws[i-1].w)
 		if agent && isPathLike(c) {
 			flush()
 			one := [1]string{c}
@@ -1123,7 +1188,7 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 		// A possessive continues a phrase ("King's Row"): never cut after
 		// it, unless it is a participant's ("Marco's screen").
 		base, possessive := strings.CutSuffix(c, "'s")
-		capital := c != "" && upperFirst(c) && lexLower(c)&(lxCommonCaps|lxCalendar) == 0 &&
+		capital := c != "" && upperFirst(c) && ws[i].lx&(lxCommonCaps|lxCalendar) == 0 &&
 			!who.has(c) && allLettersExcept(base, '-') && runeLen(base) > 1 && !(possessive && who.has(base))
 		switch {
 		case capital && (!isStart || len(run) > 0):
@@ -1137,7 +1202,7 @@ func scanTopics(words []string, who names, agent bool, sink topicSink) {
 			flush()
 
 		}
-		if suf != "" {
+		if suf {
 			flush()
 		}
 	}

@@ -2,7 +2,6 @@ package offline
 
 import (
 	"container/list"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,15 +58,26 @@ func newFactStore() *factStore {
 // them and returns them: restated facts left out, changed ones with
 // Supersedes set.
 func (s *Summarizer) memories(session string, req fold.Request, units []*unit, who names) []fold.Memory {
-	var cands []fact
+	n := 0
+	for _, u := range units {
+		if u.kind == unitSpeech && isFact(u) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	cands := make([]fact, 0, n)
 	for _, u := range units {
 		if u.kind != unitSpeech || !isFact(u) {
 			continue
 		}
 		text := u.text[0]
-		var warr [64]string
-		f := fact{mem: fold.Memory{Speaker: u.speaker, Text: text},
-			toks: newTokSet(u.toks), subj: subjectOf(u.toks), slots: numSlots(appendFields(warr[:0], text))}
+		f := fact{mem: fold.Memory{Speaker: u.speaker, Text: text}, toks: u.set, subj: u.subject()}
+		if hasDigit(text) { // (numSlots of words without a digit is nil)
+			var warr [64]string
+			f.slots = numSlots(appendFields(warr[:0], text))
+		}
 		if u.turn >= 0 && u.turn < len(req.Turns) {
 			f.mem.TurnID, f.mem.At = req.Turns[u.turn].TurnID, req.Turns[u.turn].At
 		}
@@ -96,27 +106,42 @@ func isFact(u *unit) bool {
 // memoryID is stable for a fact's speaker and text (case and spacing
 // aside), so that the same fact extracted again gets the same ID.
 func memoryID(m fold.Memory) string {
-	h := fnv.New64a()
+	h := uint64(fnvOffset64)
+	add := func(s string) { // FNV-1a (hash/fnv's New64a) of s
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint64(s[i])) * fnvPrime64
+		}
+	}
 	var buf [lowerBufLen]byte
 	write := func(w string) {
 		if b, ok := lowerASCII(&buf, w); ok {
-			h.Write(b)
+			for _, c := range b {
+				h = (h ^ uint64(c)) * fnvPrime64
+			}
 		} else {
-			h.Write([]byte(strings.ToLower(w)))
+			add(strings.ToLower(w))
 		}
 	}
 	write(m.Speaker)
-	h.Write([]byte{0})
+	add("\x00")
 	var arr [64]string
 	words := appendFields(arr[:0], strings.TrimRight(m.Text, ". "))
 	for i, w := range words {
 		if i > 0 {
-			h.Write([]byte{' '})
+			add(" ")
 		}
 		write(w)
 	}
-	return "m" + strconv.FormatUint(h.Sum64(), 16)
+	var out [17]byte
+	out[0] = 'm'
+	return string(strconv.AppendUint(out[:1], h, 16))
 }
+
+// The parameters of 64-bit FNV-1a, as hash/fnv has them.
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
 
 // changes reports whether newer restates (same) or changes (changed) the
 // older fact of the same speaker.
@@ -273,7 +298,9 @@ func (fs *factStore) add(session string, cands []fact) []fold.Memory {
 		}
 		// (a fact changed again later in this batch finds this one, and
 		// supersedes it in the same event)
-		c.toks.toks = slices.Clone(c.toks.toks) // (kept: not the batch's shared slice)
+		// (kept: not the batch's shared slices)
+		c.toks.toks, c.toks.bits = slices.Clone(c.toks.toks), slices.Clone(c.toks.bits)
+		c.subj = slices.Clone(c.subj)
 		sf.facts = append(sf.facts, c)
 		out = append(out, c.mem)
 	}

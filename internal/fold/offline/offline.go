@@ -42,6 +42,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
 )
@@ -140,6 +141,7 @@ type Summarizer struct {
 	cfg   config
 	cache *sentCache // analysed sentences of previous summaries
 	facts *factStore // facts extracted per session, for restated and changed facts
+	work  scratchPool
 }
 
 var _ fold.Summarizer = (*Summarizer)(nil)
@@ -217,7 +219,9 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	}
 
 	prevSents := s.cache.prevSentences(prev.sentences, who, agent)
-	ex := s.extract(req, prev, prevSents, who, agent)
+	sc := s.work.get()
+	defer s.work.put(sc)
+	ex := s.extract(req, prev, prevSents, who, agent, sc)
 	var mems []fold.Memory
 	if !req.Recompact {
 		mems = s.memories(req.Session, req, ex.units, who)
@@ -238,7 +242,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 		}
 	}
 
-	items := assemble(prevSents, ex)
+	items := assemble(prevSents, ex, sc)
 	dropAnsweredPrev(items, ex.units)
 	dedup(items, who)
 	lead := leadItem(participants, others, topics, agent)
@@ -278,8 +282,6 @@ type previous struct {
 }
 
 var (
-	othersRe   = regexp.MustCompile(`^(\d+) others?$`)
-	replyRe    = regexp.MustCompile(`^[^.?!]{1,80} (said yes|said no|agreed|disagreed)\.$`)
 	toolCallRe = regexp.MustCompile(`^(.{1,64}?) ran (\S+)(?: \((.*)\))?\.$`)
 	toolRunRe  = regexp.MustCompile(`^(.{1,64}?) ran (\S+)(?: \((.*)\))?: (ok|no output|failed)\b`)
 )
@@ -365,13 +367,23 @@ func matchSmallTalk(s string) (subj string, ok bool) {
 	return "", false
 }
 
-// isReply is replyRe.MatchString(s); the expression needs one of these
-// endings.
+// isReply reports whether s is a reply sentence this backend writes after
+// a question: `^[^.?!]{1,80} (said yes|said no|agreed|disagreed)\.$` as a
+// regular expression. At most one of the endings fits s, so the subject
+// is what precedes it: 1 to 80 runes (an invalid byte counts as one, as
+// the expression reads it) without '.', '?' or '!'.
 func isReply(s string) bool {
-	if !strings.HasSuffix(s, "agreed.") && !strings.HasSuffix(s, " said yes.") && !strings.HasSuffix(s, " said no.") {
+	var subj string
+	ok := false
+	for _, end := range [...]string{" said yes.", " said no.", " disagreed.", " agreed."} {
+		if subj, ok = strings.CutSuffix(s, end); ok {
+			break
+		}
+	}
+	if !ok || subj == "" || strings.ContainsAny(subj, ".?!") {
 		return false
 	}
-	return replyRe.MatchString(s)
+	return len(subj) <= 80 || utf8.RuneCountInString(subj) <= 80
 }
 
 // matchToolCall is toolCallRe.FindStringSubmatch(s); the expression needs
@@ -429,13 +441,33 @@ func splitNameList(s string) ([]string, int) {
 		if p == "" {
 			continue
 		}
-		if m := othersRe.FindStringSubmatch(p); m != nil {
-			others, _ = strconv.Atoi(m[1])
+		if n, ok := matchOthers(p); ok {
+			others, _ = strconv.Atoi(n)
 			continue
 		}
 		out = append(out, p)
 	}
 	return out, others
+}
+
+// matchOthers is `^(\d+) others?$` as a regular expression: n is the
+// (ASCII) digits of "3 others" or "1 other".
+func matchOthers(s string) (n string, ok bool) {
+	rest, ok := strings.CutSuffix(s, " others")
+	if !ok {
+		if rest, ok = strings.CutSuffix(s, " other"); !ok {
+			return "", false
+		}
+	}
+	if rest == "" {
+		return "", false
+	}
+	for i := 0; i < len(rest); i++ {
+		if rest[i] < '0' || rest[i] > '9' {
+			return "", false
+		}
+	}
+	return rest, true
 }
 
 // roster merges earlier participants with this batch's speakers, keeping
@@ -515,7 +547,7 @@ type item struct {
 	key     string        // tool runs: caller, tool and argument
 	prev    *prevSentence // the sentence of the previous summary it still is, if any
 	toks    *tokSet       // content tokens of v[0] (set by dedup)
-	utoks   []string      // a speech unit's content tokens, which dedup uses for toks
+	unit    *unit         // the speech unit it renders, if any: dedup and fit use its tokens
 }
 
 func (it *item) text() string { return it.v[it.lvl] }
@@ -591,14 +623,16 @@ func leadItem(participants []string, others int, topics []string, agent bool) *i
 }
 
 // assemble builds the items of the previous summary and of the new batch.
-func assemble(prevSents []*prevSentence, ex extraction) []*item {
+func assemble(prevSents []*prevSentence, ex extraction, sc *scratch) []*item {
 	n := len(prevSents)
-	arena := make([]item, 0, n+len(ex.units)) // one allocation for all items
+	arena := take(sc.items, n+len(ex.units)) // one array for all items (it never grows)
+	sc.items = arena
 	newItem := func(it item) *item {
 		arena = append(arena, it)
 		return &arena[len(arena)-1]
 	}
-	items := make([]*item, 0, n+len(ex.units)+1) // (+1: the opening sentence)
+	items := take(sc.ptrs, n+len(ex.units)+1) // (+1: the opening sentence)
+	sc.ptrs = items
 	for i, ps := range prevSents {
 		pos := 0.6
 		if n > 1 {
@@ -629,7 +663,10 @@ func assemble(prevSents []*prevSentence, ex extraction) []*item {
 		if m > 1 {
 			pos = 0.7 + 0.3*float64(k)/float64(m-1)
 		}
-		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker, utoks: u.toks})
+		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
+		if u.toks != nil {
+			it.unit = u
+		}
 		if u.tool != nil {
 			it.key = u.tool.key()
 		}
@@ -739,14 +776,15 @@ func sharesToken(a, b []string) bool {
 // one when they are about as important.
 func dedup(items []*item, who names) {
 	toks := make([]*tokSet, len(items))
-	fresh, est := 0, 0 // new items, and about their tokens (one in 12 bytes)
+	fresh, est := 0, 0 // new items without a unit's set, and about their tokens (one in 12 bytes)
 	for _, it := range items {
-		if it.prev == nil {
+		if it.prev == nil && it.unit == nil {
 			fresh++
 			est += len(it.v[0])/12 + 1
 		}
 	}
-	// The new items' sets share one slice of sets, of tokens and of bits.
+	// The other new items' sets share one slice of sets, of tokens and of
+	// bits.
 	sets := make([]tokSet, 0, fresh)
 	all := make([]string, 0, est) // (when it grows, earlier sets keep the old array)
 	bits := make([]uint8, 0, est)
@@ -755,13 +793,14 @@ func dedup(items []*item, who names) {
 			toks[i] = &it.prev.toks // tokenSet(it.v[0], who), computed once
 			continue
 		}
-		set := it.utoks // (the statement's tokens: its rendering adds none that count)
-		if set == nil {
-			var warr [64]string
-			mark := len(all)
-			all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
-			set = all[mark:len(all):len(all)]
+		if it.unit != nil {
+			toks[i] = &it.unit.set // (the statement's tokens: its rendering adds none that count)
+			continue
 		}
+		var warr [64]string
+		mark := len(all)
+		all = appendTokenSet(all, appendFields(warr[:0], it.v[0]), who)
+		set := all[mark:len(all):len(all)]
 		if cap(bits)-len(bits) < len(set) {
 			bits = make([]uint8, 0, max(est, len(set)))
 		}
@@ -796,7 +835,11 @@ func dedup(items []*item, who names) {
 				// (a number, a place): the newer replaces what changed
 				if items[j].isNew && !items[i].isNew && spk[i] != "" && spk[i] == spk[j] {
 					if subj[j] == nil {
-						subj[j] = subjectOf(toks[j].toks)
+						if u := items[j].unit; u != nil {
+							subj[j] = u.subject() // (shared with memories)
+						} else {
+							subj[j] = subjectOf(toks[j].toks)
+						}
 					}
 					if sameSubject(subj[i], subj[j]) {
 						items[i].drop, items[i].dup = true, true
@@ -943,6 +986,8 @@ func fit(items []*item, budget int) {
 		case it.drop || it.isLead || it.toks == nil:
 		case it.prev != nil && it.toks == &it.prev.toks:
 			all = append(all, it.prev.buckets...) // (computed once, cached)
+		case it.unit != nil && it.toks == &it.unit.set:
+			all = append(all, it.unit.buckets...) // (computed with the set)
 		default:
 			all = appendBuckets(all, it.toks.toks)
 		}

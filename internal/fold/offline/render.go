@@ -19,13 +19,20 @@ func shiftFirstPerson(s, speaker string) (string, bool) {
 // shiftFirstPersonIn is shiftFirstPerson(s, speaker); words are the fields
 // of s.
 func shiftFirstPersonIn(s string, words []string, speaker string) (string, bool) {
+	var arr [32]word
+	return shiftFirstPersonInfos(s, appendWords(arr[:0], words), speaker)
+}
+
+// shiftFirstPersonInfos is shiftFirstPerson(s, speaker); ws are the words
+// of s.
+func shiftFirstPersonInfos(s string, ws []word, speaker string) (string, bool) {
 	var outArr [64]string
 	out := outArr[:0]
 	changed := false
 	starts := false
 	inQuote := false
-	for i := 0; i < len(words); i++ {
-		w := words[i]
+	for i := 0; i < len(ws); i++ {
+		w := ws[i].w
 		if inQuote || strings.HasPrefix(w, "\"") {
 			out = append(out, w)
 			q := strings.Count(w, "\"")
@@ -34,11 +41,14 @@ func shiftFirstPersonIn(s string, words []string, speaker string) (string, bool)
 			}
 			continue
 		}
-		pre, c, suf := splitWord(w)
-		lc, lb, k := lowerParts(c) // strings.ToLower(c), on the stack
-		if k > 0 {
-			lc = string(lb[:k])
+		lc := ws[i].n // strings.ToLower(core(w))
+		switch lc {
+		case "i", "i'm", "im", "i've", "i'll", "i'd", "imma", "i'ma", "me", "myself", "my", "mine":
+		default:
+			out = append(out, w) // (most words)
+			continue
 		}
+		pre, _, suf := splitWord(w)
 		first := len(out) == 0
 		switch lc {
 		case "i":
@@ -46,12 +56,14 @@ func shiftFirstPersonIn(s string, words []string, speaker string) (string, bool)
 			if suf == "" {
 				j := i + 1
 				// (norm(w) == strings.ToLower(w) exactly when core(w) == w)
-				for j < len(words) && hasLower(preVerbAdverbs, core(words[j])) && core(words[j]) == words[j] {
+				for j < len(ws) && preVerbAdverbs[ws[j].n] && ws[j].c == ws[j].w {
 					j++
 				}
-				if j < len(words) {
-					out = append(out, words[i+1:j]...)
-					out = append(out, conjugate(words[j]))
+				if j < len(ws) {
+					for _, x := range ws[i+1 : j] {
+						out = append(out, x.w)
+					}
+					out = append(out, conjugate(ws[j].w))
 					i = j
 				}
 			}
@@ -63,8 +75,8 @@ func shiftFirstPersonIn(s string, words []string, speaker string) (string, bool)
 			out = append(out, pre+speaker, "will"+suf)
 		case "i'd":
 			aux := "would"
-			if i+1 < len(words) {
-				n := norm(words[i+1])
+			if i+1 < len(ws) {
+				n := ws[i+1].n // norm
 				if strings.HasSuffix(n, "ed") || n == "been" || n == "gotten" || n == "done" || n == "seen" {
 					aux = "had"
 				}
@@ -76,9 +88,6 @@ func shiftFirstPersonIn(s string, words []string, speaker string) (string, bool)
 			out = append(out, pre+speaker+suf)
 		case "my", "mine":
 			out = append(out, pre+speaker+"'s"+suf)
-		default:
-			out = append(out, w)
-			continue
 		}
 		changed = true
 		if first && pre == "" {
@@ -155,6 +164,22 @@ func hasSecondPerson(s string) bool {
 	return hasSecondPersonIn(appendFields(arr[:0], s))
 }
 
+// hasSecondPersonInfos is hasSecondPerson of the sentence whose words are
+// ws.
+func hasSecondPersonInfos(ws []word) bool {
+	for i := range ws {
+		c := ws[i].c
+		// every second-person word starts with 'u' or 'y'
+		if c == "" || (c[0] < utf8.RuneSelf && c[0]|0x20 != 'u' && c[0]|0x20 != 'y') {
+			continue
+		}
+		if secondPerson[ws[i].n] {
+			return true
+		}
+	}
+	return false
+}
+
 // hasSecondPersonIn is hasSecondPerson of the sentence whose fields are
 // words.
 func hasSecondPersonIn(words []string) bool {
@@ -194,57 +219,69 @@ func extractVocativeIn(s string, words []string, speaker string, who names) (add
 	return "", s, words
 }
 
-// proposalRestIn recognizes a proposal opener in the sentence whose fields
-// are words and returns what is proposed, ready to follow "suggested":
+// proposalRestInfos recognizes a proposal opener in the sentence whose
+// words are ws and returns what is proposed, ready to follow "suggested":
 // "let's push B" → "we push B", "how about Jeff?" → "Jeff".
-func proposalRestIn(words []string, who names) (string, bool) {
-	var weArr [64]string
+func proposalRestInfos(all []word, who names) (string, bool) {
 	// allow a few soft words or names before the opener ("ok guys let's …")
 	start := 0
-	for start < len(words) && start < 3 {
-		n, nb, k := normParts(words[start]) // norm, on the stack
-		if k > 0 {
-			n = string(nb[:k])
-		}
-		if !(fillerSoft[n] || who.has(n) || fillerCore[n]) || n == "let's" || n == "lets" || n == "we" || n == "how" || n == "what" || n == "why" || n == "maybe" {
+	for start < len(all) && start < 3 {
+		n, lx := all[start].n, all[start].lx
+		if !(lx&lxFillerSoft != 0 || who.has(n) || lx&lxFillerCore != 0) || n == "let's" || n == "lets" || n == "we" || n == "how" || n == "what" || n == "why" || n == "maybe" {
 			break
 		}
 		start++
 	}
-	ws := words[start:]
+	ws := all[start:]
 	// is reports norm(ws[i]) == lit
-	is := func(i int, lit string) bool { return i < len(ws) && lowerEq(core(ws[i]), lit) }
-	we := func(tail []string) []string { return append(append(weArr[:0], "we"), tail...) }
-	var rest []string
+	is := func(i int, lit string) bool { return i < len(ws) && ws[i].n == lit }
+	// what is proposed is "we " (when we) and the words of ws from rest on
+	we, rest := false, 0
 	switch {
 	case is(0, "let's") || is(0, "lets"):
-		rest = we(ws[1:])
+		we, rest = true, 1
 	case is(0, "let") && is(1, "us"):
-		rest = we(ws[2:])
+		we, rest = true, 2
 	case (is(0, "how") || is(0, "what")) && is(1, "about") && len(ws) > 2:
-		rest = ws[2:]
+		rest = 2
 	case is(0, "what") && is(1, "if") && len(ws) > 2:
-		rest = ws[2:]
+		rest = 2
 	case is(0, "why") && (is(1, "don't") || is(1, "dont")) && is(2, "we") && len(ws) > 3:
-		rest = we(ws[3:])
+		we, rest = true, 3
 	case is(0, "why") && is(1, "not") && len(ws) > 2:
-		rest = ws[2:]
+		rest = 2
 	case is(0, "maybe") && is(1, "we") && len(ws) > 2:
-		rest = ws[1:]
+		rest = 1
 	case is(0, "i") && (is(1, "suggest") || is(1, "propose")) && len(ws) > 2:
-		rest = ws[2:]
+		rest = 2
 	case is(0, "i") && is(1, "vote") && len(ws) > 2:
-		rest = ws[2:]
-		if lowerEq(core(rest[0]), "for") && len(rest) > 1 {
-			rest = rest[1:]
+		rest = 2
+		if ws[2].n == "for" && len(ws) > 3 {
+			rest = 3
 		}
 	default:
 		return "", false
 	}
-	if len(rest) == 0 || (len(rest) == 1 && lowerEq(core(rest[0]), "we")) {
+	tail := ws[min(rest, len(ws)):]
+	if n := len(tail); we && n == 0 || !we && (n == 0 || n == 1 && tail[0].n == "we") {
 		return "", false
 	}
-	r := strings.TrimRight(strings.Join(rest, " "), "?!. ")
+	var b strings.Builder
+	size := len("we")
+	for _, w := range tail {
+		size += len(w.w) + 1
+	}
+	b.Grow(size)
+	if we {
+		b.WriteString("we")
+	}
+	for i, w := range tail {
+		if i > 0 || we {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w.w)
+	}
+	r := strings.TrimRight(b.String(), "?!. ")
 	if r == "" || r == "we" {
 		return "", false
 	}
@@ -300,6 +337,7 @@ type speech struct {
 	addressee string
 	text      string
 	words     []string // the fields of text, split once for every pass
+	infos     []word   // the words of text (one per field), for every pass
 	t         traits
 }
 
@@ -323,13 +361,18 @@ func (sp speech) renderRaw(who names) string {
 		var farr [64]string
 		f = appendFields(farr[:0], text)
 	}
-	second := hasSecondPersonIn(f)
+	fi := sp.infos
+	if len(fi) != len(f) {
+		var iarr [32]word
+		fi = appendWords(iarr[:0], f)
+	}
+	second := hasSecondPersonInfos(fi)
 	to := ""
 	if sp.addressee != "" {
 		to = " " + sp.addressee
 	}
 	if !second {
-		if rest, ok := proposalRestIn(f, who); ok {
+		if rest, ok := proposalRestInfos(fi, who); ok {
 			shifted, _ := shiftFirstPerson(rest, S)
 			return endSentence(S+" suggested"+to+" "+shifted, '.')
 		}
@@ -356,13 +399,13 @@ func (sp speech) renderRaw(who names) string {
 		}
 		return S + verb + to + ": " + endSentence(text, '.')
 	}
-	shifted, starts := shiftFirstPersonIn(text, f, S)
+	shifted, starts := shiftFirstPersonInfos(text, fi, S)
 	if starts {
 		return endSentence(shifted, '.')
 	}
 	// "Next I will …" → "Next, Bob will …"
 	if len(f) > 2 && hasLower(sentenceAdverbs, f[0]) && isFirstPersonSubject(f[1]) {
-		rest, _ := shiftFirstPersonIn(strings.Join(f[1:], " "), f[1:], S)
+		rest, _ := shiftFirstPersonInfos(strings.Join(f[1:], " "), fi[1:], S)
 		adv := f[0]
 		r, size := utf8.DecodeRuneInString(adv)
 		return endSentence(string(unicode.ToUpper(r))+adv[size:]+", "+rest, '.')
@@ -393,7 +436,8 @@ func collapseRepeatsIn(dst []string, s string) (string, []string) {
 	}
 	words := appendFields(dst, s)
 	changed := false
-	for n := 3; n >= 1 && mayRepeat(words); n-- {
+	may := mayRepeat(words) // (asked again only when words change)
+	for n := 3; n >= 1 && may; n-- {
 		var out []string // allocated at the first repeat of this pass
 		for i := 0; i < len(words); {
 			if i+2*n <= len(words) && sameWords(words[i:i+n], words[i+n:i+2*n]) {
@@ -410,6 +454,7 @@ func collapseRepeatsIn(dst []string, s string) (string, []string) {
 		}
 		if out != nil {
 			words, changed = out, true
+			may = mayRepeat(words)
 		}
 	}
 	if !changed && isSingleSpaced(s) {
@@ -585,8 +630,8 @@ func isLightDrop(w string) bool {
 		base := strings.TrimSuffix(lw, ",")
 		return lightDropWords[lw] || (base != lw && (lightDropWords[base] || base == "like"))
 	}
-	if w == "" || len(w) > lightDropMaxLen+1 || !lightDropFirst[w[0]|0x20] {
-		return false // (+1: a trailing comma)
+	if len(w) < 2 || len(w) > lightDropMaxLen+1 || !lightDropPair[w[0]|0x20][w[1]|0x20] {
+		return false // (+1: a trailing comma; every word of the list has two letters or more)
 	}
 	if lexicon.getLower(w)&lxLightDrop != 0 {
 		return true
@@ -597,11 +642,13 @@ func isLightDrop(w string) bool {
 	return false
 }
 
-// lightDropFirst flags the first letters of lightDropWords and "like".
-var lightDropFirst = func() (t [256]bool) {
-	t['l'] = true
+// lightDropPair flags the (lowercase) first two letters of lightDropWords
+// and "like": an ASCII word whose first two bytes, lowercased (c|0x20),
+// are no such pair is no hedge.
+var lightDropPair = func() (t [256][256]bool) {
+	t['l']['i'] = true
 	for w := range lightDropWords {
-		t[w[0]] = true
+		t[w[0]][w[1]] = true
 	}
 	return t
 }()

@@ -449,6 +449,47 @@ func appendFields(dst []string, s string) []string {
 	return dst
 }
 
+// word is one field of a sentence with the forms that the passes over its
+// words compare, found once: a sentence is split into words once, and its
+// words are lowercased and looked up in the lexicon once, for every pass.
+type word struct {
+	w  string // the field
+	c  string // core(w)
+	n  string // norm(w): strings.ToLower(c)
+	lx uint32 // lexicon.get(n): the word lists n is in
+}
+
+// appendWords appends the word of each field of fs to dst. The lowercased
+// forms that are no substring of their field share one string.
+func appendWords(dst []word, fs []string) []word {
+	var bufArr [128]byte
+	buf := bufArr[:0]
+	type pend struct{ at, to int32 } // dst[at].n is buf[previous to:to]
+	var pendArr [8]pend
+	pending := pendArr[:0]
+	for _, f := range fs {
+		c := core(f)
+		n, nb, k := lowerParts(c)
+		if k > 0 {
+			buf = append(buf, nb[:k]...)
+			pending = append(pending, pend{int32(len(dst)), int32(len(buf))})
+			dst = append(dst, word{w: f, c: c})
+			continue
+		}
+		dst = append(dst, word{w: f, c: c, n: n, lx: lexicon.get(n)})
+	}
+	if len(pending) > 0 {
+		all := string(buf)
+		from := int32(0)
+		for _, p := range pending {
+			n := all[from:p.to]
+			dst[p.at].n, dst[p.at].lx = n, lexicon.get(n)
+			from = p.to
+		}
+	}
+	return dst
+}
+
 var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // isSingleSpaced reports whether s has no leading, trailing or repeated

@@ -1,0 +1,67 @@
+package offline
+
+import "sync"
+
+// scratch is the working memory of one fold: the slices that hold its
+// words, units, token sets and items. Later folds reuse their capacity
+// (scratchPool), so that a fold allocates little more than what it
+// returns. Nothing a fold returns, caches or stores points into it: what
+// the fact store keeps is copied (factStore.add).
+type scratch struct {
+	words   []string // the fields of the batch's sentences (extract)
+	infos   []word   // the words of the units' sentences (extract)
+	units   []unit   // the first block of the unit arena
+	toks    []string // the units' token sets (tokenizeUnits)
+	bits    []uint8  // their signature bits
+	buckets []uint16 // their coverage buckets
+	items   []item   // the items (assemble)
+	ptrs    []*item  // the items in order
+}
+
+// maxScratch bounds the capacity of a slice that is kept for later folds:
+// a rare huge batch does not pin its memory.
+const maxScratch = 1 << 14
+
+// scratchPool hands out scratches. It is safe for concurrent use (one
+// scratch per fold in progress).
+type scratchPool struct{ p sync.Pool }
+
+func (sp *scratchPool) get() *scratch {
+	if sc, ok := sp.p.Get().(*scratch); ok {
+		return sc
+	}
+	return &scratch{}
+}
+
+// put clears sc (it must not keep the fold's text alive) and keeps it for
+// a later fold.
+func (sp *scratchPool) put(sc *scratch) {
+	sc.words = reuse(sc.words)
+	sc.infos = reuse(sc.infos)
+	sc.units = reuse(sc.units)
+	sc.toks = reuse(sc.toks)
+	sc.bits = reuse(sc.bits)
+	sc.buckets = reuse(sc.buckets)
+	sc.items = reuse(sc.items)
+	sc.ptrs = reuse(sc.ptrs)
+	sp.p.Put(sc)
+}
+
+// reuse returns s emptied and cleared, or nil when it is too large to keep.
+func reuse[T any](s []T) []T {
+	if cap(s) > maxScratch {
+		return nil
+	}
+	s = s[:cap(s)]
+	clear(s)
+	return s[:0]
+}
+
+// take returns buf emptied when it can hold n elements, else a new slice
+// of capacity n.
+func take[T any](buf []T, n int) []T {
+	if cap(buf) >= n {
+		return buf[:0]
+	}
+	return make([]T, 0, n)
+}

@@ -1,0 +1,740 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/retry"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nuid"
+	"github.com/rs/zerolog"
+)
+
+// coordinator owns a shard's folds: the trigger check of each session
+// (evaluate), the fold lease, starting a fold and landing or failing its
+// result, the summaries found on the outbound stream (adopted, or awaited
+// while the session's turns are redelivered), and when a session must be
+// looked at again without an event of its own (wake: a failed fold's
+// backoff, another owner's lease, the idle threshold). It runs on its
+// shard's goroutine; fold goroutines hand their results back on results,
+// which the loop selects on and lands here. What it needs of the loop is
+// foldLoop; of the checkpoint writer, markDirty and checkpoint.
+type coordinator struct {
+	p        *Processor
+	w        *checkpointWriter
+	loop     foldLoop
+	results  chan foldResult // results of this shard's fold goroutines
+	foldCtx  context.Context // parent of every fold's context (Abort, shutdown)
+	inFlight int             // fold goroutines whose result is not back yet
+	// wake holds when a session must be checked again without waiting for
+	// its next event: a failed fold's backoff, another owner's lease, the
+	// idle threshold.
+	wake map[string]time.Time
+	// ahead holds, for sessions reloaded behind the outbound stream, the
+	// later summary to adopt once their redelivered turns reach its cursor
+	// (awaitRecord).
+	ahead map[string]summaryRecord
+	// policies: the resolved policy of each configuration in use (modes.go)
+	policies map[*events.SessionConfig]fold.Policy
+}
+
+// foldLoop is the event loop as the coordinator sees it.
+type foldLoop interface {
+	// session returns the live session, loaded from its checkpoint if it
+	// is not in memory; nil if it cannot be (a rewind was asked for).
+	session(id string) *live
+	// holds reports whether ls is the loop's live state of its session.
+	holds(ls *live) bool
+}
+
+func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, foldCtx context.Context) *coordinator {
+	return &coordinator{
+		p: p, w: w, loop: loop, foldCtx: foldCtx,
+		results:  make(chan foldResult, 64),
+		wake:     make(map[string]time.Time),
+		ahead:    make(map[string]summaryRecord),
+		policies: make(map[*events.SessionConfig]fold.Policy),
+	}
+}
+
+// reset forgets the wakes and awaited records of the sessions a rewind
+// drops. Folds in flight keep running: their results reload the session
+// and land if its checkpointed lease is still theirs.
+func (c *coordinator) reset() {
+	c.wake = make(map[string]time.Time)
+	c.ahead = make(map[string]summaryRecord)
+}
+
+// forget drops what the coordinator holds of a session leaving memory; a
+// record it awaited is learned again, by a refused publish, if still so.
+func (c *coordinator) forget(id string) { delete(c.ahead, id) }
+
+// waking reports whether the session has a wake time set.
+func (c *coordinator) waking(id string) bool {
+	_, ok := c.wake[id]
+	return ok
+}
+
+// loaded looks at a session just loaded from its checkpoint: a lease in it
+// is reconciled with the outbound stream, and the session is checked again
+// without waiting for an event (it may never send another one) once the
+// lease or its backoff ends.
+func (c *coordinator) loaded(ls *live) {
+	s, id := ls.s, ls.s.ID
+	if s.Lease != nil {
+		ctx, cancel := opCtx()
+		c.reconcile(ctx, ls)
+		cancel()
+		now := c.p.clock.Now()
+		switch {
+		case s.Lease.Held(now):
+			c.wake[id] = s.Lease.Deadline
+		default:
+			c.wake[id] = now
+		}
+	} else if c.p.clock.Now().Before(s.RetryAfter) {
+		c.wake[id] = s.RetryAfter
+	}
+}
+
+// turn runs the checks a newly applied turn calls for: the trigger check
+// when the session folds on turns, and the idle wake of mode tokens.
+func (c *coordinator) turn(ls *live) {
+	if c.trigger(ls) == TriggerTurn {
+		c.evaluate(ls, "turn", false)
+	}
+	if at, ok := c.idleWake(ls, c.policy(ls)); ok {
+		if cur, has := c.wake[ls.s.ID]; !has || at.Before(cur) {
+			c.wake[ls.s.ID] = at // a quiet session is folded at the idle threshold
+		}
+	}
+}
+
+// reconcile runs when a checkpoint is loaded with a fold lease: the
+// previous owner may have published the summary and died before the
+// checkpoint that clears the lease. The outbound stream is the record, so
+// adopt what it says.
+func (c *coordinator) reconcile(ctx context.Context, ls *live) {
+	s := ls.s
+	last, err := c.p.lastSummary(ctx, s.ID)
+	if err != nil {
+		c.p.log.Warn().Err(err).Str("event", "reconcile_failed").Str("session", s.ID).Msg("could not read the last summary; keeping the checkpoint")
+		return
+	}
+	switch c.takeRecord(ls, last, "lease_found") {
+	case recordAdopted:
+		return
+	case recordAwaited:
+		// The lease's fold is in the record, and more: none of it is
+		// folded again.
+		s.Lease = nil
+		c.w.markDirty(ls)
+		return
+	}
+	if !s.Lease.Held(c.p.clock.Now()) {
+		c.p.log.Info().Str("event", "lease_expired").Str("session", s.ID).Str("fold_id", s.Lease.FoldID).
+			Str("owner", s.Lease.Owner).Msg("cleared an expired fold lease; the batch will be folded again")
+		s.Lease = nil
+		c.w.markDirty(ls)
+	}
+}
+
+// takeRecord is what an owner does with the subject's last summary when
+// it is not the one the session last recorded: adopt it when the session
+// has the turns it covers, await those turns when they are still coming,
+// or leave it (another epoch, an older version) for the next publish to go
+// after.
+func (c *coordinator) takeRecord(ls *live, last summaryRecord, why string) recordFate {
+	switch {
+	case adoptable(ls.s, last):
+		c.adopt(ls, last, why)
+		return recordAdopted
+	case behind(ls.s, last):
+		c.awaitRecord(ls, last, why)
+		return recordAwaited
+	}
+	return recordNotTheSessions
+}
+
+// awaitRecord holds the session's folds and evictions until its turns
+// reach last's cursor; evaluate then adopts last (heldByRecord).
+func (c *coordinator) awaitRecord(ls *live, last summaryRecord, why string) {
+	s := ls.s
+	c.ahead[s.ID] = last
+	c.p.log.Info().Str("event", "summary_ahead").Str("session", s.ID).Str("why", why).Uint64("version", last.ev.Version).
+		Int64("cursor", last.ev.Cursor).Uint64("previous_version", s.Version).Int64("total_turns", s.Total).
+		Msg("the outbound stream holds a later summary of turns still being redelivered; folding waits for them, then adopts it")
+}
+
+// heldByRecord adopts the summary the session awaits once its turns reach
+// the summary's cursor, and reports whether the session must still wait.
+func (c *coordinator) heldByRecord(ls *live) bool {
+	s := ls.s
+	last, ok := c.ahead[s.ID]
+	if !ok {
+		return false
+	}
+	switch {
+	case behind(s, last):
+		return true
+	case adoptable(s, last):
+		c.adopt(ls, last, "turns_replayed")
+	}
+	// Adopted, or no longer the session's (a reset, an end, a newer summary).
+	delete(c.ahead, s.ID)
+	return false
+}
+
+// adopt makes a summary found on the outbound stream the session's own:
+// its owner published it and stopped before a checkpoint recorded it (a
+// crash, a partition moved on). The stream is the record of what was
+// folded, so the batch is not folded again.
+func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
+	s, ev := ls.s, last.ev
+	c.p.log.Info().Str("event", "summary_recovered").Str("session", s.ID).Str("why", why).Uint64("version", ev.Version).
+		Uint64("previous_version", s.Version).Int64("cursor", ev.Cursor).Int64("previous_cursor", s.Cursor).
+		Msg("adopted a summary published before the previous owner checkpointed it")
+	c.p.m.recovered.Inc()
+	if n := int(min(ev.Cursor-s.Cursor, int64(len(s.Turns)))); n > 0 {
+		ls.payloads.drop(s.Turns[:n], s.PendingNotes[:min(ev.FoldedNotes, len(s.PendingNotes))])
+		if evicted(ev.Mode) {
+			s.CountEvicted(s.Turns[:n]) // so the next note counts on from it
+		}
+	}
+	s.Summary, s.Version, s.SummarySeq = ev.Summary, ev.Version, last.seq
+	s.SummaryIsNote = evicted(ev.Mode)
+	s.Compactions = ev.Compactions
+	s.Advance(ev.Cursor, ev.FoldedNotes)
+	s.LastFoldAt = ev.At
+	s.SummaryToks = ev.SummaryTokens
+	s.Lease = nil
+	c.w.markDirty(ls)
+}
+
+// abandon drops an in-flight fold of this owner: its result is discarded
+// by fold id, and nothing it would have moved moves.
+//
+// It reports whether the fold is over. If not, the session waits (ls.wait)
+// and the caller stops: the loop holds the session's events and resumes it
+// (shard.unpark) once the result is back, and the caller's step is taken
+// again then. A summary on its way to the stream (a republish) lands
+// first; a canceled fold may have been publishing its summary, so nothing
+// of it may reach the stream after what comes next (a reset, the end). A
+// summary it stored is adopted (applyResult).
+func (c *coordinator) abandon(ls *live, why string) bool {
+	if ls.landing {
+		ls.wait = waitLanding
+		return false
+	}
+	if ls.cancel != nil {
+		ls.cancel()
+		ls.cancel = nil
+	}
+	if ls.s.Lease != nil {
+		c.p.log.Info().Str("event", "fold_abandoned").Str("session", ls.s.ID).Str("fold_id", ls.s.Lease.FoldID).Str("why", why).Msg("in-flight fold abandoned")
+		ls.s.Lease = nil
+	}
+	if ls.running != "" {
+		ls.wait = waitFold
+		return false
+	}
+	return true
+}
+
+// waitOver reports whether what the session waits for (abandon) is back,
+// and if so ends the wait.
+func (c *coordinator) waitOver(ls *live) bool {
+	switch {
+	case ls.wait == waitLanding && ls.landing, ls.wait == waitFold && ls.running != "":
+		return false
+	}
+	ls.wait = waitNone
+	return true
+}
+
+func (c *coordinator) trigger(ls *live) string {
+	if cfg := ls.s.Config; cfg != nil && cfg.Trigger != "" {
+		return cfg.Trigger
+	}
+	return c.p.cfg.Trigger
+}
+
+func (c *coordinator) profile(ls *live) fold.Profile {
+	if cfg := ls.s.Config; cfg != nil && cfg.Profile != "" {
+		return fold.Profile(cfg.Profile)
+	}
+	return c.p.cfg.Profile
+}
+
+// resume checks a session that may have fold work left without an event
+// of its own: at start (due mark) or when its wake time has come.
+func (c *coordinator) resume(id, trigger string) {
+	if c.p.rewind.Load() {
+		return // the rewind reloads it; its due mark stays for the next start
+	}
+	ls := c.loop.session(id)
+	if ls == nil {
+		return
+	}
+	if ls.wait != waitNone {
+		c.wake[id] = c.p.clock.Now() // looked at again once its wait is over
+		return
+	}
+	ls.due = true
+	c.evaluate(ls, trigger, false)
+	c.settleDue(ls)
+}
+
+// settleDue decides, after a check, whether the session needs another one
+// without waiting for an event.
+func (c *coordinator) settleDue(ls *live) {
+	s, now := ls.s, c.p.clock.Now()
+	switch {
+	case s.Lease != nil && s.Lease.Owner == c.p.cfg.InstanceID:
+		return // our fold is running; its result settles the session
+	case s.Lease.Held(now):
+		c.wake[s.ID] = s.Lease.Deadline // another owner's fold: look again when its lease ends
+		return
+	case now.Before(s.RetryAfter):
+		c.wake[s.ID] = s.RetryAfter
+		return
+	}
+	if at, ok := c.idleWake(ls, c.policy(ls)); ok {
+		c.wake[s.ID] = at
+		return
+	}
+	delete(c.wake, s.ID)
+	// The due mark stays until the session leaves memory (evictIdle):
+	// clearing it after every fold would cost a KV write per fold.
+}
+
+func (c *coordinator) wakeDue() {
+	now := c.p.clock.Now()
+	for id, at := range c.wake {
+		if !now.Before(at) {
+			delete(c.wake, id)
+			c.resume(id, "retry")
+		}
+	}
+}
+
+// evaluate runs the session's trigger check (its mode's policy, seed 000's
+// gates) and starts a fold or an eviction, or records why not.
+func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
+	p := c.p
+	now := p.clock.Now()
+	s := ls.s
+	if s.Lease != nil && !s.Lease.Held(now) && s.Lease.Owner != p.cfg.InstanceID {
+		// Another engine's (a crashed instance, a partition's previous
+		// owner): it may have published the summary without checkpointing
+		// it. The outbound stream says; adopt it rather than fold again.
+		ctx, cancel := opCtx()
+		c.reconcile(ctx, ls)
+		cancel()
+	}
+	if s.Lease != nil && !s.Lease.Held(now) {
+		p.log.Warn().Str("event", "lease_expired").Str("session", s.ID).Str("fold_id", s.Lease.FoldID).Str("owner", s.Lease.Owner).
+			Msg("fold lease passed its deadline; the batch will be folded again")
+		waited := !c.abandon(ls, "lease expired")
+		c.w.markDirty(ls)
+		if waited {
+			// Checked again once the fold is back.
+			if ls.then == nil {
+				ls.then = func() { c.evaluate(ls, trigger, force) }
+			}
+			return
+		}
+	}
+	pol := c.policy(ls)
+	if c.heldByRecord(ls) {
+		// The batch due is folded already, in the summary awaited: to
+		// whoever asks, that fold is in flight.
+		if trigger == "generate" || trigger == "compact" {
+			c.skip(ls, pol, fold.Decision{Reason: fold.SkipAlreadyInFlight}, trigger)
+		}
+		return
+	}
+	if s.Ended {
+		c.finish(ls, pol)
+		return
+	}
+	disabled := s.Config != nil && s.Config.Disabled != nil && *s.Config.Disabled
+	chk := fold.Check{
+		Cursor: s.Cursor, Total: s.Total, InFlight: s.Lease.Held(now),
+		Backoff: now.Before(s.RetryAfter), Ending: s.Ended, Disabled: disabled, Force: force,
+		Exchanges: s.Exchanges - s.ExchangesFolded,
+	}
+	eng := pol.Engine()
+	if eng.TurnTokens(pol) {
+		// Sizes as applied: the bot's tokens, else chars/4×1.2 (state.Apply).
+		turns := s.Turns
+		chk.TurnTokens = func(i int) int { return turns[i].Tokens }
+	}
+	if s.Tools != nil {
+		// No fold ends inside a tool exchange (fold.ToolExchange).
+		cursor := s.Cursor
+		chk.Joined = func(i int) bool { return s.Joined(cursor + int64(i)) }
+	}
+	if eng.Estimates() {
+		chk.UnfoldedTokens = ls.unfoldedTokens()
+		chk.SummaryTokens = s.SummaryToks
+		chk.ReportedContext = s.ContextTokens
+	}
+	if after, _, ok := eng.Idle(pol); ok {
+		chk.Idle = !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= after
+	}
+	d := pol.Plan(chk)
+	if d.Cause == fold.CauseIdle {
+		trigger = "idle"
+	}
+	if !d.Fold {
+		c.skip(ls, pol, d, trigger)
+		if d.Reason == fold.SkipAlreadyInFlight && s.Lease.Owner != p.cfg.InstanceID {
+			c.wake[s.ID] = s.Lease.Deadline // a dead owner's lease: fold when it ends
+		}
+		return
+	}
+	ls.lastSkip = ""
+	if d.Action == fold.ActionEvict {
+		c.evict(ls, pol, d, trigger)
+		return
+	}
+	c.startFold(ls, pol, d, trigger)
+}
+
+// skip logs every skip (debug for the per-turn below_threshold) and
+// publishes it when the reason changes or the check was asked for, so the
+// stream explains the session without carrying one event per turn.
+func (c *coordinator) skip(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
+	p := c.p
+	p.m.skips.WithLabelValues(string(d.Reason)).Inc()
+	explicit := trigger == "generate" || trigger == "compact"
+	// below_threshold is a session's normal state between folds: it is
+	// logged, and published only when a check was asked for.
+	publish := explicit || (d.Reason != ls.lastSkip && d.Reason != fold.SkipBelowThreshold)
+	level := zerolog.DebugLevel
+	if publish && d.Reason != fold.SkipBelowThreshold {
+		level = zerolog.InfoLevel
+	}
+	p.log.WithLevel(level).Str("event", "context_compaction_skipped").Str("session", ls.s.ID).Str("reason", string(d.Reason)).
+		Str("mode", string(pol.Mode)).Str("trigger", trigger).Int64("cursor", ls.s.Cursor).Int64("total_turns", ls.s.Total).
+		Int64("recent_start", d.RecentStart).Int64("eligible", d.Eligible).Int("estimate_tokens", d.Estimate).Int("limit_tokens", d.Limit).
+		Msg("compaction skipped")
+	if !publish {
+		return
+	}
+	ls.lastSkip = d.Reason
+	c.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionSkipped, Reason: string(d.Reason), Trigger: trigger, Mode: string(pol.Mode),
+		RecentStart: d.RecentStart, Eligible: d.Eligible, Estimate: d.Estimate, Limit: d.Limit,
+	})
+}
+
+func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
+	p := c.p
+	s := ls.s
+	now := p.clock.Now()
+	n := int(d.To - d.From)
+	if n > len(s.Turns) {
+		p.log.Error().Str("event", "state_inconsistent").Str("session", s.ID).Int("batch", n).Int("held_turns", len(s.Turns)).
+			Msg("fewer unfolded turns held than the batch needs; skipping fold")
+		return
+	}
+	// While the summarizer's endpoint refuses every request, no fold calls
+	// it: the session backs off (retry_backoff) until a probe is due, and
+	// at most RetryBackoffMax, so that it folds soon after the breaker
+	// closes. A compact control probes at once. A session past its
+	// emergency threshold (mode tokens) folds with seed 004's placeholder
+	// instead, which needs no model: its context must not overflow while
+	// the endpoint is down.
+	ok, probe, retryAt := p.breaker.Begin(now, d.Cause == fold.CauseForced)
+	placeholderOK := pol.Engine().Placeholder(pol, d)
+	placeholderOnly := !ok && placeholderOK
+	if !ok && !placeholderOnly {
+		d.Fold, d.Action, d.Reason = false, fold.ActionNone, fold.SkipRetryBackoff
+		c.skip(ls, pol, d, trigger)
+		s.RetryAfter = now.Add(p.cfg.RetryBackoffMax)
+		if retryAt.Before(s.RetryAfter) {
+			s.RetryAfter = retryAt
+		}
+		c.w.markDirty(ls)
+		c.wake[s.ID] = s.RetryAfter
+		return
+	}
+	if !ls.due {
+		if err := p.store.MarkDue(s.ID); err != nil {
+			p.log.Warn().Err(err).Str("event", "due_mark_failed").Str("session", s.ID).Msg("could not mark the session due; an interrupted fold resumes on its next event")
+		} else {
+			ls.due = true
+		}
+	}
+	s.Lease = &state.Lease{
+		FoldID: nuid.Next(), Owner: p.cfg.InstanceID, Deadline: now.Add(p.cfg.LeaseTTL),
+		From: d.From, To: d.To, Notes: len(s.PendingNotes),
+	}
+	// The lease goes to KV with the session's next checkpoint, not before
+	// the fold: a fold that outlasts a flush shows other owners (and the
+	// context service) that it is in flight, and one that is done sooner
+	// costs no write of its own. What keeps two owners from both
+	// recording version v+1 is the summary's publish, which expects the
+	// subject's last sequence (public.go), not the lease.
+	c.w.markDirty(ls)
+	job := foldJob{
+		session: s.ID, foldID: s.Lease.FoldID, trigger: trigger, profile: c.profile(ls), window: pol.Window, policy: pol, cause: d.Cause,
+		exchanges: s.Exchanges, final: trigger == "end",
+		// Seed 004's tier 3: a session past its emergency threshold whose
+		// folds keep failing gets a placeholder rather than overflowing.
+		placeholderOK: placeholderOK && s.Failures >= 2,
+		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
+		prev: s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
+		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
+		notes: append([]state.NoteRef(nil), s.PendingNotes...),
+	}
+	if len(ls.payloads) > 0 {
+		job.payloads = ls.payloads.of(job.turns, job.notes)
+	}
+	p.m.folds.WithLabelValues("started").Inc()
+	p.m.inFlight.Inc()
+	c.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionStarted, FoldID: job.foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
+		Estimate: d.Estimate, Limit: d.Limit, RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
+		PendingNoteCount: len(job.notes),
+	})
+	p.log.Info().Str("event", "context_compaction_started").Str("session", s.ID).Str("fold_id", job.foldID).Str("trigger", trigger).
+		Str("mode", string(pol.Mode)).Str("cause", d.Cause).Int("estimate_tokens", d.Estimate).
+		Int64("cursor", s.Cursor).Int("batch_size", n).Int64("recent_start", d.RecentStart).Int("pending_note_count", len(job.notes)).
+		Int64("total_turns", s.Total).Msg("compaction started")
+
+	ctx, cancel := context.WithTimeout(c.foldCtx, p.cfg.FoldTimeout)
+	ls.cancel = cancel
+	ls.running = job.foldID
+	c.inFlight++
+	p.folds.Add(1)
+	go func() {
+		defer p.folds.Done()
+		defer cancel()
+		r := p.runFold(ctx, job)
+		if r.err == nil && ctx.Err() != nil {
+			// Abandoned (a reset, an end, shutdown) or past the fold
+			// timeout while a summarizer that ignores its context ran:
+			// too late to public.
+			r.err, r.model = fmt.Errorf("summary ready after the fold ended: %w", context.Cause(ctx)), false
+		}
+		if r.err == nil {
+			p.sendSummary(&r, job.summarySeq)
+		}
+		c.results <- r
+	}()
+	// Let the fold run now, before the rest of the shard's batch: a new
+	// goroutine otherwise waits until the shard blocks, and under full
+	// ingest that is most of a fold's latency (bench: p50 ~1 ms to ~0.02
+	// ms from trigger to summarizer called). The fold soon blocks on its
+	// model call or its publish, and the shard goes on.
+	runtime.Gosched()
+}
+
+// applyResult lands a fold on its shard: publish the summary (the record),
+// then checkpoint, then look for the next batch (catch-up).
+func (c *coordinator) applyResult(r foldResult) {
+	p := c.p
+	c.inFlight--
+	p.m.inFlight.Dec()
+	ls := c.loop.session(r.job.session) // reloads it after a rewind
+	if ls == nil {
+		return
+	}
+	if ls.running == r.job.foldID {
+		ls.running = ""
+	}
+	if r.republished {
+		ls.landing = false
+	}
+	if ls.s.Lease == nil || ls.s.Lease.FoldID != r.job.foldID {
+		if r.err == nil && !r.conflict {
+			// Abandoned (a reset, an end) or reloaded after a rewind, but
+			// its summary is stored: the stream is the record, so take it
+			// if the session can, as a new owner would (publishConflict
+			// sorts out the rest at the next publish).
+			if c.takeRecord(ls, summaryRecord{ev: r.summary, seq: r.seq}, "abandoned_fold_published") == recordAdopted {
+				return
+			}
+		}
+		p.m.folds.WithLabelValues("discarded").Inc()
+		p.log.Info().Str("event", "fold_result_discarded").Str("session", r.job.session).Str("fold_id", r.job.foldID).
+			Msg("fold result arrived after its lease was dropped (reset, end, expiry or shutdown); nothing moved")
+		return
+	}
+	ls.cancel = nil
+	s := ls.s
+	now := p.clock.Now()
+	latency := now.Sub(r.job.started)
+	if r.err != nil {
+		c.failed(ls, r, latency)
+		return
+	}
+	if r.conflict {
+		c.publishConflict(ls, r, latency)
+		return
+	}
+	oldCursor := s.Cursor
+	ls.payloads.drop(r.job.turns, r.job.notes)
+	s.Summary = r.out.Summary
+	s.SummaryIsNote = false
+	s.Version = r.job.prevVer + 1
+	s.SummarySeq = r.seq
+	s.Advance(r.job.to, len(r.job.notes))
+	s.LastFoldAt = now
+	s.Compactions++
+	s.Lease = nil
+	s.Failures = 0
+	s.RetryAfter = time.Time{}
+	s.OriginalToks += r.origToks
+	s.SummaryToks = r.sumToks
+	s.ExchangesFolded = r.job.exchanges
+	s.ContextTokens = 0 // the bot's next prompt is smaller; its old report no longer holds
+	c.publishMemories(ls, r, s.Version)
+	if s.Sealed <= oldCursor && !r.job.final {
+		// Checkpointed with the next flush: until then the lease in KV
+		// makes any new owner adopt the summary just published.
+		c.w.markDirty(ls)
+	} else {
+		c.w.checkpointThen(ls, func() { c.p.dropChunks(s, oldCursor, s.Cursor) })
+	}
+	p.m.folds.WithLabelValues("completed").Inc()
+	p.landed.Add(1)
+	p.m.foldLatency.Observe(latency.Seconds())
+	p.m.sumTokens.WithLabelValues("input").Add(float64(r.out.InputTokens))
+	p.m.sumTokens.WithLabelValues("output").Add(float64(r.out.OutputTokens))
+	p.m.foldedToks.Add(float64(r.origToks))
+	c.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionCompleted, FoldID: r.job.foldID, Trigger: r.job.trigger, Mode: string(r.job.policy.Mode), Cause: r.job.cause,
+		Chunks: r.out.Chunks, SkippedTurns: r.out.SkippedTurns, MaskedTurns: r.masked, OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough,
+		SummaryChars: utf8.RuneCountInString(s.Summary), Version: s.Version, Tier: string(r.out.Tier),
+		LatencyMS: latency.Milliseconds(), Model: r.out.Model,
+	})
+	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", r.job.foldID).
+		Str("mode", string(r.job.policy.Mode)).Int("chunks", r.out.Chunks).Int("skipped_turns", r.out.SkippedTurns).Int("masked_turns", r.masked).
+		Int64("old_cursor", oldCursor).Int64("new_cursor", s.Cursor).Int64("covered_through_turn", s.CoveredThrough).
+		Int("summary_chars", utf8.RuneCountInString(s.Summary)).Uint64("version", s.Version).Str("tier", string(r.out.Tier)).
+		Str("model", r.out.Model).Int64("latency_ms", latency.Milliseconds()).Msg("compaction completed")
+	p.log.Debug().Str("event", "summary_text").Str("session", s.ID).Uint64("version", s.Version).Str("summary", s.Summary).Msg("summary")
+	if r.job.final {
+		c.archive(ls, "end")
+		return
+	}
+	if c.loop.holds(ls) {
+		c.evaluate(ls, "catch_up", false)
+		c.settleDue(ls)
+	}
+}
+
+// publishConflict handles a summary the stream refused because the
+// subject's last summary is not the one the session last recorded.
+func (c *coordinator) publishConflict(ls *live, r foldResult, latency time.Duration) {
+	p := c.p
+	s := ls.s
+	switch c.takeRecord(ls, r.last, "publish_conflict") {
+	case recordAdopted:
+		// Another owner folded this batch (or more) and published it, then
+		// stopped before its checkpoint: its summary stands, this one is
+		// dropped, and the session goes on from that summary's cursor.
+		p.m.folds.WithLabelValues("superseded").Inc()
+		p.log.Info().Str("event", "fold_superseded").Str("session", s.ID).Str("fold_id", r.job.foldID).Uint64("version", s.Version).
+			Msg("fold result dropped: the outbound stream already holds a newer summary of the session, adopted instead")
+		if c.loop.holds(ls) {
+			c.evaluate(ls, "catch_up", false)
+			c.settleDue(ls)
+		}
+		return
+	case recordAwaited:
+		// This owner's checkpoint is older than what it (or another owner)
+		// published since, and the batch is one the record holds: wait for
+		// the turns, then take the record (heldByRecord).
+		s.Lease = nil
+		c.w.markDirty(ls)
+		p.m.folds.WithLabelValues("superseded").Inc()
+		p.log.Info().Str("event", "fold_superseded").Str("session", s.ID).Str("fold_id", r.job.foldID).Uint64("version", r.last.ev.Version).
+			Msg("fold result dropped: the outbound stream already holds a later summary of the session, adopted once its turns are replayed")
+		return
+	}
+	last := r.last
+	if r.republished {
+		r.err = fmt.Errorf("publish summary-updated: refused twice; the subject's last sequence moved again, to %d", last.seq)
+		c.failed(ls, r, latency)
+		return
+	}
+	// The subject's last summary is one the session cannot take: its own
+	// version from a checkpoint written before SummarySeq was kept, none
+	// (aged out of the stream), or one made before a reset. Publish after
+	// it, with a version above it so versions keep increasing.
+	p.log.Info().Str("event", "summary_sequence_resynced").Str("session", s.ID).Str("fold_id", r.job.foldID).
+		Uint64("expected_seq", s.SummarySeq).Uint64("last_seq", last.seq).Msg("summary subject's last sequence learned from the stream; publishing again")
+	s.SummarySeq = last.seq
+	if last.ev != nil && last.ev.Version > r.job.prevVer {
+		r.job.prevVer = last.ev.Version // the session takes it when this lands
+	}
+	r.job.summarySeq = last.seq
+	r.conflict, r.last, r.republished = false, summaryRecord{}, true
+	c.republish(ls, r)
+}
+
+func (c *coordinator) failed(ls *live, r foldResult, latency time.Duration) {
+	p := c.p
+	s := ls.s
+	s.Lease = nil
+	re := retry.Classify(r.err)
+	canceled := errors.Is(r.err, context.Canceled) || re.Class == retry.Canceled
+	switch {
+	case canceled:
+	case r.model:
+		// A failing model backs off exponentially so it is not hammered;
+		// an error that repeats until someone changes something (auth, bad
+		// request, not found) waits the longest at once. When the whole
+		// endpoint refuses, the breaker (runFold reported to it) stops
+		// every session's calls.
+		s.Failures++
+		backoff := p.cfg.RetryBackoff << min(s.Failures-1, 16)
+		if retry.Persistent(re.Class) {
+			backoff = p.cfg.RetryBackoffMax
+		}
+		s.RetryAfter = p.clock.Now().Add(min(backoff, p.cfg.RetryBackoffMax))
+	default:
+		// NATS trouble (a leader election, a lost route) is short-lived:
+		// retry soon, without escalating.
+		s.RetryAfter = p.clock.Now().Add(p.cfg.RetryBackoff)
+	}
+	c.w.markDirty(ls)
+	if !canceled {
+		c.wake[s.ID] = s.RetryAfter // retried then even if the session stays quiet
+	}
+	p.m.folds.WithLabelValues("failed").Inc()
+	retryable := re.Retryable
+	c.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionFailed, FoldID: r.job.foldID, Trigger: r.job.trigger, Mode: string(r.job.policy.Mode),
+		BatchFrom: r.job.from, BatchTo: r.job.to - 1, Model: p.sum.Name(), ErrorClass: string(re.Class),
+		Retryable: &retryable, Error: r.err.Error(), LatencyMS: latency.Milliseconds(),
+	})
+	p.log.Warn().Err(r.err).Str("event", "context_compaction_failed").Str("session", s.ID).Str("fold_id", r.job.foldID).
+		Str("model", p.sum.Name()).Str("error_class", string(re.Class)).Bool("retryable", retryable).
+		Int64("cursor", s.Cursor).Int("failures", s.Failures).Time("retry_after", s.RetryAfter).
+		Int64("latency_ms", latency.Milliseconds()).Msg("compaction failed; summary and cursor unchanged")
+}
+
+// dropChunks removes sealed ref chunks the cursor has passed; failures
+// leave only garbage, so they are logged, not fatal.
+func (p *Processor) dropChunks(s *state.Session, oldCursor, newCursor int64) {
+	if s.Sealed <= oldCursor {
+		return
+	}
+	ctx, cancel := opCtx()
+	defer cancel()
+	if err := p.store.DropChunks(ctx, s.ID, s.Epoch, oldCursor, newCursor, s.Sealed); err != nil {
+		p.log.Warn().Err(err).Str("event", "chunk_cleanup_failed").Str("session", s.ID).Msg("could not remove folded ref chunks")
+	}
+}

@@ -1,0 +1,104 @@
+package processor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// deliveries fetches n inbound messages from a consumer nobody acks and
+// makes them what the processor's dispatch hands a shard.
+func deliveries(t *testing.T, r *rig, p *Processor, n int) []inMsg {
+	t.Helper()
+	ctx := context.Background()
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, r.layout.In, jetstream.ConsumerConfig{Durable: "loop", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []inMsg
+	for m := range batch.Messages() {
+		md, err := m.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		session, kind, err := p.subj.ParseIn(m.Subject())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, inMsg{msg: m, seq: md.Sequence.Stream, received: md.Timestamp, session: session, kind: kind})
+	}
+	if len(out) != n {
+		t.Fatalf("fetched %d messages, want %d", len(out), n)
+	}
+	return out
+}
+
+// A session whose reset must wait for its fold to come back holds the
+// reset and its later events, in order, without holding up the loop: the
+// shard's other sessions go on, and the held events are applied once the
+// fold's result has landed.
+func TestLoopHoldsASessionWaitingForItsFold(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	p, err := New(Config{}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.outStrm, err = r.js.Stream(ctx, r.layout.Out); err != nil {
+		t.Fatal(err)
+	}
+	sh := newShard(p, 0, ctx)
+	r.turns("s1", 2)
+	r.control("s1", events.OpReset, nil)
+	r.turns("s1", 1)
+	r.turns("s2", 1)
+	ms := deliveries(t, r, p, 5)
+	sh.handle(ms[0])
+	sh.handle(ms[1])
+	ls := sh.sessions["s1"]
+	if ls == nil || ls.s.Total != 2 {
+		t.Fatal("the first two turns of s1 were not applied")
+	}
+
+	// A fold of s1 is in flight, as startFold leaves it.
+	canceled := false
+	ls.s.Lease = &state.Lease{FoldID: "f1", Owner: p.cfg.InstanceID, Deadline: p.clock.Now().Add(time.Minute), To: 1}
+	ls.running, ls.cancel = "f1", func() { canceled = true }
+	sh.co.inFlight++
+
+	sh.handle(ms[2]) // the reset
+	if !canceled || ls.s.Lease != nil || ls.wait != waitFold || len(ls.held) != 1 || ls.s.Epoch != 0 {
+		t.Fatalf("reset during the fold: canceled %v lease %+v wait %d held %d epoch %d; want the fold canceled and the reset held",
+			canceled, ls.s.Lease, ls.wait, len(ls.held), ls.s.Epoch)
+	}
+	sh.handle(ms[3]) // s1's next turn waits behind the reset
+	if len(ls.held) != 2 || ls.s.Total != 2 {
+		t.Fatalf("a later event of the waiting session: %d held, total %d; want it held", len(ls.held), ls.s.Total)
+	}
+	if ls.quiet() {
+		t.Fatal("a session with held events counts as quiet (it could be packed or evicted)")
+	}
+	sh.handle(ms[4]) // another session goes on meanwhile
+	if o := sh.sessions["s2"]; o == nil || o.s.Total != 1 {
+		t.Fatal("another session of the shard waited for s1's fold")
+	}
+
+	sh.land(foldResult{job: foldJob{session: "s1", foldID: "f1"}, err: context.Canceled})
+	if sh.co.inFlight != 0 || ls.wait != waitNone || len(ls.held) != 0 {
+		t.Fatalf("after the fold's result: %d in flight, wait %d, %d held", sh.co.inFlight, ls.wait, len(ls.held))
+	}
+	if ls.s.Epoch != 1 || ls.s.Total != 1 || ls.s.LastSeq != ms[3].seq {
+		t.Fatalf("after the held events: epoch %d total %d last seq %d; want the reset, then one turn (seq %d)", ls.s.Epoch, ls.s.Total, ls.s.LastSeq, ms[3].seq)
+	}
+	if ls.s.Cursor != 0 || ls.s.Version != 0 {
+		t.Fatalf("the abandoned fold moved the session: cursor %d version %d", ls.s.Cursor, ls.s.Version)
+	}
+}
