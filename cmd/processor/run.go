@@ -177,7 +177,7 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 		FoldTimeout: o.foldTimeout, LeaseTTL: o.leaseTTL, FlushInterval: o.flushInterval, IdleCompact: idleCompact(o.idleCompact),
 		MaxClockSkew:         maxClockSkew(o.maxClockSkew),
 		Mode:                 fold.Mode(o.mode),
-		Tokens:               o.policy.Tokens,
+		Tokens:               idleOff(o.policy.Tokens),
 		Evict:                o.policy.Evict,
 		Interval:             o.policy.Interval,
 		MaskToolOutputsAfter: o.policy.MaskToolOutputsAfter,
@@ -186,6 +186,15 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 		// falls back to tokens.
 		RecallEnabled: o.service,
 	}
+}
+
+// idleOff maps --idle-after 0 (idle folds off) to the config's negative:
+// its 0 takes the default.
+func idleOff(t fold.TokenPolicy) fold.TokenPolicy {
+	if t.IdleAfter == 0 {
+		t.IdleAfter = -1
+	}
+	return t
 }
 
 // maxClockSkew maps the flag's 0 (off) to the config's negative.

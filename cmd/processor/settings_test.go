@@ -388,3 +388,22 @@ func outboundModes(t *testing.T, file string) []string {
 	}
 	return doc.Properties.Mode.Enum
 }
+
+// --idle-after 0 turns idle folds off, as its usage says; by default they
+// are on.
+func TestIdleAfterZeroTurnsIdleFoldsOff(t *testing.T) {
+	for args, off := range map[string]bool{"0": true, "": false} {
+		var o options
+		fs := newFlagSet("run", &o)
+		var argv []string
+		if args != "" {
+			argv = []string{"--idle-after", args}
+		}
+		if err := parseOptions(fs, &o, argv, func(string) string { return "" }); err != nil {
+			t.Fatal(err)
+		}
+		if got := processorConfig(&o, nil).Tokens.IdleAfter; (got < 0) != off {
+			t.Errorf("--idle-after %q: the processor's idle wait is %s, want off %v", args, got, off)
+		}
+	}
+}
