@@ -126,6 +126,11 @@ func parsePeriod(s string, who names) (*period, bool) {
 	if len(p.phrases) == 0 {
 		return nil, false
 	}
+	for _, ph := range p.phrases {
+		if strings.ContainsAny(ph, ".?!:;") || strings.Count(ph, " ") >= maxPhraseWords {
+			return nil, false // a sentence, not a list of topics
+		}
+	}
 	p.weight = p.minutes()
 	if p.from == "" && p.to != "" {
 		// what the statements before the first period were about, for as
@@ -567,6 +572,9 @@ func isTopicWord(x *word, who names) bool {
 	}
 	if strings.HasSuffix(x.n, "ly") || strings.HasSuffix(x.n, "ed") || isLaugh(x.n) {
 		return false // an adverb or a verb's past: no topic
+	}
+	if abbrevs[x.n] {
+		return false // ("Mr", "etc": ending a line, it would not end its sentence)
 	}
 	return !who.has(c)
 }

@@ -37,6 +37,7 @@ func TestPeriodLineRoundTrip(t *testing.T) {
 		"From 14:02 to 14:20, Mallory and Bob discussed the plan.", // Mallory is no participant
 		"Earlier, Alice said they discussed it.",
 		"From noon to 14:20, Alice discussed lunch.",
+		"From 14:02 to 14:20, Alice discussed the demo, Mr. Bob thought it was a short meeting because of the four agenda items and Tcl.",
 	} {
 		if _, ok := parsePeriod(s, who); ok {
 			t.Errorf("%q read as a period line", s)
