@@ -83,11 +83,7 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	}
 	ps.score = sc
 	l1 := condenseLightIn(st, words)
-	l2 := condenseHard(l1)
-	if ps.run == nil {
-		l2 = condenseHard(l1) // GISTTEST
-	}
-	ps.v = [3]string{st, l1, l2}
+	ps.v = [3]string{st, l1, condenseMain(l1)}
 	for i, v := range ps.v {
 		ps.n[i] = runeLen(v)
 	}

@@ -498,7 +498,7 @@ func (u *unit) renderSpeech(who names) {
 		words = appendFields(arr[:0], base)
 	}
 	l1 := condenseLightIn(base, words)
-	l2 := condenseHard(l1)
+	l2 := condenseMain(l1)
 	u.text = [3]string{withReplies(base, u), withReplies(l1, u), withReplies(l2, u)}
 }
 

@@ -215,3 +215,15 @@ func TestDropDisfluencies(t *testing.T) {
 		}
 	}
 }
+
+// A statement shrinks to its main clauses unless that leaves a stub.
+func TestCondenseMain(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"Bob said that, because it rains, we stay home.", "Bob said that, because it rains, we stay home."},
+		{"Bob booked the hotel, it was nice, the view was great.", "Bob booked the hotel."},
+	} {
+		if got := condenseMain(c.in); got != c.want {
+			t.Errorf("condenseMain(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
