@@ -41,6 +41,8 @@ type unit struct {
 	subjSet   bool     // subj is computed
 	allToks   []string // tokenSetOf(sp.words, names{}) once asked for (see allTokens)
 	allToksOK bool     // allToks is computed
+	light     string   // a speech unit's light condensation, before replies (for hard)
+	hardLater bool     // text[2] is not made yet (see hard)
 }
 
 // allTokens is tokenSetOf(u.sp.words, names{}) (names included), computed
@@ -65,6 +67,17 @@ func (u *unit) subject() []string {
 type unitArena struct {
 	block []unit
 	size  int
+}
+
+// firstUsed is the used part of first, the arena's first block.
+func (a *unitArena) firstUsed(first []unit) []unit {
+	switch {
+	case len(a.block) == 0:
+		return first[:0] // (no unit)
+	case cap(first) > 0 && &a.block[0] == &first[:1][0]:
+		return a.block // still the first block
+	}
+	return first[:cap(first)] // (a later block was started: the first is full)
 }
 
 func (a *unitArena) new(u unit) *unit {
@@ -198,34 +211,38 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 		if words == nil {
 			words = take(sc.words, wordsEstimate(req.Turns[i:]))
 		}
+		if infos == nil {
+			infos = take(sc.infos, cap(words))
+		}
 		for k, sent := range sents {
-			mark := len(words)
+			mark, imark := len(words), len(infos)
 			words = appendFields(words, sent)
 			ws := words[mark:len(words):len(words)]
-			fk := classifyWords(ws, who, s.cfg.extraFiller)
+			infos = appendWords(infos, ws)
+			wis := infos[imark:len(infos):len(infos)] // the words of ws
+			fk := classifyInfos(wis, who, s.cfg.extraFiller)
 			if fk == notFiller && k == 0 {
 				// "yes, and …" / "nah, …" answers the previous speaker too
 				if len(ws) > 1 && strings.HasSuffix(ws[0], ",") {
-					n, nb, k := normParts(ws[0]) // norm(ws[0]), on the stack
-					if k > 0 {
-						n = string(nb[:k])
-					}
-					if _, v := lexVariants(n); v&lxAgree != 0 || n == "no" || n == "nope" || n == "nah" {
+					n := wis[0].n // norm(ws[0])
+					if _, v := lexVariantsOf(n, wis[0].lx); v&lxAgree != 0 || n == "no" || n == "nope" || n == "nah" {
 						attachReply(ex.units, i, name, v&lxAgree != 0) // inSet(agreeWords, n)
 					}
 				}
 			}
 			if fk == notFiller {
-				stripped := stripFillerWords(sent, ws)
+				stripped := stripFillerInfos(sent, ws, wis)
 				if stripped == "" {
-					words = words[:mark]
+					words, infos = words[:mark], infos[:imark]
 					continue
 				}
 				if stripped != sent { // (else it is still notFiller)
 					sent = stripped
 					words = appendFields(words[:mark], sent)
 					ws = words[mark:len(words):len(words)]
-					fk = classifyWords(ws, who, s.cfg.extraFiller)
+					infos = appendWords(infos[:imark], ws)
+					wis = infos[imark:len(infos):len(infos)]
+					fk = classifyInfos(wis, who, s.cfg.extraFiller)
 				}
 			}
 			if fk == notFiller {
@@ -233,27 +250,34 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 					sent = tidy
 					words = appendFields(words[:mark], sent)
 					ws = words[mark:len(words):len(words)]
+					infos = appendWords(infos[:imark], ws)
+					wis = infos[imark:len(infos):len(infos)]
 				}
 			}
 			if fk != notFiller {
 				if fk == fillerAgree || fk == fillerDisagree {
 					attachReply(ex.units, i, name, fk == fillerAgree)
 				}
-				words = words[:mark]
+				words, infos = words[:mark], infos[:imark]
 				continue
 			}
 			ex.allFiller = false
 			addressee, body, bws := extractVocativeIn(sent, ws, name, who)
-			if bws == nil {
+			// The unit's words: those of ws, or of ws without the vocative
+			// that opened it, or the body's own (kept by the unit: never
+			// written again).
+			var bis []word
+			switch {
+			case bws == nil:
 				words = appendFields(words[:mark], body)
 				bws = words[mark:len(words):len(words)]
+				infos = appendWords(infos[:imark], bws)
+				bis = infos[imark:len(infos):len(infos)]
+			case len(bws) == len(ws):
+				bis = wis
+			default: // bws is ws[1:]
+				bis = wis[1:]
 			}
-			if infos == nil {
-				infos = take(sc.infos, cap(words))
-			}
-			imark := len(infos)
-			infos = appendWords(infos, bws)
-			bis := infos[imark:len(infos):len(infos)] // (kept by the unit: never written again)
 			tr := analyzeInfos(body, bis, who)
 			if agent && tr.imperative && role == "user" {
 				tr.request = true // rendered "User asked: Add …"
@@ -302,6 +326,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	}
 
 	notes := s.noteUnits(req, who, topics, &arena)
+	sc.units = arena.firstUsed(sc.units)
 	ex.units = append(ex.units, notes...)
 	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
 	ex.units = mergeToolRuns(ex.units)
@@ -498,8 +523,19 @@ func (u *unit) renderSpeech(who names) {
 		words = appendFields(arr[:0], base)
 	}
 	l1 := condenseLightIn(base, words)
-	l2 := condenseMain(l1)
-	u.text = [3]string{withReplies(base, u), withReplies(l1, u), withReplies(l2, u)}
+	// text[2] is made when a fold asks for it (hard): most folds never
+	// condense a new statement that far.
+	u.light, u.hardLater = l1, true
+	u.text = [3]string{withReplies(base, u), withReplies(l1, u), ""}
+}
+
+// hard is the hard condensation of a speech unit, u.text[2], made once.
+func (u *unit) hard() string {
+	if u.hardLater {
+		l2 := condenseMain(u.light)
+		u.text[2], u.hardLater = withReplies(l2, u), false
+	}
+	return u.text[2]
 }
 
 // withReplies appends who agreed or disagreed.
@@ -839,23 +875,18 @@ func toolArg(text string) string {
 		t = t[:64<<10]
 	}
 	if strings.HasPrefix(t, "{") {
-		var m map[string]any
-		if json.Unmarshal([]byte(t), &m) == nil {
+		// (values are decoded only as far as argString looks at them)
+		if ms, ok := objectMembers(t); ok {
 			for _, k := range []string{"command", "cmd", "path", "file_path", "file", "filename",
 				"query", "pattern", "url", "name", "input", "code"} {
-				if v, ok := m[k]; ok {
+				if v, ok := memberValue(ms, k); ok {
 					if s := argString(v); s != "" {
 						return clip(oneLine(s, 400), 80)
 					}
 				}
 			}
-			keys := make([]string, 0, len(m))
-			for k := range m {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if s := argString(m[k]); s != "" {
+			for _, m := range ms { // (in the order of their names)
+				if s := argString(m.raw); s != "" {
 					return clip(oneLine(s, 400), 80)
 				}
 			}
@@ -866,18 +897,32 @@ func toolArg(text string) string {
 	return clip(strings.TrimSpace(first), 80)
 }
 
-func argString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case []any:
-		var parts []string
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				parts = append(parts, s)
-			}
+// argString is a JSON value as an argument: a string, or the strings of an
+// array joined by spaces ("" for anything else).
+func argString(v string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	switch v[0] {
+	case '"':
+		if s := v[1 : len(v)-1]; strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s) {
+			return s // (nothing to decode)
 		}
-		return strings.Join(parts, " ")
+		var s string
+		if json.Unmarshal([]byte(v), &s) == nil {
+			return s
+		}
+	case '[':
+		var x []any
+		if json.Unmarshal([]byte(v), &x) == nil {
+			var parts []string
+			for _, e := range x {
+				if s, ok := e.(string); ok {
+					parts = append(parts, s)
+				}
+			}
+			return strings.Join(parts, " ")
+		}
 	}
 	return ""
 }
@@ -1032,7 +1077,10 @@ func (r *toolRun) key() string {
 // same caller into one clause ("Assistant ran read_file (a.go, b.go and 3
 // more): ok.").
 func mergeToolRuns(units []*unit) []*unit {
-	out := units[:0:0]
+	if len(units) < 2 {
+		return units
+	}
+	out := make([]*unit, 0, len(units))
 	var last *unit // out's last unit, a merged copy whose text is stale
 	finish := func() {
 		if last != nil {

@@ -264,6 +264,8 @@ const (
 	lxPlan   // willWords
 	lxSelf   // firstPersonOpeners
 	lxCommon // commonWords
+	lxAbbrev // abbrevs
+	lxShift  // shiftWords
 )
 
 // lexicon maps a word to the classes (word lists) it belongs to, so that a
@@ -280,7 +282,7 @@ var lexicon = func() *wordTable {
 		{lxStop, stopwords}, {lxAttribution, attribution}, {lxCommonCaps, commonCaps},
 		{lxCalendar, calendarWords}, {lxConnector, topicConnectors}, {lxLightDrop, lightDropWords},
 		{lxNumber, numberWords}, {lxPlan, willWords}, {lxSelf, firstPersonOpeners},
-		{lxCommon, commonWords},
+		{lxCommon, commonWords}, {lxAbbrev, abbrevs}, {lxShift, shiftWords},
 	} {
 		for w := range c.set {
 			m[w] |= c.bit
@@ -379,8 +381,10 @@ func lexLower(s string) uint32 { return lexicon.getLower(s) }
 // lexVariants returns the classes of the normalized word n (exact) and the
 // classes of n or of n with letter runs collapsed to two or to one ("yeahhh",
 // "sooo", "okkk"), as a lookup in each word list would find them.
-func lexVariants(n string) (exact, any uint32) {
-	exact = lexicon.get(n)
+func lexVariants(n string) (exact, any uint32) { return lexVariantsOf(n, lexicon.get(n)) }
+
+// lexVariantsOf is lexVariants(n), given exact = lexicon.get(n).
+func lexVariantsOf(n string, exact uint32) (_, any uint32) {
 	if !hasRunOver(n, 1) {
 		return exact, exact // all three variants are n
 	}

@@ -44,10 +44,11 @@
 package offline
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -644,6 +645,15 @@ type item struct {
 
 func (it *item) text() string { return it.v[it.lvl] }
 
+// fillHard makes the hard condensation of an item of a new statement,
+// which its unit makes only when asked (unit.hard). Call it before v[2] is
+// read.
+func (it *item) fillHard() {
+	if it.unit != nil && it.v[2] == "" {
+		it.v[2], it.n[2] = it.unit.hard(), 0
+	}
+}
+
 // setText replaces the item's sentence.
 func (it *item) setText(v [3]string) {
 	it.v, it.n, it.prev = v, [3]int{}, nil
@@ -756,7 +766,7 @@ func assemble(prevSents []*prevSentence, ex extraction, sc *scratch) []*item {
 			pos = 0.7 + 0.3*float64(k)/float64(m-1)
 		}
 		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
-		if u.toks != nil {
+		if u.kind == unitSpeech { // (tokenizeUnits gave it its tokens)
 			it.unit = u
 		}
 		if u.tool != nil {
@@ -764,6 +774,7 @@ func assemble(prevSents []*prevSentence, ex extraction, sc *scratch) []*item {
 		}
 		items = append(items, it)
 	}
+	sc.items, sc.ptrs = arena, items // (the parts used)
 	return items
 }
 
@@ -982,6 +993,9 @@ func fit(items []*item, budget, whole int) {
 	}
 	setLvl := func(it *item, lvl int) {
 		ls.add(it, -1)
+		if lvl == 2 {
+			it.fillHard()
+		}
 		it.lvl = lvl
 		ls.add(it, 1)
 	}
@@ -990,7 +1004,8 @@ func fit(items []*item, budget, whole int) {
 		it.drop = drop
 		ls.add(it, 1)
 	}
-	var prev, fresh []*item
+	var prevArr, freshArr [64]*item
+	prev, fresh := prevArr[:0], freshArr[:0]
 	var lead *item
 	for _, it := range items {
 		switch {
@@ -1014,8 +1029,9 @@ func fit(items []*item, budget, whole int) {
 			}
 		}
 	}
-	weak := append([]*item(nil), fresh...)
-	sort.SliceStable(weak, func(a, b int) bool { return weak[a].score < weak[b].score })
+	var weakArr [64]*item
+	weak := append(weakArr[:0], fresh...)
+	slices.SortStableFunc(weak, func(a, b *item) int { return cmp.Compare(a.score, b.score) })
 	for _, it := range weak {
 		if it.lvl < 1 {
 			setLvl(it, 1)
@@ -1024,7 +1040,8 @@ func fit(items []*item, budget, whole int) {
 			}
 		}
 	}
-	var chatter []*item
+	var chatterArr [64]*item
+	chatter := chatterArr[:0]
 	for _, it := range prev {
 		if it.score < chatterScore {
 			chatter = append(chatter, it)
@@ -1035,7 +1052,7 @@ func fit(items []*item, budget, whole int) {
 			chatter = append(chatter, it)
 		}
 	}
-	sort.SliceStable(chatter, func(a, b int) bool { return chatter[a].eff() < chatter[b].eff() })
+	slices.SortStableFunc(chatter, func(a, b *item) int { return cmp.Compare(a.eff(), b.eff()) })
 	for _, it := range chatter {
 		setDrop(it, true)
 		if !over() {
@@ -1144,6 +1161,7 @@ func fit(items []*item, budget, whole int) {
 	// the participants alone.
 	var best *item
 	for _, it := range items {
+		it.fillHard()
 		if it.isLead || it.dup || runeLen(it.v[2]) > budget || it.v[2] == "" {
 			continue
 		}
