@@ -10,6 +10,7 @@ import (
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go"
 )
 
@@ -17,7 +18,7 @@ import (
 func publishTurns(t *testing.T, p *client.Publisher, session string, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
-		if err := p.PublishTurnAsync(servicetest.Turn(session, i)); err != nil {
+		if err := p.PublishTurnAsync(testenv.Turn(session, i)); err != nil {
 			t.Fatal(err)
 		}
 	}

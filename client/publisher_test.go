@@ -12,6 +12,7 @@ import (
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -227,7 +228,7 @@ func TestAsyncPublishesAreAllStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 300 {
-		if err := p.PublishTurnAsync(servicetest.Turn("s1", i)); err != nil {
+		if err := p.PublishTurnAsync(testenv.Turn("s1", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

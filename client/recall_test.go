@@ -8,6 +8,7 @@ import (
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go"
 )
 
@@ -24,7 +25,7 @@ func TestBuilderRecall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 64 {
-		tu := servicetest.Turn("s1", i)
+		tu := testenv.Turn("s1", i)
 		switch i {
 		case 4:
 			tu.Text = "Dave, remind me to send the tournament form by Friday."
@@ -53,7 +54,7 @@ func TestBuilderRecall(t *testing.T) {
 		t.Fatalf("default recall %+v", r)
 	}
 	if got := r.Results[0]; got.TurnID != "t004" || got.Index != 4 || got.Speaker != "Alice" || !strings.Contains(got.Text, "Friday") ||
-		!got.At.Equal(servicetest.Turn("s1", 4).At) || got.Score <= 0 {
+		!got.At.Equal(testenv.Turn("s1", 4).At) || got.Score <= 0 {
 		t.Fatalf("result %+v", got)
 	}
 	r, err = b.Recall(ctxT(t), "s1", "tournament form", client.RecallOptions{Scope: client.RecallScopeAll, Limit: 1})

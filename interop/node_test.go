@@ -17,6 +17,7 @@ import (
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 )
 
 // need reports a missing prerequisite: a failure under CI (so CI can never
@@ -119,7 +120,7 @@ func TestNodeAsksAQuestionAwareContext(t *testing.T) {
 	}
 	const session = "node-s2"
 	for i := range 64 {
-		turn := servicetest.Turn(session, i)
+		turn := testenv.Turn(session, i)
 		if i == 3 {
 			turn.Text = "Can someone send the tournament form by Friday?"
 		}

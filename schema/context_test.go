@@ -11,6 +11,7 @@ import (
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/foldstream/foldstream/schema"
 )
 
@@ -37,7 +38,7 @@ func TestContextMessagesMatchTheSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 64 {
-		turn := servicetest.Turn("s1", i)
+		turn := testenv.Turn("s1", i)
 		if i == 3 {
 			turn.Text = "Can someone send the tournament form by Friday?"
 		}
@@ -46,7 +47,7 @@ func TestContextMessagesMatchTheSchemas(t *testing.T) {
 		}
 	}
 	e.Settled("s1", 64, 10)
-	mem, _ := json.Marshal(events.Memories{V: 1, Session: "s1", Version: 1, FoldID: "f1", Memories: []string{"Bob sends the tournament form."}, At: servicetest.T0})
+	mem, _ := json.Marshal(events.Memories{V: 1, Session: "s1", Version: 1, FoldID: "f1", Memories: []string{"Bob sends the tournament form."}, At: testenv.T0})
 	if _, err := e.JS.Publish(ctx, e.Layout.Subjects.Out("s1", events.KindMemory), mem); err != nil {
 		t.Fatal(err)
 	}

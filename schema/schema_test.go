@@ -27,6 +27,7 @@ import (
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/foldstream/foldstream/schema"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -200,7 +201,7 @@ func produce(t *testing.T, e *servicetest.Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rich := servicetest.Turn("s1", 0)
+	rich := testenv.Turn("s1", 0)
 	rich.Kind, rich.Tool, rich.Tokens, rich.ContextTokens, rich.Meta = "tool_result", "search", 12, 5400, map[string]string{"channel": "voice-1"}
 	if err := pub.PublishTurn(ctx, rich); err != nil {
 		t.Fatal(err)
@@ -209,7 +210,7 @@ func produce(t *testing.T, e *servicetest.Env) {
 		t.Fatal(err)
 	}
 	for i := 1; i < 71; i++ { // two folds: cursor 10, then 20
-		if err := pub.PublishTurnAsync(servicetest.Turn("s1", i)); err != nil {
+		if err := pub.PublishTurnAsync(testenv.Turn("s1", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -233,7 +234,7 @@ func produce(t *testing.T, e *servicetest.Env) {
 	// end folds what is still verbatim (trigger end), then archives; a
 	// reset before that would abandon the final fold.
 	e.Eventually("session_archived", func() bool { return hasLifecycle(t, e, "s1", events.EventSessionArchived, "end") })
-	late := servicetest.Turn("s1", 200)
+	late := testenv.Turn("s1", 200)
 	data, _ := json.Marshal(late)
 	bad := func(subject string, data []byte) {
 		m := nats.NewMsg(subject)
@@ -250,12 +251,12 @@ func produce(t *testing.T, e *servicetest.Env) {
 	bad("fold.in.s1.turn", []byte(`{"v":1,`))
 	e.Eventually("every event applied", func() bool {
 		s := e.Checkpoint("s1")
-		return s.Total == 0 && !s.Ended && s.LastSeq > 0 && len(outbound(t, e, "fold.out.s1.event")) > 0 &&
+		return s.Total == 0 && !s.Ended && s.LastSeq > 0 && len(e.Messages(e.Layout.Out, "fold.out.s1.event")) > 0 &&
 			hasLifecycle(t, e, "s1", events.EventRejected, events.CodeBadJSON)
 	})
 	// A fold after the reset: its summary carries the session's epoch.
 	for i := 300; i < 346; i++ {
-		if err := pub.PublishTurnAsync(servicetest.Turn("s1", i)); err != nil {
+		if err := pub.PublishTurnAsync(testenv.Turn("s1", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -284,7 +285,7 @@ func produceFailure(t *testing.T) *servicetest.Env {
 	_, js := e.Client("bot")
 	pub, _ := client.NewPublisher(js)
 	for i := range 61 {
-		if err := pub.PublishTurnAsync(servicetest.Turn("s2", i)); err != nil {
+		if err := pub.PublishTurnAsync(testenv.Turn("s2", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -297,7 +298,7 @@ func produceFailure(t *testing.T) *servicetest.Env {
 		t.Fatal(err)
 	}
 	for i := range 33 { // 3300 tokens > 80% of 4000
-		if err := pub.PublishTurnAsync(turnAt("s3", i, 100, servicetest.T0, "")); err != nil {
+		if err := pub.PublishTurnAsync(turnAt("s3", i, 100, testenv.T0, "")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -308,33 +309,8 @@ func produceFailure(t *testing.T) *servicetest.Env {
 	return e
 }
 
-func outbound(t *testing.T, e *servicetest.Env, subject string) []*jetstream.RawStreamMsg {
-	return streamMsgs(t, e, e.Layout.Out, subject)
-}
-
-func streamMsgs(t *testing.T, e *servicetest.Env, stream, subject string) []*jetstream.RawStreamMsg {
-	t.Helper()
-	ctx := context.Background()
-	s, err := e.JS.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := uint64(1); ; seq++ {
-		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m)
-		seq = m.Sequence
-	}
-}
-
 func hasLifecycle(t *testing.T, e *servicetest.Env, session, typ, reason string) bool {
-	for _, m := range outbound(t, e, "fold.out."+session+".event") {
+	for _, m := range e.Messages(e.Layout.Out, "fold.out."+session+".event") {
 		var ev events.Lifecycle
 		if json.Unmarshal(m.Data, &ev) == nil && ev.Type == typ && (reason == "" || ev.Reason == reason) {
 			return true
@@ -392,14 +368,14 @@ func TestRealMessagesMatchTheSchemas(t *testing.T) {
 		}
 	}
 	for _, env := range []*servicetest.Env{e, modes, failing} {
-		for _, m := range streamMsgs(t, env, env.Layout.In, "fold.in.>") {
+		for _, m := range env.Messages(env.Layout.In, "fold.in.>") {
 			if m.Header.Get(testInvalid) != "" {
 				continue
 			}
 			check(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], m)
 		}
 		for kind, event := range map[string]string{"summary": "summary-updated", "event": "lifecycle", "evicted": "evicted", "memory": "memory"} {
-			for _, m := range outbound(t, env, "fold.out.*."+kind) {
+			for _, m := range env.Messages(env.Layout.Out, "fold.out.*."+kind) {
 				check(event, m)
 			}
 		}
@@ -571,7 +547,7 @@ func produceModes(t *testing.T) *servicetest.Env {
 	configure("ev", client.SessionConfig{Mode: events.ModeEvict, ContextWindow: 2000, ReserveTokens: 200, TargetUtilization: 0.5, MinKeepMessages: 4})
 	var ev []client.Turn
 	for i := range 20 {
-		ev = append(ev, turnAt("ev", i, 100, servicetest.T0, ""))
+		ev = append(ev, turnAt("ev", i, 100, testenv.T0, ""))
 	}
 	send(ev...)
 	e.Settled("ev", 20, 9)
@@ -611,7 +587,7 @@ func produceModes(t *testing.T) *servicetest.Env {
 	configure("iv", client.SessionConfig{Mode: events.ModeInterval, IntervalExchanges: 2, KeepRecent: 2})
 	var iv []client.Turn
 	for i := range 12 {
-		iv = append(iv, turnAt("iv", i, 0, servicetest.T0, markSlow))
+		iv = append(iv, turnAt("iv", i, 0, testenv.T0, markSlow))
 	}
 	send(iv...)
 	e.Settled("iv", 12, 10)
@@ -622,7 +598,7 @@ func produceModes(t *testing.T) *servicetest.Env {
 	configure("mf", client.SessionConfig{Mode: events.ModeWindow, RecentWindow: 2, BatchSize: 2, MinFoldTokens: &minFold})
 	var mf []client.Turn
 	for i := range 12 {
-		mf = append(mf, turnAt("mf", i, 100, servicetest.T0, ""))
+		mf = append(mf, turnAt("mf", i, 100, testenv.T0, ""))
 	}
 	send(mf...)
 	e.Settled("mf", 12, 10)
@@ -632,7 +608,7 @@ func produceModes(t *testing.T) *servicetest.Env {
 		configure(session, client.SessionConfig{Mode: events.ModeWindow, RecentWindow: 2, BatchSize: 2, MaxSummaryChars: 100})
 		var turns []client.Turn
 		for i := range 5 {
-			turns = append(turns, turnAt(session, i, 0, servicetest.T0, marker))
+			turns = append(turns, turnAt(session, i, 0, testenv.T0, marker))
 		}
 		send(turns...)
 		e.Settled(session, 5, 2)
@@ -662,17 +638,17 @@ func produceModes(t *testing.T) *servicetest.Env {
 		configure(session, client.SessionConfig{Mode: m})
 		var turns []client.Turn
 		for i := range 30 {
-			turns = append(turns, turnAt(session, i, 100, servicetest.T0, ""))
+			turns = append(turns, turnAt(session, i, 100, testenv.T0, ""))
 		}
 		send(turns...)
 		if err := pub.Control(ctx, session, client.OpCompact, nil); err != nil {
 			t.Fatal(err)
 		}
-		e.Eventually("a fold in mode "+m, func() bool { return len(outbound(t, e, "fold.out."+session+".summary")) > 0 })
+		e.Eventually("a fold in mode "+m, func() bool { return len(e.Messages(e.Layout.Out, "fold.out."+session+".summary")) > 0 })
 	}
 
 	e.Eventually("evicted and memory events", func() bool {
-		return len(outbound(t, e, "fold.out.ev.evicted")) == 1 && len(outbound(t, e, "fold.out.*.memory")) > 0
+		return len(e.Messages(e.Layout.Out, "fold.out.ev.evicted")) == 1 && len(e.Messages(e.Layout.Out, "fold.out.*.memory")) > 0
 	})
 	return e
 }

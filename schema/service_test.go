@@ -13,6 +13,7 @@ import (
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -86,12 +87,12 @@ func leaseEnv(t *testing.T) *servicetest.Env {
 	defer func() { _ = pub.Close(context.Background()) }()
 	ctx := context.Background()
 	for i := range 61 {
-		if err := pub.PublishTurn(ctx, servicetest.Turn("held", i)); err != nil {
+		if err := pub.PublishTurn(ctx, testenv.Turn("held", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 3 {
-		if err := pub.PublishTurn(ctx, servicetest.Turn("ended", i)); err != nil {
+		if err := pub.PublishTurn(ctx, testenv.Turn("ended", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -113,7 +114,7 @@ func publishTurns(t *testing.T, e *servicetest.Env, session string, from, to int
 	}
 	defer func() { _ = p.Close(context.Background()) }()
 	for i := from; i < to; i++ {
-		if err := p.PublishTurn(context.Background(), servicetest.Turn(session, i)); err != nil {
+		if err := p.PublishTurn(context.Background(), testenv.Turn(session, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -232,6 +233,11 @@ func TestContextPrintsWhatABuilderGets(t *testing.T) {
 	e.Settled("s1", 61, 10)
 	sniff, err := e.NC.SubscribeSync(client.ServiceSubject("fold", client.EndpointContext))
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The tool's request comes on its own connection: the server must
+	// have the subscription first.
+	if err := e.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	out := mustTool(t, e, "", "context", "--session", "s1", "--query", "ranked match", "--budget-chars", "600", "--recall-turns", "3")

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/nats-io/nats.go/jetstream"
@@ -62,16 +63,16 @@ func TestNoTranscriptInLogs(t *testing.T) {
 	for _, b := range bad {
 		pub(t, w.js, subj.In(session, events.KindTurn), b, "")
 	}
-	waitFor(t, "the refused fold", func() bool { return len(w.model.Calls()) >= 1 })
+	brokertest.Eventually(t, "the refused fold", func() bool { return len(w.model.Calls()) >= 1 })
 	// The retry backoff after a failed fold is 2s; turns keep coming.
 	next := 6
-	waitFor(t, "two summaries", func() bool {
+	brokertest.Eventually(t, "two summaries", func() bool {
 		turn(next)
 		next++
 		sums, err := Summaries(ctx, w.env, session)
 		return err == nil && len(sums) >= 2
 	})
-	waitFor(t, "dead letters", func() bool {
+	brokertest.Eventually(t, "dead letters", func() bool {
 		msgs, err := ReadSubject(ctx, w.js, w.env.Layout.DLQ, subj.DeadLetter(session))
 		return err == nil && len(msgs) == len(bad)
 	})
@@ -103,7 +104,7 @@ func TestNoTranscriptInLogs(t *testing.T) {
 		t.Fatalf("processor did not start: %v", c.err)
 	}
 	before, _ := Summaries(ctx, w.env, session)
-	waitFor(t, "a summary at debug", func() bool {
+	brokertest.Eventually(t, "a summary at debug", func() bool {
 		turn(next)
 		next++
 		sums, err := Summaries(ctx, w.env, session)
@@ -135,15 +136,4 @@ func pub(t *testing.T, js jetstream.JetStream, subject string, v any, msgID stri
 	if _, err := js.Publish(ctx, subject, data, opts...); err != nil {
 		t.Fatalf("publish %s: %v", subject, err)
 	}
-}
-
-// waitFor polls cond every 100ms for up to 20s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }

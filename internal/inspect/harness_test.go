@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -30,7 +30,7 @@ import (
 // httptest server.
 type rig struct {
 	t    testing.TB
-	env  *brokertest.Env
+	env  *testenv.Env
 	cfg  processor.Config
 	ins  *Server
 	http *httptest.Server
@@ -45,37 +45,17 @@ var testWindow = fold.Window{Recent: 30, Batch: 10, MaxSummaryChars: 1200}
 func newRig(t testing.TB, text string) *rig {
 	t.Helper()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	e := brokertest.Start(t, brokertest.Options{Log: log})
-	store := state.NewStore(e.JS, e.KV)
+	e := testenv.New(t, testenv.Options{Log: &log})
 	cfg := processor.Config{Mode: fold.ModeWindow, Window: testWindow, FlushInterval: 5 * time.Millisecond, RecallEnabled: true}
-	p, err := processor.New(cfg, processor.Deps{JS: e.JS, Layout: e.Layout, Store: store, Summarizer: offline.New(),
+	p, err := processor.New(cfg, processor.Deps{JS: e.JS, Layout: e.Layout, Store: e.Store, Summarizer: offline.New(),
 		Log: log, Clock: processor.SystemClock{}, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	stop := brokertest.RunEngine(t, p)
 	ctx, cancelSvc := context.WithCancel(context.Background())
 	t.Cleanup(cancelSvc)
-	pctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("processor: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	select {
-	case <-p.Ready():
-	case err := <-done:
-		t.Fatalf("processor: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("processor not ready")
-	}
-	if _, err := service.Start(ctx, e.NC, e.JS, e.Layout, store, nil, log); err != nil {
+	if _, err := service.Start(ctx, e.NC, e.JS, e.Layout, e.Store, nil, log); err != nil {
 		t.Fatal(err)
 	}
 	ins, err := New(Config{
@@ -108,7 +88,7 @@ func (r *rig) conversation(session string, turns int) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.eventually(fmt.Sprintf("the checkpoint of %s at %d turns", session, turns), func() bool {
+	r.env.Eventually(fmt.Sprintf("the checkpoint of %s at %d turns", session, turns), func() bool {
 		e, err := r.env.KV.Get(context.Background(), session)
 		if err != nil {
 			return false
@@ -139,7 +119,7 @@ func (r *rig) reject(session string) {
 	if _, err := r.env.JS.Publish(ctx, r.env.Layout.Subjects.In(session, events.KindTurn), data); err != nil {
 		r.t.Fatal(err)
 	}
-	r.eventually("the rejected turn in "+r.env.Layout.DLQ, func() bool {
+	r.env.Eventually("the rejected turn in "+r.env.Layout.DLQ, func() bool {
 		return r.streamCount(r.env.Layout.DLQ, r.env.Layout.Subjects.DeadLetter(session)) == 1
 	})
 }
@@ -159,18 +139,6 @@ func (r *rig) streamCount(stream, filter string) uint64 {
 		n += c
 	}
 	return n
-}
-
-func (r *rig) eventually(what string, cond func() bool) {
-	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	r.t.Fatalf("timed out waiting for %s", what)
 }
 
 // get fetches path from the inspector and decodes the JSON reply into out,

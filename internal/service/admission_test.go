@@ -9,6 +9,7 @@ import (
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 )
 
 // The context service's tail and the recall index apply only what the
@@ -23,7 +24,7 @@ func TestServiceSkipsEventsTheProcessorRejects(t *testing.T) {
 
 	// s1: a turn a year ahead of the stream's clock, between two good ones.
 	publish(t, e, "s1", 0, 2)
-	future := servicetest.Turn("s1", 50)
+	future := testenv.Turn("s1", 50)
 	future.TurnID = "future"
 	future.At = time.Now().AddDate(1, 0, 0)
 	future.Text = "the lighthouse keeper's password is zebra"
@@ -35,7 +36,7 @@ func TestServiceSkipsEventsTheProcessorRejects(t *testing.T) {
 	// on an idle reset of one minute; the next turn comes an hour later.
 	publish(t, e, "s2", 0, 2)
 	publishRaw(t, e, e.Layout.Subjects.In("s2", events.KindControl), events.Control{V: 1, Session: "s2", Op: events.OpConfigure,
-		At: servicetest.T0.Add(15 * time.Second), Config: &events.SessionConfig{
+		At: testenv.T0.Add(15 * time.Second), Config: &events.SessionConfig{
 			Mode: "tokens", ContextWindow: 1000, ReserveTokens: 5000, ResetPolicy: events.ResetIdle, ResetIdleMinutes: 1,
 		}})
 	publish(t, e, "s2", 360, 361)

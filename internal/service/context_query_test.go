@@ -14,6 +14,7 @@ import (
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go/micro"
 )
 
@@ -74,7 +75,7 @@ func checkQueryContext(t *testing.T, c *client.Context, budget int) {
 		if r.Index <= prev || r.Index >= firstWindow {
 			t.Fatalf("recalled turn %d: not in transcript order or not before the window (%d)", r.Index, firstWindow)
 		}
-		want := servicetest.Turn(c.Session, int(r.Index))
+		want := testenv.Turn(c.Session, int(r.Index))
 		if !r.At.Equal(want.At) {
 			t.Fatalf("recalled turn %d: at %v, said at %v", r.Index, r.At, want.At)
 		}
@@ -216,19 +217,19 @@ func TestQueryContextRecallsMatchingMemories(t *testing.T) {
 	e.StartService(nil)
 	publishWith(t, e, "s1", 0, 64, queryTexts)
 	e.Settled("s1", 64, 10)
-	said := servicetest.T0.Add(30 * time.Second)
+	said := testenv.T0.Add(30 * time.Second)
 	pubSeq(t, e, e.Layout.Subjects.Out("s1", events.KindMemory), map[string]any{
-		"v": 1, "session": "s1", "version": 1, "fold_id": "f1", "at": servicetest.T0.Add(time.Hour),
+		"v": 1, "session": "s1", "version": 1, "fold_id": "f1", "at": testenv.T0.Add(time.Hour),
 		"memories": []string{"Alice must send the tournament form by Friday.", "Bob likes tea."},
 	})
 	pubSeq(t, e, e.Layout.Subjects.Out("s1", events.KindMemory), map[string]any{
-		"v": 1, "session": "s1", "version": 2, "fold_id": "f2", "at": servicetest.T0.Add(time.Hour),
+		"v": 1, "session": "s1", "version": 2, "fold_id": "f2", "at": testenv.T0.Add(time.Hour),
 		"memories": []string{"The tournament is in Lisbon."},
 		"items":    []map[string]any{{"id": "m-lisbon", "speaker": "Alice", "text": "The tournament is in Lisbon.", "turn_id": "t006", "at": said}},
 	})
 	// Another session's memory never shows.
 	pubSeq(t, e, e.Layout.Subjects.Out("s2", events.KindMemory), map[string]any{
-		"v": 1, "session": "s2", "version": 1, "fold_id": "g1", "at": servicetest.T0, "memories": []string{"The tournament form is blue."},
+		"v": 1, "session": "s2", "version": 1, "fold_id": "g1", "at": testenv.T0, "memories": []string{"The tournament form is blue."},
 	})
 
 	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form"})
@@ -255,7 +256,7 @@ func TestQueryContextRecallsMatchingMemories(t *testing.T) {
 	}
 	p := c.Prompt()
 	if ours[1].Speaker != "Alice" || !ours[1].At.Equal(said) || ours[1].TurnID != "t006" ||
-		!strings.Contains(p, client.MemoriesHeader+"\n- ["+servicetest.T0.Add(time.Hour).Format(client.RecallTimeLayout)+"] Alice must send the tournament form by Friday.\n") ||
+		!strings.Contains(p, client.MemoriesHeader+"\n- ["+testenv.T0.Add(time.Hour).Format(client.RecallTimeLayout)+"] Alice must send the tournament form by Friday.\n") ||
 		!strings.Contains(p, "\n- ["+said.Format(client.RecallTimeLayout)+"] Alice: The tournament is in Lisbon.\n") {
 		t.Fatalf("structured memory %+v rendered as:\n%s", ours[1], p)
 	}
@@ -263,7 +264,7 @@ func TestQueryContextRecallsMatchingMemories(t *testing.T) {
 	// A later memory that supersedes one (the fact changed) answers
 	// instead of it.
 	pubSeq(t, e, e.Layout.Subjects.Out("s1", events.KindMemory), map[string]any{
-		"v": 1, "session": "s1", "version": 3, "fold_id": "f3", "at": servicetest.T0.Add(time.Hour),
+		"v": 1, "session": "s1", "version": 3, "fold_id": "f3", "at": testenv.T0.Add(time.Hour),
 		"memories": []string{"The tournament moved to Porto."},
 		"items":    []map[string]any{{"id": "m-porto", "text": "The tournament moved to Porto.", "supersedes": "m-lisbon"}},
 	})
@@ -277,7 +278,7 @@ func TestQueryContextRecallsMatchingMemories(t *testing.T) {
 	}
 
 	// After a reset, nothing from before: no memory, no turn.
-	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpReset, At: servicetest.T0.Add(2 * time.Hour)})
+	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpReset, At: testenv.T0.Add(2 * time.Hour)})
 	publishWith(t, e, "s1", 100, 105, nil)
 	c = getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form"})
 	checkQueryContext(t, c, 0)
@@ -298,7 +299,7 @@ func TestQueryContextIsolatesSessions(t *testing.T) {
 	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday lisbon"})
 	checkQueryContext(t, c, 0)
 	for _, r := range c.Recalled {
-		if r.Text != servicetest.Turn("s1", int(r.Index)).Text {
+		if r.Text != testenv.Turn("s1", int(r.Index)).Text {
 			t.Fatalf("s1 recalled %+v", r)
 		}
 	}
@@ -385,7 +386,7 @@ func TestQueryContextOfAnArchivedSession(t *testing.T) {
 	e.StartService(nil)
 	publishWith(t, e, "s1", 0, 64, queryTexts)
 	e.Settled("s1", 64, 10)
-	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpEnd, At: servicetest.T0.Add(time.Hour)})
+	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpEnd, At: testenv.T0.Add(time.Hour)})
 	e.Eventually("archived", func() bool { return e.Checkpoint("s1").Archived })
 	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday"})
 	checkQueryContext(t, c, 0)

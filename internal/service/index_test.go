@@ -14,6 +14,7 @@ import (
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -104,7 +105,7 @@ func TestIndexAnswersLikeAFreshScan(t *testing.T) {
 
 	// A reset, then a new life: the warm index must not answer from
 	// before it, even before the processor has applied the reset.
-	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpReset, At: servicetest.T0.Add(time.Hour)})
+	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpReset, At: testenv.T0.Add(time.Hour)})
 	c, err := warm.Context(context.Background(), client.ContextRequest{Session: "s1", Query: "tournament form friday lisbon"})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestIndexAnswersLikeAFreshScan(t *testing.T) {
 		t.Fatalf("right after a reset: total %d, recalled %+v", c.TotalTurns, c.Recalled)
 	}
 	for i := range 70 {
-		turn := servicetest.Turn("s1", 200+i)
+		turn := testenv.Turn("s1", 200+i)
 		if i == 5 {
 			turn.Text = "The new tournament form is due Monday."
 		}

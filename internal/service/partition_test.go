@@ -9,8 +9,8 @@ import (
 	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/service"
-	"github.com/foldstream/foldstream/internal/service/servicetest"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/rs/zerolog"
 )
 
@@ -29,10 +29,10 @@ func TestColdBuildStartsAtTheLastResetWithPartitions(t *testing.T) {
 	}
 	subj := b.Layout.Subjects
 	for i := range 3 {
-		publish(subj.In("s1", events.KindTurn), servicetest.Turn("s1", i))
+		publish(subj.In("s1", events.KindTurn), testenv.Turn("s1", i))
 	}
-	publish(subj.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpReset, At: servicetest.T0.Add(40 * time.Second)})
-	publish(subj.In("s1", events.KindTurn), servicetest.Turn("s1", 5))
+	publish(subj.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpReset, At: testenv.T0.Add(40 * time.Second)})
+	publish(subj.In("s1", events.KindTurn), testenv.Turn("s1", 5))
 	d, err := service.NewDirect(ctx, b.JS, b.Layout, state.NewStore(b.JS, b.KV), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

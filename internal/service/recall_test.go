@@ -14,14 +14,15 @@ import (
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 )
 
-// textTurn is servicetest.Turn(session, i) with another text.
+// textTurn is testenv.Turn(session, i) with another text.
 func textTurn(session string, i int, text string) events.Turn {
-	t := servicetest.Turn(session, i)
+	t := testenv.Turn(session, i)
 	t.Text = text
 	return t
 }
@@ -33,7 +34,7 @@ func publishWith(t testing.TB, e *servicetest.Env, session string, from, to int,
 	ctx := context.Background()
 	var last uint64
 	for i := from; i < to; i++ {
-		turn := servicetest.Turn(session, i)
+		turn := testenv.Turn(session, i)
 		if text, ok := texts[i]; ok {
 			turn.Text = text
 		}
@@ -113,7 +114,7 @@ func TestRecallRanksTheMatchingEvictedTurnFirst(t *testing.T) {
 		t.Fatalf("evicted results %v, want [3 6] (turn 40 is still verbatim)", got)
 	}
 	best := r.Results[0]
-	want := servicetest.Turn("s1", 3)
+	want := testenv.Turn("s1", 3)
 	if best.TurnID != "t003" || !best.At.Equal(want.At) || best.Speaker != want.Speaker || best.Role != "user" || best.Text != texts[3] {
 		t.Fatalf("best result %+v", best)
 	}
@@ -384,7 +385,7 @@ func TestRecallHonoursResetPolicies(t *testing.T) {
 	publishWith(t, e, "s1", 0, 5, map[int]string{1: "zebra crossing"})
 	for i, text := range []string{"hello, two hours later", "a zebra again"} {
 		tu := textTurn("s1", 100+i, text)
-		tu.At = servicetest.T0.Add(2*time.Hour + time.Duration(i)*time.Second)
+		tu.At = testenv.T0.Add(2*time.Hour + time.Duration(i)*time.Second)
 		pubSeq(t, e, subj, tu)
 	}
 	r := recall(t, e.NC, client.RecallRequest{Session: "s1", Query: "zebra", Scope: client.RecallScopeAll})
@@ -408,7 +409,7 @@ func long(t testing.TB, e *servicetest.Env, session string, n int) {
 	ctx := context.Background()
 	words := []string{"ranked", "queue", "Tokyo", "Hulk", "Diamond", "Klyntar", "tournament", "stream", "wins", "dinner"}
 	for i := range n {
-		tu := servicetest.Turn(session, i)
+		tu := testenv.Turn(session, i)
 		tu.TurnID = fmt.Sprintf("t%05d", i)
 		tu.Text = fmt.Sprintf("turn %d: talking about %s and %s again, %s.", i, words[i%10], words[(i/10)%10], words[(i/100)%10])
 		if i == 1234 {

@@ -17,6 +17,7 @@ import (
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -26,7 +27,7 @@ import (
 func publish(t *testing.T, e *servicetest.Env, session string, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
-		publishTurn(t, e, servicetest.Turn(session, i))
+		publishTurn(t, e, testenv.Turn(session, i))
 	}
 }
 
@@ -302,15 +303,15 @@ func TestContextIncludesTurnsAfterTheCheckpoint(t *testing.T) {
 
 	// The processor is gone; the stream keeps accepting.
 	publish(t, e, "s1", 64, 68)
-	dup := servicetest.Turn("s1", 66)
+	dup := testenv.Turn("s1", 66)
 	dup.Text = "a re-send with the same turn id under another message id"
 	data, _ := json.Marshal(dup)
 	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindTurn), data) // no Nats-Msg-Id: only turn_id dedup catches it
-	bad := servicetest.Turn("s1", 99)
+	bad := testenv.Turn("s1", 99)
 	bad.Role = "narrator"
 	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindTurn), bad)
-	publishRaw(t, e, e.Layout.Subjects.In("s1", "shout"), servicetest.Turn("s1", 98))
-	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindNote), events.Note{V: 1, Session: "s1", NoteID: "n1", At: servicetest.T0, Text: "Bob is sharing his screen"})
+	publishRaw(t, e, e.Layout.Subjects.In("s1", "shout"), testenv.Turn("s1", 98))
+	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindNote), events.Note{V: 1, Session: "s1", NoteID: "n1", At: testenv.T0, Text: "Bob is sharing his screen"})
 	c = getContext(t, e.NC, client.ContextRequest{Session: "s1"})
 	checkNoGap(t, c)
 	if c.TotalTurns != 68 || c.Cursor != 10 || c.Summary == nil || c.CheckpointSeq >= c.ThroughSeq {
@@ -438,10 +439,10 @@ func TestSessionReportsTheCheckpoint(t *testing.T) {
 	e.StartService(nil)
 	// The note is applied before turn 61 starts the fold, so it is folded.
 	publish(t, e, "s1", 0, 60)
-	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindNote), events.Note{V: 1, Session: "s1", NoteID: "n1", At: servicetest.T0, Text: "Bob is sharing Marvel Rivals"})
+	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindNote), events.Note{V: 1, Session: "s1", NoteID: "n1", At: testenv.T0, Text: "Bob is sharing Marvel Rivals"})
 	publish(t, e, "s1", 60, 61)
 	e.Settled("s1", 61, 10)
-	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindNote), events.Note{V: 1, Session: "s1", NoteID: "n2", At: servicetest.T0, Text: "Carol joined the voice channel"})
+	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindNote), events.Note{V: 1, Session: "s1", NoteID: "n2", At: testenv.T0, Text: "Carol joined the voice channel"})
 	e.Eventually("note pending", func() bool { return len(e.Checkpoint("s1").PendingNotes) == 1 })
 	var info client.SessionInfo
 	m := ask(t, e.NC, client.EndpointSession, client.SessionRequest{Session: "s1"})
@@ -468,7 +469,7 @@ func TestContextInModeEvictCarriesTheNoteInTheSummarysPlace(t *testing.T) {
 	// 19 turns of 100 tokens pass 1800 (window − reserve): the oldest 9 go,
 	// down to 1000 (50% of 2000).
 	for i := range 20 {
-		turn := servicetest.Turn("ev", i)
+		turn := testenv.Turn("ev", i)
 		turn.Tokens = 100
 		publishTurn(t, e, turn)
 	}
@@ -480,8 +481,8 @@ func TestContextInModeEvictCarriesTheNoteInTheSummarysPlace(t *testing.T) {
 		t.Fatalf("layers: summary %+v (dropped %v), evictions %+v (dropped %v)", full.Summary, full.SummaryDropped, full.Evictions, full.EvictionDropped)
 	}
 	note := full.Evictions[0]
-	if note.Count != 9 || note.EvictedTokens != 900 || note.Version != 1 || !note.From.Equal(servicetest.T0) ||
-		!note.To.Equal(servicetest.T0.Add(80*time.Second)) || !strings.HasPrefix(note.Text, "[Context rolled: 9 messages evicted (900 tokens).") ||
+	if note.Count != 9 || note.EvictedTokens != 900 || note.Version != 1 || !note.From.Equal(testenv.T0) ||
+		!note.To.Equal(testenv.T0.Add(80*time.Second)) || !strings.HasPrefix(note.Text, "[Context rolled: 9 messages evicted (900 tokens).") ||
 		note.Chars != utf8.RuneCountInString(note.Text)+1 || note.Tokens == 0 {
 		t.Fatalf("eviction note %+v", note)
 	}
@@ -540,7 +541,7 @@ func TestSessionSaysWhetherTheProcessorCaughtUp(t *testing.T) {
 
 	stop()
 	publish(t, e, "s1", 5, 8)
-	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindTurn), servicetest.Turn("s1", 2)) // a duplicate turn id, no message id
+	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindTurn), testenv.Turn("s1", 2)) // a duplicate turn id, no message id
 	publishRaw(t, e, e.Layout.Subjects.In("s1", events.KindTurn), []byte(`{"v":1,"session":"s1"`))
 	info = session()
 	if info.CaughtUp || info.PendingEvents != 3 || info.StreamLastSeq <= info.AppliedSeq {

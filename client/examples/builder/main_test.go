@@ -11,6 +11,7 @@ import (
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/testenv"
 )
 
 // The example runs as documented against a real server, processor and
@@ -29,7 +30,7 @@ func TestBuilderExample(t *testing.T) {
 	_, js := e.Client("bot")
 	pub, _ := client.NewPublisher(js)
 	for i := range 65 {
-		if err := pub.PublishTurnAsync(servicetest.Turn("demo-1", i)); err != nil {
+		if err := pub.PublishTurnAsync(testenv.Turn("demo-1", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

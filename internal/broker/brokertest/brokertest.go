@@ -2,7 +2,8 @@
 // in-process with JetStream, a connection, and foldstream's streams and KV
 // bucket provisioned under the default prefix. Everything stops when the
 // test ends. It imports only broker and events, so any package's tests can
-// use it, state's included.
+// use it, state's included; internal/testenv, the harness the other tests
+// use, is built on it.
 package brokertest
 
 import (

@@ -1,13 +1,11 @@
-// Package servicetest starts what the builder-side tests need: a real
-// nats-server in-process (optionally listening on a loopback port, for
-// programs in other languages), foldstream's streams, the processor and
-// the context service. Nothing stands in for NATS. The server, engine runs
-// and waits are brokertest's, shared with the processor's internal tests.
+// Package servicetest is the one test harness (testenv) plus what needs
+// the processor: starting it and the context service, for the tests of
+// every package above the processor. Nothing stands in for NATS. The
+// processor's own tests build their rig on the same testenv.Env.
 package servicetest
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -19,23 +17,17 @@ import (
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/state"
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 )
 
-// Env is one server with foldstream's streams and bucket provisioned.
+// Env is testenv's environment plus the engines: the processor and the
+// context service.
 type Env struct {
-	T      testing.TB
-	NS     *server.Server
-	URL    string // client URL; "" unless Listen was set
-	NC     *nats.Conn
-	JS     jetstream.JetStream
-	Layout broker.Layout
-	Store  *state.Store
-	Log    zerolog.Logger
+	*testenv.Env
 }
 
 // Options configure New.
@@ -57,28 +49,7 @@ func New(t testing.TB, o Options) *Env {
 		lvl = zerolog.DebugLevel
 	}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(lvl).With().Timestamp().Logger()
-	b := brokertest.Start(t, brokertest.Options{Listen: o.Listen, Log: log, Name: "servicetest"})
-	e := &Env{T: t, NS: b.NS, NC: b.NC, JS: b.JS, Layout: b.Layout, Store: state.NewStore(b.JS, b.KV), Log: log}
-	if o.Listen {
-		e.URL = b.NS.ClientURL()
-	}
-	return e
-}
-
-// Client opens another in-process connection, as a bot or builder would
-// have its own.
-func (e *Env) Client(name string) (*nats.Conn, jetstream.JetStream) {
-	e.T.Helper()
-	nc, err := nats.Connect("", nats.InProcessServer(e.NS), nats.Name(name))
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	e.T.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return nc, js
+	return &Env{testenv.New(t, testenv.Options{Listen: o.Listen, Log: &log, Name: "servicetest"})}
 }
 
 // StartProcessor runs the processor with cfg (short flush and backoff
@@ -117,49 +88,6 @@ func (e *Env) StartService(tokens service.TokenCounter, opts ...service.Option) 
 		_ = svc.Stop()
 	})
 	return svc
-}
-
-// Checkpoint reads a session's KV checkpoint (a fresh state if none).
-func (e *Env) Checkpoint(session string) *state.Session {
-	e.T.Helper()
-	s, _, err := e.Store.Load(context.Background(), session)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return s
-}
-
-// Eventually polls cond every 5 ms for up to 20 s.
-func (e *Env) Eventually(what string, cond func() bool) {
-	e.T.Helper()
-	brokertest.Eventually(e.T, what, cond)
-}
-
-// Settled waits until the checkpoint has total turns, the cursor at
-// cursor and no fold in flight.
-func (e *Env) Settled(session string, total, cursor int64) *state.Session {
-	e.T.Helper()
-	var s *state.Session
-	e.Eventually(fmt.Sprintf("session %s: total %d, cursor %d, no lease", session, total, cursor), func() bool {
-		s = e.Checkpoint(session)
-		return s.Total == total && s.Cursor == cursor && s.Lease == nil
-	})
-	return s
-}
-
-// T0 is the timestamp of the first turn Turn makes.
-var T0 = time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)
-
-// Turn is turn number i of session: alternating speakers, 10 s apart,
-// with a text that names its number.
-func Turn(session string, i int) events.Turn {
-	speakers := []string{"Alice", "Bob"}
-	return events.Turn{
-		V: events.Version, Session: session, TurnID: fmt.Sprintf("t%03d", i),
-		At:      T0.Add(time.Duration(i) * 10 * time.Second),
-		Speaker: speakers[i%2], Role: "user",
-		Text: fmt.Sprintf("message number %03d from %s about the ranked match.", i, speakers[i%2]),
-	}
 }
 
 // RunProcessorAs runs a processor (offline summarizer, 5 ms flushes) on
