@@ -30,7 +30,7 @@ import (
 // running, landing), no wait and no held event.
 func (ls *live) quiet() bool {
 	return !ls.dirty && !ls.writing && !ls.landing && len(ls.acks) == 0 && ls.cancel == nil && ls.running == "" &&
-		ls.wait == waitNone && ls.then == nil && len(ls.held) == 0 && (ls.s == nil || ls.s.Lease == nil)
+		ls.wait == nil && (ls.s == nil || ls.s.Lease == nil)
 }
 
 // compactIdle packs every session quiet and untouched for IdleCompact; it

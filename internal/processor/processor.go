@@ -159,9 +159,9 @@ func New(cfg Config, d Deps) (*Processor, error) {
 		before: d.BeforeAttach,
 	}
 	p.sessionPolicy = p.resolve(p.policy)
-	if cfg.Mode == fold.ModeEvict && !cfg.RecallEnabled {
-		d.Log.Warn().Str("event", "evict_fallback").
-			Msg("mode evict needs recall (the context service, --service) to find evicted turns; without it eviction is amnesia, so sessions fold in mode tokens")
+	if p.sessionPolicy.Mode != p.policy.Mode {
+		d.Log.Warn().Str("event", "evict_fallback").Str("configured_mode", string(p.policy.Mode)).Str("mode", string(p.sessionPolicy.Mode)).
+			Msg("the configured mode needs recall (the context service, --service) to find the turns it drops; without it that is amnesia, so sessions fold in the mode it falls back to")
 	}
 	if d.Shared != nil {
 		p.m, p.slots, p.mem = d.Shared.m, d.Shared.slots, d.Shared.mem

@@ -24,25 +24,10 @@ type live struct {
 	s        *state.Session
 	rev      uint64          // KV revision of the last checkpoint
 	acks     []jetstream.Msg // applied, waiting for the checkpoint that covers them
-	dirty    bool
 	dirtyAt  time.Time       // wall time of the oldest change not yet written (flush pacing)
 	lastSkip fold.SkipReason // last skip reason published, to avoid one event per turn
 	cancel   context.CancelFunc
 	touched  time.Time
-	due      bool // the KV due mark is known to be set
-	// writing: a pipelined checkpoint write is in flight (checkpoint.go); the
-	// next write needs the revision it returns.
-	writing bool
-	landing bool // a refused summary-updated is being published again (publish.go)
-	// wait: what the session waits for before its next step (abandon: its
-	// fold's result, or a summary being published again); held are its
-	// events meanwhile, then the step that waited, both taken by unpark.
-	wait waitFor
-	held []inMsg
-	then func()
-	// afterWrite: what a synchronous save waits to do until the pipelined
-	// write in flight is back (checkpointThen).
-	afterWrite func()
 	// running: the fold id of this owner's fold goroutine for the session
 	// until its result is back; it may be publishing the summary.
 	running  string
@@ -51,9 +36,33 @@ type live struct {
 	// packed: the session is idle in its compact form (idle.go); s and
 	// payloads are nil until get inflates it.
 	packed []byte
+	// wait: what the session waits for, if anything (nil: nothing; kept
+	// out of line, as few sessions ever wait).
+	wait  *sessionWait
+	dirty bool
+	due   bool // the KV due mark is known to be set
+	// writing: a pipelined checkpoint write is in flight (checkpoint.go); the
+	// next write needs the revision it returns.
+	writing  bool
+	landing  bool // a refused summary-updated is being published again (publish.go)
+	evicting bool // running records an eviction (modes.go)
 }
 
-// waitFor is what a session waits for (live.wait).
+// sessionWait is what a session waits for before its next step, and
+// what waits with it.
+type sessionWait struct {
+	// on: abandon's wait for the fold's result, or for a summary being
+	// published again; held are the session's events meanwhile, then the
+	// step that waited: unpark takes both once the wait is over.
+	on   waitFor
+	held []inMsg
+	then func()
+	// afterWrite: what a synchronous save waits to do until the pipelined
+	// write in flight is back (checkpointThen).
+	afterWrite func()
+}
+
+// waitFor is what a session waits for (sessionWait.on).
 type waitFor uint8
 
 const (
@@ -61,6 +70,28 @@ const (
 	waitLanding         // a refused summary being published again (landing)
 	waitFold            // its fold's result (running)
 )
+
+// waits returns the session's wait, made if it has none.
+func (ls *live) waits() *sessionWait {
+	if ls.wait == nil {
+		ls.wait = new(sessionWait)
+	}
+	return ls.wait
+}
+
+// parked reports whether the session's events must be held: it waits,
+// or has a step or events to take once its wait is over.
+func (ls *live) parked() bool {
+	w := ls.wait
+	return w != nil && (w.on != waitNone || w.then != nil || len(w.held) > 0)
+}
+
+// tidyWait drops the session's wait once nothing is left in it.
+func (ls *live) tidyWait() {
+	if w := ls.wait; w != nil && !ls.parked() && w.afterWrite == nil {
+		ls.wait = nil
+	}
+}
 
 func (ls *live) remember(seq uint64, data []byte) { ls.payloads.add(seq, data) }
 
@@ -77,16 +108,16 @@ func (ls *live) rememberTurn(seq uint64, t *events.Turn) { ls.payloads.addTurn(s
 // coordinator (trigger checks, leases, folds in flight, wakes, records
 // found on the outbound stream; coordinator.go).
 type shard struct {
-	p                *Processor
-	id               int
-	in               chan inMsg
-	ctrl             chan chan struct{} // rewind: drop what is not checkpointed
-	wakeCh           chan string        // sessions to resume at start (due marks)
-	sessions         map[string]*live
-	checkpointWriter              // checkpoint.go: dirty sessions, pipelined writes, acks
-	co               *coordinator // coordinator.go: folds, leases, wakes
-	nPacked          int          // sessions in their compact idle form (idle.go)
-	packBuf          []byte
+	p        *Processor
+	id       int
+	in       chan inMsg
+	ctrl     chan chan struct{} // rewind: drop what is not checkpointed
+	wakeCh   chan string        // sessions to resume at start (due marks)
+	sessions map[string]*live
+	w        *checkpointWriter // checkpoint.go: dirty sessions, pipelined writes, acks
+	co       *coordinator      // coordinator.go: folds, leases, wakes
+	nPacked  int               // sessions in their compact idle form (idle.go)
+	packBuf  []byte
 	// Sessions whose checkpoint is being read aside (load.go), with their
 	// parked events; gen tells reads started before a rewind.
 	loading map[string][]inMsg
@@ -103,11 +134,6 @@ type shard struct {
 // oldest change is FlushInterval old, so each write covers many turns.
 const idleFlush = 2 * time.Millisecond
 
-// maxWrites bounds one shard's checkpoint writes in flight: the state
-// stream stores writes in arrival order, so a deep queue only delays
-// every write (and the acks behind it).
-const maxWrites = 16
-
 func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 	sh := &shard{
 		p: p, id: id,
@@ -118,8 +144,8 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 		wakeCh:   make(chan string),
 		sessions: make(map[string]*live),
 	}
-	sh.checkpointWriter = newCheckpointWriter(p, sh)
-	sh.co = newCoordinator(p, &sh.checkpointWriter, sh, foldCtx)
+	sh.w = newCheckpointWriter(p, sh)
+	sh.co = newCoordinator(p, sh.w, sh, foldCtx)
 	return sh
 }
 
@@ -142,17 +168,17 @@ func (sh *shard) run() {
 	// and the events queued from the old consumer are dropped (they come
 	// again after the rewind); then the shard resets and says so.
 	var rewinding chan struct{}
-	for in != nil || sh.co.inFlight > 0 || sh.busy() || sh.loads > 0 || rewinding != nil {
+	for in != nil || sh.co.inFlight > 0 || sh.w.busy() || sh.loads > 0 || rewinding != nil {
 		if rewinding != nil {
-			if sh.writes == 0 && len(sh.in) == 0 {
+			if sh.w.inFlight() == 0 && len(sh.in) == 0 {
 				sh.reset()
 				close(rewinding)
 				rewinding = nil
 				continue
 			}
 			select {
-			case done := <-sh.saves:
-				sh.landSaves(done)
+			case done := <-sh.w.saves:
+				sh.w.landSaves(done)
 			case _, ok := <-in:
 				if !ok {
 					in = nil
@@ -160,7 +186,7 @@ func (sh *shard) run() {
 			}
 			continue
 		}
-		if !paced && len(sh.dirty) > 0 {
+		if !paced && sh.w.hasDirty() {
 			pace.Reset(idleFlush)
 			paced = true
 		}
@@ -176,16 +202,16 @@ func (sh *shard) run() {
 		case m, ok := <-in:
 			if !ok {
 				in = nil // shutting down: keep serving fold results, reads and writes
-				sh.flush(true)
+				sh.w.flush(true)
 				continue
 			}
 			sh.accept(m)
-			if sh.pending >= sh.p.cfg.FlushBatch {
-				sh.flush(true)
+			if sh.w.acksWaiting() >= sh.p.cfg.FlushBatch {
+				sh.w.flush(true)
 			}
-		case done := <-sh.saves:
-			sh.landSaves(done)
-			sh.flush(in == nil || sh.idle()) // writes freed room for more
+		case done := <-sh.w.saves:
+			sh.w.landSaves(done)
+			sh.w.flush(in == nil || sh.idle()) // writes freed room for more
 		case r := <-sh.co.results:
 			sh.land(r)
 		case d := <-sh.loaded:
@@ -193,11 +219,12 @@ func (sh *shard) run() {
 		case rewinding = <-sh.ctrl:
 		case <-pace.C:
 			paced = false
-			sh.flush(in == nil || sh.idle())
+			sh.w.flush(in == nil || sh.idle())
 		case id := <-sh.wakeCh:
 			sh.co.resume(id, "resume")
 		case <-sweep.C:
 			sh.co.wakeDue()
+			sh.co.sent.check(time.Now())
 			if sweeps++; sweeps%4 == 0 {
 				sh.evictIdle()
 			}
@@ -239,7 +266,7 @@ func (sh *shard) reset() {
 	sh.nPacked = 0
 	sh.sessions = make(map[string]*live)
 	sh.co.reset()
-	sh.checkpointWriter.reset()
+	sh.w.reset()
 }
 
 // land hands a fold result to the coordinator, then resumes its session
@@ -257,19 +284,21 @@ func (sh *shard) unpark(id string) {
 	if !ok || ls.s == nil {
 		return // dropped (a rewind, a conflict): its held events come again
 	}
-	for ls.wait != waitNone || ls.then != nil || len(ls.held) > 0 {
+	defer ls.tidyWait()
+	for ls.parked() {
 		if !sh.co.waitOver(ls) {
 			return
 		}
-		if then := ls.then; then != nil {
-			ls.then = nil
+		w := ls.wait
+		if then := w.then; then != nil {
+			w.then = nil
 			then()
 			continue
 		}
-		m := ls.held[0]
-		ls.held = ls.held[1:]
-		if len(ls.held) == 0 {
-			ls.held = nil
+		m := w.held[0]
+		w.held = w.held[1:]
+		if len(w.held) == 0 {
+			w.held = nil
 		}
 		sh.apply(ls, m)
 	}
@@ -367,8 +396,8 @@ func (sh *shard) handle(m inMsg) {
 			return
 		}
 	}
-	if ls.wait != waitNone || ls.then != nil || len(ls.held) > 0 {
-		ls.held = append(ls.held, m) // after what the session waits for (unpark)
+	if ls.parked() {
+		ls.wait.held = append(ls.wait.held, m) // after what the session waits for (unpark)
 		return
 	}
 	sh.apply(ls, m)
@@ -386,7 +415,7 @@ func (sh *shard) apply(ls *live, m inMsg) {
 	if seq <= ls.s.LastSeq {
 		// Applied before (redelivery after a crash or a slow ack): no-op.
 		p.m.redelivered.Inc()
-		sh.addAck(ls, m.msg)
+		sh.w.addAck(ls, m.msg)
 		return
 	}
 	from := ls.s.LastEventAt
@@ -427,8 +456,8 @@ func (sh *shard) apply(ls *live, m inMsg) {
 		return
 	}
 	ls.s.LastActivity = ls.touched
-	sh.markDirty(ls)
-	sh.addAck(ls, m.msg)
+	sh.w.markDirty(ls)
+	sh.w.addAck(ls, m.msg)
 	p.applied.Add(1)
 	p.m.applied[m.kind].Inc() // kind is turn, note or control once decoded
 
@@ -449,7 +478,8 @@ func (sh *shard) apply(ls *live, m inMsg) {
 // hold puts m first among the session's held events: it is applied again
 // once the session's wait is over (unpark).
 func (sh *shard) hold(ls *live, m inMsg) {
-	ls.held = append([]inMsg{m}, ls.held...)
+	w := ls.waits()
+	w.held = append([]inMsg{m}, w.held...)
 }
 
 func (sh *shard) control(ls *live, c *events.Control) {
@@ -471,9 +501,9 @@ func (sh *shard) control(ls *live, c *events.Control) {
 	case events.OpConfigure:
 		pol := sh.co.policy(ls)
 		sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionConfigured, Mode: string(pol.Mode)})
-		if c.Config != nil && c.Config.Mode == events.ModeEvict && pol.Mode != fold.ModeEvict {
-			p.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).
-				Msg("mode evict needs recall (the context service) to find evicted turns; without it eviction is amnesia, so this session folds in mode tokens")
+		if c.Config != nil && c.Config.Mode != "" && pol.Mode != fold.Mode(c.Config.Mode) {
+			p.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).Str("configured_mode", c.Config.Mode).Str("mode", string(pol.Mode)).
+				Msg("the configured mode needs recall (the context service) to find the turns it drops; without it that is amnesia, so this session folds in the mode it falls back to")
 		}
 		w := pol.Window
 		p.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Str("mode", string(pol.Mode)).Int("recent_window", w.Recent).
