@@ -249,7 +249,7 @@ func (sh *shard) idle() bool {
 	if time.Since(sh.lastIn) < idleFlush {
 		return false
 	}
-	return sh.p.backlog.Load() == 0 || sh.pending*len(sh.p.shards) >= sh.p.cfg.MaxAckPending/2
+	return sh.p.backlog.Load() == 0 || sh.w.pending*len(sh.p.shards) >= sh.p.cfg.MaxAckPending/2
 }
 
 // reset forgets every session and unacknowledged message; the consumer is
