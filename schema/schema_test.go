@@ -650,6 +650,27 @@ func produceModes(t *testing.T) *servicetest.Env {
 	send(turnAt("rs", 2, 0, now.Add(6*time.Hour), ""))
 	e.Eventually("daily reset", func() bool { return hasLifecycle(t, e, "rs", events.EventSessionReset, events.ResetDaily) })
 
+	// Every other registered mode (a mode is one file under
+	// internal/fold, with no scenario of its own here): a session in it,
+	// folded by a compact.
+	covered := map[string]bool{events.ModeEvict: true, events.ModeTokens: true, events.ModeInterval: true, events.ModeWindow: true}
+	for _, m := range fold.ModeNames() {
+		if covered[m] {
+			continue
+		}
+		session := "m-" + m
+		configure(session, client.SessionConfig{Mode: m})
+		var turns []client.Turn
+		for i := range 30 {
+			turns = append(turns, turnAt(session, i, 100, servicetest.T0, ""))
+		}
+		send(turns...)
+		if err := pub.Control(ctx, session, client.OpCompact, nil); err != nil {
+			t.Fatal(err)
+		}
+		e.Eventually("a fold in mode "+m, func() bool { return len(outbound(t, e, "fold.out."+session+".summary")) > 0 })
+	}
+
 	e.Eventually("evicted and memory events", func() bool {
 		return len(outbound(t, e, "fold.out.ev.evicted")) == 1 && len(outbound(t, e, "fold.out.*.memory")) > 0
 	})

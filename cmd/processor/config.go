@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/foldstream/foldstream/internal/service"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/service"
 )
 
 // options are every setting of the processor. Precedence: command-line
@@ -95,7 +96,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	intSetting(fs, &o.minFoldTokens, "min_fold_tokens")
 	fs.StringVar(&o.trigger, "trigger", "turn", "when to check for a fold: turn (every turn) or generate (on generate control events)")
 	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice (seed 000) or agent (seed 003)")
-	fs.StringVar(&o.mode, "mode", "window", "default mode: window (seed 000), evict (seed 001), interval (seed 002) or tokens (seeds 003/004); sessions may override it with a configure control")
+	fs.StringVar(&o.mode, "mode", string(fold.DefaultMode), "default mode: "+modesUsage()+"; sessions may override it with a configure control")
 	intSetting(fs, &o.contextWindow, "context_window")
 	intSetting(fs, &o.reserveTokens, "reserve_tokens")
 	secondsSetting(fs, &o.idleAfter, "idle_after_seconds")
@@ -114,7 +115,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.IntVar(&o.maxFolds, "max-concurrent-folds", 0, "folds running at once (0 = auto: half the CPUs for the offline summarizer, 32 for a remote model)")
 	fs.DurationVar(&o.foldTimeout, "fold-timeout", 60*time.Second, "bound on one fold, including the summarizer's retries")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 0, "fold lease; default fold-timeout + 15s")
-	fs.DurationVar(&o.flushInterval, "flush-interval", time.Second, "under load, how long a session's change may wait for its checkpoint (and its ack); a quiet shard writes at once")
+	fs.DurationVar(&o.flushInterval, "flush-interval", time.Second, "under load, how long a session's change may wait for its checkpoint (and its ack); a quiet shard writes at once when nothing more waits on the stream")
 	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", events.DefaultMaxClockSkew, "an event whose at is further than this ahead of the time the stream stored it is rejected (invalid_field, at): reset policies measure time by at (0 = accept any time)")
 	fs.DurationVar(&o.idleCompact, "idle-compact", time.Second, "a session with no event for this long and nothing pending is kept in memory in a compact form, without its cached turn payloads (0 = off)")
 
@@ -297,4 +298,18 @@ func applyConfigFile(fs *flag.FlagSet, o *options, set map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// modesUsage lists the registered modes with their seeds, as each mode's
+// file declares them (fold.Engines).
+func modesUsage() string {
+	var parts []string
+	for _, e := range fold.Engines() {
+		p := string(e.Name())
+		if seeds := e.Doc().Seeds(); seeds != "" {
+			p += " (" + seeds + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
 }

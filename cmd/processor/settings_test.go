@@ -5,28 +5,34 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/processor"
 )
 
-// Every setting is declared once (events.Settings); this walks each one
-// over every surface derived from it: configure validation, the flag (its
-// default and usage), the environment variable and the config file key,
-// the schema's range and the docs table. Where the processor applies a
-// configured value is walked in internal/processor
-// (TestEverySettingIsApplied).
+// Every setting is declared once (events.Settings, and the modes that
+// read it in their files); this walks each one over every surface derived
+// from it: configure validation, the flag (its default and usage), the
+// environment variable and the config file key, the generated schema (its
+// range and the modes its description names) and the docs' settings
+// table row. Where the processor applies a configured value is walked in
+// internal/processor (TestEverySettingIsApplied); that the generated
+// files are what the generator writes, in internal/events.
 func TestEverySettingOnEverySurface(t *testing.T) {
 	schema := configSchema(t)
+	descriptions := configDescriptions(t)
 	docs, err := os.ReadFile("../../docs/modes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(docs), events.DocsTable()) {
-		t.Errorf("docs/modes.md does not hold the settings table derived from events.Settings; put this between its settings markers:\n%s", events.DocsTable())
+		t.Errorf("docs/modes.md does not hold the settings table derived from events.Settings: run go generate ./internal/events")
 	}
 	keys := map[string]bool{}
 	for _, s := range events.Settings {
@@ -45,9 +51,29 @@ func TestEverySettingOnEverySurface(t *testing.T) {
 				t.Errorf("the declaration reads %s as %v (set %v), want %v", s.Key, v, set, ok)
 			}
 
-			// the schema's range is the declaration's.
+			// the schema's range is the declaration's, and its
+			// description names the modes that read it.
 			if got, want := schema[s.Key], schemaRange(s); got != want {
 				t.Errorf("schema/v1/control.json %s: range %s, declared %s", s.Key, got, want)
+			}
+			for _, m := range s.Modes() {
+				if lead, _, _ := strings.Cut(descriptions[s.Key], ":"); !strings.Contains(lead, m) {
+					t.Errorf("schema/v1/control.json %s: description %q does not name mode %s, which reads it", s.Key, descriptions[s.Key], m)
+				}
+			}
+			// the docs row: key, flag, environment variable, modes.
+			row := docsRow(string(docs), s.Key)
+			modes := "all"
+			if len(s.Modes()) > 0 {
+				modes = strings.Join(s.Modes(), ", ")
+			}
+			for _, want := range []string{s.EnvVar(), "| " + modes + " |"} {
+				if !strings.Contains(row, want) {
+					t.Errorf("docs/modes.md row of %s %q lacks %q", s.Key, row, want)
+				}
+			}
+			if s.Flag != "" && !strings.Contains(row, "`--"+s.Flag+"`") {
+				t.Errorf("docs/modes.md row of %s %q lacks its flag --%s", s.Key, row, s.Flag)
 			}
 
 			if s.Flag == "" {
@@ -102,6 +128,43 @@ func TestEverySettingOnEverySurface(t *testing.T) {
 			t.Errorf("schema/v1/control.json has config.%s with a range, which events.Settings does not declare", key)
 		}
 	}
+}
+
+// docsRow is the settings table's row of key in docs.
+func docsRow(docs, key string) string {
+	for _, line := range strings.Split(docs, "\n") {
+		if strings.HasPrefix(line, "| `"+key+"` |") {
+			return line
+		}
+	}
+	return ""
+}
+
+// configDescriptions are the descriptions of control.json's config
+// properties.
+func configDescriptions(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile("../../schema/v1/control.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Properties struct {
+			Config struct {
+				Properties map[string]struct {
+					Description string `json:"description"`
+				} `json:"properties"`
+			} `json:"config"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for k, p := range doc.Properties.Config.Properties {
+		out[k] = p.Description
+	}
+	return out
 }
 
 // probe is a value in range and one out of it.
@@ -234,4 +297,88 @@ type rangeSchema struct {
 	ExclusiveMinimum *float64      `json:"exclusiveMinimum"`
 	ExclusiveMaximum *float64      `json:"exclusiveMaximum"`
 	AnyOf            []rangeSchema `json:"anyOf"`
+}
+
+// Every registered mode (one file under internal/fold) reaches every
+// surface without a line elsewhere: --mode's usage and the processor's
+// configuration, a configure's validation, the generated schemas' enums
+// (control's config.mode, the outbound events' mode) and the docs' modes
+// table.
+func TestEveryModeOnEverySurface(t *testing.T) {
+	data, err := os.ReadFile("../../schema/v1/control.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Properties struct {
+			Config struct {
+				Properties struct {
+					Mode struct {
+						Enum []string `json:"enum"`
+					} `json:"mode"`
+				} `json:"properties"`
+			} `json:"config"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := os.ReadFile("../../docs/modes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o options
+	usage := newFlagSet("run", &o).Lookup("mode").Usage
+	engines := fold.Engines()
+	if len(engines) == 0 {
+		t.Fatal("no modes registered")
+	}
+	for _, e := range engines {
+		m := string(e.Name())
+		if !strings.Contains(usage, m) {
+			t.Errorf("--mode usage %q does not name mode %s", usage, m)
+		}
+		if err := (processor.Config{Mode: e.Name(), RecallEnabled: true}).Validate(); err != nil {
+			t.Errorf("--mode %s: %v", m, err)
+		}
+		if err := (&events.SessionConfig{Mode: m}).Validate(); err != nil {
+			t.Errorf("configure mode %s: %v", m, err)
+		}
+		if !slices.Contains(doc.Properties.Config.Properties.Mode.Enum, m) {
+			t.Errorf("schema/v1/control.json: config.mode's enum %v lacks %s", doc.Properties.Config.Properties.Mode.Enum, m)
+		}
+		for _, f := range []string{"lifecycle.json", "summary-updated.json"} {
+			if enum := outboundModes(t, f); !slices.Contains(enum, m) {
+				t.Errorf("schema/v1/%s: mode's enum %v lacks %s", f, enum, m)
+			}
+		}
+		row := docsRow(string(docs), m)
+		if !strings.Contains(row, "mode_"+m+".go") || !strings.Contains(row, e.Doc().Summary) {
+			t.Errorf("docs/modes.md has no modes table row for %s naming its file and doc: %q", m, row)
+		}
+	}
+	if got, want := len(doc.Properties.Config.Properties.Mode.Enum), len(engines)+1; got != want {
+		t.Errorf("config.mode's enum has %d values, want the %d modes and \"\"", got, want-1)
+	}
+}
+
+// outboundModes is the enum of the mode property of an outbound event's
+// schema.
+func outboundModes(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile("../../schema/v1/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Properties struct {
+			Mode struct {
+				Enum []string `json:"enum"`
+			} `json:"mode"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Properties.Mode.Enum
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/fold"
 )
 
 // Version is the wire contract version every event carries in "v".
@@ -134,12 +136,14 @@ const MaxTokens = 10_000_000
 // not fit a summarizer's context window anyway.
 const MaxMinFoldTokens = 1_000_000
 
-// Session modes.
+// Session modes: the names of the modes registered in internal/fold, one
+// file each, for Go callers. SessionConfig.Validate accepts every
+// registered mode (fold.Lookup), whether or not it is named here.
 const (
-	ModeWindow   = "window"
-	ModeEvict    = "evict"
-	ModeInterval = "interval"
-	ModeTokens   = "tokens"
+	ModeWindow   = string(fold.ModeWindow)
+	ModeEvict    = string(fold.ModeEvict)
+	ModeInterval = string(fold.ModeInterval)
+	ModeTokens   = string(fold.ModeTokens)
 )
 
 // Reset policies.
@@ -466,10 +470,8 @@ func (c *SessionConfig) Validate() error {
 	default:
 		return invalid("config.profile", "expected voice or agent, got %q", truncateForError(c.Profile))
 	}
-	switch c.Mode {
-	case "", ModeWindow, ModeEvict, ModeInterval, ModeTokens:
-	default:
-		return invalid("config.mode", "expected window, evict, interval or tokens, got %q", truncateForError(c.Mode))
+	if _, ok := fold.Lookup(fold.Mode(c.Mode)); c.Mode != "" && !ok {
+		return invalid("config.mode", "expected one of %s, got %q", strings.Join(fold.ModeNames(), ", "), truncateForError(c.Mode))
 	}
 	if c.ContextWindow != 0 && c.ReserveTokens >= c.ContextWindow {
 		return invalid("config.reserve_tokens", "expected less than context_window (%d), got %d", c.ContextWindow, c.ReserveTokens)

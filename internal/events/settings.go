@@ -2,6 +2,8 @@ package events
 
 import (
 	"fmt"
+
+	"github.com/foldstream/foldstream/internal/fold"
 	"strconv"
 	"strings"
 	"time"
@@ -28,16 +30,18 @@ const (
 //   - the processor's flag (Flag) with its default and usage, from which
 //     the config file key (the flag's name) and the environment variable
 //     (EnvVar) follow (cmd/processor);
-//   - the schema's range for Key (schema/v1/control.json, checked);
-//   - the settings table of docs/modes.md (DocsTable, checked).
+//   - the schema's property for Key (schema/v1/control.json) and the
+//     settings table of docs/modes.md (DocsTable), written by go generate
+//     (generate.go);
+//   - the modes that read it (Modes) come from the modes' own files
+//     (fold.Engine.Settings).
 //
-// A new setting is one entry here, one field in SessionConfig, and where
-// the processor applies it (withOverrides).
+// A new setting is one entry here, one field in SessionConfig and in
+// fold.Policy, and where the processor applies it (withOverrides).
 type Setting struct {
-	Key   string   // the JSON key in a configure's config
-	Flag  string   // the processor flag of the deployment's value; "" if none
-	Modes []string // the modes that read it; empty: every mode
-	Unit  Unit
+	Key  string // the JSON key in a configure's config
+	Flag string // the processor flag of the deployment's value; "" if none
+	Unit Unit
 	// Min..Max is the range a configure accepts. 0 means not set (the
 	// deployment's value) unless ZeroIsValue.
 	Min, Max    float64
@@ -50,7 +54,10 @@ type Setting struct {
 	Default    float64
 	DefaultDoc string
 	Doc        string
-	value      func(*SessionConfig) (v float64, set bool)
+	// Detail is what the schema's description adds to Doc: rules
+	// between fields, which a JSON Schema range cannot state.
+	Detail string
+	value  func(*SessionConfig) (v float64, set bool)
 }
 
 // EnvVar is the environment variable that sets the setting's flag.
@@ -64,12 +71,21 @@ func (s Setting) EnvVar() string {
 // Value is the setting's value in c, and whether c sets it.
 func (s Setting) Value(c *SessionConfig) (float64, bool) { return s.value(c) }
 
-// Usage is the flag's help text: the doc and the modes that read it.
+// Modes are the modes that read the setting, as each mode's file declares
+// (fold.Engine.Settings); none: every mode.
+func (s Setting) Modes() []string { return fold.ModesReading(s.Key) }
+
+// Usage is the flag's help text: the doc, the modes that read it, and
+// what a flag of 0 means when the default is a rule.
 func (s Setting) Usage() string {
-	if len(s.Modes) == 0 {
-		return s.Doc
+	u := s.Doc
+	if s.Default == 0 && s.DefaultDoc != "" {
+		u += " (0: " + s.DefaultDoc + ")"
 	}
-	return "mode " + strings.Join(s.Modes, ", ") + ": " + s.Doc
+	if modes := s.Modes(); len(modes) > 0 {
+		u = "mode " + strings.Join(modes, ", ") + ": " + u
+	}
+	return u
 }
 
 // check reports a value out of the setting's range, naming the field.
@@ -114,49 +130,51 @@ func fracVal(f func(*SessionConfig) float64) func(*SessionConfig) (float64, bool
 
 // Settings are the numeric per-session settings, in the order of the docs.
 var Settings = []Setting{
-	{Key: "recent_window", Flag: "recent-window", Modes: []string{ModeWindow}, Unit: Turns, Min: 1, Max: 10000, Default: 50,
+	{Key: "recent_window", Flag: "recent-window", Unit: Turns, Min: 1, Max: 10000, Default: 50,
 		Doc: "turns kept verbatim (seed 000)", value: intVal(func(c *SessionConfig) int { return c.RecentWindow })},
-	{Key: "batch_size", Flag: "batch-size", Modes: []string{ModeWindow}, Unit: Turns, Min: 1, Max: 1000, Default: 10,
+	{Key: "batch_size", Flag: "batch-size", Unit: Turns, Min: 1, Max: 1000, Default: 10,
 		Doc: "turns folded per run", value: intVal(func(c *SessionConfig) int { return c.BatchSize })},
 	{Key: "max_summary_chars", Flag: "max-summary-chars", Unit: Chars, Min: 100, Max: 100000, Default: 1200,
 		Doc: "summary budget in characters", value: intVal(func(c *SessionConfig) int { return c.MaxSummaryChars })},
 	{Key: "max_note_chars", Flag: "max-note-chars", Unit: Chars, Min: 1, Max: 100000, Default: 400,
 		Doc: "cap per screen-watch note when folded", value: intVal(func(c *SessionConfig) int { return c.MaxNoteChars })},
-	{Key: "min_fold_tokens", Flag: "min-fold-tokens", Modes: []string{ModeWindow}, Unit: Tokens, Min: 0, Max: MaxMinFoldTokens, ZeroIsValue: true,
-		Doc:   "a due fold waits until the turns behind the recent window hold this many tokens, then folds them in one call (fewer, larger summarizer calls; 0 = seed 000's fixed batches)",
-		value: ptrVal(func(c *SessionConfig) *int { return c.MinFoldTokens })},
-	{Key: "context_window", Flag: "context-window", Modes: []string{ModeTokens, ModeEvict}, Unit: Tokens, Min: 1024, Max: MaxTokens, Default: 128000,
-		Doc: "the bot model's context window in tokens", value: intVal(func(c *SessionConfig) int { return c.ContextWindow })},
-	{Key: "reserve_tokens", Flag: "reserve-tokens", Modes: []string{ModeTokens, ModeEvict}, Unit: Tokens, Min: 1, Max: MaxTokens, Default: 0,
+	{Key: "min_fold_tokens", Flag: "min-fold-tokens", Unit: Tokens, Min: 0, Max: MaxMinFoldTokens, ZeroIsValue: true,
+		Doc:    "a due fold waits until the turns behind the recent window hold this many tokens, then folds them in one call (fewer, larger summarizer calls; 0 = seed 000's fixed batches)",
+		Detail: "sizes are the bot's tokens, else chars/4 x 1.2; the fold takes the shortest run from the cursor that holds them, at least batch_size turns, and the verbatim window grows meanwhile",
+		value:  ptrVal(func(c *SessionConfig) *int { return c.MinFoldTokens })},
+	{Key: "context_window", Flag: "context-window", Unit: Tokens, Min: 1024, Max: MaxTokens, Default: 128000,
+		Doc: "the bot model's context window in tokens", Detail: "the trigger is context_window - reserve_tokens", value: intVal(func(c *SessionConfig) int { return c.ContextWindow })},
+	{Key: "reserve_tokens", Flag: "reserve-tokens", Unit: Tokens, Min: 1, Max: MaxTokens, Default: 0,
 		DefaultDoc: "a quarter of the window, at most 16384",
-		Doc:        "headroom for the answer; the context must shrink above context-window − reserve-tokens (0: a quarter of the window, at most 16384)",
+		Doc:        "headroom for the answer: the context must shrink above the context window minus this reserve",
+		Detail:     "a session that sets context_window without reserve_tokens gets its own window's default; below context_window when both are set",
 		value:      intVal(func(c *SessionConfig) int { return c.ReserveTokens })},
-	{Key: "idle_after_seconds", Flag: "idle-after", Modes: []string{ModeTokens}, Unit: Seconds, Min: 1, Max: 30 * 24 * 3600, Default: 300,
-		Doc: "a session quiet this long is folded above idle-threshold (0 disables)", value: intVal(func(c *SessionConfig) int { return c.IdleAfterSeconds })},
-	{Key: "idle_threshold", Flag: "idle-threshold", Modes: []string{ModeTokens}, Unit: Fraction, Min: 0, Max: 1, Exclusive: true, Default: 0.6,
-		Doc: "idle fold threshold, a fraction of the context window", value: fracVal(func(c *SessionConfig) float64 { return c.IdleThreshold })},
-	{Key: "emergency_threshold", Flag: "emergency-threshold", Modes: []string{ModeTokens}, Unit: Fraction, Min: 0, Max: 1, Exclusive: true, Default: 0.8,
+	{Key: "idle_after_seconds", Flag: "idle-after", Unit: Seconds, Min: 1, Max: 30 * 24 * 3600, Default: 300,
+		Doc: "a session quiet this long is folded once above the idle threshold (sleep-time compaction; the processor's 0 disables it)", value: intVal(func(c *SessionConfig) int { return c.IdleAfterSeconds })},
+	{Key: "idle_threshold", Flag: "idle-threshold", Unit: Fraction, Min: 0, Max: 1, Exclusive: true, Default: 0.6,
+		Doc: "idle fold threshold, a fraction of the context window", Detail: "below emergency_threshold when both are set", value: fracVal(func(c *SessionConfig) float64 { return c.IdleThreshold })},
+	{Key: "emergency_threshold", Flag: "emergency-threshold", Unit: Fraction, Min: 0, Max: 1, Exclusive: true, Default: 0.8,
 		Doc: "fold at once above this fraction of the context window", value: fracVal(func(c *SessionConfig) float64 { return c.EmergencyThreshold })},
-	{Key: "keep_recent_tokens", Flag: "keep-recent-tokens", Modes: []string{ModeTokens}, Unit: Tokens, Min: 1, Max: MaxTokens, Default: 0,
-		DefaultDoc: "20% of the window",
-		Doc:        "verbatim tail budget in tokens (0 = 20% of the context window)", value: intVal(func(c *SessionConfig) int { return c.KeepRecentTokens })},
-	{Key: "keep_recent_messages", Flag: "keep-recent-messages", Modes: []string{ModeTokens}, Unit: Turns, Min: 1, Max: 100000, Default: 10,
-		Doc: "never keep fewer turns verbatim than this", value: intVal(func(c *SessionConfig) int { return c.KeepRecentMessages })},
-	{Key: "target_utilization", Flag: "target-utilization", Modes: []string{ModeEvict}, Unit: Fraction, Min: 0, Max: 1, Exclusive: true, Default: 0.8,
+	{Key: "keep_recent_tokens", Flag: "keep-recent-tokens", Unit: Tokens, Min: 1, Max: MaxTokens, Default: 0,
+		DefaultDoc: "20% of the context window",
+		Doc:        "the newest turns whose tokens fit this budget stay verbatim", value: intVal(func(c *SessionConfig) int { return c.KeepRecentTokens })},
+	{Key: "keep_recent_messages", Flag: "keep-recent-messages", Unit: Turns, Min: 1, Max: 100000, Default: 10,
+		Doc: "never keep fewer turns verbatim than this", Detail: "the verbatim tail is the larger of this and keep_recent_tokens' turns", value: intVal(func(c *SessionConfig) int { return c.KeepRecentMessages })},
+	{Key: "target_utilization", Flag: "target-utilization", Unit: Fraction, Min: 0, Max: 1, Exclusive: true, Default: 0.8,
 		Doc: "evict down to this fraction of the context window", value: fracVal(func(c *SessionConfig) float64 { return c.TargetUtilization })},
-	{Key: "min_keep_messages", Flag: "min-keep-messages", Modes: []string{ModeEvict}, Unit: Turns, Min: 1, Max: 100000, Default: 10,
+	{Key: "min_keep_messages", Flag: "min-keep-messages", Unit: Turns, Min: 1, Max: 100000, Default: 10,
 		Doc: "always keep at least this many turns", value: intVal(func(c *SessionConfig) int { return c.MinKeepMessages })},
-	{Key: "interval_exchanges", Flag: "interval-exchanges", Modes: []string{ModeInterval}, Unit: Exchanges, Min: 1, Max: 10000, Default: 5,
+	{Key: "interval_exchanges", Flag: "interval-exchanges", Unit: Exchanges, Min: 1, Max: 10000, Default: 5,
 		Doc: "fold every this many exchanges (a bot answer completes one)", value: intVal(func(c *SessionConfig) int { return c.IntervalExchanges })},
-	{Key: "keep_recent", Flag: "keep-recent", Modes: []string{ModeInterval}, Unit: Turns, Min: 1, Max: 10000, Default: 6,
+	{Key: "keep_recent", Flag: "keep-recent", Unit: Turns, Min: 1, Max: 10000, Default: 6,
 		Doc: "turns kept verbatim after each fold", value: intVal(func(c *SessionConfig) int { return c.KeepRecent })},
 	{Key: "mask_tool_outputs_after_seconds", Flag: "mask-tool-outputs-after", Unit: Seconds, Min: 1, Max: 365 * 24 * 3600, Default: 0,
 		DefaultDoc: "off",
-		Doc:        "mask tool results older than this before summarizing (0 = off)", value: intVal(func(c *SessionConfig) int { return c.MaskToolOutputsAfterSeconds })},
+		Doc:        "tool turns older than this reach the summarizer as placeholders (seed 003's observation masking)", value: intVal(func(c *SessionConfig) int { return c.MaskToolOutputsAfterSeconds })},
 	{Key: "reset_idle_minutes", Unit: Minutes, Min: 1, Max: 365 * 24 * 60, DefaultDoc: "none (manual resets)",
-		Doc: "reset_policy idle: minutes of silence after which the session starts a new life", value: intVal(func(c *SessionConfig) int { return c.ResetIdleMinutes })},
+		Doc: "reset_policy idle: minutes of silence after which the session starts a new life", Detail: "required (not 0) with reset_policy idle", value: intVal(func(c *SessionConfig) int { return c.ResetIdleMinutes })},
 	{Key: "reset_hour", Unit: Hour, Min: 0, Max: 23, ZeroIsValue: true, DefaultDoc: "none (manual resets)",
-		Doc: "reset_policy daily: the hour at which the session starts a new life", value: ptrVal(func(c *SessionConfig) *int { return c.ResetHour })},
+		Doc: "reset_policy daily: the hour at which the session starts a new life", Detail: "required with reset_policy daily (0 is midnight)", value: ptrVal(func(c *SessionConfig) *int { return c.ResetHour })},
 }
 
 // SettingByKey is the declaration of a configure key; ok false if none.
@@ -180,8 +198,8 @@ func DocsTable() string {
 			flag, env = "`--"+s.Flag+"`", "`"+s.EnvVar()+"`"
 		}
 		modes := "all"
-		if len(s.Modes) > 0 {
-			modes = strings.Join(s.Modes, ", ")
+		if m := s.Modes(); len(m) > 0 {
+			modes = strings.Join(m, ", ")
 		}
 		def := s.DefaultDoc
 		if def == "" {

@@ -1,19 +1,79 @@
 package fold
 
-// evictRule is mode evict (seed 001): no model call; above context_window
-// − reserve, drop the oldest turns down to TargetUtilization of the
-// window, keeping at least MinKeepMessages.
-type evictRule struct{}
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
 
-func (evictRule) Trigger(p Policy, c Check, d *Decision) bool {
+// ModeEvict is seed 001: drop the oldest turns, no model call; recall
+// finds them.
+const ModeEvict Mode = "evict"
+
+func init() { register(evictMode{}) }
+
+// EvictPolicy is seed 001's rolling eviction.
+type EvictPolicy struct {
+	TargetUtilization float64 // evict down to this fraction of the window
+	MinKeepMessages   int     // always keep at least this many turns
+}
+
+// evictMode is mode evict: no model call; above context_window − reserve,
+// drop the oldest turns down to TargetUtilization of the window, keeping
+// at least MinKeepMessages. A running note stands for what was dropped.
+type evictMode struct{}
+
+func (evictMode) Name() Mode { return ModeEvict }
+
+func (evictMode) Doc() ModeDoc {
+	return ModeDoc{Seed: "001", Summary: "above context_window − reserve_tokens, drop the oldest turns without a model call; a note and recall stand for them"}
+}
+
+func (evictMode) Settings() []string {
+	return []string{"context_window", "reserve_tokens", "target_utilization", "min_keep_messages"}
+}
+
+// Validate: evicting down to the target must get below the trigger, or
+// every turn would evict again.
+func (evictMode) Validate(p Policy) error {
+	t := p.Tokens
+	if target := int(p.Evict.TargetUtilization * float64(t.ContextWindow)); target >= t.Trigger() {
+		return fmt.Errorf("target utilization %g: evicting down to %d tokens must land below the trigger at context window − reserve = %d tokens",
+			p.Evict.TargetUtilization, target, t.Trigger())
+	}
+	return nil
+}
+
+func (e evictMode) Plan(p Policy, c Check) Decision { return plan(e, ActionEvict, p, c) }
+
+func (evictMode) trigger(p Policy, c Check, d *Decision) bool {
 	estimateAndLimit(p, c, d)
 	return d.Estimate > d.Limit
 }
 
-func (evictRule) KeepFrom(p Policy, c Check, d Decision) int64 { return p.evictTo(c, d.Estimate) }
-func (evictRule) Action() Action                               { return ActionEvict }
-func (evictRule) Summarizes() bool                             { return false }
-func (evictRule) CountsTokens() bool                           { return true }
+func (evictMode) keepFrom(p Policy, c Check, d Decision) int64 { return p.evictTo(c, d.Estimate) }
+
+func (evictMode) Summarizes() bool                       { return false }
+func (evictMode) TurnTokens(Policy) bool                 { return true }
+func (evictMode) Estimates() bool                        { return true }
+func (evictMode) Idle(Policy) (time.Duration, int, bool) { return 0, 0, false }
+func (evictMode) Placeholder(Policy, Decision) bool      { return false }
+func (evictMode) Sources() bool                          { return false }
+func (evictMode) WithoutRecall() Mode                    { return ModeTokens }
+
+// errEvictSummarizes: mode evict never calls a summarizer.
+var errEvictSummarizes = errors.New("mode evict does not summarize: its plans evict")
+
+func (evictMode) Summarize(context.Context, Summarizer, Request, Policy, func(string) int) (Outcome, error) {
+	return Outcome{}, errEvictSummarizes
+}
+
+// Note is seed 001's eviction note, cumulative over the session.
+func (evictMode) Note(e Eviction) string {
+	return fmt.Sprintf("[Context rolled: %d messages evicted (%d tokens). Full transcript searchable via recall (fold.svc.recall). Evicted range: %s to %s]",
+		e.Count, e.Tokens, e.First.UTC().Format(time.RFC3339), e.Last.UTC().Format(time.RFC3339))
+}
 
 // evictTo is the first turn kept in mode evict: drop the oldest turns until
 // the estimate is at most TargetUtilization of the window, keeping at least

@@ -1,17 +1,56 @@
 package fold
 
-// intervalRule is mode interval (seed 002): every Interval.Exchanges
-// exchanges, fold everything but the last Interval.KeepRecent turns.
-type intervalRule struct{}
+import (
+	"context"
+	"time"
+)
 
-func (intervalRule) Trigger(p Policy, c Check, d *Decision) bool {
+// ModeInterval is seed 002: fold every N exchanges, merge context sources.
+const ModeInterval Mode = "interval"
+
+func init() { register(intervalMode{}) }
+
+// IntervalPolicy is seed 002's continuous compaction.
+type IntervalPolicy struct {
+	Exchanges  int // fold every this many exchanges (assistant turns)
+	KeepRecent int // turns kept verbatim after each fold
+}
+
+// intervalMode is mode interval: every Interval.Exchanges exchanges, fold
+// everything but the last Interval.KeepRecent turns, and merge the context
+// sources' answers for the folded window into the summary.
+type intervalMode struct{}
+
+func (intervalMode) Name() Mode { return ModeInterval }
+
+func (intervalMode) Doc() ModeDoc {
+	return ModeDoc{Seed: "002", Summary: "every interval_exchanges exchanges fold all but keep_recent turns, with the context sources' answers for the folded window"}
+}
+
+func (intervalMode) Settings() []string { return []string{"interval_exchanges", "keep_recent"} }
+
+func (intervalMode) Validate(Policy) error { return nil }
+
+func (m intervalMode) Plan(p Policy, c Check) Decision { return plan(m, ActionFold, p, c) }
+
+func (intervalMode) trigger(p Policy, c Check, d *Decision) bool {
 	d.Cause = CauseInterval
 	keep := int64(p.Interval.KeepRecent)
 	d.RecentStart = max(c.Cursor, c.Total-keep)
 	return c.Exchanges >= p.Interval.Exchanges && c.Total-c.Cursor > keep
 }
 
-func (intervalRule) KeepFrom(_ Policy, _ Check, d Decision) int64 { return d.RecentStart }
-func (intervalRule) Action() Action                               { return ActionFold }
-func (intervalRule) Summarizes() bool                             { return true }
-func (intervalRule) CountsTokens() bool                           { return false }
+func (intervalMode) keepFrom(_ Policy, _ Check, d Decision) int64 { return d.RecentStart }
+
+func (intervalMode) Summarizes() bool                       { return true }
+func (intervalMode) TurnTokens(Policy) bool                 { return false }
+func (intervalMode) Estimates() bool                        { return false }
+func (intervalMode) Idle(Policy) (time.Duration, int, bool) { return 0, 0, false }
+func (intervalMode) Placeholder(Policy, Decision) bool      { return false }
+func (intervalMode) Sources() bool                          { return true }
+func (intervalMode) Note(Eviction) string                   { return "" }
+func (intervalMode) WithoutRecall() Mode                    { return "" }
+
+func (intervalMode) Summarize(ctx context.Context, s Summarizer, req Request, _ Policy, _ func(string) int) (Outcome, error) {
+	return Summarize(ctx, s, req)
+}

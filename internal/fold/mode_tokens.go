@@ -1,12 +1,38 @@
 package fold
 
-// tokensRule is mode tokens (seeds 003 and 004): fold when the context
-// estimate passes the lower of context_window − reserve and the emergency
-// fraction (or the idle fraction for a quiet session), keeping a
-// token-budgeted tail.
-type tokensRule struct{}
+import (
+	"context"
+	"time"
+)
 
-func (tokensRule) Trigger(p Policy, c Check, d *Decision) bool {
+// ModeTokens is seeds 003 and 004: token thresholds, chunked folds, three
+// tiers.
+const ModeTokens Mode = "tokens"
+
+func init() { register(tokensMode{}) }
+
+// tokensMode is mode tokens: fold when the context estimate passes the
+// lower of context_window − reserve and the emergency fraction (or the
+// idle fraction for a quiet session), keeping a token-budgeted tail, in
+// chunks.
+type tokensMode struct{}
+
+func (tokensMode) Name() Mode { return ModeTokens }
+
+func (tokensMode) Doc() ModeDoc {
+	return ModeDoc{Seed: "003/004", Summary: "fold above the lower of context_window − reserve_tokens and the emergency fraction (or the idle fraction when quiet), in chunks, keeping a token-budgeted tail"}
+}
+
+func (tokensMode) Settings() []string {
+	return []string{"context_window", "reserve_tokens", "idle_after_seconds", "idle_threshold", "emergency_threshold",
+		"keep_recent_tokens", "keep_recent_messages"}
+}
+
+func (tokensMode) Validate(Policy) error { return nil }
+
+func (m tokensMode) Plan(p Policy, c Check) Decision { return plan(m, ActionFold, p, c) }
+
+func (tokensMode) trigger(p Policy, c Check, d *Decision) bool {
 	t := p.Tokens
 	estimateAndLimit(p, c, d)
 	if e := t.Emergency(); e < d.Limit {
@@ -18,10 +44,33 @@ func (tokensRule) Trigger(p Policy, c Check, d *Decision) bool {
 	return d.Estimate > d.Limit
 }
 
-func (tokensRule) KeepFrom(p Policy, c Check, _ Decision) int64 { return c.Total - p.keepTail(c) }
-func (tokensRule) Action() Action                               { return ActionFold }
-func (tokensRule) Summarizes() bool                             { return true }
-func (tokensRule) CountsTokens() bool                           { return true }
+func (tokensMode) keepFrom(p Policy, c Check, _ Decision) int64 { return c.Total - p.keepTail(c) }
+
+func (tokensMode) Summarizes() bool       { return true }
+func (tokensMode) TurnTokens(Policy) bool { return true }
+func (tokensMode) Estimates() bool        { return true }
+
+// Idle: seed 003's sleep-time compaction.
+func (tokensMode) Idle(p Policy) (time.Duration, int, bool) {
+	t := p.Tokens
+	return t.IdleAfter, t.Idle(), t.IdleAfter > 0
+}
+
+// Placeholder: seed 004's tier 3, for a session past its emergency
+// threshold, whose context must not overflow while the model cannot fold.
+func (tokensMode) Placeholder(_ Policy, d Decision) bool { return d.Cause == CauseEmergency }
+
+func (tokensMode) Sources() bool        { return false }
+func (tokensMode) Note(Eviction) string { return "" }
+func (tokensMode) WithoutRecall() Mode  { return "" }
+
+// Summarize folds in chunks of about ChunkFraction of the window (seed
+// 004), skipping oversized ones.
+func (tokensMode) Summarize(ctx context.Context, s Summarizer, req Request, p Policy, count func(string) int) (Outcome, error) {
+	return SummarizeChunked(ctx, s, req, ChunkOptions{
+		ChunkTokens: p.Tokens.ChunkTokens(), OversizedTokens: p.Tokens.OversizedTokens(), Count: count,
+	})
+}
 
 // estimateAndLimit is the token modes' shared arithmetic (seed 004's two
 // signals, the better one winning) against context_window − reserve.

@@ -1,10 +1,34 @@
 package fold
 
-// windowRule is mode window (seed 000, the default): fixed batches behind
-// a turn-count window, decided by Window.Evaluate with its own gates.
-type windowRule struct{}
+import (
+	"context"
+	"time"
+)
 
-func (windowRule) Plan(p Policy, c Check) Decision {
+// ModeWindow is seed 000, the default: fold fixed batches behind a
+// turn-count window.
+const ModeWindow Mode = "window"
+
+func init() { register(windowMode{}) }
+
+// windowMode is mode window: fixed batches behind a turn-count window,
+// decided by Window.Evaluate with its own gates (seed 000's exact
+// arithmetic).
+type windowMode struct{}
+
+func (windowMode) Name() Mode { return ModeWindow }
+
+func (windowMode) Doc() ModeDoc {
+	return ModeDoc{Seed: "000", Summary: "keep recent_window turns verbatim, fold batch_size turns behind them"}
+}
+
+func (windowMode) Settings() []string {
+	return []string{"recent_window", "batch_size", "min_fold_tokens"}
+}
+
+func (windowMode) Validate(Policy) error { return nil }
+
+func (windowMode) Plan(p Policy, c Check) Decision {
 	d := p.Window.Evaluate(c)
 	if d.Fold {
 		d.Action = ActionFold
@@ -16,9 +40,18 @@ func (windowRule) Plan(p Policy, c Check) Decision {
 	return d
 }
 
-// Trigger and KeepFrom are Plan's (planner): not called.
-func (windowRule) Trigger(Policy, Check, *Decision) bool        { return false }
-func (windowRule) KeepFrom(_ Policy, c Check, _ Decision) int64 { return c.Cursor }
-func (windowRule) Action() Action                               { return ActionFold }
-func (windowRule) Summarizes() bool                             { return true }
-func (windowRule) CountsTokens() bool                           { return false }
+func (windowMode) Summarizes() bool { return true }
+
+// TurnTokens: min_fold_tokens weighs the eligible turns.
+func (windowMode) TurnTokens(p Policy) bool { return p.Window.MinFoldTokens > 0 }
+
+func (windowMode) Estimates() bool                        { return false }
+func (windowMode) Idle(Policy) (time.Duration, int, bool) { return 0, 0, false }
+func (windowMode) Placeholder(Policy, Decision) bool      { return false }
+func (windowMode) Sources() bool                          { return false }
+func (windowMode) Note(Eviction) string                   { return "" }
+func (windowMode) WithoutRecall() Mode                    { return "" }
+
+func (windowMode) Summarize(ctx context.Context, s Summarizer, req Request, _ Policy, _ func(string) int) (Outcome, error) {
+	return Summarize(ctx, s, req)
+}

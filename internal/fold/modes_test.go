@@ -1,6 +1,8 @@
 package fold
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -143,24 +145,72 @@ func TestReserveFollowsTheWindow(t *testing.T) {
 	}
 }
 
-// Every mode is a rule, and what a rule says of itself agrees: a mode
-// that does not summarize evicts.
-func TestEveryModeIsARule(t *testing.T) {
-	for _, m := range []Mode{ModeWindow, ModeEvict, ModeInterval, ModeTokens} {
-		r, ok := rules[m]
-		if !ok {
-			t.Fatalf("mode %s has no rule", m)
+// A mode is one file: every file mode_<name>.go registers the engine of
+// mode <name>, every registered mode has its file, and each engine is
+// complete: a docs row, settings, a plan whose action agrees with what it
+// says of itself, and defaults that validate.
+func TestEveryModeIsOneFile(t *testing.T) {
+	files, err := filepath.Glob("mode_*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[Mode]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
 		}
-		if r.Summarizes() != (r.Action() == ActionFold) {
-			t.Errorf("mode %s: summarizes %v but its action is %v", m, r.Summarizes(), r.Action())
+		m := Mode(strings.TrimSuffix(strings.TrimPrefix(f, "mode_"), ".go"))
+		named[m] = true
+		if _, ok := Lookup(m); !ok {
+			t.Errorf("%s does not register mode %s", f, m)
+		}
+	}
+	if len(named) == 0 {
+		t.Fatal("no mode files found")
+	}
+	for _, e := range Engines() {
+		m := e.Name()
+		if !named[m] {
+			t.Errorf("mode %s is registered outside a file mode_%s.go", m, m)
+		}
+		if e.Doc().Summary == "" {
+			t.Errorf("mode %s has no docs row", m)
+		}
+		for _, key := range e.Settings() {
+			if key == "" || strings.ToLower(key) != key {
+				t.Errorf("mode %s lists setting %q, want a configure key", m, key)
+			}
 		}
 		p := DefaultPolicy()
 		p.Mode = m
 		if err := p.Validate(); err != nil {
 			t.Errorf("mode %s with the defaults: %v", m, err)
 		}
+		// A long session over every threshold, forced: each mode plans
+		// something to leave the window, by its declared action.
+		c := Check{Cursor: 0, Total: 100, Force: true, Exchanges: 100, UnfoldedTokens: 200000,
+			TurnTokens: func(int) int { return 2000 }}
+		d := p.Plan(c)
+		if !d.Fold || d.To <= d.From {
+			t.Errorf("mode %s: a forced plan over every threshold folds nothing: %+v", m, d)
+			continue
+		}
+		if want := map[bool]Action{true: ActionFold, false: ActionEvict}[e.Summarizes()]; d.Action != want {
+			t.Errorf("mode %s: summarizes %v but its plan's action is %v", m, e.Summarizes(), d.Action)
+		}
+		if d.Action == ActionEvict && e.Note(Eviction{Count: 3, Tokens: 30}) == "" {
+			t.Errorf("mode %s evicts without a note to stand for what it dropped", m)
+		}
+		if fb := e.WithoutRecall(); fb != "" {
+			if fe, ok := Lookup(fb); !ok || fe.WithoutRecall() != "" {
+				t.Errorf("mode %s falls back to %q without recall, which is not a mode that works without recall", m, fb)
+			}
+		}
 	}
-	if len(rules) != 4 {
-		t.Errorf("%d rules, want the 4 modes", len(rules))
+	if p := (Policy{Mode: "nope"}); p.Validate() == nil || !strings.Contains(p.Validate().Error(), strings.Join(ModeNames(), ", ")) {
+		t.Errorf("an unknown mode: %v, want an error listing %v", p.Validate(), ModeNames())
+	}
+	if Engines()[0].Name() != DefaultMode {
+		t.Errorf("the default mode %s is not listed first", DefaultMode)
 	}
 }

@@ -126,8 +126,8 @@ func (e *badRequestError) Error() string { return e.msg }
 func (s *Server) settings(req *WhatIfRequest) (processor.Config, fold.Summarizer, error) {
 	cfg := s.cfg.WhatIf.Base
 	if req.Mode != "" {
-		if !slices.Contains([]string{string(fold.ModeWindow), string(fold.ModeEvict), string(fold.ModeInterval), string(fold.ModeTokens)}, req.Mode) {
-			return cfg, nil, &badRequestError{fmt.Sprintf("field \"mode\": expected window, evict, interval or tokens, got %q", req.Mode)}
+		if _, ok := fold.Lookup(fold.Mode(req.Mode)); !ok {
+			return cfg, nil, &badRequestError{fmt.Sprintf("field \"mode\": expected one of %s, got %q", strings.Join(fold.ModeNames(), ", "), req.Mode)}
 		}
 		cfg.Mode = fold.Mode(req.Mode)
 	}

@@ -205,12 +205,12 @@ func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
 	c.p.m.recovered.Inc()
 	if n := int(min(ev.Cursor-s.Cursor, int64(len(s.Turns)))); n > 0 {
 		ls.payloads.drop(s.Turns[:n], s.PendingNotes[:min(ev.FoldedNotes, len(s.PendingNotes))])
-		if ev.Mode == string(fold.ModeEvict) {
+		if evicted(ev.Mode) {
 			s.CountEvicted(s.Turns[:n]) // so the next note counts on from it
 		}
 	}
 	s.Summary, s.Version, s.SummarySeq = ev.Summary, ev.Version, last.seq
-	s.SummaryIsNote = ev.Mode == string(fold.ModeEvict)
+	s.SummaryIsNote = evicted(ev.Mode)
 	s.Compactions = ev.Compactions
 	s.Advance(ev.Cursor, ev.FoldedNotes)
 	s.LastFoldAt = ev.At
@@ -384,7 +384,8 @@ func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
 		Backoff: now.Before(s.RetryAfter), Ending: s.Ended, Disabled: disabled, Force: force,
 		Exchanges: s.Exchanges - s.ExchangesFolded,
 	}
-	if amortized := pol.Mode == fold.ModeWindow && pol.Window.MinFoldTokens > 0; amortized || pol.CountsTokens() {
+	eng := pol.Engine()
+	if eng.TurnTokens(pol) {
 		// Sizes as applied: the bot's tokens, else chars/4×1.2 (state.Apply).
 		turns := s.Turns
 		chk.TurnTokens = func(i int) int { return turns[i].Tokens }
@@ -394,11 +395,13 @@ func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
 		cursor := s.Cursor
 		chk.Joined = func(i int) bool { return s.Joined(cursor + int64(i)) }
 	}
-	if pol.CountsTokens() {
+	if eng.Estimates() {
 		chk.UnfoldedTokens = ls.unfoldedTokens()
 		chk.SummaryTokens = s.SummaryToks
 		chk.ReportedContext = s.ContextTokens
-		chk.Idle = pol.Tokens.IdleAfter > 0 && !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= pol.Tokens.IdleAfter
+	}
+	if after, _, ok := eng.Idle(pol); ok {
+		chk.Idle = !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= after
 	}
 	d := pol.Plan(chk)
 	if d.Cause == fold.CauseIdle {
@@ -465,7 +468,8 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	// instead, which needs no model: its context must not overflow while
 	// the endpoint is down.
 	ok, probe, retryAt := p.breaker.Begin(now, d.Cause == fold.CauseForced)
-	placeholderOnly := !ok && pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency
+	placeholderOK := pol.Engine().Placeholder(pol, d)
+	placeholderOnly := !ok && placeholderOK
 	if !ok && !placeholderOnly {
 		d.Fold, d.Action, d.Reason = false, fold.ActionNone, fold.SkipRetryBackoff
 		c.skip(ls, pol, d, trigger)
@@ -500,7 +504,7 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 		exchanges: s.Exchanges, final: trigger == "end",
 		// Seed 004's tier 3: a session past its emergency threshold whose
 		// folds keep failing gets a placeholder rather than overflowing.
-		placeholderOK: pol.Mode == fold.ModeTokens && d.Cause == fold.CauseEmergency && s.Failures >= 2,
+		placeholderOK: placeholderOK && s.Failures >= 2,
 		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
 		prev: s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),

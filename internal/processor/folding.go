@@ -93,12 +93,17 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 		r.err = fmt.Errorf("waiting for one of %d fold slots: %w", cap(p.slots), ctx.Err())
 		return r
 	}
-	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, MaxChars: job.window.MaxSummaryChars}
+	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, MaxChars: job.window.MaxSummaryChars,
+		Turns: make([]fold.Turn, 0, len(job.turns))}
 	for i, ref := range job.turns {
-		var t events.Turn
-		if err := p.readEvent(ctx, ref.Seq, job.payloads.get(ref.Seq), &t); err != nil {
-			r.err = err
-			return r
+		kept, _ := job.payloads.at(ref.Seq)
+		t := kept.turn // as the event loop decoded it, when this owner did
+		if t == nil {
+			t = new(events.Turn)
+			if err := p.readEvent(ctx, ref.Seq, kept.data, t); err != nil {
+				r.err = err
+				return r
+			}
 		}
 		tokens := t.Tokens
 		if tokens == 0 {
@@ -129,8 +134,9 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 		// the model tokens and rarely matters once its call is answered.
 		req.Turns, r.masked = fold.MaskToolOutputs(req.Turns, fold.MaskOptions{OlderThan: pol.MaskToolOutputsAfter, Now: p.clock.Now()})
 	}
+	eng := pol.Engine()
 	var answers []contextsource.Answer
-	if pol.Mode == fold.ModeInterval {
+	if eng.Sources() {
 		// Seed 002: the model condenses only the conversation part; the
 		// source lines are asked afresh for this window and merged after.
 		req.PreviousSummary, _ = splitConversation(req.PreviousSummary)
@@ -146,14 +152,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 		r.summarized = time.Now()
 		return r
 	}
-	switch pol.Mode {
-	case fold.ModeTokens:
-		r.out, r.err = fold.SummarizeChunked(ctx, p.sum, req, fold.ChunkOptions{
-			ChunkTokens: pol.Tokens.ChunkTokens(), OversizedTokens: pol.Tokens.OversizedTokens(), Count: p.tokens.Count,
-		})
-	default:
-		r.out, r.err = fold.Summarize(ctx, p.sum, req)
-	}
+	r.out, r.err = eng.Summarize(ctx, p.sum, req, pol, p.tokens.Count)
 	called = true
 	p.breaker.Record(p.clock.Now(), r.err, job.probe)
 	if r.err != nil && job.placeholderOK && ctx.Err() == nil {
@@ -163,7 +162,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	}
 	r.model = r.err != nil
 	if r.err == nil {
-		if pol.Mode == fold.ModeInterval {
+		if eng.Sources() {
 			r.out.Summary = contextsource.Block(req.From, req.To, r.out.Summary, answers, job.window.MaxSummaryChars+sourceAllowance(len(answers)))
 		}
 		r.sumToks = p.tokens.Count(r.out.Summary)

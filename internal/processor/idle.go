@@ -105,15 +105,15 @@ func (sh *shard) forget(id string, ls *live) {
 }
 
 // heapEstimate is roughly what an unpacked session holds on the heap: the
-// decoded state and its slices, and the cached payloads (each retains its
-// message's buffer).
+// decoded state and its slices, and the cached payloads (a decoded turn,
+// or a note's message buffer).
 func heapEstimate(ls *live) int {
 	s := ls.s
 	n := int(unsafe.Sizeof(*s)) + len(s.Summary) + cap(s.Turns)*int(unsafe.Sizeof(state.TurnRef{})) +
 		cap(s.PendingNotes)*int(unsafe.Sizeof(state.NoteRef{})) + (cap(s.RecentIDs)+cap(s.MemoryIDs))*8
 	n += cap(ls.payloads) * int(unsafe.Sizeof(payload{}))
 	for _, p := range ls.payloads {
-		n += cap(p.data) + 48 // the message around the payload
+		n += p.heapSize()
 	}
 	return n
 }

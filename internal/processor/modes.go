@@ -41,13 +41,20 @@ func (c *coordinator) policy(ls *live) fold.Policy {
 const maxPolicies = 4096
 
 // resolve applies what the deployment imposes on every policy: without
-// recall, mode evict folds in mode tokens (warned at start and at
-// configure).
+// recall, a mode that needs it (evict) folds in the mode it names instead
+// (tokens; warned at start and at configure).
 func (p *Processor) resolve(pol fold.Policy) fold.Policy {
-	if pol.Mode == fold.ModeEvict && !p.cfg.RecallEnabled {
-		pol.Mode = fold.ModeTokens
+	if fb := pol.Engine().WithoutRecall(); fb != "" && !p.cfg.RecallEnabled {
+		pol.Mode = fb
 	}
 	return pol
+}
+
+// evicted reports whether a summary record of mode is an eviction note
+// (its mode evicts instead of summarizing).
+func evicted(mode string) bool {
+	e, ok := fold.Lookup(fold.Mode(mode))
+	return ok && !e.Summarizes()
 }
 
 // withOverrides applies a session's configure op to the policy.
@@ -134,19 +141,19 @@ func (ls *live) unfoldedTokens() int {
 	return m.sum
 }
 
-// idleWake is when a quiet session in mode tokens is due for its idle
-// fold, if it will be.
+// idleWake is when a quiet session is due for its idle fold (mode
+// tokens: Engine.Idle), if it will be.
 func (c *coordinator) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
 	s := ls.s
-	t := pol.Tokens
-	if pol.Mode != fold.ModeTokens || t.IdleAfter <= 0 || s.Ended || s.LastActivity.IsZero() {
+	after, above, ok := pol.Engine().Idle(pol)
+	if !ok || s.Ended || s.LastActivity.IsZero() {
 		return time.Time{}, false
 	}
-	at := s.LastActivity.Add(t.IdleAfter)
+	at := s.LastActivity.Add(after)
 	if !c.p.clock.Now().Before(at) {
 		return time.Time{}, false // checked already at or after that time
 	}
-	if max(s.SummaryToks+ls.unfoldedTokens(), s.ContextTokens) <= t.Idle() {
+	if max(s.SummaryToks+ls.unfoldedTokens(), s.ContextTokens) <= above {
 		return time.Time{}, false
 	}
 	return at, true
@@ -181,22 +188,21 @@ func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger 
 	if s.Evicted > 0 {
 		firstEver = time.UnixMilli(s.FirstEvictedAt).UTC()
 	}
-	note := fmt.Sprintf("[Context rolled: %d messages evicted (%d tokens). Full transcript searchable via recall (fold.svc.recall). Evicted range: %s to %s]",
-		totalEvicted, totalToks, firstEver.Format(time.RFC3339), last.Format(time.RFC3339))
+	note := pol.Engine().Note(fold.Eviction{Count: totalEvicted, Tokens: totalToks, First: firstEver, Last: last})
 	version := s.Version + 1
 	foldID := nuid.Next()
 	c.publishLifecycle(ls, events.Lifecycle{
-		Type: events.EventCompactionStarted, FoldID: foldID, Trigger: trigger, Mode: string(fold.ModeEvict), Cause: d.Cause,
+		Type: events.EventCompactionStarted, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
 		Estimate: d.Estimate, Limit: d.Limit, RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
 	})
-	p.log.Info().Str("event", "context_compaction_started").Str("session", s.ID).Str("fold_id", foldID).Str("mode", string(fold.ModeEvict)).
+	p.log.Info().Str("event", "context_compaction_started").Str("session", s.ID).Str("fold_id", foldID).Str("mode", string(pol.Mode)).
 		Str("trigger", trigger).Str("cause", d.Cause).Int("estimate_tokens", d.Estimate).Int("limit_tokens", d.Limit).
 		Int64("cursor", s.Cursor).Int("batch_size", n).Int64("total_turns", s.Total).Msg("compaction started")
 
 	sum := events.SummaryUpdated{
 		V: events.Version, Session: s.ID, Version: version, Summary: note, Cursor: d.To, CoveredThroughTurn: d.To - 1,
 		From: first, To: last, FoldedTurns: n, FoldedNotes: len(s.PendingNotes), SummaryChars: utf8.RuneCountInString(note),
-		SummaryTokens: p.tokens.Count(note), OriginalTokens: toks, Mode: string(fold.ModeEvict), Tier: "evicted",
+		SummaryTokens: p.tokens.Count(note), OriginalTokens: toks, Mode: string(pol.Mode), Tier: "evicted",
 		Compactions: s.Compactions + 1, Epoch: s.Epoch, Model: "none", At: now.UTC(),
 	}
 	ev := events.Evicted{
@@ -288,11 +294,11 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 		p.m.folds.WithLabelValues("failed").Inc()
 		retryable := true
 		c.publishLifecycle(ls, events.Lifecycle{
-			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: string(fold.ModeEvict),
+			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode),
 			BatchFrom: d.From, BatchTo: d.To - 1, ErrorClass: string(retry.Classify(err).Class), Retryable: &retryable, Error: err.Error(),
 		})
 		p.log.Warn().Err(err).Str("event", "context_compaction_failed").Str("session", s.ID).Str("fold_id", foldID).
-			Str("mode", string(fold.ModeEvict)).Msg("eviction not recorded; cursor unchanged, retried after the backoff")
+			Str("mode", string(pol.Mode)).Msg("eviction not recorded; cursor unchanged, retried after the backoff")
 		return
 	}
 	oldCursor := s.Cursor
@@ -313,11 +319,11 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)
 	c.publishLifecycle(ls, events.Lifecycle{
-		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: string(fold.ModeEvict), Cause: d.Cause,
+		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
 		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough, SummaryChars: sum.SummaryChars,
 		Version: s.Version, Tier: "evicted", Model: "none",
 	})
-	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", foldID).Str("mode", string(fold.ModeEvict)).
+	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", foldID).Str("mode", string(pol.Mode)).
 		Int64("old_cursor", oldCursor).Int64("new_cursor", s.Cursor).Int("evicted", n).Int("evicted_tokens", toks).
 		Uint64("version", s.Version).Str("tier", "evicted").Msg("compaction completed")
 	if c.loop.holds(ls) {

@@ -119,6 +119,11 @@ type Processor struct {
 	handled atomic.Uint64
 	applied atomic.Uint64 // events applied, for tests and the bench
 	landed  atomic.Uint64 // folds completed
+	// backlog is the consumer's pending count at the last delivery: while
+	// more events wait on the stream, a shard's input only seems quiet
+	// (the cores are busy elsewhere) and its checkpoints can wait
+	// (shard.idle).
+	backlog atomic.Uint64
 	ready   chan struct{}
 
 	foldObs func(FoldTiming) // ObserveFolds (publish.go), for cmd/bench
@@ -154,9 +159,9 @@ func New(cfg Config, d Deps) (*Processor, error) {
 		before: d.BeforeAttach,
 	}
 	p.sessionPolicy = p.resolve(p.policy)
-	if cfg.Mode == fold.ModeEvict && !cfg.RecallEnabled {
-		d.Log.Warn().Str("event", "evict_fallback").
-			Msg("mode evict needs recall (the context service, --service) to find evicted turns; without it eviction is amnesia, so sessions fold in mode tokens")
+	if p.sessionPolicy.Mode != p.policy.Mode {
+		d.Log.Warn().Str("event", "evict_fallback").Str("configured_mode", string(p.policy.Mode)).Str("mode", string(p.sessionPolicy.Mode)).
+			Msg("the configured mode needs recall (the context service, --service) to find the turns it drops; without it that is amnesia, so sessions fold in the mode it falls back to")
 	}
 	if d.Shared != nil {
 		p.m, p.slots, p.mem = d.Shared.m, d.Shared.slots, d.Shared.mem
@@ -612,6 +617,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		}
 		delivered = meta.Sequence.Consumer
 		prog.seen.Store(delivered)
+		p.backlog.Store(meta.NumPending)
 		p.dispatch(msg, meta.Sequence.Stream, meta.Timestamp)
 	}
 }

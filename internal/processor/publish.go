@@ -41,7 +41,10 @@ func (p *Processor) sendSummary(r *foldResult, expect uint64) {
 		LatencyMS: latency.Milliseconds(), At: p.clock.Now().UTC(),
 	}
 	fail := func(err error) { r.err = fmt.Errorf("publish summary-updated v%d: %w", version, err) }
-	data, err := json.Marshal(r.summary)
+	// One allocation, sized for the summary and the fields around it: the
+	// buffer is the message's until the stream acks it (a retried publish
+	// sends it again), so it is not pooled.
+	data, err := r.summary.AppendJSON(make([]byte, 0, len(r.out.Summary)+512))
 	if err != nil {
 		fail(fmt.Errorf("encode: %w", err))
 		return
@@ -124,7 +127,7 @@ func (c *coordinator) publishLifecycle(ls *live, ev events.Lifecycle) {
 	ev.At = p.clock.Now().UTC()
 	ev.Cursor = ls.s.Cursor
 	ev.TotalTurns = ls.s.Total
-	data, err := json.Marshal(ev)
+	data, err := ev.AppendJSON(make([]byte, 0, 512+len(ev.Error)))
 	if err != nil {
 		p.log.Error().Err(err).Str("event", "encode_failed").Msg("encode lifecycle event")
 		return

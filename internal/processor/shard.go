@@ -95,6 +95,9 @@ func (ls *live) tidyWait() {
 
 func (ls *live) remember(seq uint64, data []byte) { ls.payloads.add(seq, data) }
 
+// rememberTurn keeps a turn as decoded (payloads.go); t is not changed after.
+func (ls *live) rememberTurn(seq uint64, t *events.Turn) { ls.payloads.addTurn(seq, t) }
+
 // shard is a subset of sessions and their event loop: every event and
 // fold result of a session is handled on its shard's goroutine, so session
 // state needs no locks. The loop (run) accepts events, applies them in
@@ -230,8 +233,16 @@ func (sh *shard) run() {
 	}
 }
 
-// idle reports whether the shard's input has been quiet for idleFlush.
-func (sh *shard) idle() bool { return time.Since(sh.lastIn) >= idleFlush }
+// idle reports whether the shard's input has been quiet for idleFlush
+// with nothing more waiting on the consumer. Under a backlog, a gap in one
+// shard's input only means the cores are busy elsewhere (the consumer, the
+// server, other shards): writing every dirty session then cost one write
+// per session every few milliseconds, most of the server's work at 1,000
+// sessions (cmd/bench), where waiting for FlushInterval lets one write
+// cover many turns.
+func (sh *shard) idle() bool {
+	return time.Since(sh.lastIn) >= idleFlush && sh.p.backlog.Load() == 0
+}
 
 // reset forgets every session and unacknowledged message; the consumer is
 // re-attached at the ack floor and the messages come again, in order. Fold
@@ -447,7 +458,7 @@ func (sh *shard) apply(ls *live, m inMsg) {
 		p.m.duplicates.Inc()
 		p.log.Debug().Str("event", "turn_duplicate").Str("session", m.session).Str("turn_id", in.Turn.TurnID).Msg("turn already applied; ignored")
 	case state.EffectTurn:
-		ls.remember(seq, m.msg.Data())
+		ls.rememberTurn(seq, in.Turn)
 		sh.co.turn(ls)
 	case state.EffectNote:
 		ls.remember(seq, m.msg.Data())
@@ -482,9 +493,9 @@ func (sh *shard) control(ls *live, c *events.Control) {
 	case events.OpConfigure:
 		pol := sh.co.policy(ls)
 		sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionConfigured, Mode: string(pol.Mode)})
-		if c.Config != nil && c.Config.Mode == events.ModeEvict && pol.Mode != fold.ModeEvict {
-			p.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).
-				Msg("mode evict needs recall (the context service) to find evicted turns; without it eviction is amnesia, so this session folds in mode tokens")
+		if c.Config != nil && c.Config.Mode != "" && pol.Mode != fold.Mode(c.Config.Mode) {
+			p.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).Str("configured_mode", c.Config.Mode).Str("mode", string(pol.Mode)).
+				Msg("the configured mode needs recall (the context service) to find the turns it drops; without it that is amnesia, so this session folds in the mode it falls back to")
 		}
 		w := pol.Window
 		p.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Str("mode", string(pol.Mode)).Int("recent_window", w.Recent).
