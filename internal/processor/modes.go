@@ -259,7 +259,7 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 	s := ls.s
 	now := p.clock.Now()
 	d, trigger, foldID, n, toks, sum := j.d, j.trigger, j.foldID, j.n, j.toks, &j.sum
-	note := sum.Summary
+	note, mode := sum.Summary, sum.Mode
 	if !ours || s.Cursor != j.cursor || s.Epoch != sum.Epoch {
 		if ours || j.err != nil || j.conflict || c.takeRecord(ls, summaryRecord{ev: sum, seq: j.seq}, "abandoned_fold_published") != recordAdopted {
 			p.m.folds.WithLabelValues("discarded").Inc()
@@ -294,11 +294,11 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 		p.m.folds.WithLabelValues("failed").Inc()
 		retryable := true
 		c.publishLifecycle(ls, events.Lifecycle{
-			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode),
+			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: mode,
 			BatchFrom: d.From, BatchTo: d.To - 1, ErrorClass: string(retry.Classify(err).Class), Retryable: &retryable, Error: err.Error(),
 		})
 		p.log.Warn().Err(err).Str("event", "context_compaction_failed").Str("session", s.ID).Str("fold_id", foldID).
-			Str("mode", string(pol.Mode)).Msg("eviction not recorded; cursor unchanged, retried after the backoff")
+			Str("mode", mode).Msg("eviction not recorded; cursor unchanged, retried after the backoff")
 		return
 	}
 	oldCursor := s.Cursor
@@ -319,11 +319,11 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)
 	c.publishLifecycle(ls, events.Lifecycle{
-		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
+		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: mode, Cause: d.Cause,
 		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough, SummaryChars: sum.SummaryChars,
 		Version: s.Version, Tier: "evicted", Model: "none",
 	})
-	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", foldID).Str("mode", string(pol.Mode)).
+	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", foldID).Str("mode", mode).
 		Int64("old_cursor", oldCursor).Int64("new_cursor", s.Cursor).Int("evicted", n).Int("evicted_tokens", toks).
 		Uint64("version", s.Version).Str("tier", "evicted").Msg("compaction completed")
 	if c.loop.holds(ls) {
