@@ -57,50 +57,23 @@ func evicted(mode string) bool {
 	return ok && !e.Summarizes()
 }
 
-// withOverrides applies a session's configure op to the policy.
+// withOverrides applies a session's configure op to the policy: each
+// declared setting (events.Settings) the config sets, to its field.
 func withOverrides(p fold.Policy, c *events.SessionConfig) fold.Policy {
 	if c.Mode != "" {
 		p.Mode = fold.Mode(c.Mode)
 	}
-	p.Window = p.Window.Merge(c.RecentWindow, c.BatchSize, c.MaxSummaryChars, c.MaxNoteChars)
-	if c.MinFoldTokens != nil {
-		p.Window.MinFoldTokens = *c.MinFoldTokens // 0 turns the deployment's off
-	}
-	t := &p.Tokens
 	if c.ContextWindow > 0 {
 		// A reserve set for the deployment's window is not one for this
 		// window: unless the session sets its own, it follows the window.
-		t.ContextWindow = c.ContextWindow
-		t.ReserveTokens = 0
+		p.Tokens.ReserveTokens = 0
 	}
-	setInt(&t.ReserveTokens, c.ReserveTokens)
-	if c.IdleAfterSeconds > 0 {
-		t.IdleAfter = time.Duration(c.IdleAfterSeconds) * time.Second
-	}
-	setFloat(&t.IdleThreshold, c.IdleThreshold)
-	setFloat(&t.EmergencyThreshold, c.EmergencyThreshold)
-	setInt(&t.KeepRecentTokens, c.KeepRecentTokens)
-	setInt(&t.KeepRecentMessages, c.KeepRecentMessages)
-	setFloat(&p.Evict.TargetUtilization, c.TargetUtilization)
-	setInt(&p.Evict.MinKeepMessages, c.MinKeepMessages)
-	setInt(&p.Interval.Exchanges, c.IntervalExchanges)
-	setInt(&p.Interval.KeepRecent, c.KeepRecent)
-	if c.MaskToolOutputsAfterSeconds > 0 {
-		p.MaskToolOutputsAfter = time.Duration(c.MaskToolOutputsAfterSeconds) * time.Second
+	for _, s := range events.Settings {
+		if v, set := s.Value(c); set {
+			s.Apply(&p, v)
+		}
 	}
 	return p
-}
-
-func setInt(dst *int, v int) {
-	if v > 0 {
-		*dst = v
-	}
-}
-
-func setFloat(dst *float64, v float64) {
-	if v > 0 {
-		*dst = v
-	}
 }
 
 // checkConfigure refuses a configure op whose settings, merged with the
@@ -159,7 +132,7 @@ func (c *coordinator) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
 	return at, true
 }
 
-// evict runs mode evict's action: no model call, so only its record to
+// evict runs an eviction (ActionEvict, mode evict): no model call, so only its record to
 // wait for. The record (summary-updated carrying the eviction note, and
 // the evicted event) is published off the loop (recordEviction), before
 // the checkpoint, with message ids by version, so a crash in between
@@ -259,7 +232,7 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 	s := ls.s
 	now := p.clock.Now()
 	d, trigger, foldID, n, toks, sum := j.d, j.trigger, j.foldID, j.n, j.toks, &j.sum
-	note, mode := sum.Summary, sum.Mode
+	note := sum.Summary
 	if !ours || s.Cursor != j.cursor || s.Epoch != sum.Epoch {
 		if ours || j.err != nil || j.conflict || c.takeRecord(ls, summaryRecord{ev: sum, seq: j.seq}, "abandoned_fold_published") != recordAdopted {
 			p.m.folds.WithLabelValues("discarded").Inc()
@@ -294,11 +267,11 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 		p.m.folds.WithLabelValues("failed").Inc()
 		retryable := true
 		c.publishLifecycle(ls, events.Lifecycle{
-			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: mode,
+			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: sum.Mode,
 			BatchFrom: d.From, BatchTo: d.To - 1, ErrorClass: string(retry.Classify(err).Class), Retryable: &retryable, Error: err.Error(),
 		})
 		p.log.Warn().Err(err).Str("event", "context_compaction_failed").Str("session", s.ID).Str("fold_id", foldID).
-			Str("mode", mode).Msg("eviction not recorded; cursor unchanged, retried after the backoff")
+			Str("mode", sum.Mode).Msg("eviction not recorded; cursor unchanged, retried after the backoff")
 		return
 	}
 	oldCursor := s.Cursor
@@ -319,11 +292,11 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)
 	c.publishLifecycle(ls, events.Lifecycle{
-		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: mode, Cause: d.Cause,
+		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: sum.Mode, Cause: d.Cause,
 		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough, SummaryChars: sum.SummaryChars,
 		Version: s.Version, Tier: "evicted", Model: "none",
 	})
-	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", foldID).Str("mode", mode).
+	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", foldID).Str("mode", sum.Mode).
 		Int64("old_cursor", oldCursor).Int64("new_cursor", s.Cursor).Int("evicted", n).Int("evicted_tokens", toks).
 		Uint64("version", s.Version).Str("tier", "evicted").Msg("compaction completed")
 	if c.loop.holds(ls) {
