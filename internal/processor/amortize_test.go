@@ -16,9 +16,9 @@ import (
 func (r *rig) generateSkip(session string, want int) events.Lifecycle {
 	r.t.Helper()
 	var skips []events.Lifecycle
-	r.eventually("generate's skip", func() bool {
+	r.Eventually("generate's skip", func() bool {
 		skips = skips[:0]
-		for _, e := range lifecycleOf(r.lifecycle(session), events.EventCompactionSkipped) {
+		for _, e := range lifecycleOf(r.Lifecycle(session), events.EventCompactionSkipped) {
 			if e.Trigger == "generate" {
 				skips = append(skips, e)
 			}
@@ -38,7 +38,7 @@ func TestMinFoldTokensAmortizesFolds(t *testing.T) {
 	r := newRig(t)
 	// A generous client timeout: the first call is held until the test
 	// has published more turns.
-	sum, err := openai.New(openai.Config{BaseURL: r.llm.URL, APIKey: "k", Model: "fold-mini", Timeout: time.Minute, Retry: retry.Policy{MaxAttempts: 1}}, r.log)
+	sum, err := openai.New(openai.Config{BaseURL: r.llm.URL, APIKey: "k", Model: "fold-mini", Timeout: time.Minute, Retry: retry.Policy{MaxAttempts: 1}}, r.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestMinFoldTokensAmortizesFolds(t *testing.T) {
 	r.start(Config{Window: fold.Window{Recent: 6, Batch: 2, MinFoldTokens: 100}, FoldTimeout: time.Minute})
 
 	r.sizedTurns("mf", 0, 15, 10) // 9 eligible turns, 90 tokens
-	r.control("mf", events.OpGenerate, nil)
+	r.Control("mf", events.OpGenerate, nil)
 	skip := r.generateSkip("mf", 1)
 	if skip.Reason != string(fold.SkipBelowThreshold) || skip.Estimate != 90 || skip.Limit != 100 || skip.Eligible != 9 {
 		t.Fatalf("at 15 turns: %+v, want below_threshold with 90 of 100 tokens over 9 eligible turns", skip)
@@ -65,19 +65,19 @@ func TestMinFoldTokensAmortizesFolds(t *testing.T) {
 	}
 
 	r.sizedTurn("mf", 15, 10) // 10 eligible turns, 100 tokens: fold [0,10) in one call
-	r.eventually("the fold's call", func() bool { return r.llm.Calls() == 1 })
+	r.Eventually("the fold's call", func() bool { return r.llm.Calls() == 1 })
 	r.sizedTurns("mf", 16, 31, 10) // in flight: the verbatim window grows to 31 turns
-	r.control("mf", events.OpGenerate, nil)
+	r.Control("mf", events.OpGenerate, nil)
 	if skip := r.generateSkip("mf", 2); skip.Reason != string(fold.SkipAlreadyInFlight) {
 		t.Fatalf("while the fold is in flight: %+v", skip)
 	}
-	if s := r.checkpoint("mf"); s.Cursor != 0 {
+	if s := r.Checkpoint("mf"); s.Cursor != 0 {
 		t.Fatalf("cursor %d before the fold landed", s.Cursor)
 	}
 	close(release)
 	// Lands at cursor 10; the catch-up sees 15 eligible turns (150 tokens)
 	// and folds the first 10 that hold 100; then 5 are left, 50 tokens.
-	s := r.waitSettled("mf", 31, 20)
+	s := r.Settled("mf", 31, 20)
 	if s.Summary != "Alice and Bob discussed messages 010 to 019." {
 		t.Fatalf("summary %q", s.Summary)
 	}
@@ -93,33 +93,33 @@ func TestMinFoldTokensAmortizesFolds(t *testing.T) {
 			t.Errorf("call %d carried %d turns, want 10", i, n)
 		}
 	}
-	sums := r.summaries("mf")
+	sums := r.Summaries("mf")
 	if len(sums) != 2 || sums[0].Cursor != 10 || sums[0].FoldedTurns != 10 || sums[1].Cursor != 20 || sums[1].FoldedTurns != 10 {
 		t.Fatalf("summary-updated: %+v", sums)
 	}
-	started := lifecycleOf(r.lifecycle("mf"), events.EventCompactionStarted)
+	started := lifecycleOf(r.Lifecycle("mf"), events.EventCompactionStarted)
 	if len(started) != 2 || started[0].BatchFrom != 0 || started[0].BatchTo != 9 || started[0].BatchSize != 10 ||
 		started[0].Estimate != 100 || started[0].Limit != 100 || started[1].Trigger != "catch_up" || started[1].BatchFrom != 10 || started[1].BatchTo != 19 {
 		t.Fatalf("compaction_started: %+v", started)
 	}
-	r.control("mf", events.OpGenerate, nil)
+	r.Control("mf", events.OpGenerate, nil)
 	if skip := r.generateSkip("mf", 3); skip.Reason != string(fold.SkipBelowThreshold) || skip.Estimate != 50 || skip.Eligible != 5 {
 		t.Fatalf("after the catch-up: %+v", skip)
 	}
 
 	// A manual compact folds what has left the window now.
-	r.control("mf", events.OpCompact, nil)
-	r.waitSettled("mf", 31, 25)
+	r.Control("mf", events.OpCompact, nil)
+	r.Settled("mf", 31, 25)
 	if from, to := foldedRange(r.llm.Requests()[2]); from != "020" || to != "024" {
 		t.Fatalf("compact folded %s..%s, want 020..024", from, to)
 	}
 
 	// min_fold_tokens 0 for one session: seed 000's batches again.
 	off := 0
-	r.control("exact", events.OpConfigure, &events.SessionConfig{MinFoldTokens: &off})
+	r.Control("exact", events.OpConfigure, &events.SessionConfig{MinFoldTokens: &off})
 	r.sizedTurns("exact", 0, 9, 10)
-	r.waitSettled("exact", 9, 2)
-	if sums := r.summaries("exact"); len(sums) != 1 || sums[0].FoldedTurns != 2 {
+	r.Settled("exact", 9, 2)
+	if sums := r.Summaries("exact"); len(sums) != 1 || sums[0].FoldedTurns != 2 {
 		t.Fatalf("seed 000 session: %+v", sums)
 	}
 }
@@ -130,9 +130,9 @@ func TestMinFoldTokensConfigureRejected(t *testing.T) {
 	r := newRig(t)
 	r.start(Config{Window: fold.Window{Recent: 6, Batch: 2}})
 	bad := -5
-	r.control("neg", events.OpConfigure, &events.SessionConfig{MinFoldTokens: &bad})
-	r.eventually("dead letter", func() bool {
-		for _, m := range r.deadLetters() {
+	r.Control("neg", events.OpConfigure, &events.SessionConfig{MinFoldTokens: &bad})
+	r.Eventually("dead letter", func() bool {
+		for _, m := range r.DeadLetters() {
 			if m.Header.Get("Foldstream-Error-Field") == "config.min_fold_tokens" {
 				return true
 			}
@@ -140,8 +140,8 @@ func TestMinFoldTokensConfigureRejected(t *testing.T) {
 		return false
 	})
 	r.sizedTurns("neg", 0, 9, 10)
-	r.waitSettled("neg", 9, 2)
-	if s := r.checkpoint("neg"); s.Config != nil {
+	r.Settled("neg", 9, 2)
+	if s := r.Checkpoint("neg"); s.Config != nil {
 		t.Fatalf("rejected configure applied: %+v", s.Config)
 	}
 }

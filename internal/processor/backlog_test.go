@@ -14,12 +14,12 @@ import (
 // one window per interval.
 func TestBacklogBehindTheAckWindowIsNotHeldByFlushInterval(t *testing.T) {
 	r := newRig(t)
-	r.turns("s1", 40) // all waiting on the stream before the consumer attaches
-	p, err := New(Config{FlushInterval: time.Hour, MaxAckPending: 4}, Deps{JS: r.js, Layout: r.layout, Store: r.store,
-		Summarizer: r.sum, Log: r.log, Clock: SystemClock{}, Registry: r.reg, Breaker: r.breaker})
+	r.Turns("s1", 40) // all waiting on the stream before the consumer attaches
+	p, err := New(Config{FlushInterval: time.Hour, MaxAckPending: 4}, Deps{JS: r.JS, Layout: r.Layout, Store: r.Store,
+		Summarizer: r.sum, Log: r.Log, Clock: SystemClock{}, Registry: r.reg, Breaker: r.breaker})
 	if err != nil {
 		t.Fatal(err)
 	}
 	brokertest.RunEngine(t, p)
-	r.waitSettled("s1", 40, 0)
+	r.Settled("s1", 40, 0)
 }

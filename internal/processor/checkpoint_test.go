@@ -32,14 +32,14 @@ type writerRig struct {
 func newWriterRig(t *testing.T, n int) *writerRig {
 	r := newRig(t)
 	ctx := context.Background()
-	p, err := New(Config{}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
+	p, err := New(Config{}, Deps{JS: r.JS, Layout: r.Layout, Store: r.Store, Summarizer: r.sum, Log: r.Log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wr := &writerRig{rig: r, p: p, own: testOwner{}}
 	wr.w = newCheckpointWriter(p, wr.own)
-	r.turns("s1", n)
-	wr.cons, err = r.js.CreateOrUpdateConsumer(ctx, r.layout.In, jetstream.ConsumerConfig{Durable: "writer", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	r.Turns("s1", n)
+	wr.cons, err = r.JS.CreateOrUpdateConsumer(ctx, r.Layout.In, jetstream.ConsumerConfig{Durable: "writer", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,19 +101,19 @@ func TestCheckpointWriterAcksAfterTheCoveringWrite(t *testing.T) {
 	if w.pending != 0 || len(ls.acks) != 0 || w.busy() {
 		t.Fatalf("after the write: %d acks pending, busy %v, want none", w.pending, w.busy())
 	}
-	wr.eventually("the three covered deliveries acked", func() bool { return wr.ackPending() == 1 })
-	if got := wr.checkpoint("s1"); got.LastSeq != ls.s.LastSeq {
+	wr.Eventually("the three covered deliveries acked", func() bool { return wr.ackPending() == 1 })
+	if got := wr.Checkpoint("s1"); got.LastSeq != ls.s.LastSeq {
 		t.Fatalf("stored checkpoint at sequence %d, the session at %d", got.LastSeq, ls.s.LastSeq)
 	}
 
 	// Another owner writes the session: our next write conflicts.
 	ctx := context.Background()
-	other := wr.checkpoint("s1")
-	_, rev, err := wr.store.Load(ctx, "s1")
+	other := wr.Checkpoint("s1")
+	_, rev, err := wr.Store.Load(ctx, "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wr.store.Save(ctx, other, rev); err != nil {
+	if _, err := wr.Store.Save(ctx, other, rev); err != nil {
 		t.Fatal(err)
 	}
 	wr.take()
@@ -153,14 +153,14 @@ func TestCheckpointWriterOneWriteOfASessionAtATime(t *testing.T) {
 	if len(ls.acks) != 2 || w.pending != 2 {
 		t.Fatalf("after the first write: %d acks held (%d pending), want the two it did not cover", len(ls.acks), w.pending)
 	}
-	wr.eventually("the first delivery acked", func() bool { return wr.ackPending() == 2 })
+	wr.Eventually("the first delivery acked", func() bool { return wr.ackPending() == 2 })
 	w.flush(true)
 	w.landSaves(<-w.saves)
 	if _, kept := wr.own["s1"]; !kept || wr.p.rewind.Load() {
 		t.Fatalf("the second write conflicted with the first (kept %v, rewind %v)", kept, wr.p.rewind.Load())
 	}
-	wr.eventually("every delivery acked", func() bool { return wr.ackPending() == 0 })
-	if got := wr.checkpoint("s1"); got.LastSeq != ls.s.LastSeq {
+	wr.Eventually("every delivery acked", func() bool { return wr.ackPending() == 0 })
+	if got := wr.Checkpoint("s1"); got.LastSeq != ls.s.LastSeq {
 		t.Fatalf("stored checkpoint at sequence %d, the session at %d", got.LastSeq, ls.s.LastSeq)
 	}
 	if w.busy() {

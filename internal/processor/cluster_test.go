@@ -639,14 +639,14 @@ func TestLostDeliveryIsRedeliveredInOrder(t *testing.T) {
 	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
 	r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}, AckWait: time.Second})
 	r.publishTurns("s1", 0, 3)
-	r.waitSettled("s1", 3, 0)
+	r.Settled("s1", 3, 0)
 	ctx := context.Background()
 	lost := r.competingPull(10 * time.Second)
 	r.publishTurns("s1", 3, 10)
 	if seq, ok := <-lost; ok {
 		t.Logf("the delivery of stream sequence %d did not reach the processor", seq)
 	}
-	r.waitSettled("s1", 10, 0)
+	r.Settled("s1", 10, 0)
 	for _, p := range crashtest.Verify(ctx, r.env(), m, crashtest.Expect{Session: "s1", Turns: 10, Recent: 6, Batch: 4, MaxSummaryChars: 1200}) {
 		t.Error(p)
 	}

@@ -51,14 +51,14 @@ func newCoordRig(t *testing.T, cfg Config) *coordRig {
 	r := newRig(t)
 	ctx := context.Background()
 	cfg.RetryBackoff, cfg.RetryBackoffMax = time.Minute, time.Hour
-	p, err := New(cfg, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
+	p, err := New(cfg, Deps{JS: r.JS, Layout: r.Layout, Store: r.Store, Summarizer: r.sum, Log: r.Log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.inStream, err = r.js.Stream(ctx, r.layout.In); err != nil {
+	if p.inStream, err = r.JS.Stream(ctx, r.Layout.In); err != nil {
 		t.Fatal(err)
 	}
-	if p.outStrm, err = r.js.Stream(ctx, r.layout.Out); err != nil {
+	if p.outStrm, err = r.JS.Stream(ctx, r.Layout.Out); err != nil {
 		t.Fatal(err)
 	}
 	cr := &coordRig{rig: r, p: p, loop: testLoop{testOwner: testOwner{}, p: p}}
@@ -70,7 +70,7 @@ func newCoordRig(t *testing.T, cfg Config) *coordRig {
 // applied is session id with n turns published and applied to it, as the
 // loop would apply them (nothing checkpointed).
 func (cr *coordRig) applied(id string, n int) *live {
-	cr.turns(id, n)
+	cr.Turns(id, n)
 	return cr.applyStream(id, n)
 }
 
@@ -79,7 +79,7 @@ func (cr *coordRig) applied(id string, n int) *live {
 func (cr *coordRig) applyStream(id string, n int) *live {
 	ls := &live{s: state.New(id)}
 	ctx := context.Background()
-	filter := cr.layout.Subjects.InSession(id)
+	filter := cr.Layout.Subjects.InSession(id)
 	for next := uint64(1); ; {
 		msg, err := cr.p.inStream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(filter))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -157,15 +157,15 @@ func TestCoordinatorStartsAndLandsAFold(t *testing.T) {
 	}
 	cr.w.flush(true)
 	cr.w.landSaves(<-cr.w.saves)
-	if got := cr.checkpoint("s1"); got.Cursor != 10 || got.Version != 1 || got.Lease != nil {
+	if got := cr.Checkpoint("s1"); got.Cursor != 10 || got.Version != 1 || got.Lease != nil {
 		t.Fatalf("checkpoint after landing: cursor %d version %d lease %+v", got.Cursor, got.Version, got.Lease)
 	}
-	sums := cr.summaries("s1")
+	sums := cr.Summaries("s1")
 	if len(sums) != 1 || sums[0].Version != 1 || sums[0].Cursor != 10 {
 		t.Fatalf("outbound summaries %+v, want version 1 at cursor 10", sums)
 	}
-	cr.eventually("started, skipped (in flight) and completed published", func() bool {
-		lc := cr.lifecycle("s1")
+	cr.Eventually("started, skipped (in flight) and completed published", func() bool {
+		lc := cr.Lifecycle("s1")
 		return hasType(lc, events.EventCompactionStarted, "") && hasType(lc, events.EventCompactionSkipped, "already_in_flight") &&
 			hasType(lc, events.EventCompactionCompleted, "")
 	})
@@ -201,8 +201,8 @@ func TestCoordinatorFailedFoldBacksOff(t *testing.T) {
 	if ls.running != "" || c.inFlight != 0 || cr.llm.Calls() != calls {
 		t.Fatal("a check during the backoff started a fold")
 	}
-	cr.eventually("compaction_failed published", func() bool { return hasType(cr.lifecycle("s1"), events.EventCompactionFailed, "") })
-	if len(cr.summaries("s1")) != 0 {
+	cr.Eventually("compaction_failed published", func() bool { return hasType(cr.Lifecycle("s1"), events.EventCompactionFailed, "") })
+	if len(cr.Summaries("s1")) != 0 {
 		t.Fatal("a failed fold published a summary")
 	}
 }
@@ -284,7 +284,7 @@ func TestCoordinatorRecordsAnEvictionOffTheLoop(t *testing.T) {
 			Summary: "[Context rolled: 9 messages evicted (900 tokens). Published by a stopped owner]",
 			From:    t0, To: t0.Add(80 * time.Second), FoldedTurns: 9, OriginalTokens: 900, Mode: string(fold.ModeEvict),
 			Tier: "evicted", Compactions: 1, Model: "none"}
-		cr.publish(cr.layout.Subjects.Out("ev", events.KindSummary), foreign, events.RecordID("ev", events.KindSummary, 1))
+		cr.Publish(cr.Layout.Subjects.Out("ev", events.KindSummary), foreign, events.RecordID("ev", events.KindSummary, 1))
 		cr.sizedTurns("ev", 0, 19, 100)
 		ls := cr.applyStream("ev", 19)
 		c.evaluate(ls, "turn", false)
@@ -298,7 +298,7 @@ func TestCoordinatorRecordsAnEvictionOffTheLoop(t *testing.T) {
 			t.Fatalf("after the refusal: summary %q version %d cursor %d evicted %d in flight %d; want the stopped owner's note adopted",
 				s.Summary, s.Version, s.Cursor, s.Evicted, c.inFlight)
 		}
-		if n := len(cr.summaries("ev")); n != 1 {
+		if n := len(cr.Summaries("ev")); n != 1 {
 			t.Fatalf("%d summaries on the stream, want the stopped owner's only", n)
 		}
 	})
@@ -311,25 +311,25 @@ func TestSentEventsAreCheckedForTheirAcks(t *testing.T) {
 	r := newRig(t)
 	var buf testlog.Buffer
 	se := sentEvents{log: zerolog.New(&buf)}
-	ok, err := r.js.PublishAsync(r.layout.Subjects.Out("s1", events.KindEvent), []byte(`{}`))
+	ok, err := r.JS.PublishAsync(r.Layout.Subjects.Out("s1", events.KindEvent), []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	se.add(sentEvent{f: ok, session: "s1", typ: "stored", at: time.Now()})
 	// No stream holds this subject: the server answers no responders.
-	refused, err := r.js.PublishAsync("nowhere.s2", []byte(`{}`))
+	refused, err := r.JS.PublishAsync("nowhere.s2", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	se.add(sentEvent{f: refused, session: "s2", typ: "refused", at: time.Now()})
 	// One that says what to do when it is not stored: that, instead of a log.
 	var lostErr error
-	lost, err := r.js.PublishAsync("nowhere.s3", []byte(`{}`))
+	lost, err := r.JS.PublishAsync("nowhere.s3", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	se.add(sentEvent{f: lost, session: "s3", typ: "memory", at: time.Now(), failed: func(err error) { lostErr = err }})
-	r.eventually("all answered and checked", func() bool {
+	r.Eventually("all answered and checked", func() bool {
 		se.check(time.Now())
 		return len(se.waiting) == 0
 	})

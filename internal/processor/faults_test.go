@@ -30,7 +30,7 @@ func newModelRig(t *testing.T, policy retry.Policy) (*rig, *crashtest.Model) {
 	t.Helper()
 	r := newRig(t)
 	m := crashtest.NewModel(t, 1, 0)
-	sum, err := openai.New(openai.Config{BaseURL: m.URL, APIKey: "k", Model: "fold-mini", Timeout: 5 * time.Second, Retry: policy}, r.log)
+	sum, err := openai.New(openai.Config{BaseURL: m.URL, APIKey: "k", Model: "fold-mini", Timeout: 5 * time.Second, Retry: policy}, r.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,13 +38,13 @@ func newModelRig(t *testing.T, policy retry.Policy) (*rig, *crashtest.Model) {
 	return r, m
 }
 
-func (r *rig) env() crashtest.Env { return crashtest.Env{JS: r.js, Layout: r.layout, Store: r.store} }
+func (r *rig) env() crashtest.Env { return crashtest.Env{JS: r.JS, Layout: r.Layout, Store: r.Store} }
 
 // publishTurns publishes turns [from, to) of session, as crashtest does.
 func (r *rig) publishTurns(session string, from, to int) {
 	r.t.Helper()
 	for n := from; n < to; n++ {
-		if _, err := crashtest.Publish(context.Background(), r.js, r.layout.Subjects, session, n, true); err != nil {
+		if _, err := crashtest.Publish(context.Background(), r.JS, r.Layout.Subjects, session, n, true); err != nil {
 			r.t.Fatal(err)
 		}
 	}
@@ -60,7 +60,7 @@ func (r *rig) settle(expects ...crashtest.Expect) {
 	for {
 		pending := 0
 		for _, e := range expects {
-			s, _, err := r.store.Load(ctx, e.Session)
+			s, _, err := r.Store.Load(ctx, e.Session)
 			if err != nil {
 				r.t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func (r *rig) settle(expects ...crashtest.Expect) {
 		}
 		if time.Now().After(deadline) {
 			for _, e := range expects {
-				s, _, _ := r.store.Load(ctx, e.Session)
+				s, _, _ := r.Store.Load(ctx, e.Session)
 				r.t.Logf("%s: total %d/%d cursor %d/%d lease %v failures %d", e.Session, s.Total, e.Turns, s.Cursor,
 					crashtest.FinalCursor(e.Turns, e.Recent, e.Batch), s.Lease, s.Failures)
 			}
@@ -248,7 +248,7 @@ func TestModelFaults(t *testing.T) {
 			}
 
 			var failed []events.Lifecycle
-			for _, ev := range r.lifecycle("s1") {
+			for _, ev := range r.Lifecycle("s1") {
 				if ev.Type == events.EventCompactionFailed {
 					failed = append(failed, ev)
 				}
@@ -266,14 +266,14 @@ func TestModelFaults(t *testing.T) {
 					t.Errorf("compaction_failed %+v, want class %s retryable %v at the cursor", ev, tc.class, tc.retryable)
 				}
 			}
-			for _, ev := range r.lifecycle("s2") {
+			for _, ev := range r.Lifecycle("s2") {
 				if ev.Type == events.EventCompactionFailed {
 					t.Errorf("the healthy session s2 failed a fold: %+v", ev)
 				}
 			}
 			if tc.tier != "" {
 				found := false
-				for _, s := range r.summaries("s1") {
+				for _, s := range r.Summaries("s1") {
 					found = found || s.Tier == string(tc.tier)
 				}
 				if !found {
@@ -295,7 +295,7 @@ func TestModelFaults(t *testing.T) {
 // kvBucket is the checkpoint bucket.
 func (r *rig) kvBucket() jetstream.KeyValue {
 	r.t.Helper()
-	kv, err := r.js.KeyValue(context.Background(), r.layout.Bucket)
+	kv, err := r.JS.KeyValue(context.Background(), r.Layout.Bucket)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestInterruptedFoldIsResumedWithoutNewEvents(t *testing.T) {
 	r.publishTurns("s1", 0, 11) // 11 > 6+4: batch [0,4) is due
 	ctx := context.Background()
 	s := state.New("s1")
-	in, _ := r.js.Stream(ctx, r.layout.In)
+	in, _ := r.JS.Stream(ctx, r.Layout.In)
 	info, _ := in.Info(ctx)
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
 		s.AddTurn(state.HashID(crashtest.TurnID("s1", int(seq-1))), state.TurnRef{Seq: seq})
@@ -319,11 +319,11 @@ func TestInterruptedFoldIsResumedWithoutNewEvents(t *testing.T) {
 	s.LastSeq = info.State.LastSeq
 	// The previous owner died during the fold of [0,4).
 	s.Lease = &state.Lease{FoldID: "crashed", Owner: "dead", Deadline: time.Now().Add(300 * time.Millisecond), From: 0, To: 4}
-	if _, err := r.store.Save(ctx, s, 0); err != nil {
+	if _, err := r.Store.Save(ctx, s, 0); err != nil {
 		t.Fatal(err)
 	}
 	r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
-	r.waitSettled("s1", 11, 4)
+	r.Settled("s1", 11, 4)
 	for _, p := range crashtest.Verify(ctx, r.env(), m, crashtest.Expect{Session: "s1", Turns: 11, Recent: 6, Batch: 4, MaxSummaryChars: 1200}) {
 		t.Error(p)
 	}
@@ -345,11 +345,11 @@ func TestWrongKeyStopsModelCallsUntilFixed(t *testing.T) {
 	p, _ := r.start(Config{RetryBackoffMax: 100 * time.Millisecond})
 	sessions := []string{"key-1", "key-2", "key-3"}
 	for _, s := range sessions {
-		r.turns(s, 61) // each has a fold due
+		r.Turns(s, 61) // each has a fold due
 	}
-	r.eventually("the breaker opens", func() bool { ok, _ := p.Health(); return !ok })
+	r.Eventually("the breaker opens", func() bool { ok, _ := p.Health(); return !ok })
 	for _, s := range sessions {
-		r.eventually(s+" applied, no fold in flight", func() bool { c := r.checkpoint(s); return c.Total == 61 && c.Lease == nil })
+		r.Eventually(s+" applied, no fold in flight", func() bool { c := r.Checkpoint(s); return c.Total == 61 && c.Lease == nil })
 	}
 	calls := r.llm.Calls()
 	if calls == 0 || calls > len(sessions) {
@@ -359,7 +359,7 @@ func TestWrongKeyStopsModelCallsUntilFixed(t *testing.T) {
 	// refused by the breaker without a model call.
 	skipped := p.m.skips.WithLabelValues(string(fold.SkipRetryBackoff))
 	base := testutil.ToFloat64(skipped)
-	r.eventually("due checks refused", func() bool { return testutil.ToFloat64(skipped) >= base+15 })
+	r.Eventually("due checks refused", func() bool { return testutil.ToFloat64(skipped) >= base+15 })
 	if got := r.llm.Calls(); got != calls {
 		t.Fatalf("the model was called %d more times while the breaker was open", got-calls)
 	}
@@ -375,7 +375,7 @@ func TestWrongKeyStopsModelCallsUntilFixed(t *testing.T) {
 	}
 	var sawAuth bool
 	for _, s := range sessions {
-		for _, e := range lifecycleOf(r.lifecycle(s), events.EventCompactionFailed) {
+		for _, e := range lifecycleOf(r.Lifecycle(s), events.EventCompactionFailed) {
 			sawAuth = sawAuth || e.ErrorClass == string(retry.Auth) && e.Retryable != nil && !*e.Retryable
 		}
 	}
@@ -386,9 +386,9 @@ func TestWrongKeyStopsModelCallsUntilFixed(t *testing.T) {
 	// The key is fixed; a compact control retries at once (no waiting for
 	// the hour-long probe), and the other sessions follow.
 	r.llm.RequireKey("k")
-	r.control(sessions[0], events.OpCompact, nil)
+	r.Control(sessions[0], events.OpCompact, nil)
 	for _, s := range sessions {
-		r.waitSettled(s, 61, 10)
+		r.Settled(s, 61, 10)
 	}
 	if ok, reason := p.Health(); !ok {
 		t.Fatalf("still degraded after the fix: %s", reason)
@@ -406,12 +406,12 @@ func TestWrongKeyStopsModelCallsUntilFixed(t *testing.T) {
 // its context stays bounded and the endpoint is not called again.
 func TestOpenBreakerFoldsEmergencyWithAPlaceholder(t *testing.T) {
 	r := newRig(t)
-	r.breaker = retry.NewBreaker(retry.BreakerConfig{Endpoint: "openai", OpenFor: time.Hour}, r.log)
+	r.breaker = retry.NewBreaker(retry.BreakerConfig{Endpoint: "openai", OpenFor: time.Hour}, r.Log)
 	r.llm.RequireKey("rotated")
 	p, _ := r.start(Config{Mode: fold.ModeTokens, RetryBackoffMax: 100 * time.Millisecond,
 		Tokens: fold.TokenPolicy{ContextWindow: 4000, ReserveTokens: 400, KeepRecentTokens: 400, KeepRecentMessages: 2}})
 	r.sizedTurns("em", 0, 33, 100) // 3300 tokens, over the emergency fraction 0.8 × 4000
-	s := r.waitSettled("em", 33, 29)
+	s := r.Settled("em", 33, 29)
 	if !strings.Contains(s.Summary, "Summary unavailable") {
 		t.Fatalf("placeholder summary: %q", s.Summary)
 	}
@@ -421,7 +421,7 @@ func TestOpenBreakerFoldsEmergencyWithAPlaceholder(t *testing.T) {
 	if n := r.llm.Calls(); n != 1 {
 		t.Fatalf("%d model calls, want 1 (the one that opened the breaker)", n)
 	}
-	done := lifecycleOf(r.lifecycle("em"), events.EventCompactionCompleted)
+	done := lifecycleOf(r.Lifecycle("em"), events.EventCompactionCompleted)
 	if len(done) != 1 || done[0].Tier != string(fold.TierPlaceholder) {
 		t.Fatalf("completed %+v; want one placeholder fold", done)
 	}

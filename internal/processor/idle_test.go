@@ -18,7 +18,7 @@ import (
 // waitPacked waits until n sessions are in their compact idle form.
 func (r *rig) waitPacked(p *Processor, n int) {
 	r.t.Helper()
-	r.eventually(fmt.Sprintf("%d sessions packed", n), func() bool { return testutil.ToFloat64(p.m.packedSess) == float64(n) })
+	r.Eventually(fmt.Sprintf("%d sessions packed", n), func() bool { return testutil.ToFloat64(p.m.packedSess) == float64(n) })
 }
 
 // A packed session behaves exactly as an unpacked one: later turns apply
@@ -31,24 +31,24 @@ func TestPackedSessionBehavesAsBefore(t *testing.T) {
 	p, _ := r.start(Config{IdleCompact: time.Nanosecond}) // packed at every sweep once quiet
 	const id = "pk"
 
-	r.turns(id, 55)
-	r.waitSettled(id, 55, 0)
+	r.Turns(id, 55)
+	r.Settled(id, 55, 0)
 	r.waitPacked(p, 1)
 
 	// dedup survives packing: a turn id applied before, without the
 	// stream's Nats-Msg-Id dedup
-	r.publish(r.layout.Subjects.In(id, events.KindTurn), events.Turn{V: 1, Session: id, TurnID: id + "-t003", At: t0,
+	r.Publish(r.Layout.Subjects.In(id, events.KindTurn), events.Turn{V: 1, Session: id, TurnID: id + "-t003", At: t0,
 		Speaker: "Alice", Role: "user", Text: "message number 003 from Alice"}, "")
-	r.eventually("duplicate ignored", func() bool { return testutil.ToFloat64(p.m.duplicates) == 1 })
+	r.Eventually("duplicate ignored", func() bool { return testutil.ToFloat64(p.m.duplicates) == 1 })
 	r.waitPacked(p, 1)
-	if s := r.checkpoint(id); s.Total != 55 {
+	if s := r.Checkpoint(id); s.Total != 55 {
 		t.Fatalf("a duplicate turn was applied: total %d", s.Total)
 	}
 
 	// turns after packing apply in order; the fold reads turns 0..9 from
 	// the stream
-	r.turns(id, 6) // 61
-	s := r.waitSettled(id, 61, 10)
+	r.Turns(id, 6) // 61
+	s := r.Settled(id, 61, 10)
 	if s.Version != 1 || s.Summary != "Alice and Bob discussed messages 000 to 009." || len(s.Turns) != 51 {
 		t.Fatalf("after 61: version %d summary %q verbatim %d", s.Version, s.Summary, len(s.Turns))
 	}
@@ -61,8 +61,8 @@ func TestPackedSessionBehavesAsBefore(t *testing.T) {
 		t.Fatalf("first fold carried messages %s..%s, want 000..009", first, last)
 	}
 	r.waitPacked(p, 1)
-	r.turns(id, 10) // 71: folds 10..19, received before the session was packed
-	s = r.waitSettled(id, 71, 20)
+	r.Turns(id, 10) // 71: folds 10..19, received before the session was packed
+	s = r.Settled(id, 71, 20)
 	reqs := r.llm.Requests()
 	if first, last := foldedRange(reqs[1]); first != "010" || last != "019" || s.Version != 2 {
 		t.Fatalf("second fold carried messages %s..%s (version %d), want 010..019", first, last, s.Version)
@@ -73,38 +73,38 @@ func TestPackedSessionBehavesAsBefore(t *testing.T) {
 
 	// reset of a packed session
 	r.waitPacked(p, 1)
-	r.control(id, events.OpReset, nil)
-	r.eventually("reset", func() bool {
-		s := r.checkpoint(id)
+	r.Control(id, events.OpReset, nil)
+	r.Eventually("reset", func() bool {
+		s := r.Checkpoint(id)
 		return s.Total == 0 && s.Summary == "" && s.Epoch == 1 && s.Version == 2
 	})
-	if !hasType(r.lifecycle(id), events.EventSessionReset, "") {
+	if !hasType(r.Lifecycle(id), events.EventSessionReset, "") {
 		t.Fatal("no session_reset event")
 	}
 	r.waitPacked(p, 1)
-	r.turns(id, 3)
-	r.waitSettled(id, 3, 0)
+	r.Turns(id, 3)
+	r.Settled(id, 3, 0)
 
 	// a rejected event of a packed session still reports its position
 	r.waitPacked(p, 1)
-	r.publish(r.layout.Subjects.In(id, "shout"), []byte(`{"v":1}`), "")
-	r.eventually("event_rejected", func() bool { return len(lifecycleOf(r.lifecycle(id), events.EventRejected)) == 1 })
-	if ev := lifecycleOf(r.lifecycle(id), events.EventRejected)[0]; ev.Reason != events.CodeUnknownType || ev.TotalTurns != 3 {
+	r.Publish(r.Layout.Subjects.In(id, "shout"), []byte(`{"v":1}`), "")
+	r.Eventually("event_rejected", func() bool { return len(lifecycleOf(r.Lifecycle(id), events.EventRejected)) == 1 })
+	if ev := lifecycleOf(r.Lifecycle(id), events.EventRejected)[0]; ev.Reason != events.CodeUnknownType || ev.TotalTurns != 3 {
 		t.Fatalf("event_rejected: %+v", ev)
 	}
 
 	// end of a packed session: final fold, archive, later events refused
 	r.waitPacked(p, 1)
-	r.control(id, events.OpEnd, nil)
-	r.eventually("archived", func() bool { return r.checkpoint(id).Archived })
-	arch, err := r.store.LoadArchive(context.Background(), id, 1)
+	r.Control(id, events.OpEnd, nil)
+	r.Eventually("archived", func() bool { return r.Checkpoint(id).Archived })
+	arch, err := r.Store.LoadArchive(context.Background(), id, 1)
 	if err != nil || arch == nil || arch.Total != 3 || arch.Cursor != 3 || arch.Version != 3 {
 		t.Fatalf("archive: %+v %v", arch, err)
 	}
 	r.waitPacked(p, 1)
-	r.turns(id, 1)
-	r.eventually("turn after end refused", func() bool {
-		for _, m := range r.deadLetters() {
+	r.Turns(id, 1)
+	r.Eventually("turn after end refused", func() bool {
+		for _, m := range r.DeadLetters() {
 			if m.Header.Get(events.HeaderErrorCode) == events.CodeSessionEnded {
 				return true
 			}
@@ -138,7 +138,7 @@ func (c *fakeClock) add(d time.Duration) {
 func idleShard(t *testing.T, r *rig, cfg Config) (*shard, *fakeClock) {
 	t.Helper()
 	clk := &fakeClock{now: t0}
-	p, err := New(cfg, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log, Clock: clk})
+	p, err := New(cfg, Deps{JS: r.JS, Layout: r.Layout, Store: r.Store, Summarizer: r.sum, Log: r.Log, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestCompactIdleShard(t *testing.T) {
 	for _, id := range []string{"a", "b"} {
 		c := *base
 		c.ID = id
-		if _, err := r.store.Save(ctx, &c, 0); err != nil {
+		if _, err := r.Store.Save(ctx, &c, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,14 +22,14 @@ func TestOfflineMemoriesPublishedWithItems(t *testing.T) {
 			sp, text = "Alice", "I moved from Sweden two years ago, and I start at Siemens on the 3rd."
 		}
 		id := fmt.Sprintf("%s-t%03d", session, i)
-		r.publish(r.layout.Subjects.In(session, events.KindTurn), events.Turn{
+		r.Publish(r.Layout.Subjects.In(session, events.KindTurn), events.Turn{
 			V: 1, Session: session, TurnID: id, At: t0.Add(time.Duration(i) * 10 * time.Second),
 			Speaker: sp, Role: "user", Text: text,
 		}, id)
 	}
-	r.waitSettled(session, 71, 20)
+	r.Settled(session, 71, 20)
 	var got []events.Memories
-	r.eventually("a memory event", func() bool { got = decodeAll[events.Memories](r, session, events.KindMemory); return len(got) >= 1 })
+	r.Eventually("a memory event", func() bool { got = decodeAll[events.Memories](r, session, events.KindMemory); return len(got) >= 1 })
 	ev := got[0]
 	if len(ev.Items) != len(ev.Memories) || len(ev.Items) == 0 {
 		t.Fatalf("memory event without one item per memory: %+v", ev)

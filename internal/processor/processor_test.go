@@ -20,8 +20,8 @@ import (
 func TestSeed000Progression(t *testing.T) {
 	r := newRig(t)
 	p, _ := r.start(Config{})
-	r.turns("s1", 60)
-	s := r.waitSettled("s1", 60, 0)
+	r.Turns("s1", 60)
+	s := r.Settled("s1", 60, 0)
 	if s.Version != 0 || r.llm.Calls() != 0 {
 		t.Fatalf("folded below threshold: version %d, calls %d", s.Version, r.llm.Calls())
 	}
@@ -29,8 +29,8 @@ func TestSeed000Progression(t *testing.T) {
 		t.Fatalf("verbatim window holds %d turns, want 60", len(s.Turns))
 	}
 
-	r.turns("s1", 1) // 61
-	s = r.waitSettled("s1", 61, 10)
+	r.Turns("s1", 1) // 61
+	s = r.Settled("s1", 61, 10)
 	if s.Version != 1 || s.CoveredThrough != 9 || s.Summary != "Alice and Bob discussed messages 000 to 009." {
 		t.Fatalf("after 61: %+v", s)
 	}
@@ -38,13 +38,13 @@ func TestSeed000Progression(t *testing.T) {
 		t.Fatalf("first fold carried messages %s..%s, want 000..009", first, last)
 	}
 
-	r.turns("s1", 9) // 70: waits
-	s = r.waitSettled("s1", 70, 10)
+	r.Turns("s1", 9) // 70: waits
+	s = r.Settled("s1", 70, 10)
 	if s.Version != 1 {
 		t.Fatalf("folded at 70: version %d", s.Version)
 	}
-	r.turns("s1", 1) // 71
-	s = r.waitSettled("s1", 71, 20)
+	r.Turns("s1", 1) // 71
+	s = r.Settled("s1", 71, 20)
 	if s.Version != 2 || s.CoveredThrough != 19 || len(s.Turns) != 51 {
 		t.Fatalf("after 71: version %d covered %d verbatim %d", s.Version, s.CoveredThrough, len(s.Turns))
 	}
@@ -56,7 +56,7 @@ func TestSeed000Progression(t *testing.T) {
 		t.Fatal("second fold did not carry the previous summary")
 	}
 
-	sums := r.summaries("s1")
+	sums := r.Summaries("s1")
 	if len(sums) != 2 {
 		t.Fatalf("%d summary-updated events, want 2", len(sums))
 	}
@@ -73,7 +73,7 @@ func TestSeed000Progression(t *testing.T) {
 	if got.SummaryChars != len(got.Summary) || got.OriginalTokens == 0 || got.SummaryTokens == 0 || got.Tier != "full" {
 		t.Fatalf("counts: %+v", got)
 	}
-	lc := r.lifecycle("s1")
+	lc := r.Lifecycle("s1")
 	for _, typ := range []string{events.EventCompactionStarted, events.EventCompactionCompleted} {
 		if !hasType(lc, typ, "") {
 			t.Errorf("no %s event", typ)
@@ -103,45 +103,45 @@ func TestElasticWindowWhileFoldInFlight(t *testing.T) {
 		return openaitest.OK(echoSummary(req))
 	})
 	r.start(Config{})
-	r.turns("s1", 61)
-	r.eventually("fold in flight", func() bool { return r.llm.Calls() == 1 })
-	r.turns("s1", 3) // 64 while folding
+	r.Turns("s1", 61)
+	r.Eventually("fold in flight", func() bool { return r.llm.Calls() == 1 })
+	r.Turns("s1", 3) // 64 while folding
 	var s *state.Session
-	r.eventually("64 turns applied with the lease held", func() bool {
-		s = r.checkpoint("s1")
+	r.Eventually("64 turns applied with the lease held", func() bool {
+		s = r.Checkpoint("s1")
 		return s.Total == 64 && s.Lease != nil
 	})
 	if s.Cursor != 0 || len(s.Turns) != 64 {
 		t.Fatalf("during fold: cursor %d, verbatim %d; want 0 and 64", s.Cursor, len(s.Turns))
 	}
-	r.eventually("already_in_flight skip", func() bool {
-		return hasType(r.lifecycle("s1"), events.EventCompactionSkipped, events.SkipAlreadyInFlight)
+	r.Eventually("already_in_flight skip", func() bool {
+		return hasType(r.Lifecycle("s1"), events.EventCompactionSkipped, events.SkipAlreadyInFlight)
 	})
 	close(release)
-	s = r.waitSettled("s1", 64, 10)
+	s = r.Settled("s1", 64, 10)
 	if len(s.Turns) != 54 || s.Version != 1 {
 		t.Fatalf("after fold: verbatim %d (want 54), version %d", len(s.Turns), s.Version)
 	}
-	r.turns("s1", 6) // 70
-	r.waitSettled("s1", 70, 10)
+	r.Turns("s1", 6) // 70
+	r.Settled("s1", 70, 10)
 	if r.llm.Calls() != 1 {
 		t.Fatalf("%d summarizer calls before 71, want 1", r.llm.Calls())
 	}
-	r.turns("s1", 1)
-	r.waitSettled("s1", 71, 20)
+	r.Turns("s1", 1)
+	r.Settled("s1", 71, 20)
 }
 
 // Turns published while no processor runs are folded batch after batch
 // once it starts.
 func TestCatchUpAfterOutage(t *testing.T) {
 	r := newRig(t)
-	r.turns("s1", 200)
+	r.Turns("s1", 200)
 	r.start(Config{})
-	s := r.waitSettled("s1", 200, 140)
+	s := r.Settled("s1", 200, 140)
 	if s.Version != 14 || len(s.Turns) != 60 {
 		t.Fatalf("version %d verbatim %d", s.Version, len(s.Turns))
 	}
-	sums := r.summaries("s1")
+	sums := r.Summaries("s1")
 	if len(sums) != 14 {
 		t.Fatalf("%d summaries, want 14", len(sums))
 	}
@@ -173,19 +173,19 @@ func TestNotesFoldIntoNextBatch(t *testing.T) {
 		return openaitest.OK(echoSummary(req))
 	})
 	r.start(Config{RetryBackoff: time.Millisecond})
-	r.note("s1", "n1", "James", "James was screen-sharing Marvel Rivals on Tokyo as Winter Soldier", t0)
-	r.turns("s1", 61)
-	r.eventually("failed fold", func() bool { return hasType(r.lifecycle("s1"), events.EventCompactionFailed, "") })
-	s := r.checkpoint("s1")
+	r.Note("s1", "n1", "James", "James was screen-sharing Marvel Rivals on Tokyo as Winter Soldier", t0)
+	r.Turns("s1", 61)
+	r.Eventually("failed fold", func() bool { return hasType(r.Lifecycle("s1"), events.EventCompactionFailed, "") })
+	s := r.Checkpoint("s1")
 	if len(s.PendingNotes) != 1 || s.Cursor != 0 || s.Summary != "" {
 		t.Fatalf("after failure: pending %d cursor %d summary %q", len(s.PendingNotes), s.Cursor, s.Summary)
 	}
-	r.turns("s1", 1) // retry on the next trigger
-	r.eventually("second fold in flight", func() bool { return r.llm.Calls() == 2 })
-	r.note("s1", "n2", "James", "James switched to the Yggsgard map", t0.Add(time.Hour))
-	r.eventually("note applied", func() bool { return len(r.checkpoint("s1").PendingNotes) == 2 })
+	r.Turns("s1", 1) // retry on the next trigger
+	r.Eventually("second fold in flight", func() bool { return r.llm.Calls() == 2 })
+	r.Note("s1", "n2", "James", "James switched to the Yggsgard map", t0.Add(time.Hour))
+	r.Eventually("note applied", func() bool { return len(r.Checkpoint("s1").PendingNotes) == 2 })
 	close(release)
-	s = r.waitSettled("s1", 62, 10)
+	s = r.Settled("s1", 62, 10)
 	if len(s.PendingNotes) != 1 {
 		t.Fatalf("pending notes after fold: %d, want 1 (the one that arrived during the fold)", len(s.PendingNotes))
 	}
@@ -193,7 +193,7 @@ func TestNotesFoldIntoNextBatch(t *testing.T) {
 	if !strings.Contains(req, "Tokyo as Winter Soldier") || strings.Contains(req, "Yggsgard") {
 		t.Fatal("fold did not carry exactly the note pending at its start")
 	}
-	if ev := r.summaries("s1")[0]; ev.FoldedNotes != 1 {
+	if ev := r.Summaries("s1")[0]; ev.FoldedNotes != 1 {
 		t.Fatalf("folded_notes %d", ev.FoldedNotes)
 	}
 }
@@ -204,12 +204,12 @@ func TestDuplicateTurnsCountOnce(t *testing.T) {
 	r := newRig(t)
 	r.start(Config{})
 	turn := events.Turn{V: 1, Session: "s1", TurnID: "dup-1", At: t0, Speaker: "Alice", Role: "user", Text: "hello"}
-	subj := r.layout.Subjects.In("s1", events.KindTurn)
-	r.publish(subj, turn, "dup-1")
-	r.publish(subj, turn, "dup-1") // stream dedup (Nats-Msg-Id)
-	r.publish(subj, turn, "")      // no msg id: processor dedup by turn_id
-	r.turns("s1", 2)
-	s := r.waitSettled("s1", 3, 0)
+	subj := r.Layout.Subjects.In("s1", events.KindTurn)
+	r.Publish(subj, turn, "dup-1")
+	r.Publish(subj, turn, "dup-1") // stream dedup (Nats-Msg-Id)
+	r.Publish(subj, turn, "")      // no msg id: processor dedup by turn_id
+	r.Turns("s1", 2)
+	s := r.Settled("s1", 3, 0)
 	if len(s.Turns) != 3 {
 		t.Fatalf("verbatim %d", len(s.Turns))
 	}
@@ -232,13 +232,13 @@ func TestBadInputIsDeadLetteredAndProcessingContinues(t *testing.T) {
 		{"fold.in.s1.turn", events.CodeSessionMismatch, "session", events.Turn{V: 1, Session: "s2", TurnID: "w", At: t0, Speaker: "A", Role: "user", Text: "hi"}},
 	}
 	for _, c := range cases {
-		r.publish(c.subject, c.payload, "")
+		r.Publish(c.subject, c.payload, "")
 	}
-	r.turns("s1", 3)
-	r.waitSettled("s1", 3, 0)
+	r.Turns("s1", 3)
+	r.Settled("s1", 3, 0)
 	dls := map[int]string{}
-	r.eventually("dead letters", func() bool { return len(r.deadLetters()) == len(cases) })
-	for _, m := range r.deadLetters() {
+	r.Eventually("dead letters", func() bool { return len(r.DeadLetters()) == len(cases) })
+	for _, m := range r.DeadLetters() {
 		// Sessions are owned by different shards, so dead letters of
 		// different sessions may land in any order: match by sequence.
 		i, _ := strconv.Atoi(m.Header.Get(events.HeaderOriginalSeq))
@@ -259,7 +259,7 @@ func TestBadInputIsDeadLetteredAndProcessingContinues(t *testing.T) {
 	if dls[2] != "fold.dlq._invalid" || dls[0] != "fold.dlq.s1" {
 		t.Errorf("dead-letter subjects %v", dls)
 	}
-	if !hasType(r.lifecycle("s1"), events.EventRejected, events.CodeBadJSON) {
+	if !hasType(r.Lifecycle("s1"), events.EventRejected, events.CodeBadJSON) {
 		t.Error("no event_rejected on the session's event subject")
 	}
 }
@@ -269,18 +269,18 @@ func TestBadInputIsDeadLetteredAndProcessingContinues(t *testing.T) {
 func TestRestartContinuesWithoutLossOrRefold(t *testing.T) {
 	r := newRig(t)
 	_, stop := r.start(Config{})
-	r.turns("s1", 65)
-	r.waitSettled("s1", 65, 10)
+	r.Turns("s1", 65)
+	r.Settled("s1", 65, 10)
 	stop()
-	r.turns("s1", 10) // 75 while down
+	r.Turns("s1", 10) // 75 while down
 	r.start(Config{})
-	s := r.waitSettled("s1", 75, 20)
+	s := r.Settled("s1", 75, 20)
 	if s.Version != 2 {
 		t.Fatalf("version %d", s.Version)
 	}
-	r.turns("s1", 6) // 81
-	r.waitSettled("s1", 81, 30)
-	sums := r.summaries("s1")
+	r.Turns("s1", 6) // 81
+	r.Settled("s1", 81, 30)
+	sums := r.Summaries("s1")
 	if len(sums) != 3 || r.llm.Calls() != 3 {
 		t.Fatalf("%d summaries, %d calls; want 3 and 3", len(sums), r.llm.Calls())
 	}
@@ -304,13 +304,13 @@ func TestFailedFoldMovesNothing(t *testing.T) {
 		return openaitest.OK(echoSummary(req))
 	})
 	r.start(Config{RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 300 * time.Millisecond})
-	r.turns("s1", 71)
-	s := r.waitSettled("s1", 71, 20) // no new turn: the retry comes from the backoff timer
+	r.Turns("s1", 71)
+	s := r.Settled("s1", 71, 20) // no new turn: the retry comes from the backoff timer
 	if s.Version != 2 || s.Summary != "Alice and Bob discussed messages 010 to 019." {
 		t.Fatalf("after retry: %+v", s)
 	}
 	var failed events.Lifecycle
-	for _, e := range r.lifecycle("s1") {
+	for _, e := range r.Lifecycle("s1") {
 		if e.Type == events.EventCompactionFailed {
 			failed = e
 		}
@@ -327,7 +327,7 @@ func TestFailedFoldMovesNothing(t *testing.T) {
 			t.Fatalf("call %d folded from %s", i+1, first)
 		}
 	}
-	sums := r.summaries("s1")
+	sums := r.Summaries("s1")
 	if len(sums) != 2 || sums[1].Version != 2 || sums[1].Cursor != 20 {
 		t.Fatalf("summaries %+v", sums)
 	}
@@ -345,7 +345,7 @@ func (r *rig) checkpointWithLease(session string, lease *state.Lease) {
 func (r *rig) checkpointWith(session string, edit func(*state.Session)) {
 	r.t.Helper()
 	ctx := context.Background()
-	in, _ := r.js.Stream(ctx, r.layout.In)
+	in, _ := r.JS.Stream(ctx, r.Layout.In)
 	info, _ := in.Info(ctx)
 	s := state.New(session)
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
@@ -353,7 +353,7 @@ func (r *rig) checkpointWith(session string, edit func(*state.Session)) {
 	}
 	s.LastSeq = info.State.LastSeq
 	edit(s)
-	if _, err := r.store.Save(ctx, s, 0); err != nil {
+	if _, err := r.Store.Save(ctx, s, 0); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -363,14 +363,14 @@ func (r *rig) checkpointWith(session string, edit func(*state.Session)) {
 // the batch again.
 func TestRecoversSummaryPublishedBeforeCrash(t *testing.T) {
 	r := newRig(t)
-	r.turns("s1", 61)
+	r.Turns("s1", 61)
 	r.checkpointWithLease("s1", &state.Lease{FoldID: "crashed", Owner: "dead", Deadline: time.Now().Add(time.Hour), From: 0, To: 10})
-	r.publish(r.layout.Subjects.Out("s1", events.KindSummary), events.SummaryUpdated{
+	r.Publish(r.Layout.Subjects.Out("s1", events.KindSummary), events.SummaryUpdated{
 		V: 1, Session: "s1", Version: 1, Summary: "Recovered summary.", Cursor: 10, CoveredThroughTurn: 9, Compactions: 1,
 	}, "s1:summary:1")
 	r.start(Config{})
-	r.turns("s1", 1) // 62: loads the session
-	got := r.waitSettled("s1", 62, 10)
+	r.Turns("s1", 1) // 62: loads the session
+	got := r.Settled("s1", 62, 10)
 	if got.Summary != "Recovered summary." || got.Version != 1 || r.llm.Calls() != 0 {
 		t.Fatalf("summary %q version %d calls %d", got.Summary, got.Version, r.llm.Calls())
 	}
@@ -379,16 +379,16 @@ func TestRecoversSummaryPublishedBeforeCrash(t *testing.T) {
 // A lease whose owner died blocks folds only until its deadline.
 func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	r := newRig(t)
-	r.turns("s1", 60)
+	r.Turns("s1", 60)
 	r.checkpointWithLease("s1", &state.Lease{FoldID: "crashed", Owner: "dead", Deadline: time.Now().Add(300 * time.Millisecond), From: 0, To: 10})
 	r.start(Config{})
-	r.turns("s1", 1) // 61: lease still held
-	r.eventually("already_in_flight", func() bool {
-		return hasType(r.lifecycle("s1"), events.EventCompactionSkipped, events.SkipAlreadyInFlight)
+	r.Turns("s1", 1) // 61: lease still held
+	r.Eventually("already_in_flight", func() bool {
+		return hasType(r.Lifecycle("s1"), events.EventCompactionSkipped, events.SkipAlreadyInFlight)
 	})
 	time.Sleep(350 * time.Millisecond)
-	r.turns("s1", 1) // 62: lease expired
-	r.waitSettled("s1", 62, 10)
+	r.Turns("s1", 1) // 62: lease expired
+	r.Settled("s1", 62, 10)
 }
 
 // A session in memory whose lease belongs to another owner that dies
@@ -397,18 +397,18 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 // adopted, not folded a second time.
 func TestExpiredForeignLeaseAdoptsItsPublishedSummary(t *testing.T) {
 	r := newRig(t)
-	r.turns("s1", 60)
+	r.Turns("s1", 60)
 	r.checkpointWithLease("s1", &state.Lease{FoldID: "elsewhere", Owner: "other", Deadline: time.Now().Add(2 * time.Second), From: 0, To: 10})
 	r.start(Config{})
-	r.turns("s1", 1) // 61: loaded with the other owner's lease still held
-	r.eventually("already_in_flight", func() bool {
-		return hasType(r.lifecycle("s1"), events.EventCompactionSkipped, events.SkipAlreadyInFlight)
+	r.Turns("s1", 1) // 61: loaded with the other owner's lease still held
+	r.Eventually("already_in_flight", func() bool {
+		return hasType(r.Lifecycle("s1"), events.EventCompactionSkipped, events.SkipAlreadyInFlight)
 	})
 	// The other owner lands its fold on the stream, then dies.
-	r.publish(r.layout.Subjects.Out("s1", events.KindSummary), events.SummaryUpdated{
+	r.Publish(r.Layout.Subjects.Out("s1", events.KindSummary), events.SummaryUpdated{
 		V: 1, Session: "s1", Version: 1, Summary: "Folded elsewhere.", Cursor: 10, CoveredThroughTurn: 9, Compactions: 1,
 	}, "s1:summary:1")
-	got := r.waitSettled("s1", 61, 10) // the lease's deadline wakes the session
+	got := r.Settled("s1", 61, 10) // the lease's deadline wakes the session
 	if got.Summary != "Folded elsewhere." || got.Version != 1 || r.llm.Calls() != 0 {
 		t.Fatalf("summary %q version %d, %d summarizer calls; want the other owner's summary adopted and no call", got.Summary, got.Version, r.llm.Calls())
 	}
@@ -418,21 +418,21 @@ func TestExpiredForeignLeaseAdoptsItsPublishedSummary(t *testing.T) {
 func TestGenerateTrigger(t *testing.T) {
 	r := newRig(t)
 	r.start(Config{Trigger: TriggerGenerate})
-	r.turns("s1", 5)
-	r.control("s1", events.OpGenerate, nil) // an explicit check reports why it did not fold
-	r.eventually("below_threshold published for the explicit check", func() bool {
-		for _, e := range r.lifecycle("s1") {
+	r.Turns("s1", 5)
+	r.Control("s1", events.OpGenerate, nil) // an explicit check reports why it did not fold
+	r.Eventually("below_threshold published for the explicit check", func() bool {
+		for _, e := range r.Lifecycle("s1") {
 			if e.Type == events.EventCompactionSkipped && e.Reason == events.SkipBelowThreshold && e.Trigger == "generate" {
 				return true
 			}
 		}
 		return false
 	})
-	r.turns("s1", 70)
-	r.waitSettled("s1", 75, 0)
-	r.control("s1", events.OpGenerate, nil)
+	r.Turns("s1", 70)
+	r.Settled("s1", 75, 0)
+	r.Control("s1", events.OpGenerate, nil)
 	// The fold at cursor 0 is followed by its catch-up check: 75−10 > 60.
-	s := r.waitSettled("s1", 75, 20)
+	s := r.Settled("s1", 75, 20)
 	if s.Version != 2 {
 		t.Fatalf("version %d", s.Version)
 	}
@@ -443,27 +443,27 @@ func TestGenerateTrigger(t *testing.T) {
 func TestControlOps(t *testing.T) {
 	r := newRig(t)
 	r.start(Config{})
-	r.control("s1", events.OpConfigure, &events.SessionConfig{RecentWindow: 5, BatchSize: 3})
-	r.turns("s1", 9) // 9 > 5+3: fold [0,3)
-	r.waitSettled("s1", 9, 3)
-	r.turns("s1", 1) // 10: recentStart 5, eligible 2, below threshold
-	r.waitSettled("s1", 10, 3)
-	r.control("s1", events.OpCompact, nil) // manual: folds the 2 eligible turns
-	r.waitSettled("s1", 10, 5)
-	r.control("s1", events.OpEnd, nil)
-	r.eventually("ended", func() bool { return r.checkpoint("s1").Ended })
-	r.turns("s1", 1)
-	r.eventually("turn after end refused", func() bool {
-		for _, m := range r.deadLetters() {
+	r.Control("s1", events.OpConfigure, &events.SessionConfig{RecentWindow: 5, BatchSize: 3})
+	r.Turns("s1", 9) // 9 > 5+3: fold [0,3)
+	r.Settled("s1", 9, 3)
+	r.Turns("s1", 1) // 10: recentStart 5, eligible 2, below threshold
+	r.Settled("s1", 10, 3)
+	r.Control("s1", events.OpCompact, nil) // manual: folds the 2 eligible turns
+	r.Settled("s1", 10, 5)
+	r.Control("s1", events.OpEnd, nil)
+	r.Eventually("ended", func() bool { return r.Checkpoint("s1").Ended })
+	r.Turns("s1", 1)
+	r.Eventually("turn after end refused", func() bool {
+		for _, m := range r.DeadLetters() {
 			if m.Header.Get(events.HeaderErrorCode) == events.CodeSessionEnded {
 				return true
 			}
 		}
 		return false
 	})
-	r.control("s1", events.OpReset, nil)
-	r.eventually("reset", func() bool {
-		s := r.checkpoint("s1")
+	r.Control("s1", events.OpReset, nil)
+	r.Eventually("reset", func() bool {
+		s := r.Checkpoint("s1")
 		return !s.Ended && s.Total == 0 && s.Summary == "" && s.Config != nil
 	})
 }
@@ -475,15 +475,15 @@ func TestShutdownAbandonsInFlightFoldSafely(t *testing.T) {
 	r := newRig(t)
 	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.Hang() })
 	_, stop := r.start(Config{ShutdownGrace: 200 * time.Millisecond})
-	r.turns("s1", 63)
-	r.eventually("fold in flight", func() bool { return r.llm.Calls() == 1 })
-	r.eventually("63 applied", func() bool { return r.checkpoint("s1").Total == 63 })
+	r.Turns("s1", 63)
+	r.Eventually("fold in flight", func() bool { return r.llm.Calls() == 1 })
+	r.Eventually("63 applied", func() bool { return r.Checkpoint("s1").Total == 63 })
 	stop()
-	s := r.checkpoint("s1")
+	s := r.Checkpoint("s1")
 	if s.Lease != nil || s.Cursor != 0 || s.Summary != "" || s.Total != 63 {
 		t.Fatalf("after shutdown: lease %v cursor %d summary %q total %d", s.Lease, s.Cursor, s.Summary, s.Total)
 	}
-	cons, err := r.js.Consumer(context.Background(), r.layout.In, "foldstream")
+	cons, err := r.JS.Consumer(context.Background(), r.Layout.In, "foldstream")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +494,7 @@ func TestShutdownAbandonsInFlightFoldSafely(t *testing.T) {
 	if info.NumAckPending != 0 || info.AckFloor.Stream != 63 {
 		t.Fatalf("unacked after shutdown: pending %d, ack floor %d", info.NumAckPending, info.AckFloor.Stream)
 	}
-	lc := r.lifecycle("s1")
+	lc := r.Lifecycle("s1")
 	if len(lc) == 0 || lc[len(lc)-1].Type != events.EventCompactionFailed || lc[len(lc)-1].ErrorClass != "canceled" {
 		t.Fatalf("last lifecycle event %+v, want compaction_failed/canceled", lc[len(lc)-1])
 	}
@@ -502,7 +502,7 @@ func TestShutdownAbandonsInFlightFoldSafely(t *testing.T) {
 	// no new event from the session.
 	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })
 	r.start(Config{})
-	r.waitSettled("s1", 63, 10)
+	r.Settled("s1", 63, 10)
 }
 
 // A backlog larger than two ref chunks is sealed out of the checkpoint,
@@ -511,17 +511,17 @@ func TestSealedBacklogSurvivesRestart(t *testing.T) {
 	r := newRig(t)
 	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.Hang() })
 	_, stop := r.start(Config{ShutdownGrace: 50 * time.Millisecond})
-	r.turns("s1", 1300)
+	r.Turns("s1", 1300)
 	var s *state.Session
-	r.eventually("backlog applied and sealed", func() bool {
-		s = r.checkpoint("s1")
+	r.Eventually("backlog applied and sealed", func() bool {
+		s = r.Checkpoint("s1")
 		return s.Total == 1300 && s.Sealed == 2*state.ChunkSize
 	})
 	stop()
 	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })
 	r.start(Config{})
-	r.turns("s1", 1)
-	s = r.waitSettled("s1", 1301, 1250)
+	r.Turns("s1", 1)
+	s = r.Settled("s1", 1301, 1250)
 	if s.Version != 125 {
 		t.Fatalf("version %d, want 125", s.Version)
 	}
@@ -540,26 +540,26 @@ func TestSealedBacklogSurvivesRestart(t *testing.T) {
 func TestCheckpointConflictRewindsWithoutLoss(t *testing.T) {
 	r := newRig(t)
 	p, _ := r.start(Config{})
-	r.turns("s1", 30)
-	r.turns("s2", 5)
-	r.waitSettled("s1", 30, 0)
+	r.Turns("s1", 30)
+	r.Turns("s2", 5)
+	r.Settled("s1", 30, 0)
 	ctx := context.Background()
-	s, rev, err := r.store.Load(ctx, "s1")
+	s, rev, err := r.Store.Load(ctx, "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.store.Save(ctx, s, rev); err != nil { // same state, new revision
+	if _, err := r.Store.Save(ctx, s, rev); err != nil { // same state, new revision
 		t.Fatal(err)
 	}
-	r.turns("s1", 10)
-	r.turns("s2", 5)
-	r.waitSettled("s1", 40, 0)
-	r.waitSettled("s2", 10, 0)
+	r.Turns("s1", 10)
+	r.Turns("s2", 5)
+	r.Settled("s1", 40, 0)
+	r.Settled("s2", 10, 0)
 	if got := testutil.ToFloat64(p.m.rewinds); got < 1 {
 		t.Fatalf("rewinds %v, want at least 1", got)
 	}
-	r.turns("s1", 21) // 61: the fold still happens exactly once
-	r.waitSettled("s1", 61, 10)
+	r.Turns("s1", 21) // 61: the fold still happens exactly once
+	r.Settled("s1", 61, 10)
 	if r.llm.Calls() != 1 {
 		t.Fatalf("%d summarizer calls", r.llm.Calls())
 	}
@@ -577,25 +577,25 @@ func TestRewindResumesDueSessions(t *testing.T) {
 		return openaitest.OK(echoSummary(req))
 	})
 	p, _ := r.start(Config{})
-	r.turns("s1", 80)
-	r.eventually("first fold in flight, all turns checkpointed", func() bool {
-		s := r.checkpoint("s1")
+	r.Turns("s1", 80)
+	r.Eventually("first fold in flight, all turns checkpointed", func() bool {
+		s := r.Checkpoint("s1")
 		return r.llm.Calls() == 1 && s.Total == 80 && s.Lease != nil
 	})
 	// Another writer moves the checkpoint: the fold's landing conflicts and
 	// rewinds; no further event of s1 will come.
 	ctx := context.Background()
-	s, rev, err := r.store.Load(ctx, "s1")
+	s, rev, err := r.Store.Load(ctx, "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.store.Save(ctx, s, rev); err != nil {
+	if _, err := r.Store.Save(ctx, s, rev); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
 	// Folds at 61 and 71 are due; 80−20 = 60 is not > 60. Both land
 	// without any new turn.
-	r.waitSettled("s1", 80, 20)
+	r.Settled("s1", 80, 20)
 	if got := testutil.ToFloat64(p.m.rewinds); got < 1 {
 		t.Fatalf("rewinds %v", got)
 	}
@@ -606,26 +606,26 @@ func TestRewindResumesDueSessions(t *testing.T) {
 func TestFoldReadsBatchFromMemoryElseStream(t *testing.T) {
 	r := newRig(t)
 	var gets atomic.Int64
-	sub, err := r.nc.Subscribe("$JS.API.DIRECT.GET."+r.layout.In+".>", func(*nats.Msg) { gets.Add(1) })
+	sub, err := r.NC.Subscribe("$JS.API.DIRECT.GET."+r.Layout.In+".>", func(*nats.Msg) { gets.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub2, err := r.nc.Subscribe("$JS.API.DIRECT.GET."+r.layout.In, func(*nats.Msg) { gets.Add(1) })
+	sub2, err := r.NC.Subscribe("$JS.API.DIRECT.GET."+r.Layout.In, func(*nats.Msg) { gets.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
 	defer sub2.Unsubscribe()
 	_, stop := r.start(Config{})
-	r.turns("s1", 61)
-	r.waitSettled("s1", 61, 10)
+	r.Turns("s1", 61)
+	r.Settled("s1", 61, 10)
 	if n := gets.Load(); n != 0 {
 		t.Fatalf("fold made %d direct gets; its batch was in memory", n)
 	}
 	stop()
 	r.start(Config{})
-	r.turns("s1", 10) // 71: folds 10..19, applied by the previous owner
-	r.waitSettled("s1", 71, 20)
+	r.Turns("s1", 10) // 71: folds 10..19, applied by the previous owner
+	r.Settled("s1", 71, 20)
 	if n := gets.Load(); n != 10 {
 		t.Fatalf("fold after a reload made %d direct gets, want 10", n)
 	}

@@ -11,13 +11,11 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
-	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
-	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/partition"
-	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -38,12 +36,7 @@ type instance struct {
 func newPartitionedRig(t *testing.T, n int) *rig {
 	t.Helper()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(testLogLevel)
-	e := brokertest.Start(t, brokertest.Options{Log: log, Partitions: n})
-	r := &rig{t: t, ns: e.NS, nc: e.NC, js: e.JS, layout: e.Layout, store: state.NewStore(e.JS, e.KV), log: log, seq: map[string]int{}}
-	r.llm = openaitest.New(t)
-	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })
-	r.sum = r.summarizer(retry.Policy{MaxAttempts: 1})
-	return r
+	return rigOn(t, testenv.New(t, testenv.Options{Log: &log, Partitions: n}))
 }
 
 // newClusterPartitionedRig is newPartitionedRig on a 3-node cluster,
@@ -65,17 +58,17 @@ func newClusterPartitionedRig(t *testing.T, n int) *rig {
 	subjects, _ := events.NewSubjects("fold")
 	layout := broker.NewLayout(subjects).Partitioned(n)
 	kv := provisionR3(t, js, layout, log)
-	r := &rig{t: t, nc: nc, js: js, layout: layout, store: state.NewStore(js, kv), log: log, seq: map[string]int{}, url: url, replicas: 3}
-	r.llm = openaitest.New(t)
-	r.llm.SetFunc(func(n int, req openaitest.Request) openaitest.Reply { return openaitest.OK(echoSummary(req)) })
-	r.sum = r.summarizer(retry.Policy{MaxAttempts: 1})
+	env := testenv.Attach(t, nc, js, layout, kv, log)
+	env.URL = url
+	r := rigOn(t, env)
+	r.replicas = 3
 	return r
 }
 
 // startInstance runs a partitioned processor named name until stopped.
 func (r *rig) startInstance(name string, ttl time.Duration) *instance {
 	r.t.Helper()
-	nc, err := broker.Connect(broker.ConnConfig{Name: name, URL: r.url}, r.ns, r.log)
+	nc, err := broker.Connect(broker.ConnConfig{Name: name, URL: r.URL}, r.NS, r.Log)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -85,27 +78,27 @@ func (r *rig) startInstance(name string, ttl time.Duration) *instance {
 		r.t.Fatal(err)
 	}
 	ctx := context.Background()
-	kv, err := js.KeyValue(ctx, r.layout.Bucket)
+	kv, err := js.KeyValue(ctx, r.Layout.Bucket)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	owners, ttl, err := partition.OpenBucket(ctx, js, r.layout.Owners, ttl, r.replicas, jetstream.FileStorage, r.log)
+	owners, ttl, err := partition.OpenBucket(ctx, js, r.Layout.Owners, ttl, r.replicas, jetstream.FileStorage, r.Log)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	log := r.log.With().Str("instance", name).Logger()
+	log := r.Log.With().Str("instance", name).Logger()
 	cfg := Config{
 		InstanceID: name, Window: fold.Window{Recent: 6, Batch: 3}, FlushInterval: 5 * time.Millisecond,
 		RetryBackoff: 50 * time.Millisecond, FoldTimeout: 3 * time.Second, LeaseTTL: 4 * time.Second, ShutdownGrace: 3 * time.Second,
 	}
 	start, err := PartitionStarter(cfg, Deps{
-		JS: js, Layout: r.layout, Store: state.NewStore(js, kv), Summarizer: r.sum, Log: log, Clock: SystemClock{},
+		JS: js, Layout: r.Layout, Store: state.NewStore(js, kv), Summarizer: r.sum, Log: log, Clock: SystemClock{},
 		Shared: NewShared(nil, 4),
 	})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	mgr, err := partition.New(partition.Config{Instance: name, Partitions: r.layout.Subjects.Partitions, TTL: ttl}, owners, start, r.log, partition.SystemClock{}, nil)
+	mgr, err := partition.New(partition.Config{Instance: name, Partitions: r.Layout.Subjects.Partitions, TTL: ttl}, owners, start, r.Log, partition.SystemClock{}, nil)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -150,11 +143,11 @@ func (r *rig) ownership(live ...*instance) map[string][]int {
 	for i, in := range live {
 		names[i] = in.name
 	}
-	kv, err := r.js.KeyValue(context.Background(), r.layout.Owners)
+	kv, err := r.JS.KeyValue(context.Background(), r.Layout.Owners)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.eventually(fmt.Sprintf("every partition owned exactly once by %v", names), func() bool {
+	r.Eventually(fmt.Sprintf("every partition owned exactly once by %v", names), func() bool {
 		got = map[string][]int{}
 		var all []int
 		for _, in := range live {
@@ -237,7 +230,7 @@ func scaleOut(t *testing.T, r *rig, ttl time.Duration) {
 			id := fmt.Sprintf("%s-t%03d", session, n)
 			data, _ := json.Marshal(events.Turn{V: 1, Session: session, TurnID: id, At: t0.Add(time.Duration(n) * time.Second),
 				Speaker: "Alice", Role: "user", Text: fmt.Sprintf("message number %03d from Alice", n)})
-			if _, err := r.js.Publish(context.Background(), r.layout.Subjects.In(session, events.KindTurn), data, jetstream.WithMsgID(id)); err != nil {
+			if _, err := r.JS.Publish(context.Background(), r.Layout.Subjects.In(session, events.KindTurn), data, jetstream.WithMsgID(id)); err != nil {
 				t.Errorf("publish %s: %v", id, err)
 				return
 			}
@@ -248,7 +241,7 @@ func scaleOut(t *testing.T, r *rig, ttl time.Duration) {
 		}
 	}()
 	waitTurns := func(n int) {
-		r.eventually(fmt.Sprintf("%d more turns published", n), func() bool {
+		r.Eventually(fmt.Sprintf("%d more turns published", n), func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			total := 0
@@ -262,8 +255,8 @@ func scaleOut(t *testing.T, r *rig, ttl time.Duration) {
 	// Malformed subjects are still dead-lettered (partition 0 reads the
 	// ones the transform leaves alone), a bad kind by its session's
 	// partition, with the subject as the bot sent it.
-	r.publish("fold.in.nosession", events.Turn{V: 1}, "")
-	r.publish(r.layout.Subjects.In("sess-03", "bogus"), events.Turn{V: 1, Session: "sess-03"}, "")
+	r.Publish("fold.in.nosession", events.Turn{V: 1}, "")
+	r.Publish(r.Layout.Subjects.In("sess-03", "bogus"), events.Turn{V: 1, Session: "sess-03"}, "")
 
 	b.stop(t) // graceful: its partitions are released after a flush
 	own = r.ownership(a, c)
@@ -292,20 +285,20 @@ func scaleOut(t *testing.T, r *rig, ttl time.Duration) {
 		for total-cursor > 6+3 {
 			cursor += 3
 		}
-		s := r.waitSettled(session, total, cursor)
+		s := r.Settled(session, total, cursor)
 		r.checkSession(s)
 	}
 	dead := map[string]string{}
-	for _, m := range r.deadLetters() {
+	for _, m := range r.DeadLetters() {
 		dead[m.Header.Get(events.HeaderOriginalSubject)] = m.Header.Get(events.HeaderErrorCode)
 	}
 	if dead["fold.in.nosession"] != events.CodeBadSubject || dead["fold.in.sess-03.bogus"] != events.CodeUnknownType || len(dead) != 2 {
 		t.Fatalf("dead letters by original subject: %v", dead)
 	}
 	// Nothing is left unacknowledged on any partition's consumer.
-	r.eventually("every partition consumer drained", func() bool {
+	r.Eventually("every partition consumer drained", func() bool {
 		for k := range scalePartitions {
-			cons, err := r.js.Consumer(context.Background(), r.layout.In, r.layout.PartitionConsumer("foldstream", k))
+			cons, err := r.JS.Consumer(context.Background(), r.Layout.In, r.Layout.PartitionConsumer("foldstream", k))
 			if err != nil {
 				return false
 			}
@@ -324,7 +317,7 @@ func scaleOut(t *testing.T, r *rig, ttl time.Duration) {
 func (r *rig) checkSession(s *state.Session) {
 	r.t.Helper()
 	ctx := context.Background()
-	in, err := r.js.Stream(ctx, r.layout.In)
+	in, err := r.JS.Stream(ctx, r.Layout.In)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -336,7 +329,7 @@ func (r *rig) checkSession(s *state.Session) {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if want := r.layout.Subjects.InStored(s.ID, events.KindTurn); m.Subject != want {
+		if want := r.Layout.Subjects.InStored(s.ID, events.KindTurn); m.Subject != want {
 			r.t.Fatalf("%s: turn stored under %q, want %q", s.ID, m.Subject, want)
 		}
 		var turn events.Turn
@@ -347,7 +340,7 @@ func (r *rig) checkSession(s *state.Session) {
 			r.t.Fatalf("%s: unfolded turn %d is %q: applied out of order", s.ID, s.Cursor+int64(i), turn.Text)
 		}
 	}
-	sums := r.summaries(s.ID)
+	sums := r.Summaries(s.ID)
 	if uint64(len(sums)) != s.Version {
 		r.t.Fatalf("%s: %d summaries published, checkpoint at version %d", s.ID, len(sums), s.Version)
 	}

@@ -48,7 +48,7 @@ func TestEverySettingIsApplied(t *testing.T) {
 // is kept until a configure installs another.
 func TestPolicyResolvedOncePerConfiguration(t *testing.T) {
 	r := newRig(t)
-	p, err := New(Config{Mode: fold.ModeEvict}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
+	p, err := New(Config{Mode: fold.ModeEvict}, Deps{JS: r.JS, Layout: r.Layout, Store: r.Store, Summarizer: r.sum, Log: r.Log})
 	if err != nil {
 		t.Fatal(err)
 	}

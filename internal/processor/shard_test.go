@@ -15,7 +15,7 @@ import (
 func deliveries(t *testing.T, r *rig, p *Processor, n int) []inMsg {
 	t.Helper()
 	ctx := context.Background()
-	cons, err := r.js.CreateOrUpdateConsumer(ctx, r.layout.In, jetstream.ConsumerConfig{Durable: "loop", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	cons, err := r.JS.CreateOrUpdateConsumer(ctx, r.Layout.In, jetstream.ConsumerConfig{Durable: "loop", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,18 +48,18 @@ func deliveries(t *testing.T, r *rig, p *Processor, n int) []inMsg {
 func TestLoopHoldsASessionWaitingForItsFold(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	p, err := New(Config{}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
+	p, err := New(Config{}, Deps{JS: r.JS, Layout: r.Layout, Store: r.Store, Summarizer: r.sum, Log: r.Log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.outStrm, err = r.js.Stream(ctx, r.layout.Out); err != nil {
+	if p.outStrm, err = r.JS.Stream(ctx, r.Layout.Out); err != nil {
 		t.Fatal(err)
 	}
 	sh := newShard(p, 0, ctx)
-	r.turns("s1", 2)
-	r.control("s1", events.OpReset, nil)
-	r.turns("s1", 1)
-	r.turns("s2", 1)
+	r.Turns("s1", 2)
+	r.Control("s1", events.OpReset, nil)
+	r.Turns("s1", 1)
+	r.Turns("s2", 1)
 	ms := deliveries(t, r, p, 5)
 	sh.handle(ms[0])
 	sh.handle(ms[1])
@@ -109,15 +109,15 @@ func TestLoopHoldsASessionWaitingForItsFold(t *testing.T) {
 func TestLoopRewindDropsTheQueuedEvents(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	p, err := New(Config{FlushInterval: time.Hour}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
+	p, err := New(Config{FlushInterval: time.Hour}, Deps{JS: r.JS, Layout: r.Layout, Store: r.Store, Summarizer: r.sum, Log: r.Log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.outStrm, err = r.js.Stream(ctx, r.layout.Out); err != nil {
+	if p.outStrm, err = r.JS.Stream(ctx, r.Layout.Out); err != nil {
 		t.Fatal(err)
 	}
 	sh := newShard(p, 0, ctx)
-	r.turns("s1", 3)
+	r.Turns("s1", 3)
 	ms := deliveries(t, r, p, 3)
 	done := make(chan struct{})
 	go func() {
@@ -126,8 +126,8 @@ func TestLoopRewindDropsTheQueuedEvents(t *testing.T) {
 	}()
 	sh.in <- ms[0]
 	sh.in <- ms[1]
-	r.eventually("the first two turns checkpointed", func() bool {
-		s, _, err := r.store.Load(ctx, "s1")
+	r.Eventually("the first two turns checkpointed", func() bool {
+		s, _, err := r.Store.Load(ctx, "s1")
 		return err == nil && s.LastSeq == ms[1].seq
 	})
 	p.rewind.Store(true) // as requestRewind: the consumer stops dispatching
@@ -141,14 +141,14 @@ func TestLoopRewindDropsTheQueuedEvents(t *testing.T) {
 	if len(sh.sessions) != 0 || sh.w.busy() || sh.w.acksWaiting() != 0 {
 		t.Fatalf("after the rewind: %d sessions, writer busy %v, %d acks waiting; want all forgotten", len(sh.sessions), sh.w.busy(), sh.w.acksWaiting())
 	}
-	if s := r.checkpoint("s1"); s.LastSeq != ms[1].seq {
+	if s := r.Checkpoint("s1"); s.LastSeq != ms[1].seq {
 		t.Fatalf("checkpoint at sequence %d after the rewind, want %d: the queued turn was applied", s.LastSeq, ms[1].seq)
 	}
-	cons, err := r.js.Consumer(ctx, r.layout.In, "loop")
+	cons, err := r.JS.Consumer(ctx, r.Layout.In, "loop")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.eventually("the queued turn left unacked", func() bool {
+	r.Eventually("the queued turn left unacked", func() bool {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumAckPending == 1 && info.AckFloor.Stream == ms[1].seq
 	})

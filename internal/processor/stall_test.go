@@ -24,7 +24,7 @@ import (
 func (r *rig) competingPull(wait time.Duration) <-chan uint64 {
 	r.t.Helper()
 	ctx := context.Background()
-	cons, err := r.js.Consumer(ctx, r.layout.In, "foldstream")
+	cons, err := r.JS.Consumer(ctx, r.Layout.In, "foldstream")
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func (r *rig) competingPull(wait time.Duration) <-chan uint64 {
 			lost <- md.Sequence.Stream
 		}
 	}()
-	r.eventually("the competing pull to wait", func() bool {
+	r.Eventually("the competing pull to wait", func() bool {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumWaiting >= 2
 	})
@@ -55,7 +55,7 @@ func TestLostLastDeliveryIsRecoveredBeforeAckWait(t *testing.T) {
 	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
 	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}, AckWait: 2 * time.Minute})
 	r.publishTurns("s1", 0, 3)
-	r.waitSettled("s1", 3, 0)
+	r.Settled("s1", 3, 0)
 	ctx := context.Background()
 	lost := r.competingPull(20 * time.Second)
 	// One turn at a time until the competing pull takes one: the taken
@@ -74,7 +74,7 @@ func TestLostLastDeliveryIsRecoveredBeforeAckWait(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	r.waitSettled("s1", int64(total), 0)
+	r.Settled("s1", int64(total), 0)
 	if got := testutil.ToFloat64(p.m.rewinds); got < 1 {
 		t.Errorf("rewinds = %v, want the stall watch's rewind", got)
 	}
@@ -89,11 +89,11 @@ func TestLostLastDeliveryIsRecoveredBeforeAckWait(t *testing.T) {
 func TestReattachWithoutConsumerKeepsTheFloor(t *testing.T) {
 	r := newRig(t)
 	p, _ := r.start(Config{})
-	r.turns("s1", 20)
-	r.waitSettled("s1", 20, 0)
+	r.Turns("s1", 20)
+	r.Settled("s1", 20, 0)
 	ctx := context.Background()
 	attachedAfter := func(startSeq uint64) bool {
-		cons, err := r.js.Consumer(ctx, r.layout.In, "foldstream")
+		cons, err := r.JS.Consumer(ctx, r.Layout.In, "foldstream")
 		if err != nil {
 			return false
 		}
@@ -101,15 +101,15 @@ func TestReattachWithoutConsumerKeepsTheFloor(t *testing.T) {
 		return err == nil && info.Config.OptStartSeq == startSeq
 	}
 	p.requestRewind("test", errors.New("a rewind, to read the floor"))
-	r.eventually("re-attached after the ack floor", func() bool { return attachedAfter(21) })
+	r.Eventually("re-attached after the ack floor", func() bool { return attachedAfter(21) })
 	// As if the next re-attach deleted the consumer and could not create it.
-	if err := r.js.DeleteConsumer(ctx, r.layout.In, "foldstream"); err != nil {
+	if err := r.JS.DeleteConsumer(ctx, r.Layout.In, "foldstream"); err != nil {
 		t.Fatal(err)
 	}
 	p.requestRewind("test", errors.New("a rewind with the consumer gone"))
-	r.eventually("re-attached after the remembered floor", func() bool { return attachedAfter(21) })
-	r.turns("s1", 1)
-	r.waitSettled("s1", 21, 0)
+	r.Eventually("re-attached after the remembered floor", func() bool { return attachedAfter(21) })
+	r.Turns("s1", 1)
+	r.Settled("s1", 21, 0)
 	if got := testutil.ToFloat64(p.m.redelivered); got != 0 {
 		t.Errorf("%v events redelivered, want none: the stream was read again from its start", got)
 	}
@@ -123,7 +123,7 @@ func TestReattachWithoutConsumerKeepsTheFloor(t *testing.T) {
 func TestStallWatchRewindsWhenTheConsumerCannotBeRead(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	cons, err := r.js.CreateOrUpdateConsumer(ctx, r.layout.In, jetstream.ConsumerConfig{Durable: "probe", AckPolicy: jetstream.AckExplicitPolicy})
+	cons, err := r.JS.CreateOrUpdateConsumer(ctx, r.Layout.In, jetstream.ConsumerConfig{Durable: "probe", AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestStallWatchRewindsWhenTheConsumerCannotBeRead(t *testing.T) {
 	if err := w.check(ctx, cons, 0); err != nil {
 		t.Fatalf("an empty, readable consumer is quiet, not stuck: %v", err)
 	}
-	if err := r.js.DeleteConsumer(ctx, r.layout.In, "probe"); err != nil {
+	if err := r.JS.DeleteConsumer(ctx, r.Layout.In, "probe"); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.check(ctx, cons, 0); err != nil {
@@ -142,12 +142,12 @@ func TestStallWatchRewindsWhenTheConsumerCannotBeRead(t *testing.T) {
 	}
 
 	// No JetStream answering at all: every question fails, whatever the error.
-	cons, err = r.js.CreateOrUpdateConsumer(ctx, r.layout.In, jetstream.ConsumerConfig{Durable: "probe2", AckPolicy: jetstream.AckExplicitPolicy})
+	cons, err = r.JS.CreateOrUpdateConsumer(ctx, r.Layout.In, jetstream.ConsumerConfig{Durable: "probe2", AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w = stallWatch{}
-	if err := r.ns.DisableJetStream(); err != nil {
+	if err := r.NS.DisableJetStream(); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= stallUnanswered; i++ {
@@ -170,7 +170,7 @@ func TestAttachRetriesTransientFailures(t *testing.T) {
 	r := newRig(t)
 	var calls atomic.Int32
 	transient := &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
-	p, err := New(Config{FlushInterval: 5 * time.Millisecond}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log,
+	p, err := New(Config{FlushInterval: 5 * time.Millisecond}, Deps{JS: r.JS, Layout: r.Layout, Store: r.Store, Summarizer: r.sum, Log: r.Log,
 		BeforeAttach: func(context.Context) error {
 			switch n := calls.Add(1); {
 			case n == 1:
@@ -193,8 +193,8 @@ func TestAttachRetriesTransientFailures(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("not attached within 20 s")
 	}
-	r.turns("s1", 3)
-	r.waitSettled("s1", 3, 0)
+	r.Turns("s1", 3)
+	r.Settled("s1", 3, 0)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -205,12 +205,12 @@ func TestAttachRetriesTransientFailures(t *testing.T) {
 	// Refused that many times in a row by the server it is connected to,
 	// the engine moved its connection (a node without a meta leader
 	// refuses every create; another may not).
-	if got := r.nc.Stats().Reconnects; got < 1 {
+	if got := r.NC.Stats().Reconnects; got < 1 {
 		t.Errorf("%d reconnects after %d refusals in a row, want the connection moved", got, leaderlessAttempts)
 	}
 
 	fatal := errors.New("partition 3: not the owner")
-	p, err = New(Config{}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log,
+	p, err = New(Config{}, Deps{JS: r.JS, Layout: r.Layout, Store: r.Store, Summarizer: r.sum, Log: r.Log,
 		BeforeAttach: func(context.Context) error { return fatal }})
 	if err != nil {
 		t.Fatal(err)

@@ -73,11 +73,11 @@ func TestSummaryPublishAfterTheSubjectsLast(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t)
-			r.turns("s1", tt.turns)
+			r.Turns("s1", tt.turns)
 			var seqs []uint64
 			for _, ev := range tt.published {
-				r.publish(r.layout.Subjects.Out("s1", events.KindSummary), ev, events.RecordID("s1", events.KindSummary, ev.Version))
-				out := r.outbound("s1", events.KindSummary)
+				r.Publish(r.Layout.Subjects.Out("s1", events.KindSummary), ev, events.RecordID("s1", events.KindSummary, ev.Version))
+				out := r.Outbound("s1", events.KindSummary)
 				seqs = append(seqs, out[len(out)-1].Sequence)
 			}
 			r.checkpointWith("s1", func(s *state.Session) {
@@ -89,9 +89,9 @@ func TestSummaryPublishAfterTheSubjectsLast(t *testing.T) {
 				}
 			})
 			r.start(Config{})
-			r.turns("s1", tt.more)
-			got := r.waitSettled("s1", int64(tt.turns+tt.more), tt.cursor)
-			summaries := r.summaries("s1")
+			r.Turns("s1", tt.more)
+			got := r.Settled("s1", int64(tt.turns+tt.more), tt.cursor)
+			summaries := r.Summaries("s1")
 			var versions []uint64
 			for _, ev := range summaries {
 				versions = append(versions, ev.Version)
@@ -106,7 +106,7 @@ func TestSummaryPublishAfterTheSubjectsLast(t *testing.T) {
 					t.Fatalf("last summary %q is not the model's", text)
 				}
 			}
-			out := r.outbound("s1", events.KindSummary)
+			out := r.Outbound("s1", events.KindSummary)
 			if got.Summary != text || got.Version != tt.version || got.SummarySeq != out[len(out)-1].Sequence {
 				t.Fatalf("checkpoint: summary %q version %d summary_seq %d; want %q, %d, %d", got.Summary, got.Version, got.SummarySeq, text, tt.version, out[len(out)-1].Sequence)
 			}
@@ -114,12 +114,12 @@ func TestSummaryPublishAfterTheSubjectsLast(t *testing.T) {
 				t.Fatalf("%d summarizer calls, want %d", calls, tt.calls)
 			}
 			// The session goes on folding from there.
-			r.turns("s1", 10)
-			after := r.waitSettled("s1", int64(tt.turns+tt.more+10), tt.cursor+10)
+			r.Turns("s1", 10)
+			after := r.Settled("s1", int64(tt.turns+tt.more+10), tt.cursor+10)
 			if after.Version != tt.version+1 {
 				t.Fatalf("next fold: version %d, want %d", after.Version, tt.version+1)
 			}
-			if n := len(r.summaries("s1")); n != len(tt.versions)+1 {
+			if n := len(r.Summaries("s1")); n != len(tt.versions)+1 {
 				t.Fatalf("%d summaries on the stream after the next fold, want %d", n, len(tt.versions)+1)
 			}
 		})
@@ -136,12 +136,12 @@ func TestAbandonedFoldPublishesNothing(t *testing.T) {
 	gate, canceled := make(chan struct{}), make(chan struct{})
 	r.sum = gated{Summarizer: r.sum, gate: gate, canceled: canceled}
 	r.start(Config{})
-	r.turns("s1", 61)
-	r.eventually("fold in flight", func() bool {
-		s := r.checkpoint("s1")
+	r.Turns("s1", 61)
+	r.Eventually("fold in flight", func() bool {
+		s := r.Checkpoint("s1")
 		return s.Total == 61 && s.Lease != nil
 	})
-	r.control("s1", events.OpReset, nil)
+	r.Control("s1", events.OpReset, nil)
 	// The old fold's answer arrives once the reset has canceled it (and
 	// not before: a fold that lands before the reset is seen may publish).
 	select {
@@ -150,13 +150,13 @@ func TestAbandonedFoldPublishesNothing(t *testing.T) {
 		t.Fatal("the reset did not cancel the fold in flight")
 	}
 	close(gate)
-	r.eventually("reset", func() bool {
-		s := r.checkpoint("s1")
+	r.Eventually("reset", func() bool {
+		s := r.Checkpoint("s1")
 		return s.Total == 0 && s.Summary == "" && s.Lease == nil && s.Epoch == 1
 	})
-	r.turns("s1", 61) // numbered on from 61: messages 061.. are after the reset
-	got := r.waitSettled("s1", 61, 10)
-	summaries := r.summaries("s1")
+	r.Turns("s1", 61) // numbered on from 61: messages 061.. are after the reset
+	got := r.Settled("s1", 61, 10)
+	summaries := r.Summaries("s1")
 	if len(summaries) != 1 || summaries[0].Version != 1 || summaries[0].Epoch != 1 || got.Version != 1 {
 		t.Fatalf("summaries %+v, checkpoint version %d; want only v1 of epoch 1", summaries, got.Version)
 	}
@@ -203,11 +203,11 @@ func TestEvictionPublishAfterTheSubjectsLast(t *testing.T) {
 	t.Run("a stopped owner's eviction is adopted with its counts", func(t *testing.T) {
 		r := newRig(t)
 		foreign := note(1, 0)
-		r.publish(r.layout.Subjects.Out("ev", events.KindSummary), foreign, events.RecordID("ev", events.KindSummary, 1))
+		r.Publish(r.Layout.Subjects.Out("ev", events.KindSummary), foreign, events.RecordID("ev", events.KindSummary, 1))
 		r.start(evictCfg)
 		r.sizedTurns("ev", 0, 20, 100) // turn 18 brings 1900 > 1800 tokens: evict 0..8
-		s := r.waitSettled("ev", 20, 9)
-		out := r.outbound("ev", events.KindSummary)
+		s := r.Settled("ev", 20, 9)
+		out := r.Outbound("ev", events.KindSummary)
 		if len(out) != 1 || s.Summary != foreign.Summary || s.Version != 1 || s.SummarySeq != out[0].Sequence {
 			t.Fatalf("%d summaries on the stream; checkpoint summary %q version %d summary_seq %d; want the stopped owner's v1 adopted",
 				len(out), s.Summary, s.Version, s.SummarySeq)
@@ -218,8 +218,8 @@ func TestEvictionPublishAfterTheSubjectsLast(t *testing.T) {
 		}
 		// The next eviction counts on from the adopted one.
 		r.sizedTurns("ev", 20, 30, 100)
-		r.eventually("second eviction", func() bool { return len(r.summaries("ev")) == 2 })
-		sums := r.summaries("ev")
+		r.Eventually("second eviction", func() bool { return len(r.Summaries("ev")) == 2 })
+		sums := r.Summaries("ev")
 		// Every turn before the note's cursor is evicted, 100 tokens each.
 		want := fmt.Sprintf("[Context rolled: %d messages evicted (%d tokens).", sums[1].Cursor, 100*sums[1].Cursor)
 		if sums[1].Version != 2 || !strings.HasPrefix(sums[1].Summary, want) || !strings.Contains(sums[1].Summary, "Evicted range: 2026-11-22T20:00:00Z to") {
@@ -230,15 +230,15 @@ func TestEvictionPublishAfterTheSubjectsLast(t *testing.T) {
 		r := newRig(t)
 		r.start(evictCfg)
 		r.sizedTurns("ev", 0, 20, 100)
-		r.waitSettled("ev", 20, 9)
-		r.control("ev", events.OpReset, nil)
-		r.eventually("reset", func() bool { s := r.checkpoint("ev"); return s.Epoch == 1 && s.Total == 0 })
+		r.Settled("ev", 20, 9)
+		r.Control("ev", events.OpReset, nil)
+		r.Eventually("reset", func() bool { s := r.Checkpoint("ev"); return s.Epoch == 1 && s.Total == 0 })
 		// An owner that still held the session before the reset lands its
 		// second eviction now.
-		r.publish(r.layout.Subjects.Out("ev", events.KindSummary), note(2, 0), events.RecordID("ev", events.KindSummary, 2))
+		r.Publish(r.Layout.Subjects.Out("ev", events.KindSummary), note(2, 0), events.RecordID("ev", events.KindSummary, 2))
 		r.sizedTurns("ev", 20, 40, 100)
-		s := r.waitSettled("ev", 20, 9)
-		sums := r.summaries("ev")
+		s := r.Settled("ev", 20, 9)
+		sums := r.Summaries("ev")
 		var versions []uint64
 		for _, ev := range sums {
 			versions = append(versions, ev.Version)
@@ -246,7 +246,7 @@ func TestEvictionPublishAfterTheSubjectsLast(t *testing.T) {
 		if !slices.Equal(versions, []uint64{1, 2, 3}) {
 			t.Fatalf("summary versions on the stream %v, want [1 2 3]", versions)
 		}
-		out := r.outbound("ev", events.KindSummary)
+		out := r.Outbound("ev", events.KindSummary)
 		if s.Version != 3 || s.SummarySeq != out[2].Sequence || sums[2].Epoch != 1 {
 			t.Fatalf("checkpoint version %d summary_seq %d, last epoch %d; want 3, %d, 1", s.Version, s.SummarySeq, sums[2].Epoch, out[2].Sequence)
 		}
@@ -298,18 +298,18 @@ func TestReplayBehindTheRecordAdoptsIt(t *testing.T) {
 			r := newRig(t)
 			_, stop := r.start(tt.cfg)
 			r.sizedTurns(id, 0, tt.early, 100)
-			old := r.waitSettled(id, int64(tt.early), tt.earlyCursor)
+			old := r.Settled(id, int64(tt.early), tt.earlyCursor)
 			r.sizedTurns(id, tt.early, tt.total, 100)
 			var want *state.Session
 			if tt.cursor > 0 {
-				want = r.waitSettled(id, int64(tt.total), tt.cursor)
+				want = r.Settled(id, int64(tt.total), tt.cursor)
 			} else {
 				// Evictions happen as the turns are applied.
-				r.eventually("every turn applied", func() bool { s := r.checkpoint(id); return s.Total == int64(tt.total) })
-				want = r.checkpoint(id)
+				r.Eventually("every turn applied", func() bool { s := r.Checkpoint(id); return s.Total == int64(tt.total) })
+				want = r.Checkpoint(id)
 			}
 			stop()
-			wantSums := r.summaries(id)
+			wantSums := r.Summaries(id)
 			if len(wantSums) < 3 || wantSums[len(wantSums)-1].Cursor <= int64(tt.early) {
 				t.Fatalf("first pass: %d summaries, the last ending at %d turns; the test needs the record well ahead of the old checkpoint",
 					len(wantSums), want.Cursor)
@@ -318,17 +318,17 @@ func TestReplayBehindTheRecordAdoptsIt(t *testing.T) {
 
 			// The rewind: the old checkpoint is back and the consumer
 			// redelivers every turn after it.
-			_, rev, err := r.store.Load(ctx, id)
+			_, rev, err := r.Store.Load(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tt.lease {
 				old.Lease = &state.Lease{FoldID: "dead", Owner: "gone", Deadline: time.Now().Add(-time.Minute), From: old.Cursor, To: old.Cursor + 4}
 			}
-			if _, err := r.store.Save(ctx, old, rev); err != nil {
+			if _, err := r.Store.Save(ctx, old, rev); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.js.DeleteConsumer(ctx, r.layout.In, "foldstream"); err != nil {
+			if err := r.JS.DeleteConsumer(ctx, r.Layout.In, "foldstream"); err != nil {
 				t.Fatal(err)
 			}
 			// Few turns at a time, as under load: the first fold after
@@ -337,8 +337,8 @@ func TestReplayBehindTheRecordAdoptsIt(t *testing.T) {
 			cfg := tt.cfg
 			cfg.MaxAckPending = 2
 			r.start(cfg)
-			got := r.waitSettled(id, int64(tt.total), want.Cursor)
-			gotSums := r.summaries(id)
+			got := r.Settled(id, int64(tt.total), want.Cursor)
+			gotSums := r.Summaries(id)
 			if len(gotSums) != len(wantSums) {
 				var vs []string
 				for _, ev := range gotSums {
