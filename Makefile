@@ -1,7 +1,7 @@
 # foldstream — see README.md.
 GO ?= go
 
-.PHONY: all build test vet lint fmt-check run demo bench eval fuzz clean
+.PHONY: all build test vet lint fmt-check generate run demo bench eval fuzz clean
 
 all: build
 
@@ -15,6 +15,13 @@ test: fmt-check vet
 
 vet:
 	$(GO) vet ./...
+
+# Writes what is derived from the settings' declarations and the modes'
+# files: the schemas' mode and setting properties, the tables of
+# docs/modes.md. internal/events' tests fail while the committed files
+# differ.
+generate:
+	$(GO) generate ./internal/events
 
 # staticcheck, pinned; the two deliberate exceptions carry //lint:ignore
 # with their reason. CI runs it after the tests.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,24 +29,18 @@ type options struct {
 	replicas                                                        int
 	maxAge                                                          time.Duration
 
-	recentWindow, batchSize, maxSummaryChars, maxNoteChars int
-	minFoldTokens                                          int
-	trigger, profile                                       string
+	// policy holds the modes' per-session settings: their flags
+	// (events.Settings) set its fields.
+	policy           fold.Policy
+	trigger, profile string
 
-	mode                                    string
-	contextWindow, reserveTokens            int
-	idleAfter                               time.Duration
-	idleThreshold, emergencyThreshold       float64
-	keepRecentTokens, keepRecentMessages    int
-	targetUtilization                       float64
-	minKeepMessages, intervalEx, keepRecent int
-	maskToolOutputsAfter                    time.Duration
-	contextSources                          string
-	keepEnded                               bool
-	shards, maxFolds                        int
-	foldTimeout, leaseTTL, flushInterval    time.Duration
-	idleCompact                             time.Duration
-	maxClockSkew                            time.Duration
+	mode                                 string
+	contextSources                       string
+	keepEnded                            bool
+	shards, maxFolds                     int
+	foldTimeout, leaseTTL, flushInterval time.Duration
+	idleCompact                          time.Duration
+	maxClockSkew                         time.Duration
 
 	summarizer                                string
 	openaiBaseURL, openaiModel, openaiKey     string
@@ -89,26 +85,15 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas for the streams and KV bucket (3 on a cluster)")
 	fs.DurationVar(&o.maxAge, "max-age", 0, "retention of the inbound/outbound streams (0 = unlimited; replay needs the history)")
 
-	intSetting(fs, &o.recentWindow, "recent_window")
-	intSetting(fs, &o.batchSize, "batch_size")
-	intSetting(fs, &o.maxSummaryChars, "max_summary_chars")
-	intSetting(fs, &o.maxNoteChars, "max_note_chars")
-	intSetting(fs, &o.minFoldTokens, "min_fold_tokens")
+	o.policy = fold.DefaultPolicy()
+	for _, s := range events.Settings {
+		if s.Flag != "" {
+			fs.Var(&settingFlag{s: s, p: &o.policy}, s.Flag, s.Usage())
+		}
+	}
 	fs.StringVar(&o.trigger, "trigger", "turn", "when to check for a fold: turn (every turn) or generate (on generate control events)")
 	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice (seed 000) or agent (seed 003)")
 	fs.StringVar(&o.mode, "mode", string(fold.DefaultMode), "default mode: "+modesUsage()+"; sessions may override it with a configure control")
-	intSetting(fs, &o.contextWindow, "context_window")
-	intSetting(fs, &o.reserveTokens, "reserve_tokens")
-	secondsSetting(fs, &o.idleAfter, "idle_after_seconds")
-	floatSetting(fs, &o.idleThreshold, "idle_threshold")
-	floatSetting(fs, &o.emergencyThreshold, "emergency_threshold")
-	intSetting(fs, &o.keepRecentTokens, "keep_recent_tokens")
-	intSetting(fs, &o.keepRecentMessages, "keep_recent_messages")
-	floatSetting(fs, &o.targetUtilization, "target_utilization")
-	intSetting(fs, &o.minKeepMessages, "min_keep_messages")
-	intSetting(fs, &o.intervalEx, "interval_exchanges")
-	intSetting(fs, &o.keepRecent, "keep_recent")
-	secondsSetting(fs, &o.maskToolOutputsAfter, "mask_tool_outputs_after_seconds")
 	fs.StringVar(&o.contextSources, "context-sources", "", "mode interval: context sources asked at each fold, a JSON array [{label, subject, prompt, timeout}] or a path to a file holding it (docs/context-sources.md)")
 	fs.BoolVar(&o.keepEnded, "keep-ended", false, "keep an ended session's checkpoint as it is instead of the final fold, archive and clear")
 	fs.IntVar(&o.shards, "shards", 8, "session owners (goroutines)")
@@ -146,32 +131,55 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	return fs
 }
 
-// The flags of the modes' per-session settings are derived from their
-// declarations (events.Settings): name, default and usage. The config file
-// key is the flag's name, the environment variable FOLDSTREAM_<FLAG>.
+// settingFlag is the flag of a mode's per-session setting, derived from
+// its declaration (events.Settings): name, usage, and the default of
+// fold.DefaultPolicy, which it sets in the policy it writes. The config
+// file key is the flag's name, the environment variable
+// FOLDSTREAM_<FLAG>. A setting in seconds is a duration flag.
+type settingFlag struct {
+	s events.Setting
+	p *fold.Policy
+}
 
-func setting(key string) events.Setting {
-	s, ok := events.SettingByKey(key)
-	if !ok || s.Flag == "" {
-		panic("no flag declared for setting " + key) // a programming error, caught by every test
+func (f *settingFlag) String() string {
+	if f == nil || f.p == nil {
+		return "" // the flag package's zero value, for its usage
 	}
-	return s
+	switch v := f.s.Field(f.p).(type) {
+	case *int:
+		return strconv.Itoa(*v)
+	case *float64:
+		return strconv.FormatFloat(*v, 'g', -1, 64)
+	case *time.Duration:
+		return v.String()
+	}
+	return ""
 }
 
-func intSetting(fs *flag.FlagSet, p *int, key string) {
-	s := setting(key)
-	fs.IntVar(p, s.Flag, int(s.Default), s.Usage())
-}
-
-func floatSetting(fs *flag.FlagSet, p *float64, key string) {
-	s := setting(key)
-	fs.Float64Var(p, s.Flag, s.Default, s.Usage())
-}
-
-// secondsSetting: a setting in seconds is a duration flag.
-func secondsSetting(fs *flag.FlagSet, p *time.Duration, key string) {
-	s := setting(key)
-	fs.DurationVar(p, s.Flag, time.Duration(s.Default)*time.Second, s.Usage())
+func (f *settingFlag) Set(text string) error {
+	switch v := f.s.Field(f.p).(type) {
+	case *int:
+		n, err := strconv.ParseInt(text, 0, strconv.IntSize)
+		if err != nil {
+			return errors.New("expected an integer")
+		}
+		*v = int(n)
+	case *float64:
+		x, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return errors.New("expected a number")
+		}
+		*v = x
+	case *time.Duration:
+		d, err := time.ParseDuration(text)
+		if err != nil {
+			return errors.New("expected a duration such as 90s or 5m")
+		}
+		*v = d
+	default:
+		return fmt.Errorf("setting %s has no field in the fold policy", f.s.Key) // a programming error
+	}
+	return nil
 }
 
 // addConnFlags declares how to reach NATS and the subject prefix: what

@@ -70,7 +70,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "; the demo bot publishes %d turns to session %q\n", *turns, *session)
 		err := demo.Run(ctx, e.nc, e.js, e.layout.Subjects, demo.Config{
 			Session: *session, Turns: *turns, Interval: *interval, Seed: *seed, Notes: true,
-			Recent: o.recentWindow, Batch: o.batchSize,
+			Recent: o.policy.Window.Recent, Batch: o.policy.Window.Batch,
 		}, stdout, log)
 		if err == nil {
 			fmt.Fprintf(stdout, "Replay it: %s\n", replayHint(&o, *session))

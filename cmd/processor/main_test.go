@@ -23,7 +23,7 @@ func TestOptionPrecedence(t *testing.T) {
 	if err := parseOptions(fs, &o, []string{"--config", cfg, "--prefix", "flag"}, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
-	if o.recentWindow != 30 || o.batchSize != 7 || o.prefix != "flag" || o.openaiKey != "sk-test" || o.prompts["voice"] == "" {
+	if o.policy.Window.Recent != 30 || o.policy.Window.Batch != 7 || o.prefix != "flag" || o.openaiKey != "sk-test" || o.prompts["voice"] == "" {
 		t.Fatalf("precedence flag > env > file > default broken: %+v", o)
 	}
 }

@@ -172,24 +172,29 @@ func processorConfig(o *options, sum fold.Summarizer) processor.Config {
 	}
 	return processor.Config{
 		MaxConcurrentFolds: maxFolds,
-		Window:             fold.Window{Recent: o.recentWindow, Batch: o.batchSize, MaxSummaryChars: o.maxSummaryChars, MaxNoteChars: o.maxNoteChars, MinFoldTokens: o.minFoldTokens},
+		Window:             o.policy.Window,
 		Trigger:            o.trigger, Profile: fold.Profile(o.profile), Shards: o.shards,
 		FoldTimeout: o.foldTimeout, LeaseTTL: o.leaseTTL, FlushInterval: o.flushInterval, IdleCompact: idleCompact(o.idleCompact),
-		MaxClockSkew: maxClockSkew(o.maxClockSkew),
-		Mode:         fold.Mode(o.mode),
-		Tokens: fold.TokenPolicy{
-			ContextWindow: o.contextWindow, ReserveTokens: o.reserveTokens, IdleAfter: o.idleAfter,
-			IdleThreshold: o.idleThreshold, EmergencyThreshold: o.emergencyThreshold,
-			KeepRecentTokens: o.keepRecentTokens, KeepRecentMessages: o.keepRecentMessages,
-		},
-		Evict:                fold.EvictPolicy{TargetUtilization: o.targetUtilization, MinKeepMessages: o.minKeepMessages},
-		Interval:             fold.IntervalPolicy{Exchanges: o.intervalEx, KeepRecent: o.keepRecent},
-		MaskToolOutputsAfter: o.maskToolOutputsAfter,
+		MaxClockSkew:         maxClockSkew(o.maxClockSkew),
+		Mode:                 fold.Mode(o.mode),
+		Tokens:               idleOff(o.policy.Tokens),
+		Evict:                o.policy.Evict,
+		Interval:             o.policy.Interval,
+		MaskToolOutputsAfter: o.policy.MaskToolOutputsAfter,
 		KeepEnded:            o.keepEnded,
 		// Recall is an endpoint of the service: without it mode evict
 		// falls back to tokens.
 		RecallEnabled: o.service,
 	}
+}
+
+// idleOff maps --idle-after 0 (idle folds off) to the config's negative:
+// its 0 takes the default.
+func idleOff(t fold.TokenPolicy) fold.TokenPolicy {
+	if t.IdleAfter == 0 {
+		t.IdleAfter = -1
+	}
+	return t
 }
 
 // maxClockSkew maps the flag's 0 (off) to the config's negative.

@@ -89,7 +89,7 @@ func TestEverySettingOnEverySurface(t *testing.T) {
 			if f.Usage != s.Usage() {
 				t.Errorf("--%s usage %q, declared %q", s.Flag, f.Usage, s.Usage())
 			}
-			if want := flagValue(s, s.Default); !sameDefault(f, want) {
+			if want := flagValue(s, s.Default()); !sameDefault(f, want) {
 				t.Errorf("--%s default %q, declared %s", s.Flag, f.DefValue, want)
 			}
 			// the environment variable and the config file key set it.
@@ -106,6 +106,12 @@ func TestEverySettingOnEverySurface(t *testing.T) {
 			}
 			if got := fs.Lookup(s.Flag); !sameDefault(got, want) && got.Value.String() != want {
 				t.Errorf("%s=%s: --%s is %s", s.EnvVar(), want, s.Flag, got.Value)
+			}
+			// ... and reaches the processor's configuration.
+			cfg := processorConfig(&o, nil)
+			pol := fold.Policy{Window: cfg.Window, Tokens: cfg.Tokens, Evict: cfg.Evict, Interval: cfg.Interval, MaskToolOutputsAfter: cfg.MaskToolOutputsAfter}
+			if got := s.Get(pol); got != ok {
+				t.Errorf("%s=%s: the processor's configuration holds %v", s.EnvVar(), want, got)
 			}
 			file := filepath.Join(t.TempDir(), "c.json")
 			body, _ := json.Marshal(map[string]any{s.Flag: json.RawMessage(jsonValue(s, ok))})
@@ -381,4 +387,23 @@ func outboundModes(t *testing.T, file string) []string {
 		t.Fatal(err)
 	}
 	return doc.Properties.Mode.Enum
+}
+
+// --idle-after 0 turns idle folds off, as its usage says; by default they
+// are on.
+func TestIdleAfterZeroTurnsIdleFoldsOff(t *testing.T) {
+	for args, off := range map[string]bool{"0": true, "": false} {
+		var o options
+		fs := newFlagSet("run", &o)
+		var argv []string
+		if args != "" {
+			argv = []string{"--idle-after", args}
+		}
+		if err := parseOptions(fs, &o, argv, func(string) string { return "" }); err != nil {
+			t.Fatal(err)
+		}
+		if got := processorConfig(&o, nil).Tokens.IdleAfter; (got < 0) != off {
+			t.Errorf("--idle-after %q: the processor's idle wait is %s, want off %v", args, got, off)
+		}
+	}
 }

@@ -241,7 +241,7 @@ func settingDescription(s Setting) string {
 	b.WriteString(doc)
 	def := s.DefaultDoc
 	if def == "" && s.Flag != "" {
-		def = num(s.Default)
+		def = num(s.Default())
 	}
 	if def != "" {
 		fmt.Fprintf(&b, " (default: %s)", def)

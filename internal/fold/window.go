@@ -146,21 +146,3 @@ func (w Window) amortized(c Check, eligible int64) (turns int64, tokens int) {
 	}
 	return turns, tokens
 }
-
-// Merge applies per-session overrides (zero = keep). MinFoldTokens is set
-// apart (Policy overrides), since 0 is a value a session may choose.
-func (w Window) Merge(recent, batch, maxSummary, maxNote int) Window {
-	if recent > 0 {
-		w.Recent = recent
-	}
-	if batch > 0 {
-		w.Batch = batch
-	}
-	if maxSummary > 0 {
-		w.MaxSummaryChars = maxSummary
-	}
-	if maxNote > 0 {
-		w.MaxNoteChars = maxNote
-	}
-	return w
-}

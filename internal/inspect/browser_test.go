@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/foldstream/foldstream/internal/fold"
 )
 
 // chromium finds Debian's chromium (or another Chrome); without one the
@@ -135,6 +137,11 @@ func TestBrowserTimeline(t *testing.T) {
 		t.Errorf("what-if side: got %q, want 8 versions, cursor 40", whatIf)
 	}
 	shoot(t, ctx, "inspector-whatif.png", "")
+	// Its modes are the registered ones (a mode is one file).
+	modes, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#wi-form select[name="mode"] option')].slice(1).map(o => o.value).join(",")`))
+	if err != nil || modes != strings.Join(fold.ModeNames(), ",") {
+		t.Errorf("what-if modes %q (%v), want %v", modes, err, fold.ModeNames())
+	}
 
 	// Live: ten more turns make a fourth fold, which the open page shows
 	// without a reload.

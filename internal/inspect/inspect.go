@@ -221,7 +221,7 @@ func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	b := s.cfg.WhatIf.Base
 	writeJSON(w, http.StatusOK, map[string]any{
-		"prefix": s.subj.Prefix, "text": s.textAllowed(r), "summarizers": names,
+		"prefix": s.subj.Prefix, "text": s.textAllowed(r), "summarizers": names, "modes": fold.ModeNames(),
 		"defaults": map[string]any{
 			"mode": string(b.Mode), "recent_window": b.Window.Recent, "batch_size": b.Window.Batch,
 			"max_summary_chars": b.Window.MaxSummaryChars,

@@ -39,7 +39,8 @@ type Config struct {
 	Window  fold.Window
 	Trigger string // turn | generate
 	Profile fold.Profile
-	// Settings of the other modes; zero fields take seed defaults.
+	// Settings of the other modes; zero fields take seed defaults (a
+	// negative Tokens.IdleAfter turns idle folds off).
 	Tokens               fold.TokenPolicy
 	Evict                fold.EvictPolicy
 	Interval             fold.IntervalPolicy

@@ -57,50 +57,23 @@ func evicted(mode string) bool {
 	return ok && !e.Summarizes()
 }
 
-// withOverrides applies a session's configure op to the policy.
+// withOverrides applies a session's configure op to the policy: each
+// declared setting (events.Settings) the config sets, to its field.
 func withOverrides(p fold.Policy, c *events.SessionConfig) fold.Policy {
 	if c.Mode != "" {
 		p.Mode = fold.Mode(c.Mode)
 	}
-	p.Window = p.Window.Merge(c.RecentWindow, c.BatchSize, c.MaxSummaryChars, c.MaxNoteChars)
-	if c.MinFoldTokens != nil {
-		p.Window.MinFoldTokens = *c.MinFoldTokens // 0 turns the deployment's off
-	}
-	t := &p.Tokens
 	if c.ContextWindow > 0 {
 		// A reserve set for the deployment's window is not one for this
 		// window: unless the session sets its own, it follows the window.
-		t.ContextWindow = c.ContextWindow
-		t.ReserveTokens = 0
+		p.Tokens.ReserveTokens = 0
 	}
-	setInt(&t.ReserveTokens, c.ReserveTokens)
-	if c.IdleAfterSeconds > 0 {
-		t.IdleAfter = time.Duration(c.IdleAfterSeconds) * time.Second
-	}
-	setFloat(&t.IdleThreshold, c.IdleThreshold)
-	setFloat(&t.EmergencyThreshold, c.EmergencyThreshold)
-	setInt(&t.KeepRecentTokens, c.KeepRecentTokens)
-	setInt(&t.KeepRecentMessages, c.KeepRecentMessages)
-	setFloat(&p.Evict.TargetUtilization, c.TargetUtilization)
-	setInt(&p.Evict.MinKeepMessages, c.MinKeepMessages)
-	setInt(&p.Interval.Exchanges, c.IntervalExchanges)
-	setInt(&p.Interval.KeepRecent, c.KeepRecent)
-	if c.MaskToolOutputsAfterSeconds > 0 {
-		p.MaskToolOutputsAfter = time.Duration(c.MaskToolOutputsAfterSeconds) * time.Second
+	for _, s := range events.Settings {
+		if v, set := s.Value(c); set {
+			s.Apply(&p, v)
+		}
 	}
 	return p
-}
-
-func setInt(dst *int, v int) {
-	if v > 0 {
-		*dst = v
-	}
-}
-
-func setFloat(dst *float64, v float64) {
-	if v > 0 {
-		*dst = v
-	}
 }
 
 // checkConfigure refuses a configure op whose settings, merged with the
@@ -159,7 +132,7 @@ func (c *coordinator) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
 	return at, true
 }
 
-// evict runs mode evict's action: no model call, so only its record to
+// evict runs an eviction (ActionEvict, mode evict): no model call, so only its record to
 // wait for. The record (summary-updated carrying the eviction note, and
 // the evicted event) is published off the loop (recordEviction), before
 // the checkpoint, with message ids by version, so a crash in between

@@ -72,3 +72,19 @@ func TestPolicyResolvedOncePerConfiguration(t *testing.T) {
 		t.Fatalf("reconfigured: mode %s, exchanges %d", got.Mode, got.Interval.Exchanges)
 	}
 }
+
+// A negative idle wait turns idle folds off: the defaults keep it, and a
+// session in mode tokens gets no idle wake; a zero one takes the default.
+func TestIdleFoldsOff(t *testing.T) {
+	off := Config{Mode: fold.ModeTokens, Tokens: fold.TokenPolicy{IdleAfter: -1}}.withDefaults().policy()
+	if _, _, ok := off.Engine().Idle(off); ok {
+		t.Errorf("IdleAfter -1: idle folds on (%s)", off.Tokens.IdleAfter)
+	}
+	if err := off.Validate(); err != nil {
+		t.Errorf("IdleAfter -1: %v", err)
+	}
+	on := Config{Mode: fold.ModeTokens}.withDefaults().policy()
+	if after, _, ok := on.Engine().Idle(on); !ok || after != fold.DefaultPolicy().Tokens.IdleAfter {
+		t.Errorf("IdleAfter 0: idle after %s (on %v), want the default %s", after, ok, fold.DefaultPolicy().Tokens.IdleAfter)
+	}
+}

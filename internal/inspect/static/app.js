@@ -329,6 +329,7 @@ async function init() {
     const d = state.cfg.defaults, f = $("wi-form");
     f.recent_window.placeholder = d.recent_window; f.batch_size.placeholder = d.batch_size; f.max_summary_chars.placeholder = d.max_summary_chars;
     f.mode.options[0].textContent = "(" + d.mode + ")";
+    for (const m of state.cfg.modes) f.mode.append(el("option", { value: m, text: m }));
   } catch (e) { $("conn").textContent = e.message; }
   buildFilters();
   let t;
