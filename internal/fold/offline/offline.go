@@ -520,25 +520,40 @@ func matchMore(s string) (list, n string, ok bool) {
 	return list, rest[i:], true
 }
 
-// splitNameList parses "A, B and C" or "A, B and 3 others".
+// splitNameList parses "A, B and C" or "A, B and 3 others": the parts
+// between ", " and the last part split at its last " and ", trimmed,
+// empty ones and "N others" left out (N is others).
 func splitNameList(s string) ([]string, int) {
-	parts := strings.Split(s, ", ")
-	last := parts[len(parts)-1]
-	if i := strings.LastIndex(last, " and "); i >= 0 {
-		parts = append(parts[:len(parts)-1], last[:i], last[i+5:])
-	}
-	var out []string
+	out := make([]string, 0, strings.Count(s, ", ")+2) // (one allocation)
 	others := 0
-	for _, p := range parts {
+	part := func(p string) {
 		p = strings.TrimSpace(p)
 		if p == "" {
-			continue
+			return
 		}
 		if n, ok := matchOthers(p); ok {
 			others, _ = strconv.Atoi(n)
-			continue
+			return
 		}
 		out = append(out, p)
+	}
+	rest := s
+	for {
+		p, r, found := strings.Cut(rest, ", ")
+		if !found {
+			break
+		}
+		part(p)
+		rest = r
+	}
+	if i := strings.LastIndex(rest, " and "); i >= 0 {
+		part(rest[:i])
+		part(rest[i+5:])
+	} else {
+		part(rest)
+	}
+	if len(out) == 0 {
+		return nil, others
 	}
 	return out, others
 }

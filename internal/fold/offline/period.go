@@ -83,6 +83,9 @@ func (p *period) render() string {
 // all be participants: a sentence someone said that happens to look like
 // one stays a statement.
 func parsePeriod(s string, who names) (*period, bool) {
+	if !strings.Contains(s, " discussed ") {
+		return nil, false // (most sentences: no period line, nothing allocated)
+	}
 	p := &period{}
 	rest, ok := strings.CutPrefix(s, "From ")
 	if at, ok2 := strings.CutPrefix(s, "At "); ok2 {
