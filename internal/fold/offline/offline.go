@@ -276,12 +276,15 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	// Period lines start once the summary is full (until then its
 	// statements say it all), and need room.
 	if !agent && budget >= minPeriodBudget && (len(periods) > 0 || overBudget(items, budget)) {
-		sal := earlierCounts(periods, prevSents)
+		if sc.sal == nil {
+			sc.sal = map[string]float64{}
+		}
+		sal := earlierCounts(sc.sal, periods, prevSents)
 		n := 0
 		for _, st := range ex.said {
 			n += len(st.words)
 		}
-		batch := newPhraseCounter(n)
+		batch := sc.phraseCounter(n)
 		batch.sal = sal
 		for _, st := range ex.said {
 			batch.add(st.words, st.infos, st.turn, st.speaker, who)
