@@ -1152,3 +1152,14 @@ func TestEquivSplitNameList(t *testing.T) {
 		}
 	}
 }
+
+func TestEquivWriteNames(t *testing.T) {
+	for n := 0; n < 5; n++ {
+		ns := []string{"A", "B b", "", "C, D", "E"}[:n]
+		var b strings.Builder
+		writeNames(&b, ns)
+		if got, want := b.String(), joinNames(ns); got != want {
+			t.Fatalf("writeNames(%q) = %q, want %q", ns, got, want)
+		}
+	}
+}

@@ -1221,17 +1221,12 @@ func joinWithPeriods(items []*item, periodText string) string {
 	if periodText == "" {
 		return join(items)
 	}
+	// (one string: the opening sentence, the period lines, the rest)
+	var arr [64]string
 	if len(items) > 0 && items[0].isLead && !items[0].drop && items[0].text() != "" {
-		rest := join(items[1:])
-		if rest == "" {
-			return items[0].text() + " " + periodText
-		}
-		return items[0].text() + " " + periodText + " " + rest
+		return strings.Join(appendJoinParts(append(arr[:0], items[0].text(), periodText), items[1:]), " ")
 	}
-	if rest := join(items); rest != "" {
-		return periodText + " " + rest
-	}
-	return periodText
+	return strings.Join(appendJoinParts(append(arr[:0], periodText), items), " ")
 }
 
 // join writes the kept items as one paragraph, merging consecutive
@@ -1240,7 +1235,13 @@ func joinWithPeriods(items []*item, periodText string) string {
 // merged sentence is kept or dropped as a whole in later folds).
 func join(items []*item) string {
 	var arr [64]string
-	parts := arr[:0]
+	return strings.Join(appendJoinParts(arr[:0], items), " ")
+}
+
+// appendJoinParts appends the sentences join writes (joined by spaces) to
+// parts: a merge looks back only at the sentences of items.
+func appendJoinParts(parts []string, items []*item) []string {
+	from := len(parts)
 	lastSpeaker := ""
 	lastScore := 0.0
 	merged := 0
@@ -1250,7 +1251,7 @@ func join(items []*item) string {
 		}
 		t := it.text()
 		n := len(parts)
-		if n > 0 && it.isNew && it.speaker != "" && lastSpeaker == it.speaker && merged < 1 &&
+		if n > from && it.isNew && it.speaker != "" && lastSpeaker == it.speaker && merged < 1 &&
 			math.Abs(lastScore-it.score) <= 1.5 &&
 			strings.HasSuffix(parts[n-1], ".") && strings.HasPrefix(t, it.speaker) && strings.HasPrefix(t[len(it.speaker):], " ") &&
 			!strings.Contains(parts[n-1], " agreed") && !strings.Contains(parts[n-1], " said yes") &&
@@ -1266,5 +1267,5 @@ func join(items []*item) string {
 			lastSpeaker = it.speaker
 		}
 	}
-	return strings.Join(parts, " ")
+	return parts
 }

@@ -72,11 +72,25 @@ func (p *period) render() string {
 	} else {
 		b.WriteString("Earlier, ")
 	}
-	b.WriteString(joinNames(p.names))
+	writeNames(&b, p.names)
 	b.WriteString(" discussed ")
-	b.WriteString(joinNames(p.phrases))
+	writeNames(&b, p.phrases)
 	b.WriteByte('.')
 	return b.String()
+}
+
+// writeNames writes joinNames(ns) to b.
+func writeNames(b *strings.Builder, ns []string) {
+	for i, n := range ns {
+		switch {
+		case i == 0:
+		case i == len(ns)-1:
+			b.WriteString(" and ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(n)
+	}
 }
 
 // parsePeriod reads a period line of a previous summary. The names must
