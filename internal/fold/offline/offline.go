@@ -276,12 +276,15 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	// Period lines start once the summary is full (until then its
 	// statements say it all), and need room.
 	if !agent && budget >= minPeriodBudget && (len(periods) > 0 || overBudget(items, budget)) {
-		sal := earlierCounts(periods, prevSents)
+		if sc.sal == nil {
+			sc.sal = map[string]float64{}
+		}
+		sal := earlierCounts(sc.sal, periods, prevSents)
 		n := 0
 		for _, st := range ex.said {
 			n += len(st.words)
 		}
-		batch := newPhraseCounter(n)
+		batch := sc.phraseCounter(n)
 		batch.sal = sal
 		for _, st := range ex.said {
 			batch.add(st.words, st.infos, st.turn, st.speaker, who)
@@ -520,25 +523,40 @@ func matchMore(s string) (list, n string, ok bool) {
 	return list, rest[i:], true
 }
 
-// splitNameList parses "A, B and C" or "A, B and 3 others".
+// splitNameList parses "A, B and C" or "A, B and 3 others": the parts
+// between ", " and the last part split at its last " and ", trimmed,
+// empty ones and "N others" left out (N is others).
 func splitNameList(s string) ([]string, int) {
-	parts := strings.Split(s, ", ")
-	last := parts[len(parts)-1]
-	if i := strings.LastIndex(last, " and "); i >= 0 {
-		parts = append(parts[:len(parts)-1], last[:i], last[i+5:])
-	}
-	var out []string
+	out := make([]string, 0, strings.Count(s, ", ")+2) // (one allocation)
 	others := 0
-	for _, p := range parts {
+	part := func(p string) {
 		p = strings.TrimSpace(p)
 		if p == "" {
-			continue
+			return
 		}
 		if n, ok := matchOthers(p); ok {
 			others, _ = strconv.Atoi(n)
-			continue
+			return
 		}
 		out = append(out, p)
+	}
+	rest := s
+	for {
+		p, r, found := strings.Cut(rest, ", ")
+		if !found {
+			break
+		}
+		part(p)
+		rest = r
+	}
+	if i := strings.LastIndex(rest, " and "); i >= 0 {
+		part(rest[:i])
+		part(rest[i+5:])
+	} else {
+		part(rest)
+	}
+	if len(out) == 0 {
+		return nil, others
 	}
 	return out, others
 }
