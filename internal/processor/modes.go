@@ -71,7 +71,7 @@ func withOverrides(p fold.Policy, c *events.SessionConfig) fold.Policy {
 	}
 	for _, s := range events.Settings {
 		if v, set := s.Value(c); set {
-			s.Apply(&p, v)
+			p.Apply(s.Key, v)
 		}
 	}
 	return p
