@@ -375,6 +375,13 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	err = waitAcked(ctx, e.js, l.In, uint64(r.n))
 	if debug {
 		fmt.Fprintf(os.Stderr, "all applied at %v, all acked at %v\n", <-appliedAt, time.Since(start))
+		// What the processor stored meanwhile: checkpoint (and due mark)
+		// writes, and outbound publishes (summaries and lifecycle events).
+		for _, name := range []string{"KV_" + l.Bucket, l.Out} {
+			if st, err := e.js.Stream(ctx, name); err == nil {
+				fmt.Fprintf(os.Stderr, "  %s: %d messages stored\n", name, st.CachedInfo().State.LastSeq)
+			}
+		}
 	}
 	res.took = time.Since(start)
 	res.cpu = (cpuTime() - cpu0) / time.Duration(r.n)

@@ -36,12 +36,26 @@ type sessionOwner interface {
 	drop(id string)
 }
 
-func newCheckpointWriter(p *Processor, owner sessionOwner) checkpointWriter {
-	return checkpointWriter{p: p, owner: owner, saves: make(chan []saveDone, 64)}
+// maxWrites bounds one shard's checkpoint writes in flight: the state
+// stream stores writes in arrival order, so a deep queue only delays
+// every write (and the acks behind it).
+const maxWrites = 16
+
+func newCheckpointWriter(p *Processor, owner sessionOwner) *checkpointWriter {
+	return &checkpointWriter{p: p, owner: owner, saves: make(chan []saveDone, 64)}
 }
 
 // busy reports whether writes are in flight or sessions wait for one.
 func (w *checkpointWriter) busy() bool { return w.writes > 0 || len(w.dirty) > 0 }
+
+// hasDirty reports whether sessions wait for a write.
+func (w *checkpointWriter) hasDirty() bool { return len(w.dirty) > 0 }
+
+// inFlight is the number of pipelined writes whose outcome is not back.
+func (w *checkpointWriter) inFlight() int { return w.writes }
+
+// acksWaiting is the number of applied messages waiting for a write.
+func (w *checkpointWriter) acksWaiting() int { return w.pending }
 
 // reset forgets the dirty sessions and pending acks (a rewind: their
 // messages come again). Writes in flight must have landed.
@@ -254,9 +268,11 @@ func (w *checkpointWriter) landSaves(done []saveDone) {
 		} else {
 			ls.acks = nil
 		}
-		if fn := ls.afterWrite; fn != nil {
+		if lw := ls.wait; lw != nil && lw.afterWrite != nil {
 			// A synchronous save waited for this write (checkpointThen).
-			ls.afterWrite = nil
+			fn := lw.afterWrite
+			lw.afterWrite = nil
+			ls.tidyWait()
 			if w.checkpoint(ls) {
 				fn()
 			}
@@ -276,9 +292,10 @@ func (w *checkpointWriter) checkpointThen(ls *live, fn func()) {
 		}
 		return
 	}
-	if prev := ls.afterWrite; prev != nil {
-		ls.afterWrite = func() { prev(); fn() }
+	w2 := ls.waits()
+	if prev := w2.afterWrite; prev != nil {
+		w2.afterWrite = func() { prev(); fn() }
 		return
 	}
-	ls.afterWrite = fn
+	w2.afterWrite = fn
 }

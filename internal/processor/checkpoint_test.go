@@ -21,7 +21,7 @@ func (o testOwner) drop(id string)      { delete(o, id) }
 type writerRig struct {
 	*rig
 	p     *Processor
-	w     checkpointWriter
+	w     *checkpointWriter
 	own   testOwner
 	cons  jetstream.Consumer
 	msgs  []jetstream.Msg
@@ -85,7 +85,7 @@ func (wr *writerRig) ackPending() int {
 // rewind.
 func TestCheckpointWriterAcksAfterTheCoveringWrite(t *testing.T) {
 	wr := newWriterRig(t, 4)
-	w, ls := &wr.w, wr.ls
+	w, ls := wr.w, wr.ls
 	for range 3 {
 		wr.take()
 	}
@@ -140,7 +140,7 @@ func TestCheckpointWriterAcksAfterTheCoveringWrite(t *testing.T) {
 // write that covers it.
 func TestCheckpointWriterOneWriteOfASessionAtATime(t *testing.T) {
 	wr := newWriterRig(t, 3)
-	w, ls := &wr.w, wr.ls
+	w, ls := wr.w, wr.ls
 	wr.take()
 	w.flush(true)
 	wr.take()

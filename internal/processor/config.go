@@ -73,7 +73,8 @@ type Config struct {
 	// FlushInterval bounds, under load, how long a session's change waits
 	// for its checkpoint (and its ack): a session is written once its
 	// oldest unwritten change is this old, so one write covers all its
-	// turns since. A shard whose input is quiet writes at once.
+	// turns since. A shard whose input is quiet, with nothing more
+	// pending on the consumer, writes at once.
 	FlushInterval time.Duration
 	// FlushBatch forces a shard flush once this many acks are pending.
 	FlushBatch int

@@ -42,6 +42,7 @@ type coordinator struct {
 	ahead map[string]summaryRecord
 	// policies: the resolved policy of each configuration in use (modes.go)
 	policies map[*events.SessionConfig]fold.Policy
+	sent     sentEvents // lifecycle events waiting for their acks (publish.go)
 }
 
 // foldLoop is the event loop as the coordinator sees it.
@@ -60,6 +61,7 @@ func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, foldCtx co
 		wake:     make(map[string]time.Time),
 		ahead:    make(map[string]summaryRecord),
 		policies: make(map[*events.SessionConfig]fold.Policy),
+		sent:     sentEvents{log: p.log},
 	}
 }
 
@@ -229,7 +231,7 @@ func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
 // summary it stored is adopted (applyResult).
 func (c *coordinator) abandon(ls *live, why string) bool {
 	if ls.landing {
-		ls.wait = waitLanding
+		ls.waits().on = waitLanding
 		return false
 	}
 	if ls.cancel != nil {
@@ -241,7 +243,7 @@ func (c *coordinator) abandon(ls *live, why string) bool {
 		ls.s.Lease = nil
 	}
 	if ls.running != "" {
-		ls.wait = waitFold
+		ls.waits().on = waitFold
 		return false
 	}
 	return true
@@ -250,11 +252,15 @@ func (c *coordinator) abandon(ls *live, why string) bool {
 // waitOver reports whether what the session waits for (abandon) is back,
 // and if so ends the wait.
 func (c *coordinator) waitOver(ls *live) bool {
+	w := ls.wait
+	if w == nil {
+		return true
+	}
 	switch {
-	case ls.wait == waitLanding && ls.landing, ls.wait == waitFold && ls.running != "":
+	case w.on == waitLanding && ls.landing, w.on == waitFold && ls.running != "":
 		return false
 	}
-	ls.wait = waitNone
+	w.on = waitNone
 	return true
 }
 
@@ -282,7 +288,7 @@ func (c *coordinator) resume(id, trigger string) {
 	if ls == nil {
 		return
 	}
-	if ls.wait != waitNone {
+	if ls.parked() {
 		c.wake[id] = c.p.clock.Now() // looked at again once its wait is over
 		return
 	}
@@ -330,6 +336,14 @@ func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
 	p := c.p
 	now := p.clock.Now()
 	s := ls.s
+	if ls.evicting {
+		// Its eviction is being recorded: looked at again when it lands
+		// (landEviction).
+		if trigger == "generate" || trigger == "compact" {
+			c.skip(ls, c.policy(ls), fold.Decision{Reason: fold.SkipAlreadyInFlight}, trigger)
+		}
+		return
+	}
 	if s.Lease != nil && !s.Lease.Held(now) && s.Lease.Owner != p.cfg.InstanceID {
 		// Another engine's (a crashed instance, a partition's previous
 		// owner): it may have published the summary without checkpointing
@@ -345,8 +359,8 @@ func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
 		c.w.markDirty(ls)
 		if waited {
 			// Checked again once the fold is back.
-			if ls.then == nil {
-				ls.then = func() { c.evaluate(ls, trigger, force) }
+			if w := ls.waits(); w.then == nil {
+				w.then = func() { c.evaluate(ls, trigger, force) }
 			}
 			return
 		}
@@ -539,8 +553,11 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	runtime.Gosched()
 }
 
-// applyResult lands a fold on its shard: publish the summary (the record),
-// then checkpoint, then look for the next batch (catch-up).
+// applyResult lands a fold's result on the loop: the summary is on the
+// stream (the record), so the cursor moves, the checkpoint follows, and
+// the next batch is looked for (catch-up). A failure, a refused publish
+// or an abandoned fold are handled here too, and an eviction's result is
+// landEviction's.
 func (c *coordinator) applyResult(r foldResult) {
 	p := c.p
 	c.inFlight--
@@ -549,8 +566,16 @@ func (c *coordinator) applyResult(r foldResult) {
 	if ls == nil {
 		return
 	}
-	if ls.running == r.job.foldID {
+	ours := ls.running == r.job.foldID
+	if ours {
 		ls.running = ""
+	}
+	if r.evict != nil {
+		if ours {
+			ls.evicting = false
+		}
+		c.landEviction(ls, r.evict, ours)
+		return
 	}
 	if r.republished {
 		ls.landing = false

@@ -7,9 +7,12 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testlog"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // testLoop is the event loop as the coordinator and the checkpoint writer
@@ -44,10 +47,11 @@ type coordRig struct {
 	loop testLoop
 }
 
-func newCoordRig(t *testing.T) *coordRig {
+func newCoordRig(t *testing.T, cfg Config) *coordRig {
 	r := newRig(t)
 	ctx := context.Background()
-	p, err := New(Config{RetryBackoff: time.Minute, RetryBackoffMax: time.Hour}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
+	cfg.RetryBackoff, cfg.RetryBackoffMax = time.Minute, time.Hour
+	p, err := New(cfg, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +62,7 @@ func newCoordRig(t *testing.T) *coordRig {
 		t.Fatal(err)
 	}
 	cr := &coordRig{rig: r, p: p, loop: testLoop{testOwner: testOwner{}, p: p}}
-	w := newCheckpointWriter(p, cr.loop)
-	cr.w = &w
+	cr.w = newCheckpointWriter(p, cr.loop)
 	cr.c = newCoordinator(p, cr.w, cr.loop, ctx)
 	return cr
 }
@@ -68,6 +71,12 @@ func newCoordRig(t *testing.T) *coordRig {
 // loop would apply them (nothing checkpointed).
 func (cr *coordRig) applied(id string, n int) *live {
 	cr.turns(id, n)
+	return cr.applyStream(id, n)
+}
+
+// applyStream applies the session's n events on the inbound stream to a
+// new live session.
+func (cr *coordRig) applyStream(id string, n int) *live {
 	ls := &live{s: state.New(id)}
 	ctx := context.Background()
 	filter := cr.layout.Subjects.InSession(id)
@@ -116,7 +125,7 @@ func (cr *coordRig) result() foldResult {
 // back: the cursor moves past the batch, the version is the one stored on
 // the outbound stream, the lease is gone, and the session is written.
 func TestCoordinatorStartsAndLandsAFold(t *testing.T) {
-	cr := newCoordRig(t)
+	cr := newCoordRig(t, Config{})
 	c := cr.c
 	ls := cr.applied("s1", 61) // recent window 50, batch 10: one batch due
 	c.evaluate(ls, "turn", false)
@@ -166,7 +175,7 @@ func TestCoordinatorStartsAndLandsAFold(t *testing.T) {
 // session backs off and is woken when the backoff ends, and the failure is
 // published; a check before then does not call the model.
 func TestCoordinatorFailedFoldBacksOff(t *testing.T) {
-	cr := newCoordRig(t)
+	cr := newCoordRig(t, Config{})
 	cr.llm.SetFunc(func(int, openaitest.Request) openaitest.Reply { return openaitest.ServerError() })
 	c := cr.c
 	ls := cr.applied("s1", 61)
@@ -202,7 +211,7 @@ func TestCoordinatorFailedFoldBacksOff(t *testing.T) {
 // it; the session waits for the result, which moves nothing when it comes
 // back.
 func TestCoordinatorAbandonedFoldMovesNothing(t *testing.T) {
-	cr := newCoordRig(t)
+	cr := newCoordRig(t, Config{})
 	release := make(chan struct{})
 	defer close(release)
 	cr.llm.SetFunc(func(int, openaitest.Request) openaitest.Reply {
@@ -218,14 +227,117 @@ func TestCoordinatorAbandonedFoldMovesNothing(t *testing.T) {
 	if c.abandon(ls, "test") { // the summarizer is still thinking
 		t.Fatal("abandon reported the fold over while it runs")
 	}
-	if ls.s.Lease != nil || ls.wait != waitFold || c.waitOver(ls) {
-		t.Fatalf("after abandon: lease %+v, wait %d; want no lease and the session waiting for its fold", ls.s.Lease, ls.wait)
+	if ls.s.Lease != nil || ls.wait == nil || ls.wait.on != waitFold || c.waitOver(ls) {
+		t.Fatalf("after abandon: lease %+v, wait %+v; want no lease and the session waiting for its fold", ls.s.Lease, ls.wait)
 	}
 	c.applyResult(cr.result())
 	if !c.waitOver(ls) || ls.running != "" || c.inFlight != 0 || !c.abandon(ls, "test") {
-		t.Fatalf("after the result: wait %d running %q in flight %d", ls.wait, ls.running, c.inFlight)
+		t.Fatalf("after the result: wait %+v running %q in flight %d", ls.wait, ls.running, c.inFlight)
 	}
 	if ls.s.Cursor != 0 || ls.s.Version != 0 {
 		t.Fatalf("abandoned fold moved the session: cursor %d version %d", ls.s.Cursor, ls.s.Version)
+	}
+}
+
+// An eviction records its note off the loop: while it is being published
+// the session starts nothing else, and it lands when its result is handed
+// back (cursor, counters, version at the stored sequence). A refused
+// publish that finds a stopped owner's note of the same turns adopts it.
+func TestCoordinatorRecordsAnEvictionOffTheLoop(t *testing.T) {
+	evictCfg := Config{
+		Mode: fold.ModeEvict, RecallEnabled: true,
+		Tokens: fold.TokenPolicy{ContextWindow: 2000, ReserveTokens: 200},
+		Evict:  fold.EvictPolicy{TargetUtilization: 0.5, MinKeepMessages: 4},
+	}
+	t.Run("lands", func(t *testing.T) {
+		cr := newCoordRig(t, evictCfg)
+		c := cr.c
+		cr.sizedTurns("ev", 0, 19, 100) // 1900 > 1800 tokens: evict 9 to reach 1000
+		ls := cr.applyStream("ev", 19)
+		c.evaluate(ls, "turn", false)
+		if !ls.evicting || ls.running == "" || c.inFlight != 1 || ls.s.Cursor != 0 {
+			t.Fatalf("after the check: evicting %v running %q in flight %d cursor %d; want the eviction recording, nothing moved yet",
+				ls.evicting, ls.running, c.inFlight, ls.s.Cursor)
+		}
+		c.evaluate(ls, "turn", false)
+		if c.inFlight != 1 {
+			t.Fatalf("%d in flight after a second check during the eviction, want 1", c.inFlight)
+		}
+		r := cr.result()
+		if r.evict == nil || r.evict.err != nil || r.evict.seq == 0 {
+			t.Fatalf("eviction result %+v", r.evict)
+		}
+		c.applyResult(r)
+		s := ls.s
+		if ls.evicting || ls.running != "" || c.inFlight != 0 || s.Cursor != 9 || s.Evicted != 9 || s.Version != 1 || s.SummarySeq != r.evict.seq {
+			t.Fatalf("after landing: evicting %v running %q in flight %d cursor %d evicted %d version %d seq %d (stored %d)",
+				ls.evicting, ls.running, c.inFlight, s.Cursor, s.Evicted, s.Version, s.SummarySeq, r.evict.seq)
+		}
+		if len(decodeAll[events.Evicted](cr.rig, "ev", events.KindEvicted)) != 1 {
+			t.Fatal("no evicted event on the outbound stream")
+		}
+	})
+	t.Run("adopts a stopped owner's note", func(t *testing.T) {
+		cr := newCoordRig(t, evictCfg)
+		c := cr.c
+		foreign := events.SummaryUpdated{V: 1, Session: "ev", Version: 1, Cursor: 9, CoveredThroughTurn: 8,
+			Summary: "[Context rolled: 9 messages evicted (900 tokens). Published by a stopped owner]",
+			From:    t0, To: t0.Add(80 * time.Second), FoldedTurns: 9, OriginalTokens: 900, Mode: string(fold.ModeEvict),
+			Tier: "evicted", Compactions: 1, Model: "none"}
+		cr.publish(cr.layout.Subjects.Out("ev", events.KindSummary), foreign, events.RecordID("ev", events.KindSummary, 1))
+		cr.sizedTurns("ev", 0, 19, 100)
+		ls := cr.applyStream("ev", 19)
+		c.evaluate(ls, "turn", false)
+		r := cr.result()
+		if r.evict == nil || !r.evict.conflict {
+			t.Fatalf("eviction result %+v, want a refused publish", r.evict)
+		}
+		c.applyResult(r)
+		s := ls.s
+		if s.Summary != foreign.Summary || s.Version != 1 || s.Cursor != 9 || s.Evicted != 9 || c.inFlight != 0 {
+			t.Fatalf("after the refusal: summary %q version %d cursor %d evicted %d in flight %d; want the stopped owner's note adopted",
+				s.Summary, s.Version, s.Cursor, s.Evicted, c.inFlight)
+		}
+		if n := len(cr.summaries("ev")); n != 1 {
+			t.Fatalf("%d summaries on the stream, want the stopped owner's only", n)
+		}
+	})
+}
+
+// Outbound events go out without waiting; their acks are checked later: a
+// confirmed one is dropped, one the stream refused is logged, or has its
+// failed action run when it has one.
+func TestSentEventsAreCheckedForTheirAcks(t *testing.T) {
+	r := newRig(t)
+	var buf testlog.Buffer
+	se := sentEvents{log: zerolog.New(&buf)}
+	ok, err := r.js.PublishAsync(r.layout.Subjects.Out("s1", events.KindEvent), []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	se.add(sentEvent{f: ok, session: "s1", typ: "stored", at: time.Now()})
+	// No stream holds this subject: the server answers no responders.
+	refused, err := r.js.PublishAsync("nowhere.s2", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	se.add(sentEvent{f: refused, session: "s2", typ: "refused", at: time.Now()})
+	// One that says what to do when it is not stored: that, instead of a log.
+	var lostErr error
+	lost, err := r.js.PublishAsync("nowhere.s3", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	se.add(sentEvent{f: lost, session: "s3", typ: "memory", at: time.Now(), failed: func(err error) { lostErr = err }})
+	r.eventually("all answered and checked", func() bool {
+		se.check(time.Now())
+		return len(se.waiting) == 0
+	})
+	lines := buf.Lines(t)
+	if len(lines) != 1 || lines[0]["event"] != "publish_failed" || lines[0]["session"] != "s2" || lines[0]["type"] != "refused" {
+		t.Fatalf("log %v, want one publish_failed, for the refused event", lines)
+	}
+	if lostErr == nil {
+		t.Fatal("the failed action of an event not stored did not run")
 	}
 }

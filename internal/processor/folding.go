@@ -72,6 +72,8 @@ type foldResult struct {
 	fromT    time.Time
 	toT      time.Time
 	masked   int // tool turns masked before summarizing
+	// evict: the result is an eviction's record, not a fold's (modes.go).
+	evict *evictJob
 }
 
 // runFold reads the batch from the stream and calls the summarizer under
@@ -91,12 +93,17 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 		r.err = fmt.Errorf("waiting for one of %d fold slots: %w", cap(p.slots), ctx.Err())
 		return r
 	}
-	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, MaxChars: job.window.MaxSummaryChars}
+	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, MaxChars: job.window.MaxSummaryChars,
+		Turns: make([]fold.Turn, 0, len(job.turns))}
 	for i, ref := range job.turns {
-		var t events.Turn
-		if err := p.readEvent(ctx, ref.Seq, job.payloads.get(ref.Seq), &t); err != nil {
-			r.err = err
-			return r
+		kept, _ := job.payloads.at(ref.Seq)
+		t := kept.turn // as the event loop decoded it, when this owner did
+		if t == nil {
+			t = new(events.Turn)
+			if err := p.readEvent(ctx, ref.Seq, kept.data, t); err != nil {
+				r.err = err
+				return r
+			}
 		}
 		tokens := t.Tokens
 		if tokens == 0 {

@@ -30,7 +30,7 @@ import (
 // running, landing), no wait and no held event.
 func (ls *live) quiet() bool {
 	return !ls.dirty && !ls.writing && !ls.landing && len(ls.acks) == 0 && ls.cancel == nil && ls.running == "" &&
-		ls.wait == waitNone && ls.then == nil && len(ls.held) == 0 && (ls.s == nil || ls.s.Lease == nil)
+		ls.wait == nil && (ls.s == nil || ls.s.Lease == nil)
 }
 
 // compactIdle packs every session quiet and untouched for IdleCompact; it
@@ -105,15 +105,15 @@ func (sh *shard) forget(id string, ls *live) {
 }
 
 // heapEstimate is roughly what an unpacked session holds on the heap: the
-// decoded state and its slices, and the cached payloads (each retains its
-// message's buffer).
+// decoded state and its slices, and the cached payloads (a decoded turn,
+// or a note's message buffer).
 func heapEstimate(ls *live) int {
 	s := ls.s
 	n := int(unsafe.Sizeof(*s)) + len(s.Summary) + cap(s.Turns)*int(unsafe.Sizeof(state.TurnRef{})) +
 		cap(s.PendingNotes)*int(unsafe.Sizeof(state.NoteRef{})) + (cap(s.RecentIDs)+cap(s.MemoryIDs))*8
 	n += cap(ls.payloads) * int(unsafe.Sizeof(payload{}))
 	for _, p := range ls.payloads {
-		n += cap(p.data) + 48 // the message around the payload
+		n += p.heapSize()
 	}
 	return n
 }

@@ -152,7 +152,7 @@ func (sh *shard) quarantine(ce *state.CorruptError, next uint64) *live {
 		s.Version, s.SummarySeq = last.ev.Version, last.seq
 		s.Epoch = max(s.Epoch, last.ev.Epoch)
 	}
-	sh.markDirty(ls)
+	sh.w.markDirty(ls)
 	ev := p.log.Error().Err(ce.Err).Str("event", "checkpoint_quarantined").Str("session", id).Uint64("revision", ce.Revision).
 		Int("size", len(ce.Data)).Int("events_replayed", replayed).Int64("total_turns", s.Total).Int64("cursor", s.Cursor).Uint64("version", s.Version)
 	if rerr != nil {

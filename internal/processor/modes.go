@@ -2,7 +2,6 @@ package processor
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -133,11 +132,14 @@ func (c *coordinator) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
 	return at, true
 }
 
-// evict runs an eviction (ActionEvict, mode evict) at once: no model
-// call, so nothing to wait for. The record (summary-updated carrying the
-// mode's eviction note, and the evicted event) is published before the
-// checkpoint, with message ids by version, so a crash in between replays
-// into the same outcome.
+// evict runs an eviction (ActionEvict, mode evict): no model call, so
+// only its record to wait for. The record (summary-updated carrying the
+// mode's eviction note, and the evicted event) is published off the loop
+// (recordEviction), before the checkpoint, with message ids by version, so
+// a crash in between replays into the same outcome; the eviction lands
+// when its result comes back (landEviction). Until then the session counts
+// as evicting: it starts nothing else, and a reset or an end waits for it
+// (abandon).
 func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := c.p
 	s := ls.s
@@ -181,14 +183,84 @@ func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger 
 		V: events.Version, Session: s.ID, Version: version, Count: n, Tokens: toks, First: first, Last: last,
 		FromTurn: d.From, ToTurn: d.To - 1, Cursor: d.To, TotalEvicted: totalEvicted, Note: note, At: now.UTC(),
 	}
-	summarySeq, err := c.publishEviction(ls, &sum, &ev)
-	if errors.Is(err, errAdopted) {
-		c.wake[s.ID] = now // look again from the adopted summary
+	c.recordEviction(ls, &evictJob{
+		sum: sum, ev: ev, d: d, trigger: trigger, foldID: foldID, n: n, toks: toks,
+		notes: len(s.PendingNotes), cursor: s.Cursor, expect: s.SummarySeq,
+	})
+}
+
+// evictJob is an eviction being recorded off the loop, and its outcome.
+type evictJob struct {
+	sum     events.SummaryUpdated
+	ev      events.Evicted
+	d       fold.Decision
+	trigger string
+	foldID  string
+	n, toks int
+	notes   int    // pending notes evicted with the turns
+	cursor  int64  // the session's cursor when it started
+	expect  uint64 // the subject's last sequence the publish expects
+	retried bool   // published once more after a refused publish
+	// Outcome: the sequence the summary was stored at, or a refusal and
+	// what the subject held then, or an error.
+	seq      uint64
+	conflict bool
+	last     summaryRecord
+	err      error
+}
+
+// recordEviction publishes j's record on a goroutine of its own; its
+// outcome comes back to the loop as a fold result.
+func (c *coordinator) recordEviction(ls *live, j *evictJob) {
+	p, id := c.p, ls.s.ID
+	ls.running, ls.evicting = j.foldID, true
+	c.inFlight++
+	p.m.inFlight.Inc()
+	p.folds.Add(1)
+	go func() {
+		defer p.folds.Done()
+		p.publishEviction(id, j)
+		c.results <- foldResult{job: foldJob{session: id, foldID: j.foldID}, evict: j}
+	}()
+}
+
+// landEviction moves the session past the turns an eviction recorded, or
+// handles its refusal or failure. ours is false when the session was
+// reloaded meanwhile (a rewind): a record it stored is then taken as a new
+// owner would take it.
+func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
+	p := c.p
+	s := ls.s
+	now := p.clock.Now()
+	d, trigger, foldID, n, toks, sum := j.d, j.trigger, j.foldID, j.n, j.toks, &j.sum
+	note := sum.Summary
+	if !ours || s.Cursor != j.cursor || s.Epoch != sum.Epoch {
+		if ours || j.err != nil || j.conflict || c.takeRecord(ls, summaryRecord{ev: sum, seq: j.seq}, "abandoned_fold_published") != recordAdopted {
+			p.m.folds.WithLabelValues("discarded").Inc()
+			p.log.Info().Str("event", "fold_result_discarded").Str("session", s.ID).Str("fold_id", foldID).
+				Msg("eviction result arrived after the session was reloaded or moved; nothing moved")
+		}
 		return
 	}
-	if errors.Is(err, errAwaiting) {
-		return // the next turns bring the session to the record
+	if j.conflict {
+		switch c.takeRecord(ls, j.last, "publish_conflict") {
+		case recordAdopted:
+			c.wake[s.ID] = now // look again from the adopted summary
+			return
+		case recordAwaited:
+			return // the next turns bring the session to the record
+		}
+		// Not the session's: publish once more after it, with a version
+		// above it.
+		last := j.last
+		j.conflict, j.last, j.retried, j.expect = false, summaryRecord{}, true, last.seq
+		if last.ev != nil && last.ev.Version >= sum.Version {
+			sum.Version, j.ev.Version = last.ev.Version+1, last.ev.Version+1
+		}
+		c.recordEviction(ls, j)
+		return
 	}
+	err := j.err
 	if err != nil {
 		s.RetryAfter = now.Add(p.cfg.RetryBackoff)
 		c.wake[s.ID] = s.RetryAfter
@@ -196,20 +268,21 @@ func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger 
 		p.m.folds.WithLabelValues("failed").Inc()
 		retryable := true
 		c.publishLifecycle(ls, events.Lifecycle{
-			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode),
+			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: sum.Mode,
 			BatchFrom: d.From, BatchTo: d.To - 1, ErrorClass: string(retry.Classify(err).Class), Retryable: &retryable, Error: err.Error(),
 		})
 		p.log.Warn().Err(err).Str("event", "context_compaction_failed").Str("session", s.ID).Str("fold_id", foldID).
-			Str("mode", string(pol.Mode)).Msg("eviction not recorded; cursor unchanged, retried after the backoff")
+			Str("mode", sum.Mode).Msg("eviction not recorded; cursor unchanged, retried after the backoff")
 		return
 	}
 	oldCursor := s.Cursor
-	ls.payloads.drop(refs, s.PendingNotes)
+	refs := s.Turns[:n]
+	ls.payloads.drop(refs, s.PendingNotes[:j.notes])
 	s.CountEvicted(refs)
 	// Notes have no summary to go into in this mode: they leave with the
 	// turns they were evicted among.
-	s.Advance(d.To, len(s.PendingNotes))
-	s.Summary, s.Version, s.SummarySeq = note, sum.Version, summarySeq
+	s.Advance(d.To, j.notes)
+	s.Summary, s.Version, s.SummarySeq = note, sum.Version, j.seq
 	s.SummaryIsNote = true
 	s.SummaryToks = sum.SummaryTokens
 	s.LastFoldAt = now
@@ -220,80 +293,68 @@ func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger 
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)
 	c.publishLifecycle(ls, events.Lifecycle{
-		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
+		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: sum.Mode, Cause: d.Cause,
 		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough, SummaryChars: sum.SummaryChars,
 		Version: s.Version, Tier: "evicted", Model: "none",
 	})
-	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", foldID).Str("mode", string(pol.Mode)).
+	p.log.Info().Str("event", "context_compaction_completed").Str("session", s.ID).Str("fold_id", foldID).Str("mode", sum.Mode).
 		Int64("old_cursor", oldCursor).Int64("new_cursor", s.Cursor).Int("evicted", n).Int("evicted_tokens", toks).
 		Uint64("version", s.Version).Str("tier", "evicted").Msg("compaction completed")
-}
-
-// errAdopted: a publish found a newer summary of the session on the
-// outbound stream and the session adopted it instead.
-var errAdopted = errors.New("a newer summary was adopted")
-
-// errAwaiting: a publish found a later summary of turns the session has
-// not applied yet; it is adopted once they are (heldByRecord).
-var errAwaiting = errors.New("a later summary awaits the session's redelivered turns")
-
-// publishEviction publishes an eviction's summary-updated, expecting the
-// session's last summary as the subject's last message (as sendSummary
-// does for a fold's summary, public.go), then its evicted event. After a conflict it adopts the summary
-// found (errAdopted) or publishes once more after it, with a version above
-// it.
-func (c *coordinator) publishEviction(ls *live, sum *events.SummaryUpdated, ev *events.Evicted) (uint64, error) {
-	s := ls.s
-	expect := s.SummarySeq
-	for attempt := 0; ; attempt++ {
-		pa, err := c.publishRecord(s.ID, events.KindSummary, sum.Version, sum, jetstream.WithExpectLastSequencePerSubject(expect))
-		if err == nil && !pa.Duplicate {
-			return pa.Sequence, c.publishOnly(s.ID, events.KindEvicted, ev.Version, ev)
-		}
-		if err != nil && !state.IsConflict(err) || attempt > 0 {
-			if err == nil {
-				err = fmt.Errorf("publish summary-updated v%d: refused twice, another summary took its version", sum.Version)
-			}
-			return 0, err
-		}
-		ctx, cancel := opCtx()
-		last, lerr := c.p.lastSummary(ctx, s.ID)
-		cancel()
-		if lerr != nil {
-			return 0, fmt.Errorf("publish summary-updated v%d: refused as a conflict, then reading the last summary: %w", sum.Version, lerr)
-		}
-		switch c.takeRecord(ls, last, "publish_conflict") {
-		case recordAdopted:
-			return 0, errAdopted
-		case recordAwaited:
-			return 0, errAwaiting
-		}
-		expect = last.seq
-		if last.ev != nil && last.ev.Version >= sum.Version {
-			sum.Version, ev.Version = last.ev.Version+1, last.ev.Version+1
-		}
+	if c.loop.holds(ls) {
+		c.evaluate(ls, "catch_up", false)
+		c.settleDue(ls)
 	}
 }
 
+// publishEviction publishes an eviction's summary-updated, expecting the
+// session's last summary (j.expect) as the subject's last message (as
+// sendSummary does for a fold's summary, publish.go), then its evicted
+// event. A refused publish reads what the subject holds (j.conflict,
+// j.last) for the loop to decide; a second refusal is an error. It runs
+// off the loop and touches no session state.
+func (p *Processor) publishEviction(session string, j *evictJob) {
+	pa, err := p.publishRecord(session, events.KindSummary, j.sum.Version, &j.sum, jetstream.WithExpectLastSequencePerSubject(j.expect))
+	if err == nil && !pa.Duplicate {
+		j.seq = pa.Sequence
+		j.err = p.publishOnly(session, events.KindEvicted, j.ev.Version, &j.ev)
+		return
+	}
+	if err != nil && !state.IsConflict(err) || j.retried {
+		if err == nil {
+			err = fmt.Errorf("publish summary-updated v%d: refused twice, another summary took its version", j.sum.Version)
+		}
+		j.err = err
+		return
+	}
+	ctx, cancel := opCtx()
+	last, lerr := p.lastSummary(ctx, session)
+	cancel()
+	if lerr != nil {
+		j.err = fmt.Errorf("publish summary-updated v%d: refused as a conflict, then reading the last summary: %w", j.sum.Version, lerr)
+		return
+	}
+	j.conflict, j.last = true, last
+}
+
 // publishOnly is publishRecord for a caller that needs only the outcome.
-func (c *coordinator) publishOnly(session, kind string, version uint64, v any) error {
-	_, err := c.publishRecord(session, kind, version, v)
+func (p *Processor) publishOnly(session, kind string, version uint64, v any) error {
+	_, err := p.publishRecord(session, kind, version, v)
 	return err
 }
 
 // publishRecord publishes an outbound record and waits for the stream: it
 // must exist before the checkpoint that depends on it. The message id
 // makes a re-publish after a crash a no-op.
-func (c *coordinator) publishRecord(session, kind string, version uint64, v any, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+func (p *Processor) publishRecord(session, kind string, version uint64, v any, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s event: %w", kind, err)
 	}
-	msg := nats.NewMsg(c.p.subj.Out(session, kind))
+	msg := nats.NewMsg(p.subj.Out(session, kind))
 	msg.Data = data
 	ctx, cancel := opCtx()
 	defer cancel()
-	pa, err := c.p.js.PublishMsg(ctx, msg, append(opts, jetstream.WithMsgID(events.RecordID(session, kind, version)))...)
+	pa, err := p.js.PublishMsg(ctx, msg, append(opts, jetstream.WithMsgID(events.RecordID(session, kind, version)))...)
 	if err != nil {
 		return nil, fmt.Errorf("publish %s v%d: %w", kind, version, err)
 	}
@@ -308,7 +369,6 @@ func (c *coordinator) publishMemories(ls *live, r foldResult, version uint64) {
 	if len(r.out.Memories) == 0 {
 		return
 	}
-	saved := append(state.IDHashes(nil), ls.s.MemoryIDs...)
 	fresh := ls.s.NewMemories(r.out.Memories)
 	if len(fresh) == 0 {
 		p.log.Debug().Str("event", "memories_deduplicated").Str("session", ls.s.ID).Int("extracted", len(r.out.Memories)).Msg("every extracted memory was published before")
@@ -316,15 +376,48 @@ func (c *coordinator) publishMemories(ls *live, r foldResult, version uint64) {
 	}
 	ev := events.Memories{V: events.Version, Session: ls.s.ID, Version: version, FoldID: r.job.foldID, Memories: fresh,
 		Items: memoryItems(r.out.MemoryItems, fresh), Model: r.out.Model, At: p.clock.Now().UTC()}
-	if err := c.publishOnly(ls.s.ID, events.KindMemory, version, ev); err != nil {
-		ls.s.MemoryIDs = saved
-		p.log.Warn().Err(err).Str("event", "memory_publish_failed").Str("session", ls.s.ID).Int("memories", len(fresh)).
-			Msg("memories not published; they are published when a later fold extracts them again")
+	id := ls.s.ID
+	lost := func(err error) { c.memoriesLost(ls, id, fresh, err) }
+	if err := c.publishAsync(ls.s.ID, events.KindMemory, version, ev, lost); err != nil {
+		lost(err)
 		return
 	}
 	p.m.memories.Add(float64(len(fresh)))
 	p.log.Info().Str("event", "memories_extracted").Str("session", ls.s.ID).Str("fold_id", r.job.foldID).
 		Int("extracted", len(r.out.Memories)).Int("new", len(fresh)).Msg("memories published")
+}
+
+// memoriesLost forgets memories whose publish failed, so that a later fold
+// that extracts them again publishes them; a session packed or gone from
+// memory meanwhile keeps them recorded, and this log line is what says
+// they were lost.
+func (c *coordinator) memoriesLost(ls *live, id string, fresh []string, err error) {
+	if ls.s != nil && c.loop.holds(ls) {
+		ls.s.ForgetMemories(fresh)
+		c.w.markDirty(ls)
+	}
+	c.p.log.Warn().Err(err).Str("event", "memory_publish_failed").Str("session", id).Int("memories", len(fresh)).
+		Msg("memories not published; they are published when a later fold extracts them again")
+}
+
+// publishAsync publishes an outbound record without waiting for the
+// stream; its ack is checked at the next sweep (sentEvents), and failed
+// runs on the loop if the stream refused it or did not confirm it. The
+// message id makes a re-publish after a crash a no-op.
+func (c *coordinator) publishAsync(session, kind string, version uint64, v any, failed func(error)) error {
+	p := c.p
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", kind, err)
+	}
+	msg := nats.NewMsg(p.subj.Out(session, kind))
+	msg.Data = data
+	f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(events.RecordID(session, kind, version)))
+	if err != nil {
+		return fmt.Errorf("publish %s v%d: %w", kind, version, err)
+	}
+	c.sent.add(sentEvent{f: f, session: session, typ: kind, at: time.Now(), failed: failed})
+	return nil
 }
 
 // memoryItems returns the items of the memories in fresh, in fresh's

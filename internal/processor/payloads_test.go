@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
 )
 
@@ -44,5 +45,29 @@ func TestPayloadsKeepAFoldsBatch(t *testing.T) {
 	}
 	if len(full) != maxPayloads || full.get(maxPayloads+1) != nil {
 		t.Errorf("cap: %d kept", len(full))
+	}
+}
+
+// A turn is kept decoded, a note raw; a fold's batch carries both as kept.
+func TestPayloadsKeepTurnsDecoded(t *testing.T) {
+	var ps payloads
+	turn := &events.Turn{TurnID: "t-5", Text: "hello"}
+	ps.addTurn(5, turn)
+	ps.add(6, []byte(`{"note_id":"n-6"}`))
+	batch := ps.of([]state.TurnRef{{Seq: 5}}, []state.NoteRef{{Seq: 6}})
+	if p, ok := batch.at(5); !ok || p.turn != turn || p.data != nil {
+		t.Errorf("at(5) = %+v, %v; want the decoded turn", p, ok)
+	}
+	if got := string(batch.get(6)); got != `{"note_id":"n-6"}` {
+		t.Errorf("get(6) = %q", got)
+	}
+	if batch.get(5) != nil {
+		t.Error("get(5): a decoded turn has no raw event, want nil")
+	}
+	if _, ok := batch.at(7); ok {
+		t.Error("at(7): never kept")
+	}
+	if n := ps[0].heapSize(); n < len("t-5hello") {
+		t.Errorf("heapSize of a kept turn = %d", n)
 	}
 }

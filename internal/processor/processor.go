@@ -119,6 +119,11 @@ type Processor struct {
 	handled atomic.Uint64
 	applied atomic.Uint64 // events applied, for tests and the bench
 	landed  atomic.Uint64 // folds completed
+	// backlog is the consumer's pending count at the last delivery: while
+	// more events wait on the stream, a shard's input only seems quiet
+	// (the cores are busy elsewhere) and its checkpoints can wait
+	// (shard.idle).
+	backlog atomic.Uint64
 	ready   chan struct{}
 
 	foldObs func(FoldTiming) // ObserveFolds (publish.go), for cmd/bench
@@ -612,6 +617,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		}
 		delivered = meta.Sequence.Consumer
 		prog.seen.Store(delivered)
+		p.backlog.Store(meta.NumPending)
 		p.dispatch(msg, meta.Sequence.Stream, meta.Timestamp)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // sendSummary records a fold on the outbound stream and waits for the
@@ -40,7 +41,10 @@ func (p *Processor) sendSummary(r *foldResult, expect uint64) {
 		LatencyMS: latency.Milliseconds(), At: p.clock.Now().UTC(),
 	}
 	fail := func(err error) { r.err = fmt.Errorf("publish summary-updated v%d: %w", version, err) }
-	data, err := json.Marshal(r.summary)
+	// One allocation, sized for the summary and the fields around it: the
+	// buffer is the message's until the stream acks it (a retried publish
+	// sends it again), so it is not pooled.
+	data, err := r.summary.AppendJSON(make([]byte, 0, len(r.out.Summary)+512))
 	if err != nil {
 		fail(fmt.Errorf("encode: %w", err))
 		return
@@ -123,16 +127,77 @@ func (c *coordinator) publishLifecycle(ls *live, ev events.Lifecycle) {
 	ev.At = p.clock.Now().UTC()
 	ev.Cursor = ls.s.Cursor
 	ev.TotalTurns = ls.s.Total
-	data, err := json.Marshal(ev)
+	data, err := ev.AppendJSON(make([]byte, 0, 512+len(ev.Error)))
 	if err != nil {
 		p.log.Error().Err(err).Str("event", "encode_failed").Msg("encode lifecycle event")
 		return
 	}
 	msg := nats.NewMsg(p.subj.Out(ls.s.ID, events.KindEvent))
 	msg.Data = data
-	if _, err := p.js.PublishMsgAsync(msg); err != nil {
+	f, err := p.js.PublishMsgAsync(msg)
+	if err != nil {
 		p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", ls.s.ID).Str("type", ev.Type).Msg("lifecycle event not published")
+		return
 	}
+	c.sent.add(sentEvent{f: f, session: ls.s.ID, typ: ev.Type, at: time.Now()})
+}
+
+// sentEvents are outbound events published without waiting (lifecycle
+// events, memories), whose acks the coordinator checks at each sweep (and
+// when many are waiting): an event the stream refused, or did not confirm
+// in ackDeadline, has its failed run, or is logged as a publish that
+// failed at once is.
+type sentEvents struct {
+	log     zerolog.Logger
+	waiting []sentEvent
+}
+
+type sentEvent struct {
+	f       jetstream.PubAckFuture
+	session string
+	typ     string
+	at      time.Time   // wall time it was sent
+	failed  func(error) // on the loop, if it was not stored; nil: logged
+}
+
+// ackDeadline: a lifecycle event not confirmed by then counts as lost
+// (async publishes have no timeout of their own).
+const ackDeadline = 10 * time.Second
+
+// maxSentEvents: past this many waiting, each new event checks the acks.
+const maxSentEvents = 4096
+
+func (se *sentEvents) add(e sentEvent) {
+	se.waiting = append(se.waiting, e)
+	if len(se.waiting) >= maxSentEvents {
+		se.check(e.at)
+	}
+}
+
+// check drops the confirmed events and logs the refused and the overdue.
+func (se *sentEvents) check(now time.Time) {
+	kept := se.waiting[:0]
+	for _, e := range se.waiting {
+		var err error
+		select {
+		case <-e.f.Ok():
+			continue
+		case err = <-e.f.Err():
+		default:
+			if now.Sub(e.at) < ackDeadline {
+				kept = append(kept, e)
+				continue
+			}
+			err = fmt.Errorf("no acknowledgement in %s", ackDeadline)
+		}
+		if e.failed != nil {
+			e.failed(err)
+			continue
+		}
+		se.log.Warn().Err(err).Str("event", "publish_failed").Str("session", e.session).Str("type", e.typ).Msg("lifecycle event not stored")
+	}
+	clear(se.waiting[len(kept):])
+	se.waiting = kept
 }
 
 // summaryRecord is a session's last summary-updated on the outbound

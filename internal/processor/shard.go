@@ -24,25 +24,10 @@ type live struct {
 	s        *state.Session
 	rev      uint64          // KV revision of the last checkpoint
 	acks     []jetstream.Msg // applied, waiting for the checkpoint that covers them
-	dirty    bool
 	dirtyAt  time.Time       // wall time of the oldest change not yet written (flush pacing)
 	lastSkip fold.SkipReason // last skip reason published, to avoid one event per turn
 	cancel   context.CancelFunc
 	touched  time.Time
-	due      bool // the KV due mark is known to be set
-	// writing: a pipelined checkpoint write is in flight (checkpoint.go); the
-	// next write needs the revision it returns.
-	writing bool
-	landing bool // a refused summary-updated is being published again (publish.go)
-	// wait: what the session waits for before its next step (abandon: its
-	// fold's result, or a summary being published again); held are its
-	// events meanwhile, then the step that waited, both taken by unpark.
-	wait waitFor
-	held []inMsg
-	then func()
-	// afterWrite: what a synchronous save waits to do until the pipelined
-	// write in flight is back (checkpointThen).
-	afterWrite func()
 	// running: the fold id of this owner's fold goroutine for the session
 	// until its result is back; it may be publishing the summary.
 	running  string
@@ -51,9 +36,33 @@ type live struct {
 	// packed: the session is idle in its compact form (idle.go); s and
 	// payloads are nil until get inflates it.
 	packed []byte
+	// wait: what the session waits for, if anything (nil: nothing; kept
+	// out of line, as few sessions ever wait).
+	wait  *sessionWait
+	dirty bool
+	due   bool // the KV due mark is known to be set
+	// writing: a pipelined checkpoint write is in flight (checkpoint.go); the
+	// next write needs the revision it returns.
+	writing  bool
+	landing  bool // a refused summary-updated is being published again (publish.go)
+	evicting bool // running records an eviction (modes.go)
 }
 
-// waitFor is what a session waits for (live.wait).
+// sessionWait is what a session waits for before its next step, and
+// what waits with it.
+type sessionWait struct {
+	// on: abandon's wait for the fold's result, or for a summary being
+	// published again; held are the session's events meanwhile, then the
+	// step that waited: unpark takes both once the wait is over.
+	on   waitFor
+	held []inMsg
+	then func()
+	// afterWrite: what a synchronous save waits to do until the pipelined
+	// write in flight is back (checkpointThen).
+	afterWrite func()
+}
+
+// waitFor is what a session waits for (sessionWait.on).
 type waitFor uint8
 
 const (
@@ -62,7 +71,32 @@ const (
 	waitFold            // its fold's result (running)
 )
 
+// waits returns the session's wait, made if it has none.
+func (ls *live) waits() *sessionWait {
+	if ls.wait == nil {
+		ls.wait = new(sessionWait)
+	}
+	return ls.wait
+}
+
+// parked reports whether the session's events must be held: it waits,
+// or has a step or events to take once its wait is over.
+func (ls *live) parked() bool {
+	w := ls.wait
+	return w != nil && (w.on != waitNone || w.then != nil || len(w.held) > 0)
+}
+
+// tidyWait drops the session's wait once nothing is left in it.
+func (ls *live) tidyWait() {
+	if w := ls.wait; w != nil && !ls.parked() && w.afterWrite == nil {
+		ls.wait = nil
+	}
+}
+
 func (ls *live) remember(seq uint64, data []byte) { ls.payloads.add(seq, data) }
+
+// rememberTurn keeps a turn as decoded (payloads.go); t is not changed after.
+func (ls *live) rememberTurn(seq uint64, t *events.Turn) { ls.payloads.addTurn(seq, t) }
 
 // shard is a subset of sessions and their event loop: every event and
 // fold result of a session is handled on its shard's goroutine, so session
@@ -74,16 +108,16 @@ func (ls *live) remember(seq uint64, data []byte) { ls.payloads.add(seq, data) }
 // coordinator (trigger checks, leases, folds in flight, wakes, records
 // found on the outbound stream; coordinator.go).
 type shard struct {
-	p                *Processor
-	id               int
-	in               chan inMsg
-	ctrl             chan chan struct{} // rewind: drop what is not checkpointed
-	wakeCh           chan string        // sessions to resume at start (due marks)
-	sessions         map[string]*live
-	checkpointWriter              // checkpoint.go: dirty sessions, pipelined writes, acks
-	co               *coordinator // coordinator.go: folds, leases, wakes
-	nPacked          int          // sessions in their compact idle form (idle.go)
-	packBuf          []byte
+	p        *Processor
+	id       int
+	in       chan inMsg
+	ctrl     chan chan struct{} // rewind: drop what is not checkpointed
+	wakeCh   chan string        // sessions to resume at start (due marks)
+	sessions map[string]*live
+	w        *checkpointWriter // checkpoint.go: dirty sessions, pipelined writes, acks
+	co       *coordinator      // coordinator.go: folds, leases, wakes
+	nPacked  int               // sessions in their compact idle form (idle.go)
+	packBuf  []byte
 	// Sessions whose checkpoint is being read aside (load.go), with their
 	// parked events; gen tells reads started before a rewind.
 	loading map[string][]inMsg
@@ -100,11 +134,6 @@ type shard struct {
 // oldest change is FlushInterval old, so each write covers many turns.
 const idleFlush = 2 * time.Millisecond
 
-// maxWrites bounds one shard's checkpoint writes in flight: the state
-// stream stores writes in arrival order, so a deep queue only delays
-// every write (and the acks behind it).
-const maxWrites = 16
-
 func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 	sh := &shard{
 		p: p, id: id,
@@ -115,8 +144,8 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 		wakeCh:   make(chan string),
 		sessions: make(map[string]*live),
 	}
-	sh.checkpointWriter = newCheckpointWriter(p, sh)
-	sh.co = newCoordinator(p, &sh.checkpointWriter, sh, foldCtx)
+	sh.w = newCheckpointWriter(p, sh)
+	sh.co = newCoordinator(p, sh.w, sh, foldCtx)
 	return sh
 }
 
@@ -139,17 +168,17 @@ func (sh *shard) run() {
 	// and the events queued from the old consumer are dropped (they come
 	// again after the rewind); then the shard resets and says so.
 	var rewinding chan struct{}
-	for in != nil || sh.co.inFlight > 0 || sh.busy() || sh.loads > 0 || rewinding != nil {
+	for in != nil || sh.co.inFlight > 0 || sh.w.busy() || sh.loads > 0 || rewinding != nil {
 		if rewinding != nil {
-			if sh.writes == 0 && len(sh.in) == 0 {
+			if sh.w.inFlight() == 0 && len(sh.in) == 0 {
 				sh.reset()
 				close(rewinding)
 				rewinding = nil
 				continue
 			}
 			select {
-			case done := <-sh.saves:
-				sh.landSaves(done)
+			case done := <-sh.w.saves:
+				sh.w.landSaves(done)
 			case _, ok := <-in:
 				if !ok {
 					in = nil
@@ -157,7 +186,7 @@ func (sh *shard) run() {
 			}
 			continue
 		}
-		if !paced && len(sh.dirty) > 0 {
+		if !paced && sh.w.hasDirty() {
 			pace.Reset(idleFlush)
 			paced = true
 		}
@@ -173,16 +202,16 @@ func (sh *shard) run() {
 		case m, ok := <-in:
 			if !ok {
 				in = nil // shutting down: keep serving fold results, reads and writes
-				sh.flush(true)
+				sh.w.flush(true)
 				continue
 			}
 			sh.accept(m)
-			if sh.pending >= sh.p.cfg.FlushBatch {
-				sh.flush(true)
+			if sh.w.acksWaiting() >= sh.p.cfg.FlushBatch {
+				sh.w.flush(true)
 			}
-		case done := <-sh.saves:
-			sh.landSaves(done)
-			sh.flush(in == nil || sh.idle()) // writes freed room for more
+		case done := <-sh.w.saves:
+			sh.w.landSaves(done)
+			sh.w.flush(in == nil || sh.idle()) // writes freed room for more
 		case r := <-sh.co.results:
 			sh.land(r)
 		case d := <-sh.loaded:
@@ -190,11 +219,12 @@ func (sh *shard) run() {
 		case rewinding = <-sh.ctrl:
 		case <-pace.C:
 			paced = false
-			sh.flush(in == nil || sh.idle())
+			sh.w.flush(in == nil || sh.idle())
 		case id := <-sh.wakeCh:
 			sh.co.resume(id, "resume")
 		case <-sweep.C:
 			sh.co.wakeDue()
+			sh.co.sent.check(time.Now())
 			if sweeps++; sweeps%4 == 0 {
 				sh.evictIdle()
 			}
@@ -203,8 +233,16 @@ func (sh *shard) run() {
 	}
 }
 
-// idle reports whether the shard's input has been quiet for idleFlush.
-func (sh *shard) idle() bool { return time.Since(sh.lastIn) >= idleFlush }
+// idle reports whether the shard's input has been quiet for idleFlush
+// with nothing more waiting on the consumer. Under a backlog, a gap in one
+// shard's input only means the cores are busy elsewhere (the consumer, the
+// server, other shards): writing every dirty session then cost one write
+// per session every few milliseconds, most of the server's work at 1,000
+// sessions (cmd/bench), where waiting for FlushInterval lets one write
+// cover many turns.
+func (sh *shard) idle() bool {
+	return time.Since(sh.lastIn) >= idleFlush && sh.p.backlog.Load() == 0
+}
 
 // reset forgets every session and unacknowledged message; the consumer is
 // re-attached at the ack floor and the messages come again, in order. Fold
@@ -220,7 +258,7 @@ func (sh *shard) reset() {
 	sh.nPacked = 0
 	sh.sessions = make(map[string]*live)
 	sh.co.reset()
-	sh.checkpointWriter.reset()
+	sh.w.reset()
 }
 
 // land hands a fold result to the coordinator, then resumes its session
@@ -238,19 +276,21 @@ func (sh *shard) unpark(id string) {
 	if !ok || ls.s == nil {
 		return // dropped (a rewind, a conflict): its held events come again
 	}
-	for ls.wait != waitNone || ls.then != nil || len(ls.held) > 0 {
+	defer ls.tidyWait()
+	for ls.parked() {
 		if !sh.co.waitOver(ls) {
 			return
 		}
-		if then := ls.then; then != nil {
-			ls.then = nil
+		w := ls.wait
+		if then := w.then; then != nil {
+			w.then = nil
 			then()
 			continue
 		}
-		m := ls.held[0]
-		ls.held = ls.held[1:]
-		if len(ls.held) == 0 {
-			ls.held = nil
+		m := w.held[0]
+		w.held = w.held[1:]
+		if len(w.held) == 0 {
+			w.held = nil
 		}
 		sh.apply(ls, m)
 	}
@@ -348,8 +388,8 @@ func (sh *shard) handle(m inMsg) {
 			return
 		}
 	}
-	if ls.wait != waitNone || ls.then != nil || len(ls.held) > 0 {
-		ls.held = append(ls.held, m) // after what the session waits for (unpark)
+	if ls.parked() {
+		ls.wait.held = append(ls.wait.held, m) // after what the session waits for (unpark)
 		return
 	}
 	sh.apply(ls, m)
@@ -367,7 +407,7 @@ func (sh *shard) apply(ls *live, m inMsg) {
 	if seq <= ls.s.LastSeq {
 		// Applied before (redelivery after a crash or a slow ack): no-op.
 		p.m.redelivered.Inc()
-		sh.addAck(ls, m.msg)
+		sh.w.addAck(ls, m.msg)
 		return
 	}
 	from := ls.s.LastEventAt
@@ -408,8 +448,8 @@ func (sh *shard) apply(ls *live, m inMsg) {
 		return
 	}
 	ls.s.LastActivity = ls.touched
-	sh.markDirty(ls)
-	sh.addAck(ls, m.msg)
+	sh.w.markDirty(ls)
+	sh.w.addAck(ls, m.msg)
 	p.applied.Add(1)
 	p.m.applied[m.kind].Inc() // kind is turn, note or control once decoded
 
@@ -418,7 +458,7 @@ func (sh *shard) apply(ls *live, m inMsg) {
 		p.m.duplicates.Inc()
 		p.log.Debug().Str("event", "turn_duplicate").Str("session", m.session).Str("turn_id", in.Turn.TurnID).Msg("turn already applied; ignored")
 	case state.EffectTurn:
-		ls.remember(seq, m.msg.Data())
+		ls.rememberTurn(seq, in.Turn)
 		sh.co.turn(ls)
 	case state.EffectNote:
 		ls.remember(seq, m.msg.Data())
@@ -430,7 +470,8 @@ func (sh *shard) apply(ls *live, m inMsg) {
 // hold puts m first among the session's held events: it is applied again
 // once the session's wait is over (unpark).
 func (sh *shard) hold(ls *live, m inMsg) {
-	ls.held = append([]inMsg{m}, ls.held...)
+	w := ls.waits()
+	w.held = append([]inMsg{m}, w.held...)
 }
 
 func (sh *shard) control(ls *live, c *events.Control) {

@@ -75,13 +75,13 @@ func TestLoopHoldsASessionWaitingForItsFold(t *testing.T) {
 	sh.co.inFlight++
 
 	sh.handle(ms[2]) // the reset
-	if !canceled || ls.s.Lease != nil || ls.wait != waitFold || len(ls.held) != 1 || ls.s.Epoch != 0 {
-		t.Fatalf("reset during the fold: canceled %v lease %+v wait %d held %d epoch %d; want the fold canceled and the reset held",
-			canceled, ls.s.Lease, ls.wait, len(ls.held), ls.s.Epoch)
+	if !canceled || ls.s.Lease != nil || ls.wait == nil || ls.wait.on != waitFold || len(ls.wait.held) != 1 || ls.s.Epoch != 0 {
+		t.Fatalf("reset during the fold: canceled %v lease %+v wait %+v epoch %d; want the fold canceled and the reset held",
+			canceled, ls.s.Lease, ls.wait, ls.s.Epoch)
 	}
 	sh.handle(ms[3]) // s1's next turn waits behind the reset
-	if len(ls.held) != 2 || ls.s.Total != 2 {
-		t.Fatalf("a later event of the waiting session: %d held, total %d; want it held", len(ls.held), ls.s.Total)
+	if len(ls.wait.held) != 2 || ls.s.Total != 2 {
+		t.Fatalf("a later event of the waiting session: %d held, total %d; want it held", len(ls.wait.held), ls.s.Total)
 	}
 	if ls.quiet() {
 		t.Fatal("a session with held events counts as quiet (it could be packed or evicted)")
@@ -92,8 +92,8 @@ func TestLoopHoldsASessionWaitingForItsFold(t *testing.T) {
 	}
 
 	sh.land(foldResult{job: foldJob{session: "s1", foldID: "f1"}, err: context.Canceled})
-	if sh.co.inFlight != 0 || ls.wait != waitNone || len(ls.held) != 0 {
-		t.Fatalf("after the fold's result: %d in flight, wait %d, %d held", sh.co.inFlight, ls.wait, len(ls.held))
+	if sh.co.inFlight != 0 || ls.wait != nil {
+		t.Fatalf("after the fold's result: %d in flight, wait %+v; want nothing left waiting", sh.co.inFlight, ls.wait)
 	}
 	if ls.s.Epoch != 1 || ls.s.Total != 1 || ls.s.LastSeq != ms[3].seq {
 		t.Fatalf("after the held events: epoch %d total %d last seq %d; want the reset, then one turn (seq %d)", ls.s.Epoch, ls.s.Total, ls.s.LastSeq, ms[3].seq)

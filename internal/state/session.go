@@ -266,6 +266,16 @@ func (s *Session) NewMemories(mems []string) []string {
 	return out
 }
 
+// ForgetMemories removes mems from the memories recorded as published
+// (their publish failed): a later fold that extracts them again publishes
+// them.
+func (s *Session) ForgetMemories(mems []string) {
+	for _, m := range mems {
+		h := HashID(normalizeMemory(m))
+		s.MemoryIDs = slices.DeleteFunc(s.MemoryIDs, func(x uint64) bool { return x == h })
+	}
+}
+
 func normalizeMemory(m string) string {
 	return strings.Join(strings.Fields(strings.ToLower(strings.TrimRight(strings.TrimSpace(m), "."))), " ")
 }

@@ -87,6 +87,18 @@ func TestNewMemoriesDeduplicates(t *testing.T) {
 	}
 }
 
+// Memories whose publish failed are forgotten, and only they: a later
+// extraction of them is new again.
+func TestForgetMemoriesMakesThemNewAgain(t *testing.T) {
+	s := New("s")
+	s.NewMemories([]string{"Alice prefers tea.", "The budget is 2k"})
+	s.ForgetMemories([]string{"The budget is 2k"})
+	got := s.NewMemories([]string{"alice prefers tea", "the budget is 2k."})
+	if len(got) != 1 || got[0] != "the budget is 2k." {
+		t.Fatalf("after forgetting one: got %q, want only the forgotten fact again", got)
+	}
+}
+
 func TestResetDue(t *testing.T) {
 	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
 	hour := 4

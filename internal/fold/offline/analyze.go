@@ -101,16 +101,19 @@ func classifyFiller(s string, who names, extra map[string]bool) fillerKind {
 
 // classifyWords is classifyFiller of the sentence whose fields are words.
 func classifyWords(words []string, who names, extra map[string]bool) fillerKind {
+	var arr [32]word
+	return classifyInfos(appendWords(arr[:0], words), who, extra)
+}
+
+// classifyInfos is classifyFiller of the sentence whose words are ws.
+func classifyInfos(ws []word, who names, extra map[string]bool) fillerKind {
 	agree, neg, coreSeen := false, false, false
-	for _, w := range words {
-		n, nb, k := normParts(w) // norm(w), on the stack
-		if k > 0 {
-			n = string(nb[:k])
-		}
+	for i := range ws {
+		n := ws[i].n // norm(w)
 		if n == "" || !hasLetterOrDigit(n) {
 			continue // emoji, punctuation
 		}
-		_, v := lexVariants(n) // n or a variant is in a list
+		_, v := lexVariantsOf(n, ws[i].lx) // n or a variant is in a list
 		switch {
 		case isLaugh(n):
 			coreSeen = true
@@ -127,7 +130,7 @@ func classifyWords(words []string, who names, extra map[string]bool) fillerKind 
 			neg = true
 		}
 	}
-	if !coreSeen && len(words) > 3 {
+	if !coreSeen && len(ws) > 3 {
 		return notFiller
 	}
 	switch {
@@ -139,21 +142,19 @@ func classifyWords(words []string, who names, extra map[string]bool) fillerKind 
 	return fillerPlain
 }
 
-// stripFillerWords removes leading backchannels ("yeah so", "ok,", "lol")
-// and trailing laughter from the sentence s, whose fields are words.
-func stripFillerWords(s string, words []string) string {
+// stripFillerInfos removes leading backchannels ("yeah so", "ok,", "lol")
+// and trailing laughter from the sentence s, whose fields are words and
+// ws their words.
+func stripFillerInfos(s string, words []string, ws []word) string {
 	i := 0
 	for i < len(words)-1 {
 		w := words[i]
-		n, nb, k := normParts(w) // norm(w), on the stack
-		if k > 0 {
-			n = string(nb[:k])
-		}
+		n := ws[i].n // norm(w)
 		if n == "" && !hasLetterOrDigit(w) {
 			i++
 			continue
 		}
-		exact, v := lexVariants(n)
+		exact, v := lexVariantsOf(n, ws[i].lx)
 		if v&lxLeadStrip != 0 || isLaugh(n) ||
 			(exact&lxLeadStripComma != 0 && strings.HasSuffix(w, ",")) {
 			i++
@@ -162,16 +163,13 @@ func stripFillerWords(s string, words []string) string {
 		break
 	}
 	if i > 0 && i < len(words)-1 {
-		if c := core(words[i]); lowerEq(c, "and") || lowerEq(c, "but") {
+		if n := ws[i].n; n == "and" || n == "but" {
 			i++ // "yes, and Bob switched …" → "Bob switched …"
 		}
 	}
 	j := len(words)
 	for j > i+1 {
-		n, nb, k := normParts(words[j-1])
-		if k > 0 {
-			n = string(nb[:k])
-		}
+		n := ws[j-1].n // norm
 		if isLaugh(n) || (n == "" && !hasLetterOrDigit(words[j-1])) {
 			j--
 			continue

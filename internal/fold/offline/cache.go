@@ -13,16 +13,17 @@ import (
 // shared (read-only) by later folds: in a rolling session most sentences of
 // the previous summary were already in the one before.
 type prevSentence struct {
-	v       [3]string // full, light, hard
-	n       [3]int    // rune lengths of v
-	score   float64   // importance, before weighing by age
-	key     string    // tool runs: caller, tool and argument
-	run     []string  // toolRunRe submatches, nil when not a tool run
-	toks    tokSet    // tokenSet(v[0], who)
-	bumps   []topicBump
-	speaker string   // the participant the sentence opens with ("" for none)
-	subj    []string // subjectOf(toks.toks)
-	buckets []uint16 // appendBuckets(nil, toks.toks)
+	v         [3]string // full, light, hard
+	n         [3]int    // rune lengths of v
+	score     float64   // importance, before weighing by age
+	key       string    // tool runs: caller, tool and argument
+	run       []string  // toolRunRe submatches, nil when not a tool run
+	toks      tokSet    // tokenSet(v[0], who)
+	bumps     []topicBump
+	speaker   string   // the participant the sentence opens with ("" for none)
+	subj      []string // subjectOf(toks.toks)
+	buckets   []uint16 // appendBuckets(nil, toks.toks)
+	topicKeys []string // topicKeys(its words), for the period lines
 }
 
 // topicBump is one topic mention of a sentence, as scanTopics reports it.
@@ -83,7 +84,7 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	l1 := condenseLightIn(st, words)
 	l2 := condenseHard(l1)
 	if ps.run == nil {
-		l2 = condenseGist(l1, who)
+		l2 = condenseHard(l1) // GISTTEST
 	}
 	ps.v = [3]string{st, l1, l2}
 	for i, v := range ps.v {
@@ -92,6 +93,9 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	ps.toks = newTokSet(tokenSetOfInfos(infos, who))
 	ps.subj = subjectOf(ps.toks.toks)
 	ps.buckets = appendBuckets(nil, ps.toks.toks)
+	if !agent {
+		ps.topicKeys = topicKeys(words)
+	}
 	return ps
 }
 

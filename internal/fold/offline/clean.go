@@ -189,7 +189,10 @@ func resolveDates(s string, at time.Time) string {
 	out := make([]string, 0, len(words)+2)
 	for i := 0; i < len(words); i++ {
 		w := words[i]
-		c := strings.ToLower(core(w))
+		c, cb, ck := lowerParts(core(w)) // strings.ToLower(core(w)), on the stack
+		if ck > 0 {
+			c = string(cb[:ck])
+		}
 		var d time.Time
 		span := 1
 		switch c {
@@ -203,7 +206,10 @@ func resolveDates(s string, at time.Time) string {
 			if i+1 >= len(words) || w != core(w) {
 				break // "last." ends a sentence; "next, Friday" is no date
 			}
-			n := strings.ToLower(core(words[i+1]))
+			n, nb, nk := lowerParts(core(words[i+1])) // strings.ToLower, on the stack
+			if nk > 0 {
+				n = string(nb[:nk])
+			}
 			if wd, ok := weekdays[n]; ok {
 				diff := (int(wd) - int(day.Weekday()) + 7) % 7
 				switch c {

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"encoding/json"
 	"hash/fnv"
 	"math/rand/v2"
 	"regexp"
@@ -914,4 +915,207 @@ func refProposalRestIn(words []string, who names) (string, bool) {
 		return "", false
 	}
 	return r, true
+}
+
+// refToolArg is toolArg with the arguments decoded into map[string]any.
+func refToolArg(text string) string {
+	t := strings.TrimSpace(text)
+	if len(t) > 64<<10 {
+		t = t[:64<<10]
+	}
+	if strings.HasPrefix(t, "{") {
+		var m map[string]any
+		if json.Unmarshal([]byte(t), &m) == nil {
+			str := func(v any) string {
+				switch x := v.(type) {
+				case string:
+					return x
+				case []any:
+					var parts []string
+					for _, e := range x {
+						if s, ok := e.(string); ok {
+							parts = append(parts, s)
+						}
+					}
+					return strings.Join(parts, " ")
+				}
+				return ""
+			}
+			for _, k := range []string{"command", "cmd", "path", "file_path", "file", "filename",
+				"query", "pattern", "url", "name", "input", "code"} {
+				if v, ok := m[k]; ok {
+					if s := str(v); s != "" {
+						return clip(oneLine(s, 400), 80)
+					}
+				}
+			}
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if s := str(m[k]); s != "" {
+					return clip(oneLine(s, 400), 80)
+				}
+			}
+			return ""
+		}
+	}
+	first, _, _ := strings.Cut(sanitize(t, 2000), "\n")
+	return clip(strings.TrimSpace(first), 80)
+}
+
+func TestEquivToolArg(t *testing.T) {
+	in := []string{`{"command":"go test ./..."}`, `{"command":   "ls -la" , "path":"x"}`, `{"path":"a.go","command":""}`,
+		`{"cmd":["go","test","./x"]}`, `{"cmd":["go",1,null,"x"]}`, `{"command":null,"path":"p"}`, `{"command":3,"zeta":"z","alpha":"a"}`,
+		`{"x":{"command":"nested"},"y":"why"}`, `{"command":"a\u00e9\n b","path":"p"}`, `{"command":"dup","command":"last"}`,
+		`{"a":[],"b":[1,2],"c":"\ud800"}`, `{"a":"\xff"}`, "{\"a\":\"\xff\"}", `{bad json`, `{}`, `{"a":true}`, `["x"]`, `plain text`,
+		`{ "query" : [ "a" , "b" ] }`, `{"url":"https://x.gg/a?b=c"}`, `{"input":"` + strings.Repeat("w ", 300) + `"}`,
+		`{"comm\u0061nd":"escaped key","b":"b"}`, `{"k\"q":"x","a":""}`, "{\"é\":\"x\",\"a\":\"\"}", "{\"a\xff\":\"1\",\"a\xfe\":\"2\"}",
+		`{"b":"1","a":"2","b":"3"}`, `{"z":[],"y":{},"x":"x"}`, `{"a":{"b":[1,{"c":"}"}]},"d":"]","e":"e"}`, "{\n\t\"path\" :\r\n \"p q\" \n}",
+		`{"a":-1.5e3,"b":true,"c":null,"d":"dd"}`, `{"a":"x\/y","b":"\u00e9"}`, `{"a":["\u00e9",2]}`, `{"a":"é"}`, `{"":"empty key"}`,
+		`{"a":1}x`, `{"a":1,}`, `{"a" 1}`, `{"a":"\x"}`, `{"a":[}`, "{\"a\":\"\x01\"}", `{"a":"b"} `, `{"name":"n","code":"c"}`}
+	for _, s := range in {
+		if got, want := toolArg(s), refToolArg(s); got != want {
+			t.Fatalf("toolArg(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func TestEquivToolArgRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 99))
+	keys := []string{`"command"`, `"cmd"`, `"path"`, `"name"`, `"zz"`, `"a"`, `"comm\u0061nd"`, `"é"`, `""`, `"k\"q"`, `"code"`}
+	vals := []string{`"go test ./..."`, `""`, `"a\nb"`, `"\u00e9x"`, `"é"`, `1`, `-2.5e3`, `true`, `null`, `[]`, `["a","b"]`,
+		`["a",1,{"x":"y"}]`, `{}`, `{"command":"inner"}`, `"}"`, `"]"`, `"\""`, `"x\/y"`, `[[],[{"a":[]}]]`}
+	ws := []string{"", " ", "\n", "\t ", "\r\n"}
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		b.WriteString("{" + ws[r.IntN(len(ws))])
+		for k := r.IntN(5); k > 0; k-- {
+			b.WriteString(keys[r.IntN(len(keys))] + ws[r.IntN(len(ws))] + ":" + ws[r.IntN(len(ws))] + vals[r.IntN(len(vals))] + ws[r.IntN(len(ws))])
+			if k > 1 {
+				b.WriteString("," + ws[r.IntN(len(ws))])
+			}
+		}
+		b.WriteString("}")
+		s := b.String()
+		if r.IntN(20) == 0 { // now and then invalid
+			s = s[:r.IntN(len(s))]
+		}
+		if got, want := toolArg(s), refToolArg(s); got != want {
+			t.Fatalf("toolArg(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// refShiftFirstPersonIn is shiftFirstPerson before words were found once; words are the fields
+// of s.
+func refShiftFirstPersonIn(s string, words []string, speaker string) (string, bool) {
+	var outArr [64]string
+	out := outArr[:0]
+	changed := false
+	starts := false
+	inQuote := false
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if inQuote || strings.HasPrefix(w, "\"") {
+			out = append(out, w)
+			q := strings.Count(w, "\"")
+			if q%2 == 1 {
+				inQuote = !inQuote
+			}
+			continue
+		}
+		pre, c, suf := splitWord(w)
+		lc, lb, k := lowerParts(c) // strings.ToLower(c), on the stack
+		if k > 0 {
+			lc = string(lb[:k])
+		}
+		first := len(out) == 0
+		switch lc {
+		case "i":
+			out = append(out, pre+speaker+suf)
+			if suf == "" {
+				j := i + 1
+				// (norm(w) == strings.ToLower(w) exactly when core(w) == w)
+				for j < len(words) && hasLower(preVerbAdverbs, core(words[j])) && core(words[j]) == words[j] {
+					j++
+				}
+				if j < len(words) {
+					out = append(out, words[i+1:j]...)
+					out = append(out, conjugate(words[j]))
+					i = j
+				}
+			}
+		case "i'm", "im":
+			out = append(out, pre+speaker, "is"+suf)
+		case "i've":
+			out = append(out, pre+speaker, "has"+suf)
+		case "i'll":
+			out = append(out, pre+speaker, "will"+suf)
+		case "i'd":
+			aux := "would"
+			if i+1 < len(words) {
+				n := norm(words[i+1])
+				if strings.HasSuffix(n, "ed") || n == "been" || n == "gotten" || n == "done" || n == "seen" {
+					aux = "had"
+				}
+			}
+			out = append(out, pre+speaker, aux+suf)
+		case "imma", "i'ma":
+			out = append(out, pre+speaker, "is", "going", "to"+suf)
+		case "me", "myself":
+			out = append(out, pre+speaker+suf)
+		case "my", "mine":
+			out = append(out, pre+speaker+"'s"+suf)
+		default:
+			out = append(out, w)
+			continue
+		}
+		changed = true
+		if first && pre == "" {
+			starts = true
+		}
+	}
+	if !changed && isSingleSpaced(s) {
+		return s, starts
+	}
+	return strings.Join(out, " "), starts
+}
+
+func TestEquivShiftFirstPerson(t *testing.T) {
+	in := equivInputs(41, 3000)
+	in = append(in, "I think I'm right", "\"I said\" I will", "my I me mine myself", "I just really like it", "I'd gone", "I'd go",
+		"imma go", "(I) left", "I", "I  am", "Next I will", "I'M DONE", "i went home")
+	for _, s := range in {
+		f := strings.Fields(s)
+		got, gs := shiftFirstPersonIn(s, f, "Bob")
+		want, ws := refShiftFirstPersonIn(s, f, "Bob")
+		if got != want || gs != ws {
+			t.Fatalf("shiftFirstPersonIn(%q) = %q, %v; want %q, %v", s, got, gs, want, ws)
+		}
+	}
+}
+
+func TestEquivLowerFirstCommon(t *testing.T) {
+	ref := func(s string) string {
+		w, _, _ := strings.Cut(s, " ")
+		c := core(w)
+		lc := strings.ToLower(c)
+		if !(stopwords[lc] || commonCaps[lc] || sentenceStarters[lc]) || (len(c) > 1 && c == strings.ToUpper(c)) {
+			return s
+		}
+		r, size := utf8.DecodeRuneInString(s)
+		if !unicode.IsUpper(r) {
+			return s
+		}
+		return string(unicode.ToLower(r)) + s[size:]
+	}
+	in := append(equivInputs(43, 3000), "The comp", "THE comp", "I think", "Tomorrow we", "Tokyo is", "Ok then", "É", "ÉTÉ x")
+	for _, s := range in {
+		if got, want := lowerFirstCommon(s), ref(s); got != want {
+			t.Fatalf("lowerFirstCommon(%q) = %q, want %q", s, got, want)
+		}
+	}
 }

@@ -41,6 +41,8 @@ type unit struct {
 	subjSet   bool     // subj is computed
 	allToks   []string // tokenSetOf(sp.words, names{}) once asked for (see allTokens)
 	allToksOK bool     // allToks is computed
+	light     string   // a speech unit's light condensation, before replies (for hard)
+	hardLater bool     // text[2] is not made yet (see hard)
 }
 
 // allTokens is tokenSetOf(u.sp.words, names{}) (names included), computed
@@ -67,6 +69,17 @@ type unitArena struct {
 	size  int
 }
 
+// firstUsed is the used part of first, the arena's first block.
+func (a *unitArena) firstUsed(first []unit) []unit {
+	switch {
+	case len(a.block) == 0:
+		return first[:0] // (no unit)
+	case cap(first) > 0 && &a.block[0] == &first[:1][0]:
+		return a.block // still the first block
+	}
+	return first[:cap(first)] // (a later block was started: the first is full)
+}
+
 func (a *unitArena) new(u unit) *unit {
 	if len(a.block) == cap(a.block) {
 		a.block = make([]unit, 0, max(a.size, 4))
@@ -81,8 +94,18 @@ type extraction struct {
 	speakers  []string // non-tool speakers in order of first appearance
 	talkers   []string // speakers with content in this batch, in order of first appearance
 	topics    []string
-	hadTurns  bool // some turn had text
-	allFiller bool // every turn with text was filler
+	hadTurns  bool           // some turn had text
+	allFiller bool           // every turn with text was filler
+	said      []saidSentence // the batch's sentences of speech, for its period line (conversations only)
+}
+
+// saidSentence is a sentence of speech of the batch: its fields (a part of
+// the batch's words that is never written again), its turn and speaker.
+type saidSentence struct {
+	words   []string
+	infos   []word // (as words: kept by the unit, never written again)
+	turn    int
+	speaker string
 }
 
 // displayName is how the summary names a turn's speaker: the normalised
@@ -188,55 +211,73 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 		if words == nil {
 			words = take(sc.words, wordsEstimate(req.Turns[i:]))
 		}
+		if infos == nil {
+			infos = take(sc.infos, cap(words))
+		}
 		for k, sent := range sents {
-			mark := len(words)
+			mark, imark := len(words), len(infos)
 			words = appendFields(words, sent)
 			ws := words[mark:len(words):len(words)]
-			fk := classifyWords(ws, who, s.cfg.extraFiller)
+			infos = appendWords(infos, ws)
+			wis := infos[imark:len(infos):len(infos)] // the words of ws
+			fk := classifyInfos(wis, who, s.cfg.extraFiller)
 			if fk == notFiller && k == 0 {
 				// "yes, and …" / "nah, …" answers the previous speaker too
 				if len(ws) > 1 && strings.HasSuffix(ws[0], ",") {
-					n, nb, k := normParts(ws[0]) // norm(ws[0]), on the stack
-					if k > 0 {
-						n = string(nb[:k])
-					}
-					if _, v := lexVariants(n); v&lxAgree != 0 || n == "no" || n == "nope" || n == "nah" {
+					n := wis[0].n // norm(ws[0])
+					if _, v := lexVariantsOf(n, wis[0].lx); v&lxAgree != 0 || n == "no" || n == "nope" || n == "nah" {
 						attachReply(ex.units, i, name, v&lxAgree != 0) // inSet(agreeWords, n)
 					}
 				}
 			}
 			if fk == notFiller {
-				stripped := stripFillerWords(sent, ws)
+				stripped := stripFillerInfos(sent, ws, wis)
 				if stripped == "" {
-					words = words[:mark]
+					words, infos = words[:mark], infos[:imark]
 					continue
 				}
 				if stripped != sent { // (else it is still notFiller)
 					sent = stripped
 					words = appendFields(words[:mark], sent)
 					ws = words[mark:len(words):len(words)]
-					fk = classifyWords(ws, who, s.cfg.extraFiller)
+					infos = appendWords(infos[:imark], ws)
+					wis = infos[imark:len(infos):len(infos)]
+					fk = classifyInfos(wis, who, s.cfg.extraFiller)
+				}
+			}
+			if fk == notFiller {
+				if tidy := dropDisfluencies(sent, ws, who); tidy != sent {
+					sent = tidy
+					words = appendFields(words[:mark], sent)
+					ws = words[mark:len(words):len(words)]
+					infos = appendWords(infos[:imark], ws)
+					wis = infos[imark:len(infos):len(infos)]
 				}
 			}
 			if fk != notFiller {
 				if fk == fillerAgree || fk == fillerDisagree {
 					attachReply(ex.units, i, name, fk == fillerAgree)
 				}
-				words = words[:mark]
+				words, infos = words[:mark], infos[:imark]
 				continue
 			}
 			ex.allFiller = false
 			addressee, body, bws := extractVocativeIn(sent, ws, name, who)
-			if bws == nil {
+			// The unit's words: those of ws, or of ws without the vocative
+			// that opened it, or the body's own (kept by the unit: never
+			// written again).
+			var bis []word
+			switch {
+			case bws == nil:
 				words = appendFields(words[:mark], body)
 				bws = words[mark:len(words):len(words)]
+				infos = appendWords(infos[:imark], bws)
+				bis = infos[imark:len(infos):len(infos)]
+			case len(bws) == len(ws):
+				bis = wis
+			default: // bws is ws[1:]
+				bis = wis[1:]
 			}
-			if infos == nil {
-				infos = take(sc.infos, cap(words))
-			}
-			imark := len(infos)
-			infos = appendWords(infos, bws)
-			bis := infos[imark:len(infos):len(infos)] // (kept by the unit: never written again)
 			tr := analyzeInfos(body, bis, who)
 			if agent && tr.imperative && role == "user" {
 				tr.request = true // rendered "User asked: Add …"
@@ -260,6 +301,9 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			}))
 			if !tr.injection {
 				topics.addWords(bis) // (an injection's words are data, not what the session is about)
+				if !agent && role != "system" {
+					ex.said = append(ex.said, saidSentence{words: bws, infos: bis, turn: i, speaker: name})
+				}
 			}
 		}
 	}
@@ -282,6 +326,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	}
 
 	notes := s.noteUnits(req, who, topics, &arena)
+	sc.units = arena.firstUsed(sc.units)
 	ex.units = append(ex.units, notes...)
 	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
 	ex.units = mergeToolRuns(ex.units)
@@ -478,8 +523,19 @@ func (u *unit) renderSpeech(who names) {
 		words = appendFields(arr[:0], base)
 	}
 	l1 := condenseLightIn(base, words)
-	l2 := condenseHard(l1) // (a carried sentence gets its gist as a previous one)
-	u.text = [3]string{withReplies(base, u), withReplies(l1, u), withReplies(l2, u)}
+	// text[2] is made when a fold asks for it (hard): most folds never
+	// condense a new statement that far.
+	u.light, u.hardLater = l1, true
+	u.text = [3]string{withReplies(base, u), withReplies(l1, u), ""}
+}
+
+// hard is the hard condensation of a speech unit, u.text[2], made once.
+func (u *unit) hard() string {
+	if u.hardLater {
+		l2 := condenseHard(u.light) // (a carried sentence gets its gist as a previous one)
+		u.text[2], u.hardLater = withReplies(l2, u), false
+	}
+	return u.text[2]
 }
 
 // withReplies appends who agreed or disagreed.
@@ -819,23 +875,18 @@ func toolArg(text string) string {
 		t = t[:64<<10]
 	}
 	if strings.HasPrefix(t, "{") {
-		var m map[string]any
-		if json.Unmarshal([]byte(t), &m) == nil {
+		// (values are decoded only as far as argString looks at them)
+		if ms, ok := objectMembers(t); ok {
 			for _, k := range []string{"command", "cmd", "path", "file_path", "file", "filename",
 				"query", "pattern", "url", "name", "input", "code"} {
-				if v, ok := m[k]; ok {
+				if v, ok := memberValue(ms, k); ok {
 					if s := argString(v); s != "" {
 						return clip(oneLine(s, 400), 80)
 					}
 				}
 			}
-			keys := make([]string, 0, len(m))
-			for k := range m {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if s := argString(m[k]); s != "" {
+			for _, m := range ms { // (in the order of their names)
+				if s := argString(m.raw); s != "" {
 					return clip(oneLine(s, 400), 80)
 				}
 			}
@@ -846,18 +897,32 @@ func toolArg(text string) string {
 	return clip(strings.TrimSpace(first), 80)
 }
 
-func argString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case []any:
-		var parts []string
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				parts = append(parts, s)
-			}
+// argString is a JSON value as an argument: a string, or the strings of an
+// array joined by spaces ("" for anything else).
+func argString(v string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	switch v[0] {
+	case '"':
+		if s := v[1 : len(v)-1]; strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s) {
+			return s // (nothing to decode)
 		}
-		return strings.Join(parts, " ")
+		var s string
+		if json.Unmarshal([]byte(v), &s) == nil {
+			return s
+		}
+	case '[':
+		var x []any
+		if json.Unmarshal([]byte(v), &x) == nil {
+			var parts []string
+			for _, e := range x {
+				if s, ok := e.(string); ok {
+					parts = append(parts, s)
+				}
+			}
+			return strings.Join(parts, " ")
+		}
 	}
 	return ""
 }
@@ -1012,7 +1077,10 @@ func (r *toolRun) key() string {
 // same caller into one clause ("Assistant ran read_file (a.go, b.go and 3
 // more): ok.").
 func mergeToolRuns(units []*unit) []*unit {
-	out := units[:0:0]
+	if len(units) < 2 {
+		return units
+	}
+	out := make([]*unit, 0, len(units))
 	var last *unit // out's last unit, a merged copy whose text is stale
 	finish := func() {
 		if last != nil {
@@ -1188,7 +1256,7 @@ func scanTopics(ws []word, who names, agent bool, sink topicSink) {
 		// A possessive continues a phrase ("King's Row"): never cut after
 		// it, unless it is a participant's ("Marco's screen").
 		base, possessive := strings.CutSuffix(c, "'s")
-		capital := c != "" && upperFirst(c) && ws[i].lx&(lxCommonCaps|lxCalendar) == 0 &&
+		capital := c != "" && upperFirst(c) && ws[i].lx&(lxCommonCaps|lxCalendar|lxCommon|lxFillerCore) == 0 &&
 			!who.has(c) && allLettersExcept(base, '-') && runeLen(base) > 1 && !(possessive && who.has(base))
 		switch {
 		case capital && (!isStart || len(run) > 0):

@@ -84,6 +84,71 @@ var stopwords = toSet(
 	"even", "only", "maybe", "oh", "um", "uh", "lol", "s", "re", "ll", "ve", "d", "t",
 )
 
+// commonWords are frequent words of everyday English that name no topic:
+// common verbs, adverbs, adjectives and vague nouns. A topic phrase has
+// none of them (see isTopicWord).
+var commonWords = toSet(
+	// verbs
+	"think", "thinks", "thought", "thinking", "know", "knows", "knew", "known", "knowing",
+	"mean", "means", "meant", "meaning", "want", "wants", "wanted", "wanting", "get", "gets",
+	"getting", "gotten", "goes", "went", "gone", "say", "saying", "see", "sees", "saw", "seen",
+	"seeing", "look", "looked", "looking", "make", "makes", "made", "making", "take", "takes",
+	"took", "taken", "taking", "come", "comes", "came", "coming", "put", "puts", "putting",
+	"try", "tries", "tried", "trying", "need", "needs", "needed", "needing", "use", "uses",
+	"used", "using", "tell", "tells", "telling", "give", "gives", "gave", "given", "giving",
+	"find", "finds", "found", "let", "guess", "guessing", "suppose", "supposed", "seem",
+	"seems", "seemed", "feel", "feels", "felt", "talk", "talks", "talked", "talking",
+	"mention", "mentioned", "liked", "keep", "keeps", "kept", "start", "starts", "started",
+	"happen", "happens", "happened", "doing", "done", "having", "hope", "remember",
+	"wonder", "wondering", "understand", "agree", "asking", "call", "called", "wait",
+	"bring", "brought", "turn", "turns", "turned", "stay", "sit", "stand", "hear", "heard",
+	"wish", "care", "bother", "figure", "figured", "supposed", "tend", "ended", "end",
+	"works", "worked", "help", "change", "changed", "show", "showed", "move", "set",
+	"sounds", "sound", "exist", "exists", "depend", "depends", "belong", "matter", "matters",
+	"check", "stuck", "okay", "basically", "happy", "prefer", "prefers", "lost", "left",
+	"forever", "decide", "decides", "provide", "provides", "terrible", "awful", "strong",
+	"thingy", "etcetera", "etc",
+	// vague nouns and pronoun-like words
+	"thing", "things", "stuff", "way", "ways", "lot", "lots", "bit", "bits", "kind", "kinds",
+	"sort", "sorts", "type", "types", "something", "anything", "everything", "nothing",
+	"somebody", "someone", "anybody", "anyone", "everybody", "everyone", "nobody", "people",
+	"person", "guy", "guys", "time", "times", "fact", "point", "points", "idea", "ideas",
+	"question", "questions", "case", "cases", "part", "parts", "sense", "reason", "example",
+	"number", "numbers", "problem", "problems", "issue", "issues", "place", "side", "course",
+	"moment", "minute", "minutes", "second", "seconds", "hour", "hours", "day", "days",
+	"week", "weeks", "month", "months", "year", "years", "today", "yesterday", "tomorrow",
+	"whatever", "whenever", "wherever", "whoever", "somewhere", "anywhere", "everywhere",
+	"somehow", "anyhow", "ones", "yours", "mine", "ours", "theirs", "hers", "himself",
+	"herself", "itself", "themselves", "ourselves", "myself", "yourself",
+	// adjectives, adverbs and quantifiers
+	"good", "great", "bad", "nice", "big", "little", "small", "large", "different", "same",
+	"whole", "able", "certain", "other", "others", "another", "else", "kinda", "sorta",
+	"anyway", "anyways", "though", "although", "already", "still", "even", "also", "again",
+	"always", "never", "ever", "sometimes", "usually", "often", "once", "twice", "much",
+	"many", "more", "most", "less", "least", "few", "enough", "very", "too", "quite",
+	"rather", "almost", "exactly", "definitely", "obviously", "probably", "possibly",
+	"maybe", "perhaps", "actually", "really", "pretty", "sure", "right", "wrong", "true",
+	"false", "first", "second", "third", "last", "next", "new", "old", "long", "short",
+	"high", "low", "real", "whether", "either", "neither", "both", "each", "every", "such",
+	"instead", "otherwise", "anymore", "later", "earlier", "soon", "yet", "far", "away",
+	"back", "around", "together", "along", "else", "ago", "easy", "hard", "best", "better",
+	"worse", "worst", "fine", "okay", "cool", "interesting", "important", "possible",
+	"likely", "specific", "particular", "general", "generally", "certainly", "clearly",
+	"simply", "necessarily", "especially", "anyhow", "somewhat", "completely", "entirely",
+	"fairly", "mostly", "mainly", "nearly", "hardly", "slightly", "currently", "recently",
+	"finally", "eventually", "immediately", "directly", "apparently", "essentially",
+	"literally", "totally", "seriously", "honestly", "personally", "hopefully", "sorry",
+	"thank", "thanks", "please", "alright", "whole", "yeah", "yes", "nope", "huh",
+	"gonna", "wanna", "gotta", "kinda", "dunno", "lemme", "gimme", "cause", "cuz",
+	"within", "without", "across", "through", "throughout", "toward", "towards", "upon",
+	"among", "between", "behind", "beyond", "during", "until", "unless", "since",
+	"because", "while", "whereas", "except", "per", "via", "versus", "against",
+	"after", "before", "off", "past", "above", "below", "under", "near", "bunch", "busy",
+	"nice", "fun", "funny", "weird", "strange", "whole",
+	"run", "runs", "add", "adds", "play", "plays", "read", "write", "send", "ask",
+	"it's", "that's", "there's", "what's", "here's", "who's", "where's", "let's",
+)
+
 // Attribution verbs of rendered sentences; ignored for near-duplicate checks.
 var attribution = toSet("said", "asked", "suggested", "agreed", "offered", "told", "noted",
 	"ran", "screen", "said yes", "said no")
@@ -195,10 +260,12 @@ const (
 	lxCalendar
 	lxConnector
 	lxLightDrop
-	lxNumber   // numberWords
-	lxPlan     // willWords
-	lxSelf     // firstPersonOpeners
-	lxGistKeep // gistKeep
+	lxNumber // numberWords
+	lxPlan   // willWords
+	lxSelf   // firstPersonOpeners
+	lxCommon // commonWords
+	lxAbbrev // abbrevs
+	lxShift  // shiftWords
 )
 
 // lexicon maps a word to the classes (word lists) it belongs to, so that a
@@ -214,7 +281,8 @@ var lexicon = func() *wordTable {
 		{lxNeg, negWords}, {lxLeadStrip, leadStrip}, {lxLeadStripComma, leadStripComma},
 		{lxStop, stopwords}, {lxAttribution, attribution}, {lxCommonCaps, commonCaps},
 		{lxCalendar, calendarWords}, {lxConnector, topicConnectors}, {lxLightDrop, lightDropWords},
-		{lxNumber, numberWords}, {lxPlan, willWords}, {lxSelf, firstPersonOpeners}, {lxGistKeep, gistKeep},
+		{lxNumber, numberWords}, {lxPlan, willWords}, {lxSelf, firstPersonOpeners},
+		{lxCommon, commonWords}, {lxAbbrev, abbrevs}, {lxShift, shiftWords},
 	} {
 		for w := range c.set {
 			m[w] |= c.bit
@@ -313,8 +381,10 @@ func lexLower(s string) uint32 { return lexicon.getLower(s) }
 // lexVariants returns the classes of the normalized word n (exact) and the
 // classes of n or of n with letter runs collapsed to two or to one ("yeahhh",
 // "sooo", "okkk"), as a lookup in each word list would find them.
-func lexVariants(n string) (exact, any uint32) {
-	exact = lexicon.get(n)
+func lexVariants(n string) (exact, any uint32) { return lexVariantsOf(n, lexicon.get(n)) }
+
+// lexVariantsOf is lexVariants(n), given exact = lexicon.get(n).
+func lexVariantsOf(n string, exact uint32) (_, any uint32) {
 	if !hasRunOver(n, 1) {
 		return exact, exact // all three variants are n
 	}

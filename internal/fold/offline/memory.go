@@ -2,6 +2,7 @@ package offline
 
 import (
 	"container/list"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -239,12 +240,18 @@ func subjectOf(toks []string) []string {
 // at least two tokens in common, and most of the smaller one's. One merge
 // pass: both are sorted.
 func sameSubject(a, b []string) bool {
+	// need is the least common count that makes them one subject: stop as
+	// soon as it is out of reach.
+	need := max(2, int(math.Ceil(0.6*float64(min(len(a), len(b))))))
 	common := 0
 	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch {
-		case a[i] < b[j]:
+		if common+min(len(a)-i, len(b)-j) < need {
+			return false
+		}
+		switch c := strings.Compare(a[i], b[j]); {
+		case c < 0:
 			i++
-		case b[j] < a[i]:
+		case c > 0:
 			j++
 		default:
 			common++
@@ -252,7 +259,7 @@ func sameSubject(a, b []string) bool {
 			j++
 		}
 	}
-	return common >= 2 && float64(common) >= 0.6*float64(min(len(a), len(b)))
+	return common >= need
 }
 
 func isSubjectTok(t string) bool {

@@ -17,15 +17,23 @@
 //
 // The summary is one paragraph of plain prose. It opens with the
 // participants and the recent topics ("Alice, Bob and Carol are talking
-// about Marvel Rivals and Tokyo."), then the previous summary merged with
-// the new batch, in chronological order: a statement that a newer one of
-// the same speaker on the same subject changed is replaced. Identifiers
-// (names, numbers, paths, URLs, quoted strings) are copied verbatim. When
-// the budget is tight, hedges go first, then chatter, then older
-// statements shrink to their gist (whole words only, negations kept), and
-// then the statements worth least for their length are dropped, counting
-// only what no other kept statement says and weighing importance mildly
-// against age.
+// about Marvel Rivals and Tokyo."). In a conversation long enough that its
+// statements no longer fit, period lines follow: what each stretch of it
+// was about, its topic phrases and who drove them ("From 14:02 to 14:20,
+// Alice and Bob discussed the venue in Lisbon, catering and hotel rooms.",
+// see period.go); older periods merge into coarser lines rather than being
+// dropped, so the summary covers the whole conversation. Then come the
+// previous summary's statements merged with the new batch, in chronological
+// order: a statement that a newer one of the same speaker on the same
+// subject changed is replaced. Speech is tidied before it is rendered:
+// false starts ("th the") and the tags "I mean," and "you know," go, and an
+// opinion is reported ("I think we should" → "Bob thought we should").
+// Identifiers (names, numbers, paths, URLs, quoted strings) are copied
+// verbatim. When the budget is tight, hedges go first, then chatter, then
+// older statements shrink to their main clauses (whole clauses only, those
+// with names, numbers, decisions or questions kept), and then the
+// statements worth least for their length are dropped, counting only what
+// no other kept statement says and weighing importance mildly against age.
 //
 // Budgets are counted in runes (Unicode code points), as the engine does.
 //
@@ -36,10 +44,11 @@
 package offline
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -218,6 +227,19 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 		}
 	}
 
+	var periods []*period
+	if !agent {
+		kept := prev.sentences[:0] // (filtered in place)
+		for _, st := range prev.sentences {
+			if p, ok := parsePeriod(st, who); ok {
+				periods = append(periods, p)
+			} else {
+				kept = append(kept, st)
+			}
+		}
+		prev.sentences = kept
+	}
+
 	prevSents := s.cache.prevSentences(prev.sentences, who, agent)
 	sc := s.work.get()
 	defer s.work.put(sc)
@@ -251,8 +273,80 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 		copy(items[1:], items)
 		items[0] = lead
 	}
-	fit(items, budget)
-	if out := join(items); out != "" {
+	// Period lines start once the summary is full (until then its
+	// statements say it all), and need room.
+	if !agent && budget >= minPeriodBudget && (len(periods) > 0 || overBudget(items, budget)) {
+		sal := earlierCounts(periods, prevSents)
+		n := 0
+		for _, st := range ex.said {
+			n += len(st.words)
+		}
+		batch := newPhraseCounter(n)
+		batch.sal = sal
+		for _, st := range ex.said {
+			batch.add(st.words, st.infos, st.turn, st.speaker, who)
+		}
+		if len(periods) == 0 && len(prevSents) > 0 {
+			// The first line: what the statements so far were about.
+			pc := newPhraseCounter(4 * len(prevSents))
+			pc.sal = sal
+			for i, ps := range prevSents {
+				var arr [64]string
+				var iarr [64]word
+				ws := appendFields(arr[:0], ps.v[0])
+				pc.add(ws, appendWords(iarr[:0], ws), i, ps.speaker, who)
+			}
+			if ph, sp, ok := pc.top(maxPeriodPhrases); ok {
+				p := &period{names: sp, phrases: ph, weight: 1}
+				if n := len(req.Turns); n > 0 {
+					p.to = clockOf(req.Turns[0].At)
+				}
+				periods = append(periods, p)
+			}
+		}
+		if ph, sp, ok := batch.top(maxPeriodPhrases); ok {
+			p := &period{names: sp, phrases: ph}
+			if n := len(req.Turns); n > 0 {
+				p.from, p.to = clockOf(req.Turns[0].At), clockOf(req.Turns[n-1].At)
+				if p.from == "" || p.to == "" {
+					p.from, p.to = "", ""
+				}
+			}
+			p.weight = p.minutes()
+			periods = append(periods, p)
+		}
+		// The period lines take what the opening sentence and the
+		// statements that hold facts or open questions (up to factShare of
+		// the budget) leave, at most periodShare.
+		room := budget * periodShare / 100
+		if lead != nil {
+			room = min(room, budget-runeLen(lead.v[0])-1)
+		}
+		need := 0
+		for _, it := range items {
+			if !it.drop && !it.isLead && (it.score >= factScore || it.isNew && strings.HasSuffix(it.v[0], "?")) {
+				need += runeLen(it.v[1]) + 1
+			}
+		}
+		room = min(room, budget-min(need, budget*factShare/100))
+		periods = fitPeriods(periods, max(budget/periodLineChars, 1), room, sal)
+	} else {
+		periods = nil
+	}
+	var pb strings.Builder
+	for _, p := range periods {
+		if pb.Len() > 0 {
+			pb.WriteByte(' ')
+		}
+		pb.WriteString(p.render())
+	}
+	periodText := pb.String()
+	rest := budget
+	if periodText != "" {
+		rest -= runeLen(periodText) + 1
+	}
+	fit(items, rest, budget)
+	if out := joinWithPeriods(items, periodText); out != "" {
 		return out, mems
 	}
 	// The engine treats an empty summary as a failed fold: whenever there
@@ -552,6 +646,15 @@ type item struct {
 
 func (it *item) text() string { return it.v[it.lvl] }
 
+// fillHard makes the hard condensation of an item of a new statement,
+// which its unit makes only when asked (unit.hard). Call it before v[2] is
+// read.
+func (it *item) fillHard() {
+	if it.unit != nil && it.v[2] == "" {
+		it.v[2], it.n[2] = it.unit.hard(), 0
+	}
+}
+
 // setText replaces the item's sentence.
 func (it *item) setText(v [3]string) {
 	it.v, it.n, it.prev = v, [3]int{}, nil
@@ -569,7 +672,7 @@ func (it *item) length() int {
 func (it *item) eff() float64 { return it.score * (0.7 + 0.3*it.pos) }
 
 // chatterScore is the importance below which a sentence is chatter: it is
-// dropped before any statement is condensed to its gist.
+// dropped before any statement is condensed to its main clauses.
 const chatterScore = 3.0
 
 // appendBuckets appends the coverage bucket of each token of toks.
@@ -664,7 +767,7 @@ func assemble(prevSents []*prevSentence, ex extraction, sc *scratch) []*item {
 			pos = 0.7 + 0.3*float64(k)/float64(m-1)
 		}
 		it := newItem(item{v: u.text, score: u.score, pos: pos, isNew: true, speaker: u.speaker})
-		if u.toks != nil {
+		if u.kind == unitSpeech { // (tokenizeUnits gave it its tokens)
 			it.unit = u
 		}
 		if u.tool != nil {
@@ -672,6 +775,7 @@ func assemble(prevSents []*prevSentence, ex extraction, sc *scratch) []*item {
 		}
 		items = append(items, it)
 	}
+	sc.items, sc.ptrs = arena, items // (the parts used)
 	return items
 }
 
@@ -872,10 +976,14 @@ func (ls *lenSum) add(it *item, sign int) {
 func (ls *lenSum) total() int { return ls.n + max(ls.parts-1, 0) }
 
 // fit brings the items within budget: condense the previous summary
-// (oldest first: light, then hard), lightly condense weak new sentences,
-// then drop sentences by importance weighed against age, keeping the best
-// sentence of the new batch. Only then does the opening sentence shrink.
-func fit(items []*item, budget int) {
+// (oldest first: light), lightly condense weak new sentences, drop chatter,
+// shrink the previous summary's and then the weak new sentences to their
+// main clauses, then drop sentences by importance weighed against age,
+// keeping the best sentence of the new batch. Only then does the opening sentence shrink.
+// whole is the summary's budget, of which budget is what the items may
+// take (the period lines take the rest): the opening sentence keeps its
+// topics unless the whole summary is small.
+func fit(items []*item, budget, whole int) {
 	var ls lenSum
 	for _, it := range items {
 		ls.add(it, 1)
@@ -886,6 +994,9 @@ func fit(items []*item, budget int) {
 	}
 	setLvl := func(it *item, lvl int) {
 		ls.add(it, -1)
+		if lvl == 2 {
+			it.fillHard()
+		}
 		it.lvl = lvl
 		ls.add(it, 1)
 	}
@@ -894,7 +1005,8 @@ func fit(items []*item, budget int) {
 		it.drop = drop
 		ls.add(it, 1)
 	}
-	var prev, fresh []*item
+	var prevArr, freshArr [64]*item
+	prev, fresh := prevArr[:0], freshArr[:0]
 	var lead *item
 	for _, it := range items {
 		switch {
@@ -908,7 +1020,8 @@ func fit(items []*item, budget int) {
 		}
 	}
 	// Hedges go first (oldest first), then chatter (the least important
-	// first), and only then do older statements shrink to their gist.
+	// first), and only then do older statements shrink to their main
+	// clauses.
 	for _, it := range prev {
 		if it.lvl < 1 {
 			setLvl(it, 1)
@@ -917,8 +1030,9 @@ func fit(items []*item, budget int) {
 			}
 		}
 	}
-	weak := append([]*item(nil), fresh...)
-	sort.SliceStable(weak, func(a, b int) bool { return weak[a].score < weak[b].score })
+	var weakArr [64]*item
+	weak := append(weakArr[:0], fresh...)
+	slices.SortStableFunc(weak, func(a, b *item) int { return cmp.Compare(a.score, b.score) })
 	for _, it := range weak {
 		if it.lvl < 1 {
 			setLvl(it, 1)
@@ -927,7 +1041,8 @@ func fit(items []*item, budget int) {
 			}
 		}
 	}
-	var chatter []*item
+	var chatterArr [64]*item
+	chatter := chatterArr[:0]
 	for _, it := range prev {
 		if it.score < chatterScore {
 			chatter = append(chatter, it)
@@ -938,7 +1053,7 @@ func fit(items []*item, budget int) {
 			chatter = append(chatter, it)
 		}
 	}
-	sort.SliceStable(chatter, func(a, b int) bool { return chatter[a].eff() < chatter[b].eff() })
+	slices.SortStableFunc(chatter, func(a, b *item) int { return cmp.Compare(a.eff(), b.eff()) })
 	for _, it := range chatter {
 		setDrop(it, true)
 		if !over() {
@@ -953,7 +1068,15 @@ func fit(items []*item, budget int) {
 			}
 		}
 	}
-	if lead != nil && budget < 400 {
+	for _, it := range weak {
+		if it.lvl < 2 && !it.drop {
+			setLvl(it, 2)
+			if !over() {
+				return
+			}
+		}
+	}
+	if lead != nil && whole < 400 {
 		setLvl(lead, 1)
 		if !over() {
 			return
@@ -1039,6 +1162,7 @@ func fit(items []*item, budget int) {
 	// the participants alone.
 	var best *item
 	for _, it := range items {
+		it.fillHard()
 		if it.isLead || it.dup || runeLen(it.v[2]) > budget || it.v[2] == "" {
 			continue
 		}
@@ -1061,6 +1185,36 @@ func fit(items []*item, budget int) {
 		lead.drop = false // nothing fits: keep who is here; the engine clamps
 	}
 	// Still over: the engine's clamp handles it; a backend never truncates.
+}
+
+// overBudget reports whether the items, at their fullest, exceed budget.
+func overBudget(items []*item, budget int) bool {
+	n := -1
+	for _, it := range items {
+		if !it.drop {
+			n += runeLen(it.v[0]) + 1
+		}
+	}
+	return n > budget
+}
+
+// joinWithPeriods is join(items) with the period lines after the opening
+// sentence.
+func joinWithPeriods(items []*item, periodText string) string {
+	if periodText == "" {
+		return join(items)
+	}
+	if len(items) > 0 && items[0].isLead && !items[0].drop && items[0].text() != "" {
+		rest := join(items[1:])
+		if rest == "" {
+			return items[0].text() + " " + periodText
+		}
+		return items[0].text() + " " + periodText + " " + rest
+	}
+	if rest := join(items); rest != "" {
+		return periodText + " " + rest
+	}
+	return periodText
 }
 
 // join writes the kept items as one paragraph, merging consecutive

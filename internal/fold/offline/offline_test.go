@@ -340,7 +340,7 @@ func TestRecompactCondenses(t *testing.T) {
 			t.Errorf("MaxChars=%d: participants lost: %q", mc, got)
 		}
 		// the newest decision of the folded span survives
-		// (as said, or as its gist)
+		// (as said, or as its main clauses)
 		if mc >= 600 && !regexp.MustCompile(`Bob suggested (we )?try dive comp (with )?Spider-Man (and )?Venom (on )?Yggsgard`).MatchString(got) {
 			t.Errorf("MaxChars=%d: newest decision lost: %q", mc, got)
 		}
@@ -387,7 +387,7 @@ func TestOlderContentCondensedFirst(t *testing.T) {
 	if strings.Contains(got, "basically") || !strings.Contains(got, "Luna Snow") {
 		t.Errorf("old sentence not condensed lightly: %q", got)
 	}
-	if !strings.Contains(got, "Bob honestly really thinks we should queue ranked on Klyntar at 9 pm.") {
+	if !strings.Contains(got, "Bob honestly really thought we should queue ranked on Klyntar at 9 pm.") {
 		t.Errorf("new sentence changed before old ones were condensed: %q", got)
 	}
 }

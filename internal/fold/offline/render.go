@@ -26,6 +26,23 @@ func shiftFirstPersonIn(s string, words []string, speaker string) (string, bool)
 // shiftFirstPersonInfos is shiftFirstPerson(s, speaker); ws are the words
 // of s.
 func shiftFirstPersonInfos(s string, ws []word, speaker string) (string, bool) {
+	shift := false
+	for i := range ws {
+		shift = shift || ws[i].lx&lxShift != 0
+	}
+	if !shift { // (most sentences: no word to shift, s as it is)
+		if isSingleSpaced(s) {
+			return s, false
+		}
+		var b strings.Builder
+		for i := range ws {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(ws[i].w)
+		}
+		return b.String(), false // strings.Join of the fields
+	}
 	var outArr [64]string
 	out := outArr[:0]
 	changed := false
@@ -42,9 +59,7 @@ func shiftFirstPersonInfos(s string, ws []word, speaker string) (string, bool) {
 			continue
 		}
 		lc := ws[i].n // strings.ToLower(core(w))
-		switch lc {
-		case "i", "i'm", "im", "i've", "i'll", "i'd", "imma", "i'ma", "me", "myself", "my", "mine":
-		default:
+		if ws[i].lx&lxShift == 0 {
 			out = append(out, w) // (most words)
 			continue
 		}
@@ -100,6 +115,10 @@ func shiftFirstPersonInfos(s string, ws []word, speaker string) (string, bool) {
 	return strings.Join(out, " "), starts
 }
 
+// shiftWords are the first-person words shiftFirstPerson rewrites (as
+// lowercased cores).
+var shiftWords = toSet("i", "i'm", "im", "i've", "i'll", "i'd", "imma", "i'ma", "me", "myself", "my", "mine")
+
 // conjugate puts the verb that followed "I" into the third person singular.
 func conjugate(w string) string {
 	pre, c, suf := splitWord(w)
@@ -126,6 +145,13 @@ func conjugate(w string) string {
 		r = "was"
 	case "be":
 		r = "is"
+	case "think", "believe":
+		// an opinion is reported, as what was said is ("Bob said …"):
+		// "I think we should" → "Bob thought we should"
+		r = lc + "d"
+		if lc == "think" {
+			r = "thought"
+		}
 	default:
 		if noConj[lc] || isPast(lc) || !isAllLetters(c) || len(lc) < 2 {
 			return w
@@ -320,8 +346,11 @@ var sentenceStarters = toSet("tomorrow", "today", "tonight", "yesterday", "every
 func lowerFirstCommon(s string) string {
 	w, _, _ := strings.Cut(s, " ")
 	c := core(w)
-	lc := strings.ToLower(c)
-	if !(stopwords[lc] || commonCaps[lc] || sentenceStarters[lc]) || (len(c) > 1 && c == strings.ToUpper(c)) {
+	lc, lb, k := lowerParts(c) // strings.ToLower(c), on the stack
+	if k > 0 {
+		lc = string(lb[:k])
+	}
+	if lexicon.get(lc)&(lxStop|lxCommonCaps) == 0 && !sentenceStarters[lc] || len(c) > 1 && isUpperCase(c) {
 		return s
 	}
 	r, size := utf8.DecodeRuneInString(s)
@@ -329,6 +358,19 @@ func lowerFirstCommon(s string) string {
 		return s
 	}
 	return string(unicode.ToLower(r)) + s[size:]
+}
+
+// isUpperCase reports c == strings.ToUpper(c).
+func isUpperCase(c string) bool {
+	if !isASCII(c) {
+		return c == strings.ToUpper(c)
+	}
+	for i := 0; i < len(c); i++ {
+		if 'a' <= c[i] && c[i] <= 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // speech is one sentence said by one speaker, ready to render.

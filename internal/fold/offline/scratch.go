@@ -33,8 +33,10 @@ func (sp *scratchPool) get() *scratch {
 	return &scratch{}
 }
 
-// put clears sc (it must not keep the fold's text alive) and keeps it for
-// a later fold.
+// put clears what sc's slices hold (the fold set each to the part it
+// used) and keeps it for a later fold. (An element beyond that part, left
+// by a slice that was cut back, is overwritten by a later fold or dropped
+// with the pool at the next garbage collection.)
 func (sp *scratchPool) put(sc *scratch) {
 	sc.words = reuse(sc.words)
 	sc.infos = reuse(sc.infos)
@@ -47,12 +49,12 @@ func (sp *scratchPool) put(sc *scratch) {
 	sp.p.Put(sc)
 }
 
-// reuse returns s emptied and cleared, or nil when it is too large to keep.
+// reuse returns s cleared and emptied, or nil when it is too large to
+// keep.
 func reuse[T any](s []T) []T {
 	if cap(s) > maxScratch {
 		return nil
 	}
-	s = s[:cap(s)]
 	clear(s)
 	return s[:0]
 }

@@ -240,8 +240,8 @@ func appendLine(out []string, line string) []string {
 	// i is the byte offset of a rune r; end is the offset after the run of
 	// terminators and closers that r starts, last its final rune.
 	for i := 0; i < len(line); {
-		if c := line[i]; c < utf8.RuneSelf && c != '.' && c != '!' && c != '?' {
-			i++ // not a terminator: the common case
+		if !termOrHigh[line[i]] {
+			i++ // an ASCII byte that ends no sentence: the common case
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(line[i:])
@@ -294,17 +294,28 @@ func appendLine(out []string, line string) []string {
 	return out
 }
 
+// termOrHigh flags the bytes where appendLine looks for a sentence end:
+// '.', '!', '?' and every byte of a multi-byte rune.
+var termOrHigh = func() (t [256]bool) {
+	t['.'], t['!'], t['?'] = true, true, true
+	for c := utf8.RuneSelf; c < 256; c++ {
+		t[c] = true
+	}
+	return t
+}()
+
 // isAbbrev reports whether the last word of s is an abbreviation:
 // abbrevs[w] || isDottedAbbrev(w) for w = lastWord(s), without allocating
 // for ASCII words.
 func isAbbrev(s string) bool {
 	var buf [lowerBufLen]byte
-	b, ok := lowerASCII(&buf, trimOpeners(s[lastSpaceEnd(s):]))
+	w := trimOpeners(s[lastSpaceEnd(s):])
+	b, ok := lowerASCII(&buf, w)
 	if !ok { // not ASCII, or long
 		w := lastWord(s)
 		return abbrevs[w] || isDottedAbbrev(w)
 	}
-	return abbrevs[string(b)] || isDottedAbbrev(b) // (no string copy of b)
+	return lexicon.getLower(w)&lxAbbrev != 0 || isDottedAbbrev(b) // (abbrevs[string(b)])
 }
 
 // lastSpaceEnd is strings.LastIndexFunc(s, unicode.IsSpace) + 1 (0 when s
@@ -467,16 +478,22 @@ func appendWords(dst []word, fs []string) []word {
 	type pend struct{ at, to int32 } // dst[at].n is buf[previous to:to]
 	var pendArr [8]pend
 	pending := pendArr[:0]
+	dst = slices.Grow(dst, len(fs))
 	for _, f := range fs {
+		// (the fields are set in place: no copy of a whole word, which
+		// the garbage collector's write barrier would scan)
+		dst = dst[:len(dst)+1]
+		d := &dst[len(dst)-1]
 		c := core(f)
+		d.w, d.c = f, c
 		n, nb, k := lowerParts(c)
 		if k > 0 {
 			buf = append(buf, nb[:k]...)
-			pending = append(pending, pend{int32(len(dst)), int32(len(buf))})
-			dst = append(dst, word{w: f, c: c})
+			pending = append(pending, pend{int32(len(dst) - 1), int32(len(buf))})
+			d.n, d.lx = "", 0
 			continue
 		}
-		dst = append(dst, word{w: f, c: c, n: n, lx: lexicon.get(n)})
+		d.n, d.lx = n, lexicon.get(n)
 	}
 	if len(pending) > 0 {
 		all := string(buf)

@@ -1,0 +1,207 @@
+package events
+
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// AppendJSON appends the event as encoding/json encodes it, byte for byte
+// (TestAppendJSONAgrees, FuzzAppendJSONAgrees), without reflection: the
+// processor publishes two lifecycle events per fold. The error is
+// encoding/json's for a time it cannot encode (a year outside 0..9999).
+func (ev *Lifecycle) AppendJSON(dst []byte) ([]byte, error) {
+	o := jsonObject{b: append(dst, '{')}
+	o.int("v", int64(ev.V))
+	o.str("session", ev.Session)
+	o.str("type", ev.Type)
+	o.time("at", ev.At)
+	o.strOmit("fold_id", ev.FoldID)
+	o.strOmit("reason", ev.Reason)
+	o.strOmit("trigger", ev.Trigger)
+	o.strOmit("mode", ev.Mode)
+	o.strOmit("cause", ev.Cause)
+	o.intOmit("estimate_tokens", int64(ev.Estimate))
+	o.intOmit("limit_tokens", int64(ev.Limit))
+	o.intOmit("chunks", int64(ev.Chunks))
+	o.intOmit("skipped_turns", int64(ev.SkippedTurns))
+	o.intOmit("masked_turns", int64(ev.MaskedTurns))
+	o.int("cursor", ev.Cursor)
+	o.int("total_turns", ev.TotalTurns)
+	o.intOmit("recent_start", ev.RecentStart)
+	o.intOmit("eligible", ev.Eligible)
+	o.intOmit("batch_size", int64(ev.BatchSize))
+	o.intOmit("batch_from", ev.BatchFrom)
+	o.intOmit("batch_to", ev.BatchTo)
+	o.intOmit("pending_note_count", int64(ev.PendingNoteCount))
+	o.intOmit("old_cursor", ev.OldCursor)
+	o.intOmit("new_cursor", ev.NewCursor)
+	o.intOmit("covered_through_turn", ev.CoveredThroughTurn)
+	o.intOmit("summary_chars", int64(ev.SummaryChars))
+	if ev.Version != 0 {
+		o.uint("version", ev.Version)
+	}
+	o.strOmit("tier", ev.Tier)
+	o.intOmit("latency_ms", ev.LatencyMS)
+	o.strOmit("model", ev.Model)
+	o.strOmit("error_class", ev.ErrorClass)
+	if ev.Retryable != nil {
+		o.bool("retryable", *ev.Retryable)
+	}
+	o.strOmit("error", ev.Error)
+	return o.end()
+}
+
+// AppendJSON appends the summary as encoding/json encodes it, byte for
+// byte (TestAppendJSONAgrees): one per fold, on the fold's latency path.
+func (s *SummaryUpdated) AppendJSON(dst []byte) ([]byte, error) {
+	o := jsonObject{b: append(dst, '{')}
+	o.int("v", int64(s.V))
+	o.str("session", s.Session)
+	o.uint("version", s.Version)
+	o.str("summary", s.Summary)
+	o.int("cursor", s.Cursor)
+	o.int("covered_through_turn", s.CoveredThroughTurn)
+	o.time("from", s.From)
+	o.time("to", s.To)
+	o.int("folded_turns", int64(s.FoldedTurns))
+	o.int("folded_notes", int64(s.FoldedNotes))
+	o.int("summary_chars", int64(s.SummaryChars))
+	o.int("summary_tokens", int64(s.SummaryTokens))
+	o.int("original_tokens", int64(s.OriginalTokens))
+	o.str("mode", s.Mode)
+	o.str("tier", s.Tier)
+	o.int("compactions", int64(s.Compactions))
+	if s.Epoch != 0 {
+		o.uint("epoch", uint64(s.Epoch))
+	}
+	o.str("model", s.Model)
+	o.int("latency_ms", s.LatencyMS)
+	o.time("at", s.At)
+	return o.end()
+}
+
+// jsonObject appends one flat JSON object's members. Keys are written as
+// given: callers pass plain ASCII names that need no escaping.
+type jsonObject struct {
+	b    []byte
+	more bool // a member was written: the next needs a comma
+	err  error
+}
+
+func (o *jsonObject) key(k string) {
+	if o.more {
+		o.b = append(o.b, ',')
+	}
+	o.more = true
+	o.b = append(o.b, '"')
+	o.b = append(o.b, k...)
+	o.b = append(o.b, '"', ':')
+}
+
+func (o *jsonObject) str(k, v string) {
+	o.key(k)
+	o.b = appendJSONString(o.b, v)
+}
+
+func (o *jsonObject) strOmit(k, v string) {
+	if v != "" {
+		o.str(k, v)
+	}
+}
+
+func (o *jsonObject) int(k string, v int64) {
+	o.key(k)
+	o.b = strconv.AppendInt(o.b, v, 10)
+}
+
+func (o *jsonObject) intOmit(k string, v int64) {
+	if v != 0 {
+		o.int(k, v)
+	}
+}
+
+func (o *jsonObject) uint(k string, v uint64) {
+	o.key(k)
+	o.b = strconv.AppendUint(o.b, v, 10)
+}
+
+func (o *jsonObject) bool(k string, v bool) {
+	o.key(k)
+	o.b = strconv.AppendBool(o.b, v)
+}
+
+// time writes t as time.Time's MarshalJSON does (RFC 3339 with
+// nanoseconds, quoted), keeping its first error.
+func (o *jsonObject) time(k string, t time.Time) {
+	o.key(k)
+	o.b = append(o.b, '"')
+	var err error
+	if o.b, err = t.AppendText(o.b); err != nil && o.err == nil {
+		o.err = err
+	}
+	o.b = append(o.b, '"')
+}
+
+func (o *jsonObject) end() ([]byte, error) {
+	if o.err != nil {
+		return nil, o.err
+	}
+	return append(o.b, '}'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString is encoding/json's string encoding with its default
+// HTML escaping: <, > and & as \u003c, \u003e and \u0026, control
+// characters escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
