@@ -20,10 +20,11 @@ type prevSentence struct {
 	run       []string  // toolRunRe submatches, nil when not a tool run
 	toks      tokSet    // tokenSet(v[0], who)
 	bumps     []topicBump
-	speaker   string   // the participant the sentence opens with ("" for none)
-	subj      []string // subjectOf(toks.toks)
-	buckets   []uint16 // appendBuckets(nil, toks.toks)
-	topicKeys []string // topicKeys(its words), for the period lines
+	speaker   string      // the participant the sentence opens with ("" for none)
+	subj      []string    // subjectOf(toks.toks)
+	buckets   []uint16    // appendBuckets(nil, toks.toks)
+	topicKeys []string    // topicKeys(its words), for the period lines
+	phrases   []phraseRun // its topic phrases, for the first period line
 }
 
 // topicBump is one topic mention of a sentence, as scanTopics reports it.
@@ -82,11 +83,7 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	}
 	ps.score = sc
 	l1 := condenseLightIn(st, words)
-	l2 := condenseHard(l1)
-	if ps.run == nil {
-		l2 = condenseHard(l1) // GISTTEST
-	}
-	ps.v = [3]string{st, l1, l2}
+	ps.v = [3]string{st, l1, condenseMain(l1)}
 	for i, v := range ps.v {
 		ps.n[i] = runeLen(v)
 	}
@@ -95,6 +92,8 @@ func analyzePrev(st string, who names, agent bool) *prevSentence {
 	ps.buckets = appendBuckets(nil, ps.toks.toks)
 	if !agent {
 		ps.topicKeys = topicKeys(words)
+		var iarr [64]word
+		ps.phrases = appendPhraseRuns(nil, words, appendWords(iarr[:0], words), who)
 	}
 	return ps
 }

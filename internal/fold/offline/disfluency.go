@@ -72,3 +72,23 @@ func isFalseStart(w, next string, who names) bool {
 	n := core(next)
 	return len(n) > len(f) && hasPrefixFold(n, f)
 }
+
+// condenseMain is condenseHard(s) unless that leaves a stub that says
+// nothing ("Bob suggested.", "Alice said that."): then s as it is.
+func condenseMain(s string) string {
+	h := condenseHard(s)
+	if h == s {
+		return s
+	}
+	var arr [8]string
+	ws := appendFields(arr[:0], h)
+	if len(ws) < 3 {
+		return s
+	}
+	last := strings.ToLower(strings.TrimRight(ws[len(ws)-1], ".?!:,"))
+	switch last {
+	case "said", "suggested", "asked", "thought", "agreed", "that", "and", "but", "so", "to", "the", "a":
+		return s
+	}
+	return h
+}

@@ -532,7 +532,7 @@ func (u *unit) renderSpeech(who names) {
 // hard is the hard condensation of a speech unit, u.text[2], made once.
 func (u *unit) hard() string {
 	if u.hardLater {
-		l2 := condenseHard(u.light) // (a carried sentence gets its gist as a previous one)
+		l2 := condenseMain(u.light)
 		u.text[2], u.hardLater = withReplies(l2, u), false
 	}
 	return u.text[2]

@@ -291,10 +291,9 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 			pc := newPhraseCounter(4 * len(prevSents))
 			pc.sal = sal
 			for i, ps := range prevSents {
-				var arr [64]string
-				var iarr [64]word
-				ws := appendFields(arr[:0], ps.v[0])
-				pc.add(ws, appendWords(iarr[:0], ws), i, ps.speaker, who)
+				for _, r := range ps.phrases {
+					pc.count(r.words, r.lowerFirst, i, ps.speaker)
+				}
 			}
 			if ph, sp, ok := pc.top(maxPeriodPhrases); ok {
 				p := &period{names: sp, phrases: ph, weight: 1}

@@ -126,6 +126,11 @@ func parsePeriod(s string, who names) (*period, bool) {
 	if len(p.phrases) == 0 {
 		return nil, false
 	}
+	for _, ph := range p.phrases {
+		if strings.ContainsAny(ph, ".?!:;") || strings.Count(ph, " ") >= maxPhraseWords {
+			return nil, false // a sentence, not a list of topics
+		}
+	}
 	p.weight = p.minutes()
 	if p.from == "" && p.to != "" {
 		// what the statements before the first period were about, for as
@@ -365,12 +370,36 @@ func newPhraseCounter(words int) *phraseCounter {
 // add counts the phrases of a sentence of turn, said by speaker, whose
 // fields are words.
 func (pc *phraseCounter) add(words []string, infos []word, turn int, speaker string, who names) {
+	scanPhrases(words, infos, who, func(run []string, lowerFirst bool) {
+		pc.count(run, lowerFirst, turn, speaker)
+	})
+}
+
+// phraseRun is a topic phrase of a sentence as scanPhrases reports it.
+type phraseRun struct {
+	words      []string
+	lowerFirst bool
+}
+
+// appendPhraseRuns appends the topic phrases of the sentence whose fields
+// are words (and infos) to dst, each with its own copy of its words.
+func appendPhraseRuns(dst []phraseRun, words []string, infos []word, who names) []phraseRun {
+	scanPhrases(words, infos, who, func(run []string, lowerFirst bool) {
+		dst = append(dst, phraseRun{words: slices.Clone(run), lowerFirst: lowerFirst})
+	})
+	return dst
+}
+
+// scanPhrases calls emit with each topic phrase of the sentence whose
+// fields are words (and infos): its words (valid during the call only) and
+// whether its first is capitalized only as the sentence's first.
+func scanPhrases(words []string, infos []word, who names, emit func(run []string, lowerFirst bool)) {
 	var arr [maxPhraseWords]string
 	run := arr[:0]
 	lowerFirst := false // the run opens the sentence with a capital that is no name's
 	flush := func() {
 		if len(run) > 0 {
-			pc.count(run, lowerFirst, turn, speaker)
+			emit(run, lowerFirst)
 		}
 		run = run[:0]
 	}
@@ -543,6 +572,9 @@ func isTopicWord(x *word, who names) bool {
 	}
 	if strings.HasSuffix(x.n, "ly") || strings.HasSuffix(x.n, "ed") || isLaugh(x.n) {
 		return false // an adverb or a verb's past: no topic
+	}
+	if abbrevs[x.n] {
+		return false // ("Mr", "etc": ending a line, it would not end its sentence)
 	}
 	return !who.has(c)
 }

@@ -37,6 +37,7 @@ func TestPeriodLineRoundTrip(t *testing.T) {
 		"From 14:02 to 14:20, Mallory and Bob discussed the plan.", // Mallory is no participant
 		"Earlier, Alice said they discussed it.",
 		"From noon to 14:20, Alice discussed lunch.",
+		"From 14:02 to 14:20, Alice discussed the demo, Mr. Bob thought it was a short meeting because of the four agenda items and Tcl.",
 	} {
 		if _, ok := parsePeriod(s, who); ok {
 			t.Errorf("%q read as a period line", s)
@@ -211,6 +212,18 @@ func TestDropDisfluencies(t *testing.T) {
 	} {
 		if got := dropDisfluencies(c.in, appendFields(nil, c.in), who); got != c.want {
 			t.Errorf("dropDisfluencies(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// A statement shrinks to its main clauses unless that leaves a stub.
+func TestCondenseMain(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"Bob said that, because it rains, we stay home.", "Bob said that, because it rains, we stay home."},
+		{"Bob booked the hotel, it was nice, the view was great.", "Bob booked the hotel."},
+	} {
+		if got := condenseMain(c.in); got != c.want {
+			t.Errorf("condenseMain(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
