@@ -23,28 +23,6 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// streamMsgs returns the inbound stream's messages on subject.
-func streamMsgs(t *testing.T, e *servicetest.Env, subject string) []*jetstream.RawStreamMsg {
-	t.Helper()
-	ctx := ctxT(t)
-	s, err := e.JS.Stream(ctx, e.Layout.In)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := uint64(1); ; seq++ {
-		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m)
-		seq = m.Sequence
-	}
-}
-
 func TestInvalidEventsAreRefusedBeforeSending(t *testing.T) {
 	e := servicetest.New(t, servicetest.Options{})
 	_, js := e.Client("bot")
@@ -99,7 +77,7 @@ func TestInvalidEventsAreRefusedBeforeSending(t *testing.T) {
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(streamMsgs(t, e, "fold.in.>")); n != 0 {
+	if n := len(e.Messages(e.Layout.In, "fold.in.>")); n != 0 {
 		t.Fatalf("%d invalid events reached the stream", n)
 	}
 }
@@ -130,8 +108,8 @@ func TestTurnsAreDeduplicatedPerSession(t *testing.T) {
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s1 := streamMsgs(t, e, "fold.in.s1.turn")
-	if len(s1) != 1 || len(streamMsgs(t, e, "fold.in.s2.turn")) != 1 {
+	s1 := e.Messages(e.Layout.In, "fold.in.s1.turn")
+	if len(s1) != 1 || len(e.Messages(e.Layout.In, "fold.in.s2.turn")) != 1 {
 		t.Fatalf("stored %d turns in s1 (want 1) and s2 (want 1)", len(s1))
 	}
 	if id := s1[0].Header.Get(jetstream.MsgIDHeader); id != "s1:t1" {
@@ -235,7 +213,7 @@ func TestAsyncPublishesAreAllStored(t *testing.T) {
 	if err := p.Flush(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(streamMsgs(t, e, "fold.in.s1.turn")); n != 300 {
+	if n := len(e.Messages(e.Layout.In, "fold.in.s1.turn")); n != 300 {
 		t.Fatalf("%d of 300 stored after Flush", n)
 	}
 }

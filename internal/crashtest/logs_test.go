@@ -12,6 +12,7 @@ import (
 	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -73,7 +74,7 @@ func TestNoTranscriptInLogs(t *testing.T) {
 		return err == nil && len(sums) >= 2
 	})
 	brokertest.Eventually(t, "dead letters", func() bool {
-		msgs, err := ReadSubject(ctx, w.js, w.env.Layout.DLQ, subj.DeadLetter(session))
+		msgs, err := testenv.ReadSubject(ctx, w.js, w.env.Layout.DLQ, subj.DeadLetter(session))
 		return err == nil && len(msgs) == len(bad)
 	})
 	if err := c.stop(); err != nil {

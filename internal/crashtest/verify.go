@@ -3,7 +3,6 @@ package crashtest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -49,30 +49,9 @@ func Settled(s *state.Session, e Expect) bool {
 	return s.Total == int64(e.Turns) && s.Cursor == FinalCursor(e.Turns, e.Recent, e.Batch) && s.Lease == nil
 }
 
-// ReadSubject returns every message of stream on subject, in order.
-func ReadSubject(ctx context.Context, js jetstream.JetStream, stream, subject string) ([]*jetstream.RawStreamMsg, error) {
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		return nil, err
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := uint64(1); len(out) < 1_000_000; {
-		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return out, nil
-		}
-		if err != nil {
-			return out, fmt.Errorf("read %s at %d: %w", subject, seq, err)
-		}
-		out = append(out, m)
-		seq = m.Sequence + 1
-	}
-	return out, nil
-}
-
 // Summaries returns the session's summary-updated events, in stream order.
 func Summaries(ctx context.Context, env Env, session string) ([]events.SummaryUpdated, error) {
-	msgs, err := ReadSubject(ctx, env.JS, env.Layout.Out, env.Layout.Subjects.Out(session, events.KindSummary))
+	msgs, err := testenv.ReadSubject(ctx, env.JS, env.Layout.Out, env.Layout.Subjects.Out(session, events.KindSummary))
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +71,7 @@ func Summaries(ctx context.Context, env Env, session string) ([]events.SummaryUp
 
 // Lifecycle returns the session's lifecycle events, in stream order.
 func Lifecycle(ctx context.Context, env Env, session string) ([]events.Lifecycle, error) {
-	msgs, err := ReadSubject(ctx, env.JS, env.Layout.Out, env.Layout.Subjects.Out(session, events.KindEvent))
+	msgs, err := testenv.ReadSubject(ctx, env.JS, env.Layout.Out, env.Layout.Subjects.Out(session, events.KindEvent))
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/foldstream/foldstream/internal/fold/openai"
 	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/foldstream/foldstream/internal/testlog"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -548,7 +549,7 @@ func TestClusterFailover(t *testing.T) {
 				for _, h := range watch.History(e.Session) {
 					fmt.Fprintln(&b, h)
 				}
-				msgs, _ := crashtest.ReadSubject(context.Background(), js, layout.In, layout.Subjects.InSession(e.Session))
+				msgs, _ := testenv.ReadSubject(context.Background(), js, layout.In, layout.Subjects.InSession(e.Session))
 				fmt.Fprintln(&b, "inbound:")
 				for _, m := range msgs {
 					fmt.Fprintf(&b, "%d %s %s\n", m.Sequence, m.Subject, m.Data)

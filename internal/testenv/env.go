@@ -224,23 +224,34 @@ func (e *Env) DeadLetters() []*jetstream.RawStreamMsg {
 // (wildcards allowed), in order.
 func (e *Env) Messages(stream, filter string) []*jetstream.RawStreamMsg {
 	e.T.Helper()
-	ctx := context.Background()
-	s, err := e.JS.Stream(ctx, stream)
+	out, err := ReadSubject(context.Background(), e.JS, stream, filter)
 	if err != nil {
 		e.T.Fatal(err)
 	}
+	return out
+}
+
+// ReadSubject returns every message of stream on subject (wildcards
+// allowed), in order; for checks that report errors rather than fail a
+// test (crashtest's).
+func ReadSubject(ctx context.Context, js jetstream.JetStream, stream, subject string) ([]*jetstream.RawStreamMsg, error) {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
 	var out []*jetstream.RawStreamMsg
-	for seq := uint64(1); ; seq++ {
-		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+	for seq := uint64(1); len(out) < 1_000_000; {
+		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return out
+			return out, nil
 		}
 		if err != nil {
-			e.T.Fatalf("%s %s at %d: %v", stream, filter, seq, err)
+			return out, fmt.Errorf("read %s %s at %d: %w", stream, subject, seq, err)
 		}
 		out = append(out, m)
-		seq = m.Sequence
+		seq = m.Sequence + 1
 	}
+	return out, nil
 }
 
 func decodeAll[T any](e *Env, msgs []*jetstream.RawStreamMsg) []T {
