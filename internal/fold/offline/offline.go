@@ -344,7 +344,10 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	if periodText != "" {
 		rest -= runeLen(periodText) + 1
 	}
-	fit(items, rest, budget)
+	var ptArr [256]string
+	var pbArr [256]uint16
+	periodBuckets := appendBuckets(pbArr[:0], appendTokenSet(ptArr[:0], appendFields(nil, periodText), who))
+	fit(items, rest, budget, periodBuckets)
 	if out := joinWithPeriods(items, periodText); out != "" {
 		return out, mems
 	}
@@ -981,8 +984,11 @@ func (ls *lenSum) total() int { return ls.n + max(ls.parts-1, 0) }
 // keeping the best sentence of the new batch. Only then does the opening sentence shrink.
 // whole is the summary's budget, of which budget is what the items may
 // take (the period lines take the rest): the opening sentence keeps its
-// topics unless the whole summary is small.
-func fit(items []*item, budget, whole int) {
+// topics unless the whole summary is small. held are the coverage
+// buckets of the tokens the period lines already name: a word there is
+// no detail a statement adds, so it counts as covered when statements are
+// dropped.
+func fit(items []*item, budget, whole int, held []uint16) {
 	var ls lenSum
 	for _, it := range items {
 		ls.add(it, 1)
@@ -1097,7 +1103,8 @@ func fit(items []*item, budget, whole int) {
 	// distinct details it can). A token's id is its hash in covBuckets
 	// (tokens that share a bucket count as one: a little coverage is
 	// underestimated, never invented twice); cov[id] is the number of
-	// kept items that hold a token of bucket id.
+	// kept items that hold a token of bucket id, plus one when the period
+	// lines name it (held).
 	var idArr [256]uint16
 	all := idArr[:0]
 	var spanArr [64][2]int32
@@ -1117,6 +1124,9 @@ func fit(items []*item, budget, whole int) {
 	}
 	var cov [covBuckets]int32
 	for _, id := range all {
+		cov[id]++
+	}
+	for _, id := range held {
 		cov[id]++
 	}
 	for over() {

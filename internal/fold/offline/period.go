@@ -25,12 +25,12 @@ import (
 // kept between folds but the summary itself.
 
 const (
-	maxPeriodPhrases = 12  // phrases of one period line
+	maxPeriodPhrases = 16  // phrases of one period line
 	maxPeriodNames   = 2   // the speakers a period line names
 	minPeriodPhrases = 3   // a batch with fewer adds no line
 	maxPhraseWords   = 5   // words of a topic phrase (more than three only for names)
 	periodLineChars  = 300 // the budget allows a period line per this many runes
-	periodShare      = 60  // percent of the budget the period lines may take
+	periodShare      = 80  // percent of the budget the period lines may take
 	minPeriodBudget  = 500 // no period lines in a smaller summary
 	factScore        = 6.0 // a statement scored this high holds a fact the period lines leave room for
 	factShare        = 30  // percent of the budget kept for such statements and open questions
