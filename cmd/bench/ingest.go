@@ -385,6 +385,9 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	}
 	res.took = time.Since(start)
 	res.cpu = (cpuTime() - cpu0) / time.Duration(r.n)
+	if debug {
+		fmt.Fprintf(os.Stderr, "  process CPU per turn: %v\n", res.cpu)
+	}
 	if r.probe {
 		stopProbe()
 		res.probes = <-probed

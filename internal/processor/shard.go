@@ -240,8 +240,16 @@ func (sh *shard) run() {
 // per session every few milliseconds, most of the server's work at 1,000
 // sessions (cmd/bench), where waiting for FlushInterval lets one write
 // cover many turns.
+//
+// A backlog the consumer cannot deliver does not count: once this shard's
+// unacknowledged messages could be filling the consumer's window (the
+// shards together near MaxAckPending, by this one's share), the consumer
+// waits for these acks, and waiting for FlushInterval would stall it.
 func (sh *shard) idle() bool {
-	return time.Since(sh.lastIn) >= idleFlush && sh.p.backlog.Load() == 0
+	if time.Since(sh.lastIn) < idleFlush {
+		return false
+	}
+	return sh.p.backlog.Load() == 0 || sh.w.pending*len(sh.p.shards) >= sh.p.cfg.MaxAckPending/2
 }
 
 // reset forgets every session and unacknowledged message; the consumer is

@@ -102,3 +102,54 @@ func TestLoopHoldsASessionWaitingForItsFold(t *testing.T) {
 		t.Fatalf("the abandoned fold moved the session: cursor %d version %d", ls.s.Cursor, ls.s.Version)
 	}
 }
+
+// A rewind drops the events queued from the old consumer without applying
+// or acking them (they come again, in order, after it), then forgets every
+// session; what was checkpointed before stays.
+func TestLoopRewindDropsTheQueuedEvents(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	p, err := New(Config{FlushInterval: time.Hour}, Deps{JS: r.js, Layout: r.layout, Store: r.store, Summarizer: r.sum, Log: r.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.outStrm, err = r.js.Stream(ctx, r.layout.Out); err != nil {
+		t.Fatal(err)
+	}
+	sh := newShard(p, 0, ctx)
+	r.turns("s1", 3)
+	ms := deliveries(t, r, p, 3)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sh.run()
+	}()
+	sh.in <- ms[0]
+	sh.in <- ms[1]
+	r.eventually("the first two turns checkpointed", func() bool {
+		s, _, err := r.store.Load(ctx, "s1")
+		return err == nil && s.LastSeq == ms[1].seq
+	})
+	p.rewind.Store(true) // as requestRewind: the consumer stops dispatching
+	sh.in <- ms[2]       // dispatched before it stopped
+	rewound := make(chan struct{})
+	sh.ctrl <- rewound
+	<-rewound
+	p.rewind.Store(false)
+	close(sh.in)
+	<-done
+	if len(sh.sessions) != 0 || sh.w.busy() || sh.w.acksWaiting() != 0 {
+		t.Fatalf("after the rewind: %d sessions, writer busy %v, %d acks waiting; want all forgotten", len(sh.sessions), sh.w.busy(), sh.w.acksWaiting())
+	}
+	if s := r.checkpoint("s1"); s.LastSeq != ms[1].seq {
+		t.Fatalf("checkpoint at sequence %d after the rewind, want %d: the queued turn was applied", s.LastSeq, ms[1].seq)
+	}
+	cons, err := r.js.Consumer(ctx, r.layout.In, "loop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.eventually("the queued turn left unacked", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 1 && info.AckFloor.Stream == ms[1].seq
+	})
+}
