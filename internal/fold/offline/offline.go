@@ -1161,6 +1161,15 @@ func fit(items []*item, budget, whole int, held []uint16) {
 	if !over() {
 		return
 	}
+	if keep != nil && lead != nil && budget < whole {
+		// Beside period lines the opening sentence goes last: it names
+		// the participants, whom the next fold reads back from it (the
+		// period lines name only participants it knows).
+		setDrop(keep, true)
+		if !over() {
+			return
+		}
+	}
 	if lead != nil {
 		setDrop(lead, true)
 		if !over() {
