@@ -344,9 +344,13 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	if periodText != "" {
 		rest -= runeLen(periodText) + 1
 	}
-	var ptArr [256]string
-	var pbArr [256]uint16
-	periodBuckets := appendBuckets(pbArr[:0], appendTokenSet(ptArr[:0], appendFields(nil, periodText), who))
+	var periodBuckets []uint16
+	if periodText != "" && overBudget(items, rest) { // (else fit drops nothing)
+		var ptArr [256]string
+		var pfArr [256]string
+		var pbArr [256]uint16
+		periodBuckets = appendBuckets(pbArr[:0], appendTokenSet(ptArr[:0], appendFields(pfArr[:0], periodText), who))
+	}
 	fit(items, rest, budget, periodBuckets)
 	if out := joinWithPeriods(items, periodText); out != "" {
 		return out, mems
