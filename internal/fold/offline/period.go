@@ -599,9 +599,7 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 			continue // a word said once, in passing
 		}
 		s += 0.7 * salienceOf(c.words, pc.sal)
-		if len(c.speakers) > 0 {
-			s += 0.5 // taken up by someone else
-		}
+		s += 0.5 * float64(len(c.speakers)) // taken up by others: each one more
 		cands = append(cands, scored{i, s})
 	}
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].s > cands[b].s })
