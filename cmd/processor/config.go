@@ -145,7 +145,7 @@ func (f *settingFlag) String() string {
 	if f == nil || f.p == nil {
 		return "" // the flag package's zero value, for its usage
 	}
-	switch v := f.s.Field(f.p).(type) {
+	switch v := f.p.Field(f.s.Key).(type) {
 	case *int:
 		return strconv.Itoa(*v)
 	case *float64:
@@ -157,7 +157,7 @@ func (f *settingFlag) String() string {
 }
 
 func (f *settingFlag) Set(text string) error {
-	switch v := f.s.Field(f.p).(type) {
+	switch v := f.p.Field(f.s.Key).(type) {
 	case *int:
 		n, err := strconv.ParseInt(text, 0, strconv.IntSize)
 		if err != nil {

@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/foldstream/foldstream/internal/fold"
 )
 
 // Version is the wire contract version every event carries in "v".
@@ -136,15 +135,20 @@ const MaxTokens = 10_000_000
 // not fit a summarizer's context window anyway.
 const MaxMinFoldTokens = 1_000_000
 
-// Session modes: the names of the modes registered in internal/fold, one
-// file each, for Go callers. SessionConfig.Validate accepts every
-// registered mode (fold.Lookup), whether or not it is named here.
+// Session modes: the seed modes, for Go callers. SessionConfig.Validate
+// accepts every mode registered in internal/fold (one file each; Modes),
+// whether or not it is named here.
 const (
-	ModeWindow   = string(fold.ModeWindow)
-	ModeEvict    = string(fold.ModeEvict)
-	ModeInterval = string(fold.ModeInterval)
-	ModeTokens   = string(fold.ModeTokens)
+	ModeWindow   = "window"
+	ModeEvict    = "evict"
+	ModeInterval = "interval"
+	ModeTokens   = "tokens"
 )
+
+// Modes are the modes a configure may name: those registered in
+// internal/fold, in the docs' order (generated into settings_gen.go, so
+// that the wire contract does not import the engine).
+func Modes() []string { return append([]string(nil), modeNames...) }
 
 // Reset policies.
 const (
@@ -470,8 +474,8 @@ func (c *SessionConfig) Validate() error {
 	default:
 		return invalid("config.profile", "expected voice or agent, got %q", truncateForError(c.Profile))
 	}
-	if _, ok := fold.Lookup(fold.Mode(c.Mode)); c.Mode != "" && !ok {
-		return invalid("config.mode", "expected one of %s, got %q", strings.Join(fold.ModeNames(), ", "), truncateForError(c.Mode))
+	if c.Mode != "" && !slices.Contains(modeNames, c.Mode) {
+		return invalid("config.mode", "expected one of %s, got %q", strings.Join(modeNames, ", "), truncateForError(c.Mode))
 	}
 	if c.ContextWindow != 0 && c.ReserveTokens >= c.ContextWindow {
 		return invalid("config.reserve_tokens", "expected less than context_window (%d), got %d", c.ContextWindow, c.ReserveTokens)

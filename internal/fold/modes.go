@@ -191,3 +191,77 @@ func (c Check) turnTokens(i int) int {
 	}
 	return c.TurnTokens(i)
 }
+
+// Field is a pointer to the field of p that a configure key sets (an
+// *int, a *float64, or a *time.Duration counted in seconds), nil for a
+// key the policy does not hold. The keys are those of events.Settings,
+// which a test walks.
+func (p *Policy) Field(key string) any {
+	switch key {
+	case "recent_window":
+		return &p.Window.Recent
+	case "batch_size":
+		return &p.Window.Batch
+	case "max_summary_chars":
+		return &p.Window.MaxSummaryChars
+	case "max_note_chars":
+		return &p.Window.MaxNoteChars
+	case "min_fold_tokens":
+		return &p.Window.MinFoldTokens
+	case "context_window":
+		return &p.Tokens.ContextWindow
+	case "reserve_tokens":
+		return &p.Tokens.ReserveTokens
+	case "idle_after_seconds":
+		return &p.Tokens.IdleAfter
+	case "idle_threshold":
+		return &p.Tokens.IdleThreshold
+	case "emergency_threshold":
+		return &p.Tokens.EmergencyThreshold
+	case "keep_recent_tokens":
+		return &p.Tokens.KeepRecentTokens
+	case "keep_recent_messages":
+		return &p.Tokens.KeepRecentMessages
+	case "target_utilization":
+		return &p.Evict.TargetUtilization
+	case "min_keep_messages":
+		return &p.Evict.MinKeepMessages
+	case "interval_exchanges":
+		return &p.Interval.Exchanges
+	case "keep_recent":
+		return &p.Interval.KeepRecent
+	case "mask_tool_outputs_after_seconds":
+		return &p.MaskToolOutputsAfter
+	}
+	return nil
+}
+
+// Apply sets the field of key to v (a duration's v in seconds); false
+// for a key the policy does not hold.
+func (p *Policy) Apply(key string, v float64) bool {
+	switch f := p.Field(key).(type) {
+	case *int:
+		*f = int(v)
+	case *float64:
+		*f = v
+	case *time.Duration:
+		*f = time.Duration(v * float64(time.Second))
+	default:
+		return false
+	}
+	return true
+}
+
+// Get is the value of key's field (a duration in seconds); 0 for a key
+// the policy does not hold.
+func (p Policy) Get(key string) float64 {
+	switch f := p.Field(key).(type) {
+	case *int:
+		return float64(*f)
+	case *float64:
+		return *f
+	case *time.Duration:
+		return f.Seconds()
+	}
+	return 0
+}

@@ -70,7 +70,7 @@ func withOverrides(p fold.Policy, c *events.SessionConfig) fold.Policy {
 	}
 	for _, s := range events.Settings {
 		if v, set := s.Value(c); set {
-			s.Apply(&p, v)
+			p.Apply(s.Key, v)
 		}
 	}
 	return p
@@ -132,13 +132,14 @@ func (c *coordinator) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
 	return at, true
 }
 
-// evict runs an eviction (ActionEvict, mode evict): no model call, so only its record to
-// wait for. The record (summary-updated carrying the eviction note, and
-// the evicted event) is published off the loop (recordEviction), before
-// the checkpoint, with message ids by version, so a crash in between
-// replays into the same outcome; the eviction lands when its result comes
-// back (landEviction). Until then the session counts as evicting: it
-// starts nothing else, and a reset or an end waits for it (abandon).
+// evict runs an eviction (ActionEvict, mode evict): no model call, so
+// only its record to wait for. The record (summary-updated carrying the
+// mode's eviction note, and the evicted event) is published off the loop
+// (recordEviction), before the checkpoint, with message ids by version, so
+// a crash in between replays into the same outcome; the eviction lands
+// when its result comes back (landEviction). Until then the session counts
+// as evicting: it starts nothing else, and a reset or an end waits for it
+// (abandon).
 func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := c.p
 	s := ls.s

@@ -1,24 +1,25 @@
 // Command gen writes what is derived from the declarations of
-// internal/events (Settings) and the modes' files (internal/fold): the
-// settings' and the modes' properties of the v1 schemas and the tables of
-// docs/modes.md (events.Generated). Run it with go generate
-// ./internal/events; a test of internal/events fails while a committed
+// internal/events (Settings) and the modes' files (internal/fold): what
+// the wire contract needs of the modes (internal/events/settings_gen.go),
+// the settings' and the modes' properties of the v1 schemas and the
+// tables of docs/modes.md (Generated). Run it with go generate
+// ./internal/events (make generate); its test fails while a committed
 // file differs from what it writes.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/foldstream/foldstream/internal/events"
 )
 
 func main() {
 	root := flag.String("root", ".", "the repository's root directory")
 	flag.Parse()
-	for rel, gen := range events.Generated {
+	for rel, gen := range Generated {
 		path := filepath.Join(*root, rel)
 		if err := rewrite(path, gen); err != nil {
 			fmt.Fprintf(os.Stderr, "gen: %s: %v\n", path, err)
@@ -29,7 +30,7 @@ func main() {
 
 func rewrite(path string, gen func([]byte) ([]byte, error)) error {
 	in, err := os.ReadFile(path)
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	out, err := gen(in)

@@ -1119,3 +1119,47 @@ func TestEquivLowerFirstCommon(t *testing.T) {
 		}
 	}
 }
+
+func TestEquivSplitNameList(t *testing.T) {
+	ref := func(s string) ([]string, int) {
+		parts := strings.Split(s, ", ")
+		last := parts[len(parts)-1]
+		if i := strings.LastIndex(last, " and "); i >= 0 {
+			parts = append(parts[:len(parts)-1], last[:i], last[i+5:])
+		}
+		var out []string
+		others := 0
+		for _, p := range parts {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				continue
+			}
+			if m := othersRe.FindStringSubmatch(p); m != nil {
+				others, _ = strconv.Atoi(m[1])
+				continue
+			}
+			out = append(out, p)
+		}
+		return out, others
+	}
+	in := append(equivInputs(47, 3000), "", ", ", "A", "A and B", "A, B and C", "A, B and 3 others", "A and B and C",
+		"A, , B", " and ", "A,  B", "A, B, and C", "3 others", "A, 1 other", "x and 2 others and y")
+	for _, s := range in {
+		got, go1 := splitNameList(s)
+		want, wo := ref(s)
+		if !slices.Equal(got, want) || go1 != wo || (got == nil) != (want == nil) {
+			t.Fatalf("splitNameList(%q) = %q, %d; want %q, %d", s, got, go1, want, wo)
+		}
+	}
+}
+
+func TestEquivWriteNames(t *testing.T) {
+	for n := 0; n < 5; n++ {
+		ns := []string{"A", "B b", "", "C, D", "E"}[:n]
+		var b strings.Builder
+		writeNames(&b, ns)
+		if got, want := b.String(), joinNames(ns); got != want {
+			t.Fatalf("writeNames(%q) = %q, want %q", ns, got, want)
+		}
+	}
+}

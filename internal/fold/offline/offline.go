@@ -276,12 +276,15 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	// Period lines start once the summary is full (until then its
 	// statements say it all), and need room.
 	if !agent && budget >= minPeriodBudget && (len(periods) > 0 || overBudget(items, budget)) {
-		sal := earlierCounts(periods, prevSents)
+		if sc.sal == nil {
+			sc.sal = map[string]float64{}
+		}
+		sal := earlierCounts(sc.sal, periods, prevSents)
 		n := 0
 		for _, st := range ex.said {
 			n += len(st.words)
 		}
-		batch := newPhraseCounter(n)
+		batch := sc.phraseCounter(n)
 		batch.sal = sal
 		for _, st := range ex.said {
 			batch.add(st.words, st.infos, st.turn, st.speaker, who)
@@ -527,25 +530,40 @@ func matchMore(s string) (list, n string, ok bool) {
 	return list, rest[i:], true
 }
 
-// splitNameList parses "A, B and C" or "A, B and 3 others".
+// splitNameList parses "A, B and C" or "A, B and 3 others": the parts
+// between ", " and the last part split at its last " and ", trimmed,
+// empty ones and "N others" left out (N is others).
 func splitNameList(s string) ([]string, int) {
-	parts := strings.Split(s, ", ")
-	last := parts[len(parts)-1]
-	if i := strings.LastIndex(last, " and "); i >= 0 {
-		parts = append(parts[:len(parts)-1], last[:i], last[i+5:])
-	}
-	var out []string
+	out := make([]string, 0, strings.Count(s, ", ")+2) // (one allocation)
 	others := 0
-	for _, p := range parts {
+	part := func(p string) {
 		p = strings.TrimSpace(p)
 		if p == "" {
-			continue
+			return
 		}
 		if n, ok := matchOthers(p); ok {
 			others, _ = strconv.Atoi(n)
-			continue
+			return
 		}
 		out = append(out, p)
+	}
+	rest := s
+	for {
+		p, r, found := strings.Cut(rest, ", ")
+		if !found {
+			break
+		}
+		part(p)
+		rest = r
+	}
+	if i := strings.LastIndex(rest, " and "); i >= 0 {
+		part(rest[:i])
+		part(rest[i+5:])
+	} else {
+		part(rest)
+	}
+	if len(out) == 0 {
+		return nil, others
 	}
 	return out, others
 }
@@ -1226,17 +1244,12 @@ func joinWithPeriods(items []*item, periodText string) string {
 	if periodText == "" {
 		return join(items)
 	}
+	// (one string: the opening sentence, the period lines, the rest)
+	var arr [64]string
 	if len(items) > 0 && items[0].isLead && !items[0].drop && items[0].text() != "" {
-		rest := join(items[1:])
-		if rest == "" {
-			return items[0].text() + " " + periodText
-		}
-		return items[0].text() + " " + periodText + " " + rest
+		return strings.Join(appendJoinParts(append(arr[:0], items[0].text(), periodText), items[1:]), " ")
 	}
-	if rest := join(items); rest != "" {
-		return periodText + " " + rest
-	}
-	return periodText
+	return strings.Join(appendJoinParts(append(arr[:0], periodText), items), " ")
 }
 
 // join writes the kept items as one paragraph, merging consecutive
@@ -1245,7 +1258,13 @@ func joinWithPeriods(items []*item, periodText string) string {
 // merged sentence is kept or dropped as a whole in later folds).
 func join(items []*item) string {
 	var arr [64]string
-	parts := arr[:0]
+	return strings.Join(appendJoinParts(arr[:0], items), " ")
+}
+
+// appendJoinParts appends the sentences join writes (joined by spaces) to
+// parts: a merge looks back only at the sentences of items.
+func appendJoinParts(parts []string, items []*item) []string {
+	from := len(parts)
 	lastSpeaker := ""
 	lastScore := 0.0
 	merged := 0
@@ -1255,7 +1274,7 @@ func join(items []*item) string {
 		}
 		t := it.text()
 		n := len(parts)
-		if n > 0 && it.isNew && it.speaker != "" && lastSpeaker == it.speaker && merged < 1 &&
+		if n > from && it.isNew && it.speaker != "" && lastSpeaker == it.speaker && merged < 1 &&
 			math.Abs(lastScore-it.score) <= 1.5 &&
 			strings.HasSuffix(parts[n-1], ".") && strings.HasPrefix(t, it.speaker) && strings.HasPrefix(t[len(it.speaker):], " ") &&
 			!strings.Contains(parts[n-1], " agreed") && !strings.Contains(parts[n-1], " said yes") &&
@@ -1271,5 +1290,5 @@ func join(items []*item) string {
 			lastSpeaker = it.speaker
 		}
 	}
-	return strings.Join(parts, " ")
+	return parts
 }

@@ -72,17 +72,34 @@ func (p *period) render() string {
 	} else {
 		b.WriteString("Earlier, ")
 	}
-	b.WriteString(joinNames(p.names))
+	writeNames(&b, p.names)
 	b.WriteString(" discussed ")
-	b.WriteString(joinNames(p.phrases))
+	writeNames(&b, p.phrases)
 	b.WriteByte('.')
 	return b.String()
+}
+
+// writeNames writes joinNames(ns) to b.
+func writeNames(b *strings.Builder, ns []string) {
+	for i, n := range ns {
+		switch {
+		case i == 0:
+		case i == len(ns)-1:
+			b.WriteString(" and ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(n)
+	}
 }
 
 // parsePeriod reads a period line of a previous summary. The names must
 // all be participants: a sentence someone said that happens to look like
 // one stays a statement.
 func parsePeriod(s string, who names) (*period, bool) {
+	if !strings.Contains(s, " discussed ") {
+		return nil, false // (most sentences: no period line, nothing allocated)
+	}
 	p := &period{}
 	rest, ok := strings.CutPrefix(s, "From ")
 	if at, ok2 := strings.CutPrefix(s, "At "); ok2 {
@@ -304,12 +321,15 @@ func salienceOf(keys []string, sal map[string]float64) float64 {
 // (their topicKeys, computed once per statement).
 // The summary is the only state carried between folds, so the result
 // depends on the request alone.
-func earlierCounts(periods []*period, statements []*prevSentence) map[string]float64 {
+// It counts into out (empty; nil: a new map) and returns it.
+func earlierCounts(out map[string]float64, periods []*period, statements []*prevSentence) map[string]float64 {
 	n := 0
 	for _, ps := range statements {
 		n += len(ps.topicKeys)
 	}
-	out := make(map[string]float64, n+len(periods)*maxPeriodPhrases)
+	if out == nil {
+		out = make(map[string]float64, n+len(periods)*maxPeriodPhrases)
+	}
 	var arr [64]string
 	for _, p := range periods {
 		for _, ph := range p.phrases {
@@ -365,6 +385,16 @@ func newPhraseCounter(words int) *phraseCounter {
 	n := words/3 + 1 // about a topic word in three, most of them new
 	return &phraseCounter{idx: make(map[string]int, n), words: make(map[string]float64, n),
 		list: make([]phraseCount, 0, n), keys: make([]string, 0, n), surf: make([]string, 0, n)}
+}
+
+// reset empties pc for another batch, keeping its capacity.
+func (pc *phraseCounter) reset() {
+	clear(pc.idx)
+	clear(pc.words)
+	clear(pc.list)
+	clear(pc.keys)
+	clear(pc.surf)
+	pc.list, pc.keys, pc.surf, pc.sal = pc.list[:0], pc.keys[:0], pc.surf[:0], nil
 }
 
 // add counts the phrases of a sentence of turn, said by speaker, whose

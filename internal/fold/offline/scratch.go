@@ -8,14 +8,25 @@ import "sync"
 // returns. Nothing a fold returns, caches or stores points into it: what
 // the fact store keeps is copied (factStore.add).
 type scratch struct {
-	words   []string // the fields of the batch's sentences (extract)
-	infos   []word   // the words of the units' sentences (extract)
-	units   []unit   // the first block of the unit arena
-	toks    []string // the units' token sets (tokenizeUnits)
-	bits    []uint8  // their signature bits
-	buckets []uint16 // their coverage buckets
-	items   []item   // the items (assemble)
-	ptrs    []*item  // the items in order
+	words   []string           // the fields of the batch's sentences (extract)
+	infos   []word             // the words of the units' sentences (extract)
+	units   []unit             // the first block of the unit arena
+	toks    []string           // the units' token sets (tokenizeUnits)
+	bits    []uint8            // their signature bits
+	buckets []uint16           // their coverage buckets
+	items   []item             // the items (assemble)
+	ptrs    []*item            // the items in order
+	sal     map[string]float64 // earlierCounts of the previous summary
+	phrases *phraseCounter     // the batch's topic phrases
+}
+
+// phraseCounter returns sc's phrase counter, empty (put resets it;
+// newPhraseCounter(words) the first time). A fold asks once.
+func (sc *scratch) phraseCounter(words int) *phraseCounter {
+	if sc.phrases == nil {
+		sc.phrases = newPhraseCounter(words)
+	}
+	return sc.phrases
 }
 
 // maxScratch bounds the capacity of a slice that is kept for later folds:
@@ -46,6 +57,17 @@ func (sp *scratchPool) put(sc *scratch) {
 	sc.buckets = reuse(sc.buckets)
 	sc.items = reuse(sc.items)
 	sc.ptrs = reuse(sc.ptrs)
+	if len(sc.sal) > maxScratch {
+		sc.sal = nil
+	}
+	clear(sc.sal)
+	if pc := sc.phrases; pc != nil {
+		if len(pc.list) > maxScratch || len(pc.surf) > maxScratch {
+			sc.phrases = nil
+		} else {
+			pc.reset()
+		}
+	}
 	sp.p.Put(sc)
 }
 
