@@ -79,6 +79,36 @@ func (p *period) render() string {
 	return b.String()
 }
 
+// runes is runeLen(p.render()), without writing the line.
+func (p *period) runes() int {
+	n := len("Earlier, ")
+	switch {
+	case p.from != "" && p.from == p.to:
+		n = len("At 00:00, ") + runeLen(p.from) - 5
+	case p.from != "" && p.to != "":
+		n = len("From 00:00 to 00:00, ") + runeLen(p.from) + runeLen(p.to) - 10
+	case p.to != "":
+		n = len("Until 00:00, ") + runeLen(p.to) - 5
+	}
+	return n + namesRunes(p.names) + len(" discussed ") + namesRunes(p.phrases) + len(".")
+}
+
+// namesRunes is runeLen(joinNames(ns)) as writeNames writes it.
+func namesRunes(ns []string) int {
+	n := 0
+	for i, x := range ns {
+		switch {
+		case i == 0:
+		case i == len(ns)-1:
+			n += len(" and ")
+		default:
+			n += len(", ")
+		}
+		n += runeLen(x)
+	}
+	return n
+}
+
 // writeNames writes joinNames(ns) to b.
 func writeNames(b *strings.Builder, ns []string) {
 	for i, n := range ns {
@@ -200,9 +230,10 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 	}
 	m.names = names[:min(len(names), maxPeriodNames)]
 	type cand struct {
-		text string
-		w    float64
-		at   int
+		text   string
+		spaced string // " " + phraseKey(text) + " "
+		w      float64
+		at     int
 	}
 	var cands []*cand
 	idx := map[string]*cand{}
@@ -214,7 +245,7 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 				c.w += w
 				continue
 			}
-			c := &cand{text: ph, w: w, at: len(cands)}
+			c := &cand{text: ph, spaced: " " + k + " ", w: w, at: len(cands)}
 			idx[k] = c
 			cands = append(cands, c)
 		}
@@ -224,7 +255,7 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 	for _, c := range cands {
 		for _, d := range cands {
 			if c != d && c.w >= 0 && d.w >= 0 && len(d.text) > len(c.text) &&
-				strings.Contains(" "+phraseKey(d.text)+" ", " "+phraseKey(c.text)+" ") {
+				strings.Contains(d.spaced, c.spaced) {
 				d.w += c.w
 				c.w = -1
 				break
@@ -252,7 +283,7 @@ func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*p
 	lens := make([]int, len(ps)) // rune lengths of the lines, with a separator
 	size := 0
 	for i, p := range ps {
-		lens[i] = runeLen(p.render()) + 1
+		lens[i] = p.runes() + 1
 		size += lens[i]
 	}
 	for len(ps) > 1 && (len(ps) > maxLines || size > budget) {
@@ -265,7 +296,7 @@ func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*p
 		ps[best] = mergePeriods(ps[best], ps[best+1], sal)
 		ps = slices.Delete(ps, best+1, best+2)
 		size -= lens[best] + lens[best+1]
-		lens[best] = runeLen(ps[best].render()) + 1
+		lens[best] = ps[best].runes() + 1
 		size += lens[best]
 		lens = slices.Delete(lens, best+1, best+2)
 	}
@@ -282,7 +313,7 @@ func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*p
 		p := ps[longest]
 		p.phrases = p.phrases[:len(p.phrases)-1]
 		size -= lens[longest]
-		lens[longest] = runeLen(p.render()) + 1
+		lens[longest] = p.runes() + 1
 		size += lens[longest]
 	}
 	return ps

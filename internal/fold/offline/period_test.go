@@ -227,3 +227,17 @@ func TestCondenseMain(t *testing.T) {
 		}
 	}
 }
+
+// runes is the rune length of the rendered line, for every form of span.
+func TestPeriodRunes(t *testing.T) {
+	for _, p := range []*period{
+		{from: "14:02", to: "14:20", names: []string{"Alice", "Bob"}, phrases: []string{"the venue in Lisbon", "catering", "hotel rooms"}},
+		{from: "09:00", to: "09:00", names: []string{"Zoë"}, phrases: []string{"café", "naïve plans", "x"}},
+		{to: "10:00", names: []string{"A", "B", "C"}, phrases: []string{"one"}},
+		{names: []string{"Ann"}, phrases: []string{"a", "b"}},
+	} {
+		if got, want := p.runes(), runeLen(p.render()); got != want {
+			t.Errorf("%q: runes %d, want %d", p.render(), got, want)
+		}
+	}
+}
