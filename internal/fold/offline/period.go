@@ -471,6 +471,10 @@ func scanPhrases(words []string, infos []word, who names, emit func(run []string
 			flush()
 			continue
 		}
+		if suf := x.w[len(c):]; suf == "" && i+1 < len(infos) && len(x.n) > 1 &&
+			len(infos[i+1].n) > len(x.n) && strings.HasPrefix(infos[i+1].n, x.n) {
+			continue // a word cut and said again whole ("functio functionality")
+		}
 		suf := x.w[len(c):]
 		if n := len(run); n > 0 && strings.EqualFold(run[n-1], c) {
 			if suf != "" {

@@ -241,3 +241,20 @@ func TestPeriodRunes(t *testing.T) {
 		}
 	}
 }
+
+// A word cut short and said again whole is no part of a topic phrase.
+func TestScanPhrasesSkipsCutWord(t *testing.T) {
+	words := appendFields(nil, "we need the extra functio functionality of the touch pad")
+	var got []string
+	scanPhrases(words, appendWords(nil, words), newNames("Bob"), func(run []string, _ bool) {
+		got = append(got, strings.Join(run, " "))
+	})
+	for _, ph := range got {
+		if strings.Contains(ph, "functio ") || ph == "functio" {
+			t.Fatalf("phrases %q hold the cut word", got)
+		}
+	}
+	if !slices.Contains(got, "functionality") && !slices.Contains(got, "extra functionality") {
+		t.Fatalf("phrases %q lost the whole word", got)
+	}
+}
