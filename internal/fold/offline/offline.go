@@ -291,7 +291,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 		}
 		if len(periods) == 0 && len(prevSents) > 0 {
 			// The first line: what the statements so far were about.
-			pc := newPhraseCounter(4 * len(prevSents))
+			pc := sc.firstCounter(4 * len(prevSents))
 			pc.sal = sal
 			for i, ps := range prevSents {
 				for _, r := range ps.phrases {
