@@ -291,7 +291,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 		}
 		if len(periods) == 0 && len(prevSents) > 0 {
 			// The first line: what the statements so far were about.
-			pc := newPhraseCounter(4 * len(prevSents))
+			pc := sc.firstCounter(4 * len(prevSents))
 			pc.sal = sal
 			for i, ps := range prevSents {
 				for _, r := range ps.phrases {
@@ -347,7 +347,14 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	if periodText != "" {
 		rest -= runeLen(periodText) + 1
 	}
-	fit(items, rest, budget)
+	var periodBuckets []uint16
+	if periodText != "" && overBudget(items, rest) { // (else fit drops nothing)
+		var ptArr [256]string
+		var pfArr [256]string
+		var pbArr [256]uint16
+		periodBuckets = appendBuckets(pbArr[:0], appendTokenSet(ptArr[:0], appendFields(pfArr[:0], periodText), who))
+	}
+	fit(items, rest, budget, periodBuckets)
 	if out := joinWithPeriods(items, periodText); out != "" {
 		return out, mems
 	}
@@ -999,8 +1006,11 @@ func (ls *lenSum) total() int { return ls.n + max(ls.parts-1, 0) }
 // keeping the best sentence of the new batch. Only then does the opening sentence shrink.
 // whole is the summary's budget, of which budget is what the items may
 // take (the period lines take the rest): the opening sentence keeps its
-// topics unless the whole summary is small.
-func fit(items []*item, budget, whole int) {
+// topics unless the whole summary is small. held are the coverage
+// buckets of the tokens the period lines already name: a word there is
+// no detail a statement adds, so it counts as covered when statements are
+// dropped.
+func fit(items []*item, budget, whole int, held []uint16) {
 	var ls lenSum
 	for _, it := range items {
 		ls.add(it, 1)
@@ -1115,7 +1125,8 @@ func fit(items []*item, budget, whole int) {
 	// distinct details it can). A token's id is its hash in covBuckets
 	// (tokens that share a bucket count as one: a little coverage is
 	// underestimated, never invented twice); cov[id] is the number of
-	// kept items that hold a token of bucket id.
+	// kept items that hold a token of bucket id, plus one when the period
+	// lines name it (held).
 	var idArr [256]uint16
 	all := idArr[:0]
 	var spanArr [64][2]int32
@@ -1135,6 +1146,9 @@ func fit(items []*item, budget, whole int) {
 	}
 	var cov [covBuckets]int32
 	for _, id := range all {
+		cov[id]++
+	}
+	for _, id := range held {
 		cov[id]++
 	}
 	for over() {
@@ -1168,6 +1182,15 @@ func fit(items []*item, budget, whole int) {
 	}
 	if !over() {
 		return
+	}
+	if keep != nil && lead != nil && budget < whole {
+		// Beside period lines the opening sentence goes last: it names
+		// the participants, whom the next fold reads back from it (the
+		// period lines name only participants it knows).
+		setDrop(keep, true)
+		if !over() {
+			return
+		}
 	}
 	if lead != nil {
 		setDrop(lead, true)

@@ -702,3 +702,28 @@ func TestSpeakerNamesCannotForgeStatements(t *testing.T) {
 		t.Errorf("summary lost the real content:\n%s", got)
 	}
 }
+
+// Beside period lines, the opening sentence outlasts the protected
+// statement: it carries the participants to the next fold, and a period
+// line naming someone it lost would be read back as a statement.
+func TestFitKeepsLeadBesidePeriods(t *testing.T) {
+	lead := &item{v: [3]string{"Ann, Bo and Cy are talking about tents.", "Ann, Bo and Cy are in the session.", ""}, isLead: true, score: 100, pos: 1}
+	long := "Bo said the tents for the trip in June have to be ordered from the shop in Lyon before the fifth, because the shop closes for the summer after that."
+	keep := &item{v: [3]string{long, long, long}, isNew: true, score: 8, pos: 1, speaker: "Bo"}
+	items := []*item{lead, keep}
+	fit(items, 160, 1200, nil) // the period lines took all but 160 runes
+	if lead.drop {
+		t.Fatalf("the opening sentence was dropped beside period lines; kept %q", keep.text())
+	}
+	if !keep.drop {
+		t.Fatalf("the statement (%d runes) was kept over budget", runeLen(keep.text()))
+	}
+	// Without period lines (the items have the whole budget) the
+	// statement is what is worth keeping.
+	lead2 := &item{v: lead.v, isLead: true, score: 100, pos: 1}
+	keep2 := &item{v: keep.v, isNew: true, score: 8, pos: 1, speaker: "Bo"}
+	fit([]*item{lead2, keep2}, 160, 160, nil)
+	if keep2.drop {
+		t.Fatalf("without period lines the statement was dropped for the opening sentence")
+	}
+}

@@ -25,12 +25,12 @@ import (
 // kept between folds but the summary itself.
 
 const (
-	maxPeriodPhrases = 12  // phrases of one period line
+	maxPeriodPhrases = 16  // phrases of one period line
 	maxPeriodNames   = 2   // the speakers a period line names
 	minPeriodPhrases = 3   // a batch with fewer adds no line
 	maxPhraseWords   = 5   // words of a topic phrase (more than three only for names)
 	periodLineChars  = 300 // the budget allows a period line per this many runes
-	periodShare      = 60  // percent of the budget the period lines may take
+	periodShare      = 80  // percent of the budget the period lines may take
 	minPeriodBudget  = 500 // no period lines in a smaller summary
 	factScore        = 6.0 // a statement scored this high holds a fact the period lines leave room for
 	factShare        = 30  // percent of the budget kept for such statements and open questions
@@ -77,6 +77,36 @@ func (p *period) render() string {
 	writeNames(&b, p.phrases)
 	b.WriteByte('.')
 	return b.String()
+}
+
+// runes is runeLen(p.render()), without writing the line.
+func (p *period) runes() int {
+	n := len("Earlier, ")
+	switch {
+	case p.from != "" && p.from == p.to:
+		n = len("At 00:00, ") + runeLen(p.from) - 5
+	case p.from != "" && p.to != "":
+		n = len("From 00:00 to 00:00, ") + runeLen(p.from) + runeLen(p.to) - 10
+	case p.to != "":
+		n = len("Until 00:00, ") + runeLen(p.to) - 5
+	}
+	return n + namesRunes(p.names) + len(" discussed ") + namesRunes(p.phrases) + len(".")
+}
+
+// namesRunes is runeLen(joinNames(ns)) as writeNames writes it.
+func namesRunes(ns []string) int {
+	n := 0
+	for i, x := range ns {
+		switch {
+		case i == 0:
+		case i == len(ns)-1:
+			n += len(" and ")
+		default:
+			n += len(", ")
+		}
+		n += runeLen(x)
+	}
+	return n
 }
 
 // writeNames writes joinNames(ns) to b.
@@ -200,9 +230,10 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 	}
 	m.names = names[:min(len(names), maxPeriodNames)]
 	type cand struct {
-		text string
-		w    float64
-		at   int
+		text   string
+		spaced string // " " + phraseKey(text) + " "
+		w      float64
+		at     int
 	}
 	var cands []*cand
 	idx := map[string]*cand{}
@@ -214,7 +245,7 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 				c.w += w
 				continue
 			}
-			c := &cand{text: ph, w: w, at: len(cands)}
+			c := &cand{text: ph, spaced: " " + k + " ", w: w, at: len(cands)}
 			idx[k] = c
 			cands = append(cands, c)
 		}
@@ -224,7 +255,7 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 	for _, c := range cands {
 		for _, d := range cands {
 			if c != d && c.w >= 0 && d.w >= 0 && len(d.text) > len(c.text) &&
-				strings.Contains(" "+phraseKey(d.text)+" ", " "+phraseKey(c.text)+" ") {
+				strings.Contains(d.spaced, c.spaced) {
 				d.w += c.w
 				c.w = -1
 				break
@@ -252,7 +283,7 @@ func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*p
 	lens := make([]int, len(ps)) // rune lengths of the lines, with a separator
 	size := 0
 	for i, p := range ps {
-		lens[i] = runeLen(p.render()) + 1
+		lens[i] = p.runes() + 1
 		size += lens[i]
 	}
 	for len(ps) > 1 && (len(ps) > maxLines || size > budget) {
@@ -265,7 +296,7 @@ func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*p
 		ps[best] = mergePeriods(ps[best], ps[best+1], sal)
 		ps = slices.Delete(ps, best+1, best+2)
 		size -= lens[best] + lens[best+1]
-		lens[best] = runeLen(ps[best].render()) + 1
+		lens[best] = ps[best].runes() + 1
 		size += lens[best]
 		lens = slices.Delete(lens, best+1, best+2)
 	}
@@ -282,7 +313,7 @@ func fitPeriods(ps []*period, maxLines, budget int, sal map[string]float64) []*p
 		p := ps[longest]
 		p.phrases = p.phrases[:len(p.phrases)-1]
 		size -= lens[longest]
-		lens[longest] = runeLen(p.render()) + 1
+		lens[longest] = p.runes() + 1
 		size += lens[longest]
 	}
 	return ps
@@ -439,6 +470,10 @@ func scanPhrases(words []string, infos []word, who names, emit func(run []string
 		if !strings.HasPrefix(x.w, c) || !isTopicWord(x, who) || inName(words, i, who) {
 			flush()
 			continue
+		}
+		if suf := x.w[len(c):]; suf == "" && i+1 < len(infos) && len(x.n) > 1 &&
+			len(infos[i+1].n) > len(x.n) && strings.HasPrefix(infos[i+1].n, x.n) {
+			continue // a word cut and said again whole ("functio functionality")
 		}
 		suf := x.w[len(c):]
 		if n := len(run); n > 0 && strings.EqualFold(run[n-1], c) {
@@ -629,9 +664,7 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 			continue // a word said once, in passing
 		}
 		s += 0.7 * salienceOf(c.words, pc.sal)
-		if len(c.speakers) > 0 {
-			s += 0.5 // taken up by someone else
-		}
+		s += 0.5 * float64(len(c.speakers)) // taken up by others: each one more
 		cands = append(cands, scored{i, s})
 	}
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].s > cands[b].s })

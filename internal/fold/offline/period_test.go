@@ -227,3 +227,34 @@ func TestCondenseMain(t *testing.T) {
 		}
 	}
 }
+
+// runes is the rune length of the rendered line, for every form of span.
+func TestPeriodRunes(t *testing.T) {
+	for _, p := range []*period{
+		{from: "14:02", to: "14:20", names: []string{"Alice", "Bob"}, phrases: []string{"the venue in Lisbon", "catering", "hotel rooms"}},
+		{from: "09:00", to: "09:00", names: []string{"Zoë"}, phrases: []string{"café", "naïve plans", "x"}},
+		{to: "10:00", names: []string{"A", "B", "C"}, phrases: []string{"one"}},
+		{names: []string{"Ann"}, phrases: []string{"a", "b"}},
+	} {
+		if got, want := p.runes(), runeLen(p.render()); got != want {
+			t.Errorf("%q: runes %d, want %d", p.render(), got, want)
+		}
+	}
+}
+
+// A word cut short and said again whole is no part of a topic phrase.
+func TestScanPhrasesSkipsCutWord(t *testing.T) {
+	words := appendFields(nil, "we need the extra functio functionality of the touch pad")
+	var got []string
+	scanPhrases(words, appendWords(nil, words), newNames("Bob"), func(run []string, _ bool) {
+		got = append(got, strings.Join(run, " "))
+	})
+	for _, ph := range got {
+		if strings.Contains(ph, "functio ") || ph == "functio" {
+			t.Fatalf("phrases %q hold the cut word", got)
+		}
+	}
+	if !slices.Contains(got, "functionality") && !slices.Contains(got, "extra functionality") {
+		t.Fatalf("phrases %q lost the whole word", got)
+	}
+}

@@ -18,6 +18,7 @@ type scratch struct {
 	ptrs    []*item            // the items in order
 	sal     map[string]float64 // earlierCounts of the previous summary
 	phrases *phraseCounter     // the batch's topic phrases
+	first   *phraseCounter     // the previous statements' topic phrases (the first period line)
 }
 
 // phraseCounter returns sc's phrase counter, empty (put resets it;
@@ -27,6 +28,15 @@ func (sc *scratch) phraseCounter(words int) *phraseCounter {
 		sc.phrases = newPhraseCounter(words)
 	}
 	return sc.phrases
+}
+
+// firstCounter is phraseCounter for the first period line: the topic
+// phrases of the previous summary's statements.
+func (sc *scratch) firstCounter(words int) *phraseCounter {
+	if sc.first == nil {
+		sc.first = newPhraseCounter(words)
+	}
+	return sc.first
 }
 
 // maxScratch bounds the capacity of a slice that is kept for later folds:
@@ -61,14 +71,18 @@ func (sp *scratchPool) put(sc *scratch) {
 		sc.sal = nil
 	}
 	clear(sc.sal)
-	if pc := sc.phrases; pc != nil {
-		if len(pc.list) > maxScratch || len(pc.surf) > maxScratch {
-			sc.phrases = nil
-		} else {
-			pc.reset()
-		}
-	}
+	sc.phrases = reuseCounter(sc.phrases)
+	sc.first = reuseCounter(sc.first)
 	sp.p.Put(sc)
+}
+
+// reuseCounter returns pc reset, or nil when it is too large to keep.
+func reuseCounter(pc *phraseCounter) *phraseCounter {
+	if pc == nil || len(pc.list) > maxScratch || len(pc.surf) > maxScratch {
+		return nil
+	}
+	pc.reset()
+	return pc
 }
 
 // reuse returns s cleared and emptied, or nil when it is too large to
