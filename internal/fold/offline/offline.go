@@ -216,9 +216,10 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	for _, n := range prev.names {
 		addName(n)
 	}
+	var named nameMemo
 	for _, t := range req.Turns {
 		if !isToolTurn(t) && strings.ToLower(t.Role) != "system" {
-			addName(displayName(t))
+			addName(named.of(t))
 		}
 	}
 	for _, n := range req.Notes {
