@@ -414,7 +414,7 @@ func tokenizeUnits(units []*unit, who names, sc *scratch) {
 			from := len(all)
 			var same *unit
 			for _, v := range recent[:min(k, memoSize)] {
-				if equalWords(v.sp.words, u.sp.words) { // (its infos are theirs)
+				if slices.Equal(v.sp.words, u.sp.words) { // (its infos are theirs)
 					same = v
 					break
 				}
@@ -434,7 +434,6 @@ func tokenizeUnits(units []*unit, who names, sc *scratch) {
 	buckets := take(sc.buckets, len(all))[:len(all)]
 	sc.toks, sc.bits, sc.buckets = all, bits, buckets
 	at := 0
-	var last *unit // the speech unit before u
 	for _, u := range units {
 		if u.kind != unitSpeech {
 			continue
@@ -442,15 +441,6 @@ func tokenizeUnits(units []*unit, who names, sc *scratch) {
 		k := len(u.toks)
 		u.set = tokSet{toks: u.toks, bits: bits[at : at+k : at+k]}
 		u.buckets = buckets[at : at+k : at+k]
-		if last != nil && slices.Equal(last.toks, u.toks) { // (a sentence said again)
-			copy(u.set.bits, last.set.bits)
-			copy(u.buckets, last.buckets)
-			u.set.sig = last.set.sig
-			at += k
-			last = u
-			continue
-		}
-		last = u
 		for i, t := range u.toks {
 			h := hashLower(t)
 			b := uint8(h & 63) // (as newTokSetIn and appendBuckets compute them)
@@ -592,18 +582,6 @@ func attachReply(units []*unit, turn int, name string, agree bool) {
 	}
 }
 
-// equalWords is slices.Equal(a, b), at once when both are one part (a
-// sentence's words that a memo handed out again).
-func equalWords(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 || &a[0] == &b[0] {
-		return true
-	}
-	return slices.Equal(a, b)
-}
-
 // memoSize is how many recent sentences of a fold traitsMemo and
 // renderMemo remember: a sentence said again is most often said again soon
 // (a repeated line, a bot's fixed message), and a short window keeps the
@@ -703,7 +681,7 @@ type traitsMemo struct {
 // get returns the traits remembered for body with the fields bws.
 func (m *traitsMemo) get(body string, bws []string) (traits, bool) {
 	for i := range min(m.n, memoSize) {
-		if m.body[i] == body && equalWords(m.words[i], bws) {
+		if m.body[i] == body && slices.Equal(m.words[i], bws) {
 			return m.t[i], true
 		}
 	}
@@ -731,7 +709,7 @@ func (m *renderMemo) find(sp *speech) *unit {
 	for i := range min(m.n, memoSize) {
 		v := &m.u[i].sp
 		if v.text == sp.text && v.speaker == sp.speaker && v.addressee == sp.addressee &&
-			v.t == sp.t && equalWords(v.words, sp.words) {
+			v.t == sp.t && slices.Equal(v.words, sp.words) {
 			return m.u[i]
 		}
 	}
