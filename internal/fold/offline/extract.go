@@ -113,21 +113,6 @@ type saidSentence struct {
 // displayName is how the summary names a turn's speaker: the normalised
 // name (speaker.Name: a display name cannot smuggle "Bob: …" or
 // "(assistant)" into the summary, which later prompts read), else its role.
-// nameMemo remembers the last turn's displayName: a batch's turns are
-// mostly a few speakers' in runs.
-type nameMemo struct {
-	speaker, role, name string
-	ok                  bool
-}
-
-// of is displayName(t), which depends on t's speaker and role only.
-func (m *nameMemo) of(t fold.Turn) string {
-	if !m.ok || t.Speaker != m.speaker || t.Role != m.role {
-		m.speaker, m.role, m.name, m.ok = t.Speaker, t.Role, displayName(t), true
-	}
-	return m.name
-}
-
 func displayName(t fold.Turn) string {
 	if n := speaker.Name(oneLine(t.Speaker, 64)); n != "" {
 		return n
@@ -196,8 +181,6 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	var infos []word // the words of the units' sentences, in parts as words
 	var analyzed traitsMemo
 	var again sentenceMemo
-	var named nameMemo
-	var adds []topicAdd // the topic weights the sentences added, in parts
 	var cleaned cleanMemo
 	for i := range req.Turns {
 		t := req.Turns[i]
@@ -218,7 +201,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			ex.units = append(ex.units, arena.new(toolUnit(nil, &t, i)))
 			continue
 		}
-		name := named.of(t)
+		name := displayName(t)
 		role := strings.ToLower(t.Role)
 		text := cleaned.text(t.Text, t.At)
 		if strings.TrimSpace(text) == "" {
@@ -240,12 +223,11 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			var addressee, body string
 			var bws []string // the unit's words
 			var bis []word   // the words of bws
-			seen := again.find(sent, name)
-			if seen != nil {
-				if k == 0 && seen.reply != noReply {
-					attachReply(ex.units, i, name, seen.reply == replyAgree)
+			if m := again.find(sent, name); m != nil {
+				if k == 0 && m.reply != noReply {
+					attachReply(ex.units, i, name, m.reply == replyAgree)
 				}
-				addressee, body, bws, bis = seen.addressee, seen.body, seen.bws, seen.bis
+				addressee, body, bws, bis = m.addressee, m.body, m.bws, m.bis
 			} else {
 				said := sent
 				mark, imark := len(words), len(infos)
@@ -315,7 +297,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 				default: // bws is ws[1:]
 					bis = wis[1:]
 				}
-				seen = again.put(sentenceSeen{said: said, speaker: name, reply: reply,
+				again.put(sentenceSeen{said: said, speaker: name, reply: reply,
 					addressee: addressee, body: body, bws: bws, bis: bis})
 			}
 			ex.allFiller = false
@@ -344,14 +326,8 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 				seq:     i*1000 + k,
 				turn:    i,
 			}))
-			if !tr.injection { // (an injection's words are data, not what the session is about)
-				if seen.counted {
-					topics.addAgain(seen.adds)
-				} else {
-					from := len(adds)
-					adds = topics.addWordsTo(bis, adds)
-					seen.adds, seen.counted = adds[from:len(adds):len(adds)], true
-				}
+			if !tr.injection {
+				topics.addWords(bis) // (an injection's words are data, not what the session is about)
 				if !agent && role != "system" {
 					ex.said = append(ex.said, saidSentence{words: bws, infos: bis, turn: i, speaker: name})
 				}
@@ -635,8 +611,6 @@ type sentenceSeen struct {
 	addressee, body string
 	bws             []string // a unit's part: never written again
 	bis             []word
-	adds            []topicAdd // what counting its topics added (see addAgain)
-	counted         bool       // adds is set
 }
 
 // sentenceMemo remembers the last memoSize sentences of one fold that
@@ -659,12 +633,10 @@ func (m *sentenceMemo) find(sent, speaker string) *sentenceSeen {
 	return nil
 }
 
-// put remembers ss in place of the oldest, and returns where.
-func (m *sentenceMemo) put(ss sentenceSeen) *sentenceSeen {
-	p := &m.seen[m.n%memoSize]
-	*p = ss
+// put remembers ss in place of the oldest.
+func (m *sentenceMemo) put(ss sentenceSeen) {
+	m.seen[m.n%memoSize] = ss
 	m.n++
-	return p
 }
 
 // traitsMemo remembers the traits of the last memoSize sentences that
@@ -1353,8 +1325,7 @@ var calendarWords = toSet("monday", "tuesday", "wednesday", "thursday", "friday"
 	"september", "october", "november", "december", "today", "tomorrow", "tonight",
 	"jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec")
 
-// bump adds w to topic t and returns t's index.
-func (tc *topicCounter) bump(t string, w float64) int {
+func (tc *topicCounter) bump(t string, w float64) {
 	i, ok := tc.idx[t]
 	if !ok {
 		i = len(tc.keys)
@@ -1363,14 +1334,14 @@ func (tc *topicCounter) bump(t string, w float64) int {
 		tc.weight = append(tc.weight, 0)
 	}
 	tc.weight[i] += w
-	return i
 }
 
 // bumpRun bumps the words of run joined by spaces, building the phrase only
-// when it is new, and returns the phrase's index.
-func (tc *topicCounter) bumpRun(run []string, w float64) int {
+// when it is new.
+func (tc *topicCounter) bumpRun(run []string, w float64) {
 	if len(run) == 1 {
-		return tc.bump(run[0], w)
+		tc.bump(run[0], w)
+		return
 	}
 	var buf [128]byte
 	b := buf[:0]
@@ -1382,9 +1353,9 @@ func (tc *topicCounter) bumpRun(run []string, w float64) int {
 	}
 	if i, ok := tc.idx[string(b)]; ok {
 		tc.weight[i] += w
-		return i
+		return
 	}
-	return tc.bump(string(b), w)
+	tc.bump(string(b), w)
 }
 
 // echoWeight is the weight of a topic mention in the previous summary's
@@ -1417,34 +1388,12 @@ func (tc *topicCounter) addWords(ws []word) {
 	scanTopics(ws, tc.who, tc.agent, topicSink{tc: tc, weight: 1})
 }
 
-// addWordsTo is addWords(ws), and appends what it added to adds (for
-// addAgain).
-func (tc *topicCounter) addWordsTo(ws []word, adds []topicAdd) []topicAdd {
-	scanTopics(ws, tc.who, tc.agent, topicSink{tc: tc, weight: 1, adds: &adds})
-	return adds
-}
-
-// topicAdd is one weight addWords added to a topic.
-type topicAdd struct {
-	i int // the topic's index in tc.keys
-	w float64
-}
-
-// addAgain counts a sentence's topics again, as addWords did (adds, in
-// the same order).
-func (tc *topicCounter) addAgain(adds []topicAdd) {
-	for _, a := range adds {
-		tc.weight[a.i] += a.w
-	}
-}
-
 // topicSink receives the topic mentions scanTopics finds: it bumps them in
 // tc with weight, or records them in rec.
 type topicSink struct {
 	tc     *topicCounter
 	weight float64
 	rec    *[]topicBump
-	adds   *[]topicAdd // with tc: what was added to which topic
 }
 
 // bump reports a mention: the words of the phrase (double: a file path of
@@ -1454,13 +1403,10 @@ func (k topicSink) bump(run []string, double bool) {
 		*k.rec = append(*k.rec, topicBump{topic: strings.Join(run, " "), double: double})
 		return
 	}
-	w := k.weight
 	if double {
-		w = 2 * k.weight
-	}
-	i := k.tc.bumpRun(run, w)
-	if k.adds != nil {
-		*k.adds = append(*k.adds, topicAdd{i: i, w: w})
+		k.tc.bumpRun(run, 2*k.weight)
+	} else {
+		k.tc.bumpRun(run, k.weight)
 	}
 }
 

@@ -216,10 +216,9 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	for _, n := range prev.names {
 		addName(n)
 	}
-	var named nameMemo
 	for _, t := range req.Turns {
 		if !isToolTurn(t) && strings.ToLower(t.Role) != "system" {
-			addName(named.of(t))
+			addName(displayName(t))
 		}
 	}
 	for _, n := range req.Notes {
