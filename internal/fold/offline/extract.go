@@ -180,7 +180,6 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	var words []string
 	var infos []word // the words of the units' sentences, in parts as words
 	var analyzed traitsMemo
-	var again sentenceMemo
 	var cleaned cleanMemo
 	for i := range req.Turns {
 		t := req.Turns[i]
@@ -220,87 +219,69 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			infos = take(sc.infos, cap(words))
 		}
 		for k, sent := range sents {
-			var addressee, body string
-			var bws []string // the unit's words
-			var bis []word   // the words of bws
-			if m := again.find(sent, name); m != nil {
-				if k == 0 && m.reply != noReply {
-					attachReply(ex.units, i, name, m.reply == replyAgree)
-				}
-				addressee, body, bws, bis = m.addressee, m.body, m.bws, m.bis
-			} else {
-				said := sent
-				mark, imark := len(words), len(infos)
-				words = appendFields(words, sent)
-				ws := words[mark:len(words):len(words)]
-				infos = appendWords(infos, ws)
-				wis := infos[imark:len(infos):len(infos)] // the words of ws
-				fk := classifyInfos(wis, who, s.cfg.extraFiller)
-				reply := noReply
-				if fk == notFiller {
-					// "yes, and …" / "nah, …" answers the previous speaker too
-					if len(ws) > 1 && strings.HasSuffix(ws[0], ",") {
-						n := wis[0].n // norm(ws[0])
-						if _, v := lexVariantsOf(n, wis[0].lx); v&lxAgree != 0 {
-							reply = replyAgree // inSet(agreeWords, n)
-						} else if n == "no" || n == "nope" || n == "nah" {
-							reply = replyDisagree
-						}
-					}
-					if k == 0 && reply != noReply {
-						attachReply(ex.units, i, name, reply == replyAgree)
+			mark, imark := len(words), len(infos)
+			words = appendFields(words, sent)
+			ws := words[mark:len(words):len(words)]
+			infos = appendWords(infos, ws)
+			wis := infos[imark:len(infos):len(infos)] // the words of ws
+			fk := classifyInfos(wis, who, s.cfg.extraFiller)
+			if fk == notFiller && k == 0 {
+				// "yes, and …" / "nah, …" answers the previous speaker too
+				if len(ws) > 1 && strings.HasSuffix(ws[0], ",") {
+					n := wis[0].n // norm(ws[0])
+					if _, v := lexVariantsOf(n, wis[0].lx); v&lxAgree != 0 || n == "no" || n == "nope" || n == "nah" {
+						attachReply(ex.units, i, name, v&lxAgree != 0) // inSet(agreeWords, n)
 					}
 				}
-				if fk == notFiller {
-					stripped := stripFillerInfos(sent, ws, wis)
-					if stripped == "" {
-						words, infos = words[:mark], infos[:imark]
-						continue
-					}
-					if stripped != sent { // (else it is still notFiller)
-						sent = stripped
-						words = appendFields(words[:mark], sent)
-						ws = words[mark:len(words):len(words)]
-						infos = appendWords(infos[:imark], ws)
-						wis = infos[imark:len(infos):len(infos)]
-						fk = classifyInfos(wis, who, s.cfg.extraFiller)
-					}
-				}
-				if fk == notFiller {
-					if tidy := dropDisfluencies(sent, ws, who); tidy != sent {
-						sent = tidy
-						words = appendFields(words[:mark], sent)
-						ws = words[mark:len(words):len(words)]
-						infos = appendWords(infos[:imark], ws)
-						wis = infos[imark:len(infos):len(infos)]
-					}
-				}
-				if fk != notFiller {
-					if fk == fillerAgree || fk == fillerDisagree {
-						attachReply(ex.units, i, name, fk == fillerAgree)
-					}
+			}
+			if fk == notFiller {
+				stripped := stripFillerInfos(sent, ws, wis)
+				if stripped == "" {
 					words, infos = words[:mark], infos[:imark]
 					continue
 				}
-				addressee, body, bws = extractVocativeIn(sent, ws, name, who)
-				// The unit's words: those of ws, or of ws without the vocative
-				// that opened it, or the body's own (kept by the unit: never
-				// written again).
-				switch {
-				case bws == nil:
-					words = appendFields(words[:mark], body)
-					bws = words[mark:len(words):len(words)]
-					infos = appendWords(infos[:imark], bws)
-					bis = infos[imark:len(infos):len(infos)]
-				case len(bws) == len(ws):
-					bis = wis
-				default: // bws is ws[1:]
-					bis = wis[1:]
+				if stripped != sent { // (else it is still notFiller)
+					sent = stripped
+					words = appendFields(words[:mark], sent)
+					ws = words[mark:len(words):len(words)]
+					infos = appendWords(infos[:imark], ws)
+					wis = infos[imark:len(infos):len(infos)]
+					fk = classifyInfos(wis, who, s.cfg.extraFiller)
 				}
-				again.put(sentenceSeen{said: said, speaker: name, reply: reply,
-					addressee: addressee, body: body, bws: bws, bis: bis})
+			}
+			if fk == notFiller {
+				if tidy := dropDisfluencies(sent, ws, who); tidy != sent {
+					sent = tidy
+					words = appendFields(words[:mark], sent)
+					ws = words[mark:len(words):len(words)]
+					infos = appendWords(infos[:imark], ws)
+					wis = infos[imark:len(infos):len(infos)]
+				}
+			}
+			if fk != notFiller {
+				if fk == fillerAgree || fk == fillerDisagree {
+					attachReply(ex.units, i, name, fk == fillerAgree)
+				}
+				words, infos = words[:mark], infos[:imark]
+				continue
 			}
 			ex.allFiller = false
+			addressee, body, bws := extractVocativeIn(sent, ws, name, who)
+			// The unit's words: those of ws, or of ws without the vocative
+			// that opened it, or the body's own (kept by the unit: never
+			// written again).
+			var bis []word
+			switch {
+			case bws == nil:
+				words = appendFields(words[:mark], body)
+				bws = words[mark:len(words):len(words)]
+				infos = appendWords(infos[:imark], bws)
+				bis = infos[imark:len(infos):len(infos)]
+			case len(bws) == len(ws):
+				bis = wis
+			default: // bws is ws[1:]
+				bis = wis[1:]
+			}
 			tr, ok := analyzed.get(body, bws)
 			if !ok {
 				tr = analyzeInfos(body, bis, who)
@@ -382,26 +363,11 @@ func tokenizeUnits(units []*unit, who names, sc *scratch) {
 	for _, u := range units {
 		n += len(u.sp.words)
 	}
-	all := take(sc.toks, n)    // (units keep their parts: it never grows)
-	var recent [memoSize]*unit // the last speech units: a sentence said again has their set
-	k := 0
+	all := take(sc.toks, n) // (units keep their parts: it never grows)
 	for _, u := range units {
 		if u.kind == unitSpeech {
 			from := len(all)
-			var same *unit
-			for _, v := range recent[:min(k, memoSize)] {
-				if slices.Equal(v.sp.words, u.sp.words) { // (its infos are theirs)
-					same = v
-					break
-				}
-			}
-			if same != nil {
-				all = append(all, same.toks...)
-			} else {
-				all = appendTokenSetInfos(all, u.sp.infos, who)
-				recent[k%memoSize] = u
-				k++
-			}
+			all = appendTokenSetInfos(all, u.sp.infos, who)
 			u.toks = all[from:len(all):len(all)]
 		}
 	}
@@ -593,50 +559,6 @@ func (m *cleanMemo) text(raw string, at time.Time) string {
 	m.raw[i], m.day[i], m.loc[i], m.out[i] = raw, day, loc, text
 	m.n++
 	return text
-}
-
-// A sentence's reply to the previous speaker: "yes, …" agrees, "no, …"
-// disagrees.
-const (
-	noReply = iota
-	replyAgree
-	replyDisagree
-)
-
-// sentenceSeen is what one sentence of a speaker became in a fold: its
-// reply, and the vocative, text and words of its unit.
-type sentenceSeen struct {
-	said, speaker   string
-	reply           int
-	addressee, body string
-	bws             []string // a unit's part: never written again
-	bis             []word
-}
-
-// sentenceMemo remembers the last memoSize sentences of one fold that
-// became units, so a sentence said again by its speaker is not split,
-// checked for filler and disfluencies and its vocative found again: all of
-// that depends on the sentence, its speaker's name and the fold's names
-// and settings only.
-type sentenceMemo struct {
-	n    int
-	seen [memoSize]sentenceSeen
-}
-
-// find returns what sent, said by speaker, became, if it is remembered.
-func (m *sentenceMemo) find(sent, speaker string) *sentenceSeen {
-	for i := range min(m.n, memoSize) {
-		if m.seen[i].said == sent && m.seen[i].speaker == speaker {
-			return &m.seen[i]
-		}
-	}
-	return nil
-}
-
-// put remembers ss in place of the oldest.
-func (m *sentenceMemo) put(ss sentenceSeen) {
-	m.seen[m.n%memoSize] = ss
-	m.n++
 }
 
 // traitsMemo remembers the traits of the last memoSize sentences that
