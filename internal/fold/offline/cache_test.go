@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/foldstream/foldstream/internal/fold"
@@ -122,27 +121,6 @@ func TestSentenceCacheCopiesSentences(t *testing.T) {
 			if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); p >= lo && p < hi {
 				t.Fatalf("cache entry %q points into the summary", s)
 			}
-		}
-	}
-}
-
-// TestCleanMemoKeysOnDay: a turn said again is cleaned as resolveDates
-// would clean it on its own day, not as the remembered one was.
-func TestCleanMemoKeysOnDay(t *testing.T) {
-	const raw = "uh, let's play ranked tonight and review the VODs tomorrow"
-	d1 := time.Date(2026, 1, 10, 23, 59, 0, 0, time.UTC)
-	ny, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		t.Skip("no time zone data:", err)
-	}
-	if a, b := resolveDates(raw, d1), resolveDates(raw, d1.Add(2*time.Minute)); a == b {
-		t.Fatalf("the two days resolve alike: %q", a)
-	}
-	var m cleanMemo
-	for _, at := range []time.Time{d1, d1, d1.Add(2 * time.Minute), d1, d1.In(ny), {}, d1.Add(2 * time.Minute)} {
-		want := resolveDates(cleanSpeech(sanitize(raw, maxTurnRunes)), at)
-		if got := m.text(raw, at); got != want {
-			t.Errorf("at %v: %q, want %q", at, got, want)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
@@ -180,7 +179,6 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	var words []string
 	var infos []word // the words of the units' sentences, in parts as words
 	var analyzed traitsMemo
-	var cleaned cleanMemo
 	for i := range req.Turns {
 		t := req.Turns[i]
 		if isToolTurn(t) {
@@ -202,7 +200,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 		}
 		name := displayName(t)
 		role := strings.ToLower(t.Role)
-		text := cleaned.text(t.Text, t.At)
+		text := resolveDates(cleanSpeech(sanitize(t.Text, maxTurnRunes)), t.At)
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
@@ -529,37 +527,6 @@ func attachReply(units []*unit, turn int, name string, agree bool) {
 // (a repeated line, a bot's fixed message), and a short window keeps the
 // look-up cheap when nothing repeats.
 const memoSize = 8
-
-// cleanMemo remembers the cleaned text of the last memoSize turns of one
-// fold, so a turn said again on the same day is not cleaned again: the
-// cleaned text depends on the raw text and on at's calendar day in at's
-// location only (resolveDates reads nothing else of at).
-type cleanMemo struct {
-	n   int
-	raw [memoSize]string
-	day [memoSize]int // at's year, month and day in one number
-	loc [memoSize]*time.Location
-	out [memoSize]string
-}
-
-// text is resolveDates(cleanSpeech(sanitize(raw, maxTurnRunes)), at).
-func (m *cleanMemo) text(raw string, at time.Time) string {
-	y, mo, d := at.Date()
-	day, loc := (y*13+int(mo))*32+d, at.Location()
-	if at.IsZero() { // (resolveDates leaves the text as it is)
-		day = -1
-	}
-	for i := range min(m.n, memoSize) {
-		if m.raw[i] == raw && m.day[i] == day && m.loc[i] == loc {
-			return m.out[i]
-		}
-	}
-	text := resolveDates(cleanSpeech(sanitize(raw, maxTurnRunes)), at)
-	i := m.n % memoSize
-	m.raw[i], m.day[i], m.loc[i], m.out[i] = raw, day, loc, text
-	m.n++
-	return text
-}
 
 // traitsMemo remembers the traits of the last memoSize sentences that
 // analyzeInfos read in one fold, so a sentence said again is not analyzed
