@@ -181,34 +181,3 @@ func BenchmarkSummarizeRollingSession(b *testing.B) {
 		cursor += 10
 	}
 }
-
-// BenchmarkSummarizeIngestFold is the fold that cmd/bench's ingest section
-// makes: one speaker saying the same ~110-char sentence in each of the
-// 10 turns of a batch, the previous summary carried forward over the
-// session's 10 folds. ns/op is per fold.
-func BenchmarkSummarizeIngestFold(b *testing.B) {
-	const text = "Let's try the new team comp on Tokyo tonight; Bob keeps dying as Hulk so maybe Jeff the land shark instead?"
-	base := time.Date(2026, 1, 10, 21, 0, 0, 0, time.UTC)
-	s := New()
-	ctx := context.Background()
-	b.ReportAllocs()
-	summary, fold10 := "", 0
-	for b.Loop() {
-		if fold10 == 10 {
-			summary, fold10 = "", 0
-		}
-		ts := make([]fold.Turn, 10)
-		for i := range ts {
-			n := fold10*10 + i
-			ts[i] = fold.Turn{Index: int64(n), At: base.Add(time.Duration(n) * 1000 * time.Second),
-				Speaker: "Alice", Role: "user", Text: text}
-		}
-		res, err := s.Summarize(ctx, fold.Request{Profile: fold.ProfileVoice, PreviousSummary: summary,
-			Turns: ts, MaxChars: 1200, From: ts[0].At, To: ts[9].At})
-		if err != nil {
-			b.Fatal(err)
-		}
-		summary = res.Summary
-		fold10++
-	}
-}

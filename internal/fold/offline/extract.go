@@ -41,7 +41,6 @@ type unit struct {
 	subjSet   bool     // subj is computed
 	allToks   []string // tokenSetOf(sp.words, names{}) once asked for (see allTokens)
 	allToksOK bool     // allToks is computed
-	base      string   // a speech unit's rendering, before replies (for renderMemo)
 	light     string   // a speech unit's light condensation, before replies (for hard)
 	hardLater bool     // text[2] is not made yet (see hard)
 }
@@ -178,7 +177,6 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	// that yields no unit gives its part back).
 	var words []string
 	var infos []word // the words of the units' sentences, in parts as words
-	var analyzed traitsMemo
 	for i := range req.Turns {
 		t := req.Turns[i]
 		if isToolTurn(t) {
@@ -280,11 +278,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 			default: // bws is ws[1:]
 				bis = wis[1:]
 			}
-			tr, ok := analyzed.get(body, bws)
-			if !ok {
-				tr = analyzeInfos(body, bis, who)
-				analyzed.put(body, bws, tr)
-			}
+			tr := analyzeInfos(body, bis, who)
 			if agent && tr.imperative && role == "user" {
 				tr.request = true // rendered "User asked: Add …"
 			}
@@ -338,11 +332,10 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	ex.units = mergeToolRuns(ex.units)
 
 	tokenizeUnits(ex.units, who, sc)
-	var rendered renderMemo
 	for _, u := range ex.units {
 		if u.kind == unitSpeech {
 			u.score += 2.0 * float64(min(len(u.agreed)+len(u.disagreed), 1))
-			u.renderSpeech(who, &rendered)
+			u.renderSpeech(who)
 		}
 	}
 	ex.topics = topics.top(s.cfg.maxTopics)
@@ -522,78 +515,14 @@ func attachReply(units []*unit, turn int, name string, agree bool) {
 	}
 }
 
-// memoSize is how many recent sentences of a fold traitsMemo and
-// renderMemo remember: a sentence said again is most often said again soon
-// (a repeated line, a bot's fixed message), and a short window keeps the
-// look-up cheap when nothing repeats.
-const memoSize = 8
-
-// traitsMemo remembers the traits of the last memoSize sentences that
-// analyzeInfos read in one fold, so a sentence said again is not analyzed
-// again: analyzeInfos(body, words of bws, who) depends on nothing else,
-// and who is the fold's.
-type traitsMemo struct {
-	n     int
-	body  [memoSize]string
-	words [memoSize][]string
-	t     [memoSize]traits
-}
-
-// get returns the traits remembered for body with the fields bws.
-func (m *traitsMemo) get(body string, bws []string) (traits, bool) {
-	for i := range min(m.n, memoSize) {
-		if m.body[i] == body && slices.Equal(m.words[i], bws) {
-			return m.t[i], true
-		}
-	}
-	return traits{}, false
-}
-
-// put remembers t for body and bws, in place of the oldest.
-func (m *traitsMemo) put(body string, bws []string, t traits) {
-	i := m.n % memoSize
-	m.body[i], m.words[i], m.t[i] = body, bws, t
-	m.n++
-}
-
-// renderMemo remembers the last memoSize speech units that renderSpeech
-// rendered in one fold: a unit whose speech equals one of theirs renders
-// the same (speech.render and condenseLightIn depend on the speech and the
-// fold's names only).
-type renderMemo struct {
-	n int
-	u [memoSize]*unit
-}
-
-// find returns a remembered unit whose speech renders as sp does.
-func (m *renderMemo) find(sp *speech) *unit {
-	for i := range min(m.n, memoSize) {
-		v := &m.u[i].sp
-		if v.text == sp.text && v.speaker == sp.speaker && v.addressee == sp.addressee &&
-			v.t == sp.t && slices.Equal(v.words, sp.words) {
-			return m.u[i]
-		}
-	}
-	return nil
-}
-
-// renderSpeech fills the three condensation levels of a speech unit; a
-// speech rendered earlier in the fold (memo) is not rendered again.
-func (u *unit) renderSpeech(who names, memo *renderMemo) {
-	if v := memo.find(&u.sp); v != nil {
-		u.base, u.light, u.hardLater = v.base, v.light, true
-		u.text = [3]string{withReplies(v.base, u), withReplies(v.light, u), ""}
-		return
-	}
+// renderSpeech fills the three condensation levels of a speech unit.
+func (u *unit) renderSpeech(who names) {
 	var arr [64]string
 	base, words := u.sp.render(arr[:0], who)
 	if words == nil {
 		words = appendFields(arr[:0], base)
 	}
 	l1 := condenseLightIn(base, words)
-	u.base = base
-	memo.u[memo.n%memoSize] = u
-	memo.n++
 	// text[2] is made when a fold asks for it (hard): most folds never
 	// condense a new statement that far.
 	u.light, u.hardLater = l1, true
