@@ -103,11 +103,13 @@ func (e *env) provision(ctx context.Context, prefix string) (broker.Layout, jets
 const benchText = "Let's try the new team comp on Tokyo tonight; Bob keeps dying as Hulk so maybe Jeff the land shark instead?"
 
 // payloads returns n realistic turn payloads (~230 bytes) spread over
-// sessions, with their subjects. In lock-step (round-robin) every session
+// sessions, with their subjects. Varied, each session's turns say the
+// lines of benchLines in turn (sessions start at different lines);
+// otherwise every turn is Alice saying benchText. In lock-step (round-robin) every session
 // reaches each fold threshold within the same round of turns; staggered,
 // each session starts at its own point of a 10-turn fold cycle, as
 // independent bots do, so folds come evenly instead of in bursts.
-func payloads(subjects events.Subjects, n, sessions int, staggered bool) ([]string, [][]byte) {
+func payloads(subjects events.Subjects, n, sessions int, staggered, varied bool) ([]string, [][]byte) {
 	type pos struct{ session, turn int }
 	order := make([]pos, n)
 	for i := range n {
@@ -130,6 +132,10 @@ func payloads(subjects events.Subjects, n, sessions int, staggered bool) ([]stri
 		t := events.Turn{V: 1, Session: s, TurnID: fmt.Sprintf("%s-%d", s, o.turn),
 			At:      base.Add(time.Duration(o.turn*sessions+o.session) * time.Second),
 			Speaker: "Alice", Role: "user", Text: benchText}
+		if varied {
+			l := benchLines[(o.session*7+o.turn)%len(benchLines)]
+			t.Speaker, t.Text = l[0], l[1]
+		}
 		data[j], _ = json.Marshal(t)
 		subs[j] = subjects.In(s, events.KindTurn)
 	}
@@ -217,7 +223,7 @@ func rawRate(ctx context.Context, n, sessions int) (float64, time.Duration, erro
 	if err != nil {
 		return 0, 0, err
 	}
-	subs, data := payloads(l.Subjects, n, sessions, false)
+	subs, data := payloads(l.Subjects, n, sessions, false, true)
 	if err := publishAll(ctx, e.js, subs, data); err != nil {
 		return 0, 0, err
 	}
@@ -303,7 +309,7 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	if err != nil {
 		return res, err
 	}
-	subs, data := payloads(l.Subjects, r.n, r.sessions, r.staggered)
+	subs, data := payloads(l.Subjects, r.n, r.sessions, r.staggered, true)
 	if err := publishAll(ctx, e.js, subs, data); err != nil {
 		return res, err
 	}

@@ -67,7 +67,7 @@ func memoryRun(ctx context.Context, o opts, n int) (memResult, error) {
 	if err != nil {
 		return r, err
 	}
-	subs, data := payloads(l.Subjects, n, sessions, false)
+	subs, data := payloads(l.Subjects, n, sessions, false, false)
 	if err := publishAll(ctx, e.js, subs, data); err != nil {
 		return r, err
 	}

@@ -65,7 +65,7 @@ func recoveryRun(ctx context.Context, n, burst int) (recoveryResult, error) {
 		a.kill()
 		return r, err
 	}
-	subs, data := payloads(l.Subjects, n+burst, 1, false)
+	subs, data := payloads(l.Subjects, n+burst, 1, false, false)
 	if err := publishAll(ctx, e.js, subs[:n], data[:n]); err != nil {
 		a.kill()
 		return r, err
