@@ -3,6 +3,7 @@ package offline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,6 +122,26 @@ func TestSentenceCacheCopiesSentences(t *testing.T) {
 			if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); p >= lo && p < hi {
 				t.Fatalf("cache entry %q points into the summary", s)
 			}
+		}
+	}
+}
+
+// TestHeldCacheKeysOnNames: the period lines' buckets come from the cache
+// only for the same text and the same participants (a participant's name
+// is no token), and equal what the text gives computed afresh.
+func TestHeldCacheKeysOnNames(t *testing.T) {
+	const text = "From 20:20 to 21:01, Carol and Alice discussed Venom, dive comp and Marvel Rivals."
+	fresh := func(who names) []uint16 {
+		return appendBuckets(nil, appendTokenSet(nil, strings.Fields(text), who))
+	}
+	c := newHeldCache(1) // (a second text moves the first to the old generation)
+	withCarol, without := newNames("Carol", "Alice"), newNames("Alice")
+	if slices.Equal(fresh(withCarol), fresh(without)) {
+		t.Fatal("the names do not change the buckets: the test shows nothing")
+	}
+	for i, who := range []names{withCarol, without, withCarol, withCarol, without} {
+		if got, want := c.buckets(text, who, false), fresh(who); !slices.Equal(got, want) {
+			t.Errorf("call %d: %v, want %v", i, got, want)
 		}
 	}
 }

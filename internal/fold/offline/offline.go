@@ -142,13 +142,14 @@ func WithFillerWords(words ...string) Option {
 
 // Summarizer is the offline backend. It is safe for concurrent use.
 //
-// It keeps a bounded cache of what it derived from the sentences of
-// previous summaries: in a rolling session most of them are carried from
-// fold to fold, and they are analysed once. The cache never changes a
-// result.
+// It keeps bounded caches of what it derived from previous summaries: in a
+// rolling session most of their sentences and period lines are carried from
+// fold to fold, and they are analysed once (sentCache, heldCache). The
+// caches never change a result.
 type Summarizer struct {
 	cfg   config
 	cache *sentCache // analysed sentences of previous summaries
+	held  *heldCache // the coverage buckets of previous folds' period lines
 	facts *factStore // facts extracted per session, for restated and changed facts
 	work  scratchPool
 }
@@ -170,7 +171,7 @@ func New(opts ...Option) *Summarizer {
 			o(&cfg)
 		}
 	}
-	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize), facts: newFactStore()}
+	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize), held: newHeldCache(heldCacheSize), facts: newFactStore()}
 }
 
 // Name returns "offline".
@@ -349,10 +350,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	}
 	var periodBuckets []uint16
 	if periodText != "" && overBudget(items, rest) { // (else fit drops nothing)
-		var ptArr [256]string
-		var pfArr [256]string
-		var pbArr [256]uint16
-		periodBuckets = appendBuckets(pbArr[:0], appendTokenSet(ptArr[:0], appendFields(pfArr[:0], periodText), who))
+		periodBuckets = s.held.buckets(periodText, who, agent)
 	}
 	fit(items, rest, budget, periodBuckets)
 	if out := joinWithPeriods(items, periodText); out != "" {
