@@ -145,3 +145,29 @@ func TestHeldCacheKeysOnNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPeriodCacheHandsOutCopies: a cached period line parses as
+// parsePeriod does, and a fold that changes the period it got (as
+// summarize does) does not change what the next fold gets.
+func TestPeriodCacheHandsOutCopies(t *testing.T) {
+	const line = "From 20:20 to 21:01, Carol and Alice discussed Venom, dive comp and Marvel Rivals."
+	who := newNames("Carol", "Alice")
+	want, ok := parsePeriod(line, who)
+	if !ok {
+		t.Fatal("the line is no period line: the test shows nothing")
+	}
+	c := newPeriodCache(4)
+	ctx := sentContext(who, false)
+	for i := range 3 {
+		p, ok := c.parse(line, who, ctx)
+		if !ok || p.render() != want.render() || !slices.Equal(p.phrases, want.phrases) || !slices.Equal(p.names, want.names) {
+			t.Fatalf("fold %d: %+v, %v; want %+v", i, p, ok, want)
+		}
+		p.to = "23:59"
+		p.phrases[0], p.names[0] = "changed", "Someone"
+		p.phrases = append(p.phrases[:1], "more")
+	}
+	if p, ok := c.parse("Alice said Venom is fun.", who, ctx); ok || p != nil {
+		t.Errorf("a statement parsed as a period line: %+v", p)
+	}
+}

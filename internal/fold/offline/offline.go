@@ -144,14 +144,15 @@ func WithFillerWords(words ...string) Option {
 //
 // It keeps bounded caches of what it derived from previous summaries: in a
 // rolling session most of their sentences and period lines are carried from
-// fold to fold, and they are analysed once (sentCache, heldCache). The
-// caches never change a result.
+// fold to fold, and they are analysed once (sentCache, heldCache,
+// periodCache). The caches never change a result.
 type Summarizer struct {
-	cfg   config
-	cache *sentCache // analysed sentences of previous summaries
-	held  *heldCache // the coverage buckets of previous folds' period lines
-	facts *factStore // facts extracted per session, for restated and changed facts
-	work  scratchPool
+	cfg     config
+	cache   *sentCache   // analysed sentences of previous summaries
+	held    *heldCache   // the coverage buckets of previous folds' period lines
+	periods *periodCache // previous folds' period lines, parsed
+	facts   *factStore   // facts extracted per session, for restated and changed facts
+	work    scratchPool
 }
 
 var _ fold.Summarizer = (*Summarizer)(nil)
@@ -171,7 +172,8 @@ func New(opts ...Option) *Summarizer {
 			o(&cfg)
 		}
 	}
-	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize), held: newHeldCache(heldCacheSize), facts: newFactStore()}
+	return &Summarizer{cfg: cfg, cache: newSentCache(sentCacheSize), held: newHeldCache(heldCacheSize),
+		periods: newPeriodCache(periodCacheSize), facts: newFactStore()}
 }
 
 // Name returns "offline".
@@ -231,8 +233,12 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	var periods []*period
 	if !agent {
 		kept := prev.sentences[:0] // (filtered in place)
+		ctx := ""                  // sentContext(who, agent), once there is a period line
 		for _, st := range prev.sentences {
-			if p, ok := parsePeriod(st, who); ok {
+			if ctx == "" && strings.Contains(st, " discussed ") {
+				ctx = sentContext(who, agent)
+			}
+			if p, ok := s.periods.parse(st, who, ctx); ok {
 				periods = append(periods, p)
 			} else {
 				kept = append(kept, st)

@@ -1,0 +1,61 @@
+package offline
+
+import (
+	"slices"
+	"strings"
+	"sync"
+)
+
+// periodCacheSize bounds periodCache as heldCacheSize bounds heldCache.
+const periodCacheSize = 1024
+
+// periodCache is a bounded cache of parsePeriod's results: a summary's
+// period lines come back in the next fold's previous summary, mostly
+// unchanged, and would be parsed again every fold. Two generations, as in
+// sentCache; it only saves work: a miss parses the line as before, and a
+// hit hands out a copy (a fold changes its periods).
+type periodCache struct {
+	mu       sync.Mutex
+	cur, old map[sentKey]*period // nil: no period line
+	size     int
+}
+
+func newPeriodCache(size int) *periodCache {
+	return &periodCache{cur: make(map[sentKey]*period), size: size}
+}
+
+// parse is parsePeriod(s, who); ctx is sentContext of who (computed by the
+// caller once per fold), so that a line is parsed once per set of names.
+func (c *periodCache) parse(s string, who names, ctx string) (*period, bool) {
+	if !strings.Contains(s, " discussed ") {
+		return nil, false // (as parsePeriod: most sentences, nothing cached)
+	}
+	k := sentKey{s, ctx}
+	c.mu.Lock()
+	p, ok := c.cur[k]
+	if !ok {
+		if p, ok = c.old[k]; ok {
+			c.addLocked(k, p)
+		}
+	}
+	c.mu.Unlock()
+	if !ok {
+		p, _ = parsePeriod(s, who) // (nil when it is no period line)
+		c.mu.Lock()
+		c.addLocked(k, p)
+		c.mu.Unlock()
+	}
+	if p == nil {
+		return nil, false
+	}
+	cp := *p
+	cp.names, cp.phrases = slices.Clone(p.names), slices.Clone(p.phrases)
+	return &cp, true
+}
+
+func (c *periodCache) addLocked(k sentKey, p *period) {
+	if len(c.cur) >= c.size {
+		c.old, c.cur = c.cur, make(map[sentKey]*period, c.size)
+	}
+	c.cur[k] = p
+}
