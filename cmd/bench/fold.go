@@ -32,7 +32,7 @@ func foldsUnderIngest(ctx context.Context, o opts, n, sessions int, staggered bo
 	var mu sync.Mutex
 	fr := foldRun{stages: make([][]time.Duration, len(foldStages))}
 	calls := map[key]time.Time{}
-	res, err := processorRate(ctx, procRun{n: n, sessions: sessions, summarizer: "instant", flush: o.flushInterval, probe: true, staggered: staggered,
+	res, err := processorRate(ctx, procRun{n: n, sessions: sessions, summarizer: "instant", flush: o.flushInterval, probe: true, repeated: o.repeated, staggered: staggered,
 		called: func(session string, from int64) {
 			now := time.Now()
 			mu.Lock()
@@ -115,7 +115,7 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 			return fmt.Errorf("with folds, staggered: %w", err)
 		}
 		// Folding off: a recent window no session reaches.
-		without, err := processorRate(ctx, procRun{n: n, sessions: sessions, summarizer: "instant", flush: o.flushInterval, probe: true,
+		without, err := processorRate(ctx, procRun{n: n, sessions: sessions, summarizer: "instant", flush: o.flushInterval, probe: true, repeated: o.repeated,
 			window: fold.Window{Recent: 1 << 30, Batch: 10}})
 		if err != nil {
 			return fmt.Errorf("without folds: %w", err)

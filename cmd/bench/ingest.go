@@ -213,7 +213,7 @@ func waitAcked(ctx context.Context, js jetstream.JetStream, stream string, last 
 // the same pull batch as the processor.
 // It returns msgs/s and the process CPU time (server and client, both in
 // this process) per message.
-func rawRate(ctx context.Context, n, sessions int) (float64, time.Duration, error) {
+func rawRate(ctx context.Context, n, sessions int, repeated bool) (float64, time.Duration, error) {
 	e, err := newEnv(false)
 	if err != nil {
 		return 0, 0, err
@@ -223,7 +223,7 @@ func rawRate(ctx context.Context, n, sessions int) (float64, time.Duration, erro
 	if err != nil {
 		return 0, 0, err
 	}
-	subs, data := payloads(l.Subjects, n, sessions, false, true)
+	subs, data := payloads(l.Subjects, n, sessions, false, !repeated)
 	if err := publishAll(ctx, e.js, subs, data); err != nil {
 		return 0, 0, err
 	}
@@ -284,6 +284,7 @@ type procRun struct {
 	probe bool
 	// staggered: sessions at their own points of the fold cycle (payloads).
 	staggered bool
+	repeated  bool // every turn says benchText (payloads)
 }
 
 type procResult struct {
@@ -309,7 +310,7 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	if err != nil {
 		return res, err
 	}
-	subs, data := payloads(l.Subjects, r.n, r.sessions, r.staggered, true)
+	subs, data := payloads(l.Subjects, r.n, r.sessions, r.staggered, !r.repeated)
 	if err := publishAll(ctx, e.js, subs, data); err != nil {
 		return res, err
 	}
@@ -508,11 +509,11 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 	for _, s := range o.sessions {
 		var raws, procs, ratios, cpus, folds, instants []float64
 		for range o.runs {
-			raw, rawCPU, err := rawRate(ctx, o.turns, s)
+			raw, rawCPU, err := rawRate(ctx, o.turns, s, o.repeated)
 			if err != nil {
 				return fmt.Errorf("raw reference: %w", err)
 			}
-			pr := procRun{n: o.turns, sessions: s, summarizer: o.summarizer, flush: o.flushInterval}
+			pr := procRun{n: o.turns, sessions: s, summarizer: o.summarizer, flush: o.flushInterval, repeated: o.repeated}
 			if (o.cpuProfile != nil || o.memProfile != "") && !profiled {
 				pr.profile, pr.memProfile, profiled = o.cpuProfile, o.memProfile, true // one profile: the first processor run
 			}

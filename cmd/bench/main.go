@@ -37,6 +37,9 @@ type opts struct {
 	costMinFold   int
 	recoverTurns  int
 	recallTurns   int
+	// repeated: the ingest and fold sections' turns all say benchText (the
+	// workload of the figures before 2026-11-25) instead of benchLines.
+	repeated bool
 }
 
 var allSections = []string{"ingest", "fold", "memory", "cost", "recovery", "recall"}
@@ -47,6 +50,7 @@ func main() {
 	flag.IntVar(&o.turns, "turns", 100000, "turns per ingest and fold measurement")
 	sessionsFlag := flag.String("sessions", "1,1000,10000", "comma-separated session counts (ingest)")
 	flag.IntVar(&o.runs, "runs", 3, "runs per measurement (median and spread reported)")
+	ingestText := flag.String("ingest-text", "varied", "what the ingest and fold sections' turns say: varied (50 distinct lines of four speakers in turn) or repeated (every turn the same sentence: the workload of the figures before 2026-11-25)")
 	flag.StringVar(&o.summarizer, "summarizer", "offline", "ingest fold backend: offline (CPU on the same cores), http (the openai backend against an in-process chat-completions server that answers at once) or instant (an in-process summarizer that answers at once)")
 	flag.DurationVar(&o.flushInterval, "flush-interval", 0, "processor checkpoint interval (0 = the processor's default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the ingest section's processor runs to this file")
@@ -60,6 +64,14 @@ func main() {
 	flag.IntVar(&o.recoverTurns, "recover-turns", 10000, "turns of the session rebuilt and replayed in the recovery section")
 	flag.IntVar(&o.recallTurns, "recall-turns", 10000, "turns of the session asked for question-aware contexts in the recall section")
 	flag.Parse()
+	switch *ingestText {
+	case "varied":
+	case "repeated":
+		o.repeated = true
+	default:
+		fmt.Fprintf(os.Stderr, "bench: -ingest-text %q: expected varied or repeated\n", *ingestText)
+		os.Exit(2)
+	}
 	o.memArgs = strings.Fields(*memArgs)
 	for _, s := range strings.Split(*sections, ",") {
 		s = strings.TrimSpace(s)
