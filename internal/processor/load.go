@@ -31,7 +31,6 @@ type loadDone struct {
 // read runs aside and the session's events wait for it, in order, while
 // other sessions go on.
 func (sh *shard) accept(m inMsg) {
-	sh.lastIn = time.Now() // wall time: flush pacing, not session logic
 	sh.seen = max(sh.seen, m.seq)
 	if m.perr != nil {
 		sh.handle(m) // rejected without a session
