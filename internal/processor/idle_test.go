@@ -11,7 +11,6 @@ import (
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -236,7 +235,7 @@ func TestCompactIdleLeavesBusySessions(t *testing.T) {
 		"dirty":   func(ls *live) { ls.dirty = true },
 		"writing": func(ls *live) { ls.writing = true },
 		"landing": func(ls *live) { ls.landing = true },
-		"acks":    func(ls *live) { ls.acks = make([]jetstream.Msg, 1) },
+		"acks":    func(ls *live) { ls.acks = make([]pendingAck, 1) },
 		"folding": func(ls *live) { ls.cancel = func() {} },
 		"lease":   func(ls *live) { ls.s.Lease = &state.Lease{FoldID: "f", Deadline: t0.Add(time.Hour)} },
 	}

@@ -23,7 +23,7 @@ type inMsg struct {
 type live struct {
 	s        *state.Session
 	rev      uint64          // KV revision of the last checkpoint
-	acks     []jetstream.Msg // applied, waiting for the checkpoint that covers them
+	acks     []pendingAck    // applied, waiting for the checkpoint that covers them (checkpoint.go)
 	dirtyAt  time.Time       // wall time of the oldest change not yet written (flush pacing)
 	lastSkip fold.SkipReason // last skip reason published, to avoid one event per turn
 	cancel   context.CancelFunc
