@@ -24,7 +24,7 @@ import (
 // backoff, another owner's lease, the idle threshold). It runs on its
 // shard's goroutine; fold goroutines hand their results back on results,
 // which the loop selects on and lands here. What it needs of the loop is
-// foldLoop; of the checkpoint writer, markDirty and checkpoint.
+// foldLoop; of the checkpoint writer, markDirty and checkpointThen.
 type coordinator struct {
 	p        *Processor
 	w        *checkpointWriter
@@ -497,7 +497,7 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	// context service) that it is in flight, and one that is done sooner
 	// costs no write of its own. What keeps two owners from both
 	// recording version v+1 is the summary's publish, which expects the
-	// subject's last sequence (public.go), not the lease.
+	// subject's last sequence (publish.go: sendSummary), not the lease.
 	c.w.markDirty(ls)
 	job := foldJob{
 		session: s.ID, foldID: s.Lease.FoldID, trigger: trigger, profile: c.profile(ls), window: pol.Window, policy: pol, cause: d.Cause,
@@ -537,7 +537,7 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 		if r.err == nil && ctx.Err() != nil {
 			// Abandoned (a reset, an end, shutdown) or past the fold
 			// timeout while a summarizer that ignores its context ran:
-			// too late to public.
+			// too late to publish.
 			r.err, r.model = fmt.Errorf("summary ready after the fold ended: %w", context.Cause(ctx)), false
 		}
 		if r.err == nil {
