@@ -506,7 +506,7 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: placeholderOK && s.Failures >= 2,
 		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
-		prev: s.Summary, from: d.From, to: d.To, started: now, cursor: s.Cursor, prevVer: s.Version, compactns: s.Compactions,
+		prev: s.Summary, from: d.From, to: d.To, started: now, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
 	}

@@ -27,7 +27,6 @@ type foldJob struct {
 	notes    []state.NoteRef
 	payloads payloads  // of the batch, when this owner saw them
 	started  time.Time // the check that found the fold due
-	cursor   int64
 	prevVer  uint64
 	// summarySeq: the outbound sequence of version prevVer, which the
 	// publish expects as the subject's last (0: none, or not known).

@@ -316,7 +316,7 @@ func (p *Processor) publishEviction(session string, j *evictJob) {
 	pa, err := p.publishRecord(session, events.KindSummary, j.sum.Version, &j.sum, jetstream.WithExpectLastSequencePerSubject(j.expect))
 	if err == nil && !pa.Duplicate {
 		j.seq = pa.Sequence
-		j.err = p.publishOnly(session, events.KindEvicted, j.ev.Version, &j.ev)
+		_, j.err = p.publishRecord(session, events.KindEvicted, j.ev.Version, &j.ev)
 		return
 	}
 	if err != nil && !state.IsConflict(err) || j.retried {
@@ -334,12 +334,6 @@ func (p *Processor) publishEviction(session string, j *evictJob) {
 		return
 	}
 	j.conflict, j.last = true, last
-}
-
-// publishOnly is publishRecord for a caller that needs only the outcome.
-func (p *Processor) publishOnly(session, kind string, version uint64, v any) error {
-	_, err := p.publishRecord(session, kind, version, v)
-	return err
 }
 
 // publishRecord publishes an outbound record and waits for the stream: it
@@ -474,8 +468,9 @@ func (c *coordinator) finish(ls *live, pol fold.Policy) {
 }
 
 // archive writes the session's final state to its archive key and
-// replaces the checkpoint with a tombstone that refuses later events.
-func (c *coordinator) archive(ls *live, reason string) bool {
+// replaces the checkpoint with a tombstone that refuses later events. A
+// failed write is retried after the backoff (wake).
+func (c *coordinator) archive(ls *live, reason string) {
 	p := c.p
 	s := ls.s
 	ctx, cancel := opCtx()
@@ -485,7 +480,7 @@ func (c *coordinator) archive(ls *live, reason string) bool {
 		c.wake[s.ID] = s.RetryAfter
 		c.w.markDirty(ls)
 		p.log.Warn().Err(err).Str("event", "archive_failed").Str("session", s.ID).Str("reason", reason).Msg("session not archived yet; retried after the backoff")
-		return false
+		return
 	}
 	epoch := s.Epoch
 	c.p.dropChunks(s, s.Cursor, s.Sealed)
@@ -499,7 +494,6 @@ func (c *coordinator) archive(ls *live, reason string) bool {
 		SummaryChars: utf8.RuneCountInString(summary)})
 	p.log.Info().Str("event", "session_archived").Str("session", s.ID).Str("reason", reason).Uint32("epoch", epoch).
 		Int64("total_turns", total).Uint64("version", version).Msg("session archived")
-	return true
 }
 
 // autoReset applies the session's reset policy before an event that
