@@ -18,8 +18,8 @@ import (
 // sendSummary records a fold on the outbound stream and waits for the
 // stream's ack: the summary exists only once it is stored. It runs on the
 // fold's goroutine, so the summary leaves as soon as the summarizer
-// returns, without waiting for the shard; the shard then moves the cursor
-// (applyResult). Until the result is back the session counts as a fold in
+// returns, without waiting for the event loop; the coordinator then moves
+// the cursor on the loop (applyResult). Until the result is back the session counts as a fold in
 // flight and keeps its lease, so this owner folds nothing else of it, and
 // a reset or end waits for the result (abandon).
 //
@@ -79,7 +79,8 @@ func (p *Processor) sendSummary(r *foldResult, expect uint64) {
 		fail(errors.New("no acknowledgement in 10s"))
 		return
 	}
-	// Refused: read what the subject holds now, for the shard to decide.
+	// Refused: read what the subject holds now, for the coordinator to
+	// decide (publishConflict).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	last, err := p.lastSummary(ctx, r.job.session)
@@ -91,7 +92,7 @@ func (p *Processor) sendSummary(r *foldResult, expect uint64) {
 }
 
 // republish sends a refused summary once more, after the subject's last
-// sequence was learned (publishConflict), off the shard goroutine.
+// sequence was learned (publishConflict), off the loop's goroutine.
 func (c *coordinator) republish(ls *live, r foldResult) {
 	c.inFlight++ // the result comes back once more
 	c.p.m.inFlight.Inc()
