@@ -485,8 +485,7 @@ func (sh *shard) apply(ls *live, m inMsg) {
 		return
 	}
 	ls.s.LastActivity = ls.touched
-	sh.w.markDirty(ls)
-	sh.w.addAck(ls, m.msg)
+	sh.w.addAck(ls, m.msg) // and marks the session dirty
 	p.applied.Add(1)
 	p.m.applied[m.kind].Inc() // kind is turn, note or control once decoded
 
