@@ -188,14 +188,24 @@ func (w *checkpointWriter) saved(ls *live, rev uint64, err error) bool {
 		p.requestRewind("checkpoint_failed", err)
 		return false
 	}
-	p.m.checkpoints.WithLabelValues("ok").Inc()
+	w.covered(ls, rev, len(ls.acks))
+	return true
+}
+
+// covered records a checkpoint written at revision rev and acks the first
+// n of the session's acks, which it covers; the rest wait for the next.
+func (w *checkpointWriter) covered(ls *live, rev uint64, n int) {
+	w.p.m.checkpoints.WithLabelValues("ok").Inc()
 	ls.rev = rev
-	for _, a := range ls.acks {
+	for _, a := range ls.acks[:n] {
 		w.ack(a)
 	}
-	w.pending -= len(ls.acks)
-	ls.acks = nil
-	return true
+	w.pending -= n
+	if rest := ls.acks[n:]; len(rest) > 0 {
+		ls.acks = append([]pendingAck(nil), rest...)
+	} else {
+		ls.acks = nil
+	}
 }
 
 // saveDone is the outcome of one pipelined checkpoint write.
@@ -250,7 +260,6 @@ wait:
 // landSaves acks what each confirmed write covers; a failed one drops the
 // session and rewinds, as a synchronous checkpoint would.
 func (w *checkpointWriter) landSaves(done []saveDone) {
-	p := w.p
 	w.writes -= len(done)
 	for _, d := range done {
 		ls := d.ls
@@ -272,17 +281,7 @@ func (w *checkpointWriter) landSaves(done []saveDone) {
 			w.saved(ls, 0, err)
 			continue
 		}
-		p.m.checkpoints.WithLabelValues("ok").Inc()
-		ls.rev = d.seq
-		for _, a := range ls.acks[:d.acks] {
-			w.ack(a)
-		}
-		w.pending -= d.acks
-		if rest := ls.acks[d.acks:]; len(rest) > 0 {
-			ls.acks = append([]pendingAck(nil), rest...)
-		} else {
-			ls.acks = nil
-		}
+		w.covered(ls, d.seq, d.acks)
 		if lw := ls.wait; lw != nil && lw.afterWrite != nil {
 			// A synchronous save waited for this write (checkpointThen).
 			fn := lw.afterWrite
