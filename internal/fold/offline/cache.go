@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // prevSentence is what a fold derives from one sentence of the previous
@@ -131,18 +130,16 @@ func sentContext(who names, agent bool) string {
 // give the same results, only without the saving.
 const sentCacheSize = 2048
 
-// sentCache is a bounded cache of prevSentence values with two generations:
-// entries are added to cur; when cur is full it becomes old and a new cur
-// starts; a hit in old is promoted. It only saves work: a miss recomputes
-// the same value, so results never depend on what it holds.
+// sentCache is a bounded cache of prevSentence values (genCache: two
+// generations; it only saves work).
 type sentCache struct {
-	mu       sync.Mutex
-	cur, old map[sentKey]*prevSentence
-	size     int
+	genCache[*prevSentence]
 }
 
 func newSentCache(size int) *sentCache {
-	return &sentCache{cur: make(map[sentKey]*prevSentence), size: size}
+	c := &sentCache{}
+	c.init(size)
+	return c
 }
 
 // prevSentences returns the prevSentence of every sentence, from the cache
@@ -156,13 +153,7 @@ func (c *sentCache) prevSentences(sents []string, who names, agent bool) []*prev
 	missing := false
 	c.mu.Lock()
 	for i, st := range sents {
-		k := sentKey{st, ctx}
-		ps, ok := c.cur[k]
-		if !ok {
-			if ps, ok = c.old[k]; ok {
-				c.addLocked(k, ps)
-			}
-		}
+		ps, ok := c.getLocked(sentKey{st, ctx})
 		out[i] = ps
 		missing = missing || !ok
 	}
@@ -183,11 +174,4 @@ func (c *sentCache) prevSentences(sents []string, who names, agent bool) []*prev
 	}
 	c.mu.Unlock()
 	return out
-}
-
-func (c *sentCache) addLocked(k sentKey, ps *prevSentence) {
-	if len(c.cur) >= c.size {
-		c.old, c.cur = c.cur, make(map[sentKey]*prevSentence, c.size)
-	}
-	c.cur[k] = ps
 }

@@ -2,7 +2,6 @@ package offline
 
 import (
 	"slices"
-	"sync"
 )
 
 // heldCacheSize bounds heldCache like sentCacheSize bounds sentCache: it
@@ -19,43 +18,26 @@ const heldCacheSize = 1024
 // work: a miss recomputes the same value, so results never depend on what
 // it holds.
 type heldCache struct {
-	mu       sync.Mutex
-	cur, old map[sentKey][]uint16
-	size     int
+	genCache[[]uint16]
 }
 
 func newHeldCache(size int) *heldCache {
-	return &heldCache{cur: make(map[sentKey][]uint16), size: size}
+	c := &heldCache{}
+	c.init(size)
+	return c
 }
 
 // buckets returns appendBuckets(nil, tokenSet(text, who)), from the cache
 // when it has it. The slice is shared: callers only read it.
 func (c *heldCache) buckets(text string, who names, agent bool) []uint16 {
 	k := sentKey{text, sentContext(who, agent)}
-	c.mu.Lock()
-	b, ok := c.cur[k]
-	if !ok {
-		if b, ok = c.old[k]; ok {
-			c.addLocked(k, b)
-		}
-	}
-	c.mu.Unlock()
-	if ok {
+	if b, ok := c.get(k); ok {
 		return b
 	}
 	var ptArr [256]string
 	var pfArr [256]string
 	var pbArr [256]uint16
-	b = slices.Clone(appendBuckets(pbArr[:0], appendTokenSet(ptArr[:0], appendFields(pfArr[:0], text), who)))
-	c.mu.Lock()
-	c.addLocked(k, b)
-	c.mu.Unlock()
+	b := slices.Clone(appendBuckets(pbArr[:0], appendTokenSet(ptArr[:0], appendFields(pfArr[:0], text), who)))
+	c.add(k, b)
 	return b
-}
-
-func (c *heldCache) addLocked(k sentKey, b []uint16) {
-	if len(c.cur) >= c.size {
-		c.old, c.cur = c.cur, make(map[sentKey][]uint16, c.size)
-	}
-	c.cur[k] = b
 }

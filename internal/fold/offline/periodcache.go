@@ -3,7 +3,6 @@ package offline
 import (
 	"slices"
 	"strings"
-	"sync"
 )
 
 // periodCacheSize bounds periodCache as heldCacheSize bounds heldCache.
@@ -15,13 +14,13 @@ const periodCacheSize = 1024
 // sentCache; it only saves work: a miss parses the line as before, and a
 // hit hands out a copy (a fold changes its periods).
 type periodCache struct {
-	mu       sync.Mutex
-	cur, old map[sentKey]*period // nil: no period line
-	size     int
+	genCache[*period] // nil: no period line
 }
 
 func newPeriodCache(size int) *periodCache {
-	return &periodCache{cur: make(map[sentKey]*period), size: size}
+	c := &periodCache{}
+	c.init(size)
+	return c
 }
 
 // parse is parsePeriod(s, who); ctx is sentContext of who (computed by the
@@ -31,19 +30,10 @@ func (c *periodCache) parse(s string, who names, ctx string) (*period, bool) {
 		return nil, false // (as parsePeriod: most sentences, nothing cached)
 	}
 	k := sentKey{s, ctx}
-	c.mu.Lock()
-	p, ok := c.cur[k]
-	if !ok {
-		if p, ok = c.old[k]; ok {
-			c.addLocked(k, p)
-		}
-	}
-	c.mu.Unlock()
+	p, ok := c.get(k)
 	if !ok {
 		p, _ = parsePeriod(s, who) // (nil when it is no period line)
-		c.mu.Lock()
-		c.addLocked(k, p)
-		c.mu.Unlock()
+		c.add(k, p)
 	}
 	if p == nil {
 		return nil, false
@@ -51,11 +41,4 @@ func (c *periodCache) parse(s string, who names, ctx string) (*period, bool) {
 	cp := *p
 	cp.names, cp.phrases = slices.Clone(p.names), slices.Clone(p.phrases)
 	return &cp, true
-}
-
-func (c *periodCache) addLocked(k sentKey, p *period) {
-	if len(c.cur) >= c.size {
-		c.old, c.cur = c.cur, make(map[sentKey]*period, c.size)
-	}
-	c.cur[k] = p
 }
