@@ -763,3 +763,90 @@ func (p *Processor) dropChunks(s *state.Session, oldCursor, newCursor int64) {
 		p.log.Warn().Err(err).Str("event", "chunk_cleanup_failed").Str("session", s.ID).Msg("could not remove folded ref chunks")
 	}
 }
+
+// finish runs the end of an ended session (seed 004): a final fold of
+// everything still verbatim (with memory extraction), then archive and
+// clear. It is re-entered on every check of the session until the archive
+// is written, so a failed final fold or a crash only delays it.
+func (c *coordinator) finish(ls *live, pol fold.Policy) {
+	p := c.p
+	s := ls.s
+	now := p.clock.Now()
+	switch {
+	case s.Archived || p.cfg.KeepEnded:
+		return
+	case s.Lease.Held(now):
+		if s.Lease.Owner != p.cfg.InstanceID {
+			c.wake[s.ID] = s.Lease.Deadline
+		}
+		return
+	case now.Before(s.RetryAfter):
+		c.wake[s.ID] = s.RetryAfter
+		return
+	}
+	if pol.Summarizes() && (s.Total > s.Cursor || len(s.PendingNotes) > 0) {
+		d := fold.Decision{Fold: true, Action: fold.ActionFold, Cause: fold.CauseEnd, From: s.Cursor, To: s.Total, RecentStart: s.Total, Eligible: s.Total - s.Cursor}
+		c.startFold(ls, pol, d, "end")
+		return
+	}
+	c.archive(ls, "end")
+}
+
+// archive writes the session's final state to its archive key and
+// replaces the checkpoint with a tombstone that refuses later events. A
+// failed write is retried after the backoff (wake).
+func (c *coordinator) archive(ls *live, reason string) {
+	p := c.p
+	s := ls.s
+	ctx, cancel := opCtx()
+	defer cancel()
+	if err := p.store.Archive(ctx, s); err != nil {
+		s.RetryAfter = p.clock.Now().Add(p.cfg.RetryBackoff)
+		c.wake[s.ID] = s.RetryAfter
+		c.w.markDirty(ls)
+		p.log.Warn().Err(err).Str("event", "archive_failed").Str("session", s.ID).Str("reason", reason).Msg("session not archived yet; retried after the backoff")
+		return
+	}
+	epoch := s.Epoch
+	c.p.dropChunks(s, s.Cursor, s.Sealed)
+	summary, total, version := s.Summary, s.Total, s.Version
+	if reason == "end" {
+		ls.s = s.Tombstone()
+		ls.payloads = nil
+		c.w.markDirty(ls)
+	}
+	c.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionArchived, Reason: reason, Version: version,
+		SummaryChars: utf8.RuneCountInString(summary)})
+	p.log.Info().Str("event", "session_archived").Str("session", s.ID).Str("reason", reason).Uint32("epoch", epoch).
+		Int64("total_turns", total).Uint64("version", version).Msg("session archived")
+}
+
+// autoReset applies the session's reset policy before an event that
+// arrives after the policy's boundary: the old life is archived as it is
+// (its unfolded turns stay referenced in the archive), then Apply resets
+// the session the same way the context service and a replay do.
+//
+// It reports false if the session must first wait for its fold (abandon):
+// the caller stops and takes the event again once the wait is over.
+func (c *coordinator) autoReset(ls *live, why string) bool {
+	p := c.p
+	if !c.abandon(ls, "session reset ("+why+" policy)") {
+		return false
+	}
+	if ls.s.Total > 0 || ls.s.Summary != "" {
+		ctx, cancel := opCtx()
+		err := p.store.Archive(ctx, ls.s)
+		cancel()
+		if err != nil {
+			p.log.Warn().Err(err).Str("event", "archive_failed").Str("session", ls.s.ID).Str("reason", why).
+				Msg("the session is reset without an archive; its turns stay in the inbound stream")
+		}
+	}
+	c.p.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
+	ls.payloads = nil
+	ls.lastSkip = ""
+	c.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset, Reason: why})
+	p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Str("reason", why).Int64("total_turns", ls.s.Total).
+		Msg("session reset by its reset policy")
+	return true
+}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -222,4 +224,107 @@ func (p *Processor) lastSummary(ctx context.Context, session string) (summaryRec
 		return summaryRecord{}, fmt.Errorf("decode last summary of %s at sequence %d: %w", session, raw.Sequence, err)
 	}
 	return summaryRecord{ev: &ev, seq: raw.Sequence}, nil
+}
+
+// publishRecord publishes an outbound record and waits for the stream: it
+// must exist before the checkpoint that depends on it. The message id
+// makes a re-publish after a crash a no-op.
+func (p *Processor) publishRecord(session, kind string, version uint64, v any, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s event: %w", kind, err)
+	}
+	msg := nats.NewMsg(p.subj.Out(session, kind))
+	msg.Data = data
+	ctx, cancel := opCtx()
+	defer cancel()
+	pa, err := p.js.PublishMsg(ctx, msg, append(opts, jetstream.WithMsgID(events.RecordID(session, kind, version)))...)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s v%d: %w", kind, version, err)
+	}
+	return pa, nil
+}
+
+// publishMemories publishes the memories of a landed fold that were not
+// published before for the session, and records them as published. A
+// failure costs those memories a later re-extraction, never the fold.
+func (c *coordinator) publishMemories(ls *live, r foldResult, version uint64) {
+	p := c.p
+	if len(r.out.Memories) == 0 {
+		return
+	}
+	fresh := ls.s.NewMemories(r.out.Memories)
+	if len(fresh) == 0 {
+		p.log.Debug().Str("event", "memories_deduplicated").Str("session", ls.s.ID).Int("extracted", len(r.out.Memories)).Msg("every extracted memory was published before")
+		return
+	}
+	ev := events.Memories{V: events.Version, Session: ls.s.ID, Version: version, FoldID: r.job.foldID, Memories: fresh,
+		Items: memoryItems(r.out.MemoryItems, fresh), Model: r.out.Model, At: p.clock.Now().UTC()}
+	id := ls.s.ID
+	lost := func(err error) { c.memoriesLost(ls, id, fresh, err) }
+	if err := c.publishAsync(ls.s.ID, events.KindMemory, version, ev, lost); err != nil {
+		lost(err)
+		return
+	}
+	p.m.memories.Add(float64(len(fresh)))
+	p.log.Info().Str("event", "memories_extracted").Str("session", ls.s.ID).Str("fold_id", r.job.foldID).
+		Int("extracted", len(r.out.Memories)).Int("new", len(fresh)).Msg("memories published")
+}
+
+// memoriesLost forgets memories whose publish failed, so that a later fold
+// that extracts them again publishes them; a session packed or gone from
+// memory meanwhile keeps them recorded, and this log line is what says
+// they were lost.
+func (c *coordinator) memoriesLost(ls *live, id string, fresh []string, err error) {
+	if ls.s != nil && c.loop.holds(ls) {
+		ls.s.ForgetMemories(fresh)
+		c.w.markDirty(ls)
+	}
+	c.p.log.Warn().Err(err).Str("event", "memory_publish_failed").Str("session", id).Int("memories", len(fresh)).
+		Msg("memories not published; they are published when a later fold extracts them again")
+}
+
+// publishAsync publishes an outbound record without waiting for the
+// stream; its ack is checked at the next sweep (sentEvents), and failed
+// runs on the loop if the stream refused it or did not confirm it. The
+// message id makes a re-publish after a crash a no-op.
+func (c *coordinator) publishAsync(session, kind string, version uint64, v any, failed func(error)) error {
+	p := c.p
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", kind, err)
+	}
+	msg := nats.NewMsg(p.subj.Out(session, kind))
+	msg.Data = data
+	f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(events.RecordID(session, kind, version)))
+	if err != nil {
+		return fmt.Errorf("publish %s v%d: %w", kind, version, err)
+	}
+	c.sent.add(sentEvent{f: f, session: session, typ: kind, at: time.Now(), failed: failed})
+	return nil
+}
+
+// memoryItems returns the items of the memories in fresh, in fresh's
+// order, or nil unless every one has its item (Items is one per text).
+func memoryItems(items []fold.Memory, fresh []string) []events.MemoryItem {
+	if len(items) == 0 {
+		return nil
+	}
+	byText := make(map[string]fold.Memory, len(items))
+	for _, m := range items {
+		byText[strings.TrimSpace(m.Text)] = m
+	}
+	out := make([]events.MemoryItem, 0, len(fresh))
+	for _, f := range fresh {
+		m, ok := byText[strings.TrimSpace(f)]
+		if !ok {
+			return nil
+		}
+		var at time.Time
+		if !m.At.IsZero() {
+			at = m.At.UTC()
+		}
+		out = append(out, events.MemoryItem{ID: m.ID, Speaker: m.Speaker, Text: m.Text, TurnID: m.TurnID, At: at, Supersedes: m.Supersedes})
+	}
+	return out
 }
