@@ -164,17 +164,22 @@ func (c *cluster) metaStale() string {
 	return ""
 }
 
-// refusesConsumers is a probe for metaStale: a consumer create on the
-// dead-letter stream (which the processor does not consume) fails with
-// a 503 (10008, "JetStream system temporarily unavailable") or times out.
-func refusesConsumers(js jetstream.JetStream, stream string) func() error {
+// refusesConsumers is a probe for metaStale: a consumer create on any of
+// streams fails with a 503 (10008, "JetStream system temporarily
+// unavailable") or times out. The probe's consumer is its own (idle, no
+// acks; the streams keep their history by limits, so it holds nothing
+// back), so asking on the stream the processor consumes sees a refusal
+// that only that stream's consumers meet.
+func refusesConsumers(js jetstream.JetStream, streams ...string) func() error {
 	return func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "heal-probe", AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute})
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.Code == 503 || errors.Is(err, context.DeadlineExceeded) {
-			return err
+		for _, stream := range streams {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "heal-probe", AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute})
+			cancel()
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) && apiErr.Code == 503 || errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("%s: %w", stream, err)
+			}
 		}
 		return nil
 	}
@@ -475,7 +480,7 @@ func TestClusterFailover(t *testing.T) {
 	name := c.opts[follower].ServerName
 	t.Logf("%s: all replicas current; shutting down %s, a follower of %s (leader %s), leader of %v", time.Since(began).Round(time.Millisecond),
 		name, layout.In, ci.Leader, leads[name])
-	c.probe = refusesConsumers(js, layout.DLQ)
+	c.probe = refusesConsumers(js, layout.DLQ, layout.In)
 	c.stopNode(follower)
 	// Seen in about one run in eight to twelve on the shared 2-core
 	// machine, with this code and with the code of earlier sessions: one
