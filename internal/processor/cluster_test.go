@@ -185,6 +185,39 @@ func refusesConsumers(js jetstream.JetStream, streams ...string) func() error {
 	}
 }
 
+// consumerUnavailable is a probe for metaStale: the processor's own
+// durable consumer cannot be read (503, a timeout, or not there). Seen
+// about once in ten runs here after a follower that led the checkpoint
+// bucket and the outbound stream was stopped: the processor deletes and
+// recreates its consumer at its ack floor (attach), and every create of
+// that name is refused with a 503 for 30 s and more while creates of
+// other consumers on the same stream succeed. A processor that is merely
+// stuck has a readable consumer, and this probe does not fire for it.
+func consumerUnavailable(js jetstream.JetStream, stream, durable string) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js.Consumer(ctx, stream, durable)
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.Code == 503 || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("consumer %s on %s: %w", durable, stream, err)
+		}
+		return nil
+	}
+}
+
+// anyOf is a probe that fails with the first of probes that fails.
+func anyOf(probes ...func() error) func() error {
+	return func() error {
+		for _, p := range probes {
+			if err := p(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 func (c *cluster) index(name string) int {
 	for i, o := range c.opts {
 		if o.ServerName == name {
@@ -480,7 +513,7 @@ func TestClusterFailover(t *testing.T) {
 	name := c.opts[follower].ServerName
 	t.Logf("%s: all replicas current; shutting down %s, a follower of %s (leader %s), leader of %v", time.Since(began).Round(time.Millisecond),
 		name, layout.In, ci.Leader, leads[name])
-	c.probe = refusesConsumers(js, layout.DLQ, layout.In)
+	c.probe = anyOf(refusesConsumers(js, layout.DLQ, layout.In), consumerUnavailable(js, layout.In, "foldstream"))
 	c.stopNode(follower)
 	// Seen in about one run in eight to twelve on the shared 2-core
 	// machine, with this code and with the code of earlier sessions: one
@@ -493,7 +526,7 @@ func TestClusterFailover(t *testing.T) {
 	// both nodes left pass every meta check while the cluster answers
 	// every consumer create and KV write with that 503 for 20 s and more,
 	// the processor retrying all along (attach_failed, attempt 1..8); the
-	// probe (refusesConsumers) sees it. This is a nats-server condition,
+	// probes (refusesConsumers, consumerUnavailable) see it. This is a nats-server condition,
 	// not a processor one: the remedy stays a test's, and says so.
 	restartFollower := func() {
 		if c.servers[follower] != nil {
