@@ -101,7 +101,7 @@ func (o *jsonObject) key(k string) {
 
 func (o *jsonObject) str(k, v string) {
 	o.key(k)
-	o.b = appendJSONString(o.b, v)
+	o.b = AppendJSONString(o.b, v)
 }
 
 func (o *jsonObject) strOmit(k, v string) {
@@ -152,10 +152,11 @@ func (o *jsonObject) end() ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString is encoding/json's string encoding with its default
+// AppendJSONString appends s as a JSON string, as encoding/json encodes
+// it (the outbound events here, the checkpoint in state), with its default
 // HTML escaping: <, > and & as \u003c, \u003e and \u0026, control
 // characters escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
-func appendJSONString(dst []byte, s string) []byte {
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {

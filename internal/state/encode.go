@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/events"
 )
 
 // Encode writes the checkpoint as JSON by hand. It runs once per changed
@@ -26,10 +27,10 @@ func (s *Session) Encode(buf []byte) ([]byte, error) {
 	// The refs and ids in binary, before base64: on the stack unless large.
 	var scratch [1024]byte
 	buf = append(buf, `{"id":`...)
-	buf = appendString(buf, s.ID)
+	buf = events.AppendJSONString(buf, s.ID)
 	if s.Summary != "" {
 		buf = append(buf, `,"summary":`...)
-		buf = appendString(buf, s.Summary)
+		buf = events.AppendJSONString(buf, s.Summary)
 	}
 	buf = appendUint(buf, "version", s.Version, true)
 	buf = appendUint(buf, "summary_seq", s.SummarySeq, true)
@@ -157,40 +158,6 @@ func appendB64(buf, raw []byte) []byte {
 	buf = append(buf, make([]byte, n)...)
 	base64.RawStdEncoding.Encode(buf[len(buf)-n:], raw)
 	return buf
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD as
-// encoding/json would decode it anyway.
-func appendString(buf []byte, s string) []byte {
-	if !utf8.ValidString(s) {
-		s = string([]rune(s))
-	}
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		buf = append(buf, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			buf = append(buf, '\\', c)
-		case '\n':
-			buf = append(buf, '\\', 'n')
-		case '\t':
-			buf = append(buf, '\\', 't')
-		case '\r':
-			buf = append(buf, '\\', 'r')
-		default:
-			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }
 
 func (r TurnRefs) appendBinary(buf []byte) []byte {
