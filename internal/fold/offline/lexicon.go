@@ -549,25 +549,28 @@ func isInjection(s string) bool {
 // white space), so the scan needs no backtracking. The other alternatives
 // are literals.
 func matchInjectionASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
+	for i := 0; i+1 < len(s); i++ {
+		// (the first two letters, lowercased, pick the literal to try:
+		// most positions pick none)
 		var ok bool
-		switch s[i] | 0x20 {
-		case 'i':
+		switch uint16(s[i]|0x20)<<8 | uint16(s[i+1]|0x20) {
+		case 'i'<<8 | 'g':
 			ok = hasPrefixLower(s[i:], "ignore") && injectionTail(s[i+len("ignore"):])
-		case 'd':
-			ok = hasPrefixLower(s[i:], "disregard") && injectionTail(s[i+len("disregard"):]) ||
-				hasPrefixLower(s[i:], "developer mode")
-		case 'f':
+		case 'd'<<8 | 'i':
+			ok = hasPrefixLower(s[i:], "disregard") && injectionTail(s[i+len("disregard"):])
+		case 'd'<<8 | 'e':
+			ok = hasPrefixLower(s[i:], "developer mode")
+		case 'f'<<8 | 'o':
 			ok = hasPrefixLower(s[i:], "forget") && injectionTail(s[i+len("forget"):])
-		case 'o':
+		case 'o'<<8 | 'v':
 			ok = hasPrefixLower(s[i:], "override") && injectionTail(s[i+len("override"):])
-		case 's':
+		case 's'<<8 | 'y':
 			ok = hasPrefixLower(s[i:], "system prompt")
-		case 'y':
+		case 'y'<<8 | 'o':
 			ok = hasPrefixLower(s[i:], "you are now")
-		case 'j':
+		case 'j'<<8 | 'a':
 			ok = hasPrefixLower(s[i:], "jailbreak")
-		case 'n':
+		case 'n'<<8 | 'e':
 			ok = hasPrefixLower(s[i:], "new instructions")
 		}
 		if ok {
