@@ -293,9 +293,13 @@ var lexicon = func() *wordTable {
 
 // wordTable is a read-only hash table of words, faster than a map for the
 // short keys of the word lists, and able to look a word up lowercased
-// without lowercasing it first.
+// without lowercasing it first. tags[i] is a byte of the hash of keys[i]
+// (never 0) or 0 for an empty slot: a probe reads the small tags array
+// and compares a key only where its tag matches, so most words (in no
+// list) are found absent without reading a key.
 type wordTable struct {
 	mask uint32
+	tags []uint8
 	keys []string
 	vals []uint32
 }
@@ -305,19 +309,23 @@ func newWordTable(m map[string]uint32) *wordTable {
 	for size < 4*len(m) {
 		size <<= 1
 	}
-	t := &wordTable{mask: uint32(size - 1), keys: make([]string, size), vals: make([]uint32, size)}
+	t := &wordTable{mask: uint32(size - 1), tags: make([]uint8, size), keys: make([]string, size), vals: make([]uint32, size)}
 	for k, v := range m {
 		if k == "" {
 			panic("offline: empty word in a word list")
 		}
-		i := hashLower(k) & t.mask
-		for t.keys[i] != "" {
+		h := hashLower(k)
+		i := h & t.mask
+		for t.tags[i] != 0 {
 			i = (i + 1) & t.mask
 		}
-		t.keys[i], t.vals[i] = k, v
+		t.tags[i], t.keys[i], t.vals[i] = wordTag(h), k, v
 	}
 	return t
 }
+
+// wordTag is the tag of a word whose hashLower is h: its top byte, never 0.
+func wordTag(h uint32) uint8 { return uint8(h>>24) | 1 }
 
 // hashLower is FNV-1a of s with ASCII letters lowercased.
 func hashLower(s string) uint32 {
@@ -337,8 +345,10 @@ func (t *wordTable) get(s string) uint32 {
 	if s == "" {
 		return 0
 	}
-	for i := hashLower(s) & t.mask; t.keys[i] != ""; i = (i + 1) & t.mask {
-		if t.keys[i] == s {
+	h := hashLower(s)
+	tag := wordTag(h)
+	for i := h & t.mask; t.tags[i] != 0; i = (i + 1) & t.mask {
+		if t.tags[i] == tag && t.keys[i] == s {
 			return t.vals[i]
 		}
 	}
@@ -353,8 +363,10 @@ func (t *wordTable) getLower(s string) uint32 {
 	if s == "" {
 		return 0
 	}
-	for i := hashLower(s) & t.mask; t.keys[i] != ""; i = (i + 1) & t.mask {
-		if k := t.keys[i]; len(k) == len(s) && asciiLowerEq(s, k) {
+	h := hashLower(s)
+	tag := wordTag(h)
+	for i := h & t.mask; t.tags[i] != 0; i = (i + 1) & t.mask {
+		if k := t.keys[i]; t.tags[i] == tag && len(k) == len(s) && asciiLowerEq(s, k) {
 			return t.vals[i]
 		}
 	}
