@@ -157,6 +157,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	arena := unitArena{size: len(req.Turns)/2 + len(req.Notes) + 1} // (many turns are filler)
 	arena.block = take(sc.units, arena.size)
 	sc.units = arena.block
+	ex.said = sc.said[:0]
 	var pendingCall *fold.Turn
 	pendingIdx := 0
 	flushCall := func() {
@@ -310,6 +311,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	if infos != nil {
 		sc.infos = infos
 	}
+	sc.said = ex.said
 	ex.units = dropAnswered(ex.units)
 	ex.units = capPerTurn(ex.units, s.cfg.maxUnitsPerTurn)
 	ex.units = capTotal(ex.units, maxNewUnits)

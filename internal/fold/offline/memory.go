@@ -59,7 +59,7 @@ func newFactStore() *factStore {
 // memories extracts the facts of the batch's units for session, records
 // them and returns them: restated facts left out, changed ones with
 // Supersedes set.
-func (s *Summarizer) memories(session string, req fold.Request, units []*unit, who names) []fold.Memory {
+func (s *Summarizer) memories(session string, req fold.Request, units []*unit, who names, sc *scratch) []fold.Memory {
 	n := 0
 	for _, u := range units {
 		if u.kind == unitSpeech && isFact(u) {
@@ -69,7 +69,7 @@ func (s *Summarizer) memories(session string, req fold.Request, units []*unit, w
 	if n == 0 {
 		return nil
 	}
-	cands := make([]fact, 0, n)
+	cands := take(sc.facts, n) // (the store keeps copies)
 	for _, u := range units {
 		if u.kind != unitSpeech || !isFact(u) {
 			continue
@@ -87,6 +87,7 @@ func (s *Summarizer) memories(session string, req fold.Request, units []*unit, w
 		f.mem.ID = memoryID(f.mem)
 		cands = append(cands, f)
 	}
+	sc.facts = cands
 	if len(cands) > maxMemoriesPerFold {
 		cands = cands[len(cands)-maxMemoriesPerFold:] // the newest
 	}

@@ -253,7 +253,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	ex := s.extract(req, prev, prevSents, who, agent, sc)
 	var mems []fold.Memory
 	if !req.Recompact {
-		mems = s.memories(req.Session, req, ex.units, who)
+		mems = s.memories(req.Session, req, ex.units, who, sc)
 	}
 
 	participants, others := s.roster(prev, ex.speakers, ex.talkers)

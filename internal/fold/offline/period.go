@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -223,46 +224,46 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 		m.weight = max(m.minutes(), m.weight)
 	}
 	var names []string
-	for _, n := range append(append([]string(nil), a.names...), b.names...) {
-		if !slices.ContainsFunc(names, func(x string) bool { return strings.EqualFold(x, n) }) {
-			names = append(names, n)
+	for _, ns := range [2][]string{a.names, b.names} {
+		for _, n := range ns {
+			if !slices.ContainsFunc(names, func(x string) bool { return strings.EqualFold(x, n) }) {
+				names = append(names, n)
+			}
 		}
 	}
 	m.names = names[:min(len(names), maxPeriodNames)]
 	type cand struct {
-		text   string
-		spaced string // " " + phraseKey(text) + " "
-		w      float64
-		at     int
+		text string
+		key  string // phraseKey(text)
+		w    float64
 	}
-	var cands []*cand
-	idx := map[string]*cand{}
-	for _, p := range []*period{a, b} {
+	var candArr [2 * maxPeriodPhrases]cand
+	cands := candArr[:0]
+	for _, p := range [2]*period{a, b} {
 		for r, ph := range p.phrases {
 			w := p.weight * float64(len(p.phrases)-r) / float64(len(p.phrases)) * (1 + 0.5*salience(ph, sal))
 			k := phraseKey(ph)
-			if c, ok := idx[k]; ok {
-				c.w += w
+			if i := slices.IndexFunc(cands, func(c cand) bool { return c.key == k }); i >= 0 {
+				cands[i].w += w
 				continue
 			}
-			c := &cand{text: ph, spaced: " " + k + " ", w: w, at: len(cands)}
-			idx[k] = c
-			cands = append(cands, c)
+			cands = append(cands, cand{text: ph, key: k, w: w})
 		}
 	}
 	// A phrase inside a longer one ("network" in "network size") lends
 	// it its weight and goes.
-	for _, c := range cands {
-		for _, d := range cands {
-			if c != d && c.w >= 0 && d.w >= 0 && len(d.text) > len(c.text) &&
-				strings.Contains(d.spaced, c.spaced) {
+	for i := range cands {
+		c := &cands[i]
+		for j := range cands {
+			if d := &cands[j]; i != j && c.w >= 0 && d.w >= 0 && len(d.text) > len(c.text) &&
+				containsWords(d.key, c.key) {
 				d.w += c.w
 				c.w = -1
 				break
 			}
 		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].w > cands[j].w })
+	slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(y.w, x.w) })
 	for _, c := range cands {
 		if c.w < 0 || len(m.phrases) == maxPeriodPhrases {
 			break
@@ -270,6 +271,23 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 		m.phrases = append(m.phrases, c.text)
 	}
 	return m
+}
+
+// containsWords is strings.Contains(" "+s+" ", " "+sub+" "): sub is in s
+// as whole space-separated words.
+func containsWords(s, sub string) bool {
+	for from := 0; from <= len(s)-len(sub); {
+		i := strings.Index(s[from:], sub)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if (i == 0 || s[i-1] == ' ') && (i+len(sub) == len(s) || s[i+len(sub)] == ' ') {
+			return true
+		}
+		from = i + 1
+	}
+	return false
 }
 
 // fitPeriods merges periods until there are at most maxLines and their
