@@ -1315,12 +1315,11 @@ func (tc *topicCounter) top(n int) []string {
 		order[i] = i
 		total[i] += tc.weight[i]
 	}
-	sort.Slice(order, func(a, b int) bool {
-		wa, wb := total[order[a]], total[order[b]]
-		if wa != wb {
-			return wa > wb
+	slices.SortFunc(order, func(a, b int) int { // (indexes are distinct: one order)
+		if c := cmp.Compare(total[b], total[a]); c != 0 {
+			return c
 		}
-		return order[a] < order[b]
+		return cmp.Compare(a, b)
 	})
 	var out []string
 	for _, i := range order {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -670,7 +669,8 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 		i int
 		s float64
 	}
-	cands := make([]scored, 0, len(pc.list))
+	var candArr [128]scored
+	cands := candArr[:0]
 	for i, c := range pc.list {
 		s := float64(c.turns)
 		for _, w := range c.words {
@@ -685,7 +685,7 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 		s += 0.5 * float64(len(c.speakers)) // taken up by others: each one more
 		cands = append(cands, scored{i, s})
 	}
-	sort.SliceStable(cands, func(a, b int) bool { return cands[a].s > cands[b].s })
+	slices.SortStableFunc(cands, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
 	var usedArr [64]string
 	used := usedArr[:0] // the words of the chosen phrases
 	var chosenArr [maxPeriodPhrases][]string
@@ -712,7 +712,11 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 		chosen = append(chosen, pcount.words)
 		phrases = append(phrases, pcount.text())
 	speakers:
-		for _, sp := range append([]string{pcount.speaker}, pcount.speakers...) {
+		for k := -1; k < len(pcount.speakers); k++ {
+			sp := pcount.speaker
+			if k >= 0 {
+				sp = pcount.speakers[k]
+			}
 			if sp == "" {
 				continue // (a note's phrase)
 			}
@@ -728,11 +732,11 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 	if len(phrases) < minPeriodPhrases || len(by) == 0 {
 		return nil, nil, false
 	}
-	sort.Slice(by, func(a, b int) bool {
-		if by[a].w != by[b].w {
-			return by[a].w > by[b].w
+	slices.SortFunc(by, func(a, b weighed) int { // (names are distinct: one order)
+		if c := cmp.Compare(b.w, a.w); c != 0 {
+			return c
 		}
-		return by[a].name < by[b].name
+		return strings.Compare(a.name, b.name)
 	})
 	for _, b := range by[:min(len(by), maxPeriodNames)] {
 		speakers = append(speakers, b.name)
