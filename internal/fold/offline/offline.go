@@ -355,7 +355,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	var bucketsArr [256]uint16
 	periodBuckets := bucketsArr[:0]
 	if periodText != "" && overBudget(items, rest) { // (else fit drops nothing)
-		periodBuckets = s.held.appendBuckets(periodBuckets, lines, who, agent)
+		periodBuckets = s.held.appendBuckets(periodBuckets, periodText, lines, who, agent)
 	}
 	fit(items, rest, budget, periodBuckets)
 	if out := joinWithPeriods(items, periodText); out != "" {
