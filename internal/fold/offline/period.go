@@ -42,6 +42,21 @@ type period struct {
 	names    []string // who drove the topics, in order of weight
 	phrases  []string // topic phrases, most important first
 	weight   float64  // how much of the conversation it stands for (minutes, at least 1)
+	// keys are the wordKey forms of the words of the phrases, as the
+	// line was parsed (periodCache sets them, shared by its copies): read
+	// by earlierCounts, before a fold changes its periods.
+	keys []string
+}
+
+// appendWordKeys appends the wordKey form of every word of phrases.
+func appendWordKeys(dst, phrases []string) []string {
+	var arr [64]string
+	for _, ph := range phrases {
+		for _, w := range appendFields(arr[:0], ph) {
+			dst = append(dst, wordKey(w))
+		}
+	}
+	return dst
 }
 
 // render writes the line.
@@ -380,10 +395,12 @@ func earlierCounts(out map[string]float64, periods []*period, statements []*prev
 	}
 	var arr [64]string
 	for _, p := range periods {
-		for _, ph := range p.phrases {
-			for _, w := range appendFields(arr[:0], ph) {
-				out[wordKey(w)]++
-			}
+		keys := p.keys
+		if keys == nil {
+			keys = appendWordKeys(arr[:0], p.phrases)
+		}
+		for _, k := range keys {
+			out[k]++
 		}
 	}
 	for _, ps := range statements {
