@@ -204,7 +204,9 @@ func (p *Processor) Abort() {
 // Ready is closed once the consumer is attached and events flow.
 func (p *Processor) Ready() <-chan struct{} { return p.ready }
 
-// Applied is the number of inbound events applied so far.
+// Applied is the number of inbound events applied so far, each counted
+// once: an event applied again after a rewind (its checkpoint not written
+// yet when the rewind came) is not counted again.
 func (p *Processor) Applied() uint64 { return p.applied.Load() }
 
 // Folds is the number of folds completed so far.
