@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -122,6 +123,22 @@ func runeLen(s string) int { return utf8.RuneCountInString(s) }
 // mergeMemories appends the new memories not already present (trimmed,
 // exact match), keeping first-seen order.
 func mergeMemories(have, add []string) []string {
+	if len(add) == 0 {
+		return have
+	}
+	// A fold's memories are few: a scan of what is kept finds a repeat
+	// without building a set.
+	if len(have)+len(add) <= smallMerge {
+		for _, m := range add {
+			if m = strings.TrimSpace(m); m != "" && !slices.Contains(have, m) {
+				if have == nil {
+					have = make([]string, 0, len(add))
+				}
+				have = append(have, m)
+			}
+		}
+		return have
+	}
 	seen := make(map[string]bool, len(have))
 	for _, m := range have {
 		seen[m] = true
@@ -137,14 +154,51 @@ func mergeMemories(have, add []string) []string {
 	return have
 }
 
+// smallMerge is the most memories mergeMemories and mergeMemoryItems
+// deduplicate by scanning, without a set.
+const smallMerge = 16
+
+// sameMemoryKey reports whether a and b have the same key in
+// mergeMemoryItems (the ID, or without one "\x00" and the trimmed text),
+// without building the keys.
+func sameMemoryKey(a, b Memory) bool {
+	switch {
+	case a.ID != "" && b.ID != "":
+		return a.ID == b.ID
+	case a.ID == "" && b.ID == "":
+		return strings.TrimSpace(a.Text) == strings.TrimSpace(b.Text)
+	case b.ID != "":
+		a, b = b, a
+	}
+	id, ok := strings.CutPrefix(a.ID, "\x00") // a has the ID
+	return ok && id == strings.TrimSpace(b.Text)
+}
+
 // mergeMemoryItems appends the items whose ID (or, without one, text) is
 // not already present, keeping first-seen order.
 func mergeMemoryItems(have, add []Memory) []Memory {
+	if len(add) == 0 {
+		return have
+	}
 	key := func(m Memory) string {
 		if m.ID != "" {
 			return m.ID
 		}
 		return "\x00" + strings.TrimSpace(m.Text)
+	}
+	if len(have)+len(add) <= smallMerge {
+		for _, m := range add {
+			if strings.TrimSpace(m.Text) == "" {
+				continue
+			}
+			if !slices.ContainsFunc(have, func(h Memory) bool { return sameMemoryKey(h, m) }) {
+				if have == nil {
+					have = make([]Memory, 0, len(add))
+				}
+				have = append(have, m)
+			}
+		}
+		return have
 	}
 	seen := make(map[string]bool, len(have))
 	for _, m := range have {

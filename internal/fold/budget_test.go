@@ -3,6 +3,7 @@ package fold
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -209,4 +210,37 @@ func TestClampSentenceInvariants(t *testing.T) {
 func outcomeEqual(a, b Outcome) bool {
 	return a.Summary == b.Summary && a.Tier == b.Tier && slices.Equal(a.Memories, b.Memories) &&
 		a.Model == b.Model && a.InputTokens == b.InputTokens && a.OutputTokens == b.OutputTokens && a.Calls == b.Calls
+}
+
+// TestMergeMemoryItemsSmallIsTheSet checks the scan mergeMemoryItems and
+// mergeMemories use for a few memories against the set they use for many:
+// the same memories kept, in the same order.
+func TestMergeMemoryItemsSmallIsTheSet(t *testing.T) {
+	ms := []Memory{{ID: "m1", Text: "a"}, {Text: " b "}, {ID: "m1", Text: "c"}, {Text: "b"}, {ID: "\x00b", Text: "d"},
+		{Text: "  "}, {ID: "m2", Text: "a"}, {Text: "a"}, {ID: "m2", Text: "e"}}
+	var many []Memory
+	for i := range smallMerge {
+		many = append(many, Memory{ID: fmt.Sprintf("x%d", i), Text: "x"})
+	}
+	var texts []string
+	for _, m := range ms {
+		texts = append(texts, m.Text)
+	}
+	for n := range len(ms) + 1 {
+		for k := 0; k <= n; k++ {
+			small := mergeMemoryItems(slices.Clone(ms[:k]), ms[k:n])
+			large := mergeMemoryItems(append(slices.Clone(many), ms[:k]...), ms[k:n])[len(many):]
+			if !slices.Equal(small, large) && !(len(small) == 0 && len(large) == 0) {
+				t.Fatalf("mergeMemoryItems(ms[:%d], ms[%d:%d]) = %q, the set gives %q", k, k, n, small, large)
+			}
+			smallT := mergeMemories(slices.Clone(texts[:k]), texts[k:n])
+			largeT := mergeMemories(append(slices.Repeat([]string{"x"}, smallMerge), texts[:k]...), texts[k:n])[smallMerge:]
+			if !slices.Equal(smallT, largeT) && !(len(smallT) == 0 && len(largeT) == 0) {
+				t.Fatalf("mergeMemories(texts[:%d], texts[%d:%d]) = %q, the set gives %q", k, k, n, smallT, largeT)
+			}
+		}
+	}
+	if got := mergeMemoryItems(nil, []Memory{{Text: " "}}); got != nil {
+		t.Fatalf("nothing to keep: got %q, want nil", got)
+	}
 }

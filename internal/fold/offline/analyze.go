@@ -233,7 +233,7 @@ func analyzeInfos(s string, ws []word, who names) traits {
 	t.done = m&phDone != 0
 	t.next = m&phNext != 0
 	t.constraint = m&phConstraint != 0
-	t.injection = isInjection(s, p)
+	t.injection = isInjection(s)
 	wordSignals(&t, s, ws, who)
 	return t
 }
@@ -548,6 +548,20 @@ func tokenSetOfInfos(ws []word, who names) []string {
 // ws: its tokens are (prefixes of) the words' lowercased forms.
 func appendTokenSetInfos(dst []string, ws []word, who names) []string {
 	mark := len(dst)
+	return sortedSet(appendTokensInfos(dst, ws, who), mark)
+}
+
+// sortedSet sorts dst[mark:] and drops its repeats: the set of what was
+// appended to dst from mark on.
+func sortedSet(dst []string, mark int) []string {
+	set := dst[mark:]
+	slices.Sort(set)
+	return dst[:mark+len(slices.Compact(set))]
+}
+
+// appendTokensInfos appends the token of each word of ws that has one,
+// in order and with repeats: appendTokenSetInfos before its sort.
+func appendTokensInfos(dst []string, ws []word, who names) []string {
 	out := dst
 	for i := range ws {
 		n := collapseRuns(ws[i].n, 2)
@@ -566,16 +580,21 @@ func appendTokenSetInfos(dst []string, ws []word, who names) []string {
 		}
 		out = append(out, n)
 	}
-	set := out[mark:]
-	slices.Sort(set)
-	return out[:mark+len(slices.Compact(set))]
+	return out
 }
 
 // appendTokenSet appends tokenSetOf(words, who) to dst (callers that build
-// many sets share one slice).
+// many sets share one slice). The words are classed 32 at a time, on the
+// stack: a long text (the period lines) allocates no words.
 func appendTokenSet(dst []string, words []string, who names) []string {
+	mark := len(dst)
 	var arr [32]word
-	return appendTokenSetInfos(dst, appendWords(arr[:0], words), who)
+	for len(words) > 0 {
+		n := min(len(words), len(arr))
+		dst = appendTokensInfos(dst, appendWords(arr[:0], words[:n]), who)
+		words = words[n:]
+	}
+	return sortedSet(dst, mark)
 }
 
 // tokSet is a tokenSet with a signature for a quick test of nearDup: bit

@@ -127,21 +127,24 @@ func TestSentenceCacheCopiesSentences(t *testing.T) {
 }
 
 // TestHeldCacheKeysOnNames: the period lines' buckets come from the cache
-// only for the same text and the same participants (a participant's name
-// is no token), and equal what the text gives computed afresh.
+// only for the same lines and the same participants (a participant's name
+// is no token), and equal what the lines' text gives computed afresh.
 func TestHeldCacheKeysOnNames(t *testing.T) {
-	const text = "From 20:20 to 21:01, Carol and Alice discussed Venom, dive comp and Marvel Rivals."
-	fresh := func(who names) []uint16 {
-		return appendBuckets(nil, appendTokenSet(nil, strings.Fields(text), who))
+	lines := []string{"From 20:20 to 21:01, Carol and Alice discussed Venom, dive comp and Marvel Rivals.",
+		"From 21:01 to 21:30, Alice and Dave discussed Venom, Klyntar and the cup."}
+	fresh := func(lines []string, who names) []uint16 {
+		return appendBuckets(nil, appendTokenSet(nil, strings.Fields(strings.Join(lines, " ")), who))
 	}
-	c := newHeldCache(1) // (a second text moves the first to the old generation)
+	c := newHeldCache(1) // (a second line moves the first to the old generation)
 	withCarol, without := newNames("Carol", "Alice"), newNames("Alice")
-	if slices.Equal(fresh(withCarol), fresh(without)) {
+	if slices.Equal(fresh(lines, withCarol), fresh(lines, without)) {
 		t.Fatal("the names do not change the buckets: the test shows nothing")
 	}
 	for i, who := range []names{withCarol, without, withCarol, withCarol, without} {
-		if got, want := c.buckets(text, who, false), fresh(who); !slices.Equal(got, want) {
-			t.Errorf("call %d: %v, want %v", i, got, want)
+		for _, ls := range [][]string{lines[:1], lines, lines[1:], lines} {
+			if got, want := c.appendBuckets(nil, ls, who, false), fresh(ls, who); !slices.Equal(got, want) {
+				t.Errorf("call %d, %d lines: %v, want %v", i, len(ls), got, want)
+			}
 		}
 	}
 }

@@ -182,6 +182,11 @@ func resolveDates(s string, at time.Time) string {
 	if at.IsZero() || !mayHaveRelDate(s) {
 		return s
 	}
+	return resolveDatesIn(s, at)
+}
+
+// resolveDatesIn is resolveDates without its filter (mayHaveRelDate).
+func resolveDatesIn(s string, at time.Time) string {
 	var arr [64]string
 	words := appendFields(arr[:0], s)
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
@@ -261,27 +266,41 @@ func resolveDates(s string, at time.Time) string {
 }
 
 // mayHaveRelDate is a fast filter for resolveDates: s has one of the
-// words it resolves (in any case), or "week" or a weekday after next,
-// this, last or coming.
+// words it resolves (in any case), or in ASCII text next, this, last or
+// coming before white space and a field that holds "week" or a weekday; in
+// text that is not all ASCII (which case folding could turn into such
+// words), next, this, last or coming before a space.
 func mayHaveRelDate(s string) bool {
+	ascii := -1 // isASCII(s), once asked: 0 or 1
 	for i := 0; i < len(s); i++ {
-		var cands []string
-		switch s[i] | 0x20 {
-		case 'y':
-			cands = relDateY
-		case 't':
-			cands = relDateT
-		case 'n':
-			cands = relDateN
-		case 'l':
-			cands = relDateL
-		case 'c':
-			cands = relDateC
-		default:
+		k := relDateFirst[s[i]]
+		if k == 0 {
 			continue
 		}
-		for _, a := range cands {
-			if hasPrefixFold(s[i:], a) {
+		for _, a := range relDateWords[k-1] {
+			if !hasPrefixFold(s[i:], a) {
+				continue
+			}
+			if !relDateBefore[a] {
+				return true
+			}
+			j := i + len(a)
+			if j >= len(s) {
+				continue
+			}
+			if ascii < 0 {
+				ascii = 0
+				if isASCII(s) {
+					ascii = 1
+				}
+			}
+			if ascii == 0 {
+				if s[j]|0x20 == ' ' {
+					return true
+				}
+				continue
+			}
+			if asciiSpace[s[j]] && relDateNext(s[j:]) {
 				return true
 			}
 		}
@@ -289,11 +308,58 @@ func mayHaveRelDate(s string) bool {
 	return false
 }
 
-// The words resolveDates looks for, by first letter.
+// relDateNext reports whether the field that s, ASCII text, starts with
+// (after white space) may be "week" or a weekday in resolveDates: it holds
+// one in any case.
+func relDateNext(s string) bool {
+	i := 0
+	for i < len(s) && s[i] < 0x80 && asciiSpace[s[i]] {
+		i++
+	}
+	j := i
+	for j < len(s) && !(s[j] < 0x80 && asciiSpace[s[j]]) {
+		j++
+	}
+	f := s[i:j]
+	for k := 0; k < len(f); k++ {
+		switch f[k] | 0x20 {
+		case 'w':
+			if hasPrefixFold(f[k:], "week") || hasPrefixFold(f[k:], "wednesday") {
+				return true
+			}
+		case 's':
+			if hasPrefixFold(f[k:], "sunday") || hasPrefixFold(f[k:], "saturday") {
+				return true
+			}
+		case 'm':
+			if hasPrefixFold(f[k:], "monday") {
+				return true
+			}
+		case 't':
+			if hasPrefixFold(f[k:], "tuesday") || hasPrefixFold(f[k:], "thursday") {
+				return true
+			}
+		case 'f':
+			if hasPrefixFold(f[k:], "friday") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// The words resolveDates looks for, by first letter: relDateFirst[c] is
+// one more than the index in relDateWords of the words that start with c
+// (in either case), 0 for none.
 var (
-	relDateY = []string{"yesterday"}
-	relDateT = []string{"today", "tonight", "tomorrow", "this "}
-	relDateN = []string{"next "}
-	relDateL = []string{"last "}
-	relDateC = []string{"coming "}
+	relDateWords = [][]string{{"yesterday"}, {"today", "tonight", "tomorrow", "this"}, {"next"}, {"last"}, {"coming"}}
+	// relDateBefore are the words that resolve only before a weekday or
+	// "week".
+	relDateBefore = map[string]bool{"this": true, "next": true, "last": true, "coming": true}
+	relDateFirst  = func() (t [256]uint8) {
+		for k, ws := range relDateWords {
+			t[ws[0][0]], t[ws[0][0]-('a'-'A')] = uint8(k+1), uint8(k+1)
+		}
+		return t
+	}()
 )

@@ -170,7 +170,7 @@ func TestEquivWordHelpers(t *testing.T) {
 		if got, want := hasPrefixClass(skipDiscourse(p), phQuestionStart), refHasPrefixAny(refSkipDiscourse(p), questionStarts); got != want {
 			t.Fatalf("question start of %q = %v, want %v", p, got, want)
 		}
-		if got, want := isInjection(s, p), injectionRe.MatchString(s); got != want {
+		if got, want := isInjection(s), injectionRe.MatchString(s); got != want {
 			t.Fatalf("isInjection(%q) = %v, want %v", s, got, want)
 		}
 		if got, want := appendFields(nil, s), strings.Fields(s); !slices.Equal(got, want) {

@@ -62,27 +62,23 @@ func (u *unit) subject() []string {
 	return u.subj
 }
 
-// unitArena hands out units from blocks of size units: one allocation for
-// many units.
+// unitArena hands out units from blocks of at least size units: one
+// allocation for many units. Each new block is twice as large as the one
+// before, and the fold keeps the last (used) one for later folds (used),
+// so a fold whose batch needs more units than estimated makes later folds
+// need one block.
 type unitArena struct {
 	block []unit
 	size  int
 }
 
-// firstUsed is the used part of first, the arena's first block.
-func (a *unitArena) firstUsed(first []unit) []unit {
-	switch {
-	case len(a.block) == 0:
-		return first[:0] // (no unit)
-	case cap(first) > 0 && &a.block[0] == &first[:1][0]:
-		return a.block // still the first block
-	}
-	return first[:cap(first)] // (a later block was started: the first is full)
-}
+// used is the arena's last block, the part of it that holds units (the
+// earlier blocks are full and dropped).
+func (a *unitArena) used() []unit { return a.block }
 
 func (a *unitArena) new(u unit) *unit {
 	if len(a.block) == cap(a.block) {
-		a.block = make([]unit, 0, max(a.size, 4))
+		a.block = make([]unit, 0, max(a.size, 2*cap(a.block), 4))
 	}
 	a.block = append(a.block, u)
 	return &a.block[len(a.block)-1]
@@ -326,7 +322,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	}
 
 	notes := s.noteUnits(req, who, topics, &arena)
-	sc.units = arena.firstUsed(sc.units)
+	sc.units = arena.used()
 	ex.units = append(ex.units, notes...)
 	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
 	ex.units = mergeToolRuns(ex.units)

@@ -1,24 +1,22 @@
 package offline
 
-import (
-	"slices"
-)
+import "slices"
 
 // heldCacheSize bounds heldCache like sentCacheSize bounds sentCache: it
-// holds between heldCacheSize and twice as many texts (a summary's period
-// lines, under 2 KiB with their buckets), enough for a few hundred
-// sessions folding concurrently.
+// holds between heldCacheSize and twice as many period lines (under 1 KiB
+// each with their tokens), enough for a few hundred sessions folding
+// concurrently.
 const heldCacheSize = 1024
 
-// heldCache is a bounded cache of the coverage buckets of a summary's
-// period lines (the held tokens fit weighs the statements against). A
-// session's period lines stay the same over most of its folds (only a new
-// period changes them), and their words would be split, classed, sorted and
-// hashed again every fold. Two generations, as in sentCache; it only saves
-// work: a miss recomputes the same value, so results never depend on what
-// it holds.
+// heldCache is a bounded cache of the token sets of a summary's period
+// lines, line by line: fit holds the tokens of all the lines as covered.
+// Most lines of a fold were lines of the fold before (a new period, or two
+// merged, changes one or two), and their words would be split, classed,
+// sorted and hashed again every fold. Two generations, as in sentCache; it
+// only saves work: a miss recomputes the same value, so results never
+// depend on what it holds.
 type heldCache struct {
-	genCache[[]uint16]
+	genCache[[]string]
 }
 
 func newHeldCache(size int) *heldCache {
@@ -27,17 +25,26 @@ func newHeldCache(size int) *heldCache {
 	return c
 }
 
-// buckets returns appendBuckets(nil, tokenSet(text, who)), from the cache
-// when it has it. The slice is shared: callers only read it.
-func (c *heldCache) buckets(text string, who names, agent bool) []uint16 {
-	k := sentKey{text, sentContext(who, agent)}
-	if b, ok := c.get(k); ok {
-		return b
+// appendBuckets appends appendBuckets(nil, tokenSet(text, who)) to dst,
+// where text is the lines joined by spaces: the token set of the text is
+// the union of the lines' sets (a token is one word's), which come from the
+// cache when it has them.
+func (c *heldCache) appendBuckets(dst []uint16, lines []string, who names, agent bool) []uint16 {
+	ctx := sentContext(who, agent)
+	var toksArr [256]string
+	toks := toksArr[:0]
+	for _, l := range lines {
+		k := sentKey{l, ctx}
+		set, ok := c.get(k)
+		if !ok {
+			var fArr [64]string
+			var sArr [64]string
+			// (l is a line rendered by this fold, not part of a summary:
+			// the key and the tokens that are parts of it pin no more)
+			set = slices.Clone(appendTokenSet(sArr[:0], appendFields(fArr[:0], l), who))
+			c.add(k, set)
+		}
+		toks = append(toks, set...)
 	}
-	var ptArr [256]string
-	var pfArr [256]string
-	var pbArr [256]uint16
-	b := slices.Clone(appendBuckets(pbArr[:0], appendTokenSet(ptArr[:0], appendFields(pfArr[:0], text), who)))
-	c.add(k, b)
-	return b
+	return appendBuckets(dst, sortedSet(toks, 0))
 }

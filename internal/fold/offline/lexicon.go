@@ -293,9 +293,13 @@ var lexicon = func() *wordTable {
 
 // wordTable is a read-only hash table of words, faster than a map for the
 // short keys of the word lists, and able to look a word up lowercased
-// without lowercasing it first.
+// without lowercasing it first. tags[i] is a byte of the hash of keys[i]
+// (never 0) or 0 for an empty slot: a probe reads the small tags array
+// and compares a key only where its tag matches, so most words (in no
+// list) are found absent without reading a key.
 type wordTable struct {
 	mask uint32
+	tags []uint8
 	keys []string
 	vals []uint32
 }
@@ -305,19 +309,23 @@ func newWordTable(m map[string]uint32) *wordTable {
 	for size < 4*len(m) {
 		size <<= 1
 	}
-	t := &wordTable{mask: uint32(size - 1), keys: make([]string, size), vals: make([]uint32, size)}
+	t := &wordTable{mask: uint32(size - 1), tags: make([]uint8, size), keys: make([]string, size), vals: make([]uint32, size)}
 	for k, v := range m {
 		if k == "" {
 			panic("offline: empty word in a word list")
 		}
-		i := hashLower(k) & t.mask
-		for t.keys[i] != "" {
+		h := hashLower(k)
+		i := h & t.mask
+		for t.tags[i] != 0 {
 			i = (i + 1) & t.mask
 		}
-		t.keys[i], t.vals[i] = k, v
+		t.tags[i], t.keys[i], t.vals[i] = wordTag(h), k, v
 	}
 	return t
 }
+
+// wordTag is the tag of a word whose hashLower is h: its top byte, never 0.
+func wordTag(h uint32) uint8 { return uint8(h>>24) | 1 }
 
 // hashLower is FNV-1a of s with ASCII letters lowercased.
 func hashLower(s string) uint32 {
@@ -337,8 +345,10 @@ func (t *wordTable) get(s string) uint32 {
 	if s == "" {
 		return 0
 	}
-	for i := hashLower(s) & t.mask; t.keys[i] != ""; i = (i + 1) & t.mask {
-		if t.keys[i] == s {
+	h := hashLower(s)
+	tag := wordTag(h)
+	for i := h & t.mask; t.tags[i] != 0; i = (i + 1) & t.mask {
+		if t.tags[i] == tag && t.keys[i] == s {
 			return t.vals[i]
 		}
 	}
@@ -353,8 +363,10 @@ func (t *wordTable) getLower(s string) uint32 {
 	if s == "" {
 		return 0
 	}
-	for i := hashLower(s) & t.mask; t.keys[i] != ""; i = (i + 1) & t.mask {
-		if k := t.keys[i]; len(k) == len(s) && asciiLowerEq(s, k) {
+	h := hashLower(s)
+	tag := wordTag(h)
+	for i := h & t.mask; t.tags[i] != 0; i = (i + 1) & t.mask {
+		if k := t.keys[i]; t.tags[i] == tag && len(k) == len(s) && asciiLowerEq(s, k) {
 			return t.vals[i]
 		}
 	}
@@ -528,36 +540,123 @@ func hasPrefixClass(p string, bit uint16) bool {
 	return false
 }
 
-// injectionAnchors are literals of which injectionRe needs one (in ASCII
-// text, case-insensitively).
-var injectionAnchors = []string{"ignore", "disregard", "forget", "override", "system prompt",
-	"you are now", "developer mode", "jailbreak", "new instructions"}
-
-// isInjection is injectionRe.MatchString(s). lower is the lowercased s or
-// any string that contains every lowercase ASCII letter-and-space literal of
-// it (a plain() form does). The regular expression only runs when s has an
-// anchor or non-ASCII text (which case folding could turn into one).
-func isInjection(s, lower string) bool {
-	ascii := true
+// isInjection is injectionRe.MatchString(s). ASCII text is matched by
+// matchInjectionASCII in one pass; the regular expression runs only on
+// non-ASCII text (which case folding could turn into a match: "ſ" folds to
+// "s").
+func isInjection(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
-			ascii = false
-			break
+			return injectionRe.MatchString(s)
 		}
 	}
-	if ascii {
-		found := false
-		for _, a := range injectionAnchors {
-			if strings.Contains(lower, a) {
-				found = true
+	return matchInjectionASCII(s)
+}
+
+// matchInjectionASCII is injectionRe.MatchString(s) for ASCII s. The
+// expression's first alternative reads deterministically: after the verb
+// and its white space comes either one of the optional words (then white
+// space again) or one of the nouns, never both (no optional word shares a
+// prefix with a noun or with another optional word, and none starts with
+// white space), so the scan needs no backtracking. The other alternatives
+// are literals.
+func matchInjectionASCII(s string) bool {
+	for i := 0; i+1 < len(s); i++ {
+		// (the first two letters, lowercased, pick the literal to try:
+		// most positions pick none)
+		var ok bool
+		switch uint16(s[i]|0x20)<<8 | uint16(s[i+1]|0x20) {
+		case 'i'<<8 | 'g':
+			ok = hasPrefixLower(s[i:], "ignore") && injectionTail(s[i+len("ignore"):])
+		case 'd'<<8 | 'i':
+			ok = hasPrefixLower(s[i:], "disregard") && injectionTail(s[i+len("disregard"):])
+		case 'd'<<8 | 'e':
+			ok = hasPrefixLower(s[i:], "developer mode")
+		case 'f'<<8 | 'o':
+			ok = hasPrefixLower(s[i:], "forget") && injectionTail(s[i+len("forget"):])
+		case 'o'<<8 | 'v':
+			ok = hasPrefixLower(s[i:], "override") && injectionTail(s[i+len("override"):])
+		case 's'<<8 | 'y':
+			ok = hasPrefixLower(s[i:], "system prompt")
+		case 'y'<<8 | 'o':
+			ok = hasPrefixLower(s[i:], "you are now")
+		case 'j'<<8 | 'a':
+			ok = hasPrefixLower(s[i:], "jailbreak")
+		case 'n'<<8 | 'e':
+			ok = hasPrefixLower(s[i:], "new instructions")
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// injectionTail reports whether s starts with what injectionRe's first
+// alternative needs after its verb: \s+(all\s+|any\s+|…)*(instructions|
+// prompts?|messages|rules|context), in any case.
+func injectionTail(s string) bool {
+	i := skipRESpace(s, 0)
+	if i == 0 {
+		return false
+	}
+	for {
+		t := s[i:]
+		for _, n := range injectionNouns {
+			if hasPrefixLower(t, n) {
+				return true
+			}
+		}
+		adv := 0
+		for _, o := range injectionFillers {
+			if hasPrefixLower(t, o) {
+				adv = len(o)
 				break
 			}
 		}
-		if !found {
+		if adv == 0 {
+			return false
+		}
+		j := skipRESpace(s, i+adv)
+		if j == i+adv {
+			return false
+		}
+		i = j
+	}
+}
+
+// injectionNouns and injectionFillers are the words of injectionRe's first
+// alternative ("prompts?" is "prompt": a prefix match).
+var (
+	injectionNouns   = []string{"instructions", "prompt", "messages", "rules", "context"}
+	injectionFillers = []string{"all", "any", "the", "your", "previous", "prior", "above", "earlier"}
+)
+
+// skipRESpace returns the index of the first byte of s from i on that is
+// not in the regular expressions' \s class ([\t\n\f\r ]).
+func skipRESpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\f' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// hasPrefixLower reports whether s starts with lower, an ASCII lowercase
+// literal, in any ASCII case.
+func hasPrefixLower(s, lower string) bool {
+	if len(s) < len(lower) {
+		return false
+	}
+	for j := 0; j < len(lower); j++ {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[j] {
 			return false
 		}
 	}
-	return injectionRe.MatchString(s)
+	return true
 }
 
 var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+|previous\s+|prior\s+|above\s+|earlier\s+)*(instructions|prompts?|messages|rules|context)|system prompt|you are now|developer mode|jailbreak|new instructions`)

@@ -342,21 +342,20 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	} else {
 		periods = nil
 	}
-	var pb strings.Builder
+	var linesArr [8]string
+	lines := linesArr[:0]
 	for _, p := range periods {
-		if pb.Len() > 0 {
-			pb.WriteByte(' ')
-		}
-		pb.WriteString(p.render())
+		lines = append(lines, p.render())
 	}
-	periodText := pb.String()
+	periodText := strings.Join(lines, " ")
 	rest := budget
 	if periodText != "" {
 		rest -= runeLen(periodText) + 1
 	}
-	var periodBuckets []uint16
+	var bucketsArr [256]uint16
+	periodBuckets := bucketsArr[:0]
 	if periodText != "" && overBudget(items, rest) { // (else fit drops nothing)
-		periodBuckets = s.held.buckets(periodText, who, agent)
+		periodBuckets = s.held.appendBuckets(periodBuckets, lines, who, agent)
 	}
 	fit(items, rest, budget, periodBuckets)
 	if out := joinWithPeriods(items, periodText); out != "" {

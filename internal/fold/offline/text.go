@@ -781,9 +781,8 @@ const normBufLen = 32
 // plain returns " w1 w2 … " of lowercased words with punctuation other than
 // apostrophes removed, for phrase matching with spaces as word boundaries.
 func plain(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte(' ')
+	var arr [256]byte // (on the stack for a sentence: one allocation, the string)
+	b := append(arr[:0], ' ')
 	space := true
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -793,10 +792,10 @@ func plain(s string) string {
 				c += 'a' - 'A'
 			}
 			if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '\'' {
-				b.WriteByte(c)
+				b = append(b, c)
 				space = false
 			} else if !space {
-				b.WriteByte(' ')
+				b = append(b, ' ')
 				space = true
 			}
 			continue
@@ -805,17 +804,17 @@ func plain(s string) string {
 		i += size
 		r = unicode.ToLower(r) // as strings.ToLower; invalid bytes stay RuneError
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			b.WriteRune(r)
+			b = utf8.AppendRune(b, r)
 			space = false
 		} else if !space {
-			b.WriteByte(' ')
+			b = append(b, ' ')
 			space = true
 		}
 	}
 	if !space {
-		b.WriteByte(' ')
+		b = append(b, ' ')
 	}
-	return b.String()
+	return string(b)
 }
 
 func hasLetterOrDigit(s string) bool {
