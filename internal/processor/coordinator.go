@@ -481,6 +481,13 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 		c.wake[s.ID] = s.RetryAfter
 		return
 	}
+	if !ls.due {
+		if err := p.store.MarkDue(s.ID); err != nil {
+			p.log.Warn().Err(err).Str("event", "due_mark_failed").Str("session", s.ID).Msg("could not mark the session due; an interrupted fold resumes on its next event")
+		} else {
+			ls.due = true
+		}
+	}
 	s.Lease = &state.Lease{
 		FoldID: nuid.Next(), Owner: p.cfg.InstanceID, Deadline: now.Add(p.cfg.LeaseTTL),
 		From: d.From, To: d.To, Notes: len(s.PendingNotes),
@@ -508,6 +515,11 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	}
 	p.m.folds.WithLabelValues("started").Inc()
 	p.m.inFlight.Inc()
+	c.publishLifecycle(ls, events.Lifecycle{
+		Type: events.EventCompactionStarted, FoldID: job.foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
+		Estimate: d.Estimate, Limit: d.Limit, RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
+		PendingNoteCount: len(job.notes),
+	})
 	p.log.Info().Str("event", "context_compaction_started").Str("session", s.ID).Str("fold_id", job.foldID).Str("trigger", trigger).
 		Str("mode", string(pol.Mode)).Str("cause", d.Cause).Int("estimate_tokens", d.Estimate).
 		Int64("cursor", s.Cursor).Int("batch_size", n).Int64("recent_start", d.RecentStart).Int("pending_note_count", len(job.notes)).
@@ -533,28 +545,6 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 		}
 		c.results <- r
 	}()
-	// The loop's publishes for this fold go out after the fold has
-	// started: on the loop's connection a publish can wait for
-	// milliseconds behind acks and checkpoint writes (nats.go writes under
-	// the connection's lock), and the fold has no need to wait for them.
-	// The due mark still precedes the checkpoint that will hold this
-	// lease (written by this loop later, on the same connection, which
-	// JetStream stores in order); compaction_started precedes
-	// compaction_completed, which this loop publishes once the result is
-	// back. Against the summary-updated (published by the fold on its own
-	// connection) no order is promised, and none was before.
-	if !ls.due {
-		if err := p.store.MarkDue(s.ID); err != nil {
-			p.log.Warn().Err(err).Str("event", "due_mark_failed").Str("session", s.ID).Msg("could not mark the session due; an interrupted fold resumes on its next event")
-		} else {
-			ls.due = true
-		}
-	}
-	c.publishLifecycle(ls, events.Lifecycle{
-		Type: events.EventCompactionStarted, FoldID: job.foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
-		Estimate: d.Estimate, Limit: d.Limit, RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
-		PendingNoteCount: len(job.notes),
-	})
 	// Let the fold run now, before the rest of the shard's batch: a new
 	// goroutine otherwise waits until the shard blocks, and under full
 	// ingest that is most of a fold's latency (bench: p50 ~1 ms to ~0.02

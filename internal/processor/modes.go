@@ -162,10 +162,10 @@ func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger 
 	note := pol.Engine().Note(fold.Eviction{Count: totalEvicted, Tokens: totalToks, First: firstEver, Last: last})
 	version := s.Version + 1
 	foldID := nuid.Next()
-	started := events.Lifecycle{
+	c.publishLifecycle(ls, events.Lifecycle{
 		Type: events.EventCompactionStarted, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
 		Estimate: d.Estimate, Limit: d.Limit, RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
-	}
+	})
 	p.log.Info().Str("event", "context_compaction_started").Str("session", s.ID).Str("fold_id", foldID).Str("mode", string(pol.Mode)).
 		Str("trigger", trigger).Str("cause", d.Cause).Int("estimate_tokens", d.Estimate).Int("limit_tokens", d.Limit).
 		Int64("cursor", s.Cursor).Int("batch_size", n).Int64("total_turns", s.Total).Msg("compaction started")
@@ -184,9 +184,6 @@ func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger 
 		sum: sum, ev: ev, d: d, trigger: trigger, foldID: foldID, n: n, toks: toks,
 		notes: len(s.PendingNotes), cursor: s.Cursor, expect: s.SummarySeq,
 	})
-	// Published once the record is on its way, as a fold's is (startFold):
-	// the loop's publish may wait on its connection, the record need not.
-	c.publishLifecycle(ls, started)
 }
 
 // evictJob is an eviction being recorded off the loop, and its outcome.

@@ -14,7 +14,7 @@ import (
 // with a session's checkpoint or its chunks.
 const duePrefix = "=due."
 
-// MarkDue records, as a fold starts, that the session has fold work:
+// MarkDue records, before a fold starts, that the session has fold work:
 // if the process dies or the fold fails, a starting processor finds it
 // here and resumes it even if the session never sends another event.
 //
