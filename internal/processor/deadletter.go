@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
@@ -16,13 +17,16 @@ import (
 )
 
 // Dead-lettering must never hold up other sessions: whatever a bad message
-// carries (JetStream control headers, a size just under max_payload), the
-// processor keeps a copy or a reference and moves on. The original is
-// never deleted from the inbound stream, so nothing is lost by moving on.
+// carries (JetStream control headers, a size just under max_payload), and
+// however slow the dead-letter stream is, the event loop hands it to the
+// dead-letter worker (deadLetterer) and moves on; the worker keeps a copy
+// or a reference. The original is never deleted from the inbound stream,
+// so nothing is lost by moving on.
 const (
 	// deadLetterAttempts bounds the tries of a publish that failed for a
 	// transient reason (a timeout, no responders): a DLQ that stays
-	// unreachable must not stall the shard for longer than a few tries.
+	// unreachable must not hold the worker's queue for longer than a few
+	// tries per message.
 	deadLetterAttempts = 3
 	deadLetterTimeout  = 5 * time.Second
 	// previewBytes is how much of the original payload a reference keeps.
@@ -31,20 +35,21 @@ const (
 	maxHeaderValue = 1024
 )
 
-// reject keeps a bad inbound message on the dead-letter stream with the
-// reason in headers, then acks it: it is never silently dropped, and it
-// never blocks the session's later events, nor any other session's.
+// reject hands a bad inbound message to the dead-letter worker
+// (deadLetterer), which keeps it on the dead-letter stream with the reason
+// in headers and then acks it: it is never silently dropped, and it never
+// blocks the session's later events, nor any other session's, whatever
+// the dead-letter stream does. The event_rejected lifecycle event goes out
+// from here: it carries the session's cursor, which only the loop reads.
 func (sh *shard) reject(m inMsg, cause error) {
 	p := sh.p
 	ve, ok := events.AsValidation(cause)
 	if !ok {
 		ve = &events.ValidationError{Code: "invalid", Reason: cause.Error()}
 	}
-	subject, kept := sh.deadLetter(m, ve, cause)
-	_ = m.msg.Ack()
-	p.m.rejected.WithLabelValues(ve.Code).Inc()
-	p.log.Warn().Str("event", "event_rejected").Str("session", m.session).Str("subject", m.msg.Subject()).Uint64("seq", m.seq).
-		Str("code", ve.Code).Str("field", ve.Field).Str("reason", ve.Reason).Str("dead_letter", subject).Str("kept", kept).Msg("inbound event rejected")
+	if !p.dl.hand(rejection{m: m, ve: ve, cause: cause}) {
+		p.dl.keepInLog(rejection{m: m, ve: ve, cause: cause}, errDeadLetterQueueFull)
+	}
 	if events.ValidSession(m.session) {
 		ev := events.Lifecycle{V: events.Version, Session: m.session, Type: events.EventRejected, At: p.clock.Now().UTC(),
 			Reason: ve.Code, Error: cause.Error()}
@@ -56,6 +61,30 @@ func (sh *shard) reject(m inMsg, cause error) {
 			p.log.Warn().Err(err).Str("event", "publish_failed").Msg("event_rejected not published")
 		}
 	}
+}
+
+// keep stores r's dead letter (deadLetter), then acks the original and
+// says so: the ack never goes out before the dead letter is kept or its
+// log line written.
+func (d *deadLetterer) keep(r rejection) {
+	subject, kept := d.deadLetter(r)
+	d.rejected(r, subject, kept)
+}
+
+// keepInLog makes the error log line the reference of r without trying
+// the dead-letter stream (copyErr says why), then acks the original.
+func (d *deadLetterer) keepInLog(r rejection, copyErr error) {
+	subject := d.p.subj.DeadLetter(r.m.session)
+	d.logOnly(r, subject, copyErr, copyErr)
+	d.rejected(r, subject, keptLog)
+}
+
+func (d *deadLetterer) rejected(r rejection, subject, kept string) {
+	p, m, ve := d.p, r.m, r.ve
+	_ = m.msg.Ack()
+	p.m.rejected.WithLabelValues(ve.Code).Inc()
+	p.log.Warn().Str("event", "event_rejected").Str("session", m.session).Str("subject", m.msg.Subject()).Uint64("seq", m.seq).
+		Str("code", ve.Code).Str("field", ve.Field).Str("reason", ve.Reason).Str("dead_letter", subject).Str("kept", kept).Msg("inbound event rejected")
 }
 
 // What the dead-letter stream kept of a rejected message.
@@ -79,21 +108,22 @@ const (
 // (event dead_letter_failed) is the reference. In each of these cases the
 // caller acks: the original stays in the inbound stream at its sequence.
 // A DLQ that does not answer (a timeout, no responders) is tried
-// deadLetterAttempts times, then treated the same way: a publish the
-// server drops for lack of permission looks exactly like that, and
-// rewinding for it would stall every session for good.
-func (sh *shard) deadLetter(m inMsg, ve *events.ValidationError, cause error) (subject, kept string) {
-	p := sh.p
+// deadLetterAttempts times with backoff (fewer if the processor stops),
+// then treated the same way: a publish the server drops for lack of
+// permission looks exactly like that, and leaving the message unacked for
+// it would hold the queue, and the consumer's ack floor, for good.
+func (d *deadLetterer) deadLetter(r rejection) (subject, kept string) {
+	p, m, ve := d.p, r.m, r.ve
 	subject = p.subj.DeadLetter(m.session)
 	data := m.msg.Data()
 	copyMsg := nats.NewMsg(subject)
 	copyMsg.Data = data
-	copyMsg.Header = deadLetterHeaders(m.msg.Headers(), p.layout.In, p.subj.Published(m.msg.Subject()), m.seq, ve, cause)
+	copyMsg.Header = deadLetterHeaders(m.msg.Headers(), p.layout.In, p.subj.Published(m.msg.Subject()), m.seq, ve, r.cause)
 
 	// Dedup by original sequence: a redelivered bad message is kept once
 	// (a copy or a reference, whichever was stored first).
 	msgID := "dlq:" + strconv.FormatUint(m.seq, 10)
-	err := sh.publishDeadLetter(copyMsg, msgID, deadLetterAttempts)
+	err := d.publish(m, copyMsg, msgID, deadLetterAttempts)
 	if err == nil {
 		p.m.deadLetters.WithLabelValues(keptCopy).Inc()
 		return subject, keptCopy
@@ -109,39 +139,69 @@ func (sh *shard) deadLetter(m inMsg, ve *events.ValidationError, cause error) (s
 	if transientPublishError(copyErr) {
 		attempts = 1 // already tried as often as allowed
 	}
-	if err = sh.publishDeadLetter(ref, msgID, attempts); err == nil {
+	if err = d.publish(m, ref, msgID, attempts); err == nil {
 		p.m.deadLetters.WithLabelValues(keptReference).Inc()
 		p.log.Error().Err(copyErr).Str("event", "dead_letter_reference").Str("session", m.session).Str("stream", p.layout.In).
 			Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).Str("dead_letter", subject).
 			Msg("rejected event too large or refused for the dead-letter stream; a reference was kept there instead, the original stays in the inbound stream")
 		return subject, keptReference
 	}
-	// Neither stored (a full or missing DLQ, no permission): this log line
-	// is the reference. The preview is transcript text, so only at debug.
-	p.m.deadLetters.WithLabelValues(keptLog).Inc()
-	p.log.Error().Err(copyErr).Str("reference_error", err.Error()).Str("event", "dead_letter_failed").Str("session", m.session).
-		Str("stream", p.layout.In).Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).
-		Str("dead_letter", subject).Msg("rejected event could not be kept on the dead-letter stream; skipped, the original stays in the inbound stream at this sequence")
-	p.log.Debug().Str("event", "dead_letter_preview").Uint64("seq", m.seq).Bytes("preview", preview(data)).Msg("rejected event preview")
+	// Neither stored (a full or missing DLQ, no permission).
+	d.logOnly(r, subject, copyErr, err)
 	return subject, keptLog
 }
 
-// publishDeadLetter publishes msg, trying transient failures again up to
-// attempts tries in all, each bounded by deadLetterTimeout.
-func (sh *shard) publishDeadLetter(msg *nats.Msg, msgID string, attempts int) error {
-	var err error
-	for attempt := range attempts {
-		if attempt > 0 {
-			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+// logOnly makes the error log line the reference of a rejected message
+// nothing of which could be stored (a full or missing DLQ, no
+// permission, a full queue). The preview is transcript text, so only at
+// debug.
+func (d *deadLetterer) logOnly(r rejection, subject string, copyErr, refErr error) {
+	p, m, ve := d.p, r.m, r.ve
+	data := m.msg.Data()
+	p.m.deadLetters.WithLabelValues(keptLog).Inc()
+	p.log.Error().Err(copyErr).Str("reference_error", refErr.Error()).Str("event", "dead_letter_failed").Str("session", m.session).
+		Str("stream", p.layout.In).Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).
+		Str("dead_letter", subject).Msg("rejected event could not be kept on the dead-letter stream; skipped, the original stays in the inbound stream at this sequence")
+	p.log.Debug().Str("event", "dead_letter_preview").Uint64("seq", m.seq).Bytes("preview", preview(data)).Msg("rejected event preview")
+}
+
+// publish publishes a dead letter of m (publishDeadLetter), telling the
+// server before each new try that m is still being worked on, so that it
+// is not redelivered meanwhile, and hand whether the stream answers.
+func (d *deadLetterer) publish(m inMsg, msg *nats.Msg, msgID string, attempts int) error {
+	err := publishDeadLetter(d.ctx, d.p.js, msg, msgID, attempts, func() { _ = m.msg.InProgress() })
+	d.failing(err != nil && (transientPublishError(err) || d.ctx.Err() != nil))
+	return err
+}
+
+// publishDeadLetter publishes msg, trying transient failures again with
+// backoff up to attempts tries in all, each bounded by deadLetterTimeout,
+// until ctx ends. retrying, if not nil, is called before each new try.
+func publishDeadLetter(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, msgID string, attempts int, retrying func()) error {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     100 * time.Millisecond,
+		RandomizationFactor: 0.3,
+		Multiplier:          2,
+		MaxInterval:         2 * time.Second,
+		Stop:                backoff.Stop,
+		Clock:               backoff.SystemClock,
+	}
+	b.Reset()
+	try := func() error {
+		actx, cancel := context.WithTimeout(ctx, deadLetterTimeout)
+		defer cancel()
+		_, err := js.PublishMsg(actx, msg, jetstream.WithMsgID(msgID))
+		if err != nil && !transientPublishError(err) {
+			return backoff.Permanent(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), deadLetterTimeout)
-		_, err = sh.p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID))
-		cancel()
-		if err == nil || !transientPublishError(err) {
-			return err
+		return err
+	}
+	notify := func(error, time.Duration) {
+		if retrying != nil {
+			retrying()
 		}
 	}
-	return err
+	return backoff.RetryNotify(try, backoff.WithContext(backoff.WithMaxRetries(b, uint64(max(attempts, 1)-1)), ctx), notify)
 }
 
 // transientPublishError tells a failure that a later try may fix (no
@@ -246,10 +306,10 @@ func (sh *shard) parkCheckpoint(ce *state.CorruptError) {
 	msg.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(ce.Revision, 10))
 	msg.Header.Set(events.HeaderOriginalSize, strconv.Itoa(len(ce.Data)))
 	msgID := "checkpoint:" + ce.ID + ":" + strconv.FormatUint(ce.Revision, 10)
-	err := sh.publishDeadLetter(msg, msgID, deadLetterAttempts)
+	err := publishDeadLetter(context.Background(), p.js, msg, msgID, deadLetterAttempts, nil)
 	if err != nil && !transientPublishError(err) {
 		msg.Data = preview(ce.Data)
-		err = sh.publishDeadLetter(msg, msgID, 1)
+		err = publishDeadLetter(context.Background(), p.js, msg, msgID, 1, nil)
 	}
 	if err != nil {
 		p.log.Error().Err(err).Str("event", "dead_letter_failed").Str("session", ce.ID).Uint64("revision", ce.Revision).

@@ -102,6 +102,7 @@ type Processor struct {
 	inStream jetstream.Stream
 	outStrm  jetstream.Stream
 	shards   []*shard
+	dl       *deadLetterer // keeps rejected messages off the event loops
 	folds    sync.WaitGroup
 	slots    chan struct{} // fold concurrency limit
 	mem      *memRelease   // returns memory freed by idle compaction (idle.go)
@@ -234,6 +235,11 @@ func (p *Processor) Run(ctx context.Context) error {
 		cancelFolds()
 	}
 	p.abortMu.Unlock()
+	// Dead-letter retries end with the shutdown grace, like folds.
+	dlCtx, cancelDL := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDL()
+	p.dl = newDeadLetterer(p, dlCtx)
+	go p.dl.run()
 	p.shards = make([]*shard, p.cfg.Shards)
 	var wg sync.WaitGroup
 	for i := range p.shards {
@@ -251,6 +257,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			close(sh.in)
 		}
 		wg.Wait()
+		p.dl.stop() // after the loops: nothing is handed over any more
 	}
 
 	// A failed attach (a cluster electing its meta leader answers 503,
@@ -334,6 +341,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	grace := time.AfterFunc(p.cfg.ShutdownGrace, func() {
 		p.log.Warn().Str("event", "folds_abandoned").Dur("grace", p.cfg.ShutdownGrace).Msg("shutdown grace over; abandoning in-flight folds")
 		cancelFolds()
+		cancelDL()
 	})
 	stopShards()
 	grace.Stop()

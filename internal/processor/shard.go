@@ -486,6 +486,13 @@ func (sh *shard) apply(ls *live, m inMsg) {
 	ls.touched = p.clock.Now()
 	if seq <= ls.s.LastSeq {
 		// Applied before (redelivery after a crash or a slow ack): no-op.
+		// Unless it does not decode: then it was rejected, and its dead
+		// letter may not be kept yet (the worker held it when the process
+		// stopped); rejected again, it is kept once (msg id).
+		if _, err := events.DecodeInbound(m.kind, m.session, m.msg.Data(), p.adm.Limits); err != nil {
+			sh.reject(m, err)
+			return
+		}
 		p.m.redelivered.Inc()
 		sh.w.addAck(ls, m.msg)
 		return
