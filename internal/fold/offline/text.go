@@ -415,7 +415,8 @@ func elideBlobs(s string) string {
 	if runeLen(s) <= maxTokenRunes {
 		return s
 	}
-	f := strings.Fields(s)
+	var arr [64]string
+	f := appendFields(arr[:0], s) // (strings.Fields, on the stack for a sentence)
 	changed := false
 	for i, w := range f {
 		if runeLen(w) > maxTokenRunes {
