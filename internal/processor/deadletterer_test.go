@@ -4,11 +4,14 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/crashtest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/retry"
+	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -101,5 +104,79 @@ func TestSlowDeadLetterStreamDoesNotHoldUpTheLoop(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(p.m.rejected.WithLabelValues(events.CodeInvalidField)); n != 1 {
 		t.Errorf("%v rejected events counted, want 1", n)
+	}
+}
+
+// TestRejectedEventHeldAtACrashIsKeptAfterRestart: a processor crashes (its
+// connection cut) while its dead-letter worker still retries a rejected
+// turn of s1, after s1's later turns were applied and checkpointed. The
+// rejected turn was never acked, so the next processor gets it again,
+// behind s1's checkpoint: it is rejected again, not taken as applied
+// before, and kept on the dead-letter stream exactly once.
+func TestRejectedEventHeldAtACrashIsKeptAfterRestart(t *testing.T) {
+	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
+	ctx := context.Background()
+	dlq, err := r.JS.Stream(ctx, r.Layout.DLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dcfg := dlq.CachedInfo().Config
+	if err := r.JS.DeleteStream(ctx, r.Layout.DLQ); err != nil {
+		t.Fatal(err)
+	}
+	tries := make(chan *nats.Msg, 16)
+	hole, err := r.NC.ChanSubscribe(r.Layout.Subjects.DeadLetterAll(), tries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Window: fold.Window{Recent: 6, Batch: 4}, RetryBackoff: 50 * time.Millisecond, FlushInterval: 5 * time.Millisecond,
+		FoldTimeout: 10 * time.Second}
+	nc1, js1 := r.Client("crashing")
+	kv1, err := js1.KeyValue(ctx, r.Layout.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := New(cfg, Deps{JS: js1, Layout: r.Layout, Store: state.NewStore(js1, kv1), Summarizer: r.sum, Log: r.Log, Clock: SystemClock{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop1 := brokertest.RunEngine(t, p1)
+	msg := nats.NewMsg(r.Layout.Subjects.In("s1", events.KindTurn))
+	msg.Data = badTurn
+	seq := r.publishRaw(msg)
+	<-tries // the dead-letter copy is on its way, unanswered
+	r.publishTurns("s1", 0, 14)
+	expect := crashtest.Expect{Session: "s1", Turns: 14, Recent: 6, Batch: 4, MaxSummaryChars: 1200}
+	r.settle(expect)
+	if s := r.Checkpoint("s1"); s.LastSeq <= seq {
+		t.Fatalf("s1's checkpoint is at sequence %d, not past the rejected turn's %d", s.LastSeq, seq)
+	}
+	nc1.Close()
+	stop1()
+
+	if err := hole.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.JS.CreateStream(ctx, dcfg); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
+	_, last := r.inboundLast(r.Layout.Subjects.In("s1", events.KindTurn))
+	r.waitAckedThrough(p, last)
+	var kept int
+	for _, dl := range r.DeadLetters() {
+		if dl.Header.Get(events.HeaderOriginalSeq) == strconv.FormatUint(seq, 10) {
+			kept++
+		}
+	}
+	if kept != 1 {
+		t.Errorf("the rejected turn is %d times on the dead-letter stream, want once", kept)
+	}
+	r.settle(expect)
+	for _, p := range crashtest.Verify(ctx, r.env(), m, expect) {
+		t.Error(p)
 	}
 }
