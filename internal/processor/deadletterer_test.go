@@ -180,3 +180,76 @@ func TestRejectedEventHeldAtACrashIsKeptAfterRestart(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+// TestFullDeadLetterQueueGoesToTheLogWhileTheStreamIsDown: with the
+// dead-letter stream not answering, more rejected turns than the worker's
+// queue holds arrive: the ones that find it full are kept in the log at
+// once (dead_letter_failed, kept="log") and acked, the others wait in the
+// queue; another session's turns are applied meanwhile. Once the stream is
+// back every rejected turn is accounted for exactly once: on the
+// dead-letter stream or in the log, and all are acked.
+func TestFullDeadLetterQueueGoesToTheLogWhileTheStreamIsDown(t *testing.T) {
+	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
+	ctx := context.Background()
+	dlq, err := r.JS.Stream(ctx, r.Layout.DLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dcfg := dlq.CachedInfo().Config
+	if err := r.JS.DeleteStream(ctx, r.Layout.DLQ); err != nil {
+		t.Fatal(err)
+	}
+	hole, err := r.NC.SubscribeSync(r.Layout.Subjects.DeadLetterAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
+	bad := func() uint64 {
+		msg := nats.NewMsg(r.Layout.Subjects.In("s1", events.KindTurn))
+		msg.Data = badTurn
+		return r.publishRaw(msg)
+	}
+	seqs := []uint64{bad()}
+	if _, err := hole.NextMsg(20 * time.Second); err != nil { // the worker is on it, unanswered
+		t.Fatal(err)
+	}
+	for range deadLetterQueue + 8 {
+		seqs = append(seqs, bad())
+	}
+	r.publishTurns("g1", 0, 14)
+	expect := crashtest.Expect{Session: "g1", Turns: 14, Recent: 6, Batch: 4, MaxSummaryChars: 1200}
+	r.settle(expect)
+	r.Eventually("rejected turns that found the queue full kept in the log", func() bool {
+		return testutil.ToFloat64(p.m.deadLetters.WithLabelValues(keptLog)) >= 8
+	})
+
+	if err := hole.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.JS.CreateStream(ctx, dcfg); err != nil {
+		t.Fatal(err)
+	}
+	r.waitAckedThrough(p, seqs[len(seqs)-1])
+	onDLQ := map[string]int{}
+	for _, dl := range r.DeadLetters() {
+		onDLQ[dl.Header.Get(events.HeaderOriginalSeq)]++
+	}
+	for seq, n := range onDLQ {
+		if n != 1 {
+			t.Errorf("sequence %s is %d times on the dead-letter stream", seq, n)
+		}
+	}
+	logged := testutil.ToFloat64(p.m.deadLetters.WithLabelValues(keptLog))
+	if got := float64(len(onDLQ)) + logged; got != float64(len(seqs)) {
+		t.Errorf("%d rejected turns on the dead-letter stream and %v in the log only, want %d in all", len(onDLQ), logged, len(seqs))
+	}
+	if len(onDLQ) < deadLetterQueue {
+		t.Errorf("only %d rejected turns kept on the dead-letter stream, want the %d the queue held", len(onDLQ), deadLetterQueue)
+	}
+	for _, p := range crashtest.Verify(ctx, r.env(), m, expect) {
+		t.Error(p)
+	}
+}
