@@ -77,8 +77,11 @@ func decodeTurnFast(data []byte, t *Turn) bool {
 			if !ok {
 				return false
 			}
-			// The same strict RFC 3339 parser time.Time's JSON decoding uses.
-			if err := t.At.UnmarshalText(v.appendTo(nil, d.b)); err != nil {
+			// The same strict RFC 3339 parser time.Time's JSON decoding uses;
+			// it keeps nothing of its input, so a timestamp of usual length
+			// is parsed from the stack.
+			var at [64]byte
+			if err := t.At.UnmarshalText(v.appendTo(at[:0], d.b)); err != nil {
 				return false
 			}
 		default:

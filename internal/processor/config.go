@@ -57,7 +57,10 @@ type Config struct {
 	ContextSources []contextsource.Source
 	// Durable consumer name. It is deleted and recreated at its ack floor
 	// on every attach, so exactly one engine may use it at a time: with
-	// partitions, one per partition (see internal/partition).
+	// partitions, one per partition (see internal/partition). When it
+	// keeps refusing to be read or re-created, the engine moves to
+	// <Consumer>-r<id> (Processor.ConsumerName); every attach deletes
+	// the names it does not create.
 	Consumer string
 	// FilterSubjects are the consumer's filters; empty reads the whole
 	// inbound layout. A partition engine reads its partition's subjects.

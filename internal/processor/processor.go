@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,9 +107,12 @@ type Processor struct {
 	mem      *memRelease   // returns memory freed by idle compaction (idle.go)
 
 	rewind atomic.Bool // a shard asked to re-consume from the ack floor
-	itMu   sync.Mutex
-	it     jetstream.MessagesContext
-	before func(context.Context) error
+	// consumer is the durable consumer's name (ConsumerName); Run's
+	// goroutine moves it (renameConsumer).
+	consumer atomic.Pointer[string]
+	itMu     sync.Mutex
+	it       jetstream.MessagesContext
+	before   func(context.Context) error
 	// abortFolds cancels in-flight folds at once (Abort), set by Run.
 	abortMu    sync.Mutex
 	abortFolds context.CancelFunc
@@ -158,6 +162,7 @@ func New(cfg Config, d Deps) (*Processor, error) {
 		ready:  make(chan struct{}),
 		before: d.BeforeAttach,
 	}
+	p.consumer.Store(&cfg.Consumer)
 	p.sessionPolicy = p.resolve(p.policy)
 	if p.sessionPolicy.Mode != p.policy.Mode {
 		d.Log.Warn().Str("event", "evict_fallback").Str("configured_mode", string(p.policy.Mode)).Str("mode", string(p.sessionPolicy.Mode)).
@@ -199,7 +204,9 @@ func (p *Processor) Abort() {
 // Ready is closed once the consumer is attached and events flow.
 func (p *Processor) Ready() <-chan struct{} { return p.ready }
 
-// Applied is the number of inbound events applied so far.
+// Applied is the number of inbound events applied so far, each counted
+// once: an event applied again after a rewind (its checkpoint not written
+// yet when the rewind came) is not counted again.
 func (p *Processor) Applied() uint64 { return p.applied.Load() }
 
 // Folds is the number of folds completed so far.
@@ -254,8 +261,14 @@ func (p *Processor) Run(ctx context.Context) error {
 	retryAttach := newAttachBackoff()
 	started := false
 	refused := 0 // attaches in a row answered 503 by the server we are connected to
+	stuck := 0   // attaches in a row that failed on the consumer's own name
+	// Deletes of consumers the engine moved away from (attach) run beside
+	// it and end with it: a partition engine's must not outlive its
+	// ownership.
+	var dropping sync.WaitGroup
+	defer dropping.Wait()
 	for attempt := 1; ; attempt++ {
-		it, cons, floor, err := p.attach(ctx)
+		it, cons, floor, err := p.attach(ctx, &dropping)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -269,13 +282,18 @@ func (p *Processor) Run(ctx context.Context) error {
 				Msg("attaching the consumer failed; retrying")
 			if refused = refusedBy(err, refused); refused == leaderlessAttempts {
 				p.reconnect()
+				refused = 0
+			}
+			if stuck = stuckOn(err, stuck); stuck == stuckAttempts {
+				p.renameConsumer(err)
+				stuck = 0
 			}
 			if !sleepCtx(ctx, wait) {
 				break
 			}
 			continue
 		}
-		attempt, refused = 0, 0
+		attempt, refused, stuck = 0, 0, 0
 		retryAttach.Reset()
 		p.handled.Store(floor)
 		// After a rewind too: a session whose events are all checkpointed
@@ -283,7 +301,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		go p.resumeDue(ctx, stopping)
 		if !started {
 			started = true
-			p.log.Info().Str("event", "processor_started").Str("instance", p.cfg.InstanceID).Str("consumer", p.cfg.Consumer).
+			p.log.Info().Str("event", "processor_started").Str("instance", p.cfg.InstanceID).Str("consumer", p.ConsumerName()).
 				Uint64("resume_after_seq", floor).Int("shards", p.cfg.Shards).Int("recent_window", p.cfg.Window.Recent).
 				Int("batch_size", p.cfg.Window.Batch).Int("max_summary_chars", p.cfg.Window.MaxSummaryChars).
 				Str("trigger", p.cfg.Trigger).Str("summarizer", p.sum.Name()).Int("max_concurrent_folds", p.cfg.MaxConcurrentFolds).
@@ -449,11 +467,23 @@ func transientJS(err error) bool {
 // raise its applied sequence and make the earlier ones look already
 // applied. Everything at or below the floor is covered by checkpoints;
 // anything above it that was acked is skipped by sequence on reload.
-func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jetstream.Consumer, uint64, error) {
+//
+// The floor is the highest ack floor of the engine's consumers (its name
+// and the fresh names it may have moved to, renameConsumer), each of which
+// acks only what checkpoints cover. Those other than the one created are
+// deleted: none may deliver to anyone after this attach. One that cannot
+// be deleted now is deleted later (dropConsumers); stuck, it delivers
+// nothing.
+func (p *Processor) attach(ctx context.Context, drop *sync.WaitGroup) (jetstream.MessagesContext, jetstream.Consumer, uint64, error) {
+	name := p.ConsumerName()
 	if p.before != nil {
 		if err := p.before(ctx); err != nil {
-			return nil, nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
+			return nil, nil, 0, fmt.Errorf("consumer %s: %w", name, err)
 		}
+	}
+	ours, err := p.ownConsumers(ctx)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("consumers of %s: %w", p.layout.In, err)
 	}
 	// The floor seen at the last attach: if that attach deleted the
 	// consumer and then failed to create it again (a cluster's meta group
@@ -462,28 +492,47 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jets
 	// Starting lower than the true floor is always safe (a redelivery is a
 	// no-op), so the remembered one will do.
 	floor := p.floor
-	old, err := p.js.Consumer(ctx, p.layout.In, p.cfg.Consumer)
-	switch {
-	case err == nil:
-		info, err := old.Info(ctx)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
+	var stale []string
+	for _, n := range ours {
+		old, err := p.js.Consumer(ctx, p.layout.In, n)
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+			continue
+		case err != nil && n == name:
+			return nil, nil, 0, &consumerStuck{name: n, err: err}
+		case err != nil:
+			// Its floor unknown, which a lower floor covers; no pull of
+			// this engine waits on it.
+			stale = append(stale, n)
+			continue
+		}
+		info := old.CachedInfo()
+		if n != p.cfg.Consumer && info.Config.Description != consumerDescription {
+			continue // named like ours, made by someone else
 		}
 		if err := p.refuseSharedConsumer(ctx, old, info); err != nil {
 			return nil, nil, 0, err
 		}
-		floor = info.AckFloor.Stream
-		p.floor = floor
-		if err := p.js.DeleteConsumer(ctx, p.layout.In, p.cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return nil, nil, 0, fmt.Errorf("reset consumer %s: %w", p.cfg.Consumer, err)
+		floor = max(floor, info.AckFloor.Stream)
+		if n != name {
+			stale = append(stale, n)
 		}
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-	default:
-		return nil, nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
+	}
+	p.floor = floor
+	if slices.Contains(ours, name) {
+		if err := p.js.DeleteConsumer(ctx, p.layout.In, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, nil, 0, &consumerStuck{name: name, err: fmt.Errorf("reset: %w", err)}
+		}
+	}
+	var left []string
+	for _, n := range stale {
+		if err := p.js.DeleteConsumer(ctx, p.layout.In, n); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			left = append(left, n)
+		}
 	}
 	cfg := jetstream.ConsumerConfig{
-		Durable:       p.cfg.Consumer,
-		Description:   "foldstream processor",
+		Durable:       name,
+		Description:   consumerDescription,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       p.cfg.AckWait,
 		MaxAckPending: p.cfg.MaxAckPending,
@@ -507,11 +556,14 @@ func (p *Processor) attach(ctx context.Context) (jetstream.MessagesContext, jets
 	}
 	cons, err := p.js.CreateOrUpdateConsumer(ctx, p.layout.In, cfg)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("consumer %s on %s: %w", p.cfg.Consumer, p.layout.In, err)
+		return nil, nil, 0, &consumerStuck{name: name, err: fmt.Errorf("on %s: %w", p.layout.In, err)}
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(fetchMaxMessages, fetchMaxBytes(p.js.Conn().MaxPayload())))
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("consume %s: %w", p.layout.In, err)
+	}
+	if len(left) > 0 {
+		p.dropConsumers(ctx, left, drop)
 	}
 	return it, cons, floor, nil
 }
@@ -546,13 +598,14 @@ func (p *Processor) refuseSharedConsumer(ctx context.Context, cons jetstream.Con
 		return nil // a re-attach: the waiting requests may be this process's own
 	default:
 	}
+	name := info.Name
 	for i := 0; info.NumWaiting > 0; i++ {
 		if i == 5 {
 			return fmt.Errorf("another processor is consuming stream %s with durable consumer %s (%d pull requests waiting): "+
 				"one processor without --partitions must be the only one on its stream. Stop the other one, or run every instance with "+
 				"--partitions N (the same N everywhere, docs/deployment.md), or give this one its own streams with another --prefix. "+
 				"(If the other one died without closing its connection, the server drops it within its ping timeout, 2 minutes by default.)",
-				p.layout.In, p.cfg.Consumer, info.NumWaiting)
+				p.layout.In, name, info.NumWaiting)
 		}
 		select {
 		case <-ctx.Done():
@@ -561,7 +614,7 @@ func (p *Processor) refuseSharedConsumer(ctx context.Context, cons jetstream.Con
 		}
 		var err error
 		if info, err = cons.Info(ctx); err != nil {
-			return fmt.Errorf("consumer %s: %w", p.cfg.Consumer, err)
+			return fmt.Errorf("consumer %s: %w", name, err)
 		}
 	}
 	return nil
@@ -599,7 +652,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		if p.rewind.Load() {
 			return // not dispatched: it is redelivered after the rewind
 		}
-		meta, err := msg.Metadata()
+		meta, err := parseDelivery(msg.Reply())
 		if err != nil {
 			p.log.Error().Err(err).Str("event", "bad_metadata").Str("subject", msg.Subject()).Msg("message without JetStream metadata; terminated")
 			_ = msg.Term()
@@ -610,15 +663,15 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		// flight (a consumer leader or route went away): JetStream would
 		// bring it back only after AckWait, behind later events of its
 		// session. Rewind now instead, and everything comes again in order.
-		if meta.Sequence.Consumer != delivered+1 {
+		if meta.consumer != delivered+1 {
 			p.requestRewind("delivery_lost", fmt.Errorf("consumer delivery %d followed %d: %d deliveries did not arrive",
-				meta.Sequence.Consumer, delivered, meta.Sequence.Consumer-delivered-1))
+				meta.consumer, delivered, meta.consumer-delivered-1))
 			return
 		}
-		delivered = meta.Sequence.Consumer
+		delivered = meta.consumer
 		prog.seen.Store(delivered)
-		p.backlog.Store(meta.NumPending)
-		p.dispatch(msg, meta.Sequence.Stream, meta.Timestamp)
+		p.backlog.Store(meta.pending)
+		p.dispatch(msg, meta.stream, meta.stored)
 	}
 }
 

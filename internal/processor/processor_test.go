@@ -563,6 +563,14 @@ func TestCheckpointConflictRewindsWithoutLoss(t *testing.T) {
 	if r.llm.Calls() != 1 {
 		t.Fatalf("%d summarizer calls", r.llm.Calls())
 	}
+	// The events the conflicting write covered were applied twice (before
+	// and after the rewind), and are counted once.
+	if got := p.Applied(); got != 71 {
+		t.Errorf("Applied() = %d after 71 events", got)
+	}
+	if got := testutil.ToFloat64(p.m.events.WithLabelValues("turn")); got != 71 {
+		t.Errorf("events_applied_total{kind=turn} = %v after 71 turns", got)
+	}
 }
 
 // After a rewind, a session whose events are all checkpointed still gets

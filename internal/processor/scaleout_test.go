@@ -43,9 +43,16 @@ func newPartitionedRig(t *testing.T, n int) *rig {
 // streams and buckets at 3 replicas.
 func newClusterPartitionedRig(t *testing.T, n int) *rig {
 	t.Helper()
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(testLogLevel)
 	c := newCluster(t)
-	url := strings.Join(c.urls, ",")
+	return clusterRig(t, c, strings.Join(c.urls, ","), n)
+}
+
+// clusterRig is a rig whose client connects to url (some or all of c's
+// nodes), over the layout provisioned on c at 3 replicas: partitioned
+// into n when n > 0.
+func clusterRig(t *testing.T, c *cluster, url string, n int) *rig {
+	t.Helper()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(testLogLevel)
 	nc, err := broker.Connect(broker.ConnConfig{URL: url, Name: "test"}, nil, log)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +63,10 @@ func newClusterPartitionedRig(t *testing.T, n int) *rig {
 		t.Fatal(err)
 	}
 	subjects, _ := events.NewSubjects("fold")
-	layout := broker.NewLayout(subjects).Partitioned(n)
+	layout := broker.NewLayout(subjects)
+	if n > 0 {
+		layout = layout.Partitioned(n)
+	}
 	kv := provisionR3(t, js, layout, log)
 	env := testenv.Attach(t, nc, js, layout, kv, log)
 	env.URL = url
@@ -295,19 +305,33 @@ func scaleOut(t *testing.T, r *rig, ttl time.Duration) {
 	if dead["fold.in.nosession"] != events.CodeBadSubject || dead["fold.in.sess-03.bogus"] != events.CodeUnknownType || len(dead) != 2 {
 		t.Fatalf("dead letters by original subject: %v", dead)
 	}
-	// Nothing is left unacknowledged on any partition's consumer.
+	// Nothing is left unacknowledged on any partition's consumer (its
+	// configured name, or the fresh one an engine moved to when that one
+	// could not be re-created).
 	r.Eventually("every partition consumer drained", func() bool {
+		ctx := context.Background()
+		in, err := r.JS.Stream(ctx, r.Layout.In)
+		if err != nil {
+			return false
+		}
+		drained := 0
 		for k := range scalePartitions {
-			cons, err := r.JS.Consumer(context.Background(), r.Layout.In, r.Layout.PartitionConsumer("foldstream", k))
-			if err != nil {
-				return false
+			base := r.Layout.PartitionConsumer("foldstream", k)
+			found := false
+			for info := range in.ListConsumers(ctx).Info() {
+				if !ownConsumerName(base, info.Name) {
+					continue
+				}
+				if info.NumPending != 0 || info.NumAckPending != 0 {
+					return false
+				}
+				found = true
 			}
-			info, err := cons.Info(context.Background())
-			if err != nil || info.NumPending != 0 || info.NumAckPending != 0 {
-				return false
+			if found {
+				drained++
 			}
 		}
-		return true
+		return drained == scalePartitions
 	})
 }
 

@@ -127,6 +127,10 @@ type shard struct {
 	gen     uint64
 	lastIn  time.Time // wall time the last batch of events was taken in (drain)
 	seen    uint64    // highest inbound sequence received since the last rewind (load.go)
+	// reapply: sessions dropped with events applied that no checkpoint
+	// covers, and the last such sequence. Those events come again (a
+	// rewind) and are applied again, but counted once (countApplied).
+	reapply map[string]uint64
 }
 
 // idleFlush: a shard whose input has been quiet this long writes every
@@ -286,6 +290,11 @@ func (sh *shard) idle() bool {
 // goroutines keep running: their results reload the session and land if
 // its checkpointed lease is still theirs. No write may be in flight.
 func (sh *shard) reset() {
+	for id, ls := range sh.sessions {
+		if ls.s != nil && len(ls.acks) > 0 {
+			sh.willReapply(id, ls.s.LastSeq)
+		}
+	}
 	sh.gen++ // reads in flight land nowhere; their events come again
 	sh.seen = 0
 	sh.loading = make(map[string][]inMsg)
@@ -351,9 +360,40 @@ func (sh *shard) session(id string) *live {
 	return ls
 }
 
+// willReapply notes that session id's events up to seq were applied and
+// are forgotten uncheckpointed: when they come again, they are not counted
+// again.
+func (sh *shard) willReapply(id string, seq uint64) {
+	if sh.reapply == nil {
+		sh.reapply = make(map[string]uint64)
+	}
+	sh.reapply[id] = max(sh.reapply[id], seq)
+}
+
+// countApplied reports whether an event applied at seq is applied for the
+// first time, not again after its session was forgotten (willReapply).
+// Events of a session are applied in stream order, so the mark is passed
+// once the event at it was applied again.
+func (sh *shard) countApplied(id string, seq uint64) bool {
+	if len(sh.reapply) == 0 {
+		return true
+	}
+	mark, ok := sh.reapply[id]
+	if !ok {
+		return true
+	}
+	if seq >= mark {
+		delete(sh.reapply, id)
+	}
+	return seq > mark
+}
+
 // drop forgets a session whose checkpoint write failed (checkpointWriter).
 func (sh *shard) drop(id string) {
-	if _, ok := sh.sessions[id]; ok {
+	if ls, ok := sh.sessions[id]; ok {
+		if ls.s != nil {
+			sh.willReapply(id, ls.s.LastSeq)
+		}
 		delete(sh.sessions, id)
 		sh.p.m.liveSess.Dec()
 	}
@@ -374,6 +414,9 @@ func (sh *shard) get(id string) (*live, error) {
 
 // install makes a loaded checkpoint the session's live state.
 func (sh *shard) install(id string, s *state.Session, rev uint64) *live {
+	if mark, ok := sh.reapply[id]; ok && s.LastSeq >= mark {
+		delete(sh.reapply, id) // another owner's checkpoint covers them: no-ops here
+	}
 	ls := &live{s: s, rev: rev}
 	sh.co.loaded(ls)
 	sh.sessions[id] = ls
@@ -486,8 +529,10 @@ func (sh *shard) apply(ls *live, m inMsg) {
 	}
 	ls.s.LastActivity = ls.touched
 	sh.w.addAck(ls, m.msg) // and marks the session dirty
-	p.applied.Add(1)
-	p.m.applied[m.kind].Inc() // kind is turn, note or control once decoded
+	if sh.countApplied(m.session, seq) {
+		p.applied.Add(1)
+		p.m.applied[m.kind].Inc() // kind is turn, note or control once decoded
+	}
 
 	switch effect {
 	case state.EffectDuplicate:
