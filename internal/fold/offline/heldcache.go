@@ -25,7 +25,7 @@ type heldCache struct {
 func newHeldCache(size int) *heldCache {
 	c := &heldCache{}
 	c.texts.init(size)
-	c.lines.init(size)
+	c.lines.cur, c.lines.size = map[sentKey][]string{}, size // (grown as lines come: a Summarizer starts small)
 	return c
 }
 

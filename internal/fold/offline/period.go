@@ -430,10 +430,11 @@ func topicKeys(words []string) []string {
 type phraseCounter struct {
 	idx   map[string]int // phrase key → index
 	list  []phraseCount
-	words map[string]float64 // word key → turns mentioning it in any phrase
-	keys  []string           // the word keys of list's phrases (their words share it)
-	surf  []string           // the words of list's phrases as said (their surf share it)
-	sal   map[string]float64 // word key → mentions in the previous summary (earlierCounts)
+	words map[string]float64     // word key → turns mentioning it in any phrase
+	keys  []string               // the word keys of list's phrases (their words share it)
+	surf  []string               // the words of list's phrases as said (their surf share it)
+	sal   map[string]float64     // word key → mentions in the previous summary (earlierCounts)
+	run   [maxPhraseWords]string // scanPhrases' buffer for add
 }
 
 type phraseCount struct {
@@ -459,13 +460,14 @@ func (pc *phraseCounter) reset() {
 	clear(pc.list)
 	clear(pc.keys)
 	clear(pc.surf)
+	clear(pc.run[:])
 	pc.list, pc.keys, pc.surf, pc.sal = pc.list[:0], pc.keys[:0], pc.surf[:0], nil
 }
 
 // add counts the phrases of a sentence of turn, said by speaker, whose
 // fields are words.
 func (pc *phraseCounter) add(words []string, infos []word, turn int, speaker string, who names) {
-	scanPhrases(words, infos, who, func(run []string, lowerFirst bool) {
+	scanPhrases(words, infos, who, pc.run[:0], func(run []string, lowerFirst bool) {
 		pc.count(run, lowerFirst, turn, speaker)
 	})
 }
@@ -479,7 +481,7 @@ type phraseRun struct {
 // appendPhraseRuns appends the topic phrases of the sentence whose fields
 // are words (and infos) to dst, each with its own copy of its words.
 func appendPhraseRuns(dst []phraseRun, words []string, infos []word, who names) []phraseRun {
-	scanPhrases(words, infos, who, func(run []string, lowerFirst bool) {
+	scanPhrases(words, infos, who, make([]string, 0, maxPhraseWords), func(run []string, lowerFirst bool) {
 		dst = append(dst, phraseRun{words: slices.Clone(run), lowerFirst: lowerFirst})
 	})
 	return dst
@@ -487,10 +489,12 @@ func appendPhraseRuns(dst []phraseRun, words []string, infos []word, who names) 
 
 // scanPhrases calls emit with each topic phrase of the sentence whose
 // fields are words (and infos): its words (valid during the call only) and
-// whether its first is capitalized only as the sentence's first.
-func scanPhrases(words []string, infos []word, who names, emit func(run []string, lowerFirst bool)) {
-	var arr [maxPhraseWords]string
-	run := arr[:0]
+// whether its first is capitalized only as the sentence's first. buf (of
+// capacity maxPhraseWords) holds the words: a caller that scans many
+// sentences passes one buffer (emit's argument would move a local array to
+// the heap on every call).
+func scanPhrases(words []string, infos []word, who names, buf []string, emit func(run []string, lowerFirst bool)) {
+	run := buf[:0]
 	lowerFirst := false // the run opens the sentence with a capital that is no name's
 	flush := func() {
 		if len(run) > 0 {
