@@ -509,6 +509,11 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 	fmt.Fprintln(w)
 	for _, s := range o.sessions {
 		var raws, procs, ratios, cpus, folds, instants, unfolded []float64
+		// Offline only: CPU per turn in µs of the processor (offline and
+		// instant runs) and of the offline summarizer alone, and the
+		// ceilings that the CPU allows (see docs/benchmarks.md, ingest).
+		var procCPU, instCPU, sumCPU, cpuCeil, ratioCeil []float64
+		replayed := 0
 		for range o.runs {
 			raw, rawCPU, err := rawRate(ctx, o.turns, s, o.repeated)
 			if err != nil {
@@ -525,6 +530,7 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 			raws, procs, ratios = append(raws, raw), append(procs, res.rate), append(ratios, res.rate/raw)
 			cpus = append(cpus, float64(rawCPU)/float64(res.cpu))
 			folds = append(folds, float64(res.folds))
+			cpuPerTurn := res.cpu
 			if elsewhere {
 				pr.summarizer, pr.profile, pr.memProfile = "instant", nil, ""
 				res, err := processorRate(ctx, pr)
@@ -532,6 +538,17 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 					return fmt.Errorf("processor, instant summarizer: %w", err)
 				}
 				instants = append(instants, res.rate/raw)
+				if o.summarizer == "offline" {
+					sum, n, err := offlineCPU(ctx, o.turns, s, int(folds[len(folds)-1]), o.repeated)
+					if err != nil {
+						return err
+					}
+					replayed = n
+					ci, cs := float64(res.cpu), float64(sum)/float64(o.turns)
+					procCPU, instCPU, sumCPU = append(procCPU, us(cpuPerTurn)), append(instCPU, us(res.cpu)), append(sumCPU, cs/1e3)
+					cpuCeil = append(cpuCeil, float64(rawCPU)/(ci+cs))
+					ratioCeil = append(ratioCeil, res.rate/raw*ci/(ci+cs))
+				}
 			}
 			// Folding off: the same turns with a recent window no session
 			// reaches, so no fold is ever due. What is left is the per-turn
@@ -551,6 +568,12 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 		}
 		fmt.Fprintf(w, " %s", medSpread(unfolded, "%.2f"))
 		fmt.Fprintln(w)
+		if len(sumCPU) > 0 {
+			fmt.Fprintf(w, "  CPU per turn µs: processor %s (offline run), %s (instant run); offline summarizer alone %s (%d folds replayed)\n",
+				medSpread(procCPU, "%.1f"), medSpread(instCPU, "%.1f"), medSpread(sumCPU, "%.1f"), replayed)
+			fmt.Fprintf(w, "  what the CPU allows the offline run (instant run + summarizer alone): CPU ratio %s, ratio %s\n",
+				medSpread(cpuCeil, "%.2f"), medSpread(ratioCeil, "%.2f"))
+		}
 	}
 	return nil
 }
