@@ -102,8 +102,12 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 	const sessions = 1000
 	n := o.turns
 	fmt.Fprintf(w, "fold overhead: trigger -> summary-updated stored, instant summarizer, under full ingest (%d turns over %d sessions)\n", n, sessions)
-	var lockstep, staggered, probeFolds, probeIngest latencies
+	var lockstep, staggered, probeFolds, probeStaggered, probeIngest latencies
 	var folds, foldsStaggered, withRates, withoutRates, ratios []float64
+	// Over the p99 of the probe in the same run: the fold's p99 and its
+	// publish sent -> stored p99 (how much of the fold's multiple of the
+	// reference is the publish itself), per shape.
+	var overLock, overStag, pubLock, pubStag []float64
 	stagesLock, stagesStag := newStageFigures(), newStageFigures()
 	for range o.runs {
 		with, err := foldsUnderIngest(ctx, o, n, sessions, false)
@@ -126,6 +130,14 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 		probeFolds.add(with.res.probes)
 		slices.Sort(without.probes)
 		probeIngest.add(without.probes)
+		slices.Sort(stag.res.probes)
+		probeStaggered.add(stag.res.probes)
+		refLock, refStag := float64(quantile(with.res.probes, 0.99)), float64(quantile(stag.res.probes, 0.99))
+		sent := len(foldStages) - 1 // publish sent -> stored
+		overLock = append(overLock, float64(quantile(with.lat, 0.99))/refLock)
+		overStag = append(overStag, float64(quantile(stag.lat, 0.99))/refStag)
+		pubLock = append(pubLock, float64(quantile(with.stages[sent], 0.99))/refLock)
+		pubStag = append(pubStag, float64(quantile(stag.stages[sent], 0.99))/refStag)
 		stagesLock.add(with.stages)
 		stagesStag.add(stag.stages)
 		folds = append(folds, float64(with.res.folds))
@@ -146,7 +158,11 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 	line("fold overhead max ms", medSpread(staggered.max, "%.2f"))
 	fmt.Fprintf(w, "  reference: one publish to the outbound stream every 2 ms from its own connection, waiting for its ack (a fold's floor)\n")
 	line("p50 / p99 ms, during the lock-step run", medSpread(probeFolds.p50, "%.2f")+" / "+medSpread(probeFolds.p99, "%.2f"))
+	line("p50 / p99 ms, during the staggered run", medSpread(probeStaggered.p50, "%.2f")+" / "+medSpread(probeStaggered.p99, "%.2f"))
 	line("p50 / p99 ms, during ingest with folding off", medSpread(probeIngest.p50, "%.2f")+" / "+medSpread(probeIngest.p99, "%.2f"))
+	fmt.Fprintf(w, "  p99 over the reference p99 of the same run (target fold <= 1.5x), fold / its publish sent -> stored alone\n")
+	line("lock-step", medSpread(overLock, "%.2f")+" / "+medSpread(pubLock, "%.2f"))
+	line("staggered", medSpread(overStag, "%.2f")+" / "+medSpread(pubStag, "%.2f"))
 	fmt.Fprintf(w, "  stages, p50 / p99 ms, lock-step:\n")
 	stagesLock.print(w)
 	fmt.Fprintf(w, "  stages, p50 / p99 ms, staggered:\n")
