@@ -728,6 +728,11 @@ func TestStuckConsumerIsReplaced(t *testing.T) {
 	}
 	t.Logf("the consumer foldstream is on %s alone; stopping it", c.opts[node].ServerName)
 	c.stopNode(node)
+	// The node may have led a stream: publishes and checkpoint reads
+	// wait for the new leaders.
+	for _, name := range []string{r.Layout.In, r.Layout.Out, "KV_" + r.Layout.Bucket} {
+		streamCluster(t, r.JS, name, false)
+	}
 	if _, err := r.JS.Consumer(ctx, r.Layout.In, "foldstream"); err == nil || errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Fatalf("the consumer on the stopped node: %v, want it unreadable", err)
 	}
