@@ -596,6 +596,11 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("remedies: test: %s; processor: %d consumer renames (now %s), %d forced reconnects, %d rewinds",
 		remedy, strings.Count(logs, `"event":"consumer_renamed"`), p.ConsumerName(),
 		strings.Count(logs, `"event":"nats_reconnect_forced"`), strings.Count(logs, `"event":"consumer_rewound"`))
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"event":"consumer_renamed"`) || strings.Contains(line, `"event":"attach_failed"`) || strings.Contains(line, `"event":"consumer_dropped"`) {
+			t.Log(line) // what the attaches were refused with, and when the old consumer went
+		}
+	}
 }
 
 func countAll(m map[string]int) int {
