@@ -2,12 +2,26 @@ package events
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
 
 func BenchmarkDecodeTurn(b *testing.B) {
 	data := []byte(`{"v":1,"session":"sess-00042","turn_id":"sess-00042-17","at":"2026-11-22T20:00:17Z","speaker":"Alice","role":"user","text":"Let's try the new team comp on Tokyo tonight; Bob keeps dying as Hulk so maybe Jeff the land shark instead?"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeInbound(KindTurn, "sess-00042", data, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeTurnLong decodes a turn of a paragraph's text (~600
+// characters), where the string scan is most of the work.
+func BenchmarkDecodeTurnLong(b *testing.B) {
+	text := strings.Repeat("Bob keeps dying as Hulk on Tokyo, so tonight we try Jeff the land shark and a double-tank comp. ", 6)
+	data := []byte(`{"v":1,"session":"sess-00042","turn_id":"sess-00042-17","at":"2026-11-22T20:00:17Z","speaker":"Alice","role":"user","text":"` + text + `"}`)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := DecodeInbound(KindTurn, "sess-00042", data, Limits{}); err != nil {

@@ -1,8 +1,10 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -63,4 +65,52 @@ func FuzzFastTurnAgrees(f *testing.F) {
 			t.Fatalf("fast %+v\nslow %+v\ninput %q", fast, slow, data)
 		}
 	})
+}
+
+// hasControl agrees with a byte-by-byte check for every length up to three
+// words and every position of a control byte, next to bytes just above
+// the bound and with the top bit set (which must not borrow into a
+// false positive).
+func TestHasControl(t *testing.T) {
+	naive := func(b []byte) bool {
+		for _, c := range b {
+			if c < 0x20 {
+				return true
+			}
+		}
+		return false
+	}
+	for n := 0; n <= 24; n++ {
+		for _, fill := range []byte{0x20, 0x21, 0x7f, 0x80, 0xa0, 0xff, 'a'} {
+			b := bytes.Repeat([]byte{fill}, n)
+			if got := hasControl(b); got != naive(b) {
+				t.Fatalf("%x: got %v", b, got)
+			}
+			for i := range n {
+				for _, c := range []byte{0x00, 0x09, 0x0a, 0x1f} {
+					b[i] = c
+					if !hasControl(b) {
+						t.Fatalf("%x: control byte %#x at %d not seen", b, c, i)
+					}
+					b[i] = fill
+				}
+			}
+		}
+	}
+}
+
+// A string of many escapes, escaped quotes among them, decodes to what it
+// says: the closing quote found before an escaped one is looked for again
+// after it.
+func TestFastTurnManyEscapes(t *testing.T) {
+	text := strings.Repeat(`a\n`, 20000) + strings.Repeat(`\"`, 20000)
+	data := []byte(`{"v":1,"session":"s","turn_id":"t","at":"2026-11-22T20:00:00Z","speaker":"A","role":"user","text":"` + text + `"}`)
+	var fast Turn
+	if !decodeTurnFast(data, &fast) {
+		t.Fatal("not decoded")
+	}
+	want := strings.Repeat("a\n", 20000) + strings.Repeat(`"`, 20000)
+	if fast.Text != want {
+		t.Fatalf("text of %d bytes, want %d", len(fast.Text), len(want))
+	}
 }

@@ -360,7 +360,10 @@ func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
 		if waited {
 			// Checked again once the fold is back.
 			if w := ls.waits(); w.then == nil {
-				w.then = func() { c.evaluate(ls, trigger, force) }
+				// A copy: capturing trigger itself, which is reassigned
+				// below, would move it to the heap on every turn's call.
+				again := trigger
+				w.then = func() { c.evaluate(ls, again, force) }
 			}
 			return
 		}

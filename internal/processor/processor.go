@@ -652,7 +652,7 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		if p.rewind.Load() {
 			return // not dispatched: it is redelivered after the rewind
 		}
-		meta, err := msg.Metadata()
+		meta, err := parseDelivery(msg.Reply())
 		if err != nil {
 			p.log.Error().Err(err).Str("event", "bad_metadata").Str("subject", msg.Subject()).Msg("message without JetStream metadata; terminated")
 			_ = msg.Term()
@@ -663,15 +663,15 @@ func (p *Processor) consume(ctx context.Context, it jetstream.MessagesContext, c
 		// flight (a consumer leader or route went away): JetStream would
 		// bring it back only after AckWait, behind later events of its
 		// session. Rewind now instead, and everything comes again in order.
-		if meta.Sequence.Consumer != delivered+1 {
+		if meta.consumer != delivered+1 {
 			p.requestRewind("delivery_lost", fmt.Errorf("consumer delivery %d followed %d: %d deliveries did not arrive",
-				meta.Sequence.Consumer, delivered, meta.Sequence.Consumer-delivered-1))
+				meta.consumer, delivered, meta.consumer-delivered-1))
 			return
 		}
-		delivered = meta.Sequence.Consumer
+		delivered = meta.consumer
 		prog.seen.Store(delivered)
-		p.backlog.Store(meta.NumPending)
-		p.dispatch(msg, meta.Sequence.Stream, meta.Timestamp)
+		p.backlog.Store(meta.pending)
+		p.dispatch(msg, meta.stream, meta.stored)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // names is a case-insensitive set of participant names. has is asked
@@ -210,7 +211,11 @@ func analyzeWords(s string, words []string, who names) traits {
 // analyzeInfos is analyze(s, who); ws are the words of s.
 func analyzeInfos(s string, ws []word, who names) traits {
 	var t traits
-	p := plain(s)
+	// p is plain(s) on the stack: the phrase checks below only read it,
+	// and nothing of it outlives the call (pbuf is not written again).
+	var pbuf [256]byte
+	pb := appendPlain(pbuf[:0], s)
+	p := unsafe.String(unsafe.SliceData(pb), len(pb))
 	m := matchPhrases(p)
 	trimmed := strings.TrimSpace(s)
 	sd := skipDiscourse(p)

@@ -142,7 +142,7 @@ func TestHeldCacheKeysOnNames(t *testing.T) {
 	}
 	for i, who := range []names{withCarol, without, withCarol, withCarol, without} {
 		for _, ls := range [][]string{lines[:1], lines, lines[1:], lines} {
-			if got, want := c.appendBuckets(nil, ls, who, false), fresh(ls, who); !slices.Equal(got, want) {
+			if got, want := c.appendBuckets(nil, strings.Join(ls, " "), ls, who, false), fresh(ls, who); !slices.Equal(got, want) {
 				t.Errorf("call %d, %d lines: %v, want %v", i, len(ls), got, want)
 			}
 		}

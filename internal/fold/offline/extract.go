@@ -157,6 +157,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	arena := unitArena{size: len(req.Turns)/2 + len(req.Notes) + 1} // (many turns are filler)
 	arena.block = take(sc.units, arena.size)
 	sc.units = arena.block
+	ex.said = sc.said[:0]
 	var pendingCall *fold.Turn
 	pendingIdx := 0
 	flushCall := func() {
@@ -310,6 +311,7 @@ func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevS
 	if infos != nil {
 		sc.infos = infos
 	}
+	sc.said = ex.said
 	ex.units = dropAnswered(ex.units)
 	ex.units = capPerTurn(ex.units, s.cfg.maxUnitsPerTurn)
 	ex.units = capTotal(ex.units, maxNewUnits)
@@ -1313,12 +1315,11 @@ func (tc *topicCounter) top(n int) []string {
 		order[i] = i
 		total[i] += tc.weight[i]
 	}
-	sort.Slice(order, func(a, b int) bool {
-		wa, wb := total[order[a]], total[order[b]]
-		if wa != wb {
-			return wa > wb
+	slices.SortFunc(order, func(a, b int) int { // (indexes are distinct: one order)
+		if c := cmp.Compare(total[b], total[a]); c != 0 {
+			return c
 		}
-		return order[a] < order[b]
+		return cmp.Compare(a, b)
 	})
 	var out []string
 	for _, i := range order {

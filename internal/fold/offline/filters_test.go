@@ -104,3 +104,24 @@ func TestMayHaveRelDateKeepsEveryDate(t *testing.T) {
 		t.Fatalf("only %d sentences had a date to resolve: the test would miss a difference", changed)
 	}
 }
+
+// TestContainsWordsIsTheSpacedSearch checks containsWords against the
+// search it replaces, strings.Contains with a space at each end.
+func TestContainsWordsIsTheSpacedSearch(t *testing.T) {
+	words := []string{"", "a", "ab", "b", "dive", "comp", "dive comp", "network", "size", "net"}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for range 50000 {
+		var ps [2]string
+		for k := range ps {
+			var ws []string
+			for range rng.IntN(4) {
+				ws = append(ws, words[rng.IntN(len(words))])
+			}
+			ps[k] = strings.Join(ws, " ")
+		}
+		s, sub := ps[0], ps[1]
+		if got, want := containsWords(s, sub), strings.Contains(" "+s+" ", " "+sub+" "); got != want {
+			t.Fatalf("containsWords(%q, %q) = %v, want %v", s, sub, got, want)
+		}
+	}
+}

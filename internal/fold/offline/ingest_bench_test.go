@@ -74,6 +74,10 @@ func ingestRequests(tb testing.TB) []fold.Request {
 // BenchmarkSummarizeIngestFold replays the folds of cmd/bench's ingest
 // section (ingestRequests) through fold.Summarize as the processor calls
 // it, each fold carrying its session's previous summary. ns/op is per fold.
+// The folds come in rounds (every session's first, then every second, ...)
+// and later rounds cost more (a longer previous summary, period lines):
+// run it for a multiple of 5,000 folds (-benchtime 5000x) to weigh them as
+// the ingest section does.
 func BenchmarkSummarizeIngestFold(b *testing.B) {
 	reqs := ingestRequests(b)
 	ctx := context.Background()

@@ -562,6 +562,9 @@ func isInjection(s string) bool {
 // are literals.
 func matchInjectionASCII(s string) bool {
 	for i := 0; i+1 < len(s); i++ {
+		if !injectionFirst[s[i]] {
+			continue
+		}
 		// (the first two letters, lowercased, pick the literal to try:
 		// most positions pick none)
 		var ok bool
@@ -591,6 +594,15 @@ func matchInjectionASCII(s string) bool {
 	}
 	return false
 }
+
+// injectionFirst flags the first letters (in either case) of the literals
+// matchInjectionASCII tries.
+var injectionFirst = func() (t [256]bool) {
+	for _, c := range "idfosyjn" {
+		t[c], t[c-('a'-'A')] = true, true
+	}
+	return t
+}()
 
 // injectionTail reports whether s starts with what injectionRe's first
 // alternative needs after its verb: \s+(all\s+|any\s+|…)*(instructions|

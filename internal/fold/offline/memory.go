@@ -32,6 +32,7 @@ type fact struct {
 	mem   fold.Memory
 	toks  tokSet              // the statement's content tokens
 	subj  []string            // subjectOf(toks.toks)
+	subjS tokSet              // newTokSet(subj): for sameSubjectSets
 	slots map[string][]string // numSlots of the text
 }
 
@@ -48,7 +49,7 @@ type factStore struct {
 
 type sessionFacts struct {
 	session string
-	facts   []fact
+	facts   []*fact // (pointers: growing the slice copies no fact)
 }
 
 func newFactStore() *factStore {
@@ -58,7 +59,7 @@ func newFactStore() *factStore {
 // memories extracts the facts of the batch's units for session, records
 // them and returns them: restated facts left out, changed ones with
 // Supersedes set.
-func (s *Summarizer) memories(session string, req fold.Request, units []*unit, who names) []fold.Memory {
+func (s *Summarizer) memories(session string, req fold.Request, units []*unit, who names, sc *scratch) []fold.Memory {
 	n := 0
 	for _, u := range units {
 		if u.kind == unitSpeech && isFact(u) {
@@ -68,13 +69,14 @@ func (s *Summarizer) memories(session string, req fold.Request, units []*unit, w
 	if n == 0 {
 		return nil
 	}
-	cands := make([]fact, 0, n)
+	cands := take(sc.facts, n) // (the store keeps copies)
 	for _, u := range units {
 		if u.kind != unitSpeech || !isFact(u) {
 			continue
 		}
 		text := u.text[0]
 		f := fact{mem: fold.Memory{Speaker: u.speaker, Text: text}, toks: u.set, subj: u.subject()}
+		f.subjS = newTokSet(f.subj)
 		if hasDigit(text) { // (numSlots of words without a digit is nil)
 			var warr [64]string
 			f.slots = numSlots(appendFields(warr[:0], text))
@@ -85,6 +87,7 @@ func (s *Summarizer) memories(session string, req fold.Request, units []*unit, w
 		f.mem.ID = memoryID(f.mem)
 		cands = append(cands, f)
 	}
+	sc.facts = cands
 	if len(cands) > maxMemoriesPerFold {
 		cands = cands[len(cands)-maxMemoriesPerFold:] // the newest
 	}
@@ -153,7 +156,7 @@ func changes(older, newer *fact) (same, changed bool) {
 	if nearDupSets(&older.toks, &newer.toks) {
 		return true, false
 	}
-	return false, sameSubject(older.subj, newer.subj) || slotsChanged(older.slots, newer.slots)
+	return false, sameSubjectSets(&older.subjS, &newer.subjS) || slotsChanged(older.slots, newer.slots)
 }
 
 // numSlots maps each number of the sentence whose fields are words to the
@@ -262,6 +265,23 @@ func sameSubject(a, b []string) bool {
 	return common >= need
 }
 
+// sameSubjectSets is sameSubject(a.toks, b.toks). A token of a whose bit
+// is not in b's signature is not in b, so counting the others bounds the
+// common tokens from above: most pairs of facts fail on that bound alone.
+func sameSubjectSets(a, b *tokSet) bool {
+	if len(a.toks) > len(b.toks) {
+		a, b = b, a // the smaller set gives the tighter bound
+	}
+	bound := 0
+	for _, bit := range a.bits {
+		bound += int(b.sig >> bit & 1)
+	}
+	if bound < max(2, int(math.Ceil(0.6*float64(len(a.toks))))) {
+		return false // (sameSubject's need)
+	}
+	return sameSubject(a.toks, b.toks)
+}
+
 func isSubjectTok(t string) bool {
 	return lexicon.get(t)&(lxNumber|lxCalendar) == 0 && !hasDigit(t) // (tokens are lowercase)
 }
@@ -286,17 +306,17 @@ func (fs *factStore) add(session string, cands []fact) []fold.Memory {
 	}
 	var out []fold.Memory
 	for i := range cands {
-		c := cands[i]
+		c := &cands[i]
 		restated := false
 		for k := len(sf.facts) - 1; k >= 0; k-- {
-			same, changed := changes(&sf.facts[k], &c)
+			same, changed := changes(sf.facts[k], c)
 			if same {
 				restated = true
 				break
 			}
 			if changed {
 				c.mem.Supersedes = sf.facts[k].mem.ID
-				sf.facts = append(sf.facts[:k], sf.facts[k+1:]...) // the newer answers from now on
+				sf.facts = slices.Delete(sf.facts, k, k+1) // the newer answers from now on
 				break
 			}
 		}
@@ -306,13 +326,19 @@ func (fs *factStore) add(session string, cands []fact) []fold.Memory {
 		// (a fact changed again later in this batch finds this one, and
 		// supersedes it in the same event)
 		// (kept: not the batch's shared slices)
-		c.toks.toks, c.toks.bits = slices.Clone(c.toks.toks), slices.Clone(c.toks.bits)
-		c.subj = slices.Clone(c.subj)
-		sf.facts = append(sf.facts, c)
+		kept := new(fact)
+		*kept = *c
+		kept.toks.toks, kept.toks.bits = slices.Clone(c.toks.toks), slices.Clone(c.toks.bits)
+		kept.subj = slices.Clone(c.subj)
+		kept.subjS.toks = kept.subj // (its bits are its own)
+		sf.facts = append(sf.facts, kept)
+		if out == nil {
+			out = make([]fold.Memory, 0, len(cands)-i)
+		}
 		out = append(out, c.mem)
 	}
-	if len(sf.facts) > maxFactsPerSession {
-		sf.facts = append(sf.facts[:0], sf.facts[len(sf.facts)-maxFactsPerSession:]...)
+	if n := len(sf.facts) - maxFactsPerSession; n > 0 {
+		sf.facts = slices.Delete(sf.facts, 0, n)
 	}
 	return out
 }

@@ -253,7 +253,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	ex := s.extract(req, prev, prevSents, who, agent, sc)
 	var mems []fold.Memory
 	if !req.Recompact {
-		mems = s.memories(req.Session, req, ex.units, who)
+		mems = s.memories(req.Session, req, ex.units, who, sc)
 	}
 
 	participants, others := s.roster(prev, ex.speakers, ex.talkers)
@@ -355,7 +355,7 @@ func (s *Summarizer) summarize(req fold.Request) (string, []fold.Memory) {
 	var bucketsArr [256]uint16
 	periodBuckets := bucketsArr[:0]
 	if periodText != "" && overBudget(items, rest) { // (else fit drops nothing)
-		periodBuckets = s.held.appendBuckets(periodBuckets, lines, who, agent)
+		periodBuckets = s.held.appendBuckets(periodBuckets, periodText, lines, who, agent)
 	}
 	fit(items, rest, budget, periodBuckets)
 	if out := joinWithPeriods(items, periodText); out != "" {

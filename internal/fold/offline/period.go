@@ -1,9 +1,9 @@
 package offline
 
 import (
+	"cmp"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +42,21 @@ type period struct {
 	names    []string // who drove the topics, in order of weight
 	phrases  []string // topic phrases, most important first
 	weight   float64  // how much of the conversation it stands for (minutes, at least 1)
+	// keys are the wordKey forms of the words of the phrases, as the
+	// line was parsed (periodCache sets them, shared by its copies): read
+	// by earlierCounts, before a fold changes its periods.
+	keys []string
+}
+
+// appendWordKeys appends the wordKey form of every word of phrases.
+func appendWordKeys(dst, phrases []string) []string {
+	var arr [64]string
+	for _, ph := range phrases {
+		for _, w := range appendFields(arr[:0], ph) {
+			dst = append(dst, wordKey(w))
+		}
+	}
+	return dst
 }
 
 // render writes the line.
@@ -223,46 +238,46 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 		m.weight = max(m.minutes(), m.weight)
 	}
 	var names []string
-	for _, n := range append(append([]string(nil), a.names...), b.names...) {
-		if !slices.ContainsFunc(names, func(x string) bool { return strings.EqualFold(x, n) }) {
-			names = append(names, n)
+	for _, ns := range [2][]string{a.names, b.names} {
+		for _, n := range ns {
+			if !slices.ContainsFunc(names, func(x string) bool { return strings.EqualFold(x, n) }) {
+				names = append(names, n)
+			}
 		}
 	}
 	m.names = names[:min(len(names), maxPeriodNames)]
 	type cand struct {
-		text   string
-		spaced string // " " + phraseKey(text) + " "
-		w      float64
-		at     int
+		text string
+		key  string // phraseKey(text)
+		w    float64
 	}
-	var cands []*cand
-	idx := map[string]*cand{}
-	for _, p := range []*period{a, b} {
+	var candArr [2 * maxPeriodPhrases]cand
+	cands := candArr[:0]
+	for _, p := range [2]*period{a, b} {
 		for r, ph := range p.phrases {
 			w := p.weight * float64(len(p.phrases)-r) / float64(len(p.phrases)) * (1 + 0.5*salience(ph, sal))
 			k := phraseKey(ph)
-			if c, ok := idx[k]; ok {
-				c.w += w
+			if i := slices.IndexFunc(cands, func(c cand) bool { return c.key == k }); i >= 0 {
+				cands[i].w += w
 				continue
 			}
-			c := &cand{text: ph, spaced: " " + k + " ", w: w, at: len(cands)}
-			idx[k] = c
-			cands = append(cands, c)
+			cands = append(cands, cand{text: ph, key: k, w: w})
 		}
 	}
 	// A phrase inside a longer one ("network" in "network size") lends
 	// it its weight and goes.
-	for _, c := range cands {
-		for _, d := range cands {
-			if c != d && c.w >= 0 && d.w >= 0 && len(d.text) > len(c.text) &&
-				strings.Contains(d.spaced, c.spaced) {
+	for i := range cands {
+		c := &cands[i]
+		for j := range cands {
+			if d := &cands[j]; i != j && c.w >= 0 && d.w >= 0 && len(d.text) > len(c.text) &&
+				containsWords(d.key, c.key) {
 				d.w += c.w
 				c.w = -1
 				break
 			}
 		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].w > cands[j].w })
+	slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(y.w, x.w) })
 	for _, c := range cands {
 		if c.w < 0 || len(m.phrases) == maxPeriodPhrases {
 			break
@@ -270,6 +285,23 @@ func mergePeriods(a, b *period, sal map[string]float64) *period {
 		m.phrases = append(m.phrases, c.text)
 	}
 	return m
+}
+
+// containsWords is strings.Contains(" "+s+" ", " "+sub+" "): sub is in s
+// as whole space-separated words.
+func containsWords(s, sub string) bool {
+	for from := 0; from <= len(s)-len(sub); {
+		i := strings.Index(s[from:], sub)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if (i == 0 || s[i-1] == ' ') && (i+len(sub) == len(s) || s[i+len(sub)] == ' ') {
+			return true
+		}
+		from = i + 1
+	}
+	return false
 }
 
 // fitPeriods merges periods until there are at most maxLines and their
@@ -363,10 +395,12 @@ func earlierCounts(out map[string]float64, periods []*period, statements []*prev
 	}
 	var arr [64]string
 	for _, p := range periods {
-		for _, ph := range p.phrases {
-			for _, w := range appendFields(arr[:0], ph) {
-				out[wordKey(w)]++
-			}
+		keys := p.keys
+		if keys == nil {
+			keys = appendWordKeys(arr[:0], p.phrases)
+		}
+		for _, k := range keys {
+			out[k]++
 		}
 	}
 	for _, ps := range statements {
@@ -396,10 +430,11 @@ func topicKeys(words []string) []string {
 type phraseCounter struct {
 	idx   map[string]int // phrase key → index
 	list  []phraseCount
-	words map[string]float64 // word key → turns mentioning it in any phrase
-	keys  []string           // the word keys of list's phrases (their words share it)
-	surf  []string           // the words of list's phrases as said (their surf share it)
-	sal   map[string]float64 // word key → mentions in the previous summary (earlierCounts)
+	words map[string]float64     // word key → turns mentioning it in any phrase
+	keys  []string               // the word keys of list's phrases (their words share it)
+	surf  []string               // the words of list's phrases as said (their surf share it)
+	sal   map[string]float64     // word key → mentions in the previous summary (earlierCounts)
+	run   [maxPhraseWords]string // scanPhrases' buffer for add
 }
 
 type phraseCount struct {
@@ -425,13 +460,14 @@ func (pc *phraseCounter) reset() {
 	clear(pc.list)
 	clear(pc.keys)
 	clear(pc.surf)
+	clear(pc.run[:])
 	pc.list, pc.keys, pc.surf, pc.sal = pc.list[:0], pc.keys[:0], pc.surf[:0], nil
 }
 
 // add counts the phrases of a sentence of turn, said by speaker, whose
 // fields are words.
 func (pc *phraseCounter) add(words []string, infos []word, turn int, speaker string, who names) {
-	scanPhrases(words, infos, who, func(run []string, lowerFirst bool) {
+	scanPhrases(words, infos, who, pc.run[:0], func(run []string, lowerFirst bool) {
 		pc.count(run, lowerFirst, turn, speaker)
 	})
 }
@@ -445,7 +481,7 @@ type phraseRun struct {
 // appendPhraseRuns appends the topic phrases of the sentence whose fields
 // are words (and infos) to dst, each with its own copy of its words.
 func appendPhraseRuns(dst []phraseRun, words []string, infos []word, who names) []phraseRun {
-	scanPhrases(words, infos, who, func(run []string, lowerFirst bool) {
+	scanPhrases(words, infos, who, make([]string, 0, maxPhraseWords), func(run []string, lowerFirst bool) {
 		dst = append(dst, phraseRun{words: slices.Clone(run), lowerFirst: lowerFirst})
 	})
 	return dst
@@ -453,10 +489,12 @@ func appendPhraseRuns(dst []phraseRun, words []string, infos []word, who names) 
 
 // scanPhrases calls emit with each topic phrase of the sentence whose
 // fields are words (and infos): its words (valid during the call only) and
-// whether its first is capitalized only as the sentence's first.
-func scanPhrases(words []string, infos []word, who names, emit func(run []string, lowerFirst bool)) {
-	var arr [maxPhraseWords]string
-	run := arr[:0]
+// whether its first is capitalized only as the sentence's first. buf (of
+// capacity maxPhraseWords) holds the words: a caller that scans many
+// sentences passes one buffer (emit's argument would move a local array to
+// the heap on every call).
+func scanPhrases(words []string, infos []word, who names, buf []string, emit func(run []string, lowerFirst bool)) {
+	run := buf[:0]
 	lowerFirst := false // the run opens the sentence with a capital that is no name's
 	flush := func() {
 		if len(run) > 0 {
@@ -652,7 +690,8 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 		i int
 		s float64
 	}
-	cands := make([]scored, 0, len(pc.list))
+	var candArr [128]scored
+	cands := candArr[:0]
 	for i, c := range pc.list {
 		s := float64(c.turns)
 		for _, w := range c.words {
@@ -667,7 +706,7 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 		s += 0.5 * float64(len(c.speakers)) // taken up by others: each one more
 		cands = append(cands, scored{i, s})
 	}
-	sort.SliceStable(cands, func(a, b int) bool { return cands[a].s > cands[b].s })
+	slices.SortStableFunc(cands, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
 	var usedArr [64]string
 	used := usedArr[:0] // the words of the chosen phrases
 	var chosenArr [maxPeriodPhrases][]string
@@ -694,7 +733,11 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 		chosen = append(chosen, pcount.words)
 		phrases = append(phrases, pcount.text())
 	speakers:
-		for _, sp := range append([]string{pcount.speaker}, pcount.speakers...) {
+		for k := -1; k < len(pcount.speakers); k++ {
+			sp := pcount.speaker
+			if k >= 0 {
+				sp = pcount.speakers[k]
+			}
 			if sp == "" {
 				continue // (a note's phrase)
 			}
@@ -710,11 +753,11 @@ func (pc *phraseCounter) top(n int) (phrases, speakers []string, ok bool) {
 	if len(phrases) < minPeriodPhrases || len(by) == 0 {
 		return nil, nil, false
 	}
-	sort.Slice(by, func(a, b int) bool {
-		if by[a].w != by[b].w {
-			return by[a].w > by[b].w
+	slices.SortFunc(by, func(a, b weighed) int { // (names are distinct: one order)
+		if c := cmp.Compare(b.w, a.w); c != 0 {
+			return c
 		}
-		return by[a].name < by[b].name
+		return strings.Compare(a.name, b.name)
 	})
 	for _, b := range by[:min(len(by), maxPeriodNames)] {
 		speakers = append(speakers, b.name)

@@ -246,7 +246,7 @@ func TestPeriodRunes(t *testing.T) {
 func TestScanPhrasesSkipsCutWord(t *testing.T) {
 	words := appendFields(nil, "we need the extra functio functionality of the touch pad")
 	var got []string
-	scanPhrases(words, appendWords(nil, words), newNames("Bob"), func(run []string, _ bool) {
+	scanPhrases(words, appendWords(nil, words), newNames("Bob"), nil, func(run []string, _ bool) {
 		got = append(got, strings.Join(run, " "))
 	})
 	for _, ph := range got {

@@ -33,6 +33,9 @@ func (c *periodCache) parse(s string, who names, ctx string) (*period, bool) {
 	p, ok := c.get(k)
 	if !ok {
 		p, _ = parsePeriod(s, who) // (nil when it is no period line)
+		if p != nil {
+			p.keys = appendWordKeys(nil, p.phrases)
+		}
 		c.add(k, p)
 	}
 	if p == nil {

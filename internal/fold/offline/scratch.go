@@ -10,7 +10,9 @@ import "sync"
 type scratch struct {
 	words   []string           // the fields of the batch's sentences (extract)
 	infos   []word             // the words of the units' sentences (extract)
-	units   []unit             // the first block of the unit arena
+	units   []unit             // the last block of the unit arena
+	said    []saidSentence     // the batch's sentences of speech (extract)
+	facts   []fact             // the batch's candidate facts (memories)
 	toks    []string           // the units' token sets (tokenizeUnits)
 	bits    []uint8            // their signature bits
 	buckets []uint16           // their coverage buckets
@@ -62,6 +64,8 @@ func (sp *scratchPool) put(sc *scratch) {
 	sc.words = reuse(sc.words)
 	sc.infos = reuse(sc.infos)
 	sc.units = reuse(sc.units)
+	sc.said = reuse(sc.said)
+	sc.facts = reuse(sc.facts)
 	sc.toks = reuse(sc.toks)
 	sc.bits = reuse(sc.bits)
 	sc.buckets = reuse(sc.buckets)

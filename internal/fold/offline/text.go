@@ -415,7 +415,8 @@ func elideBlobs(s string) string {
 	if runeLen(s) <= maxTokenRunes {
 		return s
 	}
-	f := strings.Fields(s)
+	var arr [64]string
+	f := appendFields(arr[:0], s) // (strings.Fields, on the stack for a sentence)
 	changed := false
 	for i, w := range f {
 		if runeLen(w) > maxTokenRunes {
@@ -782,7 +783,12 @@ const normBufLen = 32
 // apostrophes removed, for phrase matching with spaces as word boundaries.
 func plain(s string) string {
 	var arr [256]byte // (on the stack for a sentence: one allocation, the string)
-	b := append(arr[:0], ' ')
+	return string(appendPlain(arr[:0], s))
+}
+
+// appendPlain appends plain(s) to dst.
+func appendPlain(b []byte, s string) []byte {
+	b = append(b, ' ')
 	space := true
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -814,7 +820,7 @@ func plain(s string) string {
 	if !space {
 		b = append(b, ' ')
 	}
-	return string(b)
+	return b
 }
 
 func hasLetterOrDigit(s string) bool {
