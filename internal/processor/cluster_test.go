@@ -596,6 +596,11 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("remedies: test: %s; processor: %d consumer renames (now %s), %d forced reconnects, %d rewinds",
 		remedy, strings.Count(logs, `"event":"consumer_renamed"`), p.ConsumerName(),
 		strings.Count(logs, `"event":"nats_reconnect_forced"`), strings.Count(logs, `"event":"consumer_rewound"`))
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"event":"consumer_renamed"`) || strings.Contains(line, `"event":"attach_failed"`) || strings.Contains(line, `"event":"consumer_dropped"`) {
+			t.Log(line) // what the attaches were refused with, and when the old consumer went
+		}
+	}
 }
 
 func countAll(m map[string]int) int {
@@ -728,6 +733,11 @@ func TestStuckConsumerIsReplaced(t *testing.T) {
 	}
 	t.Logf("the consumer foldstream is on %s alone; stopping it", c.opts[node].ServerName)
 	c.stopNode(node)
+	// The node may have led a stream: publishes and checkpoint reads
+	// wait for the new leaders.
+	for _, name := range []string{r.Layout.In, r.Layout.Out, "KV_" + r.Layout.Bucket} {
+		streamCluster(t, r.JS, name, false)
+	}
 	if _, err := r.JS.Consumer(ctx, r.Layout.In, "foldstream"); err == nil || errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Fatalf("the consumer on the stopped node: %v, want it unreadable", err)
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // PartitionStarter builds the engine of one owned partition: a Processor
-// on its own durable consumer (<consumer>-p<k>of<N>) filtered to the
+// on its own durable consumer (<consumer>-p<k>of<N>, or a fresh name made
+// from it when that one is stuck: Processor.ConsumerName) filtered to the
 // partition's stored subjects, resuming only the partition's due
 // sessions, sharing d.Shared's metrics and fold slots with the process's
 // other engines. The layout in d must be partitioned.
