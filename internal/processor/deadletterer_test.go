@@ -26,22 +26,7 @@ import (
 func TestSlowDeadLetterStreamDoesNotHoldUpTheLoop(t *testing.T) {
 	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
 	ctx := context.Background()
-	dlq, err := r.JS.Stream(ctx, r.Layout.DLQ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dcfg := dlq.CachedInfo().Config
-	if err := r.JS.DeleteStream(ctx, r.Layout.DLQ); err != nil {
-		t.Fatal(err)
-	}
-	tries := make(chan *nats.Msg, 16)
-	hole, err := r.NC.ChanSubscribe(r.Layout.Subjects.DeadLetterAll(), tries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.NC.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	tries, restore := r.silenceDeadLetters()
 	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
 	r.publishTurns("g1", 0, 3)
 	msg := nats.NewMsg(r.Layout.Subjects.In("s1", events.KindTurn))
@@ -83,12 +68,7 @@ func TestSlowDeadLetterStreamDoesNotHoldUpTheLoop(t *testing.T) {
 	}
 
 	// The stream is back: the next try stores it.
-	if err := hole.Unsubscribe(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.JS.CreateStream(ctx, dcfg); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	r.waitAckedThrough(p, seq)
 	var kept int
 	for _, dl := range r.DeadLetters() {
@@ -116,22 +96,7 @@ func TestSlowDeadLetterStreamDoesNotHoldUpTheLoop(t *testing.T) {
 func TestRejectedEventHeldAtACrashIsKeptAfterRestart(t *testing.T) {
 	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
 	ctx := context.Background()
-	dlq, err := r.JS.Stream(ctx, r.Layout.DLQ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dcfg := dlq.CachedInfo().Config
-	if err := r.JS.DeleteStream(ctx, r.Layout.DLQ); err != nil {
-		t.Fatal(err)
-	}
-	tries := make(chan *nats.Msg, 16)
-	hole, err := r.NC.ChanSubscribe(r.Layout.Subjects.DeadLetterAll(), tries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.NC.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	tries, restore := r.silenceDeadLetters()
 	cfg := Config{Window: fold.Window{Recent: 6, Batch: 4}, RetryBackoff: 50 * time.Millisecond, FlushInterval: 5 * time.Millisecond,
 		FoldTimeout: 10 * time.Second}
 	nc1, js1 := r.Client("crashing")
@@ -157,12 +122,7 @@ func TestRejectedEventHeldAtACrashIsKeptAfterRestart(t *testing.T) {
 	nc1.Close()
 	stop1()
 
-	if err := hole.Unsubscribe(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.JS.CreateStream(ctx, dcfg); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
 	_, last := r.inboundLast(r.Layout.Subjects.In("s1", events.KindTurn))
 	r.waitAckedThrough(p, last)
@@ -191,21 +151,7 @@ func TestRejectedEventHeldAtACrashIsKeptAfterRestart(t *testing.T) {
 func TestFullDeadLetterQueueGoesToTheLogWhileTheStreamIsDown(t *testing.T) {
 	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
 	ctx := context.Background()
-	dlq, err := r.JS.Stream(ctx, r.Layout.DLQ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dcfg := dlq.CachedInfo().Config
-	if err := r.JS.DeleteStream(ctx, r.Layout.DLQ); err != nil {
-		t.Fatal(err)
-	}
-	hole, err := r.NC.SubscribeSync(r.Layout.Subjects.DeadLetterAll())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.NC.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	tries, restore := r.silenceDeadLetters()
 	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
 	bad := func() uint64 {
 		msg := nats.NewMsg(r.Layout.Subjects.In("s1", events.KindTurn))
@@ -213,8 +159,10 @@ func TestFullDeadLetterQueueGoesToTheLogWhileTheStreamIsDown(t *testing.T) {
 		return r.publishRaw(msg)
 	}
 	seqs := []uint64{bad()}
-	if _, err := hole.NextMsg(20 * time.Second); err != nil { // the worker is on it, unanswered
-		t.Fatal(err)
+	select {
+	case <-tries: // the worker is on it, unanswered
+	case <-time.After(20 * time.Second):
+		t.Fatal("no dead-letter publish tried in 20 s")
 	}
 	for range deadLetterQueue + 8 {
 		seqs = append(seqs, bad())
@@ -226,12 +174,7 @@ func TestFullDeadLetterQueueGoesToTheLogWhileTheStreamIsDown(t *testing.T) {
 		return testutil.ToFloat64(p.m.deadLetters.WithLabelValues(keptLog)) >= 8
 	})
 
-	if err := hole.Unsubscribe(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.JS.CreateStream(ctx, dcfg); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	r.waitAckedThrough(p, seqs[len(seqs)-1])
 	onDLQ := map[string]int{}
 	for _, dl := range r.DeadLetters() {
@@ -251,5 +194,40 @@ func TestFullDeadLetterQueueGoesToTheLogWhileTheStreamIsDown(t *testing.T) {
 	}
 	for _, p := range crashtest.Verify(ctx, r.env(), m, expect) {
 		t.Error(p)
+	}
+}
+
+// silenceDeadLetters deletes the rig's dead-letter stream and subscribes
+// where it was, so every dead-letter publish times out unanswered; tries
+// receives each attempt (the buffer is large enough for the tests' bursts:
+// a dropped one would only be a slow-consumer error). restore brings the
+// stream back as it was.
+func (r *rig) silenceDeadLetters() (tries chan *nats.Msg, restore func()) {
+	r.t.Helper()
+	ctx := context.Background()
+	dlq, err := r.JS.Stream(ctx, r.Layout.DLQ)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cfg := dlq.CachedInfo().Config
+	if err := r.JS.DeleteStream(ctx, r.Layout.DLQ); err != nil {
+		r.t.Fatal(err)
+	}
+	tries = make(chan *nats.Msg, 4096)
+	hole, err := r.NC.ChanSubscribe(r.Layout.Subjects.DeadLetterAll(), tries)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.NC.Flush(); err != nil {
+		r.t.Fatal(err)
+	}
+	return tries, func() {
+		r.t.Helper()
+		if err := hole.Unsubscribe(); err != nil {
+			r.t.Fatal(err)
+		}
+		if _, err := r.JS.CreateStream(ctx, cfg); err != nil {
+			r.t.Fatal(err)
+		}
 	}
 }
