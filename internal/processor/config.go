@@ -124,6 +124,11 @@ type Config struct {
 	// inbound stream stored it; a later one is rejected (skew.go). Zero
 	// takes events.DefaultMaxClockSkew; negative accepts any time.
 	MaxClockSkew time.Duration
+
+	// deadLetterAttempts overrides how often a dead-letter publish that
+	// got no answer is tried (deadLetterAttempts): tests that need the
+	// worker still retrying while they look set it high.
+	deadLetterAttempts int
 }
 
 func (c Config) withDefaults() Config {

@@ -17,10 +17,12 @@ import (
 )
 
 // Dead-lettering must never hold up other sessions: whatever a bad message
-// carries (JetStream control headers, a size just under max_payload), and
-// however slow the dead-letter stream is, the event loop hands it to the
-// dead-letter worker (deadLetterer) and moves on; the worker keeps a copy
-// or a reference. The original is never deleted from the inbound stream,
+// carries (JetStream control headers, a size just under max_payload), the
+// event loop hands it to the dead-letter worker (deadLetterer) and moves
+// on; the worker keeps a copy or a reference. Only a queue full of bad
+// messages while the dead-letter stream still answers makes the loop wait,
+// at the stream's pace (deadLetterer.hand); the corrupt-checkpoint
+// quarantine (parkCheckpoint), rare, still publishes from the loop. The original is never deleted from the inbound stream,
 // so nothing is lost by moving on.
 const (
 	// deadLetterAttempts bounds the tries of a publish that failed for a
@@ -46,6 +48,9 @@ func (sh *shard) reject(m inMsg, cause error) {
 	ve, ok := events.AsValidation(cause)
 	if !ok {
 		ve = &events.ValidationError{Code: "invalid", Reason: cause.Error()}
+	}
+	if p.dl.holding(m) {
+		return // a redelivery of one the worker has: it acks this delivery
 	}
 	if !p.dl.hand(rejection{m: m, ve: ve, cause: cause}) {
 		p.dl.keepInLog(rejection{m: m, ve: ve, cause: cause}, errDeadLetterQueueFull)
@@ -81,7 +86,7 @@ func (d *deadLetterer) keepInLog(r rejection, copyErr error) {
 
 func (d *deadLetterer) rejected(r rejection, subject, kept string) {
 	p, m, ve := d.p, r.m, r.ve
-	_ = m.msg.Ack()
+	_ = d.release(r).Ack()
 	p.m.rejected.WithLabelValues(ve.Code).Inc()
 	p.log.Warn().Str("event", "event_rejected").Str("session", m.session).Str("subject", m.msg.Subject()).Uint64("seq", m.seq).
 		Str("code", ve.Code).Str("field", ve.Field).Str("reason", ve.Reason).Str("dead_letter", subject).Str("kept", kept).Msg("inbound event rejected")
@@ -123,7 +128,7 @@ func (d *deadLetterer) deadLetter(r rejection) (subject, kept string) {
 	// Dedup by original sequence: a redelivered bad message is kept once
 	// (a copy or a reference, whichever was stored first).
 	msgID := "dlq:" + strconv.FormatUint(m.seq, 10)
-	err := d.publish(m, copyMsg, msgID, deadLetterAttempts)
+	err := d.publish(m, copyMsg, msgID, d.attempts)
 	if err == nil {
 		p.m.deadLetters.WithLabelValues(keptCopy).Inc()
 		return subject, keptCopy
@@ -135,7 +140,7 @@ func (d *deadLetterer) deadLetter(r rejection) (subject, kept string) {
 	ref.Header.Set(events.HeaderCopyError, headerValue(copyErr.Error()))
 	ref.Header.Set(events.HeaderOriginalSize, strconv.Itoa(len(data)))
 	ref.Data = preview(data)
-	attempts := deadLetterAttempts
+	attempts := d.attempts
 	if transientPublishError(copyErr) {
 		attempts = 1 // already tried as often as allowed
 	}
@@ -169,7 +174,18 @@ func (d *deadLetterer) logOnly(r rejection, subject string, copyErr, refErr erro
 // server before each new try that m is still being worked on, so that it
 // is not redelivered meanwhile, and hand whether the stream answers.
 func (d *deadLetterer) publish(m inMsg, msg *nats.Msg, msgID string, attempts int) error {
-	err := publishDeadLetter(d.ctx, d.p.js, msg, msgID, attempts, func() { _ = m.msg.InProgress() })
+	err := publishDeadLetter(d.ctx, d.p.js, msg, msgID, attempts, func() {
+		// No answer yet: a full queue stops waiting for room now, not
+		// only once every try has failed.
+		d.failing(true)
+		d.mu.Lock()
+		msg := d.held[m.seq]
+		d.mu.Unlock()
+		if msg == nil {
+			msg = m.msg
+		}
+		_ = msg.InProgress()
+	})
 	d.failing(err != nil && (transientPublishError(err) || d.ctx.Err() != nil))
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // deadLetterQueue bounds the rejected messages handed to the dead-letter
@@ -43,6 +44,9 @@ type deadLetterer struct {
 	queue chan rejection
 	bytes atomic.Int64 // payload bytes queued
 	done  chan struct{}
+	// attempts bounds the tries of a dead-letter publish that got no
+	// answer (deadLetterAttempts; Config.deadLetterAttempts in tests).
+	attempts int
 
 	mu sync.Mutex
 	// room is closed each time a rejection leaves the queue (hand waits
@@ -51,10 +55,45 @@ type deadLetterer struct {
 	// sick is closed while the dead-letter stream is failing (the last
 	// publish got no answer); a new open channel once it answers again.
 	sick chan struct{}
+	// held maps the stream sequence of each rejection handed over and not
+	// acked yet to its newest delivery, the one to ack. A redelivery of a
+	// held message (its AckWait passed while it waited in the queue, or a
+	// rewind re-created the consumer) only replaces that delivery: it is
+	// neither handed over nor reported rejected a second time.
+	held map[uint64]jetstream.Msg
 }
 
-func newDeadLetterer(p *Processor, ctx context.Context) *deadLetterer {
-	return &deadLetterer{p: p, ctx: ctx, queue: make(chan rejection, deadLetterQueue), done: make(chan struct{}), room: make(chan struct{}), sick: make(chan struct{})}
+func newDeadLetterer(p *Processor, ctx context.Context, attempts int) *deadLetterer {
+	if attempts <= 0 {
+		attempts = deadLetterAttempts
+	}
+	return &deadLetterer{p: p, ctx: ctx, attempts: attempts, queue: make(chan rejection, deadLetterQueue), done: make(chan struct{}),
+		room: make(chan struct{}), sick: make(chan struct{}), held: make(map[uint64]jetstream.Msg)}
+}
+
+// holding reports whether m's sequence is with the worker already, and if
+// so makes m the delivery the worker acks.
+func (d *deadLetterer) holding(m inMsg) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.held[m.seq]; !ok {
+		return false
+	}
+	d.held[m.seq] = m.msg
+	return true
+}
+
+// release ends r's hold and returns the delivery to ack: the newest one
+// of its message.
+func (d *deadLetterer) release(r rejection) jetstream.Msg {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	msg, ok := d.held[r.m.seq]
+	if !ok {
+		return r.m.msg // kept in the log without being handed over
+	}
+	delete(d.held, r.m.seq)
+	return msg
 }
 
 // run keeps what is queued until the queue is closed (stop).
@@ -98,8 +137,10 @@ func (d *deadLetterer) hand(r rejection) bool {
 	for {
 		// An empty queue takes any message: one over the byte bound
 		// alone must not wait forever.
+		// Held before it is queued: the worker may ack it at once.
 		d.mu.Lock()
 		sick, room := d.sick, d.room
+		d.held[r.m.seq] = r.m.msg
 		d.mu.Unlock()
 		if q := d.bytes.Add(n); q == n || q <= deadLetterQueueBytes {
 			select {
@@ -109,6 +150,9 @@ func (d *deadLetterer) hand(r rejection) bool {
 			}
 		}
 		d.bytes.Add(-n)
+		d.mu.Lock()
+		delete(d.held, r.m.seq)
+		d.mu.Unlock()
 		select {
 		case <-room:
 		case <-sick:

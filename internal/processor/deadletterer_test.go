@@ -27,7 +27,9 @@ func TestSlowDeadLetterStreamDoesNotHoldUpTheLoop(t *testing.T) {
 	r, m := newModelRig(t, retry.Policy{MaxAttempts: 1})
 	ctx := context.Background()
 	tries, restore := r.silenceDeadLetters()
-	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
+	// Tried until the stream is back, however long the sessions take to
+	// settle on a loaded machine.
+	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}, deadLetterAttempts: 1000})
 	r.publishTurns("g1", 0, 3)
 	msg := nats.NewMsg(r.Layout.Subjects.In("s1", events.KindTurn))
 	msg.Data = badTurn
@@ -98,7 +100,7 @@ func TestRejectedEventHeldAtACrashIsKeptAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	tries, restore := r.silenceDeadLetters()
 	cfg := Config{Window: fold.Window{Recent: 6, Batch: 4}, RetryBackoff: 50 * time.Millisecond, FlushInterval: 5 * time.Millisecond,
-		FoldTimeout: 10 * time.Second}
+		FoldTimeout: 10 * time.Second, ShutdownGrace: time.Second, deadLetterAttempts: 1000} // still trying when the connection is cut
 	nc1, js1 := r.Client("crashing")
 	kv1, err := js1.KeyValue(ctx, r.Layout.Bucket)
 	if err != nil {
@@ -229,5 +231,53 @@ func (r *rig) silenceDeadLetters() (tries chan *nats.Msg, restore func()) {
 		if _, err := r.JS.CreateStream(ctx, cfg); err != nil {
 			r.t.Fatal(err)
 		}
+	}
+}
+
+// TestRedeliveredRejectionIsHeldOnce: a rejected turn waits with the
+// dead-letter worker longer than AckWait (the dead-letter stream does not
+// answer), so the server delivers it again, more than once. A redelivery
+// only replaces the delivery the worker acks: the turn is reported
+// rejected once (one event_rejected, one count), kept once when the stream
+// is back, and acked.
+func TestRedeliveredRejectionIsHeldOnce(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	tries, restore := r.silenceDeadLetters()
+	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}, AckWait: 300 * time.Millisecond, deadLetterAttempts: 1000})
+	msg := nats.NewMsg(r.Layout.Subjects.In("s1", events.KindTurn))
+	msg.Data = badTurn
+	seq := r.publishRaw(msg)
+	<-tries
+	r.Eventually("the rejected turn delivered twice more", func() bool {
+		c, err := r.JS.Consumer(ctx, r.Layout.In, p.ConsumerName())
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.Delivered.Consumer >= 3
+	})
+	restore()
+	r.waitAckedThrough(p, seq)
+	var kept int
+	for _, dl := range r.DeadLetters() {
+		if dl.Header.Get(events.HeaderOriginalSeq) == strconv.FormatUint(seq, 10) {
+			kept++
+		}
+	}
+	if kept != 1 {
+		t.Errorf("the rejected turn is %d times on the dead-letter stream, want once", kept)
+	}
+	if n := testutil.ToFloat64(p.m.rejected); n != 1 {
+		t.Errorf("rejected counted %v times, want once", n)
+	}
+	var reported int
+	for _, ev := range decodeAll[events.Lifecycle](r, "s1", events.KindEvent) {
+		if ev.Type == events.EventRejected {
+			reported++
+		}
+	}
+	if reported != 1 {
+		t.Errorf("%d event_rejected for one rejected turn, want 1", reported)
 	}
 }

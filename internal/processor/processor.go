@@ -238,7 +238,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	// Dead-letter retries end with the shutdown grace, like folds.
 	dlCtx, cancelDL := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelDL()
-	p.dl = newDeadLetterer(p, dlCtx)
+	p.dl = newDeadLetterer(p, dlCtx, p.cfg.deadLetterAttempts)
 	go p.dl.run()
 	p.shards = make([]*shard, p.cfg.Shards)
 	var wg sync.WaitGroup
