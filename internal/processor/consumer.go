@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -107,7 +108,30 @@ func (p *Processor) ownConsumers(ctx context.Context) ([]string, error) {
 // delete is guarded as an attach is: a partition engine that lost its
 // partition deletes nothing.
 func (p *Processor) dropConsumers(ctx context.Context, names []string, wg *sync.WaitGroup) {
+	p.dropMu.Lock()
+	if p.dropping == nil {
+		p.dropping = make(map[string]bool)
+	}
+	mine := names[:0:0]
+	for _, name := range names {
+		if !p.dropping[name] {
+			p.dropping[name] = true
+			mine = append(mine, name)
+		}
+	}
+	p.dropMu.Unlock()
+	if len(mine) == 0 {
+		return
+	}
+	names = slices.Clone(mine) // the loop below filters names in place
 	wg.Go(func() {
+		defer func() {
+			p.dropMu.Lock()
+			for _, name := range mine {
+				delete(p.dropping, name)
+			}
+			p.dropMu.Unlock()
+		}()
 		retry := newAttachBackoff()
 		for len(names) > 0 {
 			if p.before != nil {

@@ -111,6 +111,11 @@ type Processor struct {
 	// consumer is the durable consumer's name (ConsumerName); Run's
 	// goroutine moves it (renameConsumer).
 	consumer atomic.Pointer[string]
+	// dropping holds the consumer names a dropConsumers goroutine is
+	// deleting, so that re-attaches during a long outage do not start
+	// another for the same name. Guarded by dropMu.
+	dropMu   sync.Mutex
+	dropping map[string]bool
 	itMu     sync.Mutex
 	it       jetstream.MessagesContext
 	before   func(context.Context) error
