@@ -488,7 +488,9 @@ func (sh *shard) apply(ls *live, m inMsg) {
 		// Applied before (redelivery after a crash or a slow ack): no-op.
 		// Unless it does not decode: then it was rejected, and its dead
 		// letter may not be kept yet (the worker held it when the process
-		// stopped); rejected again, it is kept once (msg id).
+		// stopped); rejected again, it is kept once (msg id dlq:<seq>, within
+		// the dead-letter stream's duplicate window). Decoded with today's
+		// limits: lowered since, an event applied before is rejected now.
 		if _, err := events.DecodeInbound(m.kind, m.session, m.msg.Data(), p.adm.Limits); err != nil {
 			sh.reject(m, err)
 			return
