@@ -72,13 +72,7 @@ func TestSlowDeadLetterStreamDoesNotHoldUpTheLoop(t *testing.T) {
 	// The stream is back: the next try stores it.
 	restore()
 	r.waitAckedThrough(p, seq)
-	var kept int
-	for _, dl := range r.DeadLetters() {
-		if dl.Header.Get(events.HeaderOriginalSeq) == strconv.FormatUint(seq, 10) {
-			kept++
-		}
-	}
-	if kept != 1 {
+	if kept := r.deadLetteredTimes(seq); kept != 1 {
 		t.Errorf("the rejected turn is %d times on the dead-letter stream, want once", kept)
 	}
 	if n := testutil.ToFloat64(p.m.deadLetters.WithLabelValues(keptLog)); n != 0 {
@@ -128,13 +122,7 @@ func TestRejectedEventHeldAtACrashIsKeptAfterRestart(t *testing.T) {
 	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
 	_, last := r.inboundLast(r.Layout.Subjects.In("s1", events.KindTurn))
 	r.waitAckedThrough(p, last)
-	var kept int
-	for _, dl := range r.DeadLetters() {
-		if dl.Header.Get(events.HeaderOriginalSeq) == strconv.FormatUint(seq, 10) {
-			kept++
-		}
-	}
-	if kept != 1 {
+	if kept := r.deadLetteredTimes(seq); kept != 1 {
 		t.Errorf("the rejected turn is %d times on the dead-letter stream, want once", kept)
 	}
 	r.settle(expect)
@@ -259,13 +247,7 @@ func TestRedeliveredRejectionIsHeldOnce(t *testing.T) {
 	})
 	restore()
 	r.waitAckedThrough(p, seq)
-	var kept int
-	for _, dl := range r.DeadLetters() {
-		if dl.Header.Get(events.HeaderOriginalSeq) == strconv.FormatUint(seq, 10) {
-			kept++
-		}
-	}
-	if kept != 1 {
+	if kept := r.deadLetteredTimes(seq); kept != 1 {
 		t.Errorf("the rejected turn is %d times on the dead-letter stream, want once", kept)
 	}
 	if n := testutil.ToFloat64(p.m.rejected); n != 1 {
@@ -280,4 +262,16 @@ func TestRedeliveredRejectionIsHeldOnce(t *testing.T) {
 	if reported != 1 {
 		t.Errorf("%d event_rejected for one rejected turn, want 1", reported)
 	}
+}
+
+// deadLetteredTimes counts the dead letters of the inbound message at seq.
+func (r *rig) deadLetteredTimes(seq uint64) int {
+	r.t.Helper()
+	var n int
+	for _, dl := range r.DeadLetters() {
+		if dl.Header.Get(events.HeaderOriginalSeq) == strconv.FormatUint(seq, 10) {
+			n++
+		}
+	}
+	return n
 }
