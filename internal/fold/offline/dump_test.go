@@ -6,11 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
-	"time"
-
-	"encoding/json"
 
 	"github.com/foldstream/foldstream/internal/fold"
 )
@@ -83,28 +79,8 @@ func TestDumpFolds(t *testing.T) {
 	if dir == "" {
 		return
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	sort.Strings(files)
-	for _, file := range files {
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m struct {
-			Turns []struct {
-				Speaker string `json:"speaker"`
-				Content string `json:"content"`
-			} `json:"meeting_transcripts"`
-		}
-		if err := json.Unmarshal(raw, &m); err != nil {
-			t.Fatal(err)
-		}
-		base := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
-		turns := make([]fold.Turn, len(m.Turns))
-		for i, tt := range m.Turns {
-			turns[i] = fold.Turn{Index: int64(i), TurnID: fmt.Sprintf("t%d", i), At: base.Add(time.Duration(i) * 6 * time.Second),
-				Speaker: tt.Speaker, Role: "user", Text: tt.Content, Kind: "speech"}
-		}
+	for _, m := range loadQMSum(t, dir) {
+		file, turns := m.file, m.turns
 		s := New() // one per meeting and shared by its runs: the caches carry over as in a processor
 		for _, batch := range []int{10, 40} {
 			for _, budget := range []int{1200, 400} {

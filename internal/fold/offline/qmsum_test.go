@@ -32,37 +32,12 @@ func TestQMSumRecall(t *testing.T) {
 	if b, err := strconv.Atoi(os.Getenv("FOLDSTREAM_QMSUM_CHARS")); err == nil && b > 0 {
 		budget = b
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	sort.Strings(files)
 	var sum float64
 	var nq int
 	var hit, tot int
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m struct {
-			Turns []struct {
-				Speaker string `json:"speaker"`
-				Content string `json:"content"`
-			} `json:"meeting_transcripts"`
-			Qs []struct {
-				Query  string     `json:"query"`
-				Answer string     `json:"answer"`
-				Spans  [][]string `json:"relevant_text_span"`
-			} `json:"specific_query_list"`
-		}
-		if err := json.Unmarshal(raw, &m); err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range loadQMSum(t, dir) {
+		f, turns := m.file, m.turns
 		s := New()
-		base := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
-		turns := make([]fold.Turn, len(m.Turns))
-		for i, tt := range m.Turns {
-			turns[i] = fold.Turn{Index: int64(i), TurnID: fmt.Sprintf("t%d", i), At: base.Add(time.Duration(i) * 6 * time.Second),
-				Speaker: tt.Speaker, Role: "user", Text: tt.Content, Kind: "speech"}
-		}
 		summary := ""
 		everything := ""
 		cursor := 0
@@ -101,7 +76,7 @@ func TestQMSumRecall(t *testing.T) {
 		}
 		var msum float64
 		mq := 0
-		for _, q := range m.Qs {
+		for _, q := range m.qs {
 			last := 0
 			for _, sp := range q.Spans {
 				if len(sp) == 2 {
@@ -152,6 +127,52 @@ func wordSet(s string) map[string]bool {
 			continue
 		}
 		out[w] = true
+	}
+	return out
+}
+
+// qmsumMeeting is a QMSum meeting as the offline tests replay it: its
+// turns, 6 s apart from a fixed start, and its questions.
+type qmsumMeeting struct {
+	file  string
+	turns []fold.Turn
+	qs    []qmsumQuery
+}
+
+type qmsumQuery struct {
+	Query  string     `json:"query"`
+	Answer string     `json:"answer"`
+	Spans  [][]string `json:"relevant_text_span"`
+}
+
+// loadQMSum reads every meeting in dir (*.json), in file name order.
+func loadQMSum(t *testing.T, dir string) []qmsumMeeting {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	sort.Strings(files)
+	var out []qmsumMeeting
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Turns []struct {
+				Speaker string `json:"speaker"`
+				Content string `json:"content"`
+			} `json:"meeting_transcripts"`
+			Qs []qmsumQuery `json:"specific_query_list"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		base := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+		turns := make([]fold.Turn, len(m.Turns))
+		for i, tt := range m.Turns {
+			turns[i] = fold.Turn{Index: int64(i), TurnID: fmt.Sprintf("t%d", i), At: base.Add(time.Duration(i) * 6 * time.Second),
+				Speaker: tt.Speaker, Role: "user", Text: tt.Content, Kind: "speech"}
+		}
+		out = append(out, qmsumMeeting{file: f, turns: turns, qs: m.Qs})
 	}
 	return out
 }
