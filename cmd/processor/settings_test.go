@@ -25,8 +25,9 @@ import (
 // internal/processor (TestEverySettingIsApplied); that the generated
 // files are what the generator writes, in internal/events/gen.
 func TestEverySettingOnEverySurface(t *testing.T) {
-	schema := configSchema(t)
-	descriptions := configDescriptions(t)
+	props := configProperties(t)
+	schema := configSchema(props)
+	descriptions := configDescriptions(props)
 	docs, err := os.ReadFile("../../docs/modes.md")
 	if err != nil {
 		t.Fatal(err)
@@ -143,9 +144,8 @@ func docsRow(docs, key string) string {
 	return ""
 }
 
-// configDescriptions are the descriptions of control.json's config
-// properties.
-func configDescriptions(t *testing.T) map[string]string {
+// configProperties reads control.json's config properties.
+func configProperties(t *testing.T) map[string]propertySchema {
 	t.Helper()
 	data, err := os.ReadFile("../../schema/v1/control.json")
 	if err != nil {
@@ -154,17 +154,21 @@ func configDescriptions(t *testing.T) map[string]string {
 	var doc struct {
 		Properties struct {
 			Config struct {
-				Properties map[string]struct {
-					Description string `json:"description"`
-				} `json:"properties"`
+				Properties map[string]propertySchema `json:"properties"`
 			} `json:"config"`
 		} `json:"properties"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
+	return doc.Properties.Config.Properties
+}
+
+// configDescriptions are the descriptions of control.json's config
+// properties.
+func configDescriptions(props map[string]propertySchema) map[string]string {
 	out := map[string]string{}
-	for k, p := range doc.Properties.Config.Properties {
+	for k, p := range props {
 		out[k] = p.Description
 	}
 	return out
@@ -242,24 +246,9 @@ func schemaRange(s events.Setting) string {
 // control.json's config: {minimum, maximum}, or anyOf [{const 0},
 // {minimum|exclusiveMinimum, maximum|exclusiveMaximum}]. An integer range
 // 0..n is the same set as 0 or 1..n, and is rendered so.
-func configSchema(t *testing.T) map[string]string {
-	t.Helper()
-	data, err := os.ReadFile("../../schema/v1/control.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Properties struct {
-			Config struct {
-				Properties map[string]rangeSchema `json:"properties"`
-			} `json:"config"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
+func configSchema(props map[string]propertySchema) map[string]string {
 	out := map[string]string{}
-	for key, p := range doc.Properties.Config.Properties {
+	for key, p := range props {
 		if p.Type != "integer" && p.Type != "number" {
 			continue
 		}
@@ -292,14 +281,17 @@ func configSchema(t *testing.T) map[string]string {
 	return out
 }
 
-type rangeSchema struct {
-	Type             string        `json:"type"`
-	Const            *float64      `json:"const"`
-	Minimum          *float64      `json:"minimum"`
-	Maximum          *float64      `json:"maximum"`
-	ExclusiveMinimum *float64      `json:"exclusiveMinimum"`
-	ExclusiveMaximum *float64      `json:"exclusiveMaximum"`
-	AnyOf            []rangeSchema `json:"anyOf"`
+// propertySchema is one property of control.json's config: its description
+// and, for a number, its range.
+type propertySchema struct {
+	Description      string           `json:"description"`
+	Type             string           `json:"type"`
+	Const            *float64         `json:"const"`
+	Minimum          *float64         `json:"minimum"`
+	Maximum          *float64         `json:"maximum"`
+	ExclusiveMinimum *float64         `json:"exclusiveMinimum"`
+	ExclusiveMaximum *float64         `json:"exclusiveMaximum"`
+	AnyOf            []propertySchema `json:"anyOf"`
 }
 
 // Every registered mode (one file under internal/fold) reaches every

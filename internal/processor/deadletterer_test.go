@@ -31,9 +31,7 @@ func TestSlowDeadLetterStreamDoesNotHoldUpTheLoop(t *testing.T) {
 	// settle on a loaded machine.
 	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}, deadLetterAttempts: 1000})
 	r.publishTurns("g1", 0, 3)
-	msg := nats.NewMsg(r.Layout.Subjects.In("s1", events.KindTurn))
-	msg.Data = badTurn
-	seq := r.publishRaw(msg)
+	seq := r.publishBadTurn("s1")
 	tried := <-tries // the dead-letter copy is on its way, unanswered
 	if got := tried.Header.Get(events.HeaderOriginalSeq); got != strconv.FormatUint(seq, 10) {
 		t.Fatalf("dead letter of sequence %s, want %d", got, seq)
@@ -44,12 +42,7 @@ func TestSlowDeadLetterStreamDoesNotHoldUpTheLoop(t *testing.T) {
 		{Session: "g1", Turns: 14, Recent: 6, Batch: 4, MaxSummaryChars: 1200},
 		{Session: "s1", Turns: 14, Recent: 6, Batch: 4, MaxSummaryChars: 1200},
 	}
-	r.settle(expects...)
-	for _, e := range expects {
-		for _, p := range crashtest.Verify(ctx, r.env(), m, e) {
-			t.Error(p)
-		}
-	}
+	r.settleExactly(m, expects...)
 	// Still being retried: nothing kept, not even in the log, and the
 	// rejected turn not acked before its dead letter is kept.
 	if n := testutil.ToFloat64(p.m.deadLetters.WithLabelValues(keptLog)) + testutil.ToFloat64(p.m.deadLetters.WithLabelValues(keptCopy)) +
@@ -105,9 +98,7 @@ func TestRejectedEventHeldAtACrashIsKeptAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop1 := brokertest.RunEngine(t, p1)
-	msg := nats.NewMsg(r.Layout.Subjects.In("s1", events.KindTurn))
-	msg.Data = badTurn
-	seq := r.publishRaw(msg)
+	seq := r.publishBadTurn("s1")
 	<-tries // the dead-letter copy is on its way, unanswered
 	r.publishTurns("s1", 0, 14)
 	expect := crashtest.Expect{Session: "s1", Turns: 14, Recent: 6, Batch: 4, MaxSummaryChars: 1200}
@@ -125,10 +116,7 @@ func TestRejectedEventHeldAtACrashIsKeptAfterRestart(t *testing.T) {
 	if kept := r.deadLetteredTimes(seq); kept != 1 {
 		t.Errorf("the rejected turn is %d times on the dead-letter stream, want once", kept)
 	}
-	r.settle(expect)
-	for _, p := range crashtest.Verify(ctx, r.env(), m, expect) {
-		t.Error(p)
-	}
+	r.settleExactly(m, expect)
 }
 
 // TestFullDeadLetterQueueGoesToTheLogWhileTheStreamIsDown: with the
@@ -143,19 +131,14 @@ func TestFullDeadLetterQueueGoesToTheLogWhileTheStreamIsDown(t *testing.T) {
 	ctx := context.Background()
 	tries, restore := r.silenceDeadLetters()
 	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}})
-	bad := func() uint64 {
-		msg := nats.NewMsg(r.Layout.Subjects.In("s1", events.KindTurn))
-		msg.Data = badTurn
-		return r.publishRaw(msg)
-	}
-	seqs := []uint64{bad()}
+	seqs := []uint64{r.publishBadTurn("s1")}
 	select {
 	case <-tries: // the worker is on it, unanswered
 	case <-time.After(20 * time.Second):
 		t.Fatal("no dead-letter publish tried in 20 s")
 	}
 	for range deadLetterQueue + 8 {
-		seqs = append(seqs, bad())
+		seqs = append(seqs, r.publishBadTurn("s1"))
 	}
 	r.publishTurns("g1", 0, 14)
 	expect := crashtest.Expect{Session: "g1", Turns: 14, Recent: 6, Batch: 4, MaxSummaryChars: 1200}
@@ -233,9 +216,7 @@ func TestRedeliveredRejectionIsHeldOnce(t *testing.T) {
 	ctx := context.Background()
 	tries, restore := r.silenceDeadLetters()
 	p, _ := r.start(Config{Window: fold.Window{Recent: 6, Batch: 4}, AckWait: 300 * time.Millisecond, deadLetterAttempts: 1000})
-	msg := nats.NewMsg(r.Layout.Subjects.In("s1", events.KindTurn))
-	msg.Data = badTurn
-	seq := r.publishRaw(msg)
+	seq := r.publishBadTurn("s1")
 	<-tries
 	r.Eventually("the rejected turn delivered twice more", func() bool {
 		c, err := r.JS.Consumer(ctx, r.Layout.In, p.ConsumerName())
@@ -274,4 +255,25 @@ func (r *rig) deadLetteredTimes(seq uint64) int {
 		}
 	}
 	return n
+}
+
+// settleExactly waits until every expected session settles, then checks
+// each against the model: every turn once, in order, folded as expected.
+func (r *rig) settleExactly(m *crashtest.Model, expects ...crashtest.Expect) {
+	r.t.Helper()
+	r.settle(expects...)
+	for _, e := range expects {
+		for _, p := range crashtest.Verify(context.Background(), r.env(), m, e) {
+			r.t.Error(p)
+		}
+	}
+}
+
+// publishBadTurn publishes a turn the processor rejects (badTurn) for
+// session and returns its inbound sequence.
+func (r *rig) publishBadTurn(session string) uint64 {
+	r.t.Helper()
+	msg := nats.NewMsg(r.Layout.Subjects.In(session, events.KindTurn))
+	msg.Data = badTurn
+	return r.publishRaw(msg)
 }
