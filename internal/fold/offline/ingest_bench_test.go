@@ -1,43 +1,19 @@
 package offline
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/benchtext"
 	"github.com/foldstream/foldstream/internal/fold"
 )
 
-// ingestLines reads testdata/ingest_lines.txt: the 50 lines cmd/bench's
-// ingest section sends in turn.
+// ingestLines are the lines cmd/bench's ingest section sends in turn.
 func ingestLines(tb testing.TB) [][2]string {
 	tb.Helper()
-	f, err := os.Open("testdata/ingest_lines.txt")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	var ls [][2]string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		sp, text, ok := strings.Cut(line, "\t")
-		if !ok {
-			tb.Fatalf("ingest_lines.txt: %q: want Speaker<TAB>Text", line)
-		}
-		ls = append(ls, [2]string{sp, text})
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	return ls
+	return benchtext.Lines()
 }
 
 // ingestSessions and ingestFolds shape ingestRequests: cmd/bench's ingest
