@@ -85,8 +85,10 @@ def _parse_headers(raw: bytes) -> tuple[dict[str, str], str, str]:
 def _encode_headers(headers: dict[str, str]) -> bytes:
     out = ["NATS/1.0"]
     for k, v in headers.items():
-        if any(c in k for c in "\r\n:") or any(c in v for c in "\r\n"):
-            raise ValueError(f"header {k!r}: expected no line breaks (and no colon in the name)")
+        if any(c in k for c in "\r\n: "):
+            raise ValueError(f"header {k!r}: expected a name without line breaks, spaces or colons")
+        if "\r" in v or "\n" in v:
+            v = v.replace("\r", " ").replace("\n", " ")  # as Go's http.Header writes them
         out.append(f"{k}: {v}")
     return ("\r\n".join(out) + "\r\n\r\n").encode()
 
@@ -210,6 +212,7 @@ class Connection:
         self._sub_violations: list[str] = []
         self.last_error: Exception | None = None
         self.reconnects = 0
+        self.bytes_out = 0  # bytes handed to the connection by publish/subscribe
 
     # ---- opening ---------------------------------------------------------
 
@@ -457,6 +460,7 @@ class Connection:
             raise ConnectionLostError(
                 f"disconnected from NATS and {len(self._wbuf)} bytes already wait for the reconnect")
         self._wbuf += data
+        self.bytes_out += len(data)
         if self._connected:
             self._schedule_flush()
 

@@ -119,10 +119,12 @@ def _invalid(field: str, reason: str) -> ValidationError:
     return ValidationError(CODE_INVALID_FIELD, field, reason)
 
 
+_SESSION = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
 def valid_session(session: str) -> bool:
     """Whether session is one subject token of 1-128 characters from [A-Za-z0-9_-]."""
-    return isinstance(session, str) and 0 < len(session) <= MAX_SESSION_LEN and all(
-        c.isascii() and (c.isalnum() or c in "_-") for c in session)
+    return isinstance(session, str) and _SESSION.fullmatch(session) is not None
 
 
 def check_session(field: str, session: Any) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import json
 import os
 import ssl
@@ -304,16 +306,15 @@ class Client:
         window = asyncio.Semaphore(self.max_pending)
         done_all = loop.create_future()
         remaining = len(batch)
-        timers: dict[int, asyncio.TimerHandle] = {}
+        # Deadlines in publish order (one timeout for all, so they are
+        # sorted); one sweeper instead of a timer per publish.
+        deadlines: collections.deque[tuple[float, int, asyncio.Future[Msg]]] = collections.deque()
 
         def finish(i: int, res: PubAck | BaseException) -> None:
             nonlocal remaining
             if results[i] is not None:
                 return
             results[i] = res
-            h = timers.pop(i, None)
-            if h is not None:
-                h.cancel()
             window.release()
             remaining -= 1
             if isinstance(res, PubAck) and on_ack is not None:
@@ -334,23 +335,34 @@ class Client:
             except FoldstreamError as e:
                 finish(i, e)
 
-        def on_timeout(i: int, fut: asyncio.Future[Msg]) -> None:
-            self._conn.forget(fut)
-            finish(i, RequestTimeoutError(f"no acknowledgement within {self.ack_timeout:g}s"))
+        async def sweep() -> None:
+            tick = min(0.25, self.ack_timeout / 4)
+            while remaining:
+                now = loop.time()
+                while deadlines and (deadlines[0][2].done() or deadlines[0][0] <= now):
+                    _, i, fut = deadlines.popleft()
+                    if not fut.done():
+                        self._conn.forget(fut)
+                        finish(i, RequestTimeoutError(f"no acknowledgement within {self.ack_timeout:g}s"))
+                await asyncio.sleep(tick)
 
-        for i, (subject, data, headers) in enumerate(prepared):
-            await window.acquire()
-            try:
-                fut = self._conn.request_future(subject, data, headers)
-            except FoldstreamError as e:
-                finish(i, e)
-                continue
-            timers[i] = loop.call_later(self.ack_timeout, on_timeout, i, fut)
-            fut.add_done_callback(lambda f, i=i, s=subject: on_reply(i, s, f))
-            if i % 64 == 63:
-                await self._conn.drain_writes()
-        if remaining:
-            await done_all
+        sweeper = asyncio.ensure_future(sweep())
+        try:
+            for i, (subject, data, headers) in enumerate(prepared):
+                await window.acquire()
+                try:
+                    fut = self._conn.request_future(subject, data, headers)
+                except FoldstreamError as e:
+                    finish(i, e)
+                    continue
+                deadlines.append((loop.time() + self.ack_timeout, i, fut))
+                fut.add_done_callback(functools.partial(on_reply, i, subject))
+                if i % 64 == 63:
+                    await self._conn.drain_writes()
+            if remaining:
+                await done_all
+        finally:
+            sweeper.cancel()
         failed: list[tuple[Any, BaseException]] = []
         acked: list[tuple[Any, Any]] = []
         for t, r in zip(batch, results):
