@@ -217,8 +217,14 @@ class SummaryWatch:
         self._drop_consumer()
         self._queue.put_nowait((-1, None))
 
-    async def __aenter__(self) -> SummaryWatch:
+    async def start(self) -> SummaryWatch:
+        """Create the consumer now (else the first iteration does): events from here on are delivered."""
+        if self._need_reset and not self._closed:
+            await self._create()
         return self
+
+    async def __aenter__(self) -> SummaryWatch:
+        return await self.start()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()

@@ -492,7 +492,10 @@ class Client:
         ``"new"`` with the next one. It reads the outbound stream through
         an ordered push consumer that is recreated from the last
         delivered sequence after a gap, a lost heartbeat or a reconnect:
-        no gaps, no duplicates. Use ``async with`` or ``aclose()`` to stop.
+        no gaps, no duplicates. ``async with`` creates the consumer on
+        entry and deletes it on exit (``await watch.start()`` and
+        ``await watch.aclose()`` do the same); otherwise the first
+        iteration creates it.
         """
         v.check_session("session", session)
         if start not in ("latest", "new"):
