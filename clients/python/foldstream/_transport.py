@@ -649,7 +649,15 @@ class Connection:
         self._proto = None
         was = self._connected
         self._connected = False
-        if self._closed or not was:
+        if not was:
+            # Lost during the handshake's last round trip: fail it now.
+            if self._handshake_err is None:
+                self._handshake_err = ConnectionLostError("connection closed by the server during the handshake")
+            for f in self._pongs:
+                if not f.done():
+                    f.set_result(None)
+            return
+        if self._closed:
             return
         srv = self._servers[self._server_index]
         self._fail_pending(ConnectionLostError(

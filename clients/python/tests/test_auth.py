@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO, Proc, free_port
 
 import foldstream
-from foldstream import AuthorizationError, ConnectionClosedError, InboxPermissionError
+from foldstream import AuthorizationError, ConnectionClosedError, InboxPermissionError, PermissionViolationError
 from foldstream import _nkeys
 
 
@@ -60,6 +60,17 @@ def test_default_inbox_refused_at_once_naming_the_prefix(userpass: Server) -> No
         assert e.inbox_prefix == "_INBOX"
         assert e.expected == "_INBOX_bot"
         assert "inbox_prefix='_INBOX_bot'" in str(e)
+
+    asyncio.run(run())
+
+
+def test_a_refused_publish_fails_its_request_at_once(userpass: Server) -> None:
+    """A bot may not ask the service: the permissions violation fails the request, no timeout."""
+    async def run() -> None:
+        async with await foldstream.connect(userpass.url, user="bot", password="dev-bot-password",
+                                            inbox_prefix="_INBOX_bot", request_timeout=30) as bot:
+            with pytest.raises(PermissionViolationError, match="fold.svc.context"):
+                await asyncio.wait_for(bot.context("s1"), 10)
 
     asyncio.run(run())
 

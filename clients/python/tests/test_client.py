@@ -194,6 +194,32 @@ def test_watch_has_no_gaps_or_duplicates_across_reconnects(processor: Processor,
     asyncio.run(run())
 
 
+def test_watch_recreates_a_consumer_that_stopped_heartbeating(processor: Processor, session: str) -> None:
+    async def run() -> None:
+        async with await foldstream.connect(processor.url) as fs, await foldstream.connect(processor.url) as bot:
+            await bot.control(session, "configure", config={"recent_window": 1, "batch_size": 1})
+            async with fs.watch_summaries(session, heartbeat=0.2) as watch:
+                await bot.publish_turns(_turns(session, 5))
+                first = await asyncio.wait_for(watch.__anext__(), 20)
+                # The server forgets the consumer: no more heartbeats.
+                name = watch._consumer
+                await bot.connection.request(f"$JS.API.CONSUMER.DELETE.FOLD_OUT.{name}", b"", 5)
+                await bot.publish_turns(_turns(session, 5, start=5))
+                await bot.wait_caught_up(session)
+                for _ in range(400):
+                    info = await bot.session(session)
+                    if info.lease is None and info.caught_up:
+                        break
+                    await asyncio.sleep(0.05)
+                got = [first]
+                while len(got) < info.version:
+                    got.append(await asyncio.wait_for(watch.__anext__(), 20))
+                assert [e.version for e in got] == list(range(1, info.version + 1))
+                assert watch.resets >= 1 and watch._consumer != name
+
+    asyncio.run(run())
+
+
 def test_no_responders_and_timeouts(nats_server_bin: Path) -> None:
     srv = NatsServer(nats_server_bin)
 
