@@ -318,35 +318,33 @@ class Client:
                                                        f"{t.turn_id!r}); nothing was published") from None
         results: list[PubAck | BaseException | None] = [None] * len(batch)
         loop = asyncio.get_running_loop()
-        window = asyncio.Semaphore(self.max_pending)
+        space = asyncio.Event()
+        inflight = 0
         done_all = loop.create_future()
         remaining = len(batch)
         # Deadlines in publish order (one timeout for all, so they are
         # sorted); one sweeper instead of a timer per publish.
-        deadlines: collections.deque[tuple[float, int, asyncio.Future[Msg]]] = collections.deque()
+        deadlines: collections.deque[tuple[float, int, str]] = collections.deque()
 
         def finish(i: int, res: PubAck | BaseException) -> None:
-            nonlocal remaining
+            nonlocal remaining, inflight
             if results[i] is not None:
                 return
             results[i] = res
-            window.release()
+            inflight -= 1
+            space.set()
             remaining -= 1
             if isinstance(res, PubAck) and on_ack is not None:
                 on_ack(batch[i], res)
             if remaining == 0 and not done_all.done():
                 done_all.set_result(None)
 
-        def on_reply(i: int, subject: str, fut: asyncio.Future[Msg]) -> None:
-            if fut.cancelled():
-                finish(i, RequestTimeoutError("cancelled"))
-                return
-            exc = fut.exception()
-            if exc is not None:
-                finish(i, exc)
+        def on_reply(i: int, subject: str, msg: Msg | None, exc: BaseException | None) -> None:
+            if exc is not None or msg is None:
+                finish(i, exc or RequestTimeoutError("no reply"))
                 return
             try:
-                finish(i, self._ack(fut.result(), subject, batch[i].session, "turn", batch[i].turn_id))
+                finish(i, self._ack(msg, subject, batch[i].session, "turn", batch[i].turn_id))
             except FoldstreamError as e:
                 finish(i, e)
 
@@ -354,24 +352,27 @@ class Client:
             tick = min(0.25, self.ack_timeout / 4)
             while remaining:
                 now = loop.time()
-                while deadlines and (deadlines[0][2].done() or deadlines[0][0] <= now):
-                    _, i, fut = deadlines.popleft()
-                    if not fut.done():
-                        self._conn.forget(fut)
+                while deadlines and (results[deadlines[0][1]] is not None or deadlines[0][0] <= now):
+                    _, i, token = deadlines.popleft()
+                    if results[i] is None:
+                        self._conn.forget_token(token)
                         finish(i, RequestTimeoutError(f"no acknowledgement within {self.ack_timeout:g}s"))
                 await asyncio.sleep(tick)
 
         sweeper = asyncio.ensure_future(sweep())
         try:
             for i, (subject, data, headers) in enumerate(prepared):
-                await window.acquire()
+                while inflight >= self.max_pending:
+                    space.clear()
+                    await space.wait()
+                inflight += 1
                 try:
-                    fut = self._conn.request_future(subject, data, raw_headers=headers)
+                    token = self._conn.request_cb(subject, data, functools.partial(on_reply, i, subject),
+                                                  raw_headers=headers)
                 except FoldstreamError as e:
                     finish(i, e)
                     continue
-                deadlines.append((loop.time() + self.ack_timeout, i, fut))
-                fut.add_done_callback(functools.partial(on_reply, i, subject))
+                deadlines.append((loop.time() + self.ack_timeout, i, token))
                 if i % 64 == 63:
                     await self._conn.drain_writes()
             if remaining:
