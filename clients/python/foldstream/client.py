@@ -501,7 +501,7 @@ class Client:
             await asyncio.sleep(poll)
 
     def watch_summaries(self, session: str, *, start: Literal["latest", "new"] = "latest",
-                        heartbeat: float = 5.0) -> SummaryWatch:
+                        heartbeat: float = 5.0, flow_control: bool = False) -> SummaryWatch:
         """An async iterator over the session's summary-updated events, in stream order.
 
         ``start="latest"`` begins with the newest summary (if any),
@@ -511,7 +511,9 @@ class Client:
         no gaps, no duplicates. ``async with`` creates the consumer on
         entry and deletes it on exit (``await watch.start()`` and
         ``await watch.aclose()`` do the same); otherwise the first
-        iteration creates it.
+        iteration creates it. ``flow_control=True`` asks for JetStream flow
+        control (it needs permission to publish to ``$JS.FC.>``, which the
+        shipped builder role does not have).
         """
         v.check_session("session", session)
         if start not in ("latest", "new"):
@@ -520,5 +522,5 @@ class Client:
             raise ValueError(f"heartbeat: expected a positive number of seconds, got {heartbeat}")
         return SummaryWatch(self._conn, stream=self.out_stream, subject=f"{self.prefix}.out.{session}.summary",
                             start=start, heartbeat=heartbeat, request_timeout=self.request_timeout,
-                            on_error=self._on_error)
+                            on_error=self._on_error, flow_control=flow_control)
 

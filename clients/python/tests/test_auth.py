@@ -6,6 +6,7 @@ import asyncio
 import base64
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Proc, free_port
+from conftest import REPO, Proc, _missing, free_port
 
 import foldstream
 from foldstream import AuthorizationError, ConnectionClosedError, InboxPermissionError, PermissionViolationError
@@ -172,6 +173,8 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 
 def test_tls_with_client_certificate(nats_server_bin: Path, tmp_path: Path) -> None:
+    if shutil.which("openssl") is None:
+        _missing("openssl: needed to make the test certificates")
     d = tmp_path
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "1",
              "-subj", "/CN=foldstream test CA", cwd=d)

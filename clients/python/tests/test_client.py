@@ -155,13 +155,15 @@ def test_batch_reports_what_a_lost_connection_left_unacknowledged(processor_bin:
         p.stop()
 
 
-def test_watch_has_no_gaps_or_duplicates_across_reconnects(processor: Processor, session: str) -> None:
+@pytest.mark.parametrize("flow_control", [False, True])
+def test_watch_has_no_gaps_or_duplicates_across_reconnects(processor: Processor, session: str,
+                                                           flow_control: bool) -> None:
     async def run() -> None:
         async with await foldstream.connect(processor.url, reconnect_wait=0.05) as fs, \
                 await foldstream.connect(processor.url) as bot:
             await bot.control(session, "configure", config={"recent_window": 1, "batch_size": 1})
             got: list[foldstream.SummaryUpdated] = []
-            async with fs.watch_summaries(session, heartbeat=0.5) as watch:
+            async with fs.watch_summaries(session, heartbeat=0.5, flow_control=flow_control) as watch:
                 async def collect(until: int) -> None:
                     while len(got) < until:
                         got.append(await asyncio.wait_for(watch.__anext__(), 20))
