@@ -124,8 +124,8 @@ func (st *indexStore) open(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
-func metaKey(session string) string           { return "m." + session }
-func chunkKey(session string, i int) string   { return "c." + session + "." + strconv.Itoa(i) }
+func metaKey(session string) string          { return "m." + session }
+func chunkKey(session string, i int) string  { return "c." + session + "." + strconv.Itoa(i) }
 func (st *indexStore) discard(reason string) { st.discarded.WithLabelValues(reason).Inc() }
 
 // storeMeta is an entry's m.<session> value.
