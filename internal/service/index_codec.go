@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
@@ -38,7 +39,7 @@ import (
 //	uv(idx.bytes) uv(memBytes) str(session JSON)
 //	uv(#seqs) uv(seq deltas)...
 //	uv(#docs) per doc: uv(raw delta) uv(seq delta) uv(len) turn
-//	uv(#terms) per term: str(term) uv(#postings) per posting: uv(doc delta) uv(tf)
+//	uv(#terms) uv(#postings of all terms) per term: str(term) uv(#postings) per posting: uv(doc delta) uv(tf)
 //	uv(#memories) per memory: str(id) str(speaker) str(text) str(turnID) str(supersedes) time(at) time(published)
 //
 // The key names what the entry was built from (session, stream, layout,
@@ -142,6 +143,11 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 		w.turn(d.turn)
 	}
 	w.uv(uint64(len(x.postings)))
+	var total int
+	for _, pl := range x.postings {
+		total += len(pl)
+	}
+	w.uv(uint64(total))
 	for _, term := range slices.Sorted(maps.Keys(x.postings)) {
 		pl := x.postings[term]
 		w.str(term)
@@ -175,18 +181,22 @@ func (w *indexWriter) str(s string) {
 	w.b = append(w.b, s...)
 }
 
-// time: a zero time is one 0 byte; any other is its binary form
-// (instant and zone offset) behind its length.
+// time: a zero time is one 0 byte; any other is 1 for UTC, or 2 and its
+// zone offset in seconds, then its Unix seconds and nanoseconds. (A named zone is
+// kept as its offset: the wire's times are RFC 3339.)
 func (w *indexWriter) time(t time.Time) {
-	if t.IsZero() {
+	switch _, off := t.Zone(); {
+	case t.IsZero():
 		w.uv(0)
 		return
+	case t.Location() == time.UTC:
+		w.uv(1)
+	default:
+		w.uv(2)
+		w.v(int64(off))
 	}
-	tb, err := t.MarshalBinary()
-	if err != nil { // an offset that is not whole minutes: keep the instant
-		tb, _ = t.UTC().MarshalBinary()
-	}
-	w.str(string(tb))
+	w.v(t.Unix())
+	w.uv(uint64(t.Nanosecond()))
 }
 
 func (w *indexWriter) turn(t *events.Turn) {
@@ -213,7 +223,8 @@ func indexHeader(b []byte) (key string, rest []byte, err error) {
 	if !strings.HasPrefix(string(b[:min(len(b), len(indexMagic))]), indexMagic) {
 		return "", nil, errIndexCorrupt
 	}
-	r := indexReader{b: b, s: string(b), off: len(indexMagic)}
+	r := indexReader{b: b, s: string(b[:min(len(b), maxHeader)]), off: len(indexMagic)}
+	r.b = b[:len(r.s)]
 	if format := r.uv(); r.err == nil && format != indexFormat {
 		return "", nil, fmt.Errorf("%w (format %d, this one reads %d)", errIndexVersion, format, indexFormat)
 	}
@@ -227,14 +238,22 @@ func indexHeader(b []byte) (key string, rest []byte, err error) {
 	return key, b[r.off:], nil
 }
 
+// maxHeader bounds an encoding's header (magic, versions, key).
+const maxHeader = 4096
+
 // decodeReplay decodes what indexHeader left of an encoded replay into a
 // replay of session with the service's analyzer and admission rules.
 // Every count and index is checked: bad data is errIndexCorrupt, never a
 // panic or an index that breaks its invariants.
+//
+// The replay's strings (texts, ids, terms) are slices of body, not an
+// allocation each: body must not be changed afterwards (the store reads
+// it into a buffer of its own and hands it over).
 func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string) (*replay, error) {
-	// One string for every text of the index: turns and terms are slices
-	// of it, not an allocation each.
-	r := indexReader{b: body, s: string(body)}
+	r := indexReader{b: body}
+	if len(body) > 0 {
+		r.s = unsafe.String(&body[0], len(body))
+	}
 	rp := newReplay(an, adm, session, 0)
 	rp.from = r.uv()
 	rp.next = r.uv()
@@ -296,7 +315,7 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	x.postings = make(map[string][]posting, nterms)
 	// One array for every posting list, each list capped at its length
 	// so that add appends to a copy, never over the next term's.
-	all := make([]posting, 0, min(len(body)/2, 8*ndocs+nterms))
+	all := make([]posting, 0, r.count(2))
 	for range nterms {
 		term := r.str()
 		np := r.count(2)
@@ -314,7 +333,8 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 			if doc >= int64(ndocs) || tf == 0 || tf > 1<<30 {
 				r.fail("posting out of range")
 			}
-			if r.err != nil {
+			if r.err != nil || len(all) == cap(all) {
+				r.fail("more postings than counted")
 				return nil, r.err
 			}
 			all = append(all, posting{doc: int32(doc), tf: int32(tf)})
@@ -438,15 +458,31 @@ func (r *indexReader) str() string {
 }
 
 func (r *indexReader) time() time.Time {
-	s := r.str()
-	if s == "" || r.err != nil {
+	switch r.uv() {
+	case 0:
+		return time.Time{}
+	case 1:
+		return r.instant().UTC()
+	case 2:
+		off := r.v()
+		if off < -86400 || off > 86400 {
+			r.fail("bad zone offset")
+			return time.Time{}
+		}
+		return r.instant().In(time.FixedZone("", int(off)))
+	default:
+		r.fail("bad time")
 		return time.Time{}
 	}
-	var t time.Time
-	if err := t.UnmarshalBinary([]byte(s)); err != nil {
-		r.fail("bad time")
+}
+
+func (r *indexReader) instant() time.Time {
+	sec, nsec := r.v(), r.uv()
+	if nsec >= 1e9 {
+		r.fail("bad nanoseconds")
+		return time.Time{}
 	}
-	return t
+	return time.Unix(sec, int64(nsec))
 }
 
 func (r *indexReader) turn(t *events.Turn, session string) {

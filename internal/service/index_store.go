@@ -64,7 +64,7 @@ type indexStore struct {
 const (
 	// DefaultIndexStoreBytes bounds the KV bucket of persisted recall
 	// indexes.
-	DefaultIndexStoreBytes = 1 << 30
+	DefaultIndexStoreBytes = 4 << 30
 	// indexStoreTTL: an entry not written for this long expires.
 	indexStoreTTL = 7 * 24 * time.Hour
 	// indexChunk is the largest value the store writes.
@@ -377,9 +377,9 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 	e.mu.Unlock()
 }
 
-// runIndexWriter writes queued replays until ctx ends, then the replays
-// still in memory that read events since their last write (bounded by
-// indexFlushTimeout), so that a restart loads them.
+// runIndexWriter writes queued replays until ctx ends, then those still
+// queued and those in memory that read events since their last write
+// (bounded by indexFlushTimeout), so that a restart loads them.
 func (s *server) runIndexWriter(ctx context.Context) {
 	for {
 		select {
@@ -388,7 +388,12 @@ func (s *server) runIndexWriter(ctx context.Context) {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexFlushTimeout)
 			defer cancel()
-			for _, e := range s.index.all() {
+			// The queued (evicted ones among them), then those in memory.
+			var flush []*cacheEntry
+			for len(s.istore.queue) > 0 {
+				flush = append(flush, <-s.istore.queue)
+			}
+			for _, e := range append(flush, s.index.all()...) {
 				if fctx.Err() != nil {
 					return
 				}
