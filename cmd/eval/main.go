@@ -33,8 +33,8 @@ type opts struct {
 	meetings int
 	// budgets are the query-aware context's character budgets; budget
 	// the largest (-explore's).
-	budgets []int
-	budget  int
+	budgets  []int
+	budget   int
 	verbose  bool
 	json     bool
 	quiet    time.Duration
