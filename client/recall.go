@@ -160,8 +160,8 @@ const (
 	// The header lines Prompt puts before each recalled section, and
 	// before the verbatim turns when anything was recalled, so that a
 	// model tells earlier excerpts from the live conversation.
-	MemoriesHeader = "Remembered facts relevant to the question:"
-	ExcerptsHeader = "Earlier excerpts of this session relevant to the question (transcript order):"
+	MemoriesHeader = "Remembered facts:"
+	ExcerptsHeader = "Earlier excerpts (transcript order):"
 	RecentHeader   = "Recent turns:"
 
 	// RecallTimeLayout is how a recalled line gives its date and time.
@@ -196,7 +196,11 @@ type RecalledItem struct {
 	// neighbour of a match (Neighbour true).
 	Score     float64 `json:"score"`
 	Neighbour bool    `json:"neighbour,omitempty"`
-	Text      string  `json:"text"`
+	// Text is the turn's text, or, Trimmed, the sentences of a long
+	// matching turn that hold the match, with "…" where sentences were
+	// left out.
+	Text    string `json:"text"`
+	Trimmed bool   `json:"trimmed,omitempty"`
 	// Chars and Tokens are the item's cost as its prompt line in the
 	// reply's Prompt: labelled with its date and time (Line) for a memory
 	// and for the first turn of a run of excerpts, "Speaker: text" for a
