@@ -160,8 +160,8 @@ const (
 	// The header lines Prompt puts before each recalled section, and
 	// before the verbatim turns when anything was recalled, so that a
 	// model tells earlier excerpts from the live conversation.
-	MemoriesHeader = "Remembered facts:"
-	ExcerptsHeader = "Earlier excerpts (transcript order):"
+	MemoriesHeader = "Remembered facts relevant to the question:"
+	ExcerptsHeader = "Earlier excerpts of this session relevant to the question (transcript order):"
 	RecentHeader   = "Recent turns:"
 
 	// RecallTimeLayout is how a recalled line gives its date and time.

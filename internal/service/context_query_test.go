@@ -438,7 +438,7 @@ func TestQueryContextPacksEvidenceByValue(t *testing.T) {
 	e.Settled("s1", 64, 10)
 	q := "What does Alice like to cook?"
 	full := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q})
-	for _, budget := range []int{600, 1200, 2400} {
+	for _, budget := range []int{900, 1500, 2400} {
 		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
 		checkQueryContext(t, c, budget)
 		shown := shownTurns(c)

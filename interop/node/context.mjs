@@ -25,8 +25,8 @@ if (!url || !session || query === undefined) {
 const budget = Number.parseInt(budgetArg || "0", 10);
 
 // The header lines and the label layout of the Go client (client/recall.go).
-const MEMORIES_HEADER = "Remembered facts:";
-const EXCERPTS_HEADER = "Earlier excerpts (transcript order):";
+const MEMORIES_HEADER = "Remembered facts relevant to the question:";
+const EXCERPTS_HEADER = "Earlier excerpts of this session relevant to the question (transcript order):";
 const RECENT_HEADER = "Recent turns:";
 const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
 const pad = (n) => String(n).padStart(2, "0");
