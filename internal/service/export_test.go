@@ -130,3 +130,9 @@ func (d *Direct) RewriteStoredIndex(ctx context.Context, session string, edit fu
 
 // IndexFormatOffset is where the format version is in an encoding.
 const IndexFormatOffset = len(indexMagic)
+
+// LastExchange is how many of the newest turns a budget always keeps.
+const LastExchange = lastExchange
+
+// SummaryShare is the most of a budget the whole summary takes, in percent.
+const SummaryShare = summaryShare

@@ -43,10 +43,12 @@ def test_text_is_what_the_cli_prints(processor: Processor, session: str) -> None
         async with await foldstream.connect(processor.url) as fs:
             await fs.publish_turns(_turns(session, 75))
             await fs.wait_caught_up(session)
-            for _ in range(200):  # the first fold lands (cursor 10)
+            for _ in range(600):  # the first fold lands (cursor 10)
                 if (await fs.session(session)).version >= 1:
                     break
                 await asyncio.sleep(0.05)
+            else:
+                pytest.fail("no fold within 30 s")
             for kw, flags in (({}, []), ({"budget_chars": 900}, ["--budget-chars", "900"]),
                               ({"query": "Who talked about Lisbon in turn 3?", "budget_tokens": 600},
                                ["--query", "Who talked about Lisbon in turn 3?", "--budget-tokens", "600"])):
@@ -155,13 +157,15 @@ def test_batch_reports_what_a_lost_connection_left_unacknowledged(processor_bin:
         p.stop()
 
 
-def test_watch_has_no_gaps_or_duplicates_across_reconnects(processor: Processor, session: str) -> None:
+@pytest.mark.parametrize("flow_control", [False, True])
+def test_watch_has_no_gaps_or_duplicates_across_reconnects(processor: Processor, session: str,
+                                                           flow_control: bool) -> None:
     async def run() -> None:
         async with await foldstream.connect(processor.url, reconnect_wait=0.05) as fs, \
                 await foldstream.connect(processor.url) as bot:
             await bot.control(session, "configure", config={"recent_window": 1, "batch_size": 1})
             got: list[foldstream.SummaryUpdated] = []
-            async with fs.watch_summaries(session, heartbeat=0.5) as watch:
+            async with fs.watch_summaries(session, heartbeat=0.5, flow_control=flow_control) as watch:
                 async def collect(until: int) -> None:
                     while len(got) < until:
                         got.append(await asyncio.wait_for(watch.__anext__(), 20))
