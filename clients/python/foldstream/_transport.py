@@ -82,6 +82,11 @@ def _parse_headers(raw: bytes) -> tuple[dict[str, str], str, str]:
     return headers, status, description
 
 
+def encode_headers(headers: dict[str, str]) -> bytes:
+    """A NATS/1.0 header block (line breaks in values become spaces)."""
+    return _encode_headers(headers)
+
+
 def _encode_headers(headers: dict[str, str]) -> bytes:
     out = ["NATS/1.0"]
     for k, v in headers.items():
@@ -501,14 +506,17 @@ class Connection:
         return self._closed
 
     def publish(self, subject: str, data: bytes = b"", *, reply: str = "",
-                headers: dict[str, str] | None = None) -> None:
-        """Queue a message; it is written on the next loop iteration."""
+                headers: dict[str, str] | None = None, raw_headers: bytes | None = None) -> None:
+        """Queue a message; it is written on the next loop iteration.
+
+        raw_headers, if given, is the encoded header block (see encode_headers).
+        """
         if len(data) > self.max_payload:
             raise FoldstreamError(
                 f"payload of {len(data)} bytes exceeds the server's max_payload {self.max_payload}")
         r = f" {reply}" if reply else ""
-        if headers:
-            h = _encode_headers(headers)
+        if headers or raw_headers:
+            h = raw_headers or _encode_headers(headers or {})
             self._send(f"HPUB {subject}{r} {len(h)} {len(h) + len(data)}\r\n".encode() + h + data + _CRLF)
         else:
             self._send(f"PUB {subject}{r} {len(data)}\r\n".encode() + data + _CRLF)
@@ -548,7 +556,8 @@ class Connection:
         else:
             fut.set_result(msg)
 
-    def request_future(self, subject: str, data: bytes, headers: dict[str, str] | None = None) -> asyncio.Future[Msg]:
+    def request_future(self, subject: str, data: bytes, headers: dict[str, str] | None = None, *,
+                       raw_headers: bytes | None = None) -> asyncio.Future[Msg]:
         """Send a request; the future resolves with the reply.
 
         It fails with NoRespondersError, PermissionViolationError, or
@@ -559,7 +568,7 @@ class Connection:
         fut: asyncio.Future[Msg] = self._loop.create_future()
         self._pending[token] = (fut, subject)
         try:
-            self.publish(subject, data, reply=self._resp_prefix + token, headers=headers)
+            self.publish(subject, data, reply=self._resp_prefix + token, headers=headers, raw_headers=raw_headers)
         except BaseException:
             self._pending.pop(token, None)
             raise

@@ -17,6 +17,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ._speaker import go_trim_space
+
+
+def _blank(s: str) -> bool:
+    """Whether s is empty after Go's strings.TrimSpace."""
+    return not s or (s[0].isspace() and go_trim_space(s) == "")
 from .errors import ValidationError
 
 WIRE_VERSION = 1
@@ -170,10 +175,10 @@ def _type_error(field: str, want: str, value: Any) -> ValidationError:
     return _invalid(field, f"expected a JSON {want}, got {got}")
 
 
-def _check_types(types: Mapping[str, str], ev: Mapping[str, Any], prefix: str = "") -> None:
+def _check_types(types: Mapping[str, str], ev: Mapping[str, Any], prefix: str = "", trusted_at: bool = False) -> None:
     for key, value in ev.items():
         t = types.get(key)
-        if t is None or value is None:
+        if t is None or value is None or (trusted_at and t == "time"):
             continue
         field = prefix + key
         if t == "str" and not isinstance(value, str):
@@ -230,7 +235,7 @@ def _check_body_session(ev: Mapping[str, Any], subject_session: str) -> None:
 
 
 def _check_id(field: str, value: str, max_len: int) -> None:
-    if go_trim_space(value) == "":
+    if _blank(value):
         raise _missing(field, "a non-empty string (the idempotency key)")
     n = _utf8_len(value)
     if n is None:
@@ -240,7 +245,7 @@ def _check_id(field: str, value: str, max_len: int) -> None:
 
 
 def _check_text(field: str, text: str, max_bytes: int, required: bool) -> None:
-    if required and go_trim_space(text) == "":
+    if required and _blank(text):
         raise _missing(field, "non-empty text")
     n = _utf8_len(text)
     if n is None:
@@ -254,7 +259,7 @@ def _check_turn(ev: Mapping[str, Any], lim: Limits) -> None:
     if not ev.get("at"):
         raise _missing("at", "an RFC 3339 timestamp like 2026-01-02T15:04:05Z")
     speaker = _str(ev, "speaker")
-    if go_trim_space(speaker) == "":
+    if _blank(speaker):
         raise _missing("speaker", 'the speaker\'s display name, e.g. "Alice"')
     n = _utf8_len(speaker)
     if n is None or n > lim.max_speaker_len:
@@ -339,7 +344,8 @@ def _check_control(ev: Mapping[str, Any]) -> None:
         raise _invalid("op", f"expected one of compact, end, reset, generate, configure, got {quote(op)}")
 
 
-def validate_event(kind: str, session: str, event: Mapping[str, Any], limits: Limits | None = None) -> None:
+def validate_event(kind: str, session: str, event: Mapping[str, Any], limits: Limits | None = None, *,
+                   _trusted_at: bool = False) -> None:
     """Validate a decoded inbound event of kind for session as the processor would.
 
     kind is "turn", "note" or "control"; session the subject's session
@@ -348,7 +354,7 @@ def validate_event(kind: str, session: str, event: Mapping[str, Any], limits: Li
     lim = limits or Limits()
     check_session("subject session token", session)
     if kind == "turn":
-        _check_types(_TURN_TYPES, event)
+        _check_types(_TURN_TYPES, event, trusted_at=_trusted_at)
     elif kind == "note":
         _check_types(_NOTE_TYPES, event)
     elif kind == "control":
@@ -412,7 +418,7 @@ def check_context_request(req: dict[str, Any]) -> None:
         raise _type_error("query", "string", q)
     if len(q) > MAX_CONTEXT_QUERY_CHARS:
         raise _invalid("query", f"expected 1..{MAX_CONTEXT_QUERY_CHARS} characters, got {len(q)}")
-    if q and go_trim_space(q) == "":
+    if q and _blank(q):
         raise _invalid("query", f"expected 1..{MAX_CONTEXT_QUERY_CHARS} characters with at least one that is "
                                 f"not a space, got {quote(q)}")
     rt = req.get("recall_turns") or 0
@@ -433,7 +439,7 @@ def check_recall_request(req: dict[str, Any]) -> None:
         raise _invalid("v", f"expected {WIRE_VERSION}, got {v}")
     check_session("session", req.get("session"))
     q = req.get("query") or ""
-    if not isinstance(q, str) or go_trim_space(q) == "":
+    if not isinstance(q, str) or _blank(q):
         raise _invalid("query", f"expected a non-empty query, got {quote(str(q))}")
     if len(q) > MAX_RECALL_QUERY_CHARS:
         raise _invalid("query", f"expected at most {MAX_RECALL_QUERY_CHARS} characters, got {len(q)}")

@@ -7,6 +7,7 @@ import collections
 import functools
 import json
 import os
+import re
 import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -14,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from . import _validate as v
-from ._transport import ConnectOptions, Connection, Msg
+from ._transport import ConnectOptions, Connection, Msg, encode_headers
 from ._watch import SummaryWatch
 from .errors import (
     BatchPublishError,
@@ -31,6 +32,7 @@ from .types import Context, PubAck, Recall, SessionInfo, Turn
 __all__ = ["Client", "connect", "turn_msg_id", "note_msg_id", "stream_name", "service_subject"]
 
 MSG_ID_HEADER = "Nats-Msg-Id"
+_PUB_ACK = re.compile(rb'\{"stream":"([^"\\]*)",(?:"domain":"([^"\\]*)",)?"seq":(\d+)(,"duplicate":true)?\}\s*\Z')
 SERVICE_ERROR_CODE_HEADER = "Nats-Service-Error-Code"
 SERVICE_ERROR_HEADER = "Nats-Service-Error"
 
@@ -190,15 +192,23 @@ class Client:
             val = getattr(t, key)
             if val:
                 ev[key] = val
-        v.validate_event("turn", t.session, ev, self.limits)
+        # An at this client formatted is RFC 3339 already.
+        v.validate_event("turn", t.session, ev, self.limits, _trusted_at=isinstance(at, datetime))
         return ev
 
-    def _prepare_turn(self, t: Turn) -> tuple[str, bytes, dict[str, str]]:
+    def _prepare_turn(self, t: Turn) -> tuple[str, bytes, bytes]:
         ev = self._turn_event(t)
         return (self._subject_in(t.session, "turn"), v.encode(ev, self.limits),
-                {MSG_ID_HEADER: turn_msg_id(t.session, t.turn_id)})
+                encode_headers({MSG_ID_HEADER: turn_msg_id(t.session, t.turn_id)}))
 
     def _ack(self, msg: Msg, subject: str, session: str, what: str, turn_id: str = "") -> PubAck:
+        m = _PUB_ACK.match(msg.data)
+        if m:  # the common reply, without a JSON decoder
+            ack = PubAck(m.group(1).decode(), int(m.group(3)), m.group(4) is not None,
+                         m.group(2).decode() if m.group(2) else "")
+            if ack.seq > self._acked.get(session, 0):
+                self._acked[session] = ack.seq
+            return ack
         try:
             d = json.loads(msg.data)
         except ValueError:
@@ -214,10 +224,15 @@ class Client:
             self._acked[session] = ack.seq
         return ack
 
-    async def _publish(self, subject: str, data: bytes, headers: dict[str, str] | None, session: str,
+    async def _publish(self, subject: str, data: bytes, headers: bytes | None, session: str,
                        what: str, turn_id: str = "") -> PubAck:
         try:
-            msg = await self._conn.request(subject, data, self.ack_timeout, headers)
+            fut = self._conn.request_future(subject, data, raw_headers=headers)
+            try:
+                msg = await asyncio.wait_for(fut, self.ack_timeout)
+            except asyncio.TimeoutError:
+                self._conn.forget(fut)
+                raise RequestTimeoutError(f"no acknowledgement within {self.ack_timeout:g}s") from None
         except NoRespondersError as e:
             raise PublishError(f"{what} not stored: no JetStream stream takes {subject} "
                                f"(has the processor created stream {self.in_stream}?)",
@@ -260,7 +275,7 @@ class Client:
         v.validate_event("note", session, ev, self.limits)
         subject = self._subject_in(session, "note")
         return await self._publish(subject, v.encode(ev, self.limits),
-                                   {MSG_ID_HEADER: note_msg_id(session, note_id)}, session,
+                                   encode_headers({MSG_ID_HEADER: note_msg_id(session, note_id)}), session,
                                    f"note {note_id!r} of session {session}")
 
     async def control(self, session: str, op: str, *, config: Mapping[str, Any] | None = None) -> PubAck:
@@ -294,7 +309,7 @@ class Client:
         batch order.
         """
         batch = list(turns)
-        prepared: list[tuple[str, bytes, dict[str, str]]] = []
+        prepared: list[tuple[str, bytes, bytes]] = []
         for i, t in enumerate(batch):
             try:
                 prepared.append(self._prepare_turn(t))
@@ -351,7 +366,7 @@ class Client:
             for i, (subject, data, headers) in enumerate(prepared):
                 await window.acquire()
                 try:
-                    fut = self._conn.request_future(subject, data, headers)
+                    fut = self._conn.request_future(subject, data, raw_headers=headers)
                 except FoldstreamError as e:
                     finish(i, e)
                     continue
