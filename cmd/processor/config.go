@@ -159,29 +159,37 @@ func (f *settingFlag) String() string {
 	return ""
 }
 
+// Set parses text in the setting's unit (a duration for seconds) and
+// checks it against the declared range (events.Setting.Check) before it
+// writes the policy.
 func (f *settingFlag) Set(text string) error {
-	switch v := f.p.Field(f.s.Key).(type) {
+	var v float64
+	switch f.p.Field(f.s.Key).(type) {
 	case *int:
 		n, err := strconv.ParseInt(text, 0, strconv.IntSize)
 		if err != nil {
 			return errors.New("expected an integer")
 		}
-		*v = int(n)
+		v = float64(n)
 	case *float64:
 		x, err := strconv.ParseFloat(text, 64)
 		if err != nil {
 			return errors.New("expected a number")
 		}
-		*v = x
+		v = x
 	case *time.Duration:
 		d, err := time.ParseDuration(text)
 		if err != nil {
 			return errors.New("expected a duration such as 90s or 5m")
 		}
-		*v = d
+		v = d.Seconds()
 	default:
 		return fmt.Errorf("setting %s has no field in the fold policy", f.s.Key) // a programming error
 	}
+	if err := f.s.Check(v); err != nil {
+		return err
+	}
+	f.p.Apply(f.s.Key, v)
 	return nil
 }
 
