@@ -32,6 +32,7 @@ from .types import Context, PubAck, Recall, SessionInfo, Turn
 __all__ = ["Client", "connect", "turn_msg_id", "note_msg_id", "stream_name", "service_subject"]
 
 MSG_ID_HEADER = "Nats-Msg-Id"
+_MAX_TRACKED = 100_000
 _PUB_ACK = re.compile(rb'\{"stream":"([^"\\]*)",(?:"domain":"([^"\\]*)",)?"seq":(\d+)(,"duplicate":true)?\}\s*\Z')
 SERVICE_ERROR_CODE_HEADER = "Nats-Service-Error-Code"
 SERVICE_ERROR_HEADER = "Nats-Service-Error"
@@ -158,7 +159,10 @@ class Client:
         self.max_pending = max_pending
         self.limits = limits or v.Limits()
         self._on_error = on_error
-        self._acked: dict[str, int] = {}  # session → highest stream seq acknowledged to this client
+        # session → highest stream seq acknowledged to this client, for
+        # wait_caught_up; the least recently published sessions are
+        # forgotten beyond _MAX_TRACKED.
+        self._acked: collections.OrderedDict[str, int] = collections.OrderedDict()
         self.in_stream = stream_name(prefix, "IN")
         self.out_stream = stream_name(prefix, "OUT")
 
@@ -206,8 +210,7 @@ class Client:
         if m:  # the common reply, without a JSON decoder
             ack = PubAck(m.group(1).decode(), int(m.group(3)), m.group(4) is not None,
                          m.group(2).decode() if m.group(2) else "")
-            if ack.seq > self._acked.get(session, 0):
-                self._acked[session] = ack.seq
+            self._note_ack(session, ack.seq)
             return ack
         try:
             d = json.loads(msg.data)
@@ -220,9 +223,13 @@ class Client:
                                f"(JetStream error {err.get('err_code', err.get('code'))})",
                                session=session, turn_id=turn_id, subject=subject)
         ack = PubAck(d.get("stream", ""), d.get("seq", 0), bool(d.get("duplicate")), d.get("domain", ""))
-        if ack.seq > self._acked.get(session, 0):
-            self._acked[session] = ack.seq
+        self._note_ack(session, ack.seq)
         return ack
+
+    def _note_ack(self, session: str, seq: int) -> None:
+        self._acked[session] = max(seq, self._acked.pop(session, 0))
+        if len(self._acked) > _MAX_TRACKED:
+            self._acked.popitem(last=False)
 
     async def _publish(self, subject: str, data: bytes, headers: bytes | None, session: str,
                        what: str, turn_id: str = "") -> PubAck:
@@ -481,8 +488,11 @@ class Client:
         It compares the stream sequence of this client's last
         acknowledged event with the session's state (applied_seq, or
         caught_up once the stream holds it), so that a context asked for
-        next includes everything published before. Raises
-        RequestTimeoutError after timeout seconds.
+        next includes everything published before (the client remembers
+        the 100,000 sessions it published to most recently; for a session
+        it never published to, it waits until the processor knows the
+        session and is caught up). Raises RequestTimeoutError after
+        timeout seconds.
         """
         target = self._acked.get(session, 0)
         deadline = time.monotonic() + timeout
@@ -490,7 +500,7 @@ class Client:
         while True:
             try:
                 last = await self.session(session)
-                if last.applied_seq >= target or (last.caught_up and last.stream_last_seq >= target):
+                if (target and last.applied_seq >= target) or (last.caught_up and last.stream_last_seq >= target):
                     return last
             except UnknownSessionError:
                 pass  # the processor has not applied the session's first event yet
