@@ -281,7 +281,7 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 		Summary: note, Version: sum.Version, Seq: j.seq, To: d.To, Notes: j.notes, At: now,
 		SummaryTokens: sum.SummaryTokens, Note: true,
 	})
-	c.w.checkpointThen(ls, func() { c.p.dropChunks(s, oldCursor, s.Cursor) })
+	c.w.checkpointThen(ls, c.dropPassed(s, oldCursor))
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)
 	c.publishLifecycle(ls, events.Lifecycle{
