@@ -273,8 +273,8 @@ func (c *coordinator) waitOver(ls *live) bool {
 		return true
 	}
 	switch {
-	case w.on == waitLanding && ls.landing, w.on == waitFold && ls.running != "":
-		return false
+	case w.on == waitLanding && ls.landing, w.on == waitFold && ls.running != "", w.on == waitIO:
+		return false // waitIO ends when the call's step is back (aside)
 	}
 	w.on = waitNone
 	return true
