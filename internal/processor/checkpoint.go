@@ -59,11 +59,13 @@ func (w *checkpointWriter) acksWaiting() int { return w.pending }
 
 // reset forgets the dirty sessions and pending acks (a rewind: their
 // messages come again). Writes in flight must have landed.
+// Must be called on the loop.
 func (w *checkpointWriter) reset() {
 	w.dirty = nil
 	w.pending = 0
 }
 
+// Must be called on the loop.
 func (w *checkpointWriter) markDirty(ls *live) {
 	if !ls.dirty {
 		ls.dirty = true
@@ -89,6 +91,7 @@ var ackBody = []byte("+ACK")
 // AckWait, and applying it again is a duplicate.
 func (w *checkpointWriter) ack(a pendingAck) { _ = w.p.js.Conn().Publish(string(a), ackBody) }
 
+// Must be called on the loop.
 func (w *checkpointWriter) addAck(ls *live, msg jetstream.Msg) {
 	ls.acks = append(ls.acks, pendingAck(msg.Reply()))
 	w.pending++
@@ -101,6 +104,7 @@ func (w *checkpointWriter) addAck(ls *live, msg jetstream.Msg) {
 // whose oldest change is FlushInterval old are written, so under load one
 // write covers many turns of a session. Writes are pipelined, at most
 // maxWrites in flight.
+// Must be called on the loop.
 func (w *checkpointWriter) flush(force bool) {
 	n := len(w.dirty)
 	if n == 0 {
@@ -193,6 +197,7 @@ func (w *checkpointWriter) write(ls *live, then func()) {
 // saved finishes a checkpoint write. On a conflict another owner has moved
 // the session: drop ours and let the unacked messages be redelivered and
 // re-applied on the newer state.
+// Must be called on the loop.
 func (w *checkpointWriter) saved(ls *live, rev uint64, err error) bool {
 	p := w.p
 	if err != nil {
@@ -217,6 +222,7 @@ func (w *checkpointWriter) saved(ls *live, rev uint64, err error) bool {
 
 // covered records a checkpoint written at revision rev and acks the first
 // n of the session's acks, which it covers; the rest wait for the next.
+// Must be called on the loop.
 func (w *checkpointWriter) covered(ls *live, rev uint64, n int) {
 	w.p.m.checkpoints.WithLabelValues("ok").Inc()
 	ls.rev = rev
@@ -286,6 +292,7 @@ wait:
 
 // landSaves acks what each confirmed write covers; a failed one drops the
 // session and rewinds, as a synchronous checkpoint would.
+// Must be called on the loop.
 func (w *checkpointWriter) landSaves(done []saveDone) {
 	w.writes -= len(done)
 	for _, d := range done {

@@ -29,7 +29,7 @@ type coordinator struct {
 	p        *Processor
 	w        *checkpointWriter
 	loop     foldLoop
-	aside    *aside // the KV and stream calls it makes, off the loop
+	aside    *aside          // the KV and stream calls it makes, off the loop
 	results  chan foldResult // results of this shard's fold goroutines
 	foldCtx  context.Context // parent of every fold's context (Abort, shutdown)
 	inFlight int             // fold goroutines whose result is not back yet
@@ -73,6 +73,7 @@ func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, a *aside, 
 // reset forgets the wakes and awaited records of the sessions a rewind
 // drops. Folds in flight keep running: their results reload the session
 // and land if its checkpointed lease is still theirs.
+// Must be called on the loop.
 func (c *coordinator) reset() {
 	c.wake = make(map[string]time.Time)
 	c.ahead = make(map[string]summaryRecord)
@@ -80,9 +81,11 @@ func (c *coordinator) reset() {
 
 // forget drops what the coordinator holds of a session leaving memory; a
 // record it awaited is learned again, by a refused publish, if still so.
+// Must be called on the loop.
 func (c *coordinator) forget(id string) { delete(c.ahead, id) }
 
 // waking reports whether the session has a wake time set.
+// Must be called on the loop.
 func (c *coordinator) waking(id string) bool {
 	_, ok := c.wake[id]
 	return ok
@@ -111,6 +114,7 @@ func (c *coordinator) loaded(ls *live) {
 
 // turn runs the checks a newly applied turn calls for: the trigger check
 // when the session folds on turns, and the idle wake of mode tokens.
+// Must be called on the loop.
 func (c *coordinator) turn(ls *live) {
 	if c.trigger(ls) == TriggerTurn {
 		c.evaluate(ls, "turn", false)
@@ -177,6 +181,7 @@ func (c *coordinator) reconciled(ls *live, last summaryRecord, err error) {
 // has the turns it covers, await those turns when they are still coming,
 // or leave it (another epoch, an older version) for the next publish to go
 // after.
+// Must be called on the loop.
 func (c *coordinator) takeRecord(ls *live, last summaryRecord, why string) recordFate {
 	switch {
 	case ls.s.Adoptable(last.ev):
@@ -191,6 +196,7 @@ func (c *coordinator) takeRecord(ls *live, last summaryRecord, why string) recor
 
 // awaitRecord holds the session's folds and evictions until its turns
 // reach last's cursor; evaluate then adopts last (heldByRecord).
+// Must be called on the loop.
 func (c *coordinator) awaitRecord(ls *live, last summaryRecord, why string) {
 	s := ls.s
 	c.ahead[s.ID] = last
@@ -201,6 +207,7 @@ func (c *coordinator) awaitRecord(ls *live, last summaryRecord, why string) {
 
 // heldByRecord adopts the summary the session awaits once its turns reach
 // the summary's cursor, and reports whether the session must still wait.
+// Must be called on the loop.
 func (c *coordinator) heldByRecord(ls *live) bool {
 	s := ls.s
 	last, ok := c.ahead[s.ID]
@@ -222,6 +229,7 @@ func (c *coordinator) heldByRecord(ls *live) bool {
 // its owner published it and stopped before a checkpoint recorded it (a
 // crash, a partition moved on). The stream is the record of what was
 // folded, so the batch is not folded again.
+// Must be called on the loop.
 func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
 	s, ev := ls.s, last.ev
 	c.p.log.Info().Str("event", "summary_recovered").Str("session", s.ID).Str("why", why).Uint64("version", ev.Version).
@@ -245,6 +253,7 @@ func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
 // first; a canceled fold may have been publishing its summary, so nothing
 // of it may reach the stream after what comes next (a reset, the end). A
 // summary it stored is adopted (applyResult).
+// Must be called on the loop.
 func (c *coordinator) abandon(ls *live, why string) bool {
 	if ls.landing {
 		ls.waits().on = waitLanding
@@ -267,6 +276,7 @@ func (c *coordinator) abandon(ls *live, why string) bool {
 
 // waitOver reports whether what the session waits for (abandon) is back,
 // and if so ends the wait.
+// Must be called on the loop.
 func (c *coordinator) waitOver(ls *live) bool {
 	w := ls.wait
 	if w == nil {
@@ -296,6 +306,7 @@ func (c *coordinator) profile(ls *live) fold.Profile {
 
 // resume checks a session that may have fold work left without an event
 // of its own: at start (due mark) or when its wake time has come.
+// Must be called on the loop.
 func (c *coordinator) resume(id, trigger string) {
 	if c.p.rewind.Load() {
 		return // the rewind reloads it; its due mark stays for the next start
@@ -313,6 +324,7 @@ func (c *coordinator) resume(id, trigger string) {
 
 // settleDue decides, after a check, whether the session needs another one
 // without waiting for an event.
+// Must be called on the loop.
 func (c *coordinator) settleDue(ls *live) {
 	s, now := ls.s, c.p.clock.Now()
 	switch {
@@ -334,6 +346,7 @@ func (c *coordinator) settleDue(ls *live) {
 	// clearing it after every fold would cost a KV write per fold.
 }
 
+// Must be called on the loop.
 func (c *coordinator) wakeDue() {
 	now := c.p.clock.Now()
 	for id, at := range c.wake {
@@ -453,6 +466,7 @@ func (c *coordinator) check(ls *live, trigger string, force, reconciled bool) {
 // skip logs every skip (debug for the per-turn below_threshold) and
 // publishes it when the reason changes or the check was asked for, so the
 // stream explains the session without carrying one event per turn.
+// Must be called on the loop.
 func (c *coordinator) skip(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := c.p
 	p.m.skips.WithLabelValues(string(d.Reason)).Inc()
@@ -478,6 +492,7 @@ func (c *coordinator) skip(ls *live, pol fold.Policy, d fold.Decision, trigger s
 	})
 }
 
+// Must be called on the loop.
 func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := c.p
 	s := ls.s
@@ -681,6 +696,7 @@ func (c *coordinator) applyResult(ls *live, r foldResult) {
 
 // publishConflict handles a summary the stream refused because the
 // subject's last summary is not the one the session last recorded.
+// Must be called on the loop.
 func (c *coordinator) publishConflict(ls *live, r foldResult, latency time.Duration) {
 	p := c.p
 	s := ls.s
@@ -729,6 +745,7 @@ func (c *coordinator) publishConflict(ls *live, r foldResult, latency time.Durat
 	c.republish(ls, r)
 }
 
+// Must be called on the loop.
 func (c *coordinator) failed(ls *live, r foldResult, latency time.Duration) {
 	p := c.p
 	s := ls.s
@@ -780,6 +797,7 @@ func (c *coordinator) dropPassed(s *state.Session, oldCursor int64) func() {
 // everything still verbatim (with memory extraction), then archive and
 // clear. It is re-entered on every check of the session until the archive
 // is written, so a failed final fold or a crash only delays it.
+// Must be called on the loop.
 func (c *coordinator) finish(ls *live, pol fold.Policy) {
 	p := c.p
 	s := ls.s

@@ -30,14 +30,14 @@ type loadDone struct {
 // round trip (and, once the shard's queue is full, every shard). So the
 // read runs aside and the session's events wait for it, in order, while
 // other sessions go on.
+// Must be called on the loop.
 func (sh *shard) accept(m inMsg) {
 	sh.seen = max(sh.seen, m.seq)
 	if m.perr != nil {
 		sh.handle(m) // rejected without a session
 		return
 	}
-	// Parked events go first: a session installed meanwhile by a
-	// synchronous get (a fold result, a wake) still waits for them.
+	// Parked events go first: the session's read is queued or in flight.
 	if q, ok := sh.loading[m.session]; ok {
 		sh.loading[m.session] = append(q, m)
 		return
@@ -53,6 +53,7 @@ func (sh *shard) accept(m inMsg) {
 
 // queueLoad reads the session's checkpoint aside unless a read is already
 // queued or in flight; what waits for it is in loading and loadThen.
+// Must be called on the loop.
 func (sh *shard) queueLoad(id string) {
 	if _, ok := sh.loading[id]; ok {
 		return
@@ -63,6 +64,7 @@ func (sh *shard) queueLoad(id string) {
 }
 
 // startLoads starts reading queued sessions, in batches.
+// Must be called on the loop.
 func (sh *shard) startLoads() {
 	for sh.loads < maxLoads && len(sh.loadQ) > 0 {
 		n := min(len(sh.loadQ), maxLoadBatch)
@@ -83,6 +85,7 @@ func (sh *shard) startLoads() {
 
 // landLoad installs sessions read aside, runs what waited for them and
 // applies their parked events.
+// Must be called on the loop.
 func (sh *shard) landLoad(d loadDone) {
 	sh.loads--
 	defer sh.startLoads()

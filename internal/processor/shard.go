@@ -43,11 +43,11 @@ type live struct {
 	due   bool // the KV due mark is known to be set
 	// writing: a pipelined checkpoint write is in flight (checkpoint.go); the
 	// next write needs the revision it returns.
-	writing  bool
-	landing  bool // a refused summary-updated is being published again (publish.go)
+	writing bool
+	landing bool // a refused summary-updated is being published again (publish.go)
 	// resetArchived: the life a policy reset ends is archived (autoReset).
 	resetArchived bool
-	evicting bool // running records an eviction (modes.go)
+	evicting      bool // running records an eviction (modes.go)
 }
 
 // sessionWait is what a session waits for before its next step, and
@@ -107,7 +107,10 @@ func (ls *live) rememberTurn(seq uint64, t *events.Turn) { ls.payloads.addTurn(s
 // fold result of a session is handled on its shard's goroutine, so session
 // state needs no locks. The loop (run) accepts events, applies them in
 // order and handles control ops; it owns the sessions in memory, their
-// checkpoint reads (load.go) and idle forms (idle.go). Two owners work on
+// checkpoint reads (load.go) and idle forms (idle.go). It makes no call
+// that waits for the server: reads, writes and deletes run aside
+// (aside.go, checkpoint.go) and come back to it as events, the session
+// concerned waiting meanwhile. Two owners work on
 // its goroutine with state of their own: the checkpoint writer (dirty
 // sessions, pipelined writes, acks; checkpoint.go) and the fold
 // coordinator (trigger checks, leases, folds in flight, wakes, records
@@ -133,10 +136,10 @@ type shard struct {
 	// events (a fold result, a wake), run once it is installed.
 	loadThen map[string][]func(*live)
 	// aside runs the loop's KV and stream calls off it (aside.go).
-	aside   *aside
-	gen     uint64
-	lastIn  time.Time // wall time the last batch of events was taken in (drain)
-	seen    uint64    // highest inbound sequence received since the last rewind (load.go)
+	aside  *aside
+	gen    uint64
+	lastIn time.Time // wall time the last batch of events was taken in (drain)
+	seen   uint64    // highest inbound sequence received since the last rewind (load.go)
 	// reapply: sessions dropped with events applied that no checkpoint
 	// covers, and the last such sequence. Those events come again (a
 	// rewind) and are applied again, but counted once (countApplied).
@@ -167,7 +170,8 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 
 // run is the event loop. Everything a session waits for comes back here,
 // on the loop's own select: its checkpoint read (loaded), its checkpoint
-// writes (saves), its fold's result (results). Nothing on the loop
+// writes (saves), its fold's result (results), the other calls made for
+// it off the loop (aside.done). Nothing on the loop
 // receives from those channels elsewhere: a session that must wait for
 // its fold holds its events meanwhile (live.wait, unpark), and a rewind
 // waits for the writes in flight in a state of its own (rewinding).
@@ -264,6 +268,7 @@ const drainBatch = 64
 // a fold result waits, which the loop takes first. Only this goroutine
 // receives from sh.in, so a non-empty queue cannot block the receive; a
 // closed input is left to the select, which shuts the loop's intake down.
+// Must be called on the loop.
 func (sh *shard) drain() {
 	for range drainBatch {
 		if len(sh.in) == 0 || len(sh.co.results) > 0 {
@@ -303,6 +308,7 @@ func (sh *shard) idle() bool {
 // re-attached at the ack floor and the messages come again, in order. Fold
 // goroutines keep running: their results reload the session and land if
 // its checkpointed lease is still theirs. No write may be in flight.
+// Must be called on the loop.
 func (sh *shard) reset() {
 	for id, ls := range sh.sessions {
 		if ls.s != nil && len(ls.acks) > 0 {
@@ -331,6 +337,7 @@ func (sh *shard) reset() {
 // if it was waiting for it. A session not in memory (a rewind dropped it)
 // is read first; one waiting for a call made off the loop takes the
 // result once that call is back.
+// Must be called on the loop.
 func (sh *shard) land(r foldResult) {
 	sh.co.resultBack()
 	sh.withSession(r.job.session, func(ls *live) {
@@ -358,6 +365,7 @@ func (sh *shard) withSession(id string, fn func(*live)) {
 // unpark resumes a session whose wait is over: the step that waited is
 // taken again (live.then), then its held events are applied, in order,
 // until one makes it wait again.
+// Must be called on the loop.
 func (sh *shard) unpark(id string) {
 	ls, ok := sh.sessions[id]
 	if !ok || ls.s == nil {
@@ -390,11 +398,13 @@ func opCtx() (context.Context, context.CancelFunc) {
 }
 
 // holds reports whether ls is the shard's live state of its session.
+// Must be called on the loop.
 func (sh *shard) holds(ls *live) bool { return sh.sessions[ls.s.ID] == ls }
 
 // willReapply notes that session id's events up to seq were applied and
 // are forgotten uncheckpointed: when they come again, they are not counted
 // again.
+// Must be called on the loop.
 func (sh *shard) willReapply(id string, seq uint64) {
 	if sh.reapply == nil {
 		sh.reapply = make(map[string]uint64)
@@ -406,6 +416,7 @@ func (sh *shard) willReapply(id string, seq uint64) {
 // first time, not again after its session was forgotten (willReapply).
 // Events of a session are applied in stream order, so the mark is passed
 // once the event at it was applied again.
+// Must be called on the loop.
 func (sh *shard) countApplied(id string, seq uint64) bool {
 	if len(sh.reapply) == 0 {
 		return true
@@ -421,6 +432,7 @@ func (sh *shard) countApplied(id string, seq uint64) bool {
 }
 
 // drop forgets a session whose checkpoint write failed (checkpointWriter).
+// Must be called on the loop.
 func (sh *shard) drop(id string) {
 	if ls, ok := sh.sessions[id]; ok {
 		if ls.s != nil {
@@ -432,6 +444,7 @@ func (sh *shard) drop(id string) {
 }
 
 // install makes a loaded checkpoint the session's live state.
+// Must be called on the loop.
 func (sh *shard) install(id string, s *state.Session, rev uint64) *live {
 	if mark, ok := sh.reapply[id]; ok && s.LastSeq >= mark {
 		delete(sh.reapply, id) // another owner's checkpoint covers them: no-ops here
@@ -452,6 +465,7 @@ const (
 	recordAwaited
 )
 
+// Must be called on the loop.
 func (sh *shard) handle(m inMsg) {
 	p := sh.p
 	if p.rewind.Load() {
@@ -482,6 +496,7 @@ func (sh *shard) handle(m inMsg) {
 
 // apply applies an event to its session's live state, or holds it (first
 // of the held) when the session must first wait for its fold (abandon).
+// Must be called on the loop.
 func (sh *shard) apply(ls *live, m inMsg) {
 	p := sh.p
 	if p.rewind.Load() {
@@ -564,11 +579,13 @@ func (sh *shard) apply(ls *live, m inMsg) {
 
 // hold puts m first among the session's held events: it is applied again
 // once the session's wait is over (unpark).
+// Must be called on the loop.
 func (sh *shard) hold(ls *live, m inMsg) {
 	w := ls.waits()
 	w.held = append([]inMsg{m}, w.held...)
 }
 
+// Must be called on the loop.
 func (sh *shard) control(ls *live, c *events.Control) {
 	p := sh.p
 	switch c.Op {
@@ -600,6 +617,7 @@ func (sh *shard) control(ls *live, c *events.Control) {
 }
 
 // evictIdle drops clean, idle sessions from memory: their state is in KV.
+// Must be called on the loop.
 func (sh *shard) evictIdle() {
 	now := sh.p.clock.Now()
 	for id, ls := range sh.sessions {
