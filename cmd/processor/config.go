@@ -156,29 +156,37 @@ func (f *settingFlag) String() string {
 	return ""
 }
 
+// Set parses text in the setting's unit (a duration for seconds) and
+// checks it against the declared range (events.Setting.Check) before it
+// writes the policy.
 func (f *settingFlag) Set(text string) error {
-	switch v := f.p.Field(f.s.Key).(type) {
+	var v float64
+	switch f.p.Field(f.s.Key).(type) {
 	case *int:
 		n, err := strconv.ParseInt(text, 0, strconv.IntSize)
 		if err != nil {
 			return errors.New("expected an integer")
 		}
-		*v = int(n)
+		v = float64(n)
 	case *float64:
 		x, err := strconv.ParseFloat(text, 64)
 		if err != nil {
 			return errors.New("expected a number")
 		}
-		*v = x
+		v = x
 	case *time.Duration:
 		d, err := time.ParseDuration(text)
 		if err != nil {
 			return errors.New("expected a duration such as 90s or 5m")
 		}
-		*v = d
+		v = d.Seconds()
 	default:
 		return fmt.Errorf("setting %s has no field in the fold policy", f.s.Key) // a programming error
 	}
+	if err := f.s.Check(v); err != nil {
+		return err
+	}
+	f.p.Apply(f.s.Key, v)
 	return nil
 }
 
@@ -226,8 +234,44 @@ func newClientFlagSet(name string, o *options) *flag.FlagSet {
 // parseOptions applies flags, environment and config file in that order of
 // precedence.
 func parseOptions(fs *flag.FlagSet, o *options, args []string, env func(string) string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
+	return parseArgs(fs, o, args, env, nil)
+}
+
+// parseSessionOptions is parseOptions for a subcommand that takes a
+// session: the session may be given as its one positional argument, before
+// or after the flags (processor context my-session --query q), or with
+// --session.
+func parseSessionOptions(fs *flag.FlagSet, o *options, args []string, session *string) error {
+	return parseArgs(fs, o, args, nil, session)
+}
+
+// parseArgs parses flags and positional arguments in any order ("--" ends
+// the flags); the one positional argument allowed is the session, when
+// session is not nil.
+func parseArgs(fs *flag.FlagSet, o *options, args []string, env func(string) string, session *string) error {
+	var positional []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			break
+		}
+		if n := len(rest) - len(left); n > 0 && rest[n-1] == "--" {
+			positional = append(positional, left...)
+			break
+		}
+		positional, rest = append(positional, left[0]), left[1:]
+	}
+	if session != nil && len(positional) == 1 {
+		if *session != "" && *session != positional[0] {
+			return fmt.Errorf("session: given twice, as %q and as --session %q: expected one", positional[0], *session)
+		}
+		if err := fs.Set("session", positional[0]); err != nil {
+			return err
+		}
+		positional = nil
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -265,8 +309,8 @@ func parseOptions(fs *flag.FlagSet, o *options, args []string, env func(string) 
 	if o.openaiKey == "" {
 		o.openaiKey = env("OPENAI_API_KEY")
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	if len(positional) > 0 {
+		return fmt.Errorf("unexpected arguments: %v", positional)
 	}
 	return nil
 }

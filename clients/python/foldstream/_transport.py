@@ -20,6 +20,7 @@ import re
 import secrets
 import ssl
 import string
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
@@ -39,6 +40,7 @@ from .errors import (
 __all__ = ["Msg", "Connection", "ConnectOptions", "new_token"]
 
 _CRLF = b"\r\n"
+_Target = typing.Union["asyncio.Future[Msg]", Callable[["Msg | None", "BaseException | None"], None]]
 _MAX_CONTROL_LINE = 64 * 1024
 _TOKEN_CHARS = string.ascii_letters + string.digits
 _VERSION = "1.0.0"
@@ -208,7 +210,7 @@ class Connection:
         self._handshake_proto: _Protocol | None = None
         self._resp_prefix = f"{opts.inbox_prefix}.{new_token()}."
         self._resp_sub: _Sub | None = None
-        self._pending: dict[str, tuple[asyncio.Future[Msg], str]] = {}
+        self._pending: dict[str, tuple[_Target, str]] = {}
         self._next_req = 0
         self._ping_task: asyncio.Task[None] | None = None
         self._reconnect_task: asyncio.Task[None] | None = None
@@ -280,6 +282,8 @@ class Connection:
             loop.create_connection(lambda: proto, srv.host, srv.port), self.opts.connect_timeout)
         try:
             await asyncio.wait_for(self._info_fut, self.opts.connect_timeout)
+            if self._handshake_err:
+                raise self._handshake_err
             want_tls = srv.tls or self.opts.tls is not None or bool(self._info.get("tls_required"))
             if want_tls:
                 ctx = self.opts.tls or ssl.create_default_context()
@@ -425,10 +429,10 @@ class Connection:
                 return
             # A refused publish: fail the requests that went there.
             err = PermissionViolationError(f"NATS permissions violation: publish to {subject!r} refused")
-            for token, (fut, subj) in list(self._pending.items()):
-                if subj == subject and not fut.done():
-                    fut.set_exception(err)
+            for token, (target, subj) in list(self._pending.items()):
+                if subj == subject:
                     self._pending.pop(token, None)
+                    self._settle(target, None, err)
             self._report(err)
             return
         if "authorization" in text.lower() or "authentication" in text.lower() or "user" in text.lower() and "expired" in text.lower():
@@ -543,18 +547,43 @@ class Connection:
 
     # ---- request/reply ---------------------------------------------------
 
+    def _settle(self, target: _Target, msg: Msg | None, exc: BaseException | None) -> None:
+        if isinstance(target, asyncio.Future):
+            if target.done():
+                return
+            if exc is not None:
+                target.set_exception(exc)
+                target.exception()  # whoever awaits it still gets it; nobody else is warned
+            elif msg is not None:
+                target.set_result(msg)
+            return
+        try:
+            target(msg, exc)
+        except Exception as e:  # a callback's bug must not kill the reader
+            self._report(e)
+
     def _on_response(self, msg: Msg) -> None:
         token = msg.subject[len(self._resp_prefix):]
         entry = self._pending.pop(token, None)
         if entry is None:
             return
-        fut, subject = entry
-        if fut.done():
-            return
+        target, subject = entry
         if msg.status == "503" and not msg.data:
-            fut.set_exception(NoRespondersError(f"no responders on {subject}"))
+            self._settle(target, None, NoRespondersError(f"no responders on {subject}"))
         else:
-            fut.set_result(msg)
+            self._settle(target, msg, None)
+
+    def _request(self, subject: str, data: bytes, headers: dict[str, str] | None, raw_headers: bytes | None,
+                 target: _Target) -> str:
+        self._next_req += 1
+        token = str(self._next_req)
+        self._pending[token] = (target, subject)
+        try:
+            self.publish(subject, data, reply=self._resp_prefix + token, headers=headers, raw_headers=raw_headers)
+        except BaseException:
+            self._pending.pop(token, None)
+            raise
+        return token
 
     def request_future(self, subject: str, data: bytes, headers: dict[str, str] | None = None, *,
                        raw_headers: bytes | None = None) -> asyncio.Future[Msg]:
@@ -563,16 +592,22 @@ class Connection:
         It fails with NoRespondersError, PermissionViolationError, or
         ConnectionLostError when the connection drops before the reply.
         """
-        self._next_req += 1
-        token = str(self._next_req)
         fut: asyncio.Future[Msg] = self._loop.create_future()
-        self._pending[token] = (fut, subject)
-        try:
-            self.publish(subject, data, reply=self._resp_prefix + token, headers=headers, raw_headers=raw_headers)
-        except BaseException:
-            self._pending.pop(token, None)
-            raise
+        self._request(subject, data, headers, raw_headers, fut)
         return fut
+
+    def request_cb(self, subject: str, data: bytes, cb: Callable[[Msg | None, BaseException | None], None], *,
+                   raw_headers: bytes | None = None) -> str:
+        """Send a request; cb(reply, None) or cb(None, error) runs on the loop, once.
+
+        The cheapest form, for many requests in flight (no future per
+        request). Returns a token for forget_token.
+        """
+        return self._request(subject, data, None, raw_headers, cb)
+
+    def forget_token(self, token: str) -> None:
+        """Drop a pending request_cb request (its callback will not run)."""
+        self._pending.pop(token, None)
 
     def forget(self, fut: asyncio.Future[Msg]) -> None:
         """Drop a pending request (after its caller gave up waiting)."""
@@ -623,13 +658,13 @@ class Connection:
 
     def _fail_pending(self, err: Exception) -> None:
         pending, self._pending = self._pending, {}
-        for fut, _ in pending.values():
-            if not fut.done():
-                fut.set_exception(err)
+        for target, _ in pending.values():
+            self._settle(target, None, err)
         pongs, self._pongs = self._pongs, []
         for p in pongs:
             if not p.done():
                 p.set_exception(err)
+                p.exception()  # a flush() awaiting it still raises; an abandoned handshake's stays quiet
 
     def _on_lost(self, proto: _Protocol, exc: Exception | None) -> None:
         if proto is not self._proto:
@@ -641,7 +676,7 @@ class Connection:
                 if self._handshake_err is None:
                     self._handshake_err = err
                 if self._info_fut is not None and not self._info_fut.done():
-                    self._info_fut.set_exception(err)
+                    self._info_fut.set_result(None)  # the handshake sees _handshake_err
                 for f in self._pongs:
                     if not f.done():
                         f.set_result(None)
@@ -649,7 +684,15 @@ class Connection:
         self._proto = None
         was = self._connected
         self._connected = False
-        if self._closed or not was:
+        if not was:
+            # Lost during the handshake's last round trip: fail it now.
+            if self._handshake_err is None:
+                self._handshake_err = ConnectionLostError("connection closed by the server during the handshake")
+            for f in self._pongs:
+                if not f.done():
+                    f.set_result(None)
+            return
+        if self._closed:
             return
         srv = self._servers[self._server_index]
         self._fail_pending(ConnectionLostError(

@@ -8,8 +8,9 @@ heartbeat that names a later consumer sequence, missed heartbeats or a
 reconnect make it create a new consumer that starts at the next stream
 sequence. So no event is skipped and none is returned twice.
 
-Flow control is off: the shipped builder permissions (nats/auth) do not
-allow publishing to $JS.FC.>, and summary events are few and small.
+Flow control is off by default: the shipped builder permissions
+(nats/auth) do not allow publishing to $JS.FC.>, and summary events are
+few and small; ``flow_control=True`` turns it on where that is allowed.
 """
 
 from __future__ import annotations
@@ -44,12 +45,14 @@ class SummaryWatch:
     """Async iterator of a session's SummaryUpdated events (see Client.watch_summaries)."""
 
     def __init__(self, conn: Connection, *, stream: str, subject: str, start: str, heartbeat: float,
-                 request_timeout: float, on_error: Callable[[Exception], None] | None) -> None:
+                 request_timeout: float, on_error: Callable[[Exception], None] | None,
+                 flow_control: bool = False) -> None:
         self._conn = conn
         self._stream = stream
         self._subject = subject
         self._start = start
         self._hb = heartbeat
+        self._fc = flow_control
         self._timeout = request_timeout
         self._on_error = on_error
         self._queue: asyncio.Queue[tuple[int, Msg | None]] = asyncio.Queue()
@@ -110,7 +113,7 @@ class SummaryWatch:
         name = new_token()
         cfg: dict[str, Any] = {
             "name": name, "deliver_subject": deliver, "ack_policy": "none", "max_deliver": 1,
-            "filter_subject": self._subject, "idle_heartbeat": int(self._hb * 1e9), "flow_control": False,
+            "filter_subject": self._subject, "idle_heartbeat": int(self._hb * 1e9), "flow_control": self._fc,
             "inactive_threshold": int(max(30.0, self._hb * 4) * 1e9), "mem_storage": True, "num_replicas": 1,
             "replay_policy": "instant",
         }
@@ -174,7 +177,10 @@ class SummaryWatch:
             if msg.status:
                 if msg.status == "100":
                     if msg.reply and "flow" in msg.description.lower():
-                        self._conn.publish(msg.reply)
+                        self._conn.publish(msg.reply)  # a flow control request
+                    stalled = msg.headers.get("Nats-Consumer-Stalled")
+                    if stalled:
+                        self._conn.publish(stalled)  # a heartbeat naming an unanswered one
                     last = msg.headers.get("Nats-Last-Consumer")
                     if last is not None and last.isdigit() and int(last) != self._last_dseq:
                         self._need_reset = True  # a message was lost between two heartbeats

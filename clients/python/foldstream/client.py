@@ -32,6 +32,7 @@ from .types import Context, PubAck, Recall, SessionInfo, Turn
 __all__ = ["Client", "connect", "turn_msg_id", "note_msg_id", "stream_name", "service_subject"]
 
 MSG_ID_HEADER = "Nats-Msg-Id"
+_MAX_TRACKED = 100_000
 _PUB_ACK = re.compile(rb'\{"stream":"([^"\\]*)",(?:"domain":"([^"\\]*)",)?"seq":(\d+)(,"duplicate":true)?\}\s*\Z')
 SERVICE_ERROR_CODE_HEADER = "Nats-Service-Error-Code"
 SERVICE_ERROR_HEADER = "Nats-Service-Error"
@@ -158,7 +159,10 @@ class Client:
         self.max_pending = max_pending
         self.limits = limits or v.Limits()
         self._on_error = on_error
-        self._acked: dict[str, int] = {}  # session → highest stream seq acknowledged to this client
+        # session → highest stream seq acknowledged to this client, for
+        # wait_caught_up; the least recently published sessions are
+        # forgotten beyond _MAX_TRACKED.
+        self._acked: collections.OrderedDict[str, int] = collections.OrderedDict()
         self.in_stream = stream_name(prefix, "IN")
         self.out_stream = stream_name(prefix, "OUT")
 
@@ -206,8 +210,7 @@ class Client:
         if m:  # the common reply, without a JSON decoder
             ack = PubAck(m.group(1).decode(), int(m.group(3)), m.group(4) is not None,
                          m.group(2).decode() if m.group(2) else "")
-            if ack.seq > self._acked.get(session, 0):
-                self._acked[session] = ack.seq
+            self._note_ack(session, ack.seq)
             return ack
         try:
             d = json.loads(msg.data)
@@ -220,9 +223,13 @@ class Client:
                                f"(JetStream error {err.get('err_code', err.get('code'))})",
                                session=session, turn_id=turn_id, subject=subject)
         ack = PubAck(d.get("stream", ""), d.get("seq", 0), bool(d.get("duplicate")), d.get("domain", ""))
-        if ack.seq > self._acked.get(session, 0):
-            self._acked[session] = ack.seq
+        self._note_ack(session, ack.seq)
         return ack
+
+    def _note_ack(self, session: str, seq: int) -> None:
+        self._acked[session] = max(seq, self._acked.pop(session, 0))
+        if len(self._acked) > _MAX_TRACKED:
+            self._acked.popitem(last=False)
 
     async def _publish(self, subject: str, data: bytes, headers: bytes | None, session: str,
                        what: str, turn_id: str = "") -> PubAck:
@@ -318,35 +325,33 @@ class Client:
                                                        f"{t.turn_id!r}); nothing was published") from None
         results: list[PubAck | BaseException | None] = [None] * len(batch)
         loop = asyncio.get_running_loop()
-        window = asyncio.Semaphore(self.max_pending)
+        space = asyncio.Event()
+        inflight = 0
         done_all = loop.create_future()
         remaining = len(batch)
         # Deadlines in publish order (one timeout for all, so they are
         # sorted); one sweeper instead of a timer per publish.
-        deadlines: collections.deque[tuple[float, int, asyncio.Future[Msg]]] = collections.deque()
+        deadlines: collections.deque[tuple[float, int, str]] = collections.deque()
 
         def finish(i: int, res: PubAck | BaseException) -> None:
-            nonlocal remaining
+            nonlocal remaining, inflight
             if results[i] is not None:
                 return
             results[i] = res
-            window.release()
+            inflight -= 1
+            space.set()
             remaining -= 1
             if isinstance(res, PubAck) and on_ack is not None:
                 on_ack(batch[i], res)
             if remaining == 0 and not done_all.done():
                 done_all.set_result(None)
 
-        def on_reply(i: int, subject: str, fut: asyncio.Future[Msg]) -> None:
-            if fut.cancelled():
-                finish(i, RequestTimeoutError("cancelled"))
-                return
-            exc = fut.exception()
-            if exc is not None:
-                finish(i, exc)
+        def on_reply(i: int, subject: str, msg: Msg | None, exc: BaseException | None) -> None:
+            if exc is not None or msg is None:
+                finish(i, exc or RequestTimeoutError("no reply"))
                 return
             try:
-                finish(i, self._ack(fut.result(), subject, batch[i].session, "turn", batch[i].turn_id))
+                finish(i, self._ack(msg, subject, batch[i].session, "turn", batch[i].turn_id))
             except FoldstreamError as e:
                 finish(i, e)
 
@@ -354,24 +359,27 @@ class Client:
             tick = min(0.25, self.ack_timeout / 4)
             while remaining:
                 now = loop.time()
-                while deadlines and (deadlines[0][2].done() or deadlines[0][0] <= now):
-                    _, i, fut = deadlines.popleft()
-                    if not fut.done():
-                        self._conn.forget(fut)
+                while deadlines and (results[deadlines[0][1]] is not None or deadlines[0][0] <= now):
+                    _, i, token = deadlines.popleft()
+                    if results[i] is None:
+                        self._conn.forget_token(token)
                         finish(i, RequestTimeoutError(f"no acknowledgement within {self.ack_timeout:g}s"))
                 await asyncio.sleep(tick)
 
         sweeper = asyncio.ensure_future(sweep())
         try:
             for i, (subject, data, headers) in enumerate(prepared):
-                await window.acquire()
+                while inflight >= self.max_pending:
+                    space.clear()
+                    await space.wait()
+                inflight += 1
                 try:
-                    fut = self._conn.request_future(subject, data, raw_headers=headers)
+                    token = self._conn.request_cb(subject, data, functools.partial(on_reply, i, subject),
+                                                  raw_headers=headers)
                 except FoldstreamError as e:
                     finish(i, e)
                     continue
-                deadlines.append((loop.time() + self.ack_timeout, i, fut))
-                fut.add_done_callback(functools.partial(on_reply, i, subject))
+                deadlines.append((loop.time() + self.ack_timeout, i, token))
                 if i % 64 == 63:
                     await self._conn.drain_writes()
             if remaining:
@@ -480,8 +488,11 @@ class Client:
         It compares the stream sequence of this client's last
         acknowledged event with the session's state (applied_seq, or
         caught_up once the stream holds it), so that a context asked for
-        next includes everything published before. Raises
-        RequestTimeoutError after timeout seconds.
+        next includes everything published before (the client remembers
+        the 100,000 sessions it published to most recently; for a session
+        it never published to, it waits until the processor knows the
+        session and is caught up). Raises RequestTimeoutError after
+        timeout seconds.
         """
         target = self._acked.get(session, 0)
         deadline = time.monotonic() + timeout
@@ -489,7 +500,7 @@ class Client:
         while True:
             try:
                 last = await self.session(session)
-                if last.applied_seq >= target or (last.caught_up and last.stream_last_seq >= target):
+                if (target and last.applied_seq >= target) or (last.caught_up and last.stream_last_seq >= target):
                     return last
             except UnknownSessionError:
                 pass  # the processor has not applied the session's first event yet
@@ -500,7 +511,7 @@ class Client:
             await asyncio.sleep(poll)
 
     def watch_summaries(self, session: str, *, start: Literal["latest", "new"] = "latest",
-                        heartbeat: float = 5.0) -> SummaryWatch:
+                        heartbeat: float = 5.0, flow_control: bool = False) -> SummaryWatch:
         """An async iterator over the session's summary-updated events, in stream order.
 
         ``start="latest"`` begins with the newest summary (if any),
@@ -510,7 +521,9 @@ class Client:
         no gaps, no duplicates. ``async with`` creates the consumer on
         entry and deletes it on exit (``await watch.start()`` and
         ``await watch.aclose()`` do the same); otherwise the first
-        iteration creates it.
+        iteration creates it. ``flow_control=True`` asks for JetStream flow
+        control (it needs permission to publish to ``$JS.FC.>``, which the
+        shipped builder role does not have).
         """
         v.check_session("session", session)
         if start not in ("latest", "new"):
@@ -519,5 +532,5 @@ class Client:
             raise ValueError(f"heartbeat: expected a positive number of seconds, got {heartbeat}")
         return SummaryWatch(self._conn, stream=self.out_stream, subject=f"{self.prefix}.out.{session}.summary",
                             start=start, heartbeat=heartbeat, request_timeout=self.request_timeout,
-                            on_error=self._on_error)
+                            on_error=self._on_error, flow_control=flow_control)
 

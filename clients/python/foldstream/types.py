@@ -34,6 +34,14 @@ _NS = re.compile(r"\.(\d+)")
 def _time(v: Any) -> datetime | None:
     if not isinstance(v, str):
         return None
+    if len(v) >= 20 and v[-1] == "Z" and v[19] in ".Z" and v[4] == "-" and v[10] == "T" and v[:4] != "0001":
+        # The service's own form (UTC, "Z"): sliced rather than matched.
+        try:
+            us = int(v[20:-1][:6].ljust(6, "0")) if v[19] == "." else 0
+            return datetime(int(v[0:4]), int(v[5:7]), int(v[8:10]), int(v[11:13]), int(v[14:16]), int(v[17:19]),
+                            us, tzinfo=timezone.utc)
+        except ValueError:
+            pass
     t = parse_time(v)
     if t is None or t.year == 1:
         return None  # Go's zero time: none
@@ -108,25 +116,35 @@ class SummaryLayer:
 
 @dataclass
 class ContextTurn:
-    """One verbatim turn of a context."""
+    """One verbatim turn of a context.
+
+    ``at_text`` is the turn's time as the service sent it (RFC 3339);
+    ``at`` parses it on access (contexts are decoded without parsing every
+    turn's time).
+    """
 
     index: int
     turn_id: str
     speaker: str
     role: str
     text: str
-    at: datetime | None
+    at_text: str = ""
     kind: str = ""
     tool: str = ""
     chars: int = 0
     tokens: int = 0
 
+    @property
+    def at(self) -> datetime | None:
+        """When the turn was said (None when the service sent no time)."""
+        return _time(self.at_text)
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ContextTurn:
         """Decode the wire form."""
-        return cls(d.get("index", 0), d.get("turn_id", ""), d.get("speaker", ""), d.get("role", ""),
-                   d.get("text", ""), _time(d.get("at")), d.get("kind", ""), d.get("tool", ""),
-                   d.get("chars", 0), d.get("tokens", 0))
+        g = d.get
+        return cls(g("index", 0), g("turn_id", ""), g("speaker", ""), g("role", ""), g("text", ""),
+                   g("at") or "", g("kind", ""), g("tool", ""), g("chars", 0), g("tokens", 0))
 
     def line(self) -> str:
         """The turn as one prompt line, labelled by its role when its name normalises to nothing."""
@@ -185,7 +203,7 @@ class RecalledItem:
     def run_line(self) -> str:
         """The line where a turn continues a run of excerpts: "Alice: text"."""
         if self.kind == "turn":
-            return ContextTurn(0, "", self.speaker, self.role, self.text, None).line()
+            return ContextTurn(0, "", self.speaker, self.role, self.text).line()
         text = _LINE_BREAKS.sub(" ⏎ ", self.text)
         n = _speaker.name(self.speaker)
         return f"{n}: {text}" if n else text

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Proc, free_port
+from conftest import REPO, Proc, _missing, free_port
 
 import foldstream
-from foldstream import AuthorizationError, ConnectionClosedError, InboxPermissionError
+from foldstream import AuthorizationError, ConnectionClosedError, InboxPermissionError, PermissionViolationError
 from foldstream import _nkeys
 
 
@@ -60,6 +61,35 @@ def test_default_inbox_refused_at_once_naming_the_prefix(userpass: Server) -> No
         assert e.inbox_prefix == "_INBOX"
         assert e.expected == "_INBOX_bot"
         assert "inbox_prefix='_INBOX_bot'" in str(e)
+
+    asyncio.run(run())
+
+
+def test_default_inbox_refused_with_accounts_conf(nats_server_bin: Path, tmp_path: Path) -> None:
+    """nats/auth/accounts.conf (two tenants): the error names the tenant user's own prefix."""
+    srv = _start(nats_server_bin, (REPO / "nats" / "auth" / "accounts.conf").read_text(), tmp_path)
+    try:
+        async def run() -> None:
+            with pytest.raises(InboxPermissionError) as info:
+                await foldstream.connect(srv.url, user="b-builder", password="dev-b-builder-password")
+            assert info.value.expected == "_INBOX_b-builder"
+            fs = await foldstream.connect(srv.url, user="b-builder", password="dev-b-builder-password",
+                                          inbox_prefix="_INBOX_b-builder")
+            await fs.connection.flush()
+            await fs.close()
+
+        asyncio.run(run())
+    finally:
+        srv.proc.stop()
+
+
+def test_a_refused_publish_fails_its_request_at_once(userpass: Server) -> None:
+    """A bot may not ask the service: the permissions violation fails the request, no timeout."""
+    async def run() -> None:
+        async with await foldstream.connect(userpass.url, user="bot", password="dev-bot-password",
+                                            inbox_prefix="_INBOX_bot", request_timeout=30) as bot:
+            with pytest.raises(PermissionViolationError, match="fold.svc.context"):
+                await asyncio.wait_for(bot.context("s1"), 10)
 
     asyncio.run(run())
 
@@ -161,6 +191,8 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 
 def test_tls_with_client_certificate(nats_server_bin: Path, tmp_path: Path) -> None:
+    if shutil.which("openssl") is None:
+        _missing("openssl: needed to make the test certificates")
     d = tmp_path
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "1",
              "-subj", "/CN=foldstream test CA", cwd=d)

@@ -43,10 +43,13 @@ def test_text_is_what_the_cli_prints(processor: Processor, session: str) -> None
         async with await foldstream.connect(processor.url) as fs:
             await fs.publish_turns(_turns(session, 75))
             await fs.wait_caught_up(session)
-            for _ in range(200):  # the first fold lands (cursor 10)
-                if (await fs.session(session)).version >= 1:
+            for _ in range(600):  # both folds land (cursor 20), so two requests see the same state
+                info = await fs.session(session)
+                if info.cursor == 20 and info.lease is None and info.caught_up:
                     break
                 await asyncio.sleep(0.05)
+            else:
+                pytest.fail("the session did not settle within 30 s")
             for kw, flags in (({}, []), ({"budget_chars": 900}, ["--budget-chars", "900"]),
                               ({"query": "Who talked about Lisbon in turn 3?", "budget_tokens": 600},
                                ["--query", "Who talked about Lisbon in turn 3?", "--budget-tokens", "600"])):
@@ -155,13 +158,15 @@ def test_batch_reports_what_a_lost_connection_left_unacknowledged(processor_bin:
         p.stop()
 
 
-def test_watch_has_no_gaps_or_duplicates_across_reconnects(processor: Processor, session: str) -> None:
+@pytest.mark.parametrize("flow_control", [False, True])
+def test_watch_has_no_gaps_or_duplicates_across_reconnects(processor: Processor, session: str,
+                                                           flow_control: bool) -> None:
     async def run() -> None:
         async with await foldstream.connect(processor.url, reconnect_wait=0.05) as fs, \
                 await foldstream.connect(processor.url) as bot:
             await bot.control(session, "configure", config={"recent_window": 1, "batch_size": 1})
             got: list[foldstream.SummaryUpdated] = []
-            async with fs.watch_summaries(session, heartbeat=0.5) as watch:
+            async with fs.watch_summaries(session, heartbeat=0.5, flow_control=flow_control) as watch:
                 async def collect(until: int) -> None:
                     while len(got) < until:
                         got.append(await asyncio.wait_for(watch.__anext__(), 20))
@@ -190,6 +195,32 @@ def test_watch_has_no_gaps_or_duplicates_across_reconnects(processor: Processor,
             assert versions == list(range(1, info.version + 1))
             seqs = [e.stream_seq for e in got]
             assert seqs == sorted(set(seqs))
+
+    asyncio.run(run())
+
+
+def test_watch_recreates_a_consumer_that_stopped_heartbeating(processor: Processor, session: str) -> None:
+    async def run() -> None:
+        async with await foldstream.connect(processor.url) as fs, await foldstream.connect(processor.url) as bot:
+            await bot.control(session, "configure", config={"recent_window": 1, "batch_size": 1})
+            async with fs.watch_summaries(session, heartbeat=0.2) as watch:
+                await bot.publish_turns(_turns(session, 5))
+                first = await asyncio.wait_for(watch.__anext__(), 20)
+                # The server forgets the consumer: no more heartbeats.
+                name = watch._consumer
+                await bot.connection.request(f"$JS.API.CONSUMER.DELETE.FOLD_OUT.{name}", b"", 5)
+                await bot.publish_turns(_turns(session, 5, start=5))
+                await bot.wait_caught_up(session)
+                for _ in range(400):
+                    info = await bot.session(session)
+                    if info.lease is None and info.caught_up:
+                        break
+                    await asyncio.sleep(0.05)
+                got = [first]
+                while len(got) < info.version:
+                    got.append(await asyncio.wait_for(watch.__anext__(), 20))
+                assert [e.version for e in got] == list(range(1, info.version + 1))
+                assert watch.resets >= 1 and watch._consumer != name
 
     asyncio.run(run())
 

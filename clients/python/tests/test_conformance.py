@@ -222,7 +222,7 @@ def test_request(case: dict[str, Any] | None, processor: Processor, fixture_sess
 def test_rendering() -> None:
     r = _load("rendering.json")
     for tl in r["turn_lines"]:
-        t = foldstream.ContextTurn(0, "", tl["speaker"], tl["role"], tl["text"], None)
+        t = foldstream.ContextTurn(0, "", tl["speaker"], tl["role"], tl["text"])
         assert t.line() == tl["line"], tl
     ctx = foldstream.Context.from_json(r["context"])
     assert ctx.text() == r["text"]
