@@ -1,7 +1,7 @@
 # foldstream — see README.md.
 GO ?= go
 
-.PHONY: all build test vet lint fmt-check generate run demo bench eval fuzz clean
+.PHONY: all build test test-ts vet lint fmt-check generate run demo bench eval fuzz clean
 
 all: build
 
@@ -12,6 +12,14 @@ build:
 # against an in-process chat-completions server, the race detector.
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 12m ./...
+	$(MAKE) test-ts
+
+# The TypeScript client (clients/typescript): npm ci from its lock file,
+# src/wire.ts checked against schema/v1, tsc --strict, then node's test
+# runner on the compiled tests against bin/processor on its embedded
+# nats-server. Under CI=1 a missing prerequisite fails the suite.
+test-ts: build
+	cd clients/typescript && npm ci --no-audit --no-fund && npm test
 
 vet:
 	$(GO) vet ./...
