@@ -158,6 +158,10 @@ export interface RecalledItem {
   neighbour?: boolean;
   text: string;
   /**
+   * The text is the sentences of a long matching turn that hold the match, with "…" where sentences were left out.
+   */
+  trimmed?: boolean;
+  /**
    * Cost of the item's line as the prompt renders it, newline included: labelled ("[Sun 2026-11-22 20:00 UTC] Alice: text", a memory after "- ") for a memory and for the first turn of a run of consecutive excerpt turns, "Alice: text" for a turn that continues a run (said at most 10 minutes after its run's label).
    */
   chars: number;
@@ -214,6 +218,10 @@ export interface SummaryLayer {
    * The last turn index the summary covers.
    */
   covered_through_turn: number;
+  /**
+   * With a query under a budget too small for the whole summary: summary holds only its sentences that match the query.
+   */
+  trimmed?: boolean;
   /**
    * Cost of the line, newline included.
    */
