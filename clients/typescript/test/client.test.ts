@@ -20,7 +20,9 @@ import {
   ValidationError,
 } from "../src/index.js";
 import type { TurnInput } from "../src/index.js";
-import { missing, Processor } from "./harness.js";
+import { createServer, connect as netConnect } from "node:net";
+import type { Server, Socket } from "node:net";
+import { freePort, missing, Processor } from "./harness.js";
 
 const t0 = Date.parse("2026-11-22T20:00:00Z");
 
@@ -150,30 +152,72 @@ describe("client", { skip: missing }, () => {
   });
 });
 
+/** A TCP proxy to the processor's NATS port that can cut every connection through it, and take new ones again. */
+class Cable {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  constructor(readonly port: number, private readonly target: number) {}
+
+  static async open(target: number): Promise<Cable> {
+    const c = new Cable(await freePort(), target);
+    await c.connect();
+    return c;
+  }
+
+  async connect(): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = netConnect(this.target, "127.0.0.1");
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on("close", () => this.sockets.delete(s));
+        s.on("error", () => s.destroy());
+      }
+      client.pipe(upstream).pipe(client);
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+    });
+    await new Promise<void>((res) => this.server!.listen(this.port, "127.0.0.1", res));
+  }
+
+  async cut(): Promise<void> {
+    const closed = new Promise((res) => this.server?.close(res));
+    for (const s of this.sockets) s.destroy();
+    await closed;
+  }
+}
+
 describe("faults", { skip: missing }, () => {
   test("a connection lost in the middle of a batch reports the unacknowledged turns; publishing them again stores each once", async () => {
     const proc = await Processor.start();
-    const fs = await connect({ servers: proc.url, ackTimeout: 1500, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
+    const cable = await Cable.open(proc.port);
+    const fs = await connect({ servers: `nats://127.0.0.1:${cable.port}`, ackTimeout: 1500, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
+    const watcher = await connect({ servers: proc.url });
     try {
       const session = "cut";
       const turns = Array.from({ length: 3000 }, (_, i) => turn(session, i));
       const batch = fs.publishTurns(turns);
-      // Kill the processor (and its embedded server) once the first acks are in.
-      const jsm = await jetstreamManager(fs.nc);
+      // Cut the bot's connection once the first acks are in.
+      const jsm = await jetstreamManager(watcher.nc);
       while ((await jsm.streams.info("FOLD_IN")).state.messages < 200) await new Promise((r) => setTimeout(r, 5));
-      await proc.stop("SIGKILL");
+      const status = fs.nc.status();
+      const reconnected = (async () => {
+        for await (const st of status) if (st.type === "reconnect") return;
+      })();
+      await cable.cut();
       const err = await batch.then(() => undefined, (e: unknown) => e);
       assert.ok(err instanceof PublishBatchError, `expected a PublishBatchError, got ${String(err)}`);
       assert.ok(err.unacked.length > 0 && err.acked > 0, `acked ${err.acked}, unacked ${err.unacked.length}`);
       assert.equal(err.acked + err.unacked.length, turns.length);
-      await proc.restart();
-      await fs.waitCaughtUp(session, { timeout: 60000 }); // reconnected, and the processor has recovered
+      await cable.connect();
+      await reconnected;
       const again = await fs.publishTurns(err.unacked.map((u) => turns[u.index]!));
       assert.equal(again.acked, err.unacked.length);
       const s = await fs.waitCaughtUp(session, { timeout: 60000 });
       assert.equal(s.total_turns, turns.length, "every turn counted exactly once");
     } finally {
       await fs.close();
+      await watcher.close();
+      await cable.cut();
       await proc.close();
     }
   });
