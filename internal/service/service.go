@@ -77,7 +77,9 @@ type server struct {
 	vec        *vectors    // nil: BM25 only (no embeddings endpoint)
 	index      *indexCache // nil: no index kept (indexBytes 0)
 	indexBytes int64
-	reg        prometheus.Registerer
+	// memoryFailures counts reads of memories that failed (memoriesOf).
+	memoryFailures prometheus.Counter
+	reg            prometheus.Registerer
 }
 
 // Start registers the service on nc and serves until ctx ends or the
@@ -168,6 +170,7 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 	if s.indexBytes > 0 {
 		s.index = newIndexCache(s.indexBytes, s.reg)
 	}
+	s.memoryFailures = newMemoryFailures(s.reg)
 	if s.embedCfg != nil {
 		if s.vec, err = newVectors(*s.embedCfg, strings.TrimSuffix(layout.Bucket, "_SESSIONS")+"_VECTORS", s.reg); err != nil {
 			return nil, err
