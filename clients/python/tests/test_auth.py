@@ -65,6 +65,24 @@ def test_default_inbox_refused_at_once_naming_the_prefix(userpass: Server) -> No
     asyncio.run(run())
 
 
+def test_default_inbox_refused_with_accounts_conf(nats_server_bin: Path, tmp_path: Path) -> None:
+    """nats/auth/accounts.conf (two tenants): the error names the tenant user's own prefix."""
+    srv = _start(nats_server_bin, (REPO / "nats" / "auth" / "accounts.conf").read_text(), tmp_path)
+    try:
+        async def run() -> None:
+            with pytest.raises(InboxPermissionError) as info:
+                await foldstream.connect(srv.url, user="b-builder", password="dev-b-builder-password")
+            assert info.value.expected == "_INBOX_b-builder"
+            fs = await foldstream.connect(srv.url, user="b-builder", password="dev-b-builder-password",
+                                          inbox_prefix="_INBOX_b-builder")
+            await fs.connection.flush()
+            await fs.close()
+
+        asyncio.run(run())
+    finally:
+        srv.proc.stop()
+
+
 def test_a_refused_publish_fails_its_request_at_once(userpass: Server) -> None:
     """A bot may not ask the service: the permissions violation fails the request, no timeout."""
     async def run() -> None:
