@@ -77,6 +77,8 @@ type server struct {
 	vec        *vectors    // nil: BM25 only (no embeddings endpoint)
 	index      *indexCache // nil: no index kept (indexBytes 0)
 	indexBytes int64
+	istore     *indexStore // nil: indexes not persisted (storeBytes 0)
+	storeBytes int64
 	reg        prometheus.Registerer
 }
 
@@ -156,7 +158,7 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 		return nil, fmt.Errorf("service: inbound stream %s: %w", layout.In, err)
 	}
 	s := &server{js: js, in: in, layout: layout, subj: layout.Subjects, store: store, tokens: tokens, log: log, now: time.Now,
-		adm: state.DefaultAdmission(), indexBytes: DefaultIndexBytes, an: newAnalyzer()}
+		adm: state.DefaultAdmission(), indexBytes: DefaultIndexBytes, storeBytes: DefaultIndexStoreBytes, an: newAnalyzer()}
 	for _, o := range opts {
 		if o != nil {
 			o(s)
@@ -165,8 +167,16 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 	if s.indexBytes < 0 {
 		return nil, fmt.Errorf("service: recall index budget: expected a non-negative number of bytes, got %d", s.indexBytes)
 	}
+	if s.storeBytes < 0 {
+		return nil, fmt.Errorf("service: recall index store: expected a non-negative number of bytes, got %d", s.storeBytes)
+	}
 	if s.indexBytes > 0 {
 		s.index = newIndexCache(s.indexBytes, s.reg)
+		if s.storeBytes > 0 {
+			s.istore = newIndexStore(js, strings.TrimSuffix(layout.Bucket, "_SESSIONS")+"_RECALL", s.storeBytes, log, s.reg)
+			s.index.evicted = s.istore.enqueue
+			go s.runIndexWriter(ctx)
+		}
 	}
 	if s.embedCfg != nil {
 		if s.vec, err = newVectors(*s.embedCfg, strings.TrimSuffix(layout.Bucket, "_SESSIONS")+"_VECTORS", s.reg); err != nil {

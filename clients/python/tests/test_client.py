@@ -43,12 +43,13 @@ def test_text_is_what_the_cli_prints(processor: Processor, session: str) -> None
         async with await foldstream.connect(processor.url) as fs:
             await fs.publish_turns(_turns(session, 75))
             await fs.wait_caught_up(session)
-            for _ in range(600):  # the first fold lands (cursor 10)
-                if (await fs.session(session)).version >= 1:
+            for _ in range(600):  # both folds land (cursor 20), so two requests see the same state
+                info = await fs.session(session)
+                if info.cursor == 20 and info.lease is None and info.caught_up:
                     break
                 await asyncio.sleep(0.05)
             else:
-                pytest.fail("no fold within 30 s")
+                pytest.fail("the session did not settle within 30 s")
             for kw, flags in (({}, []), ({"budget_chars": 900}, ["--budget-chars", "900"]),
                               ({"query": "Who talked about Lisbon in turn 3?", "budget_tokens": 600},
                                ["--query", "Who talked about Lisbon in turn 3?", "--budget-tokens", "600"])):
