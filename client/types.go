@@ -134,12 +134,15 @@ type Budget struct {
 	Tokens int
 }
 
-// Context is the reply of the context endpoint: the layers in
-// prompt order. Without a query, when a budget applies, the freshest
-// turns are kept first, then the summary if it still fits; the summary
-// never displaces a turn. With a query the summary comes first, then the
-// recalled memories and earlier turns (at most 70% of what the summary
-// leaves), then the verbatim turns (docs/builders.md).
+// Context is the reply of the context endpoint: its layers in prompt
+// order. Without a query, when a budget applies, the freshest turns are
+// kept first, then the summary if it still fits; the summary never
+// displaces a turn. With a query the layers compete for the budget by
+// what they hold for the question (docs/builders.md): the last exchange
+// always and a tenth of the budget for the verbatim turns, the summary
+// (or, when it would take most of the budget, its sentences that match
+// the question), the recalled memories and earlier turns, then the rest
+// of the verbatim turns.
 type Context struct {
 	V       int    `json:"v"`
 	Session string `json:"session"`
@@ -272,9 +275,9 @@ type EvictionNote struct {
 	Tokens int `json:"tokens"`
 }
 
-// Prompt renders the context as text, one line per layer item, in
-// this order: the summary line (or, in mode evict, the eviction note in
-// its place), then the turns oldest first. With
+// Prompt renders the context as text, one line per layer item, in prompt
+// order: the summary line (or, in mode evict, the eviction note in its
+// place), then the turns oldest first. With
 // recalled material (a query), the memories and the earlier excerpts come
 // between the two, each section under its header line (MemoriesHeader,
 // ExcerptsHeader, then RecentHeader before the turns), every memory line
