@@ -492,7 +492,13 @@ export class FoldstreamClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.ownsConnection && !this.nc.isClosed()) await this.nc.drain();
+    if (!this.ownsConnection || this.nc.isClosed()) return;
+    try {
+      await this.nc.drain();
+    } catch {
+      // Disconnected (nothing buffered can be sent now): close at once.
+      await this.nc.close();
+    }
   }
 
   /** `await using fs = await connect(…)` closes it at the end of the scope. */
