@@ -210,6 +210,7 @@ func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
 		}
 	}
 	s.Summary, s.Version, s.SummarySeq = ev.Summary, ev.Version, last.seq
+	s.SummaryState = nil // not in the event: the next fold starts from the prose
 	s.SummaryIsNote = evicted(ev.Mode)
 	s.Compactions = ev.Compactions
 	s.Advance(ev.Cursor, ev.FoldedNotes)
@@ -509,7 +510,7 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: placeholderOK && s.Failures >= 2,
 		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
-		prev: s.Summary, from: d.From, to: d.To, started: now, prevVer: s.Version, compactns: s.Compactions,
+		prev: s.Summary, prevState: s.SummaryState, from: d.From, to: d.To, started: now, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
 	}
@@ -612,7 +613,7 @@ func (c *coordinator) applyResult(r foldResult) {
 	}
 	oldCursor := s.Cursor
 	ls.payloads.drop(r.job.turns, r.job.notes)
-	s.Summary = r.out.Summary
+	s.Summary, s.SummaryState = r.out.Summary, r.out.State
 	s.SummaryIsNote = false
 	s.Version = r.job.prevVer + 1
 	s.SummarySeq = r.seq

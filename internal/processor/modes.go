@@ -280,7 +280,7 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 	// turns they were evicted among.
 	s.Advance(d.To, j.notes)
 	s.Summary, s.Version, s.SummarySeq = note, sum.Version, j.seq
-	s.SummaryIsNote = true
+	s.SummaryState, s.SummaryIsNote = nil, true
 	s.SummaryToks = sum.SummaryTokens
 	s.LastFoldAt = now
 	s.Compactions++
