@@ -9,7 +9,9 @@ import (
 // abbrevs end with a period that does not end a sentence.
 var abbrevs = map[string]bool{"mr": true, "mrs": true, "ms": true, "dr": true, "prof": true, "sr": true,
 	"jr": true, "st": true, "vs": true, "etc": true, "e.g": true, "i.e": true, "approx": true, "no": true,
-	"fig": true, "inc": true, "ltd": true, "co": true, "mt": true, "ste": true}
+	"fig": true, "inc": true, "ltd": true, "co": true, "mt": true, "ste": true, "jan": true, "feb": true,
+	"mar": true, "apr": true, "jun": true, "jul": true, "aug": true, "sep": true, "sept": true, "oct": true,
+	"nov": true, "dec": true, "p.m": true, "a.m": true}
 
 // Split cuts text into sentences: at ".", "!" or "?" (with any closing
 // quotes or brackets after it) followed by white space, and at line
