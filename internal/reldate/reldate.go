@@ -67,10 +67,23 @@ func words(s string) []word {
 // MayHave reports cheaply whether s may hold a phrase Resolve changes.
 func MayHave(s string) bool {
 	l := strings.ToLower(s)
-	for _, k := range []string{"yesterday", "today", "tonight", "tomorrow", "next ", "last ", "this ", "coming ", " ago", "in "} {
+	for _, k := range []string{"yesterday", "today", "tonight", "tomorrow", "next ", "last ", "this ", "coming ", " ago"} {
 		if strings.Contains(l, k) {
 			return true
 		}
+	}
+	// "in three days": "in " before a number
+	for i := strings.Index(l, "in "); i >= 0; {
+		rest := l[i+3:]
+		w, _, _ := strings.Cut(rest, " ")
+		if _, ok := numbers[w]; ok || w != "" && w[0] >= '0' && w[0] <= '9' {
+			return true
+		}
+		j := strings.Index(rest, "in ")
+		if j < 0 {
+			break
+		}
+		i += 3 + j
 	}
 	return false
 }

@@ -14,7 +14,10 @@ import (
 	"github.com/foldstream/foldstream/internal/speaker"
 )
 
-const maxTurnRunes = 4000 // of one turn's text; the rest is not read
+const (
+	maxTurnRunes  = 4000 // of one turn's text; the rest is not read
+	maxBatchStmts = 400  // statements of one batch kept: the weightiest
+)
 
 // batch is what one fold's turns and notes say.
 type batch struct {
@@ -129,6 +132,9 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 		}
 	}
 	b.stmts = kept
+	if len(b.stmts) > maxBatchStmts {
+		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
+	}
 	for i, n := range req.Notes {
 		if i >= s.cfg.maxNotes {
 			break
@@ -150,7 +156,7 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 	var out []stmt
 	user := agent && strings.EqualFold(t.Role, "user")
 	for _, raw := range splitSentences(text) {
-		if injectionRe.MatchString(raw) {
+		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
 		sent := s.trimFiller(collapseRepeats(raw))
@@ -273,14 +279,34 @@ func (s *Summarizer) trimFiller(sent string) string {
 	if len(fs) == 0 {
 		return ""
 	}
-	out := fs[:1]
-	for _, f := range fs[1:] {
-		if strings.EqualFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789") {
+	var out []string
+	for i, f := range fs {
+		c := strings.ToLower(strings.Trim(f, ",.;:!?"))
+		switch {
+		case inlineFiller[c]:
+			// "um", "uh": keep a sentence end it carried
+			if n := len(out); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(out[n-1][len(out[n-1])-1:], ".!?") {
+				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
+			}
+			continue
+		case len(c) == 1 && c != "a" && c != "i" && !unicode.IsDigit(rune(c[0])) && i+1 < len(fs),
+			strings.HasSuffix(f, "-") && len(f) > 1:
+			continue // a cut word: "I s", "m or", "we-"
+		case len(out) > 0 && strings.EqualFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
 		}
 		out = append(out, f)
 	}
-	sent = strings.Join(out, " ")
+	if len(out) == 0 {
+		return ""
+	}
+	if r, _ := utf8.DecodeRuneInString(out[0]); unicode.IsLower(r) && len(out[0]) > 1 && out[0] != strings.ToLower(out[0]) {
+		out[0] = upperFirst(out[0])
+	}
+	sent = strings.TrimLeft(strings.Join(out, " "), ",;: ")
+	if sent == "" {
+		return ""
+	}
 	if !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
 		sent += "."
 	}
@@ -328,6 +354,9 @@ func agrees(text string) bool {
 	}
 	return agreement[l] && l != ""
 }
+
+// inlineFiller are words of hesitation dropped wherever they stand.
+var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", "hmm", "mm", "uh-huh", "um-hum", "mm-hmm", "eh"})
 
 // opensWithBackchannel reports whether a turn starts with an
 // acknowledgement ("sure", "ok, …").
@@ -568,7 +597,7 @@ var leadCommon = toSet([]string{"please", "maybe", "there", "that's", "it's", "t
 // noteStmt is a screen-watch note tied to whose screen it was.
 func noteStmt(n fold.Note) (stmt, bool) {
 	text := oneLine(n.Text, 600)
-	if text == "" || injectionRe.MatchString(text) {
+	if text == "" || isInjection(text) {
 		return stmt{}, false
 	}
 	src := speaker.Name(oneLine(n.Source, 64))
@@ -688,6 +717,18 @@ func toolOutcome(text string) string {
 		return "failed, " + clip(strings.TrimRight(oneLine(l, 200), "."), 80)
 	}
 	return "ok"
+}
+
+// isInjection reports text that addresses a model (injectionRe), with a
+// cheap test first: most text has none of its words.
+func isInjection(s string) bool {
+	l := strings.ToLower(s)
+	for _, k := range []string{"ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions"} {
+		if strings.Contains(l, k) {
+			return injectionRe.MatchString(s)
+		}
+	}
+	return false
 }
 
 // injectionRe matches text that addresses a model rather than the people

@@ -17,6 +17,16 @@ import (
 // numbers of an earlier fact about the same thing supersedes it.
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	var out []fold.Memory
+	type at struct {
+		t  int64
+		sp string
+	}
+	turns := map[at]fold.Turn{}
+	seen := map[uint64]bool{}
+	for _, f := range st.Facts {
+		seen[f.Sum] = true
+	}
+	var cands []stmt
 	for _, x := range b.stmts {
 		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !isFactStmt(x) {
 			continue
@@ -24,25 +34,33 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		if strings.Contains(x.Text, "…") || len(strings.Fields(x.Text)) < 5 {
 			continue // cut, or too short to stand alone
 		}
+		cands = append(cands, x)
+	}
+	if len(cands) > maxFoldMemories {
+		cands = dropWeakest(cands, len(cands)-maxFoldMemories)
+	}
+	for _, x := range cands {
 		low := strings.ToLower(x.Text)
 		sum := hashString(x.Sp + "\x00" + low)
-		dup := false
-		for _, f := range st.Facts {
-			if f.Sum == sum {
-				dup = true
-				break
-			}
-		}
-		if dup {
+		if seen[sum] {
 			continue
 		}
+		seen[sum] = true
+		if len(turns) == 0 {
+			for _, t := range req.Turns {
+				k := at{unixOf(t.At), displayName(t)}
+				if _, ok := turns[k]; !ok {
+					turns[k] = t
+				}
+			}
+		}
 		m := fold.Memory{ID: "m" + strconv.FormatUint(sum&0xffffffffffff, 16), Speaker: x.Sp, Text: x.Text}
-		if t, ok := turnFor(req.Turns, x); ok {
+		if t, ok := turns[at{x.At, x.Sp}]; ok {
 			m.TurnID, m.At = t.TurnID, t.At
 		} else {
 			m.At = x.at()
 		}
-		for i := len(st.Facts) - 1; i >= 0 && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
+		for i := len(st.Facts) - 1; i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
 			if changedFact(st.Facts[i].Num, x.Key) {
 				m.Supersedes = st.Facts[i].ID
 				break
@@ -55,17 +73,6 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		st.Facts = st.Facts[n-maxFacts:]
 	}
 	return out
-}
-
-// turnFor finds the turn a statement came from: the turn of its speaker
-// at its time.
-func turnFor(ts []fold.Turn, x stmt) (fold.Turn, bool) {
-	for _, t := range ts {
-		if unixOf(t.At) == x.At && displayName(t) == x.Sp {
-			return t, true
-		}
-	}
-	return fold.Turn{}, false
 }
 
 var factWords = []string{"i'm ", "i am ", "my ", "i have ", "i've ", "i like", "i love", "i hate", "i prefer", "i live",

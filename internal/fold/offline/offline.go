@@ -85,7 +85,7 @@ func WithDefaultMaxChars(n int) Option {
 }
 
 // WithMaxParticipants caps how many participants the opening sentence names
-// (default 8); the rest are counted ("and 3 others").
+// (default 5); the rest are counted ("and 3 others").
 func WithMaxParticipants(n int) Option {
 	return func(c *config) {
 		if n > 0 {
@@ -147,7 +147,7 @@ type Summarizer struct{ cfg config }
 
 // New returns an offline summarizer.
 func New(opts ...Option) *Summarizer {
-	c := config{defaultMaxChars: DefaultMaxChars, maxParticipants: 8, maxTopics: 2, maxUnitsPerTurn: 3, maxNotes: 8,
+	c := config{defaultMaxChars: DefaultMaxChars, maxParticipants: 5, maxTopics: 2, maxUnitsPerTurn: 3, maxNotes: 8,
 		extraFiller: map[string]bool{}, log: zerolog.Nop()}
 	for _, o := range opts {
 		o(&c)

@@ -178,8 +178,8 @@ func topics(ss []stmt, people []string, n int) []string {
 		if len(out) >= n {
 			break
 		}
-		if !p.upper && (p.words == 1 || p.n < 2) {
-			continue // a lower-case word alone is too often a verb or an adjective
+		if !p.upper && (p.words == 1 || p.n < 2) || p.upper && p.words == 1 && p.n < 2 {
+			continue // a word alone is too often a verb or an adjective, a capital too often a sentence's first
 		}
 		if slices.ContainsFunc(strings.Fields(p.key), func(k string) bool { return slices.Contains(used, k) }) {
 			continue
@@ -193,6 +193,8 @@ func topics(ss []stmt, people []string, n int) []string {
 	}
 	return out
 }
+
+var reportVerbs = toSet([]string{"said", "asked", "thinks", "suggested", "offered", "to"})
 
 // phraseStop are words that never start or join a topic phrase.
 var phraseStop = toSet(strings.Fields(`near via per without within across around behind beyond toward towards
@@ -264,7 +266,7 @@ func phrases(s string, people []string) []phrase {
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
 		}
-		start = strings.ContainsAny(f[len(f)-1:], `.!?":`)
+		start = strings.ContainsAny(f[len(f)-1:], `.!?":`) || reportVerbs[lw]
 		if !ok {
 			flush()
 			continue
@@ -321,20 +323,20 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 			rec *= 1.5
 		}
 		cands = append(cands, &cand{x: x, period: pi, terms: strings.Fields(x.Terms),
-			pri: x.W * rec / math.Pow(float64(l+10), 0.6), textLows: strings.ToLower(x.Text)})
+			pri: x.W * rec / math.Pow(float64(l+10), 0.85), textLows: strings.ToLower(x.Text)})
 	}
 	for pi := range st.Periods {
 		if headers[pi] == "" {
 			continue
 		}
 		for i := range st.Periods[pi].Stmts {
-			add(&st.Periods[pi].Stmts[i], pi, 0.9+0.2*float64(pi+1)/float64(len(st.Periods)))
+			add(&st.Periods[pi].Stmts[i], pi, 1+0.1*float64(pi+1)/float64(len(st.Periods)))
 		}
 	}
 	for i := range st.Open {
-		rec := 1.3 + 0.4*float64(i+1)/float64(len(st.Open))
+		rec := 1.1 + 0.2*float64(i+1)/float64(len(st.Open))
 		if st.Open[i].Batch {
-			rec += 0.3
+			rec += 0.2
 		}
 		add(&st.Open[i], -1, rec)
 	}
@@ -519,8 +521,9 @@ func (p period) header(multiDay bool) string {
 			}
 		}
 	}
-	who := andList(p.Names)
-	if who == "" {
+	names := p.Names[:min(2, len(p.Names))]
+	who := andList(names)
+	if who == "" || runeLen(who) > 24 {
 		who = "the participants"
 	}
 	if len(p.Topics) == 0 {

@@ -16,12 +16,13 @@ const stateVersion = 1
 // Bounds of the state. maxStateBytes is the most its encoding takes: a
 // state over it loses its least valuable statements first.
 const (
-	maxStateBytes = 16 << 10
-	maxNames      = 32  // participants named; the rest are counted
-	maxOpen       = 80  // statements of the current period
-	maxPeriodKept = 6   // statements a closed period keeps
-	maxFacts      = 64  // memories remembered for supersession
-	maxStmtRunes  = 320 // one statement's text
+	maxStateBytes   = 16 << 10
+	maxNames        = 32  // participants named; the rest are counted
+	maxOpen         = 80  // statements of the current period
+	maxPeriodKept   = 6   // statements a closed period keeps
+	maxFacts        = 64  // memories remembered for supersession
+	maxFoldMemories = 24  // memories one fold returns: the weightiest
+	maxStmtRunes    = 320 // one statement's text
 )
 
 // state is what the summarizer knows after a fold. It travels to the next
