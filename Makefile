@@ -1,7 +1,7 @@
 # foldstream — see README.md.
 GO ?= go
 
-.PHONY: all build test vet lint fmt-check generate run demo bench eval fuzz clean
+.PHONY: all build test test-python vet lint fmt-check generate run demo bench eval fuzz clean
 
 all: build
 
@@ -12,6 +12,18 @@ build:
 # against an in-process chat-completions server, the race detector.
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 12m ./...
+	$(MAKE) test-python
+
+# The Python client (clients/python): its tests against the processor
+# binary on its embedded nats-server and against a nats-server built from
+# go.mod (auth configs of nats/), with Debian's python3, pytest and mypy
+# (.ci/run installs them). Under CI=1 missing prerequisites fail the suite.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+test-python: build
+	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
+	cd clients/python && $(PYTHON) -m mypy --strict foldstream
+	cd clients/python && FOLDSTREAM_PROCESSOR=$(CURDIR)/bin/processor FOLDSTREAM_NATS_SERVER=$(CURDIR)/bin/nats-server \
+		$(PYTHON) -m pytest -q -p no:cacheprovider
 
 vet:
 	$(GO) vet ./...

@@ -196,7 +196,11 @@ type RecalledItem struct {
 	// neighbour of a match (Neighbour true).
 	Score     float64 `json:"score"`
 	Neighbour bool    `json:"neighbour,omitempty"`
-	Text      string  `json:"text"`
+	// Text is the turn's text, or, Trimmed, the sentences of a long
+	// matching turn that hold the match, with "…" where sentences were
+	// left out.
+	Text    string `json:"text"`
+	Trimmed bool   `json:"trimmed,omitempty"`
 	// Chars and Tokens are the item's cost as its prompt line in the
 	// reply's Prompt: labelled with its date and time (Line) for a memory
 	// and for the first turn of a run of excerpts, "Speaker: text" for a

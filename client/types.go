@@ -202,8 +202,12 @@ type SummaryLayer struct {
 	Summary            string `json:"summary"`
 	Version            uint64 `json:"version"`
 	CoveredThroughTurn int64  `json:"covered_through_turn"`
-	Chars              int    `json:"chars"`
-	Tokens             int    `json:"tokens"`
+	// Trimmed says Summary holds only the summary's sentences that match
+	// the query: a question-aware context under a budget too small for
+	// the whole summary gives it way to what matches the question.
+	Trimmed bool `json:"trimmed,omitempty"`
+	Chars   int  `json:"chars"`
+	Tokens  int  `json:"tokens"`
 }
 
 // ContextTurn is one verbatim turn of a Context.

@@ -175,7 +175,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	o := opts{data: filepath.Join("testdata", "tiny"), budget: 3000, quiet: 5 * time.Second}
+	o := opts{data: filepath.Join("testdata", "tiny"), budgets: []int{1000, 3000}, budget: 3000, quiet: 5 * time.Second}
 	res, err := run(ctx, o, log)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestEndToEnd(t *testing.T) {
 		if q.Recall[mTranscript] < q.Recall[mEvidence] {
 			t.Errorf("%q: transcript recall %v below evidence recall %v", q.Query, q.Recall[mTranscript], q.Recall[mEvidence])
 		}
-		// (a) is the summary line and the 60 verbatim turns; plain
+		// (a) is the summary line and the 60 verbatim turns; dated
 		// truncation of its size is no longer than it.
 		if want := runes(client.SummaryPrefix) + q.Chars[mSummary] + 1 + runes(render(tiny.Turns[60:])); q.Chars[mContext] != want {
 			t.Errorf("%q: context %d chars, want %d (summary line + 60 turns)", q.Query, q.Chars[mContext], want)
@@ -216,16 +216,29 @@ func TestEndToEnd(t *testing.T) {
 		if q.Chars[mSummary] == 0 || q.Chars[mSummary] > 1200 || q.Chars[mTruncA] > q.Chars[mContext] {
 			t.Errorf("%q: summary %d chars (want 1..1200), truncation %d (want <= %d)", q.Query, q.Chars[mSummary], q.Chars[mTruncA], q.Chars[mContext])
 		}
-		if _, ok := q.Recall[mQuery]; ok != res.QueryAware {
-			t.Errorf("%q: (b) measured %v, service query-aware %v", q.Query, ok, res.QueryAware)
-		}
-		if res.QueryAware && q.Chars[mQuery] > o.budget {
-			t.Errorf("%q: query-aware context %d chars over the %d budget", q.Query, q.Chars[mQuery], o.budget)
+		for _, budget := range o.budgets {
+			b := budgetKey(mQuery, budget)
+			if _, ok := q.Recall[b]; ok != res.QueryAware {
+				t.Errorf("%q: (b) at %d measured %v, service query-aware %v", q.Query, budget, ok, res.QueryAware)
+			}
+			if !res.QueryAware {
+				continue
+			}
+			if q.Chars[b] > budget {
+				t.Errorf("%q: query-aware context %d chars over the %d budget", q.Query, q.Chars[b], budget)
+			}
+			// The baselines are of (b)'s size, or a little less (they
+			// hold whole turns).
+			for _, k := range []string{mTruncB, mPlain} {
+				if n := q.Chars[budgetKey(k, budget)]; n > q.Chars[b] {
+					t.Errorf("%q: %s %d chars, more than (b)'s %d", q.Query, k, n, q.Chars[b])
+				}
+			}
 		}
 	}
 	var out strings.Builder
 	res.print(&out, true)
-	for _, want := range []string{"1 meetings, 120 turns", "6 specific, 3 scored", "(f) annotated evidence spans", "tiny"} {
+	for _, want := range []string{"1 meetings, 120 turns", "6 specific, 3 scored", "(f) annotated evidence spans", "(p) plain", "tiny"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -244,5 +257,26 @@ func TestScoringStem(t *testing.T) {
 	// battery are, stemmed.
 	if plain != 0 || stemmed != 2.0/3 {
 		t.Errorf("recall plain %v, stemmed %v; want 0 and 2/3", plain, stemmed)
+	}
+}
+
+func TestDatedBaselines(t *testing.T) {
+	m := meetingFrom(t, []string{"we picked a red battery case", "hello there", "the battery lasts two days", "lunch?", "fine"})
+	total := len(m.Turns)
+	day := dayLine(0) + "\n"
+	if got, want := m.truncationDated(total, 1<<20), day+render(m.Turns); got != want {
+		t.Errorf("dated truncation of everything = %q, want %q", got, want)
+	}
+	if got, want := m.truncationDated(total, runes(day+render(m.Turns[3:]))), day+render(m.Turns[3:]); got != want {
+		t.Errorf("dated truncation = %q, want %q", got, want)
+	}
+	r := newRanker(m.Turns, total, rankOpts{stop: true, stem: true})
+	// Room for the date line and the two battery turns, not for more.
+	size := runes(day + render([]line{m.Turns[0], m.Turns[2]}))
+	if got, want := m.plainRetrieval(r, "which battery?", size), day+render([]line{m.Turns[0], m.Turns[2]}); got != want {
+		t.Errorf("plain retrieval = %q, want %q (best turns, transcript order, one date line)", got, want)
+	}
+	if got := m.plainRetrieval(r, "battery", size-1); runes(got) > size-1 || !strings.Contains(got, "battery") {
+		t.Errorf("plain retrieval in %d chars = %q", size-1, got)
 	}
 }

@@ -7,7 +7,7 @@
 // transcript and the annotated evidence. It reports; it never asserts.
 //
 //	go run ./cmd/eval [-data DIR] [-meetings N | -only Bed002,ES2006a]
-//	                  [-budget 10000] [-v] [-json]
+//	                  [-budgets 2000,4000,10000] [-v] [-json]
 package main
 
 import (
@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ type opts struct {
 	data     string
 	only     []string
 	meetings int
+	// budgets are the query-aware context's character budgets; budget
+	// the largest (-explore's).
+	budgets  []int
 	budget   int
 	verbose  bool
 	json     bool
@@ -49,7 +53,7 @@ func main() {
 	flag.StringVar(&o.data, "data", "", "directory of QMSum meeting files (*.json); default: shared/data/qmsum/val in the nearest ancestor of the repository that has it (../shared/data/qmsum/val beside a checkout)")
 	only := flag.String("only", "", "comma-separated meeting names (file names without .json) to run; default all")
 	flag.IntVar(&o.meetings, "meetings", 0, "run this many meetings, spread evenly over the name-sorted list (0 = all)")
-	flag.IntVar(&o.budget, "budget", 10000, "character budget of the query-aware context (b)")
+	budgets := flag.String("budgets", "2000,4000,10000", "comma-separated character budgets of the query-aware context (b), each measured beside dated truncation and plain retrieval of its size")
 	flag.IntVar(&o.recallTurns, "recall-turns", 0, "recall_turns of the query-aware context (b); 0 = the service's default")
 	flag.IntVar(&o.maxSummaryChars, "max-summary-chars", 0, "the processor's summary budget (0 = its default, 1200)")
 	flag.BoolVar(&o.scoring.stem, "score-stem", false, "score with light-stemmed words (answer and context alike), to check a finding does not hang on word forms")
@@ -65,8 +69,13 @@ func main() {
 			o.only = append(o.only, strings.TrimSuffix(s, ".json"))
 		}
 	}
-	if o.budget < 1 {
-		fail(2, fmt.Errorf("-budget: expected a positive number of characters, got %d", o.budget))
+	for _, f := range strings.Split(*budgets, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || b < 1 {
+			fail(2, fmt.Errorf("-budgets: expected comma-separated positive numbers of characters, got %q", *budgets))
+		}
+		o.budgets = append(o.budgets, b)
+		o.budget = max(o.budget, b)
 	}
 	if o.recallTurns < 0 {
 		fail(2, fmt.Errorf("-recall-turns: expected 0 (the service's default) or a positive count, got %d", o.recallTurns))

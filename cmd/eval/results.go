@@ -12,34 +12,38 @@ import (
 )
 
 // The measures, in the order they are printed. Keys name them in -json.
+// Those of each budget are keyed by the budget too (mQuery etc.,
+// budgetKey).
 const (
 	mContext    = "a_context"
-	mQuery      = "b_query_context"
 	mSummary    = "c_summary"
 	mTruncA     = "d_truncation_a"
-	mTruncB     = "d_truncation_b"
 	mTranscript = "e_transcript"
 	mEvidence   = "f_evidence"
-	// mNoMemories is (b) without its memory lines: what the memories add.
+	// Per budget: the query-aware context (b), dated truncation (d) and
+	// plain retrieval (p) of (b)'s size, and (b) without its memory lines
+	// (what the memories add).
+	mQuery      = "b_query_context"
+	mTruncB     = "d_truncation"
+	mPlain      = "p_plain_retrieval"
 	mNoMemories = "b_without_memories"
 )
 
-var measureKeys = []string{mContext, mQuery, mSummary, mTruncA, mTruncB, mTranscript, mEvidence}
+// budgetKey is measure key's key at budget.
+func budgetKey(key string, budget int) string { return fmt.Sprintf("%s_%d", key, budget) }
 
-func measureLabel(key string, budget int) string {
+var measureKeys = []string{mContext, mSummary, mTruncA, mTranscript, mEvidence}
+
+func measureLabel(key string) string {
 	switch key {
 	case mContext:
 		return "(a) context, no query (today's builder)"
-	case mQuery:
-		return fmt.Sprintf("(b) context with the query, budget %d chars", budget)
 	case mSummary:
 		return "(c) summary alone"
 	case mTruncA:
-		return "(d) plain truncation, size of (a)"
-	case mTruncB:
-		return "(d) plain truncation, size of (b)"
+		return "(d) dated truncation, size of (a)"
 	case mTranscript:
-		return "(e) whole transcript (ceiling)"
+		return "(e) whole transcript with dates (ceiling)"
 	case mEvidence:
 		return "(f) annotated evidence spans"
 	}
@@ -49,7 +53,7 @@ func measureLabel(key string, budget int) string {
 // results is what a run measured.
 type results struct {
 	Data        string   `json:"data"`
-	Budget      int      `json:"budget_chars"`
+	Budgets     []int    `json:"budgets_chars"`
 	RecallTurns int      `json:"recall_turns,omitempty"`
 	ScoreStem   bool     `json:"score_stem,omitempty"`
 	Recent      int      `json:"recent_window"`
@@ -108,16 +112,23 @@ type queryResult struct {
 	EvidenceEnd  int                `json:"evidence_end"`
 	Recall       map[string]float64 `json:"recall"`
 	Chars        map[string]int     `json:"chars"`
-	// What (b) recalled: matching turns, their neighbours, memories; and
-	// how many best matches did not fit.
-	RecalledTurns      int `json:"recalled_turns,omitempty"`
-	RecalledNeighbours int `json:"recalled_neighbours,omitempty"`
-	RecalledMemories   int `json:"recalled_memories,omitempty"`
-	RecallDropped      int `json:"recall_dropped,omitempty"`
+	// What (b) recalled at each budget.
+	Recalled map[int]recalled `json:"recalled,omitempty"`
+}
+
+// recalled is what a query-aware context recalled: matching turns, their
+// neighbours, memories; how many best matches did not fit; whether it
+// kept the summary.
+type recalled struct {
+	Turns      int  `json:"turns,omitempty"`
+	Neighbours int  `json:"neighbours,omitempty"`
+	Memories   int  `json:"memories,omitempty"`
+	Dropped    int  `json:"dropped,omitempty"`
+	Summary    bool `json:"summary,omitempty"`
 }
 
 func newResults(o opts, w fold.Window) *results {
-	res := &results{Data: o.data, Budget: o.budget, RecallTurns: o.recallTurns, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
+	res := &results{Data: o.data, Budgets: o.budgets, RecallTurns: o.recallTurns, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
 		Summarizer: "offline", took: map[string][]time.Duration{}}
 	if o.explore {
 		res.explore = newExploration(o.budget)
@@ -144,7 +155,8 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 	res.Queries += mr.Queries
 	res.PerMeeting = append(res.PerMeeting, mr)
 	total := len(m.Turns)
-	transcript := m.transcript(total)
+	transcript := m.transcriptDated(total)
+	plain := newRanker(m.Turns, total, rankOpts{stop: true, stem: true})
 	for _, q := range m.Queries {
 		if !q.leftWindow(int(mr.WindowStart)) || runes(q.Query) > client.MaxContextQueryChars {
 			continue
@@ -160,37 +172,43 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		}
 		res.took[mContext] = append(res.took[mContext], a.took)
 		texts[mContext] = a.ctx.Prompt()
-		texts[mTruncA] = m.truncation(total, runes(texts[mContext]))
+		texts[mTruncA] = m.truncationDated(total, runes(texts[mContext]))
 		qr := queryResult{Query: q.Query, AnswerWords: len(answer), EvidenceFrom: q.Spans[0][0], EvidenceEnd: q.evidenceEnd(),
-			Recall: map[string]float64{}, Chars: map[string]int{}}
-		if res.QueryAware {
-			b, err := r.context(ctx, client.ContextRequest{Session: s, BudgetChars: o.budget, Query: q.Query, RecallTurns: o.recallTurns})
+			Recall: map[string]float64{}, Chars: map[string]int{}, Recalled: map[int]recalled{}}
+		for _, budget := range o.budgets {
+			if !res.QueryAware {
+				break
+			}
+			b, err := r.context(ctx, client.ContextRequest{Session: s, BudgetChars: budget, Query: q.Query, RecallTurns: o.recallTurns})
 			if err != nil {
 				return err
 			}
 			// The first question of a session may build its index (cold);
 			// the others find it (warm).
 			key := mQuery + "_warm"
-			if len(mr.Scored) == 0 {
+			if len(mr.Scored) == 0 && budget == o.budgets[0] {
 				key = mQuery + "_first"
 			}
 			res.took[key] = append(res.took[key], b.took)
-			texts[mQuery] = b.ctx.Prompt()
-			texts[mTruncB] = m.truncation(total, runes(texts[mQuery]))
-			qr.RecallDropped = b.ctx.RecallDropped
+			text := b.ctx.Prompt()
+			texts[budgetKey(mQuery, budget)] = text
+			texts[budgetKey(mTruncB, budget)] = m.truncationDated(total, runes(text))
+			texts[budgetKey(mPlain, budget)] = m.plainRetrieval(plain, q.Query, runes(text))
 			without := *b.ctx
 			without.Recalled = slices.DeleteFunc(slices.Clone(b.ctx.Recalled), func(it client.RecalledItem) bool { return it.Kind == client.RecalledMemory })
-			texts[mNoMemories] = without.Prompt()
+			texts[budgetKey(mNoMemories, budget)] = without.Prompt()
+			rc := recalled{Dropped: b.ctx.RecallDropped, Summary: b.ctx.Summary != nil}
 			for _, it := range b.ctx.Recalled {
 				switch {
 				case it.Kind == client.RecalledMemory:
-					qr.RecalledMemories++
+					rc.Memories++
 				case it.Neighbour:
-					qr.RecalledNeighbours++
+					rc.Neighbours++
 				default:
-					qr.RecalledTurns++
+					rc.Turns++
 				}
 			}
+			qr.Recalled[budget] = rc
 		}
 		texts[mSummary] = ""
 		if a.ctx.Summary != nil {
@@ -204,7 +222,7 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		}
 		mr.Scored = append(mr.Scored, qr)
 		if res.explore != nil {
-			res.explore.explore(m, texts[mContext], texts[mQuery], texts[mSummary], int(base.ctx.Cursor), q, answer, o.scoring)
+			res.explore.explore(m, texts[mContext], texts[budgetKey(mQuery, o.budget)], texts[mSummary], int(base.ctx.Cursor), q, answer, o.scoring)
 		}
 	}
 	res.Scored += len(mr.Scored)
@@ -272,33 +290,43 @@ func (res *results) print(w io.Writer, verbose bool) {
 	writeln(w, "")
 	writeln(w, "%-48s %8s %10s", "context", "recall", "chars")
 	for _, k := range measureKeys {
-		label := measureLabel(k, res.Budget)
 		if v, ok := res.Recall[k]; ok {
-			writeln(w, "%-48s %8.3f %10.0f", label, v, res.Chars[k])
-		} else {
-			writeln(w, "%-48s %8s %10s", label, "n/a", "n/a")
-		}
-	}
-	if b, ok := res.Recall[mQuery]; ok && res.Recall[mTruncB] > 0 {
-		writeln(w, "%-48s %8.2f", "(b) / (d) of the same size", b/res.Recall[mTruncB])
-	}
-	if res.QueryAware && res.Scored > 0 {
-		var t, nb, mem, drop int
-		for _, m := range res.PerMeeting {
-			for _, q := range m.Scored {
-				t, nb, mem, drop = t+q.RecalledTurns, nb+q.RecalledNeighbours, mem+q.RecalledMemories, drop+q.RecallDropped
-			}
-		}
-		n := float64(res.Scored)
-		writeln(w, "(b) recalled per question: %.1f matching turns, %.1f neighbours, %.1f memories; %.1f matches did not fit",
-			float64(t)/n, float64(nb)/n, float64(mem)/n, float64(drop)/n)
-		if v, ok := res.Recall[mNoMemories]; ok && mem > 0 {
-			writeln(w, "(b) without its memory lines: recall %.3f, %.0f chars (the memories add %+.3f for %.0f chars)",
-				v, res.Chars[mNoMemories], res.Recall[mQuery]-v, res.Chars[mQuery]-res.Chars[mNoMemories])
+			writeln(w, "%-48s %8.3f %10.0f", measureLabel(k), v, res.Chars[k])
 		}
 	}
 	if !res.QueryAware {
 		writeln(w, "(b): n/a, the service ignores the \"query\" field (no query-aware packing yet)")
+	} else if res.Scored > 0 {
+		writeln(w, "")
+		writeln(w, "each budget: (b) the context with the query; of (b)'s size: (d) dated truncation, (p) plain retrieval (BM25 over every turn, best first, transcript order, a date line per day)")
+		writeln(w, "%-7s %15s %15s %15s %8s %8s %8s", "budget", "(b) query-aware", "(d) truncation", "(p) plain", "(b)/(p)", "(b)/(d)", "(b)/(e)")
+		for _, budget := range res.Budgets {
+			b, d, p := res.Recall[budgetKey(mQuery, budget)], res.Recall[budgetKey(mTruncB, budget)], res.Recall[budgetKey(mPlain, budget)]
+			writeln(w, "%-7d %7.3f %7.0f %7.3f %7.0f %7.3f %7.0f %8.2f %8.2f %8.2f", budget,
+				b, res.Chars[budgetKey(mQuery, budget)], d, res.Chars[budgetKey(mTruncB, budget)], p, res.Chars[budgetKey(mPlain, budget)],
+				ratio(b, p), ratio(b, d), ratio(b, res.Recall[mTranscript]))
+		}
+		writeln(w, "")
+		n := float64(res.Scored)
+		for _, budget := range res.Budgets {
+			var sum recalled
+			summaries := 0
+			for _, m := range res.PerMeeting {
+				for _, q := range m.Scored {
+					rc := q.Recalled[budget]
+					sum.Turns, sum.Neighbours, sum.Memories, sum.Dropped = sum.Turns+rc.Turns, sum.Neighbours+rc.Neighbours, sum.Memories+rc.Memories, sum.Dropped+rc.Dropped
+					if rc.Summary {
+						summaries++
+					}
+				}
+			}
+			line := fmt.Sprintf("(b) at %d recalled per question: %.1f matching turns, %.1f neighbours, %.1f memories; %.1f matches did not fit; summary in %.0f%%",
+				budget, float64(sum.Turns)/n, float64(sum.Neighbours)/n, float64(sum.Memories)/n, float64(sum.Dropped)/n, 100*float64(summaries)/n)
+			if v, ok := res.Recall[budgetKey(mNoMemories, budget)]; ok && sum.Memories > 0 {
+				line += fmt.Sprintf("; without its memory lines %+.3f", v-res.Recall[budgetKey(mQuery, budget)])
+			}
+			writeln(w, "%s", line)
+		}
 	}
 	writeln(w, "")
 	for _, k := range []struct{ key, label string }{
@@ -318,10 +346,16 @@ func (res *results) print(w io.Writer, verbose bool) {
 		return
 	}
 	writeln(w, "")
-	writeln(w, "%-14s %6s %6s %7s %6s | %6s %6s %6s %6s %6s %6s %6s", "meeting", "turns", "window", "scored", "", "(a)", "(b)", "(c)", "(d)a", "(d)b", "(e)", "(f)")
+	keys := slices.Clone(measureKeys)
+	head := fmt.Sprintf("%-14s %6s %6s %7s |%7s%7s%7s%7s%7s", "meeting", "turns", "window", "scored", "(a)", "(c)", "(d)a", "(e)", "(f)")
+	for _, budget := range res.Budgets {
+		keys = append(keys, budgetKey(mQuery, budget), budgetKey(mPlain, budget))
+		head += fmt.Sprintf("%7s%7s", fmt.Sprintf("b%d", budget/1000), fmt.Sprintf("p%d", budget/1000))
+	}
+	writeln(w, "%s", head)
 	for _, m := range res.PerMeeting {
-		row := fmt.Sprintf("%-14s %6d %6d %4d/%-2d %6s |", m.Name, m.Turns, m.WindowStart, len(m.Scored), m.Queries, "")
-		for _, k := range measureKeys {
+		row := fmt.Sprintf("%-14s %6d %6d %4d/%-2d |", m.Name, m.Turns, m.WindowStart, len(m.Scored), m.Queries)
+		for _, k := range keys {
 			if v, ok := m.Recall[k]; ok {
 				row += fmt.Sprintf(" %6.3f", v)
 			} else {
@@ -330,4 +364,12 @@ func (res *results) print(w io.Writer, verbose bool) {
 		}
 		writeln(w, "%s", row)
 	}
+}
+
+// ratio is a/b, 0 when b is.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }

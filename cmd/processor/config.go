@@ -226,8 +226,44 @@ func newClientFlagSet(name string, o *options) *flag.FlagSet {
 // parseOptions applies flags, environment and config file in that order of
 // precedence.
 func parseOptions(fs *flag.FlagSet, o *options, args []string, env func(string) string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
+	return parseArgs(fs, o, args, env, nil)
+}
+
+// parseSessionOptions is parseOptions for a subcommand that takes a
+// session: the session may be given as its one positional argument, before
+// or after the flags (processor context my-session --query q), or with
+// --session.
+func parseSessionOptions(fs *flag.FlagSet, o *options, args []string, session *string) error {
+	return parseArgs(fs, o, args, nil, session)
+}
+
+// parseArgs parses flags and positional arguments in any order ("--" ends
+// the flags); the one positional argument allowed is the session, when
+// session is not nil.
+func parseArgs(fs *flag.FlagSet, o *options, args []string, env func(string) string, session *string) error {
+	var positional []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			break
+		}
+		if n := len(rest) - len(left); n > 0 && rest[n-1] == "--" {
+			positional = append(positional, left...)
+			break
+		}
+		positional, rest = append(positional, left[0]), left[1:]
+	}
+	if session != nil && len(positional) == 1 {
+		if *session != "" && *session != positional[0] {
+			return fmt.Errorf("session: given twice, as %q and as --session %q: expected one", positional[0], *session)
+		}
+		if err := fs.Set("session", positional[0]); err != nil {
+			return err
+		}
+		positional = nil
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -265,8 +301,8 @@ func parseOptions(fs *flag.FlagSet, o *options, args []string, env func(string) 
 	if o.openaiKey == "" {
 		o.openaiKey = env("OPENAI_API_KEY")
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	if len(positional) > 0 {
+		return fmt.Errorf("unexpected arguments: %v", positional)
 	}
 	return nil
 }

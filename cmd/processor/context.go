@@ -24,11 +24,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	budgetTokens := fs.Int("budget-tokens", 0, "bound the context to this many tokens (0 = unlimited)")
 	recallTurns := fs.Int("recall-turns", 0, fmt.Sprintf("with --query: the most earlier turns recalled as best matches, 1..%d (0 = as many as fit a budget, else %d)", client.MaxRecallTurns, client.DefaultRecallTurns))
 	asJSON := fs.Bool("json", false, "print the service's reply as is (JSON) instead of the prompt text")
-	if err := parseOptions(fs, &o, args, nil); err != nil {
+	if err := parseSessionOptions(fs, &o, args, session); err != nil {
 		return err
 	}
 	if *session == "" {
-		return errors.New("--session: required, the session whose context to print")
+		return errors.New("session: required, the session whose context to print (processor context S, or --session S)")
 	}
 	if err := events.CheckSession("--session", *session); err != nil {
 		return err

@@ -34,7 +34,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "Prometheus /metrics and /healthz address (empty disables); when the default is busy a free port is picked")
 	fs.StringVar(&o.ui.addr, "ui-addr", "", "also serve the session inspector, e.g. on 127.0.0.1:8080 (docs/inspector.md)")
 	addLogFlags(fs, &o, "warn")
-	if err := parseOptions(fs, &o, args, nil); err != nil {
+	if err := parseSessionOptions(fs, &o, args, session); err != nil {
 		return err
 	}
 	if *session == "" {

@@ -58,7 +58,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	session := fs.String("session", "", "only this session's rejected events (default: every session's)")
 	asJSON := fs.Bool("json", false, `JSON lines: {"seq","time","subject","original_subject","original_seq","original_stream","original_msg_id","reference","code","field","error","payload"}`)
 	full := fs.Bool("full-payload", false, "print whole payloads instead of their first 100 characters")
-	if err := parseOptions(fs, &o, args, nil); err != nil {
+	if err := parseSessionOptions(fs, &o, args, session); err != nil {
 		return err
 	}
 	t, err := openTool(&o, stderr, "dlq")
@@ -186,7 +186,7 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	code := fs.String("code", "", "only dead letters with this error code, e.g. session_ended, oversized")
 	keep := fs.Bool("keep", false, "keep the dead letters after publishing them again (default: delete each once its event is stored)")
 	dryRun := fs.Bool("dry-run", false, "print what would be published, publish nothing")
-	if err := parseOptions(fs, &o, args, nil); err != nil {
+	if err := parseSessionOptions(fs, &o, args, session); err != nil {
 		return err
 	}
 	t, err := openTool(&o, stderr, "dlq-redrive")

@@ -5,17 +5,18 @@
 //
 //	processor [run] [flags]        run the processor (embedded nats-server when no --nats-url)
 //	processor demo [flags]         run it with a demo bot on the embedded default
-//	processor replay --session S   print a session's timeline from the streams
-//	processor pub --session S ...  publish a turn, note or control (or JSON lines from stdin)
-//	processor tail --session S     follow a session's summaries and events
+//	processor replay S             print a session's timeline from the streams
+//	processor pub S ...            publish a turn, note or control (or JSON lines from stdin)
+//	processor tail S               follow a session's summaries and events
 //	processor sessions [S]         list sessions, or show one's state, lag and lease
-//	processor context --session S  the packed context a prompt builder gets
-//	processor dlq [redrive]        list rejected events, or publish them again after a fix
+//	processor context S            the packed context a prompt builder gets
+//	processor dlq [redrive] [S]    list rejected events, or publish them again after a fix
 //	processor healthcheck          exit 0 if a processor's /healthz answers ok
 //	processor ui [flags]           serve the session inspector, a read-only web page (docs/inspector.md)
 //	processor version
 //
-// Each subcommand's -h lists only its own flags.
+// A session may also be given as --session S. Each subcommand's -h lists
+// only its own flags.
 package main
 
 import (

@@ -51,7 +51,7 @@ now, "session" to --session.
 	source := fs.String("source", "", "the note's source, e.g. screen")
 	control := fs.String("control", "", "publish a control event: compact, end, reset, generate or configure")
 	sessionConfig := fs.String("session-config", "", `with --control configure: the session's settings as JSON, e.g. '{"mode":"tokens","context_window":32000}'`)
-	if err := parseOptions(fs, &o, args, nil); err != nil {
+	if err := parseSessionOptions(fs, &o, args, session); err != nil {
 		return err
 	}
 	flagged := 0

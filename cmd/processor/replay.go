@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,11 +21,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	addConnFlags(fs, &o, "", "NATS server URL(s) to read the streams from; empty opens the embedded store at --store-dir")
 	addStoreFlag(fs, &o)
 	addLogFlags(fs, &o, "warn") // stdout is the timeline; keep stderr for problems
-	if err := parseOptions(fs, &o, args, nil); err != nil {
+	if err := parseSessionOptions(fs, &o, args, session); err != nil {
 		return err
 	}
 	if *session == "" {
-		return fmt.Errorf("--session: required, the session id to replay")
+		return errors.New("session: required, the session id to replay (processor replay S, or --session S)")
 	}
 	if err := events.CheckSession("--session", *session); err != nil {
 		return err

@@ -23,7 +23,7 @@ func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(stderr)
 	session := fs.String("session", "", "show this session in full (default: list every session)")
 	asJSON := fs.Bool("json", false, "JSON output: the session service's replies, one per line")
-	if err := parseOptions(fs, &o, args, nil); err != nil {
+	if err := parseSessionOptions(fs, &o, args, session); err != nil {
 		return err
 	}
 	if *session != "" {

@@ -24,11 +24,11 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	all := fs.Bool("all", false, "print the session's outbound history first, then follow (default: only new events)")
 	asJSON := fs.Bool("json", false, `JSON lines: {"seq","subject","kind","event"} with the event as published`)
 	count := fs.Int("count", 0, "exit after this many events (0 = follow until interrupted)")
-	if err := parseOptions(fs, &o, args, nil); err != nil {
+	if err := parseSessionOptions(fs, &o, args, session); err != nil {
 		return err
 	}
 	if *session == "" {
-		return errors.New("--session: required, the session id to follow")
+		return errors.New("session: required, the session id to follow (processor tail S, or --session S)")
 	}
 	if err := events.CheckSession("--session", *session); err != nil {
 		return err

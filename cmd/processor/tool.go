@@ -41,6 +41,9 @@ func openTool(o *options, stderr io.Writer, name string) (*tool, error) {
 		return nil, fmt.Errorf("--nats-url: required, the processor's NATS server (its embedded one listens on %s by default)", defaultClientURL)
 	}
 	nc, js, err := connect(o, nil, "foldstream-"+name, log)
+	if denied := (*broker.InboxDeniedError)(nil); errors.As(err, &denied) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: is a processor running (make run, make demo)? Pass its server with --nats-url", err)
 	}

@@ -382,3 +382,44 @@ func TestDLQRedrivesAReferenceWithTheWholePayload(t *testing.T) {
 		t.Errorf("the redriven message: %d bytes (want %d), id %q, %v", len(m.Data), len(big), m.Header.Get("Nats-Msg-Id"), err)
 	}
 }
+
+// Every subcommand that takes a session takes it as its argument, before
+// or after its flags, as well as with --session; two sessions are refused.
+func TestSessionIsAPositionalArgument(t *testing.T) {
+	e := toolEnv(t)
+	mustTool(t, e, "", "pub", "p1", "--turn", "hello there", "--speaker", "Alice", "--turn-id", "t1")
+	mustTool(t, e, "", "pub", "--turn", "again", "--speaker", "Bob", "--turn-id", "t2", "p1")
+	e.Settled("p1", 2, 0)
+	var info client.SessionInfo
+	if err := json.Unmarshal([]byte(mustTool(t, e, "", "sessions", "p1", "--json")), &info); err != nil || info.Session != "p1" || info.TotalTurns != 2 {
+		t.Errorf("sessions p1 --json: %+v, %v", info, err)
+	}
+	var c client.Context
+	if err := json.Unmarshal([]byte(mustTool(t, e, "", "context", "p1", "--json")), &c); err != nil || c.Session != "p1" || len(c.Turns) != 2 {
+		t.Errorf("context p1 --json: %+v, %v", c, err)
+	}
+	if out := mustTool(t, e, "", "replay", "--full-text", "p1"); !strings.Contains(out, "hello there") || !strings.Contains(out, "again") {
+		t.Errorf("replay p1:\n%s", out)
+	}
+	mustTool(t, e, "", "pub", "p1", "--control", "compact")
+	e.Eventually("a lifecycle event of p1", func() bool {
+		out, err := runTool(t, e, "", "tail", "p1", "--all", "--count", "1")
+		return err == nil && strings.Contains(out, "--")
+	})
+	if out := mustTool(t, e, "", "dlq", "p1"); strings.Contains(out, "p1") {
+		t.Errorf("dlq p1 lists rejections of a session that has none:\n%s", out)
+	}
+	mustTool(t, e, "", "dlq", "redrive", "p1", "--dry-run")
+	for _, bad := range [][]string{
+		{"context", "p1", "--session", "p2"},
+		{"context", "p1", "p2"},
+		{"tail", "p1", "p2", "--count", "1"},
+	} {
+		if _, err := runTool(t, e, "", bad...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	if _, err := runTool(t, e, "", "context", "p1", "--session", "p1", "--json"); err != nil {
+		t.Errorf("the same session twice: %v", err)
+	}
+}

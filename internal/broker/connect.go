@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -47,8 +49,15 @@ func CheckInboxPrefix(prefix string) error {
 
 // Connect dials NATS (or the embedded server) and logs connection changes.
 func Connect(cfg ConnConfig, embedded *server.Server, log zerolog.Logger) (*nats.Conn, error) {
+	// probe is the inbox checkInbox subscribes to: its refusal is returned
+	// as an error, not logged.
+	var probe atomic.Value
+	probe.Store("")
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
+		// A bcrypt password check on a loaded server can take longer than
+		// nats.go's 2 s default.
+		nats.Timeout(10 * time.Second),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -61,6 +70,9 @@ func Connect(cfg ConnConfig, embedded *server.Server, log zerolog.Logger) (*nats
 			log.Info().Str("event", "nats_reconnected").Str("url", nc.ConnectedUrlRedacted()).Msg("reconnected to NATS")
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if p := probe.Load().(string); p != "" && strings.Contains(err.Error(), p) {
+				return
+			}
 			ev := log.Error().Err(err).Str("event", "nats_async_error")
 			if sub != nil {
 				ev = ev.Str("subject", sub.Subject)
@@ -111,7 +123,60 @@ func Connect(cfg ConnConfig, embedded *server.Server, log zerolog.Logger) (*nats
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", redact(url), err)
 	}
+	if err := checkInbox(nc, cfg, &probe); err != nil {
+		nc.Close()
+		return nil, err
+	}
 	return nc, nil
+}
+
+// inboxCheckTimeout bounds the round trip that checkInbox waits for.
+const inboxCheckTimeout = 10 * time.Second
+
+// InboxDeniedError is a server's refusal to let the connection subscribe
+// to its own reply inbox: every JetStream call, KV read and request would
+// wait for a reply that can never arrive and time out.
+type InboxDeniedError struct {
+	Prefix string // the connection's inbox prefix ("_INBOX" by default)
+	User   string // the --nats-user, "" when another login was used
+	Err    error  // the server's permissions violation
+}
+
+func (e *InboxDeniedError) Error() string {
+	want := "_INBOX_<user>"
+	if e.User != "" {
+		want = "_INBOX_" + e.User
+	}
+	return fmt.Sprintf("nats: the server does not let this client read its replies under %s.> (%v): connect with --inbox-prefix %s, "+
+		"the only inbox the shipped auth configs (nats/auth) let a user read, _INBOX_<user> (nats/README.md, Private inboxes)",
+		e.Prefix, e.Err, want)
+}
+
+func (e *InboxDeniedError) Unwrap() error { return e.Err }
+
+// checkInbox subscribes to a fresh inbox of nc and waits for the server's
+// answer to a ping sent after it: the server checks a subscription's
+// permission before it answers the ping, so a refused inbox is known at
+// once instead of as the timeout of the first request.
+func checkInbox(nc *nats.Conn, cfg ConnConfig, probe *atomic.Value) error {
+	inbox := nc.NewInbox()
+	probe.Store(inbox)
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return fmt.Errorf("nats: subscribe to the reply inbox %s: %w", inbox, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.FlushTimeout(inboxCheckTimeout); err != nil {
+		return fmt.Errorf("nats: no answer from the server within %s: %w", inboxCheckTimeout, err)
+	}
+	if err := nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), inbox) {
+		prefix := nc.Opts.InboxPrefix
+		if prefix == "" {
+			prefix = strings.TrimSuffix(nats.InboxPrefix, ".")
+		}
+		return &InboxDeniedError{Prefix: prefix, User: cfg.User, Err: err}
+	}
+	return nil
 }
 
 func redact(url string) string {

@@ -154,10 +154,10 @@ func (c *coordinator) reconcile(ctx context.Context, ls *live) {
 // after.
 func (c *coordinator) takeRecord(ls *live, last summaryRecord, why string) recordFate {
 	switch {
-	case adoptable(ls.s, last):
+	case ls.s.Adoptable(last.ev):
 		c.adopt(ls, last, why)
 		return recordAdopted
-	case behind(ls.s, last):
+	case ls.s.Behind(last.ev):
 		c.awaitRecord(ls, last, why)
 		return recordAwaited
 	}
@@ -183,9 +183,9 @@ func (c *coordinator) heldByRecord(ls *live) bool {
 		return false
 	}
 	switch {
-	case behind(s, last):
+	case s.Behind(last.ev):
 		return true
-	case adoptable(s, last):
+	case s.Adoptable(last.ev):
 		c.adopt(ls, last, "turns_replayed")
 	}
 	// Adopted, or no longer the session's (a reset, an end, a newer summary).
@@ -205,18 +205,8 @@ func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
 	c.p.m.recovered.Inc()
 	if n := int(min(ev.Cursor-s.Cursor, int64(len(s.Turns)))); n > 0 {
 		ls.payloads.drop(s.Turns[:n], s.PendingNotes[:min(ev.FoldedNotes, len(s.PendingNotes))])
-		if evicted(ev.Mode) {
-			s.CountEvicted(s.Turns[:n]) // so the next note counts on from it
-		}
 	}
-	s.Summary, s.Version, s.SummarySeq = ev.Summary, ev.Version, last.seq
-	s.SummaryState = nil // not in the event: the next fold starts from the prose
-	s.SummaryIsNote = evicted(ev.Mode)
-	s.Compactions = ev.Compactions
-	s.Advance(ev.Cursor, ev.FoldedNotes)
-	s.LastFoldAt = ev.At
-	s.SummaryToks = ev.SummaryTokens
-	s.Lease = nil
+	s.Adopt(ev, last.seq, evicted(ev.Mode))
 	c.w.markDirty(ls)
 }
 
@@ -613,20 +603,10 @@ func (c *coordinator) applyResult(r foldResult) {
 	}
 	oldCursor := s.Cursor
 	ls.payloads.drop(r.job.turns, r.job.notes)
-	s.Summary, s.SummaryState = r.out.Summary, r.out.State
-	s.SummaryIsNote = false
-	s.Version = r.job.prevVer + 1
-	s.SummarySeq = r.seq
-	s.Advance(r.job.to, len(r.job.notes))
-	s.LastFoldAt = now
-	s.Compactions++
-	s.Lease = nil
-	s.Failures = 0
-	s.RetryAfter = time.Time{}
-	s.OriginalToks += r.origToks
-	s.SummaryToks = r.sumToks
-	s.ExchangesFolded = r.job.exchanges
-	s.ContextTokens = 0 // the bot's next prompt is smaller; its old report no longer holds
+	s.Land(state.Landing{
+		Summary: r.out.Summary, Version: r.job.prevVer + 1, Seq: r.seq, To: r.job.to, Notes: len(r.job.notes), At: now,
+		SummaryTokens: r.sumToks, OriginalTokens: r.origToks, Exchanges: r.job.exchanges, State: r.out.State,
+	})
 	c.publishMemories(ls, r, s.Version)
 	if s.Sealed <= oldCursor && !r.job.final {
 		// Checkpointed with the next flush: until then the lease in KV
@@ -716,28 +696,21 @@ func (c *coordinator) publishConflict(ls *live, r foldResult, latency time.Durat
 func (c *coordinator) failed(ls *live, r foldResult, latency time.Duration) {
 	p := c.p
 	s := ls.s
-	s.Lease = nil
 	re := retry.Classify(r.err)
 	canceled := errors.Is(r.err, context.Canceled) || re.Class == retry.Canceled
+	why := state.FailTransient
 	switch {
 	case canceled:
+		why = state.FailCanceled
+	case r.model && retry.Persistent(re.Class):
+		why = state.FailPersistent
 	case r.model:
-		// A failing model backs off exponentially so it is not hammered;
-		// an error that repeats until someone changes something (auth, bad
-		// request, not found) waits the longest at once. When the whole
-		// endpoint refuses, the breaker (runFold reported to it) stops
-		// every session's calls.
-		s.Failures++
-		backoff := p.cfg.RetryBackoff << min(s.Failures-1, 16)
-		if retry.Persistent(re.Class) {
-			backoff = p.cfg.RetryBackoffMax
-		}
-		s.RetryAfter = p.clock.Now().Add(min(backoff, p.cfg.RetryBackoffMax))
-	default:
-		// NATS trouble (a leader election, a lost route) is short-lived:
-		// retry soon, without escalating.
-		s.RetryAfter = p.clock.Now().Add(p.cfg.RetryBackoff)
+		// A failing model backs off exponentially so it is not hammered.
+		// When the whole endpoint refuses, the breaker (runFold reported
+		// to it) stops every session's calls.
+		why = state.FailModel
 	}
+	s.Fail(p.clock.Now(), why, p.cfg.RetryBackoff, p.cfg.RetryBackoffMax)
 	c.w.markDirty(ls)
 	if !canceled {
 		c.wake[s.ID] = s.RetryAfter // retried then even if the session stays quiet

@@ -259,7 +259,7 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 	}
 	err := j.err
 	if err != nil {
-		s.RetryAfter = now.Add(p.cfg.RetryBackoff)
+		s.Fail(now, state.FailTransient, p.cfg.RetryBackoff, p.cfg.RetryBackoffMax)
 		c.wake[s.ID] = s.RetryAfter
 		c.w.markDirty(ls)
 		p.m.folds.WithLabelValues("failed").Inc()
@@ -275,17 +275,12 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 	oldCursor := s.Cursor
 	refs := s.Turns[:n]
 	ls.payloads.drop(refs, s.PendingNotes[:j.notes])
-	s.CountEvicted(refs)
 	// Notes have no summary to go into in this mode: they leave with the
 	// turns they were evicted among.
-	s.Advance(d.To, j.notes)
-	s.Summary, s.Version, s.SummarySeq = note, sum.Version, j.seq
-	s.SummaryState, s.SummaryIsNote = nil, true
-	s.SummaryToks = sum.SummaryTokens
-	s.LastFoldAt = now
-	s.Compactions++
-	s.ContextTokens = 0 // the bot's next prompt is smaller; its old report no longer holds
-	s.Failures, s.RetryAfter = 0, time.Time{}
+	s.Land(state.Landing{
+		Summary: note, Version: sum.Version, Seq: j.seq, To: d.To, Notes: j.notes, At: now,
+		SummaryTokens: sum.SummaryTokens, Note: true,
+	})
 	c.w.checkpointThen(ls, func() { c.p.dropChunks(s, oldCursor, s.Cursor) })
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)

@@ -424,26 +424,6 @@ func (sh *shard) install(id string, s *state.Session, rev uint64) *live {
 	return ls
 }
 
-// adoptable reports whether the subject's last summary is a later one of
-// the session as it stands (same reset epoch, a cursor within the turns it
-// holds) that it can take as its own. A summary that is not is still the
-// subject's last: the next publish goes after it (publishConflict).
-func adoptable(s *state.Session, last summaryRecord) bool {
-	ev := last.ev
-	return ev != nil && ev.Version > s.Version && ev.Epoch == s.Epoch && ev.Cursor >= s.Cursor && ev.Cursor <= s.Total
-}
-
-// behind reports whether last is a later summary of the session made from
-// turns it has not applied yet: the session was reloaded from a checkpoint
-// older than the record (a rewind after failed checkpoints, a new owner)
-// and its turns are coming again. Folding them again would record batches
-// the stream already holds under new versions. An ended session does not
-// wait: no turn is coming, so it folds and publishes after the record.
-func behind(s *state.Session, last summaryRecord) bool {
-	ev := last.ev
-	return ev != nil && ev.Version > s.Version && ev.Epoch == s.Epoch && ev.Cursor > s.Total && !s.Ended
-}
-
 // recordFate is what takeRecord did with a later summary on the stream.
 type recordFate int
 

@@ -13,6 +13,7 @@ import (
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/processor"
+	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
 	"github.com/foldstream/foldstream/internal/testenv"
 	"github.com/nats-io/nats.go/micro"
@@ -93,6 +94,20 @@ func checkQueryContext(t *testing.T, c *client.Context, budget int) {
 	}
 }
 
+// shownTurns are the turn ids a context recalls, as excerpts or as the
+// turns memories were stated in, sorted; a turn shown both ways is there
+// twice.
+func shownTurns(c *client.Context) []string {
+	var out []string
+	for _, r := range c.Recalled {
+		if r.TurnID != "" {
+			out = append(out, r.TurnID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func recalledIndices(c *client.Context) []int64 {
 	var out []int64
 	for _, r := range c.Recalled {
@@ -117,9 +132,10 @@ func TestQueryContextRecallsEarlierTurnsWithNeighbours(t *testing.T) {
 		t.Fatalf("reply header: query %q, summary %v, searched %d", c.Query, c.Summary != nil, c.RecallSearched)
 	}
 	// The question (3) is a match; its answer (4) comes as its neighbour
-	// only because it follows a question; 6 matches on its own.
-	if got := recalledIndices(c); !slices.Equal(got, []int64{3, 4, 6}) {
-		t.Fatalf("recalled %v, want [3 4 6]", got)
+	// only because it follows a question; 6 matches on its own, shown
+	// once: as an excerpt, or as the memory the fold kept of it.
+	if got := shownTurns(c); !slices.Equal(got, []string{"t003", "t004", "t006"}) {
+		t.Fatalf("recalled %v, want t003 t004 t006, each once", got)
 	}
 	for _, r := range c.Recalled {
 		if r.Neighbour != (r.Index == 4) || r.Neighbour != (r.Score == 0) {
@@ -169,10 +185,13 @@ func TestQueryContextNeverExceedsTheBudget(t *testing.T) {
 	for budget := 100; budget <= full.Chars+50; budget += 37 {
 		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday", BudgetChars: budget})
 		checkQueryContext(t, c, budget)
-		// Priority: the summary is the first layer, so it is there
-		// whenever it fits the budget alone.
-		if full.Summary.Chars <= budget && c.Summary == nil {
-			t.Fatalf("budget %d: summary (%d chars) dropped", budget, full.Summary.Chars)
+		// The summary is there whole whenever it costs at most its share
+		// of the budget; past that it gives way to what matches.
+		if full.Summary.Chars*100 <= budget*service.SummaryShare && (c.Summary == nil || c.Summary.Trimmed) {
+			t.Fatalf("budget %d: summary (%d chars) dropped or trimmed", budget, full.Summary.Chars)
+		}
+		if c.Summary != nil && c.Summary.Trimmed && (c.Summary.Chars >= full.Summary.Chars || !strings.Contains(full.Summary.Summary, c.Summary.Summary[:10])) {
+			t.Fatalf("budget %d: trimmed summary %q is not a part of %q", budget, c.Summary.Summary, full.Summary.Summary)
 		}
 		// Recalled material never crowds out the live conversation: with
 		// room for the summary and a few turns, the newest turn is there.
@@ -304,7 +323,7 @@ func TestQueryContextIsolatesSessions(t *testing.T) {
 		}
 	}
 	c = getContext(t, e.NC, client.ContextRequest{Session: "s2", Query: "tournament form friday lisbon"})
-	if got := recalledIndices(c); !slices.Equal(got, []int64{3, 4, 6}) {
+	if got := shownTurns(c); !slices.Equal(got, []string{"t003", "t004", "t006"}) {
 		t.Fatalf("s2 recalled %v", got)
 	}
 }
@@ -393,5 +412,61 @@ func TestQueryContextOfAnArchivedSession(t *testing.T) {
 	// Its memories stay until a reset; its turns went to the archive.
 	if got := recalledIndices(c); len(got) != 0 || c.TotalTurns != 0 {
 		t.Fatalf("archived session: total %d, recalled turns %v", c.TotalTurns, got)
+	}
+}
+
+// Under a budget the candidates compete by what they hold for the
+// question: a greeting that names the person asked about is no evidence,
+// a turn said twice is shown once, a long turn is cut to the sentences
+// that hold the match, and the last exchange is always kept.
+func TestQueryContextPacksEvidenceByValue(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	long := "We talked for ages about the weather and the traffic on the way in this morning. " +
+		"The train was late again and the platform was crowded with people going to the stadium. " +
+		"Then the conversation turned and she said she wants to cook paella for the party. " +
+		"After that we argued about football for an hour and nobody agreed on anything at all, as usual. " +
+		"Finally we went home in the rain."
+	publishWith(t, e, "s1", 0, 64, map[int]string{
+		2:  "Hey Alice!",
+		5:  "Alice cooks a great risotto every Sunday.",
+		7:  "Alice cooks a great risotto every Sunday!",
+		9:  long,
+		20: "I would cook the risotto with saffron.",
+	})
+	e.Settled("s1", 64, 10)
+	q := "What does Alice like to cook?"
+	full := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q})
+	for _, budget := range []int{900, 1500, 2400} {
+		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
+		checkQueryContext(t, c, budget)
+		shown := shownTurns(c)
+		if slices.Contains(shown, "t002") {
+			t.Errorf("budget %d: the greeting was recalled: %v", budget, shown)
+		}
+		if slices.Contains(shown, "t005") && slices.Contains(shown, "t007") {
+			t.Errorf("budget %d: the same fact shown twice: %v", budget, shown)
+		}
+		// The last exchange is kept; the window gives way to evidence.
+		newest := full.Turns[len(full.Turns)-1].Index
+		if len(c.Turns) < service.LastExchange || c.Turns[len(c.Turns)-1].Index != newest {
+			t.Fatalf("budget %d: window %v, want the last exchange (to %d)", budget, indices(c), newest)
+		}
+		if !slices.ContainsFunc(shown, func(id string) bool { return slices.Contains([]string{"t005", "t007", "t009", "t020"}, id) }) {
+			t.Errorf("budget %d: no evidence recalled (%v), window %v", budget, shown, indices(c))
+		}
+		if budget >= 2400 && !slices.Contains(shown, "t009") {
+			t.Errorf("budget %d: the long turn that says what she wants to cook was not recalled: %v", budget, shown)
+		}
+		for _, r := range c.Recalled {
+			if r.TurnID != "t009" || r.Kind != client.RecalledTurn {
+				continue
+			}
+			if !r.Trimmed || !strings.Contains(r.Text, "she said she wants to cook paella for the party.") ||
+				strings.Contains(r.Text, "football") || !strings.HasPrefix(r.Text, "… ") || !strings.HasSuffix(r.Text, " …") {
+				t.Errorf("budget %d: long turn recalled as %q (trimmed %v), want its matching sentence between marks", budget, r.Text, r.Trimmed)
+			}
+		}
 	}
 }

@@ -71,3 +71,9 @@ func (d *Direct) ReplayStart(ctx context.Context, session string) (from uint64, 
 	}
 	return rp.from, rp.read, nil
 }
+
+// LastExchange is how many of the newest turns a budget always keeps.
+const LastExchange = lastExchange
+
+// SummaryShare is the most of a budget the whole summary takes, in percent.
+const SummaryShare = summaryShare

@@ -219,8 +219,14 @@ const (
 // first, so the ranking is deterministic. The feedback terms' scores are
 // added to the first ranking's (the query's terms are not scored twice).
 func (x *turnIndex) expanded(terms []string, lo, n int) []hit {
+	hits, _ := x.expand(terms, lo, n)
+	return hits
+}
+
+// expand is expanded, and the feedback terms it added.
+func (x *turnIndex) expand(terms []string, lo, n int) ([]hit, []string) {
 	if n <= lo || len(terms) == 0 {
-		return nil
+		return nil, nil
 	}
 	scores := make([]float64, n-lo)
 	x.score(scores, terms, nil, lo, n)
@@ -262,5 +268,5 @@ func (x *turnIndex) expanded(terms []string, lo, n int) []hit {
 		weights[i] = feedbackWeight
 	}
 	x.score(scores, extra, weights, lo, n)
-	return ranked(scores, lo)
+	return ranked(scores, lo), extra
 }

@@ -137,8 +137,8 @@ func TestIndexAnswersLikeAFreshScan(t *testing.T) {
 			t.Fatalf("after a reset: recalled %+v from before it", r)
 		}
 	}
-	if got := recalledIndices(c); !slices.Contains(got, 5) {
-		t.Fatalf("after a reset: recalled %v, want the new form (5)", got)
+	if got := shownTurns(c); !slices.Contains(got, "t205") {
+		t.Fatalf("after a reset: recalled %v, want the new form (t205)", got)
 	}
 }
 
@@ -244,8 +244,13 @@ func TestIndexSaysWhichTurnsAreMissing(t *testing.T) {
 	if c.Missing == nil || c.Missing.From != 0 || c.Missing.To != 2 || c.Missing.Reason == "" {
 		t.Fatalf("missing %+v, want turns [0, 2)", c.Missing)
 	}
-	if got := recalledIndices(c); !slices.Equal(got, []int64{3, 4, 6}) {
-		t.Fatalf("recalled %v, want [3 4 6] with their indices as the processor counts them", got)
+	if got := shownTurns(c); !slices.Equal(got, []string{"t003", "t004", "t006"}) {
+		t.Fatalf("recalled %v, want t003 t004 t006", got)
+	}
+	for _, r := range c.Recalled {
+		if r.Kind == client.RecalledTurn && r.TurnID != fmt.Sprintf("t%03d", r.Index) {
+			t.Fatalf("recalled %s at index %d, not as the processor counts it", r.TurnID, r.Index)
+		}
 	}
 	checkQueryContext(t, c, 0)
 }

@@ -119,8 +119,8 @@ func TestHybridRankingWithAnEmbeddingsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkQueryContext(t, c, 3000)
-	if got := recalledIndices(c); !slices.Contains(got, 3) || !slices.Contains(got, 5) {
-		t.Fatalf("hybrid recalled %v, want 3 (the car, by meaning) and 5 (automobile, by word)", got)
+	if got := shownTurns(c); !slices.Contains(got, "t003") || !slices.Contains(got, "t005") {
+		t.Fatalf("hybrid recalled %v, want t003 (the car, by meaning) and t005 (automobile, by word)", got)
 	}
 	first := es.embedded()
 	if first < 64+1 {

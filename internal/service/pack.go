@@ -3,6 +3,7 @@ package service
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -14,8 +15,7 @@ import (
 
 // Packing a question-aware context (a request with a query).
 //
-// The layers, in priority order (each only in the room the ones before it
-// left):
+// The layers, in prompt order:
 //
 //  1. the summary (or, in mode evict, the eviction note in its place);
 //  2. the memories that match the query (at most maxRecalledMemories,
@@ -28,17 +28,36 @@ import (
 //     (client.ExcerptRun: a turn's cost depends on the turn before it);
 //  4. the verbatim window, newest first, down to the newest excerpt.
 //
-// Layers 2 and 3 together take at most recallShare of what the summary
-// leaves of a budget, so that a short budget still holds the live
-// conversation; what they do not use goes to the window, and what the
-// window does not need (it starts at the cursor) goes to more excerpts. The window's lower end is fixed before the
-// excerpts are chosen (as if they used their whole share), so an excerpt
-// is never also a window turn, and the window, which can only be longer,
-// stops above the newest excerpt.
+// Under a budget they compete for it by what they are worth to the
+// question per character:
+//
+//   - the last exchange (the lastExchange newest turns) is always kept;
+//   - the window keeps at least windowShare of the budget (the last
+//     exchange if that is more) before anything is recalled; the rest of
+//     the window only gets the room the recalled layers leave, so at a
+//     small budget the window shrinks to the last exchange before
+//     relevant evidence is dropped;
+//   - the summary is kept whole when it costs at most summaryShare of the
+//     budget; a summary that costs more gives way to the sentences of it
+//     that match the query (the rarest words per character first) within
+//     that share, and is dropped when none does;
+//   - memories and excerpts take the rest. The window's lower end is
+//     fixed before the excerpts are chosen (as if they used their whole
+//     room), so an excerpt is never also a window turn; room the window
+//     did not need (it starts at the cursor) goes to more excerpts.
+//
+// Without a budget every layer is packed whole, as without a query but
+// with the recalled layers between the summary and the window.
 const (
-	// recallShare is the most of a budget (chars and tokens alike) that
-	// memories and excerpts take together, in percent.
-	recallShare = 70
+	// lastExchange is how many of the newest turns a budget always keeps.
+	lastExchange = 2
+	// windowShare is the share of a budget (chars and tokens alike) the
+	// window keeps before anything is recalled, in percent.
+	windowShare = 10
+	// summaryShare is the most of a budget the whole summary takes, in
+	// percent: past it the summary would crowd out what matches the
+	// question.
+	summaryShare = 65
 	// maxRecalledMemories bounds the memories a context recalls.
 	maxRecalledMemories = 5
 	// fragmentChars: a matching turn shorter than this is recalled with
@@ -73,13 +92,12 @@ func take(chars, tokens int, ms ...*meter) bool {
 	return true
 }
 
-// share is recallShare of what a limit leaves after used (0: unlimited
-// stays unlimited).
-func share(limit, used int) int {
+// percent is pct percent of limit (0: unlimited stays unlimited).
+func percent(limit, pct int) int {
 	if limit == 0 {
 		return 0
 	}
-	return max(1, (limit-used)*recallShare/100)
+	return max(1, limit*pct/100)
 }
 
 // lineCost is a prompt line's cost: its characters with the newline, and
@@ -94,10 +112,7 @@ func (s *server) lineCost(line string) (int, int) {
 func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *state.Session, checkpointed bool, tail map[uint64]*events.Turn, out *client.Context) error {
 	out.Query = r.Query
 	total := &meter{maxChars: r.BudgetChars, maxTokens: r.BudgetTokens}
-
-	// 1. The summary, or the eviction note in its place.
-	s.packSummary(cp, out, func(chars, tokens int) bool { return take(chars, tokens, total) })
-	recalled := &meter{maxChars: share(total.maxChars, total.chars), maxTokens: share(total.maxTokens, total.tokens)}
+	budgeted := total.maxChars != 0 || total.maxTokens != 0
 
 	terms := s.an.queryTerms(r.Query)
 	var h *indexHandle
@@ -113,54 +128,64 @@ func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *sta
 			defer h.release()
 		}
 	}
-
-	// 2. Memories that match the query.
-	var mems []client.RecalledItem
+	var pk *picker
 	if h != nil {
-		mems = s.packMemories(h, terms, total, recalled)
+		pk = s.newPicker(ctx, h, cp, checkpointed, r.Query, terms, r.RecallTurns, out)
 	}
 
-	// The window's lower end if the excerpts take their whole share.
+	// 1. The summary, or the eviction note in its place.
+	if budgeted && !cp.SummaryIsNote && cp.Summary != "" {
+		s.packSummarySections(cp, out, pk, total)
+	} else {
+		s.packSummary(cp, out, func(chars, tokens int) bool { return take(chars, tokens, total) })
+	}
+
+	// The window's lower end (floor) and the recalled layers' room: the
+	// window first keeps its share of the budget, at least the last
+	// exchange; the recalled layers may have the rest.
 	windowTurn := func(i int) (client.ContextTurn, error) { return s.windowTurn(ctx, cp, tail, h, i) }
 	floor := cp.Cursor
-	if r.BudgetChars != 0 || r.BudgetTokens != 0 {
-		reserve := *total
-		if reserve.maxChars != 0 {
-			reserve.maxChars -= max(0, recalled.maxChars-recalled.chars)
-		}
-		if reserve.maxTokens != 0 {
-			reserve.maxTokens -= max(0, recalled.maxTokens-recalled.tokens)
-		}
+	recalled := &meter{}
+	if budgeted {
+		keep := meter{maxChars: percent(total.maxChars, windowShare), maxTokens: percent(total.maxTokens, windowShare)}
+		rest := *total
 		floor = cp.Total
 		hc, ht := s.lineCost(client.RecentHeader)
-		if take(hc, ht, &reserve) {
+		kept := 0
+		if take(hc, ht, &rest) {
+			keep.chars, keep.tokens = hc, ht
 			for i := len(cp.Turns) - 1; i >= 0; i-- {
 				ct, err := windowTurn(i)
 				if err != nil {
 					return err
 				}
-				if !take(ct.Chars, ct.Tokens, &reserve) {
+				if kept >= lastExchange && !keep.fits(ct.Chars, ct.Tokens) || !take(ct.Chars, ct.Tokens, &rest) {
 					break
 				}
+				keep.chars, keep.tokens = keep.chars+ct.Chars, keep.tokens+ct.Tokens
 				floor = ct.Index
+				kept++
 			}
 		}
-		if floor == cp.Cursor {
-			// The whole window fits in what the share leaves: the recalled
-			// layers may have everything it does not need.
-			if total.maxChars != 0 {
-				recalled.maxChars = recalled.chars + total.maxChars - reserve.chars
-			}
-			if total.maxTokens != 0 {
-				recalled.maxTokens = recalled.tokens + total.maxTokens - reserve.tokens
-			}
+		if total.maxChars != 0 {
+			recalled.maxChars = max(1, total.maxChars-rest.chars)
+		}
+		if total.maxTokens != 0 {
+			recalled.maxTokens = max(1, total.maxTokens-rest.tokens)
+		}
+	}
+
+	// 2. Memories that match the query.
+	var mems []client.RecalledItem
+	if h != nil {
+		mems = s.packMemories(h, terms, total, recalled)
+		for _, m := range mems {
+			pk.show(m)
 		}
 	}
 
 	// 3. Earlier excerpts.
-	var pk *picker
-	if h != nil {
-		pk = s.newPicker(ctx, h, cp, checkpointed, r.Query, terms, r.RecallTurns, out)
+	if pk != nil {
 		pk.fill(floor, false, total, recalled)
 	}
 	recalledAny := len(mems) > 0 || pk != nil && len(pk.chosen) > 0
@@ -327,6 +352,26 @@ type picker struct {
 	tried    map[int]bool   // matches that did not fit
 	newest   int64          // the newest chosen turn's index, -1 if none
 	excerpts bool           // the excerpts header is charged
+	// shown are the turns (by turn id) the reply already shows as a
+	// memory, and shownTerms those memories' content terms: not recalled
+	// again as excerpts (show).
+	shown      map[string]bool
+	shownTerms []map[string]bool
+	// terms are the query's terms and feedback the terms its ranking
+	// added (index.expand): what an excerpt is trimmed around.
+	terms, feedback []string
+	// content caches each considered doc's content terms (evidence.go).
+	content map[int]*docTerms
+	// perDay counts the chosen matches by day (diversity).
+	perDay map[int64]int
+	// hybrid: the hits were fused with the turns nearest the question by
+	// meaning, which may share no word with it.
+	hybrid bool
+	// nameTerms are the speakers' names as index terms (names).
+	nameTerms map[string]bool
+	// budget is the request's character budget (0: none), or its token
+	// budget times four.
+	budget int
 }
 
 func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Session, checkpointed bool, query string, terms []string, want int, out *client.Context) *picker {
@@ -352,8 +397,12 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 			Reason: "no longer in stream " + s.layout.In + " (removed by its max-age or by hand): these turns cannot be recalled"}
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
-		labelled: map[int]bool{}, counted: map[[2]int]int{}, tried: map[int]bool{}, newest: -1}
-	p.hits = passages(x.expanded(terms, lo, n))
+		labelled: map[int]bool{}, counted: map[[2]int]int{}, tried: map[int]bool{}, newest: -1,
+		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, perDay: map[int64]int{}}
+	p.budget = cmp.Or(out.BudgetChars, 4*out.BudgetTokens)
+	var hits []hit
+	hits, p.feedback = x.expand(terms, lo, n)
+	p.hits = passages(hits)
 	if s.vec != nil && len(rp.vecs) > 0 && n > lo {
 		// Hybrid: BM25 fused with the turns nearest to the question.
 		if q, err := s.vec.embed(ctx, []string{query}); err != nil {
@@ -362,6 +411,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 				Msg("question not embedded; ranked by BM25 alone")
 		} else {
 			p.hits = fuse(rp, p.hits, q[0], lo, n)
+			p.hybrid = true
 		}
 	}
 	return p
@@ -393,8 +443,12 @@ func (p *picker) searched(start int64) int {
 
 func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem {
 	doc := p.x.docs[d]
+	text, trimmed := doc.turn.Text, false
+	if !neighbour {
+		text, trimmed = p.trim(d)
+	}
 	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: doc.turn.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
-		Speaker: doc.turn.Speaker, Role: doc.turn.Role, At: doc.turn.At.UTC(), Score: score, Neighbour: neighbour, Text: doc.turn.Text}
+		Speaker: doc.turn.Speaker, Role: doc.turn.Role, At: doc.turn.At.UTC(), Score: score, Neighbour: neighbour, Text: text, Trimmed: trimmed}
 	it.Chars = client.LineChars(it.Line())
 	it.Tokens = -1 // counted once the characters fit (costing tokens is the expensive part)
 	return it
@@ -509,16 +563,23 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 	// Past maxMisses matches that did not fit, the rest (lower ranked)
 	// are not worth their cost: the room is as good as full.
 	misses := 0
-	for i := 0; i < len(p.hits) && p.matches < p.want && misses < maxMisses; i++ {
-		hit := p.hits[i]
-		if hit.doc >= limit || p.chosen[hit.doc] != nil && !p.chosen[hit.doc].Neighbour {
-			continue
+	considered := map[int]bool{}
+	for p.matches < p.want && misses < maxMisses {
+		i := p.next(limit, considered)
+		if i < 0 {
+			break
 		}
+		considered[i] = true
+		hit := p.hits[i]
 		if it, ok := p.chosen[hit.doc]; ok {
 			// Already in as a neighbour: now a match in its own right.
 			it.Score, it.Neighbour = hit.score, false
 			p.matches++
+			p.perDay[day(it.At)]++
 			delete(p.tried, hit.doc)
+			continue
+		}
+		if !p.evidence(hit.doc) {
 			continue
 		}
 		unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
@@ -551,7 +612,30 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 			p.newest = max(p.newest, unit[i].Index)
 		}
 		p.matches++
+		p.perDay[day(p.x.docs[hit.doc].turn.At)]++
 	}
+}
+
+// next is the index in p.hits of the match to consider next, -1 if none:
+// among the first diversityWindow of those not considered yet, below
+// limit and not chosen as a match, the best by its score lowered by
+// dayDecay for each match already chosen on its day (maximal marginal
+// relevance across days: five excerpts should not all repeat one
+// evening when the question's evidence is spread over several).
+func (p *picker) next(limit int, considered map[int]bool) int {
+	best, bestScore, seen := -1, 0.0, 0
+	for i := 0; i < len(p.hits) && seen < diversityWindow; i++ {
+		h := p.hits[i]
+		if considered[i] || h.doc >= limit || p.chosen[h.doc] != nil && !p.chosen[h.doc].Neighbour {
+			continue
+		}
+		seen++
+		score := h.score * math.Pow(dayDecay, float64(p.perDay[day(p.x.docs[h.doc].turn.At)]))
+		if best < 0 || score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
 }
 
 // items are the chosen turns in transcript order, each costed as its

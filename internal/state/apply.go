@@ -45,7 +45,7 @@ func (s *Session) Apply(seq uint64, in events.Inbound) (Effect, error) {
 			return EffectDuplicate, nil
 		}
 		// The token modes need every turn's size at trigger time; the
-		// bot's own count wins, else seed 004's chars/4×1.2 estimate.
+		// bot's own count wins, else the chars/4×1.2 estimate.
 		toks := in.Turn.Tokens
 		if toks == 0 {
 			toks = tokens.Heuristic(in.Turn.Text)

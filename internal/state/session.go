@@ -41,8 +41,9 @@ type Lease struct {
 // Held reports whether the lease still blocks other folds at now.
 func (l *Lease) Held(now time.Time) bool { return l != nil && now.Before(l.Deadline) }
 
-// Session is the checkpoint of one session (seed 000's VoiceSession fields,
-// plus what stream processing needs).
+// Session is the checkpoint of one session: its summary, where the
+// summary ends in its transcript, and what stream processing needs. Its
+// fold outcomes go through Land, Adopt and Fail (transition.go).
 type Session struct {
 	ID      string `json:"id"`
 	Summary string `json:"summary,omitempty"`
@@ -97,7 +98,8 @@ type Session struct {
 	Exchanges       int `json:"exchanges,omitempty"`
 	ExchangesFolded int `json:"exchanges_folded,omitempty"`
 	// ContextTokens is the provider-reported prompt size the bot sent with
-	// its latest turn since the last fold (seed 004's best estimate).
+	// its latest turn since the last fold: the best estimate of the context
+	// the bot sends, when it reports one.
 	ContextTokens int `json:"context_tokens,omitempty"`
 	// LastEventAt is the bot's timestamp of the latest event (unix millis):
 	// reset policies use event time so the processor, the context service

@@ -1,0 +1,44 @@
+"""The docs' quick start and the examples run as printed."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from conftest import PKG, REPO, Processor
+
+
+def _run(code: str, processor: Processor, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(PKG), "NATS_URL": processor.url}
+    out = subprocess.run([sys.executable, *args], input=code, capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _quickstart(path: str) -> str:
+    text = (REPO / path).read_text(encoding="utf-8")
+    m = re.search(r"```python\n(.*?)```", text, re.S)
+    assert m, f"{path}: no python block"
+    return m.group(1)
+
+
+def test_clients_md_quickstart(processor: Processor) -> None:
+    code = _quickstart("docs/clients.md")
+    assert len(code.strip().splitlines()) <= 15
+    out = _run(code.replace("nats://127.0.0.1:4222", processor.url), processor, "-")
+    assert out.rstrip("\n").splitlines() == ["Alice: I'm flying to Lisbon on May 3rd.", "Bot: Noted: Lisbon, May 3rd."]
+
+
+def test_readme_quickstart(processor: Processor) -> None:
+    code = _quickstart("clients/python/README.md")
+    assert len(code.strip().splitlines()) <= 15
+    out = _run(code.replace("nats://127.0.0.1:4222", processor.url), processor, "-")
+    assert "Alice: I'm flying to Lisbon" in out
+
+
+def test_quickstart_example(processor: Processor) -> None:
+    out = _run("", processor, str(PKG / "examples" / "quickstart.py"))
+    assert "# session quickstart-" in out
+    assert "assistant: Noted: Lisbon, May 3rd. Do you need a hotel?" in out

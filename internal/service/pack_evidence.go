@@ -1,0 +1,369 @@
+package service
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/state"
+)
+
+// What makes an excerpt worth its characters (the picker's choices beyond
+// the ranking): a turn that only greets or names someone is no evidence,
+// a turn that says again what a chosen one said is not shown twice, nor
+// one the reply shows as a memory; a long turn is trimmed to the
+// sentences that carry the match.
+const (
+	// A matching turn longer than trimChars and than 1/trimShare of the
+	// budget is trimmed to its sentences that hold a query or feedback
+	// term: the larger the budget, the more of a turn is worth its
+	// characters.
+	trimChars = 240
+	trimShare = 8
+	// nearDuplicate is the share of common content terms (Jaccard) above
+	// which a match repeats a chosen one.
+	nearDuplicate = 0.8
+	// diversityWindow is how many of the next best matches the picker
+	// chooses among; dayDecay lowers a match's score for each match
+	// already chosen on its day (picker.next).
+	diversityWindow = 10
+	dayDecay        = 0.85
+	// trimMark stands for the sentences a trimmed excerpt leaves out.
+	trimMark = "…"
+)
+
+// greetingWords are what a turn that only greets, thanks or takes leave
+// says, besides names.
+var greetingWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`hi hey hello hiya yo morning afternoon evening night good great nice cool thanks
+		thank thx bye goodbye cya later see soon welcome dear lol haha hehe wow awesome sure right alright fine`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// docTerms are a turn's content terms: its text's, without names.
+type docTerms struct {
+	set map[string]bool
+	// substantive: a term that is neither a greeting word nor a name.
+	substantive bool
+}
+
+// terms is doc d's content terms, computed once per picker.
+func (p *picker) docTerms(d int) *docTerms {
+	if dt, ok := p.content[d]; ok {
+		return dt
+	}
+	dt := &docTerms{set: map[string]bool{}}
+	names := p.names()
+	p.s.an.each(p.x.docs[d].turn.Text, func(t string) {
+		if t == "" {
+			return
+		}
+		if !names[t] {
+			dt.set[t] = true
+		}
+		if !greetingStems[t] && !names[t] {
+			dt.substantive = true
+		}
+	})
+	p.content[d] = dt
+	return dt
+}
+
+// greetingStems are greetingWords as index terms.
+var greetingStems = func() map[string]bool {
+	an := newAnalyzer()
+	m := map[string]bool{}
+	for w := range greetingWords {
+		an.each(w, func(t string) {
+			if t != "" {
+				m[t] = true
+			}
+		})
+	}
+	return m
+}()
+
+// names are the index terms of the speakers' names among the best
+// matches: the people of the conversation, as a question names them.
+func (p *picker) names() map[string]bool {
+	if p.nameTerms != nil {
+		return p.nameTerms
+	}
+	p.nameTerms = map[string]bool{}
+	seen := map[string]bool{}
+	for _, h := range p.hits[:min(len(p.hits), 200)] {
+		sp := p.x.docs[h.doc].turn.Speaker
+		if seen[sp] {
+			continue
+		}
+		seen[sp] = true
+		p.s.an.each(sp, func(t string) {
+			if t != "" {
+				p.nameTerms[t] = true
+			}
+		})
+	}
+	return p.nameTerms
+}
+
+// evidence reports whether doc d may be recalled as a match: not a turn
+// the reply shows as a memory, not one that only greets or names
+// someone, one that matches the question on more than a name when the
+// question asks about more than a person (by its words or its feedback
+// terms; with hybrid ranking, a turn near it by meaning too), and not a near-duplicate of a
+// chosen match.
+func (p *picker) evidence(d int) bool {
+	if p.shown[p.x.docs[d].turn.TurnID] {
+		return false
+	}
+	dt := p.docTerms(d)
+	if !dt.substantive {
+		return false
+	}
+	names := p.names()
+	topical, matched := false, false
+	for _, t := range p.terms {
+		if names[t] {
+			continue
+		}
+		topical = true
+		if dt.set[t] {
+			matched = true
+			break
+		}
+	}
+	if topical && !matched && !p.hybrid {
+		for _, t := range p.feedback {
+			if dt.set[t] {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			return false
+		}
+	}
+	for _, c := range p.order {
+		if it := p.chosen[c]; it.Neighbour {
+			continue
+		}
+		if jaccard(dt.set, p.docTerms(c).set) >= nearDuplicate {
+			return false
+		}
+	}
+	for _, m := range p.shownTerms {
+		if jaccard(dt.set, m) >= nearDuplicate {
+			return false
+		}
+	}
+	return true
+}
+
+// show records a memory the reply shows: its turn and what repeats it
+// are not recalled as excerpts.
+func (p *picker) show(m client.RecalledItem) {
+	if m.TurnID != "" {
+		p.shown[m.TurnID] = true
+	}
+	set := map[string]bool{}
+	names := p.names()
+	p.s.an.each(m.Text, func(t string) {
+		if t != "" && !names[t] {
+			set[t] = true
+		}
+	})
+	p.shownTerms = append(p.shownTerms, set)
+}
+
+func jaccard(a, b map[string]bool) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	in := 0
+	for t := range a {
+		if b[t] {
+			in++
+		}
+	}
+	return float64(in) / float64(len(a)+len(b)-in)
+}
+
+// trim is doc d's text as an excerpt: a turn longer than trimChars is cut
+// to its sentences that hold a query or feedback term, in order, with
+// trimMark where sentences were left out (never inside a word). A turn
+// where no sentence matches, or nearly all do, is kept whole.
+func (p *picker) trim(d int) (string, bool) {
+	text := p.x.docs[d].turn.Text
+	if utf8.RuneCountInString(text) <= max(trimChars, p.budget/trimShare) {
+		return text, false
+	}
+	want := map[string]bool{}
+	for _, t := range p.terms {
+		want[t] = true
+	}
+	for _, t := range p.feedback {
+		want[t] = true
+	}
+	sents := sentences(text)
+	keep := make([]bool, len(sents))
+	kept, keptChars := 0, 0
+	for i, s := range sents {
+		p.s.an.each(s, func(t string) {
+			if want[t] {
+				keep[i] = true
+			}
+		})
+		if keep[i] {
+			kept++
+			keptChars += len(s)
+		}
+	}
+	if kept == 0 || keptChars*5 >= len(text)*4 {
+		return text, false
+	}
+	var b strings.Builder
+	gap := false
+	for i, s := range sents {
+		if !keep[i] {
+			gap = true
+			continue
+		}
+		if gap || b.Len() > 0 {
+			if gap {
+				if b.Len() > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(trimMark)
+			}
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+		gap = false
+	}
+	if gap {
+		b.WriteString(" " + trimMark)
+	}
+	return b.String(), true
+}
+
+// sentences splits text after each sentence end (., ! or ? and a space),
+// each without its surrounding spaces.
+func sentences(text string) []string {
+	var out []string
+	start := 0
+	for i, r := range text {
+		if r != '.' && r != '!' && r != '?' {
+			continue
+		}
+		next, _ := utf8.DecodeRuneInString(text[i+1:])
+		if i+1 < len(text) && unicode.IsSpace(next) {
+			if s := strings.TrimSpace(text[start : i+1]); s != "" {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if s := strings.TrimSpace(text[start:]); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// day is t's day (UTC), for diversity.
+func day(t time.Time) int64 { return t.UTC().Unix() / 86400 }
+
+// packSummarySections packs the summary under a budget: whole when it
+// costs at most summaryShare of it, else the sentences of it that match
+// the query (pk's terms; the rarest per character first, as the session's
+// turns count rarity) within that share, in their order, marked trimmed;
+// dropped when none matches or fits.
+func (s *server) packSummarySections(cp *state.Session, out *client.Context, pk *picker, total *meter) {
+	limit := meter{maxChars: percent(total.maxChars, summaryShare), maxTokens: percent(total.maxTokens, summaryShare)}
+	layer := &client.SummaryLayer{Version: cp.Version, CoveredThroughTurn: cp.CoveredThrough}
+	set := func(text string) bool {
+		layer.Summary, layer.Text = text, client.SummaryPrefix+text
+		layer.Chars, layer.Tokens = s.lineCost(layer.Text)
+		return limit.fits(layer.Chars, layer.Tokens) && take(layer.Chars, layer.Tokens, total)
+	}
+	if set(cp.Summary) {
+		out.Summary = layer
+		return
+	}
+	out.SummaryDropped = true
+	if pk == nil || pk.n <= pk.lo {
+		return
+	}
+	docs := float64(pk.n - pk.lo)
+	idf := map[string]float64{}
+	for _, t := range pk.terms {
+		_, df := pk.x.postingsIn(t, pk.lo, pk.n)
+		idf[t] = math.Log(1 + (docs-df+0.5)/(df+0.5))
+	}
+	sents := sentences(cp.Summary)
+	type cand struct {
+		i     int
+		value float64
+	}
+	var cands []cand
+	for i, sent := range sents {
+		seen := map[string]bool{}
+		var v float64
+		s.an.each(sent, func(t string) {
+			if w, ok := idf[t]; ok && !seen[t] {
+				seen[t] = true
+				v += w
+			}
+		})
+		if v > 0 {
+			cands = append(cands, cand{i, v / float64(utf8.RuneCountInString(sent)+1)})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.value, a.value) })
+	keep := make([]bool, len(sents))
+	render := func() string {
+		var kept []string
+		for i, k := range keep {
+			if k {
+				kept = append(kept, sents[i])
+			}
+		}
+		return strings.Join(kept, " ")
+	}
+	chars := client.LineChars(client.SummaryPrefix) - 1
+	any := false
+	for _, c := range cands {
+		n := utf8.RuneCountInString(sents[c.i]) + 1
+		if limit.maxChars != 0 && chars+n > limit.maxChars {
+			continue
+		}
+		keep[c.i] = true
+		chars += n
+		any = true
+	}
+	for any {
+		if set(render()) {
+			layer.Trimmed = true
+			out.Summary, out.SummaryDropped = layer, false
+			return
+		}
+		// Over the token limit (or the budget): drop the least valuable.
+		any = false
+		for k := len(cands) - 1; k >= 0; k-- {
+			if keep[cands[k].i] {
+				keep[cands[k].i] = false
+				break
+			}
+		}
+		for _, k := range keep {
+			any = any || k
+		}
+	}
+}
