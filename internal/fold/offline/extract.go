@@ -160,8 +160,8 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 			continue // instructions in the data are not repeated
 		}
 		sent := s.trimFiller(collapseRepeats(raw))
-		if sent == "" {
-			continue
+		if low := strings.ToLower(sent); sent == "" || strings.HasPrefix(low, "thanks") || strings.HasPrefix(low, "thank you") {
+			continue // thanks are not news
 		}
 		tw := terms(sent)
 		nums := countDigits(sent)
@@ -173,7 +173,10 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		w := weigh(sent, len(tw), nums)
 		k := kSaid
 		if question {
-			k, w = kQuestion, w+2
+			k = kQuestion
+			if len(tw) >= 3 {
+				w += 2 // an open question with a subject
+			}
 		}
 		if user {
 			k, w = kAsk, w+3
@@ -289,7 +292,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
 			}
 			continue
-		case len(c) == 1 && c != "a" && c != "i" && !unicode.IsDigit(rune(c[0])) && i+1 < len(fs),
+		case len(c) == 1 && c != "a" && c != "i" && c == strings.Trim(f, ",.;:!?") && !unicode.IsDigit(rune(c[0])) && i+1 < len(fs),
 			strings.HasSuffix(f, "-") && len(f) > 1:
 			continue // a cut word: "I s", "m or", "we-"
 		case len(out) > 0 && strings.EqualFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):

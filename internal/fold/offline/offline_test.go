@@ -328,7 +328,7 @@ func TestRecompactCondenses(t *testing.T) {
 	ts, notes := synthSession(7, 300)
 	sums := rollingFold(t, New(), ts, notes, 10, 3000)
 	long := sums[len(sums)-1]
-	if runeLen(long) < 1500 {
+	if runeLen(long) < 1000 {
 		t.Fatalf("setup: summary only %d chars", runeLen(long))
 	}
 	for _, mc := range []int{300, 600, 1200} {
