@@ -292,7 +292,7 @@ think thought know knew mean said say says saying get got getting go going goes 
 want need let see look one two also maybe probably still even much many way kind sort bit
 could would might must shall may good great nice fine cool yeah-yeah guess guys guy gg congrats
 congratulations bye hi hello hey thanks thank welcome everyone everybody man dude bro please sorry cheers yo
-wow omg damn hear loud clear anyway anyways lets`))
+wow omg damn hear loud clear anyway anyways lets dunno gimme lemme`))
 
 func toSet(ws []string) map[string]bool {
 	m := make(map[string]bool, len(ws))

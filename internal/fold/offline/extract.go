@@ -132,6 +132,7 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 		}
 	}
 	b.stmts = kept
+	salient(b.stmts)
 	if len(b.stmts) > maxBatchStmts {
 		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
 	}
@@ -166,7 +167,7 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		tw := terms(sent)
 		nums := countDigits(sent)
 		question := strings.HasSuffix(sent, "?")
-		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && !question && len(strings.Fields(sent)) < 3 {
+		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && (question || len(strings.Fields(sent)) < 4) {
 			continue // filler, a backchannel or too little to say
 		}
 		sent = reldate.Resolve(sent, t.At)
@@ -194,10 +195,30 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 	return out
 }
 
+// salient adds to each statement's weight how much its words are what
+// the statements around it talk about: a word said in several of them is
+// a subject of the conversation, which later questions ask about.
+func salient(ss []stmt) {
+	tf := map[string]int{}
+	for _, x := range ss {
+		for _, t := range strings.Fields(x.Terms) {
+			tf[t]++
+		}
+	}
+	for i := range ss {
+		for _, t := range strings.Fields(ss[i].Terms) {
+			ss[i].W += salience * float64(min(tf[t]-1, 3))
+		}
+	}
+}
+
+// salience is the weight of a word said in another statement too.
+const salience = 0.25
+
 // weigh is what a sentence is worth by its content: its content words,
 // numbers, names, and words of decisions and plans.
 func weigh(sent string, terms, nums int) float64 {
-	w := 1 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(properNouns(sent), 4))
+	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(properNouns(sent), 4))
 	if hasAny(sent, decisionWords) {
 		w += 1.5
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 const (
-	periodChars    = 300 // one closed period per this many characters of budget
-	maxTopics      = 3   // topic phrases of a period line
+	periodChars    = 400 // one closed period per this many characters of budget
+	maxTopics      = 4   // topic phrases of a period line
 	maxTopicPhrase = 3   // words of one topic phrase
 )
 
@@ -115,7 +115,7 @@ func mergePeriods(a, b period) period {
 	}
 	for i := 0; i < maxTopics && len(p.Topics) < maxTopics; i++ {
 		for _, ts := range [][]string{a.Topics, b.Topics} {
-			if i < len(ts) && len(p.Topics) < maxTopics && !slices.ContainsFunc(p.Topics, func(t string) bool { return strings.EqualFold(t, ts[i]) }) {
+			if i < len(ts) && len(p.Topics) < maxTopics && !slices.ContainsFunc(p.Topics, func(t string) bool { return termString(t) == termString(ts[i]) }) {
 				p.Topics = append(p.Topics, ts[i])
 			}
 		}
@@ -324,7 +324,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 			rec *= 1.5
 		}
 		cands = append(cands, &cand{x: x, period: pi, terms: strings.Fields(x.Terms),
-			pri: x.W * rec / math.Pow(float64(l+10), 0.85), textLows: strings.ToLower(x.Text)})
+			pri: x.W * rec / math.Pow(float64(l+10), 1.0), textLows: strings.ToLower(x.Text)})
 	}
 	for pi := range st.Periods {
 		if headers[pi] == "" {
@@ -335,9 +335,9 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		}
 	}
 	for i := range st.Open {
-		rec := 1.1 + 0.2*float64(i+1)/float64(len(st.Open))
+		rec := 1 + 0.1*float64(i+1)/float64(len(st.Open))
 		if st.Open[i].Batch {
-			rec += 0.2
+			rec += 0.1
 		}
 		add(&st.Open[i], -1, rec)
 	}
@@ -525,7 +525,7 @@ func (p period) header(multiDay bool) string {
 	names := p.Names[:min(2, len(p.Names))]
 	who := andList(names)
 	if who == "" || runeLen(who) > 24 {
-		who = "the participants"
+		who = "they"
 	}
 	if len(p.Topics) == 0 {
 		return when + ", " + who + " spoke."
