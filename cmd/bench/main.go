@@ -37,6 +37,9 @@ type opts struct {
 	costMinFold   int
 	recoverTurns  int
 	recallTurns   int
+	// recallSessions of recallSessionTurns each: the recall section's
+	// scale line.
+	recallSessions, recallSessionTurns int
 	// repeated: the ingest and fold sections' turns all say benchText (the
 	// workload of the figures before 2026-11-25) instead of benchLines.
 	repeated bool
@@ -63,6 +66,8 @@ func main() {
 	flag.IntVar(&o.costMinFold, "cost-min-fold-tokens", 4000, "min_fold_tokens of the cost section's amortized window line")
 	flag.IntVar(&o.recoverTurns, "recover-turns", 10000, "turns of the session rebuilt and replayed in the recovery section")
 	flag.IntVar(&o.recallTurns, "recall-turns", 10000, "turns of the session asked for question-aware contexts in the recall section")
+	flag.IntVar(&o.recallSessions, "recall-sessions", 1000, "recall section, scale line: active sessions asked at random (0 skips the line)")
+	flag.IntVar(&o.recallSessionTurns, "recall-session-turns", 5000, "recall section, scale line: turns of each session")
 	flag.Parse()
 	switch *ingestText {
 	case "varied":

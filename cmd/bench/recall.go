@@ -25,7 +25,9 @@ import (
 // (-recall-turns, 10,000 by default), folded by the processor: the
 // context with a query warm (the session's recall index in memory), warm
 // with a new turn published before each request (a bot asking on every
-// prompt), and cold (the index built from the stream for the request),
+// prompt), cold (the index built from the stream for the request), and
+// the first request of a new service instance (the index loaded from
+// the store the earlier instances wrote: a restart or a second instance),
 // beside the per-request scan of the stream that recall did before the
 // index (--recall-index-bytes 0) and the context without a query, in the
 // same run on the same server.
@@ -49,8 +51,18 @@ func recallSection(ctx context.Context, w io.Writer, o opts) error {
 		l := rows[i]
 		fmt.Fprintf(w, "  %-60s p50 %s  p99 %s\n", name, medSpread(l.p50, "%.2f"), medSpread(l.p99, "%.2f"))
 	}
+	// Side by side: the index in memory, loaded from the store by a new
+	// instance, built from the stream.
+	side := func(i int) string {
+		return fmt.Sprintf("%.2f / %.2f", median(rows[i].p50), median(rows[i].p99))
+	}
+	fmt.Fprintf(w, "  %-60s warm %s | first after a restart %s (target p99 <= 2x warm) | cold %s\n",
+		"context with query, p50 / p99 ms", side(recallWarm), side(recallRestart), side(recallCold))
 	fmt.Fprintf(w, "  %-60s %s\n", fmt.Sprintf("recall index of the session, MiB (%d turns)", n), medSpread(bytes, "%.1f"))
 	fmt.Fprintf(w, "  %-60s %s\n", "items recalled per context with query, budget 10000 chars", medSpread(items, "%.1f"))
+	if o.recallSessions > 0 {
+		return recallScale(ctx, w, o.recallSessions, o.recallSessionTurns)
+	}
 	return nil
 }
 
@@ -60,10 +72,18 @@ var recallRows = []string{
 	"context with query, index warm (target p99 <= 10 ms)",
 	"context with query, warm, a new turn before each request",
 	"context with query, index cold (target p99 <= 150 ms)",
+	"context with query, first after a restart (index stored)",
 	"recall endpoint, index warm",
 	"recall endpoint, per-request stream scan (no index)",
 	"context with query, per-request stream scan (no index)",
 }
+
+// The rows of the side-by-side line.
+const (
+	recallWarm    = 1
+	recallCold    = 3
+	recallRestart = 4
+)
 
 type recallResult struct {
 	lat        [][]time.Duration // sorted, one per recallRows
@@ -249,7 +269,25 @@ func recallRun(ctx context.Context, n int) (recallResult, error) {
 			}, ctxQuery, service.Registerer(reg))
 		},
 		func() ([]time.Duration, error) { return measure(150, publishOne, ctxQuery) },
-		func() ([]time.Duration, error) { return measure(20, nil, ctxQuery, service.IndexBytes(1)) },
+		// Cold: built from the stream for every request (a budget below
+		// one session keeps nothing, and nothing is stored).
+		func() ([]time.Duration, error) {
+			return measure(20, nil, ctxQuery, service.IndexBytes(1), service.IndexStoreBytes(0))
+		},
+		// First after a restart: a new instance each time, whose first
+		// request loads the index the earlier instances stored.
+		func() ([]time.Duration, error) {
+			var out []time.Duration
+			for i := range 20 {
+				d, err := measure(1, nil, func(int) (string, any) { return ctxQuery(i) })
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, d...)
+			}
+			slices.Sort(out)
+			return out, nil
+		},
 		func() ([]time.Duration, error) { return measure(200, nil, recallQuery) },
 		func() ([]time.Duration, error) { return measure(20, nil, recallQuery, service.IndexBytes(0)) },
 		func() ([]time.Duration, error) { return measure(20, nil, ctxQuery, service.IndexBytes(0)) },

@@ -58,6 +58,8 @@ type options struct {
 	service     bool
 	// recallIndexBytes is the context service's recall index budget.
 	recallIndexBytes int64
+	// recallStoreBytes bounds the KV bucket of persisted recall indexes.
+	recallStoreBytes int64
 	// embeddings*: the optional embeddings endpoint for hybrid recall.
 	embeddingsURL, embeddingsModel, embeddingsKey string
 	logLevel                                      string
@@ -126,6 +128,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.embeddingsModel, "embeddings-model", "text-embedding-3-small", "with --embeddings-url: the embeddings model")
 	fs.StringVar(&o.embeddingsKey, "embeddings-api-key", "", "with --embeddings-url: its API key")
 	fs.Int64Var(&o.recallIndexBytes, "recall-index-bytes", service.DefaultIndexBytes, "memory budget of the service's recall index (question-aware contexts and recall), least recently used sessions evicted first; 0 keeps no index (every request scans the session's stream)")
+	fs.Int64Var(&o.recallStoreBytes, "recall-index-store-bytes", service.DefaultIndexStoreBytes, "size bound of the KV bucket <BASE>_RECALL in which the service persists each session's recall index, so that the first question after a restart, an eviction or on another instance loads it instead of scanning the session's stream; 0 persists nothing")
 	addUIFlags(fs, &o.ui)
 	addLogFlags(fs, o, "info")
 	return fs
@@ -156,29 +159,37 @@ func (f *settingFlag) String() string {
 	return ""
 }
 
+// Set parses text in the setting's unit (a duration for seconds) and
+// checks it against the declared range (events.Setting.Check) before it
+// writes the policy.
 func (f *settingFlag) Set(text string) error {
-	switch v := f.p.Field(f.s.Key).(type) {
+	var v float64
+	switch f.p.Field(f.s.Key).(type) {
 	case *int:
 		n, err := strconv.ParseInt(text, 0, strconv.IntSize)
 		if err != nil {
 			return errors.New("expected an integer")
 		}
-		*v = int(n)
+		v = float64(n)
 	case *float64:
 		x, err := strconv.ParseFloat(text, 64)
 		if err != nil {
 			return errors.New("expected a number")
 		}
-		*v = x
+		v = x
 	case *time.Duration:
 		d, err := time.ParseDuration(text)
 		if err != nil {
 			return errors.New("expected a duration such as 90s or 5m")
 		}
-		*v = d
+		v = d.Seconds()
 	default:
 		return fmt.Errorf("setting %s has no field in the fold policy", f.s.Key) // a programming error
 	}
+	if err := f.s.Check(v); err != nil {
+		return err
+	}
+	f.p.Apply(f.s.Key, v)
 	return nil
 }
 

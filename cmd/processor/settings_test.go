@@ -396,3 +396,53 @@ func TestIdleAfterZeroTurnsIdleFoldsOff(t *testing.T) {
 		}
 	}
 }
+
+// Every setting has one range check (events.Setting.Check), and every
+// surface calls it: a value out of a setting's declared range is refused
+// by the processor's flag, a configure, the processor's configuration and
+// the policy a session folds with, each naming the setting's key.
+func TestEverySurfaceRefusesASettingOutOfRange(t *testing.T) {
+	for _, s := range events.Settings {
+		for _, bad := range outOfRange(s) {
+			t.Run(fmt.Sprintf("%s=%v", s.Key, bad), func(t *testing.T) {
+				if err := configure(t, s.Key, bad).Validate(); !fieldIs(err, "config."+s.Key) {
+					t.Errorf("configure: %v, want it refused naming config.%s", err, s.Key)
+				}
+				if s.Flag != "" {
+					var o options
+					fs := newFlagSet("run", &o)
+					if err := fs.Set(s.Flag, flagValue(s, bad)); !fieldIs(err, s.Key) {
+						t.Errorf("--%s %s: %v, want it refused naming %s", s.Flag, flagValue(s, bad), err, s.Key)
+					}
+				}
+				pol := fold.DefaultPolicy()
+				if !pol.Apply(s.Key, bad) {
+					return // read from the session's config (reset policy), not a policy
+				}
+				if s.Unit == events.Seconds && bad < 0 {
+					return // a negative duration in a policy is off
+				}
+				if err := pol.Validate(); !fieldIs(err, s.Key) {
+					t.Errorf("fold policy: %v, want it refused naming %s", err, s.Key)
+				}
+				cfg := processor.Config{Window: pol.Window, Tokens: pol.Tokens, Evict: pol.Evict, Interval: pol.Interval, MaskToolOutputsAfter: pol.MaskToolOutputsAfter}
+				if err := cfg.Validate(); !fieldIs(err, s.Key) {
+					t.Errorf("processor configuration: %v, want it refused naming %s", err, s.Key)
+				}
+			})
+		}
+	}
+}
+
+// outOfRange are values just outside a setting's declared range, and a
+// negative one.
+func outOfRange(s events.Setting) []float64 {
+	if s.Exclusive {
+		return []float64{s.Min - 0.5, s.Max, s.Max + 0.5}
+	}
+	bad := []float64{-1, s.Max + 1}
+	if s.Min > 1 {
+		bad = append(bad, s.Min-1)
+	}
+	return bad
+}

@@ -22,7 +22,10 @@ const (
 // Setting is one numeric per-session setting of the modes, declared once.
 // Everything else is derived from the declaration, and a test walks every
 // setting and checks each surface:
-//   - configure validation: SessionConfig.Validate checks Min..Max here;
+//   - the range (Min..Max), checked by Check on every surface: a
+//     configure (SessionConfig.Validate), the processor's flags and
+//     configuration, and the policy a session folds with
+//     (fold.Policy.Validate);
 //   - the processor's flag (Flag) with its default and usage, from which
 //     the config file key (the flag's name) and the environment variable
 //     (EnvVar) follow (cmd/processor);
@@ -91,27 +94,43 @@ func (s Setting) Usage() string {
 	return u
 }
 
-// check reports a value out of the setting's range, naming the field.
-func (s Setting) check(c *SessionConfig) error {
-	v, set := s.value(c)
-	if !set || v == 0 && !s.ZeroIsValue {
+// Check reports v, a value in the setting's unit, outside the declared
+// range, as a *ValidationError naming the setting's Key; 0 is not set (the
+// deployment's value, a rule or off) unless ZeroIsValue. It is the one
+// range check of every surface: a configure (SessionConfig.Validate, which
+// names the field config.<key>), the processor's flags, its configuration
+// and the policy a session folds with (fold.Policy.Validate).
+func (s Setting) Check(v float64) error {
+	if v == 0 && !s.ZeroIsValue {
 		return nil
 	}
-	field := "config." + s.Key
 	if s.Exclusive {
 		if !(v > s.Min && v < s.Max) {
-			return invalid(field, "expected a %s between %g and %g (exclusive), got %g", s.Unit, s.Min, s.Max, v)
+			return invalid(s.Key, "expected a %s between %g and %g (exclusive), got %g", s.Unit, s.Min, s.Max, v)
 		}
 		return nil
 	}
-	if v < s.Min || v > s.Max || v != float64(int64(v)) {
+	if v < s.Min || v > s.Max {
 		lo := fmt.Sprint(int64(s.Min))
 		if s.ZeroIsValue && s.Min == 0 {
 			lo = "0 (off)"
 		}
-		return invalid(field, "expected %s..%d %s, got %g", lo, int64(s.Max), s.Unit, v)
+		return invalid(s.Key, "expected %s..%d %s, got %g", lo, int64(s.Max), s.Unit, v)
 	}
 	return nil
+}
+
+// check is Check of c's value, if c sets it, naming the field config.<key>.
+func (s Setting) check(c *SessionConfig) error {
+	v, set := s.value(c)
+	if !set {
+		return nil
+	}
+	err := s.Check(v)
+	if ve, ok := AsValidation(err); ok {
+		ve.Field = "config." + ve.Field
+	}
+	return err
 }
 
 func intVal(f func(*SessionConfig) int) func(*SessionConfig) (float64, bool) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
 )
 
 // Mode names how a session's old turns leave the verbatim window: the
@@ -89,39 +91,41 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// Validate reports a policy that cannot work, naming the setting.
+// Validate reports a policy that cannot work, naming the setting: each
+// setting's value against its declared range (events.Setting.Check, the
+// check every surface shares), a setting left at 0 that has no meaning
+// for 0, and the rules between settings.
 func (p Policy) Validate() error {
 	t := p.Tokens
 	e, ok := engines[p.Mode]
 	if !ok {
 		return fmt.Errorf("mode: expected one of %s, got %q", strings.Join(ModeNames(), ", "), p.Mode)
 	}
+	for _, s := range events.Settings {
+		if p.Field(s.Key) == nil {
+			continue // read from the session's config, not the policy
+		}
+		v := p.Get(s.Key)
+		if err := s.Check(v); err != nil {
+			return err
+		}
+		// 0 is a value where the default is 0 (off, or a rule such as
+		// reserve_tokens' quarter of the window) and for a duration (off).
+		if v == 0 && !s.ZeroIsValue && s.Default() != 0 && s.Unit != events.Seconds {
+			return &events.ValidationError{Code: events.CodeMissingField, Field: s.Key,
+				Reason: fmt.Sprintf("required, expected a value (the default is %g), got 0", s.Default())}
+		}
+	}
 	switch {
-	case t.ContextWindow < 1024:
-		return fmt.Errorf("context window: expected at least 1024 tokens, got %d", t.ContextWindow)
-	case t.ReserveTokens < 0 || t.Reserve() >= t.ContextWindow:
+	case t.Reserve() >= t.ContextWindow:
 		return fmt.Errorf("reserve tokens: expected 1..%d (below the context window), or 0 for a quarter of the window up to %d, got %d",
 			t.ContextWindow-1, DefaultReserveTokens, t.ReserveTokens)
-	case t.EmergencyThreshold <= 0 || t.EmergencyThreshold >= 1:
-		return fmt.Errorf("emergency threshold: expected a fraction between 0 and 1, got %g", t.EmergencyThreshold)
-	case t.IdleAfter > 0 && (t.IdleThreshold <= 0 || t.IdleThreshold >= t.EmergencyThreshold):
-		return fmt.Errorf("idle threshold: expected a fraction above 0 and below the emergency threshold %g, got %g", t.EmergencyThreshold, t.IdleThreshold)
+	case t.IdleAfter > 0 && t.IdleThreshold >= t.EmergencyThreshold:
+		return fmt.Errorf("idle threshold: expected a fraction below the emergency threshold %g, got %g", t.EmergencyThreshold, t.IdleThreshold)
 	case t.ChunkFraction <= 0 || t.ChunkFraction > 1:
 		return fmt.Errorf("chunk fraction: expected (0, 1], got %g", t.ChunkFraction)
 	case t.OversizedFraction < t.ChunkFraction || t.OversizedFraction > 1:
 		return fmt.Errorf("oversized fraction: expected between the chunk fraction %g and 1, got %g", t.ChunkFraction, t.OversizedFraction)
-	case p.Evict.TargetUtilization <= 0 || p.Evict.TargetUtilization >= 1:
-		return fmt.Errorf("target utilization: expected a fraction between 0 and 1, got %g", p.Evict.TargetUtilization)
-	case p.Evict.MinKeepMessages < 1:
-		return fmt.Errorf("min keep messages: expected at least 1, got %d", p.Evict.MinKeepMessages)
-	case p.Interval.Exchanges < 1:
-		return fmt.Errorf("interval exchanges: expected at least 1, got %d", p.Interval.Exchanges)
-	case p.Interval.KeepRecent < 0:
-		return fmt.Errorf("keep recent: expected at least 0, got %d", p.Interval.KeepRecent)
-	case p.Window.MinFoldTokens < 0:
-		return fmt.Errorf("min fold tokens: expected 0 (off) or more, got %d", p.Window.MinFoldTokens)
-	case p.MaskToolOutputsAfter < 0:
-		return fmt.Errorf("mask tool outputs after: expected a non-negative duration, got %s", p.MaskToolOutputsAfter)
 	}
 	return e.Validate(p)
 }
@@ -252,8 +256,8 @@ func (p *Policy) Apply(key string, v float64) bool {
 	return true
 }
 
-// Get is the value of key's field (a duration in seconds); 0 for a key
-// the policy does not hold.
+// Get is the value of key's field (a duration in seconds, 0 when it is
+// negative: off); 0 for a key the policy does not hold.
 func (p Policy) Get(key string) float64 {
 	switch f := p.Field(key).(type) {
 	case *int:
@@ -261,7 +265,7 @@ func (p Policy) Get(key string) float64 {
 	case *float64:
 		return *f
 	case *time.Duration:
-		return f.Seconds()
+		return max(0, f.Seconds()) // a negative duration is off, as 0
 	}
 	return 0
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
 )
 
 func uniform(tokens int) func(int) int { return func(int) int { return tokens } }
@@ -96,8 +98,9 @@ func TestPolicyValidateNamesTheSetting(t *testing.T) {
 		{"reserve", func(p *Policy) { p.Tokens.ReserveTokens = p.Tokens.ContextWindow }, "reserve tokens"},
 		{"idle above emergency", func(p *Policy) { p.Tokens.IdleThreshold = 0.9 }, "idle threshold"},
 		{"evict target above trigger", func(p *Policy) { p.Mode = ModeEvict; p.Evict.TargetUtilization = 0.95 }, "target utilization"},
-		{"interval", func(p *Policy) { p.Interval.Exchanges = 0 }, "interval exchanges"},
-		{"min fold tokens", func(p *Policy) { p.Window.MinFoldTokens = -1 }, "min fold tokens"},
+		{"interval not set", func(p *Policy) { p.Interval.Exchanges = 0 }, "interval_exchanges"},
+		{"min fold tokens", func(p *Policy) { p.Window.MinFoldTokens = -1 }, "min_fold_tokens"},
+		{"min fold tokens above its range", func(p *Policy) { p.Window.MinFoldTokens = events.MaxMinFoldTokens + 1 }, "min_fold_tokens"},
 	}
 	for _, tt := range tests {
 		p := DefaultPolicy()

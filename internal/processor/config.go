@@ -216,18 +216,12 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports settings that cannot work, naming the setting.
+// Validate reports settings that cannot work, naming the setting. The
+// modes' settings are checked by the policy's Validate, against their
+// declarations (events.Settings).
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
-	case c.Window.Recent < 1:
-		return fmt.Errorf("recent window: expected at least 1 turn, got %d", c.Window.Recent)
-	case c.Window.Batch < 1:
-		return fmt.Errorf("batch size: expected at least 1 turn, got %d", c.Window.Batch)
-	case c.Window.MaxSummaryChars < 100:
-		return fmt.Errorf("max summary chars: expected at least 100, got %d", c.Window.MaxSummaryChars)
-	case c.Window.MinFoldTokens < 0 || c.Window.MinFoldTokens > events.MaxMinFoldTokens:
-		return fmt.Errorf("min fold tokens: expected 0 (off) up to %d, got %d", events.MaxMinFoldTokens, c.Window.MinFoldTokens)
 	case c.Trigger != TriggerTurn && c.Trigger != TriggerGenerate:
 		return fmt.Errorf("trigger: expected %q or %q, got %q", TriggerTurn, TriggerGenerate, c.Trigger)
 	case c.LeaseTTL <= c.FoldTimeout:

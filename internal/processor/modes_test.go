@@ -232,7 +232,7 @@ func TestModeTokensIdleFold(t *testing.T) {
 	r := newRig(t)
 	r.start(Config{Mode: fold.ModeTokens, Tokens: fold.TokenPolicy{
 		ContextWindow: 4000, ReserveTokens: 400, KeepRecentTokens: 400, KeepRecentMessages: 2,
-		IdleAfter: 300 * time.Millisecond, IdleThreshold: 0.5,
+		IdleAfter: time.Second, IdleThreshold: 0.5,
 	}})
 	r.sizedTurns("idle", 0, 25, 100) // 2500: above 50%, below 80%
 	r.Settled("idle", 25, 21)

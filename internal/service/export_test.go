@@ -2,11 +2,13 @@ package service
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 )
 
@@ -71,6 +73,63 @@ func (d *Direct) ReplayStart(ctx context.Context, session string) (from uint64, 
 	}
 	return rp.from, rp.read, nil
 }
+
+// IndexCounters are the recall index's build and store counters of one
+// instance.
+type IndexCounters struct {
+	Builds, Loads, Stores float64
+	// Discarded by reason: version, corrupt, stale.
+	Discarded map[string]float64
+}
+
+// IndexCounters reads the instance's counters.
+func (d *Direct) IndexCounters() IndexCounters {
+	c := IndexCounters{Discarded: map[string]float64{}}
+	if d.s.index != nil {
+		c.Builds = testutil.ToFloat64(d.s.index.m.builds)
+	}
+	if st := d.s.istore; st != nil {
+		c.Loads, c.Stores = testutil.ToFloat64(st.loads), testutil.ToFloat64(st.stores)
+		for _, r := range []string{"version", "corrupt", "stale"} {
+			c.Discarded[r] = testutil.ToFloat64(st.discarded.WithLabelValues(r))
+		}
+	}
+	return c
+}
+
+// PersistIndexes writes every index in memory that read events since
+// its last write, as the writer does, and returns when they are stored.
+func (d *Direct) PersistIndexes(ctx context.Context) {
+	for _, e := range d.s.index.all() {
+		d.s.persist(ctx, e)
+	}
+}
+
+// EvictIndexes forgets every index in memory (as evictions do, without
+// writing them).
+func (d *Direct) EvictIndexes() {
+	for _, e := range d.s.index.all() {
+		d.s.index.drop(e)
+	}
+}
+
+// RewriteStoredIndex stores the session's persisted index after edit
+// changed its encoding (well-formed chunks and checksum: only the
+// encoding is wrong).
+func (d *Direct) RewriteStoredIndex(ctx context.Context, session string, edit func([]byte) []byte) error {
+	kv, err := d.s.istore.open(ctx)
+	if err != nil {
+		return err
+	}
+	blob, err := d.s.istore.read(ctx, kv, session)
+	if err != nil || blob == nil {
+		return fmt.Errorf("no stored index of %s: %v", session, err)
+	}
+	return d.s.istore.write(ctx, session, edit(blob))
+}
+
+// IndexFormatOffset is where the format version is in an encoding.
+const IndexFormatOffset = len(indexMagic)
 
 // LastExchange is how many of the newest turns a budget always keeps.
 const LastExchange = lastExchange

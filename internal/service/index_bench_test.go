@@ -43,3 +43,36 @@ func BenchmarkIndexBuild10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIndexLoad10k is the CPU side of a recall index loaded from the
+// store: decoding the same 10,000 turns' persisted replay (BenchmarkIndexBuild10k's
+// workload). Reading its chunks from the bucket comes on top.
+func BenchmarkIndexLoad10k(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := make([]string, 3000)
+	for i := range words {
+		words[i] = fmt.Sprintf("word%d", i)
+	}
+	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(words)-1))
+	rp := newReplay(newAnalyzer(), state.DefaultAdmission(), "s", 1)
+	for i := range 10_000 {
+		ws := make([]string, 6+rng.IntN(25))
+		for j := range ws {
+			ws[j] = words[zipf.Uint64()]
+		}
+		data, _ := json.Marshal(events.Turn{V: 1, Session: "s", TurnID: fmt.Sprintf("t%05d", i), At: time.Unix(int64(i), 0),
+			Speaker: "Alice", Role: "user", Text: strings.Join(ws, " ")})
+		rp.apply(uint64(i+1), time.Time{}, events.KindTurn, data)
+	}
+	blob, err := encodeReplay(nil, "key", rp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, body, _ := indexHeader(blob)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := decodeReplay(body, rp.idx.an, state.DefaultAdmission(), "s"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/state"
@@ -41,6 +42,9 @@ type indexCache struct {
 	lru     list.List // of *cacheEntry, most recently used first
 	bytes   int64
 	m       *indexMetrics
+	// evicted, if set, is told of each entry evicted (index_store.go
+	// writes it).
+	evicted func(*cacheEntry)
 }
 
 type cacheEntry struct {
@@ -49,6 +53,14 @@ type cacheEntry struct {
 	r       *replay    // nil until built; guarded by mu
 	elem    *list.Element
 	bytes   int64 // as last accounted; guarded by indexCache.mu
+	// key names what r is built from, storedRead is r.read when it was
+	// last persisted (-1: never); both guarded by mu. queued: waiting for
+	// the index store's writer (index_store.go); writing is held while r
+	// is written, so that one write of it is under way at a time.
+	key        string
+	storedRead int
+	queued     atomic.Bool
+	writing    sync.Mutex
 }
 
 // warmGets is how many events a warm catch-up reads with direct gets
@@ -120,6 +132,9 @@ func (c *indexCache) account(e *cacheEntry, bytes int64) {
 		delete(c.entries, victim.session)
 		c.bytes -= victim.bytes
 		c.m.evictions.Inc()
+		if c.evicted != nil {
+			c.evicted(victim)
+		}
 	}
 	c.m.bytes.Set(float64(c.bytes))
 	c.m.sessions.Set(float64(len(c.entries)))
@@ -137,6 +152,17 @@ func (c *indexCache) drop(e *cacheEntry) {
 	c.bytes -= e.bytes
 	c.m.bytes.Set(float64(c.bytes))
 	c.m.sessions.Set(float64(len(c.entries)))
+}
+
+// all are the entries in memory.
+func (c *indexCache) all() []*cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*cacheEntry, 0, len(c.entries))
+	for _, e := range c.entries {
+		out = append(out, e)
+	}
+	return out
 }
 
 // indexHandle is a session's replay, current as of the request, held for
@@ -188,9 +214,15 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		}
 	}
 	if e.r == nil {
-		rp, err := s.scanReplay(ctx, session)
-		if err == nil {
-			err = s.prune(ctx, rp)
+		// Loaded from the index store (index_store.go), else built.
+		rp, err := s.restored(ctx, e)
+		if rp == nil && err == nil {
+			if rp, err = s.scanReplay(ctx, session); err == nil {
+				err = s.prune(ctx, rp)
+			}
+			if err == nil {
+				c.m.builds.Inc()
+			}
 		}
 		if err != nil {
 			e.mu.Unlock()
@@ -198,7 +230,6 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 			return nil, err
 		}
 		e.r = rp
-		c.m.builds.Inc()
 	} else {
 		n, err := s.catchUpWarm(ctx, e.r)
 		if err != nil {
@@ -214,6 +245,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 	s.memoriesOf(ctx, e.r)
 	s.vectorsOf(ctx, e.r)
 	c.account(e, e.r.bytes())
+	s.persistLater(e)
 	return &indexHandle{r: e.r, unlock: e.mu.Unlock}, nil
 }
 
@@ -246,6 +278,7 @@ func (s *server) vectorsOf(ctx context.Context, rp *replay) {
 // leaves the newest out, with a warning.
 func (s *server) memoriesOf(ctx context.Context, rp *replay) {
 	if err := s.catchUpMemories(ctx, rp); err != nil {
+		s.memoryFailures.Inc()
 		s.log.Warn().Str("event", "recall_memories_failed").Str("session", rp.session).Err(err).
 			Msg("memories not read; the context is packed without the newest")
 	}

@@ -3,7 +3,7 @@
 // $SRV.INFO, $SRV.STATS) and load-balanced across processor instances by
 // its queue group. Endpoints, under <prefix>.svc:
 //
-//   - context: a session's packed context, seed 000's layers in prompt
+//   - context: a session's packed context, its layers in prompt
 //     order (summary, or in mode evict the eviction note, then verbatim turns from the cursor),
 //     within an optional budget in characters and/or tokens; with a query,
 //     question-aware: the summary, the matching memories and earlier
@@ -50,7 +50,7 @@ import (
 const Version = "1.0.0"
 
 // TokenCounter counts the tokens of a prompt line (the processor's
-// tokenizer); nil means seed 004's chars/4×1.2 estimate.
+// tokenizer); nil means a chars/4×1.2 estimate.
 type TokenCounter interface{ Count(text string) int }
 
 // requestTimeout bounds the KV and stream reads of one request.
@@ -77,7 +77,11 @@ type server struct {
 	vec        *vectors    // nil: BM25 only (no embeddings endpoint)
 	index      *indexCache // nil: no index kept (indexBytes 0)
 	indexBytes int64
+	istore     *indexStore // nil: indexes not persisted (storeBytes 0)
+	storeBytes int64
 	reg        prometheus.Registerer
+	// memoryFailures counts reads of memories that failed (memoriesOf).
+	memoryFailures prometheus.Counter
 }
 
 // Start registers the service on nc and serves until ctx ends or the
@@ -156,7 +160,7 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 		return nil, fmt.Errorf("service: inbound stream %s: %w", layout.In, err)
 	}
 	s := &server{js: js, in: in, layout: layout, subj: layout.Subjects, store: store, tokens: tokens, log: log, now: time.Now,
-		adm: state.DefaultAdmission(), indexBytes: DefaultIndexBytes, an: newAnalyzer()}
+		adm: state.DefaultAdmission(), indexBytes: DefaultIndexBytes, storeBytes: DefaultIndexStoreBytes, an: newAnalyzer()}
 	for _, o := range opts {
 		if o != nil {
 			o(s)
@@ -165,9 +169,18 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 	if s.indexBytes < 0 {
 		return nil, fmt.Errorf("service: recall index budget: expected a non-negative number of bytes, got %d", s.indexBytes)
 	}
+	if s.storeBytes < 0 {
+		return nil, fmt.Errorf("service: recall index store: expected a non-negative number of bytes, got %d", s.storeBytes)
+	}
 	if s.indexBytes > 0 {
 		s.index = newIndexCache(s.indexBytes, s.reg)
+		if s.storeBytes > 0 {
+			s.istore = newIndexStore(js, strings.TrimSuffix(layout.Bucket, "_SESSIONS")+"_RECALL", s.storeBytes, log, s.reg)
+			s.index.evicted = s.istore.enqueue
+			go s.runIndexWriter(ctx)
+		}
 	}
+	s.memoryFailures = newMemoryFailures(s.reg)
 	if s.embedCfg != nil {
 		if s.vec, err = newVectors(*s.embedCfg, strings.TrimSuffix(layout.Bucket, "_SESSIONS")+"_VECTORS", s.reg); err != nil {
 			return nil, err

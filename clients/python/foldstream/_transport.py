@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import re
 import secrets
@@ -282,6 +281,8 @@ class Connection:
             loop.create_connection(lambda: proto, srv.host, srv.port), self.opts.connect_timeout)
         try:
             await asyncio.wait_for(self._info_fut, self.opts.connect_timeout)
+            if self._handshake_err:
+                raise self._handshake_err
             want_tls = srv.tls or self.opts.tls is not None or bool(self._info.get("tls_required"))
             if want_tls:
                 ctx = self.opts.tls or ssl.create_default_context()
@@ -551,6 +552,7 @@ class Connection:
                 return
             if exc is not None:
                 target.set_exception(exc)
+                target.exception()  # whoever awaits it still gets it; nobody else is warned
             elif msg is not None:
                 target.set_result(msg)
             return
@@ -661,6 +663,7 @@ class Connection:
         for p in pongs:
             if not p.done():
                 p.set_exception(err)
+                p.exception()  # a flush() awaiting it still raises; an abandoned handshake's stays quiet
 
     def _on_lost(self, proto: _Protocol, exc: Exception | None) -> None:
         if proto is not self._proto:
@@ -672,7 +675,7 @@ class Connection:
                 if self._handshake_err is None:
                     self._handshake_err = err
                 if self._info_fut is not None and not self._info_fut.done():
-                    self._info_fut.set_exception(err)
+                    self._info_fut.set_result(None)  # the handshake sees _handshake_err
                 for f in self._pongs:
                     if not f.done():
                         f.set_result(None)
@@ -746,7 +749,7 @@ class Connection:
                 pass
 
     def kill_for_test(self) -> None:
-        """Drop the socket as a network failure would (tests)."""
+        """Drop the socket as a network failure would; the connection then reconnects (for tests)."""
         if self._proto is not None and self._proto.transport is not None:
             self._proto.transport.abort()
 
@@ -767,7 +770,3 @@ class Connection:
         self._fail_pending(ConnectionClosedError("connection closed"))
         self._notify("closed")
 
-
-def env_servers() -> list[str]:
-    """NATS_URL from the environment, comma-separated, or the local default."""
-    return [s.strip() for s in os.environ.get("NATS_URL", "nats://127.0.0.1:4222").split(",") if s.strip()]

@@ -488,8 +488,11 @@ class Client:
         It compares the stream sequence of this client's last
         acknowledged event with the session's state (applied_seq, or
         caught_up once the stream holds it), so that a context asked for
-        next includes everything published before. Raises
-        RequestTimeoutError after timeout seconds.
+        next includes everything published before (the client remembers
+        the 100,000 sessions it published to most recently; for a session
+        it never published to, it waits until the processor knows the
+        session and is caught up). Raises RequestTimeoutError after
+        timeout seconds.
         """
         target = self._acked.get(session, 0)
         deadline = time.monotonic() + timeout
@@ -497,7 +500,7 @@ class Client:
         while True:
             try:
                 last = await self.session(session)
-                if last.applied_seq >= target or (last.caught_up and last.stream_last_seq >= target):
+                if (target and last.applied_seq >= target) or (last.caught_up and last.stream_last_seq >= target):
                     return last
             except UnknownSessionError:
                 pass  # the processor has not applied the session's first event yet

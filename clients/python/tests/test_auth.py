@@ -65,6 +65,24 @@ def test_default_inbox_refused_at_once_naming_the_prefix(userpass: Server) -> No
     asyncio.run(run())
 
 
+def test_default_inbox_refused_with_accounts_conf(nats_server_bin: Path, tmp_path: Path) -> None:
+    """nats/auth/accounts.conf (two tenants): the error names the tenant user's own prefix."""
+    srv = _start(nats_server_bin, (REPO / "nats" / "auth" / "accounts.conf").read_text(), tmp_path)
+    try:
+        async def run() -> None:
+            with pytest.raises(InboxPermissionError) as info:
+                await foldstream.connect(srv.url, user="b-builder", password="dev-b-builder-password")
+            assert info.value.expected == "_INBOX_b-builder"
+            fs = await foldstream.connect(srv.url, user="b-builder", password="dev-b-builder-password",
+                                          inbox_prefix="_INBOX_b-builder")
+            await fs.connection.flush()
+            await fs.close()
+
+        asyncio.run(run())
+    finally:
+        srv.proc.stop()
+
+
 def test_a_refused_publish_fails_its_request_at_once(userpass: Server) -> None:
     """A bot may not ask the service: the permissions violation fails the request, no timeout."""
     async def run() -> None:
@@ -176,9 +194,13 @@ def test_tls_with_client_certificate(nats_server_bin: Path, tmp_path: Path) -> N
     if shutil.which("openssl") is None:
         _missing("openssl: needed to make the test certificates")
     d = tmp_path
+    # Extensions as strict verification (Python 3.13's default) wants them.
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "1",
-             "-subj", "/CN=foldstream test CA", cwd=d)
-    for name, ext in (("server", "subjectAltName=IP:127.0.0.1"), ("client", "extendedKeyUsage=clientAuth")):
+             "-subj", "/CN=foldstream test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=d)
+    aki = "\nauthorityKeyIdentifier=keyid,issuer\nsubjectKeyIdentifier=hash"
+    for name, ext in (("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth" + aki),
+                      ("client", "extendedKeyUsage=clientAuth" + aki)):
         _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}-key.pem", "-out", f"{name}.csr",
                  "-subj", f"/CN={name}", cwd=d)
         (d / f"{name}.ext").write_text(ext + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -42,3 +43,16 @@ def test_quickstart_example(processor: Processor) -> None:
     out = _run("", processor, str(PKG / "examples" / "quickstart.py"))
     assert "# session quickstart-" in out
     assert "assistant: Noted: Lisbon, May 3rd. Do you need a hotel?" in out
+
+
+def test_bench_prints_one_json_line(processor: Processor) -> None:
+    env = {**os.environ, "PYTHONPATH": str(PKG)}
+    out = subprocess.run([sys.executable, str(PKG / "bench.py"), "--url", processor.url, "--turns", "200",
+                          "--contexts", "10", "--warmup", "1", "--session", "bench-docs",
+                          "--publish-session", "bench-docs"], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 1
+    res = json.loads(lines[0])
+    assert res["client"] == "python" and res["turns"] == 200 and res["contexts"] == 10
+    assert res["turns_per_s"] > 0 and 0 < res["context_p50_ms"] <= res["context_p99_ms"]

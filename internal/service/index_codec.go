@@ -1,0 +1,507 @@
+package service
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/state"
+)
+
+// The persisted form of a session's replay (index_store.go keeps it): a
+// binary encoding written and read through the index's own types, so
+// that a restart loads the index instead of scanning the stream and
+// analyzing every turn again.
+//
+// Versioned: every entry starts with indexFormat and indexFingerprint. The
+// fingerprint hashes the shape of the types encoded here (field names,
+// types and tags of replay, turnIndex, indexDoc, posting, memory,
+// events.Turn and state.Session) and what the analyzer makes of a probe
+// text (stemmer, stop words, question words): a change to any of them
+// gives another fingerprint, and every entry written before it is
+// rebuilt from the stream instead of being read with the wrong meaning.
+// A change to the encoding itself bumps indexFormat.
+//
+// Layout (little endian; uv = unsigned varint, str = uv length + bytes):
+//
+//	"FSRX" uv(format) u64(fingerprint) str(key)
+//	uv(from) uv(next) uv(lastReset) time(resetAt) uv(applied) uv(read) uv(memNext)
+//	uv(idx.bytes) uv(memBytes) str(session JSON)
+//	uv(#seqs) uv(seq deltas)...
+//	uv(#docs) per doc: uv(raw delta) uv(seq delta) uv(len) turn
+//	uv(#terms) uv(#postings of all terms) per term: str(term) uv(#postings) per posting: uv(doc delta) uv(tf)
+//	uv(#memories) per memory: str(id) str(speaker) str(text) str(turnID) str(supersedes) time(at) time(published)
+//
+// The key names what the entry was built from (session, stream, layout,
+// admission rules); an entry whose key differs is not this session's
+// replay and is rebuilt.
+const indexFormat = 1
+
+// indexMagic starts every encoded replay.
+const indexMagic = "FSRX"
+
+// indexFingerprint identifies the structure and the analysis the
+// encoding depends on (see above).
+var indexFingerprint = fingerprint()
+
+var (
+	// errIndexVersion: written by another format or structure.
+	errIndexVersion = errors.New("written by another version of the index")
+	// errIndexCorrupt: not a well-formed replay.
+	errIndexCorrupt = errors.New("undecodable")
+)
+
+func fingerprint() uint64 {
+	h := fnv.New64a()
+	seen := map[reflect.Type]bool{}
+	for _, v := range []any{replay{}, turnIndex{}, indexDoc{}, posting{}, memory{}, events.Turn{}, state.Session{}} {
+		typeShape(h, reflect.TypeOf(v), seen)
+	}
+	for _, words := range []map[string]bool{stopWords, questionWords} {
+		for _, w := range slices.Sorted(maps.Keys(words)) {
+			fmt.Fprintf(h, "%s,", w)
+		}
+	}
+	newAnalyzer().each("Bob's batteries weren't discussed: the TOURNAMENT in Tokyo, 2026 ünïcode naïve déjà-vu", func(t string) {
+		fmt.Fprintf(h, "%s|", t)
+	})
+	return h.Sum64()
+}
+
+// typeShape writes t's structure to h: kinds, names, field names and
+// tags, recursively (each named type once).
+func typeShape(h hash.Hash, t reflect.Type, seen map[reflect.Type]bool) {
+	fmt.Fprintf(h, "%s:%s:%s(", t.PkgPath(), t.Name(), t.Kind())
+	defer fmt.Fprint(h, ")")
+	if t.Name() != "" {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			fmt.Fprintf(h, "%s `%s` ", f.Name, f.Tag)
+			typeShape(h, f.Type, seen)
+		}
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Chan:
+		typeShape(h, t.Elem(), seen)
+	case reflect.Map:
+		typeShape(h, t.Key(), seen)
+		typeShape(h, t.Elem(), seen)
+	}
+}
+
+// encodeReplay appends rp's persisted form, under key, to b.
+func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
+	sess, err := json.Marshal(rp.sess)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the replay's session state: %w", err)
+	}
+	w := indexWriter{b: b}
+	w.b = append(w.b, indexMagic...)
+	w.uv(indexFormat)
+	w.b = binary.LittleEndian.AppendUint64(w.b, indexFingerprint)
+	w.str(key)
+	w.uv(rp.from)
+	w.uv(rp.next)
+	w.uv(rp.lastReset)
+	w.time(rp.resetAt)
+	w.uv(uint64(rp.applied))
+	w.uv(uint64(rp.read))
+	w.uv(rp.memNext)
+	w.uv(uint64(rp.idx.bytes))
+	w.uv(uint64(rp.memBytes))
+	w.str(string(sess))
+	w.uv(uint64(len(rp.seqs)))
+	var prev uint64
+	for _, s := range rp.seqs {
+		w.uv(s - prev)
+		prev = s
+	}
+	x := rp.idx
+	w.uv(uint64(len(x.docs)))
+	var prevRaw int64
+	prev = 0
+	for _, d := range x.docs {
+		w.uv(uint64(d.raw - prevRaw))
+		w.uv(d.seq - prev)
+		prevRaw, prev = d.raw, d.seq
+		w.uv(uint64(d.len))
+		w.turn(d.turn)
+	}
+	w.uv(uint64(len(x.postings)))
+	var total int
+	for _, pl := range x.postings {
+		total += len(pl)
+	}
+	w.uv(uint64(total))
+	for _, term := range slices.Sorted(maps.Keys(x.postings)) {
+		pl := x.postings[term]
+		w.str(term)
+		w.uv(uint64(len(pl)))
+		var prevDoc int32
+		for _, p := range pl {
+			w.uv(uint64(p.doc - prevDoc))
+			w.uv(uint64(p.tf))
+			prevDoc = p.doc
+		}
+	}
+	w.uv(uint64(len(rp.mems)))
+	for _, m := range rp.mems {
+		w.str(m.id)
+		w.str(m.speaker)
+		w.str(m.text)
+		w.str(m.turnID)
+		w.str(m.supersedes)
+		w.time(m.at)
+		w.time(m.published)
+	}
+	return w.b, nil
+}
+
+type indexWriter struct{ b []byte }
+
+func (w *indexWriter) uv(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+func (w *indexWriter) v(v int64)   { w.b = binary.AppendVarint(w.b, v) }
+func (w *indexWriter) str(s string) {
+	w.uv(uint64(len(s)))
+	w.b = append(w.b, s...)
+}
+
+// time: a zero time is one 0 byte; any other is 1 for UTC, or 2 and its
+// zone offset in seconds, then its Unix seconds and nanoseconds. (A named zone is
+// kept as its offset: the wire's times are RFC 3339.)
+func (w *indexWriter) time(t time.Time) {
+	switch _, off := t.Zone(); {
+	case t.IsZero():
+		w.uv(0)
+		return
+	case t.Location() == time.UTC:
+		w.uv(1)
+	default:
+		w.uv(2)
+		w.v(int64(off))
+	}
+	w.v(t.Unix())
+	w.uv(uint64(t.Nanosecond()))
+}
+
+func (w *indexWriter) turn(t *events.Turn) {
+	w.uv(uint64(t.V))
+	w.str(t.TurnID)
+	w.time(t.At)
+	w.str(t.Speaker)
+	w.str(t.Role)
+	w.str(t.Text)
+	w.str(t.Kind)
+	w.str(t.Tool)
+	w.v(int64(t.Tokens))
+	w.v(int64(t.ContextTokens))
+	w.uv(uint64(len(t.Meta)))
+	for _, k := range slices.Sorted(maps.Keys(t.Meta)) {
+		w.str(k)
+		w.str(t.Meta[k])
+	}
+}
+
+// indexHeader reads an encoded replay's version and key; errIndexVersion
+// if it was written by another format or structure.
+func indexHeader(b []byte) (key string, rest []byte, err error) {
+	if !strings.HasPrefix(string(b[:min(len(b), len(indexMagic))]), indexMagic) {
+		return "", nil, errIndexCorrupt
+	}
+	r := indexReader{b: b, s: string(b[:min(len(b), maxHeader)]), off: len(indexMagic)}
+	r.b = b[:len(r.s)]
+	if format := r.uv(); r.err == nil && format != indexFormat {
+		return "", nil, fmt.Errorf("%w (format %d, this one reads %d)", errIndexVersion, format, indexFormat)
+	}
+	if fp := r.u64(); r.err == nil && fp != indexFingerprint {
+		return "", nil, fmt.Errorf("%w (structure %016x, this one is %016x)", errIndexVersion, fp, indexFingerprint)
+	}
+	key = r.str()
+	if r.err != nil {
+		return "", nil, r.err
+	}
+	return key, b[r.off:], nil
+}
+
+// maxHeader bounds an encoding's header (magic, versions, key).
+const maxHeader = 4096
+
+// decodeReplay decodes what indexHeader left of an encoded replay into a
+// replay of session with the service's analyzer and admission rules.
+// Every count and index is checked: bad data is errIndexCorrupt, never a
+// panic or an index that breaks its invariants.
+//
+// The replay's strings (texts, ids, terms) are slices of body, not an
+// allocation each: body must not be changed afterwards (the store reads
+// it into a buffer of its own and hands it over).
+func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string) (*replay, error) {
+	r := indexReader{b: body}
+	if len(body) > 0 {
+		r.s = unsafe.String(&body[0], len(body))
+	}
+	rp := newReplay(an, adm, session, 0)
+	rp.from = r.uv()
+	rp.next = r.uv()
+	rp.lastReset = r.uv()
+	rp.resetAt = r.time()
+	rp.applied = r.int()
+	rp.read = r.int()
+	rp.memNext = r.uv()
+	rp.idx.bytes = int64(r.int())
+	rp.memBytes = int64(r.int())
+	sess := r.str()
+	if r.err != nil {
+		return nil, r.err
+	}
+	rp.sess = &state.Session{}
+	if err := json.Unmarshal([]byte(sess), rp.sess); err != nil || rp.sess.ID != session {
+		return nil, fmt.Errorf("%w: session state", errIndexCorrupt)
+	}
+	nseqs := r.count(1)
+	rp.seqs = make([]uint64, nseqs)
+	var prev uint64
+	for i := range rp.seqs {
+		d := r.uv()
+		if i > 0 && d == 0 {
+			r.fail("sequences not increasing")
+		}
+		prev += d
+		rp.seqs[i] = prev
+	}
+	x := rp.idx
+	ndocs := r.count(4)
+	x.docs = make([]indexDoc, ndocs)
+	x.cumLen = make([]int64, ndocs)
+	turns := make([]events.Turn, ndocs)
+	rp.seen = make(map[uint64]struct{}, ndocs)
+	var raw, cum int64
+	prev = 0
+	for i := range x.docs {
+		dr, ds := r.uv(), r.uv()
+		if i > 0 && (dr == 0 || ds == 0) {
+			r.fail("docs not increasing")
+		}
+		raw += int64(dr)
+		prev += ds
+		n := r.int()
+		r.turn(&turns[i], session)
+		if r.err != nil {
+			return nil, r.err
+		}
+		cum += int64(n)
+		x.docs[i] = indexDoc{raw: raw, seq: prev, turn: &turns[i], len: int32(n)}
+		x.cumLen[i] = cum
+		rp.seen[state.HashID(turns[i].TurnID)] = struct{}{}
+	}
+	if ndocs > 0 && (x.docs[ndocs-1].raw >= int64(nseqs) || x.docs[ndocs-1].seq >= rp.next) {
+		r.fail("docs beyond the replay's position")
+	}
+	nterms := r.count(2)
+	x.postings = make(map[string][]posting, nterms)
+	// One array for every posting list, each list capped at its length
+	// so that add appends to a copy, never over the next term's.
+	all := make([]posting, 0, r.count(2))
+	for range nterms {
+		term := r.str()
+		np := r.count(2)
+		if r.err != nil {
+			return nil, r.err
+		}
+		start := len(all)
+		var doc int64 // the first delta is from doc 0
+		for j := range np {
+			d, tf := r.uv(), r.uv()
+			if j > 0 && d == 0 || d > uint64(ndocs) {
+				r.fail("postings not increasing")
+			}
+			doc += int64(d)
+			if doc >= int64(ndocs) || tf == 0 || tf > 1<<30 {
+				r.fail("posting out of range")
+			}
+			if r.err != nil || len(all) == cap(all) {
+				r.fail("more postings than counted")
+				return nil, r.err
+			}
+			all = append(all, posting{doc: int32(doc), tf: int32(tf)})
+		}
+		if _, dup := x.postings[term]; dup || np == 0 {
+			r.fail("term repeated or without postings")
+		}
+		x.postings[term] = all[start:len(all):len(all)]
+	}
+	nmems := r.count(7)
+	for range nmems {
+		m := memory{id: r.str(), speaker: r.str(), text: r.str(), turnID: r.str(), supersedes: r.str(), at: r.time(), published: r.time(),
+			terms: map[string]int32{}}
+		if r.err != nil {
+			return nil, r.err
+		}
+		an.each(m.speaker+" "+m.text, func(t string) {
+			m.len++
+			if t != "" {
+				m.terms[t]++
+			}
+		})
+		rp.mems = append(rp.mems, m)
+	}
+	if r.err == nil && r.off != len(body) {
+		r.fail("trailing bytes")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return rp, nil
+}
+
+// indexReader reads an encoded replay; the first error sticks and every
+// later read returns zero values.
+type indexReader struct {
+	b   []byte
+	s   string // b as a string: strings read are slices of it
+	off int
+	err error
+}
+
+func (r *indexReader) fail(why string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s at byte %d", errIndexCorrupt, why, r.off)
+	}
+}
+
+func (r *indexReader) uv() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *indexReader) v() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+// int is a non-negative count or size that fits an int32.
+func (r *indexReader) int() int {
+	v := r.uv()
+	if v > 1<<31-1 {
+		r.fail("number out of range")
+		return 0
+	}
+	return int(v)
+}
+
+// count is a number of items that take at least min bytes each: never
+// more than the bytes left could hold.
+func (r *indexReader) count(minBytes int) int {
+	n := r.int()
+	if r.err == nil && n > (len(r.b)-r.off)/minBytes {
+		r.fail("count beyond the data")
+		return 0
+	}
+	return n
+}
+
+func (r *indexReader) u64() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b)-r.off < 8 {
+		r.fail("truncated")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b[r.off:])
+	r.off += 8
+	return v
+}
+
+func (r *indexReader) str() string {
+	n := r.int()
+	if r.err != nil {
+		return ""
+	}
+	if n > len(r.b)-r.off {
+		r.fail("string beyond the data")
+		return ""
+	}
+	s := r.s[r.off : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *indexReader) time() time.Time {
+	switch r.uv() {
+	case 0:
+		return time.Time{}
+	case 1:
+		return r.instant().UTC()
+	case 2:
+		off := r.v()
+		if off < -86400 || off > 86400 {
+			r.fail("bad zone offset")
+			return time.Time{}
+		}
+		return r.instant().In(time.FixedZone("", int(off)))
+	default:
+		r.fail("bad time")
+		return time.Time{}
+	}
+}
+
+func (r *indexReader) instant() time.Time {
+	sec, nsec := r.v(), r.uv()
+	if nsec >= 1e9 {
+		r.fail("bad nanoseconds")
+		return time.Time{}
+	}
+	return time.Unix(sec, int64(nsec))
+}
+
+func (r *indexReader) turn(t *events.Turn, session string) {
+	t.V = r.int()
+	t.Session = session
+	t.TurnID = r.str()
+	t.At = r.time()
+	t.Speaker = r.str()
+	t.Role = r.str()
+	t.Text = r.str()
+	t.Kind = r.str()
+	t.Tool = r.str()
+	t.Tokens = int(r.v())
+	t.ContextTokens = int(r.v())
+	if n := r.count(2); n > 0 {
+		t.Meta = make(map[string]string, n)
+		for range n {
+			k := r.str()
+			t.Meta[k] = r.str()
+		}
+	}
+}

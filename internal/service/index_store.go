@@ -1,0 +1,411 @@
+package service
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// indexStore persists sessions' replays (the recall index, encoded by
+// index_codec.go) in the KV bucket <BASE>_RECALL, so that the first
+// question after a restart, an eviction or on another service instance
+// loads the index and reads only the events stored since it was written,
+// instead of scanning the session's stream and analyzing every turn.
+//
+//   - Off the request path: one goroutine encodes and writes. A replay is
+//     queued after it is built, after it has applied persistEvery events
+//     since it was last written, when the cache evicts it, and, for those
+//     still in memory, when the service stops.
+//   - Never served wrong: an entry is used only if its format and
+//     structure fingerprint are this binary's, its key names this
+//     session, stream (by creation time), subject layout and admission
+//     rules, its chunks are all of one write and match their checksum,
+//     and the stream still holds its position. It is then extended with
+//     the events stored after it (as a warm index is). Anything else is
+//     discarded (foldstream_recall_index_discarded_total, by reason) and
+//     the index rebuilt from the stream, which writes it again.
+//   - Bounded: the bucket holds at most --recall-index-store-bytes (puts
+//     fail beyond it: those sessions are rebuilt from the stream as
+//     without a store) and entries expire after indexStoreTTL without a
+//     write; a replay whose encoding exceeds an eighth of the bucket is
+//     not written.
+//
+// An entry is the key m.<session> (the write's generation, its chunk
+// count, length and CRC-32C) and its chunks c.<session>.<i> (the
+// generation, then at most indexChunk bytes): values stay far below a
+// server's max_payload, and two instances writing the same session at
+// once leave chunks of two generations, which a reader discards.
+type indexStore struct {
+	js       jetstream.JetStream
+	bucket   string
+	maxBytes int64
+	log      zerolog.Logger
+
+	mu       sync.Mutex
+	kv       jetstream.KeyValue // opened on first use
+	failedAt time.Time          // last failure to open the bucket
+
+	queue chan *cacheEntry
+
+	loads, stores, failures prometheus.Counter
+	discarded               *prometheus.CounterVec
+}
+
+const (
+	// DefaultIndexStoreBytes bounds the KV bucket of persisted recall
+	// indexes.
+	DefaultIndexStoreBytes = 4 << 30
+	// indexStoreTTL: an entry not written for this long expires.
+	indexStoreTTL = 7 * 24 * time.Hour
+	// indexChunk is the largest value the store writes.
+	indexChunk = 256 << 10
+	// persistEvery: a replay in memory is written again once it has read
+	// this many events since its last write, so that a load is extended
+	// with at most this many (the warm path's direct gets).
+	persistEvery = warmGets
+	// indexStoreRetry: after the bucket could not be opened, requests do
+	// not try again for this long (they build from the stream).
+	indexStoreRetry = 30 * time.Second
+	// indexFlushTimeout bounds the writes when the service stops.
+	indexFlushTimeout = 5 * time.Second
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func newIndexStore(js jetstream.JetStream, bucket string, maxBytes int64, log zerolog.Logger, reg prometheus.Registerer) *indexStore {
+	st := &indexStore{js: js, bucket: bucket, maxBytes: maxBytes, log: log, queue: make(chan *cacheEntry, 1024),
+		loads: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_loads_total",
+			Help: "Sessions' recall indexes loaded from the store (" + bucket + ") and extended, instead of built from the inbound stream."}),
+		stores: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_stores_total",
+			Help: "Sessions' recall indexes written to the store."}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_store_failures_total",
+			Help: "Reads or writes of the recall index store that failed (the index was built from the stream, or not written)."}),
+		discarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_discarded_total",
+			Help: "Stored recall indexes not used and rebuilt from the stream, by reason: version (another format or structure), corrupt (undecodable, torn or failing its checksum), stale (another stream, layout or admission rules, or ahead of the stream)."},
+			[]string{"reason"}),
+	}
+	if reg != nil {
+		reg.MustRegister(st.loads, st.stores, st.failures, st.discarded)
+	}
+	return st
+}
+
+// open returns the bucket, created if needed; after a failure it answers
+// the error again for indexStoreRetry.
+func (st *indexStore) open(ctx context.Context) (jetstream.KeyValue, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.kv != nil {
+		return st.kv, nil
+	}
+	if !st.failedAt.IsZero() && time.Since(st.failedAt) < indexStoreRetry {
+		return nil, fmt.Errorf("recall index store %s: unavailable since %s", st.bucket, st.failedAt.Format(time.RFC3339))
+	}
+	kv, err := st.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: st.bucket, History: 1, MaxBytes: st.maxBytes,
+		TTL: indexStoreTTL, Description: "foldstream: sessions' recall indexes (m.<session>, c.<session>.<chunk>), rebuilt from the inbound stream when missing"})
+	if err != nil {
+		st.failedAt = time.Now()
+		st.failures.Inc()
+		st.log.Warn().Str("event", "recall_index_store_unavailable").Str("bucket", st.bucket).Err(err).
+			Msg("recall indexes are built from the stream and not persisted until the bucket can be opened")
+		return nil, fmt.Errorf("recall index store %s: %w", st.bucket, err)
+	}
+	st.kv = kv
+	return kv, nil
+}
+
+func metaKey(session string) string          { return "m." + session }
+func chunkKey(session string, i int) string  { return "c." + session + "." + strconv.Itoa(i) }
+func (st *indexStore) discard(reason string) { st.discarded.WithLabelValues(reason).Inc() }
+
+// storeMeta is an entry's m.<session> value.
+type storeMeta struct {
+	gen    uint64
+	chunks int
+	length int
+	crc    uint32
+}
+
+func (m storeMeta) encode() []byte {
+	b := binary.LittleEndian.AppendUint64(nil, m.gen)
+	b = binary.AppendUvarint(b, uint64(m.chunks))
+	b = binary.AppendUvarint(b, uint64(m.length))
+	return binary.LittleEndian.AppendUint32(b, m.crc)
+}
+
+func decodeMeta(b []byte) (storeMeta, bool) {
+	var m storeMeta
+	if len(b) < 8 {
+		return m, false
+	}
+	m.gen = binary.LittleEndian.Uint64(b)
+	b = b[8:]
+	c, n := binary.Uvarint(b)
+	if n <= 0 {
+		return m, false
+	}
+	b = b[n:]
+	l, n := binary.Uvarint(b)
+	if n <= 0 || len(b[n:]) != 4 || c > 1<<20 || l > uint64(c)*indexChunk {
+		return m, false
+	}
+	m.chunks, m.length, m.crc = int(c), int(l), binary.LittleEndian.Uint32(b[n:])
+	return m, true
+}
+
+// read returns the session's stored encoding; nil if there is none, or
+// it is torn or damaged (counted as corrupt).
+func (st *indexStore) read(ctx context.Context, kv jetstream.KeyValue, session string) ([]byte, error) {
+	me, err := kv.Get(ctx, metaKey(session))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	meta, ok := decodeMeta(me.Value())
+	if !ok {
+		st.discard("corrupt")
+		return nil, nil
+	}
+	parts := make([][]byte, meta.chunks)
+	errs := make([]error, meta.chunks)
+	var wg sync.WaitGroup
+	for i := range parts {
+		get := func() {
+			e, err := kv.Get(ctx, chunkKey(session, i))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			parts[i] = e.Value()
+		}
+		if i == len(parts)-1 {
+			get() // the last on this goroutine
+			continue
+		}
+		wg.Go(get)
+	}
+	wg.Wait()
+	blob := make([]byte, 0, meta.length)
+	for i, p := range parts {
+		switch {
+		case errors.Is(errs[i], jetstream.ErrKeyNotFound):
+			st.discard("corrupt")
+			return nil, nil
+		case errs[i] != nil:
+			return nil, errs[i]
+		case len(p) < 8 || binary.LittleEndian.Uint64(p) != meta.gen:
+			st.discard("corrupt") // torn: another write's chunk
+			return nil, nil
+		}
+		blob = append(blob, p[8:]...)
+	}
+	if len(blob) != meta.length || crc32.Checksum(blob, castagnoli) != meta.crc {
+		st.discard("corrupt")
+		return nil, nil
+	}
+	return blob, nil
+}
+
+// write stores blob as the session's entry: its chunks, then the meta
+// that names them, then it deletes chunks the previous entry had beyond
+// the new one's.
+func (st *indexStore) write(ctx context.Context, session string, blob []byte) error {
+	if int64(len(blob)) > st.maxBytes/8 {
+		return nil // bounded: not worth an eighth of the bucket
+	}
+	kv, err := st.open(ctx)
+	if err != nil {
+		return err
+	}
+	prev := 0
+	if e, err := kv.Get(ctx, metaKey(session)); err == nil {
+		if m, ok := decodeMeta(e.Value()); ok {
+			prev = m.chunks
+		}
+	}
+	meta := storeMeta{gen: rand.Uint64(), length: len(blob), crc: crc32.Checksum(blob, castagnoli)}
+	for off := 0; off < len(blob); off += indexChunk {
+		part := blob[off:min(len(blob), off+indexChunk)]
+		v := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(part)), meta.gen)
+		if _, err := kv.Put(ctx, chunkKey(session, meta.chunks), append(v, part...)); err != nil {
+			return err
+		}
+		meta.chunks++
+	}
+	if _, err := kv.Put(ctx, metaKey(session), meta.encode()); err != nil {
+		return err
+	}
+	for i := meta.chunks; i < prev; i++ {
+		if err := kv.Delete(ctx, chunkKey(session, i)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexKey names what a replay of session is built from: an entry with
+// another key is not used.
+func (s *server) indexKey(session string, created time.Time) string {
+	return fmt.Sprintf("%s\n%s@%d\n%s/%d\n%+v/%d", session, s.layout.In, created.UnixNano(), s.subj.Prefix, s.subj.Partitions,
+		s.adm.Limits, s.adm.MaxClockSkew)
+}
+
+// restored is the session's stored replay, extended with the events
+// stored after it, with e's key and stored position set; nil (and no
+// error) when there is no usable entry: the caller builds from the
+// stream. Must be called with e.mu held.
+func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
+	st := s.istore
+	e.storedRead = -1
+	if st == nil {
+		return nil, nil
+	}
+	info, err := s.in.Info(ctx)
+	if err != nil {
+		return nil, internal(err, "reading stream %s info", s.layout.In)
+	}
+	e.key = s.indexKey(e.session, info.Created)
+	kv, err := st.open(ctx)
+	if err != nil {
+		return nil, nil // built from the stream; open warned
+	}
+	blob, err := st.read(ctx, kv, e.session)
+	if err != nil {
+		st.failures.Inc()
+		s.log.Warn().Str("event", "recall_index_load_failed").Str("session", e.session).Err(err).
+			Msg("stored recall index not read; building it from the stream")
+		return nil, nil
+	}
+	if blob == nil {
+		return nil, nil
+	}
+	key, body, err := indexHeader(blob)
+	switch {
+	case errors.Is(err, errIndexVersion):
+		st.discard("version")
+		return nil, nil
+	case err != nil:
+		st.discard("corrupt")
+		return nil, nil
+	case key != e.key:
+		st.discard("stale")
+		return nil, nil
+	}
+	rp, err := decodeReplay(body, s.an, s.adm, e.session)
+	if err != nil {
+		st.discard("corrupt")
+		s.log.Warn().Str("event", "recall_index_discarded").Str("session", e.session).Err(err).
+			Msg("stored recall index undecodable; rebuilding it from the stream")
+		return nil, nil
+	}
+	if info.State.LastSeq+1 < rp.next {
+		st.discard("stale") // the stream is behind it: not the stream it was built from
+		return nil, nil
+	}
+	rp.firstSeq = info.State.FirstSeq
+	stored := rp.read
+	if _, err := s.catchUpWarm(ctx, rp); err != nil {
+		return nil, err
+	}
+	e.storedRead = stored
+	st.loads.Inc()
+	return rp, nil
+}
+
+// persistLater queues e's replay for writing if it was never written or
+// has read persistEvery events since. Must be called with e.mu held.
+func (s *server) persistLater(e *cacheEntry) {
+	if s.istore != nil && e.r != nil && (e.storedRead < 0 || e.r.read-e.storedRead >= persistEvery) {
+		s.istore.enqueue(e)
+	}
+}
+
+// enqueue hands e to the writer unless it is already queued or the
+// queue is full (then the next request, or the next load's extension,
+// makes up for it).
+func (st *indexStore) enqueue(e *cacheEntry) {
+	if !e.queued.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case st.queue <- e:
+	default:
+		e.queued.Store(false)
+	}
+}
+
+// persist writes e's replay if it read events since its last write.
+func (s *server) persist(ctx context.Context, e *cacheEntry) {
+	e.queued.Store(false)
+	e.writing.Lock()
+	defer e.writing.Unlock()
+	e.mu.Lock()
+	rp := e.r
+	if rp == nil || rp.read == e.storedRead || e.key == "" {
+		e.mu.Unlock()
+		return
+	}
+	read := rp.read
+	blob, err := encodeReplay(make([]byte, 0, rp.bytes()/2), e.key, rp)
+	e.mu.Unlock()
+	if err == nil {
+		err = s.istore.write(ctx, e.session, blob)
+	}
+	if err != nil {
+		s.istore.failures.Inc()
+		s.log.Warn().Str("event", "recall_index_store_failed").Str("session", e.session).Err(err).
+			Msg("recall index not persisted; the next load builds or extends it from the stream")
+		return
+	}
+	s.istore.stores.Inc()
+	e.mu.Lock()
+	if e.r == rp {
+		e.storedRead = read
+	}
+	e.mu.Unlock()
+}
+
+// runIndexWriter writes queued replays until ctx ends, then those still
+// queued and those in memory that read events since their last write
+// (bounded by indexFlushTimeout), so that a restart loads them.
+func (s *server) runIndexWriter(ctx context.Context) {
+	for {
+		select {
+		case e := <-s.istore.queue:
+			s.persist(ctx, e)
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexFlushTimeout)
+			defer cancel()
+			// The queued (evicted ones among them), then those in memory.
+			var flush []*cacheEntry
+			for len(s.istore.queue) > 0 {
+				flush = append(flush, <-s.istore.queue)
+			}
+			for _, e := range append(flush, s.index.all()...) {
+				if fctx.Err() != nil {
+					return
+				}
+				s.persist(fctx, e)
+			}
+			return
+		}
+	}
+}
+
+// IndexStoreBytes bounds the KV bucket <BASE>_RECALL in which the recall
+// index of each session is persisted (DefaultIndexStoreBytes when not
+// set); 0 persists nothing, so the first question after a restart or an
+// eviction builds the session's index from the stream.
+func IndexStoreBytes(n int64) Option { return func(s *server) { s.storeBytes = n } }

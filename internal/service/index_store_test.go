@@ -1,0 +1,129 @@
+package service_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/processor"
+	"github.com/foldstream/foldstream/internal/service"
+	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/foldstream/foldstream/internal/state"
+)
+
+// storedSession publishes 64 turns of s1, settles them, and has an
+// instance build s1's index and persist it.
+func storedSession(t *testing.T) (*servicetest.Env, *service.Direct) {
+	t.Helper()
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	publishWith(t, e, "s1", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+	scan := direct(t, e, service.IndexBytes(0))
+	a := direct(t, e)
+	sameAnswers(t, "first instance", "s1", scan, a)
+	a.PersistIndexes(context.Background())
+	if c := a.IndexCounters(); c.Builds != 1 || c.Stores != 1 {
+		t.Fatalf("first instance: %+v, expected one build and one store", c)
+	}
+	return e, scan
+}
+
+// A restart (a new instance) loads the persisted index instead of
+// building it, answers like a fresh scan, extends an entry the stream
+// has moved past, and loads it again after an eviction.
+func TestStoredIndexIsLoadedAfterARestart(t *testing.T) {
+	e, scan := storedSession(t)
+
+	b := direct(t, e)
+	sameAnswers(t, "after a restart", "s1", scan, b)
+	if c := b.IndexCounters(); c.Builds != 0 || c.Loads != 1 {
+		t.Fatalf("after a restart: %+v, expected the stored index loaded, nothing built", c)
+	}
+
+	// The stream moves on: the stored entry is behind it and is extended.
+	publishWith(t, e, "s1", 64, 90, map[int]string{70: "Who brings the tournament form to Lisbon?"})
+	e.Settled("s1", 90, 30)
+	c := direct(t, e)
+	sameAnswers(t, "a stored index behind the stream", "s1", scan, c)
+	if got := c.IndexCounters(); got.Builds != 0 || got.Loads != 1 {
+		t.Fatalf("behind the stream: %+v, expected the stored index loaded and extended", got)
+	}
+
+	// An eviction: the next request loads it again.
+	b.EvictIndexes()
+	sameAnswers(t, "after an eviction", "s1", scan, b)
+	if got := b.IndexCounters(); got.Builds != 0 || got.Loads != 2 {
+		t.Fatalf("after an eviction: %+v, expected a second load", got)
+	}
+}
+
+// A stored index of another version, structure, stream layout or
+// admission rules, or one damaged in the store, is never used: the new
+// instance rebuilds it from the stream (and answers like a fresh scan),
+// counts why, and writes it again so that the next one loads it.
+func TestStoredIndexIsRebuiltWhenUnusable(t *testing.T) {
+	ctx := context.Background()
+	bump := func(at int) func(b []byte) []byte {
+		return func(b []byte) []byte { b[at]++; return b }
+	}
+	for _, tc := range []struct {
+		name, reason string
+		// spoil damages the stored entry; opts configure the new instance.
+		spoil func(t *testing.T, e *servicetest.Env, d *service.Direct)
+		opts  []service.Option
+	}{
+		{name: "newer format", reason: "version", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			if err := d.RewriteStoredIndex(ctx, "s1", bump(service.IndexFormatOffset)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "another structure", reason: "version", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			if err := d.RewriteStoredIndex(ctx, "s1", bump(service.IndexFormatOffset+3)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "truncated encoding", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			if err := d.RewriteStoredIndex(ctx, "s1", func(b []byte) []byte { return b[:len(b)*2/3] }); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a byte flipped in the store", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			kv, err := e.JS.KeyValue(ctx, strings.TrimSuffix(e.Layout.Bucket, "_SESSIONS")+"_RECALL")
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := kv.Get(ctx, "c.s1.0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := v.Value()
+			b[len(b)/2] ^= 0x20
+			if _, err := kv.Put(ctx, "c.s1.0", b); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "other admission rules", reason: "stale", opts: []service.Option{
+			service.Admission(state.Admission{Limits: state.DefaultAdmission().Limits, MaxClockSkew: 1000 * time.Hour})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, scan := storedSession(t)
+			if tc.spoil != nil {
+				tc.spoil(t, e, direct(t, e))
+			}
+			b := direct(t, e, tc.opts...)
+			sameAnswers(t, tc.name, "s1", scan, b)
+			c := b.IndexCounters()
+			if c.Builds != 1 || c.Loads != 0 || c.Discarded[tc.reason] != 1 {
+				t.Fatalf("%s: %+v, expected the stored index discarded as %s and rebuilt", tc.name, c, tc.reason)
+			}
+			b.PersistIndexes(ctx)
+			again := direct(t, e, tc.opts...)
+			sameAnswers(t, tc.name+", written again", "s1", scan, again)
+			if c := again.IndexCounters(); c.Builds != 0 || c.Loads != 1 {
+				t.Fatalf("%s, written again: %+v, expected it loaded", tc.name, c)
+			}
+		})
+	}
+}
