@@ -331,9 +331,7 @@ func isTermWord(w string) bool {
 			return false // they're, I've, we'll, don't
 		}
 	}
-	if strings.HasSuffix(w, "'s") {
-		w = w[:len(w)-2]
-	}
+	w = strings.TrimSuffix(w, "'s")
 	return !stopWords[w] && !isLaugh(w)
 }
 

@@ -111,9 +111,7 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 			continue
 		}
 		b.allFiller = false
-		for _, x := range sents {
-			b.stmts = append(b.stmts, x)
-		}
+		b.stmts = append(b.stmts, sents...)
 		if last := sents[len(sents)-1]; strings.HasPrefix(last.Text, sp+" suggested ") {
 			endProposal()
 			prop = len(b.stmts) - 1
@@ -167,7 +165,7 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		tw := terms(sent)
 		nums := countDigits(sent)
 		question := strings.HasSuffix(sent, "?")
-		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && (question || len(strings.Fields(sent)) < 4) {
+		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && len(strings.Fields(sent)) < 4 {
 			continue // filler, a backchannel or too little to say
 		}
 		sent = reldate.Resolve(sent, t.At)
