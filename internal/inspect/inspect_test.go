@@ -1,11 +1,14 @@
 package inspect
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/replay"
 )
 
@@ -188,4 +191,40 @@ func TestInspectorAPI(t *testing.T) {
 			r.do(m, "/api/sessions/alpha", nil, "", http.StatusMethodNotAllowed, nil)
 		}
 	})
+}
+
+// Under --ui-text deny a rejection's reason keeps its field and what was
+// expected, without the input it quotes; with text allowed it is whole.
+func TestDenyRedactsQuotedInput(t *testing.T) {
+	for _, policy := range []string{TextDeny, TextAllow} {
+		r := newRig(t, policy)
+		r.conversation("alpha", 3)
+		data, _ := json.Marshal(map[string]any{"v": 1, "session": "alpha", "turn_id": "bad-role", "at": time.Now().UTC(),
+			"speaker": "Ann", "role": "my pin is 4711", "text": "hello"})
+		if _, err := r.env.JS.Publish(context.Background(), r.env.Layout.Subjects.In("alpha", events.KindTurn), data); err != nil {
+			t.Fatal(err)
+		}
+		r.env.Eventually("the rejected turn", func() bool {
+			return r.streamCount(r.env.Layout.DLQ, r.env.Layout.Subjects.DeadLetter("alpha")) == 1
+		})
+		var page TimelinePage
+		r.get("/api/sessions/alpha/timeline?limit=1000", nil, http.StatusOK, &page)
+		var reason string
+		for _, it := range page.Items {
+			if it.Rejected != nil {
+				reason = it.Rejected.Reason
+			}
+		}
+		body, _ := json.Marshal(page)
+		switch policy {
+		case TextDeny:
+			if strings.Contains(string(body), "4711") || !strings.Contains(reason, "(14 characters)") || !strings.Contains(reason, "expected") {
+				t.Errorf("deny: reason %q; want the quoted role replaced by its length, the expectation kept (page has the pin: %v)", reason, strings.Contains(string(body), "4711"))
+			}
+		case TextAllow:
+			if !strings.Contains(reason, `"my pin is 4711"`) {
+				t.Errorf("allow: reason %q, want the quoted role", reason)
+			}
+		}
+	}
 }

@@ -294,6 +294,9 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		if e.Kind == events.EventCompactionFailed && e.Event != nil {
 			d.LastFailure = &FailureInfo{At: e.Time, FoldID: e.Event.FoldID, ErrorClass: e.Event.ErrorClass,
 				Retryable: e.Event.Retryable != nil && *e.Event.Retryable, Error: e.Event.Error, Model: e.Event.Model}
+			if !s.textAllowed(r) {
+				d.LastFailure.Error = "" // a model's error may quote the prompt
+			}
 			break
 		}
 	}
