@@ -173,7 +173,7 @@ func (sh *shard) quarantine(ce *state.CorruptError, next uint64) {
 	sh.aside.run(func(ctx context.Context) func() {
 		sh.parkCheckpoint(ce)
 		s, replayed, rerr := sh.rebuild(id, next)
-		last, lerr := p.lastSummary(ctx, id)
+		last, lerr := sh.rec.lastSummary(ctx, id)
 		return func() {
 			if sh.gen != gen {
 				return // a rewind: read again, and quarantined again, after it
@@ -212,7 +212,7 @@ func (sh *shard) rebuilt(ce *state.CorruptError, s *state.Session, replayed int,
 	if rerr != nil {
 		why += "; rebuilt only in part: " + rerr.Error()
 	}
-	sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventCheckpointQuarantined, Reason: "corrupt_checkpoint", Version: s.Version, Error: why})
+	sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventCheckpointQuarantined, Reason: "corrupt_checkpoint", Version: s.Version, Error: why})
 }
 
 // rebuild applies the session's inbound events before sequence before to a
