@@ -21,7 +21,9 @@ import (
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/testlog"
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 )
 
 // runWithLogin runs the processor with the login flags, publishes a turn
@@ -156,4 +158,73 @@ func writeTestCerts(t *testing.T, dir string) {
 		write(leaf.name+"-cert.pem", "CERTIFICATE", der)
 		write(leaf.name+"-key.pem", "EC PRIVATE KEY", kb)
 	}
+}
+
+// The processor and its tools with a .creds file in operator mode
+// (nats/auth/creds.md): an operator, a system account and a tenant account
+// with JetStream, and the tenant's processor user with the permissions
+// creds.md gives it, all signed here.
+func TestProcessorWithCreds(t *testing.T) {
+	okp, _ := nkeys.CreateOperator()
+	opub, _ := okp.PublicKey()
+	ojwt, err := jwt.NewOperatorClaims(opub).Encode(okp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := jwt.DecodeOperatorClaims(ojwt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolver := &server.MemAccResolver{}
+	account := func(name string, js bool) (nkeys.KeyPair, string) {
+		kp, _ := nkeys.CreateAccount()
+		pub, _ := kp.PublicKey()
+		ac := jwt.NewAccountClaims(pub)
+		ac.Name = name
+		if js {
+			ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+		}
+		token, err := ac.Encode(okp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resolver.Store(pub, token); err != nil {
+			t.Fatal(err)
+		}
+		return kp, pub
+	}
+	_, sys := account("SYS", false)
+	akp, _ := account("tenant-a", true)
+	ukp, _ := nkeys.CreateUser()
+	upub, _ := ukp.PublicKey()
+	uc := jwt.NewUserClaims(upub)
+	uc.Name = "a-processor"
+	uc.Pub.Allow.Add("$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$KV.>", "fold.>")
+	uc.Sub.Allow.Add("$JS.API.>", "$KV.>", "fold.>", "_INBOX_a-processor.>", "$SRV.>")
+	uc.Resp = &jwt.ResponsePermission{MaxMsgs: 1}
+	ujwt, err := uc.Encode(akp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := ukp.Seed()
+	creds, err := jwt.FormatUserConfig(ujwt, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	credsFile := filepath.Join(t.TempDir(), "a-processor.creds")
+	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+		TrustedOperators: []*jwt.OperatorClaims{op}, SystemAccount: sys, AccountResolver: resolver}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	runWithLogin(t, ns.ClientURL(), "--nats-creds", credsFile, "--inbox-prefix", "_INBOX_a-processor")
 }
