@@ -9,7 +9,7 @@
 // answers nothing: agreement is recorded for proposals, offers and
 // decisions only); screen-watch notes tied to the people involved.
 // Greetings, thanks, laughter, backchannels, transcription marks and
-// near-duplicate repeats are dropped. For agent sessions (seed 003) a tool
+// near-duplicate repeats are dropped. For agent sessions a tool
 // call and its result become one short clause: the tool, its salient
 // argument and the outcome, never the output; consecutive successful runs
 // of one tool merge, and a newer run of the same command supersedes an
