@@ -37,7 +37,7 @@ type foldJob struct {
 	cause      string
 	exchanges  int  // the session's exchange count when the fold started
 	final      bool // the end-of-session fold: archive once it lands
-	// placeholderOK allows seed 004's tier 3 if the summarizer fails.
+	// placeholderOK allows the placeholder tier if the summarizer fails.
 	placeholderOK bool
 	// probe: this fold's model call is the summarizer breaker's probe.
 	probe bool
@@ -132,14 +132,14 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	r.nTurns, r.nNotes = len(req.Turns), len(req.Notes)
 	pol := job.policy
 	if pol.MaskToolOutputsAfter > 0 {
-		// Masked before summarizing (seed 003): an old tool output costs
+		// Masked before summarizing: an old tool output costs
 		// the model tokens and rarely matters once its call is answered.
 		req.Turns, r.masked = fold.MaskToolOutputs(req.Turns, fold.MaskOptions{OlderThan: pol.MaskToolOutputsAfter, Now: p.clock.Now()})
 	}
 	eng := pol.Engine()
 	var answers []contextsource.Answer
 	if eng.Sources() {
-		// Seed 002: the model condenses only the conversation part; the
+		// Mode interval: the model condenses only the conversation part; the
 		// source lines are asked afresh for this window and merged after.
 		req.PreviousSummary, _ = splitConversation(req.PreviousSummary)
 		if len(p.cfg.ContextSources) > 0 {
@@ -148,7 +148,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	}
 	if job.placeholderOnly {
 		p.log.Warn().Str("event", "compaction_placeholder").Str("session", job.session).Str("fold_id", job.foldID).
-			Msg("summarizer unavailable (breaker open) past the emergency threshold; folding with a placeholder (seed 004 tier 3)")
+			Msg("summarizer unavailable (breaker open) past the emergency threshold; folding with a placeholder (tier 3)")
 		r.out = fold.Placeholder(req.PreviousSummary, req.Turns, req.Notes, job.window.MaxSummaryChars)
 		r.sumToks = p.tokens.Count(r.out.Summary)
 		r.summarized = time.Now()
@@ -159,7 +159,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	p.breaker.Record(p.clock.Now(), r.err, job.probe)
 	if r.err != nil && job.placeholderOK && ctx.Err() == nil {
 		p.log.Warn().Err(r.err).Str("event", "compaction_placeholder").Str("session", job.session).Str("fold_id", job.foldID).
-			Msg("summarizer failed again past the emergency threshold; folding with a placeholder (seed 004 tier 3)")
+			Msg("summarizer failed again past the emergency threshold; folding with a placeholder (tier 3)")
 		r.out, r.err = fold.Placeholder(req.PreviousSummary, req.Turns, req.Notes, job.window.MaxSummaryChars), nil
 	}
 	r.model = r.err != nil
