@@ -39,6 +39,24 @@ func TestInspectorAPI(t *testing.T) {
 			t.Errorf("search BET: got %+v, want beta-1 only", list)
 		}
 		r.get("/api/sessions?limit=5000", nil, http.StatusBadRequest, nil)
+
+		// The detail shows the summarizer's state beside the summary as
+		// JSON, and only its size without the text header.
+		var d, dr SessionDetail
+		r.get("/api/sessions/alpha", allowed, http.StatusOK, &d)
+		var st struct {
+			V    int `json:"v"`
+			Open []struct {
+				Text string `json:"text"`
+			} `json:"open"`
+		}
+		if err := json.Unmarshal(d.SummaryState, &st); err != nil || st.V != 1 || len(st.Open) == 0 {
+			t.Errorf("alpha detail: summary state %s (%v), want the offline state as JSON", d.SummaryState, err)
+		}
+		r.get("/api/sessions/alpha", nil, http.StatusOK, &dr)
+		if dr.SummaryState != nil || dr.SummaryStateBytes == 0 {
+			t.Errorf("alpha detail without the header: state %s, %d bytes: want only its size", dr.SummaryState, dr.SummaryStateBytes)
+		}
 	})
 
 	t.Run("timeline", func(t *testing.T) {

@@ -549,7 +549,7 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: placeholderOK && s.Failures >= 2,
 		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
-		prev: s.Summary, from: d.From, to: d.To, started: now, prevVer: s.Version, compactns: s.Compactions,
+		prev: s.Summary, prevState: s.SummaryState, from: d.From, to: d.To, started: now, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
 	}
@@ -656,7 +656,7 @@ func (c *coordinator) applyResult(ls *live, r foldResult) {
 	ls.payloads.drop(r.job.turns, r.job.notes)
 	s.Land(state.Landing{
 		Summary: r.out.Summary, Version: r.job.prevVer + 1, Seq: r.seq, To: r.job.to, Notes: len(r.job.notes), At: now,
-		SummaryTokens: r.sumToks, OriginalTokens: r.origToks, Exchanges: r.job.exchanges,
+		SummaryTokens: r.sumToks, OriginalTokens: r.origToks, Exchanges: r.job.exchanges, State: r.out.State,
 	})
 	c.publishMemories(ls, r, s.Version)
 	if s.Sealed <= oldCursor && !r.job.final {

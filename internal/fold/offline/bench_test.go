@@ -129,20 +129,6 @@ func benchSummarize(b *testing.B, req fold.Request) {
 // of ~110 chars, a ~1100-char previous summary and one screen note.
 func BenchmarkSummarizeVoiceFold(b *testing.B) { benchSummarize(b, benchVoiceRequest()) }
 
-// BenchmarkSummarizeVoiceFoldUncached is BenchmarkSummarizeVoiceFold with a
-// new Summarizer for every fold, so nothing of the previous summary is
-// cached: the cost of a fold whose previous summary is all new.
-func BenchmarkSummarizeVoiceFoldUncached(b *testing.B) {
-	req := benchVoiceRequest()
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := New().Summarize(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkSummarizeAgentFold is a coding-agent fold: tool calls and
 // results, instructions and progress reports.
 func BenchmarkSummarizeAgentFold(b *testing.B) { benchSummarize(b, benchAgentRequest()) }
@@ -162,9 +148,10 @@ func BenchmarkSummarizeRollingSession(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	summary, cursor, ni := "", 0, 0
+	var state []byte
 	for b.Loop() {
 		if cursor >= len(ts) {
-			summary, cursor, ni = "", 0, 0
+			summary, state, cursor, ni = "", nil, 0, 0
 		}
 		batch := ts[cursor:min(cursor+10, len(ts))]
 		var bn []fold.Note
@@ -172,12 +159,12 @@ func BenchmarkSummarizeRollingSession(b *testing.B) {
 			bn = append(bn, notes[ni])
 			ni++
 		}
-		res, err := s.Summarize(ctx, fold.Request{Profile: fold.ProfileVoice, PreviousSummary: summary,
+		res, err := s.Summarize(ctx, fold.Request{Profile: fold.ProfileVoice, PreviousSummary: summary, PreviousState: state,
 			Turns: batch, Notes: bn, MaxChars: 1200})
 		if err != nil {
 			b.Fatal(err)
 		}
-		summary = res.Summary
+		summary, state = res.Summary, res.State
 		cursor += 10
 	}
 }
