@@ -175,7 +175,7 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 	}
 	if job.placeholderOnly {
 		p.log.Warn().Str("event", "compaction_placeholder").Str("session", job.session).Str("fold_id", job.foldID).
-			Msg("summarizer unavailable (breaker open) past the emergency threshold; folding with a placeholder (placeholder tier)")
+			Msg("summarizer unavailable (breaker open) past the emergency threshold; folding with a placeholder (tier 3)")
 		r.out = fold.Placeholder(req.PreviousSummary, req.Turns, req.Notes, job.window.MaxSummaryChars)
 		r.sumToks = p.tokens.Count(r.out.Summary)
 		r.summarized = time.Now()
@@ -186,7 +186,7 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 	p.breaker.Record(p.clock.Now(), r.err, job.probe)
 	if r.err != nil && job.placeholderOK && ctx.Err() == nil {
 		p.log.Warn().Err(r.err).Str("event", "compaction_placeholder").Str("session", job.session).Str("fold_id", job.foldID).
-			Msg("summarizer failed again past the emergency threshold; folding with a placeholder (placeholder tier)")
+			Msg("summarizer failed again past the emergency threshold; folding with a placeholder (tier 3)")
 		r.out, r.err = fold.Placeholder(req.PreviousSummary, req.Turns, req.Notes, job.window.MaxSummaryChars), nil
 	}
 	r.model = r.err != nil
