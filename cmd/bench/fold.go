@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/processor"
 )
 
@@ -118,9 +117,8 @@ func foldSection(ctx context.Context, w io.Writer, o opts) error {
 		if err != nil {
 			return fmt.Errorf("with folds, staggered: %w", err)
 		}
-		// Folding off: a recent window no session reaches.
-		without, err := processorRate(ctx, procRun{n: n, sessions: sessions, summarizer: "instant", flush: o.flushInterval, probe: true, repeated: o.repeated,
-			window: fold.Window{Recent: 1 << 30, Batch: 10}})
+		// Folding off: folds due only on generate controls, never sent.
+		without, err := processorRate(ctx, procRun{n: n, sessions: sessions, summarizer: "instant", flush: o.flushInterval, probe: true, repeated: o.repeated, foldingOff: true})
 		if err != nil {
 			return fmt.Errorf("without folds: %w", err)
 		}

@@ -275,6 +275,9 @@ type procRun struct {
 	summarizer  string
 	flush       time.Duration
 	window      fold.Window // zero: the default
+	// foldingOff: folds are due only on generate controls, which the
+	// bench never sends: what is left is the per-turn path.
+	foldingOff bool
 	observe     func(processor.FoldTiming)
 	called      func(session string, from int64) // instant summarizer: each call
 	profile     io.Writer
@@ -328,7 +331,11 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 		return res, err
 	}
 	defer fnc.Close()
-	p, err := processor.New(processor.Config{FlushInterval: r.flush, MaxConcurrentFolds: maxFolds, Window: r.window}, processor.Deps{
+	trigger := processor.TriggerTurn
+	if r.foldingOff {
+		trigger = processor.TriggerGenerate
+	}
+	p, err := processor.New(processor.Config{FlushInterval: r.flush, MaxConcurrentFolds: maxFolds, Window: r.window, Trigger: trigger}, processor.Deps{
 		JS: e.js, FoldJS: fjs, Layout: l, Store: state.NewStore(e.js, kv), Summarizer: sum, Log: benchLog(),
 	})
 	if err != nil {
@@ -550,12 +557,11 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 					ratioCeil = append(ratioCeil, res.rate/raw*ci/(ci+cs))
 				}
 			}
-			// Folding off: the same turns with a recent window no session
-			// reaches, so no fold is ever due. What is left is the per-turn
-			// path (decode, apply, checkpoint, ack): the ceiling of the
-			// ratio with folds.
-			off := procRun{n: o.turns, sessions: s, summarizer: "instant", flush: o.flushInterval, repeated: o.repeated,
-				window: fold.Window{Recent: 1 << 30, Batch: 10}}
+			// Folding off: the same turns with folds due only on generate
+			// controls, which the bench never sends. What is left is the
+			// per-turn path (decode, apply, checkpoint, ack): the ceiling of
+			// the ratio with folds.
+			off := procRun{n: o.turns, sessions: s, summarizer: "instant", flush: o.flushInterval, repeated: o.repeated, foldingOff: true}
 			res, err = processorRate(ctx, off)
 			if err != nil {
 				return fmt.Errorf("processor, folding off: %w", err)
