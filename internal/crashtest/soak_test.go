@@ -193,7 +193,9 @@ func TestSoak(t *testing.T) {
 	subjects, _ := events.NewSubjects("")
 	layout := broker.NewLayout(subjects)
 	w := &world{t: t, nc: nc, js: js, logDir: t.TempDir(), url: url, env: Env{JS: js, Layout: layout},
-		keep: func(line string) bool { return !strings.Contains(line, `"level":"info"`) && !strings.Contains(line, `"level":"debug"`) }}
+		keep: func(line string) bool {
+			return !strings.Contains(line, `"level":"info"`) && !strings.Contains(line, `"level":"debug"`)
+		}}
 	w.model = NewModel(t, seed, 30*time.Millisecond)
 	defer w.dumpLogs()
 
