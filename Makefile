@@ -1,7 +1,7 @@
 # foldstream — see README.md.
 GO ?= go
 
-.PHONY: all build test test-python vet lint fmt-check generate run demo bench eval fuzz clean
+.PHONY: all build test test-python test-ts vet lint fmt-check generate run demo bench eval fuzz clean
 
 all: build
 
@@ -13,6 +13,7 @@ build:
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 12m ./...
 	$(MAKE) test-python
+	$(MAKE) test-ts
 
 # The Python client (clients/python): its tests against the processor
 # binary on its embedded nats-server and against a nats-server built from
@@ -24,6 +25,13 @@ test-python: build
 	cd clients/python && $(PYTHON) -m mypy --strict foldstream
 	cd clients/python && FOLDSTREAM_PROCESSOR=$(CURDIR)/bin/processor FOLDSTREAM_NATS_SERVER=$(CURDIR)/bin/nats-server \
 		$(PYTHON) -m pytest -q -p no:cacheprovider
+
+# The TypeScript client (clients/typescript): npm ci from its lock file,
+# src/wire.ts checked against schema/v1, tsc --strict, then node's test
+# runner on the compiled tests against bin/processor on its embedded
+# nats-server. Under CI=1 a missing prerequisite fails the suite.
+test-ts: build
+	cd clients/typescript && npm ci --no-audit --no-fund && npm test
 
 vet:
 	$(GO) vet ./...

@@ -8,12 +8,12 @@ import (
 	"github.com/foldstream/foldstream/internal/sentence"
 )
 
-// DefaultRealtimeCeiling is seed 000's hard ceiling on realtime
+// DefaultRealtimeCeiling is the hard ceiling on realtime
 // instructions, in characters.
 const DefaultRealtimeCeiling = 5200
 
 // RealtimeSummaryHeader introduces the summary section in realtime
-// instructions (seed 000's buildRealtimeInstructions).
+// instructions (buildRealtimeInstructions).
 const RealtimeSummaryHeader = "Session conversation summary:"
 
 // minRealtimeSummary is the smallest summary section worth adding: a few
@@ -28,7 +28,7 @@ const minRealtimeSummary = 40
 // sentence boundary (at a word boundary with "…" when no sentence end keeps
 // half the room) so that base stays whole, and left out when fewer than 40
 // characters would remain for it. base is cut only when it alone exceeds
-// the ceiling, which is the seed's plain truncation. The summary's start is
+// the ceiling, by plain truncation. The summary's start is
 // kept, as the processor's own clamp does: summaries lead with who is
 // present and what they are doing.
 func RealtimeInstructions(base, summary string, ceiling int) string {

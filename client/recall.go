@@ -11,7 +11,7 @@ import (
 )
 
 // EndpointRecall answers a RecallRequest with a Recall: the turns of a
-// session that best match a query (seed 001: evicted turns stay
+// session that best match a query (evicted and folded turns stay
 // searchable).
 const EndpointRecall = "recall"
 

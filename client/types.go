@@ -107,8 +107,7 @@ func ServiceSubject(prefix, endpoint string) string {
 	return prefix + ".svc." + endpoint
 }
 
-// SummaryPrefix introduces the summary layer in a prompt (seed 000's brain
-// generation path).
+// SummaryPrefix introduces the summary layer in a prompt.
 const SummaryPrefix = "Earlier in this session: "
 
 // ContextRequest asks for a session's packed context. A zero budget means
@@ -135,12 +134,15 @@ type Budget struct {
 	Tokens int
 }
 
-// Context is the reply of the context endpoint: seed 000's layers in
-// prompt order. Without a query, when a budget applies, the freshest
-// turns are kept first, then the summary if it still fits; the summary
-// never displaces a turn. With a query the summary comes first, then the
-// recalled memories and earlier turns (at most 70% of what the summary
-// leaves), then the verbatim turns (docs/builders.md).
+// Context is the reply of the context endpoint: its layers in prompt
+// order. Without a query, when a budget applies, the freshest turns are
+// kept first, then the summary if it still fits; the summary never
+// displaces a turn. With a query the layers compete for the budget by
+// what they hold for the question (docs/builders.md): the last exchange
+// always and a tenth of the budget for the verbatim turns, the summary
+// (or, when it would take most of the budget, its sentences that match
+// the question), the recalled memories and earlier turns, then the rest
+// of the verbatim turns.
 type Context struct {
 	V       int    `json:"v"`
 	Session string `json:"session"`
@@ -151,7 +153,7 @@ type Context struct {
 	// newest turn the inbound stream holds that the processor applies
 	// (including turns it has not checkpointed yet).
 	Turns []ContextTurn `json:"turns"`
-	// Evictions holds mode evict's eviction note (seed 001), at most one:
+	// Evictions holds mode evict's eviction note, at most one:
 	// in that mode it takes the summary's place (Summary is then nil) with
 	// the same priority, so it too only fills the room the turns left.
 	Evictions []EvictionNote `json:"evictions"`
@@ -253,7 +255,7 @@ func TurnLine(name, text string) string {
 
 var lineBreaks = strings.NewReplacer("\r\n", " ⏎ ", "\n", " ⏎ ", "\r", " ⏎ ", "\u2028", " ⏎ ", "\u2029", " ⏎ ")
 
-// EvictionNote is mode evict's cumulative eviction note (seed 001): the
+// EvictionNote is mode evict's cumulative eviction note: the
 // turns before the context's Cursor were dropped without a summary and can
 // be found with Recall.
 type EvictionNote struct {
@@ -273,9 +275,9 @@ type EvictionNote struct {
 	Tokens int `json:"tokens"`
 }
 
-// Prompt renders the context as text, one line per layer item, in seed
-// 000's order: the summary line (or, in mode evict, the eviction note in
-// its place, as seed 001 lays it out), then the turns oldest first. With
+// Prompt renders the context as text, one line per layer item, in prompt
+// order: the summary line (or, in mode evict, the eviction note in its
+// place), then the turns oldest first. With
 // recalled material (a query), the memories and the earlier excerpts come
 // between the two, each section under its header line (MemoriesHeader,
 // ExcerptsHeader, then RecentHeader before the turns), every memory line

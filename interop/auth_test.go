@@ -1,3 +1,8 @@
+// Package interop proves that foldstream's wire contract is
+// language-neutral under the shipped auth configs: a Node.js bot using the
+// TypeScript client (clients/typescript) talks to a processor logged in as
+// another user, each with its private reply inbox. The TypeScript client's
+// own suite (make test-ts) covers the rest of its surface.
 package interop
 
 import (
@@ -19,12 +24,54 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// The Node client as a bot of nats/auth/userpass.conf: logged in as user
-// bot with inboxPrefix _INBOX_bot (the only inbox the config lets it read),
-// its 61 turns are acknowledged and folded by a processor logged in as user
-// processor with its own prefix.
+// need reports a missing prerequisite: a failure under CI (so CI can never
+// pass by silently skipping), a skip elsewhere.
+func need(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is set and the Node.js interop test cannot run: "+format+" (.ci/run installs node; make test builds clients/typescript)", args...)
+	}
+	t.Skipf("skipping the Node.js interop test: "+format+" (set CI=1 to make this a failure)", args...)
+}
+
+// tsDir is the TypeScript client's directory.
+var tsDir = filepath.Join("..", "clients", "typescript")
+
+// nodeBot returns node's path and the TypeScript client's example bot,
+// building the client (npm ci, tsc) if it is not built.
+func nodeBot(t *testing.T) (node, bot string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		need(t, "node is not installed")
+	}
+	bot = filepath.Join(tsDir, "dist", "examples", "bot.js")
+	if _, err := os.Stat(bot); err == nil {
+		return node, bot
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		need(t, "%s is not built and npm is not installed", bot)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, args := range [][]string{{"ci", "--no-audit", "--no-fund"}, {"run", "build"}} {
+		cmd := exec.CommandContext(ctx, npm, args...)
+		cmd.Dir = tsDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			need(t, "npm %s in clients/typescript failed: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return node, bot
+}
+
+// The TypeScript client as a bot of nats/auth/userpass.conf: logged in as
+// user bot with inboxPrefix _INBOX_bot (the only inbox the config lets it
+// read), its 61 turns are acknowledged and folded by a processor logged in
+// as user processor with its own prefix. Without the prefix the client
+// says at once which prefix to set.
 func TestNodeBotWithPrivateInbox(t *testing.T) {
-	node := nodeProgram(t)
+	node, bot := nodeBot(t)
 	conf, _ := filepath.Abs(filepath.Join("..", "nats", "auth", "userpass.conf"))
 	ns := brokertest.StartConfig(t, conf)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
@@ -36,16 +83,25 @@ func TestNodeBotWithPrivateInbox(t *testing.T) {
 	defer stop()
 
 	const session = "node-auth"
-	cmd := exec.CommandContext(ctx, node, filepath.Join("node", "publish.mjs"), ns.ClientURL(), session, "61", "60")
-	cmd.Env = append(os.Environ(), "NATS_USER=bot", "NATS_PASSWORD=dev-bot-password", "NATS_INBOX_PREFIX=_INBOX_bot", "WAIT_SUMMARY=0")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node publish.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	run := func(env ...string) (string, string, error) {
+		cmd := exec.CommandContext(ctx, node, bot, ns.ClientURL(), session, "61")
+		cmd.Env = append(os.Environ(), env...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	if _, stderr, err := run("NATS_USER=bot", "NATS_PASSWORD=dev-bot-password"); err == nil ||
+		!strings.Contains(stderr, "InboxPermissionError") || !strings.Contains(stderr, `inboxPrefix: "_INBOX_bot"`) {
+		t.Fatalf("bot without its inbox prefix: %v, stderr %q; want an InboxPermissionError naming inboxPrefix \"_INBOX_bot\"", err, stderr)
+	}
+	stdout, stderr, err := run("NATS_USER=bot", "NATS_PASSWORD=dev-bot-password", "NATS_INBOX_PREFIX=_INBOX_bot")
+	if err != nil {
+		t.Fatalf("node %s: %v\nstdout:\n%s\nstderr:\n%s", bot, err, stdout, stderr)
 	}
 	var out struct{ Published int }
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &out); err != nil || out.Published != 61 {
-		t.Fatalf("node printed %q (%v)", stdout.String(), err)
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &out); err != nil || out.Published != 61 {
+		t.Fatalf("node printed %q (%v)", stdout, err)
 	}
 	// The processor counted every turn and folded the first batch.
 	deadline := time.Now().Add(30 * time.Second)

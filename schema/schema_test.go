@@ -474,7 +474,7 @@ var msgNum = regexp.MustCompile(`message number (\d+)`)
 
 // modesLLM is an in-process chat-completions server behind the real
 // go-openai summarizer. It answers like a model: a summary naming the
-// message numbers it was given, with a <memories> block (seed 004); the
+// message numbers it was given, with a <memories> block; the
 // markers above change that.
 func modesLLM(t *testing.T, e *servicetest.Env) fold.Summarizer {
 	llm := openaitest.New(t)
@@ -542,7 +542,7 @@ func produceModes(t *testing.T) *servicetest.Env {
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 
-	// Mode evict (seed 001): 19 × 100 tokens > 2000 − 200; evict down to
+	// Mode evict: 19 × 100 tokens > 2000 − 200; evict down to
 	// 50% of the window.
 	configure("ev", client.SessionConfig{Mode: events.ModeEvict, ContextWindow: 2000, ReserveTokens: 200, TargetUtilization: 0.5, MinKeepMessages: 4})
 	var ev []client.Turn
@@ -552,7 +552,7 @@ func produceModes(t *testing.T) *servicetest.Env {
 	send(ev...)
 	e.Settled("ev", 20, 9)
 
-	// Mode tokens (seeds 003/004), turns an hour old so that tool turns
+	// Mode tokens, turns an hour old so that tool turns
 	// are masked: 13 turns, 3300 tokens > 80% of 4000 (emergency). Turns
 	// 0..10 are folded in two chunks: 0..9 (1000 tokens) and 10 alone
 	// (2100 tokens, over half the window: skipped, tier partial).
@@ -582,7 +582,7 @@ func produceModes(t *testing.T) *servicetest.Env {
 	send(tk...)
 	e.Settled("tk", 23, 21)
 
-	// Mode interval (seed 002): a fold every 2 exchanges keeping 2 turns;
+	// Mode interval: a fold every 2 exchanges keeping 2 turns;
 	// the first fold is slow, so the next one starts on catch_up.
 	configure("iv", client.SessionConfig{Mode: events.ModeInterval, IntervalExchanges: 2, KeepRecent: 2})
 	var iv []client.Turn
@@ -593,7 +593,7 @@ func produceModes(t *testing.T) *servicetest.Env {
 	e.Settled("iv", 12, 10)
 
 	// Mode window with min_fold_tokens: the fold waits for 10 eligible
-	// turns (1000 tokens), not seed 000's batch of 2 at 5 turns.
+	// turns (1000 tokens), not a batch of 2 at 5 turns.
 	minFold := 1000
 	configure("mf", client.SessionConfig{Mode: events.ModeWindow, RecentWindow: 2, BatchSize: 2, MinFoldTokens: &minFold})
 	var mf []client.Turn

@@ -37,7 +37,7 @@ type costCase struct {
 
 func costCases(minFold int) []costCase {
 	return []costCase{
-		{"window 50/10 (seed 000)", processor.Config{Window: fold.Window{Recent: 50, Batch: 10}}},
+		{"window 50/10", processor.Config{Window: fold.Window{Recent: 50, Batch: 10}}},
 		{fmt.Sprintf("window 50/10, min_fold_tokens %d", minFold), processor.Config{Window: fold.Window{Recent: 50, Batch: 10, MinFoldTokens: minFold}}},
 		{"tokens, context_window 8192", processor.Config{Mode: fold.ModeTokens, Tokens: fold.TokenPolicy{ContextWindow: 8192}}},
 		{"tokens, context_window 16384", processor.Config{Mode: fold.ModeTokens, Tokens: fold.TokenPolicy{ContextWindow: 16384}}},
@@ -49,7 +49,7 @@ func costCases(minFold int) []costCase {
 // folded through the openai backend (prompts as sent over HTTP, counted
 // with cl100k_base), and the same for re-summarizing the whole history at
 // every call instead. The conversation is folded twice: one utterance a
-// turn, and coalesced the way seed 000's bot publishes a group moment (a
+// turn, and coalesced the way a voice bot publishes a group moment (a
 // few utterances, "Alice: … Bob: …", as one turn).
 func costSection(ctx context.Context, w io.Writer, o opts) error {
 	tok, err := tokens.New("cl100k_base")
@@ -93,7 +93,7 @@ func costSection(ctx context.Context, w io.Writer, o opts) error {
 	fmt.Fprintln(w, "  ratio: each request's system + user message over the text of the turns it folded; whole history: the same calls with every earlier turn's line instead of the previous summary")
 	fmt.Fprintln(w, "  line floor: the folded turns' transcript lines alone (\"Speaker: text\", one a line) over their text: no batching gets below it; ~3.8 tokens of name, colon and newline a line are 55% of a 7-token utterance")
 	fmt.Fprintln(w, "  verbatim: text tokens of the unfolded turns (cursor on) after each turn, averaged: what the bot's own prompt carries besides the summary")
-	fmt.Fprintln(w, "  seed 000 misses by design: each call re-reads the prompt and a full previous summary for a batch of 10 turns")
+	fmt.Fprintln(w, "  window 50/10 misses by design: each call re-reads the prompt and a full previous summary for a batch of 10 turns")
 	if len(met) == 0 {
 		met = []string{"none"}
 	}
@@ -106,7 +106,7 @@ func costSection(ctx context.Context, w io.Writer, o opts) error {
 const costCoalesce = 4
 
 // coalesce merges every k consecutive utterances into one turn, the way
-// seed 000's room-aware coalescing hands a group moment to the bot: the
+// a voice bot's room-aware coalescing hands a group moment over: the
 // speakers' names move into the text.
 func coalesce(in []events.Turn, k int) []events.Turn {
 	var out []events.Turn

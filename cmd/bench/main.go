@@ -40,8 +40,8 @@ type opts struct {
 	// recallSessions of recallSessionTurns each: the recall section's
 	// scale line.
 	recallSessions, recallSessionTurns int
-	// repeated: the ingest and fold sections' turns all say benchText (the
-	// workload of the figures before 2026-11-25) instead of benchLines.
+	// repeated: the ingest and fold sections' turns all say benchText (one
+	// sentence) instead of benchLines.
 	repeated bool
 }
 
@@ -53,7 +53,7 @@ func main() {
 	flag.IntVar(&o.turns, "turns", 100000, "turns per ingest and fold measurement")
 	sessionsFlag := flag.String("sessions", "1,1000,10000", "comma-separated session counts (ingest)")
 	flag.IntVar(&o.runs, "runs", 3, "runs per measurement (median and spread reported)")
-	ingestText := flag.String("ingest-text", "varied", "what the ingest and fold sections' turns say: varied (50 distinct lines of four speakers in turn) or repeated (every turn the same sentence: the workload of the figures before 2026-11-25)")
+	ingestText := flag.String("ingest-text", "varied", "what the ingest and fold sections' turns say: varied (50 distinct lines of four speakers in turn) or repeated (every turn the same sentence)")
 	flag.StringVar(&o.summarizer, "summarizer", "offline", "ingest fold backend: offline (CPU on the same cores), http (the openai backend against an in-process chat-completions server that answers at once) or instant (an in-process summarizer that answers at once)")
 	flag.DurationVar(&o.flushInterval, "flush-interval", 0, "processor checkpoint interval (0 = the processor's default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the ingest section's processor runs to this file")

@@ -1,5 +1,5 @@
 // Command context-source-example is a context source for foldstream's
-// interval mode (seed 002): a calendar that, asked for a window
+// interval mode: a calendar that, asked for a window
 // [from, to] of a session, answers with the entries of a JSON file that
 // fall in the window and those coming up in the hours after it.
 //

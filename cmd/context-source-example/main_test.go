@@ -41,7 +41,7 @@ func TestAnswerForAWindow(t *testing.T) {
 		loc            *time.Location
 		want           string
 	}{
-		{"seed 002's morning", "2026-03-02T09:15:00Z", "2026-03-02T13:15:00Z", time.UTC,
+		{"a morning", "2026-03-02T09:15:00Z", "2026-03-02T13:15:00Z", time.UTC,
 			"Edgewood Park hike 9:00 AM-12:00 PM completed. Call with Mom at 12:30 PM. " +
 				"Dentist at 2:00 PM, in 45 min. School pickup (Matteo) at 3:30 PM, in 2 h 15 min."},
 		{"during the hike", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z", time.UTC,

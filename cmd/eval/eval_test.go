@@ -180,7 +180,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 121 file turns, one empty: 120 published. Seed 000's window folds
+	// 121 file turns, one empty: 120 published. Window mode folds
 	// in tens while more than 60 are unfolded: the cursor stops at 60.
 	if res.Meetings != 1 || res.Turns != 120 || len(res.Warnings) != 0 {
 		t.Fatalf("meetings %d, turns %d, warnings %v; want 1, 120, none", res.Meetings, res.Turns, res.Warnings)

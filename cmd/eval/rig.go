@@ -198,7 +198,7 @@ func (r *rig) publish(ctx context.Context, m *meeting) error {
 }
 
 // settle waits until the processor has applied every turn of the meeting
-// and folding has stopped: no fold in flight and no fold due (seed 000
+// and folding has stopped: no fold in flight and no fold due (window mode
 // folds while more than recent+batch turns are unfolded). If the cursor
 // stops moving with a fold still due for quiet seconds, that is taken as
 // settled too, and said.

@@ -94,7 +94,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 		}
 	}
 	fs.StringVar(&o.trigger, "trigger", "turn", "when to check for a fold: turn (every turn) or generate (on generate control events)")
-	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice (seed 000) or agent (seed 003)")
+	fs.StringVar(&o.profile, "profile", "voice", "default prompt profile: voice or agent")
 	fs.StringVar(&o.mode, "mode", string(fold.DefaultMode), "default mode: "+modesUsage()+"; sessions may override it with a configure control")
 	fs.StringVar(&o.contextSources, "context-sources", "", "mode interval: context sources asked at each fold, a JSON array [{label, subject, prompt, timeout}] or a path to a file holding it (docs/context-sources.md)")
 	fs.BoolVar(&o.keepEnded, "keep-ended", false, "keep an ended session's checkpoint as it is instead of the final fold, archive and clear")
@@ -355,16 +355,5 @@ func applyConfigFile(fs *flag.FlagSet, o *options, set map[string]bool) error {
 	return nil
 }
 
-// modesUsage lists the registered modes with their seeds, as each mode's
-// file declares them (fold.Engines).
-func modesUsage() string {
-	var parts []string
-	for _, e := range fold.Engines() {
-		p := string(e.Name())
-		if seeds := e.Doc().Seeds(); seeds != "" {
-			p += " (" + seeds + ")"
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, ", ")
-}
+// modesUsage lists the registered modes (fold.Engines).
+func modesUsage() string { return strings.Join(fold.ModeNames(), ", ") }

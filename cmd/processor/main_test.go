@@ -60,7 +60,7 @@ func TestOptionErrorsNameTheSetting(t *testing.T) {
 	}
 }
 
-// Issue 18: `--mode tokens --context-window 8000` must start. The reserve
+// `--mode tokens --context-window 8000` starts. The reserve
 // is not set, so it follows the window (a quarter of it, at most 16,384).
 func TestSmallContextWindowStarts(t *testing.T) {
 	var o options

@@ -16,7 +16,7 @@ const headerPrefix = "[Session summary"
 // to before Block drops source lines instead.
 const minSourceText = 12
 
-// Block renders seed 002's session summary block:
+// Block renders the session summary block:
 //
 //	[Session summary — 9:15 AM to 2:30 PM UTC]
 //	Conversation: discussed enzymatic cleaners for cat-urine shoes, decided to order from Amazon.

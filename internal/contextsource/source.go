@@ -1,4 +1,4 @@
-// Package contextsource is seed 002's "context sources": services
+// Package contextsource implements mode interval's context sources: services
 // (calendar, mail, …) that the processor asks, at each fold of mode
 // interval, for a short summary of the compacted time window, and that it
 // merges into the session summary block.

@@ -26,7 +26,7 @@ type Request struct {
 	Prompt string `json:"prompt,omitempty"`
 }
 
-// Instruction is seed 002's request as one sentence, for a source that
+// Instruction is the request as one sentence, for a source that
 // hands it to a language model: "Provide a contextual summary for the
 // period from <from> to <to>. <prompt>".
 func (r Request) Instruction() string {

@@ -32,7 +32,7 @@ type Expect struct {
 	MaxSummaryChars int
 }
 
-// FinalCursor is where window mode (seed 000) leaves the cursor of a
+// FinalCursor is where window mode leaves the cursor of a
 // session with total turns once every fold has landed: folds continue
 // while total − cursor > recent + batch.
 func FinalCursor(total, recent, batch int) int64 {

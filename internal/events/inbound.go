@@ -33,7 +33,7 @@ type Turn struct {
 	// (0..MaxTokens).
 	Tokens int `json:"tokens,omitempty"`
 	// ContextTokens is the provider-reported prompt size of the bot's last
-	// model call (seed 004's most accurate signal), 0..MaxTokens.
+	// model call (most accurate signal), 0..MaxTokens.
 	ContextTokens int               `json:"context_tokens,omitempty"`
 	Meta          map[string]string `json:"meta,omitempty"`
 }
@@ -71,8 +71,8 @@ type Control struct {
 // SessionConfig is a per-session override; zero fields keep the default.
 // Which fields a mode reads is in the README's modes table.
 type SessionConfig struct {
-	// Mode selects the engine: window (seed 000, the default), evict (seed
-	// 001), interval (seed 002) or tokens (seeds 003/004).
+	// Mode selects the engine: window (the default), evict,
+	// interval or tokens.
 	Mode string `json:"mode,omitempty"`
 
 	// window
@@ -85,8 +85,8 @@ type SessionConfig struct {
 	Disabled        *bool  `json:"disabled,omitempty"`
 	// MinFoldTokens amortizes folds in mode window: a due fold waits until
 	// the turns behind the recent window hold this many tokens, then folds
-	// them in one call. Set, 0 turns it off for the session (seed 000
-	// exactly); absent keeps the processor's --min-fold-tokens.
+	// them in one call. Set, 0 turns it off for the session (folds
+	// of batch_size turns); absent keeps the processor's --min-fold-tokens.
 	MinFoldTokens *int `json:"min_fold_tokens,omitempty"`
 
 	// tokens and evict: the model's context window and the headroom kept
@@ -114,11 +114,11 @@ type SessionConfig struct {
 	IntervalExchanges int `json:"interval_exchanges,omitempty"`
 	KeepRecent        int `json:"keep_recent,omitempty"`
 
-	// Tool results older than this are masked before summarizing (seed
-	// 003's observation masking); 0 keeps the deployment's setting.
+	// Tool results older than this are masked before summarizing
+	// (observation masking); 0 keeps the deployment's setting.
 	MaskToolOutputsAfterSeconds int `json:"mask_tool_outputs_after_seconds,omitempty"`
 
-	// Reset policy (seed 004): manual (the default), daily (at reset_hour
+	// Reset policy: manual (the default), daily (at reset_hour
 	// UTC) or idle (after reset_idle_minutes without events).
 	ResetPolicy      string `json:"reset_policy,omitempty"`
 	ResetHour        *int   `json:"reset_hour,omitempty"`
@@ -135,7 +135,7 @@ const MaxTokens = 10_000_000
 // not fit a summarizer's context window anyway.
 const MaxMinFoldTokens = 1_000_000
 
-// Session modes: the seed modes, for Go callers. SessionConfig.Validate
+// Session modes: the registered modes, for Go callers. SessionConfig.Validate
 // accepts every mode registered in internal/fold (one file each; Modes),
 // whether or not it is named here.
 const (

@@ -60,7 +60,7 @@ const (
 	EventCheckpointQuarantined = "checkpoint_quarantined"
 )
 
-// Skip reasons of compaction_skipped (seed 000, plus retry_backoff: a failed
+// Skip reasons of compaction_skipped (plus retry_backoff: a failed
 // fold is retried at the next trigger, but not sooner than its backoff so a
 // failing model is not hammered on every turn).
 const (
@@ -137,7 +137,7 @@ const (
 )
 
 // Evicted is published on fold.out.<session>.evicted when mode evict drops
-// turns (seed 001): builders put Note in place of the dropped turns. The
+// turns: builders put Note in place of the dropped turns. The
 // counts in Note are cumulative over the session; Count, Tokens and the
 // range are this eviction's. Nats-Msg-Id is "<session>:evicted:<version>".
 type Evicted struct {
@@ -158,7 +158,7 @@ type Evicted struct {
 }
 
 // Memories is published on fold.out.<session>.memory when a fold returned
-// durable facts (seed 004) not published before for the session.
+// durable facts not published before for the session.
 // Nats-Msg-Id is "<session>:memory:<version>".
 type Memories struct {
 	V        int      `json:"v"`

@@ -155,7 +155,7 @@ func fracVal(f func(*SessionConfig) float64) func(*SessionConfig) (float64, bool
 // Settings are the numeric per-session settings, in the order of the docs.
 var Settings = []Setting{
 	{Key: "recent_window", Flag: "recent-window", Unit: Turns, Min: 1, Max: 10000,
-		Doc: "turns kept verbatim (seed 000)", value: intVal(func(c *SessionConfig) int { return c.RecentWindow })},
+		Doc: "turns kept verbatim", value: intVal(func(c *SessionConfig) int { return c.RecentWindow })},
 	{Key: "batch_size", Flag: "batch-size", Unit: Turns, Min: 1, Max: 1000,
 		Doc: "turns folded per run", value: intVal(func(c *SessionConfig) int { return c.BatchSize })},
 	{Key: "max_summary_chars", Flag: "max-summary-chars", Unit: Chars, Min: 100, Max: 100000,
@@ -163,7 +163,7 @@ var Settings = []Setting{
 	{Key: "max_note_chars", Flag: "max-note-chars", Unit: Chars, Min: 1, Max: 100000,
 		Doc: "cap per screen-watch note when folded", value: intVal(func(c *SessionConfig) int { return c.MaxNoteChars })},
 	{Key: "min_fold_tokens", Flag: "min-fold-tokens", Unit: Tokens, Min: 0, Max: MaxMinFoldTokens, ZeroIsValue: true,
-		Doc:    "a due fold waits until the turns behind the recent window hold this many tokens, then folds them in one call (fewer, larger summarizer calls; 0 = seed 000's fixed batches)",
+		Doc:    "a due fold waits until the turns behind the recent window hold this many tokens, then folds them in one call (fewer, larger summarizer calls; 0 = folds of batch_size turns)",
 		Detail: "sizes are the bot's tokens, else chars/4 x 1.2; the fold takes the shortest run from the cursor that holds them, at least batch_size turns, and the verbatim window grows meanwhile",
 		value:  ptrVal(func(c *SessionConfig) *int { return c.MinFoldTokens })},
 	{Key: "context_window", Flag: "context-window", Unit: Tokens, Min: 1024, Max: MaxTokens,
@@ -194,7 +194,7 @@ var Settings = []Setting{
 		Doc: "turns kept verbatim after each fold", value: intVal(func(c *SessionConfig) int { return c.KeepRecent })},
 	{Key: "mask_tool_outputs_after_seconds", Flag: "mask-tool-outputs-after", Unit: Seconds, Min: 1, Max: 365 * 24 * 3600,
 		DefaultDoc: "off",
-		Doc:        "tool turns older than this reach the summarizer as placeholders (seed 003's observation masking)", value: intVal(func(c *SessionConfig) int { return c.MaskToolOutputsAfterSeconds })},
+		Doc:        "tool turns older than this reach the summarizer as placeholders (observation masking)", value: intVal(func(c *SessionConfig) int { return c.MaskToolOutputsAfterSeconds })},
 	{Key: "reset_idle_minutes", Unit: Minutes, Min: 1, Max: 365 * 24 * 60, DefaultDoc: "none (manual resets)",
 		Doc: "reset_policy idle: minutes of silence after which the session starts a new life", Detail: "required (not 0) with reset_policy idle", value: intVal(func(c *SessionConfig) int { return c.ResetIdleMinutes })},
 	{Key: "reset_hour", Unit: Hour, Min: 0, Max: 23, ZeroIsValue: true, DefaultDoc: "none (manual resets)",

@@ -12,7 +12,7 @@ import (
 	"github.com/foldstream/foldstream/internal/sentence"
 )
 
-// Tier reports how a summary met its char budget (seed 000's order: output
+// Tier reports how a summary met its char budget (in order: output
 // cap, then one re-compaction pass, then a sentence clamp).
 type Tier string
 

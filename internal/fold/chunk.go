@@ -12,7 +12,7 @@ import (
 	"github.com/foldstream/foldstream/internal/tokens"
 )
 
-// Tiers added for the tokens mode (seed 004's three-tier fallback: full →
+// Tiers added for the tokens mode (three-tier fallback: full →
 // partial → placeholder), reported in Outcome.Tier.
 const (
 	// TierPartial: some chunks were skipped (over ChunkOptions.OversizedTokens,
@@ -26,11 +26,11 @@ const (
 
 // ChunkOptions configures SummarizeChunked.
 type ChunkOptions struct {
-	// ChunkTokens is the target size of a chunk in tokens (seed 004: about
+	// ChunkTokens is the target size of a chunk in tokens (about
 	// 25% of the context window). <= 0: no splitting, all turns form one
 	// chunk.
 	ChunkTokens int
-	// OversizedTokens: a chunk above this many tokens (seed 004: 50% of the
+	// OversizedTokens: a chunk above this many tokens (50% of the
 	// window) is skipped with a note instead of being sent. <= 0: no limit.
 	OversizedTokens int
 	// Count counts the tokens of a turn's text when Turn.Tokens is 0; nil
@@ -38,7 +38,7 @@ type ChunkOptions struct {
 	Count func(string) int
 }
 
-// SummarizeChunked folds req.Turns into a new summary in chunks (seed 004).
+// SummarizeChunked folds req.Turns into a new summary in chunks.
 //
 // Chunking: turns are taken in order and grouped greedily into chunks of at
 // most ChunkTokens tokens (Turn.Tokens when known, else Count(Turn.Text));
@@ -163,7 +163,7 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 	return out, nil
 }
 
-// Placeholder is tier 3 of seed 004: the previous summary kept as it is,
+// Placeholder is the third tier: the previous summary kept as it is,
 // plus the note "[Context contained N messages that were compacted (from
 // <from> to <to>). Summary unavailable due to size limits.]" (" and M
 // notes" after the messages when notes are given; no time range when no

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -46,7 +45,7 @@ type Engine interface {
 	Placeholder(p Policy, d Decision) bool
 	// Sources reports whether a fold asks the deployment's context
 	// sources for the folded window and merges their answers into the
-	// summary (seed 002); the model then condenses only the conversation.
+	// summary; the model then condenses only the conversation.
 	Sources() bool
 	// Summarize is one fold's summarizer call(s) for req.
 	Summarize(ctx context.Context, s Summarizer, req Request, p Policy, count func(string) int) (Outcome, error)
@@ -61,20 +60,8 @@ type Engine interface {
 
 // ModeDoc is a mode's row of the docs' modes table.
 type ModeDoc struct {
-	Seed    string // the seed document(s) it implements, e.g. "001"; "" for none
+	Bot     string // the typical bot that picks it, a few words
 	Summary string // what it does, one sentence
-}
-
-// Seeds names the seed document(s), "seed 001" or "seeds 003/004"; ""
-// for none.
-func (d ModeDoc) Seeds() string {
-	switch {
-	case d.Seed == "":
-		return ""
-	case strings.Contains(d.Seed, "/"):
-		return "seeds " + d.Seed
-	}
-	return "seed " + d.Seed
 }
 
 // Eviction is what an eviction note reports: the session's evictions so
@@ -104,8 +91,8 @@ func Lookup(m Mode) (Engine, bool) {
 	return e, ok
 }
 
-// Engines are the registered modes: the default first, then by seed and
-// name, the order of the docs.
+// Engines are the registered modes: the default first, then by name, the
+// order of the docs.
 func Engines() []Engine {
 	out := make([]Engine, 0, len(engines))
 	for _, e := range engines {
@@ -115,9 +102,6 @@ func Engines() []Engine {
 		a, b := out[i], out[j]
 		if (a.Name() == DefaultMode) != (b.Name() == DefaultMode) {
 			return a.Name() == DefaultMode
-		}
-		if sa, sb := a.Doc().Seed, b.Doc().Seed; sa != sb {
-			return sa != "" && (sb == "" || sa < sb)
 		}
 		return a.Name() < b.Name()
 	})
@@ -157,8 +141,8 @@ type threshold interface {
 	keepFrom(p Policy, c Check, d Decision) int64
 }
 
-// plan is a threshold mode's Plan: every such mode shares the gates of
-// seed 000 (disabled, ending, a fold in flight, a failure backoff) and
+// plan is a threshold mode's Plan: every such mode shares window mode's
+// gates (disabled, ending, a fold in flight, a failure backoff) and
 // reports skips with the same reasons; what leaves the window leaves by
 // action.
 func plan(r threshold, action Action, p Policy, c Check) Decision {

@@ -19,7 +19,7 @@ type MaskOptions struct {
 }
 
 // MaskToolOutputs hides old tool outputs behind placeholders (observation
-// masking: seed 003, after JetBrains' finding that it often beats
+// masking, after JetBrains' finding that it often beats
 // summarisation), keeping the agent's reasoning turns intact.
 //
 // A tool result is a turn with Role "tool" or Kind "tool_result". It is

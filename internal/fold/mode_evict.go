@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// ModeEvict is seed 001: drop the oldest turns, no model call; recall
+// ModeEvict drops the oldest turns without a model call; recall
 // finds them.
 const ModeEvict Mode = "evict"
 
 func init() { register(evictMode{}) }
 
-// EvictPolicy is seed 001's rolling eviction.
+// EvictPolicy is mode evict's rolling eviction.
 type EvictPolicy struct {
 	TargetUtilization float64 // evict down to this fraction of the window
 	MinKeepMessages   int     // always keep at least this many turns
@@ -27,7 +27,7 @@ type evictMode struct{}
 func (evictMode) Name() Mode { return ModeEvict }
 
 func (evictMode) Doc() ModeDoc {
-	return ModeDoc{Seed: "001", Summary: "above context_window − reserve_tokens, drop the oldest turns without a model call; a note and recall stand for them"}
+	return ModeDoc{Bot: "bots whose model must see exact recent text", Summary: "above context_window − reserve_tokens, drop the oldest turns without a model call; a note and recall stand for them"}
 }
 
 func (evictMode) Settings() []string {
@@ -69,7 +69,7 @@ func (evictMode) Summarize(context.Context, Summarizer, Request, Policy, func(st
 	return Outcome{}, errEvictSummarizes
 }
 
-// Note is seed 001's eviction note, cumulative over the session.
+// Note is the eviction note, cumulative over the session.
 func (evictMode) Note(e Eviction) string {
 	return fmt.Sprintf("[Context rolled: %d messages evicted (%d tokens). Full transcript searchable via recall (fold.svc.recall). Evicted range: %s to %s]",
 		e.Count, e.Tokens, e.First.UTC().Format(time.RFC3339), e.Last.UTC().Format(time.RFC3339))
@@ -77,7 +77,7 @@ func (evictMode) Note(e Eviction) string {
 
 // evictTo is the first turn kept in mode evict: drop the oldest turns until
 // the estimate is at most TargetUtilization of the window, keeping at least
-// MinKeepMessages (seed 001).
+// MinKeepMessages.
 func (p Policy) evictTo(c Check, estimate int) int64 {
 	target := int(p.Evict.TargetUtilization * float64(p.Tokens.ContextWindow))
 	last := c.Total - int64(p.Evict.MinKeepMessages) // evict below this at most

@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-// ModeInterval is seed 002: fold every N exchanges, merge context sources.
+// ModeInterval folds every N exchanges, merging context sources.
 const ModeInterval Mode = "interval"
 
 func init() { register(intervalMode{}) }
 
-// IntervalPolicy is seed 002's continuous compaction.
+// IntervalPolicy is mode interval's continuous compaction.
 type IntervalPolicy struct {
 	Exchanges  int // fold every this many exchanges (assistant turns)
 	KeepRecent int // turns kept verbatim after each fold
@@ -24,7 +24,7 @@ type intervalMode struct{}
 func (intervalMode) Name() Mode { return ModeInterval }
 
 func (intervalMode) Doc() ModeDoc {
-	return ModeDoc{Seed: "002", Summary: "every interval_exchanges exchanges fold all but keep_recent turns, with the context sources' answers for the folded window"}
+	return ModeDoc{Bot: "assistants refreshing situational awareness", Summary: "every interval_exchanges exchanges fold all but keep_recent turns, with the context sources' answers for the folded window"}
 }
 
 func (intervalMode) Settings() []string { return []string{"interval_exchanges", "keep_recent"} }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// ModeTokens is seeds 003 and 004: token thresholds, chunked folds, three
+// ModeTokens folds by token thresholds, in chunks, with three
 // tiers.
 const ModeTokens Mode = "tokens"
 
@@ -20,7 +20,7 @@ type tokensMode struct{}
 func (tokensMode) Name() Mode { return ModeTokens }
 
 func (tokensMode) Doc() ModeDoc {
-	return ModeDoc{Seed: "003/004", Summary: "fold above the lower of context_window − reserve_tokens and the emergency fraction (or the idle fraction when quiet), in chunks, keeping a token-budgeted tail"}
+	return ModeDoc{Bot: "coding agents, tool-heavy sessions", Summary: "fold above the lower of context_window − reserve_tokens and the emergency fraction (or the idle fraction when quiet), in chunks, keeping a token-budgeted tail"}
 }
 
 func (tokensMode) Settings() []string {
@@ -50,13 +50,13 @@ func (tokensMode) Summarizes() bool       { return true }
 func (tokensMode) TurnTokens(Policy) bool { return true }
 func (tokensMode) Estimates() bool        { return true }
 
-// Idle: seed 003's sleep-time compaction.
+// Idle: the sleep-time compaction.
 func (tokensMode) Idle(p Policy) (time.Duration, int, bool) {
 	t := p.Tokens
 	return t.IdleAfter, t.Idle(), t.IdleAfter > 0
 }
 
-// Placeholder: seed 004's tier 3, for a session past its emergency
+// Placeholder: the third tier, for a session past its emergency
 // threshold, whose context must not overflow while the model cannot fold.
 func (tokensMode) Placeholder(_ Policy, d Decision) bool { return d.Cause == CauseEmergency }
 
@@ -64,16 +64,16 @@ func (tokensMode) Sources() bool        { return false }
 func (tokensMode) Note(Eviction) string { return "" }
 func (tokensMode) WithoutRecall() Mode  { return "" }
 
-// Summarize folds in chunks of about ChunkFraction of the window (seed
-// 004), skipping oversized ones.
+// Summarize folds in chunks of about ChunkFraction of the window,
+// skipping oversized ones.
 func (tokensMode) Summarize(ctx context.Context, s Summarizer, req Request, p Policy, count func(string) int) (Outcome, error) {
 	return SummarizeChunked(ctx, s, req, ChunkOptions{
 		ChunkTokens: p.Tokens.ChunkTokens(), OversizedTokens: p.Tokens.OversizedTokens(), Count: count,
 	})
 }
 
-// estimateAndLimit is the token modes' shared arithmetic (seed 004's two
-// signals, the better one winning) against context_window − reserve.
+// estimateAndLimit is the token modes' shared arithmetic (two
+// signals, the larger one winning) against context_window − reserve.
 func estimateAndLimit(p Policy, c Check, d *Decision) {
 	d.Estimate = max(c.SummaryTokens+c.UnfoldedTokens, c.ReportedContext)
 	d.Limit = p.Tokens.Trigger()
@@ -82,7 +82,7 @@ func estimateAndLimit(p Policy, c Check, d *Decision) {
 
 // keepTail is the number of newest unfolded turns kept verbatim in mode
 // tokens: those whose tokens fit the keep budget, and never fewer than
-// KeepRecentMessages (seed 003: the larger of the two).
+// KeepRecentMessages (the larger of the two).
 func (p Policy) keepTail(c Check) int64 {
 	n := c.Total - c.Cursor
 	budget := p.Tokens.keepTokens()

@@ -5,21 +5,21 @@ import (
 	"time"
 )
 
-// ModeWindow is seed 000, the default: fold fixed batches behind a
+// ModeWindow, the default, folds fixed batches behind a
 // turn-count window.
 const ModeWindow Mode = "window"
 
 func init() { register(windowMode{}) }
 
 // windowMode is mode window: fixed batches behind a turn-count window,
-// decided by Window.Evaluate with its own gates (seed 000's exact
-// arithmetic).
+// decided by Window.Evaluate with its own gates (its exact
+// turn-count arithmetic).
 type windowMode struct{}
 
 func (windowMode) Name() Mode { return ModeWindow }
 
 func (windowMode) Doc() ModeDoc {
-	return ModeDoc{Seed: "000", Summary: "keep recent_window turns verbatim, fold batch_size turns behind them"}
+	return ModeDoc{Bot: "voice and chat bots with short turns", Summary: "keep recent_window turns verbatim, fold batch_size turns behind them"}
 }
 
 func (windowMode) Settings() []string {

@@ -9,7 +9,7 @@ import (
 )
 
 // Mode names how a session's old turns leave the verbatim window: the
-// five seeds as modes of one engine, sharing its trigger, state and
+// modes of one engine, sharing its trigger, state and
 // events. What a mode does is its Engine (Lookup).
 type Mode string
 
@@ -29,7 +29,7 @@ const (
 
 // Causes say which rule fired, for logs and lifecycle events.
 const (
-	CauseWindow    = "window"    // seed 000's turn-count threshold
+	CauseWindow    = "window"    // the turn-count threshold
 	CauseInterval  = "interval"  // N exchanges since the last fold
 	CauseThreshold = "threshold" // estimate above context_window − reserve_tokens
 	CauseEmergency = "emergency" // estimate above the emergency fraction
@@ -45,19 +45,19 @@ type TokenPolicy struct {
 	// ContextWindow − Reserve(). 0 is not set: ReserveFor the window.
 	ReserveTokens int
 	// A session quiet for IdleAfter folds once above IdleThreshold of the
-	// window (seed 003's sleep-time compaction); 0 disables.
+	// window (sleep-time compaction); 0 disables.
 	IdleAfter     time.Duration
 	IdleThreshold float64
 	// Above EmergencyThreshold of the window a fold starts at once, even
-	// below context_window − reserve_tokens (seed 003's emergency path):
+	// below context_window − reserve_tokens (emergency path):
 	// the effective trigger is the lower of the two.
 	EmergencyThreshold float64
 	// The verbatim tail: the newest turns whose tokens fit KeepRecentTokens
-	// (0 = 20% of the window, seed 003), and never fewer than
+	// (0 = 20% of the window), and never fewer than
 	// KeepRecentMessages.
 	KeepRecentTokens   int
 	KeepRecentMessages int
-	// Chunking of the folded turns (seed 004): ~25% of the window per
+	// Chunking of the folded turns: ~25% of the window per
 	// summarizer call; a chunk above OversizedFraction is skipped with a note.
 	ChunkFraction     float64
 	OversizedFraction float64
@@ -71,12 +71,12 @@ type Policy struct {
 	Evict    EvictPolicy
 	Interval IntervalPolicy
 	// MaskToolOutputsAfter masks tool results older than this before a fold
-	// (seed 003's observation masking); 0 = off.
+	// (observation masking); 0 = off.
 	MaskToolOutputsAfter time.Duration
 }
 
-// DefaultPolicy is mode window with seed 000's numbers, and the other
-// modes' seed defaults ready for a per-session switch.
+// DefaultPolicy is mode window with its defaults, and the other
+// modes' defaults ready for a per-session switch.
 func DefaultPolicy() Policy {
 	return Policy{
 		Mode:   DefaultMode,
@@ -130,11 +130,11 @@ func (p Policy) Validate() error {
 	return e.Validate(p)
 }
 
-// DefaultReserveTokens is seed 004's reserve for the answer.
+// DefaultReserveTokens is the largest default reserve for the answer.
 const DefaultReserveTokens = 16384
 
-// ReserveFor is the reserve of a window when none is set for it: seed
-// 004's 16,384 tokens, capped at a quarter of the window, so that a small
+// ReserveFor is the reserve of a window when none is set for it:
+// 16,384 tokens, capped at a quarter of the window, so that a small
 // model's window keeps room for its context (8,000 → 2,000; 32,000 →
 // 8,000; from 65,536 up, 16,384). docs/modes.md states the rule.
 func ReserveFor(window int) int { return min(DefaultReserveTokens, window/4) }

@@ -29,7 +29,7 @@ func TestPlanModes(t *testing.T) {
 		reason   SkipReason
 		from, to int64
 	}{
-		{name: "window is seed 000 at 61", p: with(ModeWindow), c: Check{Total: 61},
+		{name: "window at 61", p: with(ModeWindow), c: Check{Total: 61},
 			action: ActionFold, cause: CauseWindow, from: 0, to: 10},
 		{name: "window below threshold at 60", p: with(ModeWindow), c: Check{Total: 60}, reason: SkipBelowThreshold},
 
@@ -124,7 +124,7 @@ func contains(s, sub string) bool {
 	return false
 }
 
-// The reserve, unless set, follows the window: seed 004's 16,384 tokens
+// The reserve, unless set, follows the window: the 16,384 tokens
 // capped at a quarter of the window (docs/modes.md). A small model's
 // window then works with every other setting at its default.
 func TestReserveFollowsTheWindow(t *testing.T) {
@@ -176,7 +176,7 @@ func TestEveryModeIsOneFile(t *testing.T) {
 		if !named[m] {
 			t.Errorf("mode %s is registered outside a file mode_%s.go", m, m)
 		}
-		if e.Doc().Summary == "" {
+		if e.Doc().Summary == "" || e.Doc().Bot == "" {
 			t.Errorf("mode %s has no docs row", m)
 		}
 		for _, key := range e.Settings() {

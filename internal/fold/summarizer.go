@@ -19,8 +19,8 @@ type Summarizer interface {
 	Name() string
 }
 
-// Profile selects the default prompt: voice sessions (seed 000) or agent
-// sessions with tool calls (seed 003).
+// Profile selects the default prompt: voice sessions or agent
+// sessions with tool calls.
 type Profile string
 
 const (
@@ -69,7 +69,7 @@ type Request struct {
 // Result is what a backend returns.
 type Result struct {
 	Summary string
-	// Memories are durable facts extracted alongside the summary (seed 004);
+	// Memories are durable facts extracted alongside the summary;
 	// optional, may be nil.
 	Memories []string
 	// MemoryItems, when a backend has them, are Memories with their

@@ -73,8 +73,8 @@ func TestToolExchangeRunIsBounded(t *testing.T) {
 	}
 }
 
-// Issue 15: with recent 4 / batch 4 the boundary fell between a tool call
-// and its result, and the verbatim part started with an orphan result.
+// With recent 4 / batch 4 the boundary would fall between a tool call and
+// its result, leaving the verbatim part to start with an orphan result.
 func TestPlanNeverSplitsAToolExchange(t *testing.T) {
 	p := DefaultPolicy()
 	p.Window.Recent, p.Window.Batch = 4, 4
@@ -100,7 +100,7 @@ func TestPlanNeverSplitsAToolExchange(t *testing.T) {
 		from, to int64
 		reason   SkipReason
 	}{
-		// 9 turns: seed 000 folds [0, 4); turn 4 answers turn 3's call.
+		// 9 turns: the window folds [0, 4); turn 4 answers turn 3's call.
 		{name: "window grows the batch over the result", p: with(ModeWindow), turns: "uuucrauuu", to: 5},
 		{name: "window without tool traffic folds the batch", p: with(ModeWindow), turns: "uuuuuuuuu", to: 4},
 		// Results at 4 and 5 reach the recent window (5): keep the exchange verbatim.

@@ -1,26 +1,27 @@
 package fold
 
-// Window is seed 000's rolling compaction: keep the last Recent turns
+// Window is mode window's rolling compaction: keep the last Recent turns
 // verbatim and fold the oldest Batch turns behind the cursor once they have
 // fully left the recent window.
 type Window struct {
-	Recent          int // verbatim recent window (seed 000: 50)
-	Batch           int // turns folded per run (seed 000: 10)
-	MaxSummaryChars int // summary budget (seed 000: 1200)
-	MaxNoteChars    int // per-note cap when folded (seed 000: 400)
-	// MinFoldTokens amortizes folds (0 = off, seed 000 exactly): a fold
+	Recent          int // verbatim recent window (50)
+	Batch           int // turns folded per run (10)
+	MaxSummaryChars int // summary budget (1200)
+	MaxNoteChars    int // per-note cap when folded (400)
+	// MinFoldTokens amortizes folds (0 = off: folds of Batch turns): a fold
 	// that is due waits until the eligible turns (those behind the recent
 	// window) hold at least this many tokens, then folds them in one call:
 	// the shortest run from the cursor that holds MinFoldTokens, and never
 	// fewer than Batch turns. In steady state that is every eligible turn;
 	// after a backlog each call stays near MinFoldTokens. Meanwhile the
-	// verbatim window stays elastic, as seed 000 allows while a fold is in
+	// verbatim window stays elastic, as it does while a fold is in
 	// flight. Each call pays the prompt and the previous summary once, so
 	// short turns need large folds to be cheap (docs/benchmarks.md).
 	MinFoldTokens int
 }
 
-// DefaultWindow holds seed 000's constants.
+// DefaultWindow holds mode window's defaults: 50 verbatim, batches of 10,
+// a 1,200-character summary, 400 characters per note.
 func DefaultWindow() Window {
 	return Window{Recent: 50, Batch: 10, MaxSummaryChars: 1200, MaxNoteChars: 400}
 }
@@ -48,7 +49,7 @@ type Check struct {
 	Ending   bool  // the session is ending / ended
 	Disabled bool
 	// Force is a manual compact: fold the eligible batch even when the
-	// seed's "more than recent+batch" threshold is not reached yet.
+	// "more than recent+batch" threshold is not reached yet.
 	Force bool
 
 	// Inputs of the other modes (see Policy.Plan), and TurnTokens also of
@@ -78,15 +79,15 @@ type Decision struct {
 	From, To    int64
 }
 
-// Evaluate applies seed 000 exactly:
+// Evaluate applies the window arithmetic:
 //
 //	trigger when total − cursor > recent + batch and no fold is in flight;
 //	recentStart = max(cursor, total − recent); eligible = recentStart − cursor;
 //	fold [cursor, cursor+batch) when eligible ≥ batch.
 //
 // DESIGN.md states only "eligible ≥ batch", which would fire at 60 turns;
-// the seed's own progression (61 → fold 0..9, 71 → fold 10..19) needs the
-// strict threshold as well, so both are checked, in the seed's order.
+// the progression 61 → fold 0..9, 71 → fold 10..19 needs the strict
+// threshold as well, so both are checked, in this order.
 //
 // A fold never ends inside a tool exchange (Check.Joined): the batch grows
 // up to the recent window to take the exchange whole, else shrinks.

@@ -2,7 +2,7 @@ package fold
 
 import "testing"
 
-func TestWindowEvaluateSeed000(t *testing.T) {
+func TestWindowEvaluateProgression(t *testing.T) {
 	w := DefaultWindow()
 	cases := []struct {
 		name     string
@@ -62,7 +62,7 @@ func TestWindowCatchUp(t *testing.T) {
 func tokensOf(n int) func(int) int { return func(int) int { return n } }
 
 // With MinFoldTokens a due fold waits until the eligible turns hold that
-// many tokens, then takes all of them in one fold; 0 is seed 000 exactly.
+// many tokens, then takes all of them in one fold; 0 folds batches of Batch turns.
 func TestWindowMinFoldTokens(t *testing.T) {
 	w := DefaultWindow()
 	w.MinFoldTokens = 700
@@ -77,7 +77,7 @@ func TestWindowMinFoldTokens(t *testing.T) {
 	}{
 		// 7-token voice turns: 700 tokens are 100 eligible turns.
 		{"below seed threshold", Check{Cursor: 0, Total: 60, TurnTokens: tokensOf(7)}, false, SkipBelowThreshold, 0, 0, 0, 10},
-		{"due by seed 000, waits for tokens", Check{Cursor: 0, Total: 61, TurnTokens: tokensOf(7)}, false, SkipBelowThreshold, 0, 0, 77, 11},
+		{"due by the window, waits for tokens", Check{Cursor: 0, Total: 61, TurnTokens: tokensOf(7)}, false, SkipBelowThreshold, 0, 0, 77, 11},
 		{"still waiting at 149", Check{Cursor: 0, Total: 149, TurnTokens: tokensOf(7)}, false, SkipBelowThreshold, 0, 0, 693, 99},
 		{"150: 100 eligible turns hold 700 tokens, all folded", Check{Cursor: 0, Total: 150, TurnTokens: tokensOf(7)}, true, "", 0, 100, 700, 100},
 		{"after the fold it waits again", Check{Cursor: 100, Total: 161, TurnTokens: tokensOf(7)}, false, SkipBelowThreshold, 0, 0, 77, 11},
@@ -141,7 +141,7 @@ func TestWindowMinFoldTokensProgression(t *testing.T) {
 		switch min {
 		case 0:
 			if len(folds) != 54 || cursor != 540 {
-				t.Errorf("seed 000: %d folds to %d, want 54 to 540", len(folds), cursor)
+				t.Errorf("fixed batches: %d folds to %d, want 54 to 540", len(folds), cursor)
 			}
 		case 700:
 			if len(folds) != 5 || cursor != 500 {

@@ -59,11 +59,13 @@ func (w *checkpointWriter) acksWaiting() int { return w.pending }
 
 // reset forgets the dirty sessions and pending acks (a rewind: their
 // messages come again). Writes in flight must have landed.
+// Must be called on the loop.
 func (w *checkpointWriter) reset() {
 	w.dirty = nil
 	w.pending = 0
 }
 
+// Must be called on the loop.
 func (w *checkpointWriter) markDirty(ls *live) {
 	if !ls.dirty {
 		ls.dirty = true
@@ -89,6 +91,7 @@ var ackBody = []byte("+ACK")
 // AckWait, and applying it again is a duplicate.
 func (w *checkpointWriter) ack(a pendingAck) { _ = w.p.js.Conn().Publish(string(a), ackBody) }
 
+// Must be called on the loop.
 func (w *checkpointWriter) addAck(ls *live, msg jetstream.Msg) {
 	ls.acks = append(ls.acks, pendingAck(msg.Reply()))
 	w.pending++
@@ -101,6 +104,7 @@ func (w *checkpointWriter) addAck(ls *live, msg jetstream.Msg) {
 // whose oldest change is FlushInterval old are written, so under load one
 // write covers many turns of a session. Writes are pipelined, at most
 // maxWrites in flight.
+// Must be called on the loop.
 func (w *checkpointWriter) flush(force bool) {
 	n := len(w.dirty)
 	if n == 0 {
@@ -126,7 +130,7 @@ func (w *checkpointWriter) flush(force bool) {
 		}
 		ls.dirtyAt = time.Time{}
 		if ls.s.NeedsSeal() {
-			w.checkpoint(ls) // sealing a backlog: chunks first, then the checkpoint
+			w.write(ls, nil) // sealing a backlog: chunks first, then the checkpoint
 			continue
 		}
 		f, err := w.p.store.SaveAsync(ls.s, ls.rev)
@@ -149,27 +153,51 @@ func (w *checkpointWriter) flush(force bool) {
 	}
 }
 
-// checkpoint saves ls now (compare-and-set) and acks its covered messages.
-// No pipelined write of ls may be in flight: the save needs the revision
-// that write returns (checkpointThen waits for it).
-func (w *checkpointWriter) checkpoint(ls *live) bool {
+// write saves ls (compare-and-set), its full ref chunks sealed first,
+// off the loop: the checkpoint and the chunks are encoded here, and the
+// outcome comes back on saves as a pipelined write's does; then runs once
+// it is stored. No write of ls may be in flight: the save needs the
+// revision that write returns (checkpointThen waits for it). Must be
+// called on the loop.
+func (w *checkpointWriter) write(ls *live, then func()) {
 	if !w.owner.holds(ls) {
-		return false
+		return
 	}
-	ctx, cancel := opCtx()
-	defer cancel()
-	if ls.s.NeedsSeal() {
-		if err := w.p.store.Seal(ctx, ls.s); err != nil {
-			return w.saved(ls, 0, err)
+	s := ls.s
+	var chunks state.Chunks
+	if s.NeedsSeal() {
+		c, err := s.Sealing()
+		if err != nil {
+			w.saved(ls, 0, err)
+			return
 		}
+		// The checkpoint says the chunks are sealed; it is written after
+		// them, and a failure of either drops the session (saved).
+		chunks, s.Sealed = c, c.Sealed
 	}
-	rev, err := w.p.store.Save(ctx, ls.s, ls.rev)
-	return w.saved(ls, rev, err)
+	data, err := s.Encode(nil)
+	if err != nil {
+		w.saved(ls, 0, err)
+		return
+	}
+	ls.writing = true
+	w.writes++
+	d := saveDone{ls: ls, id: s.ID, rev: ls.rev, acks: len(ls.acks), cas: true, then: then}
+	store := w.p.store
+	go func() {
+		ctx, cancel := opCtx()
+		defer cancel()
+		if d.err = store.WriteChunks(ctx, chunks); d.err == nil {
+			d.seq, d.err = store.SaveEncoded(ctx, d.id, data, d.rev)
+		}
+		w.saves <- []saveDone{d}
+	}()
 }
 
 // saved finishes a checkpoint write. On a conflict another owner has moved
 // the session: drop ours and let the unacked messages be redelivered and
 // re-applied on the newer state.
+// Must be called on the loop.
 func (w *checkpointWriter) saved(ls *live, rev uint64, err error) bool {
 	p := w.p
 	if err != nil {
@@ -194,6 +222,7 @@ func (w *checkpointWriter) saved(ls *live, rev uint64, err error) bool {
 
 // covered records a checkpoint written at revision rev and acks the first
 // n of the session's acks, which it covers; the rest wait for the next.
+// Must be called on the loop.
 func (w *checkpointWriter) covered(ls *live, rev uint64, n int) {
 	w.p.m.checkpoints.WithLabelValues("ok").Inc()
 	ls.rev = rev
@@ -216,6 +245,10 @@ type saveDone struct {
 	acks int    // how many of ls.acks it covers
 	seq  uint64 // the new revision
 	err  error
+	// cas: a write that waited for the server itself (write), not a
+	// pipelined one; then runs once it is stored.
+	cas  bool
+	then func()
 }
 
 // awaitSaves waits, off the shard goroutine, for the writes of one flush
@@ -259,6 +292,7 @@ wait:
 
 // landSaves acks what each confirmed write covers; a failed one drops the
 // session and rewinds, as a synchronous checkpoint would.
+// Must be called on the loop.
 func (w *checkpointWriter) landSaves(done []saveDone) {
 	w.writes -= len(done)
 	for _, d := range done {
@@ -268,42 +302,42 @@ func (w *checkpointWriter) landSaves(done []saveDone) {
 			continue // dropped meanwhile (rewind, conflict): its messages come again
 		}
 		if d.err != nil {
-			if d.rev == 0 && state.IsConflict(d.err) {
+			if d.rev == 0 && !d.cas && state.IsConflict(d.err) {
 				// The key has history (a deleted session's marker): the
-				// synchronous create knows how to handle it.
-				w.checkpoint(ls)
+				// create of a compare-and-set write knows how to handle it.
+				w.write(ls, nil)
 				continue
 			}
 			err := d.err
-			if state.IsConflict(err) {
+			if !d.cas && state.IsConflict(err) {
 				err = fmt.Errorf("save session %s at revision %d: %w (%w)", d.id, d.rev, state.ErrConflict, err)
 			}
 			w.saved(ls, 0, err)
 			continue
 		}
 		w.covered(ls, d.seq, d.acks)
+		if d.then != nil {
+			d.then()
+		}
 		if lw := ls.wait; lw != nil && lw.afterWrite != nil {
-			// A synchronous save waited for this write (checkpointThen).
+			// A save waited for this write (checkpointThen).
 			fn := lw.afterWrite
 			lw.afterWrite = nil
 			ls.tidyWait()
-			if w.checkpoint(ls) {
-				fn()
-			}
+			w.write(ls, fn)
 		}
 	}
 }
 
 // checkpointThen saves ls (compare-and-set), acks its covered messages,
-// and then runs fn: at once, or, while a pipelined write of ls is in
-// flight, once that write is back (landSaves), since the save needs the
-// revision it returns. fn does not run if the save fails (the session is
-// dropped and the consumer rewound).
+// and then runs fn, once the save is stored (write); while a write of ls
+// is in flight the save starts once that write is back (landSaves), since
+// it needs the revision that write returns. fn does not run if the save
+// fails (the session is dropped and the consumer rewound). Must be called
+// on the loop.
 func (w *checkpointWriter) checkpointThen(ls *live, fn func()) {
 	if !ls.writing {
-		if w.checkpoint(ls) {
-			fn()
-		}
+		w.write(ls, fn)
 		return
 	}
 	w2 := ls.waits()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -27,6 +28,9 @@ type writerRig struct {
 	msgs  []jetstream.Msg
 	ls    *live
 	nextM int
+	// acks receives every ack published on the server, and the markers
+	// (acksSent).
+	acks chan *nats.Msg
 }
 
 func newWriterRig(t *testing.T, n int) *writerRig {
@@ -55,7 +59,43 @@ func newWriterRig(t *testing.T, n int) *writerRig {
 	}
 	wr.ls = &live{s: state.New("s1")}
 	wr.own["s1"] = wr.ls
+	nc, _ := r.Client("acks")
+	wr.acks = make(chan *nats.Msg, 64)
+	for _, subj := range []string{"$JS.ACK.>", ackMarker} {
+		if _, err := nc.ChanSubscribe(subj, wr.acks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	return wr
+}
+
+const ackMarker = "test.acks.marker"
+
+// acksSent returns how many acks the writer sent since the last call: it
+// publishes a marker on the writer's connection, behind whatever that
+// connection sent before, and counts the acks that reach the subscriber
+// before the marker does (one publisher's messages reach a subscriber in
+// order).
+func (wr *writerRig) acksSent() int {
+	wr.t.Helper()
+	if err := wr.p.js.Conn().Publish(ackMarker, nil); err != nil {
+		wr.t.Fatal(err)
+	}
+	n := 0
+	for {
+		select {
+		case m := <-wr.acks:
+			if m.Subject == ackMarker {
+				return n
+			}
+			n++
+		case <-time.After(20 * time.Second):
+			wr.t.Fatal("the ack marker never arrived")
+		}
+	}
 }
 
 // take applies the next delivery to the session, as the loop would, and
@@ -89,9 +129,8 @@ func TestCheckpointWriterAcksAfterTheCoveringWrite(t *testing.T) {
 	for range 3 {
 		wr.take()
 	}
-	time.Sleep(100 * time.Millisecond) // an ack sent too early would have reached the server
-	if n := wr.ackPending(); n != 4 {
-		t.Fatalf("%d deliveries unacked before any checkpoint, want 4", n)
+	if n := wr.acksSent(); n != 0 {
+		t.Fatalf("%d acks sent before any checkpoint, want none", n)
 	}
 	w.flush(true)
 	if w.writes != 1 || !ls.writing {
@@ -102,6 +141,9 @@ func TestCheckpointWriterAcksAfterTheCoveringWrite(t *testing.T) {
 		t.Fatalf("after the write: %d acks pending, busy %v, want none", w.pending, w.busy())
 	}
 	wr.Eventually("the three covered deliveries acked", func() bool { return wr.ackPending() == 1 })
+	if n := wr.acksSent(); n != 3 {
+		t.Fatalf("%d acks sent with the write, want the three it covers", n)
+	}
 	if got := wr.Checkpoint("s1"); got.LastSeq != ls.s.LastSeq {
 		t.Fatalf("stored checkpoint at sequence %d, the session at %d", got.LastSeq, ls.s.LastSeq)
 	}
@@ -128,7 +170,9 @@ func TestCheckpointWriterAcksAfterTheCoveringWrite(t *testing.T) {
 	if w.pending != 0 {
 		t.Fatalf("%d acks still counted after the session was dropped", w.pending)
 	}
-	time.Sleep(100 * time.Millisecond)
+	if n := wr.acksSent(); n != 0 {
+		t.Fatalf("%d acks sent after the conflict, want none", n)
+	}
 	if n := wr.ackPending(); n != 1 {
 		t.Fatalf("%d deliveries unacked after the conflict, want the uncovered one", n)
 	}

@@ -29,6 +29,7 @@ type coordinator struct {
 	p        *Processor
 	w        *checkpointWriter
 	loop     foldLoop
+	aside    *aside          // the KV and stream calls it makes, off the loop
 	results  chan foldResult // results of this shard's fold goroutines
 	foldCtx  context.Context // parent of every fold's context (Abort, shutdown)
 	inFlight int             // fold goroutines whose result is not back yet
@@ -47,16 +48,20 @@ type coordinator struct {
 
 // foldLoop is the event loop as the coordinator sees it.
 type foldLoop interface {
-	// session returns the live session, loaded from its checkpoint if it
-	// is not in memory; nil if it cannot be (a rewind was asked for).
-	session(id string) *live
+	// withSession runs fn with the live session once it is at hand: read
+	// from its checkpoint first if it is not in memory, after the call it
+	// waits for if it waits for one (aside). fn does not run if the read
+	// fails (a rewind was asked for).
+	withSession(id string, fn func(*live))
 	// holds reports whether ls is the loop's live state of its session.
 	holds(ls *live) bool
+	// unpark resumes the session if its wait is over.
+	unpark(id string)
 }
 
-func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, foldCtx context.Context) *coordinator {
+func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, a *aside, foldCtx context.Context) *coordinator {
 	return &coordinator{
-		p: p, w: w, loop: loop, foldCtx: foldCtx,
+		p: p, w: w, loop: loop, aside: a, foldCtx: foldCtx,
 		results:  make(chan foldResult, 64),
 		wake:     make(map[string]time.Time),
 		ahead:    make(map[string]summaryRecord),
@@ -68,6 +73,7 @@ func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, foldCtx co
 // reset forgets the wakes and awaited records of the sessions a rewind
 // drops. Folds in flight keep running: their results reload the session
 // and land if its checkpointed lease is still theirs.
+// Must be called on the loop.
 func (c *coordinator) reset() {
 	c.wake = make(map[string]time.Time)
 	c.ahead = make(map[string]summaryRecord)
@@ -75,9 +81,11 @@ func (c *coordinator) reset() {
 
 // forget drops what the coordinator holds of a session leaving memory; a
 // record it awaited is learned again, by a refused publish, if still so.
+// Must be called on the loop.
 func (c *coordinator) forget(id string) { delete(c.ahead, id) }
 
 // waking reports whether the session has a wake time set.
+// Must be called on the loop.
 func (c *coordinator) waking(id string) bool {
 	_, ok := c.wake[id]
 	return ok
@@ -86,20 +94,19 @@ func (c *coordinator) waking(id string) bool {
 // loaded looks at a session just loaded from its checkpoint: a lease in it
 // is reconciled with the outbound stream, and the session is checked again
 // without waiting for an event (it may never send another one) once the
-// lease or its backoff ends.
+// lease or its backoff ends. Must be called on the loop.
 func (c *coordinator) loaded(ls *live) {
 	s, id := ls.s, ls.s.ID
 	if s.Lease != nil {
-		ctx, cancel := opCtx()
-		c.reconcile(ctx, ls)
-		cancel()
-		now := c.p.clock.Now()
-		switch {
-		case s.Lease.Held(now):
-			c.wake[id] = s.Lease.Deadline
-		default:
-			c.wake[id] = now
-		}
+		c.reconcile(ls, func() {
+			now := c.p.clock.Now()
+			switch {
+			case ls.s.Lease.Held(now):
+				c.wake[id] = ls.s.Lease.Deadline
+			default:
+				c.wake[id] = now
+			}
+		})
 	} else if c.p.clock.Now().Before(s.RetryAfter) {
 		c.wake[id] = s.RetryAfter
 	}
@@ -107,6 +114,7 @@ func (c *coordinator) loaded(ls *live) {
 
 // turn runs the checks a newly applied turn calls for: the trigger check
 // when the session folds on turns, and the idle wake of mode tokens.
+// Must be called on the loop.
 func (c *coordinator) turn(ls *live) {
 	if c.trigger(ls) == TriggerTurn {
 		c.evaluate(ls, "turn", false)
@@ -121,10 +129,31 @@ func (c *coordinator) turn(ls *live) {
 // reconcile runs when a checkpoint is loaded with a fold lease: the
 // previous owner may have published the summary and died before the
 // checkpoint that clears the lease. The outbound stream is the record, so
-// adopt what it says.
-func (c *coordinator) reconcile(ctx context.Context, ls *live) {
+// adopt what it says. The read runs aside: the session waits for it (its
+// events held), then reconciled and then run on the loop. Must be called
+// on the loop.
+func (c *coordinator) reconcile(ls *live, then func()) {
+	id := ls.s.ID
+	ls.waits().on = waitIO
+	c.aside.run(func(ctx context.Context) func() {
+		last, err := c.p.lastSummary(ctx, id)
+		return func() {
+			if w := ls.wait; w != nil {
+				w.on = waitNone
+			}
+			if c.loop.holds(ls) {
+				c.reconciled(ls, last, err)
+				then()
+			}
+			c.loop.unpark(id)
+		}
+	})
+}
+
+// reconciled takes the subject's last summary read by reconcile. Must be
+// called on the loop.
+func (c *coordinator) reconciled(ls *live, last summaryRecord, err error) {
 	s := ls.s
-	last, err := c.p.lastSummary(ctx, s.ID)
 	if err != nil {
 		c.p.log.Warn().Err(err).Str("event", "reconcile_failed").Str("session", s.ID).Msg("could not read the last summary; keeping the checkpoint")
 		return
@@ -139,7 +168,7 @@ func (c *coordinator) reconcile(ctx context.Context, ls *live) {
 		c.w.markDirty(ls)
 		return
 	}
-	if !s.Lease.Held(c.p.clock.Now()) {
+	if s.Lease != nil && !s.Lease.Held(c.p.clock.Now()) {
 		c.p.log.Info().Str("event", "lease_expired").Str("session", s.ID).Str("fold_id", s.Lease.FoldID).
 			Str("owner", s.Lease.Owner).Msg("cleared an expired fold lease; the batch will be folded again")
 		s.Lease = nil
@@ -152,6 +181,7 @@ func (c *coordinator) reconcile(ctx context.Context, ls *live) {
 // has the turns it covers, await those turns when they are still coming,
 // or leave it (another epoch, an older version) for the next publish to go
 // after.
+// Must be called on the loop.
 func (c *coordinator) takeRecord(ls *live, last summaryRecord, why string) recordFate {
 	switch {
 	case ls.s.Adoptable(last.ev):
@@ -166,6 +196,7 @@ func (c *coordinator) takeRecord(ls *live, last summaryRecord, why string) recor
 
 // awaitRecord holds the session's folds and evictions until its turns
 // reach last's cursor; evaluate then adopts last (heldByRecord).
+// Must be called on the loop.
 func (c *coordinator) awaitRecord(ls *live, last summaryRecord, why string) {
 	s := ls.s
 	c.ahead[s.ID] = last
@@ -176,6 +207,7 @@ func (c *coordinator) awaitRecord(ls *live, last summaryRecord, why string) {
 
 // heldByRecord adopts the summary the session awaits once its turns reach
 // the summary's cursor, and reports whether the session must still wait.
+// Must be called on the loop.
 func (c *coordinator) heldByRecord(ls *live) bool {
 	s := ls.s
 	last, ok := c.ahead[s.ID]
@@ -197,6 +229,7 @@ func (c *coordinator) heldByRecord(ls *live) bool {
 // its owner published it and stopped before a checkpoint recorded it (a
 // crash, a partition moved on). The stream is the record of what was
 // folded, so the batch is not folded again.
+// Must be called on the loop.
 func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
 	s, ev := ls.s, last.ev
 	c.p.log.Info().Str("event", "summary_recovered").Str("session", s.ID).Str("why", why).Uint64("version", ev.Version).
@@ -220,6 +253,7 @@ func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
 // first; a canceled fold may have been publishing its summary, so nothing
 // of it may reach the stream after what comes next (a reset, the end). A
 // summary it stored is adopted (applyResult).
+// Must be called on the loop.
 func (c *coordinator) abandon(ls *live, why string) bool {
 	if ls.landing {
 		ls.waits().on = waitLanding
@@ -242,14 +276,15 @@ func (c *coordinator) abandon(ls *live, why string) bool {
 
 // waitOver reports whether what the session waits for (abandon) is back,
 // and if so ends the wait.
+// Must be called on the loop.
 func (c *coordinator) waitOver(ls *live) bool {
 	w := ls.wait
 	if w == nil {
 		return true
 	}
 	switch {
-	case w.on == waitLanding && ls.landing, w.on == waitFold && ls.running != "":
-		return false
+	case w.on == waitLanding && ls.landing, w.on == waitFold && ls.running != "", w.on == waitIO:
+		return false // waitIO ends when the call's step is back (aside)
 	}
 	w.on = waitNone
 	return true
@@ -271,25 +306,25 @@ func (c *coordinator) profile(ls *live) fold.Profile {
 
 // resume checks a session that may have fold work left without an event
 // of its own: at start (due mark) or when its wake time has come.
+// Must be called on the loop.
 func (c *coordinator) resume(id, trigger string) {
 	if c.p.rewind.Load() {
 		return // the rewind reloads it; its due mark stays for the next start
 	}
-	ls := c.loop.session(id)
-	if ls == nil {
-		return
-	}
-	if ls.parked() {
-		c.wake[id] = c.p.clock.Now() // looked at again once its wait is over
-		return
-	}
-	ls.due = true
-	c.evaluate(ls, trigger, false)
-	c.settleDue(ls)
+	c.loop.withSession(id, func(ls *live) {
+		if ls.parked() {
+			c.wake[id] = c.p.clock.Now() // looked at again once its wait is over
+			return
+		}
+		ls.due = true
+		c.evaluate(ls, trigger, false)
+		c.settleDue(ls)
+	})
 }
 
 // settleDue decides, after a check, whether the session needs another one
 // without waiting for an event.
+// Must be called on the loop.
 func (c *coordinator) settleDue(ls *live) {
 	s, now := ls.s, c.p.clock.Now()
 	switch {
@@ -311,6 +346,7 @@ func (c *coordinator) settleDue(ls *live) {
 	// clearing it after every fold would cost a KV write per fold.
 }
 
+// Must be called on the loop.
 func (c *coordinator) wakeDue() {
 	now := c.p.clock.Now()
 	for id, at := range c.wake {
@@ -321,9 +357,16 @@ func (c *coordinator) wakeDue() {
 	}
 }
 
-// evaluate runs the session's trigger check (its mode's policy, seed 000's
-// gates) and starts a fold or an eviction, or records why not.
+// evaluate runs the session's trigger check (its mode's policy, with the
+// gates every mode shares) and starts a fold or an eviction, or records
+// why not. Must be called on the loop.
 func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
+	c.check(ls, trigger, force, false)
+}
+
+// check is evaluate; reconciled says another owner's expired lease was
+// reconciled with the outbound stream already. Must be called on the loop.
+func (c *coordinator) check(ls *live, trigger string, force, reconciled bool) {
 	p := c.p
 	now := p.clock.Now()
 	s := ls.s
@@ -335,13 +378,17 @@ func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
 		}
 		return
 	}
-	if s.Lease != nil && !s.Lease.Held(now) && s.Lease.Owner != p.cfg.InstanceID {
+	if s.Lease != nil && !s.Lease.Held(now) && s.Lease.Owner != p.cfg.InstanceID && !reconciled {
 		// Another engine's (a crashed instance, a partition's previous
 		// owner): it may have published the summary without checkpointing
 		// it. The outbound stream says; adopt it rather than fold again.
-		ctx, cancel := opCtx()
-		c.reconcile(ctx, ls)
-		cancel()
+		// Checked again once the stream has answered.
+		again := trigger
+		c.reconcile(ls, func() {
+			c.check(ls, again, force, true)
+			c.settleDue(ls)
+		})
+		return
 	}
 	if s.Lease != nil && !s.Lease.Held(now) {
 		p.log.Warn().Str("event", "lease_expired").Str("session", s.ID).Str("fold_id", s.Lease.FoldID).Str("owner", s.Lease.Owner).
@@ -350,11 +397,11 @@ func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
 		c.w.markDirty(ls)
 		if waited {
 			// Checked again once the fold is back.
-			if w := ls.waits(); w.then == nil {
+			if w := ls.waits(); len(w.steps) == 0 {
 				// A copy: capturing trigger itself, which is reassigned
 				// below, would move it to the heap on every turn's call.
 				again := trigger
-				w.then = func() { c.evaluate(ls, again, force) }
+				w.steps = append(w.steps, func() { c.evaluate(ls, again, force) })
 			}
 			return
 		}
@@ -419,6 +466,7 @@ func (c *coordinator) evaluate(ls *live, trigger string, force bool) {
 // skip logs every skip (debug for the per-turn below_threshold) and
 // publishes it when the reason changes or the check was asked for, so the
 // stream explains the session without carrying one event per turn.
+// Must be called on the loop.
 func (c *coordinator) skip(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := c.p
 	p.m.skips.WithLabelValues(string(d.Reason)).Inc()
@@ -444,6 +492,7 @@ func (c *coordinator) skip(ls *live, pol fold.Policy, d fold.Decision, trigger s
 	})
 }
 
+// Must be called on the loop.
 func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := c.p
 	s := ls.s
@@ -547,19 +596,21 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	runtime.Gosched()
 }
 
+// resultBack counts a fold result back, before its session is at hand
+// (applyResult). Must be called on the loop.
+func (c *coordinator) resultBack() {
+	c.inFlight--
+	c.p.m.inFlight.Dec()
+}
+
 // applyResult lands a fold's result on the loop: the summary is on the
 // stream (the record), so the cursor moves, the checkpoint follows, and
 // the next batch is looked for (catch-up). A failure, a refused publish
 // or an abandoned fold are handled here too, and an eviction's result is
-// landEviction's.
-func (c *coordinator) applyResult(r foldResult) {
+// landEviction's. ls is the session, reloaded if a rewind dropped it. Must
+// be called on the loop.
+func (c *coordinator) applyResult(ls *live, r foldResult) {
 	p := c.p
-	c.inFlight--
-	p.m.inFlight.Dec()
-	ls := c.loop.session(r.job.session) // reloads it after a rewind
-	if ls == nil {
-		return
-	}
 	ours := ls.running == r.job.foldID
 	if ours {
 		ls.running = ""
@@ -613,7 +664,7 @@ func (c *coordinator) applyResult(r foldResult) {
 		// makes any new owner adopt the summary just published.
 		c.w.markDirty(ls)
 	} else {
-		c.w.checkpointThen(ls, func() { c.p.dropChunks(s, oldCursor, s.Cursor) })
+		c.w.checkpointThen(ls, c.dropPassed(s, oldCursor))
 	}
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)
@@ -645,6 +696,7 @@ func (c *coordinator) applyResult(r foldResult) {
 
 // publishConflict handles a summary the stream refused because the
 // subject's last summary is not the one the session last recorded.
+// Must be called on the loop.
 func (c *coordinator) publishConflict(ls *live, r foldResult, latency time.Duration) {
 	p := c.p
 	s := ls.s
@@ -693,6 +745,7 @@ func (c *coordinator) publishConflict(ls *live, r foldResult, latency time.Durat
 	c.republish(ls, r)
 }
 
+// Must be called on the loop.
 func (c *coordinator) failed(ls *live, r foldResult, latency time.Duration) {
 	p := c.p
 	s := ls.s
@@ -728,23 +781,23 @@ func (c *coordinator) failed(ls *live, r foldResult, latency time.Duration) {
 		Int64("latency_ms", latency.Milliseconds()).Msg("compaction failed; summary and cursor unchanged")
 }
 
-// dropChunks removes sealed ref chunks the cursor has passed; failures
-// leave only garbage, so they are logged, not fatal.
-func (p *Processor) dropChunks(s *state.Session, oldCursor, newCursor int64) {
-	if s.Sealed <= oldCursor {
-		return
-	}
-	ctx, cancel := opCtx()
-	defer cancel()
-	if err := p.store.DropChunks(ctx, s.ID, s.Epoch, oldCursor, newCursor, s.Sealed); err != nil {
-		p.log.Warn().Err(err).Str("event", "chunk_cleanup_failed").Str("session", s.ID).Msg("could not remove folded ref chunks")
+// dropPassed is the step that drops the sealed chunks a fold from
+// oldCursor to s's cursor now has passed, once the checkpoint that moved
+// past them is stored; nothing if the session was reset meanwhile.
+func (c *coordinator) dropPassed(s *state.Session, oldCursor int64) func() {
+	epoch, newCursor := s.Epoch, s.Cursor
+	return func() {
+		if s.Epoch == epoch {
+			c.aside.dropChunks(s, oldCursor, min(newCursor, s.Cursor))
+		}
 	}
 }
 
-// finish runs the end of an ended session (seed 004): a final fold of
+// finish runs the end of an ended session: a final fold of
 // everything still verbatim (with memory extraction), then archive and
 // clear. It is re-entered on every check of the session until the archive
 // is written, so a failed final fold or a crash only delays it.
+// Must be called on the loop.
 func (c *coordinator) finish(ls *live, pol fold.Policy) {
 	p := c.p
 	s := ls.s
@@ -770,22 +823,54 @@ func (c *coordinator) finish(ls *live, pol fold.Policy) {
 }
 
 // archive writes the session's final state to its archive key and
-// replaces the checkpoint with a tombstone that refuses later events. A
-// failed write is retried after the backoff (wake).
+// replaces the checkpoint with a tombstone that refuses later events. The
+// write runs aside, the session waiting for it (its events held); a failed
+// write is retried after the backoff (wake). Must be called on the loop.
 func (c *coordinator) archive(ls *live, reason string) {
-	p := c.p
-	s := ls.s
-	ctx, cancel := opCtx()
-	defer cancel()
-	if err := p.store.Archive(ctx, s); err != nil {
-		s.RetryAfter = p.clock.Now().Add(p.cfg.RetryBackoff)
-		c.wake[s.ID] = s.RetryAfter
-		c.w.markDirty(ls)
-		p.log.Warn().Err(err).Str("event", "archive_failed").Str("session", s.ID).Str("reason", reason).Msg("session not archived yet; retried after the backoff")
+	if w := ls.wait; w != nil && w.on == waitIO {
+		return // being written
+	}
+	p, s := c.p, ls.s
+	a, err := s.Archival()
+	if err != nil {
+		c.archiveFailed(ls, reason, err)
+		return
+	}
+	ls.waits().on = waitIO
+	c.aside.run(func(ctx context.Context) func() {
+		err := p.store.WriteArchive(ctx, a)
+		return func() {
+			if w := ls.wait; w != nil {
+				w.on = waitNone
+			}
+			if c.loop.holds(ls) && ls.s == s {
+				c.archived(ls, reason, err)
+			}
+			c.loop.unpark(s.ID)
+		}
+	})
+}
+
+// archiveFailed schedules another try of a failed archive write. Must be
+// called on the loop.
+func (c *coordinator) archiveFailed(ls *live, reason string, err error) {
+	p, s := c.p, ls.s
+	s.RetryAfter = p.clock.Now().Add(p.cfg.RetryBackoff)
+	c.wake[s.ID] = s.RetryAfter
+	c.w.markDirty(ls)
+	p.log.Warn().Err(err).Str("event", "archive_failed").Str("session", s.ID).Str("reason", reason).Msg("session not archived yet; retried after the backoff")
+}
+
+// archived lands an archive write: the checkpoint becomes the tombstone.
+// Must be called on the loop.
+func (c *coordinator) archived(ls *live, reason string, err error) {
+	p, s := c.p, ls.s
+	if err != nil {
+		c.archiveFailed(ls, reason, err)
 		return
 	}
 	epoch := s.Epoch
-	c.p.dropChunks(s, s.Cursor, s.Sealed)
+	c.aside.dropChunks(s, s.Cursor, s.Sealed)
 	summary, total, version := s.Summary, s.Total, s.Version
 	if reason == "end" {
 		ls.s = s.Tombstone()
@@ -803,27 +888,48 @@ func (c *coordinator) archive(ls *live, reason string) {
 // (its unfolded turns stay referenced in the archive), then Apply resets
 // the session the same way the context service and a replay do.
 //
-// It reports false if the session must first wait for its fold (abandon):
-// the caller stops and takes the event again once the wait is over.
+// It reports false if the session must first wait, for its fold (abandon)
+// or for the archive write, which runs aside: the caller stops and takes
+// the event again once the wait is over. Must be called on the loop.
 func (c *coordinator) autoReset(ls *live, why string) bool {
 	p := c.p
 	if !c.abandon(ls, "session reset ("+why+" policy)") {
 		return false
 	}
-	if ls.s.Total > 0 || ls.s.Summary != "" {
-		ctx, cancel := opCtx()
-		err := p.store.Archive(ctx, ls.s)
-		cancel()
-		if err != nil {
-			p.log.Warn().Err(err).Str("event", "archive_failed").Str("session", ls.s.ID).Str("reason", why).
-				Msg("the session is reset without an archive; its turns stay in the inbound stream")
+	if !ls.resetArchived && (ls.s.Total > 0 || ls.s.Summary != "") {
+		a, err := ls.s.Archival()
+		if err == nil {
+			id := ls.s.ID
+			ls.waits().on = waitIO
+			c.aside.run(func(ctx context.Context) func() {
+				err := p.store.WriteArchive(ctx, a)
+				return func() {
+					if w := ls.wait; w != nil {
+						w.on = waitNone
+					}
+					c.resetArchive(id, why, err)
+					ls.resetArchived = true
+					c.loop.unpark(id)
+				}
+			})
+			return false
 		}
+		c.resetArchive(ls.s.ID, why, err)
 	}
-	c.p.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
+	ls.resetArchived = false
+	c.aside.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
 	ls.payloads = nil
 	ls.lastSkip = ""
 	c.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset, Reason: why})
 	p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Str("reason", why).Int64("total_turns", ls.s.Total).
 		Msg("session reset by its reset policy")
 	return true
+}
+
+// resetArchive logs an archive before a policy reset that failed.
+func (c *coordinator) resetArchive(id, why string, err error) {
+	if err != nil {
+		c.p.log.Warn().Err(err).Str("event", "archive_failed").Str("session", id).Str("reason", why).
+			Msg("the session is reset without an archive; its turns stay in the inbound stream")
+	}
 }

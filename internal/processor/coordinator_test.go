@@ -36,6 +36,14 @@ func (l testLoop) session(id string) *live {
 	return ls
 }
 
+func (l testLoop) withSession(id string, fn func(*live)) {
+	if ls := l.session(id); ls != nil {
+		fn(ls)
+	}
+}
+
+func (l testLoop) unpark(string) {}
+
 // coordRig is a coordinator and its checkpoint writer on a real broker
 // and summarizer, with no event loop: the test applies events and hands
 // fold results back itself.
@@ -44,6 +52,7 @@ type coordRig struct {
 	p    *Processor
 	w    *checkpointWriter
 	c    *coordinator
+	a    *aside
 	loop testLoop
 }
 
@@ -63,7 +72,8 @@ func newCoordRig(t *testing.T, cfg Config) *coordRig {
 	}
 	cr := &coordRig{rig: r, p: p, loop: testLoop{testOwner: testOwner{}, p: p}}
 	cr.w = newCheckpointWriter(p, cr.loop)
-	cr.c = newCoordinator(p, cr.w, cr.loop, ctx)
+	cr.a = newAside(p.store, p.log)
+	cr.c = newCoordinator(p, cr.w, cr.loop, cr.a, ctx)
 	return cr
 }
 
@@ -143,7 +153,8 @@ func TestCoordinatorStartsAndLandsAFold(t *testing.T) {
 	if r.err != nil || r.seq == 0 {
 		t.Fatalf("fold result: err %v, stored at %d", r.err, r.seq)
 	}
-	c.applyResult(r)
+	c.resultBack()
+	c.applyResult(cr.loop.session(r.job.session), r)
 	s := ls.s
 	if s.Cursor != 10 || s.Version != 1 || s.SummarySeq != r.seq || s.Lease != nil || ls.running != "" || c.inFlight != 0 {
 		t.Fatalf("after landing: cursor %d version %d seq %d (stored %d) lease %+v running %q in flight %d",
@@ -188,7 +199,8 @@ func TestCoordinatorFailedFoldBacksOff(t *testing.T) {
 		t.Fatalf("fold result: err %v (model %v), want the summarizer's failure", r.err, r.model)
 	}
 	before := time.Now()
-	c.applyResult(r)
+	c.resultBack()
+	c.applyResult(cr.loop.session(r.job.session), r)
 	s := ls.s
 	if s.Cursor != 0 || s.Version != 0 || s.Lease != nil || s.Failures != 1 || c.inFlight != 0 {
 		t.Fatalf("after the failure: cursor %d version %d lease %+v failures %d in flight %d", s.Cursor, s.Version, s.Lease, s.Failures, c.inFlight)
@@ -230,7 +242,9 @@ func TestCoordinatorAbandonedFoldMovesNothing(t *testing.T) {
 	if ls.s.Lease != nil || ls.wait == nil || ls.wait.on != waitFold || c.waitOver(ls) {
 		t.Fatalf("after abandon: lease %+v, wait %+v; want no lease and the session waiting for its fold", ls.s.Lease, ls.wait)
 	}
-	c.applyResult(cr.result())
+	r := cr.result()
+	c.resultBack()
+	c.applyResult(cr.loop.session(r.job.session), r)
 	if !c.waitOver(ls) || ls.running != "" || c.inFlight != 0 || !c.abandon(ls, "test") {
 		t.Fatalf("after the result: wait %+v running %q in flight %d", ls.wait, ls.running, c.inFlight)
 	}
@@ -267,7 +281,8 @@ func TestCoordinatorRecordsAnEvictionOffTheLoop(t *testing.T) {
 		if r.evict == nil || r.evict.err != nil || r.evict.seq == 0 {
 			t.Fatalf("eviction result %+v", r.evict)
 		}
-		c.applyResult(r)
+		c.resultBack()
+		c.applyResult(cr.loop.session(r.job.session), r)
 		s := ls.s
 		if ls.evicting || ls.running != "" || c.inFlight != 0 || s.Cursor != 9 || s.Evicted != 9 || s.Version != 1 || s.SummarySeq != r.evict.seq {
 			t.Fatalf("after landing: evicting %v running %q in flight %d cursor %d evicted %d version %d seq %d (stored %d)",
@@ -292,7 +307,8 @@ func TestCoordinatorRecordsAnEvictionOffTheLoop(t *testing.T) {
 		if r.evict == nil || !r.evict.conflict {
 			t.Fatalf("eviction result %+v, want a refused publish", r.evict)
 		}
-		c.applyResult(r)
+		c.resultBack()
+		c.applyResult(cr.loop.session(r.job.session), r)
 		s := ls.s
 		if s.Summary != foreign.Summary || s.Version != 1 || s.Cursor != 9 || s.Evicted != 9 || c.inFlight != 0 {
 			t.Fatalf("after the refusal: summary %q version %d cursor %d evicted %d in flight %d; want the stopped owner's note adopted",

@@ -35,6 +35,7 @@ func (ls *live) quiet() bool {
 
 // compactIdle packs every session quiet and untouched for IdleCompact; it
 // runs at every sweep (250 ms).
+// Must be called on the loop.
 func (sh *shard) compactIdle() {
 	p := sh.p
 	if p.cfg.IdleCompact < 0 {
@@ -75,6 +76,7 @@ func (sh *shard) compact(id string, ls *live) int {
 // inflate unpacks a packed session; false if its packed form does not
 // unpack (a bug), in which case the session is dropped from memory and the
 // caller reloads it from its checkpoint, which holds the same state.
+// Must be called on the loop.
 func (sh *shard) inflate(id string, ls *live) bool {
 	if ls.s != nil {
 		return true
@@ -94,6 +96,7 @@ func (sh *shard) inflate(id string, ls *live) bool {
 }
 
 // forget drops a session from memory (evictIdle); its state is in KV.
+// Must be called on the loop.
 func (sh *shard) forget(id string, ls *live) {
 	if ls.s == nil {
 		sh.nPacked--

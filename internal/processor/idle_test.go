@@ -350,3 +350,16 @@ func BenchmarkPackedSessionHeap(b *testing.B) {
 		})
 	}
 }
+
+// get is the session's live state for a test driving a shard without its
+// loop: from memory, else read from its checkpoint now and installed.
+func (sh *shard) get(id string) (*live, error) {
+	if ls, ok := sh.sessions[id]; ok && sh.inflate(id, ls) {
+		return ls, nil
+	}
+	s, rev, err := sh.p.store.Load(context.Background(), id)
+	if err != nil {
+		return nil, err
+	}
+	return sh.install(id, s, rev), nil
+}

@@ -30,14 +30,14 @@ type loadDone struct {
 // round trip (and, once the shard's queue is full, every shard). So the
 // read runs aside and the session's events wait for it, in order, while
 // other sessions go on.
+// Must be called on the loop.
 func (sh *shard) accept(m inMsg) {
 	sh.seen = max(sh.seen, m.seq)
 	if m.perr != nil {
 		sh.handle(m) // rejected without a session
 		return
 	}
-	// Parked events go first: a session installed meanwhile by a
-	// synchronous get (a fold result, a wake) still waits for them.
+	// Parked events go first: the session's read is queued or in flight.
 	if q, ok := sh.loading[m.session]; ok {
 		sh.loading[m.session] = append(q, m)
 		return
@@ -51,7 +51,20 @@ func (sh *shard) accept(m inMsg) {
 	sh.startLoads()
 }
 
+// queueLoad reads the session's checkpoint aside unless a read is already
+// queued or in flight; what waits for it is in loading and loadThen.
+// Must be called on the loop.
+func (sh *shard) queueLoad(id string) {
+	if _, ok := sh.loading[id]; ok {
+		return
+	}
+	sh.loading[id] = nil
+	sh.loadQ = append(sh.loadQ, id)
+	sh.startLoads()
+}
+
 // startLoads starts reading queued sessions, in batches.
+// Must be called on the loop.
 func (sh *shard) startLoads() {
 	for sh.loads < maxLoads && len(sh.loadQ) > 0 {
 		n := min(len(sh.loadQ), maxLoadBatch)
@@ -70,7 +83,9 @@ func (sh *shard) startLoads() {
 	}
 }
 
-// landLoad installs sessions read aside and applies their parked events.
+// landLoad installs sessions read aside, runs what waited for them and
+// applies their parked events.
+// Must be called on the loop.
 func (sh *shard) landLoad(d loadDone) {
 	sh.loads--
 	defer sh.startLoads()
@@ -78,45 +93,58 @@ func (sh *shard) landLoad(d loadDone) {
 		return // read before a rewind: their events come again
 	}
 	for _, l := range d.items {
-		queued := sh.loading[l.ID]
-		delete(sh.loading, l.ID)
 		if l.Err != nil {
 			if _, ok := sh.sessions[l.ID]; !ok {
-				if sh.loadFailed(l.ID, l.Err, queued[0].seq) == nil {
+				if !sh.loadFailed(l.ID, l.Err) {
 					return
 				}
+				continue // quarantined aside: its events wait for the rebuild
 			}
 		} else if _, ok := sh.sessions[l.ID]; !ok {
 			sh.install(l.ID, l.S, l.Rev)
 		}
-		for _, m := range queued {
-			sh.handle(m)
-		}
+		sh.loadLanded(l.ID)
 	}
 }
 
-// loadFailed handles a session whose checkpoint could not be loaded. A
-// checkpoint that cannot be read back (state.ErrCorrupt) would fail the
-// same way at every try: rewinding for it would stop every session, for
-// good. That one session is quarantined instead (quarantine) and its
-// rebuilt live state returned. Any other failure (the bucket unreachable)
-// is worth another try: the consumer is rewound and nil returned. next is
-// the session's first inbound sequence this shard has not handled yet (0:
-// none known: every event of it up to the ack floor of the last attach,
-// and every one received since, was handled).
-func (sh *shard) loadFailed(id string, err error, next uint64) *live {
+// loadLanded runs what waited for the session's read, now installed: the
+// steps first (a fold result, a wake, in the order they came), then its
+// parked events. Must be called on the loop.
+func (sh *shard) loadLanded(id string) {
+	queued, then := sh.loading[id], sh.loadThen[id]
+	delete(sh.loading, id)
+	delete(sh.loadThen, id)
+	for _, fn := range then {
+		sh.withSession(id, fn)
+	}
+	for _, m := range queued {
+		sh.handle(m) // parked again behind a read if the session left memory meanwhile
+	}
+}
+
+// loadFailed handles a session whose checkpoint could not be loaded, and
+// reports whether the shard goes on. A checkpoint that cannot be read
+// back (state.ErrCorrupt) would fail the same way at every try: rewinding
+// for it would stop every session, for good. That one session is
+// quarantined instead (quarantine), aside, its events waiting for it. Any
+// other failure (the bucket unreachable) is worth another try: the
+// consumer is rewound.
+func (sh *shard) loadFailed(id string, err error) bool {
 	var ce *state.CorruptError
 	if !errors.As(err, &ce) {
 		sh.p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", id, err))
-		return nil
+		return false
 	}
-	if next == 0 {
-		next = max(sh.seen, sh.p.handled.Load()) + 1
-		if q := sh.loading[id]; len(q) > 0 {
-			next = q[0].seq // parked behind a checkpoint read
-		}
+	// The session's first inbound sequence this shard has not handled
+	// yet: the first parked behind the read, else every event up to the
+	// ack floor of the last attach, and every one received since, was
+	// handled.
+	next := max(sh.seen, sh.p.handled.Load()) + 1
+	if q := sh.loading[id]; len(q) > 0 {
+		next = q[0].seq
 	}
-	return sh.quarantine(ce, next)
+	sh.quarantine(ce, next)
+	return true
 }
 
 // quarantine replaces a checkpoint that cannot be read back with one
@@ -134,17 +162,35 @@ func (sh *shard) loadFailed(id string, err error, next uint64) *live {
 //     event, an error log and foldstream_checkpoints_quarantined_total
 //     say it happened.
 //
-// Events no longer in the inbound stream (max-age) are lost to the
-// session: the rebuild counts what is left.
-func (sh *shard) quarantine(ce *state.CorruptError, next uint64) *live {
-	p, id := sh.p, ce.ID
+// The reads and the dead letter run aside; the session's events wait in
+// loading meanwhile. Events no longer in the inbound stream (max-age) are
+// lost to the session: the rebuild counts what is left. Must be called on
+// the loop.
+func (sh *shard) quarantine(ce *state.CorruptError, next uint64) {
+	p, id, gen := sh.p, ce.ID, sh.gen
 	p.m.quarantined.Inc()
-	sh.parkCheckpoint(ce)
-	s, replayed, rerr := sh.rebuild(id, next)
+	sh.aside.run(func(ctx context.Context) func() {
+		sh.parkCheckpoint(ce)
+		s, replayed, rerr := sh.rebuild(id, next)
+		last, lerr := p.lastSummary(ctx, id)
+		return func() {
+			if sh.gen != gen {
+				return // a rewind: read again, and quarantined again, after it
+			}
+			sh.rebuilt(ce, s, replayed, rerr, last, lerr)
+			sh.loadLanded(id)
+		}
+	})
+}
+
+// rebuilt installs a quarantined session's rebuilt state (quarantine).
+// Must be called on the loop.
+func (sh *shard) rebuilt(ce *state.CorruptError, s *state.Session, replayed int, rerr error, last summaryRecord, lerr error) {
+	p, id := sh.p, ce.ID
+	if _, ok := sh.sessions[id]; ok {
+		return
+	}
 	ls := sh.install(id, s, ce.Revision)
-	ctx, cancel := opCtx()
-	last, lerr := p.lastSummary(ctx, id)
-	cancel()
 	if lerr == nil && last.ev != nil && sh.co.takeRecord(ls, last, "checkpoint_rebuilt") == recordNotTheSessions && last.ev.Version > s.Version {
 		// Not adoptable (its turns are gone from the stream, or another
 		// life of the session): the next summary goes after it.
@@ -166,7 +212,6 @@ func (sh *shard) quarantine(ce *state.CorruptError, next uint64) *live {
 		why += "; rebuilt only in part: " + rerr.Error()
 	}
 	sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventCheckpointQuarantined, Reason: "corrupt_checkpoint", Version: s.Version, Error: why})
-	return ls
 }
 
 // rebuild applies the session's inbound events before sequence before to a

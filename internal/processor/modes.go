@@ -137,6 +137,7 @@ func (c *coordinator) idleWake(ls *live, pol fold.Policy) (time.Time, bool) {
 // when its result comes back (landEviction). Until then the session counts
 // as evicting: it starts nothing else, and a reset or an end waits for it
 // (abandon).
+// Must be called on the loop.
 func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger string) {
 	p := c.p
 	s := ls.s
@@ -208,6 +209,7 @@ type evictJob struct {
 
 // recordEviction publishes j's record on a goroutine of its own; its
 // outcome comes back to the loop as a fold result.
+// Must be called on the loop.
 func (c *coordinator) recordEviction(ls *live, j *evictJob) {
 	p, id := c.p, ls.s.ID
 	ls.running, ls.evicting = j.foldID, true
@@ -225,6 +227,7 @@ func (c *coordinator) recordEviction(ls *live, j *evictJob) {
 // handles its refusal or failure. ours is false when the session was
 // reloaded meanwhile (a rewind): a record it stored is then taken as a new
 // owner would take it.
+// Must be called on the loop.
 func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 	p := c.p
 	s := ls.s
@@ -281,7 +284,7 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 		Summary: note, Version: sum.Version, Seq: j.seq, To: d.To, Notes: j.notes, At: now,
 		SummaryTokens: sum.SummaryTokens, Note: true,
 	})
-	c.w.checkpointThen(ls, func() { c.p.dropChunks(s, oldCursor, s.Cursor) })
+	c.w.checkpointThen(ls, c.dropPassed(s, oldCursor))
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)
 	c.publishLifecycle(ls, events.Lifecycle{

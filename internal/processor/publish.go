@@ -95,6 +95,7 @@ func (p *Processor) sendSummary(r *foldResult, expect uint64) {
 
 // republish sends a refused summary once more, after the subject's last
 // sequence was learned (publishConflict), off the loop's goroutine.
+// Must be called on the loop.
 func (c *coordinator) republish(ls *live, r foldResult) {
 	c.inFlight++ // the result comes back once more
 	c.p.m.inFlight.Inc()
@@ -123,6 +124,7 @@ func (p *Processor) ObserveFolds(fn func(FoldTiming)) { p.foldObs = fn }
 
 // publishLifecycle sends a lifecycle event without waiting: observers want
 // it, but session state never depends on it.
+// Must be called on the loop.
 func (c *coordinator) publishLifecycle(ls *live, ev events.Lifecycle) {
 	p := c.p
 	ev.V = events.Version
@@ -248,6 +250,7 @@ func (p *Processor) publishRecord(session, kind string, version uint64, v any, o
 // publishMemories publishes the memories of a landed fold that were not
 // published before for the session, and records them as published. A
 // failure costs those memories a later re-extraction, never the fold.
+// Must be called on the loop.
 func (c *coordinator) publishMemories(ls *live, r foldResult, version uint64) {
 	p := c.p
 	if len(r.out.Memories) == 0 {
@@ -275,6 +278,7 @@ func (c *coordinator) publishMemories(ls *live, r foldResult, version uint64) {
 // that extracts them again publishes them; a session packed or gone from
 // memory meanwhile keeps them recorded, and this log line is what says
 // they were lost.
+// Must be called on the loop.
 func (c *coordinator) memoriesLost(ls *live, id string, fresh []string, err error) {
 	if ls.s != nil && c.loop.holds(ls) {
 		ls.s.ForgetMemories(fresh)
@@ -288,6 +292,7 @@ func (c *coordinator) memoriesLost(ls *live, id string, fresh []string, err erro
 // stream; its ack is checked at the next sweep (sentEvents), and failed
 // runs on the loop if the stream refused it or did not confirm it. The
 // message id makes a re-publish after a crash a no-op.
+// Must be called on the loop.
 func (c *coordinator) publishAsync(session, kind string, version uint64, v any, failed func(error)) error {
 	p := c.p
 	data, err := json.Marshal(v)

@@ -43,20 +43,24 @@ type live struct {
 	due   bool // the KV due mark is known to be set
 	// writing: a pipelined checkpoint write is in flight (checkpoint.go); the
 	// next write needs the revision it returns.
-	writing  bool
-	landing  bool // a refused summary-updated is being published again (publish.go)
-	evicting bool // running records an eviction (modes.go)
+	writing bool
+	landing bool // a refused summary-updated is being published again (publish.go)
+	// resetArchived: the life a policy reset ends is archived (autoReset).
+	resetArchived bool
+	evicting      bool // running records an eviction (modes.go)
 }
 
 // sessionWait is what a session waits for before its next step, and
 // what waits with it.
 type sessionWait struct {
-	// on: abandon's wait for the fold's result, or for a summary being
-	// published again; held are the session's events meanwhile, then the
-	// step that waited: unpark takes both once the wait is over.
-	on   waitFor
-	held []inMsg
-	then func()
+	// on: abandon's wait for the fold's result, for a summary being
+	// published again, or for a call made off the loop (aside); held are
+	// the session's events meanwhile, and steps what waited with them (a
+	// check to take again, a fold result that came back meanwhile): unpark
+	// takes the steps, then the events, once the wait is over.
+	on    waitFor
+	held  []inMsg
+	steps []func()
 	// afterWrite: what a synchronous save waits to do until the pipelined
 	// write in flight is back (checkpointThen).
 	afterWrite func()
@@ -69,6 +73,7 @@ const (
 	waitNone    waitFor = iota
 	waitLanding         // a refused summary being published again (landing)
 	waitFold            // its fold's result (running)
+	waitIO              // a call made off the loop for it (aside)
 )
 
 // waits returns the session's wait, made if it has none.
@@ -83,7 +88,7 @@ func (ls *live) waits() *sessionWait {
 // or has a step or events to take once its wait is over.
 func (ls *live) parked() bool {
 	w := ls.wait
-	return w != nil && (w.on != waitNone || w.then != nil || len(w.held) > 0)
+	return w != nil && (w.on != waitNone || len(w.steps) > 0 || len(w.held) > 0)
 }
 
 // tidyWait drops the session's wait once nothing is left in it.
@@ -102,7 +107,10 @@ func (ls *live) rememberTurn(seq uint64, t *events.Turn) { ls.payloads.addTurn(s
 // fold result of a session is handled on its shard's goroutine, so session
 // state needs no locks. The loop (run) accepts events, applies them in
 // order and handles control ops; it owns the sessions in memory, their
-// checkpoint reads (load.go) and idle forms (idle.go). Two owners work on
+// checkpoint reads (load.go) and idle forms (idle.go). It makes no call
+// that waits for the server: reads, writes and deletes run aside
+// (aside.go, checkpoint.go) and come back to it as events, the session
+// concerned waiting meanwhile. Two owners work on
 // its goroutine with state of their own: the checkpoint writer (dirty
 // sessions, pipelined writes, acks; checkpoint.go) and the fold
 // coordinator (trigger checks, leases, folds in flight, wakes, records
@@ -124,9 +132,14 @@ type shard struct {
 	loadQ   []string
 	loads   int
 	loaded  chan loadDone
-	gen     uint64
-	lastIn  time.Time // wall time the last batch of events was taken in (drain)
-	seen    uint64    // highest inbound sequence received since the last rewind (load.go)
+	// loadThen: what waits for a session's checkpoint read besides its
+	// events (a fold result, a wake), run once it is installed.
+	loadThen map[string][]func(*live)
+	// aside runs the loop's KV and stream calls off it (aside.go).
+	aside  *aside
+	gen    uint64
+	lastIn time.Time // wall time the last batch of events was taken in (drain)
+	seen   uint64    // highest inbound sequence received since the last rewind (load.go)
 	// reapply: sessions dropped with events applied that no checkpoint
 	// covers, and the last such sequence. Those events come again (a
 	// rewind) and are applied again, but counted once (countApplied).
@@ -147,15 +160,18 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 		ctrl:     make(chan chan struct{}),
 		wakeCh:   make(chan string),
 		sessions: make(map[string]*live),
+		loadThen: make(map[string][]func(*live)),
+		aside:    newAside(p.store, p.log),
 	}
 	sh.w = newCheckpointWriter(p, sh)
-	sh.co = newCoordinator(p, sh.w, sh, foldCtx)
+	sh.co = newCoordinator(p, sh.w, sh, sh.aside, foldCtx)
 	return sh
 }
 
 // run is the event loop. Everything a session waits for comes back here,
 // on the loop's own select: its checkpoint read (loaded), its checkpoint
-// writes (saves), its fold's result (results). Nothing on the loop
+// writes (saves), its fold's result (results), the other calls made for
+// it off the loop (aside.done). Nothing on the loop
 // receives from those channels elsewhere: a session that must wait for
 // its fold holds its events meanwhile (live.wait, unpark), and a rewind
 // waits for the writes in flight in a state of its own (rewinding).
@@ -172,7 +188,7 @@ func (sh *shard) run() {
 	// and the events queued from the old consumer are dropped (they come
 	// again after the rewind); then the shard resets and says so.
 	var rewinding chan struct{}
-	for in != nil || sh.co.inFlight > 0 || sh.w.busy() || sh.loads > 0 || rewinding != nil {
+	for in != nil || sh.co.inFlight > 0 || sh.w.busy() || sh.loads > 0 || sh.aside.busy() || rewinding != nil {
 		if rewinding != nil {
 			if sh.w.inFlight() == 0 && len(sh.in) == 0 {
 				sh.reset()
@@ -222,6 +238,8 @@ func (sh *shard) run() {
 			sh.land(r)
 		case d := <-sh.loaded:
 			sh.landLoad(d)
+		case step := <-sh.aside.done:
+			sh.aside.land(step)
 		case rewinding = <-sh.ctrl:
 		case <-pace.C:
 			paced = false
@@ -250,6 +268,7 @@ const drainBatch = 64
 // a fold result waits, which the loop takes first. Only this goroutine
 // receives from sh.in, so a non-empty queue cannot block the receive; a
 // closed input is left to the select, which shuts the loop's intake down.
+// Must be called on the loop.
 func (sh *shard) drain() {
 	for range drainBatch {
 		if len(sh.in) == 0 || len(sh.co.results) > 0 {
@@ -289,6 +308,7 @@ func (sh *shard) idle() bool {
 // re-attached at the ack floor and the messages come again, in order. Fold
 // goroutines keep running: their results reload the session and land if
 // its checkpointed lease is still theirs. No write may be in flight.
+// Must be called on the loop.
 func (sh *shard) reset() {
 	for id, ls := range sh.sessions {
 		if ls.s != nil && len(ls.acks) > 0 {
@@ -299,24 +319,53 @@ func (sh *shard) reset() {
 	sh.seen = 0
 	sh.loading = make(map[string][]inMsg)
 	sh.loadQ = nil
+	for id := range sh.loadThen {
+		// Fold results waiting for a read: read again, after the rewind.
+		sh.loading[id] = nil
+		sh.loadQ = append(sh.loadQ, id)
+	}
 	sh.p.m.liveSess.Sub(float64(len(sh.sessions)))
 	sh.p.m.packedSess.Sub(float64(sh.nPacked))
 	sh.nPacked = 0
 	sh.sessions = make(map[string]*live)
 	sh.co.reset()
 	sh.w.reset()
+	sh.startLoads()
 }
 
 // land hands a fold result to the coordinator, then resumes its session
-// if it was waiting for it.
+// if it was waiting for it. A session not in memory (a rewind dropped it)
+// is read first; one waiting for a call made off the loop takes the
+// result once that call is back.
+// Must be called on the loop.
 func (sh *shard) land(r foldResult) {
-	sh.co.applyResult(r)
-	sh.unpark(r.job.session)
+	sh.co.resultBack()
+	sh.withSession(r.job.session, func(ls *live) {
+		sh.co.applyResult(ls, r)
+		sh.unpark(r.job.session)
+	})
+}
+
+// withSession runs fn with the session's live state: at once if it is in
+// memory and not waiting for a call made off the loop; else after its
+// checkpoint read (load.go) or that call. Must be called on the loop.
+func (sh *shard) withSession(id string, fn func(*live)) {
+	if ls, ok := sh.sessions[id]; ok && sh.inflate(id, ls) {
+		if w := ls.wait; w != nil && w.on == waitIO {
+			w.steps = append(w.steps, func() { fn(ls) })
+			return
+		}
+		fn(ls)
+		return
+	}
+	sh.loadThen[id] = append(sh.loadThen[id], fn)
+	sh.queueLoad(id)
 }
 
 // unpark resumes a session whose wait is over: the step that waited is
 // taken again (live.then), then its held events are applied, in order,
 // until one makes it wait again.
+// Must be called on the loop.
 func (sh *shard) unpark(id string) {
 	ls, ok := sh.sessions[id]
 	if !ok || ls.s == nil {
@@ -328,9 +377,10 @@ func (sh *shard) unpark(id string) {
 			return
 		}
 		w := ls.wait
-		if then := w.then; then != nil {
-			w.then = nil
-			then()
+		if len(w.steps) > 0 {
+			step := w.steps[0]
+			w.steps = w.steps[1:]
+			step()
 			continue
 		}
 		m := w.held[0]
@@ -342,27 +392,19 @@ func (sh *shard) unpark(id string) {
 	}
 }
 
-// opCtx bounds one KV or publish call made on a shard's goroutine.
+// opCtx bounds one KV or publish call made off a shard's loop (aside).
 func opCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
 // holds reports whether ls is the shard's live state of its session.
+// Must be called on the loop.
 func (sh *shard) holds(ls *live) bool { return sh.sessions[ls.s.ID] == ls }
-
-// session is get for the coordinator: nil if the session cannot be loaded
-// (a rewind was asked for).
-func (sh *shard) session(id string) *live {
-	ls, err := sh.get(id)
-	if err != nil {
-		ls = sh.loadFailed(id, err, 0)
-	}
-	return ls
-}
 
 // willReapply notes that session id's events up to seq were applied and
 // are forgotten uncheckpointed: when they come again, they are not counted
 // again.
+// Must be called on the loop.
 func (sh *shard) willReapply(id string, seq uint64) {
 	if sh.reapply == nil {
 		sh.reapply = make(map[string]uint64)
@@ -374,6 +416,7 @@ func (sh *shard) willReapply(id string, seq uint64) {
 // first time, not again after its session was forgotten (willReapply).
 // Events of a session are applied in stream order, so the mark is passed
 // once the event at it was applied again.
+// Must be called on the loop.
 func (sh *shard) countApplied(id string, seq uint64) bool {
 	if len(sh.reapply) == 0 {
 		return true
@@ -389,6 +432,7 @@ func (sh *shard) countApplied(id string, seq uint64) bool {
 }
 
 // drop forgets a session whose checkpoint write failed (checkpointWriter).
+// Must be called on the loop.
 func (sh *shard) drop(id string) {
 	if ls, ok := sh.sessions[id]; ok {
 		if ls.s != nil {
@@ -399,20 +443,8 @@ func (sh *shard) drop(id string) {
 	}
 }
 
-func (sh *shard) get(id string) (*live, error) {
-	if ls, ok := sh.sessions[id]; ok && sh.inflate(id, ls) {
-		return ls, nil
-	}
-	ctx, cancel := opCtx()
-	defer cancel()
-	s, rev, err := sh.p.store.Load(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return sh.install(id, s, rev), nil
-}
-
 // install makes a loaded checkpoint the session's live state.
+// Must be called on the loop.
 func (sh *shard) install(id string, s *state.Session, rev uint64) *live {
 	if mark, ok := sh.reapply[id]; ok && s.LastSeq >= mark {
 		delete(sh.reapply, id) // another owner's checkpoint covers them: no-ops here
@@ -433,6 +465,7 @@ const (
 	recordAwaited
 )
 
+// Must be called on the loop.
 func (sh *shard) handle(m inMsg) {
 	p := sh.p
 	if p.rewind.Load() {
@@ -442,11 +475,17 @@ func (sh *shard) handle(m inMsg) {
 		sh.reject(m, m.perr)
 		return
 	}
-	ls, err := sh.get(m.session)
-	if err != nil {
-		if ls = sh.loadFailed(m.session, err, m.seq); ls == nil {
-			return
+	ls, ok := sh.sessions[m.session]
+	if !ok || !sh.inflate(m.session, ls) {
+		// Gone from memory since it was accepted (a packed form that did
+		// not unpack): read again, its events after the read.
+		_, reading := sh.loading[m.session]
+		sh.loading[m.session] = append(sh.loading[m.session], m)
+		if !reading {
+			sh.loadQ = append(sh.loadQ, m.session)
+			sh.startLoads()
 		}
+		return
 	}
 	if ls.parked() {
 		ls.wait.held = append(ls.wait.held, m) // after what the session waits for (unpark)
@@ -457,6 +496,7 @@ func (sh *shard) handle(m inMsg) {
 
 // apply applies an event to its session's live state, or holds it (first
 // of the held) when the session must first wait for its fold (abandon).
+// Must be called on the loop.
 func (sh *shard) apply(ls *live, m inMsg) {
 	p := sh.p
 	if p.rewind.Load() {
@@ -508,7 +548,7 @@ func (sh *shard) apply(ls *live, m inMsg) {
 			return
 		}
 		if c.Op == events.OpReset {
-			sh.p.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
+			sh.aside.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
 		}
 	}
 	effect, err := ls.s.Apply(seq, in)
@@ -539,11 +579,13 @@ func (sh *shard) apply(ls *live, m inMsg) {
 
 // hold puts m first among the session's held events: it is applied again
 // once the session's wait is over (unpark).
+// Must be called on the loop.
 func (sh *shard) hold(ls *live, m inMsg) {
 	w := ls.waits()
 	w.held = append([]inMsg{m}, w.held...)
 }
 
+// Must be called on the loop.
 func (sh *shard) control(ls *live, c *events.Control) {
 	p := sh.p
 	switch c.Op {
@@ -575,6 +617,7 @@ func (sh *shard) control(ls *live, c *events.Control) {
 }
 
 // evictIdle drops clean, idle sessions from memory: their state is in KV.
+// Must be called on the loop.
 func (sh *shard) evictIdle() {
 	now := sh.p.clock.Now()
 	for id, ls := range sh.sessions {

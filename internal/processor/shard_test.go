@@ -61,8 +61,9 @@ func TestLoopHoldsASessionWaitingForItsFold(t *testing.T) {
 	r.Turns("s1", 1)
 	r.Turns("s2", 1)
 	ms := deliveries(t, r, p, 5)
-	sh.handle(ms[0])
-	sh.handle(ms[1])
+	sh.accept(ms[0]) // read aside, with the next turn parked behind the read
+	sh.accept(ms[1])
+	sh.landLoad(<-sh.loaded)
 	ls := sh.sessions["s1"]
 	if ls == nil || ls.s.Total != 2 {
 		t.Fatal("the first two turns of s1 were not applied")
@@ -74,19 +75,20 @@ func TestLoopHoldsASessionWaitingForItsFold(t *testing.T) {
 	ls.running, ls.cancel = "f1", func() { canceled = true }
 	sh.co.inFlight++
 
-	sh.handle(ms[2]) // the reset
+	sh.accept(ms[2]) // the reset
 	if !canceled || ls.s.Lease != nil || ls.wait == nil || ls.wait.on != waitFold || len(ls.wait.held) != 1 || ls.s.Epoch != 0 {
 		t.Fatalf("reset during the fold: canceled %v lease %+v wait %+v epoch %d; want the fold canceled and the reset held",
 			canceled, ls.s.Lease, ls.wait, ls.s.Epoch)
 	}
-	sh.handle(ms[3]) // s1's next turn waits behind the reset
+	sh.accept(ms[3]) // s1's next turn waits behind the reset
 	if len(ls.wait.held) != 2 || ls.s.Total != 2 {
 		t.Fatalf("a later event of the waiting session: %d held, total %d; want it held", len(ls.wait.held), ls.s.Total)
 	}
 	if ls.quiet() {
 		t.Fatal("a session with held events counts as quiet (it could be packed or evicted)")
 	}
-	sh.handle(ms[4]) // another session goes on meanwhile
+	sh.accept(ms[4]) // another session goes on meanwhile
+	sh.landLoad(<-sh.loaded)
 	if o := sh.sessions["s2"]; o == nil || o.s.Total != 1 {
 		t.Fatal("another session of the shard waited for s1's fold")
 	}

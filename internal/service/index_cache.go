@@ -278,6 +278,7 @@ func (s *server) vectorsOf(ctx context.Context, rp *replay) {
 // leaves the newest out, with a warning.
 func (s *server) memoriesOf(ctx context.Context, rp *replay) {
 	if err := s.catchUpMemories(ctx, rp); err != nil {
+		s.memoryFailures.Inc()
 		s.log.Warn().Str("event", "recall_memories_failed").Str("session", rp.session).Err(err).
 			Msg("memories not read; the context is packed without the newest")
 	}

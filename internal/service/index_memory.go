@@ -13,6 +13,7 @@ import (
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // memory is one durable fact a fold published on
@@ -27,6 +28,18 @@ type memory struct {
 	at, published time.Time
 	terms         map[string]int32
 	len           int32
+}
+
+// newMemoryFailures is the counter of memory reads that failed: the
+// session's contexts are then packed with excerpts (and the memories read
+// before), never refused.
+func newMemoryFailures(reg prometheus.Registerer) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_memories_failures_total",
+		Help: "Reads of a session's memories (the facts its folds published) that failed; its contexts were packed with excerpts instead."})
+	if reg != nil {
+		reg.MustRegister(c)
+	}
+	return c
 }
 
 // memoryBytes estimates a memory's footprint for the byte budget.
@@ -104,7 +117,8 @@ func (s *server) outStream(ctx context.Context) (jetstream.Stream, error) {
 
 // packMemories ranks the session's memories of the current epoch against
 // the query terms (BM25 among them) and charges the best, at most
-// maxRecalledMemories, best first.
+// maxRecalledMemories, best first, each with its relative times resolved
+// against when it was stated (resolveDates).
 func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []client.RecalledItem {
 	rp := h.r
 	var live []*memory
@@ -164,7 +178,7 @@ func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []cl
 			break
 		}
 		it := client.RecalledItem{Kind: client.RecalledMemory, MemoryID: r.m.id, TurnID: r.m.turnID, Speaker: r.m.speaker,
-			At: r.m.at, Score: r.score, Text: r.m.text}
+			At: r.m.at, Score: r.score, Text: resolveDates(r.m.text, r.m.at)}
 		it.Chars, it.Tokens = s.lineCost(it.Line())
 		if len(items) == 0 {
 			hc, ht := s.lineCost(client.MemoriesHeader)

@@ -170,3 +170,29 @@ func mustCounter(t *testing.T, reg *prometheus.Registry, name string) prometheus
 	t.Fatalf("no metric %s", name)
 	return nil
 }
+
+// Memories that cannot be read leave the context to the excerpts, with a
+// warning and a metric, never an error for the builder.
+func TestUnreadableMemoriesFallBackToExcerpts(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	_, stop := e.StartProcessor(processor.Config{}, nil)
+	publishWith(t, e, "s1", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+	stop()
+	if err := e.JS.DeleteStream(context.Background(), e.Layout.Out); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	c, err := direct(t, e, service.Registerer(reg)).Context(context.Background(),
+		client.ContextRequest{Session: "s1", Query: "When is the tournament form due?", BudgetChars: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkQueryContext(t, c, 3000)
+	if got := recalledIndices(c); !slices.Equal(got, []int64{3, 4, 6}) {
+		t.Fatalf("recalled %v, want the excerpts 3, 4 and 6 (no memory to show 6)", got)
+	}
+	if n := testutil.ToFloat64(mustCounter(t, reg, "foldstream_recall_memories_failures_total")); n != 1 {
+		t.Fatalf("memory failures metric %v, want 1", n)
+	}
+}

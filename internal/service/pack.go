@@ -348,7 +348,7 @@ type picker struct {
 	chosen   map[int]*client.RecalledItem
 	order    []int          // the chosen docs, in transcript order
 	labelled map[int]bool   // chosen docs whose line carries the date and time (client.ExcerptRun)
-	counted  map[[2]int]int // tokens of a doc's line, by doc and labelled (1) or not (0)
+	counted  map[[3]int]int // tokens of a doc's line, by doc, labelled (1) or not (0), trimmed (1) or not (0)
 	tried    map[int]bool   // matches that did not fit
 	newest   int64          // the newest chosen turn's index, -1 if none
 	excerpts bool           // the excerpts header is charged
@@ -397,7 +397,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 			Reason: "no longer in stream " + s.layout.In + " (removed by its max-age or by hand): these turns cannot be recalled"}
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
-		labelled: map[int]bool{}, counted: map[[2]int]int{}, tried: map[int]bool{}, newest: -1,
+		labelled: map[int]bool{}, counted: map[[3]int]int{}, tried: map[int]bool{}, newest: -1,
 		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, perDay: map[int64]int{}}
 	p.budget = cmp.Or(out.BudgetChars, 4*out.BudgetTokens)
 	var hits []hit
@@ -456,7 +456,7 @@ func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem 
 
 // lineCost is the cost of doc d's excerpt line (it), labelled with its
 // date and time or not; tokens only if count (they are counted once per
-// doc and form).
+// doc and form, whole or trimmed).
 func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) (chars, tokens int) {
 	line := it.RunLine()
 	if labelled {
@@ -466,9 +466,12 @@ func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) 
 	if !count {
 		return chars, 0
 	}
-	key := [2]int{d, 0}
+	key := [3]int{d, 0, 0}
 	if labelled {
 		key[1] = 1
+	}
+	if it.Trimmed {
+		key[2] = 1
 	}
 	tokens, ok := p.counted[key]
 	if !ok {
@@ -595,14 +598,24 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 			docs = append(docs, d)
 		}
 		if !charge(unit, docs) {
-			// Without its neighbours, the match alone may still fit.
+			// Without its neighbours, the match alone may still fit, or
+			// the sentences of it that carry the match.
 			at := slices.Index(docs, hit.doc)
-			if len(unit) == 1 || !charge(unit[at:at+1], docs[at:at+1]) {
-				p.tried[hit.doc] = true
-				misses++
-				continue
+			alone := unit[at : at+1]
+			if len(unit) == 1 || !charge(alone, docs[at:at+1]) {
+				cut := alone[0]
+				if !cut.Trimmed {
+					cut.Text, cut.Trimmed = p.cut(hit.doc)
+					cut.Chars = client.LineChars(cut.Line())
+				}
+				if !cut.Trimmed || !charge([]client.RecalledItem{cut}, docs[at:at+1]) {
+					p.tried[hit.doc] = true
+					misses++
+					continue
+				}
+				alone = []client.RecalledItem{cut}
 			}
-			unit, docs = unit[at:at+1], docs[at:at+1]
+			unit, docs = alone, docs[at:at+1]
 		}
 		delete(p.tried, hit.doc)
 		for i, d := range docs {

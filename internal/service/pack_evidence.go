@@ -205,6 +205,14 @@ func (p *picker) trim(d int) (string, bool) {
 	if utf8.RuneCountInString(text) <= max(trimChars, p.budget/trimShare) {
 		return text, false
 	}
+	return p.cut(d)
+}
+
+// cut is doc d's text cut to its sentences that hold a query or feedback
+// term (trim, whatever its length): a match too long for the room left
+// may still fit as the sentences that carry it.
+func (p *picker) cut(d int) (string, bool) {
+	text := p.x.docs[d].turn.Text
 	want := map[string]bool{}
 	for _, t := range p.terms {
 		want[t] = true

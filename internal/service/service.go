@@ -3,7 +3,7 @@
 // $SRV.INFO, $SRV.STATS) and load-balanced across processor instances by
 // its queue group. Endpoints, under <prefix>.svc:
 //
-//   - context: a session's packed context, seed 000's layers in prompt
+//   - context: a session's packed context, its layers in prompt
 //     order (summary, or in mode evict the eviction note, then verbatim turns from the cursor),
 //     within an optional budget in characters and/or tokens; with a query,
 //     question-aware: the summary, the matching memories and earlier
@@ -50,7 +50,7 @@ import (
 const Version = "1.0.0"
 
 // TokenCounter counts the tokens of a prompt line (the processor's
-// tokenizer); nil means seed 004's chars/4×1.2 estimate.
+// tokenizer); nil means a chars/4×1.2 estimate.
 type TokenCounter interface{ Count(text string) int }
 
 // requestTimeout bounds the KV and stream reads of one request.
@@ -80,6 +80,8 @@ type server struct {
 	istore     *indexStore // nil: indexes not persisted (storeBytes 0)
 	storeBytes int64
 	reg        prometheus.Registerer
+	// memoryFailures counts reads of memories that failed (memoriesOf).
+	memoryFailures prometheus.Counter
 }
 
 // Start registers the service on nc and serves until ctx ends or the
@@ -180,6 +182,7 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 			go s.preload(ctx)
 		}
 	}
+	s.memoryFailures = newMemoryFailures(s.reg)
 	if s.embedCfg != nil {
 		if s.vec, err = newVectors(*s.embedCfg, strings.TrimSuffix(layout.Bucket, "_SESSIONS")+"_VECTORS", s.reg); err != nil {
 			return nil, err

@@ -20,14 +20,37 @@ func archiveKey(id string, epoch uint32) string {
 // under its archive key. Writing it twice (a retry after a crash) is
 // harmless: the same life of the session has the same key.
 func (st *Store) Archive(ctx context.Context, s *Session) error {
+	a, err := s.Archival()
+	if err != nil {
+		return err
+	}
+	return st.WriteArchive(ctx, a)
+}
+
+// Archival is a session's final state encoded for its archive key, to be
+// written by WriteArchive.
+type Archival struct {
+	ID, key string
+	data    []byte
+}
+
+// Archival encodes the session's final state for Archive without writing
+// it: the write can then wait for the server away from the goroutine that
+// changes the session.
+func (s *Session) Archival() (Archival, error) {
 	c := *s
 	c.Sealed = 0 // every ref inline: the archive outlives the sealed chunks
 	data, err := c.Encode(nil)
 	if err != nil {
-		return fmt.Errorf("encode archive of session %s: %w", s.ID, err)
+		return Archival{}, fmt.Errorf("encode archive of session %s: %w", s.ID, err)
 	}
-	if _, err := st.kv.Put(ctx, archiveKey(s.ID, s.Epoch), data); err != nil {
-		return fmt.Errorf("archive session %s: %w", s.ID, err)
+	return Archival{ID: s.ID, key: archiveKey(s.ID, s.Epoch), data: data}, nil
+}
+
+// WriteArchive writes an archive encoded by Archival.
+func (st *Store) WriteArchive(ctx context.Context, a Archival) error {
+	if _, err := st.kv.Put(ctx, a.key, a.data); err != nil {
+		return fmt.Errorf("archive session %s: %w", a.ID, err)
 	}
 	return nil
 }

@@ -53,18 +53,52 @@ func (s *Session) NeedsSeal() bool { return s.Total-s.refsFrom() > 2*ChunkSize }
 // Seal writes every full chunk not yet sealed and advances s.Sealed. It must
 // complete before a checkpoint that relies on it is written.
 func (st *Store) Seal(ctx context.Context, s *Session) error {
+	c, err := s.Sealing()
+	if err != nil {
+		return err
+	}
+	if err := st.WriteChunks(ctx, c); err != nil {
+		return err
+	}
+	s.Sealed = c.Sealed
+	return nil
+}
+
+// Chunks are sealed ref chunks encoded, to be written (WriteChunks) before
+// the checkpoint that says Sealed.
+type Chunks struct {
+	ID     string
+	Keys   []string
+	Data   [][]byte
+	Sealed int64 // the session's Sealed once they are written
+}
+
+// Sealing encodes every full chunk not yet sealed, without writing it:
+// the caller writes them (WriteChunks), off the goroutine that changes the
+// session if it likes, then sets s.Sealed to the chunks' Sealed.
+func (s *Session) Sealing() (Chunks, error) {
+	c := Chunks{ID: s.ID, Sealed: s.Sealed}
 	end := s.Total / ChunkSize * ChunkSize
 	for k := s.refsFrom() / ChunkSize; (k+1)*ChunkSize <= end; k++ {
 		from := max(k*ChunkSize, s.Cursor)
 		lo, hi := int(from-s.Cursor), int((k+1)*ChunkSize-s.Cursor)
 		data, err := json.Marshal(chunk{From: from, Refs: s.Turns[lo:hi]})
 		if err != nil {
-			return fmt.Errorf("encode refs chunk %d of session %s: %w", k, s.ID, err)
+			return Chunks{}, fmt.Errorf("encode refs chunk %d of session %s: %w", k, s.ID, err)
 		}
-		if _, err := st.kv.Put(ctx, chunkKey(s.ID, s.Epoch, k), data); err != nil {
-			return fmt.Errorf("seal refs chunk %d of session %s: %w", k, s.ID, err)
+		c.Keys = append(c.Keys, chunkKey(s.ID, s.Epoch, k))
+		c.Data = append(c.Data, data)
+		c.Sealed = (k + 1) * ChunkSize
+	}
+	return c, nil
+}
+
+// WriteChunks writes chunks encoded by Sealing, in order.
+func (st *Store) WriteChunks(ctx context.Context, c Chunks) error {
+	for i, key := range c.Keys {
+		if _, err := st.kv.Put(ctx, key, c.Data[i]); err != nil {
+			return fmt.Errorf("seal refs chunk %s of session %s: %w", key, c.ID, err)
 		}
-		s.Sealed = (k + 1) * ChunkSize
 	}
 	return nil
 }

@@ -124,17 +124,25 @@ func (st *Store) Save(ctx context.Context, s *Session, rev uint64) (uint64, erro
 	if err != nil {
 		return 0, fmt.Errorf("encode checkpoint of session %s: %w", s.ID, err)
 	}
+	return st.SaveEncoded(ctx, s.ID, data, rev)
+}
+
+// SaveEncoded is Save of a checkpoint already encoded (Encode), so the
+// write can wait for the server away from the goroutine that changes the
+// session.
+func (st *Store) SaveEncoded(ctx context.Context, id string, data []byte, rev uint64) (uint64, error) {
 	var nrev uint64
+	var err error
 	if rev == 0 {
-		nrev, err = st.kv.Create(ctx, s.ID, data)
+		nrev, err = st.kv.Create(ctx, id, data)
 	} else {
-		nrev, err = st.kv.Update(ctx, s.ID, data, rev)
+		nrev, err = st.kv.Update(ctx, id, data, rev)
 	}
 	if err != nil {
 		if IsConflict(err) {
-			return 0, fmt.Errorf("save session %s at revision %d: %w", s.ID, rev, ErrConflict)
+			return 0, fmt.Errorf("save session %s at revision %d: %w", id, rev, ErrConflict)
 		}
-		return 0, fmt.Errorf("save session %s: %w", s.ID, err)
+		return 0, fmt.Errorf("save session %s: %w", id, err)
 	}
 	return nrev, nil
 }

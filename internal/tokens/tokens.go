@@ -1,6 +1,6 @@
 // Package tokens counts tokens in transcript text.
 //
-// foldstream uses the fallback chain of seed 004:
+// foldstream uses a fallback chain:
 //
 //  1. provider-reported usage, when the bot sends it (the turn's
 //     context_tokens / tokens fields): callers use those numbers as they are
@@ -129,13 +129,13 @@ func (c *Counter) countBPE(text string) (n int, ok bool) {
 
 // Lazy is a token count that is computed on first use and then remembered.
 //
-// A BPE count costs about 13–20 µs for a 200-character turn and ~240
-// allocations (the heuristic about 70 ns and none; see BenchmarkCount), which
-// would cap a single core near 50–75k turns/s if every turn were counted on
-// ingest, below the JetStream consume rate. Modes that need a turn's tokens only
+// A BPE count of a 200-character turn costs tens of microseconds and a few
+// hundred allocations (the heuristic a fraction of a microsecond and none;
+// BenchmarkCount), which would keep a core below the JetStream consume rate
+// if every turn were counted on ingest. Modes that need a turn's tokens only
 // at fold time (window, interval) can hold a Lazy per turn and pay for the
 // BPE only for the turns they fold; modes whose trigger is token-based pay on
-// first use, as before. Estimate gives the heuristic without forcing the count.
+// first use. Estimate gives the heuristic without forcing the count.
 //
 // A Lazy is safe for concurrent use; its zero value counts zero tokens.
 type Lazy struct {

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import re
 import secrets
@@ -750,7 +749,7 @@ class Connection:
                 pass
 
     def kill_for_test(self) -> None:
-        """Drop the socket as a network failure would (tests)."""
+        """Drop the socket as a network failure would; the connection then reconnects (for tests)."""
         if self._proto is not None and self._proto.transport is not None:
             self._proto.transport.abort()
 
@@ -771,7 +770,3 @@ class Connection:
         self._fail_pending(ConnectionClosedError("connection closed"))
         self._notify("closed")
 
-
-def env_servers() -> list[str]:
-    """NATS_URL from the environment, comma-separated, or the local default."""
-    return [s.strip() for s in os.environ.get("NATS_URL", "nats://127.0.0.1:4222").split(",") if s.strip()]

@@ -3,9 +3,11 @@
 ``FoldstreamChatMessageHistory`` is a LangChain ``BaseChatMessageHistory``
 (langchain-core, imported when the class is first used; install the
 ``langchain`` extra). ``add_messages`` publishes each message as a turn;
-``messages`` is foldstream's packed context for the latest human message:
-one system message (summary, remembered facts, dated excerpts), then the
-recent turns as human and AI messages.
+``messages`` is foldstream's packed context for the latest human message
+(or for ``history.query`` when set: the live question, which
+``RunnableWithMessageHistory`` has not added yet when it reads the
+history): one system message (summary, remembered facts, dated excerpts),
+then the recent turns as human and AI messages.
 
 The foldstream side is two plain functions, :func:`turn_for_message` and
 :func:`history_messages`, usable (and tested) without LangChain.
@@ -81,6 +83,10 @@ def _make_class() -> type:
             self.wait = wait
             self.timeout = timeout
             self.last_human: str | None = None
+            # The live question, when the caller knows it before the
+            # history is read (RunnableWithMessageHistory reads the history
+            # before it adds the new input); else the latest human message.
+            self.query: str | None = None
 
         async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
             turns = []
@@ -95,7 +101,7 @@ def _make_class() -> type:
         async def aget_messages(self) -> list[BaseMessage]:
             if self.wait:
                 await self.client.wait_caught_up(self.session, timeout=self.timeout)
-            ctx = await self.client.context(self.session, query=self.last_human or None,
+            ctx = await self.client.context(self.session, query=self.query or self.last_human or None,
                                             budget_tokens=self.budget_tokens, budget_chars=self.budget_chars)
             return [classes[t](content=c) for t, c in history_messages(ctx, self.system_prompt)]
 

@@ -194,9 +194,13 @@ def test_tls_with_client_certificate(nats_server_bin: Path, tmp_path: Path) -> N
     if shutil.which("openssl") is None:
         _missing("openssl: needed to make the test certificates")
     d = tmp_path
+    # Extensions as strict verification (Python 3.13's default) wants them.
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "1",
-             "-subj", "/CN=foldstream test CA", cwd=d)
-    for name, ext in (("server", "subjectAltName=IP:127.0.0.1"), ("client", "extendedKeyUsage=clientAuth")):
+             "-subj", "/CN=foldstream test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=d)
+    aki = "\nauthorityKeyIdentifier=keyid,issuer\nsubjectKeyIdentifier=hash"
+    for name, ext in (("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth" + aki),
+                      ("client", "extendedKeyUsage=clientAuth" + aki)):
         _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}-key.pem", "-out", f"{name}.csr",
                  "-subj", f"/CN={name}", cwd=d)
         (d / f"{name}.ext").write_text(ext + "\n")

@@ -149,19 +149,15 @@ func replaceBetween(doc []byte, begin, end, body string) ([]byte, error) {
 // ModesTable is the modes table of docs/modes.md, from each mode's file.
 func ModesTable() string {
 	var b strings.Builder
-	b.WriteString("| mode | seed | what it does | settings it reads (besides those of every mode) | file |\n")
+	b.WriteString("| mode | typical bot | what it does | settings it reads (besides those of every mode) | file |\n")
 	b.WriteString("|---|---|---|---|---|\n")
 	for _, e := range fold.Engines() {
 		d := e.Doc()
-		seed := d.Seed
-		if seed == "" {
-			seed = "—"
-		}
 		keys := "—"
 		if s := e.Settings(); len(s) > 0 {
 			keys = "`" + strings.Join(s, "`, `") + "`"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | `internal/fold/mode_%s.go` |\n", e.Name(), seed, d.Summary, keys, e.Name())
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | `internal/fold/mode_%s.go` |\n", e.Name(), d.Bot, d.Summary, keys, e.Name())
 	}
 	return b.String()
 }
@@ -248,16 +244,12 @@ func outboundMode(description string) string {
 	return fmt.Sprintf(`{ "description": %s, "enum": [%s] }`, jsonString(description), strings.Join(quoted, ", "))
 }
 
-// modeList names every mode with its seed, and what more about each
-// returns, separated by semicolons.
+// modeList names every mode, and what more about each returns,
+// separated by semicolons.
 func modeList(more func(fold.Engine) string) string {
 	var parts []string
 	for _, e := range fold.Engines() {
-		p := string(e.Name())
-		if seeds := e.Doc().Seeds(); seeds != "" {
-			p += " (" + seeds + ")"
-		}
-		parts = append(parts, p+more(e))
+		parts = append(parts, string(e.Name())+more(e))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -358,15 +350,8 @@ func modeProperty() string {
 			d.WriteString(";")
 		}
 		fmt.Fprintf(&d, " %s", e.Name())
-		var about []string
-		if seeds := e.Doc().Seeds(); seeds != "" {
-			about = append(about, seeds)
-		}
 		if e.Name() == fold.DefaultMode {
-			about = append(about, "the default")
-		}
-		if len(about) > 0 {
-			fmt.Fprintf(&d, " (%s)", strings.Join(about, ", "))
+			d.WriteString(" (the default)")
 		}
 		fmt.Fprintf(&d, ": %s", e.Doc().Summary)
 		if fb := e.WithoutRecall(); fb != "" {

@@ -1,7 +1,7 @@
 // Package prompt renders summarizer prompts from text/template templates.
 //
-// The defaults are the seeds' prompts (seed 000 for voice sessions, seed
-// 003 for agent sessions, plus a re-compaction prompt); users may replace
+// The defaults are a voice prompt, an agent prompt for sessions with tool
+// calls, and a re-compaction prompt; users may replace
 // any of them with Load. Session content — turns, notes and the previous
 // summary — is always fenced as data (<transcript>…</transcript> etc.) and
 // neutralized so that no turn can close a fence and smuggle instructions

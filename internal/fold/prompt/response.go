@@ -16,7 +16,7 @@ var (
 )
 
 // ParseMemories splits a model answer into the summary and the durable
-// facts of its optional <memories> block (seed 004), one per line. A
+// facts of its optional <memories> block, one per line. A
 // block left unclosed (output cut at max tokens) runs to the end. A
 // <summary>…</summary> wrapper, which seed-004-style models like to add,
 // is removed.

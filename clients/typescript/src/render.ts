@@ -1,0 +1,214 @@
+/**
+ * Rendering a context reply as prompt text and as chat messages, exactly
+ * as the Go client and the `processor context` command do
+ * (client.TurnLine, client.Context.Prompt, client.ExcerptRun; the rules
+ * are in clients/conformance/README.md).
+ *
+ * @module
+ */
+
+import type { ContextReply, ContextTurn, RecalledItem } from "./wire.js";
+
+/** The prefix of the summary layer: "Earlier in this session: ". */
+export const SUMMARY_PREFIX = "Earlier in this session: ";
+/** The header before recalled memories. */
+export const MEMORIES_HEADER = "Remembered facts relevant to the question:";
+/** The header before recalled earlier turns. */
+export const EXCERPTS_HEADER = "Earlier excerpts of this session relevant to the question (transcript order):";
+/** The header before the verbatim turns when anything was recalled. */
+export const RECENT_HEADER = "Recent turns:";
+/** The longest speaker name in a prompt line, in characters. */
+export const MAX_NAME_CHARS = 32;
+/** A run of excerpt turns is labelled once when each was said at most this long after the label. */
+export const RUN_SPAN_MS = 10 * 60 * 1000;
+
+const roleWords = new Set(["user", "assistant", "system", "developer", "tool", "function", "bot", "ai", "model", "moderator", "admin"]);
+const trimmed = " -–—,;|/\\";
+const brackets = new Map([
+  ["(", ")"], ["[", "]"], ["{", "}"], ["（", "）"], ["【", "】"], ["［", "］"], ["｛", "｝"], ["〔", "〕"], ["⟨", "⟩"],
+]);
+const bracketChars = new Set([...brackets.keys(), ...brackets.values()]);
+const colons = new Set([
+  ":", "\uFF1A", "\uFE55", "\uFE13", "\uA789", "\u2236", "\u02F8", "\u0589", "\u05C3", "\u0703", "\u0704", "\u16EC",
+  "\u1804", "\u205A", "\u02D0", "\u2982",
+]);
+const formatOrPrivate = /^[\p{Cf}\p{Co}]$/u;
+const controlOrSpace = /^[\p{Cc}\p{White_Space}]$/u;
+const loneSurrogate = /^[\uD800-\uDFFF]$/;
+
+function trimSet(s: string, left: boolean, right: boolean): string {
+  const cps = Array.from(s);
+  let i = 0;
+  let j = cps.length;
+  while (left && i < j && trimmed.includes(cps[i]!)) i++;
+  while (right && j > i && trimmed.includes(cps[j - 1]!)) j--;
+  return cps.slice(i, j).join("");
+}
+
+function plain(s: string): boolean {
+  if (s === "" || s.length > MAX_NAME_CHARS || trimmed.includes(s[0]!) || trimmed.includes(s[s.length - 1]!)) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (":()[]{}".includes(s[i]!) || c < 0x20 || c > 0x7e || (c === 0x20 && s.charCodeAt(i - 1) === 0x20)) return false;
+  }
+  return true;
+}
+
+function namesRole(inner: string): boolean {
+  return inner.split(/[^\p{L}]+/u).some((w) => w !== "" && roleWords.has(w.toLowerCase()));
+}
+
+/**
+ * A speaker's name as a prompt line shows it: on one line, without colons,
+ * brackets or role tags such as "(assistant)", at most 32 characters, so
+ * that a display name cannot forge a line of its own; "" when nothing is
+ * left.
+ */
+export function speakerName(raw: string): string {
+  if (plain(raw)) return raw;
+  const cps = Array.from(raw);
+  let out = "";
+  for (let i = 0; i < cps.length; i++) {
+    const r = cps[i]!;
+    const closer = brackets.get(r);
+    if (closer !== undefined) {
+      const end = cps.indexOf(closer, i + 1);
+      if (end >= 0 && namesRole(cps.slice(i + 1, end).join(""))) {
+        i = end;
+        out += " ";
+        continue;
+      }
+    }
+    if (r.codePointAt(0)! >= 0x80 && formatOrPrivate.test(r)) continue;
+    if (loneSurrogate.test(r) || controlOrSpace.test(r) || colons.has(r) || bracketChars.has(r)) {
+      out += " ";
+    } else {
+      out += r;
+    }
+  }
+  const name = trimSet(out.split(/\p{White_Space}+/u).filter((w) => w !== "").join(" "), true, true);
+  const n = Array.from(name);
+  if (n.length <= MAX_NAME_CHARS) return name;
+  let cut = n.slice(0, MAX_NAME_CHARS - 1).join("");
+  const sp = cut.lastIndexOf(" ");
+  if (sp >= 0 && Array.from(cut.slice(0, sp)).length >= MAX_NAME_CHARS / 2) cut = cut.slice(0, sp);
+  return trimSet(cut, false, true) + "…";
+}
+
+const lineBreaks = /\r\n|[\n\r\u2028\u2029]/g;
+
+/** A text on one line: its line breaks shown as " ⏎ ". */
+export function oneLine(text: string): string {
+  return text.replace(lineBreaks, " ⏎ ");
+}
+
+/** A turn as one prompt line: "<name>: <text>", the name normalised ({@link speakerName}, "unknown" when empty). */
+export function turnLine(name: string, text: string): string {
+  return `${speakerName(name) || "unknown"}: ${oneLine(text)}`;
+}
+
+/** A context turn's prompt line: its speaker's, or its role's when the speaker's name normalises to nothing. */
+export function contextTurnLine(t: Pick<ContextTurn, "speaker" | "role" | "text">): string {
+  if (speakerName(t.speaker ?? "") === "" && t.role) return turnLine(t.role, t.text);
+  return turnLine(t.speaker ?? "", t.text);
+}
+
+const days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+const pad = (n: number) => String(n).padStart(2, "0");
+
+/** The time of a recalled item in milliseconds, or undefined when it has none. */
+function itemTime(at: string | undefined): number | undefined {
+  if (!at || at.startsWith("0001-01-01")) return undefined;
+  const ms = Date.parse(at);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** A time as recalled lines label it: "Sun 2026-11-22 20:00 UTC". */
+export function recallLabel(ms: number): string {
+  const d = new Date(ms);
+  return `${days[d.getUTCDay()]} ${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())} UTC`;
+}
+
+/** A recalled item's line where it continues a run of excerpts: without its date and time. */
+export function recalledRunLine(r: RecalledItem): string {
+  if (r.kind === "turn") return contextTurnLine({ speaker: r.speaker ?? "", role: r.role ?? "", text: r.text });
+  const name = speakerName(r.speaker ?? "");
+  return name ? `${name}: ${oneLine(r.text)}` : oneLine(r.text);
+}
+
+/** A recalled item as one labelled line: "[Sun 2026-11-22 20:00 UTC] Alice: text"; a memory after "- ". */
+export function recalledLine(r: RecalledItem): string {
+  const ms = itemTime(r.at);
+  return (r.kind === "memory" ? "- " : "") + (ms === undefined ? "" : `[${recallLabel(ms)}] `) + recalledRunLine(r);
+}
+
+/**
+ * The recalled items' lines in order: a run of consecutive excerpt turns
+ * (each the next index, said no earlier than the run's label and at most
+ * 10 minutes after it) is labelled once, on its first line.
+ */
+export function recalledLines(items: readonly RecalledItem[]): string[] {
+  let run: { last: number; label: number } | undefined;
+  return items.map((r) => {
+    const ms = itemTime(r.at);
+    if (r.kind !== "turn" || ms === undefined) {
+      run = undefined;
+      return recalledLine(r);
+    }
+    if (run && r.index === run.last + 1 && ms >= run.label && ms - run.label <= RUN_SPAN_MS) {
+      run = { last: r.index, label: run.label };
+      return recalledRunLine(r);
+    }
+    run = { last: r.index, label: ms };
+    return recalledLine(r);
+  });
+}
+
+/** The lines before the verbatim turns: summary, eviction notes, memories and excerpts under their headers. */
+function headLines(c: Pick<ContextReply, "summary" | "evictions" | "recalled">): string[] {
+  const lines: string[] = [];
+  if (c.summary) lines.push(c.summary.text);
+  for (const e of c.evictions ?? []) lines.push(e.text);
+  const recalled = c.recalled ?? [];
+  for (const [kind, header] of [["memory", MEMORIES_HEADER], ["turn", EXCERPTS_HEADER]] as const) {
+    const items = recalled.filter((r) => r.kind === kind);
+    if (items.length > 0) lines.push(header, ...recalledLines(items));
+  }
+  return lines;
+}
+
+/**
+ * The context as prompt text, one line per item, each ending in "\n":
+ * what the `processor context` command prints after its header line. Its
+ * length in characters is the reply's `chars`.
+ */
+export function contextText(c: Pick<ContextReply, "summary" | "evictions" | "recalled" | "turns">): string {
+  const lines = headLines(c);
+  const turns = c.turns ?? [];
+  if ((c.recalled ?? []).length > 0 && turns.length > 0) lines.push(RECENT_HEADER);
+  for (const t of turns) lines.push(contextTurnLine(t));
+  return lines.map((l) => l + "\n").join("");
+}
+
+/** A chat message, assignable to the OpenAI SDK's ChatCompletionMessageParam. */
+export interface ChatMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+/**
+ * The context as chat messages: one system message holding the summary,
+ * eviction notes, remembered facts and earlier excerpts (with their dates),
+ * when there are any; then each verbatim turn, an assistant's as an
+ * assistant message holding its text, any other as a user message holding
+ * its line ("Alice: …", so the model knows who spoke).
+ */
+export function contextMessages(c: Pick<ContextReply, "summary" | "evictions" | "recalled" | "turns">): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  const head = headLines(c);
+  if (head.length > 0) out.push({ role: "system", content: head.join("\n") });
+  for (const t of c.turns ?? []) {
+    out.push(t.role === "assistant" ? { role: "assistant", content: t.text } : { role: "user", content: contextTurnLine(t) });
+  }
+  return out;
+}
