@@ -473,27 +473,43 @@ func (s *server) preload(ctx context.Context) {
 		if held {
 			continue // asked for meanwhile
 		}
-		e := c.entry(r.session)
-		e.mu.Lock()
-		if e.r == nil {
-			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-			rp, err := s.restored(rctx, e)
-			if rp != nil && err == nil {
-				e.r = rp
-				s.memoriesOf(rctx, rp)
-				c.account(e, rp.bytes())
-				st.preloaded.Inc()
-				n++
-			}
+		// Loaded on an entry of its own, added to the cache only if no
+		// request made one meanwhile (and locked until it is ready).
+		e := &cacheEntry{session: r.session}
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		rp, err := s.restored(rctx, e)
+		if rp == nil || err != nil {
 			cancel()
-			if e.r == nil {
-				e.mu.Unlock()
-				c.drop(e)
-				continue
-			}
+			continue
 		}
+		e.mu.Lock()
+		e.r = rp
+		if !c.adopt(e) {
+			e.mu.Unlock()
+			cancel()
+			continue
+		}
+		s.memoriesOf(rctx, rp)
+		cancel()
+		c.account(e, rp.bytes())
 		e.mu.Unlock()
+		st.preloaded.Inc()
+		n++
 	}
 	s.log.Info().Str("event", "recall_index_preloaded").Int("sessions", n).Int("recent", len(recent)).
 		Dur("took", time.Since(began)).Msg("recall indexes of recently active sessions loaded into memory")
+}
+
+// adopt adds e to the cache as the most recently used entry of its
+// session, unless the session has one; it reports whether it did.
+func (c *indexCache) adopt(e *cacheEntry) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[e.session]; ok {
+		return false
+	}
+	e.elem = c.lru.PushFront(e)
+	c.entries[e.session] = e
+	c.m.sessions.Set(float64(len(c.entries)))
+	return true
 }

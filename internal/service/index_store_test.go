@@ -38,7 +38,9 @@ func TestStoredIndexIsLoadedAfterARestart(t *testing.T) {
 
 	b := direct(t, e)
 	sameAnswers(t, "after a restart", "s1", scan, b)
-	if c := b.IndexCounters(); c.Builds != 0 || c.Loads != 1 {
+	// Loaded by the preload at start or by the first request (by both
+	// when they meet: the preload's is then not kept).
+	if c := b.IndexCounters(); c.Builds != 0 || c.Loads < 1 {
 		t.Fatalf("after a restart: %+v, expected the stored index loaded, nothing built", c)
 	}
 
@@ -47,15 +49,16 @@ func TestStoredIndexIsLoadedAfterARestart(t *testing.T) {
 	e.Settled("s1", 90, 30)
 	c := direct(t, e)
 	sameAnswers(t, "a stored index behind the stream", "s1", scan, c)
-	if got := c.IndexCounters(); got.Builds != 0 || got.Loads != 1 {
+	if got := c.IndexCounters(); got.Builds != 0 || got.Loads < 1 {
 		t.Fatalf("behind the stream: %+v, expected the stored index loaded and extended", got)
 	}
 
 	// An eviction: the next request loads it again.
+	before := b.IndexCounters().Loads
 	b.EvictIndexes()
 	sameAnswers(t, "after an eviction", "s1", scan, b)
-	if got := b.IndexCounters(); got.Builds != 0 || got.Loads != 2 {
-		t.Fatalf("after an eviction: %+v, expected a second load", got)
+	if got := b.IndexCounters(); got.Builds != 0 || got.Loads != before+1 {
+		t.Fatalf("after an eviction: %+v (%v loads before), expected one more load", got, before)
 	}
 }
 
@@ -64,7 +67,7 @@ func TestStoredIndexIsLoadedAfterARestart(t *testing.T) {
 func TestStoredIndexIsPreloadedAtStart(t *testing.T) {
 	e, scan := storedSession(t)
 	b := direct(t, e)
-	b.WaitPreloaded(t)
+	b.WaitPreloaded(t) // no request before: nothing races the preload
 	if c := b.IndexCounters(); b.IndexedSessions() != 1 || c.Loads != 1 || c.Preloaded != 1 {
 		t.Fatalf("after the preload: %d sessions in memory, %+v; expected s1 loaded", b.IndexedSessions(), c)
 	}
@@ -138,7 +141,7 @@ func TestStoredIndexIsRebuiltWhenUnusable(t *testing.T) {
 			b.PersistIndexes(ctx)
 			again := direct(t, e, tc.opts...)
 			sameAnswers(t, tc.name+", written again", "s1", scan, again)
-			if c := again.IndexCounters(); c.Builds != 0 || c.Loads != 1 {
+			if c := again.IndexCounters(); c.Builds != 0 || c.Loads < 1 {
 				t.Fatalf("%s, written again: %+v, expected it loaded", tc.name, c)
 			}
 		})
