@@ -38,10 +38,12 @@ vet:
 
 # Writes what is derived from the settings' declarations and the modes'
 # files: the schemas' mode and setting properties, the tables of
-# docs/modes.md. internal/events' tests fail while the committed files
-# differ.
+# docs/modes.md, and the TypeScript client's wire types
+# (clients/typescript/src/wire.ts, from schema/v1). internal/events' tests
+# and the TypeScript suite fail while the committed files differ.
 generate:
 	$(GO) generate ./internal/events
+	node clients/typescript/scripts/gen-wire.mjs
 
 # staticcheck, pinned; the two deliberate exceptions carry //lint:ignore
 # with their reason. CI runs it after the tests.

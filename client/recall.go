@@ -270,7 +270,7 @@ func CheckContext(r *ContextRequest) error {
 // ExcerptRun is where a prompt's section of recalled lines stands, so that
 // a run of consecutive excerpt turns is labelled with its date and time
 // once, on its first line, rather than on every line (the label costs
-// ~27 characters a line; measured in docs/continuity.md). The zero value
+// ~27 characters a line; go run ./cmd/eval -explore measures it). The zero value
 // is before a section's first line.
 //
 // A turn continues the run of the line before it when it is the next

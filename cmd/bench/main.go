@@ -42,10 +42,11 @@ type opts struct {
 	recallSessions, recallSessionTurns int
 	// repeated: the ingest and fold sections' turns all say benchText (one
 	// sentence) instead of benchLines.
-	repeated bool
+	repeated                      bool
+	clientsTurns, clientsContexts int
 }
 
-var allSections = []string{"ingest", "fold", "memory", "cost", "recovery", "recall"}
+var allSections = []string{"ingest", "fold", "memory", "cost", "recovery", "recall", "clients"}
 
 func main() {
 	var o opts
@@ -68,6 +69,8 @@ func main() {
 	flag.IntVar(&o.recallTurns, "recall-turns", 10000, "turns of the session asked for question-aware contexts in the recall section")
 	flag.IntVar(&o.recallSessions, "recall-sessions", 1000, "recall section, scale line: active sessions asked at random (0 skips the line)")
 	flag.IntVar(&o.recallSessionTurns, "recall-session-turns", 5000, "recall section, scale line: turns of each session")
+	flag.IntVar(&o.clientsTurns, "clients-turns", 20000, "clients section: turns each client publishes with acks awaited")
+	flag.IntVar(&o.clientsContexts, "clients-contexts", 500, "clients section: timed context requests of each client")
 	flag.Parse()
 	switch *ingestText {
 	case "varied":
@@ -132,6 +135,8 @@ func run(w io.Writer, o opts) error {
 			err = recoverySection(ctx, w, o)
 		case "recall":
 			err = recallSection(ctx, w, o)
+		case "clients":
+			err = clientsSection(ctx, w, o)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)

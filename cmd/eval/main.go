@@ -58,7 +58,7 @@ func main() {
 	flag.IntVar(&o.maxSummaryChars, "max-summary-chars", 0, "the processor's summary budget (0 = its default, 1200)")
 	flag.BoolVar(&o.scoring.stem, "score-stem", false, "score with light-stemmed words (answer and context alike), to check a finding does not hang on word forms")
 	flag.BoolVar(&o.verbose, "v", false, "print a row per meeting")
-	flag.BoolVar(&o.explore, "explore", false, "also measure reference rankings, packings and summaries (docs/continuity.md, findings)")
+	flag.BoolVar(&o.explore, "explore", false, "also measure reference rankings, packings and summaries (docs/continuity.md, method)")
 	flag.BoolVar(&o.json, "json", false, "print the results as JSON (every query's figures) instead of tables")
 	flag.DurationVar(&o.quiet, "settle-quiet", 5*time.Second, "a session whose cursor has not moved for this long, with every turn applied and no fold in flight, counts as settled (with a warning) even if a fold is still due")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")

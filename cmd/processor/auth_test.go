@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
-	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 )
@@ -55,35 +54,45 @@ func runMain(t *testing.T, args ...string) (int, string) {
 	return 0, stderr.String()
 }
 
-// startNkeyConf starts the shipped nats/auth/nkey.conf with a fresh key
-// pair for its processor user in place of the file's placeholder, and
-// returns the server and the path of that user's seed file.
-func startNkeyConf(t *testing.T) (*server.Server, string) {
+// startAuthConf starts one of the shipped nats/auth configs as it is
+// (users, permissions, JetStream) but for the processor user's secret,
+// made cheap to check: in nkey.conf a fresh key pair in place of the
+// file's placeholder, whose seed file it returns; in userpass.conf the
+// plain dev password in place of its bcrypt hash (seconds per login under
+// -race on a busy machine).
+func startAuthConf(t *testing.T, name string) (*server.Server, string) {
 	t.Helper()
-	conf, _ := filepath.Abs(filepath.Join("..", "..", "nats", "auth", "nkey.conf"))
+	conf, _ := filepath.Abs(filepath.Join("..", "..", "nats", "auth", name))
 	opts, err := server.ProcessConfigFile(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const placeholder = "UD3DE3DLOWHOQGWDUU6BVUHQGSTZEMZSQA6A75UT6QQQUZ7JC2FOPZMY" // the processor's
-	kp, err := nkeys.CreateUser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := kp.PublicKey()
-	seed, _ := kp.Seed()
+	var seedFile string
 	found := false
-	for _, u := range opts.Nkeys {
-		if u.Nkey == placeholder {
-			u.Nkey, found = pub, true
+	for _, u := range opts.Users {
+		if u.Username == "processor" {
+			u.Password, found = "dev-processor-password", true
 		}
 	}
-	if !found {
-		t.Fatalf("%s has no processor key %s", conf, placeholder)
+	const placeholder = "UD3DE3DLOWHOQGWDUU6BVUHQGSTZEMZSQA6A75UT6QQQUZ7JC2FOPZMY" // nkey.conf's processor
+	for _, u := range opts.Nkeys {
+		if u.Nkey != placeholder {
+			continue
+		}
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed, _ := kp.Seed()
+		seedFile = filepath.Join(t.TempDir(), "processor.nk")
+		if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		u.Nkey, _ = kp.PublicKey()
+		found = true
 	}
-	seedFile := filepath.Join(t.TempDir(), "processor.nk")
-	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
-		t.Fatal(err)
+	if !found {
+		t.Fatalf("%s has no processor user", conf)
 	}
 	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
 	opts.StoreDir, opts.NoSigs, opts.NoLog = t.TempDir(), true, true
@@ -103,11 +112,11 @@ func startNkeyConf(t *testing.T) (*server.Server, string) {
 // every subcommand that connects stop at their connection with an error
 // that names the flag and the prefix the config expects (the server refused
 // the default _INBOX), instead of timing out on their first request; the
-// process exits with status 2. nkey.conf for every subcommand (an nkey
-// login is cheap), userpass.conf (bcrypt, seconds apiece under -race) for
-// the exit status and the user's own prefix in the message.
+// process exits with status 2. nkey.conf for every subcommand,
+// userpass.conf for the exit status and the user's own prefix in the
+// message.
 func TestMissingInboxPrefixIsNamedAtOnce(t *testing.T) {
-	ns, seed := startNkeyConf(t)
+	ns, seed := startAuthConf(t, "nkey.conf")
 	login := []string{"--nats-url", ns.ClientURL(), "--nats-nkey-seed", seed}
 	commands := [][]string{
 		{"run", "--metrics-addr", ""},
@@ -151,8 +160,7 @@ func TestMissingInboxPrefixIsNamedAtOnce(t *testing.T) {
 		t.Errorf("replay with the right prefix: %v, want only the missing stream", err)
 	}
 
-	conf, _ := filepath.Abs(filepath.Join("..", "..", "nats", "auth", "userpass.conf"))
-	up := brokertest.StartConfig(t, conf)
+	up, _ := startAuthConf(t, "userpass.conf")
 	login = []string{"--nats-url", up.ClientURL(), "--nats-user", "processor", "--nats-password", "dev-processor-password"}
 	// A prefix the user may not read is refused the same way.
 	err := run(ctx, append(append([]string{"sessions"}, login...), "--inbox-prefix", "_INBOX_bot"), &out, &errOut)

@@ -11,6 +11,7 @@
 //	processor sessions [S]         list sessions, or show one's state, lag and lease
 //	processor context S            the packed context a prompt builder gets
 //	processor dlq [redrive] [S]    list rejected events, or publish them again after a fix
+//	processor migrate --partitions N  change the partition count, every instance stopped
 //	processor healthcheck          exit 0 if a processor's /healthz answers ok
 //	processor ui [flags]           serve the session inspector, a read-only web page (docs/inspector.md)
 //	processor version
@@ -51,6 +52,7 @@ var commands = []command{
 	{"sessions", "list sessions, or show one session's state, lag and lease", runSessions},
 	{"context", "print the packed context a prompt builder gets", runContext},
 	{"dlq", "list rejected events with their error; dlq redrive publishes them again", runDLQ},
+	{"migrate", "change the inbound stream's partition count (--partitions N), every instance stopped", runMigrate},
 	{"ui", "serve the session inspector, a read-only web page (docs/inspector.md)", runUI},
 	{"healthcheck", "exit 0 if a processor's /healthz answers ok (the container healthcheck)", runHealthcheck},
 	{"version", "print the version", runVersion},

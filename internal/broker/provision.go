@@ -166,7 +166,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 // checkTransform refuses a stream whose partitioning differs from the one
 // asked for: consumers would filter subjects nothing is stored under, and
 // sessions would be read by two partitionings at once. Changing it is a
-// migration (docs/deployment.md), never done on the fly.
+// migration (processor migrate, docs/deployment.md), never done on the fly.
 func checkTransform(stream string, have, want *jetstream.SubjectTransformConfig) error {
 	describe := func(t *jetstream.SubjectTransformConfig) string {
 		if t == nil {
@@ -178,6 +178,6 @@ func checkTransform(stream string, have, want *jetstream.SubjectTransformConfig)
 	if same {
 		return nil
 	}
-	return fmt.Errorf("--partitions: stream %s has %s, but this processor wants %s; every instance must run with the stream's partition count, and changing it is a migration (see docs/deployment.md, \"Changing the partition count\")",
+	return fmt.Errorf("--partitions: stream %s has %s, but this processor wants %s; every instance must run with the stream's partition count, and changing it is a migration: stop every instance, then processor migrate --partitions N (docs/deployment.md, \"Changing the partition count\")",
 		stream, describe(have), describe(want))
 }

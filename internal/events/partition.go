@@ -78,7 +78,11 @@ func (s Subjects) InFilters() []string {
 }
 
 // InSessionAll filters one session's inbound events stored under any
-// layout, before and after a migration: for replay.
+// layout, unpartitioned and partitioned with any count, before and after a
+// migration (processor migrate): what every reader of a session's history
+// reads (the context service's tail, the recall index, the processor's
+// rebuild, replay, the inspector), in stream order. A stored message
+// matches one filter only.
 func (s Subjects) InSessionAll(session string) []string {
 	return []string{s.Prefix + ".in." + session + ".>", s.Prefix + ".part.*.*." + session + ".>"}
 }

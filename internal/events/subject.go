@@ -102,8 +102,10 @@ func (s Subjects) OutAll() string        { return s.Prefix + ".out.>" }
 func (s Subjects) DeadLetterAll() string { return s.Prefix + ".dlq.>" }
 
 // InSession and OutSession filter one session's events. InSession filters
-// the subjects inbound events are stored under: with partitions, their
-// partitioned form (any N).
+// the subjects the current layout stores inbound events under: with
+// partitions, their partitioned form (any N). A reader of a session's
+// history uses InSessionAll (or broker.SessionEvents), which also covers
+// the events stored before a change of --partitions.
 func (s Subjects) InSession(session string) string {
 	if s.Partitions > 0 {
 		return s.Prefix + ".part.*.*." + session + ".>"

@@ -24,10 +24,13 @@ const (
 
 // Outcome is a summary that fits the budget, with what it cost.
 type Outcome struct {
-	Summary      string
-	Tier         Tier
-	Memories     []string
-	MemoryItems  []Memory // structured Memories, when the backend had them
+	Summary     string
+	Tier        Tier
+	Memories    []string
+	MemoryItems []Memory // structured Memories, when the backend had them
+	// State is the backend's Result.State for Summary (nil when the
+	// backend keeps none, or when Summary is not wholly the backend's).
+	State        []byte
 	Model        string
 	InputTokens  int
 	OutputTokens int
@@ -58,6 +61,7 @@ func Summarize(ctx context.Context, s Summarizer, req Request) (Outcome, error) 
 		Tier:         TierFull,
 		Memories:     mergeMemories(nil, res.Memories),
 		MemoryItems:  mergeMemoryItems(nil, res.MemoryItems),
+		State:        res.State,
 		Model:        res.Model,
 		InputTokens:  res.InputTokens,
 		OutputTokens: res.OutputTokens,
@@ -76,6 +80,7 @@ func Summarize(ctx context.Context, s Summarizer, req Request) (Outcome, error) 
 		Session:         req.Session,
 		Profile:         req.Profile,
 		PreviousSummary: out.Summary,
+		PreviousState:   out.State,
 		MaxChars:        req.MaxChars,
 		Recompact:       true,
 		From:            req.From,
@@ -90,7 +95,7 @@ func Summarize(ctx context.Context, s Summarizer, req Request) (Outcome, error) 
 		out.MemoryItems = mergeMemoryItems(out.MemoryItems, re.MemoryItems)
 		if short := strings.TrimSpace(re.Summary); short != "" {
 			if runeLen(short) <= req.MaxChars {
-				out.Summary, out.Tier = short, TierRecompacted
+				out.Summary, out.Tier, out.State = short, TierRecompacted, re.State
 				if re.Model != "" {
 					out.Model = re.Model
 				}
@@ -98,7 +103,7 @@ func Summarize(ctx context.Context, s Summarizer, req Request) (Outcome, error) 
 			}
 			// Still over: clamp whichever is shorter, it loses less.
 			if runeLen(short) < runeLen(long) {
-				long = short
+				long, out.State = short, re.State
 				if re.Model != "" {
 					out.Model = re.Model
 				}

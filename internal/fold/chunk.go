@@ -100,6 +100,7 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 	var (
 		out     = Outcome{Chunks: len(chunks)}
 		prev    = req.PreviousSummary
+		state   = req.PreviousState
 		notes   = req.Notes
 		done    int // chunks summarised
 		worst   Tier
@@ -117,6 +118,7 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 		creq := req
 		if len(chunks) > 1 {
 			creq = chunkRequest(req, c, prev, notes, i == 0, i == len(chunks)-1)
+			creq.PreviousState = state
 		}
 		if len(gaps) > 0 && req.MaxChars > 0 {
 			// Leave room for the gap lines already known.
@@ -133,7 +135,7 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 		}
 		done++
 		notes = nil
-		prev, summary = co.Summary, co.Summary
+		prev, summary, state = co.Summary, co.Summary, co.State
 		worst = worseTier(worst, co.Tier)
 		out.Memories = mergeMemories(out.Memories, co.Memories)
 		out.MemoryItems = mergeMemoryItems(out.MemoryItems, co.MemoryItems)
@@ -152,7 +154,7 @@ func SummarizeChunked(ctx context.Context, s Summarizer, req Request, opt ChunkO
 		return ph, nil
 	}
 	if len(gaps) == 0 {
-		out.Summary, out.Tier = summary, worst
+		out.Summary, out.Tier, out.State = summary, worst, state
 		return out, nil
 	}
 	for _, g := range gaps {

@@ -64,6 +64,13 @@ type Request struct {
 	Recompact bool
 	// From/To bound the folded window in time (first/last turn or note).
 	From, To time.Time
+	// PreviousState is what the backend returned as Result.State with
+	// PreviousSummary, carried unread by the processor in the checkpoint
+	// (nil on the first fold, after a backend without state, and in
+	// checkpoints written before it existed). It is opaque to everyone
+	// but the backend that wrote it, which versions it and must cope with
+	// one it cannot decode.
+	PreviousState []byte
 }
 
 // Result is what a backend returns.
@@ -76,6 +83,10 @@ type Result struct {
 	// structure: one item per memory text, in the same order. Optional
 	// (the openai backend has none).
 	MemoryItems []Memory
+	// State is the backend's own record of what the summary holds, handed
+	// back as the next fold's Request.PreviousState (nil: none, the next
+	// fold starts from PreviousSummary alone).
+	State []byte
 	// Model that produced the summary ("offline" for the offline backend).
 	Model string
 	// Provider-reported usage; zero when the backend has none.

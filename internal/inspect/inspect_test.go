@@ -1,10 +1,14 @@
 package inspect
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/replay"
 )
 
@@ -35,6 +39,24 @@ func TestInspectorAPI(t *testing.T) {
 			t.Errorf("search BET: got %+v, want beta-1 only", list)
 		}
 		r.get("/api/sessions?limit=5000", nil, http.StatusBadRequest, nil)
+
+		// The detail shows the summarizer's state beside the summary as
+		// JSON, and only its size without the text header.
+		var d, dr SessionDetail
+		r.get("/api/sessions/alpha", allowed, http.StatusOK, &d)
+		var st struct {
+			V    int `json:"v"`
+			Open []struct {
+				Text string `json:"text"`
+			} `json:"open"`
+		}
+		if err := json.Unmarshal(d.SummaryState, &st); err != nil || st.V != 1 || len(st.Open) == 0 {
+			t.Errorf("alpha detail: summary state %s (%v), want the offline state as JSON", d.SummaryState, err)
+		}
+		r.get("/api/sessions/alpha", nil, http.StatusOK, &dr)
+		if dr.SummaryState != nil || dr.SummaryStateBytes == 0 {
+			t.Errorf("alpha detail without the header: state %s, %d bytes: want only its size", dr.SummaryState, dr.SummaryStateBytes)
+		}
 	})
 
 	t.Run("timeline", func(t *testing.T) {
@@ -169,4 +191,40 @@ func TestInspectorAPI(t *testing.T) {
 			r.do(m, "/api/sessions/alpha", nil, "", http.StatusMethodNotAllowed, nil)
 		}
 	})
+}
+
+// Under --ui-text deny a rejection's reason keeps its field and what was
+// expected, without the input it quotes; with text allowed it is whole.
+func TestDenyRedactsQuotedInput(t *testing.T) {
+	for _, policy := range []string{TextDeny, TextAllow} {
+		r := newRig(t, policy)
+		r.conversation("alpha", 3)
+		data, _ := json.Marshal(map[string]any{"v": 1, "session": "alpha", "turn_id": "bad-role", "at": time.Now().UTC(),
+			"speaker": "Ann", "role": "my pin is 4711", "text": "hello"})
+		if _, err := r.env.JS.Publish(context.Background(), r.env.Layout.Subjects.In("alpha", events.KindTurn), data); err != nil {
+			t.Fatal(err)
+		}
+		r.env.Eventually("the rejected turn", func() bool {
+			return r.streamCount(r.env.Layout.DLQ, r.env.Layout.Subjects.DeadLetter("alpha")) == 1
+		})
+		var page TimelinePage
+		r.get("/api/sessions/alpha/timeline?limit=1000", nil, http.StatusOK, &page)
+		var reason string
+		for _, it := range page.Items {
+			if it.Rejected != nil {
+				reason = it.Rejected.Reason
+			}
+		}
+		body, _ := json.Marshal(page)
+		switch policy {
+		case TextDeny:
+			if strings.Contains(string(body), "4711") || !strings.Contains(reason, "(14 characters)") || !strings.Contains(reason, "expected") {
+				t.Errorf("deny: reason %q; want the quoted role replaced by its length, the expectation kept (page has the pin: %v)", reason, strings.Contains(string(body), "4711"))
+			}
+		case TextAllow:
+			if !strings.Contains(reason, `"my pin is 4711"`) {
+				t.Errorf("allow: reason %q, want the quoted role", reason)
+			}
+		}
+	}
 }

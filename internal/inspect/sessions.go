@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -38,6 +39,8 @@ type SessionRow struct {
 	// Nil when the checkpoint covers everything stored.
 	Lag *Lag   `json:"lag,omitempty"`
 	Err string `json:"error,omitempty"` // the row could not be read whole
+
+	summaryState []byte // the checkpoint's SummaryState (detail only)
 }
 
 // LeaseRow is a fold lease as the list shows it.
@@ -164,6 +167,7 @@ func (s *Server) row(ctx context.Context, in inboundView, id string) SessionRow 
 	}
 	row.Turns, row.Cursor, row.Version = cp.Total, cp.Cursor, cp.Version
 	row.SummaryChars = len([]rune(cp.Summary))
+	row.summaryState = cp.SummaryState
 	row.PendingNotes, row.LastSeq = len(cp.PendingNotes), cp.LastSeq
 	row.Failures, row.Ended = cp.Failures, cp.Ended
 	row.RetryAfter, row.LastFoldAt, row.LastActivity = timePtr(cp.RetryAfter), timePtr(cp.LastFoldAt), timePtr(cp.LastActivity)
@@ -236,6 +240,13 @@ type SessionDetail struct {
 	ServiceErr  string              `json:"service_error,omitempty"`
 	Totals      replay.Totals       `json:"totals"`
 	LastFailure *FailureInfo        `json:"last_failure,omitempty"`
+	// SummaryState is the summarizer's state beside the summary in the
+	// checkpoint (the offline summarizer's statements, periods and
+	// facts), as JSON when it is JSON, else as a base64 string.
+	// It holds what was said: without the text header only its size is
+	// shown.
+	SummaryState      json.RawMessage `json:"summary_state,omitempty"`
+	SummaryStateBytes int             `json:"summary_state_bytes,omitempty"`
 }
 
 // FailureInfo is the session's latest compaction_failed event.
@@ -261,6 +272,11 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := SessionDetail{Row: s.row(ctx, in, id)}
+	if s.textAllowed(r) {
+		d.SummaryState = readableState(d.Row.summaryState) // it holds what was said
+	} else if len(d.Row.summaryState) > 0 {
+		d.SummaryStateBytes = len(d.Row.summaryState)
+	}
 	var info client.SessionInfo
 	if err := request(ctx, s.cfg.NC, s.subj.Prefix, client.EndpointSession, client.SessionRequest{Session: id}, &info); err != nil {
 		d.ServiceErr = err.Error()
@@ -278,6 +294,9 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		if e.Kind == events.EventCompactionFailed && e.Event != nil {
 			d.LastFailure = &FailureInfo{At: e.Time, FoldID: e.Event.FoldID, ErrorClass: e.Event.ErrorClass,
 				Retryable: e.Event.Retryable != nil && *e.Event.Retryable, Error: e.Event.Error, Model: e.Event.Model}
+			if !s.textAllowed(r) {
+				d.LastFailure.Error = "" // a model's error may quote the prompt
+			}
 			break
 		}
 	}
@@ -290,4 +309,17 @@ func timePtr(t time.Time) *time.Time {
 	}
 	t = t.UTC()
 	return &t
+}
+
+// readableState is a summarizer state as the detail shows it: as it is
+// when it is JSON, else quoted as base64; nil for none.
+func readableState(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	if json.Valid(b) {
+		return b
+	}
+	q, _ := json.Marshal(b) // a []byte marshals as a base64 string
+	return q
 }

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
@@ -261,9 +264,52 @@ func redact(it *Item) {
 		e.Raw, e.Payload = nil, ""
 		it.Redacted = true
 	}
+	// A validation reason may quote the input it refused (got "…"); the
+	// field it names stays.
+	field := ""
+	if e.Rejected != nil {
+		rj := *e.Rejected
+		field = rj.Field
+		rj.Reason = redactQuoted(rj.Reason, field)
+		e.Rejected = &rj
+	}
+	if e.Invalid != "" {
+		e.Invalid = redactQuoted(e.Invalid, field)
+		if e.Turn != nil {
+			// Fields of a refused turn that are otherwise names from a
+			// fixed set may hold anything.
+			t := *e.Turn
+			t.Role, t.Kind, t.Tool = "", "", ""
+			e.Turn = &t
+			it.Redacted = true
+		}
+	}
 	for i, d := range it.Diff {
 		it.Diff[i].Text = fmt.Sprintf("(%d words)", len(strings.Fields(d.Text)))
 	}
+}
+
+// quoted matches a Go-quoted string (%q), the form in which errors quote
+// input.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// redactQuoted replaces every quoted string of s but the field name keep
+// with its length, keeping the rest of the message (the field, what was
+// expected).
+func redactQuoted(s, keep string) string {
+	if !strings.Contains(s, `"`) {
+		return s
+	}
+	return quoted.ReplaceAllStringFunc(s, func(q string) string {
+		u, err := strconv.Unquote(q)
+		if err != nil {
+			return fmt.Sprintf("(%d characters)", len(q)-2)
+		}
+		if keep != "" && u == keep {
+			return q
+		}
+		return fmt.Sprintf("(%d characters)", utf8.RuneCountInString(u))
+	})
 }
 
 // handleTimeline serves one page of a session's timeline: offset and

@@ -30,6 +30,7 @@ type coordinator struct {
 	w        *checkpointWriter
 	loop     foldLoop
 	aside    *aside          // the KV and stream calls it makes, off the loop
+	rec      *recorder       // its publishes and reads of the outbound stream
 	results  chan foldResult // results of this shard's fold goroutines
 	foldCtx  context.Context // parent of every fold's context (Abort, shutdown)
 	inFlight int             // fold goroutines whose result is not back yet
@@ -43,7 +44,6 @@ type coordinator struct {
 	ahead map[string]summaryRecord
 	// policies: the resolved policy of each configuration in use (modes.go)
 	policies map[*events.SessionConfig]fold.Policy
-	sent     sentEvents // lifecycle events waiting for their acks (publish.go)
 }
 
 // foldLoop is the event loop as the coordinator sees it.
@@ -59,14 +59,13 @@ type foldLoop interface {
 	unpark(id string)
 }
 
-func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, a *aside, foldCtx context.Context) *coordinator {
+func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, a *aside, rec *recorder, foldCtx context.Context) *coordinator {
 	return &coordinator{
-		p: p, w: w, loop: loop, aside: a, foldCtx: foldCtx,
+		p: p, w: w, loop: loop, aside: a, rec: rec, foldCtx: foldCtx,
 		results:  make(chan foldResult, 64),
 		wake:     make(map[string]time.Time),
 		ahead:    make(map[string]summaryRecord),
 		policies: make(map[*events.SessionConfig]fold.Policy),
-		sent:     sentEvents{log: p.log},
 	}
 }
 
@@ -136,7 +135,7 @@ func (c *coordinator) reconcile(ls *live, then func()) {
 	id := ls.s.ID
 	ls.waits().on = waitIO
 	c.aside.run(func(ctx context.Context) func() {
-		last, err := c.p.lastSummary(ctx, id)
+		last, err := c.rec.lastSummary(ctx, id)
 		return func() {
 			if w := ls.wait; w != nil {
 				w.on = waitNone
@@ -486,7 +485,7 @@ func (c *coordinator) skip(ls *live, pol fold.Policy, d fold.Decision, trigger s
 		return
 	}
 	ls.lastSkip = d.Reason
-	c.publishLifecycle(ls, events.Lifecycle{
+	c.rec.lifecycle(ls.s, events.Lifecycle{
 		Type: events.EventCompactionSkipped, Reason: string(d.Reason), Trigger: trigger, Mode: string(pol.Mode),
 		RecentStart: d.RecentStart, Eligible: d.Eligible, Estimate: d.Estimate, Limit: d.Limit,
 	})
@@ -507,8 +506,8 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	// it: the session backs off (retry_backoff) until a probe is due, and
 	// at most RetryBackoffMax, so that it folds soon after the breaker
 	// closes. A compact control probes at once. A session past its
-	// emergency threshold (mode tokens) folds with seed 004's placeholder
-	// instead, which needs no model: its context must not overflow while
+	// emergency threshold (mode tokens) folds with the placeholder tier
+	// instead (the previous summary kept, the batch noted), which needs no model: its context must not overflow while
 	// the endpoint is down.
 	ok, probe, retryAt := p.breaker.Begin(now, d.Cause == fold.CauseForced)
 	placeholderOK := pol.Engine().Placeholder(pol, d)
@@ -545,11 +544,11 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	job := foldJob{
 		session: s.ID, foldID: s.Lease.FoldID, trigger: trigger, profile: c.profile(ls), window: pol.Window, policy: pol, cause: d.Cause,
 		exchanges: s.Exchanges, final: trigger == "end",
-		// Seed 004's tier 3: a session past its emergency threshold whose
+		// The placeholder tier: a session past its emergency threshold whose
 		// folds keep failing gets a placeholder rather than overflowing.
 		placeholderOK: placeholderOK && s.Failures >= 2,
 		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
-		prev: s.Summary, from: d.From, to: d.To, started: now, prevVer: s.Version, compactns: s.Compactions,
+		prev: s.Summary, prevState: s.SummaryState, from: d.From, to: d.To, started: now, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
 	}
@@ -558,7 +557,7 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	}
 	p.m.folds.WithLabelValues("started").Inc()
 	p.m.inFlight.Inc()
-	c.publishLifecycle(ls, events.Lifecycle{
+	c.rec.lifecycle(ls.s, events.Lifecycle{
 		Type: events.EventCompactionStarted, FoldID: job.foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
 		Estimate: d.Estimate, Limit: d.Limit, RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
 		PendingNoteCount: len(job.notes),
@@ -584,15 +583,15 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 			r.err, r.model = fmt.Errorf("summary ready after the fold ended: %w", context.Cause(ctx)), false
 		}
 		if r.err == nil {
-			p.sendSummary(&r, job.summarySeq)
+			c.rec.sendSummary(&r, job.summarySeq)
 		}
 		c.results <- r
 	}()
 	// Let the fold run now, before the rest of the shard's batch: a new
 	// goroutine otherwise waits until the shard blocks, and under full
-	// ingest that is most of a fold's latency (bench: p50 ~1 ms to ~0.02
-	// ms from trigger to summarizer called). The fold soon blocks on its
-	// model call or its publish, and the shard goes on.
+	// ingest that is most of a fold's latency from trigger to summarizer
+	// called (cmd/bench's fold section measures it). The fold soon blocks
+	// on its model call or its publish, and the shard goes on.
 	runtime.Gosched()
 }
 
@@ -656,7 +655,7 @@ func (c *coordinator) applyResult(ls *live, r foldResult) {
 	ls.payloads.drop(r.job.turns, r.job.notes)
 	s.Land(state.Landing{
 		Summary: r.out.Summary, Version: r.job.prevVer + 1, Seq: r.seq, To: r.job.to, Notes: len(r.job.notes), At: now,
-		SummaryTokens: r.sumToks, OriginalTokens: r.origToks, Exchanges: r.job.exchanges,
+		SummaryTokens: r.sumToks, OriginalTokens: r.origToks, Exchanges: r.job.exchanges, State: r.out.State,
 	})
 	c.publishMemories(ls, r, s.Version)
 	if s.Sealed <= oldCursor && !r.job.final {
@@ -672,7 +671,7 @@ func (c *coordinator) applyResult(ls *live, r foldResult) {
 	p.m.sumTokens.WithLabelValues("input").Add(float64(r.out.InputTokens))
 	p.m.sumTokens.WithLabelValues("output").Add(float64(r.out.OutputTokens))
 	p.m.foldedToks.Add(float64(r.origToks))
-	c.publishLifecycle(ls, events.Lifecycle{
+	c.rec.lifecycle(ls.s, events.Lifecycle{
 		Type: events.EventCompactionCompleted, FoldID: r.job.foldID, Trigger: r.job.trigger, Mode: string(r.job.policy.Mode), Cause: r.job.cause,
 		Chunks: r.out.Chunks, SkippedTurns: r.out.SkippedTurns, MaskedTurns: r.masked, OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough,
 		SummaryChars: utf8.RuneCountInString(s.Summary), Version: s.Version, Tier: string(r.out.Tier),
@@ -770,7 +769,7 @@ func (c *coordinator) failed(ls *live, r foldResult, latency time.Duration) {
 	}
 	p.m.folds.WithLabelValues("failed").Inc()
 	retryable := re.Retryable
-	c.publishLifecycle(ls, events.Lifecycle{
+	c.rec.lifecycle(ls.s, events.Lifecycle{
 		Type: events.EventCompactionFailed, FoldID: r.job.foldID, Trigger: r.job.trigger, Mode: string(r.job.policy.Mode),
 		BatchFrom: r.job.from, BatchTo: r.job.to - 1, Model: p.sum.Name(), ErrorClass: string(re.Class),
 		Retryable: &retryable, Error: r.err.Error(), LatencyMS: latency.Milliseconds(),
@@ -877,7 +876,7 @@ func (c *coordinator) archived(ls *live, reason string, err error) {
 		ls.payloads = nil
 		c.w.markDirty(ls)
 	}
-	c.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionArchived, Reason: reason, Version: version,
+	c.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventSessionArchived, Reason: reason, Version: version,
 		SummaryChars: utf8.RuneCountInString(summary)})
 	p.log.Info().Str("event", "session_archived").Str("session", s.ID).Str("reason", reason).Uint32("epoch", epoch).
 		Int64("total_turns", total).Uint64("version", version).Msg("session archived")
@@ -920,7 +919,7 @@ func (c *coordinator) autoReset(ls *live, why string) bool {
 	c.aside.dropChunks(ls.s, ls.s.Cursor, ls.s.Sealed)
 	ls.payloads = nil
 	ls.lastSkip = ""
-	c.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset, Reason: why})
+	c.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventSessionReset, Reason: why})
 	p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Str("reason", why).Int64("total_turns", ls.s.Total).
 		Msg("session reset by its reset policy")
 	return true

@@ -73,7 +73,7 @@ func newCoordRig(t *testing.T, cfg Config) *coordRig {
 	cr := &coordRig{rig: r, p: p, loop: testLoop{testOwner: testOwner{}, p: p}}
 	cr.w = newCheckpointWriter(p, cr.loop)
 	cr.a = newAside(p.store, p.log)
-	cr.c = newCoordinator(p, cr.w, cr.loop, cr.a, ctx)
+	cr.c = newCoordinator(p, cr.w, cr.loop, cr.a, p.newRecorder(), ctx)
 	return cr
 }
 

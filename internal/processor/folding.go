@@ -44,6 +44,9 @@ type foldJob struct {
 	// placeholderOnly: the breaker is open and the session is past its
 	// emergency threshold: tier 3 without calling the model.
 	placeholderOnly bool
+
+	// prevState is the session's SummaryState, passed to the summarizer.
+	prevState []byte
 }
 
 type foldResult struct {
@@ -92,7 +95,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 		r.err = fmt.Errorf("waiting for one of %d fold slots: %w", cap(p.slots), ctx.Err())
 		return r
 	}
-	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, MaxChars: job.window.MaxSummaryChars,
+	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, PreviousState: job.prevState, MaxChars: job.window.MaxSummaryChars,
 		Turns: make([]fold.Turn, 0, len(job.turns))}
 	for i, ref := range job.turns {
 		kept, _ := job.payloads.at(ref.Seq)

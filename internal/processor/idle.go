@@ -9,7 +9,7 @@ import (
 	"github.com/foldstream/foldstream/internal/state"
 )
 
-// The compact idle form (issue 6: state lives in KV, not in RAM).
+// The compact idle form: a session's state lives in KV, not in RAM.
 //
 // A session that has been quiet for IdleCompact (nothing unwritten, no
 // write or fold in flight, nothing waiting for an ack) is exactly its last

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go/jetstream"
@@ -172,7 +173,7 @@ func (sh *shard) quarantine(ce *state.CorruptError, next uint64) {
 	sh.aside.run(func(ctx context.Context) func() {
 		sh.parkCheckpoint(ce)
 		s, replayed, rerr := sh.rebuild(id, next)
-		last, lerr := p.lastSummary(ctx, id)
+		last, lerr := sh.rec.lastSummary(ctx, id)
 		return func() {
 			if sh.gen != gen {
 				return // a rewind: read again, and quarantined again, after it
@@ -211,7 +212,7 @@ func (sh *shard) rebuilt(ce *state.CorruptError, s *state.Session, replayed int,
 	if rerr != nil {
 		why += "; rebuilt only in part: " + rerr.Error()
 	}
-	sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventCheckpointQuarantined, Reason: "corrupt_checkpoint", Version: s.Version, Error: why})
+	sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventCheckpointQuarantined, Reason: "corrupt_checkpoint", Version: s.Version, Error: why})
 }
 
 // rebuild applies the session's inbound events before sequence before to a
@@ -224,23 +225,23 @@ func (sh *shard) rebuild(id string, before uint64) (*state.Session, int, error) 
 	s := state.New(id)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	filter := p.subj.InSession(id)
 	applied := 0
 	adm := p.adm
-	for next := uint64(1); next < before; {
-		// One direct get per event, "next message at or after seq on this
-		// subject filter", as the context service reads a session's tail.
-		msg, err := p.inStream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(filter))
+	// Direct gets under every layout's subjects, as the context service
+	// reads a session's tail.
+	evs := broker.NewSessionEvents(p.inStream, p.subj, id, 1)
+	for read := uint64(0); ; {
+		msg, err := evs.Next(ctx)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
 		if err != nil {
-			return s, applied, fmt.Errorf("read stream %s after sequence %d: %w", p.layout.In, next-1, err)
+			return s, applied, fmt.Errorf("read stream %s after sequence %d: %w", p.layout.In, read, err)
 		}
 		if msg.Sequence >= before {
 			break
 		}
-		next = msg.Sequence + 1
+		read = msg.Sequence
 		session, kind, err := p.subj.ParseIn(msg.Subject)
 		if err != nil || session != id {
 			continue

@@ -163,7 +163,7 @@ func (c *coordinator) evict(ls *live, pol fold.Policy, d fold.Decision, trigger 
 	note := pol.Engine().Note(fold.Eviction{Count: totalEvicted, Tokens: totalToks, First: firstEver, Last: last})
 	version := s.Version + 1
 	foldID := nuid.Next()
-	c.publishLifecycle(ls, events.Lifecycle{
+	c.rec.lifecycle(ls.s, events.Lifecycle{
 		Type: events.EventCompactionStarted, FoldID: foldID, Trigger: trigger, Mode: string(pol.Mode), Cause: d.Cause,
 		Estimate: d.Estimate, Limit: d.Limit, RecentStart: d.RecentStart, Eligible: d.Eligible, BatchSize: n, BatchFrom: d.From, BatchTo: d.To - 1,
 	})
@@ -218,7 +218,7 @@ func (c *coordinator) recordEviction(ls *live, j *evictJob) {
 	p.folds.Add(1)
 	go func() {
 		defer p.folds.Done()
-		p.publishEviction(id, j)
+		c.rec.publishEviction(id, j)
 		c.results <- foldResult{job: foldJob{session: id, foldID: j.foldID}, evict: j}
 	}()
 }
@@ -267,7 +267,7 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 		c.w.markDirty(ls)
 		p.m.folds.WithLabelValues("failed").Inc()
 		retryable := true
-		c.publishLifecycle(ls, events.Lifecycle{
+		c.rec.lifecycle(ls.s, events.Lifecycle{
 			Type: events.EventCompactionFailed, FoldID: foldID, Trigger: trigger, Mode: sum.Mode,
 			BatchFrom: d.From, BatchTo: d.To - 1, ErrorClass: string(retry.Classify(err).Class), Retryable: &retryable, Error: err.Error(),
 		})
@@ -287,7 +287,7 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 	c.w.checkpointThen(ls, c.dropPassed(s, oldCursor))
 	p.m.folds.WithLabelValues("completed").Inc()
 	p.landed.Add(1)
-	c.publishLifecycle(ls, events.Lifecycle{
+	c.rec.lifecycle(ls.s, events.Lifecycle{
 		Type: events.EventCompactionCompleted, FoldID: foldID, Trigger: trigger, Mode: sum.Mode, Cause: d.Cause,
 		OldCursor: oldCursor, NewCursor: s.Cursor, CoveredThroughTurn: s.CoveredThrough, SummaryChars: sum.SummaryChars,
 		Version: s.Version, Tier: "evicted", Model: "none",
@@ -307,7 +307,7 @@ func (c *coordinator) landEviction(ls *live, j *evictJob, ours bool) {
 // event. A refused publish reads what the subject holds (j.conflict,
 // j.last) for the loop to decide; a second refusal is an error. It runs
 // off the loop and touches no session state.
-func (p *Processor) publishEviction(session string, j *evictJob) {
+func (p *recorder) publishEviction(session string, j *evictJob) {
 	pa, err := p.publishRecord(session, events.KindSummary, j.sum.Version, &j.sum, jetstream.WithExpectLastSequencePerSubject(j.expect))
 	if err == nil && !pa.Duplicate {
 		j.seq = pa.Sequence

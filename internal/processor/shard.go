@@ -137,6 +137,7 @@ type shard struct {
 	loadThen map[string][]func(*live)
 	// aside runs the loop's KV and stream calls off it (aside.go).
 	aside  *aside
+	rec    *recorder // every publish of the outbound stream (recorder.go)
 	gen    uint64
 	lastIn time.Time // wall time the last batch of events was taken in (drain)
 	seen   uint64    // highest inbound sequence received since the last rewind (load.go)
@@ -164,7 +165,8 @@ func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 		aside:    newAside(p.store, p.log),
 	}
 	sh.w = newCheckpointWriter(p, sh)
-	sh.co = newCoordinator(p, sh.w, sh, sh.aside, foldCtx)
+	sh.rec = p.newRecorder()
+	sh.co = newCoordinator(p, sh.w, sh, sh.aside, sh.rec, foldCtx)
 	return sh
 }
 
@@ -248,7 +250,7 @@ func (sh *shard) run() {
 			sh.co.resume(id, "resume")
 		case <-sweep.C:
 			sh.co.wakeDue()
-			sh.co.sent.check(time.Now())
+			sh.rec.sent.check(time.Now())
 			if sweeps++; sweeps%4 == 0 {
 				sh.evictIdle()
 			}
@@ -264,10 +266,11 @@ const drainBatch = 64
 // drain accepts the events already queued on the shard's input, up to
 // drainBatch, without going back to the loop's select: under load the
 // input is never empty, and the select locks every channel it watches on
-// each round (bench, 1,000 sessions: ~5% of the CPU). It stops as soon as
-// a fold result waits, which the loop takes first. Only this goroutine
-// receives from sh.in, so a non-empty queue cannot block the receive; a
-// closed input is left to the select, which shuts the loop's intake down.
+// each round, a cost cmd/bench's ingest section sees at 1,000 sessions.
+// It stops as soon as a fold result waits, which the loop takes first.
+// Only this goroutine receives from sh.in, so a non-empty queue cannot
+// block the receive; a closed input is left to the select, which shuts
+// the loop's intake down.
 // Must be called on the loop.
 func (sh *shard) drain() {
 	for range drainBatch {
@@ -594,17 +597,17 @@ func (sh *shard) control(ls *live, c *events.Control) {
 	case events.OpCompact:
 		sh.co.evaluate(ls, "compact", true)
 	case events.OpEnd:
-		sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionEnded})
+		sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventSessionEnded})
 		p.log.Info().Str("event", "session_ended").Str("session", ls.s.ID).Int64("total_turns", ls.s.Total).Msg("session ended")
 		sh.co.evaluate(ls, "end", false) // the final fold, then the archive
 	case events.OpReset:
 		ls.payloads = nil
 		ls.lastSkip = ""
-		sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionReset})
+		sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventSessionReset})
 		p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Msg("session reset")
 	case events.OpConfigure:
 		pol := sh.co.policy(ls)
-		sh.co.publishLifecycle(ls, events.Lifecycle{Type: events.EventSessionConfigured, Mode: string(pol.Mode)})
+		sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventSessionConfigured, Mode: string(pol.Mode)})
 		if c.Config != nil && c.Config.Mode != "" && pol.Mode != fold.Mode(c.Config.Mode) {
 			p.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).Str("configured_mode", c.Config.Mode).Str("mode", string(pol.Mode)).
 				Msg("the configured mode needs recall (the context service) to find the turns it drops; without it that is amnesia, so this session folds in the mode it falls back to")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go/jetstream"
@@ -130,22 +131,20 @@ func (s *server) applyTail(ctx context.Context, cp *state.Session) (map[uint64]*
 // it would reject (by s.adm's rules, or for an ended session) are
 // skipped.
 func (s *server) eachTail(ctx context.Context, cp *state.Session, applied func(seq uint64, in *events.Inbound, effect state.Effect)) error {
-	filter := s.subj.InSession(cp.ID)
-	next := cp.LastSeq + 1
+	// Direct gets, "next message at or after seq on the session's
+	// subjects" under every layout: the tail is normally a few events (the
+	// processor writes a session's checkpoint once its oldest change is
+	// --flush-interval old, 1 s by default), and longer only while the
+	// processor is down or behind.
+	tail := broker.NewSessionEvents(s.in, s.subj, cp.ID, cp.LastSeq+1)
 	for {
-		// One direct get per event, "next message at or after seq on this
-		// subject filter": the tail is normally a few events (the
-		// processor writes a session's checkpoint once its oldest change is
-		// --flush-interval old, 1 s by default), and longer only while the
-		// processor is down or behind.
-		msg, err := s.in.GetMsg(ctx, next, jetstream.WithGetMsgSubject(filter))
+		msg, err := tail.Next(ctx)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
 		}
 		if err != nil {
-			return internal(err, "reading stream %s after sequence %d", s.layout.In, next-1)
+			return internal(err, "reading stream %s after sequence %d", s.layout.In, cp.LastSeq)
 		}
-		next = msg.Sequence + 1
 		session, kind, err := s.subj.ParseIn(msg.Subject)
 		if err != nil || session != cp.ID {
 			continue // the processor dead-letters it

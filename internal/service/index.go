@@ -199,8 +199,8 @@ func (x *turnIndex) postingsIn(term string, lo, n int) ([]posting, float64) {
 // Pseudo-relevance feedback (RM3's idea, simply): the terms that weigh
 // most in the best hits of a first search are added to the query, lightly,
 // and the docs ranked again, so that a question finds the turns that use
-// the words its best matches use. Measured on the development set
-// (docs/continuity.md, finding 4): heavier feedback helps less.
+// the words its best matches use. On the development set (make eval,
+// -explore) heavier feedback helps less.
 const (
 	feedbackHits   = 5   // best hits whose terms are considered
 	feedbackTerms  = 10  // terms added

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -289,18 +290,18 @@ func (s *server) memoriesOf(ctx context.Context, rp *replay) {
 // ("the next message at or after rp.next on the session's subjects"),
 // the rest through a consumer.
 func (s *server) catchUpWarm(ctx context.Context, rp *replay) (int, error) {
-	filter := s.subj.InSession(rp.session)
 	read := rp.read
+	evs := broker.NewSessionEvents(s.in, s.subj, rp.session, rp.next)
 	for n := 0; ; n++ {
 		if n == warmGets {
-			info, err := s.in.Info(ctx, jetstream.WithSubjectFilter(filter))
+			_, last, err := broker.SessionStored(ctx, s.in, s.subj, rp.session)
 			if err != nil {
 				return rp.read - read, internal(err, "reading stream %s info", s.layout.In)
 			}
-			err = s.catchUp(ctx, rp, info.State.LastSeq)
+			err = s.catchUp(ctx, rp, last)
 			return rp.read - read, err
 		}
-		msg, err := s.in.GetMsg(ctx, rp.next, jetstream.WithGetMsgSubject(filter))
+		msg, err := evs.Next(ctx)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return rp.read - read, nil
 		}

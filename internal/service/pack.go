@@ -38,9 +38,11 @@ import (
 //     small budget the window shrinks to the last exchange before
 //     relevant evidence is dropped;
 //   - the summary is kept whole when it costs at most summaryShare of the
-//     budget; a summary that costs more gives way to the sentences of it
+//     budget and, past summaryDominates of it, holds as much of the
+//     question per character as the best matches would in its room
+//     (summaryOutweighed); otherwise it gives way to the sentences of it
 //     that match the query (the rarest words per character first) within
-//     that share, and is dropped when none does;
+//     summaryShare, and is dropped when none does;
 //   - memories and excerpts take the rest. The window's lower end is
 //     fixed before the excerpts are chosen (as if they used their whole
 //     room), so an excerpt is never also a window turn; room the window

@@ -33,6 +33,10 @@ const (
 	// already chosen on its day (picker.next).
 	diversityWindow = 10
 	dayDecay        = 0.85
+	// summaryDominates: a whole summary that takes more than this share
+	// of the budget (percent) is weighed against the matches it leaves
+	// out (summaryOutweighed).
+	summaryDominates = 25
 	// trimMark stands for the sentences a trimmed excerpt leaves out.
 	trimMark = "…"
 )
@@ -301,19 +305,22 @@ func (s *server) packSummarySections(cp *state.Session, out *client.Context, pk 
 		layer.Chars, layer.Tokens = s.lineCost(layer.Text)
 		return limit.fits(layer.Chars, layer.Tokens) && take(layer.Chars, layer.Tokens, total)
 	}
-	if set(cp.Summary) {
+	var idf map[string]float64
+	if pk != nil && pk.n > pk.lo {
+		docs := float64(pk.n - pk.lo)
+		idf = map[string]float64{}
+		for _, t := range pk.terms {
+			_, df := pk.x.postingsIn(t, pk.lo, pk.n)
+			idf[t] = math.Log(1 + (docs-df+0.5)/(df+0.5))
+		}
+	}
+	if (idf == nil || !s.summaryOutweighed(cp.Summary, pk, idf, total)) && set(cp.Summary) {
 		out.Summary = layer
 		return
 	}
 	out.SummaryDropped = true
-	if pk == nil || pk.n <= pk.lo {
+	if idf == nil {
 		return
-	}
-	docs := float64(pk.n - pk.lo)
-	idf := map[string]float64{}
-	for _, t := range pk.terms {
-		_, df := pk.x.postingsIn(t, pk.lo, pk.n)
-		idf[t] = math.Log(1 + (docs-df+0.5)/(df+0.5))
 	}
 	sents := sentences(cp.Summary)
 	type cand struct {
@@ -374,4 +381,37 @@ func (s *server) packSummarySections(cp *state.Session, out *client.Context, pk 
 			any = any || k
 		}
 	}
+}
+
+// summaryOutweighed reports whether the summary, taking more than
+// summaryDominates of the budget, holds less of the question per
+// character than the best matches would in its room: the question's
+// terms (by idf) that each has, counted once, over its characters.
+func (s *server) summaryOutweighed(summary string, pk *picker, idf map[string]float64, total *meter) bool {
+	chars := utf8.RuneCountInString(summary)
+	if total.maxChars == 0 || chars*100 <= total.maxChars*summaryDominates {
+		return false
+	}
+	value := func(seen map[string]bool, text string) (v float64) {
+		s.an.each(text, func(t string) {
+			if w, ok := idf[t]; ok && !seen[t] {
+				seen[t] = true
+				v += w
+			}
+		})
+		return v
+	}
+	sv := value(map[string]bool{}, summary) / float64(chars)
+	seen := map[string]bool{}
+	var ev float64
+	used := 0
+	for _, h := range pk.hits {
+		if used >= chars {
+			break
+		}
+		text := pk.x.docs[h.doc].turn.Text
+		ev += value(seen, text)
+		used += utf8.RuneCountInString(text)
+	}
+	return used > 0 && ev/float64(max(used, chars)) > sv
 }

@@ -3,9 +3,11 @@ package service
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -116,18 +118,22 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 // once. It reads at most maxRecallScan events; a longer session since
 // its last reset is refused with a 500 that says so.
 func (s *server) scanReplay(ctx context.Context, session string) (*replay, error) {
-	info, err := s.in.Info(ctx, jetstream.WithSubjectFilter(s.subj.InSession(session)))
+	subjects, streamLast, err := broker.SessionStored(ctx, s.in, s.subj, session)
 	if err != nil {
 		return nil, internal(err, "reading stream %s info", s.layout.In)
 	}
-	streamLast := info.State.LastSeq
 	var (
 		resetSeq uint64
 		policy   bool
 	)
-	// The subject its controls are stored under: with --partitions, the
-	// partitioned form, not the one the bot published to.
-	if controls := s.subj.InStored(session, events.KindControl); info.State.Subjects[controls] > 0 {
+	// The subjects its controls are stored under, in every layout.
+	var controls []string
+	for subject := range subjects {
+		if _, kind, err := s.subj.ParseIn(subject); err == nil && kind == events.KindControl {
+			controls = append(controls, subject)
+		}
+	}
+	if len(controls) > 0 {
 		err := s.scanInbound(ctx, controls, 1, streamLast, func(seq uint64, at time.Time, kind string, data []byte) bool {
 			// A reset the processor rejected (dated beyond the clock
 			// skew) must not cut the replay short.
@@ -156,7 +162,7 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 	}
 	rp := newReplay(s.an, s.adm, session, start)
 	var stored uint64
-	for _, n := range info.State.Subjects {
+	for _, n := range subjects {
 		stored += n
 	}
 	if stored == 0 {
@@ -181,7 +187,7 @@ func (s *server) catchUp(ctx context.Context, rp *replay, to uint64) error {
 	}
 	scanned := 0
 	tooLong := false
-	err := s.scanInbound(ctx, s.subj.InSession(rp.session), rp.next, to, func(seq uint64, at time.Time, kind string, data []byte) bool {
+	err := s.scanInbound(ctx, s.subj.InSessionAll(rp.session), rp.next, to, func(seq uint64, at time.Time, kind string, data []byte) bool {
 		if scanned++; scanned > maxRecallScan {
 			tooLong = true
 			return false
@@ -201,14 +207,15 @@ func (s *server) catchUp(ctx context.Context, rp *replay, to uint64) error {
 	return nil
 }
 
-// scanInbound reads the messages on filter with stream sequence in
+// scanInbound reads the messages on filters with stream sequence in
 // [from, to], in stream order, until fn returns false, through an ephemeral pull consumer that is
 // deleted afterwards. The caller knows at least one message matches at or
 // after from (the stream info said so), so the wait for the next message
 // is bounded by recallIdle only against messages vanishing mid-scan.
-func (s *server) scanInbound(ctx context.Context, filter string, from, to uint64, fn func(seq uint64, at time.Time, kind string, data []byte) bool) error {
+func (s *server) scanInbound(ctx context.Context, filters []string, from, to uint64, fn func(seq uint64, at time.Time, kind string, data []byte) bool) error {
+	filter := strings.Join(filters, ", ") // for errors
 	cfg := jetstream.ConsumerConfig{
-		FilterSubject:     filter,
+		FilterSubjects:    filters,
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       from,
 		AckPolicy:         jetstream.AckNonePolicy,

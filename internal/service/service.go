@@ -342,7 +342,7 @@ func (s *server) sessionInfo(ctx context.Context, session string) (*client.Sessi
 // event the processor rejects (dead-lettered, never applied) or drops as
 // a duplicate does not leave the session looking behind forever.
 func (s *server) fillLag(ctx context.Context, cp *state.Session, info *client.SessionInfo) error {
-	last, err := s.in.GetLastMsgForSubject(ctx, s.subj.InSession(cp.ID))
+	last, err := broker.LastSessionEvent(ctx, s.in, s.subj, cp.ID)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 	case err != nil:

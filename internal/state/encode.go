@@ -24,7 +24,7 @@ func (s *Session) Encode(buf []byte) ([]byte, error) {
 	// under 512 bytes, escapes rarely add a sixteenth to the summary, and a
 	// ref is at most 3 varints of 10 bytes but ~6 bytes in practice.
 	buf = slices.Grow(buf, 512+len(s.ID)+len(s.Summary)+len(s.Summary)/16+
-		b64Len(len(s.Turns)*8)+b64Len(len(s.RecentIDs)*8)+b64Len(len(s.MemoryIDs)*8)+len(s.PendingNotes)*48)
+		b64Len(len(s.Turns)*8)+b64Len(len(s.SummaryState))+b64Len(len(s.RecentIDs)*8)+b64Len(len(s.MemoryIDs)*8)+len(s.PendingNotes)*48)
 	// The refs and ids in binary, before base64: on the stack unless large.
 	var scratch [1024]byte
 	buf = append(buf, `{"id":`...)
@@ -100,6 +100,14 @@ func (s *Session) Encode(buf []byte) ([]byte, error) {
 	if len(s.MemoryIDs) > 0 {
 		buf = append(buf, `,"memory_ids":"`...)
 		buf = appendB64(buf, s.MemoryIDs.appendBinary(scratch[:0]))
+		buf = append(buf, '"')
+	}
+	if len(s.SummaryState) > 0 {
+		// Padded standard base64: what encoding/json decodes a []byte from.
+		buf = append(buf, `,"summary_state":"`...)
+		n := base64.StdEncoding.EncodedLen(len(s.SummaryState))
+		buf = append(buf, make([]byte, n)...)
+		base64.StdEncoding.Encode(buf[len(buf)-n:], s.SummaryState)
 		buf = append(buf, '"')
 	}
 	if s.Tools != nil {

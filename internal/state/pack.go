@@ -64,6 +64,7 @@ const (
 	pSummarySeq
 	pSummaryIsNote
 	pTools
+	pSummaryState
 	packFields
 )
 
@@ -117,6 +118,7 @@ func (s *Session) Pack(buf []byte) ([]byte, error) {
 	set(pSummarySeq, s.SummarySeq != 0)
 	set(pSummaryIsNote, s.SummaryIsNote)
 	set(pTools, s.Tools != nil)
+	set(pSummaryState, len(s.SummaryState) > 0)
 
 	buf = append(buf, packVersion)
 	buf = binary.AppendUvarint(buf, mask)
@@ -218,6 +220,9 @@ func (s *Session) Pack(buf []byte) ([]byte, error) {
 			buf = binary.AppendVarint(buf, j-prev)
 			prev = j
 		}
+	}
+	if has(pSummaryState) {
+		buf = packString(buf, string(s.SummaryState))
 	}
 	return buf, nil
 }
@@ -348,6 +353,9 @@ func Unpack(id string, data []byte) (*Session, error) {
 				s.Tools.Joined[i] = at
 			}
 		}
+	}
+	if has(pSummaryState) {
+		s.SummaryState = append([]byte(nil), d.bytes()...)
 	}
 	if d.err == nil && d.i != len(d.b) {
 		d.err = errPacked

@@ -47,6 +47,11 @@ func fillField(t *testing.T, rng *rand.Rand, s *Session, i int) {
 		for range 1 + rng.IntN(5) {
 			*v = append(*v, NoteRef{Seq: rng.Uint64(), At: rng.Int64N(1<<42) - 1<<41})
 		}
+	case *[]byte:
+		*v = make([]byte, 1+rng.IntN(3000))
+		for i := range *v {
+			(*v)[i] = byte(rng.IntN(256))
+		}
 	case *IDHashes:
 		for range 1 + rng.IntN(300) {
 			*v = append(*v, rng.Uint64())

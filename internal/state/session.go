@@ -119,6 +119,12 @@ type Session struct {
 	// the model extracts again is not published twice.
 	MemoryIDs IDHashes `json:"memory_ids,omitempty"`
 
+	// SummaryState is the summarizer's own record of what Summary holds
+	// (fold.Result.State), passed back to it on the next fold and never
+	// read here; nil when the summarizer keeps none or Summary did not
+	// come from it.
+	SummaryState []byte `json:"summary_state,omitempty"`
+
 	// Tools follows the session's tool exchanges so that no fold ends
 	// inside one; nil while the session has no tool traffic unfolded.
 	Tools *ToolPairs `json:"tools,omitempty"`

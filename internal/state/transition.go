@@ -24,6 +24,9 @@ type Landing struct {
 	// Note: Summary is an eviction note, not a summary of the turns; the
 	// turns dropped are counted for the next note (CountEvicted).
 	Note bool
+	// State is the summarizer's state for Summary (fold.Outcome.State),
+	// kept as the session's SummaryState; nil for none.
+	State []byte
 }
 
 // Land records a fold whose summary is on the outbound stream: the cursor
@@ -35,7 +38,7 @@ func (s *Session) Land(l Landing) {
 	} else {
 		s.ExchangesFolded = l.Exchanges
 	}
-	s.Summary, s.SummaryIsNote = l.Summary, l.Note
+	s.Summary, s.SummaryIsNote, s.SummaryState = l.Summary, l.Note, l.State
 	s.Version, s.SummarySeq = l.Version, l.Seq
 	s.Advance(l.To, l.Notes)
 	s.LastFoldAt = l.At
@@ -76,6 +79,7 @@ func (s *Session) Adopt(ev *events.SummaryUpdated, seq uint64, note bool) {
 		s.CountEvicted(s.Turns[:n])
 	}
 	s.Summary, s.Version, s.SummarySeq = ev.Summary, ev.Version, seq
+	s.SummaryState = nil // not in the event: the next fold starts from its prose
 	s.SummaryIsNote = note
 	s.Compactions = ev.Compactions
 	s.Advance(ev.Cursor, ev.FoldedNotes)

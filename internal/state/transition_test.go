@@ -21,8 +21,8 @@ func TestLandMovesPastTheFold(t *testing.T) {
 	s.Lease = &Lease{FoldID: "f"}
 	s.Failures, s.RetryAfter, s.ContextTokens, s.Exchanges = 2, time.Unix(99, 0), 4000, 3
 	at := time.Unix(1763840000, 0)
-	s.Land(Landing{Summary: "sum", Version: 1, Seq: 7, To: 4, Notes: 1, At: at, SummaryTokens: 5, OriginalTokens: 40, Exchanges: 3})
-	if s.Summary != "sum" || s.SummaryIsNote || s.Version != 1 || s.SummarySeq != 7 || s.Cursor != 4 || s.CoveredThrough != 3 ||
+	s.Land(Landing{Summary: "sum", Version: 1, Seq: 7, To: 4, Notes: 1, At: at, SummaryTokens: 5, OriginalTokens: 40, Exchanges: 3, State: []byte(`{"v":1}`)})
+	if s.Summary != "sum" || string(s.SummaryState) != `{"v":1}` || s.SummaryIsNote || s.Version != 1 || s.SummarySeq != 7 || s.Cursor != 4 || s.CoveredThrough != 3 ||
 		len(s.Turns) != 2 || len(s.PendingNotes) != 1 || !s.LastFoldAt.Equal(at) || s.Compactions != 1 || s.Lease != nil ||
 		s.Failures != 0 || !s.RetryAfter.IsZero() || s.OriginalToks != 40 || s.SummaryToks != 5 || s.ExchangesFolded != 3 ||
 		s.ContextTokens != 0 || s.Evicted != 0 {
@@ -32,9 +32,10 @@ func TestLandMovesPastTheFold(t *testing.T) {
 
 func TestLandNoteCountsTheEvictedTurns(t *testing.T) {
 	s := sessionWithTurns(6)
+	s.SummaryState = []byte(`{"v":1}`)
 	s.Land(Landing{Summary: "note", Version: 1, Seq: 7, To: 2, Note: true})
 	s.Land(Landing{Summary: "note2", Version: 2, Seq: 9, To: 5, Note: true})
-	if !s.SummaryIsNote || s.Evicted != 5 || s.EvictedTokens != 50 || s.FirstEvictedAt != 1000 || s.LastEvictedAt != 5000 || s.Cursor != 5 || s.Compactions != 2 {
+	if !s.SummaryIsNote || s.SummaryState != nil || s.Evicted != 5 || s.EvictedTokens != 50 || s.FirstEvictedAt != 1000 || s.LastEvictedAt != 5000 || s.Cursor != 5 || s.Compactions != 2 {
 		t.Fatalf("after two evictions: %+v", s)
 	}
 }
@@ -59,8 +60,9 @@ func TestAdoptableBehindAndAdopt(t *testing.T) {
 	}
 	s.Ended = false
 	s.Lease = &Lease{FoldID: "f"}
+	s.SummaryState = []byte(`{"v":1}`) // of the summary it replaces
 	s.Adopt(ev, 12, true)
-	if s.Summary != "theirs" || !s.SummaryIsNote || s.Version != 3 || s.SummarySeq != 12 || s.Cursor != 4 || s.Compactions != 3 ||
+	if s.Summary != "theirs" || s.SummaryState != nil || !s.SummaryIsNote || s.Version != 3 || s.SummarySeq != 12 || s.Cursor != 4 || s.Compactions != 3 ||
 		s.Lease != nil || s.Evicted != 4 || s.SummaryToks != 9 {
 		t.Fatalf("after adopt: %+v", s)
 	}

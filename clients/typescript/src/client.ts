@@ -468,7 +468,7 @@ export class FoldstreamClient {
     let messages;
     try {
       const consumer = await this.js.consumers.get(stream, {
-        filter_subjects: [subject],
+        filter_subjects: subject,
         deliver_policy: from === "latest" ? DeliverPolicy.Last : DeliverPolicy.New,
       });
       messages = await consumer.consume();

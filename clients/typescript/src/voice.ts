@@ -37,7 +37,7 @@ export interface VoiceContextInput {
   /** The bot's own system prompt (persona, rules). */
   system: string;
   /** The session's context: `await fs.context(session, { query: current.text, budgetChars })`. */
-  context: Pick<ContextReply, "summary" | "evictions" | "recalled" | "turns">;
+  context: Pick<ContextReply, "summary" | "turns"> & Partial<Pick<ContextReply, "evictions" | "recalled">>;
   /** Screen-watch notes still in the live buffer, oldest first (those evicted went to foldstream as notes). */
   screenNotes?: readonly (ScreenNote | string)[];
   /** The utterance to answer, last. */

@@ -341,11 +341,11 @@ export interface Control {
  */
 export interface SessionConfig {
   /**
-   * The session's engine, one of the modes (absent or empty keeps the processor's): window (seed 000, the default): keep recent_window turns verbatim, fold batch_size turns behind them; evict (seed 001): above context_window − reserve_tokens, drop the oldest turns without a model call; a note and recall stand for them; needs recall, else the processor folds in mode tokens; interval (seed 002): every interval_exchanges exchanges fold all but keep_recent turns, with the context sources' answers for the folded window; tokens (seeds 003/004): fold above the lower of context_window − reserve_tokens and the emergency fraction (or the idle fraction when quiet), in chunks, keeping a token-budgeted tail.
+   * The session's engine, one of the modes (absent or empty keeps the processor's): window (the default): keep recent_window turns verbatim, fold batch_size turns behind them; evict: above context_window − reserve_tokens, drop the oldest turns without a model call; a note and recall stand for them; needs recall, else the processor folds in mode tokens; interval: every interval_exchanges exchanges fold all but keep_recent turns, with the context sources' answers for the folded window; tokens: fold above the lower of context_window − reserve_tokens and the emergency fraction (or the idle fraction when quiet), in chunks, keeping a token-budgeted tail.
    */
   mode?: "" | "window" | "evict" | "interval" | "tokens";
   /**
-   * Mode window: turns kept verbatim (seed 000) (default: 50). 0 keeps the processor's setting, else 1..10000 turns.
+   * Mode window: turns kept verbatim (default: 50). 0 keeps the processor's setting, else 1..10000 turns.
    */
   recent_window?: number;
   /**
@@ -361,7 +361,7 @@ export interface SessionConfig {
    */
   max_note_chars?: number;
   /**
-   * Mode window: a due fold waits until the turns behind the recent window hold this many tokens, then folds them in one call (fewer, larger summarizer calls; 0 = seed 000's fixed batches); sizes are the bot's tokens, else chars/4 x 1.2; the fold takes the shortest run from the cursor that holds them, at least batch_size turns, and the verbatim window grows meanwhile (default: 0). 0..1000000 tokens; 0 is a value, not unset: only an absent field keeps the processor's setting.
+   * Mode window: a due fold waits until the turns behind the recent window hold this many tokens, then folds them in one call (fewer, larger summarizer calls; 0 = folds of batch_size turns); sizes are the bot's tokens, else chars/4 x 1.2; the fold takes the shortest run from the cursor that holds them, at least batch_size turns, and the verbatim window grows meanwhile (default: 0). 0..1000000 tokens; 0 is a value, not unset: only an absent field keeps the processor's setting.
    */
   min_fold_tokens?: number;
   /**
@@ -369,7 +369,7 @@ export interface SessionConfig {
    */
   trigger?: "" | "turn" | "generate";
   /**
-   * Default prompt: voice (seed 000) or agent (seed 003).
+   * Default prompt: voice or agent.
    */
   profile?: "" | "voice" | "agent";
   /**
@@ -421,11 +421,11 @@ export interface SessionConfig {
    */
   keep_recent?: number;
   /**
-   * Tool turns older than this reach the summarizer as placeholders (seed 003's observation masking) (default: off). 0 keeps the processor's setting, else 1..31536000 seconds.
+   * Tool turns older than this reach the summarizer as placeholders (observation masking) (default: off). 0 keeps the processor's setting, else 1..31536000 seconds.
    */
   mask_tool_outputs_after_seconds?: number;
   /**
-   * When the session resets by itself (seed 004), its old life archived: manual (the default: only a reset op), daily (at the first event after reset_hour UTC that follows an event before it; needs reset_hour) or idle (at the first event after reset_idle_minutes without events; needs reset_idle_minutes). Times are the events' at.
+   * When the session resets by itself, its old life archived: manual (the default: only a reset op), daily (at the first event after reset_hour UTC that follows an event before it; needs reset_hour) or idle (at the first event after reset_idle_minutes without events; needs reset_idle_minutes). Times are the events' at.
    */
   reset_policy?: "" | "manual" | "daily" | "idle";
   /**
@@ -441,7 +441,7 @@ export interface SessionConfig {
 // evicted.json
 
 /**
- * Published by the processor to <prefix>.out.<session>.evicted (stream <PREFIX>_OUT) when a session in mode evict (seed 001) drops its oldest turns without a model call, with Nats-Msg-Id "<session>:evicted:<version>". A prompt builder puts note in place of the dropped turns and shows the turns from cursor on verbatim; the dropped turns stay searchable with recall (<prefix>.svc.recall, scope evicted). The summary-updated of the same version carries the same note. count, tokens and the range are this eviction's; total_evicted and the counts in note are cumulative over the session since its last reset. Consumers should accept fields added later.
+ * Published by the processor to <prefix>.out.<session>.evicted (stream <PREFIX>_OUT) when a session in mode evict drops its oldest turns without a model call, with Nats-Msg-Id "<session>:evicted:<version>". A prompt builder puts note in place of the dropped turns and shows the turns from cursor on verbatim; the dropped turns stay searchable with recall (<prefix>.svc.recall, scope evicted). The summary-updated of the same version carries the same note. count, tokens and the range are this eviction's; total_evicted and the counts in note are cumulative over the session since its last reset. Consumers should accept fields added later.
  */
 export interface Evicted {
   /**
@@ -533,7 +533,7 @@ export interface Lifecycle {
    */
   trigger?: "turn" | "generate" | "compact" | "catch_up" | "retry" | "resume" | "idle" | "end";
   /**
-   * The session's mode when the event was published (compaction_* and session_configured; always set by processors with modes, absent from events published before them): window (seed 000); evict (seed 001); interval (seed 002); tokens (seeds 003/004). A mode that needs recall, on a processor without recall enabled, reports the mode it falls back to (evict reports tokens).
+   * The session's mode when the event was published (compaction_* and session_configured; always set by processors with modes, absent from events published before them): window; evict; interval; tokens. A mode that needs recall, on a processor without recall enabled, reports the mode it falls back to (evict reports tokens).
    */
   mode?: "window" | "evict" | "interval" | "tokens";
   /**
@@ -641,7 +641,7 @@ export interface Lifecycle {
 // memory.json
 
 /**
- * Published by the processor to <prefix>.out.<session>.memory (stream <PREFIX>_OUT) when a fold extracted durable facts (the model path: the answer's <memories> block, seed 004; the offline summarizer: attributed statements with numbers, dates, names, plans, preferences and what speakers said about themselves) not published before for the session (compared without case, spacing and a final period), with Nats-Msg-Id "<session>:memory:<version>". A fold whose facts were all published before publishes nothing. Consumers should accept fields added later.
+ * Published by the processor to <prefix>.out.<session>.memory (stream <PREFIX>_OUT) when a fold extracted durable facts (the model path: the answer's <memories> block; the offline summarizer: attributed statements with numbers, dates, names, plans, preferences and what speakers said about themselves) not published before for the session (compared without case, spacing and a final period), with Nats-Msg-Id "<session>:memory:<version>". A fold whose facts were all published before publishes nothing. Consumers should accept fields added later.
  */
 export interface Memory {
   /**
@@ -855,7 +855,7 @@ export interface SessionReply {
    */
   summary_chars: number;
   /**
-   * Mode evict: the summary is the cumulative eviction note (seed 001), not a model's summary. Omitted when false.
+   * Mode evict: the summary is the cumulative eviction note, not a model's summary. Omitted when false.
    */
   summary_is_note?: boolean;
   /**
@@ -1041,7 +1041,7 @@ export interface SummaryUpdated {
    */
   original_tokens: number;
   /**
-   * Mode of the session that produced it: window (seed 000): keep recent_window turns verbatim, fold batch_size turns behind them; evict (seed 001): above context_window − reserve_tokens, drop the oldest turns without a model call; a note and recall stand for them; interval (seed 002): every interval_exchanges exchanges fold all but keep_recent turns, with the context sources' answers for the folded window; tokens (seeds 003/004): fold above the lower of context_window − reserve_tokens and the emergency fraction (or the idle fraction when quiet), in chunks, keeping a token-budgeted tail. A mode that evicts (evict) publishes its cumulative eviction note as summary, with model none, and an evicted event carries the details.
+   * Mode of the session that produced it: window: keep recent_window turns verbatim, fold batch_size turns behind them; evict: above context_window − reserve_tokens, drop the oldest turns without a model call; a note and recall stand for them; interval: every interval_exchanges exchanges fold all but keep_recent turns, with the context sources' answers for the folded window; tokens: fold above the lower of context_window − reserve_tokens and the emergency fraction (or the idle fraction when quiet), in chunks, keeping a token-budgeted tail. A mode that evicts (evict) publishes its cumulative eviction note as summary, with model none, and an evicted event carries the details.
    */
   mode: "window" | "evict" | "interval" | "tokens";
   /**
@@ -1117,7 +1117,7 @@ export interface Turn {
    */
   tokens?: number;
   /**
-   * Provider-reported prompt size of the bot's last model call (seed 004's most accurate signal). 0..10000000 (0: not known).
+   * Provider-reported prompt size of the bot's last model call (most accurate signal). 0..10000000 (0: not known).
    */
   context_tokens?: number;
   /**

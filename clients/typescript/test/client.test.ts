@@ -233,4 +233,59 @@ describe("faults", { skip: missing }, () => {
       await proc.close();
     }
   });
+
+  test("watchSummaries delivers each summary once, in order, across a lost connection", async () => {
+    const proc = await Processor.start();
+    const cable = await Cable.open(proc.port);
+    const fs = await connect({ servers: proc.url });
+    const watcher = await connect({ servers: `nats://127.0.0.1:${cable.port}`, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
+    const abort = new AbortController();
+    try {
+      const session = "watched";
+      const turns = Array.from({ length: 81 }, (_, i) => turn(session, i));
+      const seen: number[] = [];
+      let notify: () => void = () => {};
+      const watching = (async () => {
+        for await (const ev of watcher.watchSummaries(session, { from: "latest", signal: abort.signal })) {
+          assert.equal(ev.session, session);
+          seen.push(ev.version);
+          notify();
+        }
+      })();
+      const until = (n: number) =>
+        new Promise<void>((res, rej) => {
+          const timer = setTimeout(() => rej(new Error(`saw versions ${JSON.stringify(seen)}, waited for ${n}`)), 30000);
+          notify = () => {
+            if (seen.length >= n) {
+              clearTimeout(timer);
+              res();
+            }
+          };
+          notify();
+        });
+      await fs.publishTurns(turns.slice(0, 61)); // folds [0,10): version 1
+      await until(1);
+      const status = watcher.nc.status();
+      const reconnected = (async () => {
+        for await (const st of status) if (st.type === "reconnect") return;
+      })();
+      await cable.cut();
+      await fs.publishTurns(turns.slice(61, 71)); // folds [10,20) while the watcher is cut off: version 2
+      let st = await fs.waitCaughtUp(session);
+      while (st.version < 2) st = await fs.waitCaughtUp(session);
+      await cable.connect();
+      await reconnected;
+      await fs.publishTurns(turns.slice(71)); // version 3
+      await until(3);
+      abort.abort();
+      await watching;
+      assert.deepEqual(seen, [1, 2, 3]);
+    } finally {
+      abort.abort();
+      await watcher.close();
+      await fs.close();
+      await cable.cut();
+      await proc.close();
+    }
+  });
 });

@@ -162,9 +162,10 @@ func BenchmarkSummarizeRollingSession(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	summary, cursor, ni := "", 0, 0
+	var state []byte
 	for b.Loop() {
 		if cursor >= len(ts) {
-			summary, cursor, ni = "", 0, 0
+			summary, state, cursor, ni = "", nil, 0, 0
 		}
 		batch := ts[cursor:min(cursor+10, len(ts))]
 		var bn []fold.Note
@@ -172,12 +173,12 @@ func BenchmarkSummarizeRollingSession(b *testing.B) {
 			bn = append(bn, notes[ni])
 			ni++
 		}
-		res, err := s.Summarize(ctx, fold.Request{Profile: fold.ProfileVoice, PreviousSummary: summary,
+		res, err := s.Summarize(ctx, fold.Request{Profile: fold.ProfileVoice, PreviousSummary: summary, PreviousState: state,
 			Turns: batch, Notes: bn, MaxChars: 1200})
 		if err != nil {
 			b.Fatal(err)
 		}
-		summary = res.Summary
+		summary, state = res.Summary, res.State
 		cursor += 10
 	}
 }

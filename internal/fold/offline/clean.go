@@ -1,8 +1,13 @@
 package offline
 
 import (
+	"slices"
 	"strings"
-	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/sentence"
+	"github.com/kljensen/snowball/english"
 )
 
 // cleanSpeech removes what a speech transcript carries besides the words
@@ -36,10 +41,9 @@ func cleanSpeech(s string) string {
 // cleanLine writes the cleaned words of one line to b and reports whether
 // it wrote any.
 func cleanLine(b *strings.Builder, line string) bool {
-	var arr [64]string
 	wrote := false
 	last := byte(0) // the last byte written on this line
-	for _, w := range appendFields(arr[:0], line) {
+	for _, w := range strings.Fields(line) {
 		if isAnnotation(w) {
 			// keep a sentence terminator the annotation carried
 			if t := w[len(w)-1]; wrote && (t == '.' || t == '?' || t == '!') && !isTermByte(last) {
@@ -168,198 +172,208 @@ func isContraction(w string) bool {
 	return false
 }
 
-// ---- relative dates ----
-
-var weekdays = map[string]time.Weekday{"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday,
-	"wednesday": time.Wednesday, "thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday}
-
-// resolveDates writes the calendar date after a relative one, resolved
-// against at, the time the turn was said: "yesterday" → "yesterday (1 Mar
-// 2026)", "next Friday" → "next Friday (13 Mar 2026)". "next/this/last
-// week" gets the Monday of that week. A zero at leaves s as it is; so does
-// text without a relative date word (checked without allocating).
-func resolveDates(s string, at time.Time) string {
-	if at.IsZero() || !mayHaveRelDate(s) {
-		return s
+// sanitize makes s safe to render: valid UTF-8, no control or format
+// characters, curly quotes as ASCII, runs of spaces as one, line breaks
+// kept (they end sentences); at most maxRunes runes, cut at a word.
+func sanitize(s string, maxRunes int) string {
+	if maxRunes > 0 && len(s) > maxRunes*4 {
+		s = s[:maxRunes*4]
 	}
-	return resolveDatesIn(s, at)
+	var b strings.Builder
+	b.Grow(len(s))
+	n := 0
+	space, line := false, false
+	for _, r := range strings.ToValidUTF8(s, "") {
+		switch {
+		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029' || r == '\u0085':
+			line = true
+			continue
+		case r == utf8.RuneError:
+			continue
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			space = true
+			continue
+		case unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Co, r) || unicode.Is(unicode.Cs, r):
+			continue
+		case r == '\u2018' || r == '\u2019' || r == '\u02bc':
+			r = '\''
+		case r == '\u201c' || r == '\u201d' || r == '\u201e':
+			r = '"'
+		}
+		if b.Len() > 0 && (line || space) {
+			if line {
+				b.WriteByte('\n')
+			} else {
+				b.WriteByte(' ')
+			}
+			n++
+		}
+		space, line = false, false
+		if maxRunes > 0 && n >= maxRunes {
+			out := b.String()
+			if i := strings.LastIndexAny(out, " \n"); i > len(out)/2 {
+				out = out[:i]
+			}
+			return out
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
 }
 
-// resolveDatesIn is resolveDates without its filter (mayHaveRelDate).
-func resolveDatesIn(s string, at time.Time) string {
-	var arr [64]string
-	words := appendFields(arr[:0], s)
-	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
-	changed := false
-	out := make([]string, 0, len(words)+2)
-	for i := 0; i < len(words); i++ {
-		w := words[i]
-		c, cb, ck := lowerParts(core(w)) // strings.ToLower(core(w)), on the stack
-		if ck > 0 {
-			c = string(cb[:ck])
-		}
-		var d time.Time
-		span := 1
-		switch c {
-		case "yesterday":
-			d = day.AddDate(0, 0, -1)
-		case "today", "tonight":
-			d = day
-		case "tomorrow":
-			d = day.AddDate(0, 0, 1)
-		case "next", "this", "last", "coming":
-			if i+1 >= len(words) || w != core(w) {
-				break // "last." ends a sentence; "next, Friday" is no date
-			}
-			n, nb, nk := lowerParts(core(words[i+1])) // strings.ToLower, on the stack
-			if nk > 0 {
-				n = string(nb[:nk])
-			}
-			if wd, ok := weekdays[n]; ok {
-				diff := (int(wd) - int(day.Weekday()) + 7) % 7
-				switch c {
-				case "next", "coming":
-					if diff == 0 {
-						diff = 7
-					}
-				case "this":
-				case "last":
-					diff -= 7
-					if diff == 0 {
-						diff = -7
-					}
-				}
-				d, span = day.AddDate(0, 0, diff), 2
-			} else if n == "week" {
-				monday := day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
-				switch c {
-				case "next", "coming":
-					d = monday.AddDate(0, 0, 7)
-				case "this":
-					d = monday
-				case "last":
-					d = monday.AddDate(0, 0, -7)
-				}
-				span = 2
-			}
-		}
-		if d.IsZero() {
-			out = append(out, w)
-			continue
-		}
-		last := words[i+span-1]
-		c2 := core(last)
-		k := strings.LastIndex(last, c2) + len(c2) // trailing punctuation starts here
-		out = append(out, words[i:i+span-1]...)
-		prefix := ""
-		if span == 2 && strings.EqualFold(core(words[i+1]), "week") {
-			prefix = "from "
-		}
-		out = append(out, last[:k]+" ("+prefix+d.Format("2 Jan 2006")+")"+last[k:])
-		i += span - 1
-		changed = true
+// oneLine sanitizes s and joins its lines with spaces.
+func oneLine(s string, maxRunes int) string {
+	return strings.TrimSpace(strings.ReplaceAll(sanitize(s, maxRunes), "\n", " "))
+}
+
+func splitSentences(s string) []string { return sentence.Split(s) }
+
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
+
+// clip cuts s to at most max runes at a word boundary, with "…".
+func clip(s string, max int) string {
+	if runeLen(s) <= max {
+		return s
 	}
-	if !changed {
+	r := []rune(s)[:max-1]
+	cut := len(r)
+	for i := len(r) - 1; i > len(r)/2; i-- {
+		if r[i] == ' ' {
+			cut = i
+			break
+		}
+	}
+	return strings.TrimRight(string(r[:cut]), " ,;:-") + "…"
+}
+
+// collapseRepeats shortens runs of the same word to three ("blah blah
+// blah blah" → "blah blah blah"), so a turn of one repeated word costs
+// nothing downstream.
+func collapseRepeats(s string) string {
+	fs := strings.Fields(s)
+	if len(fs) < 4 {
+		return s
+	}
+	out := fs[:0:0]
+	run := 0
+	for i, f := range fs {
+		if i > 0 && strings.EqualFold(f, fs[i-1]) {
+			run++
+			if run >= 3 {
+				continue
+			}
+		} else {
+			run = 0
+		}
+		out = append(out, f)
+	}
+	if len(out) == len(fs) {
 		return s
 	}
 	return strings.Join(out, " ")
 }
 
-// mayHaveRelDate is a fast filter for resolveDates: s has one of the
-// words it resolves (in any case), or in ASCII text next, this, last or
-// coming before white space and a field that holds "week" or a weekday; in
-// text that is not all ASCII (which case folding could turn into such
-// words), next, this, last or coming before a space.
-func mayHaveRelDate(s string) bool {
-	ascii := -1 // isASCII(s), once asked: 0 or 1
-	for i := 0; i < len(s); i++ {
-		k := relDateFirst[s[i]]
-		if k == 0 {
+// ---- words ----
+
+// stopWords are the function words of English (NLTK's list) and the
+// words of talk that carry no subject; they are never terms or topics.
+var stopWords = toSet(strings.Fields(`i me my myself we our ours ourselves you your yours yourself
+yourselves he him his himself she her hers herself it its itself they them their theirs themselves
+what which who whom this that these those am is are was were be been being have has had having do
+does did doing a an the and but if or because as until while of at by for with about against
+between into through during before after above below to from up down in out on off over under
+again further then once here there when where why how all any both each few more most other some
+such no nor not only own same so than too very s t can will just don should now d ll m o re ve y
+ain aren couldn didn doesn hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won
+wouldn yeah yes yep okay ok oh um uh uhm hmm mm like well really actually basically right sure
+gonna wanna gotta kinda sorta lot lots thing things stuff something anything everything nothing
+think thought know knew mean said say says saying get got getting go going goes went make made
+want need let see look one two also maybe probably still even much many way kind sort bit
+could would might must shall may good great nice fine cool yeah-yeah guess guys guy gg congrats
+congratulations bye hi hello hey thanks thank welcome everyone everybody man dude bro please sorry cheers yo
+wow omg damn hear loud clear anyway anyways lets dunno gimme lemme`))
+
+func toSet(ws []string) map[string]bool {
+	m := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		m[w] = true
+	}
+	return m
+}
+
+// tokens are the words of s: runs of letters, digits and inner
+// apostrophes, periods or hyphens ("King's", "3.5", "co-op"), as written.
+func tokens(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '-' && r != '$' && r != '%'
+	})
+}
+
+// stem is the term of a lower-cased word: the Snowball English stem, as
+// the context service's recall index uses, numbers as they are.
+func stem(w string) string {
+	if len(w) <= 2 || !unicode.IsLetter(rune(w[0])) {
+		return w
+	}
+	return english.Stem(w, false)
+}
+
+// isTermWord reports whether the lower-cased word w is a content word.
+func isTermWord(w string) bool {
+	w = strings.Trim(w, "'-")
+	if len(w) < 2 || stopWords[w] || elongated(w) {
+		return false
+	}
+	if i := strings.IndexByte(w, '\''); i > 0 {
+		switch w[i+1:] {
+		case "re", "ve", "ll", "d", "m", "t":
+			return false // they're, I've, we'll, don't
+		}
+	}
+	w = strings.TrimSuffix(w, "'s")
+	return !stopWords[w] && !isLaugh(w)
+}
+
+// terms are the distinct stemmed content words of s, in order.
+func terms(s string) []string {
+	var out []string
+	for _, t := range tokens(strings.ToLower(s)) {
+		t = strings.Trim(t, "'-")
+		if !isTermWord(t) {
 			continue
 		}
-		for _, a := range relDateWords[k-1] {
-			if !hasPrefixFold(s[i:], a) {
-				continue
-			}
-			if !relDateBefore[a] {
-				return true
-			}
-			j := i + len(a)
-			if j >= len(s) {
-				continue
-			}
-			if ascii < 0 {
-				ascii = 0
-				if isASCII(s) {
-					ascii = 1
-				}
-			}
-			if ascii == 0 {
-				if s[j]|0x20 == ' ' {
-					return true
-				}
-				continue
-			}
-			if asciiSpace[s[j]] && relDateNext(s[j:]) {
-				return true
-			}
+		t = strings.TrimSuffix(t, "'s")
+		st := stem(t)
+		if !slices.Contains(out, st) {
+			out = append(out, st)
 		}
+	}
+	return out
+}
+
+func termString(s string) string { return strings.Join(terms(s), " ") }
+
+// isLaugh reports laughter: lol, lmao, haha, hehe, xd, rofl.
+func isLaugh(w string) bool {
+	switch {
+	case w == "lol" || w == "lmao" || w == "rofl" || w == "xd" || w == "lmfao":
+		return true
+	case strings.HasPrefix(w, "lo") && strings.Trim(w, "lo") == "", strings.HasPrefix(w, "lm") && strings.Trim(w, "lmao") == "":
+		return true
+	case len(w) >= 4 && (strings.Trim(w, "ha") == "" || strings.Trim(w, "he") == ""):
+		return true
 	}
 	return false
 }
 
-// relDateNext reports whether the field that s, ASCII text, starts with
-// (after white space) may be "week" or a weekday in resolveDates: it holds
-// one in any case.
-func relDateNext(s string) bool {
-	i := 0
-	for i < len(s) && s[i] < 0x80 && asciiSpace[s[i]] {
-		i++
-	}
-	j := i
-	for j < len(s) && !(s[j] < 0x80 && asciiSpace[s[j]]) {
-		j++
-	}
-	f := s[i:j]
-	for k := 0; k < len(f); k++ {
-		switch f[k] | 0x20 {
-		case 'w':
-			if hasPrefixFold(f[k:], "week") || hasPrefixFold(f[k:], "wednesday") {
-				return true
-			}
-		case 's':
-			if hasPrefixFold(f[k:], "sunday") || hasPrefixFold(f[k:], "saturday") {
-				return true
-			}
-		case 'm':
-			if hasPrefixFold(f[k:], "monday") {
-				return true
-			}
-		case 't':
-			if hasPrefixFold(f[k:], "tuesday") || hasPrefixFold(f[k:], "thursday") {
-				return true
-			}
-		case 'f':
-			if hasPrefixFold(f[k:], "friday") {
-				return true
-			}
+// elongated reports a word with a letter three times in a row ("gooo",
+// "sooo"): talk, not a term.
+func elongated(w string) bool {
+	for i := 2; i < len(w); i++ {
+		if w[i] == w[i-1] && w[i] == w[i-2] && w[i] >= 'a' && w[i] <= 'z' {
+			return true
 		}
 	}
 	return false
 }
-
-// The words resolveDates looks for, by first letter: relDateFirst[c] is
-// one more than the index in relDateWords of the words that start with c
-// (in either case), 0 for none.
-var (
-	relDateWords = [][]string{{"yesterday"}, {"today", "tonight", "tomorrow", "this"}, {"next"}, {"last"}, {"coming"}}
-	// relDateBefore are the words that resolve only before a weekday or
-	// "week".
-	relDateBefore = map[string]bool{"this": true, "next": true, "last": true, "coming": true}
-	relDateFirst  = func() (t [256]uint8) {
-		for k, ws := range relDateWords {
-			t[ws[0][0]], t[ws[0][0]-('a'-'A')] = uint8(k+1), uint8(k+1)
-		}
-		return t
-	}()
-)

@@ -51,6 +51,7 @@ func TestDumpFolds(t *testing.T) {
 	// Rolling synthetic sessions, and the same turns as one-shot folds.
 	roll := func(label string, s *Summarizer, turns []fold.Turn, notes []fold.Note, batch, budget int, profile fold.Profile) {
 		summary, ni := "", 0
+		var state []byte
 		for c := 0; c < len(turns); c += batch {
 			b := turns[c:min(c+batch, len(turns))]
 			var bn []fold.Note
@@ -58,12 +59,12 @@ func TestDumpFolds(t *testing.T) {
 				bn = append(bn, notes[ni])
 				ni++
 			}
-			out, err := fold.Summarize(ctx, s, fold.Request{Session: label, Profile: profile, PreviousSummary: summary,
+			out, err := fold.Summarize(ctx, s, fold.Request{Session: label, Profile: profile, PreviousSummary: summary, PreviousState: state,
 				Turns: b, Notes: bn, MaxChars: budget, From: b[0].At, To: b[len(b)-1].At})
 			if err != nil {
 				t.Fatal(err)
 			}
-			summary = out.Summary
+			summary, state = out.Summary, out.State
 			dump(fmt.Sprintf("%s %d", label, c), out)
 		}
 	}

@@ -1,112 +1,665 @@
 package offline
 
 import (
-	"cmp"
 	"encoding/json"
 	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
+	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/reldate"
 	"github.com/foldstream/foldstream/internal/speaker"
 )
 
-type unitKind int
-
 const (
-	unitSpeech unitKind = iota
-	unitNote
-	unitTool
+	maxTurnRunes  = 4000 // of one turn's text; the rest is not read
+	maxBatchStmts = 400  // statements of one batch kept: the weightiest
 )
 
-// unit is one candidate sentence of the new batch.
-type unit struct {
-	kind      unitKind
-	speaker   string
-	sp        speech
-	agreed    []string
-	disagreed []string
-	score     float64
-	seq       int // chronological order within the batch
-	turn      int // index of the source turn (-1 for notes)
-	tool      *toolRun
-	text      [3]string
-	toks      []string // the content tokens of a speech unit (tokenSetOf its words), set by tokenizeUnits
-	set       tokSet   // newTokSet(toks), set by tokenizeUnits
-	buckets   []uint16 // appendBuckets(nil, toks), set by tokenizeUnits
-	subj      []string // subjectOf(toks) once asked for (see subject)
-	subjSet   bool     // subj is computed
-	allToks   []string // tokenSetOf(sp.words, names{}) once asked for (see allTokens)
-	allToksOK bool     // allToks is computed
-	light     string   // a speech unit's light condensation, before replies (for hard)
-	hardLater bool     // text[2] is not made yet (see hard)
+// batch is what one fold's turns and notes say.
+type batch struct {
+	stmts    []stmt
+	speakers []string
+	// answered: the state's open question (by index in st.Open) that the
+	// batch's first turn answers, -1 for none.
+	answered  int
+	hadTurns  bool
+	allFiller bool
 }
 
-// allTokens is tokenSetOf(u.sp.words, names{}) (names included), computed
-// once.
-func (u *unit) allTokens() []string {
-	if !u.allToksOK {
-		u.allToks, u.allToksOK = tokenSetOfInfos(u.sp.infos, names{}), true
+// extract turns req's turns and notes into statements, in order. Every
+// turn is read once here; what the summary and the memories say comes
+// from these statements.
+func (s *Summarizer) extract(req fold.Request, st *state) batch {
+	b := batch{answered: -1, allFiller: true}
+	lastQ := -1 // index in b.stmts of a question waiting for its answer
+	lastQSp := ""
+	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
+		lastQ, lastQSp = -2, st.Open[n-1].Sp // -2: the state's last statement
 	}
-	return u.allToks
-}
-
-// subject is subjectOf(u.toks), computed once.
-func (u *unit) subject() []string {
-	if !u.subjSet {
-		u.subj, u.subjSet = subjectOf(u.toks), true
+	names := slices.Clone(st.Names)
+	for _, t := range req.Turns {
+		if n := displayName(t); !slices.Contains(names, n) && len(names) < 64 {
+			names = append(names, n)
+		}
 	}
-	return u.subj
-}
-
-// unitArena hands out units from blocks of at least size units: one
-// allocation for many units. Each new block is twice as large as the one
-// before, and the fold keeps the last (used) one for later folds (used),
-// so a fold whose batch needs more units than estimated makes later folds
-// need one block.
-type unitArena struct {
-	block []unit
-	size  int
-}
-
-// used is the arena's last block, the part of it that holds units (the
-// earlier blocks are full and dropped).
-func (a *unitArena) used() []unit { return a.block }
-
-func (a *unitArena) new(u unit) *unit {
-	if len(a.block) == cap(a.block) {
-		a.block = make([]unit, 0, max(a.size, 2*cap(a.block), 4))
+	// A proposal ("Alice suggested …") records who agreed with it in the
+	// turns right after it.
+	prop := -1
+	var agreed []string
+	endProposal := func() {
+		if prop >= 0 && len(agreed) > 0 {
+			x := &b.stmts[prop]
+			x.Text = strings.TrimSuffix(x.Text, ".") + ", and " + andList(agreed) + " agreed."
+		}
+		prop, agreed = -1, nil
 	}
-	a.block = append(a.block, u)
-	return &a.block[len(a.block)-1]
+	var call *stmt // the tool call waiting for its result
+	if n := len(st.Open); n > 0 && st.Open[n-1].K == kTool && strings.HasSuffix(st.Open[n-1].Text, ").") {
+		call = &st.Open[n-1] // its result comes in this batch
+	}
+	for _, t := range req.Turns {
+		if isToolTurn(t) {
+			b.hadTurns = true
+			b.allFiller = false
+			call = s.toolTurn(&b, t, call)
+			continue
+		}
+		call = nil
+		if strings.EqualFold(t.Role, "system") {
+			continue
+		}
+		b.hadTurns = true
+		sp := displayName(t)
+		text := cleanSpeech(sanitize(t.Text, maxTurnRunes))
+		if !slices.Contains(b.speakers, sp) && strings.TrimSpace(text) != "" {
+			b.speakers = append(b.speakers, sp)
+		}
+		if prop >= 0 && sp != b.stmts[prop].Sp && agrees(text) {
+			if !slices.Contains(agreed, sp) {
+				agreed = append(agreed, sp)
+			}
+			continue
+		}
+		if prop >= 0 && strings.TrimSpace(text) != "" && !opensWithBackchannel(text) {
+			endProposal()
+		}
+		sents := s.sentences(text, sp, t, req.Profile == fold.ProfileAgent, names)
+		// A question is answered by the next turn of someone else when
+		// that turn says something and does not open with a backchannel
+		// ("sure, …").
+		if lastQ != -1 && sp != lastQSp && strings.TrimSpace(text) != "" {
+			q := ""
+			if lastQ == -2 {
+				q = st.Open[len(st.Open)-1].Terms + "\x00" + st.Open[len(st.Open)-1].Text
+			} else {
+				q = b.stmts[lastQ].Terms + "\x00" + b.stmts[lastQ].Text
+			}
+			if len(sents) > 0 && !opensWithBackchannel(text) && sents[0].K != kQuestion && answers(q, sents[0], text) {
+				if lastQ == -2 {
+					b.answered = len(st.Open) - 1
+				} else {
+					b.stmts[lastQ].K = -1 // dropped below
+				}
+			}
+			lastQ = -1
+		}
+		if len(sents) == 0 {
+			continue
+		}
+		b.allFiller = false
+		b.stmts = append(b.stmts, sents...)
+		if last := sents[len(sents)-1]; strings.HasPrefix(last.Text, sp+" suggested ") {
+			endProposal()
+			prop = len(b.stmts) - 1
+		}
+		if last := sents[len(sents)-1]; last.K == kQuestion {
+			lastQ, lastQSp = len(b.stmts)-1, sp
+		} else if lastQ != -1 && sp != lastQSp {
+			lastQ = -1
+		}
+	}
+	endProposal()
+	kept := b.stmts[:0]
+	for _, x := range b.stmts {
+		if x.K >= 0 {
+			kept = append(kept, x)
+		}
+	}
+	b.stmts = kept
+	salient(b.stmts)
+	if len(b.stmts) > maxBatchStmts {
+		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
+	}
+	for i, n := range req.Notes {
+		if i >= s.cfg.maxNotes {
+			break
+		}
+		if x, ok := noteStmt(n); ok {
+			b.stmts = append(b.stmts, x)
+			b.allFiller = false
+		}
+	}
+	for i := range b.stmts {
+		b.stmts[i].Batch = true
+	}
+	return b
 }
 
-// extraction is what a batch of turns and notes yields.
-type extraction struct {
-	units     []*unit
-	speakers  []string // non-tool speakers in order of first appearance
-	talkers   []string // speakers with content in this batch, in order of first appearance
-	topics    []string
-	hadTurns  bool           // some turn had text
-	allFiller bool           // every turn with text was filler
-	said      []saidSentence // the batch's sentences of speech, for its period line (conversations only)
+// sentences are the statements of one turn worth keeping, at most
+// maxUnitsPerTurn of them (the weightiest), in order.
+func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names []string) []stmt {
+	var out []stmt
+	user := agent && strings.EqualFold(t.Role, "user")
+	for _, raw := range splitSentences(text) {
+		if isInjection(raw) {
+			continue // instructions in the data are not repeated
+		}
+		sent := s.trimFiller(collapseRepeats(raw))
+		if low := strings.ToLower(sent); sent == "" || strings.HasPrefix(low, "thanks") || strings.HasPrefix(low, "thank you") {
+			continue // thanks are not news
+		}
+		tw := terms(sent)
+		nums := countDigits(sent)
+		question := strings.HasSuffix(sent, "?")
+		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && len(strings.Fields(sent)) < 4 {
+			continue // filler, a backchannel or too little to say
+		}
+		sent = reldate.Resolve(sent, t.At)
+		w := weigh(sent, len(tw), nums)
+		k := kSaid
+		if question {
+			k = kQuestion
+			if len(tw) >= 3 {
+				w += 2 // an open question with a subject
+			}
+		}
+		if user {
+			k, w = kAsk, w+3
+		}
+		text, self := report(sp, sent, question, user, names)
+		if self {
+			w += 0.8
+		}
+		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
+			Terms: strings.Join(tw, " "), Key: factKey(tw, sent)})
+	}
+	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
+		out = dropWeakest(out, len(out)-n)
+	}
+	return out
 }
 
-// saidSentence is a sentence of speech of the batch: its fields (a part of
-// the batch's words that is never written again), its turn and speaker.
-type saidSentence struct {
-	words   []string
-	infos   []word // (as words: kept by the unit, never written again)
-	turn    int
-	speaker string
+// salient adds to each statement's weight how much its words are what
+// the statements around it talk about: a word said in several of them is
+// a subject of the conversation, which later questions ask about.
+func salient(ss []stmt) {
+	tf := map[string]int{}
+	for _, x := range ss {
+		for _, t := range strings.Fields(x.Terms) {
+			tf[t]++
+		}
+	}
+	for i := range ss {
+		for _, t := range strings.Fields(ss[i].Terms) {
+			ss[i].W += salience * float64(min(tf[t]-1, 3))
+		}
+	}
 }
 
-// displayName is how the summary names a turn's speaker: the normalised
-// name (speaker.Name: a display name cannot smuggle "Bob: …" or
-// "(assistant)" into the summary, which later prompts read), else its role.
+// salience is the weight of a word said in another statement too.
+const salience = 0.25
+
+// weigh is what a sentence is worth by its content: its content words,
+// numbers, names, and words of decisions and plans.
+func weigh(sent string, terms, nums int) float64 {
+	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(properNouns(sent), 4))
+	if hasAny(sent, decisionWords) {
+		w += 1.5
+	}
+	return w
+}
+
+var decisionWords = []string{"decided", "decide", "agreed", "agree", "let's", "we'll", "we will", "we should", "plan",
+	"going to", "i'll", "i will", "booked", "suggest", "will ", "deadline", "must", "need to", "don't", "never", "always", "only"}
+
+func hasAny(s string, ws []string) bool {
+	l := strings.ToLower(s)
+	for _, w := range ws {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func countDigits(s string) int {
+	n := 0
+	for _, f := range strings.Fields(s) {
+		if strings.IndexFunc(f, unicode.IsDigit) >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// properNouns counts the capitalised words that do not start the sentence.
+func properNouns(s string) int {
+	n := 0
+	for i, f := range strings.Fields(s) {
+		r, _ := utf8.DecodeRuneInString(f)
+		if i > 0 && unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'") {
+			n++
+		}
+	}
+	return n
+}
+
+// ---- filler ----
+
+var (
+	leadFiller = []string{"yeah", "yes", "yep", "yup", "ok", "okay", "so", "um", "uh", "uhm", "hmm", "mm", "oh", "well",
+		"like", "right", "alright", "and", "but", "anyway", "anyways", "also", "hey", "wait", "lol", "haha", "sure",
+		"cool", "nice", "i mean", "you know", "hm", "ah", "er", "erm", "actually", "noted", "basically", "honestly", "look", "listen"}
+	backchannels = toSet([]string{"sure", "yeah", "yes", "yep", "ok", "okay", "mm-hmm", "uh-huh", "cool", "nice", "right",
+		"alright", "fine", "lol", "haha", "gg", "k", "kk", "totally", "exactly", "true", "agreed", "noted", "hmm", "mm"})
+)
+
+// trimFiller strips discourse words and laughter from the ends of a
+// sentence and repeated words ("the the"), and drops the sentence when
+// nothing with a word of content is left.
+func (s *Summarizer) trimFiller(sent string) string {
+	sent = strings.TrimSpace(sent)
+	for changed := true; changed; {
+		changed = false
+		low := strings.ToLower(sent)
+		for _, f := range leadFiller {
+			if strings.HasPrefix(low, f) && len(low) > len(f) && strings.ContainsRune(" ,.!", rune(low[len(f)])) {
+				sent = strings.TrimLeft(sent[len(f):], " ,.!")
+				changed = true
+				break
+			}
+		}
+		for w := range s.cfg.extraFiller {
+			if strings.HasPrefix(low, w+" ") {
+				sent = strings.TrimLeft(sent[len(w):], " ,")
+				changed = true
+			}
+		}
+	}
+	fs := strings.Fields(sent)
+	for len(fs) > 0 {
+		l := strings.ToLower(strings.Trim(fs[len(fs)-1], ".,!?"))
+		if !isLaugh(l) && l != "lol" && l != "though" {
+			break
+		}
+		fs = fs[:len(fs)-1]
+	}
+	if len(fs) == 0 {
+		return ""
+	}
+	var out []string
+	for i, f := range fs {
+		c := strings.ToLower(strings.Trim(f, ",.;:!?"))
+		switch {
+		case inlineFiller[c]:
+			// "um", "uh": keep a sentence end it carried
+			if n := len(out); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(out[n-1][len(out[n-1])-1:], ".!?") {
+				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
+			}
+			continue
+		case len(c) == 1 && c != "a" && c != "i" && c == strings.Trim(f, ",.;:!?") && !unicode.IsDigit(rune(c[0])) && i+1 < len(fs),
+			strings.HasSuffix(f, "-") && len(f) > 1:
+			continue // a cut word: "I s", "m or", "we-"
+		case len(out) > 0 && strings.EqualFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
+			continue // a false start: "the the"
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	if r, _ := utf8.DecodeRuneInString(out[0]); unicode.IsLower(r) && len(out[0]) > 1 && out[0] != strings.ToLower(out[0]) {
+		out[0] = upperFirst(out[0])
+	}
+	sent = strings.TrimLeft(strings.Join(out, " "), ",;: ")
+	if sent == "" {
+		return ""
+	}
+	if !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
+		sent += "."
+	}
+	return sent
+}
+
+// answers reports whether a turn (its first statement a, its text)
+// answers the question q ("terms\x00text"): it shares a content word with
+// it, gives a number to a how-much or when question, or a yes or no to a
+// yes/no question.
+func answers(q string, a stmt, text string) bool {
+	qTerms, qText, _ := strings.Cut(q, "\x00")
+	for _, t := range strings.Fields(a.Terms) {
+		if slices.Contains(strings.Fields(qTerms), t) {
+			return true
+		}
+	}
+	body := strings.ToLower(qText[strings.Index(qText, ": ")+2:])
+	if countDigits(text) > 0 && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
+		return true
+	}
+	first := strings.ToLower(strings.Trim(strings.Fields(text + " x")[0], ",.!"))
+	if first == "yes" || first == "no" || first == "nope" || first == "yeah" {
+		for _, aux := range []string{"is ", "are ", "do ", "does ", "did ", "can ", "could ", "will ", "would ", "should ", "have ", "has "} {
+			if strings.HasPrefix(body, aux) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var agreement = toSet([]string{"", "sounds good", "i'm down", "down", "i'm in", "let's do it", "works for me",
+	"that works", "fine with me", "that's fine with me", "good idea", "deal", "agreed", "sure", "count me in", "sounds great"})
+
+// agrees reports a turn that only agrees ("sounds good", "yeah I'm down").
+func agrees(text string) bool {
+	l := strings.Trim(strings.ToLower(strings.TrimSpace(text)), ".!,")
+	for _, p := range []string{"yeah ", "yes ", "ok ", "okay ", "yep ", "sure ", "yeah, ", "yes, ", "ok, ", "okay, "} {
+		l = strings.TrimPrefix(l, p)
+	}
+	switch l {
+	case "yeah", "yes", "yep", "ok", "okay", "sure":
+		return true
+	}
+	return agreement[l] && l != ""
+}
+
+// inlineFiller are words of hesitation dropped wherever they stand.
+var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", "hmm", "mm", "uh-huh", "um-hum", "mm-hmm", "eh"})
+
+// opensWithBackchannel reports whether a turn starts with an
+// acknowledgement ("sure", "ok, …").
+func opensWithBackchannel(text string) bool {
+	fs := strings.Fields(strings.ToLower(text))
+	return len(fs) > 0 && backchannels[strings.Trim(fs[0], ".,!?")] || len(fs) == 0
+}
+
+// ---- reported speech ----
+
+var (
+	firstPerson  = toSet([]string{"i", "me", "my", "mine", "myself", "i'm", "i've", "i'll", "i'd"})
+	secondPerson = toSet([]string{"you", "your", "yours", "yourself", "you're", "you've", "you'll", "you'd", "ya", "u"})
+	groupPerson  = map[string]string{"we": "they", "us": "them", "our": "their", "ours": "theirs", "ourselves": "themselves",
+		"we're": "they're", "we've": "they've", "we'll": "they'll", "we'd": "they'd"}
+	opinion = []string{"i think that ", "i think ", "i guess ", "i believe ", "i feel like ", "i reckon "}
+)
+
+// report writes what sp said as reported speech a person would write:
+// "I keep dying as Hulk" → "Bob keeps dying as Hulk."; "my car fits four"
+// → "Lena's car fits four."; "we're on Ilios" → "Marco said they're on
+// Ilios."; a question → "Dave asked: can someone remind me …?". What
+// cannot be turned into the third person without garbling it is quoted.
+// self reports a statement about the speaker.
+func report(sp, sent string, question, user bool, names []string) (text string, self bool) {
+	low := strings.ToLower(sent)
+	if question {
+		for _, p := range []string{"how about ", "what about ", "why don't we ", "why not "} {
+			if strings.HasPrefix(low, p) && len(sent) > len(p)+3 {
+				rest := strings.TrimSuffix(sent[len(p):], "?")
+				if p == "why don't we " {
+					rest = "they " + rest
+				}
+				return sp + " suggested " + group(rest) + ".", false
+			}
+		}
+		// "Alice, can you …?" / "can you …, Alice?" is asked of Alice.
+		for _, n := range names {
+			if n == sp {
+				continue
+			}
+			if strings.HasPrefix(sent, n+", ") {
+				return sp + " asked " + n + ": " + lowerFirst(sent[len(n)+2:]), false
+			}
+			if strings.HasSuffix(sent, ", "+n+"?") {
+				return sp + " asked " + n + ": " + lowerFirst(strings.TrimSuffix(sent, ", "+n+"?")) + "?", false
+			}
+		}
+		return sp + " asked: " + lowerFirst(sent), false
+	}
+	verb := "said"
+	for _, o := range opinion {
+		if strings.HasPrefix(low, o) && len(sent) > len(o)+3 {
+			sent, low, verb = sent[len(o):], low[len(o):], "thinks"
+			break
+		}
+	}
+	ws := strings.Fields(sent)
+	first, second := 0, 0
+	for _, w := range ws {
+		c := strings.ToLower(strings.Trim(w, `.,!?;:"()`))
+		if firstPerson[c] {
+			first++
+		}
+		if secondPerson[c] {
+			second++
+		}
+	}
+	if verb == "said" && first == 1 && second == 0 {
+		if out, ok := thirdPerson(sp, ws); ok {
+			return out, true
+		}
+	}
+	if strings.HasPrefix(low, "let me ") && first == 1 && second == 0 && len(ws) > 3 {
+		return sp + " offered to " + group(strings.Join(ws[2:], " ")), true
+	}
+	if strings.HasPrefix(low, "let's ") && first == 0 && second == 0 {
+		return sp + " suggested they " + group(strings.Join(ws[1:], " ")), false
+	}
+	if first == 0 && second == 0 {
+		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
+			return sp + " asked: " + lowerFirst(sent), false
+		}
+		return sp + " " + verb + " " + lowerFirst(group(sent)), false
+	}
+	if verb == "thinks" {
+		sent = "I think " + lowerFirst(sent)
+	}
+	if strings.Contains(sent, "\"") {
+		return sp + " said: " + sent, first > 0
+	}
+	return sp + " said, \"" + upperFirst(sent) + "\"", first > 0
+}
+
+// imperative reports whether a sentence opening with w reads as an
+// instruction ("Add a flag", "Don't touch go.mod").
+func imperative(w string) bool {
+	lw := strings.ToLower(strings.Trim(w, ",.!"))
+	if lw == "don't" || lw == "never" || lw == "always" || lw == "please" {
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(w)
+	return unicode.IsUpper(r) && imperativeWord(lw)
+}
+
+func imperativeWord(lw string) bool {
+	return !stopWords[lw] && !leadCommon[lw] && !strings.HasSuffix(lw, "s") && !strings.HasSuffix(lw, "ed") && lw != ""
+}
+
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if !unicode.IsLower(r) {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// thirdPerson turns "I <verb> …" or "my <noun> …" with no other first or
+// second person word into the third person.
+func thirdPerson(sp string, ws []string) (string, bool) {
+	w0 := strings.ToLower(ws[0])
+	if c := strings.TrimRight(w0, ","); sequencers[c] && len(ws) > 3 {
+		// "Next I will add …" → "Next, Assistant will add …"
+		if out, ok := thirdPerson(sp, ws[1:]); ok {
+			return upperFirst(c) + ", " + out, true
+		}
+	}
+	rest := func(i int) string { return strings.Join(ws[i:], " ") }
+	switch w0 {
+	case "my":
+		if len(ws) < 3 {
+			return "", false
+		}
+		return sp + "'s " + group(rest(1)), true
+	case "i'm", "i've", "i'll", "i'd":
+		if len(ws) < 2 {
+			return "", false
+		}
+		aux := map[string]string{"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}[w0]
+		return sp + " " + aux + " " + group(rest(1)), true
+	case "i":
+		if len(ws) < 3 {
+			return "", false
+		}
+		i := 1
+		adv := ""
+		if adverbs[strings.ToLower(ws[1])] {
+			adv, i = ws[1]+" ", 2
+		}
+		v, ok := conjugate(strings.ToLower(ws[i]))
+		if !ok {
+			return "", false
+		}
+		return sp + " " + adv + v + " " + group(rest(i+1)), true
+	}
+	return "", false
+}
+
+var sequencers = toSet([]string{"next", "then", "now", "first", "also", "so", "today", "tomorrow", "later", "afterwards"})
+
+var approx = toSet([]string{"roughly", "about", "around", "approximately", "nearly", "almost", "over", "under", "exactly"})
+
+var adverbs = toSet([]string{"just", "really", "also", "still", "actually", "already", "never", "always", "usually",
+	"only", "probably", "definitely", "totally", "even", "recently", "finally", "honestly", "kinda"})
+
+var pastIrregular = toSet(strings.Fields(`went got made found bought saw told said took came left met ran sent
+thought had did was knew gave felt kept lost paid put set spent won wrote ate drove flew forgot heard held built
+brought caught chose fell sold spoke stood taught understood began broke grew hid hit hurt lent let meant rode
+rang rose shot shut sang sat slept slid stole swam threw woke wore could would should might must can can't
+couldn't wouldn't shouldn't didn't won't will may shall`))
+
+var auxThird = map[string]string{"am": "is", "have": "has", "do": "does", "don't": "doesn't", "haven't": "hasn't",
+	"was": "was", "wasn't": "wasn't", "go": "goes"}
+
+// conjugate is the third-person form of the verb v after "I"; false when v
+// does not look like a verb it knows how to conjugate.
+func conjugate(v string) (string, bool) {
+	if x, ok := auxThird[v]; ok {
+		return x, true
+	}
+	if pastIrregular[v] || strings.HasSuffix(v, "ed") && !strings.HasSuffix(v, "eed") && len(v) > 3 {
+		return v, true
+	}
+	for _, r := range v {
+		if r < 'a' || r > 'z' {
+			return "", false
+		}
+	}
+	if len(v) < 3 || stopWords[v] && v != "like" && v != "need" && v != "want" && v != "know" && v != "think" &&
+		v != "get" && v != "make" && v != "see" && v != "look" && v != "mean" && v != "say" {
+		return "", false
+	}
+	switch {
+	case strings.HasSuffix(v, "s") || strings.HasSuffix(v, "sh") || strings.HasSuffix(v, "ch") ||
+		strings.HasSuffix(v, "x") || strings.HasSuffix(v, "z") || strings.HasSuffix(v, "o"):
+		return v + "es", true
+	case strings.HasSuffix(v, "y") && !strings.ContainsRune("aeiou", rune(v[len(v)-2])):
+		return v[:len(v)-1] + "ies", true
+	}
+	return v + "s", true
+}
+
+// group turns the speaker's "we" into "they" (what a person writes when
+// reporting it).
+func group(s string) string {
+	ws := strings.Fields(s)
+	changed := false
+	for i, w := range ws {
+		core := strings.TrimRight(w, `.,!?;:"`)
+		if x, ok := groupPerson[strings.ToLower(core)]; ok {
+			ws[i] = x + w[len(core):]
+			changed = true
+		}
+	}
+	if !changed {
+		return s
+	}
+	return strings.Join(ws, " ")
+}
+
+// lowerFirst lower-cases the first letter of s when its first word is a
+// common word, not a name ("Can you …" → "can you …", "Tokyo …" stays).
+func lowerFirst(s string) string {
+	w, _, _ := strings.Cut(s, " ")
+	lw := strings.ToLower(strings.TrimRight(w, ",.!?"))
+	if lw == "i" || strings.HasPrefix(lw, "i'") || !(stopWords[lw] || groupPerson[lw] != "" || secondPerson[lw] || leadCommon[lw]) {
+		return s
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(r)) + s[n:]
+}
+
+var leadCommon = toSet([]string{"please", "maybe", "there", "that's", "it's", "there's", "what's", "who's", "where's",
+	"how's", "when's", "everyone", "someone", "anyone", "nobody", "somebody", "everybody", "let's", "next", "then"})
+
+// ---- notes and tools ----
+
+// noteStmt is a screen-watch note tied to whose screen it was.
+func noteStmt(n fold.Note) (stmt, bool) {
+	text := oneLine(n.Text, 600)
+	if text == "" || isInjection(text) {
+		return stmt{}, false
+	}
+	src := speaker.Name(oneLine(n.Source, 64))
+	label := "Screen note: "
+	if i := strings.Index(text, "'s screen: "); i > 0 && i < 40 {
+		label, text = "On "+text[:i]+"'s screen: ", text[i+len("'s screen: "):]
+	} else if src != "" && src != "screen" && looksLikeName(src) {
+		label = "On " + src + "'s screen: "
+	} else if src != "" && src != "screen" {
+		label = "Screen note (" + src + "): "
+	}
+	text = strings.TrimRight(reldate.Resolve(text, n.At), " ")
+	if !strings.ContainsAny(text[len(text)-1:], ".!?") {
+		text += "."
+	}
+	tw := terms(text)
+	return stmt{Sp: src, At: unixOf(n.At), Text: clip(label+text, maxStmtRunes), K: kNote,
+		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " ")}, true
+}
+
+func looksLikeName(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsUpper(r) && len(strings.Fields(s)) <= 3
+}
+
+func isToolTurn(t fold.Turn) bool {
+	switch strings.ToLower(t.Kind) {
+	case "tool_call", "tool_result", "tool_use", "function_call", "function_result":
+		return true
+	}
+	r := strings.ToLower(t.Role)
+	return r == "tool" || r == "function"
+}
+
+func isToolCall(t fold.Turn) bool {
+	k := strings.ToLower(t.Kind)
+	return (k == "tool_call" || k == "tool_use" || k == "function_call") && !strings.EqualFold(t.Role, "tool")
+}
+
+// displayName is the turn's speaker as the summary names it.
 func displayName(t fold.Turn) string {
 	if n := speaker.Name(oneLine(t.Speaker, 64)); n != "" {
 		return n
@@ -124,1221 +677,173 @@ func displayName(t fold.Turn) string {
 	return "Someone"
 }
 
-func isToolTurn(t fold.Turn) bool {
-	switch strings.ToLower(t.Kind) {
-	case "tool_call", "tool_result", "tool_use", "function_call", "function_result":
-		return true
+// toolTurn adds a tool call or result: a call and its result become one
+// clause ("Assistant ran bash (go test ./...): failed, --- FAIL: …"), the
+// tool's output never.
+func (s *Summarizer) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
+	tool := oneLine(t.Tool, 48)
+	if tool == "" {
+		tool = "a tool"
 	}
-	r := strings.ToLower(t.Role)
-	return r == "tool" || r == "function"
+	if isToolCall(t) {
+		who := displayName(t)
+		if who == "Tool" || who == "Someone" {
+			who = "Assistant"
+		}
+		arg := toolArg(t.Text)
+		text := who + " ran " + tool
+		if arg != "" {
+			text += " (" + arg + ")"
+		}
+		tw := terms(tool + " " + arg)
+		b.stmts = append(b.stmts, stmt{Sp: who, At: unixOf(t.At), Text: text + ".", K: kTool, W: 1.5 + 0.2*float64(len(tw)),
+			Terms: strings.Join(tw, " "), Key: "tool " + tool + " " + arg})
+		return &b.stmts[len(b.stmts)-1]
+	}
+	outcome := toolOutcome(t.Text)
+	if call != nil && strings.HasPrefix(call.Key, "tool "+tool+" ") {
+		call.Text = strings.TrimSuffix(call.Text, ".") + ": " + outcome + "."
+		if strings.HasPrefix(outcome, "failed") {
+			call.W += 1.5
+		}
+		return nil
+	}
+	b.stmts = append(b.stmts, stmt{At: unixOf(t.At), Text: tool + " result: " + outcome + ".", K: kTool, W: 1.5,
+		Terms: termString(tool), Key: "tool " + tool + " result"})
+	return nil
 }
 
-func isToolCall(t fold.Turn) bool {
-	k := strings.ToLower(t.Kind)
-	return k == "tool_call" || k == "tool_use" || k == "function_call"
-}
-
-// extract turns the batch into scored, rendered units.
-func (s *Summarizer) extract(req fold.Request, prev previous, prevSents []*prevSentence, who names, agent bool, sc *scratch) extraction {
-	var ex extraction
-	ex.allFiller = true
-	topics := newTopicCounter(who, agent)
-	// Topics that run through the session keep their place: the previous
-	// summary and its topic list count, less than the new batch.
-	for _, t := range prev.topics {
-		topics.bump(t, 0.75)
-	}
-	// Mentions in the previous summary's sentences reinforce topics but
-	// do not introduce any (they may be names an LLM backend wrote): top
-	// weighs them in.
-	topics.echo = prevSents
-	seenSpeaker := map[string]bool{}
-
-	arena := unitArena{size: len(req.Turns)/2 + len(req.Notes) + 1} // (many turns are filler)
-	arena.block = take(sc.units, arena.size)
-	sc.units = arena.block
-	ex.said = sc.said[:0]
-	var pendingCall *fold.Turn
-	pendingIdx := 0
-	flushCall := func() {
-		if pendingCall != nil {
-			ex.units = append(ex.units, arena.new(toolUnit(pendingCall, nil, pendingIdx)))
-			pendingCall = nil
-		}
-	}
-
-	var sents []string
-	// words holds the fields of the batch's sentences: each sentence is
-	// split once, and the passes that read its words share them. A unit
-	// keeps its sentence's part, which is never written again (a sentence
-	// that yields no unit gives its part back).
-	var words []string
-	var infos []word // the words of the units' sentences, in parts as words
-	for i := range req.Turns {
-		t := req.Turns[i]
-		if isToolTurn(t) {
-			ex.hadTurns = true
-			ex.allFiller = false
-			if isToolCall(t) {
-				flushCall()
-				pendingCall, pendingIdx = &req.Turns[i], i
-				continue
-			}
-			if pendingCall != nil && (pendingCall.Tool == "" || t.Tool == "" || pendingCall.Tool == t.Tool) {
-				ex.units = append(ex.units, arena.new(toolUnit(pendingCall, &t, pendingIdx)))
-				pendingCall = nil
-				continue
-			}
-			flushCall()
-			ex.units = append(ex.units, arena.new(toolUnit(nil, &t, i)))
-			continue
-		}
-		name := displayName(t)
-		role := strings.ToLower(t.Role)
-		text := resolveDates(cleanSpeech(sanitize(t.Text, maxTurnRunes)), t.At)
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		ex.hadTurns = true
-		if role != "system" && !hasLower(seenSpeaker, name) {
-			seenSpeaker[strings.ToLower(name)] = true
-			ex.speakers = append(ex.speakers, name)
-		}
-		sents = appendSentences(sents[:0], text)
-		if words == nil {
-			words = take(sc.words, wordsEstimate(req.Turns[i:]))
-		}
-		if infos == nil {
-			infos = take(sc.infos, cap(words))
-		}
-		for k, sent := range sents {
-			mark, imark := len(words), len(infos)
-			words = appendFields(words, sent)
-			ws := words[mark:len(words):len(words)]
-			infos = appendWords(infos, ws)
-			wis := infos[imark:len(infos):len(infos)] // the words of ws
-			fk := classifyInfos(wis, who, s.cfg.extraFiller)
-			if fk == notFiller && k == 0 {
-				// "yes, and …" / "nah, …" answers the previous speaker too
-				if len(ws) > 1 && strings.HasSuffix(ws[0], ",") {
-					n := wis[0].n // norm(ws[0])
-					if _, v := lexVariantsOf(n, wis[0].lx); v&lxAgree != 0 || n == "no" || n == "nope" || n == "nah" {
-						attachReply(ex.units, i, name, v&lxAgree != 0) // inSet(agreeWords, n)
-					}
-				}
-			}
-			if fk == notFiller {
-				stripped := stripFillerInfos(sent, ws, wis)
-				if stripped == "" {
-					words, infos = words[:mark], infos[:imark]
-					continue
-				}
-				if stripped != sent { // (else it is still notFiller)
-					sent = stripped
-					words = appendFields(words[:mark], sent)
-					ws = words[mark:len(words):len(words)]
-					infos = appendWords(infos[:imark], ws)
-					wis = infos[imark:len(infos):len(infos)]
-					fk = classifyInfos(wis, who, s.cfg.extraFiller)
-				}
-			}
-			if fk == notFiller {
-				if tidy := dropDisfluencies(sent, ws, who); tidy != sent {
-					sent = tidy
-					words = appendFields(words[:mark], sent)
-					ws = words[mark:len(words):len(words)]
-					infos = appendWords(infos[:imark], ws)
-					wis = infos[imark:len(infos):len(infos)]
-				}
-			}
-			if fk != notFiller {
-				if fk == fillerAgree || fk == fillerDisagree {
-					attachReply(ex.units, i, name, fk == fillerAgree)
-				}
-				words, infos = words[:mark], infos[:imark]
-				continue
-			}
-			ex.allFiller = false
-			addressee, body, bws := extractVocativeIn(sent, ws, name, who)
-			// The unit's words: those of ws, or of ws without the vocative
-			// that opened it, or the body's own (kept by the unit: never
-			// written again).
-			var bis []word
-			switch {
-			case bws == nil:
-				words = appendFields(words[:mark], body)
-				bws = words[mark:len(words):len(words)]
-				infos = appendWords(infos[:imark], bws)
-				bis = infos[imark:len(infos):len(infos)]
-			case len(bws) == len(ws):
-				bis = wis
-			default: // bws is ws[1:]
-				bis = wis[1:]
-			}
-			tr := analyzeInfos(body, bis, who)
-			if agent && tr.imperative && role == "user" {
-				tr.request = true // rendered "User asked: Add …"
-			}
-			sc := scoreTraits(tr, agent)
-			switch {
-			case role == "system":
-				sc *= 0.6
-			case role == "assistant" && !agent:
-				sc *= 0.85
-			case role == "user" && agent:
-				sc += 1.5
-			}
-			ex.units = append(ex.units, arena.new(unit{
-				kind:    unitSpeech,
-				speaker: name,
-				sp:      speech{speaker: name, addressee: addressee, text: body, words: bws, infos: bis, t: tr},
-				score:   sc,
-				seq:     i*1000 + k,
-				turn:    i,
-			}))
-			if !tr.injection {
-				topics.addWords(bis) // (an injection's words are data, not what the session is about)
-				if !agent && role != "system" {
-					ex.said = append(ex.said, saidSentence{words: bws, infos: bis, turn: i, speaker: name})
-				}
-			}
-		}
-	}
-	flushCall()
-	if words != nil { // (kept for later folds)
-		sc.words = words
-	}
-	if infos != nil {
-		sc.infos = infos
-	}
-	sc.said = ex.said
-	ex.units = dropAnswered(ex.units)
-	ex.units = capPerTurn(ex.units, s.cfg.maxUnitsPerTurn)
-	ex.units = capTotal(ex.units, maxNewUnits)
-	talked := map[string]bool{}
-	for _, u := range ex.units {
-		if u.kind == unitSpeech && !hasLower(talked, u.speaker) && hasLower(seenSpeaker, u.speaker) {
-			talked[strings.ToLower(u.speaker)] = true
-			ex.talkers = append(ex.talkers, u.speaker)
-		}
-	}
-
-	notes := s.noteUnits(req, who, topics, &arena)
-	sc.units = arena.used()
-	ex.units = append(ex.units, notes...)
-	slices.SortStableFunc(ex.units, func(a, b *unit) int { return cmp.Compare(a.seq, b.seq) })
-	ex.units = mergeToolRuns(ex.units)
-
-	tokenizeUnits(ex.units, who, sc)
-	for _, u := range ex.units {
-		if u.kind == unitSpeech {
-			u.score += 2.0 * float64(min(len(u.agreed)+len(u.disagreed), 1))
-			u.renderSpeech(who)
-		}
-	}
-	ex.topics = topics.top(s.cfg.maxTopics)
-	return ex
-}
-
-// tokenizeUnits sets the content tokens of the speech units (tokenSetOf
-// their words), split once for dedup and memories, in one shared slice,
-// with their signatures and coverage buckets (one hash per token for
-// both).
-// (Raising the score of statements that share the batch's words, a
-// centroid signal, was measured and did not help: an aside is as likely
-// to be asked about.)
-func tokenizeUnits(units []*unit, who names, sc *scratch) {
-	n := 0
-	for _, u := range units {
-		n += len(u.sp.words)
-	}
-	all := take(sc.toks, n) // (units keep their parts: it never grows)
-	for _, u := range units {
-		if u.kind == unitSpeech {
-			from := len(all)
-			all = appendTokenSetInfos(all, u.sp.infos, who)
-			u.toks = all[from:len(all):len(all)]
-		}
-	}
-	// (one array each for the bits and the buckets of every set)
-	bits := take(sc.bits, len(all))[:len(all)] // (every element is set below)
-	buckets := take(sc.buckets, len(all))[:len(all)]
-	sc.toks, sc.bits, sc.buckets = all, bits, buckets
-	at := 0
-	for _, u := range units {
-		if u.kind != unitSpeech {
-			continue
-		}
-		k := len(u.toks)
-		u.set = tokSet{toks: u.toks, bits: bits[at : at+k : at+k]}
-		u.buckets = buckets[at : at+k : at+k]
-		for i, t := range u.toks {
-			h := hashLower(t)
-			b := uint8(h & 63) // (as newTokSetIn and appendBuckets compute them)
-			u.set.bits[i] = b
-			u.set.sig |= 1 << b
-			u.buckets[i] = uint16(h % covBuckets)
-		}
-		at += k
-	}
-}
-
-// dropAnswered drops the questions of the batch that someone else answered
-// with a statement within the next two turns: the answer holds the fact,
-// and the question would read as still open. A backchannel ("sure",
-// "mm-hmm") is no unit, so it never answers a question: a question it
-// followed stays open.
-func dropAnswered(units []*unit) []*unit {
-	out := units[:0]
-	for i, u := range units {
-		if u.kind == unitSpeech && u.sp.t.question && !u.sp.t.request && answeredBy(units[i+1:], u) {
-			continue
-		}
-		out = append(out, u)
-	}
-	return out
-}
-
-// answeredBy reports whether a statement in later (the units after q)
-// answers q: said by someone else (the addressee, when q has one) within
-// two turns of it, and about it: it shares a content word with q, or
-// gives what q's question word asks for (a number for "how much", a date
-// or time for "when", a name for "who"). "sure, let me finish this round first" answers no "who's bringing
-// the grill?".
-func answeredBy(later []*unit, q *unit) bool {
-	kind := -1 // questionKind(q.sp.words), once needed
-	for _, v := range later {
-		if v.turn > q.turn+2 {
-			return false
-		}
-		if v.kind != unitSpeech || v.turn == q.turn || strings.EqualFold(v.speaker, q.speaker) ||
-			v.sp.t.question || (q.sp.addressee != "" && !strings.EqualFold(v.speaker, q.sp.addressee)) {
-			continue
-		}
-		if kind < 0 {
-			kind = questionKind(q.sp.words)
-		}
-		if answersKind(kind, v.sp.t) {
-			return true
-		}
-		qt := q.allTokens()
-		for _, w := range v.allTokens() {
-			if slices.Contains(qt, w) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// What a question asks for, by its question word.
-const (
-	askOther  = iota // yes/no, what, why, how: only a statement about it answers
-	askWhen          // when, what time: a date, a time or a number
-	askAmount        // how much, how many, how long: a number
-	askWho           // who, where, which: a name
-)
-
-// questionKind reads what the question whose fields are words asks for.
-func questionKind(words []string) int {
-	for i, w := range words {
-		c := core(w)
-		switch {
-		case lowerEq(c, "when"):
-			return askWhen
-		case lowerEq(c, "who") || lowerEq(c, "who's") || lowerEq(c, "whom") || lowerEq(c, "whose") ||
-			lowerEq(c, "where") || lowerEq(c, "where's") || lowerEq(c, "which"):
-			return askWho
-		case lowerEq(c, "how") && i+1 < len(words):
-			n := core(words[i+1])
-			if lowerEq(n, "much") || lowerEq(n, "many") || lowerEq(n, "long") || lowerEq(n, "far") || lowerEq(n, "old") {
-				return askAmount
-			}
-		case lowerEq(c, "what") && i+1 < len(words) && lowerEq(core(words[i+1]), "time"):
-			return askWhen
-		}
-	}
-	return askOther
-}
-
-// answersKind reports whether a statement with traits t gives what a
-// question of kind k asks for.
-func answersKind(k int, t traits) bool {
-	switch k {
-	case askWhen:
-		return t.dates > 0 || t.numbers > 0
-	case askAmount:
-		return t.numbers > 0
-	case askWho:
-		return t.entities > 0
-	}
-	return false
-}
-
-// attachReply records a filler assent/dissent ("yeah", "sounds good",
-// "nah") from speaker name as a reply to the latest open proposal, offer
-// or decision by someone else in the last two turns. Questions and
-// requests never take one: "sure" may answer something else, and a
-// question's answer is a statement.
-func attachReply(units []*unit, turn int, name string, agree bool) {
-	for j := len(units) - 1; j >= 0; j-- {
-		u := units[j]
-		if u.turn < turn-2 {
-			return
-		}
-		if u.kind != unitSpeech || strings.EqualFold(u.speaker, name) ||
-			(u.sp.addressee != "" && !strings.EqualFold(u.sp.addressee, name)) {
-			continue
-		}
-		t := u.sp.t
-		if t.question || t.request || !(t.proposal || t.offer || t.strongDecision) {
-			continue
-		}
-		list := &u.disagreed
-		if agree {
-			list = &u.agreed
-		}
-		for _, n := range u.agreed {
-			if strings.EqualFold(n, name) {
-				return
-			}
-		}
-		for _, n := range u.disagreed {
-			if strings.EqualFold(n, name) {
-				return
-			}
-		}
-		*list = append(*list, name)
-		return
-	}
-}
-
-// renderSpeech fills the three condensation levels of a speech unit.
-func (u *unit) renderSpeech(who names) {
-	var arr [64]string
-	base, words := u.sp.render(arr[:0], who)
-	if words == nil {
-		words = appendFields(arr[:0], base)
-	}
-	l1 := condenseLightIn(base, words)
-	// text[2] is made when a fold asks for it (hard): most folds never
-	// condense a new statement that far.
-	u.light, u.hardLater = l1, true
-	u.text = [3]string{withReplies(base, u), withReplies(l1, u), ""}
-}
-
-// hard is the hard condensation of a speech unit, u.text[2], made once.
-func (u *unit) hard() string {
-	if u.hardLater {
-		l2 := condenseMain(u.light)
-		u.text[2], u.hardLater = withReplies(l2, u), false
-	}
-	return u.text[2]
-}
-
-// withReplies appends who agreed or disagreed.
-func withReplies(s string, u *unit) string {
-	if len(u.agreed) == 0 && len(u.disagreed) == 0 {
-		return s
-	}
-	if strings.HasSuffix(s, "?") {
-		var parts []string
-		if len(u.agreed) > 0 {
-			parts = append(parts, joinNames(u.agreed)+" said yes")
-		}
-		if len(u.disagreed) > 0 {
-			parts = append(parts, joinNames(u.disagreed)+" said no")
-		}
-		return s + " " + strings.Join(parts, ", ") + "."
-	}
-	s = strings.TrimRight(s, ".!")
-	if len(u.agreed) > 0 {
-		s += ", and " + joinNames(u.agreed) + " agreed"
-	}
-	if len(u.disagreed) > 0 {
-		s += ", but " + joinNames(u.disagreed) + " disagreed"
-	}
-	return s + "."
-}
-
-// joinNames writes "A", "A and B", "A, B and C".
-func joinNames(ns []string) string {
-	switch len(ns) {
-	case 0:
-		return ""
-	case 1:
-		return ns[0]
-	}
-	return strings.Join(ns[:len(ns)-1], ", ") + " and " + ns[len(ns)-1]
-}
-
-// capPerTurn keeps at most n units per turn (the best scored), so that no
-// single long turn (a monologue, a pasted document, an injection attempt)
-// dominates the summary.
-func capPerTurn(units []*unit, n int) []*unit {
-	if n <= 0 || !turnOver(units, n) {
-		return units
-	}
-	byTurn := map[int][]int{}
-	for i, u := range units {
-		byTurn[u.turn] = append(byTurn[u.turn], i)
-	}
-	drop := make([]bool, len(units))
-	for _, idx := range byTurn {
-		if len(idx) <= n {
-			continue
-		}
-		sorted := append([]int(nil), idx...)
-		sort.SliceStable(sorted, func(a, b int) bool {
-			ua, ub := units[sorted[a]], units[sorted[b]]
-			if ua.score != ub.score {
-				return ua.score > ub.score
-			}
-			return sorted[a] < sorted[b]
-		})
-		for _, i := range sorted[n:] {
-			drop[i] = true
-		}
-	}
-	out := units[:0:0]
-	for i, u := range units {
-		if !drop[i] {
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
-// turnOver reports whether more than n units come from one turn.
-func turnOver(units []*unit, n int) bool {
-	if len(units) <= n {
-		return false
-	}
-	var arr [64]int
-	turns := arr[:0]
-	for _, u := range units {
-		turns = append(turns, u.turn)
-	}
-	slices.Sort(turns)
-	for i := n; i < len(turns); i++ {
-		if turns[i] == turns[i-n] {
-			return true
-		}
-	}
-	return false
-}
-
-// capTotal keeps the n best units of an oversized batch (ties: newer),
-// in their original order.
-func capTotal(units []*unit, n int) []*unit {
-	if len(units) <= n {
-		return units
-	}
-	idx := make([]int, len(units))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		if units[idx[a]].score != units[idx[b]].score {
-			return units[idx[a]].score > units[idx[b]].score
-		}
-		return idx[a] > idx[b]
-	})
-	keep := make([]bool, len(units))
-	for _, i := range idx[:n] {
-		keep[i] = true
-	}
-	out := make([]*unit, 0, n)
-	for i, u := range units {
-		if keep[i] {
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
-// wordsEstimate is a capacity for the words of the sentences of turns that
-// are not tool turns: about one word in six bytes of text.
-func wordsEstimate(turns []fold.Turn) int {
-	n := 0
-	for _, t := range turns {
-		if !isToolTurn(t) {
-			n += min(len(t.Text), maxTurnRunes)
-		}
-	}
-	return min(n/6+16, 4096)
-}
-
-// ---- notes ----
-
-const maxNoteRunes = 220
-
-func (s *Summarizer) noteUnits(req fold.Request, who names, topics *topicCounter, arena *unitArena) []*unit {
-	var out []*unit
-	for j, n := range req.Notes {
-		text := oneLine(n.Text, maxTurnRunes)
-		if text == "" {
-			continue
-		}
-		var body []string
-		var seen [][]string
-		total := 0
-		sents := splitSentences(text)
-		for k, sent := range sents {
-			if total > 0 && total+runeLen(sent)+1 > maxNoteRunes {
-				break
-			}
-			// A sentence's token set is only needed to compare it with an
-			// earlier or a later one (most notes are one sentence).
-			if len(seen) > 0 || k < len(sents)-1 {
-				ts := tokenSet(sent, names{})
-				dup := false
-				for _, o := range seen {
-					if nearDup(o, ts) {
-						dup = true
-						break
-					}
-				}
-				if dup {
-					continue
-				}
-				seen = append(seen, ts)
-			}
-			body = append(body, endSentence(sent, '.'))
-			total += runeLen(sent) + 1
-		}
-		if len(body) == 0 {
-			continue
-		}
-		full := strings.Join(body, " ")
-		src := speaker.Name(oneLine(n.Source, 64))
-		prefix := "Screen note: "
-		switch {
-		case src != "" && (who.has(src) || looksLikeName(src)):
-			prefix = "On " + src + "'s screen: "
-		case src != "" && !strings.EqualFold(src, "screen"):
-			prefix = "Screen note (" + src + "): "
-		}
-		// A note that names its screen itself ("Marco's screen: …") is
-		// labelled once, with its own label.
-		if owner, rest, ok := screenLabel(full); ok {
-			prefix, full = "On "+owner+"'s screen: ", rest
-			if _, r, ok := screenLabel(body[0]); ok {
-				body[0] = r
-			}
-		}
-		var warr [64]string
-		fw := appendFields(warr[:0], full) // for every pass below
-		var iarr [32]word
-		fi := appendWords(iarr[:0], fw)
-		light := condenseLightIn(full, fw)
-		firstLight := light // condenseLight(body[0]): full is body[0]
-		if len(body) > 1 {
-			firstLight = condenseLight(body[0])
-		}
-		t := analyzeInfos(full, fi, who)
-		sc := 2.0 + min(float64(t.entities)*0.4, 2.0)
-		if src != "" || mentionsAnyIn(fw, who) {
-			sc += 1.0
-		}
-		topics.addWords(fi)
-		out = append(out, arena.new(unit{
-			kind:  unitNote,
-			score: sc,
-			seq:   noteSeq(req, n, j),
-			turn:  -1,
-			text: [3]string{
-				prefix + full,
-				prefix + light,
-				prefix + condenseHard(firstLight),
-			},
-		}))
-	}
-	if len(out) > s.cfg.maxNotes && s.cfg.maxNotes > 0 {
-		sort.SliceStable(out, func(a, b int) bool { return out[a].score > out[b].score })
-		out = out[:s.cfg.maxNotes]
-	}
-	return out
-}
-
-// screenLabel splits a note that opens with its own label ("Marco's
-// screen: …", one to three words before "'s screen:") into the owner and
-// the rest.
-func screenLabel(s string) (owner, rest string, ok bool) {
-	head, rest, found := strings.Cut(s, "'s screen:")
-	if !found || head == "" || len(head) > 64 || !looksLikeName(head) {
-		return "", "", false
-	}
-	rest = strings.TrimSpace(rest)
-	if rest == "" {
-		return "", "", false
-	}
-	return head, rest, true
-}
-
-// noteSeq places a note among the turns by time when both carry times,
-// else after the turns.
-func noteSeq(req fold.Request, n fold.Note, j int) int {
-	if !n.At.IsZero() {
-		for i, t := range req.Turns {
-			if !t.At.IsZero() && t.At.After(n.At) {
-				return i*1000 - 500 + j
-			}
-		}
-	}
-	return len(req.Turns)*1000 + j
-}
-
-func looksLikeName(s string) bool {
-	f := strings.Fields(s)
-	if len(f) == 0 || len(f) > 3 {
-		return false
-	}
-	for _, w := range f {
-		if !upperFirst(w) || !isAllLetters(strings.ReplaceAll(strings.ReplaceAll(w, "'", ""), "-", "")) {
-			return false
-		}
-	}
-	return true
-}
-
-// mentionsAnyIn reports whether a word of words names a participant.
-func mentionsAnyIn(words []string, who names) bool {
-	for _, w := range words {
-		if who.has(core(w)) {
-			return true
-		}
-	}
-	return false
-}
-
-// ---- tools ----
-
-var (
-	toolErrRe  = regexp.MustCompile(`(?i)\b(error|errors|err|fail|failed|failure|failing|panic|exception|traceback|fatal|denied|not found|no such file|timed out|timeout|exit (status|code) [1-9]|cannot|can't|unable|refused|invalid|undefined)\b`)
-	toolZeroRe = regexp.MustCompile(`(?i)\b(0|no|zero) (errors?|failures?|failed|issues?)\b`)
-)
-
-// toolErrAnchors are literals of which a match of toolErrRe has one (in
-// ASCII text, case-insensitively), grouped by first letter. They are
-// read-only after package initialization.
-var toolErrAnchors = func() (t [256][]string) {
-	for _, a := range []string{"err", "fail", "panic", "exception", "traceback", "fatal",
-		"denied", "not found", "no such file", "timed out", "timeout", "exit ", "cannot",
-		"can't", "unable", "refused", "invalid", "undefined"} {
-		t[a[0]] = append(t[a[0]], a)
-	}
-	return t
-}()
-
-// mayBeToolErr reports whether toolErrRe may match l: it has an anchor, or
-// non-ASCII text (which case folding could turn into one: 'K' is k). Most
-// lines of a tool's output have neither, and skip the regular expression.
-func mayBeToolErr(l string) bool {
-	for i := 0; i < len(l); i++ {
-		c := l[i]
-		if c >= utf8.RuneSelf {
-			return true
-		}
-		// c|0x20 is a lowercase letter exactly when c is an ASCII letter
-		for _, a := range toolErrAnchors[c|0x20] {
-			if hasPrefixFold(l[i:], a) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// hasPrefixFold reports whether s starts with lower, an ASCII lowercase
-// literal, in any case (and may report true for some control bytes where
-// lower has a space or an apostrophe: callers only use it as a filter).
-func hasPrefixFold(s, lower string) bool {
-	if len(s) < len(lower) {
-		return false
-	}
-	for j := 0; j < len(lower); j++ {
-		if s[j]|0x20 != lower[j] {
-			return false
-		}
-	}
-	return true
-}
-
-// toolArg extracts the salient argument of a tool call: the command, path,
-// query or URL, verbatim (clipped at a word boundary).
+// toolArg is the salient argument of a tool call: a path, command, query
+// or URL from its JSON arguments, else its first line.
 func toolArg(text string) string {
-	t := strings.TrimSpace(text)
-	if len(t) > 64<<10 {
-		t = t[:64<<10]
-	}
-	if strings.HasPrefix(t, "{") {
-		// (values are decoded only as far as argString looks at them)
-		if ms, ok := objectMembers(t); ok {
-			for _, k := range []string{"command", "cmd", "path", "file_path", "file", "filename",
-				"query", "pattern", "url", "name", "input", "code"} {
-				if v, ok := memberValue(ms, k); ok {
-					if s := argString(v); s != "" {
-						return clip(oneLine(s, 400), 80)
-					}
-				}
+	var m map[string]any
+	if json.Unmarshal([]byte(text), &m) == nil {
+		for _, k := range []string{"path", "file", "filename", "command", "cmd", "query", "q", "url", "pattern", "name"} {
+			if v, ok := m[k].(string); ok && v != "" {
+				return oneLine(v, 80)
 			}
-			for _, m := range ms { // (in the order of their names)
-				if s := argString(m.raw); s != "" {
-					return clip(oneLine(s, 400), 80)
-				}
-			}
-			return ""
 		}
-	}
-	first, _, _ := strings.Cut(sanitize(t, 2000), "\n")
-	return clip(strings.TrimSpace(first), 80)
-}
-
-// argString is a JSON value as an argument: a string, or the strings of an
-// array joined by spaces ("" for anything else).
-func argString(v string) string {
-	if len(v) == 0 {
 		return ""
 	}
-	switch v[0] {
-	case '"':
-		if s := v[1 : len(v)-1]; strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s) {
-			return s // (nothing to decode)
-		}
-		var s string
-		if json.Unmarshal([]byte(v), &s) == nil {
-			return s
-		}
-	case '[':
-		var x []any
-		if json.Unmarshal([]byte(v), &x) == nil {
-			var parts []string
-			for _, e := range x {
-				if s, ok := e.(string); ok {
-					parts = append(parts, s)
-				}
-			}
-			return strings.Join(parts, " ")
-		}
-	}
-	return ""
+	return clip(oneLine(strings.SplitN(text, "\n", 2)[0], 200), 80)
 }
 
-// toolOutcome reads a tool result without dumping it: failed with the first
-// error line, or ok.
-func toolOutcome(text string) (failed bool, detail string) {
-	const part = 32 << 10
-	head, tail := text, ""
-	if len(text) > 2*part {
-		head, tail = text[:part], text[len(text)-part:]
+var failRe = regexp.MustCompile(`(?m)^.*(FAIL|[Ee]rror|panic:|exception|Exception|exit status [1-9]).*$`)
+
+// toolOutcome is "ok", "no output" or "failed, <the first failing line>".
+func toolOutcome(text string) string {
+	if strings.TrimSpace(text) == "" {
+		return "no output"
 	}
-	lines := strings.Split(sanitize(head, 0), "\n")
-	if len(lines) > 300 {
-		lines = lines[:300]
+	if l := failRe.FindString(sanitize(text, 1<<16)); l != "" {
+		return "failed, " + clip(strings.TrimRight(oneLine(l, 200), "."), 80)
 	}
-	if tail != "" || len(lines) == 300 {
-		all := strings.Split(sanitize(text[max(0, len(text)-part):], 0), "\n")
-		if len(all) > 300 {
-			all = all[len(all)-300:]
-		}
-		lines = append(lines, all...)
-	}
-	empty := true
-	for _, l := range lines {
-		l = strings.TrimSpace(l)
-		if l != "" {
-			empty = false
-		}
-		if mayBeToolErr(l) && toolErrRe.MatchString(l) && !toolZeroRe.MatchString(l) {
-			return true, strings.TrimRight(l, ".:; ")
-		}
-	}
-	if empty {
-		return false, "no output"
-	}
-	return false, "ok"
+	return "ok"
 }
 
-// toolRun is a tool call and its outcome, rendered as one short clause.
-// Consecutive successful runs of the same tool merge into one.
-type toolRun struct {
-	caller, name       string
-	args               []string
-	hasCall, hasResult bool
-	failed             bool
-	outcome, short     string // "ok", "no output", "failed, <first error line>" / "failed"
-	more               int    // arguments only counted ("and 3 more")
-}
-
-func toolUnit(call, result *fold.Turn, idx int) unit {
-	r := &toolRun{name: "a tool", caller: "Assistant"}
-	if call != nil {
-		r.hasCall = true
-		r.caller = displayName(*call)
-		if call.Tool != "" {
-			r.name = oneLine(call.Tool, 64)
-		}
-		if a := toolArg(call.Text); a != "" {
-			r.args = []string{a}
-		}
-	}
-	if result != nil {
-		r.hasResult = true
-		if r.name == "a tool" && result.Tool != "" {
-			r.name = oneLine(result.Tool, 64)
-		}
-		failed, detail := toolOutcome(result.Text)
-		r.failed = failed
-		r.outcome, r.short = detail, detail
-		if failed {
-			r.outcome, r.short = "failed, "+clip(detail, 90), "failed"
-		}
-	}
-	score := 1.5
-	if len(r.args) > 0 {
-		score += min(float64(analyze(r.args[0], names{}).entities)*0.4, 1.0)
-	}
-	if r.failed {
-		score += 1.0
-	}
-	return unit{kind: unitTool, score: score, seq: idx * 1000, turn: idx, tool: r, text: r.render()}
-}
-
-func (r *toolRun) argList(each, show int) string {
-	if len(r.args) == 0 {
-		return ""
-	}
-	var partsArr [3]string
-	parts := partsArr[:0]
-	shown := r.args[:min(show, len(r.args))]
-	size := len(" ()")
-	for _, a := range shown {
-		parts = append(parts, clip(a, each))
-		size += len(parts[len(parts)-1]) + len(", ")
-	}
-	var extraBuf [24]byte
-	var extra []byte
-	if n := len(r.args) - len(shown) + r.more; n > 0 {
-		extra = strconv.AppendInt(extraBuf[:0], int64(n), 10)
-		size += len(" and  more") + len(extra)
-	}
-	var b strings.Builder
-	b.Grow(size)
-	b.WriteString(" (")
-	for i := range shown {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(parts[i])
-	}
-	if extra != nil {
-		b.WriteString(" and ")
-		b.Write(extra)
-		b.WriteString(" more")
-	}
-	b.WriteString(")")
-	return b.String()
-}
-
-func (r *toolRun) render() [3]string {
-	full, short := r.argList(80, 3), r.argList(40, 1)
-	if !r.hasCall {
-		return [3]string{
-			r.name + " result: " + r.outcome + ".",
-			r.name + " result: " + clip(r.outcome, 50) + ".",
-			r.name + " result: " + r.short + ".",
-		}
-	}
-	if !r.hasResult {
-		s := r.caller + " ran " + r.name + full + "."
-		return [3]string{s, s, r.caller + " ran " + r.name + short + "."}
-	}
-	s := r.caller + " ran " + r.name + full + ": " + r.outcome + "."
-	s1 := s
-	if c := clip(r.outcome, 50); c != r.outcome {
-		s1 = r.caller + " ran " + r.name + full + ": " + c + "."
-	}
-	return [3]string{s, s1, r.caller + " ran " + r.name + short + ": " + r.short + "."}
-}
-
-// key identifies repeated runs of the same command: a newer run supersedes
-// an older one ("go test ./..." failed, then passed).
-func (r *toolRun) key() string {
-	if !r.hasCall || len(r.args) != 1 {
-		return ""
-	}
-	return r.caller + "\x00" + r.name + "\x00" + r.args[0]
-}
-
-// mergeToolRuns folds consecutive successful runs of the same tool by the
-// same caller into one clause ("Assistant ran read_file (a.go, b.go and 3
-// more): ok.").
-func mergeToolRuns(units []*unit) []*unit {
-	if len(units) < 2 {
-		return units
-	}
-	out := make([]*unit, 0, len(units))
-	var last *unit // out's last unit, a merged copy whose text is stale
-	finish := func() {
-		if last != nil {
-			last.text = last.tool.render()
-			last = nil
-		}
-	}
-	for _, u := range units {
-		if n := len(out); n > 0 && u.tool != nil && out[n-1].tool != nil {
-			a, b := out[n-1].tool, u.tool
-			if a.hasCall && b.hasCall && a.hasResult && b.hasResult && !a.failed && !b.failed &&
-				a.caller == b.caller && a.name == b.name && a.outcome == b.outcome && len(b.args) == 1 {
-				if last == nil { // merge into a copy
-					m := *out[n-1]
-					t := *a
-					t.args = append(make([]string, 0, len(a.args)+4), a.args...)
-					m.tool = &t
-					out[n-1], last = &m, &m
-				}
-				t := last.tool
-				t.args = append(t.args, b.args...)
-				for i, x := range t.args[:len(t.args)-1] {
-					if x == b.args[0] {
-						t.args = append(t.args[:i], t.args[i+1:]...) // (t.args is the copy's own)
-						break
-					}
-				}
-				last.score = max(last.score, u.score)
-				continue
-			}
-		}
-		finish()
-		out = append(out, u)
-	}
-	finish()
-	return out
-}
-
-// ---- topics ----
-
-// topicCounter weighs named entities (capitalized phrases that are not
-// sentence starts, participant names or calendar words, with a trailing
-// number: "Diamond 3") and, for agent sessions, file paths.
-type topicCounter struct {
-	who    names
-	agent  bool
-	idx    map[string]int // topic → index in keys and weight (order of first mention)
-	keys   []string
-	weight []float64
-	echo   []*prevSentence // their topic mentions reinforce, see echoWeights
-}
-
-func newTopicCounter(who names, agent bool) *topicCounter {
-	return &topicCounter{who: who, agent: agent, idx: map[string]int{},
-		keys: make([]string, 0, 8), weight: make([]float64, 0, 8)}
-}
-
-var calendarWords = toSet("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
-	"sunday", "january", "february", "march", "april", "may", "june", "july", "august",
-	"september", "october", "november", "december", "today", "tomorrow", "tonight",
-	"jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec")
-
-func (tc *topicCounter) bump(t string, w float64) {
-	i, ok := tc.idx[t]
-	if !ok {
-		i = len(tc.keys)
-		tc.idx[t] = i
-		tc.keys = append(tc.keys, t)
-		tc.weight = append(tc.weight, 0)
-	}
-	tc.weight[i] += w
-}
-
-// bumpRun bumps the words of run joined by spaces, building the phrase only
-// when it is new.
-func (tc *topicCounter) bumpRun(run []string, w float64) {
-	if len(run) == 1 {
-		tc.bump(run[0], w)
-		return
-	}
-	var buf [128]byte
-	b := buf[:0]
-	for i, r := range run {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = append(b, r...)
-	}
-	if i, ok := tc.idx[string(b)]; ok {
-		tc.weight[i] += w
-		return
-	}
-	tc.bump(string(b), w)
-}
-
-// echoWeight is the weight of a topic mention in the previous summary's
-// sentences (twice that for a file path of an agent session).
-const echoWeight = 0.4
-
-// echoWeights returns, for every topic of tc, the weight of its mentions in
-// the sentences of tc.echo. Mentions of other topics are not counted (rather
-// than counted in a map of their own, as they would add nothing): each
-// topic's sum is added up in the order of its mentions, as counting all
-// would.
-func (tc *topicCounter) echoWeights() []float64 {
-	w := make([]float64, len(tc.keys))
-	for _, ps := range tc.echo {
-		for _, b := range ps.bumps {
-			if i, ok := tc.idx[b.topic]; ok {
-				if b.double {
-					w[i] += 2 * echoWeight
-				} else {
-					w[i] += echoWeight
-				}
-			}
-		}
-	}
-	return w
-}
-
-// addWords counts the topics of the sentence whose words are ws.
-func (tc *topicCounter) addWords(ws []word) {
-	scanTopics(ws, tc.who, tc.agent, topicSink{tc: tc, weight: 1})
-}
-
-// topicSink receives the topic mentions scanTopics finds: it bumps them in
-// tc with weight, or records them in rec.
-type topicSink struct {
-	tc     *topicCounter
-	weight float64
-	rec    *[]topicBump
-}
-
-// bump reports a mention: the words of the phrase (double: a file path of
-// an agent session, which counts twice).
-func (k topicSink) bump(run []string, double bool) {
-	if k.rec != nil {
-		*k.rec = append(*k.rec, topicBump{topic: strings.Join(run, " "), double: double})
-		return
-	}
-	if double {
-		k.tc.bumpRun(run, 2*k.weight)
-	} else {
-		k.tc.bumpRun(run, k.weight)
-	}
-}
-
-// scanTopics finds the topic mentions of the sentence whose words are ws.
-func scanTopics(ws []word, who names, agent bool, sink topicSink) {
-	var arr [16]string
-	run := arr[:0]
-	flush := func() {
-		for len(run) > 0 && lexicon.get(run[len(run)-1])&lxConnector != 0 { // topicConnectors
-			run = run[:len(run)-1]
-		}
-		if len(run) > 0 && len(run) <= 5 {
-			sink.bump(run, false)
-		}
-		run = run[:0]
-	}
-	for i := range ws {
-		w, c := ws[i].w, ws[i].c
-		// (splitWord(w) has punctuation after the core exactly when w does
-		// not end with it: the core's last rune is no punctuation)
-		suf := !strings.HasSuffix(w, c)
-		isStart := i == 0 || prevEndsSentence(ws[i-1].w)
-		if agent && isPathLike(c) {
-			flush()
-			one := [1]string{c}
-			sink.bump(one[:], true) // files are what an agent session is about
-			continue
-		}
-		// A possessive continues a phrase ("King's Row"): never cut after
-		// it, unless it is a participant's ("Marco's screen").
-		base, possessive := strings.CutSuffix(c, "'s")
-		capital := c != "" && upperFirst(c) && ws[i].lx&(lxCommonCaps|lxCalendar|lxCommon|lxFillerCore) == 0 &&
-			!who.has(c) && allLettersExcept(base, '-') && runeLen(base) > 1 && !(possessive && who.has(base))
-		switch {
-		case capital && (!isStart || len(run) > 0):
-			run = append(run, c)
-		case len(run) > 0 && lexicon.get(c)&lxConnector != 0 && w == c && lexicon.get(run[len(run)-1])&lxConnector == 0:
-			run = append(run, c) // "Jeff the Land Shark", "League of Legends"
-		case len(run) > 0 && isNumber(c) && strings.HasPrefix(w, c):
-			run = append(run, c)
-			flush()
-		default:
-			flush()
-
-		}
-		if suf {
-			flush()
-		}
-	}
-	flush()
-}
-
-var topicConnectors = toSet("of", "the")
-
-func isNumber(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func isPathLike(c string) bool {
-	if c == "" || strings.Contains(c, "://") {
-		return false
-	}
-	if strings.Count(c, "/") >= 1 && hasLetterOrDigit(c) && !strings.HasPrefix(c, "/") || strings.HasPrefix(c, "/") && strings.Count(c, "/") >= 2 {
-		return true
-	}
-	if i := strings.LastIndexByte(c, '.'); i > 0 && i < len(c)-1 {
-		switch strings.ToLower(c[i+1:]) {
-		case "go", "py", "ts", "js", "tsx", "jsx", "md", "json", "yaml", "yml", "toml", "rs",
-			"java", "c", "h", "cc", "cpp", "sh", "sql", "txt", "mod", "proto", "rb", "kt", "swift":
-			return true
+// isInjection reports text that addresses a model (injectionRe), with a
+// cheap test first: most text has none of its words.
+func isInjection(s string) bool {
+	l := strings.ToLower(s)
+	for _, k := range []string{"ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions"} {
+		if strings.Contains(l, k) {
+			return injectionRe.MatchString(s)
 		}
 	}
 	return false
 }
 
-// top returns the n heaviest topics, ties broken by first mention; a word
-// already part of a chosen phrase is skipped.
-func (tc *topicCounter) top(n int) []string {
-	order := make([]int, len(tc.keys))
-	total := tc.echoWeights()
-	for i := range tc.keys {
-		order[i] = i
-		total[i] += tc.weight[i]
-	}
-	slices.SortFunc(order, func(a, b int) int { // (indexes are distinct: one order)
-		if c := cmp.Compare(total[b], total[a]); c != 0 {
-			return c
+// injectionRe matches text that addresses a model rather than the people
+// in the conversation; such sentences are not repeated in the summary.
+var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+|previous\s+|prior\s+|above\s+|earlier\s+)*(instructions|prompts?|messages|rules|context)|system prompt|you are now|developer mode|jailbreak|new instructions`)
+
+// factKey is what the numbers of a statement are about: "slot=value"
+// pairs, the slot being the content word before the number ("port
+// 8443") or else the word after it ("$190 a night"). Statements without
+// numbers have no key.
+func factKey(_ []string, sent string) string {
+	ws := strings.Fields(strings.ToLower(sent))
+	var ks []string
+	for i, w := range ws {
+		v := strings.Trim(w, ".,!?;:()\"'")
+		if strings.IndexFunc(v, unicode.IsDigit) < 0 || len(ks) >= 4 {
+			continue
 		}
-		return cmp.Compare(a, b)
-	})
-	var out []string
-	for _, i := range order {
-		k := tc.keys[i]
-		if len(out) >= n {
+		slot := ""
+		if i > 0 {
+			if p := strings.Trim(ws[i-1], ".,!?;:()\"'"); isTermWord(p) && !adverbs[p] && !approx[p] && strings.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
+				slot = stem(p)
+			}
+		}
+		for j := i + 1; slot == "" && j < len(ws) && j < i+4; j++ {
+			n := strings.Trim(ws[j], ".,!?;:()\"'")
+			if n == "a" || n == "an" || n == "per" || n == "the" {
+				continue
+			}
+			if isTermWord(n) || n == "each" {
+				slot = stem(n)
+			}
 			break
 		}
-		dup := false
-		for _, o := range out {
-			lo, lk := strings.ToLower(o), strings.ToLower(k)
-			if strings.Contains(" "+lo+" ", " "+lk+" ") || strings.Contains(" "+lk+" ", " "+lo+" ") ||
-				strings.HasSuffix(lo, "/"+lk) || strings.HasSuffix(lk, "/"+lo) {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			out = append(out, k)
+		if slot != "" {
+			ks = append(ks, slot+"="+v)
 		}
 	}
+	return strings.Join(ks, " ")
+}
+
+// at is a statement's time.
+func (x stmt) at() time.Time {
+	if x.At == 0 {
+		return time.Time{}
+	}
+	return time.Unix(x.At, 0).UTC()
+}
+
+// mergeToolRuns joins consecutive successful runs of one tool by one
+// speaker into one clause ("Assistant ran read_file (a.go, b.go and 3
+// more): ok.").
+func mergeToolRuns(ss []stmt) []stmt {
+	out := ss[:0]
+	for _, x := range ss {
+		if n := len(out); n > 0 && x.K == kTool && out[n-1].K == kTool && x.Sp == out[n-1].Sp && x.Sp != "" {
+			p := &out[n-1]
+			tool, arg, ok1 := toolOf(x)
+			ptool, pargs, ok2 := toolOf(*p)
+			if ok1 && ok2 && tool == ptool && strings.HasSuffix(x.Text, "): ok.") && strings.HasSuffix(p.Text, "): ok.") {
+				var args []string
+				for _, a := range append(strings.Split(pargs, "|"), strings.Split(arg, "|")...) {
+					if !slices.Contains(args, a) {
+						args = append(args, a)
+					}
+				}
+				shown := args
+				more := ""
+				if len(args) > 3 {
+					shown, more = args[len(args)-3:], " and "+itoa(len(args)-3)+" earlier"
+				}
+				p.Text = x.Sp + " ran " + tool + " (" + strings.Join(shown, ", ") + more + "): ok."
+				p.Key = "tools " + tool + " " + strings.Join(args, "|")
+				p.At, p.Batch, p.W = x.At, x.Batch || p.Batch, max(p.W, x.W)
+				p.Terms = termString(tool + " " + strings.Join(shown, " "))
+				continue
+			}
+		}
+		out = append(out, x)
+	}
 	return out
+}
+
+// toolOf reads a tool statement's key: the tool and its argument (for a
+// merged run, its arguments joined by "|").
+func toolOf(x stmt) (tool, args string, ok bool) {
+	k, ok := strings.CutPrefix(x.Key, "tool ")
+	if !ok {
+		k, ok = strings.CutPrefix(x.Key, "tools ")
+	}
+	if !ok {
+		return "", "", false
+	}
+	tool, args, _ = strings.Cut(k, " ")
+	return tool, args, args != "" && args != "result"
 }

@@ -49,7 +49,7 @@ func ingestRequests(tb testing.TB) []fold.Request {
 
 // BenchmarkSummarizeIngestFold replays the folds of cmd/bench's ingest
 // section (ingestRequests) through fold.Summarize as the processor calls
-// it, each fold carrying its session's previous summary. ns/op is per fold.
+// it, each fold carrying its session's previous summary and state. ns/op is per fold.
 // The folds come in rounds (every session's first, then every second, ...)
 // and later rounds cost more (a longer previous summary, period lines):
 // run it for a multiple of 5,000 folds (-benchtime 5000x) to weigh them as
@@ -60,19 +60,21 @@ func BenchmarkSummarizeIngestFold(b *testing.B) {
 	b.ReportAllocs()
 	var s *Summarizer
 	prev := make([]string, ingestSessions)
+	states := make([][]byte, ingestSessions)
 	i := 0
 	for b.Loop() {
 		if i%len(reqs) == 0 {
 			s, i = New(), 0
 			clear(prev)
+			clear(states)
 		}
 		req := reqs[i]
-		req.PreviousSummary = prev[i%ingestSessions]
+		req.PreviousSummary, req.PreviousState = prev[i%ingestSessions], states[i%ingestSessions]
 		out, err := fold.Summarize(ctx, s, req)
 		if err != nil {
 			b.Fatal(err)
 		}
-		prev[i%ingestSessions] = out.Summary
+		prev[i%ingestSessions], states[i%ingestSessions] = out.Summary, out.State
 		i++
 	}
 }

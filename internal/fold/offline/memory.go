@@ -1,344 +1,168 @@
 package offline
 
 import (
-	"container/list"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/foldstream/foldstream/internal/fold"
 )
 
-// Offline memories: each fold turns the statements of its batch that carry
-// a durable fact (a number, a date, a name, a plan or decision, a
-// preference, something a speaker said about themselves) into memories,
-// attributed and time-stamped. A statement that restates a memory of the
-// session is not extracted again; one that changes it (the same speaker on
-// the same subject, with other details: "$190 a night", later "$210 a
-// night") supersedes it.
-
-const (
-	maxMemoriesPerFold    = 12   // the best facts of one batch
-	maxFactsPerSession    = 256  // the newest facts a session's supersede checks see
-	maxSessionsWithFacts  = 4096 // sessions whose facts are kept (least recently folded dropped)
-	minMemoryContentWords = 3
-)
-
-// fact is a memory as the supersede and restate checks see it, with what
-// they compare computed once.
-type fact struct {
-	mem   fold.Memory
-	toks  tokSet              // the statement's content tokens
-	subj  []string            // subjectOf(toks.toks)
-	subjS tokSet              // newTokSet(subj): for sameSubjectSets
-	slots map[string][]string // numSlots of the text
-}
-
-// factStore keeps, per session, the facts extracted by earlier folds, so
-// that a later fold can tell a restated fact from a changed one. It is
-// bounded (sessions and facts per session) and safe for concurrent use. It
-// is process memory: after a restart, a changed fact's supersedes is found
-// only against the facts extracted since.
-type factStore struct {
-	mu    sync.Mutex
-	lru   *list.List // of *sessionFacts, most recently used first
-	bySes map[string]*list.Element
-}
-
-type sessionFacts struct {
-	session string
-	facts   []*fact // (pointers: growing the slice copies no fact)
-}
-
-func newFactStore() *factStore {
-	return &factStore{lru: list.New(), bySes: map[string]*list.Element{}}
-}
-
-// memories extracts the facts of the batch's units for session, records
-// them and returns them: restated facts left out, changed ones with
-// Supersedes set.
-func (s *Summarizer) memories(session string, req fold.Request, units []*unit, who names, sc *scratch) []fold.Memory {
-	n := 0
-	for _, u := range units {
-		if u.kind == unitSpeech && isFact(u) {
-			n++
-		}
+// memories are the batch's statements that hold a durable fact, as a
+// person would note them: what someone said about themselves (likes,
+// plans, where they live or work, what they did or own), and statements
+// with numbers, dates or decisions, each attributed once to its speaker
+// with relative dates resolved against when it was said. A statement that
+// had to be cut is left out rather than returned garbled. A fact returned
+// before (the same text) is not returned again; one that changes the
+// numbers of an earlier fact about the same thing supersedes it.
+func (st *state) memories(req fold.Request, b batch) []fold.Memory {
+	var out []fold.Memory
+	type at struct {
+		t  int64
+		sp string
 	}
-	if n == 0 {
-		return nil
+	turns := map[at]fold.Turn{}
+	seen := map[uint64]bool{}
+	for _, f := range st.Facts {
+		seen[f.Sum] = true
 	}
-	cands := take(sc.facts, n) // (the store keeps copies)
-	for _, u := range units {
-		if u.kind != unitSpeech || !isFact(u) {
+	var cands []stmt
+	for _, x := range b.stmts {
+		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !isFactStmt(x) {
 			continue
 		}
-		text := u.text[0]
-		f := fact{mem: fold.Memory{Speaker: u.speaker, Text: text}, toks: u.set, subj: u.subject()}
-		f.subjS = newTokSet(f.subj)
-		if hasDigit(text) { // (numSlots of words without a digit is nil)
-			var warr [64]string
-			f.slots = numSlots(appendFields(warr[:0], text))
+		if strings.Contains(x.Text, "…") || len(strings.Fields(x.Text)) < 5 {
+			continue // cut, or too short to stand alone
 		}
-		if u.turn >= 0 && u.turn < len(req.Turns) {
-			f.mem.TurnID, f.mem.At = req.Turns[u.turn].TurnID, req.Turns[u.turn].At
-		}
-		f.mem.ID = memoryID(f.mem)
-		cands = append(cands, f)
+		cands = append(cands, x)
 	}
-	sc.facts = cands
-	if len(cands) > maxMemoriesPerFold {
-		cands = cands[len(cands)-maxMemoriesPerFold:] // the newest
+	if len(cands) > maxFoldMemories {
+		cands = dropWeakest(cands, len(cands)-maxFoldMemories)
 	}
-	if len(cands) == 0 {
-		return nil
-	}
-	return s.facts.add(session, cands)
-}
-
-// isFact reports whether a statement holds a durable fact.
-func isFact(u *unit) bool {
-	t := u.sp.t
-	if t.question || t.injection || t.content < minMemoryContentWords {
-		return false
-	}
-	return t.numbers > 0 || t.dates > 0 || t.preference || t.strongDecision || t.decision ||
-		(t.commit && t.entities > 0) || (t.self && (t.entities > 0 || t.content >= minMemoryContentWords))
-}
-
-// memoryID is stable for a fact's speaker and text (case and spacing
-// aside), so that the same fact extracted again gets the same ID.
-func memoryID(m fold.Memory) string {
-	h := uint64(fnvOffset64)
-	add := func(s string) { // FNV-1a (hash/fnv's New64a) of s
-		for i := 0; i < len(s); i++ {
-			h = (h ^ uint64(s[i])) * fnvPrime64
-		}
-	}
-	var buf [lowerBufLen]byte
-	write := func(w string) {
-		if b, ok := lowerASCII(&buf, w); ok {
-			for _, c := range b {
-				h = (h ^ uint64(c)) * fnvPrime64
-			}
-		} else {
-			add(strings.ToLower(w))
-		}
-	}
-	write(m.Speaker)
-	add("\x00")
-	var arr [64]string
-	words := appendFields(arr[:0], strings.TrimRight(m.Text, ". "))
-	for i, w := range words {
-		if i > 0 {
-			add(" ")
-		}
-		write(w)
-	}
-	var out [17]byte
-	out[0] = 'm'
-	return string(strconv.AppendUint(out[:1], h, 16))
-}
-
-// The parameters of 64-bit FNV-1a, as hash/fnv has them.
-const (
-	fnvOffset64 = 14695981039346656037
-	fnvPrime64  = 1099511628211
-)
-
-// changes reports whether newer restates (same) or changes (changed) the
-// older fact of the same speaker.
-func changes(older, newer *fact) (same, changed bool) {
-	if !strings.EqualFold(older.mem.Speaker, newer.mem.Speaker) {
-		return false, false
-	}
-	if nearDupSets(&older.toks, &newer.toks) {
-		return true, false
-	}
-	return false, sameSubjectSets(&older.subjS, &newer.subjS) || slotsChanged(older.slots, newer.slots)
-}
-
-// numSlots maps each number of the sentence whose fields are words to the
-// content words next to it, its slots ("$190 a night" → night; "port
-// 8443" → port): articles and "per" are skipped, punctuation ends the
-// search, and stop words are no slot.
-func numSlots(words []string) map[string][]string {
-	var out map[string][]string
-	slot := func(w string) string {
-		c := strings.ToLower(core(w))
-		if len(c) < 3 || hasDigit(c) || !isAllLetters(c) || lexicon.get(c)&lxStop != 0 {
-			return ""
-		}
-		return c
-	}
-	for i, w := range words {
-		c := core(w)
-		if !hasDigit(c) {
+	for _, x := range cands {
+		low := strings.ToLower(x.Text)
+		sum := hashString(x.Sp + "\x00" + low)
+		if seen[sum] {
 			continue
 		}
-		v := strings.TrimLeft(c, "$€£~")
-		if out == nil {
-			out = map[string][]string{}
-		}
-		if i > 0 && !prevEndsSentence(words[i-1]) && !strings.HasSuffix(words[i-1], ",") {
-			if k := slot(words[i-1]); k != "" {
-				out[k] = append(out[k], v)
-			}
-		}
-		if c == w || strings.HasPrefix(w, "$") && strings.HasSuffix(w, c) { // no punctuation after it
-			j := i + 1
-			for j < len(words)-1 && (lowerEq(words[j], "a") || lowerEq(words[j], "an") || lowerEq(words[j], "per") || lowerEq(words[j], "the")) {
-				j++
-			}
-			if j < len(words) {
-				if k := slot(words[j]); k != "" {
-					out[k] = append(out[k], v)
+		seen[sum] = true
+		if len(turns) == 0 {
+			for _, t := range req.Turns {
+				k := at{unixOf(t.At), displayName(t)}
+				if _, ok := turns[k]; !ok {
+					turns[k] = t
 				}
 			}
 		}
+		m := fold.Memory{ID: "m" + strconv.FormatUint(sum&0xffffffffffff, 16), Speaker: x.Sp, Text: x.Text}
+		if t, ok := turns[at{x.At, x.Sp}]; ok {
+			m.TurnID, m.At = t.TurnID, t.At
+		} else {
+			m.At = x.at()
+		}
+		for i := len(st.Facts) - 1; i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
+			if changedFact(st.Facts[i].Num, x.Key) {
+				m.Supersedes = st.Facts[i].ID
+				break
+			}
+		}
+		st.Facts = append(st.Facts, fact{ID: m.ID, Sp: x.Sp, Num: x.Key, Sum: sum})
+		out = append(out, m)
+	}
+	if n := len(st.Facts); n > maxFacts {
+		st.Facts = st.Facts[n-maxFacts:]
 	}
 	return out
 }
 
-// slotsChanged reports whether a sentence whose numSlots are n gives a
-// number a slot of o (an older sentence's) holds another value in ("$190
-// a night", later "$210 a night").
-func slotsChanged(o, n map[string][]string) bool {
-	for k, nv := range n {
-		ov, ok := o[k]
-		if !ok {
-			continue
+var factWords = []string{"i'm ", "i am ", "my ", "i have ", "i've ", "i like", "i love", "i hate", "i prefer", "i live",
+	"i work", "i moved", "i'll ", "i will ", "i booked", "i bought", "i own", "i went", "i started", "i plan",
+	"i'm going", "we decided", "we agreed", "we'll ", "let's ", "i can ", "i can't", "i don't"}
+
+// isFactStmt reports a statement worth remembering.
+func isFactStmt(x stmt) bool {
+	if strings.Count(x.Terms, " ") < 1 {
+		return false
+	}
+	if x.Key != "" {
+		return true
+	}
+	low := strings.ToLower(x.Text)
+	if strings.Contains(low, " (") && strings.Contains(low, "20") {
+		return true // a resolved date
+	}
+	body := strings.ToLower(statementBody(x))
+	for _, w := range factWords {
+		if strings.Contains(body, w) || strings.Contains(low, "\""+w) {
+			return true
 		}
-		for _, x := range nv {
-			if !slices.Contains(ov, x) {
-				return true
-			}
+	}
+	// third-person rewrites of the above: "Lena is vegetarian", "Jonas has …"
+	for _, w := range []string{"is ", "has ", "will ", "likes ", "loves ", "lives ", "works ", "moved ", "booked ", "prefers ", "suggested "} {
+		if strings.HasPrefix(body, w) {
+			return true
 		}
 	}
 	return false
 }
 
-// subjectOf is what a fact with the (sorted) token set toks is about: its
-// tokens without numbers and calendar words, still sorted.
-func subjectOf(toks []string) []string {
-	for i, t := range toks {
-		if isSubjectTok(t) {
-			continue
-		}
-		// (most sets have no number: they are their own subject)
-		out := make([]string, i, len(toks)-1)
-		copy(out, toks[:i])
-		for _, t := range toks[i+1:] {
-			if isSubjectTok(t) {
-				out = append(out, t)
-			}
-		}
-		return out
+// changedFact reports whether the slots of newer ("night=$210") give one
+// of older's slots another value.
+func changedFact(older, newer string) bool {
+	if older == "" || newer == "" {
+		return false
 	}
-	return toks[:len(toks):len(toks)]
+	return changedSlots(older, newer) > 0
 }
 
-// sameSubject reports whether two facts' subjects (subjectOf) are one:
-// at least two tokens in common, and most of the smaller one's. One merge
-// pass: both are sorted.
-func sameSubject(a, b []string) bool {
-	// need is the least common count that makes them one subject: stop as
-	// soon as it is out of reach.
-	need := max(2, int(math.Ceil(0.6*float64(min(len(a), len(b))))))
-	common := 0
-	for i, j := 0, 0; i < len(a) && j < len(b); {
-		if common+min(len(a)-i, len(b)-j) < need {
-			return false
-		}
-		switch c := strings.Compare(a[i], b[j]); {
-		case c < 0:
-			i++
-		case c > 0:
-			j++
-		default:
-			common++
-			i++
-			j++
-		}
-	}
-	return common >= need
-}
-
-// sameSubjectSets is sameSubject(a.toks, b.toks). A token of a whose bit
-// is not in b's signature is not in b, so counting the others bounds the
-// common tokens from above: most pairs of facts fail on that bound alone.
-func sameSubjectSets(a, b *tokSet) bool {
-	if len(a.toks) > len(b.toks) {
-		a, b = b, a // the smaller set gives the tighter bound
-	}
-	bound := 0
-	for _, bit := range a.bits {
-		bound += int(b.sig >> bit & 1)
-	}
-	if bound < max(2, int(math.Ceil(0.6*float64(len(a.toks))))) {
-		return false // (sameSubject's need)
-	}
-	return sameSubject(a.toks, b.toks)
-}
-
-func isSubjectTok(t string) bool {
-	return lexicon.get(t)&(lxNumber|lxCalendar) == 0 && !hasDigit(t) // (tokens are lowercase)
-}
-
-// add records cands (in order) for session and returns the memories to
-// publish: new facts, and changed facts with Supersedes set.
-func (fs *factStore) add(session string, cands []fact) []fold.Memory {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	var sf *sessionFacts
-	if e, ok := fs.bySes[session]; ok {
-		fs.lru.MoveToFront(e)
-		sf = e.Value.(*sessionFacts)
-	} else {
-		sf = &sessionFacts{session: session}
-		fs.bySes[session] = fs.lru.PushFront(sf)
-		if fs.lru.Len() > maxSessionsWithFacts {
-			last := fs.lru.Back()
-			fs.lru.Remove(last)
-			delete(fs.bySes, last.Value.(*sessionFacts).session)
-		}
-	}
-	var out []fold.Memory
-	for i := range cands {
-		c := &cands[i]
-		restated := false
-		for k := len(sf.facts) - 1; k >= 0; k-- {
-			same, changed := changes(sf.facts[k], c)
-			if same {
-				restated = true
-				break
-			}
-			if changed {
-				c.mem.Supersedes = sf.facts[k].mem.ID
-				sf.facts = slices.Delete(sf.facts, k, k+1) // the newer answers from now on
+// changedSlots counts the slots of older that newer gives another value.
+func changedSlots(older, newer string) int {
+	n := 0
+	for _, o := range strings.Fields(older) {
+		os, ov, _ := strings.Cut(o, "=")
+		for _, x := range strings.Fields(newer) {
+			ns, nv, _ := strings.Cut(x, "=")
+			if os == ns && ov != nv && strings.Trim(ov, "$") != strings.Trim(nv, "$") {
+				n++
 				break
 			}
 		}
-		if restated {
-			continue
-		}
-		// (a fact changed again later in this batch finds this one, and
-		// supersedes it in the same event)
-		// (kept: not the batch's shared slices)
-		kept := new(fact)
-		*kept = *c
-		kept.toks.toks, kept.toks.bits = slices.Clone(c.toks.toks), slices.Clone(c.toks.bits)
-		kept.subj = slices.Clone(c.subj)
-		kept.subjS.toks = kept.subj // (its bits are its own)
-		sf.facts = append(sf.facts, kept)
-		if out == nil {
-			out = make([]fold.Memory, 0, len(cands)-i)
-		}
-		out = append(out, c.mem)
 	}
-	if n := len(sf.facts) - maxFactsPerSession; n > 0 {
-		sf.facts = slices.Delete(sf.facts, 0, n)
+	return n
+}
+
+// supersede removes from the summary's statements those that the batch's
+// statements replace: an older run of the same tool command, a fact whose
+// numbers changed, a repeat of the same statement.
+func (st *state) supersede(newer []stmt) {
+	drop := func(old stmt) bool {
+		for _, n := range newer {
+			switch {
+			case old.Key != "" && strings.HasPrefix(old.Key, "tool ") && old.Key == n.Key:
+				return true
+			case old.Key != "" && !strings.HasPrefix(old.Key, "tool ") &&
+				2*changedSlots(old.Key, n.Key) > strings.Count(old.Key, "=") && old.K != kAsk:
+				return true // most of what it said has changed
+			case old.Sp == n.Sp && old.Terms != "" && old.Terms == n.Terms:
+				return true
+			}
+		}
+		return false
 	}
-	return out
+	keep := st.Open[:0]
+	for _, x := range st.Open {
+		if !drop(x) {
+			keep = append(keep, x)
+		}
+	}
+	st.Open = keep
+	for i := range st.Periods {
+		ps := st.Periods[i].Stmts[:0]
+		for _, x := range st.Periods[i].Stmts {
+			if !drop(x) {
+				ps = append(ps, x)
+			}
+		}
+		st.Periods[i].Stmts = ps
+	}
 }

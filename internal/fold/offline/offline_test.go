@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
@@ -122,7 +123,7 @@ func TestSpeakerAttribution(t *testing.T) {
 		want string
 	}{
 		{"Bob: I keep dying as Hulk", "Bob keeps dying as Hulk."},
-		{"Alice: let's try the new team comp", "Alice suggested we try the new team comp."},
+		{"Alice: let's try the new team comp", "Alice suggested they try the new team comp."},
 		{"Bob: can you heal me?", "Bob asked: can you heal me?"},
 		{"Bob: Alice, can you heal me?", "Bob asked Alice: can you heal me?"},
 		{"Bob: can you heal me more, Alice?", "Bob asked Alice: can you heal me more?"},
@@ -135,14 +136,14 @@ func TestSpeakerAttribution(t *testing.T) {
 		{"Bob: I don't like Klyntar", "Bob doesn't like Klyntar."},
 		{"Bob: I have work at 8 tomorrow", "Bob has work at 8 tomorrow (11 Jan 2026)."},
 		{"Bob: The comp is broken", "Bob said the comp is broken."},
-		{"Bob: Tokyo is cursed", "Bob said: Tokyo is cursed."},
+		{"Bob: Tokyo is cursed", "Bob said Tokyo is cursed."},
 		{"Bob: let me check the patch notes", "Bob offered to check the patch notes."},
 		{"Bob: how about Jeff the Land Shark?", "Bob suggested Jeff the Land Shark."},
-		{"Bob: why don't we push B site?", "Bob suggested we push B site."},
-		{"Bob: we should ban Hela", "Bob said we should ban Hela."},
-		{"Bob: you should play Mantis", "Bob said: you should play Mantis."},
+		{"Bob: why don't we push B site?", "Bob suggested they push B site."},
+		{"Bob: we should ban Hela", "Bob said they should ban Hela."},
+		{"Bob: you should play Mantis", "Bob said, \"You should play Mantis.\""},
 		{"Bob: what's the weather in Paris tomorrow?", "Bob asked: what's the weather in Paris tomorrow (11 Jan 2026)?"},
-		{"Bob: \"I win\" is what I typed", "Bob said \"I win\" is what Bob typed."},
+		{"Bob: \"I win\" is what I typed", "Bob said: \"I win\" is what I typed."},
 	}
 	for _, c := range cases {
 		t.Run(c.line, func(t *testing.T) {
@@ -163,7 +164,7 @@ func TestAgreementAndDissent(t *testing.T) {
 		"Alice: nah",
 	)})
 	for _, want := range []string{
-		"Alice suggested we queue ranked after this match, and Bob and Carol agreed.",
+		"Alice suggested they queue ranked after this match, and Bob and Carol agreed.",
 		// a backchannel never answers a question: it stays open
 		"Dave asked: should we ban Hela next match?",
 	} {
@@ -327,7 +328,7 @@ func TestRecompactCondenses(t *testing.T) {
 	ts, notes := synthSession(7, 300)
 	sums := rollingFold(t, New(), ts, notes, 10, 3000)
 	long := sums[len(sums)-1]
-	if runeLen(long) < 1500 {
+	if runeLen(long) < 1000 {
 		t.Fatalf("setup: summary only %d chars", runeLen(long))
 	}
 	for _, mc := range []int{300, 600, 1200} {
@@ -341,7 +342,7 @@ func TestRecompactCondenses(t *testing.T) {
 		}
 		// the newest decision of the folded span survives
 		// (as said, or as its main clauses)
-		if mc >= 600 && !regexp.MustCompile(`Bob suggested (we )?try dive comp (with )?Spider-Man (and )?Venom (on )?Yggsgard`).MatchString(got) {
+		if mc >= 600 && !regexp.MustCompile(`Bob suggested (we |they )?try dive comp (with )?Spider-Man (and )?Venom (on )?Yggsgard`).MatchString(got) {
 			t.Errorf("MaxChars=%d: newest decision lost: %q", mc, got)
 		}
 		// filler-free chatter goes before decisions do
@@ -376,22 +377,6 @@ func TestNewestDetailsSurviveCompression(t *testing.T) {
 	}
 }
 
-func TestOlderContentCondensedFirst(t *testing.T) {
-	prev := "Alice and Bob are talking about Tokyo. " +
-		"Alice said she basically really just wants to actually try Luna Snow, and honestly the new comp is kind of fun. " +
-		"Bob said we should ban Hela next match. "
-	newLine := "Bob: I honestly really think we should queue ranked on Klyntar at 9 pm."
-	full := summarize(t, fold.Request{PreviousSummary: prev, Turns: turns(newLine), MaxChars: 1200})
-	// squeeze just below the uncondensed length
-	got := summarize(t, fold.Request{PreviousSummary: prev, Turns: turns(newLine), MaxChars: runeLen(full) - 10})
-	if strings.Contains(got, "basically") || !strings.Contains(got, "Luna Snow") {
-		t.Errorf("old sentence not condensed lightly: %q", got)
-	}
-	if !strings.Contains(got, "Bob honestly really thought we should queue ranked on Klyntar at 9 pm.") {
-		t.Errorf("new sentence changed before old ones were condensed: %q", got)
-	}
-}
-
 func TestInvalidUTF8AndControlChars(t *testing.T) {
 	got := summarize(t, fold.Request{
 		PreviousSummary: "Alice said \xff\xfe the plan \x00is set.",
@@ -402,7 +387,7 @@ func TestInvalidUTF8AndControlChars(t *testing.T) {
 		),
 		Notes: []fold.Note{{Source: "Da\xffve", Text: "screen \x1b[31mred\x1b[0m text"}},
 	})
-	for _, want := range []string{"Bob keeps", "dying as Hulk on Tokyo 2099", "Carol suggested we meet at Joe's Diner at 9"} {
+	for _, want := range []string{"Bob keeps", "dying as Hulk on Tokyo 2099", "Carol suggested they meet at Joe's Diner at 9"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in %q", want, got)
 		}
@@ -472,10 +457,14 @@ func TestHugeInput(t *testing.T) {
 		many = append(many, fmt.Sprintf("P%d: the score in round %d is %d to %d", i%7, i, i%5, i%3))
 	}
 	ts := turns(append([]string{"Alice: " + huge, "Bob: " + blob}, many...)...)
-	start := time.Now()
-	got := summarize(t, fold.Request{Turns: ts, MaxChars: 800, PreviousSummary: strings.Repeat("Old news about round 1. ", 20000)})
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("took %v", d)
+	res, err := New().Summarize(context.Background(), fold.Request{Turns: ts, MaxChars: 800, PreviousSummary: strings.Repeat("Old news about round 1. ", 20000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Summary
+	// What one fold keeps is bounded whatever it is given.
+	if len(res.State) > maxStateBytes || len(res.Memories) > maxFoldMemories {
+		t.Errorf("state %d bytes (bound %d), %d memories (bound %d)", len(res.State), maxStateBytes, len(res.Memories), maxFoldMemories)
 	}
 	if n := runeLen(got); n > 800 || n == 0 {
 		t.Errorf("%d chars: %q", n, got)
@@ -572,7 +561,7 @@ func TestOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := res.Summary
-	for _, want := range []string{"Carol, Dave and 2 others are in the session.", "Tokyo 2099 is next.", "Dave will bring snacks"} {
+	for _, want := range []string{"Alice, Bob and 2 others are in the session.", "Tokyo 2099 is next.", "Dave will bring snacks"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in %q", want, got)
 		}
@@ -584,48 +573,6 @@ func TestOptions(t *testing.T) {
 	}
 	if runeLen(got) > 300 {
 		t.Errorf("default budget ignored")
-	}
-}
-
-func TestSplitSentences(t *testing.T) {
-	cases := []struct {
-		in   string
-		want []string
-	}{
-		{"Hi there. How are you? Fine!", []string{"Hi there.", "How are you?", "Fine!"}},
-		{"Dr. Smith arrived at 3.5 p.m. today. Next one.", []string{"Dr. Smith arrived at 3.5 p.m. today.", "Next one."}},
-		{"See e.g. the docs at example.com/a.b. Then go.", []string{"See e.g. the docs at example.com/a.b.", "Then go."}},
-		{"so... we push b", []string{"so... we push b"}},
-		{"wait... Then it broke", []string{"wait...", "Then it broke"}},
-		{"line one\nline two", []string{"line one", "line two"}},
-		{"He said \"stop.\" Then left.", []string{"He said \"stop.\"", "Then left."}},
-		{"version v1.2.3 is out!! ok?", []string{"version v1.2.3 is out!!", "ok?"}},
-	}
-	for _, c := range cases {
-		got := splitSentences(c.in)
-		if strings.Join(got, "|") != strings.Join(c.want, "|") {
-			t.Errorf("splitSentences(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
-func TestClassifyFiller(t *testing.T) {
-	who := newNames("Alice")
-	cases := []struct {
-		in   string
-		want fillerKind
-	}{
-		{"lol", fillerPlain}, {"hahahaha", fillerPlain}, {"LMAOOO", fillerPlain},
-		{"mm-hmm", fillerPlain}, {"uh huh", fillerPlain}, {"yeahhh", fillerAgree},
-		{"thanks Alice!", fillerPlain}, {"good morning everyone", fillerPlain},
-		{"sounds good", fillerAgree}, {"ok let's do it", fillerAgree}, {"nah", fillerDisagree},
-		{"😂😂", fillerPlain}, {"gg wp", fillerPlain},
-		{"push B", notFiller}, {"ok so Hulk is broken", notFiller}, {"nice, 14 kills", notFiller},
-	}
-	for _, c := range cases {
-		if got := classifyFiller(c.in, who, nil); got != c.want {
-			t.Errorf("classifyFiller(%q) = %v, want %v", c.in, got, c.want)
-		}
 	}
 }
 
@@ -655,8 +602,14 @@ func TestAgentRollingSession(t *testing.T) {
 	add("user", "", "", "Looks good. Next, add a Retry-After header test for 429 responses.")
 	add("assistant", "", "", "Next I will add TestRetryAfter429 in internal/retry/retry_test.go.")
 	sum := ""
+	var state []byte
 	for c := 0; c < len(ts); c += 10 {
-		sum = summarize(t, fold.Request{Profile: fold.ProfileAgent, PreviousSummary: sum, Turns: ts[c:min(c+10, len(ts))], MaxChars: 1200})
+		res, err := New().Summarize(context.Background(), fold.Request{Profile: fold.ProfileAgent, PreviousSummary: sum, PreviousState: state,
+			Turns: ts[c:min(c+10, len(ts))], MaxChars: 1200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, state = res.Summary, res.State
 		if runeLen(sum) > 1200 {
 			t.Fatalf("over budget at %d: %d", c, runeLen(sum))
 		}
@@ -666,7 +619,7 @@ func TestAgentRollingSession(t *testing.T) {
 		"User asked: Add retry with backoff to internal/retry/retry.go",
 		"never 4xx", "public API",
 		"Assistant ran bash (go test ./internal/retry/): ok.",
-		"User asked: Next, add a Retry-After header test for 429 responses.",
+		"User asked: next, add a Retry-After header test for 429 responses.",
 		"Next, Assistant will add TestRetryAfter429 in internal/retry/retry_test.go.",
 	} {
 		if !strings.Contains(sum, want) {
@@ -703,27 +656,69 @@ func TestSpeakerNamesCannotForgeStatements(t *testing.T) {
 	}
 }
 
-// Beside period lines, the opening sentence outlasts the protected
-// statement: it carries the participants to the next fold, and a period
-// line naming someone it lost would be read back as a statement.
-func TestFitKeepsLeadBesidePeriods(t *testing.T) {
-	lead := &item{v: [3]string{"Ann, Bo and Cy are talking about tents.", "Ann, Bo and Cy are in the session.", ""}, isLead: true, score: 100, pos: 1}
-	long := "Bo said the tents for the trip in June have to be ordered from the shop in Lyon before the fifth, because the shop closes for the summer after that."
-	keep := &item{v: [3]string{long, long, long}, isNew: true, score: 8, pos: 1, speaker: "Bo"}
-	items := []*item{lead, keep}
-	fit(items, 160, 1200, nil) // the period lines took all but 160 runes
-	if lead.drop {
-		t.Fatalf("the opening sentence was dropped beside period lines; kept %q", keep.text())
+// plain is s lower-cased, its words separated by single spaces, with a
+// space on either side.
+func plain(s string) string {
+	return " " + strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), " ") + " "
+}
+
+// Unbounded input keeps the state within its byte bound: a 64 KiB turn of
+// one repeated word, then 10,000 speakers, folded on top of each other.
+func TestStateBounded(t *testing.T) {
+	s := New()
+	ctx := context.Background()
+	word := strings.Repeat("supercalifragilistic ", 64<<10/21)
+	res, err := s.Summarize(ctx, fold.Request{Turns: turns("Alice: "+word, "Bob: "+word+" at 9 pm"), MaxChars: 1200})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !keep.drop {
-		t.Fatalf("the statement (%d runes) was kept over budget", runeLen(keep.text()))
+	if len(res.State) > maxStateBytes {
+		t.Fatalf("one repeated word: state of %d bytes, bound %d", len(res.State), maxStateBytes)
 	}
-	// Without period lines (the items have the whole budget) the
-	// statement is what is worth keeping.
-	lead2 := &item{v: lead.v, isLead: true, score: 100, pos: 1}
-	keep2 := &item{v: keep.v, isNew: true, score: 8, pos: 1, speaker: "Bo"}
-	fit([]*item{lead2, keep2}, 160, 160, nil)
-	if keep2.drop {
-		t.Fatalf("without period lines the statement was dropped for the opening sentence")
+	var many []string
+	for i := range 10000 {
+		line := fmt.Sprintf("Speaker%05d: ok", i)
+		if i%50 == 0 {
+			line = fmt.Sprintf("Speaker%05d: I booked room %d at the Hotel Number%d for the 3rd of May.", i, i, i)
+		}
+		many = append(many, line)
+	}
+	for c := 0; c < len(many); c += 2500 {
+		res, err = s.Summarize(ctx, fold.Request{PreviousSummary: res.Summary, PreviousState: res.State, Turns: turns(many[c : c+2500]...), MaxChars: 1200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.State) > maxStateBytes || runeLen(res.Summary) > 1200 {
+			t.Fatalf("10,000 speakers, fold %d: state of %d bytes (bound %d), summary of %d runes", c/2500, len(res.State), maxStateBytes, runeLen(res.Summary))
+		}
+	}
+	if st, err := decodeState(res.State); err != nil || len(st.Names) > maxNames || st.Others < 9000 {
+		t.Errorf("state after 10,000 speakers: %v, %d names, %d others", err, len(st.Names), st.Others)
+	}
+}
+
+// A state that does not decode (a bug, or one written by a newer version)
+// is not trusted: the previous summary is read as prose instead, and the
+// session goes on.
+func TestUnreadableState(t *testing.T) {
+	s := New()
+	ctx := context.Background()
+	r1, err := s.Summarize(ctx, fold.Request{Turns: turns("Marco: the cabin costs $190 a night."), MaxChars: 1200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]byte{[]byte("{not json"), []byte(`{"v":99,"open":[{"text":"from the future"}]}`), r1.State[:len(r1.State)/2]} {
+		r2, err := s.Summarize(ctx, fold.Request{PreviousSummary: r1.Summary, PreviousState: bad, Turns: turns("Lena: I'll drive, my car fits four."), MaxChars: 1200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r2.Summary, "$190 a night") || !strings.Contains(r2.Summary, "drive") || strings.Contains(r2.Summary, "future") {
+			t.Errorf("state %q: %q: want the prose read back and the new turn added", bad, r2.Summary)
+		}
+		if _, err := decodeState(r2.State); err != nil {
+			t.Errorf("state %q: the new state does not decode: %v", bad, err)
+		}
 	}
 }

@@ -65,10 +65,11 @@ func replay(t *testing.T, ts []fold.Turn, profile fold.Profile, maxChars int) (v
 	t.Helper()
 	s := New()
 	prev := ""
+	var state []byte
 	for c := 0; c < len(ts); c += 10 {
 		b := ts[c:min(c+10, len(ts))]
 		out, err := fold.Summarize(context.Background(), s, fold.Request{Session: "prop-" + string(profile), Profile: profile,
-			PreviousSummary: prev, Turns: b, MaxChars: maxChars, From: b[0].At, To: b[len(b)-1].At})
+			PreviousSummary: prev, PreviousState: state, Turns: b, MaxChars: maxChars, From: b[0].At, To: b[len(b)-1].At})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +79,7 @@ func replay(t *testing.T, ts []fold.Turn, profile fold.Profile, maxChars int) (v
 		if len(out.MemoryItems) != len(out.Memories) {
 			t.Fatalf("v%d: %d memory items for %d memories", len(versions)+1, len(out.MemoryItems), len(out.Memories))
 		}
-		prev = out.Summary
+		prev, state = out.Summary, out.State
 		versions = append(versions, out.Summary)
 		mems = append(mems, out.MemoryItems...)
 	}
@@ -358,7 +359,7 @@ func TestQuestionAnsweredInNextFold(t *testing.T) {
 		for i := range b {
 			b[i].Index += 2
 		}
-		r2, err := s.Summarize(ctx, fold.Request{Session: "q", PreviousSummary: r1.Summary, Turns: b, MaxChars: 1200})
+		r2, err := s.Summarize(ctx, fold.Request{Session: "q", PreviousSummary: r1.Summary, PreviousState: r1.State, Turns: b, MaxChars: 1200})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,6 +39,7 @@ func TestQMSumRecall(t *testing.T) {
 		f, turns := m.file, m.turns
 		s := New()
 		summary := ""
+		var state []byte
 		everything := ""
 		cursor := 0
 		w := fold.DefaultWindow()
@@ -49,11 +50,11 @@ func TestQMSumRecall(t *testing.T) {
 			}
 			batch := turns[d.From:d.To]
 			out, err := fold.Summarize(context.Background(), s, fold.Request{Session: "q", Profile: fold.ProfileVoice,
-				PreviousSummary: summary, Turns: batch, MaxChars: budget, From: batch[0].At, To: batch[len(batch)-1].At})
+				PreviousSummary: summary, PreviousState: state, Turns: batch, MaxChars: budget, From: batch[0].At, To: batch[len(batch)-1].At})
 			if err != nil {
 				t.Fatal(err)
 			}
-			summary = out.Summary
+			summary, state = out.Summary, out.State
 			everything += " " + summary
 			cursor = int(d.To)
 		}
@@ -117,7 +118,7 @@ func TestQMSumRecall(t *testing.T) {
 	t.Logf("QMSUM summary-alone recall @%d chars: macro %.4f micro %.4f over %d questions", budget, sum/float64(max(nq, 1)), float64(hit)/float64(max(tot, 1)), nq)
 }
 
-var qmStop = toSet(strings.Fields(`a about above after again against all am an and any are aren't as at be because been before being below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then there there's these they they'd they'll they're they've this those through to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves also s t will just`)...)
+var qmStop = toSet(strings.Fields(`a about above after again against all am an and any are aren't as at be because been before being below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then there there's these they they'd they'll they're they've this those through to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves also s t will just`))
 
 func wordSet(s string) map[string]bool {
 	out := map[string]bool{}

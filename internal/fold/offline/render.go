@@ -1,831 +1,534 @@
 package offline
 
 import (
-	"bytes"
+	"cmp"
+	"math"
+	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
-// shiftFirstPerson turns first-person singular speech into third person
-// about the speaker: "I keep dying as Hulk" → "Bob keeps dying as Hulk",
-// "my mic is off" → "Bob's mic is off". Text inside double quotes is left
-// verbatim. It reports whether the result starts with the speaker's name.
-func shiftFirstPerson(s, speaker string) (string, bool) {
-	var arr [64]string
-	return shiftFirstPersonIn(s, appendFields(arr[:0], s), speaker)
-}
+const (
+	periodChars    = 400 // one closed period per this many characters of budget
+	maxTopics      = 4   // topic phrases of a period line
+	maxTopicPhrase = 3   // words of one topic phrase
+)
 
-// shiftFirstPersonIn is shiftFirstPerson(s, speaker); words are the fields
-// of s.
-func shiftFirstPersonIn(s string, words []string, speaker string) (string, bool) {
-	var arr [32]word
-	return shiftFirstPersonInfos(s, appendWords(arr[:0], words), speaker)
-}
+// ---- periods ----
 
-// shiftFirstPersonInfos is shiftFirstPerson(s, speaker); ws are the words
-// of s.
-func shiftFirstPersonInfos(s string, ws []word, speaker string) (string, bool) {
-	shift := false
-	for i := range ws {
-		shift = shift || ws[i].lx&lxShift != 0
-	}
-	if !shift { // (most sentences: no word to shift, s as it is)
-		if isSingleSpaced(s) {
-			return s, false
-		}
-		var b strings.Builder
-		for i := range ws {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(ws[i].w)
-		}
-		return b.String(), false // strings.Join of the fields
-	}
-	var outArr [64]string
-	out := outArr[:0]
-	changed := false
-	starts := false
-	inQuote := false
-	for i := 0; i < len(ws); i++ {
-		w := ws[i].w
-		if inQuote || strings.HasPrefix(w, "\"") {
-			out = append(out, w)
-			q := strings.Count(w, "\"")
-			if q%2 == 1 {
-				inQuote = !inQuote
-			}
-			continue
-		}
-		lc := ws[i].n // strings.ToLower(core(w))
-		if ws[i].lx&lxShift == 0 {
-			out = append(out, w) // (most words)
-			continue
-		}
-		pre, _, suf := splitWord(w)
-		first := len(out) == 0
-		switch lc {
-		case "i":
-			out = append(out, pre+speaker+suf)
-			if suf == "" {
-				j := i + 1
-				// (norm(w) == strings.ToLower(w) exactly when core(w) == w)
-				for j < len(ws) && preVerbAdverbs[ws[j].n] && ws[j].c == ws[j].w {
-					j++
-				}
-				if j < len(ws) {
-					for _, x := range ws[i+1 : j] {
-						out = append(out, x.w)
-					}
-					out = append(out, conjugate(ws[j].w))
-					i = j
-				}
-			}
-		case "i'm", "im":
-			out = append(out, pre+speaker, "is"+suf)
-		case "i've":
-			out = append(out, pre+speaker, "has"+suf)
-		case "i'll":
-			out = append(out, pre+speaker, "will"+suf)
-		case "i'd":
-			aux := "would"
-			if i+1 < len(ws) {
-				n := ws[i+1].n // norm
-				if strings.HasSuffix(n, "ed") || n == "been" || n == "gotten" || n == "done" || n == "seen" {
-					aux = "had"
-				}
-			}
-			out = append(out, pre+speaker, aux+suf)
-		case "imma", "i'ma":
-			out = append(out, pre+speaker, "is", "going", "to"+suf)
-		case "me", "myself":
-			out = append(out, pre+speaker+suf)
-		case "my", "mine":
-			out = append(out, pre+speaker+"'s"+suf)
-		}
-		changed = true
-		if first && pre == "" {
-			starts = true
-		}
-	}
-	if !changed && isSingleSpaced(s) {
-		return s, starts
-	}
-	return strings.Join(out, " "), starts
-}
-
-// shiftWords are the first-person words shiftFirstPerson rewrites (as
-// lowercased cores).
-var shiftWords = toSet("i", "i'm", "im", "i've", "i'll", "i'd", "imma", "i'ma", "me", "myself", "my", "mine")
-
-// conjugate puts the verb that followed "I" into the third person singular.
-func conjugate(w string) string {
-	pre, c, suf := splitWord(w)
-	lc := strings.ToLower(c)
-	var r string
-	switch lc {
-	case "am":
-		r = "is"
-	case "have":
-		r = "has"
-	case "haven't", "havent":
-		r = "hasn't"
-	case "do":
-		r = "does"
-	case "don't", "dont":
-		r = "doesn't"
-	case "gotta":
-		r = "has to"
-	case "wanna":
-		r = "wants to"
-	case "gonna":
-		r = "is gonna"
-	case "were":
-		r = "was"
-	case "be":
-		r = "is"
-	case "think", "believe":
-		// an opinion is reported, as what was said is ("Bob said …"):
-		// "I think we should" → "Bob thought we should"
-		r = lc + "d"
-		if lc == "think" {
-			r = "thought"
-		}
-	default:
-		if noConj[lc] || isPast(lc) || !isAllLetters(c) || len(lc) < 2 {
-			return w
-		}
-		switch {
-		case strings.HasSuffix(lc, "y") && len(lc) > 2 && !strings.ContainsRune("aeiou", rune(lc[len(lc)-2])):
-			r = lc[:len(lc)-1] + "ies"
-		case strings.HasSuffix(lc, "s") || strings.HasSuffix(lc, "sh") || strings.HasSuffix(lc, "ch") ||
-			strings.HasSuffix(lc, "x") || strings.HasSuffix(lc, "z") || strings.HasSuffix(lc, "o"):
-			r = lc + "es"
-		default:
-			r = lc + "s"
-		}
-	}
-	if len(c) > 1 && c == strings.ToUpper(c) {
-		r = strings.ToUpper(r)
-	}
-	return pre + r + suf
-}
-
-// isPast reports regular past forms ("died", "played") but not base verbs
-// that end in -ed ("need", "feed", "shred").
-func isPast(lc string) bool {
-	if !strings.HasSuffix(lc, "ed") || strings.HasSuffix(lc, "eed") || len(lc) < 4 {
-		return false
-	}
-	switch lc {
-	case "shed", "embed", "shred", "bed", "wed", "sled":
-		return false
-	}
-	return true
-}
-
-func hasSecondPerson(s string) bool {
-	var arr [64]string
-	return hasSecondPersonIn(appendFields(arr[:0], s))
-}
-
-// hasSecondPersonInfos is hasSecondPerson of the sentence whose words are
-// ws.
-func hasSecondPersonInfos(ws []word) bool {
-	for i := range ws {
-		c := ws[i].c
-		// every second-person word starts with 'u' or 'y'
-		if c == "" || (c[0] < utf8.RuneSelf && c[0]|0x20 != 'u' && c[0]|0x20 != 'y') {
-			continue
-		}
-		if secondPerson[ws[i].n] {
-			return true
-		}
-	}
-	return false
-}
-
-// hasSecondPersonIn is hasSecondPerson of the sentence whose fields are
-// words.
-func hasSecondPersonIn(words []string) bool {
-	for _, w := range words {
-		c := core(w)
-		// every second-person word starts with 'u' or 'y'
-		if c == "" || (c[0] < utf8.RuneSelf && c[0]|0x20 != 'u' && c[0]|0x20 != 'y') {
-			continue
-		}
-		if hasLower(secondPerson, c) {
-			return true
-		}
-	}
-	return false
-}
-
-// extractVocativeIn finds a participant addressed by name at the start
-// ("Alice, can you …") or end ("…, Alice?") of the sentence s and removes
-// it. words are the fields of s, and restWords those of rest (nil: not
-// known, split rest).
-func extractVocativeIn(s string, words []string, speaker string, who names) (addressee, rest string, restWords []string) {
-	if len(words) < 2 {
-		return "", s, words
-	}
-	if c := core(words[0]); who.has(c) && !strings.EqualFold(c, speaker) {
-		if strings.HasSuffix(words[0], ",") || (len(words) > 2 && hasSecondPersonIn(words)) {
-			return who.display(c), strings.Join(words[1:], " "), words[1:]
-		}
-	}
-	last := words[len(words)-1]
-	if c := core(last); who.has(c) && !strings.EqualFold(c, speaker) &&
-		strings.HasSuffix(words[len(words)-2], ",") {
-		_, _, suf := splitWord(last)
-		body := strings.TrimRight(strings.Join(words[:len(words)-1], " "), ",")
-		return who.display(c), body + suf, nil
-	}
-	return "", s, words
-}
-
-// proposalRestInfos recognizes a proposal opener in the sentence whose
-// words are ws and returns what is proposed, ready to follow "suggested":
-// "let's push B" → "we push B", "how about Jeff?" → "Jeff".
-func proposalRestInfos(all []word, who names) (string, bool) {
-	// allow a few soft words or names before the opener ("ok guys let's …")
-	start := 0
-	for start < len(all) && start < 3 {
-		n, lx := all[start].n, all[start].lx
-		if !(lx&lxFillerSoft != 0 || who.has(n) || lx&lxFillerCore != 0) || n == "let's" || n == "lets" || n == "we" || n == "how" || n == "what" || n == "why" || n == "maybe" {
-			break
-		}
-		start++
-	}
-	ws := all[start:]
-	// is reports norm(ws[i]) == lit
-	is := func(i int, lit string) bool { return i < len(ws) && ws[i].n == lit }
-	// what is proposed is "we " (when we) and the words of ws from rest on
-	we, rest := false, 0
-	switch {
-	case is(0, "let's") || is(0, "lets"):
-		we, rest = true, 1
-	case is(0, "let") && is(1, "us"):
-		we, rest = true, 2
-	case (is(0, "how") || is(0, "what")) && is(1, "about") && len(ws) > 2:
-		rest = 2
-	case is(0, "what") && is(1, "if") && len(ws) > 2:
-		rest = 2
-	case is(0, "why") && (is(1, "don't") || is(1, "dont")) && is(2, "we") && len(ws) > 3:
-		we, rest = true, 3
-	case is(0, "why") && is(1, "not") && len(ws) > 2:
-		rest = 2
-	case is(0, "maybe") && is(1, "we") && len(ws) > 2:
-		rest = 1
-	case is(0, "i") && (is(1, "suggest") || is(1, "propose")) && len(ws) > 2:
-		rest = 2
-	case is(0, "i") && is(1, "vote") && len(ws) > 2:
-		rest = 2
-		if ws[2].n == "for" && len(ws) > 3 {
-			rest = 3
-		}
-	default:
-		return "", false
-	}
-	tail := ws[min(rest, len(ws)):]
-	if n := len(tail); we && n == 0 || !we && (n == 0 || n == 1 && tail[0].n == "we") {
-		return "", false
-	}
-	var b strings.Builder
-	size := len("we")
-	for _, w := range tail {
-		size += len(w.w) + 1
-	}
-	b.Grow(size)
-	if we {
-		b.WriteString("we")
-	}
-	for i, w := range tail {
-		if i > 0 || we {
-			b.WriteByte(' ')
-		}
-		b.WriteString(w.w)
-	}
-	r := strings.TrimRight(b.String(), "?!. ")
-	if r == "" || r == "we" {
-		return "", false
-	}
-	return r, true
-}
-
-// sentenceAdverbs may precede a first-person subject ("Next I will …").
-var sentenceAdverbs = toSet("next", "now", "then", "first", "finally", "also", "later",
-	"afterwards", "meanwhile", "today", "tomorrow", "tonight", "yesterday", "earlier",
-	"still", "sometimes", "maybe", "probably", "hopefully", "honestly", "currently")
-
-func isFirstPersonSubject(w string) bool {
-	n, nb, k := normParts(w) // norm(w), on the stack
-	if k > 0 {
-		n = string(nb[:k])
-	}
-	switch n {
-	case "i", "i'm", "im", "i've", "i'll", "i'd":
-		return true
-	}
-	return false
-}
-
-// sentenceStarters are common capitalized openers that are not names.
-var sentenceStarters = toSet("tomorrow", "today", "tonight", "yesterday", "everyone",
-	"everybody", "nobody", "someone", "somebody", "anyone", "sadly", "luckily", "hopefully",
-	"first", "last", "next", "after", "before", "because", "while", "once", "unless",
-	"although", "though", "anyway", "sure", "apparently", "probably", "definitely",
-	"nothing", "everything", "something", "both", "each", "every", "another", "other",
-	"only", "never", "always", "sometimes", "usually", "again", "please", "sorry", "good",
-	"bad", "great", "nice", "yes", "no", "okay", "ok")
-
-// lowerFirstCommon lowercases the first letter of s when its first word is
-// a common word ("The comp is bad" → "the comp is bad") but never a name,
-// an acronym or an identifier.
-func lowerFirstCommon(s string) string {
-	w, _, _ := strings.Cut(s, " ")
-	c := core(w)
-	lc, lb, k := lowerParts(c) // strings.ToLower(c), on the stack
-	if k > 0 {
-		lc = string(lb[:k])
-	}
-	if lexicon.get(lc)&(lxStop|lxCommonCaps) == 0 && !sentenceStarters[lc] || len(c) > 1 && isUpperCase(c) {
-		return s
-	}
-	r, size := utf8.DecodeRuneInString(s)
-	if !unicode.IsUpper(r) {
-		return s
-	}
-	return string(unicode.ToLower(r)) + s[size:]
-}
-
-// isUpperCase reports c == strings.ToUpper(c).
-func isUpperCase(c string) bool {
-	if !isASCII(c) {
-		return c == strings.ToUpper(c)
-	}
-	for i := 0; i < len(c); i++ {
-		if 'a' <= c[i] && c[i] <= 'z' {
-			return false
-		}
-	}
-	return true
-}
-
-// speech is one sentence said by one speaker, ready to render.
-type speech struct {
-	speaker   string
-	addressee string
-	text      string
-	words     []string // the fields of text, split once for every pass
-	infos     []word   // the words of text (one per field), for every pass
-	t         traits
-}
-
-// render writes the sentence as attributed prose: reported speech with the
-// speaker's name when that is safe ("Bob keeps dying as Hulk."; "Alice
-// suggested we try the new team comp."), direct speech after a colon when
-// the sentence is a question or addresses someone ("Bob asked Alice: can you
-// heal me?"). The words of the sentence are kept as they were said.
-//
-// The fields of the result are appended to dst and returned too, for
-// condensation (nil when not split).
-func (sp speech) render(dst []string, who names) (string, []string) {
-	return collapseRepeatsIn(dst, sp.renderRaw(who))
-}
-
-func (sp speech) renderRaw(who names) string {
-	S := sp.speaker
-	text := sp.text
-	f := sp.words
-	if f == nil {
-		var farr [64]string
-		f = appendFields(farr[:0], text)
-	}
-	fi := sp.infos
-	if len(fi) != len(f) {
-		var iarr [32]word
-		fi = appendWords(iarr[:0], f)
-	}
-	second := hasSecondPersonInfos(fi)
-	to := ""
-	if sp.addressee != "" {
-		to = " " + sp.addressee
-	}
-	if !second {
-		if rest, ok := proposalRestInfos(fi, who); ok {
-			shifted, _ := shiftFirstPerson(rest, S)
-			return endSentence(S+" suggested"+to+" "+shifted, '.')
-		}
-	}
-	if sp.t.question || sp.t.request {
-		def := byte('?')
-		if !sp.t.question {
-			def = '.'
-		}
-		return S + " asked" + to + ": " + endSentence(text, def)
-	}
-	if len(f) > 2 && strings.EqualFold(f[0], "let") && strings.EqualFold(f[1], "me") && !second {
-		rest := strings.Join(f[2:], " ")
-		shifted, _ := shiftFirstPerson(rest, S)
-		return endSentence(S+" offered to "+shifted, '.')
-	}
-	if second || sp.addressee != "" {
-		verb := " said"
-		if sp.t.proposal {
-			verb = " suggested"
-		}
-		if sp.addressee != "" {
-			verb += " to"
-		}
-		return S + verb + to + ": " + endSentence(text, '.')
-	}
-	shifted, starts := shiftFirstPersonInfos(text, fi, S)
-	if starts {
-		return endSentence(shifted, '.')
-	}
-	// "Next I will …" → "Next, Bob will …"
-	if len(f) > 2 && hasLower(sentenceAdverbs, f[0]) && isFirstPersonSubject(f[1]) {
-		rest, _ := shiftFirstPersonInfos(strings.Join(f[1:], " "), fi[1:], S)
-		adv := f[0]
-		r, size := utf8.DecodeRuneInString(adv)
-		return endSentence(string(unicode.ToUpper(r))+adv[size:]+", "+rest, '.')
-	}
-	body := lowerFirstCommon(shifted)
-	if upperFirst(body) {
-		// a capitalized opener that may or may not be a name ("Light rain
-		// …", "Tokyo is …"): quote it as said rather than guess its case
-		return endSentence(S+" said: "+body, '.')
-	}
-	return endSentence(S+" said "+body, '.')
-}
-
-// collapseRepeats removes immediately repeated words and phrases of up to
-// three words, the disfluencies of speech ("I I think", "Bob is Bob is on
-// point"). Quoted text is left alone.
-func collapseRepeats(s string) string {
-	var arr [64]string
-	r, _ := collapseRepeatsIn(arr[:0], s)
-	return r
-}
-
-// collapseRepeatsIn is collapseRepeats(s) and, unless s is quoted, the
-// fields of the result, appended to dst (nil when not split).
-func collapseRepeatsIn(dst []string, s string) (string, []string) {
-	if strings.Contains(s, "\"") {
-		return s, nil
-	}
-	words := appendFields(dst, s)
-	changed := false
-	may := mayRepeat(words) // (asked again only when words change)
-	for n := 3; n >= 1 && may; n-- {
-		var out []string // allocated at the first repeat of this pass
-		for i := 0; i < len(words); {
-			if i+2*n <= len(words) && sameWords(words[i:i+n], words[i+n:i+2*n]) {
-				if out == nil {
-					out = append(make([]string, 0, len(words)), words[:i]...)
-				}
-				i += n // drop the first copy, keep the second (and its punctuation)
-				continue
-			}
-			if out != nil {
-				out = append(out, words[i])
-			}
-			i++
-		}
-		if out != nil {
-			words, changed = out, true
-			may = mayRepeat(words)
-		}
-	}
-	if !changed && isSingleSpaced(s) {
-		return s, words // strings.Join(strings.Fields(s), " ") == s
-	}
-	return strings.Join(words, " "), words
-}
-
-// mayRepeat reports whether a word of words could start a repeat of
-// collapseRepeats: the same word (as sameWords compares words) follows one
-// to three words later. Without one, sameWords fails for every phrase.
-func mayRepeat(words []string) bool {
-	var arr [64]string
-	var keyArr [64]uint32
-	cores, keys := arr[:0], keyArr[:0]
-	for _, w := range words {
-		c := core(w)
-		if c != "" && !allLettersOrApostrophes(c) {
-			c = "" // sameWords rejects it
-		}
-		// key tells ASCII words that differ apart cheaply: their length
-		// and lowercased first byte (0 for non-ASCII words)
-		var k uint32
-		if c != "" && isASCII(c) {
-			k = uint32(len(c))<<8 | uint32(c[0]|0x20)
-		}
-		cores, keys = append(cores, c), append(keys, k)
-	}
-	for i, c := range cores {
-		if c == "" {
-			continue
-		}
-		for n := 1; n <= 3 && i+n < len(cores); n++ {
-			if k, kn := keys[i], keys[i+n]; k != 0 && kn != 0 && k != kn {
-				continue // ASCII words of different lengths or initials
-			}
-			if cores[i+n] != "" && sameNorm(c, cores[i+n]) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func sameWords(a, b []string) bool {
-	for i := range a {
-		ca, cb := core(a[i]), core(b[i])
-		if ca == "" || !sameNorm(ca, cb) || !allLettersOrApostrophes(ca) {
-			return false
-		}
-		// inner words must not carry punctuation ("no, no" is emphasis, kept)
-		if i < len(a)-1 && (len(ca) != len(a[i]) || len(cb) != len(b[i])) {
-			return false
-		}
-	}
-	last := len(a) - 1
-	return len(core(a[last])) == len(a[last])
-}
-
-// sameNorm reports strings.ToLower(a) == strings.ToLower(b).
-func sameNorm(a, b string) bool {
-	if a == b {
-		return true
-	}
-	if isASCII(a) && isASCII(b) {
-		if len(a) != len(b) {
-			return false
-		}
-		for i := 0; i < len(a); i++ {
-			x, y := a[i], b[i]
-			if 'A' <= x && x <= 'Z' {
-				x += 'a' - 'A'
-			}
-			if 'A' <= y && y <= 'Z' {
-				y += 'a' - 'A'
-			}
-			if x != y {
-				return false
-			}
-		}
-		return true
-	}
-	// Not strings.EqualFold: it folds case by Unicode simple folding, which
-	// matches pairs ToLower keeps apart (final ς and σ, long ſ and s), and the
-	// rendered output is pinned by golden.txt.
-	//lint:ignore SA6005 ToLower equality is the contract, see above
-	return strings.ToLower(a) == strings.ToLower(b)
-}
-
-// allLettersOrApostrophes is isAllLetters(strings.ReplaceAll(s, "'", ""))
-// (lowercasing keeps letters letters and other runes not letters).
-func allLettersOrApostrophes(s string) bool { return allLettersExcept(s, '\'') }
-
-// Light condensation: hedges and verbal filler that carry no state.
-var lightDropWords = toSet("basically", "actually", "literally", "honestly", "really",
-	"just", "totally", "very", "super", "kinda", "sorta", "um", "uh", "umm", "uhh",
-	"seriously", "truly", "genuinely", "lowkey", "obviously")
-
-var lightDropPhrases = [][]string{{"kind", "of"}, {"sort", "of"}, {"pretty", "much"},
-	{"you", "know,"}, {"i", "mean,"}, {"to", "be", "honest,"}}
-
-// condenseLight removes hedges and filler words outside quotes. Words that
-// carry punctuation other than a comma are kept so sentence ends survive.
-func condenseLight(s string) string {
-	var arr [64]string
-	return condenseLightIn(s, appendFields(arr[:0], s))
-}
-
-// condenseLightIn is condenseLight(s); words are the fields of s.
-func condenseLightIn(s string, words []string) string {
-	var outArr [64]string
-	out := outArr[:0]
-	inQuote := false
-	for i := 0; i < len(words); i++ {
-		w := words[i]
-		if inQuote || strings.HasPrefix(w, "\"") {
-			if strings.Count(w, "\"")%2 == 1 {
-				inQuote = !inQuote
-			}
-			out = append(out, w)
-			continue
-		}
-		if i > 0 && isLightDrop(w) {
-			continue
-		}
-		matched := false
-		if i > 0 && (w[0] >= utf8.RuneSelf || lightPhraseStart[w[0]|0x20]) {
-			for _, ph := range lightDropPhrases {
-				if i+len(ph) <= len(words) {
-					ok := true
-					for k, p := range ph {
-						if !lowerEq(words[i+k], p) {
-							ok = false
-							break
-						}
-					}
-					if ok {
-						i += len(ph) - 1
-						matched = true
-						break
-					}
-				}
-			}
-		}
-		if !matched {
-			out = append(out, w)
-		}
-	}
-	r := s
-	if len(out) != len(words) || !isSingleSpaced(s) {
-		r = strings.Join(out, " ")
-	}
-	if strings.IndexByte(r, '?') >= 0 {
-		r = strings.ReplaceAll(r, ", right?", "?")
-		r = strings.ReplaceAll(r, ", you know?", "?")
-	}
-	return r
-}
-
-// lightPhraseStart flags the (lowercase) first letters of lightDropPhrases.
-var lightPhraseStart = func() (t [256]bool) {
-	for _, ph := range lightDropPhrases {
-		t[ph[0][0]] = true
-	}
-	return t
-}()
-
-// isLightDrop reports a hedge word that condenseLight drops (with or
-// without a trailing comma; "like," only with one).
-func isLightDrop(w string) bool {
-	if !isASCII(w) {
-		lw := strings.ToLower(w)
-		base := strings.TrimSuffix(lw, ",")
-		return lightDropWords[lw] || (base != lw && (lightDropWords[base] || base == "like"))
-	}
-	if len(w) < 2 || len(w) > lightDropMaxLen+1 || !lightDropPair[w[0]|0x20][w[1]|0x20] {
-		return false // (+1: a trailing comma; every word of the list has two letters or more)
-	}
-	if lexicon.getLower(w)&lxLightDrop != 0 {
-		return true
-	}
-	if base, ok := strings.CutSuffix(w, ","); ok {
-		return lexicon.getLower(base)&lxLightDrop != 0 || lowerEq(base, "like")
-	}
-	return false
-}
-
-// lightDropPair flags the (lowercase) first two letters of lightDropWords
-// and "like": an ASCII word whose first two bytes, lowercased (c|0x20),
-// are no such pair is no hedge.
-var lightDropPair = func() (t [256][256]bool) {
-	t['l']['i'] = true
-	for w := range lightDropWords {
-		t[w[0]][w[1]] = true
-	}
-	return t
-}()
-
-// lightDropMaxLen is the length of the longest of lightDropWords (and
-// "like"), in bytes.
-var lightDropMaxLen = func() int {
-	n := len("like")
-	for w := range lightDropWords {
-		n = max(n, len(w))
-	}
-	return n
-}()
-
-// clauseSplitters separate clauses for hard condensation.
-var clauseSplitters = []string{", ", "; ", " - ", " -- ", " but ", " because ", " although ",
-	" though ", " since ", " which ", " so that ", " and then ", " cause ", " cuz "}
-
-// condenseHard keeps the first clause of a sentence and any later clause
-// that carries identifiers, names, decisions or questions; clauses in quotes
-// are never split.
-func condenseHard(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return s
-	}
-	last, _ := utf8.DecodeLastRuneInString(s)
-	term := byte('.')
-	if last == '?' {
-		term = '?'
-	} else if last == '!' {
-		term = '!'
-	}
-	var arr [32]clause
-	clauses := splitClauses(arr[:0], s)
-	if len(clauses) <= 1 {
-		return s
-	}
-	// A kept clause with its separator is s[c.at:c.end].
-	var karr [32]clause
-	kept := append(karr[:0], clauses[0])
-	n := runeLen(clauses[0].text)
-	for _, c := range clauses[1:] {
-		if keepClause(c.text) {
-			kept = append(kept, c)
-			n += runeLen(s[c.at:c.end])
-		}
-	}
-	if n > 160 && len(kept) > 2 {
-		kept = append(kept[:1], kept[len(kept)-1])
-	}
-	contiguous := true
-	for i := 1; i < len(kept); i++ {
-		contiguous = contiguous && kept[i].at == kept[i-1].end
-	}
-	if contiguous { // kept[0].at == 0
-		r := strings.TrimRight(s[:kept[len(kept)-1].end], " ,;:-.!?")
-		if len(r) < len(s) && s[len(r)] == term {
-			return s[:len(r)+1]
-		}
-		return r + string(term)
-	}
-	var buf [256]byte
-	b := buf[:0]
-	for _, c := range kept {
-		b = append(b, s[c.at:c.end]...)
-	}
-	b = bytes.TrimRight(b, " ,;:-.!?")
-	// a kept question clause may end with '?' inside; use the original end
-	return string(append(b, term))
-}
-
-// clauseIndex lists the clause splitters by their first two bytes, in
-// clauseSplitters order. It is read-only after package initialization.
-var clauseIndex = func() (t [256]*[256][]string) {
-	for _, sp := range clauseSplitters {
-		if t[sp[0]] == nil {
-			t[sp[0]] = new([256][]string)
-		}
-		t[sp[0]][sp[1]] = append(t[sp[0]][sp[1]], sp)
-	}
-	return t
-}()
-
-// keepClause reports whether condenseHard keeps a secondary clause: it
-// carries entities, a decision, a question or a request (the traits of
-// analyze(s, nil)), or a reply.
-func keepClause(s string) bool {
-	if strings.Contains(s, " agreed") || strings.Contains(s, " said yes") ||
-		strings.Contains(s, " said no") || hasEntity(s) {
-		return true
-	}
-	end := strings.TrimRight(strings.TrimSpace(s), "\"')")
-	if strings.HasSuffix(end, "?") {
-		return true
-	}
-	p := plain(s)
-	m := matchPhrases(p)
-	if m&(phRequest|phStrongDecision) != 0 {
-		return true
-	}
-	// a question word opens a question only when no '.' or '!' ends it
-	// (see analyzeWords)
-	return !strings.HasSuffix(end, ".") && !strings.HasSuffix(end, "!") &&
-		(m&phQuestionStart != 0 || hasPrefixClass(skipDiscourse(p), phQuestionStart))
-}
-
-// clause is a clause of a sentence s: s[at:end] is its separator (none for
-// the first clause) followed by its text.
-type clause struct {
-	text    string
-	at, end int
-}
-
-// splitClauses splits s at clause boundaries outside double quotes.
-func splitClauses(dst []clause, s string) []clause {
-	inQuote := false
-	start, at := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '"' {
-			inQuote = !inQuote
-			continue
-		}
-		if inQuote || clauseIndex[s[i]] == nil || i+1 == len(s) {
-			continue // (every splitter is longer than one byte)
-		}
-		for _, sp := range clauseIndex[s[i]][s[i+1]] {
-			if strings.HasPrefix(s[i:], sp) {
-				dst = append(dst, clause{text: s[start:i], at: at, end: i})
-				at = i
-				start = i + len(sp)
-				i = start - 1
+// closePeriods moves the oldest statements of the current period into a
+// closed period once they no longer fit the budget, and merges the two
+// closed periods of shortest span while there are more than the budget
+// has lines for. Statements of the batch just folded stay current.
+func (st *state) closePeriods(budget int) {
+	size := 0
+	for _, x := range st.Open {
+		size += runeLen(x.Text) + 1
+	}
+	if size > budget*4/5 && len(st.Open) > 4 || len(st.Open) > maxOpen {
+		keep := 0 // runes kept current, newest first
+		cut := len(st.Open)
+		for cut > 0 {
+			x := st.Open[cut-1]
+			if !x.Batch && (keep+runeLen(x.Text) > budget*2/5 || len(st.Open)-cut >= maxOpen/2) {
 				break
 			}
+			keep += runeLen(x.Text) + 1
+			cut--
+		}
+		if cut > 0 {
+			p := st.newPeriod(st.Open[:cut])
+			if len(st.Topics) > 0 {
+				p.Topics = append(slices.Clone(st.Topics), p.Topics...)[:min(maxTopics, len(st.Topics)+len(p.Topics))]
+				st.Topics = nil
+			}
+			st.Periods = append(st.Periods, p)
+			st.Open = slices.Delete(st.Open, 0, cut)
 		}
 	}
-	return append(dst, clause{text: s[start:], at: at, end: len(s)})
+	for limit := max(2, budget/periodChars); len(st.Periods) > limit; {
+		best, span := 0, int64(math.MaxInt64)
+		for i := 0; i+1 < len(st.Periods); i++ {
+			a, b := st.Periods[i], st.Periods[i+1]
+			s := b.To - a.From
+			if a.From == 0 || b.To == 0 {
+				s = 0 // times unknown (a summary read as prose): merge them first
+			}
+			if s < span {
+				best, span = i, s
+			}
+		}
+		st.Periods[best] = mergePeriods(st.Periods[best], st.Periods[best+1])
+		st.Periods = slices.Delete(st.Periods, best+1, best+2)
+	}
+}
+
+// newPeriod closes the statements ss into a period.
+func (st *state) newPeriod(ss []stmt) period {
+	p := period{}
+	count := map[string]int{}
+	var order []string
+	for _, x := range ss {
+		if x.At != 0 {
+			if p.From == 0 || x.At < p.From {
+				p.From = x.At
+			}
+			p.To = max(p.To, x.At)
+		}
+		if x.Sp != "" && x.K != kTool {
+			if count[x.Sp] == 0 {
+				order = append(order, x.Sp)
+			}
+			count[x.Sp]++
+		}
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return count[b] - count[a] })
+	p.Names = order[:min(len(order), 3)]
+	p.Topics = topics(ss, st.Names, maxTopics)
+	p.Stmts = best(ss, maxPeriodKept)
+	for i := range p.Stmts {
+		p.Stmts[i].Batch = false
+	}
+	return p
+}
+
+// best are the n weightiest of ss, in their order.
+func best(ss []stmt, n int) []stmt {
+	out := slices.Clone(ss)
+	if len(out) > n {
+		out = dropWeakest(out, len(out)-n)
+	}
+	return out
+}
+
+func mergePeriods(a, b period) period {
+	p := period{From: a.From, To: max(a.To, b.To)}
+	if p.From == 0 || b.From != 0 && b.From < p.From {
+		p.From = b.From
+	}
+	for _, n := range append(slices.Clone(a.Names), b.Names...) {
+		if !slices.Contains(p.Names, n) && len(p.Names) < 3 {
+			p.Names = append(p.Names, n)
+		}
+	}
+	for i := 0; i < maxTopics && len(p.Topics) < maxTopics; i++ {
+		for _, ts := range [][]string{a.Topics, b.Topics} {
+			if i < len(ts) && len(p.Topics) < maxTopics && !slices.ContainsFunc(p.Topics, func(t string) bool { return termString(t) == termString(ts[i]) }) {
+				p.Topics = append(p.Topics, ts[i])
+			}
+		}
+	}
+	p.Stmts = best(append(slices.Clone(a.Stmts), b.Stmts...), maxPeriodKept)
+	return p
+}
+
+// ---- topics ----
+
+type phrase struct {
+	text  string
+	key   string // its terms, for overlap
+	n     int    // statements that have it
+	words int
+	upper bool
+}
+
+// topics are the phrases the statements ss are most about: runs of up to
+// three content words ("the cabin near Lake Tahoe" gives "cabin", "Lake
+// Tahoe"), names of people left out, multi-word phrases and names
+// preferred to single words, which must recur to count.
+func topics(ss []stmt, people []string, n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	byKey := map[string]*phrase{}
+	var all []*phrase
+	for _, x := range ss {
+		if x.K == kTool {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, ph := range phrases(statementBody(x), people) {
+			if seen[ph.key] {
+				continue
+			}
+			seen[ph.key] = true
+			if p, ok := byKey[ph.key]; ok {
+				p.n++
+				continue
+			}
+			p := ph
+			p.n = 1
+			byKey[ph.key] = &p
+			all = append(all, &p)
+		}
+	}
+	score := func(p *phrase) float64 {
+		s := float64(p.n) * (1 + 0.7*float64(p.words-1))
+		if p.upper {
+			s += 1
+		}
+		return s
+	}
+	slices.SortStableFunc(all, func(a, b *phrase) int { return cmp.Compare(score(b), score(a)) })
+	var out []string
+	var used []string
+	for _, p := range all {
+		if len(out) >= n {
+			break
+		}
+		if !p.upper && (p.words == 1 || p.n < 2) || p.upper && p.words == 1 && p.n < 2 {
+			continue // a word alone is too often a verb or an adjective, a capital too often a sentence's first
+		}
+		if slices.ContainsFunc(strings.Fields(p.key), func(k string) bool { return slices.Contains(used, k) }) {
+			continue
+		}
+		used = append(used, strings.Fields(p.key)...)
+		t := p.text
+		if !p.upper && !strings.HasSuffix(strings.Fields(t)[0], "ing") {
+			t = "the " + t
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+var reportVerbs = toSet([]string{"said", "asked", "thinks", "suggested", "offered", "to"})
+
+// phraseStop are words that never start or join a topic phrase.
+var phraseStop = toSet(strings.Fields(`near via per without within across around behind beyond toward towards
+upon onto plus minus next last first second third new old big small little whole everyone someone anyone
+ago today tonight tomorrow yesterday week weekend month year day days time times minute minutes hour hours
+asked suggested thinks working talked push take taking make get keep keeps try play playing use using grab
+stop start call run going come left right point lost monday tuesday wednesday thursday friday saturday sunday
+january february march april may june july august september october november december`))
+
+// statementBody is a statement's text without its attribution.
+func statementBody(x stmt) string {
+	t := x.Text
+	if x.Sp != "" && strings.HasPrefix(t, x.Sp) {
+		t = t[len(x.Sp):]
+		if _, rest, ok := strings.Cut(t, " "); ok {
+			t = rest
+		}
+	}
+	return t
+}
+
+// phrases are the runs of content words of s.
+func phrases(s string, people []string) []phrase {
+	var out []phrase
+	var run []string
+	runUpper := false
+	flush := func() {
+		for len(run) > 0 && adverbs[strings.ToLower(run[len(run)-1])] {
+			run = run[:len(run)-1]
+		}
+		if len(run) > 0 && len(run) <= maxTopicPhrase {
+			p := phrase{text: strings.Join(run, " "), words: len(run)}
+			var ks []string
+			upper := true
+			for _, w := range run {
+				ks = append(ks, stem(strings.ToLower(w)))
+				r, _ := utf8.DecodeRuneInString(w)
+				upper = upper && (unicode.IsUpper(r) || unicode.IsDigit(r))
+			}
+			p.key, p.upper = strings.Join(ks, " "), upper
+			if !strings.HasSuffix(strings.ToLower(run[0]), "ly") {
+				out = append(out, p)
+			}
+		}
+		run = run[:0]
+	}
+	start := true // the word starts a sentence: its capital says nothing
+	paren := false
+	for _, f := range strings.Fields(s) {
+		w := strings.Trim(f, `.,!?;:()"“”`)
+		lw := strings.ToLower(w)
+		if strings.HasPrefix(f, "(") {
+			paren = true
+		}
+		if paren {
+			paren = !strings.Contains(f, ")")
+			flush()
+			continue // a resolved date
+		}
+		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && isTermWord(lw) && !phraseStop[lw] && !slices.Contains(people, w) && !strings.ContainsAny(w, "$%/=") &&
+			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1
+		if ok && strings.IndexFunc(w, unicode.IsLetter) < 0 && len(run) == 0 || ok && strings.IndexFunc(w, unicode.IsDigit) >= 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+			ok = false // no phrase starts with a number; "14th", "0.01s" are no topics
+		}
+		r, _ := utf8.DecodeRuneInString(w)
+		up := unicode.IsUpper(r) || unicode.IsDigit(r)
+		if ok && start && up {
+			ok = false
+		}
+		if ok && len(run) > 0 && up != runUpper {
+			flush() // "cabin" | "Lake Tahoe"
+		}
+		start = strings.ContainsAny(f[len(f)-1:], `.!?":`) || reportVerbs[lw]
+		if !ok {
+			flush()
+			continue
+		}
+		if len(run) == 0 {
+			runUpper = up
+		}
+		run = append(run, w)
+		if strings.ContainsAny(f[len(f)-1:], ".,!?;:)") {
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// ---- rendering ----
+
+// render writes the summary from the state within budget runes: the
+// opening sentence (who, and what about), a line for each closed period
+// with its best statements, then the current statements; what does not fit
+// is left out by worth for its length, counting only what no statement
+// kept already says.
+func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
+	lead := st.lead(maxParticipants, maxLeadTopics)
+	if len(st.Periods) == 0 && len(st.Open) == 0 {
+		return lead
+	}
+	multiDay := st.multiDay()
+	headers := make([]string, len(st.Periods))
+	for i, p := range st.Periods {
+		headers[i] = p.header(multiDay)
+	}
+	used := runeLen(lead)
+	for _, h := range headers {
+		used += runeLen(h) + 1
+	}
+	for first := 0; used > budget && first < len(headers); first++ {
+		used -= runeLen(headers[first]) + 1
+		headers[first] = ""
+	}
+	type cand struct {
+		x        *stmt
+		pri      float64
+		terms    []string
+		taken    bool
+		period   int // -1: current
+		textLows string
+	}
+	var cands []*cand
+	add := func(x *stmt, pi int, rec float64) {
+		l := runeLen(x.Text)
+		if x.K == kQuestion && x.Batch {
+			rec *= 1.5
+		}
+		cands = append(cands, &cand{x: x, period: pi, terms: strings.Fields(x.Terms),
+			pri: x.W * rec / math.Pow(float64(l+10), 1.0), textLows: strings.ToLower(x.Text)})
+	}
+	for pi := range st.Periods {
+		if headers[pi] == "" {
+			continue
+		}
+		for i := range st.Periods[pi].Stmts {
+			add(&st.Periods[pi].Stmts[i], pi, 1+0.1*float64(pi+1)/float64(len(st.Periods)))
+		}
+	}
+	for i := range st.Open {
+		rec := 1 + 0.1*float64(i+1)/float64(len(st.Open))
+		if st.Open[i].Batch {
+			rec += 0.1
+		}
+		add(&st.Open[i], -1, rec)
+	}
+	slices.SortStableFunc(cands, func(a, b *cand) int { return cmp.Compare(b.pri, a.pri) })
+	covered := map[string]bool{}
+	texts := map[string]bool{}
+	for _, c := range cands {
+		l := runeLen(c.x.Text) + 1
+		if used+l > budget || texts[c.textLows] {
+			continue
+		}
+		fresh := 0
+		for _, t := range c.terms {
+			if !covered[t] {
+				fresh++
+			}
+		}
+		if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid {
+			continue // says little that is not said already
+		}
+		c.taken, used = true, used+l
+		texts[c.textLows] = true
+		for _, t := range c.terms {
+			covered[t] = true
+		}
+	}
+	var b strings.Builder
+	b.WriteString(lead)
+	write := func(s string) {
+		if s == "" {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+	}
+	taken := map[*stmt]bool{}
+	for _, c := range cands {
+		if c.taken {
+			taken[c.x] = true
+		}
+	}
+	for pi, p := range st.Periods {
+		write(headers[pi])
+		for i := range p.Stmts {
+			if taken[&st.Periods[pi].Stmts[i]] {
+				write(p.Stmts[i].Text)
+			}
+		}
+	}
+	for i := range st.Open {
+		if taken[&st.Open[i]] {
+			write(st.Open[i].Text)
+		}
+	}
+	return b.String()
+}
+
+// lead is the opening sentence: who, and what the current period is about.
+func (st *state) lead(maxParticipants, maxTopics int) string {
+	if len(st.Names) == 0 {
+		return ""
+	}
+	names := nameList(st.Names, st.Others, maxParticipants)
+	one := len(st.Names) == 1 && st.Others == 0
+	if st.Small && len(st.Open) == 0 && len(st.Periods) == 0 {
+		if one {
+			return names + " made small talk."
+		}
+		return names + " exchanged small talk."
+	}
+	ts := topics(st.Open, st.Names, maxTopics)
+	if len(st.Topics) > 0 {
+		// what the summary read as prose was about comes first
+		ts = append(slices.Clone(st.Topics), ts...)
+		ts = slices.CompactFunc(ts, strings.EqualFold)[:min(len(ts), max(maxTopics, 1))]
+	}
+	if len(ts) == 0 && len(st.Periods) > 0 {
+		last := st.Periods[len(st.Periods)-1].Topics
+		ts = last[:min(maxTopics, len(last))]
+	}
+	verb := " are talking about "
+	if st.Agent {
+		verb = " are working on "
+	}
+	if one {
+		verb = strings.Replace(verb, "are", "is", 1)
+	}
+	if len(ts) == 0 {
+		if one {
+			return names + " is in the session."
+		}
+		return names + " are in the session."
+	}
+	return names + verb + andList(ts) + "."
+}
+
+func nameList(ns []string, others, maxN int) string {
+	if len(ns) > maxN {
+		others += len(ns) - maxN
+		ns = ns[:maxN]
+	}
+	list := slices.Clone(ns)
+	switch {
+	case others == 1:
+		list = append(list, "1 other")
+	case others > 1:
+		list = append(list, itoa(others)+" others")
+	}
+	return andList(list)
+}
+
+func andList(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
+
+// multiDay reports whether the statements of the state fall on more than
+// one calendar day (UTC): the period lines then carry their dates.
+func (st *state) multiDay() bool {
+	var first, last int64
+	see := func(t int64) {
+		if t == 0 {
+			return
+		}
+		if first == 0 || t < first {
+			first = t
+		}
+		last = max(last, t)
+	}
+	for _, p := range st.Periods {
+		see(p.From)
+		see(p.To)
+	}
+	for _, x := range st.Open {
+		see(x.At)
+	}
+	return first != 0 && day(first) != day(last)
+}
+
+func day(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02") }
+
+// header is a period's line: when, who, what about ("From 14:02 to 14:20,
+// Alice and Bob talked about the venue in Lisbon and catering.").
+func (p period) header(multiDay bool) string {
+	when := "Earlier"
+	if p.From != 0 && p.To != 0 {
+		from, to := time.Unix(p.From, 0).UTC(), time.Unix(p.To, 0).UTC()
+		const clock, date = "15:04", "2 Jan"
+		switch {
+		case day(p.From) != day(p.To):
+			when = "From " + from.Format(clock) + " on " + from.Format(date) + " to " + to.Format(clock) + " on " + to.Format(date)
+		case from.Format(clock) == to.Format(clock):
+			when = "At " + from.Format(clock)
+			if multiDay {
+				when += " on " + from.Format(date)
+			}
+		default:
+			when = "From " + from.Format(clock) + " to " + to.Format(clock)
+			if multiDay {
+				when = "On " + from.Format(date) + " from " + from.Format(clock) + " to " + to.Format(clock)
+			}
+		}
+	}
+	names := p.Names[:min(2, len(p.Names))]
+	who := andList(names)
+	if who == "" || runeLen(who) > 24 {
+		who = "they"
+	}
+	if len(p.Topics) == 0 {
+		return when + ", " + who + " spoke."
+	}
+	return when + ", " + who + " talked about " + andList(p.Topics) + "."
 }

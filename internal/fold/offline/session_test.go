@@ -114,6 +114,7 @@ func rollingFold(t *testing.T, s fold.Summarizer, turns []fold.Turn, notes []fol
 	t.Helper()
 	var out []string
 	summary := ""
+	var state []byte
 	ni := 0
 	for cursor := 0; cursor < len(turns); cursor += batch {
 		end := min(cursor+batch, len(turns))
@@ -124,13 +125,13 @@ func rollingFold(t *testing.T, s fold.Summarizer, turns []fold.Turn, notes []fol
 			ni++
 		}
 		res, err := s.Summarize(context.Background(), fold.Request{
-			Session: "long", Profile: fold.ProfileVoice, PreviousSummary: summary,
+			Session: "long", Profile: fold.ProfileVoice, PreviousSummary: summary, PreviousState: state,
 			Turns: b, Notes: bn, MaxChars: maxChars, From: b[0].At, To: b[len(b)-1].At,
 		})
 		if err != nil {
 			t.Fatalf("fold at %d: %v", cursor, err)
 		}
-		summary = res.Summary
+		summary, state = res.Summary, res.State
 		out = append(out, summary)
 		if *printSummary {
 			t.Logf("after turn %d (%d chars): %s", end-1, runeLen(summary), summary)

@@ -17,6 +17,32 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// recorder makes every publish of a shard's outbound stream: a fold's
+// summary-updated (on the fold's goroutine, waiting for the stream's ack
+// and expecting the session's last summary), an eviction's records,
+// lifecycle events and memories (without waiting: their acks are checked
+// at each sweep, sent), and it reads a session's last summary back when a
+// publish was refused or a lease is reconciled. It holds no session
+// state: the coordinator decides what a refusal means.
+type recorder struct {
+	js     jetstream.JetStream // lifecycle events, memories, eviction records
+	foldJS jetstream.JetStream // summary-updated (Deps.FoldJS)
+	out    jetstream.Stream    // the outbound stream, to read a subject's last summary
+	subj   events.Subjects
+	clock  Clock
+	log    zerolog.Logger
+	obs    func(FoldTiming) // ObserveFolds
+	// sent: events published without waiting, whose acks are checked at
+	// each sweep. Loop only.
+	sent sentEvents
+}
+
+// newRecorder is a shard's recorder, on the processor's connections.
+func (p *Processor) newRecorder() *recorder {
+	return &recorder{js: p.js, foldJS: p.foldJS, out: p.outStrm, subj: p.subj, clock: p.clock, log: p.log, obs: p.foldObs,
+		sent: sentEvents{log: p.log}}
+}
+
 // sendSummary records a fold on the outbound stream and waits for the
 // stream's ack: the summary exists only once it is stored. It runs on the
 // fold's goroutine, so the summary leaves as soon as the summarizer
@@ -31,7 +57,7 @@ import (
 // from a checkpoint that never recorded the summary its crashed owner
 // published, is refused and comes back as a conflict (publishConflict).
 // The message id also makes a re-publish of the same version a no-op.
-func (p *Processor) sendSummary(r *foldResult, expect uint64) {
+func (p *recorder) sendSummary(r *foldResult, expect uint64) {
 	version := r.job.prevVer + 1
 	latency := p.clock.Now().Sub(r.job.started)
 	r.summary = &events.SummaryUpdated{
@@ -66,8 +92,8 @@ func (p *Processor) sendSummary(r *foldResult, expect uint64) {
 	case pa := <-f.Ok():
 		if !pa.Duplicate {
 			r.seq = pa.Sequence
-			if p.foldObs != nil {
-				p.foldObs(FoldTiming{Session: r.job.session, From: r.job.from, Triggered: r.job.started, Summarized: r.summarized, Sent: r.sent, Published: time.Now()})
+			if p.obs != nil {
+				p.obs(FoldTiming{Session: r.job.session, From: r.job.from, Triggered: r.job.started, Summarized: r.summarized, Sent: r.sent, Published: time.Now()})
 			}
 			return
 		}
@@ -101,7 +127,7 @@ func (c *coordinator) republish(ls *live, r foldResult) {
 	c.p.m.inFlight.Inc()
 	ls.landing = true
 	go func() {
-		c.p.sendSummary(&r, r.job.summarySeq)
+		c.rec.sendSummary(&r, r.job.summarySeq)
 		c.results <- r
 	}()
 }
@@ -122,29 +148,28 @@ type FoldTiming struct {
 // concurrent use.
 func (p *Processor) ObserveFolds(fn func(FoldTiming)) { p.foldObs = fn }
 
-// publishLifecycle sends a lifecycle event without waiting: observers want
-// it, but session state never depends on it.
-// Must be called on the loop.
-func (c *coordinator) publishLifecycle(ls *live, ev events.Lifecycle) {
-	p := c.p
+// lifecycle sends a lifecycle event of session s without waiting:
+// observers want it, but session state never depends on it. Must be
+// called on the loop.
+func (p *recorder) lifecycle(s *state.Session, ev events.Lifecycle) {
 	ev.V = events.Version
-	ev.Session = ls.s.ID
+	ev.Session = s.ID
 	ev.At = p.clock.Now().UTC()
-	ev.Cursor = ls.s.Cursor
-	ev.TotalTurns = ls.s.Total
+	ev.Cursor = s.Cursor
+	ev.TotalTurns = s.Total
 	data, err := ev.AppendJSON(make([]byte, 0, 512+len(ev.Error)))
 	if err != nil {
 		p.log.Error().Err(err).Str("event", "encode_failed").Msg("encode lifecycle event")
 		return
 	}
-	msg := nats.NewMsg(p.subj.Out(ls.s.ID, events.KindEvent))
+	msg := nats.NewMsg(p.subj.Out(s.ID, events.KindEvent))
 	msg.Data = data
 	f, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
-		p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", ls.s.ID).Str("type", ev.Type).Msg("lifecycle event not published")
+		p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", s.ID).Str("type", ev.Type).Msg("lifecycle event not published")
 		return
 	}
-	c.sent.add(sentEvent{f: f, session: ls.s.ID, typ: ev.Type, at: time.Now()})
+	p.sent.add(sentEvent{f: f, session: s.ID, typ: ev.Type, at: time.Now()})
 }
 
 // sentEvents are outbound events published without waiting (lifecycle
@@ -213,8 +238,8 @@ type summaryRecord struct {
 }
 
 // lastSummary returns the newest summary-updated of a session.
-func (p *Processor) lastSummary(ctx context.Context, session string) (summaryRecord, error) {
-	raw, err := p.outStrm.GetLastMsgForSubject(ctx, p.subj.Out(session, events.KindSummary))
+func (p *recorder) lastSummary(ctx context.Context, session string) (summaryRecord, error) {
+	raw, err := p.out.GetLastMsgForSubject(ctx, p.subj.Out(session, events.KindSummary))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return summaryRecord{}, nil
 	}
@@ -231,7 +256,7 @@ func (p *Processor) lastSummary(ctx context.Context, session string) (summaryRec
 // publishRecord publishes an outbound record and waits for the stream: it
 // must exist before the checkpoint that depends on it. The message id
 // makes a re-publish after a crash a no-op.
-func (p *Processor) publishRecord(session, kind string, version uint64, v any, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+func (p *recorder) publishRecord(session, kind string, version uint64, v any, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s event: %w", kind, err)
@@ -265,7 +290,7 @@ func (c *coordinator) publishMemories(ls *live, r foldResult, version uint64) {
 		Items: memoryItems(r.out.MemoryItems, fresh), Model: r.out.Model, At: p.clock.Now().UTC()}
 	id := ls.s.ID
 	lost := func(err error) { c.memoriesLost(ls, id, fresh, err) }
-	if err := c.publishAsync(ls.s.ID, events.KindMemory, version, ev, lost); err != nil {
+	if err := c.rec.publishAsync(ls.s.ID, events.KindMemory, version, ev, lost); err != nil {
 		lost(err)
 		return
 	}
@@ -291,10 +316,9 @@ func (c *coordinator) memoriesLost(ls *live, id string, fresh []string, err erro
 // publishAsync publishes an outbound record without waiting for the
 // stream; its ack is checked at the next sweep (sentEvents), and failed
 // runs on the loop if the stream refused it or did not confirm it. The
-// message id makes a re-publish after a crash a no-op.
-// Must be called on the loop.
-func (c *coordinator) publishAsync(session, kind string, version uint64, v any, failed func(error)) error {
-	p := c.p
+// message id makes a re-publish after a crash a no-op. Must be called on
+// the loop.
+func (p *recorder) publishAsync(session, kind string, version uint64, v any, failed func(error)) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", kind, err)
@@ -305,7 +329,7 @@ func (c *coordinator) publishAsync(session, kind string, version uint64, v any, 
 	if err != nil {
 		return fmt.Errorf("publish %s v%d: %w", kind, version, err)
 	}
-	c.sent.add(sentEvent{f: f, session: session, typ: kind, at: time.Now(), failed: failed})
+	p.sent.add(sentEvent{f: f, session: session, typ: kind, at: time.Now(), failed: failed})
 	return nil
 }
 

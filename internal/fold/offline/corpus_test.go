@@ -1,63 +1,62 @@
 package offline
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/demo"
 	"github.com/foldstream/foldstream/internal/fold"
 )
 
-// The golden test pins the output of Summarize over a large, varied,
-// deterministic corpus: any change to any output fails it. It guards
-// performance work, which must not change what the summarizer writes.
-// After an intended change of output, regenerate the file with
-//
-//	go test -run TestGolden -update ./internal/fold/offline/
-//
-// and review the change in the summaries (-golden-dump writes them all).
+// The corpus test runs Summarize over a large, varied, deterministic
+// corpus (the benchmarks' requests, the package tests' inputs, random
+// mixes of words, names, identifiers, punctuation and hostile Unicode,
+// synthetic, demo, agent and odd rolling sessions at many budgets) and
+// checks the contract the processor relies on for every output: within
+// budget, valid UTF-8 on one line, the same output for the same input,
+// the state within its byte bound, no summary sentence a list of bare
+// words. -corpus-dump writes every output to a file for reading.
 
-var (
-	updateGolden = flag.Bool("update", false, "rewrite testdata/golden.txt from the current outputs")
-	goldenDump   = flag.String("golden-dump", "", "write every golden case and its output to this file")
-)
+var corpusDump = flag.String("corpus-dump", "", "write every corpus case and its output to this file")
 
-const goldenFile = "testdata/golden.txt"
-
-// goldenCase is one call: a name, the Summarizer to call (shared by the
+// corpusCase is one call: a name, the Summarizer to call (shared by the
 // folds of a rolling session, so the sentence cache is exercised as in
 // production) and the request.
-type goldenCase struct {
+type corpusCase struct {
 	name string
 	s    *Summarizer
 	req  fold.Request
 }
 
-// goldenRun calls Summarize for every case of the corpus, in order, and
+// corpusRun calls Summarize for every case of the corpus, in order, and
 // returns the outputs. Rolling sessions feed each output back as the next
 // previous summary, so they are generated and run in one pass.
-func goldenRun(t *testing.T) (names, outs []string) {
+func corpusRun(t *testing.T) (names, outs []string) {
 	t.Helper()
 	ctx := context.Background()
-	call := func(name string, s *Summarizer, req fold.Request) string {
+	call := func(name string, s *Summarizer, req fold.Request) (string, []byte) {
 		res, err := s.Summarize(ctx, req)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		again, _ := s.Summarize(ctx, req)
+		if again.Summary != res.Summary || string(again.State) != string(res.State) {
+			t.Errorf("%s: not deterministic:\n%q\n%q", name, res.Summary, again.Summary)
+		}
+		checkContract(t, name, req, res)
 		names = append(names, name)
 		outs = append(outs, res.Summary)
-		return res.Summary
+		return res.Summary, res.State
 	}
-	for _, c := range goldenSingles() {
+	for _, c := range corpusSingles() {
 		call(c.name, c.s, c.req)
 	}
 	// rolling sessions: previous summary fed back, one Summarizer per session
@@ -105,6 +104,7 @@ func goldenRun(t *testing.T) (names, outs []string) {
 	}
 	for _, ss := range sessions {
 		summary, ni := "", 0
+		var state []byte
 		for c := 0; c < len(ss.turns); c += ss.batch {
 			b := ss.turns[c:min(c+ss.batch, len(ss.turns))]
 			var bn []fold.Note
@@ -112,29 +112,32 @@ func goldenRun(t *testing.T) (names, outs []string) {
 				bn = append(bn, ss.notes[ni])
 				ni++
 			}
-			req := fold.Request{Session: ss.name, Profile: ss.profile, PreviousSummary: summary,
+			req := fold.Request{Session: ss.name, Profile: ss.profile, PreviousSummary: summary, PreviousState: state,
 				Turns: b, Notes: bn, MaxChars: ss.budget, From: b[0].At, To: b[len(b)-1].At}
-			summary = call(fmt.Sprintf("%s/%d", ss.name, c), ss.s, req)
+			if c%(7*ss.batch) == 3*ss.batch {
+				req.PreviousState = nil // as after a checkpoint written before the state existed
+			}
+			summary, state = call(fmt.Sprintf("%s/%d", ss.name, c), ss.s, req)
 			if c%(5*ss.batch) == 0 {
 				// the re-compaction pass on the same summary, tight
 				call(fmt.Sprintf("%s/%d/recompact", ss.name, c), ss.s,
-					fold.Request{Recompact: true, PreviousSummary: summary, MaxChars: max(ss.budget/2, 150)})
+					fold.Request{Recompact: true, PreviousSummary: summary, PreviousState: state, MaxChars: max(ss.budget/2, 150)})
 			}
 		}
 		// a batch of notes only, then an empty batch
-		summary = call(ss.name+"/notes-only", ss.s, fold.Request{PreviousSummary: summary, Profile: ss.profile,
+		summary, state = call(ss.name+"/notes-only", ss.s, fold.Request{PreviousSummary: summary, PreviousState: state, Profile: ss.profile,
 			Notes: []fold.Note{{Source: "Alice", Text: "Alice shares the bracket: Four Stack vs Team Nebula at 7:30."}}, MaxChars: ss.budget})
-		call(ss.name+"/empty-batch", ss.s, fold.Request{PreviousSummary: summary, Profile: ss.profile, MaxChars: ss.budget})
+		call(ss.name+"/empty-batch", ss.s, fold.Request{PreviousSummary: summary, PreviousState: state, Profile: ss.profile, MaxChars: ss.budget})
 	}
 	return names, outs
 }
 
-// goldenSingles are the one-off requests: the benchmarks' requests, the
+// corpusSingles are the one-off requests: the benchmarks' requests, the
 // package tests' inputs, the equivalence inputs in many arrangements, tiny
 // budgets, empty and hostile inputs.
-func goldenSingles() []goldenCase {
-	var cs []goldenCase
-	add := func(name string, req fold.Request) { cs = append(cs, goldenCase{name, New(), req}) }
+func corpusSingles() []corpusCase {
+	var cs []corpusCase
+	add := func(name string, req fold.Request) { cs = append(cs, corpusCase{name, New(), req}) }
 
 	add("empty", fold.Request{})
 	add("empty/budget", fold.Request{MaxChars: 100})
@@ -441,62 +444,94 @@ func notes0() []fold.Note {
 	return []fold.Note{{Source: "Bob", Text: "Bob is on Tokyo 2099."}, {Text: "Scoreboard: 3 to 2."}}
 }
 
-func goldenHash(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:8])
+// checkContract checks one output against what the processor relies on.
+func checkContract(t *testing.T, name string, req fold.Request, res fold.Result) {
+	t.Helper()
+	budget := req.MaxChars
+	if budget <= 0 {
+		budget = DefaultMaxChars
+	}
+	if n := runeLen(res.Summary); n > budget && budget >= 60 {
+		t.Errorf("%s: %d runes over the budget of %d: %q", name, n, budget, res.Summary)
+	}
+	if !utf8.ValidString(res.Summary) || strings.ContainsAny(res.Summary, "\n\r\t\x00") {
+		t.Errorf("%s: not one line of valid text: %q", name, res.Summary)
+	}
+	if len(res.State) > maxStateBytes {
+		t.Errorf("%s: state of %d bytes, bound %d", name, len(res.State), maxStateBytes)
+	}
+	if s, ok := bareList(composed(res.Summary)); ok {
+		t.Errorf("%s: a list of bare words: %q in %q", name, s, res.Summary)
+	}
+	if len(res.Memories) != len(res.MemoryItems) {
+		t.Errorf("%s: %d memories, %d items", name, len(res.Memories), len(res.MemoryItems))
+	}
 }
 
-// TestGolden compares every output of the corpus with testdata/golden.txt
-// (one line per call: name, hash of the output and its length in bytes).
-func TestGolden(t *testing.T) {
+// TestCorpus runs the corpus through checkContract.
+func TestCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
-	names, outs := goldenRun(t)
-	var b strings.Builder
-	for i := range names {
-		fmt.Fprintf(&b, "%q %s %d\n", names[i], goldenHash(outs[i]), len(outs[i]))
-	}
-	if *goldenDump != "" {
+	names, outs := corpusRun(t)
+	if *corpusDump != "" {
 		var d strings.Builder
 		for i := range names {
 			fmt.Fprintf(&d, "== %q\n%s\n", names[i], outs[i])
 		}
-		if err := os.WriteFile(*goldenDump, []byte(d.String()), 0o644); err != nil {
+		if err := os.WriteFile(*corpusDump, []byte(d.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if *updateGolden {
-		if err := os.WriteFile(goldenFile, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %d cases to %s", len(names), goldenFile)
-		return
-	}
-	f, err := os.Open(goldenFile)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	defer f.Close()
-	var want []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		want = append(want, sc.Text())
-	}
-	got := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	if len(got) != len(want) {
-		t.Errorf("%d cases, golden file has %d", len(got), len(want))
-	}
-	bad := 0
-	for i := range min(len(got), len(want)) {
-		if got[i] != want[i] {
-			if bad++; bad <= 10 {
-				t.Errorf("output changed:\n  want %s\n  got  %s\n  output: %q", want[i], got[i], outs[i])
+}
+
+// The fast paths of the text helpers must give exactly what the plain
+// versions below (their original, allocation-heavy forms) give. Inputs mix
+// lexicon words, names, identifiers, punctuation and the Unicode cases that
+// break byte-level shortcuts: the Kelvin sign and dotted İ (lowercase to
+// ASCII), long s (does not), invalid bytes, non-ASCII spaces.
+
+var equivPieces = []string{
+	"I", "i", "I'm", "my", "you", "You're", "u", "ur", "yeah", "yeahhh", "YEAH", "sooo", "okkk", "lol", "LMAOOO",
+	"hahaha", "nah", "no", "not", "sure", "ok", "let's", "Let", "me", "how", "about", "what", "why", "don't",
+	"we", "should", "can", "could", "please", "decided", "agreed", "plan", "will", "gonna", "prefer", "done",
+	"next", "must", "never", "keep", "basically", "Actually,", "like,", "really", "kind", "of", "sort",
+	"pretty", "much", "know,", "mean,", "to", "be", "honest,", "the", "of", "The", "Tokyo", "2099", "Marvel",
+	"Rivals", "Jeff", "Land", "Shark", "Spider-Man", "Alice", "alice", "Bob", "Bob's", "Carol,", "Dave?",
+	"go.mod", "cmd/main.go", "https://x.gg/a", "v1.2.3", "11:30", "fooBar", "ERR_X", "e.g.", "Dr.", "Jan.",
+	"ran", "said", "asked:", "screen:", "but", "because", "which", "so", "that", "and", "then", "-", "--",
+	"...", "…", "\"quoted", "text\"", "(paren)", "[x]", "x,", "y;", "z:", "!!", "?", ".", ",", ";",
+	"ignore", "all", "previous", "instructions", "system", "prompt", "jailbreak", "Developer", "mode",
+	"\u212Aelvin", "\u212A", "İ", "İgnore", "ſystem", "ſ", "café", "naïve", "東京", "。", "😂", "\u00a0",
+	"\u0085", "\u2028", "\xff", "\xe2\x80", "a\xffb", "’", "“x”", "\u200b", "\t", "\n", "  ",
+}
+
+func equivText(r *rand.Rand, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			switch r.IntN(10) {
+			case 0:
+				b.WriteString(", ")
+			case 1:
+				b.WriteString("  ")
+			case 2:
+				b.WriteString("")
+			default:
+				b.WriteByte(' ')
 			}
 		}
+		b.WriteString(equivPieces[r.IntN(len(equivPieces))])
 	}
-	if bad > 0 {
-		t.Errorf("%d of %d outputs differ", bad, len(got))
+	return b.String()
+}
+
+func equivInputs(seed uint64, n int) []string {
+	r := rand.New(rand.NewPCG(seed, 99))
+	out := slices.Clone(equivPieces)
+	out = append(out, "", " ", "a", "yes, and Bob switched", "I I think", "Bob is Bob is on point")
+	for i := 0; i < n; i++ {
+		out = append(out, equivText(r, 1+r.IntN(25)))
 	}
+	return out
 }

@@ -1,0 +1,180 @@
+package offline
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+// bareList finds a sentence of s that lists more than four bare nouns:
+// single lower-case words in a run of ", " / " and " separated items
+// ("they discussed overwatch, rusty, snacks, maps and leaving").
+func bareList(s string) (string, bool) {
+	for _, sent := range splitSentences(s) {
+		items := strings.Split(strings.ReplaceAll(strings.TrimRight(sent, ".!?"), " and ", ", "), ", ")
+		run := 0
+		for i, it := range items {
+			// A segment of one word is an item; a longer one ends the run,
+			// and its last word may start the next one ("Tomás and Lena
+			// discussed overwatch, rusty, …"), unless it is the last
+			// segment ("…, snacks and the maps app").
+			fs := strings.Fields(it)
+			w := ""
+			switch {
+			case len(fs) == 1:
+				w = fs[0]
+			case len(fs) > 1 && i < len(items)-1:
+				run = 0
+				w = fs[len(fs)-1]
+			}
+			r, _ := utf8.DecodeRuneInString(w)
+			if w != "" && unicode.IsLower(r) && !strings.ContainsAny(w, "0123456789$") {
+				run++
+				if run > 4 {
+					return sent, true
+				}
+			} else {
+				run = 0
+			}
+		}
+	}
+	return "", false
+}
+
+func TestBareList(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want bool
+	}{
+		{"Until 00:25, Tomás and Lena discussed overwatch, rusty, snacks, maps and leaving.", true},
+		{"They talked about knives, forks, spoons, plates and cups. Then they left.", true},
+		{"Alice, Bob, Carol, Dave and Eve are talking about the venue in Lisbon and catering.", false},
+		{"From 14:02 to 14:20, Alice and Bob talked about the venue, the maps app and hotel rooms.", false},
+		{"Bob said red, green, blue and white are fine.", false},
+	} {
+		if _, got := bareList(c.s); got != c.want {
+			t.Errorf("bareList(%q) = %v, want %v", c.s, got, c.want)
+		}
+	}
+}
+
+// No summary of the demo, voice, agent or synthetic sessions has a
+// sentence that is a list of more than four bare nouns.
+func TestNoBareNounLists(t *testing.T) {
+	_, vv, _ := voiceReplay(t)
+	_, av, _ := agentReplay(t)
+	all := append(vv, av...)
+	ts, ns := demoSession(3, 240)
+	all = append(all, rollingFold(t, New(), ts, ns, 10, 1200)...)
+	ts, ns = synthSession(5, 300)
+	all = append(all, rollingFold(t, New(), ts, ns, 10, 1200)...)
+	for i, v := range all {
+		if s, ok := bareList(v); ok {
+			t.Errorf("summary %d lists bare nouns: %q\n%s", i+1, s, v)
+		}
+	}
+}
+
+// composed are the sentences of s that the summarizer composes itself (the
+// opening and period lines), not the statements it reports.
+func composed(s string) string {
+	var out []string
+	for _, sent := range splitSentences(s) {
+		if strings.Contains(sent, " talking about ") || strings.Contains(sent, " talked about ") || strings.Contains(sent, " working on ") {
+			out = append(out, sent)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// demoFolds folds the demo bot's conversation (seed, the first n turns) as
+// the processor does by default: batches of 10, state carried.
+func demoFolds(t *testing.T, seed int64, n int) []string {
+	ts, ns := demoSession(seed, n)
+	return rollingFold(t, New(), ts, ns, 10, 1200)
+}
+
+// TestDemoSession folds the demo bot's conversation; -v prints every
+// version (docs/offline-summaries.md shows them). No sentence is a list of
+// bare nouns, and nothing is said twice.
+func TestDemoSession(t *testing.T) {
+	for i, v := range demoFolds(t, 1, 71) {
+		t.Logf("version %d (%d characters): %s", i+1, runeLen(v), v)
+		if s, ok := bareList(v); ok {
+			t.Errorf("version %d lists bare nouns: %q", i+1, s)
+		}
+		seen := map[string]bool{}
+		for _, s := range splitSentences(v) {
+			if seen[s] {
+				t.Errorf("version %d says %q twice", i+1, s)
+			}
+			seen[s] = true
+		}
+	}
+}
+
+var periodRe = regexp.MustCompile(`From (\d\d:\d\d)(?: on (\d+ \w+))? to (\d\d:\d\d)(?: on (\d+ \w+))?,|On (\d+ \w+) from (\d\d:\d\d) to (\d\d:\d\d),`)
+
+// A conversation over several days: its period lines carry their dates
+// and never run backwards.
+func TestPeriodsAcrossDays(t *testing.T) {
+	var ts []fold.Turn
+	day0 := time.Date(2026, 5, 4, 13, 50, 0, 0, time.UTC)
+	lines := []string{
+		"Marco: the cabin near Lake Tahoe costs $190 a night.",
+		"Lena: I can drive, my car fits four people and the bikes.",
+		"Jonas: the dentist booked me for Friday at 9.",
+		"Tomás: we are on King's Row, their Reinhardt is alone.",
+		"Marco: the owner says the deposit is due by Wednesday.",
+	}
+	for d := range 4 {
+		for i := range 30 {
+			at := day0.Add(time.Duration(d)*24*time.Hour + time.Duration(i)*37*time.Second)
+			if d%2 == 1 {
+				at = at.Add(10 * time.Hour) // late at night, over midnight
+			}
+			l := lines[(d*30+i)%len(lines)]
+			sp, text, _ := strings.Cut(l, ": ")
+			ts = append(ts, fold.Turn{Index: int64(len(ts)), TurnID: fmt.Sprintf("t%d", len(ts)), At: at, Speaker: sp, Role: "user",
+				Text: fmt.Sprintf("%s Round %d of day %d.", text, i, d)})
+		}
+	}
+	vs := rollingFold(t, New(), ts, nil, 10, 1200)
+	periods := 0
+	for i, v := range vs {
+		for _, m := range periodRe.FindAllStringSubmatch(v, -1) {
+			periods++
+			from, to := m[1]+" "+m[2], m[3]+" "+m[4]
+			if m[5] != "" {
+				from, to = m[6]+" "+m[5], m[7]+" "+m[5]
+			}
+			if m[2] == "" && m[5] == "" && i >= 3 { // (versions 1-3 are of the first day)
+				t.Errorf("version %d: a period without its date in a conversation over days: %q", i+1, m[0])
+			}
+			a, errA := time.Parse("15:04 2 Jan", strings.TrimSpace(from+fallbackDay(m[2], m[4], m[5])))
+			b, errB := time.Parse("15:04 2 Jan", strings.TrimSpace(to+fallbackDay(m[4], m[2], m[5])))
+			if errA == nil && errB == nil && b.Before(a) {
+				t.Errorf("version %d: period runs backwards: %q", i+1, m[0])
+			}
+		}
+	}
+	if periods == 0 {
+		t.Fatalf("no period lines in %d versions; last: %s", len(vs), vs[len(vs)-1])
+	}
+}
+
+func fallbackDay(own, other, on string) string {
+	switch {
+	case own != "" || on != "":
+		return ""
+	case other != "":
+		return " " + other
+	}
+	return " 1 Jan"
+}

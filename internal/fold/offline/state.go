@@ -1,0 +1,284 @@
+package offline
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+)
+
+// stateVersion is the version of the state this package writes; a state
+// of another version is not read (the session goes on from its prose).
+const stateVersion = 1
+
+// Bounds of the state. maxStateBytes is the most its encoding takes: a
+// state over it loses its least valuable statements first.
+const (
+	maxStateBytes   = 16 << 10
+	maxNames        = 32  // participants named; the rest are counted
+	maxOpen         = 80  // statements of the current period
+	maxPeriodKept   = 6   // statements a closed period keeps
+	maxFacts        = 64  // memories remembered for supersession
+	maxFoldMemories = 24  // memories one fold returns: the weightiest
+	maxStmtRunes    = 320 // one statement's text
+)
+
+// state is what the summarizer knows after a fold. It travels to the next
+// fold as Result.State (JSON, so that replay and the inspector can show
+// it) and the summary is rendered from it alone.
+type state struct {
+	V int `json:"v"`
+	// Sum is the hash of the summary rendered from this state: a previous
+	// summary that does not match it (the summary came from elsewhere) is
+	// read as prose instead.
+	Sum   uint64 `json:"sum"`
+	Agent bool   `json:"agent,omitempty"`
+	// Names are the participants in order of first appearance; Others
+	// counts those beyond maxNames.
+	Names  []string `json:"names,omitempty"`
+	Others int      `json:"others,omitempty"`
+	// Periods are the closed stretches of the conversation, oldest first.
+	Periods []period `json:"periods,omitempty"`
+	// Open are the statements since the last closed period, oldest first.
+	Open []stmt `json:"open,omitempty"`
+	// Facts are the memories returned so far (newest last), so that a
+	// restated fact is not returned again and a changed one supersedes.
+	Facts []fact `json:"facts,omitempty"`
+	// Topics are what the opening sentence of a summary read as prose
+	// named, until the statements name their own.
+	Topics []string `json:"topics,omitempty"`
+	// Small: every turn so far was small talk.
+	Small bool `json:"small,omitempty"`
+}
+
+// period is a closed stretch of the conversation: when, who spoke most,
+// what about, and its best statements.
+type period struct {
+	From   int64    `json:"from,omitempty"` // unix seconds; 0 = not known
+	To     int64    `json:"to,omitempty"`
+	Names  []string `json:"names,omitempty"`
+	Topics []string `json:"topics,omitempty"`
+	Stmts  []stmt   `json:"stmts,omitempty"`
+}
+
+// Statement kinds.
+const (
+	kSaid     = iota // a statement
+	kQuestion        // an open question
+	kNote            // a screen note
+	kTool            // a tool run
+	kAsk             // an instruction of the user (agent sessions)
+)
+
+// stmt is one statement as it is rendered, with what ranking and
+// supersession need.
+type stmt struct {
+	Sp   string  `json:"sp,omitempty"`
+	At   int64   `json:"at,omitempty"` // unix seconds
+	Text string  `json:"text"`
+	W    float64 `json:"w"`
+	K    int     `json:"k,omitempty"`
+	// Terms are the statement's content words, stemmed, space-separated:
+	// for novelty, topics and supersession without analysing it again.
+	Terms string `json:"terms,omitempty"`
+	// Key identifies what a tool run or a fact with numbers is about:
+	// a newer statement with the same key replaces it.
+	Key string `json:"key,omitempty"`
+	// Batch is set on the statements of the fold that wrote the state.
+	Batch bool `json:"batch,omitempty"`
+}
+
+// fact is a memory returned earlier.
+type fact struct {
+	ID  string `json:"id"`
+	Sp  string `json:"sp,omitempty"`
+	Key string `json:"key,omitempty"`
+	Num string `json:"num,omitempty"` // its numbers, space-separated
+	Sum uint64 `json:"sum"`           // hash of its lower-cased text
+}
+
+func hashString(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// decodeState reads a state written by encode. It fails on anything else,
+// including a state of another version.
+func decodeState(b []byte) (*state, error) {
+	var st state
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("offline state: %w", err)
+	}
+	if st.V != stateVersion {
+		return nil, fmt.Errorf("offline state: version %d, want %d", st.V, stateVersion)
+	}
+	return &st, nil
+}
+
+// encode writes st within maxStateBytes, dropping its least valuable
+// statements and oldest facts while it is over.
+func (st *state) encode() []byte {
+	st.V = stateVersion
+	for {
+		b, err := json.Marshal(st)
+		if err != nil {
+			return nil // (only unencodable floats; W is always finite)
+		}
+		if len(b) <= maxStateBytes || !st.shed() {
+			return b
+		}
+	}
+}
+
+// shed drops about a quarter of what the state holds beyond its skeleton;
+// false when nothing is left to drop.
+func (st *state) shed() bool {
+	did := false
+	if n := len(st.Facts); n > 4 {
+		st.Facts = slices.Delete(st.Facts, 0, n/4)
+		did = true
+	}
+	if n := len(st.Open); n > 2 {
+		st.Open = dropWeakest(st.Open, n/4+1)
+		did = true
+	}
+	for i := range st.Periods {
+		if n := len(st.Periods[i].Stmts); n > 1 {
+			st.Periods[i].Stmts = dropWeakest(st.Periods[i].Stmts, n/4+1)
+			did = true
+		}
+	}
+	if !did && len(st.Periods) > 1 {
+		st.Periods = st.Periods[1:]
+		did = true
+	}
+	if !did && len(st.Names) > 4 {
+		st.Others += len(st.Names) - 4
+		st.Names = st.Names[:4]
+		did = true
+	}
+	if !did {
+		for i := range st.Open {
+			if r := []rune(st.Open[i].Text); len(r) > 80 {
+				st.Open[i].Text = clip(st.Open[i].Text, 80)
+				did = true
+			}
+		}
+	}
+	return did
+}
+
+// dropWeakest removes the n statements of lowest weight, keeping order.
+func dropWeakest(ss []stmt, n int) []stmt {
+	if n >= len(ss) {
+		return ss[:0]
+	}
+	ws := make([]float64, len(ss))
+	for i, s := range ss {
+		ws[i] = s.W
+	}
+	slices.Sort(ws)
+	cut := ws[n-1]
+	out := ss[:0]
+	for _, s := range ss {
+		if s.W <= cut && n > 0 {
+			n--
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// addName records a participant.
+func (st *state) addName(n string) {
+	if n == "" || slices.Contains(st.Names, n) {
+		return
+	}
+	if len(st.Names) >= maxNames {
+		st.Others++
+		return
+	}
+	st.Names = append(st.Names, n)
+}
+
+// ---- summaries written before the state existed ----
+
+// fromProse rebuilds a state from a summary this backend (or another)
+// wrote: the opening sentence gives the participants, every other sentence
+// becomes a statement of the current period, attributed when it starts
+// with a known name. It runs once per session: the state goes on from
+// there.
+func fromProse(prose string) *state {
+	st := &state{V: stateVersion}
+	sents := splitSentences(sanitize(prose, 64<<10))
+	if len(sents) > maxOpen {
+		sents = sents[len(sents)-maxOpen:]
+	}
+	for i, s := range sents {
+		if i == 0 {
+			if names, ok := leadNames(s); ok {
+				for _, n := range names {
+					st.addName(n)
+				}
+				for _, sep := range []string{" are talking about ", " is talking about ", " are working on ", " is working on "} {
+					if _, ts, ok := strings.Cut(strings.TrimSuffix(s, "."), sep); ok {
+						for _, t := range strings.Split(strings.ReplaceAll(ts, " and ", ", "), ", ") {
+							if t = strings.TrimSpace(t); t != "" && len(st.Topics) < maxTopics {
+								st.Topics = append(st.Topics, t)
+							}
+						}
+					}
+				}
+				st.Small = strings.HasSuffix(s, "small talk.")
+				continue
+			}
+		}
+		s = clip(s, maxStmtRunes)
+		sp := ""
+		if j := strings.IndexByte(s, ' '); j > 0 && slices.Contains(st.Names, s[:j]) {
+			sp = s[:j]
+		}
+		terms := termString(s)
+		k := kSaid
+		switch {
+		case sp != "" && strings.HasPrefix(s[len(sp):], " asked") && strings.HasSuffix(s, "?"):
+			k = kQuestion
+		case sp != "" && strings.HasPrefix(s[len(sp):], " ran "):
+			k = kTool
+		}
+		st.Open = append(st.Open, stmt{Sp: sp, Text: s, Terms: terms, K: k, W: weigh(s, strings.Count(terms, " ")+1, countDigits(s))})
+	}
+	return st
+}
+
+// leadNames reads the participants of an opening sentence ("Alice, Bob and
+// Carol are talking about …", "… are working on …", "… exchanged small
+// talk.", "Alice made small talk.").
+func leadNames(s string) ([]string, bool) {
+	for _, sep := range []string{" are talking about ", " are working on ", " are in the session", " is in the session",
+		" exchanged small talk", " made small talk", " is talking about ", " is working on "} {
+		if j := strings.Index(s, sep); j > 0 {
+			var out []string
+			for _, n := range strings.Split(s[:j], ", ") {
+				for _, m := range strings.Split(n, " and ") {
+					if m = strings.TrimSpace(m); m != "" && !strings.HasSuffix(m, "others") && !strings.HasSuffix(m, "other") {
+						out = append(out, m)
+					}
+				}
+			}
+			return out, len(out) > 0
+		}
+	}
+	return nil, false
+}
+
+func unixOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}

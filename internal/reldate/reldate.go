@@ -1,0 +1,241 @@
+// Package reldate resolves relative dates in text ("yesterday", "next
+// Friday", "last week", "three days ago") against the time the text was
+// said, so that a sentence read weeks later still says when. The phrase is
+// kept and the calendar date follows it in parentheses: "I saw her
+// yesterday" said on 6 May 2026 becomes "I saw her yesterday (5 May
+// 2026)", "last week" becomes "last week (the week before 6 May 2026)".
+//
+// It is shared by the offline summarizer (summaries and memories) and the
+// context service. Resolve is idempotent: a phrase already followed by a
+// parenthesis is left as it is.
+package reldate
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Layout is how a resolved day is written.
+const Layout = "2 Jan 2006"
+
+var weekdays = map[string]time.Weekday{"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday,
+	"wednesday": time.Wednesday, "thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday}
+
+var numbers = map[string]int{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+	"seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple": 2, "few": 3}
+
+// word is one word of the text: its bytes [start, end) without the
+// punctuation around it, and lower-cased.
+type word struct {
+	start, end int
+	lower      string
+	// stop: punctuation right after the word ends a phrase ("last." is
+	// not "last week").
+	stop bool
+}
+
+func words(s string) []word {
+	var out []word
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			i += n
+			continue
+		}
+		j := i
+		for j < len(s) {
+			r, n := utf8.DecodeRuneInString(s[j:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' {
+				break
+			}
+			j += n
+		}
+		w := word{start: i, end: j, lower: strings.ToLower(s[i:j])}
+		if j < len(s) && s[j] != ' ' {
+			w.stop = true
+		}
+		out = append(out, w)
+		i = j
+	}
+	return out
+}
+
+// MayHave reports cheaply whether s may hold a phrase Resolve changes.
+func MayHave(s string) bool {
+	l := strings.ToLower(s)
+	for _, k := range []string{"yesterday", "today", "tonight", "tomorrow", "next ", "last ", "this ", "coming ", " ago"} {
+		if strings.Contains(l, k) {
+			return true
+		}
+	}
+	// "in three days": "in " before a number
+	for i := strings.Index(l, "in "); i >= 0; {
+		rest := l[i+3:]
+		w, _, _ := strings.Cut(rest, " ")
+		if _, ok := numbers[w]; ok || w != "" && w[0] >= '0' && w[0] <= '9' {
+			return true
+		}
+		j := strings.Index(rest, "in ")
+		if j < 0 {
+			break
+		}
+		i += 3 + j
+	}
+	return false
+}
+
+// Resolve writes the calendar date after each relative date of s,
+// resolved against at. A zero at leaves s as it is.
+func Resolve(s string, at time.Time) string {
+	if at.IsZero() || !MayHave(s) {
+		return s
+	}
+	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
+	ws := words(s)
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(ws); i++ {
+		n, note := match(ws, i, day)
+		if n == 0 {
+			continue
+		}
+		end := ws[i+n-1].end
+		if strings.HasPrefix(strings.TrimLeft(s[end:], " "), "(") {
+			i += n - 1
+			continue // already resolved
+		}
+		b.WriteString(s[last:end])
+		b.WriteString(" (")
+		b.WriteString(note)
+		b.WriteString(")")
+		last = end
+		i += n - 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// match reports how many words from ws[i] make a relative date, and the
+// note to write after them (0 for none).
+func match(ws []word, i int, day time.Time) (int, string) {
+	w := ws[i].lower
+	next := func(k int) string {
+		if i+k < len(ws) && !ws[i+k-1].stop {
+			return ws[i+k].lower
+		}
+		return ""
+	}
+	date := func(d time.Time) string { return d.Format(Layout) }
+	switch w {
+	case "yesterday":
+		return 1, date(day.AddDate(0, 0, -1))
+	case "today", "tonight":
+		return 1, date(day)
+	case "tomorrow":
+		return 1, date(day.AddDate(0, 0, 1))
+	case "next", "this", "last", "coming":
+		n := next(1)
+		if wd, ok := weekdays[n]; ok {
+			diff := (int(wd) - int(day.Weekday()) + 7) % 7
+			switch w {
+			case "next", "coming":
+				if diff == 0 {
+					diff = 7
+				}
+			case "last":
+				diff -= 7
+				if diff == 0 {
+					diff = -7
+				}
+			}
+			return 2, date(day.AddDate(0, 0, diff))
+		}
+		switch n {
+		case "week", "weekend":
+			rel := map[string]string{"next": "after", "coming": "after", "this": "of", "last": "before"}[w]
+			return 2, "the " + n + " " + rel + " " + date(day)
+		case "month":
+			switch w {
+			case "next", "coming":
+				return 2, firstOfMonth(day, 1).Format("January 2006")
+			case "last":
+				return 2, firstOfMonth(day, -1).Format("January 2006")
+			default:
+				return 2, day.Format("January 2006")
+			}
+		case "year":
+			switch w {
+			case "next", "coming":
+				return 2, strconv.Itoa(day.Year() + 1)
+			case "last":
+				return 2, strconv.Itoa(day.Year() - 1)
+			default:
+				return 2, strconv.Itoa(day.Year())
+			}
+		case "morning", "afternoon", "evening":
+			if w == "this" {
+				return 2, date(day)
+			}
+		case "night":
+			switch w {
+			case "last":
+				return 2, date(day.AddDate(0, 0, -1))
+			case "this":
+				return 2, date(day)
+			}
+		}
+	case "in":
+		// "in three days", "in 2 weeks"
+		if k, unit, ok := count(next(1), next(2)); ok {
+			return 3, shifted(day, k, unit, "")
+		}
+	default:
+		// "three days ago", "a week ago"
+		if k, unit, ok := count(w, next(1)); ok && next(2) == "ago" {
+			return 3, shifted(day, -k, unit, "about ")
+		}
+	}
+	return 0, ""
+}
+
+// count reads "<number> <unit>" ("two days", "3 weeks").
+func count(n, unit string) (int, string, bool) {
+	k, ok := numbers[n]
+	if !ok {
+		v, err := strconv.Atoi(n)
+		if err != nil || v <= 0 || v > 400 {
+			return 0, "", false
+		}
+		k = v
+	}
+	unit = strings.TrimSuffix(unit, "s")
+	switch unit {
+	case "day", "week", "month", "year":
+		return k, unit, true
+	}
+	return 0, "", false
+}
+
+func shifted(day time.Time, k int, unit, approx string) string {
+	switch unit {
+	case "day":
+		return day.AddDate(0, 0, k).Format(Layout)
+	case "week":
+		return approx + day.AddDate(0, 0, 7*k).Format(Layout)
+	case "month":
+		return firstOfMonth(day, k).Format("January 2006")
+	default:
+		return strconv.Itoa(day.Year() + k)
+	}
+}
+
+func firstOfMonth(day time.Time, k int) time.Time {
+	return time.Date(day.Year(), day.Month()+time.Month(k), 1, 0, 0, 0, 0, day.Location())
+}

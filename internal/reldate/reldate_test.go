@@ -1,0 +1,47 @@
+package reldate
+
+import (
+	"testing"
+	"time"
+)
+
+// said is a Wednesday.
+var said = time.Date(2026, 5, 6, 15, 0, 0, 0, time.UTC)
+
+func TestResolve(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"I talked to my sister yesterday, she might join.", "I talked to my sister yesterday (5 May 2026), she might join."},
+		{"I'll send the deposit tonight", "I'll send the deposit tonight (6 May 2026)"},
+		{"the dentist is next Friday at 9", "the dentist is next Friday (8 May 2026) at 9"},
+		{"we met last Wednesday", "we met last Wednesday (29 Apr 2026)"},
+		{"see you this Friday!", "see you this Friday (8 May 2026)!"},
+		{"we went there last week", "we went there last week (the week before 6 May 2026)"},
+		{"Next week we ship", "Next week (the week after 6 May 2026) we ship"},
+		{"I moved here last year.", "I moved here last year (2025)."},
+		{"she left three days ago", "she left three days ago (3 May 2026)"},
+		{"she left a week ago", "she left a week ago (about 29 Apr 2026)"},
+		{"it opens in 2 days", "it opens in 2 days (8 May 2026)"},
+		{"last month was busy", "last month (April 2026) was busy"},
+		{"the last. Week two", "the last. Week two"},
+		{"nothing relative here", "nothing relative here"},
+		{"in the meantime", "in the meantime"},
+	}
+	for _, c := range cases {
+		if got := Resolve(c.in, said); got != c.want {
+			t.Errorf("Resolve(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestResolveIdempotent(t *testing.T) {
+	once := Resolve("yesterday and next Friday", said)
+	if twice := Resolve(once, said.AddDate(0, 0, 3)); twice != once {
+		t.Errorf("resolved again: %q -> %q", once, twice)
+	}
+}
+
+func TestResolveZeroTime(t *testing.T) {
+	if got := Resolve("yesterday", time.Time{}); got != "yesterday" {
+		t.Errorf("zero time changed the text: %q", got)
+	}
+}

@@ -1,0 +1,72 @@
+package sentence
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// abbrevs end with a period that does not end a sentence.
+var abbrevs = map[string]bool{"mr": true, "mrs": true, "ms": true, "dr": true, "prof": true, "sr": true,
+	"jr": true, "st": true, "vs": true, "etc": true, "e.g": true, "i.e": true, "approx": true, "no": true,
+	"fig": true, "inc": true, "ltd": true, "co": true, "mt": true, "ste": true, "jan": true, "feb": true,
+	"mar": true, "apr": true, "jun": true, "jul": true, "aug": true, "sep": true, "sept": true, "oct": true,
+	"nov": true, "dec": true, "p.m": true, "a.m": true}
+
+// Split cuts text into sentences: at ".", "!" or "?" (with any closing
+// quotes or brackets after it) followed by white space, and at line
+// breaks. A period after a known abbreviation ("Mr.", "e.g."), a single
+// letter ("J. Smith") or inside a number ("3.5") does not end a sentence.
+// Sentences are trimmed; empty ones are left out.
+func Split(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		out = splitLine(out, line)
+	}
+	return out
+}
+
+func splitLine(out []string, line string) []string {
+	start := 0
+	for i := 0; i < len(line); {
+		r, n := utf8.DecodeRuneInString(line[i:])
+		i += n
+		if r != '.' && r != '!' && r != '?' && r != '…' {
+			continue
+		}
+		end := i
+		for end < len(line) && strings.ContainsRune(`.!?"')]”’»`, rune(line[end])) {
+			end++
+		}
+		if end < len(line) && line[end] != ' ' && line[end] != '\t' {
+			i = end
+			continue
+		}
+		if r == '.' && !endsSentence(line[start:i-1]) {
+			i = end
+			continue
+		}
+		if s := strings.TrimSpace(line[start:end]); s != "" {
+			out = append(out, s)
+		}
+		start, i = end, end
+	}
+	if s := strings.TrimSpace(line[start:]); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// endsSentence reports whether a period after before ends a sentence.
+func endsSentence(before string) bool {
+	k := strings.LastIndexAny(before, " \t(")
+	w := strings.ToLower(before[k+1:])
+	if w == "" {
+		return true
+	}
+	if abbrevs[w] {
+		return false
+	}
+	r, n := utf8.DecodeRuneInString(w)
+	return !(n == len(w) && unicode.IsLetter(r)) // "J." is an initial
+}
