@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -110,5 +111,70 @@ func TestUIBadTextPolicy(t *testing.T) {
 	err := run(context.Background(), []string{"ui", "--store-dir", t.TempDir(), "--ui-addr", "127.0.0.1:0", "--ui-text", "some"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "ui-text") && !strings.Contains(err.Error(), "text policy") {
 		t.Errorf("--ui-text some: got %v, want an error naming the setting", err)
+	}
+}
+
+// `processor run --ui-addr` serves the inspector beside the processor, on
+// the processor's own connection: its API lists the session the processor
+// folds, and the page answers.
+func TestRunServesTheInspector(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &testlog.Buffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--store-dir", t.TempDir(), "--embedded-port", "-1", "--metrics-addr", "", "--summarizer", "offline",
+			"--tokenizer", "heuristic", "--ui-addr", "127.0.0.1:0", "--ui-text", "deny"}, io.Discard, logs)
+	}()
+	urlRe := regexp.MustCompile(`"event":"inspector_listening","url":"(http://127\.0\.0\.1:\d+/)"`)
+	natsRe := regexp.MustCompile(`"event":"embedded_server_started","url":"(nats://[^"]+)"`)
+	var base, natsURL string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && (base == "" || natsURL == ""); time.Sleep(20 * time.Millisecond) {
+		if m := urlRe.FindStringSubmatch(logs.String()); m != nil {
+			base = m[1]
+		}
+		if m := natsRe.FindStringSubmatch(logs.String()); m != nil {
+			natsURL = m[1]
+		}
+	}
+	if base == "" || natsURL == "" {
+		t.Fatalf("run logged no inspector or server address:\n%s", logs.String())
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"pub", "ui-run", "--nats-url", natsURL, "--turn", "hello from the bot", "--speaker", "Ann"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Sessions []struct {
+			Session string `json:"session"`
+			Turns   int64  `json:"turns"`
+		} `json:"sessions"`
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		res, err := http.Get(base + "api/sessions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(res.Body).Decode(&list)
+		res.Body.Close()
+		if err == nil && res.StatusCode == http.StatusOK && len(list.Sessions) == 1 && list.Sessions[0].Session == "ui-run" && list.Sessions[0].Turns == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /api/sessions: status %d, %+v, %v; want session ui-run with its turn", res.StatusCode, list, err)
+		}
+	}
+	res, err := http.Get(base + "api/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"text":false`) {
+		t.Errorf("GET /api/config: %d %s; want no transcript text (--ui-text deny)", res.StatusCode, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ func (r *rig) generateSkip(session string, want int) events.Lifecycle {
 	return skips[want-1]
 }
 
-// Window mode with min_fold_tokens: a fold that seed 000 would start waits
+// Window mode with min_fold_tokens: a fold that would start without it waits
 // until the eligible turns hold the tokens, then one summarizer call takes
 // all of them and the cursor moves past them; a fold in flight meanwhile
 // keeps the verbatim window elastic, and the catch-up after it takes the
@@ -50,7 +50,7 @@ func TestMinFoldTokensAmortizesFolds(t *testing.T) {
 		}
 		return openaitest.OK(echoSummary(req))
 	})
-	// Seed 000 with recent 6 and batch 2 folds [0,2) at 9 turns; with 100
+	// Window mode with recent 6 and batch 2 folds [0,2) at 9 turns; with 100
 	// tokens and 10-token turns the fold waits for 10 eligible turns.
 	r.start(Config{Window: fold.Window{Recent: 6, Batch: 2, MinFoldTokens: 100}, FoldTimeout: time.Minute})
 
@@ -114,13 +114,13 @@ func TestMinFoldTokensAmortizesFolds(t *testing.T) {
 		t.Fatalf("compact folded %s..%s, want 020..024", from, to)
 	}
 
-	// min_fold_tokens 0 for one session: seed 000's batches again.
+	// min_fold_tokens 0 for one session: fixed batches again.
 	off := 0
 	r.Control("exact", events.OpConfigure, &events.SessionConfig{MinFoldTokens: &off})
 	r.sizedTurns("exact", 0, 9, 10)
 	r.Settled("exact", 9, 2)
 	if sums := r.Summaries("exact"); len(sums) != 1 || sums[0].FoldedTurns != 2 {
-		t.Fatalf("seed 000 session: %+v", sums)
+		t.Fatalf("fixed-batch session: %+v", sums)
 	}
 }
 

@@ -26,7 +26,7 @@ func (SystemClock) Now() time.Time { return time.Now() }
 type TokenCounter interface{ Count(text string) int }
 
 // Trigger modes: evaluate on every turn, or only on generate control events
-// (seed 000's generation-driven trigger).
+// (the bot's generation-driven trigger).
 const (
 	TriggerTurn     = "turn"
 	TriggerGenerate = "generate"
@@ -47,13 +47,13 @@ type Config struct {
 	MaskToolOutputsAfter time.Duration
 	// RecallEnabled says evicted turns can be searched (the context
 	// service's recall endpoint runs). Without it mode evict would be
-	// amnesia, so it falls back to mode tokens with a warning (seed 001).
+	// amnesia, so it falls back to mode tokens with a warning.
 	RecallEnabled bool
 	// KeepEnded keeps an ended session's checkpoint as it is instead of
-	// the final fold, archive and clear of seed 004.
+	// the final fold, archive and clear.
 	KeepEnded bool
 	// ContextSources are asked for the folded window at every fold of a
-	// session in mode interval (seed 002).
+	// session in mode interval.
 	ContextSources []contextsource.Source
 	// Durable consumer name. It is deleted and recreated at its ack floor
 	// on every attach, so exactly one engine may use it at a time: with

@@ -31,6 +31,7 @@ type coordinator struct {
 	loop     foldLoop
 	aside    *aside          // the KV and stream calls it makes, off the loop
 	rec      *recorder       // its publishes and reads of the outbound stream
+	run      *foldRunner     // runs its folds (folding.go)
 	results  chan foldResult // results of this shard's fold goroutines
 	foldCtx  context.Context // parent of every fold's context (Abort, shutdown)
 	inFlight int             // fold goroutines whose result is not back yet
@@ -61,7 +62,7 @@ type foldLoop interface {
 
 func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, a *aside, rec *recorder, foldCtx context.Context) *coordinator {
 	return &coordinator{
-		p: p, w: w, loop: loop, aside: a, rec: rec, foldCtx: foldCtx,
+		p: p, w: w, loop: loop, aside: a, rec: rec, run: p.newFoldRunner(), foldCtx: foldCtx,
 		results:  make(chan foldResult, 64),
 		wake:     make(map[string]time.Time),
 		ahead:    make(map[string]summaryRecord),
@@ -575,7 +576,7 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	go func() {
 		defer p.folds.Done()
 		defer cancel()
-		r := p.runFold(ctx, job)
+		r := c.run.runFold(ctx, job)
 		if r.err == nil && ctx.Err() != nil {
 			// Abandoned (a reset, an end, shutdown) or past the fold
 			// timeout while a summarizer that ignores its context ran:

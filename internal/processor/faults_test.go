@@ -329,9 +329,9 @@ func TestInterruptedFoldIsResumedWithoutNewEvents(t *testing.T) {
 	}
 }
 
-// Issue 15 item 7: with a wrong API key every fold failed with retryable
-// false and was retried at the normal backoff for as long as the key was
-// wrong, and nothing said that the deployment was broken. Now the first 401
+// With a wrong API key every fold would fail with retryable false and be
+// retried at the normal backoff for as long as the key was wrong, and
+// nothing would say that the deployment was broken. The first 401
 // opens the summarizer's breaker: the model is not called again however
 // often sessions come due, Health (the /healthz of cmd/processor) says why,
 // the breaker gauge says open, one error log says so; once the key is
@@ -402,7 +402,7 @@ func TestWrongKeyStopsModelCallsUntilFixed(t *testing.T) {
 }
 
 // While the breaker is open a session past its emergency threshold (mode
-// tokens) still folds, with seed 004's placeholder, which needs no model:
+// tokens) still folds, with a placeholder, which needs no model:
 // its context stays bounded and the endpoint is not called again.
 func TestOpenBreakerFoldsEmergencyWithAPlaceholder(t *testing.T) {
 	r := newRig(t)

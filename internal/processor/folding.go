@@ -10,7 +10,10 @@ import (
 	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // foldJob is what a fold goroutine needs; it holds copies, never the live
@@ -37,7 +40,7 @@ type foldJob struct {
 	cause      string
 	exchanges  int  // the session's exchange count when the fold started
 	final      bool // the end-of-session fold: archive once it lands
-	// placeholderOK allows seed 004's tier 3 if the summarizer fails.
+	// placeholderOK allows the placeholder tier if the summarizer fails.
 	placeholderOK bool
 	// probe: this fold's model call is the summarizer breaker's probe.
 	probe bool
@@ -62,8 +65,8 @@ type foldResult struct {
 	conflict    bool
 	last        summaryRecord
 	republished bool
-	summarized  time.Time // wall time the summarizer returned (bench timing)
-	sent        time.Time // wall time the publish left (bench timing)
+	summarized  time.Time // wall time the summarizer returned (FoldTiming)
+	sent        time.Time // wall time the publish left (FoldTiming)
 	// model is set when the summarizer failed, as opposed to reading the
 	// batch or recording the summary on NATS.
 	model    bool
@@ -78,9 +81,33 @@ type foldResult struct {
 	evict *evictJob
 }
 
+// foldRunner runs folds off the loop, one goroutine each: it bounds the
+// folds running at once (slots), reads each batch (the payloads the loop
+// kept, else the inbound stream), asks the context sources of mode
+// interval, calls the summarizer under the engine's budget policy and
+// reports the call to the breaker. It touches no session state; the
+// recorder publishes what it returns.
+type foldRunner struct {
+	sum      fold.Summarizer
+	breaker  *retry.Breaker
+	slots    chan struct{} // fold concurrency limit, shared by a process's engines
+	tokens   TokenCounter
+	inStream jetstream.Stream
+	asker    *contextsource.Asker
+	sources  []contextsource.Source // Config.ContextSources
+	clock    Clock
+	log      zerolog.Logger
+}
+
+// newFoldRunner is a shard's fold runner, on the processor's parts.
+func (p *Processor) newFoldRunner() *foldRunner {
+	return &foldRunner{sum: p.sum, breaker: p.breaker, slots: p.slots, tokens: p.tokens, inStream: p.inStream, asker: p.asker,
+		sources: p.cfg.ContextSources, clock: p.clock, log: p.log}
+}
+
 // runFold reads the batch from the stream and calls the summarizer under
 // the engine's budget policy. It touches no session state.
-func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
+func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 	r := foldResult{job: job}
 	called := false // the summarizer was called, and the breaker told
 	defer func() {
@@ -132,23 +159,23 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	r.nTurns, r.nNotes = len(req.Turns), len(req.Notes)
 	pol := job.policy
 	if pol.MaskToolOutputsAfter > 0 {
-		// Masked before summarizing (seed 003): an old tool output costs
+		// Masked before summarizing: an old tool output costs
 		// the model tokens and rarely matters once its call is answered.
 		req.Turns, r.masked = fold.MaskToolOutputs(req.Turns, fold.MaskOptions{OlderThan: pol.MaskToolOutputsAfter, Now: p.clock.Now()})
 	}
 	eng := pol.Engine()
 	var answers []contextsource.Answer
 	if eng.Sources() {
-		// Seed 002: the model condenses only the conversation part; the
+		// Mode interval: the model condenses only the conversation part; the
 		// source lines are asked afresh for this window and merged after.
 		req.PreviousSummary, _ = splitConversation(req.PreviousSummary)
-		if len(p.cfg.ContextSources) > 0 {
-			answers = p.asker.Ask(ctx, job.session, req.From, req.To, p.cfg.ContextSources)
+		if len(p.sources) > 0 {
+			answers = p.asker.Ask(ctx, job.session, req.From, req.To, p.sources)
 		}
 	}
 	if job.placeholderOnly {
 		p.log.Warn().Str("event", "compaction_placeholder").Str("session", job.session).Str("fold_id", job.foldID).
-			Msg("summarizer unavailable (breaker open) past the emergency threshold; folding with a placeholder (seed 004 tier 3)")
+			Msg("summarizer unavailable (breaker open) past the emergency threshold; folding with a placeholder (tier 3)")
 		r.out = fold.Placeholder(req.PreviousSummary, req.Turns, req.Notes, job.window.MaxSummaryChars)
 		r.sumToks = p.tokens.Count(r.out.Summary)
 		r.summarized = time.Now()
@@ -159,7 +186,7 @@ func (p *Processor) runFold(ctx context.Context, job foldJob) foldResult {
 	p.breaker.Record(p.clock.Now(), r.err, job.probe)
 	if r.err != nil && job.placeholderOK && ctx.Err() == nil {
 		p.log.Warn().Err(r.err).Str("event", "compaction_placeholder").Str("session", job.session).Str("fold_id", job.foldID).
-			Msg("summarizer failed again past the emergency threshold; folding with a placeholder (seed 004 tier 3)")
+			Msg("summarizer failed again past the emergency threshold; folding with a placeholder (tier 3)")
 		r.out, r.err = fold.Placeholder(req.PreviousSummary, req.Turns, req.Notes, job.window.MaxSummaryChars), nil
 	}
 	r.model = r.err != nil
@@ -190,7 +217,7 @@ func splitConversation(summary string) (string, bool) {
 
 // readEvent decodes the inbound event at seq from data when the owner kept
 // it, else from the stream.
-func (p *Processor) readEvent(ctx context.Context, seq uint64, data []byte, v any) error {
+func (p *foldRunner) readEvent(ctx context.Context, seq uint64, data []byte, v any) error {
 	if data == nil {
 		raw, err := p.inStream.GetMsg(ctx, seq)
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 // bytes) instead of the decoded Session, and drops the turn payloads it
 // cached for its next fold; that fold reads its batch from the stream
 // instead (one direct get per turn). The next event or wake of the session
-// unpacks it (inflate, ~2 µs) without a KV read; IdleEvict later drops it
+// unpacks it (inflate, BenchmarkUnpack in internal/state) without a KV read; IdleEvict later drops it
 // from memory entirely.
 //
 // Invariant: a packed session (ls.s == nil) is quiet, and stays so until
@@ -136,8 +136,7 @@ func heapEstimate(ls *live) int {
 // packing since the last release freed at least releaseMinBytes by
 // estimate, the processor calls debug.FreeOSMemory: one GC of the now
 // small live heap and an immediate scavenge, on its own goroutine (the
-// shards go on); measured ~15-30 ms for 10,000 sessions on the shared
-// 2-core machine. Its cost is bounded instead of its rate: the next
+// shards go on), tens of milliseconds for 10,000 sessions. Its cost is bounded instead of its rate: the next
 // release waits at least releaseCostFactor times as long as the last one
 // took (and releaseMinGap), so releases never take more than ~1% of one
 // core, even under churn. A fixed interval and a high threshold would

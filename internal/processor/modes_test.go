@@ -60,7 +60,7 @@ func lifecycleOf(evs []events.Lifecycle, typ string) []events.Lifecycle {
 	return out
 }
 
-// Seed 001: no model call; drop the oldest turns to targetUtilization of
+// Mode evict: no model call; drop the oldest turns to targetUtilization of
 // the window, keep at least minKeepMessages, publish the eviction note.
 func TestModeEvictDropsOldestWithoutAModel(t *testing.T) {
 	r := newRig(t)
@@ -110,7 +110,7 @@ func TestModeEvictDropsOldestWithoutAModel(t *testing.T) {
 	}
 }
 
-// Seed 001's fallback: evict without recall is amnesia, so it summarizes.
+// Mode evict's fallback: evict without recall is amnesia, so it summarizes.
 func TestModeEvictWithoutRecallFallsBackToTokens(t *testing.T) {
 	r := newRig(t)
 	r.start(Config{
@@ -128,7 +128,7 @@ func TestModeEvictWithoutRecallFallsBackToTokens(t *testing.T) {
 	}
 }
 
-// Seed 002: fold every N exchanges keeping keep_recent verbatim, with the
+// Mode interval: fold every N exchanges keeping keep_recent verbatim, with the
 // context sources' answers merged into the block.
 func TestModeIntervalMergesContextSources(t *testing.T) {
 	r := newRig(t)
@@ -177,7 +177,7 @@ func TestModeIntervalMergesContextSources(t *testing.T) {
 	}
 }
 
-// Seeds 003/004: trigger on tokens, keep a token-budgeted tail, fold the
+// Mode tokens: trigger on tokens, keep a token-budgeted tail, fold the
 // old turns in chunks with the summary carried from chunk to chunk.
 func TestModeTokensChunksWithRollingContext(t *testing.T) {
 	r := newRig(t)
@@ -208,7 +208,7 @@ func TestModeTokensChunksWithRollingContext(t *testing.T) {
 	}
 }
 
-// Seed 004 tier 3: past the emergency threshold, a summarizer that keeps
+// Tier 3: past the emergency threshold, a summarizer that keeps
 // failing yields a placeholder instead of an overflowing session; the
 // previous summary is kept in it.
 func TestModeTokensPlaceholderAfterRepeatedFailures(t *testing.T) {
@@ -242,7 +242,7 @@ func TestModeTokensIdleFold(t *testing.T) {
 	}
 }
 
-// Seed 004: facts next to the summary are published once per session.
+// Memory extraction: facts next to the summary are published once per session.
 func TestMemoriesPublishedAndDeduplicated(t *testing.T) {
 	r := newRig(t)
 	calls := 0
@@ -268,7 +268,7 @@ func TestMemoriesPublishedAndDeduplicated(t *testing.T) {
 	}
 }
 
-// Seed 003's observation masking: old tool outputs reach the model as
+// Observation masking: old tool outputs reach the model as
 // placeholders, the call with them.
 func TestToolOutputsMaskedBeforeSummarizing(t *testing.T) {
 	r := newRig(t)
@@ -298,7 +298,7 @@ func TestToolOutputsMaskedBeforeSummarizing(t *testing.T) {
 	}
 }
 
-// Issue 15: with recent 4 / batch 4, seed 000's batch [0, 4) would end
+// With recent 4 / batch 4, the batch [0, 4) would end
 // between an assistant's tool call (turn 3) and its result (turn 4), and
 // the verbatim part would start with an orphan result, which providers
 // reject. The fold takes the exchange whole instead, also when the
@@ -344,7 +344,7 @@ func TestFoldNeverSplitsAToolCallFromItsResult(t *testing.T) {
 	}
 }
 
-// Seed 004's end: a final fold of everything still verbatim, then the
+// End: a final fold of everything still verbatim, then the
 // state is archived and cleared; later events are refused by name.
 func TestEndFoldsArchivesAndRefuses(t *testing.T) {
 	r := newRig(t)

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// Seed 000's progression: nothing at 60 turns, 61 folds 0..9, 71 folds 10..19.
-func TestSeed000Progression(t *testing.T) {
+// Window mode's progression: nothing at 60 turns, 61 folds 0..9, 71 folds 10..19.
+func TestWindowProgression(t *testing.T) {
 	r := newRig(t)
 	p, _ := r.start(Config{})
 	r.Turns("s1", 60)

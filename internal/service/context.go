@@ -70,7 +70,7 @@ func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client
 		return true
 	}
 
-	// Seed 000's budget priority: the freshest verbatim turns first, so
+	// The budget priority: the freshest verbatim turns first, so
 	// fill from the newest turn backwards and stop at the first that does
 	// not fit (skipping it to fit an older one would open a gap).
 	picked := make([]client.ContextTurn, 0, len(cp.Turns))
@@ -91,7 +91,7 @@ func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client
 
 	// Then the summary, only in the room the turns left: it restores
 	// long-range continuity and must never crowd out the immediate moment.
-	// In mode evict the summary is the eviction note (seed 001: it takes
+	// In mode evict the summary is the eviction note (it takes
 	// the summary's place), so it is the eviction layer instead, with the
 	// same priority.
 	s.packSummary(cp, out, take)

@@ -30,7 +30,7 @@ import (
 //     (--recall-index-bytes); the least recently used sessions are evicted
 //     first. A session larger than the whole budget is built for its
 //     request and not kept. A budget of 0 keeps nothing: every request
-//     scans (the behaviour before the index).
+//     scans the session's stream.
 //   - Isolated: a replay reads only its session's subjects, and is found
 //     by session id; nothing of one session can reach another's reply.
 //

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 )
 
-// Recall (seed 001: "evicted turns stay searchable") answers "which turns
+// Recall (evicted turns stay searchable) answers "which turns
 // of this session match this query?" from the session's replay (a BM25
 // index over its turns since the last reset, index_replay.go and
 // index.go), anchored to its checkpoint: the replayed count at the

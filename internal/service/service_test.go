@@ -125,7 +125,7 @@ func indices(c *client.Context) []int64 {
 	return out
 }
 
-// The layers come in seed 000's order, and a budget keeps the freshest
+// The layers come in prompt order, and a budget keeps the freshest
 // turns first: the summary only gets the room the turns leave.
 func TestContextBudgetKeepsFreshTurnsAndDropsSummaryFirst(t *testing.T) {
 	e := servicetest.New(t, servicetest.Options{})
@@ -332,7 +332,7 @@ func TestContextIncludesTurnsAfterTheCheckpoint(t *testing.T) {
 	}
 
 	// The restarted processor agrees with what the service predicted, then
-	// ends the session as seed 004 does: a final fold of the two turns,
+	// ends the session: a final fold of the two turns,
 	// archived, the checkpoint cleared to a tombstone.
 	e.StartProcessor(processor.Config{}, nil)
 	e.Eventually("the processor applied the tail and archived the ended session", func() bool {
@@ -455,7 +455,7 @@ func TestSessionReportsTheCheckpoint(t *testing.T) {
 	}
 }
 
-// Mode evict (seed 001): the eviction note is the context's eviction layer
+// Mode evict: the eviction note is the context's eviction layer
 // in the summary's place, before the turns, with the summary's priority:
 // it only gets the room the turns leave.
 func TestContextInModeEvictCarriesTheNoteInTheSummarysPlace(t *testing.T) {

@@ -129,20 +129,6 @@ func benchSummarize(b *testing.B, req fold.Request) {
 // of ~110 chars, a ~1100-char previous summary and one screen note.
 func BenchmarkSummarizeVoiceFold(b *testing.B) { benchSummarize(b, benchVoiceRequest()) }
 
-// BenchmarkSummarizeVoiceFoldUncached is BenchmarkSummarizeVoiceFold with a
-// new Summarizer for every fold, so nothing of the previous summary is
-// cached: the cost of a fold whose previous summary is all new.
-func BenchmarkSummarizeVoiceFoldUncached(b *testing.B) {
-	req := benchVoiceRequest()
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := New().Summarize(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkSummarizeAgentFold is a coding-agent fold: tool calls and
 // results, instructions and progress reports.
 func BenchmarkSummarizeAgentFold(b *testing.B) { benchSummarize(b, benchAgentRequest()) }

@@ -184,8 +184,10 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		if self {
 			w += 0.8
 		}
-		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: factKey(tw, sent)})
+		x := stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
+			Terms: strings.Join(tw, " "), Key: factKey(tw, sent)}
+		x.Ph = encodePhrases(phrases(statementBody(x), names))
+		out = append(out, x)
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
@@ -637,7 +639,7 @@ func noteStmt(n fold.Note) (stmt, bool) {
 	}
 	tw := terms(text)
 	return stmt{Sp: src, At: unixOf(n.At), Text: clip(label+text, maxStmtRunes), K: kNote,
-		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " ")}, true
+		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: encodePhrases(phrases(text, nil))}, true
 }
 
 func looksLikeName(s string) bool {

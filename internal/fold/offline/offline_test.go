@@ -576,7 +576,7 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// TestAgentRollingSession folds a coding-agent session (seed 003) in
+// TestAgentRollingSession folds a coding-agent session in
 // batches of 10: the user's task and constraints, the latest state and the
 // next step survive; repeated tool runs are merged or superseded.
 func TestAgentRollingSession(t *testing.T) {

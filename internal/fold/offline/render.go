@@ -149,7 +149,7 @@ func topics(ss []stmt, people []string, n int) []string {
 			continue
 		}
 		seen := map[string]bool{}
-		for _, ph := range phrases(statementBody(x), people) {
+		for _, ph := range decodePhrases(x.Ph) {
 			if seen[ph.key] {
 				continue
 			}
@@ -204,6 +204,34 @@ asked suggested thinks working talked push take taking make get keep keeps try p
 stop start call run going come left right point lost monday tuesday wednesday thursday friday saturday sunday
 january february march april may june july august september october november december`))
 
+// encodePhrases writes phrases for stmt.Ph.
+func encodePhrases(ps []phrase) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(p.text)
+		b.WriteByte('=')
+		b.WriteString(p.key)
+	}
+	return b.String()
+}
+
+// decodePhrases reads stmt.Ph.
+func decodePhrases(s string) []phrase {
+	if s == "" {
+		return nil
+	}
+	var out []phrase
+	for _, e := range strings.Split(s, ";") {
+		text, key, _ := strings.Cut(e, "=")
+		r, _ := utf8.DecodeRuneInString(text)
+		out = append(out, phrase{text: text, key: key, words: strings.Count(text, " ") + 1, upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
+	}
+	return out
+}
+
 // statementBody is a statement's text without its attribution.
 func statementBody(x stmt) string {
 	t := x.Text
@@ -254,7 +282,7 @@ func phrases(s string, people []string) []phrase {
 			flush()
 			continue // a resolved date
 		}
-		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && isTermWord(lw) && !phraseStop[lw] && !slices.Contains(people, w) && !strings.ContainsAny(w, "$%/=") &&
+		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && isTermWord(lw) && !phraseStop[lw] && !slices.Contains(people, w) && !strings.ContainsAny(w, "$%/=;") &&
 			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1
 		if ok && strings.IndexFunc(w, unicode.IsLetter) < 0 && len(run) == 0 || ok && strings.IndexFunc(w, unicode.IsDigit) >= 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
 			ok = false // no phrase starts with a number; "14th", "0.01s" are no topics

@@ -108,7 +108,7 @@ func synthSession(seed uint64, n int) ([]fold.Turn, []fold.Note) {
 }
 
 // rollingFold folds turns in batches of batch exactly as the engine's window
-// mode does (seed 000): the previous summary is carried forward and notes
+// mode does: the previous summary is carried forward and notes
 // evicted during a batch's time span go with it. It returns every summary.
 func rollingFold(t *testing.T, s fold.Summarizer, turns []fold.Turn, notes []fold.Note, batch, maxChars int) []string {
 	t.Helper()

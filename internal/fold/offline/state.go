@@ -86,6 +86,9 @@ type stmt struct {
 	// Key identifies what a tool run or a fact with numbers is about:
 	// a newer statement with the same key replaces it.
 	Key string `json:"key,omitempty"`
+	// Ph are the statement's topic phrases, "text=key" joined by ";"
+	// (the key: the phrase's words stemmed), found once when it is read.
+	Ph string `json:"ph,omitempty"`
 	// Batch is set on the statements of the fold that wrote the state.
 	Batch bool `json:"batch,omitempty"`
 }
@@ -250,7 +253,9 @@ func fromProse(prose string) *state {
 		case sp != "" && strings.HasPrefix(s[len(sp):], " ran "):
 			k = kTool
 		}
-		st.Open = append(st.Open, stmt{Sp: sp, Text: s, Terms: terms, K: k, W: weigh(s, strings.Count(terms, " ")+1, countDigits(s))})
+		x := stmt{Sp: sp, Text: s, Terms: terms, K: k, W: weigh(s, strings.Count(terms, " ")+1, countDigits(s))}
+		x.Ph = encodePhrases(phrases(statementBody(x), st.Names))
+		st.Open = append(st.Open, x)
 	}
 	return st
 }
