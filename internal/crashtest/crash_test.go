@@ -61,6 +61,10 @@ type world struct {
 	runs   int
 	logs   bytes.Buffer // every incarnation's stderr
 	logsMu sync.Mutex
+	// url, if set, is the processor's --nats-url (a cluster's); keep, if
+	// set, chooses the log lines kept (a long run keeps the warnings).
+	url  string
+	keep func(line string) bool
 }
 
 func newWorld(t *testing.T, seed uint64, maxDelay time.Duration) *world {
@@ -102,8 +106,12 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 func (w *world) start(extra ...string) *child {
 	w.t.Helper()
 	w.runs++
+	url := w.url
+	if url == "" {
+		url = w.ns.ClientURL()
+	}
 	args := []string{
-		"--nats-url", w.ns.ClientURL(),
+		"--nats-url", url,
 		"--summarizer", "openai", "--openai-base-url", w.model.URL, "--openai-api-key", "k", "--openai-model", "fold-mini",
 		"--metrics-addr=", "--fold-timeout", "3s", "--lease-ttl", "4s", "--flush-interval", "5ms",
 		"--tokenizer", "heuristic", "--log-level", "info",
@@ -120,9 +128,11 @@ func (w *world) start(extra ...string) *child {
 	run := w.runs
 	var once sync.Once
 	cmd.Stderr = &lineWriter{fn: func(line string) {
-		w.logsMu.Lock()
-		fmt.Fprintf(&w.logs, "[run %d] %s\n", run, line)
-		w.logsMu.Unlock()
+		if w.keep == nil || w.keep(line) {
+			w.logsMu.Lock()
+			fmt.Fprintf(&w.logs, "[run %d] %s\n", run, line)
+			w.logsMu.Unlock()
+		}
 		if strings.Contains(line, `"event":"processor_started"`) {
 			once.Do(func() { close(c.ready) })
 		}

@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"fmt"
+	"testing"
+	"time"
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/broker"
@@ -77,7 +79,7 @@ func (d *Direct) ReplayStart(ctx context.Context, session string) (from uint64, 
 // IndexCounters are the recall index's build and store counters of one
 // instance.
 type IndexCounters struct {
-	Builds, Loads, Stores float64
+	Builds, Loads, Stores, Preloaded float64
 	// Discarded by reason: version, corrupt, stale.
 	Discarded map[string]float64
 }
@@ -90,11 +92,25 @@ func (d *Direct) IndexCounters() IndexCounters {
 	}
 	if st := d.s.istore; st != nil {
 		c.Loads, c.Stores = testutil.ToFloat64(st.loads), testutil.ToFloat64(st.stores)
+		c.Preloaded = testutil.ToFloat64(st.preloaded)
 		for _, r := range []string{"version", "corrupt", "stale"} {
 			c.Discarded[r] = testutil.ToFloat64(st.discarded.WithLabelValues(r))
 		}
 	}
 	return c
+}
+
+// WaitPreloaded waits until the instance has preloaded the stored
+// indexes (foldstream_recall_index_preloading back to 0).
+func (d *Direct) WaitPreloaded(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(d.s.istore.preloading) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("stored indexes not preloaded within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // PersistIndexes writes every index in memory that read events since

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +24,8 @@ import (
 // loads the index and reads only the events stored since it was written,
 // instead of scanning the session's stream and analyzing every turn.
 //
+//   - Preloaded: at start, the indexes written in the last hour are loaded
+//     into memory in the background, most recent first (preload).
 //   - Off the request path: one goroutine encodes and writes. A replay is
 //     queued after it is built, after it has applied persistEvery events
 //     since it was last written, when the cache evicts it, and, for those
@@ -57,8 +61,9 @@ type indexStore struct {
 
 	queue chan *cacheEntry
 
-	loads, stores, failures prometheus.Counter
-	discarded               *prometheus.CounterVec
+	loads, stores, failures, preloaded prometheus.Counter
+	discarded                          *prometheus.CounterVec
+	preloading                         prometheus.Gauge
 }
 
 const (
@@ -90,12 +95,16 @@ func newIndexStore(js jetstream.JetStream, bucket string, maxBytes int64, log ze
 			Help: "Sessions' recall indexes written to the store."}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_store_failures_total",
 			Help: "Reads or writes of the recall index store that failed (the index was built from the stream, or not written)."}),
+		preloaded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_preloaded_total",
+			Help: "Sessions' recall indexes loaded from the store into memory at start (written within the last hour, most recent first, up to 3/4 of the budget)."}),
+		preloading: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "recall_index_preloading",
+			Help: "1 while the recall indexes of recently active sessions are being loaded at start, then 0."}),
 		discarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_discarded_total",
 			Help: "Stored recall indexes not used and rebuilt from the stream, by reason: version (another format or structure), corrupt (undecodable, torn or failing its checksum), stale (another stream, layout or admission rules, or ahead of the stream)."},
 			[]string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(st.loads, st.stores, st.failures, st.discarded)
+		reg.MustRegister(st.loads, st.stores, st.failures, st.discarded, st.preloaded, st.preloading)
 	}
 	return st
 }
@@ -409,3 +418,98 @@ func (s *server) runIndexWriter(ctx context.Context) {
 // set); 0 persists nothing, so the first question after a restart or an
 // eviction builds the session's index from the stream.
 func IndexStoreBytes(n int64) Option { return func(s *server) { s.storeBytes = n } }
+
+const (
+	// preloadWindow: at start, the indexes written within it (sessions
+	// active recently) are loaded into memory in the background.
+	preloadWindow = time.Hour
+	// preloadShare is the part of the memory budget preloading may fill.
+	preloadShare = 0.75
+)
+
+// preload loads into memory, in the background after start, the stored
+// indexes written within preloadWindow, most recent first, until they
+// hold preloadShare of the memory budget: the first question to a session
+// active before a restart (or on a new instance) then finds its index in
+// memory. A request for a session being preloaded waits for it on the
+// session's entry; one for a session not preloaded loads it itself.
+func (s *server) preload(ctx context.Context) {
+	st, c := s.istore, s.index
+	defer st.preloading.Set(0)
+	began := time.Now()
+	kv, err := st.open(ctx)
+	if err != nil {
+		return
+	}
+	w, err := kv.WatchFiltered(ctx, []string{"m.>"}, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
+	if err != nil {
+		s.log.Warn().Str("event", "recall_index_preload_failed").Err(err).Msg("stored recall indexes not preloaded")
+		return
+	}
+	type stored struct {
+		session string
+		at      time.Time
+	}
+	var recent []stored
+	for e := range w.Updates() {
+		if e == nil {
+			break // every stored entry delivered
+		}
+		if time.Since(e.Created()) <= preloadWindow {
+			recent = append(recent, stored{strings.TrimPrefix(e.Key(), "m."), e.Created()})
+		}
+	}
+	_ = w.Stop()
+	slices.SortFunc(recent, func(a, b stored) int { return b.at.Compare(a.at) })
+	n := 0
+	for _, r := range recent {
+		c.mu.Lock()
+		full := float64(c.bytes) >= preloadShare*float64(c.budget)
+		_, held := c.entries[r.session]
+		c.mu.Unlock()
+		if full || ctx.Err() != nil {
+			break
+		}
+		if held {
+			continue // asked for meanwhile
+		}
+		// Loaded on an entry of its own, added to the cache only if no
+		// request made one meanwhile (and locked until it is ready).
+		e := &cacheEntry{session: r.session}
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		rp, err := s.restored(rctx, e)
+		if rp == nil || err != nil {
+			cancel()
+			continue
+		}
+		e.mu.Lock()
+		e.r = rp
+		if !c.adopt(e) {
+			e.mu.Unlock()
+			cancel()
+			continue
+		}
+		s.memoriesOf(rctx, rp)
+		cancel()
+		c.account(e, rp.bytes())
+		e.mu.Unlock()
+		st.preloaded.Inc()
+		n++
+	}
+	s.log.Info().Str("event", "recall_index_preloaded").Int("sessions", n).Int("recent", len(recent)).
+		Dur("took", time.Since(began)).Msg("recall indexes of recently active sessions loaded into memory")
+}
+
+// adopt adds e to the cache as the most recently used entry of its
+// session, unless the session has one; it reports whether it did.
+func (c *indexCache) adopt(e *cacheEntry) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[e.session]; ok {
+		return false
+	}
+	e.elem = c.lru.PushFront(e)
+	c.entries[e.session] = e
+	c.m.sessions.Set(float64(len(c.entries)))
+	return true
+}

@@ -178,6 +178,8 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 			s.istore = newIndexStore(js, strings.TrimSuffix(layout.Bucket, "_SESSIONS")+"_RECALL", s.storeBytes, log, s.reg)
 			s.index.evicted = s.istore.enqueue
 			go s.runIndexWriter(ctx)
+			s.istore.preloading.Set(1)
+			go s.preload(ctx)
 		}
 	}
 	s.memoryFailures = newMemoryFailures(s.reg)
