@@ -278,10 +278,10 @@ type procRun struct {
 	// foldingOff: folds are due only on generate controls, which the
 	// bench never sends: what is left is the per-turn path.
 	foldingOff bool
-	observe     func(processor.FoldTiming)
-	called      func(session string, from int64) // instant summarizer: each call
-	profile     io.Writer
-	memProfile  string // allocations during the timed part: this file, with the start in <file>.base (pprof -base)
+	observe    func(processor.FoldTiming)
+	called     func(session string, from int64) // instant summarizer: each call
+	profile    io.Writer
+	memProfile string // allocations during the timed part: this file, with the start in <file>.base (pprof -base)
 	// probe: meanwhile, time single publishes to the outbound stream from
 	// a connection of their own (the floor of any fold's publish).
 	probe bool
