@@ -175,29 +175,5 @@ func TestAttacksOnTheScaledOutCluster(t *testing.T) {
 	// No partition stalls: each has a consumer (its configured name, or
 	// the fresh one an engine moved to) with nothing left to deliver or
 	// to acknowledge.
-	r.Eventually("every partition consumer drained", func() bool {
-		ctx := context.Background()
-		in, err := r.JS.Stream(ctx, r.Layout.In)
-		if err != nil {
-			return false
-		}
-		drained := 0
-		for k := range scalePartitions {
-			base := r.Layout.PartitionConsumer("foldstream", k)
-			found := false
-			for info := range in.ListConsumers(ctx).Info() {
-				if !ownConsumerName(base, info.Name) {
-					continue
-				}
-				if info.NumPending != 0 || info.NumAckPending != 0 {
-					return false
-				}
-				found = true
-			}
-			if found {
-				drained++
-			}
-		}
-		return drained == scalePartitions
-	})
+	r.Eventually("every partition consumer drained", r.partitionsDrained)
 }

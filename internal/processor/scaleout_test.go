@@ -308,31 +308,7 @@ func scaleOut(t *testing.T, r *rig, ttl time.Duration) {
 	// Nothing is left unacknowledged on any partition's consumer (its
 	// configured name, or the fresh one an engine moved to when that one
 	// could not be re-created).
-	r.Eventually("every partition consumer drained", func() bool {
-		ctx := context.Background()
-		in, err := r.JS.Stream(ctx, r.Layout.In)
-		if err != nil {
-			return false
-		}
-		drained := 0
-		for k := range scalePartitions {
-			base := r.Layout.PartitionConsumer("foldstream", k)
-			found := false
-			for info := range in.ListConsumers(ctx).Info() {
-				if !ownConsumerName(base, info.Name) {
-					continue
-				}
-				if info.NumPending != 0 || info.NumAckPending != 0 {
-					return false
-				}
-				found = true
-			}
-			if found {
-				drained++
-			}
-		}
-		return drained == scalePartitions
-	})
+	r.Eventually("every partition consumer drained", r.partitionsDrained)
 }
 
 // checkSession verifies one settled session: the unfolded turns are the
@@ -394,4 +370,33 @@ func (r *rig) checkSession(s *state.Session) {
 	if prev != s.Cursor {
 		r.t.Fatalf("%s: last summary ends at %d, checkpoint cursor %d", s.ID, prev, s.Cursor)
 	}
+}
+
+// partitionsDrained reports whether every partition has a consumer (its
+// configured name, or the fresh one an engine moved to when that one could
+// not be re-created) with nothing left to deliver or to acknowledge.
+func (r *rig) partitionsDrained() bool {
+	ctx := context.Background()
+	in, err := r.JS.Stream(ctx, r.Layout.In)
+	if err != nil {
+		return false
+	}
+	drained := 0
+	for k := range scalePartitions {
+		base := r.Layout.PartitionConsumer("foldstream", k)
+		found := false
+		for info := range in.ListConsumers(ctx).Info() {
+			if !ownConsumerName(base, info.Name) {
+				continue
+			}
+			if info.NumPending != 0 || info.NumAckPending != 0 {
+				return false
+			}
+			found = true
+		}
+		if found {
+			drained++
+		}
+	}
+	return drained == scalePartitions
 }
