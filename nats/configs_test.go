@@ -493,7 +493,7 @@ func checkRoles(t *testing.T, url string, r roles) (proc, builder *nats.Conn) {
 	return proc, builder
 }
 
-// checkPrivateInboxes plays a hostile bot (issue 15: with _INBOX.> a bot
+// checkPrivateInboxes plays a hostile bot (with a shared _INBOX.> permission a bot
 // read another session's turns as the processor fetched them, and another
 // builder's context replies). Every subscription that would reach someone
 // else's replies is refused, and while the processor fetches a turn, reads
