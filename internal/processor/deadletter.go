@@ -11,7 +11,6 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/foldstream/foldstream/internal/events"
-	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -22,8 +21,9 @@ import (
 // on; the worker keeps a copy or a reference. Only a queue full of bad
 // messages while the dead-letter stream still answers makes the loop wait,
 // at the stream's pace (deadLetterer.hand); the corrupt-checkpoint
-// quarantine (parkCheckpoint), rare, still publishes from the loop. The original is never deleted from the inbound stream,
-// so nothing is lost by moving on.
+// quarantine (loader.keepCheckpoint) publishes aside, off the loop. The
+// original is never deleted from the inbound stream, so nothing is lost by
+// moving on.
 const (
 	// deadLetterAttempts bounds the tries of a publish that failed for a
 	// transient reason (a timeout, no responders): a DLQ that stays
@@ -44,26 +44,25 @@ const (
 // the dead-letter stream does. The event_rejected lifecycle event goes out
 // from here: it carries the session's cursor, which only the loop reads.
 func (sh *shard) reject(m inMsg, cause error) {
-	p := sh.p
 	ve, ok := events.AsValidation(cause)
 	if !ok {
 		ve = &events.ValidationError{Code: "invalid", Reason: cause.Error()}
 	}
-	if p.dl.holding(m) {
+	if sh.dl.holding(m) {
 		return // a redelivery of one the worker has: it acks this delivery
 	}
-	if !p.dl.hand(rejection{m: m, ve: ve, cause: cause}) {
-		p.dl.keepInLog(rejection{m: m, ve: ve, cause: cause}, errDeadLetterQueueFull)
+	if !sh.dl.hand(rejection{m: m, ve: ve, cause: cause}) {
+		sh.dl.keepInLog(rejection{m: m, ve: ve, cause: cause}, errDeadLetterQueueFull)
 	}
 	if events.ValidSession(m.session) {
-		ev := events.Lifecycle{V: events.Version, Session: m.session, Type: events.EventRejected, At: p.clock.Now().UTC(),
+		ev := events.Lifecycle{V: events.Version, Session: m.session, Type: events.EventRejected, At: sh.clock.Now().UTC(),
 			Reason: ve.Code, Error: cause.Error()}
 		if ls, ok := sh.sessions[m.session]; ok && sh.inflate(m.session, ls) {
 			ev.Cursor, ev.TotalTurns = ls.s.Cursor, ls.s.Total
 		}
 		data, _ := json.Marshal(ev)
-		if _, err := p.js.PublishAsync(p.subj.Out(m.session, events.KindEvent), data); err != nil {
-			p.log.Warn().Err(err).Str("event", "publish_failed").Msg("event_rejected not published")
+		if _, err := sh.js.PublishAsync(sh.subj.Out(m.session, events.KindEvent), data); err != nil {
+			sh.log.Warn().Err(err).Str("event", "publish_failed").Msg("event_rejected not published")
 		}
 	}
 }
@@ -302,33 +301,3 @@ func truncateUTF8(s string, n int) string {
 	return s[:cut]
 }
 
-// parkCheckpoint keeps a checkpoint that cannot be decoded on the session's
-// dead-letter subject before it is replaced (load.go's quarantine): the
-// stored bytes, or their first previewBytes when they do not fit, with
-// Foldstream-Dead-Letter "checkpoint", Foldstream-Error-Code
-// corrupt_checkpoint, the decode error, and the KV stream and revision it
-// was read at. Best effort: the error log of the quarantine names the
-// same revision.
-func (sh *shard) parkCheckpoint(ce *state.CorruptError) {
-	p := sh.p
-	msg := nats.NewMsg(p.subj.DeadLetter(ce.ID))
-	msg.Data = ce.Data
-	msg.Header.Set(events.HeaderDeadLetter, keptCheckpoint)
-	msg.Header.Set(events.HeaderErrorCode, codeCorruptCheckpoint)
-	msg.Header.Set(events.HeaderErrorField, "checkpoint")
-	msg.Header.Set(events.HeaderError, headerValue(ce.Err.Error()))
-	msg.Header.Set(events.HeaderOriginalStream, "KV_"+p.layout.Bucket)
-	msg.Header.Set(events.HeaderOriginalSubject, "$KV."+p.layout.Bucket+"."+ce.ID)
-	msg.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(ce.Revision, 10))
-	msg.Header.Set(events.HeaderOriginalSize, strconv.Itoa(len(ce.Data)))
-	msgID := "checkpoint:" + ce.ID + ":" + strconv.FormatUint(ce.Revision, 10)
-	err := publishDeadLetter(context.Background(), p.js, msg, msgID, deadLetterAttempts, nil)
-	if err != nil && !transientPublishError(err) {
-		msg.Data = preview(ce.Data)
-		err = publishDeadLetter(context.Background(), p.js, msg, msgID, 1, nil)
-	}
-	if err != nil {
-		p.log.Error().Err(err).Str("event", "dead_letter_failed").Str("session", ce.ID).Uint64("revision", ce.Revision).
-			Msg("the undecodable checkpoint could not be kept on the dead-letter stream")
-	}
-}
