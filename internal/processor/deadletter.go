@@ -300,4 +300,3 @@ func truncateUTF8(s string, n int) string {
 	}
 	return s[:cut]
 }
-

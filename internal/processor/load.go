@@ -42,8 +42,8 @@ type loader struct {
 	store    *state.Store
 	loop     loadLoop
 	aside    *aside
-	rec      *recorder     // the session's last summary, for a rebuild
-	cons     *consumers    // rewinds, and the ack floor of the last attach
+	rec      *recorder           // the session's last summary, for a rebuild
+	cons     *consumers          // rewinds, and the ack floor of the last attach
 	js       jetstream.JetStream // the quarantined checkpoint's dead letter
 	inStream jetstream.Stream    // a quarantined session's events, for its rebuild
 	layout   broker.Layout
