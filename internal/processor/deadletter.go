@@ -78,16 +78,16 @@ func (d *deadLetterer) keep(r rejection) {
 // keepInLog makes the error log line the reference of r without trying
 // the dead-letter stream (copyErr says why), then acks the original.
 func (d *deadLetterer) keepInLog(r rejection, copyErr error) {
-	subject := d.p.subj.DeadLetter(r.m.session)
+	subject := d.subj.DeadLetter(r.m.session)
 	d.logOnly(r, subject, copyErr, copyErr)
 	d.rejected(r, subject, keptLog)
 }
 
 func (d *deadLetterer) rejected(r rejection, subject, kept string) {
-	p, m, ve := d.p, r.m, r.ve
+	m, ve := r.m, r.ve
 	_ = d.release(r).Ack()
-	p.m.rejected.WithLabelValues(ve.Code).Inc()
-	p.log.Warn().Str("event", "event_rejected").Str("session", m.session).Str("subject", m.msg.Subject()).Uint64("seq", m.seq).
+	d.m.rejected.WithLabelValues(ve.Code).Inc()
+	d.log.Warn().Str("event", "event_rejected").Str("session", m.session).Str("subject", m.msg.Subject()).Uint64("seq", m.seq).
 		Str("code", ve.Code).Str("field", ve.Field).Str("reason", ve.Reason).Str("dead_letter", subject).Str("kept", kept).Msg("inbound event rejected")
 }
 
@@ -117,19 +117,19 @@ const (
 // permission looks exactly like that, and leaving the message unacked for
 // it would hold the queue, and the consumer's ack floor, for good.
 func (d *deadLetterer) deadLetter(r rejection) (subject, kept string) {
-	p, m, ve := d.p, r.m, r.ve
-	subject = p.subj.DeadLetter(m.session)
+	m, ve := r.m, r.ve
+	subject = d.subj.DeadLetter(m.session)
 	data := m.msg.Data()
 	copyMsg := nats.NewMsg(subject)
 	copyMsg.Data = data
-	copyMsg.Header = deadLetterHeaders(m.msg.Headers(), p.layout.In, p.subj.Published(m.msg.Subject()), m.seq, ve, r.cause)
+	copyMsg.Header = deadLetterHeaders(m.msg.Headers(), d.in, d.subj.Published(m.msg.Subject()), m.seq, ve, r.cause)
 
 	// Dedup by original sequence: a redelivered bad message is kept once
 	// (a copy or a reference, whichever was stored first).
 	msgID := "dlq:" + strconv.FormatUint(m.seq, 10)
 	err := d.publish(m, copyMsg, msgID, d.attempts)
 	if err == nil {
-		p.m.deadLetters.WithLabelValues(keptCopy).Inc()
+		d.m.deadLetters.WithLabelValues(keptCopy).Inc()
 		return subject, keptCopy
 	}
 	copyErr := err
@@ -144,8 +144,8 @@ func (d *deadLetterer) deadLetter(r rejection) (subject, kept string) {
 		attempts = 1 // already tried as often as allowed
 	}
 	if err = d.publish(m, ref, msgID, attempts); err == nil {
-		p.m.deadLetters.WithLabelValues(keptReference).Inc()
-		p.log.Error().Err(copyErr).Str("event", "dead_letter_reference").Str("session", m.session).Str("stream", p.layout.In).
+		d.m.deadLetters.WithLabelValues(keptReference).Inc()
+		d.log.Error().Err(copyErr).Str("event", "dead_letter_reference").Str("session", m.session).Str("stream", d.in).
 			Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).Str("dead_letter", subject).
 			Msg("rejected event too large or refused for the dead-letter stream; a reference was kept there instead, the original stays in the inbound stream")
 		return subject, keptReference
@@ -160,20 +160,20 @@ func (d *deadLetterer) deadLetter(r rejection) (subject, kept string) {
 // permission, a full queue). The preview is transcript text, so only at
 // debug.
 func (d *deadLetterer) logOnly(r rejection, subject string, copyErr, refErr error) {
-	p, m, ve := d.p, r.m, r.ve
+	m, ve := r.m, r.ve
 	data := m.msg.Data()
-	p.m.deadLetters.WithLabelValues(keptLog).Inc()
-	p.log.Error().Err(copyErr).Str("reference_error", refErr.Error()).Str("event", "dead_letter_failed").Str("session", m.session).
-		Str("stream", p.layout.In).Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).
+	d.m.deadLetters.WithLabelValues(keptLog).Inc()
+	d.log.Error().Err(copyErr).Str("reference_error", refErr.Error()).Str("event", "dead_letter_failed").Str("session", m.session).
+		Str("stream", d.in).Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).
 		Str("dead_letter", subject).Msg("rejected event could not be kept on the dead-letter stream; skipped, the original stays in the inbound stream at this sequence")
-	p.log.Debug().Str("event", "dead_letter_preview").Uint64("seq", m.seq).Bytes("preview", preview(data)).Msg("rejected event preview")
+	d.log.Debug().Str("event", "dead_letter_preview").Uint64("seq", m.seq).Bytes("preview", preview(data)).Msg("rejected event preview")
 }
 
 // publish publishes a dead letter of m (publishDeadLetter), telling the
 // server before each new try that m is still being worked on, so that it
 // is not redelivered meanwhile, and hand whether the stream answers.
 func (d *deadLetterer) publish(m inMsg, msg *nats.Msg, msgID string, attempts int) error {
-	err := publishDeadLetter(d.ctx, d.p.js, msg, msgID, attempts, func() {
+	err := publishDeadLetter(d.ctx, d.js, msg, msgID, attempts, func() {
 		// No answer yet: a full queue stops waiting for room now, not
 		// only once every try has failed.
 		d.failing(true)
