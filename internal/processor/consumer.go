@@ -568,6 +568,12 @@ func (cm *consumers) consume(ctx context.Context, it jetstream.MessagesContext, 
 		cm.itMu.Unlock()
 		it.Stop()
 	}()
+	if cm.rewind.Load() {
+		// Asked between the attach and here, with no iterator to stop
+		// (requestRewind): this one would wait on the consumer the rewind
+		// was asked for, and a later request would find one pending.
+		return
+	}
 	var delivered uint64 // consumer sequence of the last delivery seen
 	var prog progress    // the same, for the stall watch
 	quit := make(chan struct{})
