@@ -3,6 +3,7 @@ package offline
 import (
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -316,7 +317,37 @@ func stem(w string) string {
 	if len(w) <= 2 || !unicode.IsLetter(rune(w[0])) {
 		return w
 	}
-	return english.Stem(w, false)
+	return stems.get(w)
+}
+
+// stems remembers the stems of the words seen: the stemmer costs about a
+// microsecond a word, which is most of what reading a turn would cost, and
+// the words people use are few. A stem depends on the word alone, so one
+// memo serves every session; past maxStems words it starts over.
+var stems = stemMemo{m: map[string]string{}}
+
+const maxStems = 1 << 16
+
+type stemMemo struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+func (s *stemMemo) get(w string) string {
+	s.mu.RLock()
+	st, ok := s.m[w]
+	s.mu.RUnlock()
+	if ok {
+		return st
+	}
+	st = english.Stem(w, false)
+	s.mu.Lock()
+	if len(s.m) >= maxStems {
+		clear(s.m)
+	}
+	s.m[strings.Clone(w)] = st
+	s.mu.Unlock()
+	return st
 }
 
 // isTermWord reports whether the lower-cased word w is a content word.
