@@ -296,6 +296,18 @@ func TestQueryContextRecallsMatchingMemories(t *testing.T) {
 		t.Fatalf("after m-porto superseded m-lisbon: memories %v", ids)
 	}
 
+	// A memory's relative times are resolved against when it was stated,
+	// whenever the question is asked.
+	pubSeq(t, e, e.Layout.Subjects.Out("s1", events.KindMemory), map[string]any{
+		"v": 1, "session": "s1", "version": 4, "fold_id": "f4", "at": testenv.T0.Add(time.Hour),
+		"memories": []string{"The tournament form went out yesterday."},
+		"items":    []map[string]any{{"id": "m-sent", "text": "The tournament form went out yesterday.", "at": said}},
+	})
+	c = getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form"})
+	if p := c.Prompt(); !strings.Contains(p, "The tournament form went out yesterday (21 Nov 2026).") {
+		t.Fatalf("relative time not resolved against when it was said:\n%s", p)
+	}
+
 	// After a reset, nothing from before: no memory, no turn.
 	pubSeq(t, e, e.Layout.Subjects.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpReset, At: testenv.T0.Add(2 * time.Hour)})
 	publishWith(t, e, "s1", 100, 105, nil)
