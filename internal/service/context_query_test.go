@@ -63,11 +63,10 @@ func checkQueryContext(t *testing.T, c *client.Context, budget int) {
 			t.Fatalf("dropped %d, window starts at %d, cursor %d", c.DroppedTurns, firstWindow, c.Cursor)
 		}
 	}
-	// Every excerpt line has its speaker; the first of a run of
-	// consecutive turns its date and time too, which covers the run (its
-	// turns said at most client.RunSpan later), and no other line has one.
+	// Every excerpt line has its speaker; the first of each day its day
+	// too, and no other line has one.
 	prev := int64(-1)
-	var runAt time.Time
+	day := ""
 	rest := p
 	for _, r := range c.Recalled {
 		if r.Kind != client.RecalledTurn {
@@ -81,9 +80,9 @@ func checkQueryContext(t *testing.T, c *client.Context, budget int) {
 			t.Fatalf("recalled turn %d: at %v, said at %v", r.Index, r.At, want.At)
 		}
 		line := want.Speaker + ": " + r.Text + "\n"
-		if r.Index != prev+1 || want.At.Sub(runAt) > client.RunSpan {
-			runAt = want.At
-			line = "[" + want.At.UTC().Format(client.RecallTimeLayout) + "] " + line
+		if d := want.At.UTC().Format(client.RecallTimeLayout); d != day {
+			day = d
+			line = "[" + d + "] " + line
 		}
 		i := strings.Index(rest, "\n"+line)
 		if r.TurnID != want.TurnID || i < 0 || utf8.RuneCountInString(line) != r.Chars {
