@@ -101,7 +101,7 @@ describe("client", { skip: missing }, () => {
 
     const msgs = asked.messages();
     assert.equal(msgs[0]!.role, "system");
-    assert.ok(msgs[0]!.content.includes("Earlier excerpts of this session relevant to the question"));
+    assert.ok(msgs[0]!.content.includes("Earlier excerpts (in order):"));
     assert.equal(msgs.length, 1 + asked.turns.length);
     for (const [i, t] of asked.turns.entries()) assert.equal(msgs[i + 1]!.role, t.role === "assistant" ? "assistant" : "user");
     // JSON.stringify gives the reply as the service sent it, without the methods.
