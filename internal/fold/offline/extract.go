@@ -158,7 +158,7 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := s.trimFiller(collapseRepeats(raw))
+		sent := s.trimFiller(tighten(collapseRepeats(raw)))
 		if low := strings.ToLower(sent); sent == "" || strings.HasPrefix(low, "thanks") || strings.HasPrefix(low, "thank you") {
 			continue // thanks are not news
 		}

@@ -51,6 +51,10 @@ type state struct {
 	Topics []string `json:"topics,omitempty"`
 	// Small: every turn so far was small talk.
 	Small bool `json:"small,omitempty"`
+	// Voc is how often each word of the conversation was said (vocab.go).
+	Voc string `json:"voc,omitempty"`
+
+	voc *vocab // Voc, read
 }
 
 // period is a closed stretch of the conversation: when, who spoke most,
@@ -153,6 +157,10 @@ func (st *state) shed() bool {
 			st.Periods[i].Stmts = dropWeakest(st.Periods[i].Stmts, n/4+1)
 			did = true
 		}
+	}
+	if !did && st.vocab().shrink() {
+		st.Voc = st.voc.String()
+		did = true
 	}
 	if !did && len(st.Periods) > 1 {
 		st.Periods = st.Periods[1:]
