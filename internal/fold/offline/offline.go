@@ -34,7 +34,7 @@
 // replaced. When the budget is tight, statements are kept by worth for
 // their length: the words that no kept statement or period line says
 // already, each weighed by how often the conversation has said it (a
-// bounded count kept in the state, vocab.go), plus a decision, a question
+// bounded count kept in the state, counts.go), plus a decision, a question
 // just asked, names and numbers; newer ones weigh more. Spoken sentences
 // lose their false starts, doubled phrases and hedges ("you know") and a
 // run-on ends at a clause boundary (tighten.go). Older periods merge into
@@ -72,6 +72,7 @@ type config struct {
 	maxUnitsPerTurn int
 	maxNotes        int
 	extraFiller     map[string]bool
+	maxFillerLen    int // bytes of the longest filler word
 	log             zerolog.Logger
 }
 
@@ -156,6 +157,12 @@ func New(opts ...Option) *Summarizer {
 	for _, o := range opts {
 		o(&c)
 	}
+	for _, w := range leadFiller {
+		c.maxFillerLen = max(c.maxFillerLen, len(w))
+	}
+	for w := range c.extraFiller {
+		c.maxFillerLen = max(c.maxFillerLen, len(w))
+	}
 	return &Summarizer{cfg: c}
 }
 
@@ -236,7 +243,7 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 		st.Agent = true
 	}
 	b := s.extract(req, st)
-	st.vocab().add(b.stmts)
+	st.counts().add(b.stmts)
 	st.Voc = st.voc.String()
 	for _, t := range req.Turns {
 		if isToolTurn(t) {

@@ -118,7 +118,7 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	for i := range ss {
 		cands[i] = newCand(&ss[i], 0, 1)
 	}
-	pickCovering(cands, covered, st.vocab(), math.MaxInt, (n+1)/2)
+	pickCovering(cands, covered, st.counts(), math.MaxInt, (n+1)/2)
 	var out, rest []stmt
 	for _, c := range cands {
 		if c.taken {
@@ -177,16 +177,17 @@ func topics(ss []stmt, people []string, n int) []string {
 	}
 	byKey := map[string]*phrase{}
 	var all []*phrase
+	var seen []string // the keys of one statement's phrases
 	for _, x := range ss {
 		if x.K == kTool {
 			continue
 		}
-		seen := map[string]bool{}
+		seen = seen[:0]
 		for _, ph := range decodePhrases(x.Ph) {
-			if seen[ph.key] {
+			if slices.Contains(seen, ph.key) {
 				continue
 			}
-			seen[ph.key] = true
+			seen = append(seen, ph.key)
 			if p, ok := byKey[ph.key]; ok {
 				p.n++
 				if strings.HasPrefix(ph.text, "the ") && !strings.HasPrefix(p.text, "the ") {
@@ -398,7 +399,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		used -= runeLen(headers[first]) + 1
 		headers[first] = ""
 	}
-	voc := st.vocab()
+	voc := st.counts()
 	var cands []*cand
 	add := func(x *stmt, pi int, rec float64) {
 		if x.K == kQuestion && x.Batch {
@@ -597,7 +598,7 @@ func newCand(x *stmt, period int, rec float64) *cand {
 // conversation says them, plus what the statement is worth besides its
 // words: numbers, names, decisions, an open question), until nothing that
 // fits adds anything.
-func pickCovering(cands []*cand, named map[string]bool, voc *vocab, room, n int) {
+func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n int) {
 	texts := map[string]bool{}
 	said := map[string]bool{} // by the statements taken
 	for ; n > 0; n-- {

@@ -8,27 +8,27 @@ import (
 	"strings"
 )
 
-// Bounds of the vocabulary: it keeps at most maxVocab words after a prune
-// and is pruned when it holds twice as many.
+// maxVocab bounds the word counts: they keep at most maxVocab words after
+// a prune and are pruned when they hold twice as many.
 const maxVocab = 256
 
-// vocab counts, for the words of the conversation (stemmed terms), how
+// wordCounts counts, for the words of the conversation (stemmed terms), how
 // many statements have said them so far. A word said again and again is
 // a subject of the conversation, which is what later questions ask
 // about; the summary prefers statements that cover such words, each once.
 // It is kept in the state as "term:count" pairs (state.Voc), most said
 // first; when it grows past twice maxVocab the least said words are
-// forgotten and the count of the last one forgotten becomes the floor
-// that a new word starts from (a new subject is not outweighed by every
+// forgotten and the count of the last one forgotten becomes the floor; a
+// new word starts at half of it (a new subject is not outweighed by every
 // old one merely for being new).
-type vocab struct {
+type wordCounts struct {
 	n     map[string]int
 	floor int
 }
 
-// vocabOf reads state.Voc.
-func vocabOf(s string) *vocab {
-	v := &vocab{n: map[string]int{}}
+// countsOf reads state.Voc.
+func countsOf(s string) *wordCounts {
+	v := &wordCounts{n: map[string]int{}}
 	for _, f := range strings.Fields(s) {
 		t, c, ok := strings.Cut(f, ":")
 		if !ok {
@@ -49,7 +49,7 @@ func vocabOf(s string) *vocab {
 
 // add counts the terms of the statements ss, each term once a statement,
 // a statement repeated in ss once.
-func (v *vocab) add(ss []stmt) {
+func (v *wordCounts) add(ss []stmt) {
 	seen := map[string]bool{}
 	for _, x := range ss {
 		if x.K == kTool || seen[x.Terms] {
@@ -73,17 +73,17 @@ func (v *vocab) add(ss []stmt) {
 	}
 }
 
-type vocabEntry struct {
+type countEntry struct {
 	t string
 	c int
 }
 
-func (v *vocab) sorted() []vocabEntry {
-	es := make([]vocabEntry, 0, len(v.n))
+func (v *wordCounts) sorted() []countEntry {
+	es := make([]countEntry, 0, len(v.n))
 	for t, c := range v.n {
-		es = append(es, vocabEntry{t, c})
+		es = append(es, countEntry{t, c})
 	}
-	slices.SortFunc(es, func(a, b vocabEntry) int {
+	slices.SortFunc(es, func(a, b countEntry) int {
 		if c := cmp.Compare(b.c, a.c); c != 0 {
 			return c
 		}
@@ -92,8 +92,8 @@ func (v *vocab) sorted() []vocabEntry {
 	return es
 }
 
-// String writes the vocabulary for state.Voc.
-func (v *vocab) String() string {
+// String writes the counts for state.Voc.
+func (v *wordCounts) String() string {
 	var b strings.Builder
 	if v.floor > 0 {
 		b.WriteString(":" + strconv.Itoa(v.floor))
@@ -112,7 +112,7 @@ func (v *vocab) String() string {
 // weight is what covering the term t is worth in a summary: more for a
 // word said in many statements (logarithmically, so that one subject does
 // not crowd out the others), little for a word said once.
-func (v *vocab) weight(t string) float64 {
+func (v *wordCounts) weight(t string) float64 {
 	c := v.n[t]
 	if c == 0 {
 		c = 1
@@ -120,9 +120,9 @@ func (v *vocab) weight(t string) float64 {
 	return math.Log2(1+float64(c)) - 0.8
 }
 
-// shrink forgets the least said half of the vocabulary (the state is over
+// shrink forgets the least said half of the words (the state is over
 // its byte bound).
-func (v *vocab) shrink() bool {
+func (v *wordCounts) shrink() bool {
 	if len(v.n) < 16 {
 		return false
 	}
@@ -135,10 +135,10 @@ func (v *vocab) shrink() bool {
 	return true
 }
 
-// vocab is the state's vocabulary, read once.
-func (st *state) vocab() *vocab {
+// counts are the state's word counts, read once.
+func (st *state) counts() *wordCounts {
 	if st.voc == nil {
-		st.voc = vocabOf(st.Voc)
+		st.voc = countsOf(st.Voc)
 	}
 	return st.voc
 }
