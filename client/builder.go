@@ -152,8 +152,8 @@ func (b *Builder) Context(ctx context.Context, session string, budget Budget) (*
 // (1..MaxContextQueryChars characters). Within budget, in this priority
 // order: the summary, the memories that match the query, the earlier
 // turns that best match it (with the neighbours that make them readable,
-// in transcript order, each with its speaker, a run of consecutive turns
-// labelled once with its date and time: ExcerptRun), then the verbatim
+// in transcript order, each with its speaker, the excerpts of one day
+// labelled once with the day: ExcerptRun), then the verbatim
 // turns, newest first when the budget is short. Context.Recalled
 // lists what was recalled and why (scores); Prompt renders it all.
 func (b *Builder) ContextFor(ctx context.Context, session, query string, budget Budget) (*Context, error) {

@@ -58,7 +58,7 @@ func RealtimeInstructions(base, summary string, ceiling int) string {
 // question-aware context (Builder.ContextFor): base, then the context's
 // summary as the "Session conversation summary:" section, then what it
 // recalled for the question, each section under its header and every
-// line labelled as Prompt labels it (date and time, speaker), never
+// line labelled as Prompt labels it (day, speaker), never
 // longer than ceiling characters (DefaultRealtimeCeiling when <= 0).
 //
 // The priority is the context's: base, the summary (trimmed as

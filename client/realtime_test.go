@@ -104,8 +104,8 @@ func TestRealtimeContextInstructionsAddsRecalledLinesWithinTheCeiling(t *testing
 	}
 	full := client.RealtimeContextInstructions(base, c, 0)
 	want := client.RealtimeInstructions(base, summary, 0) + "\n\n" + client.MemoriesHeader + "\n- Dave must stop at 11:30 pm." +
-		"\n\n" + client.ExcerptsHeader + "\n[Sun 2026-11-22 20:05 UTC] Bob: I will try Jeff the Land Shark." +
-		"\nCarol: " + strings.Repeat("long ", 30) + "\nDave: Sure." // one run: labelled once
+		"\n\n" + client.ExcerptsHeader + "\n[Sun 2026-11-22] Bob: I will try Jeff the Land Shark." +
+		"\nCarol: " + strings.Repeat("long ", 30) + "\nDave: Sure." // one day: labelled once
 	if full != want {
 		t.Fatalf("got\n%q\nwant\n%q", full, want)
 	}
@@ -123,8 +123,9 @@ func TestRealtimeContextInstructionsAddsRecalledLinesWithinTheCeiling(t *testing
 	if !strings.Contains(short, "Bob: I will try") || strings.Contains(short, "Carol:") {
 		t.Fatalf("too short for the long line: it goes, the others stay: %q", short)
 	}
-	// Without the line before it, Dave's turn starts a run of its own.
-	if !strings.HasSuffix(short, "Shark.\n[Sun 2026-11-22 20:07 UTC] Dave: Sure.") {
-		t.Fatalf("the line after a left-out one is labelled: %q", short)
+	// Without the line before it, Dave's turn is still of the day Bob's
+	// line gave: no label.
+	if !strings.HasSuffix(short, "Shark.\nDave: Sure.") {
+		t.Fatalf("the line after a left-out one of the same day is labelled: %q", short)
 	}
 }

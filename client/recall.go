@@ -160,16 +160,15 @@ const (
 	// The header lines Prompt puts before each recalled section, and
 	// before the verbatim turns when anything was recalled, so that a
 	// model tells earlier excerpts from the live conversation.
-	MemoriesHeader = "Remembered facts relevant to the question:"
-	ExcerptsHeader = "Earlier excerpts of this session relevant to the question (transcript order):"
+	// They are short: a header is paid in every reply's budget.
+	MemoriesHeader = "Remembered facts:"
+	ExcerptsHeader = "Earlier excerpts (in order):"
 	RecentHeader   = "Recent turns:"
 
-	// RecallTimeLayout is how a recalled line gives its date and time.
-	RecallTimeLayout = "Mon 2006-01-02 15:04 MST"
-	// RunSpan bounds a run of excerpt turns under one label (ExcerptRun):
-	// every turn of a run was said at most RunSpan after the time its
-	// label gives.
-	RunSpan = 10 * time.Minute
+	// RecallTimeLayout is how a recalled line gives the day it was said
+	// (UTC): the day, as a builder that dates a transcript gives it, once
+	// per day of excerpts (ExcerptRun).
+	RecallTimeLayout = "Mon 2006-01-02"
 )
 
 // RecalledItem is a memory or an earlier turn packed into a question-aware
@@ -202,17 +201,17 @@ type RecalledItem struct {
 	Text    string `json:"text"`
 	Trimmed bool   `json:"trimmed,omitempty"`
 	// Chars and Tokens are the item's cost as its prompt line in the
-	// reply's Prompt: labelled with its date and time (Line) for a memory
+	// reply's Prompt: labelled with its day (Line) for a memory
 	// and for the first turn of a run of excerpts, "Speaker: text" for a
 	// turn that continues a run (ExcerptRun).
 	Chars  int `json:"chars"`
 	Tokens int `json:"tokens"`
 }
 
-// Line is the item as one labelled prompt line: "[Sun 2026-11-22 20:00
-// UTC] Alice: text" for a turn; the same after "- " for a memory, without
-// the speaker when it has none and without the time when it has none. In
-// a prompt a turn has this line only when it starts a run of excerpts
+// Line is the item as one labelled prompt line: "[Sun 2026-11-22] Alice:
+// text" for a turn; the same after "- " for a memory, without the speaker
+// when it has none and without the day when it has no time. In a prompt a
+// turn has this line only when it starts a run of excerpts of one day
 // (ExcerptRun).
 func (r RecalledItem) Line() string {
 	var b strings.Builder
@@ -268,21 +267,19 @@ func CheckContext(r *ContextRequest) error {
 }
 
 // ExcerptRun is where a prompt's section of recalled lines stands, so that
-// a run of consecutive excerpt turns is labelled with its date and time
-// once, on its first line, rather than on every line (the label costs
-// ~27 characters a line; go run ./cmd/eval -explore measures it). The zero value
-// is before a section's first line.
+// the excerpts said on one day are labelled with that day once, on the
+// first line, rather than on every line (a label costs ~17 characters a
+// line, the room of a few words of evidence), as a builder that dates a
+// transcript gives a date line per day. The zero value is before a
+// section's first line.
 //
-// A turn continues the run of the line before it when it is the next
-// turn of the session (Index one more) and was said no earlier than the
-// run's label and at most RunSpan after it; its line is then "Speaker:
-// text", and the run's label gives when it was said to within RunSpan.
-// Any other turn starts a run: its line is Line, labelled. A memory is
-// always its own Line and ends the run; so does a turn without a time.
+// A turn continues the run of the line before it when that line is a turn
+// said on the same day (UTC); its line is then "Speaker: text". Any other
+// turn starts a run: its line is Line, labelled. A memory is always its
+// own Line and ends the run; so does a turn without a time.
 type ExcerptRun struct {
-	last  int64     // Index of the run's latest turn
-	label time.Time // the run's label: its first turn's At
-	open  bool
+	day  string // the run's label: the day of its first turn
+	open bool
 }
 
 // Next is r's prompt line after the lines before it (run), and the state
@@ -297,7 +294,7 @@ func (run ExcerptRun) Next(r RecalledItem) (string, ExcerptRun) {
 }
 
 // RunLine is a turn's line where it continues a run of excerpts: Line
-// without the date and time, "Alice: text". A turn's line is its
+// without the day, "Alice: text". A turn's line is its
 // ContextTurn's (the speaker's name normalised, else its role, else
 // "unknown"; line breaks shown as " ⏎ "), so that neither a name nor a
 // text forges a line of its own; a memory's is its speaker's normalised
@@ -314,14 +311,15 @@ func (r RecalledItem) RunLine() string {
 }
 
 // Labels reports whether r's line after the lines before it (run) carries
-// its date and time (always for a memory, a turn that starts a run, or a
+// its day (always for a memory, a turn that starts a run, or a
 // turn without a time, which has none to carry), and the state after it.
 func (run ExcerptRun) Labels(r RecalledItem) (bool, ExcerptRun) {
 	if r.Kind != RecalledTurn || r.At.IsZero() {
 		return true, ExcerptRun{}
 	}
-	if run.open && r.Index == run.last+1 && !r.At.Before(run.label) && r.At.Sub(run.label) <= RunSpan {
-		return false, ExcerptRun{last: r.Index, label: run.label, open: true}
+	day := r.At.UTC().Format(RecallTimeLayout)
+	if run.open && day == run.day {
+		return false, run
 	}
-	return true, ExcerptRun{last: r.Index, label: r.At, open: true}
+	return true, ExcerptRun{day: day, open: true}
 }

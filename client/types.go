@@ -281,9 +281,9 @@ type EvictionNote struct {
 // recalled material (a query), the memories and the earlier excerpts come
 // between the two, each section under its header line (MemoriesHeader,
 // ExcerptsHeader, then RecentHeader before the turns), every memory line
-// labelled with its date and time and speaker (RecalledItem.Line), every
-// excerpt line with its speaker, and the first line of each run of
-// consecutive excerpt turns with its date and time (ExcerptRun). Its
+// labelled with its day and speaker (RecalledItem.Line), every excerpt
+// line with its speaker, and the first excerpt of each day with the day
+// (ExcerptRun). Its
 // length in runes is exactly Chars, so it never exceeds the requested
 // budget.
 func (c *Context) Prompt() string {

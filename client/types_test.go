@@ -40,7 +40,7 @@ func TestContextLinesNormaliseSpeakerNames(t *testing.T) {
 		// A recalled turn is rendered the same way, after its label or
 		// in a run, and a memory's speaker and text too.
 		at := time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)
-		label := "[Sun 2026-11-22 20:00 UTC] "
+		label := "[Sun 2026-11-22] "
 		first := client.RecalledItem{Kind: client.RecalledTurn, Index: 1, At: at, Speaker: "Alice", Role: "user", Text: "hi"}
 		turn := client.RecalledItem{Kind: client.RecalledTurn, Index: 2, At: at, Speaker: tt.turn.Speaker, Role: tt.turn.Role, Text: tt.turn.Text}
 		memory := client.RecalledItem{Kind: client.RecalledMemory, At: at, Speaker: tt.turn.Speaker, Text: tt.turn.Text}
@@ -54,7 +54,7 @@ func TestContextLinesNormaliseSpeakerNames(t *testing.T) {
 	}
 }
 
-func TestPromptLabelsEachRunOfExcerptsOnce(t *testing.T) {
+func TestPromptLabelsEachDayOfExcerptsOnce(t *testing.T) {
 	at := time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)
 	turn := func(i int64, after time.Duration, speaker string) client.RecalledItem {
 		return client.RecalledItem{Kind: client.RecalledTurn, Index: i, At: at.Add(after), Speaker: speaker, Text: "turn " + speaker}
@@ -62,20 +62,20 @@ func TestPromptLabelsEachRunOfExcerptsOnce(t *testing.T) {
 	c := &client.Context{Recalled: []client.RecalledItem{
 		{Kind: client.RecalledMemory, MemoryID: "1.1", At: at, Text: "a fact"},
 		turn(3, 0, "Bob"),
-		turn(4, time.Minute, "Alice"),                              // continues 3's run
-		turn(6, 2*time.Minute, "Bob"),                              // a gap: a run of its own
-		turn(7, 2*time.Minute+client.RunSpan+time.Second, "Alice"), // too long after its run's label
-		turn(8, 0, "Bob"),                                          // said before its run's label
-		{Kind: client.RecalledTurn, Index: 9, Speaker: "Carol", Text: "no time"}, // no time to give
-		turn(10, 0, "Bob"),
+		turn(4, time.Minute, "Alice"), // the same day
+		turn(6, 3*time.Hour, "Bob"),   // a gap, hours later: the same day still
+		turn(7, 5*time.Hour, "Alice"), // the next day (UTC)
+		turn(8, 5*time.Hour, "Bob"),   // the same day as the line before
+		{Kind: client.RecalledTurn, Index: 9, Speaker: "Carol", Text: "no time"}, // no day to give
+		turn(10, 5*time.Hour, "Bob"), // after a line without one: labelled
+		turn(11, 0, "Alice"),         // a day before the line before
 	}}
-	want := client.MemoriesHeader + "\n- [Sun 2026-11-22 20:00 UTC] a fact\n" + client.ExcerptsHeader + "\n" +
-		"[Sun 2026-11-22 20:00 UTC] Bob: turn Bob\nAlice: turn Alice\n" +
-		"[Sun 2026-11-22 20:02 UTC] Bob: turn Bob\n" +
-		"[Sun 2026-11-22 20:12 UTC] Alice: turn Alice\n" +
-		"[Sun 2026-11-22 20:00 UTC] Bob: turn Bob\n" +
+	want := client.MemoriesHeader + "\n- [Sun 2026-11-22] a fact\n" + client.ExcerptsHeader + "\n" +
+		"[Sun 2026-11-22] Bob: turn Bob\nAlice: turn Alice\nBob: turn Bob\n" +
+		"[Mon 2026-11-23] Alice: turn Alice\nBob: turn Bob\n" +
 		"Carol: no time\n" +
-		"[Sun 2026-11-22 20:00 UTC] Bob: turn Bob\n"
+		"[Mon 2026-11-23] Bob: turn Bob\n" +
+		"[Sun 2026-11-22] Alice: turn Alice\n"
 	if got := c.Prompt(); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}

@@ -26,8 +26,8 @@ type packOpts struct {
 	// groupLabels labels a run of consecutive excerpt turns once (its
 	// first turn's time) instead of every turn; noLabels labels none.
 	groupLabels, noLabels bool
-	// dateLabels labels with the service's full date and time
-	// (client.RecallTimeLayout) instead of "[15:04]".
+	// dateLabels labels with the service's day (client.RecallTimeLayout)
+	// instead of "[15:04]".
 	dateLabels bool
 }
 

@@ -213,7 +213,7 @@ func (w *checkpointWriter) saved(ls *live, rev uint64, err error) bool {
 		w.pending -= len(ls.acks)
 		ls.acks = nil
 		w.owner.drop(ls.s.ID)
-		p.requestRewind("checkpoint_failed", err)
+		p.cons.requestRewind("checkpoint_failed", err)
 		return false
 	}
 	w.covered(ls, rev, len(ls.acks))

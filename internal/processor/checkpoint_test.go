@@ -164,7 +164,7 @@ func TestCheckpointWriterAcksAfterTheCoveringWrite(t *testing.T) {
 	if _, kept := wr.own["s1"]; kept {
 		t.Fatal("the session stayed in memory after its write met another owner's revision")
 	}
-	if !wr.p.rewind.Load() {
+	if !wr.p.cons.rewinding() {
 		t.Fatal("no rewind asked for after a conflicting checkpoint")
 	}
 	if w.pending != 0 {
@@ -200,8 +200,8 @@ func TestCheckpointWriterOneWriteOfASessionAtATime(t *testing.T) {
 	wr.Eventually("the first delivery acked", func() bool { return wr.ackPending() == 2 })
 	w.flush(true)
 	w.landSaves(<-w.saves)
-	if _, kept := wr.own["s1"]; !kept || wr.p.rewind.Load() {
-		t.Fatalf("the second write conflicted with the first (kept %v, rewind %v)", kept, wr.p.rewind.Load())
+	if _, kept := wr.own["s1"]; !kept || wr.p.cons.rewinding() {
+		t.Fatalf("the second write conflicted with the first (kept %v, rewind %v)", kept, wr.p.cons.rewinding())
 	}
 	wr.Eventually("every delivery acked", func() bool { return wr.ackPending() == 0 })
 	if got := wr.Checkpoint("s1"); got.LastSeq != ls.s.LastSeq {

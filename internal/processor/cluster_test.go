@@ -754,7 +754,7 @@ func TestStuckConsumerIsReplaced(t *testing.T) {
 		}
 	}
 	r.checkSession(s)
-	if name := p.ConsumerName(); name == "foldstream" || !p.isOwnConsumer(name) {
+	if name := p.ConsumerName(); name == "foldstream" || !p.cons.isOwnConsumer(name) {
 		t.Errorf("the engine reads from %q, want a fresh name of its own", name)
 	}
 	r.Eventually("the stuck consumer deleted", func() bool {

@@ -308,7 +308,7 @@ func (c *coordinator) profile(ls *live) fold.Profile {
 // of its own: at start (due mark) or when its wake time has come.
 // Must be called on the loop.
 func (c *coordinator) resume(id, trigger string) {
-	if c.p.rewind.Load() {
+	if c.p.cons.rewinding() {
 		return // the rewind reloads it; its due mark stays for the next start
 	}
 	c.loop.withSession(id, func(ls *live) {

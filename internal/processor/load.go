@@ -133,14 +133,14 @@ func (sh *shard) loadLanded(id string) {
 func (sh *shard) loadFailed(id string, err error) bool {
 	var ce *state.CorruptError
 	if !errors.As(err, &ce) {
-		sh.p.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", id, err))
+		sh.p.cons.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", id, err))
 		return false
 	}
 	// The session's first inbound sequence this shard has not handled
 	// yet: the first parked behind the read, else every event up to the
 	// ack floor of the last attach, and every one received since, was
 	// handled.
-	next := max(sh.seen, sh.p.handled.Load()) + 1
+	next := max(sh.seen, sh.p.cons.handledFloor()) + 1
 	if q := sh.loading[id]; len(q) > 0 {
 		next = q[0].seq
 	}

@@ -304,7 +304,7 @@ func (sh *shard) idle() bool {
 	if time.Since(sh.lastIn) < idleFlush {
 		return false
 	}
-	return sh.p.backlog.Load() == 0 || sh.w.pending*len(sh.p.shards) >= sh.p.cfg.MaxAckPending/2
+	return !sh.p.cons.backlogged() || sh.w.pending*len(sh.p.shards) >= sh.p.cfg.MaxAckPending/2
 }
 
 // reset forgets every session and unacknowledged message; the consumer is
@@ -471,7 +471,7 @@ const (
 // Must be called on the loop.
 func (sh *shard) handle(m inMsg) {
 	p := sh.p
-	if p.rewind.Load() {
+	if p.cons.rewinding() {
 		return // not acked: redelivered, in order, after the rewind
 	}
 	if m.perr != nil {
@@ -502,7 +502,7 @@ func (sh *shard) handle(m inMsg) {
 // Must be called on the loop.
 func (sh *shard) apply(ls *live, m inMsg) {
 	p := sh.p
-	if p.rewind.Load() {
+	if p.cons.rewinding() {
 		return // not acked: redelivered, in order, after the rewind
 	}
 	seq := m.seq

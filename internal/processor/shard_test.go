@@ -132,12 +132,12 @@ func TestLoopRewindDropsTheQueuedEvents(t *testing.T) {
 		s, _, err := r.Store.Load(ctx, "s1")
 		return err == nil && s.LastSeq == ms[1].seq
 	})
-	p.rewind.Store(true) // as requestRewind: the consumer stops dispatching
-	sh.in <- ms[2]       // dispatched before it stopped
+	p.cons.rewind.Store(true) // as requestRewind: the consumer stops dispatching
+	sh.in <- ms[2]            // dispatched before it stopped
 	rewound := make(chan struct{})
 	sh.ctrl <- rewound
 	<-rewound
-	p.rewind.Store(false)
+	p.cons.rewind.Store(false)
 	close(sh.in)
 	<-done
 	if len(sh.sessions) != 0 || sh.w.busy() || sh.w.acksWaiting() != 0 {

@@ -35,7 +35,7 @@ type progress struct {
 // watchStalls asks the consumer, each stallCheck without a new delivery
 // while the loop waits for one, whether it is stuck, and rewinds if it is.
 // A loop blocked on a busy shard is slow, not stuck: not asked.
-func (p *Processor) watchStalls(ctx context.Context, cons jetstream.Consumer, prog *progress, quit <-chan struct{}) {
+func (cm *consumers) watchStalls(ctx context.Context, cons jetstream.Consumer, prog *progress, quit <-chan struct{}) {
 	tick := time.NewTicker(stallCheck)
 	defer tick.Stop()
 	var w stallWatch
@@ -54,11 +54,11 @@ func (p *Processor) watchStalls(ctx context.Context, cons jetstream.Consumer, pr
 		}
 		why := w.check(ctx, cons, last)
 		if w.failed == 1 && ctx.Err() == nil {
-			p.log.Warn().Err(w.err).Str("event", "stall_check_failed").
+			cm.log.Warn().Err(w.err).Str("event", "stall_check_failed").
 				Msg("could not read the consumer while no delivery came; asking again, and rewinding if it stays unanswered")
 		}
 		if why != nil {
-			p.requestRewind("delivery_stalled", why)
+			cm.requestRewind("delivery_stalled", why)
 			return
 		}
 	}

@@ -100,13 +100,13 @@ func TestReattachWithoutConsumerKeepsTheFloor(t *testing.T) {
 		info, err := cons.Info(ctx)
 		return err == nil && info.Config.OptStartSeq == startSeq
 	}
-	p.requestRewind("test", errors.New("a rewind, to read the floor"))
+	p.cons.requestRewind("test", errors.New("a rewind, to read the floor"))
 	r.Eventually("re-attached after the ack floor", func() bool { return attachedAfter(21) })
 	// As if the next re-attach deleted the consumer and could not create it.
 	if err := r.JS.DeleteConsumer(ctx, r.Layout.In, "foldstream"); err != nil {
 		t.Fatal(err)
 	}
-	p.requestRewind("test", errors.New("a rewind with the consumer gone"))
+	p.cons.requestRewind("test", errors.New("a rewind with the consumer gone"))
 	r.Eventually("re-attached after the remembered floor", func() bool { return attachedAfter(21) })
 	r.Turns("s1", 1)
 	r.Settled("s1", 21, 0)

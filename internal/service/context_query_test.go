@@ -63,11 +63,10 @@ func checkQueryContext(t *testing.T, c *client.Context, budget int) {
 			t.Fatalf("dropped %d, window starts at %d, cursor %d", c.DroppedTurns, firstWindow, c.Cursor)
 		}
 	}
-	// Every excerpt line has its speaker; the first of a run of
-	// consecutive turns its date and time too, which covers the run (its
-	// turns said at most client.RunSpan later), and no other line has one.
+	// Every excerpt line has its speaker; the first of each day its day
+	// too, and no other line has one.
 	prev := int64(-1)
-	var runAt time.Time
+	day := ""
 	rest := p
 	for _, r := range c.Recalled {
 		if r.Kind != client.RecalledTurn {
@@ -81,9 +80,9 @@ func checkQueryContext(t *testing.T, c *client.Context, budget int) {
 			t.Fatalf("recalled turn %d: at %v, said at %v", r.Index, r.At, want.At)
 		}
 		line := want.Speaker + ": " + r.Text + "\n"
-		if r.Index != prev+1 || want.At.Sub(runAt) > client.RunSpan {
-			runAt = want.At
-			line = "[" + want.At.UTC().Format(client.RecallTimeLayout) + "] " + line
+		if d := want.At.UTC().Format(client.RecallTimeLayout); d != day {
+			day = d
+			line = "[" + d + "] " + line
 		}
 		i := strings.Index(rest, "\n"+line)
 		if r.TurnID != want.TurnID || i < 0 || utf8.RuneCountInString(line) != r.Chars {
@@ -294,6 +293,18 @@ func TestQueryContextRecallsMatchingMemories(t *testing.T) {
 	}
 	if !slices.Contains(ids, "m-porto") || slices.Contains(ids, "m-lisbon") {
 		t.Fatalf("after m-porto superseded m-lisbon: memories %v", ids)
+	}
+
+	// A memory's relative times are resolved against when it was stated,
+	// whenever the question is asked.
+	pubSeq(t, e, e.Layout.Subjects.Out("s1", events.KindMemory), map[string]any{
+		"v": 1, "session": "s1", "version": 4, "fold_id": "f4", "at": testenv.T0.Add(time.Hour),
+		"memories": []string{"The tournament form went out yesterday."},
+		"items":    []map[string]any{{"id": "m-sent", "text": "The tournament form went out yesterday.", "at": said}},
+	})
+	c = getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form"})
+	if p := c.Prompt(); !strings.Contains(p, "The tournament form went out yesterday (21 Nov 2026).") {
+		t.Fatalf("relative time not resolved against when it was said:\n%s", p)
 	}
 
 	// After a reset, nothing from before: no memory, no turn.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/reldate"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -118,7 +119,7 @@ func (s *server) outStream(ctx context.Context) (jetstream.Stream, error) {
 // packMemories ranks the session's memories of the current epoch against
 // the query terms (BM25 among them) and charges the best, at most
 // maxRecalledMemories, best first, each with its relative times resolved
-// against when it was stated (resolveDates).
+// against when it was stated (reldate.Resolve).
 func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []client.RecalledItem {
 	rp := h.r
 	var live []*memory
@@ -178,7 +179,7 @@ func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []cl
 			break
 		}
 		it := client.RecalledItem{Kind: client.RecalledMemory, MemoryID: r.m.id, TurnID: r.m.turnID, Speaker: r.m.speaker,
-			At: r.m.at, Score: r.score, Text: resolveDates(r.m.text, r.m.at)}
+			At: r.m.at, Score: r.score, Text: reldate.Resolve(r.m.text, r.m.at)}
 		it.Chars, it.Tokens = s.lineCost(it.Line())
 		if len(items) == 0 {
 			hc, ht := s.lineCost(client.MemoriesHeader)

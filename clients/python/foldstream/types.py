@@ -22,10 +22,9 @@ __all__ = [
 ]
 
 SUMMARY_PREFIX = "Earlier in this session: "
-MEMORIES_HEADER = "Remembered facts relevant to the question:"
-EXCERPTS_HEADER = "Earlier excerpts of this session relevant to the question (transcript order):"
+MEMORIES_HEADER = "Remembered facts:"
+EXCERPTS_HEADER = "Earlier excerpts (in order):"
 RECENT_HEADER = "Recent turns:"
-_RUN_SPAN_NS = 10 * 60 * 1_000_000_000
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _LINE_BREAKS = re.compile("\r\n|\n|\r|\u2028|\u2029")
 _NS = re.compile(r"\.(\d+)")
@@ -66,7 +65,7 @@ def turn_line(name: str, text: str) -> str:
 
 def _label(t: datetime) -> str:
     u = t.astimezone(timezone.utc)
-    return f"{_DAYS[u.weekday()]} {u:%Y-%m-%d %H:%M} UTC"
+    return f"{_DAYS[u.weekday()]} {u:%Y-%m-%d}"
 
 
 @dataclass
@@ -209,7 +208,7 @@ class RecalledItem:
         return f"{n}: {text}" if n else text
 
     def line(self) -> str:
-        """The item as one labelled prompt line: "[Sun 2026-11-22 20:00 UTC] Alice: text"."""
+        """The item as one labelled prompt line: "[Sun 2026-11-22] Alice: text"."""
         out = "- " if self.kind == "memory" else ""
         if self.at is not None:
             out += f"[{_label(self.at)}] "
@@ -226,20 +225,20 @@ class MissingTurns:
 
 
 def _excerpt_lines(items: list[RecalledItem]) -> list[str]:
-    """Prompt lines of recalled items of one kind: a run of consecutive turns labelled once."""
+    """Prompt lines of recalled items of one kind: the turns of one day (UTC) labelled once."""
     lines: list[str] = []
-    open_, last, label = False, 0, 0
+    day: str | None = None
     for r in items:
         if r.kind != "turn" or r.at is None:
             lines.append(r.line())
-            open_ = False
+            day = None
             continue
-        if open_ and r.index == last + 1 and r.at_ns >= label and r.at_ns - label <= _RUN_SPAN_NS:
+        d = _label(r.at)
+        if d == day:
             lines.append(r.run_line())
-            last = r.index
             continue
         lines.append(r.line())
-        open_, last, label = True, r.index, r.at_ns
+        day = d
     return lines
 
 

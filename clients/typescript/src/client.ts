@@ -9,7 +9,7 @@
 import { connect as natsConnect, errors as natsErrors, nuid } from "@nats-io/transport-node";
 import type { NatsConnection, NodeConnectionOptions, Msg } from "@nats-io/transport-node";
 import { jetstream, DeliverPolicy } from "@nats-io/jetstream";
-import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
+import type { JetStreamClient } from "@nats-io/jetstream";
 
 import {
   BadRequestError,
@@ -26,6 +26,8 @@ import {
   ValidationError,
 } from "./errors.js";
 import type { UnackedEvent } from "./errors.js";
+import { AckInbox } from "./acks.js";
+import type { Ack } from "./acks.js";
 import { Context } from "./context.js";
 import {
   DEFAULT_LIMITS,
@@ -171,6 +173,7 @@ export class FoldstreamClient {
   private readonly ownsConnection: boolean;
   private readonly user: string | undefined;
   private readonly inboxPrefix: string;
+  private readonly acks: AckInbox;
   private readonly published = new Map<string, number>();
   private closed = false;
 
@@ -190,6 +193,9 @@ export class FoldstreamClient {
     this.user = user;
     this.inboxPrefix = (nc as unknown as { options?: { inboxPrefix?: string } }).options?.inboxPrefix || "_INBOX";
     this.js = jetstream(nc, { timeout: this.ackTimeout });
+    this.acks = new AckInbox(nc, this.inboxPrefix, this.ackTimeout,
+      `no stream stores it (is the processor provisioned with prefix "${this.prefix}"?)`,
+      (err) => this.natsError(err, this.inboxPrefix, this.ackTimeout, "the reply inbox"));
   }
 
   /**
@@ -265,14 +271,19 @@ export class FoldstreamClient {
     return data;
   }
 
-  private async publishMsg(session: string, subject: string, data: Uint8Array, msgID?: string): Promise<Published> {
-    let ack: PubAck;
+  /** Records the highest stream sequence acknowledged for the session (for {@link FoldstreamClient.waitCaughtUp}). */
+  private acked(session: string, ack: Ack): void {
+    if (ack.seq > (this.published.get(session) ?? 0)) this.published.set(session, ack.seq);
+  }
+
+  private async publishMsg(session: string, subject: string, data: Uint8Array, msgID = ""): Promise<Published> {
+    let ack: Ack;
     try {
-      ack = await this.js.publish(subject, data, { ...(msgID ? { msgID } : {}), timeout: this.ackTimeout });
+      ack = await this.acks.request(subject, data, msgID);
     } catch (err) {
       throw this.natsError(err, subject, this.ackTimeout, `no stream stores it (is the processor provisioned with prefix "${this.prefix}"?)`);
     }
-    if (ack.seq > (this.published.get(session) ?? 0)) this.published.set(session, ack.seq);
+    this.acked(session, ack);
     return { seq: ack.seq, duplicate: ack.duplicate };
   }
 
@@ -316,31 +327,52 @@ export class FoldstreamClient {
     let acked = 0;
     let duplicates = 0;
     let next = 0;
+    let inFlight = 0;
     // After the first failure (a lost connection, a timeout) nothing more is
     // sent: the rest is reported as not acknowledged at once instead of
     // each waiting out its own timeout.
     let stopped: Error | undefined;
-    const worker = async () => {
-      while (next < prepared.length) {
-        const index = next++;
-        const p = prepared[index]!;
-        const fail = (error: Error) => unacked.push({ index, session: p.wire.session, turn_id: p.wire.turn_id, error });
-        if (stopped) {
-          fail(new FoldstreamError(`foldstream: not sent: the batch stopped at the first unacknowledged turn (${stopped.message})`, { cause: stopped }));
-          continue;
+    await new Promise<void>((resolve) => {
+      const fail = (index: number, error: Error) => {
+        const w = prepared[index]!.wire;
+        unacked.push({ index, session: w.session, turn_id: w.turn_id, error });
+      };
+      // Keeps maxPending publishes in flight. It runs again from each
+      // acknowledgement's callback, so that the publishes refilling the
+      // window after a read of many acks leave together in one write.
+      const pump = () => {
+        while (inFlight < this.maxPending && next < prepared.length) {
+          const index = next++;
+          const p = prepared[index]!;
+          if (stopped) {
+            fail(index, new FoldstreamError(`foldstream: not sent: the batch stopped at the first unacknowledged turn (${stopped.message})`, { cause: stopped }));
+            continue;
+          }
+          try {
+            this.acks.publish(p.subject, p.data, turnMsgId(p.wire.session, p.wire.turn_id), (err, ack) => {
+              inFlight--;
+              if (err) {
+                const e = this.natsError(err, p.subject, this.ackTimeout, `no stream stores it (is the processor provisioned with prefix "${this.prefix}"?)`);
+                stopped ??= e;
+                fail(index, e);
+              } else {
+                acked++;
+                if (ack!.duplicate) duplicates++;
+                this.acked(p.wire.session, ack!);
+              }
+              pump();
+            });
+            inFlight++;
+          } catch (err) {
+            const e = this.natsError(err, p.subject, this.ackTimeout, "");
+            stopped ??= e;
+            fail(index, e);
+          }
         }
-        try {
-          const r = await this.publishMsg(p.wire.session, p.subject, p.data, turnMsgId(p.wire.session, p.wire.turn_id));
-          acked++;
-          if (r.duplicate) duplicates++;
-        } catch (err) {
-          const e = err instanceof Error ? err : new Error(String(err));
-          stopped ??= e;
-          fail(e);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.maxPending, prepared.length) }, worker));
+        if (inFlight === 0 && next >= prepared.length) resolve();
+      };
+      pump();
+    });
     if (unacked.length > 0) {
       unacked.sort((a, b) => a.index - b.index);
       throw new PublishBatchError(unacked, acked);
@@ -492,13 +524,17 @@ export class FoldstreamClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (!this.ownsConnection || this.nc.isClosed()) return;
+    if (!this.ownsConnection || this.nc.isClosed()) {
+      this.acks.close();
+      return;
+    }
     try {
       await this.nc.drain();
     } catch {
       // Disconnected (nothing buffered can be sent now): close at once.
       await this.nc.close();
     }
+    this.acks.close();
   }
 
   /** `await using fs = await connect(…)` closes it at the end of the scope. */

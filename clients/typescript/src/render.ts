@@ -12,15 +12,13 @@ import type { ContextReply, ContextTurn, RecalledItem } from "./wire.js";
 /** The prefix of the summary layer: "Earlier in this session: ". */
 export const SUMMARY_PREFIX = "Earlier in this session: ";
 /** The header before recalled memories. */
-export const MEMORIES_HEADER = "Remembered facts relevant to the question:";
+export const MEMORIES_HEADER = "Remembered facts:";
 /** The header before recalled earlier turns. */
-export const EXCERPTS_HEADER = "Earlier excerpts of this session relevant to the question (transcript order):";
+export const EXCERPTS_HEADER = "Earlier excerpts (in order):";
 /** The header before the verbatim turns when anything was recalled. */
 export const RECENT_HEADER = "Recent turns:";
 /** The longest speaker name in a prompt line, in characters. */
 export const MAX_NAME_CHARS = 32;
-/** A run of excerpt turns is labelled once when each was said at most this long after the label. */
-export const RUN_SPAN_MS = 10 * 60 * 1000;
 
 const roleWords = new Set(["user", "assistant", "system", "developer", "tool", "function", "bot", "ai", "model", "moderator", "admin"]);
 const trimmed = " -–—,;|/\\";
@@ -123,43 +121,40 @@ function itemTime(at: string | undefined): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-/** A time as recalled lines label it: "Sun 2026-11-22 20:00 UTC". */
+/** A time's day as recalled lines label it: "Sun 2026-11-22" (UTC). */
 export function recallLabel(ms: number): string {
   const d = new Date(ms);
-  return `${days[d.getUTCDay()]} ${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())} UTC`;
+  return `${days[d.getUTCDay()]} ${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
 }
 
-/** A recalled item's line where it continues a run of excerpts: without its date and time. */
+/** A recalled item's line where it continues a run of excerpts: without its day. */
 export function recalledRunLine(r: RecalledItem): string {
   if (r.kind === "turn") return contextTurnLine({ speaker: r.speaker ?? "", role: r.role ?? "", text: r.text });
   const name = speakerName(r.speaker ?? "");
   return name ? `${name}: ${oneLine(r.text)}` : oneLine(r.text);
 }
 
-/** A recalled item as one labelled line: "[Sun 2026-11-22 20:00 UTC] Alice: text"; a memory after "- ". */
+/** A recalled item as one labelled line: "[Sun 2026-11-22] Alice: text"; a memory after "- ". */
 export function recalledLine(r: RecalledItem): string {
   const ms = itemTime(r.at);
   return (r.kind === "memory" ? "- " : "") + (ms === undefined ? "" : `[${recallLabel(ms)}] `) + recalledRunLine(r);
 }
 
 /**
- * The recalled items' lines in order: a run of consecutive excerpt turns
- * (each the next index, said no earlier than the run's label and at most
- * 10 minutes after it) is labelled once, on its first line.
+ * The recalled items' lines in order: the excerpt turns said on one day
+ * (UTC) are labelled with the day once, on the first of them.
  */
 export function recalledLines(items: readonly RecalledItem[]): string[] {
-  let run: { last: number; label: number } | undefined;
+  let day: string | undefined;
   return items.map((r) => {
     const ms = itemTime(r.at);
     if (r.kind !== "turn" || ms === undefined) {
-      run = undefined;
+      day = undefined;
       return recalledLine(r);
     }
-    if (run && r.index === run.last + 1 && ms >= run.label && ms - run.label <= RUN_SPAN_MS) {
-      run = { last: r.index, label: run.label };
-      return recalledRunLine(r);
-    }
-    run = { last: r.index, label: ms };
+    const d = recallLabel(ms);
+    if (d === day) return recalledRunLine(r);
+    day = d;
     return recalledLine(r);
   });
 }

@@ -69,6 +69,15 @@ export function utf8Bytes(s: string): number {
   return encoder.encode(s).length;
 }
 
+/**
+ * Whether s is longer than max UTF-8 bytes. A UTF-16 code unit is at most
+ * 3 UTF-8 bytes, so a string of at most max/3 code units is not, and is
+ * not encoded to find out.
+ */
+function overBytes(s: string, max: number): boolean {
+  return s.length * 3 > max && utf8Bytes(s) > max;
+}
+
 /** Length in Unicode code points (Go's runes). */
 export function codePoints(s: string): number {
   let n = 0;
@@ -107,7 +116,7 @@ function checkId(field: string, id: unknown, max: number): void {
   }
   checkString(field, id, false);
   const s = id as string;
-  if (utf8Bytes(s) > max) throw invalid(field, `${utf8Bytes(s)} bytes, expected at most ${max}`);
+  if (overBytes(s, max)) throw invalid(field, `${utf8Bytes(s)} bytes, expected at most ${max}`);
   if (!s.isWellFormed()) throw invalid(field, "expected valid UTF-8");
 }
 
@@ -117,8 +126,7 @@ function checkText(field: string, text: unknown, max: number): void {
   }
   checkString(field, text, false);
   const s = text as string;
-  const n = utf8Bytes(s);
-  if (n > max) throw new ValidationError(field, "oversized", `${n} bytes, expected at most ${max}`);
+  if (overBytes(s, max)) throw new ValidationError(field, "oversized", `${utf8Bytes(s)} bytes, expected at most ${max}`);
   if (!s.isWellFormed()) throw invalid(field, "expected valid UTF-8 text");
 }
 
@@ -165,7 +173,7 @@ export function prepareTurn(t: TurnInput, lim: Limits = DEFAULT_LIMITS, now: () 
     throw missing("speaker", 'the speaker\'s display name, e.g. "Alice"');
   }
   checkString("speaker", t.speaker, false);
-  if (utf8Bytes(t.speaker) > lim.maxSpeakerBytes || !t.speaker.isWellFormed()) {
+  if (overBytes(t.speaker, lim.maxSpeakerBytes) || !t.speaker.isWellFormed()) {
     throw invalid("speaker", `expected valid UTF-8 of at most ${lim.maxSpeakerBytes} bytes`);
   }
   const role: string = t.role ?? "user";
@@ -200,7 +208,7 @@ export function prepareNote(n: NoteInput, lim: Limits = DEFAULT_LIMITS, now: () 
   checkSession("session", n.session);
   checkId("note_id", n.note_id, lim.maxIdBytes);
   const at = encodeAt(n.at) ?? now().toISOString();
-  if (checkString("source", n.source, true) && (utf8Bytes(n.source!) > lim.maxSpeakerBytes || !n.source!.isWellFormed())) {
+  if (checkString("source", n.source, true) && (overBytes(n.source!, lim.maxSpeakerBytes) || !n.source!.isWellFormed())) {
     throw invalid("source", `expected valid UTF-8 of at most ${lim.maxSpeakerBytes} bytes`);
   }
   checkText("text", n.text, lim.maxTextBytes);

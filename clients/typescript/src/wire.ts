@@ -162,7 +162,7 @@ export interface RecalledItem {
    */
   trimmed?: boolean;
   /**
-   * Cost of the item's line as the prompt renders it, newline included: labelled ("[Sun 2026-11-22 20:00 UTC] Alice: text", a memory after "- ") for a memory and for the first turn of a run of consecutive excerpt turns, "Alice: text" for a turn that continues a run (said at most 10 minutes after its run's label).
+   * Cost of the item's line as the prompt renders it, newline included: labelled with its day ("[Sun 2026-11-22] Alice: text", a memory after "- ") for a memory and for the first excerpt turn of each day (UTC), "Alice: text" for a turn said on the same day as the excerpt line before it.
    */
   chars: number;
   tokens: number;

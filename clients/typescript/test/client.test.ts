@@ -101,7 +101,7 @@ describe("client", { skip: missing }, () => {
 
     const msgs = asked.messages();
     assert.equal(msgs[0]!.role, "system");
-    assert.ok(msgs[0]!.content.includes("Earlier excerpts of this session relevant to the question"));
+    assert.ok(msgs[0]!.content.includes("Earlier excerpts (in order):"));
     assert.equal(msgs.length, 1 + asked.turns.length);
     for (const [i, t] of asked.turns.entries()) assert.equal(msgs[i + 1]!.role, t.role === "assistant" ? "assistant" : "user");
     // JSON.stringify gives the reply as the service sent it, without the methods.
@@ -135,6 +135,41 @@ describe("client", { skip: missing }, () => {
     await assert.rejects(impatient.session("s1"), (e: unknown) => e instanceof TimeoutError && e.timeoutMs === 200);
     await impatient.close();
     await slow.close();
+  });
+
+  test("a publish that no stream acknowledges is an error of its own class, and a batch lists every turn", async () => {
+    // No stream stores nobody.in.>: the server answers no responders at once.
+    const nobody = await connect({ servers: proc.url, prefix: "nobody" });
+    await assert.rejects(nobody.publishTurn(turn("s1", 0)), (e: unknown) => e instanceof NoRespondersError && /nobody\.in\.s1\.turn/.test(e.message));
+    const none = await nobody.publishTurns([turn("s1", 0), turn("s1", 1), turn("s1", 2)]).then(() => undefined, (e: unknown) => e);
+    assert.ok(none instanceof PublishBatchError, `expected a PublishBatchError, got ${String(none)}`);
+    assert.deepEqual(none.unacked.map((u) => u.turn_id), ["t0000", "t0001", "t0002"]);
+    assert.equal(none.acked, 0);
+    assert.ok(none.unacked[0]!.error instanceof NoRespondersError);
+    await nobody.close();
+
+    // Something answers with what a stream says when it refuses a message,
+    // and something listens without answering.
+    const fake = await natsConnect({ servers: proc.url });
+    fake.subscribe("refused.in.*.turn", {
+      callback: (_err, m) => {
+        m.respond(JSON.stringify({ error: { code: 400, err_code: 10071, description: "wrong last sequence: 7" } }));
+      },
+    });
+    fake.subscribe("slow.in.*.turn"); // listens, never answers
+    await fake.flush();
+    const refused = await connect({ servers: proc.url, prefix: "refused" });
+    await assert.rejects(refused.publishTurn(turn("s1", 0)), (e: unknown) => {
+      return e instanceof FoldstreamError && /refused\.in\.s1\.turn/.test(e.message) && /wrong last sequence: 7/.test(e.message) && /10071/.test(e.message);
+    });
+    await refused.close();
+    const impatient = await connect({ servers: proc.url, prefix: "slow", ackTimeout: 200 });
+    await assert.rejects(impatient.publishTurn(turn("s1", 0)), (e: unknown) => e instanceof TimeoutError && e.timeoutMs === 200);
+    const late = await impatient.publishTurns([turn("s1", 0), turn("s1", 1)]).then(() => undefined, (e: unknown) => e);
+    assert.ok(late instanceof PublishBatchError, `expected a PublishBatchError, got ${String(late)}`);
+    assert.deepEqual(late.unacked.map((u) => [u.index, u.error instanceof TimeoutError]), [[0, true], [1, true]]);
+    await impatient.close();
+    await fake.close();
   });
 
   test("a wrapped connection with another inbox prefix is refused, naming inboxPrefix", async () => {

@@ -68,6 +68,7 @@ type config struct {
 	maxUnitsPerTurn int
 	maxNotes        int
 	extraFiller     map[string]bool
+	maxFillerLen    int // bytes of the longest filler word
 	log             zerolog.Logger
 }
 
@@ -151,6 +152,12 @@ func New(opts ...Option) *Summarizer {
 		extraFiller: map[string]bool{}, log: zerolog.Nop()}
 	for _, o := range opts {
 		o(&c)
+	}
+	for _, w := range leadFiller {
+		c.maxFillerLen = max(c.maxFillerLen, len(w))
+	}
+	for w := range c.extraFiller {
+		c.maxFillerLen = max(c.maxFillerLen, len(w))
 	}
 	return &Summarizer{cfg: c}
 }

@@ -144,16 +144,17 @@ func topics(ss []stmt, people []string, n int) []string {
 	}
 	byKey := map[string]*phrase{}
 	var all []*phrase
+	var seen []string // the keys of one statement's phrases
 	for _, x := range ss {
 		if x.K == kTool {
 			continue
 		}
-		seen := map[string]bool{}
+		seen = seen[:0]
 		for _, ph := range decodePhrases(x.Ph) {
-			if seen[ph.key] {
+			if slices.Contains(seen, ph.key) {
 				continue
 			}
-			seen[ph.key] = true
+			seen = append(seen, ph.key)
 			if p, ok := byKey[ph.key]; ok {
 				p.n++
 				continue
