@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/rs/zerolog"
 )
 
 // coordinator carries out a shard's session machine (machine.go): it
@@ -22,7 +26,7 @@ import (
 // the loop selects on and lands here. What it needs of the loop is
 // foldLoop; of the checkpoint writer, markDirty and checkpointThen.
 type coordinator struct {
-	p        *Processor
+	p        *coordParts
 	sm       *machine // the session machine: every decision (machine.go)
 	w        *checkpointWriter
 	loop     foldLoop
@@ -51,9 +55,28 @@ type foldLoop interface {
 	unpark(id string)
 }
 
+// coordParts is what a coordinator uses of its engine: the configuration,
+// the KV bucket, the summarizer's breaker, the logger, clock and metrics,
+// the consumer manager (whether a rewind is under way) and the engine's
+// fold counters.
+type coordParts struct {
+	cfg     Config
+	store   *state.Store
+	breaker *retry.Breaker
+	log     zerolog.Logger
+	clock   Clock
+	m       *metrics
+	cons    *consumers
+	folds   *sync.WaitGroup // every fold goroutine, waited for at shutdown
+	landed  *atomic.Uint64  // folds completed (Processor.Folds)
+}
+
+// newCoordinator is a coordinator of p's folds, for the loop's sessions.
 func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, a *aside, rec *recorder, foldCtx context.Context) *coordinator {
+	parts := &coordParts{cfg: p.cfg, store: p.store, breaker: p.breaker, log: p.log, clock: p.clock, m: p.m, cons: p.cons,
+		folds: &p.folds, landed: &p.landed}
 	return &coordinator{
-		p: p, sm: newMachine(p.cfg, p.breaker, p.sum.Name(), p.log, p.m, &p.landed), w: w, loop: loop, aside: a, rec: rec, run: p.newFoldRunner(), foldCtx: foldCtx,
+		p: parts, sm: newMachine(p.cfg, p.breaker, p.sum.Name(), p.log, p.m, &p.landed), w: w, loop: loop, aside: a, rec: rec, run: p.newFoldRunner(), foldCtx: foldCtx,
 		results: make(chan foldResult, 64),
 		wake:    make(map[string]time.Time),
 	}

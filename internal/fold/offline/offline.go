@@ -32,16 +32,23 @@
 // dates when the conversation spans days) with its best statements, then
 // the current statements. A statement whose fact a newer one changed is
 // replaced. When the budget is tight, statements are kept by worth for
-// their length, counting only what no kept statement says already, newer
-// ones weighing more; older periods merge into coarser ones, so the
-// summary covers the whole conversation.
+// their length: the words that no kept statement or period line says
+// already, each weighed by how often the conversation has said it (a
+// bounded count kept in the state, counts.go), plus a decision, a question
+// just asked, names and numbers; newer ones weigh more. Spoken sentences
+// lose their false starts, doubled phrases and hedges ("you know") and a
+// run-on ends at a clause boundary (tighten.go). Older periods merge into
+// coarser ones, so the summary covers the whole conversation.
 //
 // Budgets are counted in runes (Unicode code points), as the engine does.
 //
 // Each fold also returns offline memories (Result.Memories and
 // MemoryItems): the batch's statements that hold a durable fact, with
 // speaker, turn and time; a restated fact is not returned again and a
-// changed one supersedes the older (memory.go).
+// changed one supersedes the older (memory.go). The state keeps, per
+// speaker, the newest fact about each subject (what they like, did, plan,
+// own, where they live or work: person.go), so that a fact changed folds
+// later supersedes that speaker's older one.
 package offline
 
 import (
@@ -239,6 +246,8 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 		st.Agent = true
 	}
 	b := s.extract(req, st)
+	st.counts().add(b.stmts)
+	st.Voc = st.voc.String()
 	for _, t := range req.Turns {
 		if isToolTurn(t) {
 			st.Agent = true
