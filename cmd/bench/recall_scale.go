@@ -160,7 +160,7 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, dir stri
 
 	rng := rand.New(rand.NewPCG(5, 6))
 	random := func(int) int { return rng.IntN(sessions) }
-	const k, kRef = 2000, 20
+	const k, kRef = 1000, 20
 	if cpuProfile != nil {
 		if err := pprof.StartCPUProfile(cpuProfile); err != nil {
 			return err
