@@ -3,6 +3,7 @@ package offline
 import (
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -176,6 +177,9 @@ func isContraction(w string) bool {
 // characters, curly quotes as ASCII, runs of spaces as one, line breaks
 // kept (they end sentences); at most maxRunes runes, cut at a word.
 func sanitize(s string, maxRunes int) string {
+	if isPlain(s, maxRunes) {
+		return s
+	}
 	if maxRunes > 0 && len(s) > maxRunes*4 {
 		s = s[:maxRunes*4]
 	}
@@ -222,6 +226,20 @@ func sanitize(s string, maxRunes int) string {
 	return b.String()
 }
 
+// isPlain reports text that sanitize leaves as it is: printable ASCII
+// within maxRunes, single spaces between words.
+func isPlain(s string, maxRunes int) bool {
+	if maxRunes > 0 && len(s) > maxRunes || s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return s == ""
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' || c == ' ' && s[i+1] == ' ' {
+			return false
+		}
+	}
+	return true
+}
+
 // oneLine sanitizes s and joins its lines with spaces.
 func oneLine(s string, maxRunes int) string {
 	return strings.TrimSpace(strings.ReplaceAll(sanitize(s, maxRunes), "\n", " "))
@@ -251,10 +269,10 @@ func clip(s string, max int) string {
 // blah blah" → "blah blah blah"), so a turn of one repeated word costs
 // nothing downstream.
 func collapseRepeats(s string) string {
-	fs := strings.Fields(s)
-	if len(fs) < 4 {
+	if !repeats(s) {
 		return s
 	}
+	fs := strings.Fields(s)
 	out := fs[:0:0]
 	run := 0
 	for i, f := range fs {
@@ -272,6 +290,23 @@ func collapseRepeats(s string) string {
 		return s
 	}
 	return strings.Join(out, " ")
+}
+
+// repeats reports whether s has a word four times in a row (ignoring
+// case): what collapseRepeats shortens.
+func repeats(s string) bool {
+	prev, run := "", 0
+	for w := range strings.FieldsSeq(s) {
+		if strings.EqualFold(w, prev) {
+			if run++; run >= 3 {
+				return true
+			}
+		} else {
+			run = 0
+		}
+		prev = w
+	}
+	return false
 }
 
 // ---- words ----
@@ -302,25 +337,55 @@ func toSet(ws []string) map[string]bool {
 	return m
 }
 
-// tokens are the words of s: runs of letters, digits and inner
-// apostrophes, periods or hyphens ("King's", "3.5", "co-op"), as written.
-func tokens(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '-' && r != '$' && r != '%'
-	})
-}
-
 // stem is the term of a lower-cased word: the Snowball English stem, as
 // the context service's recall index uses, numbers as they are.
-func stem(w string) string {
-	if len(w) <= 2 || !unicode.IsLetter(rune(w[0])) {
-		return w
-	}
-	return english.Stem(w, false)
-}
+func stem(w string) string { return vocab.get(w).stem }
 
 // isTermWord reports whether the lower-cased word w is a content word.
-func isTermWord(w string) bool {
+func isTermWord(w string) bool { return vocab.get(w).term }
+
+// lexeme is what a lower-cased word is to the summarizer: a content word
+// or not, and its stem.
+type lexeme struct {
+	stem string
+	term bool
+}
+
+// vocab remembers the lexemes of the words seen: the stemmer costs about
+// a microsecond a word, most of what reading a turn would cost, and the
+// words people use are few. A lexeme depends on the word alone, so one
+// memo serves every session; past maxWords words it starts over.
+var vocab = lexicon{m: map[string]lexeme{}}
+
+const maxWords = 1 << 16
+
+type lexicon struct {
+	mu sync.RWMutex
+	m  map[string]lexeme
+}
+
+func (l *lexicon) get(w string) lexeme {
+	l.mu.RLock()
+	x, ok := l.m[w]
+	l.mu.RUnlock()
+	if ok {
+		return x
+	}
+	x = lexeme{stem: w, term: termWord(w)}
+	if len(w) > 2 && unicode.IsLetter(rune(w[0])) {
+		x.stem = english.Stem(w, false)
+	}
+	l.mu.Lock()
+	if len(l.m) >= maxWords {
+		clear(l.m)
+	}
+	l.m[strings.Clone(w)] = x
+	l.mu.Unlock()
+	return x
+}
+
+// termWord reports whether the lower-cased word w is a content word.
+func termWord(w string) bool {
 	w = strings.Trim(w, "'-")
 	if len(w) < 2 || stopWords[w] || elongated(w) {
 		return false
@@ -338,18 +403,42 @@ func isTermWord(w string) bool {
 // terms are the distinct stemmed content words of s, in order.
 func terms(s string) []string {
 	var out []string
-	for _, t := range tokens(strings.ToLower(s)) {
-		t = strings.Trim(t, "'-")
-		if !isTermWord(t) {
+	for i := 0; i < len(s); {
+		// a token: a run of letters, digits and ' - $ %
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !isTokenRune(r) {
+			i += n
 			continue
 		}
-		t = strings.TrimSuffix(t, "'s")
-		st := stem(t)
-		if !slices.Contains(out, st) {
-			out = append(out, st)
+		j := i + n
+		for j < len(s) {
+			r, n := utf8.DecodeRuneInString(s[j:])
+			if !isTokenRune(r) {
+				break
+			}
+			j += n
+		}
+		t := strings.Trim(strings.ToLower(s[i:j]), "'-")
+		i = j
+		x := vocab.get(t)
+		if !x.term {
+			continue
+		}
+		if u, ok := strings.CutSuffix(t, "'s"); ok {
+			x = vocab.get(u)
+		}
+		if !slices.Contains(out, x.stem) {
+			out = append(out, x.stem)
 		}
 	}
 	return out
+}
+
+func isTokenRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '\'' || r == '-' || r == '$' || r == '%'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 func termString(s string) string { return strings.Join(terms(s), " ") }

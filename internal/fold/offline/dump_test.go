@@ -13,7 +13,7 @@ import (
 
 // TestDumpFolds is a tool, not a check: with FOLDSTREAM_OFFLINE_DUMP set to
 // a file it writes every fold's summary and memories over the ingest
-// bench's folds (ingestRequests), synthetic sessions and, with
+// bench's folds (ingestRequests, each carrying its session's state), synthetic sessions and, with
 // FOLDSTREAM_QMSUM set, the QMSum meetings (folds of 10 and 40, 1,200 and
 // 400 characters, voice and agent profiles), so that two builds of the
 // summarizer can be compared byte for byte (cmp).
@@ -31,21 +31,21 @@ func TestDumpFolds(t *testing.T) {
 	defer w.Flush()
 	ctx := context.Background()
 	dump := func(label string, out fold.Outcome) {
-		fmt.Fprintf(w, "%s\t%q\n", label, out.Summary)
+		fmt.Fprintf(w, "%s\t%q\n  state %s\n", label, out.Summary, out.State)
 		for _, m := range out.MemoryItems {
 			fmt.Fprintf(w, "  mem %+v\n", m)
 		}
 	}
 	// The ingest bench's folds.
 	s := New()
-	prev := map[string]string{}
+	prev, states := map[string]string{}, map[string][]byte{}
 	for i, r := range ingestRequests(t) {
-		r.PreviousSummary = prev[r.Session]
+		r.PreviousSummary, r.PreviousState = prev[r.Session], states[r.Session]
 		out, err := fold.Summarize(ctx, s, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		prev[r.Session] = out.Summary
+		prev[r.Session], states[r.Session] = out.Summary, out.State
 		dump(fmt.Sprintf("ingest %d %s", i, r.Session), out)
 	}
 	// Rolling synthetic sessions, and the same turns as one-shot folds.
@@ -82,7 +82,7 @@ func TestDumpFolds(t *testing.T) {
 	}
 	for _, m := range loadQMSum(t, dir) {
 		file, turns := m.file, m.turns
-		s := New() // one per meeting and shared by its runs: the caches carry over as in a processor
+		s := New() // one per meeting and shared by its runs, as in a processor
 		for _, batch := range []int{10, 40} {
 			for _, budget := range []int{1200, 400} {
 				for _, p := range []fold.Profile{fold.ProfileVoice, fold.ProfileAgent} {

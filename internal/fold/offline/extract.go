@@ -158,8 +158,8 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := s.trimFiller(collapseRepeats(raw))
-		if low := strings.ToLower(sent); sent == "" || strings.HasPrefix(low, "thanks") || strings.HasPrefix(low, "thank you") {
+		sent := s.trimFiller(tighten(collapseRepeats(raw)))
+		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
 		tw := terms(sent)
@@ -184,15 +184,22 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		if self {
 			w += 0.8
 		}
-		x := stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: factKey(tw, sent)}
-		x.Ph = encodePhrases(phrases(statementBody(x), names))
-		out = append(out, x)
+		// Key holds the sentence until the statements kept are known.
+		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
+			Terms: strings.Join(tw, " "), Key: sent})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
 	}
+	for i := range out {
+		out[i].Key = factKey(out[i].Key)
+		out[i].Ph = encodePhrases(phrases(statementBody(out[i]), names))
+	}
 	return out
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // salient adds to each statement's weight how much its words are what
@@ -240,7 +247,7 @@ func hasAny(s string, ws []string) bool {
 
 func countDigits(s string) int {
 	n := 0
-	for _, f := range strings.Fields(s) {
+	for f := range strings.FieldsSeq(s) {
 		if strings.IndexFunc(f, unicode.IsDigit) >= 0 {
 			n++
 		}
@@ -250,12 +257,13 @@ func countDigits(s string) int {
 
 // properNouns counts the capitalised words that do not start the sentence.
 func properNouns(s string) int {
-	n := 0
-	for i, f := range strings.Fields(s) {
+	n, i := 0, 0
+	for f := range strings.FieldsSeq(s) {
 		r, _ := utf8.DecodeRuneInString(f)
 		if i > 0 && unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'") {
 			n++
 		}
+		i++
 	}
 	return n
 }
@@ -277,7 +285,8 @@ func (s *Summarizer) trimFiller(sent string) string {
 	sent = strings.TrimSpace(sent)
 	for changed := true; changed; {
 		changed = false
-		low := strings.ToLower(sent)
+		// the fillers are short: lower-case only the start of the sentence
+		low := strings.ToLower(sent[:min(len(sent), s.cfg.maxFillerLen+1)])
 		for _, f := range leadFiller {
 			if strings.HasPrefix(low, f) && len(low) > len(f) && strings.ContainsRune(" ,.!", rune(low[len(f)])) {
 				sent = strings.TrimLeft(sent[len(f):], " ,.!")
@@ -286,13 +295,14 @@ func (s *Summarizer) trimFiller(sent string) string {
 			}
 		}
 		for w := range s.cfg.extraFiller {
-			if strings.HasPrefix(low, w+" ") {
+			if strings.HasPrefix(low, w) && len(low) > len(w) && low[len(w)] == ' ' {
 				sent = strings.TrimLeft(sent[len(w):], " ,")
 				changed = true
 			}
 		}
 	}
 	fs := strings.Fields(sent)
+	nf := len(fs)
 	for len(fs) > 0 {
 		l := strings.ToLower(strings.Trim(fs[len(fs)-1], ".,!?"))
 		if !isLaugh(l) && l != "lol" && l != "though" {
@@ -304,8 +314,15 @@ func (s *Summarizer) trimFiller(sent string) string {
 		return ""
 	}
 	var out []string
+	cut := false // a word was dropped or changed
 	for i, f := range fs {
-		c := strings.ToLower(strings.Trim(f, ",.;:!?"))
+		c := strings.Trim(f, ",.;:!?")
+		if len(c) <= len("uh-huh") {
+			c = strings.ToLower(c) // (no filler or cut word is longer)
+		}
+		if len(out) < i {
+			cut = true
+		}
 		switch {
 		case inlineFiller[c]:
 			// "um", "uh": keep a sentence end it carried
@@ -326,8 +343,13 @@ func (s *Summarizer) trimFiller(sent string) string {
 	}
 	if r, _ := utf8.DecodeRuneInString(out[0]); unicode.IsLower(r) && len(out[0]) > 1 && out[0] != strings.ToLower(out[0]) {
 		out[0] = upperFirst(out[0])
+		cut = true
 	}
-	sent = strings.TrimLeft(strings.Join(out, " "), ",;: ")
+	if !cut && len(out) == nf && joins(sent, out) {
+		sent = strings.TrimLeft(sent, ",;: ") // (its words, as they were)
+	} else {
+		sent = strings.TrimLeft(strings.Join(out, " "), ",;: ")
+	}
 	if sent == "" {
 		return ""
 	}
@@ -335,6 +357,15 @@ func (s *Summarizer) trimFiller(sent string) string {
 		sent += "."
 	}
 	return sent
+}
+
+// joins reports whether s is its words ws joined by single spaces.
+func joins(s string, ws []string) bool {
+	n := len(ws) - 1
+	for _, w := range ws {
+		n += len(w)
+	}
+	return n == len(s) && !strings.ContainsAny(s, "\t\n\v\f\r")
 }
 
 // answers reports whether a turn (its first statement a, its text)
@@ -441,7 +472,11 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	ws := strings.Fields(sent)
 	first, second := 0, 0
 	for _, w := range ws {
-		c := strings.ToLower(strings.Trim(w, `.,!?;:"()`))
+		c := strings.Trim(w, `.,!?;:"()`)
+		if len(c) > len("yourself") {
+			continue // longer than any pronoun
+		}
+		c = strings.ToLower(c)
 		if firstPerson[c] {
 			first++
 		}
@@ -590,6 +625,9 @@ func group(s string) string {
 	changed := false
 	for i, w := range ws {
 		core := strings.TrimRight(w, `.,!?;:"`)
+		if len(core) > len("ourselves") {
+			continue // longer than any pronoun
+		}
 		if x, ok := groupPerson[strings.ToLower(core)]; ok {
 			ws[i] = x + w[len(core):]
 			changed = true
@@ -763,7 +801,10 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 // pairs, the slot being the content word before the number ("port
 // 8443") or else the word after it ("$190 a night"). Statements without
 // numbers have no key.
-func factKey(_ []string, sent string) string {
+func factKey(sent string) string {
+	if strings.IndexFunc(sent, unicode.IsDigit) < 0 {
+		return ""
+	}
 	ws := strings.Fields(strings.ToLower(sent))
 	var ks []string
 	for i, w := range ws {

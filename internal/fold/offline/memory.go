@@ -79,6 +79,15 @@ var factWords = []string{"i'm ", "i am ", "my ", "i have ", "i've ", "i like", "
 	"i work", "i moved", "i'll ", "i will ", "i booked", "i bought", "i own", "i went", "i started", "i plan",
 	"i'm going", "we decided", "we agreed", "we'll ", "let's ", "i can ", "i can't", "i don't"}
 
+// quotedFactWords are factWords after an opening quote.
+var quotedFactWords = func() []string {
+	q := make([]string, len(factWords))
+	for i, w := range factWords {
+		q[i] = "\"" + w
+	}
+	return q
+}()
+
 // isFactStmt reports a statement worth remembering.
 func isFactStmt(x stmt) bool {
 	if strings.Count(x.Terms, " ") < 1 {
@@ -91,9 +100,14 @@ func isFactStmt(x stmt) bool {
 	if strings.Contains(low, " (") && strings.Contains(low, "20") {
 		return true // a resolved date
 	}
-	body := strings.ToLower(statementBody(x))
-	for _, w := range factWords {
-		if strings.Contains(body, w) || strings.Contains(low, "\""+w) {
+	body := statementBody(x)
+	if len(low) == len(x.Text) {
+		body = low[len(low)-len(body):] // (lower-casing kept every length)
+	} else {
+		body = strings.ToLower(body)
+	}
+	for i, w := range factWords {
+		if strings.Contains(body, w) || strings.Contains(low, quotedFactWords[i]) {
 			return true
 		}
 	}

@@ -1,7 +1,6 @@
 package offline
 
 import (
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -51,6 +50,10 @@ type state struct {
 	Topics []string `json:"topics,omitempty"`
 	// Small: every turn so far was small talk.
 	Small bool `json:"small,omitempty"`
+	// Voc is how often each word of the conversation was said (counts.go).
+	Voc string `json:"voc,omitempty"`
+
+	voc *wordCounts // Voc, read
 }
 
 // period is a closed stretch of the conversation: when, who spoke most,
@@ -111,14 +114,14 @@ func hashString(s string) uint64 {
 // decodeState reads a state written by encode. It fails on anything else,
 // including a state of another version.
 func decodeState(b []byte) (*state, error) {
-	var st state
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("offline state: %w", err)
+	st, err := readState(b)
+	if err != nil {
+		return nil, err
 	}
 	if st.V != stateVersion {
 		return nil, fmt.Errorf("offline state: version %d, want %d", st.V, stateVersion)
 	}
-	return &st, nil
+	return st, nil
 }
 
 // encode writes st within maxStateBytes, dropping its least valuable
@@ -126,7 +129,7 @@ func decodeState(b []byte) (*state, error) {
 func (st *state) encode() []byte {
 	st.V = stateVersion
 	for {
-		b, err := json.Marshal(st)
+		b, err := st.appendJSON(make([]byte, 0, 4096))
 		if err != nil {
 			return nil // (only unencodable floats; W is always finite)
 		}
@@ -153,6 +156,10 @@ func (st *state) shed() bool {
 			st.Periods[i].Stmts = dropWeakest(st.Periods[i].Stmts, n/4+1)
 			did = true
 		}
+	}
+	if !did && st.counts().shrink() {
+		st.Voc = st.voc.String()
+		did = true
 	}
 	if !did && len(st.Periods) > 1 {
 		st.Periods = st.Periods[1:]

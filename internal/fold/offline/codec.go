@@ -1,0 +1,648 @@
+package offline
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The state's JSON is written and read here without reflection: every
+// fold reads and writes the whole state, and encoding/json spent more on
+// it than the fold spends reading its turns. The bytes are those
+// encoding/json writes for the state's struct tags (the codec test checks
+// it), so that replay and the inspector show the state as JSON.
+
+// appendJSON appends st's JSON to b.
+func (st *state) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, int64(st.V), 10)
+	b = append(b, `,"sum":`...)
+	b = strconv.AppendUint(b, st.Sum, 10)
+	if st.Agent {
+		b = append(b, `,"agent":true`...)
+	}
+	if len(st.Names) > 0 {
+		b = appendStrings(append(b, `,"names":`...), st.Names)
+	}
+	if st.Others != 0 {
+		b = strconv.AppendInt(append(b, `,"others":`...), int64(st.Others), 10)
+	}
+	var err error
+	if len(st.Periods) > 0 {
+		b = append(b, `,"periods":[`...)
+		for i, p := range st.Periods {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = p.appendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if len(st.Open) > 0 {
+		if b, err = appendStmts(append(b, `,"open":`...), st.Open); err != nil {
+			return nil, err
+		}
+	}
+	if len(st.Facts) > 0 {
+		b = append(b, `,"facts":[`...)
+		for i, f := range st.Facts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(append(b, `{"id":`...), f.ID)
+			b = optString(b, `,"sp":`, f.Sp)
+			b = optString(b, `,"key":`, f.Key)
+			b = optString(b, `,"num":`, f.Num)
+			b = append(strconv.AppendUint(append(b, `,"sum":`...), f.Sum, 10), '}')
+		}
+		b = append(b, ']')
+	}
+	if len(st.Topics) > 0 {
+		b = appendStrings(append(b, `,"topics":`...), st.Topics)
+	}
+	if st.Small {
+		b = append(b, `,"small":true`...)
+	}
+	b = optString(b, `,"voc":`, st.Voc)
+	return append(b, '}'), nil
+}
+
+func (p *period) appendJSON(b []byte) ([]byte, error) {
+	n := len(b)
+	if p.From != 0 {
+		b = strconv.AppendInt(append(b, `,"from":`...), p.From, 10)
+	}
+	if p.To != 0 {
+		b = strconv.AppendInt(append(b, `,"to":`...), p.To, 10)
+	}
+	if len(p.Names) > 0 {
+		b = appendStrings(append(b, `,"names":`...), p.Names)
+	}
+	if len(p.Topics) > 0 {
+		b = appendStrings(append(b, `,"topics":`...), p.Topics)
+	}
+	if len(p.Stmts) > 0 {
+		var err error
+		if b, err = appendStmts(append(b, `,"stmts":`...), p.Stmts); err != nil {
+			return nil, err
+		}
+	}
+	if len(b) == n {
+		return append(b, "{}"...), nil
+	}
+	b[n] = '{' // the first field's comma
+	return append(b, '}'), nil
+}
+
+func appendStmts(b []byte, ss []stmt) ([]byte, error) {
+	b = append(b, '[')
+	for i := range ss {
+		x := &ss[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		if x.Sp != "" {
+			b = append(appendJSONString(append(b, `"sp":`...), x.Sp), ',')
+		}
+		if x.At != 0 {
+			b = append(strconv.AppendInt(append(b, `"at":`...), x.At, 10), ',')
+		}
+		b = appendJSONString(append(b, `"text":`...), x.Text)
+		if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
+			return nil, fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
+		}
+		b = appendJSONFloat(append(b, `,"w":`...), x.W)
+		if x.K != 0 {
+			b = strconv.AppendInt(append(b, `,"k":`...), int64(x.K), 10)
+		}
+		b = optString(b, `,"terms":`, x.Terms)
+		b = optString(b, `,"key":`, x.Key)
+		b = optString(b, `,"ph":`, x.Ph)
+		if x.Batch {
+			b = append(b, `,"batch":true`...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+func optString(b []byte, name, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return appendJSONString(append(b, name...), s)
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendJSONFloat writes f as encoding/json does.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1] // e-09 → e-9
+		b = b[:n-1]
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s quoted as encoding/json does: <, > and &
+// escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(b, s[start:]...), '"')
+}
+
+// ---- reading ----
+
+// readState reads the JSON of a state, as encoding/json would into the
+// state's struct (fields it does not know are skipped, null leaves a
+// field empty); it fails on anything that is not JSON.
+func readState(data []byte) (*state, error) {
+	r := &jsonReader{b: data}
+	st := &state{}
+	r.object(func(k string) {
+		switch k {
+		case "v":
+			st.V = int(r.int())
+		case "sum":
+			st.Sum = r.uint()
+		case "agent":
+			st.Agent = r.bool()
+		case "names":
+			st.Names = r.strings()
+		case "others":
+			st.Others = int(r.int())
+		case "periods":
+			st.Periods = st.Periods[:0]
+			r.array(func() {
+				var p period
+				r.object(func(k string) {
+					switch k {
+					case "from":
+						p.From = r.int()
+					case "to":
+						p.To = r.int()
+					case "names":
+						p.Names = r.strings()
+					case "topics":
+						p.Topics = r.strings()
+					case "stmts":
+						p.Stmts = r.stmts()
+					default:
+						r.skip()
+					}
+				})
+				st.Periods = append(st.Periods, p)
+			})
+		case "open":
+			st.Open = r.stmts()
+		case "facts":
+			st.Facts = st.Facts[:0]
+			r.array(func() {
+				var f fact
+				r.object(func(k string) {
+					switch k {
+					case "id":
+						f.ID = r.str()
+					case "sp":
+						f.Sp = r.str()
+					case "key":
+						f.Key = r.str()
+					case "num":
+						f.Num = r.str()
+					case "sum":
+						f.Sum = r.uint()
+					default:
+						r.skip()
+					}
+				})
+				st.Facts = append(st.Facts, f)
+			})
+		case "topics":
+			st.Topics = r.strings()
+		case "small":
+			st.Small = r.bool()
+		case "voc":
+			st.Voc = r.str()
+		default:
+			r.skip()
+		}
+	})
+	if r.ws(); r.err == nil && r.i < len(r.b) {
+		r.fail("data after the state")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return st, nil
+}
+
+func (r *jsonReader) stmts() []stmt {
+	var out []stmt
+	r.array(func() {
+		var x stmt
+		r.object(func(k string) {
+			switch k {
+			case "sp":
+				x.Sp = r.str()
+			case "at":
+				x.At = r.int()
+			case "text":
+				x.Text = r.str()
+			case "w":
+				x.W = r.float()
+			case "k":
+				x.K = int(r.int())
+			case "terms":
+				x.Terms = r.str()
+			case "key":
+				x.Key = r.str()
+			case "ph":
+				x.Ph = r.str()
+			case "batch":
+				x.Batch = r.bool()
+			default:
+				r.skip()
+			}
+		})
+		out = append(out, x)
+	})
+	return out
+}
+
+func (r *jsonReader) strings() []string {
+	var out []string
+	r.array(func() { out = append(out, r.str()) })
+	return out
+}
+
+// jsonReader reads JSON values from b; the first error stops it.
+type jsonReader struct {
+	b   []byte
+	i   int
+	err error
+}
+
+func (r *jsonReader) fail(want string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("offline state: %s at byte %d", want, r.i)
+	}
+}
+
+func (r *jsonReader) ws() {
+	for r.i < len(r.b) {
+		switch r.b[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+// next is the first byte of the next value (0 at the end or after an
+// error).
+func (r *jsonReader) next() byte {
+	if r.ws(); r.err != nil || r.i >= len(r.b) {
+		return 0
+	}
+	return r.b[r.i]
+}
+
+// null reads a null, if that is what comes next.
+func (r *jsonReader) null() bool {
+	if r.next() != 'n' {
+		return false
+	}
+	r.literal("null")
+	return true
+}
+
+func (r *jsonReader) literal(lit string) {
+	if len(r.b)-r.i < len(lit) || string(r.b[r.i:r.i+len(lit)]) != lit {
+		r.fail("want " + lit)
+		return
+	}
+	r.i += len(lit)
+}
+
+// object reads an object, calling field with each key; field must read
+// the key's value.
+func (r *jsonReader) object(field func(key string)) {
+	if r.null() {
+		return
+	}
+	if r.next() != '{' {
+		r.fail("want an object")
+		return
+	}
+	r.i++
+	if r.next() == '}' {
+		r.i++
+		return
+	}
+	for r.err == nil {
+		if r.next() != '"' {
+			r.fail("want a key")
+			return
+		}
+		k := r.str()
+		if r.next() != ':' {
+			r.fail("want ':'")
+			return
+		}
+		r.i++
+		field(k)
+		switch r.next() {
+		case ',':
+			r.i++
+		case '}':
+			r.i++
+			return
+		default:
+			r.fail("want ',' or '}'")
+		}
+	}
+}
+
+// array reads an array, calling elem for each element; elem must read it.
+func (r *jsonReader) array(elem func()) {
+	if r.null() {
+		return
+	}
+	if r.next() != '[' {
+		r.fail("want an array")
+		return
+	}
+	r.i++
+	if r.next() == ']' {
+		r.i++
+		return
+	}
+	for r.err == nil {
+		elem()
+		switch r.next() {
+		case ',':
+			r.i++
+		case ']':
+			r.i++
+			return
+		default:
+			r.fail("want ',' or ']'")
+		}
+	}
+}
+
+func (r *jsonReader) bool() bool {
+	switch r.next() {
+	case 't':
+		r.literal("true")
+		return true
+	case 'f':
+		r.literal("false")
+	case 'n':
+		r.literal("null")
+	default:
+		r.fail("want true or false")
+	}
+	return false
+}
+
+// number is the next number's text.
+func (r *jsonReader) number() string {
+	if r.null() {
+		return "0"
+	}
+	start := r.i
+	for r.i < len(r.b) && (r.b[r.i] >= '0' && r.b[r.i] <= '9' || r.b[r.i] == '-' || r.b[r.i] == '+' || r.b[r.i] == '.' || r.b[r.i] == 'e' || r.b[r.i] == 'E') {
+		r.i++
+	}
+	if r.i == start {
+		r.fail("want a number")
+	}
+	return string(r.b[start:r.i])
+}
+
+func (r *jsonReader) int() int64 {
+	n, err := strconv.ParseInt(r.number(), 10, 64)
+	if err != nil {
+		r.fail("want an integer")
+	}
+	return n
+}
+
+func (r *jsonReader) uint() uint64 {
+	n, err := strconv.ParseUint(r.number(), 10, 64)
+	if err != nil {
+		r.fail("want an unsigned integer")
+	}
+	return n
+}
+
+func (r *jsonReader) float() float64 {
+	f, err := strconv.ParseFloat(r.number(), 64)
+	if err != nil {
+		r.fail("want a number")
+	}
+	return f
+}
+
+// str reads a string (null reads as "").
+func (r *jsonReader) str() string {
+	if r.null() {
+		return ""
+	}
+	if r.next() != '"' {
+		r.fail("want a string")
+		return ""
+	}
+	r.i++
+	start, ascii := r.i, true
+	for r.i < len(r.b) {
+		switch c := r.b[r.i]; {
+		case c == '"':
+			s := r.b[start:r.i]
+			r.i++
+			if !ascii && !utf8.Valid(s) {
+				return string([]rune(string(s))) // invalid bytes as U+FFFD, as encoding/json reads them
+			}
+			return string(s)
+		case c == '\\':
+			return r.escaped(start)
+		case c < ' ':
+			r.fail("control character in a string")
+			return ""
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+		r.i++
+	}
+	r.fail("unterminated string")
+	return ""
+}
+
+var errEscape = errors.New("bad escape")
+
+// escaped reads the rest of a string that has escapes, from its start.
+func (r *jsonReader) escaped(start int) string {
+	out := append([]byte(nil), r.b[start:r.i]...)
+	for r.i < len(r.b) {
+		c := r.b[r.i]
+		switch {
+		case c == '"':
+			r.i++
+			if !utf8.Valid(out) {
+				return string([]rune(string(out)))
+			}
+			return string(out)
+		case c < ' ':
+			r.fail("control character in a string")
+			return ""
+		case c != '\\':
+			out = append(out, c)
+			r.i++
+			continue
+		}
+		if r.i+1 >= len(r.b) {
+			break
+		}
+		e := r.b[r.i+1]
+		r.i += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			c, err := r.hex4()
+			if err != nil {
+				r.fail("bad \\u escape")
+				return ""
+			}
+			if utf16.IsSurrogate(c) {
+				c2 := rune(-1)
+				if r.i+1 < len(r.b) && r.b[r.i] == '\\' && r.b[r.i+1] == 'u' {
+					save := r.i
+					r.i += 2
+					if c2, err = r.hex4(); err != nil {
+						r.fail("bad \\u escape")
+						return ""
+					}
+					if d := utf16.DecodeRune(c, c2); d != utf8.RuneError {
+						out = utf8.AppendRune(out, d)
+						continue
+					}
+					r.i = save // not a pair: the second escape stands alone
+				}
+				c = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, c)
+		default:
+			r.fail("bad escape")
+			return ""
+		}
+	}
+	r.fail("unterminated string")
+	return ""
+}
+
+func (r *jsonReader) hex4() (rune, error) {
+	if len(r.b)-r.i < 4 {
+		return 0, errEscape
+	}
+	n, err := strconv.ParseUint(string(r.b[r.i:r.i+4]), 16, 32)
+	if err != nil {
+		return 0, errEscape
+	}
+	r.i += 4
+	return rune(n), nil
+}
+
+// skip reads a value of any kind.
+func (r *jsonReader) skip() {
+	switch r.next() {
+	case '{':
+		r.object(func(string) { r.skip() })
+	case '[':
+		r.array(r.skip)
+	case '"':
+		r.str()
+	case 't', 'f':
+		r.bool()
+	case 'n':
+		r.null()
+	default:
+		r.float()
+	}
+}

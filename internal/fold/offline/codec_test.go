@@ -1,0 +1,148 @@
+package offline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+// codecStates are states as folds leave them (a synthetic session folded
+// in batches, an agent session) and one with every kind of string the
+// JSON encoding escapes.
+func codecStates(t *testing.T) []*state {
+	t.Helper()
+	var out []*state
+	ts, notes := synthSession(3, 200)
+	s := New()
+	summary, ni := "", 0
+	var prev []byte
+	for c := 0; c < len(ts); c += 10 {
+		b := ts[c:min(c+10, len(ts))]
+		var bn []fold.Note
+		for ni < len(notes) && !notes[ni].At.After(b[len(b)-1].At) {
+			bn = append(bn, notes[ni])
+			ni++
+		}
+		res, err := s.Summarize(context.Background(), fold.Request{Profile: fold.ProfileVoice, PreviousSummary: summary,
+			PreviousState: prev, Turns: b, Notes: bn, MaxChars: 1200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		summary, prev = res.Summary, res.State
+		var st state
+		if err := json.Unmarshal(res.State, &st); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, &st)
+	}
+	res, err := s.Summarize(context.Background(), benchAgentRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agent state
+	if err := json.Unmarshal(res.State, &agent); err != nil {
+		t.Fatal(err)
+	}
+	odd := "a \"quote\", a \\ back\\slash, <tag> & co, \t\n\r\b\f\x01\x1f\x7f, é ü 漢字 😀, \u2028\u2029, bad \xff\xfe end"
+	out = append(out, &agent, &state{V: stateVersion, Sum: math.MaxUint64, Agent: true, Names: []string{odd, "Bob"}, Others: 3,
+		Periods: []period{{}, {From: -1, To: 1 << 40, Names: []string{odd}, Topics: []string{"x"},
+			Stmts: []stmt{{Text: ""}, {Sp: odd, At: 1, Text: odd, W: 1e-9, K: kTool, Terms: odd, Key: odd, Ph: odd, Batch: true}}}},
+		Open:   []stmt{{Text: "t", W: 1e22}, {Text: "u", W: -0.5}, {Text: "v", W: 7.999999999999999}},
+		Facts:  []fact{{ID: "m1", Sum: 1}, {ID: odd, Sp: odd, Key: odd, Num: odd, Sum: 0}},
+		Topics: []string{odd}, Small: true})
+	return out
+}
+
+// TestStateCodecMatchesEncodingJSON: the state is written byte for byte
+// as encoding/json writes it, and read back as encoding/json reads it.
+func TestStateCodecMatchesEncodingJSON(t *testing.T) {
+	for i, st := range codecStates(t) {
+		want, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.appendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("state %d written as\n%s\nencoding/json writes\n%s", i, got, want)
+		}
+		var std state
+		if err := json.Unmarshal(want, &std); err != nil {
+			t.Fatal(err)
+		}
+		read, err := readState(want)
+		if err != nil {
+			t.Fatalf("state %d: %v", i, err)
+		}
+		if !reflect.DeepEqual(*read, std) {
+			t.Fatalf("state %d read as\n%+v\nencoding/json reads\n%+v", i, *read, std)
+		}
+	}
+}
+
+// TestReadStateOddJSON: what encoding/json accepts besides what the codec
+// writes (spaces, other key orders, unknown keys, nulls, escapes) reads the
+// same; what it refuses (every cut of a state, stray bytes) fails.
+func TestReadStateOddJSON(t *testing.T) {
+	for _, in := range []string{
+		` { "sum" : 5 , "v" : 1 , "extra" : { "a" : [ 1 , "x" , null , true , { } ] } , "names" : [ "A\u00e9\ud83d\ude00" , "\ud800x" ] } `,
+		`{"v":1,"sum":2,"open":[{"text":"a\/b\"c\\","w":-1.5e-3,"k":null,"sp":null}],"periods":null,"facts":[{"id":"x","sum":18446744073709551615}]}`,
+		`{"v":1,"sum":0,"periods":[{},{"from":0,"stmts":[]}],"small":false,"agent":true}`,
+	} {
+		var std state
+		if err := json.Unmarshal([]byte(in), &std); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		got, err := readState([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		// (an empty JSON array reads as an empty slice there, nil here)
+		if a, b := mustJSON(t, got), mustJSON(t, &std); a != b {
+			t.Fatalf("%s read as\n%s\nencoding/json reads\n%s", in, a, b)
+		}
+	}
+	valid, err := codecStates(t)[0].appendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(valid) {
+		if _, err := readState(valid[:n]); err == nil {
+			t.Fatalf("the state cut at byte %d was read: %s", n, valid[:n])
+		}
+	}
+	for _, in := range []string{`{"v":1}x`, `{"v":"1"}`, `{"v":1.5}`, `{"sum":-1}`, `{"open":[{"text":"a` + "\x01" + `"}]}`,
+		`{"names":["\x"]}`, `{"names":["\u12"]}`, `{"v":1,}`, `[1]`, `{"agent":tru}`, `{"v" 1}`, ``} {
+		if _, err := readState([]byte(in)); err == nil {
+			t.Errorf("%q was read", in)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, st *state) string {
+	t.Helper()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestStateCodecRefusesNaN: a weight that is not a number cannot be
+// written (encoding/json refuses it too).
+func TestStateCodecRefusesNaN(t *testing.T) {
+	st := &state{V: stateVersion, Open: []stmt{{Text: "x", W: math.NaN()}}}
+	if _, err := st.appendJSON(nil); err == nil {
+		t.Fatal("NaN written")
+	}
+	if _, err := json.Marshal(st); err == nil {
+		t.Fatal("encoding/json wrote NaN")
+	}
+}
