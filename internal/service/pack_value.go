@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/client"
@@ -88,10 +89,9 @@ type valuePacker struct {
 
 	ids   map[string]int32
 	shown []bool // interned terms the reply shows
-	// weight is the weight of each question and feedback term (wterms),
-	// covered how many chosen items hold it, termAt its position.
+	// weight is the weight of each question and feedback term, covered
+	// how many chosen items hold it, termAt its position (and id).
 	weight  []float64
-	wterms  []string
 	termAt  map[string]int
 	covered []int
 
@@ -150,10 +150,10 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 	}
 	mems := s.rankMemories(h, pk.terms)
 	for _, m := range mems[:min(len(mems), excerptPool*pk.want)] {
-		v.push(&vcand{kind: candMemory, mem: m, terms: v.intern(m.Text)})
+		v.push(&vcand{kind: candMemory, mem: m, terms: append(v.intern(m.Text), v.dayTerm(m.At)...)})
 	}
 	for i := 0; i < len(pk.hits) && i < excerptPool*pk.want; i++ {
-		if pk.hits[i].doc < v.limit && pk.evidence(pk.hits[i].doc) {
+		if pk.hits[i].doc < v.limit && pk.relevant(pk.hits[i].doc) {
 			v.push(&vcand{kind: candExcerpt, i: i})
 		}
 	}
@@ -234,13 +234,16 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 func (v *valuePacker) weigh() {
 	pk := v.pk
 	docs := float64(max(1, pk.n-pk.lo))
+	// The weighted terms are interned first: a term's id is its position
+	// in v.weight.
 	add := func(t string, scale float64) {
 		if _, ok := v.termAt[t]; ok {
 			return
 		}
 		_, df := pk.x.postingsIn(t, pk.lo, pk.n)
 		v.termAt[t] = len(v.weight)
-		v.wterms = append(v.wterms, t)
+		v.ids[t] = int32(len(v.weight))
+		v.shown = append(v.shown, false)
 		v.weight = append(v.weight, scale*math.Log(1+(docs-df+0.5)/(df+0.5)))
 		v.covered = append(v.covered, 0)
 	}
@@ -252,6 +255,17 @@ func (v *valuePacker) weigh() {
 	}
 }
 
+// id is term t's id.
+func (v *valuePacker) id(t string) int32 {
+	id, ok := v.ids[t]
+	if !ok {
+		id = int32(len(v.ids))
+		v.ids[t] = id
+		v.shown = append(v.shown, false)
+	}
+	return id
+}
+
 // intern is text's distinct content terms, interned.
 func (v *valuePacker) intern(text string) []int32 {
 	var out []int32
@@ -260,12 +274,7 @@ func (v *valuePacker) intern(text string) []int32 {
 		if t == "" {
 			return
 		}
-		id, ok := v.ids[t]
-		if !ok {
-			id = int32(len(v.ids))
-			v.ids[t] = id
-			v.shown = append(v.shown, false)
-		}
+		id := v.id(t)
 		if !seen[id] {
 			seen[id] = true
 			out = append(out, id)
@@ -274,17 +283,44 @@ func (v *valuePacker) intern(text string) []int32 {
 	return out
 }
 
-// weighted is the positions in v.weight of the terms among ids.
+// unitTerms are the content terms of an excerpt unit's lines, and the
+// day they were said.
+func (v *valuePacker) unitTerms(unit []client.RecalledItem, docs []int) []int32 {
+	var out []int32
+	for i, it := range unit {
+		if it.Trimmed {
+			out = append(out, v.intern(it.Text)...)
+			continue
+		}
+		// The turn's whole text: its terms are known (names aside).
+		for t := range v.pk.docTerms(docs[i]).set {
+			out = append(out, v.id(t))
+		}
+	}
+	if len(unit) > 0 {
+		out = append(out, v.dayTerm(unit[0].At)...)
+	}
+	return out
+}
+
+// dayTerm is the day at (UTC) as a term of its own: an excerpt or a
+// memory tells when it was said, which the summary and the window do not
+// (none for a zero time).
+func (v *valuePacker) dayTerm(at time.Time) []int32 {
+	if at.IsZero() {
+		return nil
+	}
+	y, m, d := at.UTC().Date()
+	return []int32{v.id(string([]byte{0, byte(y >> 8), byte(y), byte(m), byte(d)}))}
+}
+
+// weighted is the positions in v.weight of the terms among ids (a
+// weighted term's id is its position).
 func (v *valuePacker) weighted(ids []int32) []int {
 	var out []int
-	for at, t := range v.wterms {
-		if id, ok := v.ids[t]; ok {
-			for _, x := range ids {
-				if x == id {
-					out = append(out, at)
-					break
-				}
-			}
+	for _, id := range ids {
+		if int(id) < len(v.weight) {
+			out = append(out, int(id))
 		}
 	}
 	return out
@@ -354,16 +390,19 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 		}
 		if stale {
 			c.unit, c.docs = pk.unit(hit, v.limit)
-			c.terms = nil
-			for _, it := range c.unit {
-				c.terms = append(c.terms, v.intern(it.Text)...)
-			}
+			c.terms = v.unitTerms(c.unit, c.docs)
 			c.weighted = v.weighted(c.terms)
 		}
 		cost = pk.unitChars(c.unit, c.docs, false)
 	}
 	value = v.value(c)
 	if c.kind == candExcerpt {
+		if pk.hybrid && len(pk.hits) > 0 {
+			// Fused with the turns nearest the question by meaning, which
+			// may share no word with it: a match is worth at least its
+			// rank's share of an average question term.
+			value = max(value, pk.hits[c.i].score/pk.hits[0].score*v.meanWeight()*float64(v.novel(c)))
+		}
 		value *= math.Pow(dayDecay, float64(pk.perDay[day(pk.x.docs[pk.hits[c.i].doc].turn.At)]))
 	}
 	return value, max(1, cost), true
@@ -378,13 +417,32 @@ func (v *valuePacker) value(c *vcand) float64 {
 	if rel == 0 {
 		return 0
 	}
-	novel := 0
+	return rel * float64(v.novel(c))
+}
+
+// novel is how many of c's terms the reply does not show yet.
+func (v *valuePacker) novel(c *vcand) int {
+	n := 0
 	for _, id := range c.terms {
 		if !v.shown[id] {
-			novel++
+			n++
 		}
 	}
-	return rel * float64(novel)
+	return n
+}
+
+// meanWeight is the mean weight of the question's own terms now (each
+// lowered for the chosen items that hold it).
+func (v *valuePacker) meanWeight() float64 {
+	n := len(v.pk.terms)
+	if n == 0 {
+		return 0
+	}
+	var w float64
+	for at := range n {
+		w += v.weight[at] * math.Pow(coveredDecay, float64(v.covered[at]))
+	}
+	return w / float64(n)
 }
 
 // choose packs c if it fits; refresh reports that costs of other
@@ -426,8 +484,8 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 		}
 	case candExcerpt:
 		hit := pk.hits[c.i]
-		if !pk.evidence(hit.doc) {
-			return false, nil
+		if pk.shown[pk.x.docs[hit.doc].turn.TurnID] {
+			return false, nil // a memory chosen since says it
 		}
 		first := !pk.excerpts
 		unit, docs := c.unit, c.docs
@@ -454,10 +512,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 				alone = []client.RecalledItem{cut}
 			}
 			unit, docs = alone, docs[at:at+1]
-			c.terms = nil
-			for _, it := range unit {
-				c.terms = append(c.terms, v.intern(it.Text)...)
-			}
+			c.terms = v.unitTerms(unit, docs)
 			c.weighted = v.weighted(c.terms)
 		}
 		d := day(pk.x.docs[hit.doc].turn.At)
