@@ -208,12 +208,12 @@ func hasPrefixFold(s, prefix string) bool {
 func salient(ss []stmt) {
 	tf := map[string]int{}
 	for _, x := range ss {
-		for _, t := range strings.Fields(x.Terms) {
+		for t := range strings.FieldsSeq(x.Terms) {
 			tf[t]++
 		}
 	}
 	for i := range ss {
-		for _, t := range strings.Fields(ss[i].Terms) {
+		for t := range strings.FieldsSeq(ss[i].Terms) {
 			ss[i].W += salience * float64(min(tf[t]-1, 3))
 		}
 	}
@@ -374,9 +374,11 @@ func joins(s string, ws []string) bool {
 // yes/no question.
 func answers(q string, a stmt, text string) bool {
 	qTerms, qText, _ := strings.Cut(q, "\x00")
-	for _, t := range strings.Fields(a.Terms) {
-		if slices.Contains(strings.Fields(qTerms), t) {
-			return true
+	for t := range strings.FieldsSeq(a.Terms) {
+		for u := range strings.FieldsSeq(qTerms) {
+			if t == u {
+				return true
+			}
 		}
 	}
 	body := strings.ToLower(qText[strings.Index(qText, ": ")+2:])
@@ -416,8 +418,20 @@ var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", 
 // opensWithBackchannel reports whether a turn starts with an
 // acknowledgement ("sure", "ok, …").
 func opensWithBackchannel(text string) bool {
-	fs := strings.Fields(strings.ToLower(text))
-	return len(fs) > 0 && backchannels[strings.Trim(fs[0], ".,!?")] || len(fs) == 0
+	for f := range strings.FieldsSeq(text) {
+		return backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
+	}
+	return true
+}
+
+// fewWords reports whether s has fewer than n words.
+func fewWords(s string, n int) bool {
+	for range strings.FieldsSeq(s) {
+		if n--; n == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ---- reported speech ----
@@ -621,6 +635,9 @@ func conjugate(v string) (string, bool) {
 // group turns the speaker's "we" into "they" (what a person writes when
 // reporting it).
 func group(s string) string {
+	if !mayGroup(s) {
+		return s
+	}
 	ws := strings.Fields(s)
 	changed := false
 	for i, w := range ws {
@@ -637,6 +654,17 @@ func group(s string) string {
 		return s
 	}
 	return strings.Join(ws, " ")
+}
+
+// mayGroup reports cheaply whether s may hold a word group changes: one
+// that starts with "w", "u" or "o".
+func mayGroup(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if (i == 0 || s[i-1] == ' ' || s[i-1] == '\n') && strings.IndexByte("wWuUoO", s[i]) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // lowerFirst lower-cases the first letter of s when its first word is a

@@ -31,7 +31,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !isFactStmt(x) {
 			continue
 		}
-		if strings.Contains(x.Text, "…") || len(strings.Fields(x.Text)) < 5 {
+		if strings.Contains(x.Text, "…") || fewWords(x.Text, 5) {
 			continue // cut, or too short to stand alone
 		}
 		cands = append(cands, x)
@@ -132,9 +132,9 @@ func changedFact(older, newer string) bool {
 // changedSlots counts the slots of older that newer gives another value.
 func changedSlots(older, newer string) int {
 	n := 0
-	for _, o := range strings.Fields(older) {
+	for o := range strings.FieldsSeq(older) {
 		os, ov, _ := strings.Cut(o, "=")
-		for _, x := range strings.Fields(newer) {
+		for x := range strings.FieldsSeq(newer) {
 			ns, nv, _ := strings.Cut(x, "=")
 			if os == ns && ov != nv && strings.Trim(ov, "$") != strings.Trim(nv, "$") {
 				n++

@@ -224,7 +224,7 @@ func decodePhrases(s string) []phrase {
 	if s == "" {
 		return nil
 	}
-	var out []phrase
+	out := make([]phrase, 0, strings.Count(s, ";")+1)
 	for _, e := range strings.Split(s, ";") {
 		text, key, _ := strings.Cut(e, "=")
 		r, _ := utf8.DecodeRuneInString(text)
@@ -394,6 +394,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		}
 	}
 	var b strings.Builder
+	b.Grow(min(budget, 1<<14) + 64)
 	b.WriteString(lead)
 	write := func(s string) {
 		if s == "" {
