@@ -226,20 +226,36 @@ const salience = 0.25
 // numbers, names, and words of decisions and plans.
 func weigh(sent string, terms, nums int) float64 {
 	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(properNouns(sent), 4))
-	if hasAny(sent, decisionWords) {
+	if decisionWords.in(strings.ToLower(sent)) {
 		w += 1.5
 	}
 	return w
 }
 
-var decisionWords = []string{"decided", "decide", "agreed", "agree", "let's", "we'll", "we will", "we should", "plan",
-	"going to", "i'll", "i will", "booked", "suggest", "will ", "deadline", "must", "need to", "don't", "never", "always", "only"}
+var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's", "we'll", "we will", "we should", "plan",
+	"going to", "i'll", "i will", "booked", "suggest", "will ", "deadline", "must", "need to", "don't", "never", "always", "only")
 
-func hasAny(s string, ws []string) bool {
-	l := strings.ToLower(s)
+// keywords finds any of a set of lower-case keywords in a text in one
+// pass over it (a strings.Contains per keyword is a pass each).
+type keywords struct {
+	byFirst [256][]string // the keywords by their first byte
+}
+
+func newKeywords(ws ...string) *keywords {
+	k := &keywords{}
 	for _, w := range ws {
-		if strings.Contains(l, w) {
-			return true
+		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
+	}
+	return k
+}
+
+// in reports whether the lower-cased text s contains one of the keywords.
+func (k *keywords) in(s string) bool {
+	for i := 0; i < len(s); i++ {
+		for _, w := range k.byFirst[s[i]] {
+			if strings.HasPrefix(s[i:], w) {
+				return true
+			}
 		}
 	}
 	return false
@@ -812,14 +828,10 @@ func toolOutcome(text string) string {
 // isInjection reports text that addresses a model (injectionRe), with a
 // cheap test first: most text has none of its words.
 func isInjection(s string) bool {
-	l := strings.ToLower(s)
-	for _, k := range []string{"ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions"} {
-		if strings.Contains(l, k) {
-			return injectionRe.MatchString(s)
-		}
-	}
-	return false
+	return injectionWords.in(strings.ToLower(s)) && injectionRe.MatchString(s)
 }
+
+var injectionWords = newKeywords("ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
 
 // injectionRe matches text that addresses a model rather than the people
 // in the conversation; such sentences are not repeated in the summary.

@@ -273,7 +273,7 @@ func phrases(s string, people []string) []phrase {
 	start := true // the word starts a sentence: its capital says nothing
 	paren := false
 	for _, f := range strings.Fields(s) {
-		w := strings.Trim(f, `.,!?;:()"“”`)
+		w := strings.TrimFunc(f, isPhrasePunct)
 		lw := strings.ToLower(w)
 		if strings.HasPrefix(f, "(") {
 			paren = true
@@ -311,6 +311,14 @@ func phrases(s string, people []string) []phrase {
 	}
 	flush()
 	return out
+}
+
+func isPhrasePunct(r rune) bool {
+	switch r {
+	case '.', ',', '!', '?', ';', ':', '(', ')', '"', '“', '”':
+		return true
+	}
+	return false
 }
 
 // ---- rendering ----
