@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/sentence"
 )
@@ -42,6 +43,13 @@ type Outcome struct {
 	// summarised: those of skipped chunks (TierPartial) or all of them
 	// (TierPlaceholder). 0 otherwise.
 	SkippedTurns int
+	// Note: Summary is a note standing for dropped turns (mode evict), not
+	// a summary of them; the session counts the turns as evicted.
+	Note bool
+	// Evicted is the record of the turns a note stands for, published
+	// after the summary-updated that carries the note (the recorder fills
+	// its envelope: version, session, time); nil for a summary.
+	Evicted *events.Evicted
 }
 
 // Summarize runs one fold through s and enforces req.MaxChars the same way

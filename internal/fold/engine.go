@@ -43,11 +43,9 @@ type Engine interface {
 	// 004's placeholder instead of a summary when the summarizer cannot
 	// serve it (its breaker is open, or it failed twice in a row).
 	Placeholder(p Policy, d Decision) bool
-	// Sources reports whether a fold asks the deployment's context
-	// sources for the folded window and merges their answers into the
-	// summary; the model then condenses only the conversation.
-	Sources() bool
-	// Summarize is one fold's summarizer call(s) for req.
+	// Summarize is one fold's outcome for req: the summarizer call(s) of
+	// a mode that summarizes (with req.Sources' answers merged, where the
+	// mode asks them), the note of one that evicts.
 	Summarize(ctx context.Context, s Summarizer, req Request, p Policy, count func(string) int) (Outcome, error)
 	// Note is the running note that stands for the turns a mode that
 	// evicts has dropped so far ("" for a mode that summarizes).

@@ -2,9 +2,10 @@ package fold
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/events"
 )
 
 // ModeEvict drops the oldest turns without a model call; recall
@@ -59,14 +60,39 @@ func (evictMode) TurnTokens(Policy) bool                 { return true }
 func (evictMode) Estimates() bool                        { return true }
 func (evictMode) Idle(Policy) (time.Duration, int, bool) { return 0, 0, false }
 func (evictMode) Placeholder(Policy, Decision) bool      { return false }
-func (evictMode) Sources() bool                          { return false }
 func (evictMode) WithoutRecall() Mode                    { return ModeTokens }
 
-// errEvictSummarizes: mode evict never calls a summarizer.
-var errEvictSummarizes = errors.New("mode evict does not summarize: its plans evict")
+// TierEvicted is the tier of an eviction note: no summarizer was called.
+const TierEvicted Tier = "evicted"
 
-func (evictMode) Summarize(context.Context, Summarizer, Request, Policy, func(string) int) (Outcome, error) {
-	return Outcome{}, errEvictSummarizes
+// Summarize is mode evict's fold: no summarizer call. Its "summary" is the
+// eviction note, cumulative over the session (req.Evicted holds the
+// evictions before this one), and its outcome carries the evicted event
+// that the recorder publishes once the note is stored. Turns need only
+// their index, time and tokens (Decision.Model is false: the batch's text
+// is not read).
+func (e evictMode) Summarize(_ context.Context, _ Summarizer, req Request, _ Policy, _ func(string) int) (Outcome, error) {
+	n := len(req.Turns)
+	if n == 0 {
+		return Outcome{}, fmt.Errorf("mode evict: expected turns to evict, got none")
+	}
+	toks := 0
+	for _, t := range req.Turns {
+		toks += t.Tokens
+	}
+	first, last := req.Turns[0], req.Turns[n-1]
+	total := Eviction{Count: req.Evicted.Count + int64(n), Tokens: req.Evicted.Tokens + int64(toks), First: first.At, Last: last.At}
+	if req.Evicted.Count > 0 {
+		total.First = req.Evicted.First
+	}
+	note := e.Note(total)
+	return Outcome{
+		Summary: note, Tier: TierEvicted, Model: "none", Note: true,
+		Evicted: &events.Evicted{
+			Count: n, Tokens: toks, First: first.At, Last: last.At, FromTurn: first.Index, ToTurn: last.Index,
+			Cursor: last.Index + 1, TotalEvicted: total.Count, Note: note,
+		},
+	}, nil
 }
 
 // Note is the eviction note, cumulative over the session.

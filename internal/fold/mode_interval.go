@@ -3,6 +3,8 @@ package fold
 import (
 	"context"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/contextsource"
 )
 
 // ModeInterval folds every N exchanges, merging context sources.
@@ -47,10 +49,32 @@ func (intervalMode) TurnTokens(Policy) bool                 { return false }
 func (intervalMode) Estimates() bool                        { return false }
 func (intervalMode) Idle(Policy) (time.Duration, int, bool) { return 0, 0, false }
 func (intervalMode) Placeholder(Policy, Decision) bool      { return false }
-func (intervalMode) Sources() bool                          { return true }
 func (intervalMode) Note(Eviction) string                   { return "" }
 func (intervalMode) WithoutRecall() Mode                    { return "" }
 
+// Summarize condenses only the conversation part of the running block;
+// the context sources are asked afresh for the folded window
+// (req.Sources) and their lines merged into the block after.
 func (intervalMode) Summarize(ctx context.Context, s Summarizer, req Request, _ Policy, _ func(string) int) (Outcome, error) {
-	return Summarize(ctx, s, req)
+	b, _ := contextsource.SplitBlock(req.PreviousSummary)
+	req.PreviousSummary = b.Conversation
+	var answers []contextsource.Answer
+	if req.Sources != nil {
+		answers = req.Sources(ctx, req.From, req.To)
+	}
+	out, err := Summarize(ctx, s, req)
+	if err != nil {
+		return out, err
+	}
+	out.Summary = contextsource.Block(req.From, req.To, out.Summary, answers, req.MaxChars+sourceAllowance(len(answers)))
+	return out, nil
+}
+
+// sourceAllowance is the room context-source lines get on top of the
+// conversation summary's budget.
+func sourceAllowance(sources int) int {
+	if sources == 0 {
+		return 80 // the header line
+	}
+	return 80 + sources*(contextsource.MaxAnswerChars/2)
 }

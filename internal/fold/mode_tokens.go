@@ -60,7 +60,6 @@ func (tokensMode) Idle(p Policy) (time.Duration, int, bool) {
 // threshold, whose context must not overflow while the model cannot fold.
 func (tokensMode) Placeholder(_ Policy, d Decision) bool { return d.Cause == CauseEmergency }
 
-func (tokensMode) Sources() bool        { return false }
 func (tokensMode) Note(Eviction) string { return "" }
 func (tokensMode) WithoutRecall() Mode  { return "" }
 

@@ -48,7 +48,6 @@ func (windowMode) TurnTokens(p Policy) bool { return p.Window.MinFoldTokens > 0 
 func (windowMode) Estimates() bool                        { return false }
 func (windowMode) Idle(Policy) (time.Duration, int, bool) { return 0, 0, false }
 func (windowMode) Placeholder(Policy, Decision) bool      { return false }
-func (windowMode) Sources() bool                          { return false }
 func (windowMode) Note(Eviction) string                   { return "" }
 func (windowMode) WithoutRecall() Mode                    { return "" }
 

@@ -186,8 +186,70 @@ func (p Policy) Engine() Engine {
 func (p Policy) Summarizes() bool { return p.Engine().Summarizes() }
 
 // Plan decides, for the session described by c, whether anything leaves
-// the verbatim window now and which turns (the mode's Engine.Plan).
-func (p Policy) Plan(c Check) Decision { return p.Engine().Plan(p, c) }
+// the verbatim window now and which turns (the mode's Engine.Plan), and
+// how the fold runs (Decision.Model, Decision.Placeholder).
+func (p Policy) Plan(c Check) Decision {
+	e := p.Engine()
+	return p.runs(e, e.Plan(p, c))
+}
+
+// PlanEnd is the final fold of an ended session: everything still verbatim
+// (turns [cursor, total) and notes pending notes), in a mode that
+// summarizes; a mode that evicts has nothing to fold at the end (its note
+// stands already). Fold false: nothing to fold, the session is archived.
+func (p Policy) PlanEnd(cursor, total int64, notes int) Decision {
+	e := p.Engine()
+	if !e.Summarizes() || (total <= cursor && notes == 0) {
+		return Decision{}
+	}
+	d := Decision{Fold: true, Action: ActionFold, Cause: CauseEnd, From: cursor, To: total, RecentStart: total, Eligible: total - cursor}
+	return p.runs(e, d)
+}
+
+// runs fills in how a planned fold runs.
+func (p Policy) runs(e Engine, d Decision) Decision {
+	if d.Fold {
+		d.Model = e.Summarizes()
+		d.Placeholder = e.Placeholder(p, d)
+	}
+	return d
+}
+
+// WithRecall is p as a deployment runs it: without recall, a mode that
+// needs it (evict) folds in the mode it names instead (Engine.WithoutRecall).
+func (p Policy) WithRecall(recall bool) Policy {
+	if fb := p.Engine().WithoutRecall(); fb != "" && !recall {
+		p.Mode = fb
+	}
+	return p
+}
+
+// NoteMode reports whether a summary-updated of mode carries a note that
+// stands for dropped turns (its mode evicts instead of summarizing), not a
+// summary of them.
+func NoteMode(mode string) bool {
+	e, ok := Lookup(Mode(mode))
+	return ok && !e.Summarizes()
+}
+
+// IdleAt is when a quiet session, last active at last, is due for its idle
+// fold (Engine.Idle), if it will be: not before now, and only while its
+// context estimate (a function, as it costs a sum) is above the mode's
+// idle threshold.
+func (p Policy) IdleAt(last, now time.Time, estimate func() int) (time.Time, bool) {
+	after, above, ok := p.Engine().Idle(p)
+	if !ok || last.IsZero() {
+		return time.Time{}, false
+	}
+	at := last.Add(after)
+	if !now.Before(at) {
+		return time.Time{}, false // checked already at or after that time
+	}
+	if estimate() <= above {
+		return time.Time{}, false
+	}
+	return at, true
+}
 
 func (c Check) turnTokens(i int) int {
 	if c.TurnTokens == nil {

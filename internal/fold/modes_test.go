@@ -1,6 +1,7 @@
 package fold
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -215,5 +216,34 @@ func TestEveryModeIsOneFile(t *testing.T) {
 	}
 	if Engines()[0].Name() != DefaultMode {
 		t.Errorf("the default mode %s is not listed first", DefaultMode)
+	}
+}
+
+// Mode evict's fold calls no summarizer: its outcome is the eviction note,
+// cumulative over the session's evictions, and the evicted record of the
+// batch.
+func TestEvictSummarizeReturnsItsNote(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)
+	pol := DefaultPolicy()
+	pol.Mode = ModeEvict
+	req := Request{
+		Turns:   []Turn{{Index: 4, At: t0.Add(time.Minute), Tokens: 10}, {Index: 5, At: t0.Add(2 * time.Minute), Tokens: 20}},
+		Evicted: Eviction{Count: 4, Tokens: 40, First: t0},
+	}
+	out, err := pol.Engine().Summarize(context.Background(), nil, req, pol, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pol.Engine().Note(Eviction{Count: 6, Tokens: 70, First: t0, Last: t0.Add(2 * time.Minute)})
+	if out.Summary != want || !out.Note || out.Tier != TierEvicted || out.Model != "none" || out.Calls != 0 {
+		t.Fatalf("outcome %+v, want the note %q", out, want)
+	}
+	e := out.Evicted
+	if e == nil || e.Count != 2 || e.Tokens != 30 || e.FromTurn != 4 || e.ToTurn != 5 || e.Cursor != 6 || e.TotalEvicted != 6 ||
+		!e.First.Equal(t0.Add(time.Minute)) || !e.Last.Equal(t0.Add(2*time.Minute)) || e.Note != want {
+		t.Fatalf("evicted record %+v", e)
+	}
+	if d := pol.PlanEnd(0, 10, 1); d.Fold {
+		t.Fatalf("mode evict planned a final fold: %+v", d)
 	}
 }

@@ -3,6 +3,8 @@ package fold
 import (
 	"context"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/contextsource"
 )
 
 // Summarizer turns a batch of old turns (plus the previous summary and any
@@ -71,6 +73,13 @@ type Request struct {
 	// but the backend that wrote it, which versions it and must cope with
 	// one it cannot decode.
 	PreviousState []byte
+	// Evicted are the session's evictions before this fold (mode evict's
+	// note is cumulative); zero for a session that never evicted.
+	Evicted Eviction
+	// Sources asks the deployment's context sources about the folded
+	// window, for a mode that merges their answers (interval); nil when
+	// none is configured.
+	Sources func(ctx context.Context, from, to time.Time) []contextsource.Answer
 }
 
 // Result is what a backend returns.

@@ -77,6 +77,14 @@ type Decision struct {
 	RecentStart int64
 	Eligible    int64
 	From, To    int64
+	// Model: the fold calls the summarizer, so the summarizer's breaker
+	// and fold slots apply and the batch's text is read; false for a fold
+	// whose summary needs no model (mode evict's note). Set by Policy.Plan.
+	Model bool
+	// Placeholder: the fold may land with the placeholder tier instead of
+	// a summary when the summarizer cannot serve it (Engine.Placeholder).
+	// Set by Policy.Plan.
+	Placeholder bool
 }
 
 // Evaluate applies the window arithmetic:

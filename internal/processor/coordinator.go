@@ -119,7 +119,7 @@ func (c *coordinator) turn(ls *live) {
 	if c.trigger(ls) == TriggerTurn {
 		c.evaluate(ls, "turn", false)
 	}
-	if at, ok := c.idleWake(ls, c.policy(ls)); ok {
+	if at, ok := ls.s.IdleAt(c.policy(ls), c.p.clock.Now(), ls.unfoldedTokens); ok {
 		if cur, has := c.wake[ls.s.ID]; !has || at.Before(cur) {
 			c.wake[ls.s.ID] = at // a quiet session is folded at the idle threshold
 		}
@@ -239,7 +239,7 @@ func (c *coordinator) adopt(ls *live, last summaryRecord, why string) {
 	if n := int(min(ev.Cursor-s.Cursor, int64(len(s.Turns)))); n > 0 {
 		ls.payloads.drop(s.Turns[:n], s.PendingNotes[:min(ev.FoldedNotes, len(s.PendingNotes))])
 	}
-	s.Adopt(ev, last.seq, evicted(ev.Mode))
+	s.Adopt(ev, last.seq)
 	c.w.markDirty(ls)
 }
 
@@ -337,7 +337,7 @@ func (c *coordinator) settleDue(ls *live) {
 		c.wake[s.ID] = s.RetryAfter
 		return
 	}
-	if at, ok := c.idleWake(ls, c.policy(ls)); ok {
+	if at, ok := s.IdleAt(c.policy(ls), now, ls.unfoldedTokens); ok {
 		c.wake[s.ID] = at
 		return
 	}
@@ -370,14 +370,6 @@ func (c *coordinator) check(ls *live, trigger string, force, reconciled bool) {
 	p := c.p
 	now := p.clock.Now()
 	s := ls.s
-	if ls.evicting {
-		// Its eviction is being recorded: looked at again when it lands
-		// (landEviction).
-		if trigger == "generate" || trigger == "compact" {
-			c.skip(ls, c.policy(ls), fold.Decision{Reason: fold.SkipAlreadyInFlight}, trigger)
-		}
-		return
-	}
 	if s.Lease != nil && !s.Lease.Held(now) && s.Lease.Owner != p.cfg.InstanceID && !reconciled {
 		// Another engine's (a crashed instance, a partition's previous
 		// owner): it may have published the summary without checkpointing
@@ -419,32 +411,7 @@ func (c *coordinator) check(ls *live, trigger string, force, reconciled bool) {
 		c.finish(ls, pol)
 		return
 	}
-	disabled := s.Config != nil && s.Config.Disabled != nil && *s.Config.Disabled
-	chk := fold.Check{
-		Cursor: s.Cursor, Total: s.Total, InFlight: s.Lease.Held(now),
-		Backoff: now.Before(s.RetryAfter), Ending: s.Ended, Disabled: disabled, Force: force,
-		Exchanges: s.Exchanges - s.ExchangesFolded,
-	}
-	eng := pol.Engine()
-	if eng.TurnTokens(pol) {
-		// Sizes as applied: the bot's tokens, else chars/4×1.2 (state.Apply).
-		turns := s.Turns
-		chk.TurnTokens = func(i int) int { return turns[i].Tokens }
-	}
-	if s.Tools != nil {
-		// No fold ends inside a tool exchange (fold.ToolExchange).
-		cursor := s.Cursor
-		chk.Joined = func(i int) bool { return s.Joined(cursor + int64(i)) }
-	}
-	if eng.Estimates() {
-		chk.UnfoldedTokens = ls.unfoldedTokens()
-		chk.SummaryTokens = s.SummaryToks
-		chk.ReportedContext = s.ContextTokens
-	}
-	if after, _, ok := eng.Idle(pol); ok {
-		chk.Idle = !s.LastActivity.IsZero() && now.Sub(s.LastActivity) >= after
-	}
-	d := pol.Plan(chk)
+	d := pol.Plan(s.Check(pol, now, force, ls.unfoldedTokens))
 	if d.Cause == fold.CauseIdle {
 		trigger = "idle"
 	}
@@ -456,10 +423,6 @@ func (c *coordinator) check(ls *live, trigger string, force, reconciled bool) {
 		return
 	}
 	ls.lastSkip = ""
-	if d.Action == fold.ActionEvict {
-		c.evict(ls, pol, d, trigger)
-		return
-	}
 	c.startFold(ls, pol, d, trigger)
 }
 
@@ -510,9 +473,11 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 	// emergency threshold (mode tokens) folds with the placeholder tier
 	// instead (the previous summary kept, the batch noted), which needs no model: its context must not overflow while
 	// the endpoint is down.
-	ok, probe, retryAt := p.breaker.Begin(now, d.Cause == fold.CauseForced)
-	placeholderOK := pol.Engine().Placeholder(pol, d)
-	placeholderOnly := !ok && placeholderOK
+	ok, probe, retryAt := true, false, time.Time{}
+	if d.Model {
+		ok, probe, retryAt = p.breaker.Begin(now, d.Cause == fold.CauseForced)
+	}
+	placeholderOnly := !ok && d.Placeholder
 	if !ok && !placeholderOnly {
 		d.Fold, d.Action, d.Reason = false, fold.ActionNone, fold.SkipRetryBackoff
 		c.skip(ls, pol, d, trigger)
@@ -547,8 +512,9 @@ func (c *coordinator) startFold(ls *live, pol fold.Policy, d fold.Decision, trig
 		exchanges: s.Exchanges, final: trigger == "end",
 		// The placeholder tier: a session past its emergency threshold whose
 		// folds keep failing gets a placeholder rather than overflowing.
-		placeholderOK: placeholderOK && s.Failures >= 2,
-		summarySeq:    s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
+		placeholderOK: d.Placeholder && s.Failures >= 2, model: d.Model,
+		evicted:    fold.Eviction{Count: s.Evicted, Tokens: s.EvictedTokens, First: time.UnixMilli(s.FirstEvictedAt).UTC()},
+		summarySeq: s.SummarySeq, epoch: s.Epoch, probe: probe, placeholderOnly: placeholderOnly,
 		prev: s.Summary, prevState: s.SummaryState, from: d.From, to: d.To, started: now, prevVer: s.Version, compactns: s.Compactions,
 		turns: append([]state.TurnRef(nil), s.Turns[:n]...),
 		notes: append([]state.NoteRef(nil), s.PendingNotes...),
@@ -606,21 +572,13 @@ func (c *coordinator) resultBack() {
 // applyResult lands a fold's result on the loop: the summary is on the
 // stream (the record), so the cursor moves, the checkpoint follows, and
 // the next batch is looked for (catch-up). A failure, a refused publish
-// or an abandoned fold are handled here too, and an eviction's result is
-// landEviction's. ls is the session, reloaded if a rewind dropped it. Must
-// be called on the loop.
+// or an abandoned fold are handled here too. An eviction (mode evict) is
+// such a fold, its summary the eviction note. ls is the session, reloaded
+// if a rewind dropped it. Must be called on the loop.
 func (c *coordinator) applyResult(ls *live, r foldResult) {
 	p := c.p
-	ours := ls.running == r.job.foldID
-	if ours {
+	if ls.running == r.job.foldID {
 		ls.running = ""
-	}
-	if r.evict != nil {
-		if ours {
-			ls.evicting = false
-		}
-		c.landEviction(ls, r.evict, ours)
-		return
 	}
 	if r.republished {
 		ls.landing = false
@@ -656,7 +614,7 @@ func (c *coordinator) applyResult(ls *live, r foldResult) {
 	ls.payloads.drop(r.job.turns, r.job.notes)
 	s.Land(state.Landing{
 		Summary: r.out.Summary, Version: r.job.prevVer + 1, Seq: r.seq, To: r.job.to, Notes: len(r.job.notes), At: now,
-		SummaryTokens: r.sumToks, OriginalTokens: r.origToks, Exchanges: r.job.exchanges, State: r.out.State,
+		SummaryTokens: r.sumToks, OriginalTokens: r.origToks, Exchanges: r.job.exchanges, State: r.out.State, Note: r.out.Note,
 	})
 	c.publishMemories(ls, r, s.Version)
 	if s.Sealed <= oldCursor && !r.job.final {
@@ -814,8 +772,7 @@ func (c *coordinator) finish(ls *live, pol fold.Policy) {
 		c.wake[s.ID] = s.RetryAfter
 		return
 	}
-	if pol.Summarizes() && (s.Total > s.Cursor || len(s.PendingNotes) > 0) {
-		d := fold.Decision{Fold: true, Action: fold.ActionFold, Cause: fold.CauseEnd, From: s.Cursor, To: s.Total, RecentStart: s.Total, Eligible: s.Total - s.Cursor}
+	if d := pol.PlanEnd(s.Cursor, s.Total, len(s.PendingNotes)); d.Fold {
 		c.startFold(ls, pol, d, "end")
 		return
 	}

@@ -269,24 +269,24 @@ func TestCoordinatorRecordsAnEvictionOffTheLoop(t *testing.T) {
 		cr.sizedTurns("ev", 0, 19, 100) // 1900 > 1800 tokens: evict 9 to reach 1000
 		ls := cr.applyStream("ev", 19)
 		c.evaluate(ls, "turn", false)
-		if !ls.evicting || ls.running == "" || c.inFlight != 1 || ls.s.Cursor != 0 {
-			t.Fatalf("after the check: evicting %v running %q in flight %d cursor %d; want the eviction recording, nothing moved yet",
-				ls.evicting, ls.running, c.inFlight, ls.s.Cursor)
+		if ls.s.Lease == nil || ls.running != ls.s.Lease.FoldID || c.inFlight != 1 || ls.s.Cursor != 0 {
+			t.Fatalf("after the check: lease %+v running %q in flight %d cursor %d; want the eviction recording, nothing moved yet",
+				ls.s.Lease, ls.running, c.inFlight, ls.s.Cursor)
 		}
 		c.evaluate(ls, "turn", false)
 		if c.inFlight != 1 {
 			t.Fatalf("%d in flight after a second check during the eviction, want 1", c.inFlight)
 		}
 		r := cr.result()
-		if r.evict == nil || r.evict.err != nil || r.evict.seq == 0 {
-			t.Fatalf("eviction result %+v", r.evict)
+		if r.err != nil || r.seq == 0 || !r.out.Note {
+			t.Fatalf("eviction result: err %v, stored at %d, note %v", r.err, r.seq, r.out.Note)
 		}
 		c.resultBack()
 		c.applyResult(cr.loop.session(r.job.session), r)
 		s := ls.s
-		if ls.evicting || ls.running != "" || c.inFlight != 0 || s.Cursor != 9 || s.Evicted != 9 || s.Version != 1 || s.SummarySeq != r.evict.seq {
-			t.Fatalf("after landing: evicting %v running %q in flight %d cursor %d evicted %d version %d seq %d (stored %d)",
-				ls.evicting, ls.running, c.inFlight, s.Cursor, s.Evicted, s.Version, s.SummarySeq, r.evict.seq)
+		if s.Lease != nil || ls.running != "" || c.inFlight != 0 || s.Cursor != 9 || s.Evicted != 9 || s.Version != 1 || s.SummarySeq != r.seq {
+			t.Fatalf("after landing: lease %+v running %q in flight %d cursor %d evicted %d version %d seq %d (stored %d)",
+				s.Lease, ls.running, c.inFlight, s.Cursor, s.Evicted, s.Version, s.SummarySeq, r.seq)
 		}
 		if len(decodeAll[events.Evicted](cr.rig, "ev", events.KindEvicted)) != 1 {
 			t.Fatal("no evicted event on the outbound stream")
@@ -304,8 +304,8 @@ func TestCoordinatorRecordsAnEvictionOffTheLoop(t *testing.T) {
 		ls := cr.applyStream("ev", 19)
 		c.evaluate(ls, "turn", false)
 		r := cr.result()
-		if r.evict == nil || !r.evict.conflict {
-			t.Fatalf("eviction result %+v, want a refused publish", r.evict)
+		if !r.conflict {
+			t.Fatalf("eviction result: err %v conflict %v, want a refused publish", r.err, r.conflict)
 		}
 		c.resultBack()
 		c.applyResult(cr.loop.session(r.job.session), r)

@@ -47,6 +47,11 @@ type foldJob struct {
 	// placeholderOnly: the breaker is open and the session is past its
 	// emergency threshold: tier 3 without calling the model.
 	placeholderOnly bool
+	// model: the fold calls the summarizer (fold.Decision.Model); one that
+	// does not needs no slot, no breaker and not the batch's text.
+	model bool
+	// evicted: the session's evictions before this fold (fold.Request).
+	evicted fold.Eviction
 
 	// prevState is the session's SummaryState, passed to the summarizer.
 	prevState []byte
@@ -77,8 +82,6 @@ type foldResult struct {
 	fromT    time.Time
 	toT      time.Time
 	masked   int // tool turns masked before summarizing
-	// evict: the result is an eviction's record, not a fold's (modes.go).
-	evict *evictJob
 }
 
 // foldRunner runs folds off the loop, one goroutine each: it bounds the
@@ -109,6 +112,19 @@ func (p *Processor) newFoldRunner() *foldRunner {
 // the engine's budget policy. It touches no session state.
 func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 	r := foldResult{job: job}
+	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, PreviousState: job.prevState, MaxChars: job.window.MaxSummaryChars,
+		Turns: make([]fold.Turn, 0, len(job.turns)), Evicted: job.evicted}
+	if !job.model {
+		// No summarizer call (mode evict): the engine's outcome comes from
+		// the turns as applied, their index, time and tokens.
+		p.refBatch(&req, &r)
+		r.out, r.err = job.policy.Engine().Summarize(ctx, p.sum, req, job.policy, p.tokens.Count)
+		if r.err == nil {
+			r.sumToks = p.tokens.Count(r.out.Summary)
+		}
+		r.summarized = time.Now()
+		return r
+	}
 	called := false // the summarizer was called, and the breaker told
 	defer func() {
 		if job.probe && !called {
@@ -122,8 +138,6 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 		r.err = fmt.Errorf("waiting for one of %d fold slots: %w", cap(p.slots), ctx.Err())
 		return r
 	}
-	req := fold.Request{Session: job.session, Profile: job.profile, PreviousSummary: job.prev, PreviousState: job.prevState, MaxChars: job.window.MaxSummaryChars,
-		Turns: make([]fold.Turn, 0, len(job.turns))}
 	for i, ref := range job.turns {
 		kept, _ := job.payloads.at(ref.Seq)
 		t := kept.turn // as the event loop decoded it, when this owner did
@@ -163,14 +177,9 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 		// the model tokens and rarely matters once its call is answered.
 		req.Turns, r.masked = fold.MaskToolOutputs(req.Turns, fold.MaskOptions{OlderThan: pol.MaskToolOutputsAfter, Now: p.clock.Now()})
 	}
-	eng := pol.Engine()
-	var answers []contextsource.Answer
-	if eng.Sources() {
-		// Mode interval: the model condenses only the conversation part; the
-		// source lines are asked afresh for this window and merged after.
-		req.PreviousSummary, _ = splitConversation(req.PreviousSummary)
-		if len(p.sources) > 0 {
-			answers = p.asker.Ask(ctx, job.session, req.From, req.To, p.sources)
+	if len(p.sources) > 0 {
+		req.Sources = func(ctx context.Context, from, to time.Time) []contextsource.Answer {
+			return p.asker.Ask(ctx, job.session, from, to, p.sources)
 		}
 	}
 	if job.placeholderOnly {
@@ -181,7 +190,7 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 		r.summarized = time.Now()
 		return r
 	}
-	r.out, r.err = eng.Summarize(ctx, p.sum, req, pol, p.tokens.Count)
+	r.out, r.err = pol.Engine().Summarize(ctx, p.sum, req, pol, p.tokens.Count)
 	called = true
 	p.breaker.Record(p.clock.Now(), r.err, job.probe)
 	if r.err != nil && job.placeholderOK && ctx.Err() == nil {
@@ -191,28 +200,23 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 	}
 	r.model = r.err != nil
 	if r.err == nil {
-		if eng.Sources() {
-			r.out.Summary = contextsource.Block(req.From, req.To, r.out.Summary, answers, job.window.MaxSummaryChars+sourceAllowance(len(answers)))
-		}
 		r.sumToks = p.tokens.Count(r.out.Summary)
 	}
 	r.summarized = time.Now()
 	return r
 }
 
-// sourceAllowance is the room context-source lines get on top of the
-// conversation summary's budget in mode interval.
-func sourceAllowance(sources int) int {
-	if sources == 0 {
-		return 80 // the header line
+// refBatch fills req and r from the batch's references alone: each turn's
+// index, time and tokens as applied, the pending notes counted.
+func (p *foldRunner) refBatch(req *fold.Request, r *foldResult) {
+	job := r.job
+	for i, ref := range job.turns {
+		r.origToks += ref.Tokens
+		req.Turns = append(req.Turns, fold.Turn{Index: job.from + int64(i), At: time.UnixMilli(ref.At).UTC(), Tokens: ref.Tokens})
 	}
-	return 80 + sources*(contextsource.MaxAnswerChars/2)
-}
-
-// splitConversation returns the conversation part of an interval block.
-func splitConversation(summary string) (string, bool) {
-	b, ok := contextsource.SplitBlock(summary)
-	return b.Conversation, ok
+	req.From, req.To = foldSpan(*req)
+	r.fromT, r.toT = req.From, req.To
+	r.nTurns, r.nNotes = len(req.Turns), len(job.notes)
 }
 
 // readEvent decodes the inbound event at seq from data when the owner kept

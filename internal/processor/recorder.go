@@ -92,6 +92,15 @@ func (p *recorder) sendSummary(r *foldResult, expect uint64) {
 	case pa := <-f.Ok():
 		if !pa.Duplicate {
 			r.seq = pa.Sequence
+			if ev := r.out.Evicted; ev != nil {
+				// The turns a note stands for, once the note is stored.
+				e := *ev
+				e.V, e.Session, e.Version, e.At = events.Version, r.job.session, version, r.summary.At
+				if _, err := p.publishRecord(r.job.session, events.KindEvicted, version, &e); err != nil {
+					r.err = err
+					return
+				}
+			}
 			if p.obs != nil {
 				p.obs(FoldTiming{Session: r.job.session, From: r.job.from, Triggered: r.job.started, Summarized: r.summarized, Sent: r.sent, Published: time.Now()})
 			}

@@ -31,8 +31,8 @@ type live struct {
 	// running: the fold id of this owner's fold goroutine for the session
 	// until its result is back; it may be publishing the summary.
 	running  string
-	payloads payloads // of unfolded turns and pending notes (payloads.go)
-	tokSum   tokenSum // mode tokens: the unfolded turns' tokens (modes.go)
+	payloads payloads       // of unfolded turns and pending notes (payloads.go)
+	tokSum   state.TokenSum // the unfolded turns' tokens, for the modes that estimate
 	// packed: the session is idle in its compact form (idle.go); s and
 	// payloads are nil until get inflates it.
 	packed []byte
@@ -47,7 +47,6 @@ type live struct {
 	landing bool // a refused summary-updated is being published again (publish.go)
 	// resetArchived: the life a policy reset ends is archived (autoReset).
 	resetArchived bool
-	evicting      bool // running records an eviction (modes.go)
 }
 
 // sessionWait is what a session waits for before its next step, and

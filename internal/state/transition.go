@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 )
 
 // Landing is a fold's outcome as the session records it: the summary
@@ -17,8 +18,9 @@ type Landing struct {
 	Notes         int    // pending notes folded with the turns
 	At            time.Time
 	SummaryTokens int
-	// OriginalTokens are the folded turns' tokens, added to the session's
-	// total; Exchanges is the exchange count when the fold started.
+	// OriginalTokens are the summarized turns' tokens, added to the
+	// session's total (not for a note); Exchanges is the exchange count
+	// when the fold started.
 	OriginalTokens int
 	Exchanges      int
 	// Note: Summary is an eviction note, not a summary of the turns; the
@@ -37,6 +39,7 @@ func (s *Session) Land(l Landing) {
 		s.CountEvicted(s.Turns[:max(0, min(int(l.To-s.Cursor), len(s.Turns)))])
 	} else {
 		s.ExchangesFolded = l.Exchanges
+		s.OriginalToks += l.OriginalTokens
 	}
 	s.Summary, s.SummaryIsNote, s.SummaryState = l.Summary, l.Note, l.State
 	s.Version, s.SummarySeq = l.Version, l.Seq
@@ -45,7 +48,6 @@ func (s *Session) Land(l Landing) {
 	s.Compactions++
 	s.Lease = nil
 	s.Failures, s.RetryAfter = 0, time.Time{}
-	s.OriginalToks += l.OriginalTokens
 	s.SummaryToks = l.SummaryTokens
 	s.ContextTokens = 0 // the bot's next prompt is smaller; its old report no longer holds
 }
@@ -71,10 +73,12 @@ func (s *Session) Behind(ev *events.SummaryUpdated) bool {
 // Adopt makes ev, a summary found on the outbound stream at seq, the
 // session's own: its owner published it and stopped before a checkpoint
 // recorded it. The stream is the record of what was folded, so the batch
-// is not folded again. note says ev is an eviction note (its mode evicts
-// instead of summarizing); the turns it dropped are counted so the next
-// note counts on from it. The caller has checked Adoptable.
-func (s *Session) Adopt(ev *events.SummaryUpdated, seq uint64, note bool) {
+// is not folded again. A summary of a mode that evicts instead of
+// summarizing is an eviction note (fold.NoteMode): the turns it dropped
+// are counted so the next note counts on from it. The caller has checked
+// Adoptable.
+func (s *Session) Adopt(ev *events.SummaryUpdated, seq uint64) {
+	note := fold.NoteMode(ev.Mode)
 	if n := int(min(ev.Cursor-s.Cursor, int64(len(s.Turns)))); n > 0 && note {
 		s.CountEvicted(s.Turns[:n])
 	}

@@ -61,7 +61,7 @@ func TestAdoptableBehindAndAdopt(t *testing.T) {
 	s.Ended = false
 	s.Lease = &Lease{FoldID: "f"}
 	s.SummaryState = []byte(`{"v":1}`) // of the summary it replaces
-	s.Adopt(ev, 12, true)
+	s.Adopt(ev, 12)
 	if s.Summary != "theirs" || s.SummaryState != nil || !s.SummaryIsNote || s.Version != 3 || s.SummarySeq != 12 || s.Cursor != 4 || s.Compactions != 3 ||
 		s.Lease != nil || s.Evicted != 4 || s.SummaryToks != 9 {
 		t.Fatalf("after adopt: %+v", s)
