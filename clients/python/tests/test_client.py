@@ -37,6 +37,17 @@ def _turns(session: str, n: int, start: int = 0) -> list[foldstream.Turn]:
     return out
 
 
+async def _settled(fs: foldstream.Client, session: str) -> foldstream.SessionInfo:
+    """The session once the processor has applied what fs published and no fold is running (at most 20 s)."""
+    await fs.wait_caught_up(session)
+    for _ in range(400):
+        info = await fs.session(session)
+        if info.lease is None and info.caught_up:
+            break
+        await asyncio.sleep(0.05)
+    return info
+
+
 def test_text_is_what_the_cli_prints(processor: Processor, session: str) -> None:
     async def run() -> None:
         async with await foldstream.connect(processor.url) as fs:
@@ -169,12 +180,7 @@ def test_watch_has_no_gaps_or_duplicates_across_reconnects(processor: Processor,
                 await collect(5)
                 await drop()
                 await bot.publish_turns(_turns(session, 8, start=16))
-                await bot.wait_caught_up(session)
-                for _ in range(400):
-                    info = await bot.session(session)
-                    if info.lease is None and info.caught_up:
-                        break
-                    await asyncio.sleep(0.05)
+                info = await _settled(bot, session)
                 await collect(info.version)
                 assert watch.resets >= 1 and fs.connection.reconnects == 2
             versions = [e.version for e in got]
@@ -196,12 +202,7 @@ def test_watch_recreates_a_consumer_that_stopped_heartbeating(processor: Process
                 name = watch._consumer
                 await bot.connection.request(f"$JS.API.CONSUMER.DELETE.FOLD_OUT.{name}", b"", 5)
                 await bot.publish_turns(_turns(session, 5, start=5))
-                await bot.wait_caught_up(session)
-                for _ in range(400):
-                    info = await bot.session(session)
-                    if info.lease is None and info.caught_up:
-                        break
-                    await asyncio.sleep(0.05)
+                info = await _settled(bot, session)
                 got = [first]
                 while len(got) < info.version:
                     got.append(await asyncio.wait_for(watch.__anext__(), 20))

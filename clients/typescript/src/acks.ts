@@ -10,7 +10,10 @@
  * registration, a timer and an Error for its stack trace per call, and a
  * chain of promises before the next publish can go out); this sends every
  * publish with a reply subject under one wildcard subscription, matches
- * the answers by their last token, and expires them with one timer. An
+ * the answers by their last token, and expires them with one timer; a
+ * lost connection fails every pending publish at once, as its answer
+ * cannot come any more (the server sends it while the connection is
+ * down). An
  * answer is handed to a callback synchronously, so that a batch refills
  * its window of publishes in the same tick and they leave in one write.
  *
@@ -18,7 +21,7 @@
  */
 
 import { headers, nuid } from "@nats-io/transport-node";
-import type { MsgHdrs, Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { MsgHdrs, Msg, NatsConnection, Status, Subscription } from "@nats-io/transport-node";
 
 import { ClosedError, FoldstreamError, NoRespondersError, TimeoutError } from "./errors.js";
 
@@ -86,6 +89,7 @@ export class AckInbox {
   private base = "";
   private next = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
+  private status: AsyncIterable<Status> | undefined;
   private closed = false;
 
   /**
@@ -112,6 +116,7 @@ export class AckInbox {
   }
 
   private subscribe(): void {
+    if (this.status === undefined) this.watchStatus();
     this.base = `${this.inboxPrefix}.${nuid.next()}.`;
     const sub = this.nc.subscribe(`${this.base}*`, {
       callback: (err, m) => {
@@ -124,6 +129,24 @@ export class AckInbox {
       (err) => this.lost(sub, err instanceof Error ? err : undefined),
       (err: unknown) => this.lost(sub, err instanceof Error ? err : undefined),
     );
+  }
+
+  /** Fails every pending publish when the connection is lost: the server answered, or will answer, while it was down. */
+  private watchStatus(): void {
+    const status = this.nc.status();
+    this.status = status;
+    void (async () => {
+      for await (const st of status) {
+        if (this.closed) break;
+        if (st.type === "disconnect" && this.pending.size > 0) {
+          this.failAll(
+            new FoldstreamError(
+              `foldstream: the connection to the NATS server was lost before the stream's acknowledgement came (the event may be stored all the same: publishing it again is safe)`,
+            ),
+          );
+        }
+      }
+    })().catch(() => undefined);
   }
 
   /** The reply subscription ended (refused by the server, or the connection closed): every pending publish fails. */
@@ -207,6 +230,9 @@ export class AckInbox {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    // nats.js's status iterator has stop() (a QueuedIterator), though
+    // status() is typed as a plain AsyncIterable.
+    (this.status as { stop?: () => void } | undefined)?.stop?.();
     const sub = this.sub;
     this.sub = undefined;
     if (sub && !this.nc.isClosed()) sub.unsubscribe();

@@ -115,6 +115,7 @@ export class TimeoutError extends FoldstreamError {
 
 /** Nothing listens on the subject: no processor serves the service (or no stream stores the subject). */
 export class NoRespondersError extends FoldstreamError {
+  /** The subject nothing listens on. */
   readonly subject: string;
 
   constructor(subject: string, what: string, options?: ErrorOptions) {
@@ -151,7 +152,9 @@ export class InboxPermissionError extends FoldstreamError {
 export interface UnackedEvent {
   /** The event's index in the batch. */
   index: number;
+  /** Its session. */
   session: string;
+  /** Its turn_id: with the session, its Nats-Msg-Id. */
   turn_id: string;
   /** Why: the NATS error, a timeout, a closed connection. */
   error: Error;

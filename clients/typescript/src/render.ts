@@ -160,7 +160,7 @@ export function recalledLines(items: readonly RecalledItem[]): string[] {
 }
 
 /** The lines before the verbatim turns: summary, eviction notes, memories and excerpts under their headers. */
-function headLines(c: Pick<ContextReply, "summary" | "evictions" | "recalled">): string[] {
+export function headLines(c: Pick<ContextReply, "summary"> & Partial<Pick<ContextReply, "evictions" | "recalled">>): string[] {
   const lines: string[] = [];
   if (c.summary) lines.push(c.summary.text);
   for (const e of c.evictions ?? []) lines.push(e.text);
@@ -202,8 +202,11 @@ export function contextMessages(c: Pick<ContextReply, "summary" | "evictions" | 
   const out: ChatMessage[] = [];
   const head = headLines(c);
   if (head.length > 0) out.push({ role: "system", content: head.join("\n") });
-  for (const t of c.turns ?? []) {
-    out.push(t.role === "assistant" ? { role: "assistant", content: t.text } : { role: "user", content: contextTurnLine(t) });
-  }
+  for (const t of c.turns ?? []) out.push(turnMessage(t));
   return out;
+}
+
+/** A verbatim turn as a chat message: the bot's own (role assistant) as an assistant message holding its text, any other as a user message holding its line. */
+export function turnMessage(t: Pick<ContextTurn, "speaker" | "role" | "text">): ChatMessage {
+  return t.role === "assistant" ? { role: "assistant", content: t.text } : { role: "user", content: contextTurnLine(t) };
 }

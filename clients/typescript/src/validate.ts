@@ -48,12 +48,18 @@ export type Op = (typeof OPS)[number];
 /** A turn's role. */
 export type Role = (typeof ROLES)[number];
 
-/** Service request limits (client/recall.go). */
+// The service's request limits (client/recall.go).
+/** The longest context query, in characters. */
 export const MAX_CONTEXT_QUERY_CHARS = 4096;
+/** The most earlier turns a context request may recall (recall_turns). */
 export const MAX_RECALL_TURNS = 50;
+/** The earlier turns a context request with a query recalls when it does not say. */
 export const DEFAULT_RECALL_TURNS = 10;
+/** The longest recall query, in characters. */
 export const MAX_RECALL_QUERY_CHARS = 1024;
+/** The most results a recall request may ask for. */
 export const MAX_RECALL_LIMIT = 50;
+/** The results a recall request returns when it does not say. */
 export const DEFAULT_RECALL_LIMIT = 10;
 
 const sessionPattern = /^[A-Za-z0-9_-]{1,128}$/;

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { contextTurnLine, oneLine, recalledLines, speakerName, EXCERPTS_HEADER, MEMORIES_HEADER } from "./render.js";
+import { contextTurnLine, headLines, oneLine, speakerName, turnMessage } from "./render.js";
 import type { ChatMessage } from "./render.js";
 import type { ContextReply } from "./wire.js";
 
@@ -75,14 +75,7 @@ export function buildContextMessages(input: VoiceContextInput): ChatMessage[] {
   const { context: c } = input;
   const sections: string[] = [];
   if (input.system.trim() !== "") sections.push(input.system.trim());
-  const continuity: string[] = [];
-  if (c.summary) continuity.push(c.summary.text);
-  for (const e of c.evictions ?? []) continuity.push(e.text);
-  const recalled = c.recalled ?? [];
-  for (const [kind, header] of [["memory", MEMORIES_HEADER], ["turn", EXCERPTS_HEADER]] as const) {
-    const items = recalled.filter((r) => r.kind === kind);
-    if (items.length > 0) continuity.push(header, ...recalledLines(items));
-  }
+  const continuity = headLines(c);
   if (continuity.length > 0) sections.push(continuity.join("\n"));
   const notes = input.screenNotes ?? [];
   if (notes.length > 0) sections.push([SCREEN_NOTES_HEADER, ...notes.map(noteLine)].join("\n"));
@@ -95,9 +88,7 @@ export function buildContextMessages(input: VoiceContextInput): ChatMessage[] {
     turns = turns.slice(0, -1);
   }
   if (input.maxTurns !== undefined && turns.length > input.maxTurns) turns = turns.slice(turns.length - Math.max(0, input.maxTurns));
-  for (const t of turns) {
-    out.push(t.role === "assistant" ? { role: "assistant", content: t.text } : { role: "user", content: contextTurnLine(t) });
-  }
+  for (const t of turns) out.push(turnMessage(t));
   if (current) out.push({ role: "user", content: contextTurnLine({ speaker: current.speaker, role: "user", text: current.text }) });
   return out;
 }

@@ -243,6 +243,8 @@ describe("faults", { skip: missing }, () => {
       assert.ok(err instanceof PublishBatchError, `expected a PublishBatchError, got ${String(err)}`);
       assert.ok(err.unacked.length > 0, `acked ${err.acked}, unacked ${err.unacked.length}`);
       assert.equal(err.acked + err.unacked.length, turns.length);
+      // Reported when the connection is lost, not after each ack's timeout.
+      assert.match(err.unacked[0]!.error.message, /connection to the NATS server was lost/);
       await cable.connect();
       await reconnected;
       // What a bot does with the error: publish the unacknowledged turns

@@ -68,6 +68,7 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 	if st.Small {
 		b = append(b, `,"small":true`...)
 	}
+	b = optString(b, `,"voc":`, st.Voc)
 	return append(b, '}'), nil
 }
 
@@ -284,6 +285,8 @@ func readState(data []byte) (*state, error) {
 			st.Topics = r.strings()
 		case "small":
 			st.Small = r.bool()
+		case "voc":
+			st.Voc = r.str()
 		default:
 			r.skip()
 		}

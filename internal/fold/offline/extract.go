@@ -158,7 +158,7 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := s.trimFiller(collapseRepeats(raw))
+		sent := s.trimFiller(tighten(collapseRepeats(raw)))
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}

@@ -32,9 +32,13 @@
 // dates when the conversation spans days) with its best statements, then
 // the current statements. A statement whose fact a newer one changed is
 // replaced. When the budget is tight, statements are kept by worth for
-// their length, counting only what no kept statement says already, newer
-// ones weighing more; older periods merge into coarser ones, so the
-// summary covers the whole conversation.
+// their length: the words that no kept statement or period line says
+// already, each weighed by how often the conversation has said it (a
+// bounded count kept in the state, counts.go), plus a decision, a question
+// just asked, names and numbers; newer ones weigh more. Spoken sentences
+// lose their false starts, doubled phrases and hedges ("you know") and a
+// run-on ends at a clause boundary (tighten.go). Older periods merge into
+// coarser ones, so the summary covers the whole conversation.
 //
 // Budgets are counted in runes (Unicode code points), as the engine does.
 //
@@ -239,6 +243,8 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 		st.Agent = true
 	}
 	b := s.extract(req, st)
+	st.counts().add(b.stmts)
+	st.Voc = st.voc.String()
 	for _, t := range req.Turns {
 		if isToolTurn(t) {
 			st.Agent = true

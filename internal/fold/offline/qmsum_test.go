@@ -23,6 +23,10 @@ import (
 // engine's tiers) and logs the answer-word recall of the final summary
 // alone for the questions whose evidence left the window. It asserts
 // nothing about the score (scores move with the summarizer).
+// FOLDSTREAM_QMSUM_REF scores another text instead of the final summary:
+// union (every summary), tail (the last turns, as long as the summary),
+// all (every turn folded), pool (every statement the final state holds),
+// heads (its opening sentence and period lines).
 func TestQMSumRecall(t *testing.T) {
 	dir := os.Getenv("FOLDSTREAM_QMSUM")
 	if dir == "" {
@@ -67,6 +71,25 @@ func TestQMSumRecall(t *testing.T) {
 			for i := cursor - 1; i >= 0 && b.Len() < budget; i-- {
 				b.WriteString(" " + turns[i].Text)
 			}
+			sw = wordSet(b.String())
+		case "pool", "heads":
+			st, _ := decodeState(state)
+			var b strings.Builder
+			b.WriteString(st.lead(5, 2))
+			for _, p := range st.Periods {
+				b.WriteString(" " + p.header(false))
+				if os.Getenv("FOLDSTREAM_QMSUM_REF") == "pool" {
+					for _, x := range p.Stmts {
+						b.WriteString(" " + x.Text)
+					}
+				}
+			}
+			if os.Getenv("FOLDSTREAM_QMSUM_REF") == "pool" {
+				for _, x := range st.Open {
+					b.WriteString(" " + x.Text)
+				}
+			}
+			t.Logf("%s: %d chars", filepath.Base(f), b.Len())
 			sw = wordSet(b.String())
 		case "all":
 			var b strings.Builder

@@ -60,7 +60,7 @@ func (st *state) closePeriods(budget int) {
 				best, span = i, s
 			}
 		}
-		st.Periods[best] = mergePeriods(st.Periods[best], st.Periods[best+1])
+		st.Periods[best] = st.mergePeriods(st.Periods[best], st.Periods[best+1])
 		st.Periods = slices.Delete(st.Periods, best+1, best+2)
 	}
 }
@@ -87,7 +87,7 @@ func (st *state) newPeriod(ss []stmt) period {
 	slices.SortStableFunc(order, func(a, b string) int { return count[b] - count[a] })
 	p.Names = order[:min(len(order), 3)]
 	p.Topics = topics(ss, st.Names, maxTopics)
-	p.Stmts = best(ss, maxPeriodKept)
+	p.Stmts = st.covering(ss, p.Topics, maxPeriodKept)
 	for i := range p.Stmts {
 		p.Stmts[i].Batch = false
 	}
@@ -103,7 +103,40 @@ func best(ss []stmt, n int) []stmt {
 	return out
 }
 
-func mergePeriods(a, b period) period {
+// covering are the at most n statements of ss to keep: half that together
+// say the most of what the conversation talks about beyond the topics
+// named (see pickCovering), the rest the weightiest, in their order.
+func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
+	if len(ss) <= n {
+		return slices.Clone(ss)
+	}
+	covered := map[string]bool{}
+	for _, t := range strings.Fields(termString(strings.Join(topics, " "))) {
+		covered[t] = true
+	}
+	cands := make([]*cand, len(ss))
+	for i := range ss {
+		cands[i] = newCand(&ss[i], 0, 1)
+	}
+	pickCovering(cands, covered, st.counts(), math.MaxInt, (n+1)/2)
+	var out, rest []stmt
+	for _, c := range cands {
+		if c.taken {
+			out = append(out, *c.x)
+		} else {
+			rest = append(rest, *c.x)
+		}
+	}
+	if len(out) < n {
+		// the rest by their own weight: a statement with names, numbers or
+		// a decision is worth keeping even about what is said rarely
+		out = append(out, best(rest, n-len(out))...)
+		slices.SortStableFunc(out, func(a, b stmt) int { return cmp.Compare(a.At, b.At) })
+	}
+	return out
+}
+
+func (st *state) mergePeriods(a, b period) period {
 	p := period{From: a.From, To: max(a.To, b.To)}
 	if p.From == 0 || b.From != 0 && b.From < p.From {
 		p.From = b.From
@@ -120,7 +153,7 @@ func mergePeriods(a, b period) period {
 			}
 		}
 	}
-	p.Stmts = best(append(slices.Clone(a.Stmts), b.Stmts...), maxPeriodKept)
+	p.Stmts = st.covering(append(slices.Clone(a.Stmts), b.Stmts...), p.Topics, maxPeriodKept)
 	return p
 }
 
@@ -157,6 +190,9 @@ func topics(ss []stmt, people []string, n int) []string {
 			seen = append(seen, ph.key)
 			if p, ok := byKey[ph.key]; ok {
 				p.n++
+				if strings.HasPrefix(ph.text, "the ") && !strings.HasPrefix(p.text, "the ") {
+					p.text = ph.text // said as a noun phrase somewhere
+				}
 				continue
 			}
 			p := ph
@@ -179,7 +215,11 @@ func topics(ss []stmt, people []string, n int) []string {
 		if len(out) >= n {
 			break
 		}
-		if !p.upper && (p.words == 1 || p.n < 2) || p.upper && p.words == 1 && p.n < 2 {
+		np := strings.HasPrefix(p.text, "the ")
+		if p.words == 1 && !p.upper && (!np || p.n < 3 || genericNouns[p.key] || strings.HasSuffix(p.text, "ing")) {
+			continue // a word alone names a subject when it is said as a noun, often, and is not just any noun
+		}
+		if !p.upper && p.n < 2 || p.upper && p.words == 1 && p.n < 2 {
 			continue // a word alone is too often a verb or an adjective, a capital too often a sentence's first
 		}
 		if slices.ContainsFunc(strings.Fields(p.key), func(k string) bool { return slices.Contains(used, k) }) {
@@ -187,7 +227,7 @@ func topics(ss []stmt, people []string, n int) []string {
 		}
 		used = append(used, strings.Fields(p.key)...)
 		t := p.text
-		if !p.upper && !strings.HasSuffix(strings.Fields(t)[0], "ing") {
+		if !p.upper && !np && !strings.HasSuffix(strings.Fields(t)[0], "ing") {
 			t = "the " + t
 		}
 		out = append(out, t)
@@ -204,6 +244,18 @@ ago today tonight tomorrow yesterday week weekend month year day days time times
 asked suggested thinks working talked push take taking make get keep keeps try play playing use using grab
 stop start call run going come left right point lost monday tuesday wednesday thursday friday saturday sunday
 january february march april may june july august september october november december`))
+
+// genericNouns (stemmed) name no subject on their own: "the problem",
+// "the idea".
+var genericNouns = toSet(strings.Fields(`problem idea thing issu end point way question meet peopl part case number
+moment type fact reason rest side cours time day week follow talk end start stuff lot bit one other first last
+next same whole kind sort person guy group place sens job work call result list option difference differ chang
+discuss`))
+
+// determiners open a noun phrase: the content words after one name a
+// thing ("the scroll wheel", "our budget").
+var determiners = toSet([]string{"the", "a", "an", "this", "that", "these", "those", "my", "your", "our", "their",
+	"his", "her", "its", "some", "any", "each", "every", "no", "another"})
 
 // encodePhrases writes phrases for stmt.Ph.
 func encodePhrases(ps []phrase) string {
@@ -228,7 +280,7 @@ func decodePhrases(s string) []phrase {
 	for _, e := range strings.Split(s, ";") {
 		text, key, _ := strings.Cut(e, "=")
 		r, _ := utf8.DecodeRuneInString(text)
-		out = append(out, phrase{text: text, key: key, words: strings.Count(text, " ") + 1, upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
+		out = append(out, phrase{text: text, key: key, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1, upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 	}
 	return out
 }
@@ -250,12 +302,16 @@ func phrases(s string, people []string) []phrase {
 	var out []phrase
 	var run []string
 	runUpper := false
+	np := false // the run follows a determiner: a noun phrase
 	flush := func() {
 		for len(run) > 0 && adverbs[strings.ToLower(run[len(run)-1])] {
 			run = run[:len(run)-1]
 		}
 		if len(run) > 0 && len(run) <= maxTopicPhrase {
 			p := phrase{text: strings.Join(run, " "), words: len(run)}
+			if np && !runUpper {
+				p.text = "the " + p.text
+			}
 			var ks []string
 			upper := true
 			for _, w := range run {
@@ -269,8 +325,10 @@ func phrases(s string, people []string) []phrase {
 			}
 		}
 		run = run[:0]
+		np = false
 	}
 	start := true // the word starts a sentence: its capital says nothing
+	det := false  // the word before was a determiner
 	paren := false
 	for _, f := range strings.Fields(s) {
 		w := strings.TrimFunc(f, isPhrasePunct)
@@ -297,12 +355,15 @@ func phrases(s string, people []string) []phrase {
 			flush() // "cabin" | "Lake Tahoe"
 		}
 		start = strings.ContainsAny(f[len(f)-1:], `.!?":`) || reportVerbs[lw]
+		wasDet := det
+		det = determiners[lw] && !strings.ContainsAny(f[len(f)-1:], `.,!?;:`)
 		if !ok {
 			flush()
 			continue
 		}
 		if len(run) == 0 {
 			runUpper = up
+			np = wasDet
 		}
 		run = append(run, w)
 		if strings.ContainsAny(f[len(f)-1:], ".,!?;:)") {
@@ -346,22 +407,13 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		used -= runeLen(headers[first]) + 1
 		headers[first] = ""
 	}
-	type cand struct {
-		x        *stmt
-		pri      float64
-		terms    []string
-		taken    bool
-		period   int // -1: current
-		textLows string
-	}
+	voc := st.counts()
 	var cands []*cand
 	add := func(x *stmt, pi int, rec float64) {
-		l := runeLen(x.Text)
 		if x.K == kQuestion && x.Batch {
 			rec *= 1.5
 		}
-		cands = append(cands, &cand{x: x, period: pi, terms: strings.Fields(x.Terms),
-			pri: x.W * rec / math.Pow(float64(l+10), 1.0), textLows: strings.ToLower(x.Text)})
+		cands = append(cands, newCand(x, pi, rec))
 	}
 	for pi := range st.Periods {
 		if headers[pi] == "" {
@@ -378,29 +430,20 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		}
 		add(&st.Open[i], -1, rec)
 	}
-	slices.SortStableFunc(cands, func(a, b *cand) int { return cmp.Compare(b.pri, a.pri) })
+	if n := len(cands); n > 0 && cands[n-1].period < 0 {
+		cands[n-1].latest = true
+	}
+	// What the opening sentence and the period lines name is said already.
 	covered := map[string]bool{}
-	texts := map[string]bool{}
-	for _, c := range cands {
-		l := runeLen(c.x.Text) + 1
-		if used+l > budget || texts[c.textLows] {
-			continue
-		}
-		fresh := 0
-		for _, t := range c.terms {
-			if !covered[t] {
-				fresh++
-			}
-		}
-		if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid {
-			continue // says little that is not said already
-		}
-		c.taken, used = true, used+l
-		texts[c.textLows] = true
-		for _, t := range c.terms {
+	for _, t := range strings.Fields(termString(lead)) {
+		covered[t] = true
+	}
+	for _, h := range headers {
+		for _, t := range strings.Fields(termString(h)) {
 			covered[t] = true
 		}
 	}
+	pickCovering(cands, covered, voc, budget-used, len(cands))
 	var b strings.Builder
 	b.Grow(min(budget, 1<<14) + 64)
 	b.WriteString(lead)
@@ -537,6 +580,87 @@ func (st *state) multiDay() bool {
 }
 
 func day(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02") }
+
+// cand is a statement that may go in the summary.
+type cand struct {
+	x        *stmt
+	terms    []string
+	rec      float64 // more for newer statements
+	extra    float64 // worthBeyondWords
+	latest   bool    // the last thing said: where the conversation is
+	size     int     // runes, with the space before it
+	taken    bool
+	period   int // -1: current
+	textLows string
+}
+
+func newCand(x *stmt, period int, rec float64) *cand {
+	terms := strings.Fields(x.Terms)
+	return &cand{x: x, period: period, terms: terms, rec: rec, size: runeLen(x.Text) + 1,
+		textLows: strings.ToLower(x.Text), extra: worthBeyondWords(x, len(terms))}
+}
+
+// pickCovering marks the candidates that go in the summary, within room
+// runes: one at a time, the one that adds the most for its length of what
+// no statement taken yet says, nor the lines already written name (its
+// words weighed by how much the
+// conversation says them, plus what the statement is worth besides its
+// words: numbers, names, decisions, an open question), until nothing that
+// fits adds anything.
+func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n int) {
+	texts := map[string]bool{}
+	said := map[string]bool{} // by the statements taken
+	for ; n > 0; n-- {
+		var best *cand
+		bestV := 0.0
+		for _, c := range cands {
+			if c.taken || c.size > room || texts[c.textLows] {
+				continue
+			}
+			gain, fresh := 0.0, 0
+			for _, t := range c.terms {
+				if !said[t] {
+					fresh++
+					if named[t] {
+						gain += voc.weight(t) / 4 // said in other words
+					} else {
+						gain += voc.weight(t)
+					}
+				}
+			}
+			if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid && !(c.latest && fresh > 0) {
+				continue // says little that is not said already
+			}
+			v := (gain + c.extra) * c.rec / float64(c.size+30)
+			if v > bestV {
+				best, bestV = c, v
+			}
+		}
+		if best == nil {
+			return
+		}
+		best.taken = true
+		room -= best.size
+		texts[best.textLows] = true
+		for _, t := range best.terms {
+			said[t] = true
+		}
+	}
+}
+
+// worthBeyondWords is what a statement is worth beyond its words: its
+// numbers and names, and most of all a decision, an instruction or a
+// question just asked, which a reader needs whatever words they use.
+func worthBeyondWords(x *stmt, terms int) float64 {
+	w := 0.3 * max(0, x.W-0.3-0.35*float64(min(terms, 14)))
+	if x.K == kQuestion && x.Batch || x.K == kAsk || decisive.in(strings.ToLower(x.Text)) {
+		w += 2
+	}
+	return w
+}
+
+// decisive are the words of a decision or a commitment.
+var decisive = newKeywords("decided", "agreed", "we'll ", "we will ", "let's ", "suggested ", "booked", "deadline")
 
 // header is a period's line: when, who, what about ("From 14:02 to 14:20,
 // Alice and Bob talked about the venue in Lisbon and catering.").

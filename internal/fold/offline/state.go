@@ -50,8 +50,11 @@ type state struct {
 	Topics []string `json:"topics,omitempty"`
 	// Small: every turn so far was small talk.
 	Small bool `json:"small,omitempty"`
+	// Voc is how often each word of the conversation was said (counts.go).
+	Voc string `json:"voc,omitempty"`
 
-	read int // bytes of the encoding it was read from
+	voc  *wordCounts // Voc, read
+	read int         // bytes of the encoding it was read from
 }
 
 // period is a closed stretch of the conversation: when, who spoke most,
@@ -155,6 +158,10 @@ func (st *state) shed() bool {
 			st.Periods[i].Stmts = dropWeakest(st.Periods[i].Stmts, n/4+1)
 			did = true
 		}
+	}
+	if !did && st.counts().shrink() {
+		st.Voc = st.voc.String()
+		did = true
 	}
 	if !did && len(st.Periods) > 1 {
 		st.Periods = st.Periods[1:]

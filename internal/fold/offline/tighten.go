@@ -1,0 +1,142 @@
+package offline
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxSentRunes is the length past which a spoken sentence is cut at a
+// clause boundary: a run-on of speech says its point in its first clauses.
+const maxSentRunes = 200
+
+// tighten removes from a spoken sentence what a person writing it down
+// leaves out: false starts that the next word completes ("th the", "crite
+// cr criteria"), a phrase said twice in a row ("for the for the"), and
+// talk that carries nothing ("you know", "I mean", "kind of" where it
+// hedges); a run-on sentence ends at the last clause boundary within
+// maxSentRunes. What it leaves is the speaker's words, in order.
+func tighten(s string) string {
+	ws := strings.Fields(s)
+	if len(ws) < 3 {
+		return s
+	}
+	for len(ws) > 2 && isLaugh(strings.ToLower(strings.Trim(ws[0], ",.!"))) {
+		ws = ws[1:] // "hahaha that was close"
+	}
+	out := make([]string, 0, len(ws))
+	for i := 0; i < len(ws); i++ {
+		w := ws[i]
+		core := strings.ToLower(strings.TrimRight(w, ","))
+		if i+1 < len(ws) && falseStart(core, strings.ToLower(strings.Trim(ws[i+1], `,.!?;:"`))) {
+			continue
+		}
+		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
+		// word that makes them mean "a type of"
+		if i+1 < len(ws) {
+			pair := core + " " + strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))
+			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
+				if t := trailing(ws[i+1]); t != "" && t != "," && len(out) > 0 {
+					out[len(out)-1] = strings.TrimRight(out[len(out)-1], ",") + t
+				}
+				i++
+				continue
+			}
+		}
+		out = append(out, w)
+		// a phrase of one to three words said twice in a row
+		for n := 3; n >= 1; n-- {
+			if len(out) >= 2*n && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !hasDigit(out[len(out)-n:]) {
+				out = out[:len(out)-n]
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	s = strings.Join(out, " ")
+	if runeLen(s) > maxSentRunes {
+		s = cutClause(s, maxSentRunes)
+	}
+	return s
+}
+
+// falseStart reports a word that the next one completes ("th" before
+// "the"), not a word in its own right that happens to start the next.
+func falseStart(w, next string) bool {
+	if w == "" || len(w) >= len(next) || !strings.HasPrefix(next, w) || stopWords[w] {
+		return false
+	}
+	for _, r := range w {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return len(w) <= 2 || !isTermWord(w) || len(next)-len(w) >= 2
+}
+
+var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
+
+// typeOf are the words after which "kind of"/"sort of" name a type ("what
+// kind of button"), not a hedge.
+var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
+
+func trailing(w string) string {
+	core := strings.TrimRight(w, ",.?!;:")
+	return w[len(core):]
+}
+
+func sameWords(a, b []string) bool {
+	for i := range a {
+		if !strings.EqualFold(strings.Trim(a[i], ",.;:"), strings.Trim(b[i], ",.;:")) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasDigit(ws []string) bool {
+	for _, w := range ws {
+		if strings.IndexFunc(w, unicode.IsDigit) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// clauseBreaks are where a run-on sentence can end.
+var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", which ", ", or ", ", then ", " but ", " because "}
+
+// cutClause ends s at the last clause boundary within max runes (and past
+// a third of it), with a full stop; s as it is when there is none.
+func cutClause(s string, max int) string {
+	limit := len(s)
+	if n := 0; true {
+		for i := range s {
+			if n == max {
+				limit = i
+				break
+			}
+			n++
+		}
+	}
+	best := -1
+	for _, b := range clauseBreaks {
+		if i := strings.LastIndex(s[:limit], b); i > best && i > limit/3 {
+			best = i
+		}
+	}
+	if best < 0 {
+		return s
+	}
+	out := strings.TrimRight(s[:best], ",;: ")
+	if r, _ := utf8.DecodeLastRuneInString(out); r != '.' && r != '!' && r != '?' {
+		if strings.HasSuffix(s, "?") {
+			out += "?"
+		} else {
+			out += "."
+		}
+	}
+	return out
+}
