@@ -39,12 +39,14 @@ func benchLog() zerolog.Logger {
 	return zerolog.New(os.Stderr).Level(lvl).With().Timestamp().Logger()
 }
 
-// env is a fresh nats-server with file storage in a temporary directory.
+// env is a nats-server with file storage in a temporary directory
+// (removed when it closes) or in one the bench keeps (openEnv).
 type env struct {
-	ns  *server.Server
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	dir string
+	ns   *server.Server
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	dir  string
+	temp bool
 }
 
 // newEnv starts a server; listen makes it reachable over TCP for a child
@@ -54,15 +56,35 @@ func newEnv(listen bool) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: dir, Port: -1, NoListen: !listen})
+	e, err := startEnv(dir, listen)
 	if err != nil {
 		os.RemoveAll(dir)
+		return nil, err
+	}
+	e.temp = true
+	return e, nil
+}
+
+// openEnv starts a server on dir's store, kept when it closes (created
+// if needed); without dir, on a temporary one (newEnv).
+func openEnv(dir string) (*env, error) {
+	if dir == "" {
+		return newEnv(false)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return startEnv(dir, false)
+}
+
+func startEnv(dir string, listen bool) (*env, error) {
+	ns, err := broker.StartEmbedded(broker.EmbeddedConfig{StoreDir: dir, Port: -1, NoListen: !listen})
+	if err != nil {
 		return nil, err
 	}
 	nc, js, err := connect(ns, "bench")
 	if err != nil {
 		ns.Shutdown()
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	return &env{ns: ns, nc: nc, js: js, dir: dir}, nil
@@ -86,7 +108,9 @@ func (e *env) close() {
 	e.nc.Close()
 	e.ns.Shutdown()
 	e.ns.WaitForShutdown()
-	os.RemoveAll(e.dir)
+	if e.temp {
+		os.RemoveAll(e.dir)
+	}
 }
 
 // provision creates foldstream's streams and bucket under prefix.

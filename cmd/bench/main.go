@@ -40,6 +40,8 @@ type opts struct {
 	// recallSessions of recallSessionTurns each: the recall section's
 	// scale line.
 	recallSessions, recallSessionTurns int
+	// recallScaleDir keeps the scale line's server store between runs.
+	recallScaleDir string
 	// repeated: the ingest and fold sections' turns all say benchText (one
 	// sentence) instead of benchLines.
 	repeated                      bool
@@ -48,16 +50,20 @@ type opts struct {
 
 var allSections = []string{"ingest", "fold", "memory", "cost", "recovery", "recall", "clients"}
 
+// recallScaleSection is the recall section's scale line alone (not in
+// the default sections: recall runs it).
+const recallScaleSection = "recall-scale"
+
 func main() {
 	var o opts
-	sections := flag.String("sections", strings.Join(allSections, ","), "comma-separated sections to run: "+strings.Join(allSections, ", "))
+	sections := flag.String("sections", strings.Join(allSections, ","), "comma-separated sections to run: "+strings.Join(allSections, ", ")+" (or "+recallScaleSection+": the recall section's scale line alone)")
 	flag.IntVar(&o.turns, "turns", 100000, "turns per ingest and fold measurement")
 	sessionsFlag := flag.String("sessions", "1,1000,10000", "comma-separated session counts (ingest)")
 	flag.IntVar(&o.runs, "runs", 3, "runs per measurement (median and spread reported)")
 	ingestText := flag.String("ingest-text", "varied", "what the ingest and fold sections' turns say: varied (50 distinct lines of four speakers in turn) or repeated (every turn the same sentence)")
 	flag.StringVar(&o.summarizer, "summarizer", "offline", "ingest fold backend: offline (CPU on the same cores), http (the openai backend against an in-process chat-completions server that answers at once) or instant (an in-process summarizer that answers at once)")
 	flag.DurationVar(&o.flushInterval, "flush-interval", 0, "processor checkpoint interval (0 = the processor's default)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the ingest section's processor runs to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the ingest section's processor runs (with -sections recall-scale: of the scale line's timed requests) to this file")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile of the ingest section's first processor run to this file (and its start to <file>.base: go tool pprof -base <file>.base <file>)")
 	flag.IntVar(&o.memSessions, "mem-sessions", 10000, "live sessions for the memory section")
 	flag.IntVar(&o.memTurns, "mem-turns", 10, "turns per session in the memory section")
@@ -69,6 +75,7 @@ func main() {
 	flag.IntVar(&o.recallTurns, "recall-turns", 10000, "turns of the session asked for question-aware contexts in the recall section")
 	flag.IntVar(&o.recallSessions, "recall-sessions", 1000, "recall section, scale line: active sessions asked at random (0 skips the line)")
 	flag.IntVar(&o.recallSessionTurns, "recall-session-turns", 5000, "recall section, scale line: turns of each session")
+	flag.StringVar(&o.recallScaleDir, "recall-scale-dir", "", "recall section, scale line: keep its server's store in this directory, and reuse the turns published and applied there by an earlier run with the same -recall-sessions and -recall-session-turns (empty: a temporary directory, removed)")
 	flag.IntVar(&o.clientsTurns, "clients-turns", 20000, "clients section: turns each client publishes with acks awaited")
 	flag.IntVar(&o.clientsContexts, "clients-contexts", 500, "clients section: timed context requests of each client")
 	flag.Parse()
@@ -83,8 +90,8 @@ func main() {
 	o.memArgs = strings.Fields(*memArgs)
 	for _, s := range strings.Split(*sections, ",") {
 		s = strings.TrimSpace(s)
-		if !slices.Contains(allSections, s) {
-			fail(2, fmt.Errorf("-sections: expected some of %s, got %q", strings.Join(allSections, ","), s))
+		if !slices.Contains(allSections, s) && s != recallScaleSection {
+			fail(2, fmt.Errorf("-sections: expected some of %s,%s, got %q", strings.Join(allSections, ","), recallScaleSection, s))
 		}
 		o.sections = append(o.sections, s)
 	}
@@ -135,6 +142,8 @@ func run(w io.Writer, o opts) error {
 			err = recoverySection(ctx, w, o)
 		case "recall":
 			err = recallSection(ctx, w, o)
+		case recallScaleSection:
+			err = recallScale(ctx, w, o.recallSessions, o.recallSessionTurns, o.recallScaleDir, o.cpuProfile)
 		case "clients":
 			err = clientsSection(ctx, w, o)
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -101,6 +102,20 @@ func TestBrowserTimeline(t *testing.T) {
 		t.Errorf("rejected entry: got %q, want its code missing_field and field speaker", rejected)
 	}
 	shoot(t, ctx, "inspector-timeline.png", `li.summary ~ li.summary`) // v2, with its diff
+
+	// Memories read as facts, not JSON: speaker, text, when, and the
+	// earlier fact a correction replaces.
+	if facts := evalInt(t, ctx, `document.querySelectorAll("li.memory li.mem").length`); facts == 0 {
+		t.Fatalf("memory events: no fact shown as an item (li.memory li.mem); the entries read %q", text(t, ctx, `li.memory`))
+	}
+	fact := text(t, ctx, `li.memory li.mem`)
+	correction := text(t, ctx, `li.memory li.mem .supersedes`)
+	if strings.Contains(fact, "{") || !regexp.MustCompile(`^\S+: .+ \(said \d{4}-\d\d-\d\d \d\d:\d\d UTC, turn \S+\)$`).MatchString(fact) {
+		t.Errorf("memory facts: the first reads %q, want \"<speaker>: <text> (said <when>, turn <id>)\"", fact)
+	}
+	if !strings.HasPrefix(correction, "replaces: ") || len(correction) < len("replaces: ")+10 || strings.Contains(correction, "replaces: memory ") {
+		t.Errorf("a correcting fact shows %q, want the text of the fact it replaces", correction)
+	}
 
 	// Context: the service's packed context for a query, within a budget.
 	err = chromedp.Do(ctx,

@@ -108,6 +108,32 @@ func TestInspectorAPI(t *testing.T) {
 				t.Errorf("turn %d: folded by v%d, want v%d", it.Turn.Index, it.FoldedBy, want)
 			}
 		}
+		// Memory events as facts: who said each, in which turn and when,
+		// and the text of the earlier fact a later one replaces (the
+		// demo's conversation corrects one).
+		r.get("/api/sessions/alpha/timeline?kinds=memories&limit=1000", allowed, http.StatusOK, &page)
+		said, replaced := map[string]string{}, 0
+		for _, it := range page.Items {
+			if it.Memory == nil || len(it.Memory.Items) == 0 || it.Memory.Version == 0 {
+				t.Fatalf("memory entry %d: got %+v, want its facts decoded", it.N, it.Memory)
+			}
+			for _, m := range it.Memory.Items {
+				if m.ID == "" || m.Speaker == "" || m.Text == "" || m.TurnID == "" || m.At.IsZero() {
+					t.Errorf("memory entry %d: fact %+v, want its id, speaker, text, turn and time", it.N, m)
+				}
+				if m.Supersedes != "" {
+					replaced++
+					if want, ok := said[m.Supersedes]; !ok || m.Replaces != want {
+						t.Errorf("fact %s replaces %s: got %q, want the earlier fact's text %q", m.ID, m.Supersedes, m.Replaces, want)
+					}
+				}
+				said[m.ID] = m.Text
+			}
+		}
+		if len(said) == 0 || replaced == 0 {
+			t.Errorf("memories: %d facts, %d replacing an earlier one; want both", len(said), replaced)
+		}
+
 		r.get("/api/sessions/alpha/timeline?tail=1&limit=10", allowed, http.StatusOK, &page)
 		if page.Offset != page.Total-10 || len(page.Items) != 10 {
 			t.Errorf("tail: got offset %d, %d items of %d, want the last 10", page.Offset, len(page.Items), page.Total)
@@ -117,10 +143,17 @@ func TestInspectorAPI(t *testing.T) {
 
 	t.Run("text policy", func(t *testing.T) {
 		var page TimelinePage
-		r.get("/api/sessions/alpha/timeline?kinds=turns,summaries&limit=1000", nil, http.StatusOK, &page)
+		r.get("/api/sessions/alpha/timeline?kinds=turns,summaries,memories&limit=1000", nil, http.StatusOK, &page)
 		for _, it := range page.Items {
-			if !it.Redacted || it.Turn != nil && it.Turn.Text != "" || it.Summary != nil && it.Summary.Summary != "" {
+			if !it.Redacted || it.Turn != nil && it.Turn.Text != "" || it.Summary != nil && it.Summary.Summary != "" || len(it.Raw) > 0 {
 				t.Fatalf("without the header, entry %d (%s) still has text", it.N, it.Kind)
+			}
+			if it.Memory != nil {
+				for _, m := range it.Memory.Items {
+					if m.Text != "" || m.Replaces != "" || m.Speaker == "" {
+						t.Fatalf("without the header, memory entry %d: fact %+v, want its speaker without text", it.N, m)
+					}
+				}
 			}
 			for _, d := range it.Diff {
 				if !strings.HasSuffix(d.Text, "words)") {

@@ -2,10 +2,12 @@ package inspect
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,8 +32,28 @@ type Item struct {
 	// of the same epoch (PrevVersion, 0 for the first).
 	Diff        []DiffOp `json:"diff,omitempty"`
 	PrevVersion uint64   `json:"prev_version,omitempty"`
+	// Memory is, for a memory event, its facts as the page shows them.
+	Memory *MemoryView `json:"memory,omitempty"`
 	// Redacted says transcript text was removed for this reader.
 	Redacted bool `json:"redacted,omitempty"`
+}
+
+// MemoryView is a memory event (events.Memories) as the page shows it:
+// each durable fact with who said it, in which turn and when, and the
+// earlier fact it replaces.
+type MemoryView struct {
+	Version uint64           `json:"version"`
+	Model   string           `json:"model,omitempty"`
+	Items   []MemoryViewItem `json:"items"`
+}
+
+// MemoryViewItem is one fact of a MemoryView.
+type MemoryViewItem struct {
+	events.MemoryItem
+	// Replaces is the text of the memory Supersedes names, when the
+	// session's timeline holds it (empty otherwise: the page shows the
+	// ID).
+	Replaces string `json:"replaces,omitempty"`
 }
 
 // TimelinePage is the reply of /api/sessions/{id}/timeline.
@@ -71,9 +93,11 @@ func group(kind string) string {
 // timelineView is a loaded timeline and what is derived once per load.
 type timelineView struct {
 	tl       *replay.Timeline
-	counts   [3]uint64 // the session's messages per stream when loaded
-	foldedBy []uint64  // per entry: for turns, the version that folded it
-	prev     []int     // per entry: for summaries, the previous summary's entry (-1: none)
+	mems     []*events.Memories // per entry: a memory event decoded (nil: not one, or undecodable)
+	memText  map[string]string  // memory ID → its text, over the whole timeline
+	counts   [3]uint64          // the session's messages per stream when loaded
+	foldedBy []uint64           // per entry: for turns, the version that folded it
+	prev     []int              // per entry: for summaries, the previous summary's entry (-1: none)
 	used     time.Time
 }
 
@@ -174,7 +198,15 @@ func (c *timelineCache) count(ctx context.Context, id string) ([3]uint64, error)
 // holds its index.
 func derive(tl *replay.Timeline) *timelineView {
 	n := len(tl.Entries)
-	v := &timelineView{tl: tl, foldedBy: make([]uint64, n), prev: make([]int, n)}
+	v := &timelineView{tl: tl, foldedBy: make([]uint64, n), prev: make([]int, n), mems: make([]*events.Memories, n), memText: map[string]string{}}
+	for i := range tl.Entries {
+		if m := decodeMemories(&tl.Entries[i]); m != nil {
+			v.mems[i] = m
+			for _, it := range m.Items {
+				v.memText[it.ID] = it.Text
+			}
+		}
+	}
 	type key struct {
 		epoch uint32
 		index int64
@@ -226,10 +258,42 @@ func (v *timelineView) item(i int, text bool) Item {
 		}
 		it.Diff = WordDiff(prev, e.Summary.Summary)
 	}
+	if m := v.mems[i]; m != nil {
+		it.Memory = v.memoryView(m)
+	}
 	if !text {
 		redact(&it)
 	}
 	return it
+}
+
+// decodeMemories is e's memory event, nil if e is not one or its payload
+// does not decode (the page then shows the payload as it is).
+func decodeMemories(e *replay.Entry) *events.Memories {
+	if e.Kind != replay.KindMemory || len(e.Raw) == 0 {
+		return nil
+	}
+	var m events.Memories
+	if err := json.Unmarshal(e.Raw, &m); err != nil || len(m.Items) == 0 && len(m.Memories) == 0 {
+		return nil
+	}
+	return &m
+}
+
+// memoryView is m as the page shows it: its items, or, from a backend
+// without them, its texts alone.
+func (v *timelineView) memoryView(m *events.Memories) *MemoryView {
+	out := &MemoryView{Version: m.Version, Model: m.Model, Items: make([]MemoryViewItem, 0, max(len(m.Items), len(m.Memories)))}
+	if len(m.Items) == 0 {
+		for _, text := range m.Memories {
+			out.Items = append(out.Items, MemoryViewItem{MemoryItem: events.MemoryItem{Text: text}})
+		}
+		return out
+	}
+	for _, it := range m.Items {
+		out.Items = append(out.Items, MemoryViewItem{MemoryItem: it, Replaces: v.memText[it.Supersedes]})
+	}
+	return out
 }
 
 // redact removes transcript text from an item, keeping its shape: lengths
@@ -262,6 +326,16 @@ func redact(it *Item) {
 	}
 	if len(e.Raw) > 0 || e.Payload != "" {
 		e.Raw, e.Payload = nil, ""
+		it.Redacted = true
+	}
+	if it.Memory != nil {
+		// Who said it and when stay, as a turn's speaker does.
+		m := *it.Memory
+		m.Items = slices.Clone(m.Items)
+		for i := range m.Items {
+			m.Items[i].Text, m.Items[i].Replaces = "", ""
+		}
+		it.Memory = &m
 		it.Redacted = true
 	}
 	// A validation reason may quote the input it refused (got "…"); the

@@ -383,24 +383,16 @@ func (r *indexReader) fail(why string) {
 	}
 }
 
-func (r *indexReader) uv() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.off += n
-	return v
-}
+func (r *indexReader) uv() uint64 { return readVarint(r, binary.Uvarint) }
+func (r *indexReader) v() int64   { return readVarint(r, binary.Varint) }
 
-func (r *indexReader) v() int64 {
+// readVarint reads one varint with decode (binary.Uvarint or
+// binary.Varint).
+func readVarint[T uint64 | int64](r *indexReader, decode func([]byte) (T, int)) T {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(r.b[r.off:])
+	v, n := decode(r.b[r.off:])
 	if n <= 0 {
 		r.fail("bad varint")
 		return 0

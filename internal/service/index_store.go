@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -131,6 +132,12 @@ func (st *indexStore) open(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	st.kv = kv
 	return kv, nil
+}
+
+// recallBucket is the index store's bucket: <BASE>_RECALL beside the
+// checkpoints' <BASE>_SESSIONS.
+func recallBucket(l broker.Layout) string {
+	return strings.TrimSuffix(l.Bucket, "_SESSIONS") + "_RECALL"
 }
 
 func metaKey(session string) string          { return "m." + session }

@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/foldstream/foldstream/internal/testenv"
 )
 
 // storedSession publishes 64 turns of s1, settles them, and has an
@@ -145,5 +147,46 @@ func TestStoredIndexIsRebuiltWhenUnusable(t *testing.T) {
 				t.Fatalf("%s, written again: %+v, expected it loaded", tc.name, c)
 			}
 		})
+	}
+}
+
+// SeedIndexes stores the indexes of sessions that interleave in the
+// stream in one pass: a new instance then loads each (and answers like
+// a fresh scan) instead of building it; seeding again writes nothing,
+// and a session with a reset is left to its first request.
+func TestSeedIndexes(t *testing.T) {
+	ctx := context.Background()
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	sessions := []string{"s1", "s2", "s3"}
+	for from := 0; from < 64; from += 16 {
+		for _, s := range sessions {
+			publishWith(t, e, s, from, from+16, queryTexts)
+		}
+	}
+	pubSeq(t, e, e.Layout.Subjects.In("s3", events.KindControl), events.Control{V: 1, Session: "s3", Op: events.OpReset, At: testenv.T0.Add(2 * time.Hour)})
+	publishWith(t, e, "s3", 64, 70, queryTexts)
+	for _, s := range sessions[:2] {
+		e.Settled(s, 64, 10)
+	}
+	n, err := service.SeedIndexes(ctx, e.JS, e.Layout, e.Store, sessions, e.Log)
+	if err != nil || n != 2 {
+		t.Fatalf("seeded %d (%v), expected s1 and s2 (s3 was reset)", n, err)
+	}
+	scan := direct(t, e, service.IndexBytes(0))
+	b := direct(t, e, service.IndexBytes(1)) // keeps nothing: each request loads
+	for _, s := range sessions[:2] {
+		sameAnswers(t, "seeded "+s, s, scan, b)
+	}
+	if c := b.IndexCounters(); c.Builds != 0 || c.Loads < 2 {
+		t.Fatalf("after seeding: %+v, expected s1 and s2 loaded, nothing built", c)
+	}
+	r := direct(t, e)
+	sameAnswers(t, "not seeded (reset) s3", "s3", scan, r)
+	if c := r.IndexCounters(); c.Builds != 1 {
+		t.Fatalf("s3 after seeding: %+v, expected it built by its first request", c)
+	}
+	if n, err := service.SeedIndexes(ctx, e.JS, e.Layout, e.Store, sessions[:2], e.Log); err != nil || n != 0 {
+		t.Fatalf("seeding again wrote %d (%v), expected nothing (stored and current)", n, err)
 	}
 }

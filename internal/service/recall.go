@@ -134,7 +134,7 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 		}
 	}
 	if len(controls) > 0 {
-		err := s.scanInbound(ctx, controls, 1, streamLast, func(seq uint64, at time.Time, kind string, data []byte) bool {
+		err := s.scanInbound(ctx, controls, 1, streamLast, func(_ string, seq uint64, at time.Time, kind string, data []byte) bool {
 			// A reset the processor rejected (dated beyond the clock
 			// skew) must not cut the replay short.
 			in, err := events.DecodeInbound(kind, session, data, s.adm.Limits)
@@ -187,7 +187,7 @@ func (s *server) catchUp(ctx context.Context, rp *replay, to uint64) error {
 	}
 	scanned := 0
 	tooLong := false
-	err := s.scanInbound(ctx, s.subj.InSessionAll(rp.session), rp.next, to, func(seq uint64, at time.Time, kind string, data []byte) bool {
+	err := s.scanInbound(ctx, s.subj.InSessionAll(rp.session), rp.next, to, func(_ string, seq uint64, at time.Time, kind string, data []byte) bool {
 		if scanned++; scanned > maxRecallScan {
 			tooLong = true
 			return false
@@ -208,11 +208,12 @@ func (s *server) catchUp(ctx context.Context, rp *replay, to uint64) error {
 }
 
 // scanInbound reads the messages on filters with stream sequence in
-// [from, to], in stream order, until fn returns false, through an ephemeral pull consumer that is
+// [from, to], in stream order, until fn returns false (with the session
+// and kind of each message's subject), through an ephemeral pull consumer that is
 // deleted afterwards. The caller knows at least one message matches at or
 // after from (the stream info said so), so the wait for the next message
 // is bounded by recallIdle only against messages vanishing mid-scan.
-func (s *server) scanInbound(ctx context.Context, filters []string, from, to uint64, fn func(seq uint64, at time.Time, kind string, data []byte) bool) error {
+func (s *server) scanInbound(ctx context.Context, filters []string, from, to uint64, fn func(session string, seq uint64, at time.Time, kind string, data []byte) bool) error {
 	filter := strings.Join(filters, ", ") // for errors
 	cfg := jetstream.ConsumerConfig{
 		FilterSubjects:    filters,
@@ -261,7 +262,7 @@ func (s *server) scanInbound(ctx context.Context, filters []string, from, to uin
 		if seq > to {
 			return nil
 		}
-		if _, kind, err := s.subj.ParseIn(m.Subject()); err == nil && !fn(seq, md.Timestamp, kind, m.Data()) {
+		if session, kind, err := s.subj.ParseIn(m.Subject()); err == nil && !fn(session, seq, md.Timestamp, kind, m.Data()) {
 			return nil
 		}
 		if seq >= to || md.NumPending == 0 {

@@ -175,7 +175,7 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 	if s.indexBytes > 0 {
 		s.index = newIndexCache(s.indexBytes, s.reg)
 		if s.storeBytes > 0 {
-			s.istore = newIndexStore(js, strings.TrimSuffix(layout.Bucket, "_SESSIONS")+"_RECALL", s.storeBytes, log, s.reg)
+			s.istore = newIndexStore(js, recallBucket(layout), s.storeBytes, log, s.reg)
 			s.index.evicted = s.istore.enqueue
 			go s.runIndexWriter(ctx)
 			s.istore.preloading.Set(1)

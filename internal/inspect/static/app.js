@@ -211,7 +211,10 @@ function renderItem(it) {
     }
     case "warning":
       return row("warning", "warning", it.warning);
-    case "memory": case "evicted":
+    case "memory":
+      if (it.memory) return memoryRow(row, it.memory, it.redacted);
+      return row("memory", "memory", it.redacted ? redacted() : JSON.stringify(it.raw || it.payload || ""), inv);
+    case "evicted":
       return row(it.kind, it.kind, it.redacted ? redacted() : JSON.stringify(it.raw || it.payload || ""));
   }
   if (it.event) {
@@ -219,6 +222,24 @@ function renderItem(it) {
     return row("event", e.type.replace("session_", ""), (e.reason ? e.reason + " · " : "") + "cursor " + n(e.cursor) + " of " + n(e.total_turns));
   }
   return row("unknown", it.kind, inv, it.raw ? JSON.stringify(it.raw) : it.payload || "");
+}
+
+// memoryRow shows a memory event as its facts: who said each, in which
+// turn and when, and the earlier fact it replaces.
+function memoryRow(row, m, hidden) {
+  const list = el("ul", { class: "mems" });
+  for (const f of m.items) {
+    const said = [f.at ? "said " + new Date(f.at).toISOString().slice(0, 16).replace("T", " ") + " UTC" : null,
+      f.turn_id ? "turn " + f.turn_id : null].filter(Boolean).join(", ");
+    list.append(el("li", { class: "mem", "data-id": f.id || null },
+      f.speaker ? el("span", { class: "sp", text: f.speaker + ": " }) : null,
+      hidden ? redacted() : el("span", { class: "mem-text", text: f.text }),
+      said ? el("span", { class: "meta when", text: " (" + said + ")" }) : null,
+      f.supersedes ? el("div", { class: "supersedes", title: "replaces memory " + f.supersedes },
+        "replaces: ", f.replaces ? el("s", { text: f.replaces }) : hidden ? redacted() : el("span", { class: "meta", text: "memory " + f.supersedes })) : null));
+  }
+  const meta = "v" + n(m.version) + " · " + m.items.length + " fact" + (m.items.length === 1 ? "" : "s") + (m.model ? " · model " + m.model : "");
+  return row("memory", "memory", el("div", { class: "meta", text: meta }), list);
 }
 
 // ---- context ----

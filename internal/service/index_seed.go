@@ -1,0 +1,95 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// seedGroup is how many sessions' replays SeedIndexes builds in one pass
+// over the inbound stream: about 750 MiB of replays at 5,000 turns each.
+const seedGroup = 256
+
+// SeedIndexes builds the recall index of each of sessions from the
+// inbound stream and writes it to the index store (<BASE>_RECALL) as a
+// request that built it would, so that the first request for each loads
+// it instead of building it. It reads the stream once per seedGroup
+// sessions: in a stream where many sessions interleave, one session's
+// scan reads the stream's blocks for its own events, so building
+// thousands one request at a time reads the whole stream thousands of
+// times.
+//
+// A session whose stored index is usable (the checks of a load) is left
+// as it is, and so is one whose events hold a reset (its first request
+// builds it). opts are the service's (Admission, IndexStoreBytes); it
+// returns how many indexes it wrote.
+func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layout, store *state.Store, sessions []string, log zerolog.Logger, opts ...Option) (int, error) {
+	s, err := newServer(ctx, js, layout, store, nil, log, append(slices.Clone(opts), IndexBytes(0))...)
+	if err != nil {
+		return 0, err
+	}
+	if s.storeBytes == 0 {
+		return 0, errors.New("service: seeding recall indexes: the index store is off (IndexStoreBytes 0)")
+	}
+	s.istore = newIndexStore(js, recallBucket(layout), s.storeBytes, log, nil)
+	var todo []string
+	for _, id := range sessions {
+		e := &cacheEntry{session: id}
+		e.mu.Lock()
+		rp, err := s.restored(ctx, e)
+		e.mu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+		if rp == nil {
+			todo = append(todo, id)
+		}
+	}
+	info, err := s.in.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("service: seeding recall indexes: stream %s info: %w", layout.In, err)
+	}
+	written := 0
+	for group := range slices.Chunk(todo, seedGroup) {
+		rps := make(map[string]*replay, len(group))
+		var filters []string
+		for _, id := range group {
+			rps[id] = newReplay(s.an, s.adm, id, 1)
+			filters = append(filters, s.subj.InSessionAll(id)...)
+		}
+		if info.State.LastSeq > 0 {
+			err := s.scanInbound(ctx, filters, 1, info.State.LastSeq, func(session string, seq uint64, at time.Time, kind string, data []byte) bool {
+				if rp := rps[session]; rp != nil {
+					rp.apply(seq, at, kind, data)
+				}
+				return true
+			})
+			if err != nil {
+				return written, err
+			}
+		}
+		for _, id := range group {
+			rp := rps[id]
+			delete(rps, id) // its memory goes once written
+			if rp.lastReset > 0 {
+				continue // built as a request builds it: from the reset
+			}
+			rp.next = max(rp.next, info.State.LastSeq+1)
+			rp.firstSeq = info.State.FirstSeq
+			s.memoriesOf(ctx, rp)
+			e := &cacheEntry{session: id, r: rp, key: s.indexKey(id, info.Created), storedRead: -1}
+			s.persist(ctx, e)
+			if e.storedRead >= 0 {
+				written++
+			}
+		}
+	}
+	return written, nil
+}
