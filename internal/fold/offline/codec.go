@@ -68,6 +68,34 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 	if st.Small {
 		b = append(b, `,"small":true`...)
 	}
+	if len(st.People) > 0 {
+		b = append(b, `,"people":[`...)
+		for i, p := range st.People {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(append(b, `{"name":`...), p.Name)
+			if len(p.Facts) > 0 {
+				b = append(b, `,"facts":[`...)
+				for j, f := range p.Facts {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					b = appendJSONString(append(b, `{"id":`...), f.ID)
+					b = appendJSONString(append(b, `,"kind":`...), f.Kind)
+					b = optString(b, `,"slot":`, f.Slot)
+					b = appendJSONString(append(b, `,"text":`...), f.Text)
+					if f.At != 0 {
+						b = strconv.AppendInt(append(b, `,"at":`...), f.At, 10)
+					}
+					b = append(b, '}')
+				}
+				b = append(b, ']')
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	b = optString(b, `,"voc":`, st.Voc)
 	return append(b, '}'), nil
 }
@@ -285,6 +313,42 @@ func readState(data []byte) (*state, error) {
 			st.Topics = r.strings()
 		case "small":
 			st.Small = r.bool()
+		case "people":
+			st.People = st.People[:0]
+			r.array(func() {
+				var p person
+				r.object(func(k string) {
+					switch k {
+					case "name":
+						p.Name = r.str()
+					case "facts":
+						p.Facts = p.Facts[:0]
+						r.array(func() {
+							var f pfact
+							r.object(func(k string) {
+								switch k {
+								case "id":
+									f.ID = r.str()
+								case "kind":
+									f.Kind = r.str()
+								case "slot":
+									f.Slot = r.str()
+								case "text":
+									f.Text = r.str()
+								case "at":
+									f.At = r.int()
+								default:
+									r.skip()
+								}
+							})
+							p.Facts = append(p.Facts, f)
+						})
+					default:
+						r.skip()
+					}
+				})
+				st.People = append(st.People, p)
+			})
 		case "voc":
 			st.Voc = r.str()
 		default:

@@ -13,8 +13,10 @@ import (
 // with numbers, dates or decisions, each attributed once to its speaker
 // with relative dates resolved against when it was said. A statement that
 // had to be cut is left out rather than returned garbled. A fact returned
-// before (the same text) is not returned again; one that changes the
-// numbers of an earlier fact about the same thing supersedes it.
+// before (the same text) is not returned again; one that changes what a
+// speaker likes, did, plans, owns or where they live or work
+// (person.go), or the numbers of an earlier fact about the same thing,
+// supersedes it.
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	var out []fold.Memory
 	type at struct {
@@ -31,7 +33,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !isFactStmt(x) {
 			continue
 		}
-		if strings.Contains(x.Text, "…") || fewWords(x.Text, 5) {
+		if _, _, about := personFact(x); strings.Contains(x.Text, "…") || fewWords(x.Text, 5) && !about {
 			continue // cut, or too short to stand alone
 		}
 		cands = append(cands, x)
@@ -60,7 +62,8 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		} else {
 			m.At = x.at()
 		}
-		for i := len(st.Facts) - 1; i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
+		m.Supersedes = st.notePerson(x, m.ID, m.Text)
+		for i := len(st.Facts) - 1; m.Supersedes == "" && i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
 			if changedFact(st.Facts[i].Num, x.Key) {
 				m.Supersedes = st.Facts[i].ID
 				break
@@ -95,6 +98,9 @@ func isFactStmt(x stmt) bool {
 		return false
 	}
 	if x.Key != "" {
+		return true
+	}
+	if _, _, ok := personFact(x); ok {
 		return true
 	}
 	low := strings.ToLower(x.Text)

@@ -45,7 +45,10 @@
 // Each fold also returns offline memories (Result.Memories and
 // MemoryItems): the batch's statements that hold a durable fact, with
 // speaker, turn and time; a restated fact is not returned again and a
-// changed one supersedes the older (memory.go).
+// changed one supersedes the older (memory.go). The state keeps, per
+// speaker, the newest fact about each subject (what they like, did, plan,
+// own, where they live or work: person.go), so that a fact changed folds
+// later supersedes that speaker's older one.
 package offline
 
 import (

@@ -50,6 +50,9 @@ type state struct {
 	Topics []string `json:"topics,omitempty"`
 	// Small: every turn so far was small talk.
 	Small bool `json:"small,omitempty"`
+	// People are the facts about each speaker, consolidated across folds
+	// (person.go), the speaker heard from most recently last.
+	People []person `json:"people,omitempty"`
 	// Voc is how often each word of the conversation was said (counts.go).
 	Voc string `json:"voc,omitempty"`
 
@@ -158,6 +161,10 @@ func (st *state) shed() bool {
 			st.Periods[i].Stmts = dropWeakest(st.Periods[i].Stmts, n/4+1)
 			did = true
 		}
+	}
+	if n := len(st.People); !did && n > 2 {
+		st.People = slices.Delete(st.People, 0, n/4+1)
+		did = true
 	}
 	if !did && st.counts().shrink() {
 		st.Voc = st.voc.String()

@@ -1,0 +1,142 @@
+package offline
+
+import (
+	"slices"
+	"strings"
+)
+
+// Bounds of the per-speaker facts.
+const (
+	maxPeople       = 24 // speakers whose facts are kept: the most recent
+	maxPersonFacts  = 12 // facts kept per speaker: the newest
+	maxPersonFactRn = 200
+)
+
+// person is what the conversation has told about one speaker, consolidated
+// across folds: one fact per subject (the newest), each with the memory
+// that said it, so that a changed fact supersedes the old one.
+type person struct {
+	Name  string  `json:"name"`
+	Facts []pfact `json:"facts,omitempty"`
+}
+
+// pfact is one fact about a speaker, as its memory says it.
+type pfact struct {
+	ID   string `json:"id"`             // the memory's ID
+	Kind string `json:"kind"`           // likes, did, plans, owns, where, is
+	Slot string `json:"slot,omitempty"` // what it is about (stemmed): a newer fact of the same kind and slot replaces it
+	Text string `json:"text"`
+	At   int64  `json:"at,omitempty"`
+}
+
+// Fact kinds, by the verb that follows the speaker's name in a statement
+// put in the third person ("Lena loves sushi", "Jonas will drive").
+var factVerbs = []struct {
+	kind string
+	// verbs open the fact; byVerb: the verb itself is the subject (where
+	// someone lives, or works or studies: a new place replaces the old one).
+	verbs  []string
+	byVerb bool
+}{
+	{"where", []string{"lives in", "lives at", "lives near", "works at", "works for", "works in", "moved to", "is from", "is moving to", "studies at"}, true},
+	{"likes", []string{"likes", "loves", "prefers", "enjoys", "hates", "dislikes", "doesn't like", "is into", "is a fan of", "really likes", "really loves"}, false},
+	{"plans", []string{"will", "is going to", "is gonna", "plans to", "wants to", "is planning", "hopes to", "intends to", "is thinking of", "won't"}, false},
+	{"owns", []string{"has a", "has an", "has two", "owns", "bought", "got a", "got an", "just got"}, false},
+	{"did", []string{"went to", "visited", "finished", "started", "tried", "made", "took", "saw", "met", "finally", "already", "just", "played", "watched", "read", "learned", "won", "lost"}, false},
+	{"is", []string{"is a", "is an", "is vegetarian", "is vegan", "is allergic", "can't", "can", "is"}, false},
+}
+
+// personFact reads a statement about its speaker ("Lena loves sushi.")
+// as a fact: its kind and what it is about. ok is false for anything else
+// (a quote, a report of what someone said about something else).
+func personFact(x stmt) (kind, slot string, ok bool) {
+	if x.Sp == "" || !strings.HasPrefix(x.Text, x.Sp+" ") && !strings.HasPrefix(x.Text, x.Sp+"'s ") {
+		return "", "", false
+	}
+	rest := strings.TrimPrefix(x.Text, x.Sp)
+	if strings.HasPrefix(rest, "'s ") {
+		// "Jonas's car fits four": what they own
+		obj := strings.Fields(rest[3:])
+		if len(obj) == 0 {
+			return "", "", false
+		}
+		return "owns", stem(strings.ToLower(strings.Trim(obj[0], ".,!?"))), true
+	}
+	rest = strings.TrimSpace(rest)
+	low := strings.ToLower(rest)
+	if strings.HasPrefix(low, "said") || strings.HasPrefix(low, "asked") || strings.HasPrefix(low, "thinks") {
+		return "", "", false // reported speech: not about the speaker
+	}
+	for _, fv := range factVerbs {
+		for _, v := range fv.verbs {
+			if !strings.HasPrefix(low, v+" ") && low != v {
+				continue
+			}
+			if fv.byVerb {
+				if strings.HasPrefix(v, "works") || strings.HasPrefix(v, "studies") {
+					return fv.kind, "work", true
+				}
+				return fv.kind, "home", true
+			}
+			n := 1 // what one likes, owns or did: the thing
+			if fv.kind == "plans" || fv.kind == "is" {
+				n = 2 // a plan: what is done to what ("book cabin")
+			}
+			return fv.kind, objectSlot(low[len(v):], n), true
+		}
+	}
+	return "", "", false
+}
+
+// objectSlot is what a fact is about: the stems of the first n content
+// words of its object ("sushi", "book desert").
+func objectSlot(obj string, n int) string {
+	var ks []string
+	for _, t := range terms(obj) {
+		if len(ks) == n {
+			break
+		}
+		if strings.IndexAny(t, "0123456789") >= 0 {
+			continue // a number is a value, not a subject
+		}
+		ks = append(ks, t)
+	}
+	return strings.Join(ks, " ")
+}
+
+// notePerson records the fact memory m (of statement x) under its
+// speaker, and returns the ID of the fact about the same subject it
+// replaces ("" for none). A restated fact (the same text) replaces
+// nothing.
+func (st *state) notePerson(x stmt, id, text string) (supersedes string) {
+	kind, slot, ok := personFact(x)
+	if !ok {
+		return ""
+	}
+	i := slices.IndexFunc(st.People, func(p person) bool { return p.Name == x.Sp })
+	if i < 0 {
+		st.People = append(st.People, person{Name: x.Sp})
+		i = len(st.People) - 1
+	}
+	p := st.People[i]
+	f := pfact{ID: id, Kind: kind, Slot: slot, Text: clip(text, maxPersonFactRn), At: x.At}
+	for j, old := range p.Facts {
+		if old.Kind == kind && old.Slot == slot && (slot != "" || kind == "where") {
+			if old.ID != id {
+				supersedes = old.ID
+			}
+			p.Facts = slices.Delete(p.Facts, j, j+1)
+			break
+		}
+	}
+	p.Facts = append(p.Facts, f)
+	if n := len(p.Facts); n > maxPersonFacts {
+		p.Facts = p.Facts[n-maxPersonFacts:]
+	}
+	// the speaker just heard from goes last; the least recent are dropped
+	st.People = append(slices.Delete(st.People, i, i+1), p)
+	if n := len(st.People); n > maxPeople {
+		st.People = st.People[n-maxPeople:]
+	}
+	return supersedes
+}

@@ -1,0 +1,108 @@
+package offline
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+// Facts about a speaker are consolidated across folds: a later fold's
+// changed fact (where they live, what they like, a plan with another
+// date) supersedes that speaker's earlier memory, never another
+// speaker's, and the state keeps one fact per subject per speaker.
+func TestPersonFactsSupersedeAcrossFolds(t *testing.T) {
+	at := time.Date(2026, 5, 2, 19, 0, 0, 0, time.UTC)
+	mk := func(from int, lines ...string) []fold.Turn {
+		ts := turns(lines...)
+		for i := range ts {
+			ts[i].TurnID = "t" + itoa(from+i)
+			ts[i].At = at.Add(time.Duration(from+i) * time.Minute)
+		}
+		return ts
+	}
+	s := New()
+	first, err := s.Summarize(context.Background(), fold.Request{Turns: mk(0,
+		"Lena: I live in Berlin.",
+		"Jonas: I love sushi.",
+		"Marco: I love sushi too, honestly.",
+		"Lena: I will book the cabin at Lake Tahoe for Friday.",
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]fold.Memory{}
+	for _, m := range first.MemoryItems {
+		ids[m.Text] = m
+	}
+	for _, want := range []string{"Lena lives in Berlin.", "Jonas loves sushi.", "Lena will book the cabin at Lake Tahoe for Friday."} {
+		if _, ok := ids[want]; !ok {
+			t.Fatalf("fold 1: no memory %q in %+v", want, first.MemoryItems)
+		}
+	}
+	second, err := s.Summarize(context.Background(), fold.Request{PreviousSummary: first.Summary, PreviousState: first.State, Turns: mk(10,
+		"Jonas: I hate sushi now, the last place ruined it.",
+		"Lena: I moved to Lisbon.",
+		"Lena: I will book the cabin at Lake Tahoe for Saturday.",
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"Jonas hates sushi now, the last place ruined it.":     ids["Jonas loves sushi."].ID,
+		"Lena moved to Lisbon.":                                ids["Lena lives in Berlin."].ID,
+		"Lena will book the cabin at Lake Tahoe for Saturday.": ids["Lena will book the cabin at Lake Tahoe for Friday."].ID,
+	}
+	got := map[string]fold.Memory{}
+	for _, m := range second.MemoryItems {
+		got[m.Text] = m
+	}
+	for text, sup := range want {
+		m, ok := got[text]
+		if !ok {
+			t.Errorf("fold 2: no memory %q in %+v", text, second.MemoryItems)
+			continue
+		}
+		if m.Supersedes != sup || sup == "" {
+			t.Errorf("%q supersedes %q, want %q", text, m.Supersedes, sup)
+		}
+		if m.TurnID == "" || m.At.IsZero() || m.Speaker == "" {
+			t.Errorf("%q: speaker %q, turn %q, at %v: want all three", text, m.Speaker, m.TurnID, m.At)
+		}
+	}
+	st, err := decodeState(second.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := map[string][]string{}
+	for _, p := range st.People {
+		for _, f := range p.Facts {
+			facts[p.Name] = append(facts[p.Name], f.Text)
+		}
+	}
+	if len(facts["Lena"]) != 2 || len(facts["Jonas"]) != 1 || len(facts["Marco"]) != 1 {
+		t.Errorf("one fact per subject per speaker, got %q", facts)
+	}
+}
+
+// However many speakers and facts, the per-speaker facts stay bounded.
+func TestPersonFactsBounded(t *testing.T) {
+	st := &state{V: stateVersion}
+	for i := range 2000 {
+		sp := "Speaker" + itoa(i%500)
+		x := stmt{Sp: sp, Text: sp + " loves thing" + itoa(i) + " number " + itoa(i) + ".", At: int64(i)}
+		st.notePerson(x, "m"+itoa(i), x.Text)
+	}
+	if len(st.People) > maxPeople {
+		t.Fatalf("%d people kept, bound %d", len(st.People), maxPeople)
+	}
+	for _, p := range st.People {
+		if len(p.Facts) > maxPersonFacts {
+			t.Fatalf("%s: %d facts, bound %d", p.Name, len(p.Facts), maxPersonFacts)
+		}
+	}
+	if b := st.encode(); len(b) > maxStateBytes {
+		t.Fatalf("state of %d bytes, bound %d", len(b), maxStateBytes)
+	}
+}
