@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // checkpointWriter owns a shard's checkpoint writes: the dirty sessions
@@ -18,7 +20,12 @@ import (
 // loop is sessionOwner: whether a session is still the loop's, and to
 // forget one whose write failed.
 type checkpointWriter struct {
-	p       *Processor
+	conn    *nats.Conn // acks go out on the ingest connection
+	store   *state.Store
+	cons    *consumers    // a failed write rewinds
+	flushIn time.Duration // Config.FlushInterval
+	m       *metrics
+	log     zerolog.Logger
 	owner   sessionOwner
 	dirty   []*live
 	pending int             // acks waiting
@@ -41,8 +48,11 @@ type sessionOwner interface {
 // every write (and the acks behind it).
 const maxWrites = 16
 
+// newCheckpointWriter is a checkpoint writer on p's connection and
+// bucket, for the loop owner.
 func newCheckpointWriter(p *Processor, owner sessionOwner) *checkpointWriter {
-	return &checkpointWriter{p: p, owner: owner, saves: make(chan []saveDone, 64)}
+	return &checkpointWriter{conn: p.js.Conn(), store: p.store, cons: p.cons, flushIn: p.cfg.FlushInterval, m: p.m, log: p.log,
+		owner: owner, saves: make(chan []saveDone, 64)}
 }
 
 // busy reports whether writes are in flight or sessions wait for one.
@@ -89,7 +99,7 @@ var ackBody = []byte("+ACK")
 
 // ack acknowledges a; an error leaves the delivery to be redelivered after
 // AckWait, and applying it again is a duplicate.
-func (w *checkpointWriter) ack(a pendingAck) { _ = w.p.js.Conn().Publish(string(a), ackBody) }
+func (w *checkpointWriter) ack(a pendingAck) { _ = w.conn.Publish(string(a), ackBody) }
 
 // Must be called on the loop.
 func (w *checkpointWriter) addAck(ls *live, msg jetstream.Msg) {
@@ -115,7 +125,7 @@ func (w *checkpointWriter) flush(force bool) {
 	var done []saveDone
 	for ; n > 0 && len(w.dirty) > 0 && w.writes+len(futures) < maxWrites; n-- {
 		ls := w.dirty[0]
-		if !force && now.Sub(ls.dirtyAt) < w.p.cfg.FlushInterval {
+		if !force && now.Sub(ls.dirtyAt) < w.flushIn {
 			break
 		}
 		w.dirty[0] = nil
@@ -133,7 +143,7 @@ func (w *checkpointWriter) flush(force bool) {
 			w.write(ls, nil) // sealing a backlog: chunks first, then the checkpoint
 			continue
 		}
-		f, err := w.p.store.SaveAsync(ls.s, ls.rev)
+		f, err := w.store.SaveAsync(ls.s, ls.rev)
 		if err != nil {
 			w.saved(ls, 0, err)
 			continue
@@ -183,7 +193,7 @@ func (w *checkpointWriter) write(ls *live, then func()) {
 	ls.writing = true
 	w.writes++
 	d := saveDone{ls: ls, id: s.ID, rev: ls.rev, acks: len(ls.acks), cas: true, then: then}
-	store := w.p.store
+	store := w.store
 	go func() {
 		ctx, cancel := opCtx()
 		defer cancel()
@@ -199,21 +209,20 @@ func (w *checkpointWriter) write(ls *live, then func()) {
 // re-applied on the newer state.
 // Must be called on the loop.
 func (w *checkpointWriter) saved(ls *live, rev uint64, err error) bool {
-	p := w.p
 	if err != nil {
 		if errors.Is(err, state.ErrConflict) {
-			p.m.checkpoints.WithLabelValues("conflict").Inc()
-			p.log.Warn().Err(err).Str("event", "checkpoint_conflict").Str("session", ls.s.ID).Msg("another owner changed this session")
+			w.m.checkpoints.WithLabelValues("conflict").Inc()
+			w.log.Warn().Err(err).Str("event", "checkpoint_conflict").Str("session", ls.s.ID).Msg("another owner changed this session")
 		} else {
-			p.m.checkpoints.WithLabelValues("error").Inc()
-			p.log.Error().Err(err).Str("event", "checkpoint_failed").Str("session", ls.s.ID).Msg("checkpoint failed")
+			w.m.checkpoints.WithLabelValues("error").Inc()
+			w.log.Error().Err(err).Str("event", "checkpoint_failed").Str("session", ls.s.ID).Msg("checkpoint failed")
 		}
 		// Not naked: a nak would be redelivered after later events of the
 		// session, out of order. The rewind re-applies them in order.
 		w.pending -= len(ls.acks)
 		ls.acks = nil
 		w.owner.drop(ls.s.ID)
-		p.cons.requestRewind("checkpoint_failed", err)
+		w.cons.requestRewind("checkpoint_failed", err)
 		return false
 	}
 	w.covered(ls, rev, len(ls.acks))
@@ -224,7 +233,7 @@ func (w *checkpointWriter) saved(ls *live, rev uint64, err error) bool {
 // n of the session's acks, which it covers; the rest wait for the next.
 // Must be called on the loop.
 func (w *checkpointWriter) covered(ls *live, rev uint64, n int) {
-	w.p.m.checkpoints.WithLabelValues("ok").Inc()
+	w.m.checkpoints.WithLabelValues("ok").Inc()
 	ls.rev = rev
 	for _, a := range ls.acks[:n] {
 		w.ack(a)

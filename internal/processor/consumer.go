@@ -61,7 +61,7 @@ type consumers struct {
 	attached bool        // an attach succeeded once (run's goroutine only)
 	floor    uint64      // the consumer's ack floor at the last attach (run's goroutine only)
 	// handled is floor for the shards: every inbound event at or below it
-	// was applied and checkpointed, or dead-lettered (load.go's rebuild).
+	// was applied and checkpointed, or dead-lettered (loader.failed).
 	handled atomic.Uint64
 	// backlog is the consumer's pending count at the last delivery: while
 	// more events wait on the stream, a shard's input only seems quiet
@@ -568,6 +568,12 @@ func (cm *consumers) consume(ctx context.Context, it jetstream.MessagesContext, 
 		cm.itMu.Unlock()
 		it.Stop()
 	}()
+	if cm.rewind.Load() {
+		// Asked between the attach and here, with no iterator to stop
+		// (requestRewind): this one would wait on the consumer the rewind
+		// was asked for, and a later request would find one pending.
+		return
+	}
 	var delivered uint64 // consumer sequence of the last delivery seen
 	var prog progress    // the same, for the stall watch
 	quit := make(chan struct{})

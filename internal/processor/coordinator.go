@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -26,7 +28,7 @@ import (
 // which the loop selects on and lands here. What it needs of the loop is
 // foldLoop; of the checkpoint writer, markDirty and checkpointThen.
 type coordinator struct {
-	p        *Processor
+	p        *coordParts
 	w        *checkpointWriter
 	loop     foldLoop
 	aside    *aside          // the KV and stream calls it makes, off the loop
@@ -60,9 +62,33 @@ type foldLoop interface {
 	unpark(id string)
 }
 
+// coordParts is what a coordinator uses of its engine: the configuration
+// and policies, the KV bucket, the summarizer (its name) and its breaker,
+// the logger, clock and metrics, the consumer manager (whether a rewind is
+// under way) and the engine's fold counters.
+type coordParts struct {
+	cfg           Config
+	policy        fold.Policy // the deployment's
+	sessionPolicy fold.Policy // policy as a session without overrides folds with
+	resolve       func(fold.Policy) fold.Policy
+	store         *state.Store
+	sum           fold.Summarizer
+	breaker       *retry.Breaker
+	tokens        TokenCounter
+	log           zerolog.Logger
+	clock         Clock
+	m             *metrics
+	cons          *consumers
+	folds         *sync.WaitGroup // every fold goroutine, waited for at shutdown
+	landed        *atomic.Uint64  // folds completed (Processor.Folds)
+}
+
+// newCoordinator is a coordinator of p's folds, for the loop's sessions.
 func newCoordinator(p *Processor, w *checkpointWriter, loop foldLoop, a *aside, rec *recorder, foldCtx context.Context) *coordinator {
+	parts := &coordParts{cfg: p.cfg, policy: p.policy, sessionPolicy: p.sessionPolicy, resolve: p.resolve, store: p.store, sum: p.sum,
+		breaker: p.breaker, tokens: p.tokens, log: p.log, clock: p.clock, m: p.m, cons: p.cons, folds: &p.folds, landed: &p.landed}
 	return &coordinator{
-		p: p, w: w, loop: loop, aside: a, rec: rec, run: p.newFoldRunner(), foldCtx: foldCtx,
+		p: parts, w: w, loop: loop, aside: a, rec: rec, run: p.newFoldRunner(), foldCtx: foldCtx,
 		results:  make(chan foldResult, 64),
 		wake:     make(map[string]time.Time),
 		ahead:    make(map[string]summaryRecord),

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/foldstream/foldstream/internal/events"
-	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -22,8 +21,9 @@ import (
 // on; the worker keeps a copy or a reference. Only a queue full of bad
 // messages while the dead-letter stream still answers makes the loop wait,
 // at the stream's pace (deadLetterer.hand); the corrupt-checkpoint
-// quarantine (parkCheckpoint), rare, still publishes from the loop. The original is never deleted from the inbound stream,
-// so nothing is lost by moving on.
+// quarantine (loader.keepCheckpoint) publishes aside, off the loop. The
+// original is never deleted from the inbound stream, so nothing is lost by
+// moving on.
 const (
 	// deadLetterAttempts bounds the tries of a publish that failed for a
 	// transient reason (a timeout, no responders): a DLQ that stays
@@ -44,26 +44,25 @@ const (
 // the dead-letter stream does. The event_rejected lifecycle event goes out
 // from here: it carries the session's cursor, which only the loop reads.
 func (sh *shard) reject(m inMsg, cause error) {
-	p := sh.p
 	ve, ok := events.AsValidation(cause)
 	if !ok {
 		ve = &events.ValidationError{Code: "invalid", Reason: cause.Error()}
 	}
-	if p.dl.holding(m) {
+	if sh.dl.holding(m) {
 		return // a redelivery of one the worker has: it acks this delivery
 	}
-	if !p.dl.hand(rejection{m: m, ve: ve, cause: cause}) {
-		p.dl.keepInLog(rejection{m: m, ve: ve, cause: cause}, errDeadLetterQueueFull)
+	if !sh.dl.hand(rejection{m: m, ve: ve, cause: cause}) {
+		sh.dl.keepInLog(rejection{m: m, ve: ve, cause: cause}, errDeadLetterQueueFull)
 	}
 	if events.ValidSession(m.session) {
-		ev := events.Lifecycle{V: events.Version, Session: m.session, Type: events.EventRejected, At: p.clock.Now().UTC(),
+		ev := events.Lifecycle{V: events.Version, Session: m.session, Type: events.EventRejected, At: sh.clock.Now().UTC(),
 			Reason: ve.Code, Error: cause.Error()}
 		if ls, ok := sh.sessions[m.session]; ok && sh.inflate(m.session, ls) {
 			ev.Cursor, ev.TotalTurns = ls.s.Cursor, ls.s.Total
 		}
 		data, _ := json.Marshal(ev)
-		if _, err := p.js.PublishAsync(p.subj.Out(m.session, events.KindEvent), data); err != nil {
-			p.log.Warn().Err(err).Str("event", "publish_failed").Msg("event_rejected not published")
+		if _, err := sh.js.PublishAsync(sh.subj.Out(m.session, events.KindEvent), data); err != nil {
+			sh.log.Warn().Err(err).Str("event", "publish_failed").Msg("event_rejected not published")
 		}
 	}
 }
@@ -79,16 +78,16 @@ func (d *deadLetterer) keep(r rejection) {
 // keepInLog makes the error log line the reference of r without trying
 // the dead-letter stream (copyErr says why), then acks the original.
 func (d *deadLetterer) keepInLog(r rejection, copyErr error) {
-	subject := d.p.subj.DeadLetter(r.m.session)
+	subject := d.subj.DeadLetter(r.m.session)
 	d.logOnly(r, subject, copyErr, copyErr)
 	d.rejected(r, subject, keptLog)
 }
 
 func (d *deadLetterer) rejected(r rejection, subject, kept string) {
-	p, m, ve := d.p, r.m, r.ve
+	m, ve := r.m, r.ve
 	_ = d.release(r).Ack()
-	p.m.rejected.WithLabelValues(ve.Code).Inc()
-	p.log.Warn().Str("event", "event_rejected").Str("session", m.session).Str("subject", m.msg.Subject()).Uint64("seq", m.seq).
+	d.m.rejected.WithLabelValues(ve.Code).Inc()
+	d.log.Warn().Str("event", "event_rejected").Str("session", m.session).Str("subject", m.msg.Subject()).Uint64("seq", m.seq).
 		Str("code", ve.Code).Str("field", ve.Field).Str("reason", ve.Reason).Str("dead_letter", subject).Str("kept", kept).Msg("inbound event rejected")
 }
 
@@ -118,19 +117,19 @@ const (
 // permission looks exactly like that, and leaving the message unacked for
 // it would hold the queue, and the consumer's ack floor, for good.
 func (d *deadLetterer) deadLetter(r rejection) (subject, kept string) {
-	p, m, ve := d.p, r.m, r.ve
-	subject = p.subj.DeadLetter(m.session)
+	m, ve := r.m, r.ve
+	subject = d.subj.DeadLetter(m.session)
 	data := m.msg.Data()
 	copyMsg := nats.NewMsg(subject)
 	copyMsg.Data = data
-	copyMsg.Header = deadLetterHeaders(m.msg.Headers(), p.layout.In, p.subj.Published(m.msg.Subject()), m.seq, ve, r.cause)
+	copyMsg.Header = deadLetterHeaders(m.msg.Headers(), d.in, d.subj.Published(m.msg.Subject()), m.seq, ve, r.cause)
 
 	// Dedup by original sequence: a redelivered bad message is kept once
 	// (a copy or a reference, whichever was stored first).
 	msgID := "dlq:" + strconv.FormatUint(m.seq, 10)
 	err := d.publish(m, copyMsg, msgID, d.attempts)
 	if err == nil {
-		p.m.deadLetters.WithLabelValues(keptCopy).Inc()
+		d.m.deadLetters.WithLabelValues(keptCopy).Inc()
 		return subject, keptCopy
 	}
 	copyErr := err
@@ -145,8 +144,8 @@ func (d *deadLetterer) deadLetter(r rejection) (subject, kept string) {
 		attempts = 1 // already tried as often as allowed
 	}
 	if err = d.publish(m, ref, msgID, attempts); err == nil {
-		p.m.deadLetters.WithLabelValues(keptReference).Inc()
-		p.log.Error().Err(copyErr).Str("event", "dead_letter_reference").Str("session", m.session).Str("stream", p.layout.In).
+		d.m.deadLetters.WithLabelValues(keptReference).Inc()
+		d.log.Error().Err(copyErr).Str("event", "dead_letter_reference").Str("session", m.session).Str("stream", d.in).
 			Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).Str("dead_letter", subject).
 			Msg("rejected event too large or refused for the dead-letter stream; a reference was kept there instead, the original stays in the inbound stream")
 		return subject, keptReference
@@ -161,20 +160,20 @@ func (d *deadLetterer) deadLetter(r rejection) (subject, kept string) {
 // permission, a full queue). The preview is transcript text, so only at
 // debug.
 func (d *deadLetterer) logOnly(r rejection, subject string, copyErr, refErr error) {
-	p, m, ve := d.p, r.m, r.ve
+	m, ve := r.m, r.ve
 	data := m.msg.Data()
-	p.m.deadLetters.WithLabelValues(keptLog).Inc()
-	p.log.Error().Err(copyErr).Str("reference_error", refErr.Error()).Str("event", "dead_letter_failed").Str("session", m.session).
-		Str("stream", p.layout.In).Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).
+	d.m.deadLetters.WithLabelValues(keptLog).Inc()
+	d.log.Error().Err(copyErr).Str("reference_error", refErr.Error()).Str("event", "dead_letter_failed").Str("session", m.session).
+		Str("stream", d.in).Uint64("seq", m.seq).Int("size", len(data)).Str("code", ve.Code).Str("field", ve.Field).
 		Str("dead_letter", subject).Msg("rejected event could not be kept on the dead-letter stream; skipped, the original stays in the inbound stream at this sequence")
-	p.log.Debug().Str("event", "dead_letter_preview").Uint64("seq", m.seq).Bytes("preview", preview(data)).Msg("rejected event preview")
+	d.log.Debug().Str("event", "dead_letter_preview").Uint64("seq", m.seq).Bytes("preview", preview(data)).Msg("rejected event preview")
 }
 
 // publish publishes a dead letter of m (publishDeadLetter), telling the
 // server before each new try that m is still being worked on, so that it
 // is not redelivered meanwhile, and hand whether the stream answers.
 func (d *deadLetterer) publish(m inMsg, msg *nats.Msg, msgID string, attempts int) error {
-	err := publishDeadLetter(d.ctx, d.p.js, msg, msgID, attempts, func() {
+	err := publishDeadLetter(d.ctx, d.js, msg, msgID, attempts, func() {
 		// No answer yet: a full queue stops waiting for room now, not
 		// only once every try has failed.
 		d.failing(true)
@@ -300,35 +299,4 @@ func truncateUTF8(s string, n int) string {
 		cut = n // not text: a byte cut
 	}
 	return s[:cut]
-}
-
-// parkCheckpoint keeps a checkpoint that cannot be decoded on the session's
-// dead-letter subject before it is replaced (load.go's quarantine): the
-// stored bytes, or their first previewBytes when they do not fit, with
-// Foldstream-Dead-Letter "checkpoint", Foldstream-Error-Code
-// corrupt_checkpoint, the decode error, and the KV stream and revision it
-// was read at. Best effort: the error log of the quarantine names the
-// same revision.
-func (sh *shard) parkCheckpoint(ce *state.CorruptError) {
-	p := sh.p
-	msg := nats.NewMsg(p.subj.DeadLetter(ce.ID))
-	msg.Data = ce.Data
-	msg.Header.Set(events.HeaderDeadLetter, keptCheckpoint)
-	msg.Header.Set(events.HeaderErrorCode, codeCorruptCheckpoint)
-	msg.Header.Set(events.HeaderErrorField, "checkpoint")
-	msg.Header.Set(events.HeaderError, headerValue(ce.Err.Error()))
-	msg.Header.Set(events.HeaderOriginalStream, "KV_"+p.layout.Bucket)
-	msg.Header.Set(events.HeaderOriginalSubject, "$KV."+p.layout.Bucket+"."+ce.ID)
-	msg.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(ce.Revision, 10))
-	msg.Header.Set(events.HeaderOriginalSize, strconv.Itoa(len(ce.Data)))
-	msgID := "checkpoint:" + ce.ID + ":" + strconv.FormatUint(ce.Revision, 10)
-	err := publishDeadLetter(context.Background(), p.js, msg, msgID, deadLetterAttempts, nil)
-	if err != nil && !transientPublishError(err) {
-		msg.Data = preview(ce.Data)
-		err = publishDeadLetter(context.Background(), p.js, msg, msgID, 1, nil)
-	}
-	if err != nil {
-		p.log.Error().Err(err).Str("event", "dead_letter_failed").Str("session", ce.ID).Uint64("revision", ce.Revision).
-			Msg("the undecodable checkpoint could not be kept on the dead-letter stream")
-	}
 }

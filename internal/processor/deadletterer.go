@@ -8,6 +8,7 @@ import (
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // deadLetterQueue bounds the rejected messages handed to the dead-letter
@@ -39,7 +40,11 @@ type rejection struct {
 // kept (or the log line written), and a crash in between redelivers the
 // message, whose copy the stream then deduplicates (msg id dlq:<seq>).
 type deadLetterer struct {
-	p     *Processor
+	js    jetstream.JetStream
+	subj  events.Subjects
+	in    string // the inbound stream's name, for references
+	m     *metrics
+	log   zerolog.Logger
 	ctx   context.Context // cancelled when the processor stops: retries end
 	queue chan rejection
 	bytes atomic.Int64 // payload bytes queued
@@ -67,7 +72,7 @@ func newDeadLetterer(p *Processor, ctx context.Context, attempts int) *deadLette
 	if attempts <= 0 {
 		attempts = deadLetterAttempts
 	}
-	return &deadLetterer{p: p, ctx: ctx, attempts: attempts, queue: make(chan rejection, deadLetterQueue), done: make(chan struct{}),
+	return &deadLetterer{js: p.js, subj: p.subj, in: p.layout.In, m: p.m, log: p.log, ctx: ctx, attempts: attempts, queue: make(chan rejection, deadLetterQueue), done: make(chan struct{}),
 		room: make(chan struct{}), sick: make(chan struct{}), held: make(map[uint64]jetstream.Msg)}
 }
 

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/rs/zerolog"
 )
 
 // The compact idle form: a session's state lives in KV, not in RAM.
@@ -22,8 +23,9 @@ import (
 //
 // Invariant: a packed session (ls.s == nil) is quiet, and stays so until
 // it is inflated: everything that changes a session reaches it through
-// shard.get, whose fast path inflates. Code that reads a session found in
-// shard.sessions without get must inflate it first or not need ls.s.
+// shard.handle or shard.withSession, which inflate. Code that reads a
+// session found in shard.sessions otherwise must inflate it first or not
+// need ls.s.
 
 // quiet reports whether nothing of ls is pending or in flight: no change
 // to write, no checkpoint write, no unacknowledged message, no fold (lease,
@@ -37,23 +39,22 @@ func (ls *live) quiet() bool {
 // runs at every sweep (250 ms).
 // Must be called on the loop.
 func (sh *shard) compactIdle() {
-	p := sh.p
-	if p.cfg.IdleCompact < 0 {
+	if sh.idleCompact < 0 {
 		return
 	}
-	now := p.clock.Now()
+	now := sh.clock.Now()
 	freed := 0
 	for id, ls := range sh.sessions {
-		if ls.s == nil || !ls.quiet() || now.Sub(ls.touched) < p.cfg.IdleCompact {
+		if ls.s == nil || !ls.quiet() || now.Sub(ls.touched) < sh.idleCompact {
 			continue
 		}
 		freed += sh.compact(id, ls)
 	}
 	if freed > 0 {
-		p.mem.compacted(now, freed)
+		sh.mem.compacted(now, freed)
 	}
-	if p.mem.due(now) {
-		go p.mem.release(p)
+	if sh.mem.due(now) {
+		go sh.mem.release(sh.clock, sh.m, sh.log)
 	}
 }
 
@@ -61,7 +62,7 @@ func (sh *shard) compactIdle() {
 func (sh *shard) compact(id string, ls *live) int {
 	buf, err := ls.s.Pack(sh.packBuf[:0])
 	if err != nil {
-		sh.p.log.Warn().Err(err).Str("event", "session_pack_failed").Str("session", id).Msg("idle session kept unpacked")
+		sh.log.Warn().Err(err).Str("event", "session_pack_failed").Str("session", id).Msg("idle session kept unpacked")
 		return 0
 	}
 	sh.packBuf = buf
@@ -69,7 +70,7 @@ func (sh *shard) compact(id string, ls *live) int {
 	ls.packed = append([]byte(nil), buf...) // exactly its size, not the scratch buffer's
 	ls.s, ls.payloads, ls.acks = nil, nil, nil
 	sh.nPacked++
-	sh.p.m.packedSess.Inc()
+	sh.m.packedSess.Inc()
 	return freed
 }
 
@@ -83,15 +84,15 @@ func (sh *shard) inflate(id string, ls *live) bool {
 	}
 	s, err := state.Unpack(id, ls.packed)
 	sh.nPacked--
-	sh.p.m.packedSess.Dec()
+	sh.m.packedSess.Dec()
 	if err != nil {
-		sh.p.log.Error().Err(err).Str("event", "session_unpack_failed").Str("session", id).Msg("reloading the session from its checkpoint")
+		sh.log.Error().Err(err).Str("event", "session_unpack_failed").Str("session", id).Msg("reloading the session from its checkpoint")
 		delete(sh.sessions, id)
-		sh.p.m.liveSess.Dec()
+		sh.m.liveSess.Dec()
 		return false
 	}
 	ls.s, ls.packed = s, nil
-	sh.p.m.unpacked.Inc()
+	sh.m.unpacked.Inc()
 	return true
 }
 
@@ -100,11 +101,11 @@ func (sh *shard) inflate(id string, ls *live) bool {
 func (sh *shard) forget(id string, ls *live) {
 	if ls.s == nil {
 		sh.nPacked--
-		sh.p.m.packedSess.Dec()
+		sh.m.packedSess.Dec()
 	}
 	delete(sh.sessions, id)
 	sh.co.forget(id)
-	sh.p.m.liveSess.Dec()
+	sh.m.liveSess.Dec()
 }
 
 // heapEstimate is roughly what an unpacked session holds on the heap: the
@@ -181,14 +182,14 @@ func (m *memRelease) due(now time.Time) bool {
 	return true
 }
 
-func (m *memRelease) release(p *Processor) {
+func (m *memRelease) release(clock Clock, met *metrics, log zerolog.Logger) {
 	defer m.running.Store(false)
 	freed := m.pending.Swap(0)
-	start := p.clock.Now()
+	start := clock.Now()
 	debug.FreeOSMemory()
-	took := p.clock.Now().Sub(start)
+	took := clock.Now().Sub(start)
 	m.lastCost.Store(int64(took))
-	p.m.memReleases.Inc()
-	p.log.Info().Str("event", "memory_released").Int64("compacted_bytes", freed).
+	met.memReleases.Inc()
+	log.Info().Str("event", "memory_released").Int64("compacted_bytes", freed).
 		Dur("took", took).Msg("returned the heap freed by packing idle sessions to the OS")
 }

@@ -163,7 +163,7 @@ func TestCompactIdleShard(t *testing.T) {
 		}
 	}
 	sh, clk := idleShard(t, r, Config{IdleCompact: time.Second})
-	m := sh.p.m
+	m := sh.m
 	a, err := sh.get("a")
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestCompactIdleShard(t *testing.T) {
 	if testutil.ToFloat64(m.packedSess) != 2 {
 		t.Fatal("not both packed")
 	}
-	clk.add(sh.p.cfg.IdleEvict + time.Second)
+	clk.add(sh.idleEvict + time.Second)
 	sh.evictIdle()
 	if len(sh.sessions) != 0 || sh.nPacked != 0 || testutil.ToFloat64(m.packedSess) != 0 || testutil.ToFloat64(m.liveSess) != 0 {
 		t.Fatalf("after evictIdle: %d sessions, %d packed", len(sh.sessions), sh.nPacked)
@@ -357,7 +357,7 @@ func (sh *shard) get(id string) (*live, error) {
 	if ls, ok := sh.sessions[id]; ok && sh.inflate(id, ls) {
 		return ls, nil
 	}
-	s, rev, err := sh.p.store.Load(context.Background(), id)
+	s, rev, err := sh.store.Load(context.Background(), id)
 	if err != nil {
 		return nil, err
 	}

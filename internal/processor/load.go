@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // A shard reads checkpoints of new sessions in batches (state.LoadMany:
@@ -25,126 +28,203 @@ type loadDone struct {
 	items []state.Loaded
 }
 
-// accept applies an event, or parks it behind its session's checkpoint
-// read. A session seen for the first time costs a KV read: done on the
-// shard goroutine, every other session of the shard would wait for that
-// round trip (and, once the shard's queue is full, every shard). So the
-// read runs aside and the session's events wait for it, in order, while
-// other sessions go on.
-// Must be called on the loop.
-func (sh *shard) accept(m inMsg) {
-	sh.seen = max(sh.seen, m.seq)
-	if m.perr != nil {
-		sh.handle(m) // rejected without a session
-		return
-	}
-	// Parked events go first: the session's read is queued or in flight.
-	if q, ok := sh.loading[m.session]; ok {
-		sh.loading[m.session] = append(q, m)
-		return
-	}
-	if _, ok := sh.sessions[m.session]; ok {
-		sh.handle(m)
-		return
-	}
-	sh.loading[m.session] = []inMsg{m}
-	sh.loadQ = append(sh.loadQ, m.session)
-	sh.startLoads()
+// loader reads a shard's sessions from their checkpoints off the loop: a
+// session seen for the first time costs a KV read, which done on the loop
+// would make every other session of the shard wait for that round trip
+// (and, once the shard's queue is full, every shard). Reads are batched
+// (state.LoadMany), at most maxLoads batches in flight; a session's events
+// and the steps that need it (a fold result, a wake) wait for its read in
+// order, and the loop's other sessions go on. A checkpoint that cannot be
+// decoded is quarantined: kept on the dead-letter stream and rebuilt from
+// the streams (quarantine). It runs on its shard's goroutine; what it needs
+// of the loop is loadLoop.
+type loader struct {
+	store    *state.Store
+	loop     loadLoop
+	aside    *aside
+	rec      *recorder           // the session's last summary, for a rebuild
+	cons     *consumers          // rewinds, and the ack floor of the last attach
+	js       jetstream.JetStream // the quarantined checkpoint's dead letter
+	inStream jetstream.Stream    // a quarantined session's events, for its rebuild
+	layout   broker.Layout
+	adm      state.Admission
+	m        *metrics
+	log      zerolog.Logger
+
+	// waiting: sessions whose checkpoint read is queued or in flight,
+	// with their parked events.
+	waiting map[string][]inMsg
+	queue   []string
+	reads   int // batches in flight
+	done    chan loadDone
+	// then: what waits for a session's read besides its events (a fold
+	// result, a wake), run once it is installed.
+	then map[string][]func(*live)
+	gen  uint64 // bumped by reset: reads started before land nowhere
+	seen uint64 // highest inbound sequence received since the last reset
 }
 
-// queueLoad reads the session's checkpoint aside unless a read is already
-// queued or in flight; what waits for it is in loading and loadThen.
-// Must be called on the loop.
-func (sh *shard) queueLoad(id string) {
-	if _, ok := sh.loading[id]; ok {
-		return
-	}
-	sh.loading[id] = nil
-	sh.loadQ = append(sh.loadQ, id)
-	sh.startLoads()
+// loadLoop is the event loop as the loader sees it.
+type loadLoop interface {
+	// has reports whether the session is in memory.
+	has(id string) bool
+	// install makes a checkpoint read the session's live state.
+	install(id string, s *state.Session, rev uint64) *live
+	// handle applies an event of a session in memory, or reads it again.
+	handle(m inMsg)
+	// withSession runs fn with the session's live state once at hand.
+	withSession(id string, fn func(*live))
+	// rebuilt installs a quarantined session's rebuilt state.
+	rebuilt(ce *state.CorruptError, s *state.Session, replayed int, rerr error, last summaryRecord, lerr error)
 }
 
-// startLoads starts reading queued sessions, in batches.
+func newLoader(p *Processor, loop loadLoop, a *aside, rec *recorder) *loader {
+	return &loader{store: p.store, loop: loop, aside: a, rec: rec, cons: p.cons, js: p.js, inStream: p.inStream, layout: p.layout,
+		adm: p.adm, m: p.m, log: p.log,
+		waiting: make(map[string][]inMsg), done: make(chan loadDone, maxLoads), then: make(map[string][]func(*live))}
+}
+
+// saw notes an inbound sequence received. Must be called on the loop.
+func (l *loader) saw(seq uint64) { l.seen = max(l.seen, seq) }
+
+// reading reports whether the session's read is queued or in flight.
 // Must be called on the loop.
-func (sh *shard) startLoads() {
-	for sh.loads < maxLoads && len(sh.loadQ) > 0 {
-		n := min(len(sh.loadQ), maxLoadBatch)
-		ids := sh.loadQ[:n:n]
-		sh.loadQ = sh.loadQ[n:]
-		if len(sh.loadQ) == 0 {
-			sh.loadQ = nil // let a burst's backing array go
+func (l *loader) reading(id string) bool {
+	_, ok := l.waiting[id]
+	return ok
+}
+
+// busy reports whether reads are in flight. Must be called on the loop.
+func (l *loader) busy() bool { return l.reads > 0 }
+
+// park holds m behind its session's checkpoint read, started unless one is
+// already queued or in flight. Must be called on the loop.
+func (l *loader) park(m inMsg) {
+	_, reading := l.waiting[m.session]
+	l.waiting[m.session] = append(l.waiting[m.session], m)
+	if !reading {
+		l.queue = append(l.queue, m.session)
+		l.start()
+	}
+}
+
+// after runs fn with the session once its checkpoint is read and
+// installed. Must be called on the loop.
+func (l *loader) after(id string, fn func(*live)) {
+	l.then[id] = append(l.then[id], fn)
+	l.read(id)
+}
+
+// read reads the session's checkpoint aside unless a read is already
+// queued or in flight; what waits for it is in waiting and then.
+// Must be called on the loop.
+func (l *loader) read(id string) {
+	if _, ok := l.waiting[id]; ok {
+		return
+	}
+	l.waiting[id] = nil
+	l.queue = append(l.queue, id)
+	l.start()
+}
+
+// start starts reading queued sessions, in batches.
+// Must be called on the loop.
+func (l *loader) start() {
+	for l.reads < maxLoads && len(l.queue) > 0 {
+		n := min(len(l.queue), maxLoadBatch)
+		ids := l.queue[:n:n]
+		l.queue = l.queue[n:]
+		if len(l.queue) == 0 {
+			l.queue = nil // let a burst's backing array go
 		}
-		sh.loads++
-		gen := sh.gen
+		l.reads++
+		gen, store := l.gen, l.store
 		go func() {
 			ctx, cancel := opCtx()
 			defer cancel()
-			sh.loaded <- loadDone{gen: gen, items: sh.p.store.LoadMany(ctx, ids)}
+			l.done <- loadDone{gen: gen, items: store.LoadMany(ctx, ids)}
 		}()
 	}
 }
 
-// landLoad installs sessions read aside, runs what waited for them and
+// reset forgets the reads in flight and the events parked behind them
+// (they come again after the rewind); steps waiting for a read are read
+// again. Must be called on the loop.
+func (l *loader) reset() {
+	l.gen++ // reads in flight land nowhere; their events come again
+	l.seen = 0
+	l.waiting = make(map[string][]inMsg)
+	l.queue = nil
+	for id := range l.then {
+		// Fold results waiting for a read: read again, after the rewind.
+		l.waiting[id] = nil
+		l.queue = append(l.queue, id)
+	}
+	l.start()
+}
+
+// land installs sessions read aside, runs what waited for them and
 // applies their parked events.
 // Must be called on the loop.
-func (sh *shard) landLoad(d loadDone) {
-	sh.loads--
-	defer sh.startLoads()
-	if d.gen != sh.gen {
+func (l *loader) land(d loadDone) {
+	l.reads--
+	defer l.start()
+	if d.gen != l.gen {
 		return // read before a rewind: their events come again
 	}
-	for _, l := range d.items {
-		if l.Err != nil {
-			if _, ok := sh.sessions[l.ID]; !ok {
-				if !sh.loadFailed(l.ID, l.Err) {
+	for _, r := range d.items {
+		if r.Err != nil {
+			if !l.loop.has(r.ID) {
+				if !l.failed(r.ID, r.Err) {
 					return
 				}
 				continue // quarantined aside: its events wait for the rebuild
 			}
-		} else if _, ok := sh.sessions[l.ID]; !ok {
-			sh.install(l.ID, l.S, l.Rev)
+		} else if !l.loop.has(r.ID) {
+			l.loop.install(r.ID, r.S, r.Rev)
 		}
-		sh.loadLanded(l.ID)
+		l.landed(r.ID)
 	}
 }
 
-// loadLanded runs what waited for the session's read, now installed: the
+// landed runs what waited for the session's read, now installed: the
 // steps first (a fold result, a wake, in the order they came), then its
 // parked events. Must be called on the loop.
-func (sh *shard) loadLanded(id string) {
-	queued, then := sh.loading[id], sh.loadThen[id]
-	delete(sh.loading, id)
-	delete(sh.loadThen, id)
+func (l *loader) landed(id string) {
+	queued, then := l.waiting[id], l.then[id]
+	delete(l.waiting, id)
+	delete(l.then, id)
 	for _, fn := range then {
-		sh.withSession(id, fn)
+		l.loop.withSession(id, fn)
 	}
 	for _, m := range queued {
-		sh.handle(m) // parked again behind a read if the session left memory meanwhile
+		l.loop.handle(m) // parked again behind a read if the session left memory meanwhile
 	}
 }
 
-// loadFailed handles a session whose checkpoint could not be loaded, and
+// failed handles a session whose checkpoint could not be loaded, and
 // reports whether the shard goes on. A checkpoint that cannot be read
 // back (state.ErrCorrupt) would fail the same way at every try: rewinding
 // for it would stop every session, for good. That one session is
 // quarantined instead (quarantine), aside, its events waiting for it. Any
 // other failure (the bucket unreachable) is worth another try: the
 // consumer is rewound.
-func (sh *shard) loadFailed(id string, err error) bool {
+// Must be called on the loop.
+func (l *loader) failed(id string, err error) bool {
 	var ce *state.CorruptError
 	if !errors.As(err, &ce) {
-		sh.p.cons.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", id, err))
+		l.cons.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", id, err))
 		return false
 	}
 	// The session's first inbound sequence this shard has not handled
 	// yet: the first parked behind the read, else every event up to the
 	// ack floor of the last attach, and every one received since, was
 	// handled.
-	next := max(sh.seen, sh.p.cons.handledFloor()) + 1
-	if q := sh.loading[id]; len(q) > 0 {
+	next := max(l.seen, l.cons.handledFloor()) + 1
+	if q := l.waiting[id]; len(q) > 0 {
 		next = q[0].seq
 	}
-	sh.quarantine(ce, next)
+	l.quarantine(ce, next)
 	return true
 }
 
@@ -167,82 +247,49 @@ func (sh *shard) loadFailed(id string, err error) bool {
 // loading meanwhile. Events no longer in the inbound stream (max-age) are
 // lost to the session: the rebuild counts what is left. Must be called on
 // the loop.
-func (sh *shard) quarantine(ce *state.CorruptError, next uint64) {
-	p, id, gen := sh.p, ce.ID, sh.gen
-	p.m.quarantined.Inc()
-	sh.aside.run(func(ctx context.Context) func() {
-		sh.parkCheckpoint(ce)
-		s, replayed, rerr := sh.rebuild(id, next)
-		last, lerr := sh.rec.lastSummary(ctx, id)
+func (l *loader) quarantine(ce *state.CorruptError, next uint64) {
+	id, gen := ce.ID, l.gen
+	l.m.quarantined.Inc()
+	l.aside.run(func(ctx context.Context) func() {
+		l.keepCheckpoint(ce)
+		s, replayed, rerr := rebuildSession(l.inStream, l.layout, l.adm, id, next)
+		last, lerr := l.rec.lastSummary(ctx, id)
 		return func() {
-			if sh.gen != gen {
+			if l.gen != gen {
 				return // a rewind: read again, and quarantined again, after it
 			}
-			sh.rebuilt(ce, s, replayed, rerr, last, lerr)
-			sh.loadLanded(id)
+			l.loop.rebuilt(ce, s, replayed, rerr, last, lerr)
+			l.landed(id)
 		}
 	})
 }
 
-// rebuilt installs a quarantined session's rebuilt state (quarantine).
-// Must be called on the loop.
-func (sh *shard) rebuilt(ce *state.CorruptError, s *state.Session, replayed int, rerr error, last summaryRecord, lerr error) {
-	p, id := sh.p, ce.ID
-	if _, ok := sh.sessions[id]; ok {
-		return
-	}
-	ls := sh.install(id, s, ce.Revision)
-	if lerr == nil && last.ev != nil && sh.co.takeRecord(ls, last, "checkpoint_rebuilt") == recordNotTheSessions && last.ev.Version > s.Version {
-		// Not adoptable (its turns are gone from the stream, or another
-		// life of the session): the next summary goes after it.
-		s.Version, s.SummarySeq = last.ev.Version, last.seq
-		s.Epoch = max(s.Epoch, last.ev.Epoch)
-	}
-	sh.w.markDirty(ls)
-	ev := p.log.Error().Err(ce.Err).Str("event", "checkpoint_quarantined").Str("session", id).Uint64("revision", ce.Revision).
-		Int("size", len(ce.Data)).Int("events_replayed", replayed).Int64("total_turns", s.Total).Int64("cursor", s.Cursor).Uint64("version", s.Version)
-	if rerr != nil {
-		ev = ev.AnErr("rebuild_error", rerr)
-	}
-	if lerr != nil {
-		ev = ev.AnErr("summary_error", lerr)
-	}
-	ev.Msg("the session's checkpoint cannot be decoded; kept on the dead-letter stream and rebuilt from the streams, other sessions go on")
-	why := ce.Error()
-	if rerr != nil {
-		why += "; rebuilt only in part: " + rerr.Error()
-	}
-	sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventCheckpointQuarantined, Reason: "corrupt_checkpoint", Version: s.Version, Error: why})
-}
-
-// rebuild applies the session's inbound events before sequence before to a
+// rebuildSession applies the session's inbound events before sequence before to a
 // new session, under the rules handle applies (validation, clock skew,
 // configure checks; rejected events are skipped as they were dead-lettered
 // when they came). It returns what it could rebuild and how many events it
 // applied; an error says the stream could not be read to the end.
-func (sh *shard) rebuild(id string, before uint64) (*state.Session, int, error) {
-	p := sh.p
+func rebuildSession(in jetstream.Stream, layout broker.Layout, adm state.Admission, id string, before uint64) (*state.Session, int, error) {
 	s := state.New(id)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	applied := 0
-	adm := p.adm
 	// Direct gets under every layout's subjects, as the context service
 	// reads a session's tail.
-	evs := broker.NewSessionEvents(p.inStream, p.subj, id, 1)
+	evs := broker.NewSessionEvents(in, layout.Subjects, id, 1)
 	for read := uint64(0); ; {
 		msg, err := evs.Next(ctx)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
 		if err != nil {
-			return s, applied, fmt.Errorf("read stream %s after sequence %d: %w", p.layout.In, read, err)
+			return s, applied, fmt.Errorf("read stream %s after sequence %d: %w", layout.In, read, err)
 		}
 		if msg.Sequence >= before {
 			break
 		}
 		read = msg.Sequence
-		session, kind, err := p.subj.ParseIn(msg.Subject)
+		session, kind, err := layout.Subjects.ParseIn(msg.Subject)
 		if err != nil || session != id {
 			continue
 		}
@@ -255,4 +302,34 @@ func (sh *shard) rebuild(id string, before uint64) (*state.Session, int, error) 
 		}
 	}
 	return s, applied, nil
+}
+
+// keepCheckpoint keeps a checkpoint that cannot be decoded on the session's
+// dead-letter subject before it is replaced (quarantine): the
+// stored bytes, or their first previewBytes when they do not fit, with
+// Foldstream-Dead-Letter "checkpoint", Foldstream-Error-Code
+// corrupt_checkpoint, the decode error, and the KV stream and revision it
+// was read at. Best effort: the error log of the quarantine names the
+// same revision.
+func (l *loader) keepCheckpoint(ce *state.CorruptError) {
+	msg := nats.NewMsg(l.layout.Subjects.DeadLetter(ce.ID))
+	msg.Data = ce.Data
+	msg.Header.Set(events.HeaderDeadLetter, keptCheckpoint)
+	msg.Header.Set(events.HeaderErrorCode, codeCorruptCheckpoint)
+	msg.Header.Set(events.HeaderErrorField, "checkpoint")
+	msg.Header.Set(events.HeaderError, headerValue(ce.Err.Error()))
+	msg.Header.Set(events.HeaderOriginalStream, "KV_"+l.layout.Bucket)
+	msg.Header.Set(events.HeaderOriginalSubject, "$KV."+l.layout.Bucket+"."+ce.ID)
+	msg.Header.Set(events.HeaderOriginalSeq, strconv.FormatUint(ce.Revision, 10))
+	msg.Header.Set(events.HeaderOriginalSize, strconv.Itoa(len(ce.Data)))
+	msgID := "checkpoint:" + ce.ID + ":" + strconv.FormatUint(ce.Revision, 10)
+	err := publishDeadLetter(context.Background(), l.js, msg, msgID, deadLetterAttempts, nil)
+	if err != nil && !transientPublishError(err) {
+		msg.Data = preview(ce.Data)
+		err = publishDeadLetter(context.Background(), l.js, msg, msgID, 1, nil)
+	}
+	if err != nil {
+		l.log.Error().Err(err).Str("event", "dead_letter_failed").Str("session", ce.ID).Uint64("revision", ce.Revision).
+			Msg("the undecodable checkpoint could not be kept on the dead-letter stream")
+	}
 }

@@ -2,12 +2,14 @@ package processor
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 type inMsg struct {
@@ -102,20 +104,61 @@ func (ls *live) remember(seq uint64, data []byte) { ls.payloads.add(seq, data) }
 // rememberTurn keeps a turn as decoded (payloads.go); t is not changed after.
 func (ls *live) rememberTurn(seq uint64, t *events.Turn) { ls.payloads.addTurn(seq, t) }
 
+// reapplied holds the sessions dropped from memory with events applied
+// that no checkpoint covers, and the last such sequence: those events come
+// again (a rewind) and are applied again, but counted once. Loop only.
+type reapplied map[string]uint64
+
+// note records that session id's events up to seq were applied and are
+// forgotten uncheckpointed: when they come again, they are not counted
+// again.
+func (r *reapplied) note(id string, seq uint64) {
+	if *r == nil {
+		*r = make(map[string]uint64)
+	}
+	(*r)[id] = max((*r)[id], seq)
+}
+
+// first reports whether an event applied at seq is applied for the first
+// time, not again after its session was forgotten (note). Events of a
+// session are applied in stream order, so the mark is passed once the
+// event at it was applied again.
+func (r reapplied) first(id string, seq uint64) bool {
+	if len(r) == 0 {
+		return true
+	}
+	mark, ok := r[id]
+	if !ok {
+		return true
+	}
+	if seq >= mark {
+		delete(r, id)
+	}
+	return seq > mark
+}
+
+// covered forgets the mark of a session whose checkpoint, read at
+// lastSeq, covers it: another owner wrote those events, and they are
+// no-ops here.
+func (r reapplied) covered(id string, lastSeq uint64) {
+	if mark, ok := r[id]; ok && lastSeq >= mark {
+		delete(r, id)
+	}
+}
+
 // shard is a subset of sessions and their event loop: every event and
 // fold result of a session is handled on its shard's goroutine, so session
 // state needs no locks. The loop (run) accepts events, applies them in
-// order and handles control ops; it owns the sessions in memory, their
-// checkpoint reads (load.go) and idle forms (idle.go). It makes no call
-// that waits for the server: reads, writes and deletes run aside
-// (aside.go, checkpoint.go) and come back to it as events, the session
-// concerned waiting meanwhile. Two owners work on
-// its goroutine with state of their own: the checkpoint writer (dirty
-// sessions, pipelined writes, acks; checkpoint.go) and the fold
+// order and handles control ops; it owns the sessions in memory and their
+// idle forms (idle.go). It makes no call that waits for the server: reads,
+// writes and deletes run aside (aside.go, load.go, checkpoint.go) and come
+// back to it as events, the session concerned waiting meanwhile. Three
+// owners work on its goroutine with state of their own: the loader
+// (checkpoint reads and quarantines; load.go), the checkpoint writer
+// (dirty sessions, pipelined writes, acks; checkpoint.go) and the fold
 // coordinator (trigger checks, leases, folds in flight, wakes, records
 // found on the outbound stream; coordinator.go).
 type shard struct {
-	p        *Processor
 	id       int
 	in       chan inMsg
 	ctrl     chan chan struct{} // rewind: drop what is not checkpointed
@@ -123,27 +166,34 @@ type shard struct {
 	sessions map[string]*live
 	w        *checkpointWriter // checkpoint.go: dirty sessions, pipelined writes, acks
 	co       *coordinator      // coordinator.go: folds, leases, wakes
-	nPacked  int               // sessions in their compact idle form (idle.go)
-	packBuf  []byte
-	// Sessions whose checkpoint is being read aside (load.go), with their
-	// parked events; gen tells reads started before a rewind.
-	loading map[string][]inMsg
-	loadQ   []string
-	loads   int
-	loaded  chan loadDone
-	// loadThen: what waits for a session's checkpoint read besides its
-	// events (a fold result, a wake), run once it is installed.
-	loadThen map[string][]func(*live)
+	ld       *loader           // load.go: checkpoint reads, quarantines
 	// aside runs the loop's KV and stream calls off it (aside.go).
-	aside  *aside
-	rec    *recorder // every publish of the outbound stream (recorder.go)
-	gen    uint64
-	lastIn time.Time // wall time the last batch of events was taken in (drain)
-	seen   uint64    // highest inbound sequence received since the last rewind (load.go)
+	aside *aside
+	rec   *recorder     // every publish of the outbound stream (recorder.go)
+	dl    *deadLetterer // rejected events (deadletter.go)
+	cons  *consumers    // rewinds, and the consumer's backlog (idle)
+
+	js      jetstream.JetStream // the event_rejected lifecycle events (reject)
+	subj    events.Subjects
+	store   *state.Store // due marks of evicted sessions (evictIdle)
+	adm     state.Admission
+	m       *metrics
+	log     zerolog.Logger
+	clock   Clock
+	mem     *memRelease    // returns memory freed by idle compaction (idle.go)
+	applied *atomic.Uint64 // events applied, each counted once (Processor.Applied)
+	// Config values: FlushBatch, MaxAckPending, IdleCompact, IdleEvict,
+	// and the engine's shard count.
+	flushBatch, maxAckPending, shards int
+	idleCompact, idleEvict            time.Duration
+
+	nPacked int // sessions in their compact idle form (idle.go)
+	packBuf []byte
+	lastIn  time.Time // wall time the last batch of events was taken in (drain)
 	// reapply: sessions dropped with events applied that no checkpoint
 	// covers, and the last such sequence. Those events come again (a
-	// rewind) and are applied again, but counted once (countApplied).
-	reapply map[string]uint64
+	// rewind) and are applied again, but counted once.
+	reapply reapplied
 }
 
 // idleFlush: a shard whose input has been quiet this long writes every
@@ -151,21 +201,23 @@ type shard struct {
 // oldest change is FlushInterval old, so each write covers many turns.
 const idleFlush = 2 * time.Millisecond
 
+// newShard is shard id of p, its folds under foldCtx.
 func newShard(p *Processor, id int, foldCtx context.Context) *shard {
 	sh := &shard{
-		p: p, id: id,
+		id:       id,
 		in:       make(chan inMsg, 1024),
-		loaded:   make(chan loadDone, maxLoads),
-		loading:  make(map[string][]inMsg),
 		ctrl:     make(chan chan struct{}),
 		wakeCh:   make(chan string),
 		sessions: make(map[string]*live),
-		loadThen: make(map[string][]func(*live)),
 		aside:    newAside(p.store, p.log),
+		dl:       p.dl, cons: p.cons, js: p.js, subj: p.subj, store: p.store, adm: p.adm, m: p.m, log: p.log, clock: p.clock, mem: p.mem,
+		applied: &p.applied, flushBatch: p.cfg.FlushBatch, maxAckPending: p.cfg.MaxAckPending, shards: len(p.shards),
+		idleCompact: p.cfg.IdleCompact, idleEvict: p.cfg.IdleEvict,
 	}
 	sh.w = newCheckpointWriter(p, sh)
 	sh.rec = p.newRecorder()
 	sh.co = newCoordinator(p, sh.w, sh, sh.aside, sh.rec, foldCtx)
+	sh.ld = newLoader(p, sh, sh.aside, sh.rec)
 	return sh
 }
 
@@ -189,7 +241,7 @@ func (sh *shard) run() {
 	// and the events queued from the old consumer are dropped (they come
 	// again after the rewind); then the shard resets and says so.
 	var rewinding chan struct{}
-	for in != nil || sh.co.inFlight > 0 || sh.w.busy() || sh.loads > 0 || sh.aside.busy() || rewinding != nil {
+	for in != nil || sh.co.inFlight > 0 || sh.w.busy() || sh.ld.busy() || sh.aside.busy() || rewinding != nil {
 		if rewinding != nil {
 			if sh.w.inFlight() == 0 && len(sh.in) == 0 {
 				sh.reset()
@@ -227,7 +279,7 @@ func (sh *shard) run() {
 				continue
 			}
 			sh.accept(m)
-			if sh.w.acksWaiting() >= sh.p.cfg.FlushBatch {
+			if sh.w.acksWaiting() >= sh.flushBatch {
 				sh.w.flush(true)
 			}
 			sh.drain()
@@ -237,8 +289,8 @@ func (sh *shard) run() {
 			sh.w.flush(in == nil || sh.idle()) // writes freed room for more
 		case r := <-sh.co.results:
 			sh.land(r)
-		case d := <-sh.loaded:
-			sh.landLoad(d)
+		case d := <-sh.ld.done:
+			sh.ld.land(d)
 		case step := <-sh.aside.done:
 			sh.aside.land(step)
 		case rewinding = <-sh.ctrl:
@@ -281,7 +333,7 @@ func (sh *shard) drain() {
 			return
 		}
 		sh.accept(m)
-		if sh.w.acksWaiting() >= sh.p.cfg.FlushBatch {
+		if sh.w.acksWaiting() >= sh.flushBatch {
 			sh.w.flush(true)
 		}
 	}
@@ -303,7 +355,7 @@ func (sh *shard) idle() bool {
 	if time.Since(sh.lastIn) < idleFlush {
 		return false
 	}
-	return !sh.p.cons.backlogged() || sh.w.pending*len(sh.p.shards) >= sh.p.cfg.MaxAckPending/2
+	return !sh.cons.backlogged() || sh.w.pending*sh.shards >= sh.maxAckPending/2
 }
 
 // reset forgets every session and unacknowledged message; the consumer is
@@ -314,25 +366,16 @@ func (sh *shard) idle() bool {
 func (sh *shard) reset() {
 	for id, ls := range sh.sessions {
 		if ls.s != nil && len(ls.acks) > 0 {
-			sh.willReapply(id, ls.s.LastSeq)
+			sh.reapply.note(id, ls.s.LastSeq)
 		}
 	}
-	sh.gen++ // reads in flight land nowhere; their events come again
-	sh.seen = 0
-	sh.loading = make(map[string][]inMsg)
-	sh.loadQ = nil
-	for id := range sh.loadThen {
-		// Fold results waiting for a read: read again, after the rewind.
-		sh.loading[id] = nil
-		sh.loadQ = append(sh.loadQ, id)
-	}
-	sh.p.m.liveSess.Sub(float64(len(sh.sessions)))
-	sh.p.m.packedSess.Sub(float64(sh.nPacked))
+	sh.m.liveSess.Sub(float64(len(sh.sessions)))
+	sh.m.packedSess.Sub(float64(sh.nPacked))
 	sh.nPacked = 0
 	sh.sessions = make(map[string]*live)
 	sh.co.reset()
 	sh.w.reset()
-	sh.startLoads()
+	sh.ld.reset()
 }
 
 // land hands a fold result to the coordinator, then resumes its session
@@ -360,8 +403,7 @@ func (sh *shard) withSession(id string, fn func(*live)) {
 		fn(ls)
 		return
 	}
-	sh.loadThen[id] = append(sh.loadThen[id], fn)
-	sh.queueLoad(id)
+	sh.ld.after(id, fn)
 }
 
 // unpark resumes a session whose wait is over: the step that waited is
@@ -403,34 +445,60 @@ func opCtx() (context.Context, context.CancelFunc) {
 // Must be called on the loop.
 func (sh *shard) holds(ls *live) bool { return sh.sessions[ls.s.ID] == ls }
 
-// willReapply notes that session id's events up to seq were applied and
-// are forgotten uncheckpointed: when they come again, they are not counted
-// again.
+// accept applies an event, or parks it behind its session's checkpoint
+// read (loader): a session seen for the first time is read aside, its
+// events waiting for it in order, while other sessions go on.
 // Must be called on the loop.
-func (sh *shard) willReapply(id string, seq uint64) {
-	if sh.reapply == nil {
-		sh.reapply = make(map[string]uint64)
+func (sh *shard) accept(m inMsg) {
+	sh.ld.saw(m.seq)
+	if m.perr != nil {
+		sh.handle(m) // rejected without a session
+		return
 	}
-	sh.reapply[id] = max(sh.reapply[id], seq)
+	// Parked events go first: the session's read is queued or in flight.
+	if _, ok := sh.sessions[m.session]; ok && !sh.ld.reading(m.session) {
+		sh.handle(m)
+		return
+	}
+	sh.ld.park(m)
 }
 
-// countApplied reports whether an event applied at seq is applied for the
-// first time, not again after its session was forgotten (willReapply).
-// Events of a session are applied in stream order, so the mark is passed
-// once the event at it was applied again.
+// has reports whether the session is in memory. Must be called on the
+// loop.
+func (sh *shard) has(id string) bool {
+	_, ok := sh.sessions[id]
+	return ok
+}
+
+// rebuilt installs a quarantined session's rebuilt state (loader.quarantine).
 // Must be called on the loop.
-func (sh *shard) countApplied(id string, seq uint64) bool {
-	if len(sh.reapply) == 0 {
-		return true
+func (sh *shard) rebuilt(ce *state.CorruptError, s *state.Session, replayed int, rerr error, last summaryRecord, lerr error) {
+	id := ce.ID
+	if _, ok := sh.sessions[id]; ok {
+		return
 	}
-	mark, ok := sh.reapply[id]
-	if !ok {
-		return true
+	ls := sh.install(id, s, ce.Revision)
+	if lerr == nil && last.ev != nil && sh.co.takeRecord(ls, last, "checkpoint_rebuilt") == recordNotTheSessions && last.ev.Version > s.Version {
+		// Not adoptable (its turns are gone from the stream, or another
+		// life of the session): the next summary goes after it.
+		s.Version, s.SummarySeq = last.ev.Version, last.seq
+		s.Epoch = max(s.Epoch, last.ev.Epoch)
 	}
-	if seq >= mark {
-		delete(sh.reapply, id)
+	sh.w.markDirty(ls)
+	ev := sh.log.Error().Err(ce.Err).Str("event", "checkpoint_quarantined").Str("session", id).Uint64("revision", ce.Revision).
+		Int("size", len(ce.Data)).Int("events_replayed", replayed).Int64("total_turns", s.Total).Int64("cursor", s.Cursor).Uint64("version", s.Version)
+	if rerr != nil {
+		ev = ev.AnErr("rebuild_error", rerr)
 	}
-	return seq > mark
+	if lerr != nil {
+		ev = ev.AnErr("summary_error", lerr)
+	}
+	ev.Msg("the session's checkpoint cannot be decoded; kept on the dead-letter stream and rebuilt from the streams, other sessions go on")
+	why := ce.Error()
+	if rerr != nil {
+		why += "; rebuilt only in part: " + rerr.Error()
+	}
+	sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventCheckpointQuarantined, Reason: "corrupt_checkpoint", Version: s.Version, Error: why})
 }
 
 // drop forgets a session whose checkpoint write failed (checkpointWriter).
@@ -438,23 +506,21 @@ func (sh *shard) countApplied(id string, seq uint64) bool {
 func (sh *shard) drop(id string) {
 	if ls, ok := sh.sessions[id]; ok {
 		if ls.s != nil {
-			sh.willReapply(id, ls.s.LastSeq)
+			sh.reapply.note(id, ls.s.LastSeq)
 		}
 		delete(sh.sessions, id)
-		sh.p.m.liveSess.Dec()
+		sh.m.liveSess.Dec()
 	}
 }
 
 // install makes a loaded checkpoint the session's live state.
 // Must be called on the loop.
 func (sh *shard) install(id string, s *state.Session, rev uint64) *live {
-	if mark, ok := sh.reapply[id]; ok && s.LastSeq >= mark {
-		delete(sh.reapply, id) // another owner's checkpoint covers them: no-ops here
-	}
+	sh.reapply.covered(id, s.LastSeq)
 	ls := &live{s: s, rev: rev}
 	sh.co.loaded(ls)
 	sh.sessions[id] = ls
-	sh.p.m.liveSess.Inc()
+	sh.m.liveSess.Inc()
 	return ls
 }
 
@@ -469,8 +535,7 @@ const (
 
 // Must be called on the loop.
 func (sh *shard) handle(m inMsg) {
-	p := sh.p
-	if p.cons.rewinding() {
+	if sh.cons.rewinding() {
 		return // not acked: redelivered, in order, after the rewind
 	}
 	if m.perr != nil {
@@ -481,12 +546,7 @@ func (sh *shard) handle(m inMsg) {
 	if !ok || !sh.inflate(m.session, ls) {
 		// Gone from memory since it was accepted (a packed form that did
 		// not unpack): read again, its events after the read.
-		_, reading := sh.loading[m.session]
-		sh.loading[m.session] = append(sh.loading[m.session], m)
-		if !reading {
-			sh.loadQ = append(sh.loadQ, m.session)
-			sh.startLoads()
-		}
+		sh.ld.park(m)
 		return
 	}
 	if ls.parked() {
@@ -500,12 +560,11 @@ func (sh *shard) handle(m inMsg) {
 // of the held) when the session must first wait for its fold (abandon).
 // Must be called on the loop.
 func (sh *shard) apply(ls *live, m inMsg) {
-	p := sh.p
-	if p.cons.rewinding() {
+	if sh.cons.rewinding() {
 		return // not acked: redelivered, in order, after the rewind
 	}
 	seq := m.seq
-	ls.touched = p.clock.Now()
+	ls.touched = sh.clock.Now()
 	if seq <= ls.s.LastSeq {
 		// Applied before (redelivery after a crash or a slow ack): no-op.
 		// Unless it does not decode: then it was rejected, and its dead
@@ -513,16 +572,16 @@ func (sh *shard) apply(ls *live, m inMsg) {
 		// stopped); rejected again, it is kept once (msg id dlq:<seq>, within
 		// the dead-letter stream's duplicate window). Decoded with today's
 		// limits: lowered since, an event applied before is rejected now.
-		if _, err := events.DecodeInbound(m.kind, m.session, m.msg.Data(), p.adm.Limits); err != nil {
+		if _, err := events.DecodeInbound(m.kind, m.session, m.msg.Data(), sh.adm.Limits); err != nil {
 			sh.reject(m, err)
 			return
 		}
-		p.m.redelivered.Inc()
+		sh.m.redelivered.Inc()
 		sh.w.addAck(ls, m.msg)
 		return
 	}
 	from := ls.s.LastEventAt
-	in, repaired, err := p.adm.Admit(ls.s, m.kind, m.session, m.msg.Data(), m.received)
+	in, repaired, err := sh.adm.Admit(ls.s, m.kind, m.session, m.msg.Data(), m.received)
 	if repaired {
 		sh.timeRepaired(ls, from)
 	}
@@ -560,15 +619,15 @@ func (sh *shard) apply(ls *live, m inMsg) {
 	}
 	ls.s.LastActivity = ls.touched
 	sh.w.addAck(ls, m.msg) // and marks the session dirty
-	if sh.countApplied(m.session, seq) {
-		p.applied.Add(1)
-		p.m.applied[m.kind].Inc() // kind is turn, note or control once decoded
+	if sh.reapply.first(m.session, seq) {
+		sh.applied.Add(1)
+		sh.m.applied[m.kind].Inc() // kind is turn, note or control once decoded
 	}
 
 	switch effect {
 	case state.EffectDuplicate:
-		p.m.duplicates.Inc()
-		p.log.Debug().Str("event", "turn_duplicate").Str("session", m.session).Str("turn_id", in.Turn.TurnID).Msg("turn already applied; ignored")
+		sh.m.duplicates.Inc()
+		sh.log.Debug().Str("event", "turn_duplicate").Str("session", m.session).Str("turn_id", in.Turn.TurnID).Msg("turn already applied; ignored")
 	case state.EffectTurn:
 		ls.rememberTurn(seq, in.Turn)
 		sh.co.turn(ls)
@@ -589,7 +648,6 @@ func (sh *shard) hold(ls *live, m inMsg) {
 
 // Must be called on the loop.
 func (sh *shard) control(ls *live, c *events.Control) {
-	p := sh.p
 	switch c.Op {
 	case events.OpGenerate:
 		sh.co.evaluate(ls, "generate", false)
@@ -597,22 +655,22 @@ func (sh *shard) control(ls *live, c *events.Control) {
 		sh.co.evaluate(ls, "compact", true)
 	case events.OpEnd:
 		sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventSessionEnded})
-		p.log.Info().Str("event", "session_ended").Str("session", ls.s.ID).Int64("total_turns", ls.s.Total).Msg("session ended")
+		sh.log.Info().Str("event", "session_ended").Str("session", ls.s.ID).Int64("total_turns", ls.s.Total).Msg("session ended")
 		sh.co.evaluate(ls, "end", false) // the final fold, then the archive
 	case events.OpReset:
 		ls.payloads = nil
 		ls.lastSkip = ""
 		sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventSessionReset})
-		p.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Msg("session reset")
+		sh.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Msg("session reset")
 	case events.OpConfigure:
 		pol := sh.co.policy(ls)
 		sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventSessionConfigured, Mode: string(pol.Mode)})
 		if c.Config != nil && c.Config.Mode != "" && pol.Mode != fold.Mode(c.Config.Mode) {
-			p.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).Str("configured_mode", c.Config.Mode).Str("mode", string(pol.Mode)).
+			sh.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).Str("configured_mode", c.Config.Mode).Str("mode", string(pol.Mode)).
 				Msg("the configured mode needs recall (the context service) to find the turns it drops; without it that is amnesia, so this session folds in the mode it falls back to")
 		}
 		w := pol.Window
-		p.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Str("mode", string(pol.Mode)).Int("recent_window", w.Recent).
+		sh.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Str("mode", string(pol.Mode)).Int("recent_window", w.Recent).
 			Int("batch_size", w.Batch).Int("max_summary_chars", w.MaxSummaryChars).Str("trigger", sh.co.trigger(ls)).
 			Int("context_window", pol.Tokens.ContextWindow).Int("reserve_tokens", pol.Tokens.Reserve()).Msg("session configured")
 	}
@@ -621,14 +679,14 @@ func (sh *shard) control(ls *live, c *events.Control) {
 // evictIdle drops clean, idle sessions from memory: their state is in KV.
 // Must be called on the loop.
 func (sh *shard) evictIdle() {
-	now := sh.p.clock.Now()
+	now := sh.clock.Now()
 	for id, ls := range sh.sessions {
 		waking := sh.co.waking(id)
-		if !waking && ls.quiet() && now.Sub(ls.touched) > sh.p.cfg.IdleEvict {
+		if !waking && ls.quiet() && now.Sub(ls.touched) > sh.idleEvict {
 			if ls.due {
 				// Idle with nothing pending (else it would be waking).
-				if err := sh.p.store.ClearDue(id); err != nil {
-					sh.p.log.Warn().Err(err).Str("event", "due_clear_failed").Str("session", id).Msg("due mark left; the session is checked once at the next start")
+				if err := sh.store.ClearDue(id); err != nil {
+					sh.log.Warn().Err(err).Str("event", "due_clear_failed").Str("session", id).Msg("due mark left; the session is checked once at the next start")
 				}
 			}
 			sh.forget(id, ls)

@@ -63,7 +63,7 @@ func TestLoopHoldsASessionWaitingForItsFold(t *testing.T) {
 	ms := deliveries(t, r, p, 5)
 	sh.accept(ms[0]) // read aside, with the next turn parked behind the read
 	sh.accept(ms[1])
-	sh.landLoad(<-sh.loaded)
+	sh.ld.land(<-sh.ld.done)
 	ls := sh.sessions["s1"]
 	if ls == nil || ls.s.Total != 2 {
 		t.Fatal("the first two turns of s1 were not applied")
@@ -88,7 +88,7 @@ func TestLoopHoldsASessionWaitingForItsFold(t *testing.T) {
 		t.Fatal("a session with held events counts as quiet (it could be packed or evicted)")
 	}
 	sh.accept(ms[4]) // another session goes on meanwhile
-	sh.landLoad(<-sh.loaded)
+	sh.ld.land(<-sh.ld.done)
 	if o := sh.sessions["s2"]; o == nil || o.s.Total != 1 {
 		t.Fatal("another session of the shard waited for s1's fold")
 	}

@@ -28,7 +28,7 @@ func (c Config) Admission() state.Admission {
 // time.
 func (sh *shard) timeRepaired(ls *live, from int64) {
 	sh.w.markDirty(ls)
-	sh.p.log.Warn().Str("event", "event_time_limited").Str("session", ls.s.ID).
+	sh.log.Warn().Str("event", "event_time_limited").Str("session", ls.s.ID).
 		Time("last_event_at", time.UnixMilli(from).UTC()).Time("limited_to", time.UnixMilli(ls.s.LastEventAt).UTC()).
 		Msg("the checkpoint's last event time was in the future (written before such times were rejected); brought back so idle resets work again")
 }
