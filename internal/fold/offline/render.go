@@ -610,22 +610,30 @@ func newCand(x *stmt, period int, rec float64) *cand {
 func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n int) {
 	texts := map[string]bool{}
 	said := map[string]bool{} // by the statements taken
+	// what each candidate's terms are worth does not change while picking
+	worth := make([][]float64, len(cands))
+	for i, c := range cands {
+		worth[i] = make([]float64, len(c.terms))
+		for j, t := range c.terms {
+			if named[t] {
+				worth[i][j] = voc.weight(t) / 4 // said in other words
+			} else {
+				worth[i][j] = voc.weight(t)
+			}
+		}
+	}
 	for ; n > 0; n-- {
 		var best *cand
 		bestV := 0.0
-		for _, c := range cands {
+		for i, c := range cands {
 			if c.taken || c.size > room || texts[c.textLows] {
 				continue
 			}
 			gain, fresh := 0.0, 0
-			for _, t := range c.terms {
+			for j, t := range c.terms {
 				if !said[t] {
 					fresh++
-					if named[t] {
-						gain += voc.weight(t) / 4 // said in other words
-					} else {
-						gain += voc.weight(t)
-					}
+					gain += worth[i][j]
 				}
 			}
 			if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid && !(c.latest && fresh > 0) {
