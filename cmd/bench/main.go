@@ -121,7 +121,7 @@ func fail(code int, err error) {
 }
 
 func run(w io.Writer, o opts) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
 	began := time.Now()
 	fmt.Fprintf(w, "foldstream bench: in-process nats-server, file storage, %d CPUs, %s, medians of %d runs (min..max)\n",

@@ -616,7 +616,10 @@ func (cm *consumers) consume(ctx context.Context, it jetstream.MessagesContext, 
 	}
 }
 
-// requestRewind is called by a shard that cannot keep a session consistent.
+// requestRewind is called by a shard that cannot keep a session
+// consistent, and by the consume loop and the stall watch when deliveries
+// were lost or stopped: the iterator stops, and run rewinds. Safe from any
+// goroutine; a request while one is pending is a no-op.
 func (cm *consumers) requestRewind(reason string, err error) {
 	if cm.rewind.Swap(true) {
 		return
