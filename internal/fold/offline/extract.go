@@ -226,7 +226,7 @@ const salience = 0.25
 // numbers, names, and words of decisions and plans.
 func weigh(sent string, terms, nums int) float64 {
 	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(properNouns(sent), 4))
-	if decisionWords.in(strings.ToLower(sent)) {
+	if decisionWords.in(sent) {
 		w += 1.5
 	}
 	return w
@@ -249,16 +249,31 @@ func newKeywords(ws ...string) *keywords {
 	return k
 }
 
-// in reports whether the lower-cased text s contains one of the keywords.
+// in reports whether s contains one of the keywords, ignoring the case of
+// ASCII letters (the keywords are ASCII).
 func (k *keywords) in(s string) bool {
 	for i := 0; i < len(s); i++ {
-		for _, w := range k.byFirst[s[i]] {
-			if strings.HasPrefix(s[i:], w) {
-				return true
+	next:
+		for _, w := range k.byFirst[lowerASCII(s[i])] {
+			if len(s)-i < len(w) {
+				continue
 			}
+			for j := 1; j < len(w); j++ {
+				if lowerASCII(s[i+j]) != w[j] {
+					continue next
+				}
+			}
+			return true
 		}
 	}
 	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func countDigits(s string) int {
@@ -828,7 +843,7 @@ func toolOutcome(text string) string {
 // isInjection reports text that addresses a model (injectionRe), with a
 // cheap test first: most text has none of its words.
 func isInjection(s string) bool {
-	return injectionWords.in(strings.ToLower(s)) && injectionRe.MatchString(s)
+	return injectionWords.in(s) && injectionRe.MatchString(s)
 }
 
 var injectionWords = newKeywords("ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions")

@@ -661,7 +661,7 @@ func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n
 // question just asked, which a reader needs whatever words they use.
 func worthBeyondWords(x *stmt, terms int) float64 {
 	w := 0.3 * max(0, x.W-0.3-0.35*float64(min(terms, 14)))
-	if x.K == kQuestion && x.Batch || x.K == kAsk || decisive.in(strings.ToLower(x.Text)) {
+	if x.K == kQuestion && x.Batch || x.K == kAsk || decisive.in(x.Text) {
 		w += 2
 	}
 	return w
