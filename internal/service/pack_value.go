@@ -1,9 +1,11 @@
 package service
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -150,7 +152,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 			v.push(&vcand{kind: candSummary, i: i, terms: v.intern(sent)})
 		}
 	}
-	mems := s.rankMemories(h, pk.terms)
+	mems := s.rankMemories(h, pk.terms, true)
 	for _, m := range mems[:min(len(mems), excerptPool*pk.want)] {
 		v.push(&vcand{kind: candMemory, mem: m, terms: append(v.intern(m.Text), v.dayTerm(m.At)...)})
 	}
@@ -223,7 +225,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 	if len(v.window) == 0 {
 		out.DroppedTurns = len(cp.Turns)
 	}
-	out.Recalled = v.mems
+	out.Recalled = bySpeaker(v.mems)
 	out.Recalled = append(out.Recalled, pk.items()...)
 	out.RecallDropped = pk.dropped()
 	out.RecallSearched = pk.searched(v.windowLow)
@@ -673,4 +675,22 @@ func (h *vheap) Pop() any {
 	c := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return c
+}
+
+// bySpeaker orders the chosen memories as a per-speaker view: each
+// speaker's facts together (the speakers in the order their first fact
+// was chosen), each speaker's in the order they were stated, so that what
+// a person said before they changed it comes before what replaced it.
+func bySpeaker(mems []client.RecalledItem) []client.RecalledItem {
+	first := map[string]int{}
+	for i, m := range mems {
+		if _, ok := first[m.Speaker]; !ok {
+			first[m.Speaker] = i
+		}
+	}
+	out := slices.Clone(mems)
+	slices.SortStableFunc(out, func(a, b client.RecalledItem) int {
+		return cmp.Or(cmp.Compare(first[a.Speaker], first[b.Speaker]), a.At.Compare(b.At))
+	})
+	return out
 }
