@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,7 +43,7 @@ import (
 // session's is, reading the stream once per 256 sessions. With
 // -recall-scale-dir the store is kept, and a later run reuses the turns
 // and the indexes still current.
-func recallScale(ctx context.Context, w io.Writer, sessions, turns int, dir string, cpuProfile io.Writer) error {
+func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget int64, dir string, cpuProfile io.Writer) error {
 	label := fmt.Sprintf("%s active sessions of %s turns", short(sessions), short(turns))
 	e, err := openEnv(dir)
 	if err != nil {
@@ -166,7 +167,7 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, dir stri
 			return err
 		}
 	}
-	got, err := run(k, random)
+	got, err := run(k, random, service.IndexBytes(cmp.Or(budget, service.DefaultIndexBytes)))
 	if cpuProfile != nil {
 		pprof.StopCPUProfile()
 	}

@@ -38,11 +38,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	o.embeddedPort = -1 // replay of the embedded store must not collide with a running processor's port
-	log, err := newLogger(&o, stderr)
-	if err != nil {
-		return err
-	}
-	e, err := openEnv(ctx, &o, log, false)
+	e, err := openExisting(ctx, &o, stderr)
 	if err != nil {
 		return err
 	}

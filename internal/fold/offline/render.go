@@ -89,7 +89,10 @@ func (st *state) newPeriod(ss []stmt) period {
 	p.Topics = topics(ss, st.Names, maxTopics)
 	p.Stmts = st.covering(ss, p.Topics, maxPeriodKept)
 	for i := range p.Stmts {
-		p.Stmts[i].Batch = false
+		// a closed period's topics are found: its statements' phrases
+		// are not needed again, and the state's bytes are better spent
+		// on more statements
+		p.Stmts[i].Batch, p.Stmts[i].Ph = false, ""
 	}
 	return p
 }
