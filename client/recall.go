@@ -278,7 +278,7 @@ func CheckContext(r *ContextRequest) error {
 // turn starts a run: its line is Line, labelled. A memory is always its
 // own Line and ends the run; so does a turn without a time.
 type ExcerptRun struct {
-	day  string // the run's label: the day of its first turn
+	day  int // the run's label: the day of its first turn (UTC), as year*10000+month*100+day
 	open bool
 }
 
@@ -317,7 +317,8 @@ func (run ExcerptRun) Labels(r RecalledItem) (bool, ExcerptRun) {
 	if r.Kind != RecalledTurn || r.At.IsZero() {
 		return true, ExcerptRun{}
 	}
-	day := r.At.UTC().Format(RecallTimeLayout)
+	y, m, d := r.At.UTC().Date()
+	day := y*10000 + int(m)*100 + d
 	if run.open && day == run.day {
 		return false, run
 	}

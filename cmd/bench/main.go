@@ -40,8 +40,10 @@ type opts struct {
 	// recallSessions of recallSessionTurns each: the recall section's
 	// scale line.
 	recallSessions, recallSessionTurns int
-	// recallScaleDir keeps the scale line's server store between runs.
-	recallScaleDir string
+	// recallScaleDir keeps the scale line's server store between runs;
+	// recallScaleBudget is its instance's index budget (0: the default).
+	recallScaleDir    string
+	recallScaleBudget int64
 	// repeated: the ingest and fold sections' turns all say benchText (one
 	// sentence) instead of benchLines.
 	repeated                      bool
@@ -76,6 +78,7 @@ func main() {
 	flag.IntVar(&o.recallSessions, "recall-sessions", 1000, "recall section, scale line: active sessions asked at random (0 skips the line)")
 	flag.IntVar(&o.recallSessionTurns, "recall-session-turns", 5000, "recall section, scale line: turns of each session")
 	flag.StringVar(&o.recallScaleDir, "recall-scale-dir", "", "recall section, scale line: keep its server's store in this directory, and reuse the turns published and applied there by an earlier run with the same -recall-sessions and -recall-session-turns (empty: a temporary directory, removed)")
+	flag.Int64Var(&o.recallScaleBudget, "recall-scale-budget", 0, "recall section, scale line: the measured instance's recall index budget in bytes (0: the service's default, 256 MiB); with fewer sessions, a smaller budget keeps the share of them that fits")
 	flag.IntVar(&o.clientsTurns, "clients-turns", 20000, "clients section: turns each client publishes with acks awaited")
 	flag.IntVar(&o.clientsContexts, "clients-contexts", 500, "clients section: timed context requests of each client")
 	flag.Parse()
@@ -121,7 +124,7 @@ func fail(code int, err error) {
 }
 
 func run(w io.Writer, o opts) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
 	began := time.Now()
 	fmt.Fprintf(w, "foldstream bench: in-process nats-server, file storage, %d CPUs, %s, medians of %d runs (min..max)\n",
@@ -143,7 +146,7 @@ func run(w io.Writer, o opts) error {
 		case "recall":
 			err = recallSection(ctx, w, o)
 		case recallScaleSection:
-			err = recallScale(ctx, w, o.recallSessions, o.recallSessionTurns, o.recallScaleDir, o.cpuProfile)
+			err = recallScale(ctx, w, o.recallSessions, o.recallSessionTurns, o.recallScaleBudget, o.recallScaleDir, o.cpuProfile)
 		case "clients":
 			err = clientsSection(ctx, w, o)
 		}

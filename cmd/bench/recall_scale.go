@@ -1,14 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -43,36 +42,45 @@ import (
 // session's is, reading the stream once per 256 sessions. With
 // -recall-scale-dir the store is kept, and a later run reuses the turns
 // and the indexes still current.
-func recallScale(ctx context.Context, w io.Writer, sessions, turns int, dir string, cpuProfile io.Writer) error {
+func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget int64, dir string, cpuProfile io.Writer) error {
 	label := fmt.Sprintf("%s active sessions of %s turns", short(sessions), short(turns))
 	e, err := openEnv(dir)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	l, kv, err := e.provision(ctx, "fold")
+	l, store, err := e.foldStore(ctx)
 	if err != nil {
 		return err
 	}
-	store := state.NewStore(e.js, kv)
 	began := time.Now()
 	names := make([]string, sessions)
 	for s := range names {
 		names[s] = fmt.Sprintf("active-%04d", s)
 	}
-	marker := filepath.Join(e.dir, "recall-scale.json")
-	want, _ := json.Marshal(map[string]int{"sessions": sessions, "turns": turns})
-	var published, applied time.Duration
-	if have, err := os.ReadFile(marker); err == nil && string(have) == string(want) {
-		progress("%s: published and applied in %s already", label, e.dir)
-	} else {
-		if published, applied, err = recallScaleSetUp(ctx, e, l, store, names, turns, label); err != nil {
-			return err
-		}
-		if err := os.WriteFile(marker, want, 0o644); err != nil {
-			return err
-		}
+	// A kept store already holds the turns (or some of them applied).
+	st, err := e.js.Stream(ctx, l.In)
+	if err != nil {
+		return err
 	}
+	var published time.Duration
+	switch stored := st.CachedInfo().State.Msgs; stored {
+	case 0:
+		if err := publishScale(ctx, e, l, names, turns); err != nil {
+			return err
+		}
+		published = time.Since(began)
+		progress("%s: %d turns published in %s", label, sessions*turns, published.Round(time.Millisecond))
+	case uint64(sessions * turns):
+		progress("%s: %d turns stored in %s already", label, stored, e.dir)
+	default:
+		return fmt.Errorf("-recall-scale-dir %s: stream %s holds %d events, expected none or %d (another -recall-sessions or -recall-session-turns?)", e.dir, l.In, stored, sessions*turns)
+	}
+	if err := applyScale(ctx, e, l, store, names, turns); err != nil {
+		return err
+	}
+	applied := time.Since(began)
+	progress("%s: applied and folded at %s", label, applied.Round(time.Millisecond))
 	bnc, _, err := connect(e.ns, "bench-builder")
 	if err != nil {
 		return err
@@ -151,13 +159,13 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, dir stri
 
 	rng := rand.New(rand.NewPCG(5, 6))
 	random := func(int) int { return rng.IntN(sessions) }
-	const k, kRef = 2000, 20
+	const k, kRef = 1000, 20
 	if cpuProfile != nil {
 		if err := pprof.StartCPUProfile(cpuProfile); err != nil {
 			return err
 		}
 	}
-	got, err := run(k, random)
+	got, err := run(k, random, service.IndexBytes(cmp.Or(budget, service.DefaultIndexBytes)))
 	if cpuProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -178,7 +186,7 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, dir stri
 	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f; hit rate %.1f%%, %.0f built; %d requests%s\n",
 		label+", the same without the store", ms(quantile(ref.all, 0.5)), ms(quantile(ref.all, 0.99)), ref.hitRate(),
 		ref.m["foldstream_recall_index_builds_total"], len(ref.all), ref.failedNote())
-	setUp := "reused from " + e.dir
+	setUp := fmt.Sprintf("turns reused from %s, applied and folded %s", e.dir, applied.Round(time.Second))
 	if published > 0 {
 		setUp = fmt.Sprintf("published %s, applied and folded %s", published.Round(time.Second), applied.Round(time.Second))
 	}
@@ -187,12 +195,10 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, dir stri
 	return nil
 }
 
-// recallScaleSetUp publishes turns turns to each of names, turn i of
-// every session then turn i+1 (the sessions are active together), in
-// batches of 50,000 async publishes, then runs the processor until it
-// applied and folded all of them, and stops it.
-func recallScaleSetUp(ctx context.Context, e *env, l broker.Layout, store *state.Store, names []string, turns int, label string) (published, applied time.Duration, err error) {
-	began := time.Now()
+// publishScale publishes turns turns to each of names, turn i of every
+// session then turn i+1 (the sessions are active together), in batches
+// of 50,000 async publishes.
+func publishScale(ctx context.Context, e *env, l broker.Layout, names []string, turns int) error {
 	sessions := len(names)
 	rngs := make([]*rand.Rand, sessions)
 	zipfs := make([]*rand.Zipf, sessions)
@@ -227,33 +233,31 @@ func recallScaleSetUp(ctx context.Context, e *env, l broker.Layout, store *state
 			data = append(data, b)
 			if len(subs) == batch {
 				if err := flush(); err != nil {
-					return 0, 0, err
+					return err
 				}
 			}
 		}
 	}
 	if err := flush(); err != nil {
-		return 0, 0, err
+		return err
 	}
-	published = time.Since(began)
-	progress("%s: %d turns published in %s", label, sessions*turns, published.Round(time.Millisecond))
+	return nil
+}
 
-	// The processor applies and folds them, then stops: the requests
-	// below are the service's alone.
-	p, err := processor.New(processor.Config{MaxConcurrentFolds: 32,
-		Window: fold.Window{Recent: 50, Batch: 10, MaxSummaryChars: 1200, MaxNoteChars: 400, MinFoldTokens: 4000}},
-		processor.Deps{JS: e.js, Layout: l, Store: store, Summarizer: instant{}, Log: benchLog()})
+// applyScale runs the processor until it applied and folded every turn
+// of names, and stops it: the requests are then the service's alone.
+// On a kept store it resumes where an earlier run stopped.
+func applyScale(ctx context.Context, e *env, l broker.Layout, store *state.Store, names []string, turns int) error {
+	sessions := len(names)
+	stopProcessor, err := runProcessor(ctx, e, l, store, processor.Config{MaxConcurrentFolds: 32,
+		Window: fold.Window{Recent: 50, Batch: 10, MaxSummaryChars: 1200, MaxNoteChars: 400, MinFoldTokens: 4000}})
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
-	pctx, stopProcessor := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
 	info, err := e.js.Stream(ctx, l.In)
 	if err != nil {
 		stopProcessor()
-		<-done
-		return 0, 0, err
+		return err
 	}
 	err = waitAcked(ctx, e.js, l.In, info.CachedInfo().State.LastSeq)
 	for s := 0; err == nil && s < sessions; {
@@ -271,16 +275,10 @@ func recallScaleSetUp(ctx context.Context, e *env, l broker.Layout, store *state
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	stopProcessor()
-	if perr := <-done; err == nil && perr != nil && !errors.Is(perr, context.Canceled) {
+	if perr := stopProcessor(); err == nil {
 		err = perr
 	}
-	if err != nil {
-		return 0, 0, err
-	}
-	applied = time.Since(began)
-	progress("%s: applied and folded at %s", label, applied.Round(time.Millisecond))
-	return published, applied, nil
+	return err
 }
 
 // scaleRun is one instance's requests of the scale line.

@@ -38,11 +38,7 @@ instances with the same --partitions afterwards. docs/deployment.md, "Changing t
 	if *partitions < 0 {
 		return fmt.Errorf("--partitions: required, the new partition count (0 for none)")
 	}
-	log, err := newLogger(&o, stderr)
-	if err != nil {
-		return err
-	}
-	e, err := openEnv(ctx, &o, log, false)
+	e, err := openExisting(ctx, &o, stderr)
 	if err != nil {
 		return err
 	}

@@ -78,6 +78,18 @@ func (e *env) close() {
 	}
 }
 
+// openExisting opens the deployment's streams for a subcommand that
+// reads or changes them without provisioning (replay, migrate): its
+// logger on stderr (--log-level), then the connection or the embedded
+// store.
+func openExisting(ctx context.Context, o *options, stderr io.Writer) (*env, error) {
+	log, err := newLogger(o, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return openEnv(ctx, o, log, false)
+}
+
 func openEnv(ctx context.Context, o *options, log zerolog.Logger, provision bool) (*env, error) {
 	subjects, err := events.NewSubjects(o.prefix)
 	if err != nil {

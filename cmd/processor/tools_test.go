@@ -11,6 +11,7 @@ import (
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
 	"github.com/foldstream/foldstream/internal/testenv"
@@ -421,5 +422,33 @@ func TestSessionIsAPositionalArgument(t *testing.T) {
 	}
 	if _, err := runTool(t, e, "", "context", "p1", "--session", "p1", "--json"); err != nil {
 		t.Errorf("the same session twice: %v", err)
+	}
+}
+
+// replay --state prints the summarizer's state from the checkpoint,
+// decoded: the offline summarizer's statements, as indented JSON or as a
+// JSON Lines object after the totals.
+func TestReplayShowsSummaryState(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{Listen: true})
+	e.StartProcessor(processor.Config{Window: fold.Window{Recent: 1, Batch: 1}}, nil) // the offline summarizer
+	mustTool(t, e, "", "pub", "r1", "--turn", "I love the desert house at Joshua Tree", "--speaker", "Lena", "--turn-id", "t1")
+	mustTool(t, e, "", "pub", "r1", "--turn", "Let's leave at 8 am on Saturday", "--speaker", "Jonas", "--turn-id", "t2")
+	mustTool(t, e, "", "pub", "r1", "--turn", "I can drive, my car fits four", "--speaker", "Marco", "--turn-id", "t3")
+	var out string
+	e.Eventually("the state in the checkpoint", func() bool {
+		out = mustTool(t, e, "", "replay", "r1", "--state")
+		return strings.Contains(out, "summarizer state (")
+	})
+	if !strings.Contains(out, `"text": "Lena loves the desert house at Joshua Tree."`) || !strings.Contains(out, `"name": "Lena"`) {
+		t.Errorf("replay --state does not show the statements and per-speaker facts:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(mustTool(t, e, "", "replay", "r1", "--state", "--json")), "\n")
+	var last struct {
+		Kind  string          `json:"kind"`
+		Bytes int             `json:"bytes"`
+		State json.RawMessage `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Kind != "summary_state" || last.Bytes == 0 || !json.Valid(last.State) {
+		t.Errorf("replay --state --json: last line %s (%v)", lines[len(lines)-1], err)
 	}
 }

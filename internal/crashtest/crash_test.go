@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -65,6 +66,9 @@ type world struct {
 	// set, chooses the log lines kept (a long run keeps the warnings).
 	url  string
 	keep func(line string) bool
+	// startWait bounds the wait for an incarnation to start consuming
+	// (20 s when zero).
+	startWait time.Duration
 }
 
 func newWorld(t *testing.T, seed uint64, maxDelay time.Duration) *world {
@@ -154,7 +158,7 @@ func (w *world) waitReady(c *child) bool {
 		return true
 	case <-c.done:
 		return false
-	case <-time.After(20 * time.Second):
+	case <-time.After(cmp.Or(w.startWait, 20*time.Second)):
 		return false
 	}
 }

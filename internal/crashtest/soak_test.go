@@ -32,6 +32,7 @@ var (
 	soakRate     = flag.Int("soak-rate", 100, "TestSoak: turns per second over all sessions")
 	soakKill     = flag.Duration("soak-kill-every", 3*time.Minute, "TestSoak: the processor is SIGKILLed and restarted this often")
 	soakLeader   = flag.Duration("soak-leader-every", 7*time.Minute, "TestSoak: the inbound stream's leader node is shut down (and restarted 15 s later) this often")
+	soakStart    = flag.Duration("soak-start-wait", 2*time.Minute, "TestSoak: how long a restarted processor may take to start consuming (a busy machine starves the cluster and the child)")
 )
 
 // soakCluster is a 3-node JetStream cluster on loopback ports whose nodes
@@ -195,7 +196,7 @@ func TestSoak(t *testing.T) {
 	w := &world{t: t, nc: nc, js: js, logDir: t.TempDir(), url: url, env: Env{JS: js, Layout: layout},
 		keep: func(line string) bool {
 			return !strings.Contains(line, `"level":"info"`) && !strings.Contains(line, `"level":"debug"`)
-		}}
+		}, startWait: *soakStart}
 	w.model = NewModel(t, seed, 30*time.Millisecond)
 	defer w.dumpLogs()
 

@@ -184,13 +184,12 @@ func TestQueryContextNeverExceedsTheBudget(t *testing.T) {
 	for budget := 100; budget <= full.Chars+50; budget += 37 {
 		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form friday", BudgetChars: budget})
 		checkQueryContext(t, c, budget)
-		// The summary is there whole whenever it costs at most its share
-		// of the budget; past that it gives way to what matches.
-		if full.Summary.Chars*100 <= budget*service.SummaryShare && (c.Summary == nil || c.Summary.Trimmed) {
-			t.Fatalf("budget %d: summary (%d chars) dropped or trimmed", budget, full.Summary.Chars)
-		}
+		// The summary is there whole, or as some of its sentences.
 		if c.Summary != nil && c.Summary.Trimmed && (c.Summary.Chars >= full.Summary.Chars || !strings.Contains(full.Summary.Summary, c.Summary.Summary[:10])) {
 			t.Fatalf("budget %d: trimmed summary %q is not a part of %q", budget, c.Summary.Summary, full.Summary.Summary)
+		}
+		if budget >= full.Chars && (c.Summary == nil || c.Summary.Trimmed) {
+			t.Fatalf("budget %d: room for everything, summary %+v", budget, c.Summary)
 		}
 		// Recalled material never crowds out the live conversation: with
 		// room for the summary and a few turns, the newest turn is there.
@@ -293,6 +292,27 @@ func TestQueryContextRecallsMatchingMemories(t *testing.T) {
 	}
 	if !slices.Contains(ids, "m-porto") || slices.Contains(ids, "m-lisbon") {
 		t.Fatalf("after m-porto superseded m-lisbon: memories %v", ids)
+	}
+
+	// Under a budget the memories come as a per-speaker view: each
+	// speaker's facts together, in the order they were stated, and a
+	// fact a later one changed marked as superseded.
+	c = getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form lisbon porto", BudgetChars: 3000})
+	checkQueryContext(t, c, 3000)
+	var last client.RecalledItem
+	done := map[string]bool{}
+	for i, r := range c.Recalled {
+		if r.Kind != client.RecalledMemory {
+			continue
+		}
+		if i > 0 && r.Speaker != last.Speaker && done[r.Speaker] || r.Speaker == last.Speaker && i > 0 && r.At.Before(last.At) {
+			t.Fatalf("memories not grouped by speaker in the order stated: %+v", c.Recalled)
+		}
+		if (r.MemoryID == "m-lisbon") != strings.HasPrefix(r.Text, "(superseded) ") {
+			t.Fatalf("memory %s: %q", r.MemoryID, r.Text)
+		}
+		done[last.Speaker] = i > 0
+		last = r
 	}
 
 	// A memory's relative times are resolved against when it was stated,
@@ -479,5 +499,36 @@ func TestQueryContextPacksEvidenceByValue(t *testing.T) {
 				t.Errorf("budget %d: long turn recalled as %q (trimmed %v), want its matching sentence between marks", budget, r.Text, r.Trimmed)
 			}
 		}
+	}
+}
+
+// At a budget that holds the whole summary or the evidence, not both, the
+// evidence wins: the summary gives way to what matches the question, and
+// the verbatim window to the last exchange.
+func TestQueryContextEvidenceBeatsTheSummary(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	// Turn 40 is not folded: the summary does not hold it.
+	publishWith(t, e, "s1", 0, 64, map[int]string{40: "The zeppelin museum tickets cost forty euros each, cash only."})
+	e.Settled("s1", 64, 10)
+	q := "How much do the zeppelin museum tickets cost?"
+	full := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q})
+	said := testenv.Turn("s1", 40)
+	evidence := client.LineChars(client.ExcerptsHeader) +
+		client.LineChars(client.RecalledItem{Kind: client.RecalledTurn, Speaker: said.Speaker, At: said.At, Text: said.Text}.Line())
+	n := len(full.Turns)
+	if full.Summary == nil || strings.Contains(full.Summary.Summary, "zeppelin") || full.Cursor > 40 {
+		t.Fatalf("unlimited: summary %+v, cursor %d", full.Summary, full.Cursor)
+	}
+	last := full.Turns[n-1].Chars + full.Turns[n-2].Chars + client.LineChars(client.RecentHeader)
+	budget := full.Summary.Chars + last + evidence - 10
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
+	checkQueryContext(t, c, budget)
+	if !slices.Contains(shownTurns(c), said.TurnID) || c.Summary != nil && !c.Summary.Trimmed {
+		t.Fatalf("budget %d: the evidence gave way to the whole summary (%d chars):\n%s", budget, full.Summary.Chars, c.Prompt())
+	}
+	if c.Turns[len(c.Turns)-1].Index != full.Turns[n-1].Index || len(c.Turns) < service.LastExchange {
+		t.Fatalf("budget %d: the last exchange is not kept: %v", budget, indices(c))
 	}
 }

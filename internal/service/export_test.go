@@ -149,6 +149,3 @@ const IndexFormatOffset = len(indexMagic)
 
 // LastExchange is how many of the newest turns a budget always keeps.
 const LastExchange = lastExchange
-
-// SummaryShare is the most of a budget the whole summary takes, in percent.
-const SummaryShare = summaryShare

@@ -17,21 +17,7 @@ import (
 // vocabulary of 3,000 words), with a fresh replay and stem cache per
 // iteration. Reading them from the stream comes on top.
 func BenchmarkIndexBuild10k(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	words := make([]string, 3000)
-	for i := range words {
-		words[i] = fmt.Sprintf("word%d", i)
-	}
-	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(words)-1))
-	data := make([][]byte, 10_000)
-	for i := range data {
-		ws := make([]string, 6+rng.IntN(25))
-		for j := range ws {
-			ws[j] = words[zipf.Uint64()]
-		}
-		data[i], _ = json.Marshal(events.Turn{V: 1, Session: "s", TurnID: fmt.Sprintf("t%05d", i), At: time.Unix(int64(i), 0),
-			Speaker: "Alice", Role: "user", Text: strings.Join(ws, " ")})
-	}
+	data := benchTurns(10_000)
 	b.ResetTimer()
 	for range b.N {
 		rp := newReplay(newAnalyzer(), state.DefaultAdmission(), "s", 1)
@@ -48,21 +34,9 @@ func BenchmarkIndexBuild10k(b *testing.B) {
 // store: decoding the same 10,000 turns' persisted replay (BenchmarkIndexBuild10k's
 // workload). Reading its chunks from the bucket comes on top.
 func BenchmarkIndexLoad10k(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	words := make([]string, 3000)
-	for i := range words {
-		words[i] = fmt.Sprintf("word%d", i)
-	}
-	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(words)-1))
 	rp := newReplay(newAnalyzer(), state.DefaultAdmission(), "s", 1)
-	for i := range 10_000 {
-		ws := make([]string, 6+rng.IntN(25))
-		for j := range ws {
-			ws[j] = words[zipf.Uint64()]
-		}
-		data, _ := json.Marshal(events.Turn{V: 1, Session: "s", TurnID: fmt.Sprintf("t%05d", i), At: time.Unix(int64(i), 0),
-			Speaker: "Alice", Role: "user", Text: strings.Join(ws, " ")})
-		rp.apply(uint64(i+1), time.Time{}, events.KindTurn, data)
+	for i, d := range benchTurns(10_000) {
+		rp.apply(uint64(i+1), time.Time{}, events.KindTurn, d)
 	}
 	blob, err := encodeReplay(nil, "key", rp)
 	if err != nil {
@@ -75,4 +49,25 @@ func BenchmarkIndexLoad10k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchTurns are n turns' payloads of 6-30 words from a Zipf-distributed
+// vocabulary of 3,000 words.
+func benchTurns(n int) [][]byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := make([]string, 3000)
+	for i := range words {
+		words[i] = fmt.Sprintf("word%d", i)
+	}
+	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(words)-1))
+	data := make([][]byte, n)
+	for i := range data {
+		ws := make([]string, 6+rng.IntN(25))
+		for j := range ws {
+			ws[j] = words[zipf.Uint64()]
+		}
+		data[i], _ = json.Marshal(events.Turn{V: 1, Session: "s", TurnID: fmt.Sprintf("t%05d", i), At: time.Unix(int64(i), 0),
+			Speaker: "Alice", Role: "user", Text: strings.Join(ws, " ")})
+	}
+	return data
 }

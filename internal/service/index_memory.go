@@ -43,6 +43,9 @@ func newMemoryFailures(reg prometheus.Registerer) prometheus.Counter {
 	return c
 }
 
+// supersededMark starts the text of a memory a later one superseded.
+const supersededMark = "(superseded) "
+
 // memoryBytes estimates a memory's footprint for the byte budget.
 const memoryBytes = 160
 
@@ -116,11 +119,37 @@ func (s *server) outStream(ctx context.Context) (jetstream.Stream, error) {
 	return out, nil
 }
 
-// packMemories ranks the session's memories of the current epoch against
-// the query terms (BM25 among them) and charges the best, at most
-// maxRecalledMemories, best first, each with its relative times resolved
-// against when it was stated (reldate.Resolve).
+// packMemories charges the best of the session's memories that match the
+// query terms (rankMemories), at most maxRecalledMemories, best first.
 func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []client.RecalledItem {
+	var items []client.RecalledItem
+	for _, it := range s.rankMemories(h, terms, false) {
+		if len(items) >= maxRecalledMemories {
+			break
+		}
+		it.Chars, it.Tokens = s.lineCost(it.Line())
+		if len(items) == 0 {
+			hc, ht := s.lineCost(client.MemoriesHeader)
+			if !take(it.Chars+hc, it.Tokens+ht, ms...) {
+				continue
+			}
+		} else if !take(it.Chars, it.Tokens, ms...) {
+			continue
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// rankMemories ranks the session's memories of the current epoch against
+// the query terms (BM25 among them): those that match, best first, each
+// with its relative times resolved against when it was stated
+// (reldate.Resolve), costs not counted.
+//
+// With changed, a memory that a later one supersedes is ranked too, its
+// text marked (supersededMark): what a person said before they changed
+// it answers "what changed"; without, only the newer one answers.
+func (s *server) rankMemories(h *indexHandle, terms []string, changed bool) []client.RecalledItem {
 	rp := h.r
 	var live []*memory
 	var totalLen int64
@@ -135,7 +164,7 @@ func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []cl
 		if rp.lastReset != 0 && !m.published.After(rp.resetAt) {
 			continue // published before the last reset
 		}
-		if superseded[m.id] {
+		if superseded[m.id] && !changed {
 			continue // a later turn changed the fact: the newer memory answers
 		}
 		live = append(live, m)
@@ -173,23 +202,13 @@ func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []cl
 		}
 	}
 	slices.SortFunc(ranked, func(a, b scored) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.i, a.i)) })
-	var items []client.RecalledItem
+	items := make([]client.RecalledItem, 0, len(ranked))
 	for _, r := range ranked {
-		if len(items) >= maxRecalledMemories {
-			break
+		items = append(items, client.RecalledItem{Kind: client.RecalledMemory, MemoryID: r.m.id, TurnID: r.m.turnID, Speaker: r.m.speaker,
+			At: r.m.at, Score: r.score, Text: reldate.Resolve(r.m.text, r.m.at)})
+		if superseded[r.m.id] {
+			items[len(items)-1].Text = supersededMark + items[len(items)-1].Text
 		}
-		it := client.RecalledItem{Kind: client.RecalledMemory, MemoryID: r.m.id, TurnID: r.m.turnID, Speaker: r.m.speaker,
-			At: r.m.at, Score: r.score, Text: reldate.Resolve(r.m.text, r.m.at)}
-		it.Chars, it.Tokens = s.lineCost(it.Line())
-		if len(items) == 0 {
-			hc, ht := s.lineCost(client.MemoriesHeader)
-			if !take(it.Chars+hc, it.Tokens+ht, ms...) {
-				continue
-			}
-		} else if !take(it.Chars, it.Tokens, ms...) {
-			continue
-		}
-		items = append(items, it)
 	}
 	return items
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
@@ -13,14 +14,18 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// seedGroup is how many sessions' replays SeedIndexes builds in one pass
-// over the inbound stream: about 750 MiB of replays at 5,000 turns each.
-const seedGroup = 256
+// seedSessions is how many sessions' replays SeedIndexes builds in one
+// pass over the inbound stream: about 750 MiB of replays at 5,000 turns
+// each, twice that with seedWorkers groups at once.
+const seedSessions = 256
+
+// seedWorkers is how many groups SeedIndexes builds at once.
+const seedWorkers = 2
 
 // SeedIndexes builds the recall index of each of sessions from the
 // inbound stream and writes it to the index store (<BASE>_RECALL) as a
 // request that built it would, so that the first request for each loads
-// it instead of building it. It reads the stream once per seedGroup
+// it instead of building it. It reads the stream once per seedSessions
 // sessions: in a stream where many sessions interleave, one session's
 // scan reads the stream's blocks for its own events, so building
 // thousands one request at a time reads the whole stream thousands of
@@ -56,39 +61,77 @@ func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layo
 	if err != nil {
 		return 0, fmt.Errorf("service: seeding recall indexes: stream %s info: %w", layout.In, err)
 	}
-	written := 0
-	for group := range slices.Chunk(todo, seedGroup) {
-		rps := make(map[string]*replay, len(group))
-		var filters []string
-		for _, id := range group {
-			rps[id] = newReplay(s.an, s.adm, id, 1)
-			filters = append(filters, s.subj.InSessionAll(id)...)
-		}
-		if info.State.LastSeq > 0 {
-			err := s.scanInbound(ctx, filters, 1, info.State.LastSeq, func(session string, seq uint64, at time.Time, kind string, data []byte) bool {
-				if rp := rps[session]; rp != nil {
-					rp.apply(seq, at, kind, data)
+	// Two groups at a time, each with its own analyzer (its stem cache
+	// is locked while a text is analyzed).
+	groups := slices.Collect(slices.Chunk(todo, seedSessions))
+	var (
+		mu      sync.Mutex
+		written int
+		next    int
+		errs    = make([]error, seedWorkers)
+		wg      sync.WaitGroup
+	)
+	for w := range seedWorkers {
+		an := newAnalyzer()
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				if next == len(groups) || errors.Join(errs...) != nil {
+					mu.Unlock()
+					return
 				}
-				return true
-			})
-			if err != nil {
-				return written, err
+				group := groups[next]
+				next++
+				mu.Unlock()
+				n, err := s.seedGroup(ctx, an, info, group)
+				mu.Lock()
+				written += n
+				errs[w] = err
+				mu.Unlock()
 			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return written, err
+	}
+	return written, nil
+}
+
+// seedGroup builds and stores the indexes of one group of sessions in
+// one pass over the stream up to info's last sequence, with an.
+func (s *server) seedGroup(ctx context.Context, an *analyzer, info *jetstream.StreamInfo, group []string) (int, error) {
+	rps := make(map[string]*replay, len(group))
+	var filters []string
+	for _, id := range group {
+		rps[id] = newReplay(an, s.adm, id, 1)
+		filters = append(filters, s.subj.InSessionAll(id)...)
+	}
+	if info.State.LastSeq > 0 {
+		err := s.scanInbound(ctx, filters, 1, info.State.LastSeq, func(session string, seq uint64, at time.Time, kind string, data []byte) bool {
+			if rp := rps[session]; rp != nil {
+				rp.apply(seq, at, kind, data)
+			}
+			return true
+		})
+		if err != nil {
+			return 0, err
 		}
-		for _, id := range group {
-			rp := rps[id]
-			delete(rps, id) // its memory goes once written
-			if rp.lastReset > 0 {
-				continue // built as a request builds it: from the reset
-			}
-			rp.next = max(rp.next, info.State.LastSeq+1)
-			rp.firstSeq = info.State.FirstSeq
-			s.memoriesOf(ctx, rp)
-			e := &cacheEntry{session: id, r: rp, key: s.indexKey(id, info.Created), storedRead: -1}
-			s.persist(ctx, e)
-			if e.storedRead >= 0 {
-				written++
-			}
+	}
+	written := 0
+	for _, id := range group {
+		rp := rps[id]
+		delete(rps, id) // its memory goes once written
+		if rp.lastReset > 0 {
+			continue // built as a request builds it: from the reset
+		}
+		rp.next = max(rp.next, info.State.LastSeq+1)
+		rp.firstSeq = info.State.FirstSeq
+		s.memoriesOf(ctx, rp)
+		e := &cacheEntry{session: id, r: rp, key: s.indexKey(id, info.Created), storedRead: -1}
+		s.persist(ctx, e)
+		if e.storedRead >= 0 {
+			written++
 		}
 	}
 	return written, nil

@@ -18,38 +18,28 @@ import (
 // The layers, in prompt order:
 //
 //  1. the summary (or, in mode evict, the eviction note in its place);
-//  2. the memories that match the query (at most maxRecalledMemories,
-//     best first);
-//  3. earlier excerpts: the turns before the verbatim window that best
-//     match the query (at most RecallTurns matches), each with the
-//     neighbours that make it readable (the turn before a short match, and
-//     the answer after a question), in transcript order, each run of
-//     consecutive turns labelled once with its date and time
-//     (client.ExcerptRun: a turn's cost depends on the turn before it);
+//  2. the memories that match the query;
+//  3. earlier excerpts: the turns before the verbatim window that match
+//     the query (at most RecallTurns matches), each with the neighbours
+//     that make it readable (the turn before a short match, and the
+//     answer after a question), in transcript order, the excerpts of each
+//     day labelled once with the day (client.ExcerptRun: a turn's cost
+//     depends on the turn before it);
 //  4. the verbatim window, newest first, down to the newest excerpt.
 //
-// Under a budget they compete for it by what they are worth to the
-// question per character:
+// Under a budget, with terms to search, every candidate competes in one
+// ranking by its value per character (packByValue, pack_value.go); the
+// last exchange (the lastExchange newest turns) is always kept.
 //
-//   - the last exchange (the lastExchange newest turns) is always kept;
-//   - the window keeps at least windowShare of the budget (the last
-//     exchange if that is more) before anything is recalled; the rest of
-//     the window only gets the room the recalled layers leave, so at a
-//     small budget the window shrinks to the last exchange before
-//     relevant evidence is dropped;
-//   - the summary is kept whole when it costs at most summaryShare of the
-//     budget and, past summaryDominates of it, holds as much of the
-//     question per character as the best matches would in its room
-//     (summaryOutweighed); otherwise it gives way to the sentences of it
-//     that match the query (the rarest words per character first) within
-//     summaryShare, and is dropped when none does;
-//   - memories and excerpts take the rest. The window's lower end is
-//     fixed before the excerpts are chosen (as if they used their whole
-//     room), so an excerpt is never also a window turn; room the window
-//     did not need (it starts at the cursor) goes to more excerpts.
+// Under a budget with nothing to search (a query of stop words only, or
+// turns that could not be read) the window keeps the last exchange and
+// windowShare of the budget, the summary is kept whole when it costs at
+// most summaryShare of the budget (else the sentences of it that match,
+// or none), and the window takes the rest.
 //
-// Without a budget every layer is packed whole, as without a query but
-// with the recalled layers between the summary and the window.
+// Without a budget every layer is packed whole (at most
+// maxRecalledMemories memories, best first), as without a query but with
+// the recalled layers between the summary and the window.
 const (
 	// lastExchange is how many of the newest turns a budget always keeps.
 	lastExchange = 2
@@ -133,6 +123,17 @@ func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *sta
 	var pk *picker
 	if h != nil {
 		pk = s.newPicker(ctx, h, cp, checkpointed, r.Query, terms, r.RecallTurns, out)
+	}
+
+	if budgeted && pk != nil {
+		// One ranking of every candidate by value (pack_value.go).
+		if err := s.packByValue(ctx, cp, tail, h, pk, total, out); err != nil {
+			return err
+		}
+		if out.Chars == 0 {
+			return s.tooSmall(ctx, r, cp, tail, h)
+		}
+		return nil
 	}
 
 	// 1. The summary, or the eviction note in its place.
@@ -351,9 +352,11 @@ type picker struct {
 	order    []int          // the chosen docs, in transcript order
 	labelled map[int]bool   // chosen docs whose line carries the date and time (client.ExcerptRun)
 	counted  map[[3]int]int // tokens of a doc's line, by doc, labelled (1) or not (0), trimmed (1) or not (0)
-	tried    map[int]bool   // matches that did not fit
-	newest   int64          // the newest chosen turn's index, -1 if none
-	excerpts bool           // the excerpts header is charged
+	// lineChars are the characters of those lines, by the same key.
+	lineChars map[[3]int]int
+	tried     map[int]bool // matches that did not fit
+	newest    int64        // the newest chosen turn's index, -1 if none
+	excerpts  bool         // the excerpts header is charged
 	// shown are the turns (by turn id) the reply already shows as a
 	// memory, and shownTerms those memories' content terms: not recalled
 	// again as excerpts (show).
@@ -399,7 +402,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 			Reason: "no longer in stream " + s.layout.In + " (removed by its max-age or by hand): these turns cannot be recalled"}
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
-		labelled: map[int]bool{}, counted: map[[3]int]int{}, tried: map[int]bool{}, newest: -1,
+		labelled: map[int]bool{}, counted: map[[3]int]int{}, lineChars: map[[3]int]int{}, tried: map[int]bool{}, newest: -1,
 		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, perDay: map[int64]int{}}
 	p.budget = cmp.Or(out.BudgetChars, 4*out.BudgetTokens)
 	var hits []hit
@@ -460,14 +463,6 @@ func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem 
 // date and time or not; tokens only if count (they are counted once per
 // doc and form, whole or trimmed).
 func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) (chars, tokens int) {
-	line := it.RunLine()
-	if labelled {
-		line = it.Line()
-	}
-	chars = client.LineChars(line)
-	if !count {
-		return chars, 0
-	}
 	key := [3]int{d, 0, 0}
 	if labelled {
 		key[1] = 1
@@ -475,37 +470,50 @@ func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) 
 	if it.Trimmed {
 		key[2] = 1
 	}
-	tokens, ok := p.counted[key]
+	line := func() string {
+		if labelled {
+			return it.Line()
+		}
+		return it.RunLine()
+	}
+	chars, ok := p.lineChars[key]
 	if !ok {
-		tokens = p.s.tokens.Count(line)
+		chars = client.LineChars(line())
+		p.lineChars[key] = chars
+	}
+	if !count {
+		return chars, 0
+	}
+	tokens, ok = p.counted[key]
+	if !ok {
+		tokens = p.s.tokens.Count(line())
 		p.counted[key] = tokens
 	}
 	return chars, tokens
 }
 
-// relabel is what adding unit (docs, in transcript order, none chosen)
-// changes: each line whose label changes or that is new, with its new
-// form. A run of consecutive turns is labelled once (client.ExcerptRun),
-// so adding a turn can take the label off the chosen turn after it.
+// relabel is what adding unit (docs, consecutive, in transcript order,
+// none chosen) changes: each new line with its label, and the chosen
+// line after it if its label changes. A line's label depends only on the
+// line before it (client.ExcerptRun), so only the chosen turns around
+// the unit are looked at.
 func (p *picker) relabel(unit []client.RecalledItem, docs []int) []relabelled {
-	var out []relabelled
+	out := make([]relabelled, 0, len(docs)+1)
+	at, _ := slices.BinarySearch(p.order, docs[0])
 	var run client.ExcerptRun
-	j := 0
-	visit := func(d int, it *client.RecalledItem, isNew bool) {
-		var lab bool
-		lab, run = run.Labels(*it)
-		if isNew || lab != p.labelled[d] {
-			out = append(out, relabelled{doc: d, it: it, labelled: lab, isNew: isNew})
-		}
+	if at > 0 {
+		_, run = run.Labels(*p.chosen[p.order[at-1]])
 	}
-	for _, d := range p.order {
-		for ; j < len(docs) && docs[j] < d; j++ {
-			visit(docs[j], &unit[j], true)
-		}
-		visit(d, p.chosen[d], false)
+	var lab bool
+	for j, d := range docs {
+		lab, run = run.Labels(unit[j])
+		out = append(out, relabelled{doc: d, it: &unit[j], labelled: lab, isNew: true})
 	}
-	for ; j < len(docs); j++ {
-		visit(docs[j], &unit[j], true)
+	if at < len(p.order) {
+		d := p.order[at]
+		if lab, _ = run.Labels(*p.chosen[d]); lab != p.labelled[d] {
+			out = append(out, relabelled{doc: d, it: p.chosen[d], labelled: lab})
+		}
 	}
 	return out
 }
@@ -524,47 +532,7 @@ type relabelled struct {
 // one.
 func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 	limit := min(p.n, p.x.below(floor-p.a.offset))
-	// charge charges unit (docs, in transcript order) if it fits, with
-	// the lines whose label it changes.
-	charge := func(unit []client.RecalledItem, docs []int) bool {
-		var chars, tokens int
-		if !p.excerpts {
-			chars, tokens = p.s.lineCost(client.ExcerptsHeader)
-			if recent {
-				hc, ht := p.s.lineCost(client.RecentHeader)
-				chars, tokens = chars+hc, tokens+ht
-			}
-		}
-		changes := p.relabel(unit, docs)
-		for _, c := range changes {
-			n, _ := p.lineCost(c.doc, c.it, c.labelled, false)
-			chars += n
-			if !c.isNew {
-				chars -= c.it.Chars
-			}
-		}
-		for _, m := range ms {
-			if !m.fits(chars, 0) {
-				return false
-			}
-		}
-		for _, c := range changes {
-			_, n := p.lineCost(c.doc, c.it, c.labelled, true)
-			tokens += n
-			if !c.isNew {
-				tokens -= c.it.Tokens
-			}
-		}
-		if !take(chars, tokens, ms...) {
-			return false
-		}
-		for _, c := range changes {
-			c.it.Chars, c.it.Tokens = p.lineCost(c.doc, c.it, c.labelled, true)
-			p.labelled[c.doc] = c.labelled
-		}
-		p.excerpts = true
-		return true
-	}
+	charge := func(unit []client.RecalledItem, docs []int) bool { return p.charge(unit, docs, recent, ms...) }
 	// Past maxMisses matches that did not fit, the rest (lower ranked)
 	// are not worth their cost: the room is as good as full.
 	misses := 0
@@ -587,18 +555,7 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 		if !p.evidence(hit.doc) {
 			continue
 		}
-		unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
-		docs := []int{hit.doc}
-		text := p.x.docs[hit.doc].turn.Text
-		if d := hit.doc - 1; d >= 0 && p.chosen[d] == nil &&
-			(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(strings.TrimSpace(p.x.docs[d].turn.Text), "?")) {
-			unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
-			docs = append([]int{d}, docs...)
-		}
-		if d := hit.doc + 1; d < limit && p.chosen[d] == nil && strings.HasSuffix(strings.TrimSpace(text), "?") {
-			unit = append(unit, p.item(d, 0, true))
-			docs = append(docs, d)
-		}
+		unit, docs := p.unit(hit, limit)
 		if !charge(unit, docs) {
 			// Without its neighbours, the match alone may still fit, or
 			// the sentences of it that carry the match.
@@ -619,16 +576,98 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 			}
 			unit, docs = alone, docs[at:at+1]
 		}
-		delete(p.tried, hit.doc)
-		for i, d := range docs {
-			p.chosen[d] = &unit[i]
-			at, _ := slices.BinarySearch(p.order, d)
-			p.order = slices.Insert(p.order, at, d)
-			p.newest = max(p.newest, unit[i].Index)
-		}
-		p.matches++
-		p.perDay[day(p.x.docs[hit.doc].turn.At)]++
+		p.add(unit, docs, hit.doc)
 	}
+}
+
+// unit is a match as the picker recalls it: with the turn before it when
+// the match is a fragment or that turn asks a question, and the turn
+// after it (below limit) when the match asks one, each unless chosen.
+func (p *picker) unit(hit hit, limit int) ([]client.RecalledItem, []int) {
+	unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
+	docs := []int{hit.doc}
+	text := p.x.docs[hit.doc].turn.Text
+	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil &&
+		(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(strings.TrimSpace(p.x.docs[d].turn.Text), "?")) {
+		unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
+		docs = append([]int{d}, docs...)
+	}
+	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && strings.HasSuffix(strings.TrimSpace(text), "?") {
+		unit = append(unit, p.item(d, 0, true))
+		docs = append(docs, d)
+	}
+	return unit, docs
+}
+
+// unitChars is what adding unit (docs, in transcript order, none chosen)
+// costs in characters: its lines, the labels it changes, and the
+// section's header if it is the first excerpt (and the window's when
+// recent says the window was packed without one).
+func (p *picker) unitChars(unit []client.RecalledItem, docs []int, recent bool) int {
+	var chars int
+	if !p.excerpts {
+		chars = client.LineChars(client.ExcerptsHeader)
+		if recent {
+			chars += client.LineChars(client.RecentHeader)
+		}
+	}
+	for _, c := range p.relabel(unit, docs) {
+		n, _ := p.lineCost(c.doc, c.it, c.labelled, false)
+		chars += n
+		if !c.isNew {
+			chars -= c.it.Chars
+		}
+	}
+	return chars
+}
+
+// charge charges unit (docs, in transcript order, none chosen) to every
+// meter if it fits, with the lines whose label it changes (unitChars).
+func (p *picker) charge(unit []client.RecalledItem, docs []int, recent bool, ms ...*meter) bool {
+	chars := p.unitChars(unit, docs, recent)
+	for _, m := range ms {
+		if !m.fits(chars, 0) {
+			return false
+		}
+	}
+	var tokens int
+	if !p.excerpts {
+		tokens = p.s.tokens.Count(client.ExcerptsHeader)
+		if recent {
+			tokens += p.s.tokens.Count(client.RecentHeader)
+		}
+	}
+	changes := p.relabel(unit, docs)
+	for _, c := range changes {
+		_, n := p.lineCost(c.doc, c.it, c.labelled, true)
+		tokens += n
+		if !c.isNew {
+			tokens -= c.it.Tokens
+		}
+	}
+	if !take(chars, tokens, ms...) {
+		return false
+	}
+	for _, c := range changes {
+		c.it.Chars, c.it.Tokens = p.lineCost(c.doc, c.it, c.labelled, true)
+		p.labelled[c.doc] = c.labelled
+	}
+	p.excerpts = true
+	return true
+}
+
+// add records a charged unit (docs, in transcript order) whose match is
+// doc match.
+func (p *picker) add(unit []client.RecalledItem, docs []int, match int) {
+	delete(p.tried, match)
+	for i, d := range docs {
+		p.chosen[d] = &unit[i]
+		at, _ := slices.BinarySearch(p.order, d)
+		p.order = slices.Insert(p.order, at, d)
+		p.newest = max(p.newest, unit[i].Index)
+	}
+	p.matches++
+	p.perDay[day(p.x.docs[match].turn.At)]++
 }
 
 // next is the index in p.hits of the match to consider next, -1 if none:

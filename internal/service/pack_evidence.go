@@ -55,6 +55,8 @@ var greetingWords = func() map[string]bool {
 // docTerms are a turn's content terms: its text's, without names.
 type docTerms struct {
 	set map[string]bool
+	// named are the names among its text's terms.
+	named []string
 	// substantive: a term that is neither a greeting word nor a name.
 	substantive bool
 }
@@ -72,6 +74,8 @@ func (p *picker) docTerms(d int) *docTerms {
 		}
 		if !names[t] {
 			dt.set[t] = true
+		} else if !slices.Contains(dt.named, t) {
+			dt.named = append(dt.named, t)
 		}
 		if !greetingStems[t] && !names[t] {
 			dt.substantive = true
@@ -125,6 +129,12 @@ func (p *picker) names() map[string]bool {
 // terms; with hybrid ranking, a turn near it by meaning too), and not a near-duplicate of a
 // chosen match.
 func (p *picker) evidence(d int) bool {
+	return p.relevant(d) && !p.repeats(p.docTerms(d))
+}
+
+// relevant is evidence without the near-duplicate check: what the value
+// packing asks (it weighs repetition by novelty instead).
+func (p *picker) relevant(d int) bool {
 	if p.shown[p.x.docs[d].turn.TurnID] {
 		return false
 	}
@@ -155,20 +165,26 @@ func (p *picker) evidence(d int) bool {
 			return false
 		}
 	}
+	return true
+}
+
+// repeats reports whether a turn with content terms dt is a
+// near-duplicate of a chosen match or of a memory shown.
+func (p *picker) repeats(dt *docTerms) bool {
 	for _, c := range p.order {
 		if it := p.chosen[c]; it.Neighbour {
 			continue
 		}
 		if jaccard(dt.set, p.docTerms(c).set) >= nearDuplicate {
-			return false
+			return true
 		}
 	}
 	for _, m := range p.shownTerms {
 		if jaccard(dt.set, m) >= nearDuplicate {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // show records a memory the reply shows: its turn and what repeats it

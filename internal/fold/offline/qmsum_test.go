@@ -62,6 +62,11 @@ func TestQMSumRecall(t *testing.T) {
 			everything += " " + summary
 			cursor = int(d.To)
 		}
+		if os.Getenv("FOLDSTREAM_QMSUM_SIZE") != "" {
+			st, _ := decodeState(state)
+			pb, _ := json.Marshal(st.People)
+			t.Logf("%s: state %d bytes, people %d bytes, open %d, periods %d", filepath.Base(f), len(state), len(pb), len(st.Open), len(st.Periods))
+		}
 		sw := wordSet(summary)
 		switch os.Getenv("FOLDSTREAM_QMSUM_REF") {
 		case "union":

@@ -68,7 +68,10 @@
 // Answers that are empty, filtered (finish_reason content_filter), echo the
 // prompt or read like an error/refusal fail with class invalid_output,
 // without a retry (see Summarizer.Summarize). An optional <memories> block
-// after the summary is parsed into Result.Memories and stripped.
+// after the summary is parsed into Result.Memories and stripped; each
+// memory is also a Result.MemoryItems entry, attributed to the batch's
+// speaker whose name it opens with and to their turn that shares the most
+// words with it (memories.go).
 //
 // Logs: each retry is logged at warn with model, error_class, retryable,
 // attempt and wait_ms. Prompt and answer text appear only at debug level.

@@ -275,6 +275,7 @@ func (s *Summarizer) result(resp goopenai.ChatCompletionResponse, req fold.Reque
 	return fold.Result{
 		Summary:      summary,
 		Memories:     memories,
+		MemoryItems:  memoryItems(memories, req.Turns),
 		Model:        model,
 		InputTokens:  resp.Usage.PromptTokens,
 		OutputTokens: resp.Usage.CompletionTokens,

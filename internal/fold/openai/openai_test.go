@@ -47,8 +47,8 @@ func request() fold.Request {
 		PreviousSummary: "Alice and Bob started a Marvel Rivals session.",
 		MaxChars:        1200,
 		Turns: []fold.Turn{
-			{Index: 10, Speaker: "Alice", Role: "user", Text: "let's try the new team comp"},
-			{Index: 11, Speaker: "Bob", Role: "user", Text: "I keep dying as Hulk"},
+			{Index: 10, TurnID: "a1", Speaker: "Alice", Role: "user", Text: "let's try the new team comp"},
+			{Index: 11, TurnID: "b1", Speaker: "Bob", Role: "user", Text: "I keep dying as Hulk"},
 		},
 		Notes: []fold.Note{{Source: "James", Text: "Tokyo map, Winter Soldier"}},
 	}
@@ -80,6 +80,9 @@ func TestSummarizeSuccess(t *testing.T) {
 	}
 	if !slices.Equal(res.Memories, []string{"Bob mains Hulk"}) {
 		t.Errorf("Memories = %q", res.Memories)
+	}
+	if len(res.MemoryItems) != 1 || res.MemoryItems[0].Speaker != "Bob" || res.MemoryItems[0].TurnID != "b1" || res.MemoryItems[0].ID == "" {
+		t.Errorf("MemoryItems = %+v, want Bob's, from his turn b1", res.MemoryItems)
 	}
 	if res.Model != "gpt-4o-mini-2024-07-18" || res.InputTokens != 321 || res.OutputTokens != 45 {
 		t.Errorf("Result = %+v", res)
