@@ -96,7 +96,7 @@ func objectSlot(obj string, n int) string {
 		if len(ks) == n {
 			break
 		}
-		if strings.IndexAny(t, "0123456789") >= 0 {
+		if strings.ContainsAny(t, "0123456789") {
 			continue // a number is a value, not a subject
 		}
 		ks = append(ks, t)
