@@ -18,7 +18,6 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
-	"github.com/foldstream/foldstream/internal/state"
 )
 
 // clientResult is one client's line: the fields of the JSON line the
@@ -53,25 +52,18 @@ func clientsSection(ctx context.Context, w io.Writer, o opts) error {
 		return err
 	}
 	defer e.close()
-	l, kv, err := e.provision(ctx, "fold")
+	l, store, err := e.foldStore(ctx)
 	if err != nil {
 		return err
 	}
-	store := state.NewStore(e.js, kv)
-	p, err := processor.New(processor.Config{MaxConcurrentFolds: 32}, processor.Deps{
-		JS: e.js, Layout: l, Store: store, Summarizer: instant{}, Log: benchLog(),
-	})
+	stop, err := runProcessor(ctx, e, l, store, processor.Config{MaxConcurrentFolds: 32})
 	if err != nil {
 		return err
 	}
-	pctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
-	defer func() {
-		stop()
-		<-done
-	}()
-	if _, err := service.Start(pctx, e.nc, e.js, l, store, nil, benchLog()); err != nil {
+	defer stop()
+	sctx, stopService := context.WithCancel(ctx)
+	defer stopService()
+	if _, err := service.Start(sctx, e.nc, e.js, l, store, nil, benchLog()); err != nil {
 		return err
 	}
 	pub, err := client.NewPublisher(e.js)

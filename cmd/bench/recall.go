@@ -16,7 +16,6 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
-	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -142,7 +141,7 @@ func recallRun(ctx context.Context, n int) (recallResult, error) {
 		return res, err
 	}
 	defer e.close()
-	l, kv, err := e.provision(ctx, "fold")
+	l, store, err := e.foldStore(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -156,20 +155,11 @@ func recallRun(ctx context.Context, n int) (recallResult, error) {
 	if err := publishAll(ctx, e.js, subs, data); err != nil {
 		return res, err
 	}
-	store := state.NewStore(e.js, kv)
-	p, err := processor.New(processor.Config{MaxConcurrentFolds: 32}, processor.Deps{
-		JS: e.js, Layout: l, Store: store, Summarizer: instant{}, Log: benchLog(),
-	})
+	stop, err := runProcessor(ctx, e, l, store, processor.Config{MaxConcurrentFolds: 32})
 	if err != nil {
 		return res, err
 	}
-	pctx, stopProcessor := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
-	defer func() {
-		stopProcessor()
-		<-done
-	}()
+	defer stop()
 	// Settled: every turn applied and folded up to the recent window.
 	window := int64(fold.DefaultWindow().Recent)
 	for {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -50,11 +49,10 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 		return err
 	}
 	defer e.close()
-	l, kv, err := e.provision(ctx, "fold")
+	l, store, err := e.foldStore(ctx)
 	if err != nil {
 		return err
 	}
-	store := state.NewStore(e.js, kv)
 	began := time.Now()
 	names := make([]string, sessions)
 	for s := range names {
@@ -251,19 +249,14 @@ func publishScale(ctx context.Context, e *env, l broker.Layout, names []string, 
 // On a kept store it resumes where an earlier run stopped.
 func applyScale(ctx context.Context, e *env, l broker.Layout, store *state.Store, names []string, turns int) error {
 	sessions := len(names)
-	p, err := processor.New(processor.Config{MaxConcurrentFolds: 32,
-		Window: fold.Window{Recent: 50, Batch: 10, MaxSummaryChars: 1200, MaxNoteChars: 400, MinFoldTokens: 4000}},
-		processor.Deps{JS: e.js, Layout: l, Store: store, Summarizer: instant{}, Log: benchLog()})
+	stopProcessor, err := runProcessor(ctx, e, l, store, processor.Config{MaxConcurrentFolds: 32,
+		Window: fold.Window{Recent: 50, Batch: 10, MaxSummaryChars: 1200, MaxNoteChars: 400, MinFoldTokens: 4000}})
 	if err != nil {
 		return err
 	}
-	pctx, stopProcessor := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
 	info, err := e.js.Stream(ctx, l.In)
 	if err != nil {
 		stopProcessor()
-		<-done
 		return err
 	}
 	err = waitAcked(ctx, e.js, l.In, info.CachedInfo().State.LastSeq)
@@ -282,8 +275,7 @@ func applyScale(ctx context.Context, e *env, l broker.Layout, store *state.Store
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	stopProcessor()
-	if perr := <-done; err == nil && perr != nil && !errors.Is(perr, context.Canceled) {
+	if perr := stopProcessor(); err == nil {
 		err = perr
 	}
 	return err

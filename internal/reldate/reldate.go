@@ -38,7 +38,7 @@ type word struct {
 }
 
 func words(s string) []word {
-	var out []word
+	out := make([]word, 0, strings.Count(s, " ")+1)
 	i := 0
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
@@ -209,6 +209,9 @@ func match(ws []word, i int, day time.Time) (int, string) {
 func count(n, unit string) (int, string, bool) {
 	k, ok := numbers[n]
 	if !ok {
+		if n == "" || n[0] < '0' || n[0] > '9' {
+			return 0, "", false // (not a number: no error to build)
+		}
 		v, err := strconv.Atoi(n)
 		if err != nil || v <= 0 || v > 400 {
 			return 0, "", false

@@ -110,11 +110,19 @@ const benchLong = "Alice, Bob, Carol and Dave are talking about Magneto, Marvel 
 	"Bob will stream the Saturday cup on Twitch at 7 pm. Dave asked Carol: can you send me the VOD from the Klyntar game? " +
 	"On Alice's screen: Alice is in hero select choosing Invisible Woman. Carol is gonna grab snacks after this."
 
-func benchSummarize(b *testing.B, req fold.Request) {
+// benchSummarize folds req over and over. With state, every fold starts
+// from the summary and state that folding req once left, as a session's
+// next fold does; without, from req's previous summary read as prose (a
+// checkpoint written before the state existed, once per session).
+func benchSummarize(b *testing.B, req fold.Request, state bool) {
 	s := New()
 	ctx := context.Background()
-	if res, err := s.Summarize(ctx, req); err != nil || res.Summary == "" {
+	res, err := s.Summarize(ctx, req)
+	if err != nil || res.Summary == "" || len(res.State) == 0 {
 		b.Fatalf("setup: %q, %v", res.Summary, err)
+	}
+	if state {
+		req.PreviousSummary, req.PreviousState = res.Summary, res.State
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -126,16 +134,21 @@ func benchSummarize(b *testing.B, req fold.Request) {
 }
 
 // BenchmarkSummarizeVoiceFold is a typical window-mode fold: 10 voice turns
-// of ~110 chars, a ~1100-char previous summary and one screen note.
-func BenchmarkSummarizeVoiceFold(b *testing.B) { benchSummarize(b, benchVoiceRequest()) }
+// of ~110 chars, a ~1100-char previous summary and its state, and one
+// screen note.
+func BenchmarkSummarizeVoiceFold(b *testing.B) { benchSummarize(b, benchVoiceRequest(), true) }
 
 // BenchmarkSummarizeAgentFold is a coding-agent fold: tool calls and
 // results, instructions and progress reports.
-func BenchmarkSummarizeAgentFold(b *testing.B) { benchSummarize(b, benchAgentRequest()) }
+func BenchmarkSummarizeAgentFold(b *testing.B) { benchSummarize(b, benchAgentRequest(), true) }
+
+// BenchmarkSummarizeAgentFoldProse is BenchmarkSummarizeAgentFold with the
+// previous summary read as prose on every fold.
+func BenchmarkSummarizeAgentFoldProse(b *testing.B) { benchSummarize(b, benchAgentRequest(), false) }
 
 // BenchmarkRecompact is the re-compaction pass on an over-long summary.
 func BenchmarkRecompact(b *testing.B) {
-	benchSummarize(b, fold.Request{Recompact: true, PreviousSummary: benchLong, MaxChars: 1200})
+	benchSummarize(b, fold.Request{Recompact: true, PreviousSummary: benchLong, MaxChars: 1200}, false)
 }
 
 // BenchmarkSummarizeRollingSession folds the synthetic session in batches of

@@ -208,12 +208,12 @@ func hasPrefixFold(s, prefix string) bool {
 func salient(ss []stmt) {
 	tf := map[string]int{}
 	for _, x := range ss {
-		for _, t := range strings.Fields(x.Terms) {
+		for t := range strings.FieldsSeq(x.Terms) {
 			tf[t]++
 		}
 	}
 	for i := range ss {
-		for _, t := range strings.Fields(ss[i].Terms) {
+		for t := range strings.FieldsSeq(ss[i].Terms) {
 			ss[i].W += salience * float64(min(tf[t]-1, 3))
 		}
 	}
@@ -226,23 +226,54 @@ const salience = 0.25
 // numbers, names, and words of decisions and plans.
 func weigh(sent string, terms, nums int) float64 {
 	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(properNouns(sent), 4))
-	if hasAny(sent, decisionWords) {
+	if decisionWords.in(sent) {
 		w += 1.5
 	}
 	return w
 }
 
-var decisionWords = []string{"decided", "decide", "agreed", "agree", "let's", "we'll", "we will", "we should", "plan",
-	"going to", "i'll", "i will", "booked", "suggest", "will ", "deadline", "must", "need to", "don't", "never", "always", "only"}
+var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's", "we'll", "we will", "we should", "plan",
+	"going to", "i'll", "i will", "booked", "suggest", "will ", "deadline", "must", "need to", "don't", "never", "always", "only")
 
-func hasAny(s string, ws []string) bool {
-	l := strings.ToLower(s)
+// keywords finds any of a set of lower-case keywords in a text in one
+// pass over it (a strings.Contains per keyword is a pass each).
+type keywords struct {
+	byFirst [256][]string // the keywords by their first byte
+}
+
+func newKeywords(ws ...string) *keywords {
+	k := &keywords{}
 	for _, w := range ws {
-		if strings.Contains(l, w) {
+		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
+	}
+	return k
+}
+
+// in reports whether s contains one of the keywords, ignoring the case of
+// ASCII letters (the keywords are ASCII).
+func (k *keywords) in(s string) bool {
+	for i := 0; i < len(s); i++ {
+	next:
+		for _, w := range k.byFirst[lowerASCII(s[i])] {
+			if len(s)-i < len(w) {
+				continue
+			}
+			for j := 1; j < len(w); j++ {
+				if lowerASCII(s[i+j]) != w[j] {
+					continue next
+				}
+			}
 			return true
 		}
 	}
 	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func countDigits(s string) int {
@@ -374,9 +405,11 @@ func joins(s string, ws []string) bool {
 // yes/no question.
 func answers(q string, a stmt, text string) bool {
 	qTerms, qText, _ := strings.Cut(q, "\x00")
-	for _, t := range strings.Fields(a.Terms) {
-		if slices.Contains(strings.Fields(qTerms), t) {
-			return true
+	for t := range strings.FieldsSeq(a.Terms) {
+		for u := range strings.FieldsSeq(qTerms) {
+			if t == u {
+				return true
+			}
 		}
 	}
 	body := strings.ToLower(qText[strings.Index(qText, ": ")+2:])
@@ -416,8 +449,20 @@ var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", 
 // opensWithBackchannel reports whether a turn starts with an
 // acknowledgement ("sure", "ok, …").
 func opensWithBackchannel(text string) bool {
-	fs := strings.Fields(strings.ToLower(text))
-	return len(fs) > 0 && backchannels[strings.Trim(fs[0], ".,!?")] || len(fs) == 0
+	for f := range strings.FieldsSeq(text) {
+		return backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
+	}
+	return true
+}
+
+// fewWords reports whether s has fewer than n words.
+func fewWords(s string, n int) bool {
+	for range strings.FieldsSeq(s) {
+		if n--; n == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ---- reported speech ----
@@ -621,6 +666,9 @@ func conjugate(v string) (string, bool) {
 // group turns the speaker's "we" into "they" (what a person writes when
 // reporting it).
 func group(s string) string {
+	if !mayGroup(s) {
+		return s
+	}
 	ws := strings.Fields(s)
 	changed := false
 	for i, w := range ws {
@@ -637,6 +685,17 @@ func group(s string) string {
 		return s
 	}
 	return strings.Join(ws, " ")
+}
+
+// mayGroup reports cheaply whether s may hold a word group changes: one
+// that starts with "w", "u" or "o".
+func mayGroup(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if (i == 0 || s[i-1] == ' ' || s[i-1] == '\n') && strings.IndexByte("wWuUoO", s[i]) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // lowerFirst lower-cases the first letter of s when its first word is a
@@ -784,14 +843,10 @@ func toolOutcome(text string) string {
 // isInjection reports text that addresses a model (injectionRe), with a
 // cheap test first: most text has none of its words.
 func isInjection(s string) bool {
-	l := strings.ToLower(s)
-	for _, k := range []string{"ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions"} {
-		if strings.Contains(l, k) {
-			return injectionRe.MatchString(s)
-		}
-	}
-	return false
+	return injectionWords.in(s) && injectionRe.MatchString(s)
 }
+
+var injectionWords = newKeywords("ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
 
 // injectionRe matches text that addresses a model rather than the people
 // in the conversation; such sentences are not repeated in the summary.

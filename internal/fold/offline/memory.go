@@ -33,7 +33,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !isFactStmt(x) {
 			continue
 		}
-		if _, _, about := personFact(x); strings.Contains(x.Text, "…") || len(strings.Fields(x.Text)) < 5 && !about {
+		if _, _, about := personFact(x); strings.Contains(x.Text, "…") || fewWords(x.Text, 5) && !about {
 			continue // cut, or too short to stand alone
 		}
 		cands = append(cands, x)
@@ -78,17 +78,18 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	return out
 }
 
-var factWords = []string{"i'm ", "i am ", "my ", "i have ", "i've ", "i like", "i love", "i hate", "i prefer", "i live",
+var factWordList = []string{"i'm ", "i am ", "my ", "i have ", "i've ", "i like", "i love", "i hate", "i prefer", "i live",
 	"i work", "i moved", "i'll ", "i will ", "i booked", "i bought", "i own", "i went", "i started", "i plan",
 	"i'm going", "we decided", "we agreed", "we'll ", "let's ", "i can ", "i can't", "i don't"}
 
-// quotedFactWords are factWords after an opening quote.
-var quotedFactWords = func() []string {
-	q := make([]string, len(factWords))
-	for i, w := range factWords {
+// factWords finds factWordList; quotedFactWords finds it after an
+// opening quote.
+var factWords, quotedFactWords = newKeywords(factWordList...), func() *keywords {
+	q := make([]string, len(factWordList))
+	for i, w := range factWordList {
 		q[i] = "\"" + w
 	}
-	return q
+	return newKeywords(q...)
 }()
 
 // isFactStmt reports a statement worth remembering.
@@ -112,10 +113,8 @@ func isFactStmt(x stmt) bool {
 	} else {
 		body = strings.ToLower(body)
 	}
-	for i, w := range factWords {
-		if strings.Contains(body, w) || strings.Contains(low, quotedFactWords[i]) {
-			return true
-		}
+	if factWords.in(body) || quotedFactWords.in(low) {
+		return true
 	}
 	// third-person rewrites of the above: "Lena is vegetarian", "Jonas has …"
 	for _, w := range []string{"is ", "has ", "will ", "likes ", "loves ", "lives ", "works ", "moved ", "booked ", "prefers ", "suggested "} {
@@ -138,9 +137,9 @@ func changedFact(older, newer string) bool {
 // changedSlots counts the slots of older that newer gives another value.
 func changedSlots(older, newer string) int {
 	n := 0
-	for _, o := range strings.Fields(older) {
+	for o := range strings.FieldsSeq(older) {
 		os, ov, _ := strings.Cut(o, "=")
-		for _, x := range strings.Fields(newer) {
+		for x := range strings.FieldsSeq(newer) {
 			ns, nv, _ := strings.Cut(x, "=")
 			if os == ns && ov != nv && strings.Trim(ov, "$") != strings.Trim(nv, "$") {
 				n++

@@ -282,7 +282,7 @@ func decodePhrases(s string) []phrase {
 	if s == "" {
 		return nil
 	}
-	var out []phrase
+	out := make([]phrase, 0, strings.Count(s, ";")+1)
 	for _, e := range strings.Split(s, ";") {
 		text, key, _ := strings.Cut(e, "=")
 		r, _ := utf8.DecodeRuneInString(text)
@@ -337,7 +337,7 @@ func phrases(s string, people []string) []phrase {
 	det := false  // the word before was a determiner
 	paren := false
 	for _, f := range strings.Fields(s) {
-		w := strings.Trim(f, `.,!?;:()"“”`)
+		w := strings.TrimFunc(f, isPhrasePunct)
 		lw := strings.ToLower(w)
 		if strings.HasPrefix(f, "(") {
 			paren = true
@@ -378,6 +378,14 @@ func phrases(s string, people []string) []phrase {
 	}
 	flush()
 	return out
+}
+
+func isPhrasePunct(r rune) bool {
+	switch r {
+	case '.', ',', '!', '?', ';', ':', '(', ')', '"', '“', '”':
+		return true
+	}
+	return false
 }
 
 // ---- rendering ----
@@ -443,6 +451,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	pickCovering(cands, covered, voc, budget-used, len(cands))
 	var b strings.Builder
+	b.Grow(min(budget, 1<<14) + 64)
 	b.WriteString(lead)
 	write := func(s string) {
 		if s == "" {
@@ -607,22 +616,30 @@ func newCand(x *stmt, period int, rec float64) *cand {
 func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n int) {
 	texts := map[string]bool{}
 	said := map[string]bool{} // by the statements taken
+	// what each candidate's terms are worth does not change while picking
+	worth := make([][]float64, len(cands))
+	for i, c := range cands {
+		worth[i] = make([]float64, len(c.terms))
+		for j, t := range c.terms {
+			if named[t] {
+				worth[i][j] = voc.weight(t) / 4 // said in other words
+			} else {
+				worth[i][j] = voc.weight(t)
+			}
+		}
+	}
 	for ; n > 0; n-- {
 		var best *cand
 		bestV := 0.0
-		for _, c := range cands {
+		for i, c := range cands {
 			if c.taken || c.size > room || texts[c.textLows] {
 				continue
 			}
 			gain, fresh := 0.0, 0
-			for _, t := range c.terms {
+			for j, t := range c.terms {
 				if !said[t] {
 					fresh++
-					if named[t] {
-						gain += voc.weight(t) / 4 // said in other words
-					} else {
-						gain += voc.weight(t)
-					}
+					gain += worth[i][j]
 				}
 			}
 			if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid && !(c.latest && fresh > 0) {
@@ -650,14 +667,14 @@ func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n
 // question just asked, which a reader needs whatever words they use.
 func worthBeyondWords(x *stmt, terms int) float64 {
 	w := 0.3 * max(0, x.W-0.3-0.35*float64(min(terms, 14)))
-	if x.K == kQuestion && x.Batch || x.K == kAsk || hasAny(x.Text, decisive) {
+	if x.K == kQuestion && x.Batch || x.K == kAsk || decisive.in(x.Text) {
 		w += 2
 	}
 	return w
 }
 
 // decisive are the words of a decision or a commitment.
-var decisive = []string{"decided", "agreed", "we'll ", "we will ", "let's ", "suggested ", "booked", "deadline"}
+var decisive = newKeywords("decided", "agreed", "we'll ", "we will ", "let's ", "suggested ", "booked", "deadline")
 
 // header is a period's line: when, who, what about ("From 14:02 to 14:20,
 // Alice and Bob talked about the venue in Lisbon and catering.").

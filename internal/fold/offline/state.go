@@ -56,7 +56,8 @@ type state struct {
 	// Voc is how often each word of the conversation was said (counts.go).
 	Voc string `json:"voc,omitempty"`
 
-	voc *wordCounts // Voc, read
+	voc  *wordCounts // Voc, read
+	read int         // bytes of the encoding it was read from
 }
 
 // period is a closed stretch of the conversation: when, who spoke most,
@@ -121,6 +122,7 @@ func decodeState(b []byte) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.read = len(b)
 	if st.V != stateVersion {
 		return nil, fmt.Errorf("offline state: version %d, want %d", st.V, stateVersion)
 	}
@@ -132,7 +134,7 @@ func decodeState(b []byte) (*state, error) {
 func (st *state) encode() []byte {
 	st.V = stateVersion
 	for {
-		b, err := st.appendJSON(make([]byte, 0, 4096))
+		b, err := st.appendJSON(make([]byte, 0, min(st.read+st.read/4+1024, maxStateBytes+1024)))
 		if err != nil {
 			return nil // (only unencodable floats; W is always finite)
 		}

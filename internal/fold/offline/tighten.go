@@ -21,6 +21,9 @@ func tighten(s string) string {
 	if len(ws) < 3 {
 		return s
 	}
+	n0 := len(ws)
+	changed := false
+	var buf [48]byte
 	for len(ws) > 2 && isLaugh(strings.ToLower(strings.Trim(ws[0], ",.!"))) {
 		ws = ws[1:] // "hahaha that was close"
 	}
@@ -34,10 +37,11 @@ func tighten(s string) string {
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
 		// word that makes them mean "a type of"
 		if i+1 < len(ws) {
-			pair := core + " " + strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))
+			pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))...))
 			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
 				if t := trailing(ws[i+1]); t != "" && t != "," && len(out) > 0 {
 					out[len(out)-1] = strings.TrimRight(out[len(out)-1], ",") + t
+					changed = true
 				}
 				i++
 				continue
@@ -55,7 +59,9 @@ func tighten(s string) string {
 	if len(out) == 0 {
 		return ""
 	}
-	s = strings.Join(out, " ")
+	if changed || len(out) != n0 || !joins(s, out) {
+		s = strings.Join(out, " ")
+	}
 	if runeLen(s) > maxSentRunes {
 		s = cutClause(s, maxSentRunes)
 	}
