@@ -5,27 +5,6 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 )
 
-// policy is the session's compaction policy: the deployment's, with the
-// session's configured overrides. It is resolved once per configuration,
-// not per turn: a session without a configure shares the deployment's,
-// and a configured one's is kept by its config (a configure installs a
-// new one, so a changed configuration is a new key).
-func (c *coordinator) policy(ls *live) fold.Policy {
-	cfg := ls.s.Config
-	if cfg == nil {
-		return c.p.sessionPolicy
-	}
-	if p, ok := c.policies[cfg]; ok {
-		return p
-	}
-	if len(c.policies) >= maxPolicies {
-		clear(c.policies) // configs of sessions long gone; resolved again on use
-	}
-	p := c.p.resolve(withOverrides(c.p.policy, cfg))
-	c.policies[cfg] = p
-	return p
-}
-
 // maxPolicies bounds a shard's resolved per-session policies.
 const maxPolicies = 4096
 

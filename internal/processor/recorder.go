@@ -23,7 +23,7 @@ import (
 // lifecycle events and memories (without waiting: their acks are checked
 // at each sweep, sent), and it reads a session's last summary back when a
 // publish was refused or a lease is reconciled. It holds no session
-// state: the coordinator decides what a refusal means.
+// state: the session machine decides what a refusal means.
 type recorder struct {
 	js     jetstream.JetStream // lifecycle events, memories, eviction records
 	foldJS jetstream.JetStream // summary-updated (Deps.FoldJS)
@@ -47,7 +47,7 @@ func (p *Processor) newRecorder() *recorder {
 // stream's ack: the summary exists only once it is stored. It runs on the
 // fold's goroutine, so the summary leaves as soon as the summarizer
 // returns, without waiting for the event loop; the coordinator then moves
-// the cursor on the loop (applyResult). Until the result is back the session counts as a fold in
+// the cursor on the loop (machine.land). Until the result is back the session counts as a fold in
 // flight and keeps its lease, so this owner folds nothing else of it, and
 // a reset or end waits for the result (abandon).
 //
@@ -55,7 +55,7 @@ func (p *Processor) newRecorder() *recorder {
 // the subject's last message (Nats-Expected-Last-Subject-Sequence), so the
 // server stores at most one version v+1: a second owner's publish, or one
 // from a checkpoint that never recorded the summary its crashed owner
-// published, is refused and comes back as a conflict (publishConflict).
+// published, is refused and comes back as a conflict (machine.conflict).
 // The message id also makes a re-publish of the same version a no-op.
 func (p *recorder) sendSummary(r *foldResult, expect uint64) {
 	version := r.job.prevVer + 1
@@ -117,7 +117,7 @@ func (p *recorder) sendSummary(r *foldResult, expect uint64) {
 		return
 	}
 	// Refused: read what the subject holds now, for the coordinator to
-	// decide (publishConflict).
+	// decide (machine.conflict).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	last, err := p.lastSummary(ctx, r.job.session)
@@ -129,12 +129,11 @@ func (p *recorder) sendSummary(r *foldResult, expect uint64) {
 }
 
 // republish sends a refused summary once more, after the subject's last
-// sequence was learned (publishConflict), off the loop's goroutine.
+// sequence was learned (machine.conflict), off the loop's goroutine.
 // Must be called on the loop.
-func (c *coordinator) republish(ls *live, r foldResult) {
+func (c *coordinator) republish(r foldResult) {
 	c.inFlight++ // the result comes back once more
 	c.p.m.inFlight.Inc()
-	ls.landing = true
 	go func() {
 		c.rec.sendSummary(&r, r.job.summarySeq)
 		c.results <- r
@@ -161,24 +160,30 @@ func (p *Processor) ObserveFolds(fn func(FoldTiming)) { p.foldObs = fn }
 // observers want it, but session state never depends on it. Must be
 // called on the loop.
 func (p *recorder) lifecycle(s *state.Session, ev events.Lifecycle) {
-	ev.V = events.Version
-	ev.Session = s.ID
-	ev.At = p.clock.Now().UTC()
 	ev.Cursor = s.Cursor
 	ev.TotalTurns = s.Total
+	p.event(s.ID, ev)
+}
+
+// event sends a lifecycle event of session id, its cursor and turn count
+// set, without waiting. Must be called on the loop.
+func (p *recorder) event(id string, ev events.Lifecycle) {
+	ev.V = events.Version
+	ev.Session = id
+	ev.At = p.clock.Now().UTC()
 	data, err := ev.AppendJSON(make([]byte, 0, 512+len(ev.Error)))
 	if err != nil {
 		p.log.Error().Err(err).Str("event", "encode_failed").Msg("encode lifecycle event")
 		return
 	}
-	msg := nats.NewMsg(p.subj.Out(s.ID, events.KindEvent))
+	msg := nats.NewMsg(p.subj.Out(id, events.KindEvent))
 	msg.Data = data
 	f, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
-		p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", s.ID).Str("type", ev.Type).Msg("lifecycle event not published")
+		p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", id).Str("type", ev.Type).Msg("lifecycle event not published")
 		return
 	}
-	p.sent.add(sentEvent{f: f, session: s.ID, typ: ev.Type, at: time.Now()})
+	p.sent.add(sentEvent{f: f, session: id, typ: ev.Type, at: time.Now()})
 }
 
 // sentEvents are outbound events published without waiting (lifecycle

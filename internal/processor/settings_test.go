@@ -54,21 +54,21 @@ func TestPolicyResolvedOncePerConfiguration(t *testing.T) {
 	}
 	sh := newShard(p, 0, context.Background())
 	ls := &live{s: state.New("s1")}
-	if got := sh.co.policy(ls); got.Mode != fold.ModeTokens || len(sh.co.policies) != 0 {
-		t.Fatalf("unconfigured: mode %s, %d resolved, want the deployment's (evict without recall: tokens), none resolved", got.Mode, len(sh.co.policies))
+	if got := sh.co.sm.policy(ls); got.Mode != fold.ModeTokens || len(sh.co.sm.policies) != 0 {
+		t.Fatalf("unconfigured: mode %s, %d resolved, want the deployment's (evict without recall: tokens), none resolved", got.Mode, len(sh.co.sm.policies))
 	}
 	batch := 7
 	ls.s.Config = &events.SessionConfig{Mode: events.ModeWindow, BatchSize: batch}
 	for range 3 {
-		if got := sh.co.policy(ls); got.Mode != fold.ModeWindow || got.Window.Batch != batch {
+		if got := sh.co.sm.policy(ls); got.Mode != fold.ModeWindow || got.Window.Batch != batch {
 			t.Fatalf("configured: %+v", got.Window)
 		}
 	}
-	if len(sh.co.policies) != 1 {
-		t.Fatalf("%d policies resolved for one configuration over three turns, want 1", len(sh.co.policies))
+	if len(sh.co.sm.policies) != 1 {
+		t.Fatalf("%d policies resolved for one configuration over three turns, want 1", len(sh.co.sm.policies))
 	}
 	ls.s.Config = &events.SessionConfig{Mode: events.ModeInterval, IntervalExchanges: 3}
-	if got := sh.co.policy(ls); got.Mode != fold.ModeInterval || got.Interval.Exchanges != 3 {
+	if got := sh.co.sm.policy(ls); got.Mode != fold.ModeInterval || got.Interval.Exchanges != 3 {
 		t.Fatalf("reconfigured: mode %s, exchanges %d", got.Mode, got.Interval.Exchanges)
 	}
 }

@@ -663,7 +663,7 @@ func (sh *shard) control(ls *live, c *events.Control) {
 		sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventSessionReset})
 		sh.log.Info().Str("event", "session_reset").Str("session", ls.s.ID).Msg("session reset")
 	case events.OpConfigure:
-		pol := sh.co.policy(ls)
+		pol := sh.co.sm.policy(ls)
 		sh.rec.lifecycle(ls.s, events.Lifecycle{Type: events.EventSessionConfigured, Mode: string(pol.Mode)})
 		if c.Config != nil && c.Config.Mode != "" && pol.Mode != fold.Mode(c.Config.Mode) {
 			sh.log.Warn().Str("event", "evict_fallback").Str("session", ls.s.ID).Str("configured_mode", c.Config.Mode).Str("mode", string(pol.Mode)).
@@ -671,7 +671,7 @@ func (sh *shard) control(ls *live, c *events.Control) {
 		}
 		w := pol.Window
 		sh.log.Info().Str("event", "session_configured").Str("session", ls.s.ID).Str("mode", string(pol.Mode)).Int("recent_window", w.Recent).
-			Int("batch_size", w.Batch).Int("max_summary_chars", w.MaxSummaryChars).Str("trigger", sh.co.trigger(ls)).
+			Int("batch_size", w.Batch).Int("max_summary_chars", w.MaxSummaryChars).Str("trigger", sh.co.sm.trigger(ls)).
 			Int("context_window", pol.Tokens.ContextWindow).Int("reserve_tokens", pol.Tokens.Reserve()).Msg("session configured")
 	}
 }

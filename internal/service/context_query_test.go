@@ -294,6 +294,27 @@ func TestQueryContextRecallsMatchingMemories(t *testing.T) {
 		t.Fatalf("after m-porto superseded m-lisbon: memories %v", ids)
 	}
 
+	// Under a budget the memories come as a per-speaker view: each
+	// speaker's facts together, in the order they were stated, and a
+	// fact a later one changed marked as superseded.
+	c = getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "tournament form lisbon porto", BudgetChars: 3000})
+	checkQueryContext(t, c, 3000)
+	var last client.RecalledItem
+	done := map[string]bool{}
+	for i, r := range c.Recalled {
+		if r.Kind != client.RecalledMemory {
+			continue
+		}
+		if i > 0 && r.Speaker != last.Speaker && done[r.Speaker] || r.Speaker == last.Speaker && i > 0 && r.At.Before(last.At) {
+			t.Fatalf("memories not grouped by speaker in the order stated: %+v", c.Recalled)
+		}
+		if (r.MemoryID == "m-lisbon") != strings.HasPrefix(r.Text, "(superseded) ") {
+			t.Fatalf("memory %s: %q", r.MemoryID, r.Text)
+		}
+		done[last.Speaker] = i > 0
+		last = r
+	}
+
 	// A memory's relative times are resolved against when it was stated,
 	// whenever the question is asked.
 	pubSeq(t, e, e.Layout.Subjects.Out("s1", events.KindMemory), map[string]any{

@@ -43,6 +43,9 @@ func newMemoryFailures(reg prometheus.Registerer) prometheus.Counter {
 	return c
 }
 
+// supersededMark starts the text of a memory a later one superseded.
+const supersededMark = "(superseded) "
+
 // memoryBytes estimates a memory's footprint for the byte budget.
 const memoryBytes = 160
 
@@ -120,7 +123,7 @@ func (s *server) outStream(ctx context.Context) (jetstream.Stream, error) {
 // query terms (rankMemories), at most maxRecalledMemories, best first.
 func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []client.RecalledItem {
 	var items []client.RecalledItem
-	for _, it := range s.rankMemories(h, terms) {
+	for _, it := range s.rankMemories(h, terms, false) {
 		if len(items) >= maxRecalledMemories {
 			break
 		}
@@ -142,7 +145,11 @@ func (s *server) packMemories(h *indexHandle, terms []string, ms ...*meter) []cl
 // the query terms (BM25 among them): those that match, best first, each
 // with its relative times resolved against when it was stated
 // (reldate.Resolve), costs not counted.
-func (s *server) rankMemories(h *indexHandle, terms []string) []client.RecalledItem {
+//
+// With changed, a memory that a later one supersedes is ranked too, its
+// text marked (supersededMark): what a person said before they changed
+// it answers "what changed"; without, only the newer one answers.
+func (s *server) rankMemories(h *indexHandle, terms []string, changed bool) []client.RecalledItem {
 	rp := h.r
 	var live []*memory
 	var totalLen int64
@@ -157,7 +164,7 @@ func (s *server) rankMemories(h *indexHandle, terms []string) []client.RecalledI
 		if rp.lastReset != 0 && !m.published.After(rp.resetAt) {
 			continue // published before the last reset
 		}
-		if superseded[m.id] {
+		if superseded[m.id] && !changed {
 			continue // a later turn changed the fact: the newer memory answers
 		}
 		live = append(live, m)
@@ -199,6 +206,9 @@ func (s *server) rankMemories(h *indexHandle, terms []string) []client.RecalledI
 	for _, r := range ranked {
 		items = append(items, client.RecalledItem{Kind: client.RecalledMemory, MemoryID: r.m.id, TurnID: r.m.turnID, Speaker: r.m.speaker,
 			At: r.m.at, Score: r.score, Text: reldate.Resolve(r.m.text, r.m.at)})
+		if superseded[r.m.id] {
+			items[len(items)-1].Text = supersededMark + items[len(items)-1].Text
+		}
 	}
 	return items
 }

@@ -55,6 +55,8 @@ var greetingWords = func() map[string]bool {
 // docTerms are a turn's content terms: its text's, without names.
 type docTerms struct {
 	set map[string]bool
+	// named are the names among its text's terms.
+	named []string
 	// substantive: a term that is neither a greeting word nor a name.
 	substantive bool
 }
@@ -72,6 +74,8 @@ func (p *picker) docTerms(d int) *docTerms {
 		}
 		if !names[t] {
 			dt.set[t] = true
+		} else if !slices.Contains(dt.named, t) {
+			dt.named = append(dt.named, t)
 		}
 		if !greetingStems[t] && !names[t] {
 			dt.substantive = true

@@ -1,9 +1,11 @@
 package service
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -94,6 +96,8 @@ type valuePacker struct {
 	weight  []float64
 	termAt  map[string]int
 	covered []int
+	// speakers are the speakers' names' terms.
+	speakers map[string][]int32
 
 	sents       []string
 	sentTaken   []bool
@@ -116,7 +120,7 @@ type valuePacker struct {
 // the picker pk of the question's matches.
 func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[uint64]*events.Turn, h *indexHandle, pk *picker, total *meter, out *client.Context) error {
 	v := &valuePacker{s: s, ctx: ctx, pk: pk, cp: cp, tail: tail, h: h, total: total,
-		ids: map[string]int32{}, termAt: map[string]int{}, windowNext: -1, windowLow: cp.Total, days: map[int64]bool{}}
+		ids: map[string]int32{}, termAt: map[string]int{}, speakers: map[string][]int32{}, windowNext: -1, windowLow: cp.Total, days: map[int64]bool{}}
 	v.weigh()
 
 	// The last exchange, under the window's header.
@@ -148,7 +152,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 			v.push(&vcand{kind: candSummary, i: i, terms: v.intern(sent)})
 		}
 	}
-	mems := s.rankMemories(h, pk.terms)
+	mems := s.rankMemories(h, pk.terms, true)
 	for _, m := range mems[:min(len(mems), excerptPool*pk.want)] {
 		v.push(&vcand{kind: candMemory, mem: m, terms: append(v.intern(m.Text), v.dayTerm(m.At)...)})
 	}
@@ -221,7 +225,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 	if len(v.window) == 0 {
 		out.DroppedTurns = len(cp.Turns)
 	}
-	out.Recalled = v.mems
+	out.Recalled = bySpeaker(v.mems)
 	out.Recalled = append(out.Recalled, pk.items()...)
 	out.RecallDropped = pk.dropped()
 	out.RecallSearched = pk.searched(v.windowLow)
@@ -292,15 +296,35 @@ func (v *valuePacker) unitTerms(unit []client.RecalledItem, docs []int) []int32 
 			out = append(out, v.intern(it.Text)...)
 			continue
 		}
-		// The turn's whole text: its terms are known (names aside).
-		for t := range v.pk.docTerms(docs[i]).set {
+		// The turn's whole text: its terms are known.
+		dt := v.pk.docTerms(docs[i])
+		for t := range dt.set {
 			out = append(out, v.id(t))
+		}
+		for _, t := range dt.named {
+			out = append(out, v.id(t))
+		}
+	}
+	for i := range unit {
+		// The line shows who said it, as a memory's does.
+		if i == 0 || unit[i].Speaker != unit[i-1].Speaker {
+			out = append(out, v.speakerTerms(unit[i].Speaker)...)
 		}
 	}
 	if len(unit) > 0 {
 		out = append(out, v.dayTerm(unit[0].At)...)
 	}
 	return out
+}
+
+// speakerTerms are a speaker's name's terms, interned once.
+func (v *valuePacker) speakerTerms(name string) []int32 {
+	if ids, ok := v.speakers[name]; ok {
+		return ids
+	}
+	ids := v.intern(name)
+	v.speakers[name] = ids
+	return ids
 }
 
 // dayTerm is the day at (UTC) as a term of its own: an excerpt or a
@@ -651,4 +675,22 @@ func (h *vheap) Pop() any {
 	c := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return c
+}
+
+// bySpeaker orders the chosen memories as a per-speaker view: each
+// speaker's facts together (the speakers in the order their first fact
+// was chosen), each speaker's in the order they were stated, so that what
+// a person said before they changed it comes before what replaced it.
+func bySpeaker(mems []client.RecalledItem) []client.RecalledItem {
+	first := map[string]int{}
+	for i, m := range mems {
+		if _, ok := first[m.Speaker]; !ok {
+			first[m.Speaker] = i
+		}
+	}
+	out := slices.Clone(mems)
+	slices.SortStableFunc(out, func(a, b client.RecalledItem) int {
+		return cmp.Or(cmp.Compare(first[a.Speaker], first[b.Speaker]), a.At.Compare(b.At))
+	})
+	return out
 }
