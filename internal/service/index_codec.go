@@ -383,8 +383,17 @@ func (r *indexReader) fail(why string) {
 	}
 }
 
-func (r *indexReader) uv() uint64 { return readVarint(r, binary.Uvarint) }
-func (r *indexReader) v() int64   { return readVarint(r, binary.Varint) }
+func (r *indexReader) uv() uint64 {
+	// One byte, the common case (postings' deltas and frequencies,
+	// lengths of short strings), without a call.
+	if r.err == nil && r.off < len(r.b) && r.b[r.off] < 0x80 {
+		r.off++
+		return uint64(r.b[r.off-1])
+	}
+	return readVarint(r, binary.Uvarint)
+}
+
+func (r *indexReader) v() int64 { return readVarint(r, binary.Varint) }
 
 // readVarint reads one varint with decode (binary.Uvarint or
 // binary.Varint).

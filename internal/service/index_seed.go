@@ -19,6 +19,10 @@ import (
 // each, twice that with seedWorkers groups at once.
 const seedSessions = 256
 
+// seedIdle bounds the wait for the next message of a seeding pass (a
+// request's scan waits recallIdle).
+const seedIdle = time.Minute
+
 // seedWorkers is how many groups SeedIndexes builds at once.
 const seedWorkers = 2
 
@@ -44,6 +48,7 @@ func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layo
 		return 0, errors.New("service: seeding recall indexes: the index store is off (IndexStoreBytes 0)")
 	}
 	s.istore = newIndexStore(js, recallBucket(layout), s.storeBytes, log, nil)
+	s.scanIdle = seedIdle
 	var todo []string
 	for _, id := range sessions {
 		e := &cacheEntry{session: id}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -212,7 +213,8 @@ func (s *server) catchUp(ctx context.Context, rp *replay, to uint64) error {
 // and kind of each message's subject), through an ephemeral pull consumer that is
 // deleted afterwards. The caller knows at least one message matches at or
 // after from (the stream info said so), so the wait for the next message
-// is bounded by recallIdle only against messages vanishing mid-scan.
+// is bounded by recallIdle (s.scanIdle if set) only against messages
+// vanishing mid-scan.
 func (s *server) scanInbound(ctx context.Context, filters []string, from, to uint64, fn func(session string, seq uint64, at time.Time, kind string, data []byte) bool) error {
 	filter := strings.Join(filters, ", ") // for errors
 	cfg := jetstream.ConsumerConfig{
@@ -243,10 +245,11 @@ func (s *server) scanInbound(ctx context.Context, filters []string, from, to uin
 	// One timer for the scan, reset at each message (a context per
 	// message cost a timer allocation each): idle for recallIdle, it
 	// stops the iterator, and Next fails.
-	idle := time.AfterFunc(recallIdle, it.Stop)
+	wait := cmp.Or(s.scanIdle, recallIdle)
+	idle := time.AfterFunc(wait, it.Stop)
 	defer idle.Stop()
 	for {
-		idle.Reset(recallIdle)
+		idle.Reset(wait)
 		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			if ctx.Err() != nil {

@@ -80,6 +80,9 @@ type server struct {
 	istore     *indexStore // nil: indexes not persisted (storeBytes 0)
 	storeBytes int64
 	reg        prometheus.Registerer
+	// scanIdle, if set, replaces recallIdle in stream scans (SeedIndexes:
+	// a pass over many sessions on a busy machine).
+	scanIdle time.Duration
 	// memoryFailures counts reads of memories that failed (memoriesOf).
 	memoryFailures prometheus.Counter
 }

@@ -178,3 +178,22 @@ func fallbackDay(own, other, on string) string {
 	}
 	return " 1 Jan"
 }
+
+// A participant is who talks, never what they talk about, even when the
+// others name them often ("as Project Manager said").
+func TestTopicsNameNoParticipant(t *testing.T) {
+	var lines []string
+	for i := range 6 {
+		lines = append(lines,
+			"Project Manager: we need the remote control design by Friday, the scroll wheel and the rubber case "+itoa(i),
+			"Marketing: as Project Manager said, the scroll wheel matters, Project Manager is right about the rubber case",
+			"Industrial Designer: I agree with Project Manager, the rubber case and the scroll wheel, Project Manager knows")
+	}
+	got := summarize(t, fold.Request{Turns: turns(lines...)})
+	if c := composed(got); strings.Contains(c, "about Project Manager") || strings.Contains(c, ", Project Manager") || strings.Contains(c, "and Project Manager.") {
+		t.Errorf("a participant named as a topic: %q", c)
+	}
+	if !strings.Contains(composed(got), "scroll wheel") && !strings.Contains(composed(got), "rubber case") {
+		t.Errorf("the subjects are not named: %q", composed(got))
+	}
+}

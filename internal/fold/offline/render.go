@@ -228,6 +228,9 @@ func topics(ss []stmt, people []string, n int) []string {
 		if slices.ContainsFunc(strings.Fields(p.key), func(k string) bool { return slices.Contains(used, k) }) {
 			continue
 		}
+		if slices.Contains(people, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) {
+			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
+		}
 		used = append(used, strings.Fields(p.key)...)
 		t := p.text
 		if !p.upper && !np && !strings.HasSuffix(strings.Fields(t)[0], "ing") {
