@@ -6,9 +6,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/events"
-	"unicode/utf8"
 )
 
 // The state's JSON is written and read here without reflection: every
