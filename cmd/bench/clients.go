@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,8 +120,8 @@ func clientsSection(ctx context.Context, w io.Writer, o opts) error {
 	url := e.ns.ClientURL()
 	root := repoRoot()
 	scripts := []benchScript{
-		{"typescript", []string{"node", filepath.Join(root, "clients", "typescript", "dist", "bench", "bench.js")}, "cd clients/typescript && npm ci && npm run build"},
-		{"python", []string{"python3", filepath.Join(root, "clients", "python", "bench.py")}, "python3 and clients/python"},
+		{"typescript", []string{"node", filepath.Join(root, "clients", "typescript", "dist", "bench", "bench.js")}, "cd clients/typescript && npm ci && npm run build", filepath.Join(root, "clients", "typescript", "src")},
+		{"python", []string{"python3", filepath.Join(root, "clients", "python", "bench.py")}, "python3 and clients/python", ""},
 	}
 	goRes := clientResult{Client: "go", Turns: o.clientsTurns, Contexts: o.clientsContexts}
 	goSession := fmt.Sprintf("bench-go-%d", time.Now().UnixMilli())
@@ -133,6 +134,12 @@ func clientsSection(ctx context.Context, w io.Writer, o opts) error {
 	results := []clientResult{goRes}
 	var missing []string
 	for _, s := range scripts {
+		if s.src != "" {
+			if f := staleAgainst(s.cmd[len(s.cmd)-1], s.src); f != "" {
+				missing = append(missing, fmt.Sprintf("%s: not measured: %s is newer than its build (%s)", s.name, f, s.hint))
+				continue
+			}
+		}
 		session := fmt.Sprintf("bench-%s-%d", s.name, time.Now().UnixMilli())
 		r, err := scriptBench(ctx, s.cmd, []string{"--url", url, "--turns", fmt.Sprint(o.clientsTurns), "--publish-session", session, "--contexts", "0"})
 		if err == nil && r.TurnsPerS <= 0 {
@@ -255,6 +262,30 @@ type benchScript struct {
 	name string
 	cmd  []string
 	hint string
+	// src, when set, is the source the script was built from: a script
+	// older than any file under it is refused rather than measured, so
+	// a figure never comes from a build that is not the checked-out code.
+	src string
+}
+
+// staleAgainst says which file under src is newer than built ("" when
+// none is, or when built does not exist: that is reported on running it).
+func staleAgainst(built, src string) string {
+	bi, err := os.Stat(built)
+	if err != nil {
+		return ""
+	}
+	newer := ""
+	_ = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || newer != "" {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && fi.ModTime().After(bi.ModTime()) {
+			newer = path
+		}
+		return nil
+	})
+	return newer
 }
 
 // scriptBench runs a client's bench script and decodes its JSON line.

@@ -91,6 +91,42 @@ func DefaultPolicy() Policy {
 	}
 }
 
+// WithDefaults is p with every setting left at 0 (unset) taking its
+// default (DefaultPolicy): the mode, the window (all of it when recent
+// and batch are both unset), the budgets, the token arithmetic (a reserve
+// left at 0 follows the window: ReserveFor), eviction and interval.
+func (p Policy) WithDefaults() Policy {
+	d := DefaultPolicy()
+	if p.Mode == "" {
+		p.Mode = d.Mode
+	}
+	if p.Window.Recent == 0 && p.Window.Batch == 0 {
+		p.Window = d.Window
+	}
+	setDefault(&p.Window.MaxSummaryChars, d.Window.MaxSummaryChars)
+	setDefault(&p.Window.MaxNoteChars, d.Window.MaxNoteChars)
+	t, dt := &p.Tokens, d.Tokens
+	setDefault(&t.ContextWindow, dt.ContextWindow)
+	setDefault(&t.IdleAfter, dt.IdleAfter)
+	setDefault(&t.IdleThreshold, dt.IdleThreshold)
+	setDefault(&t.EmergencyThreshold, dt.EmergencyThreshold)
+	setDefault(&t.KeepRecentMessages, dt.KeepRecentMessages)
+	setDefault(&t.ChunkFraction, dt.ChunkFraction)
+	setDefault(&t.OversizedFraction, dt.OversizedFraction)
+	setDefault(&p.Evict.TargetUtilization, d.Evict.TargetUtilization)
+	setDefault(&p.Evict.MinKeepMessages, d.Evict.MinKeepMessages)
+	setDefault(&p.Interval.Exchanges, d.Interval.Exchanges)
+	setDefault(&p.Interval.KeepRecent, d.Interval.KeepRecent)
+	return p
+}
+
+// setDefault sets *v to d when it is 0 (unset).
+func setDefault[T int | float64 | time.Duration](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
 // Validate reports a policy that cannot work, naming the setting: each
 // setting's value against its declared range (events.Setting.Check, the
 // check every surface shares), a setting left at 0 that has no meaning

@@ -247,3 +247,18 @@ func TestEvictSummarizeReturnsItsNote(t *testing.T) {
 		t.Fatalf("mode evict planned a final fold: %+v", d)
 	}
 }
+
+// WithDefaults fills only the settings left unset.
+func TestPolicyWithDefaults(t *testing.T) {
+	d := DefaultPolicy()
+	if got := (Policy{}).WithDefaults(); got.Mode != d.Mode || got.Window != d.Window || got.Tokens != d.Tokens || got.Evict != d.Evict || got.Interval != d.Interval {
+		t.Fatalf("an empty policy: %+v, want the defaults %+v", got, d)
+	}
+	set := Policy{Mode: ModeTokens, Window: Window{Recent: 20, Batch: 5}, Tokens: TokenPolicy{ContextWindow: 8000, IdleThreshold: 0.5}, Evict: EvictPolicy{MinKeepMessages: 3}}
+	got := set.WithDefaults()
+	if got.Mode != ModeTokens || got.Window.Recent != 20 || got.Window.Batch != 5 || got.Window.MaxSummaryChars != d.Window.MaxSummaryChars ||
+		got.Tokens.ContextWindow != 8000 || got.Tokens.IdleThreshold != 0.5 || got.Tokens.ReserveTokens != 0 || got.Tokens.ChunkFraction != d.Tokens.ChunkFraction ||
+		got.Evict.MinKeepMessages != 3 || got.Evict.TargetUtilization != d.Evict.TargetUtilization || got.Interval != d.Interval {
+		t.Fatalf("a policy with settings: %+v", got)
+	}
+}

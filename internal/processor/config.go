@@ -132,36 +132,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Window.Recent == 0 && c.Window.Batch == 0 {
-		c.Window = fold.DefaultWindow()
-	}
-	d := fold.DefaultWindow()
-	if c.Window.MaxSummaryChars == 0 {
-		c.Window.MaxSummaryChars = d.MaxSummaryChars
-	}
-	if c.Window.MaxNoteChars == 0 {
-		c.Window.MaxNoteChars = d.MaxNoteChars
-	}
 	if c.Trigger == "" {
 		c.Trigger = TriggerTurn
 	}
-	dp := fold.DefaultPolicy()
-	if c.Mode == "" {
-		c.Mode = dp.Mode
-	}
-	c.Tokens = mergeTokens(c.Tokens, dp.Tokens)
-	if c.Evict.TargetUtilization == 0 {
-		c.Evict.TargetUtilization = dp.Evict.TargetUtilization
-	}
-	if c.Evict.MinKeepMessages == 0 {
-		c.Evict.MinKeepMessages = dp.Evict.MinKeepMessages
-	}
-	if c.Interval.Exchanges == 0 {
-		c.Interval.Exchanges = dp.Interval.Exchanges
-	}
-	if c.Interval.KeepRecent == 0 {
-		c.Interval.KeepRecent = dp.Interval.KeepRecent
-	}
+	// Each mode's settings left unset take its defaults (fold).
+	pol := c.policy().WithDefaults()
+	c.Mode, c.Window, c.Tokens, c.Evict, c.Interval = pol.Mode, pol.Window, pol.Tokens, pol.Evict, pol.Interval
 	if c.Profile == "" {
 		c.Profile = fold.ProfileVoice
 	}
@@ -243,31 +219,4 @@ func (c Config) policy() fold.Policy {
 		Mode: c.Mode, Window: c.Window, Tokens: c.Tokens, Evict: c.Evict, Interval: c.Interval,
 		MaskToolOutputsAfter: c.MaskToolOutputsAfter,
 	}
-}
-
-// mergeTokens fills zero fields of t from d.
-func mergeTokens(t, d fold.TokenPolicy) fold.TokenPolicy {
-	if t.ContextWindow == 0 {
-		t.ContextWindow = d.ContextWindow
-	}
-	// ReserveTokens 0 stays 0: the reserve follows the window (ReserveFor).
-	if t.IdleAfter == 0 {
-		t.IdleAfter = d.IdleAfter
-	}
-	if t.IdleThreshold == 0 {
-		t.IdleThreshold = d.IdleThreshold
-	}
-	if t.EmergencyThreshold == 0 {
-		t.EmergencyThreshold = d.EmergencyThreshold
-	}
-	if t.KeepRecentMessages == 0 {
-		t.KeepRecentMessages = d.KeepRecentMessages
-	}
-	if t.ChunkFraction == 0 {
-		t.ChunkFraction = d.ChunkFraction
-	}
-	if t.OversizedFraction == 0 {
-		t.OversizedFraction = d.OversizedFraction
-	}
-	return t
 }

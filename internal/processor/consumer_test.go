@@ -1,9 +1,15 @@
 package processor
 
 import (
+	"context"
+	"errors"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // An engine deletes every consumer it takes for its own at attach, so the
@@ -31,5 +37,41 @@ func TestOwnConsumerNames(t *testing.T) {
 		if got := ownConsumerName(c.base, c.name); got != c.own {
 			t.Errorf("ownConsumerName(%q, %q) = %v, want %v", c.base, c.name, got, c.own)
 		}
+	}
+}
+
+// A rewind asked for after an attach and before its consume loop took the
+// iterator (requestRewind finds none to stop) is kept: the loop returns at
+// once, where it used to wait on a consumer that may never deliver again
+// (the rewind's cause), with every later request a no-op.
+func TestConsumersKeepARewindAskedBeforeTheLoop(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cm := newConsumers(Config{}.withDefaults(), r.JS, r.Layout, nil, r.Log, prometheus.NewCounter(prometheus.CounterOpts{Name: "rewinds"}))
+	var err error
+	if cm.stream, err = r.JS.Stream(ctx, r.Layout.In); err != nil {
+		t.Fatal(err)
+	}
+	cm.hooks.dispatch = func(jetstream.Msg, uint64, time.Time) { t.Error("a delivery was dispatched; the stream is empty") }
+	var drops sync.WaitGroup
+	defer drops.Wait()
+	it, cons, _, err := cm.attach(ctx, &drops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.requestRewind("test", errors.New("asked between the attach and the loop"))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cm.consume(ctx, it, cons)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the consume loop is still waiting for a delivery 10 s after a rewind was asked for")
+	}
+	if !cm.rewinding() {
+		t.Fatal("the rewind asked for is no longer pending")
 	}
 }

@@ -48,7 +48,7 @@ const (
 	// excerptPool bounds the matching turns considered, and the matching
 	// memories, in rank order, as a multiple of the matches a reply may
 	// recall.
-	excerptPool = 3
+	excerptPool = 6
 )
 
 // Kinds of candidates.

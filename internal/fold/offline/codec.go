@@ -1,12 +1,14 @@
 package offline
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf16"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/events"
 )
 
 // The state's JSON is written and read here without reflection: every
@@ -192,56 +194,10 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	return b
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s quoted as encoding/json does: <, > and &
-// escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(b, s[start:]...), '"')
-}
+// appendJSONString writes s quoted as encoding/json does (<, > and &
+// escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped): the
+// events package's writer, shared so the two cannot drift.
+func appendJSONString(b []byte, s string) []byte { return events.AppendJSONString(b, s) }
 
 // ---- reading ----
 
@@ -584,23 +540,25 @@ func (r *jsonReader) str() string {
 		return ""
 	}
 	r.i++
-	start, ascii := r.i, true
+	start, plain := r.i, true
 	for r.i < len(r.b) {
 		switch c := r.b[r.i]; {
 		case c == '"':
 			s := r.b[start:r.i]
 			r.i++
-			if !ascii && !utf8.Valid(s) {
+			if !plain {
+				return r.unescape(r.b[start-1 : r.i])
+			}
+			if !utf8.Valid(s) {
 				return string([]rune(string(s))) // invalid bytes as U+FFFD, as encoding/json reads them
 			}
 			return string(s)
 		case c == '\\':
-			return r.escaped(start)
+			plain = false
+			r.i++ // (the byte escaped does not end the string)
 		case c < ' ':
 			r.fail("control character in a string")
 			return ""
-		case c >= utf8.RuneSelf:
-			ascii = false
 		}
 		r.i++
 	}
@@ -608,89 +566,26 @@ func (r *jsonReader) str() string {
 	return ""
 }
 
-var errEscape = errors.New("bad escape")
-
-// escaped reads the rest of a string that has escapes, from its start.
-func (r *jsonReader) escaped(start int) string {
-	out := append([]byte(nil), r.b[start:r.i]...)
-	for r.i < len(r.b) {
-		c := r.b[r.i]
-		switch {
-		case c == '"':
-			r.i++
-			if !utf8.Valid(out) {
-				return string([]rune(string(out)))
-			}
-			return string(out)
-		case c < ' ':
-			r.fail("control character in a string")
-			return ""
-		case c != '\\':
-			out = append(out, c)
-			r.i++
-			continue
-		}
-		if r.i+1 >= len(r.b) {
-			break
-		}
-		e := r.b[r.i+1]
-		r.i += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			c, err := r.hex4()
-			if err != nil {
-				r.fail("bad \\u escape")
-				return ""
-			}
-			if utf16.IsSurrogate(c) {
-				c2 := rune(-1)
-				if r.i+1 < len(r.b) && r.b[r.i] == '\\' && r.b[r.i+1] == 'u' {
-					save := r.i
-					r.i += 2
-					if c2, err = r.hex4(); err != nil {
-						r.fail("bad \\u escape")
-						return ""
-					}
-					if d := utf16.DecodeRune(c, c2); d != utf8.RuneError {
-						out = utf8.AppendRune(out, d)
-						continue
-					}
-					r.i = save // not a pair: the second escape stands alone
-				}
-				c = utf8.RuneError
-			}
-			out = utf8.AppendRune(out, c)
-		default:
-			r.fail("bad escape")
-			return ""
+// unescape reads the quoted string q that has escapes: as strconv.Unquote
+// reads it when its escapes are JSON's and Go's alike (all that appendJSONString
+// writes), else as encoding/json does ("\/", a surrogate pair, invalid
+// UTF-8).
+func (r *jsonReader) unescape(q []byte) string {
+	same := true
+	for i := 0; i < len(q); i++ {
+		if q[i] == '\\' {
+			i++
+			same = same && strings.IndexByte(`"\\bfnrtu`, q[i]) >= 0
 		}
 	}
-	r.fail("unterminated string")
-	return ""
-}
-
-func (r *jsonReader) hex4() (rune, error) {
-	if len(r.b)-r.i < 4 {
-		return 0, errEscape
+	if s, err := strconv.Unquote(string(q)); err == nil && same && utf8.ValidString(s) {
+		return s
 	}
-	n, err := strconv.ParseUint(string(r.b[r.i:r.i+4]), 16, 32)
-	if err != nil {
-		return 0, errEscape
+	var s string
+	if err := json.Unmarshal(q, &s); err != nil {
+		r.fail("bad escape in a string")
 	}
-	r.i += 4
-	return rune(n), nil
+	return s
 }
 
 // skip reads a value of any kind.

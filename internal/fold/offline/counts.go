@@ -8,19 +8,12 @@ import (
 	"strings"
 )
 
-// maxVocab bounds the word counts: they keep at most maxVocab words after
-// a prune and are pruned when they hold twice as many.
-const maxVocab = 256
+const maxVocab = 256 // words kept after a prune
 
-// wordCounts counts, for the words of the conversation (stemmed terms), how
-// many statements have said them so far. A word said again and again is
-// a subject of the conversation, which is what later questions ask
-// about; the summary prefers statements that cover such words, each once.
-// It is kept in the state as "term:count" pairs (state.Voc), most said
-// first; when it grows past twice maxVocab the least said words are
-// forgotten and the count of the last one forgotten becomes the floor; a
-// new word starts at half of it (a new subject is not outweighed by every
-// old one merely for being new).
+// wordCounts counts how many statements said each word (stemmed) so far:
+// a word said again and again is a subject of the conversation, which
+// later questions ask about. Kept in the state as "term:count" pairs
+// (state.Voc); past 2×maxVocab words the least said are forgotten.
 type wordCounts struct {
 	n     map[string]int
 	floor int
@@ -47,8 +40,7 @@ func countsOf(s string) *wordCounts {
 	return v
 }
 
-// add counts the terms of the statements ss, each term once a statement,
-// a statement repeated in ss once.
+// add counts the terms of ss (a statement repeated in ss once).
 func (v *wordCounts) add(ss []stmt) {
 	seen := map[string]bool{}
 	for _, x := range ss {
@@ -57,19 +49,23 @@ func (v *wordCounts) add(ss []stmt) {
 		}
 		seen[x.Terms] = true
 		for _, t := range strings.Fields(x.Terms) {
-			if c, ok := v.n[t]; ok {
-				v.n[t] = c + 1
-			} else {
-				v.n[t] = v.floor/2 + 1
+			if _, ok := v.n[t]; !ok {
+				v.n[t] = v.floor / 2 // a new word starts at half the floor
 			}
+			v.n[t]++
 		}
 	}
 	if len(v.n) > 2*maxVocab {
-		es := v.sorted()
-		v.floor = es[maxVocab].c
-		for _, e := range es[maxVocab:] {
-			delete(v.n, e.t)
-		}
+		v.forget(maxVocab)
+	}
+}
+
+// forget keeps the keep most said words (the last one's count: the floor).
+func (v *wordCounts) forget(keep int) {
+	es := v.sorted()
+	v.floor = es[keep].c
+	for _, e := range es[keep:] {
+		delete(v.n, e.t)
 	}
 }
 
@@ -102,36 +98,23 @@ func (v *wordCounts) String() string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(e.t)
-		b.WriteByte(':')
-		b.WriteString(strconv.Itoa(e.c))
+		b.WriteString(e.t + ":" + strconv.Itoa(e.c))
 	}
 	return b.String()
 }
 
-// weight is what covering the term t is worth in a summary: more for a
-// word said in many statements (logarithmically, so that one subject does
-// not crowd out the others), little for a word said once.
+// weight is what covering t is worth: logarithmic in how often it was
+// said (one subject does not crowd out the others), little if once.
 func (v *wordCounts) weight(t string) float64 {
-	c := v.n[t]
-	if c == 0 {
-		c = 1
-	}
-	return math.Log2(1+float64(c)) - 0.8
+	return math.Log2(1+float64(max(v.n[t], 1))) - 0.8
 }
 
-// shrink forgets the least said half of the words (the state is over
-// its byte bound).
+// shrink forgets the least said half of the words (state over its bound).
 func (v *wordCounts) shrink() bool {
 	if len(v.n) < 16 {
 		return false
 	}
-	es := v.sorted()
-	keep := len(es) / 2
-	v.floor = es[keep].c
-	for _, e := range es[keep:] {
-		delete(v.n, e.t)
-	}
+	v.forget(len(v.n) / 2)
 	return true
 }
 

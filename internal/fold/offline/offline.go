@@ -31,24 +31,19 @@
 // Alice and Bob talked about the venue in Lisbon and catering.", with the
 // dates when the conversation spans days) with its best statements, then
 // the current statements. A statement whose fact a newer one changed is
-// replaced. When the budget is tight, statements are kept by worth for
-// their length: the words that no kept statement or period line says
-// already, each weighed by how often the conversation has said it (a
-// bounded count kept in the state, counts.go), plus a decision, a question
-// just asked, names and numbers; newer ones weigh more. Spoken sentences
-// lose their false starts, doubled phrases and hedges ("you know") and a
-// run-on ends at a clause boundary (tighten.go). Older periods merge into
-// coarser ones, so the summary covers the whole conversation.
+// replaced. Statements are kept by worth for their length: the words no
+// kept line says yet, weighed by how often the conversation said them
+// (counts.go), plus decisions, questions, names and numbers. Speech loses
+// false starts and hedges (tighten.go). Older periods merge into coarser
+// ones, so the summary covers the whole conversation.
 //
 // Budgets are counted in runes (Unicode code points), as the engine does.
 //
 // Each fold also returns offline memories (Result.Memories and
 // MemoryItems): the batch's statements that hold a durable fact, with
 // speaker, turn and time; a restated fact is not returned again and a
-// changed one supersedes the older (memory.go). The state keeps, per
-// speaker, the newest fact about each subject (what they like, did, plan,
-// own, where they live or work: person.go), so that a fact changed folds
-// later supersedes that speaker's older one.
+// changed one supersedes the older (memory.go), also per speaker and
+// subject across folds (likes, did, plans, owns, where: person.go).
 package offline
 
 import (

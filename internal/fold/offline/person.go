@@ -5,16 +5,11 @@ import (
 	"strings"
 )
 
-// Bounds of the per-speaker facts.
-const (
-	maxPeople       = 24 // speakers whose facts are kept: the most recent
-	maxPersonFacts  = 12 // facts kept per speaker: the newest
-	maxPersonFactRn = 200
-)
+const maxPeople = 24      // speakers whose facts are kept: the most recent
+const maxPersonFacts = 12 // facts kept per speaker: the newest
 
-// person is what the conversation has told about one speaker, consolidated
-// across folds: one fact per subject (the newest), each with the memory
-// that said it, so that a changed fact supersedes the old one.
+// person is what was told about one speaker across folds: the newest fact
+// per subject, with its memory's ID, so a changed fact supersedes it.
 type person struct {
 	Name  string  `json:"name"`
 	Facts []pfact `json:"facts,omitempty"`
@@ -32,11 +27,9 @@ type pfact struct {
 // Fact kinds, by the verb that follows the speaker's name in a statement
 // put in the third person ("Lena loves sushi", "Jonas will drive").
 var factVerbs = []struct {
-	kind string
-	// verbs open the fact; byVerb: the verb itself is the subject (where
-	// someone lives, or works or studies: a new place replaces the old one).
-	verbs  []string
-	byVerb bool
+	kind   string
+	verbs  []string // that open the fact
+	byVerb bool     // the verb is the subject: a new home or workplace replaces the old
 }{
 	{"where", []string{"lives in", "lives at", "lives near", "works at", "works for", "works in", "moved to", "is from", "is moving to", "studies at"}, true},
 	{"likes", []string{"likes", "loves", "prefers", "enjoys", "hates", "dislikes", "doesn't like", "is into", "is a fan of", "really likes", "really loves"}, false},
@@ -47,8 +40,7 @@ var factVerbs = []struct {
 }
 
 // personFact reads a statement about its speaker ("Lena loves sushi.")
-// as a fact: its kind and what it is about. ok is false for anything else
-// (a quote, a report of what someone said about something else).
+// as a fact: its kind and what it is about; ok false for anything else.
 func personFact(x stmt) (kind, slot string, ok bool) {
 	if x.Sp == "" || !strings.HasPrefix(x.Text, x.Sp+" ") && !strings.HasPrefix(x.Text, x.Sp+"'s ") {
 		return "", "", false
@@ -88,8 +80,7 @@ func personFact(x stmt) (kind, slot string, ok bool) {
 	return "", "", false
 }
 
-// objectSlot is what a fact is about: the stems of the first n content
-// words of its object ("sushi", "book desert").
+// objectSlot: the stems of the first n content words ("sushi", "book desert").
 func objectSlot(obj string, n int) string {
 	var ks []string
 	for _, t := range terms(obj) {
@@ -104,10 +95,8 @@ func objectSlot(obj string, n int) string {
 	return strings.Join(ks, " ")
 }
 
-// notePerson records the fact memory m (of statement x) under its
-// speaker, and returns the ID of the fact about the same subject it
-// replaces ("" for none). A restated fact (the same text) replaces
-// nothing.
+// notePerson records fact x (memory id) under its speaker and returns the
+// ID of the fact of the same kind and subject it replaces ("" for none).
 func (st *state) notePerson(x stmt, id, text string) (supersedes string) {
 	kind, slot, ok := personFact(x)
 	if !ok {
@@ -119,7 +108,7 @@ func (st *state) notePerson(x stmt, id, text string) (supersedes string) {
 		i = len(st.People) - 1
 	}
 	p := st.People[i]
-	f := pfact{ID: id, Kind: kind, Slot: slot, Text: clip(text, maxPersonFactRn), At: x.At}
+	f := pfact{ID: id, Kind: kind, Slot: slot, Text: clip(text, maxStmtRunes), At: x.At}
 	for j, old := range p.Facts {
 		if old.Kind == kind && old.Slot == slot && (slot != "" || kind == "where") {
 			if old.ID != id {

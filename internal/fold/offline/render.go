@@ -106,9 +106,7 @@ func best(ss []stmt, n int) []stmt {
 	return out
 }
 
-// covering are the at most n statements of ss to keep: half that together
-// say the most of what the conversation talks about beyond the topics
-// named (see pickCovering), the rest the weightiest, in their order.
+// covering keeps n of ss: half by pickCovering, half the weightiest.
 func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	if len(ss) <= n {
 		return slices.Clone(ss)
@@ -253,15 +251,11 @@ january february march april may june july august september october november dec
 
 // genericNouns (stemmed) name no subject on their own: "the problem",
 // "the idea".
-var genericNouns = toSet(strings.Fields(`problem idea thing issu end point way question meet peopl part case number
-moment type fact reason rest side cours time day week follow talk end start stuff lot bit one other first last
-next same whole kind sort person guy group place sens job work call result list option difference differ chang
-discuss`))
+var genericNouns = toSet(strings.Fields(`problem idea thing issu end point way question meet peopl part case number moment type fact reason rest side cours time day week follow talk end start stuff lot bit one other first last next same whole kind sort person guy group place sens job work call result list option difference differ chang discuss`))
 
 // determiners open a noun phrase: the content words after one name a
 // thing ("the scroll wheel", "our budget").
-var determiners = toSet([]string{"the", "a", "an", "this", "that", "these", "those", "my", "your", "our", "their",
-	"his", "her", "its", "some", "any", "each", "every", "no", "another"})
+var determiners = toSet([]string{"the", "a", "an", "this", "that", "these", "those", "my", "your", "our", "their", "his", "her", "its", "some", "any", "each", "every", "no", "another"})
 
 // encodePhrases writes phrases for stmt.Ph.
 func encodePhrases(ps []phrase) string {
@@ -606,13 +600,10 @@ func newCand(x *stmt, period int, rec float64) *cand {
 		textLows: strings.ToLower(x.Text), extra: worthBeyondWords(x, len(terms))}
 }
 
-// pickCovering marks the candidates that go in the summary, within room
-// runes: one at a time, the one that adds the most for its length of what
-// no statement taken yet says, nor the lines already written name (its
-// words weighed by how much the
-// conversation says them, plus what the statement is worth besides its
-// words: numbers, names, decisions, an open question), until nothing that
-// fits adds anything.
+// pickCovering marks at most n candidates within room runes, one at a
+// time: the one that adds most for its length of what no statement taken
+// says, nor the lines written name (its words weighed by how often the
+// conversation says them, plus worthBeyondWords), while any adds anything.
 func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n int) {
 	texts := map[string]bool{}
 	said := map[string]bool{} // by the statements taken
@@ -662,9 +653,8 @@ func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n
 	}
 }
 
-// worthBeyondWords is what a statement is worth beyond its words: its
-// numbers and names, and most of all a decision, an instruction or a
-// question just asked, which a reader needs whatever words they use.
+// worthBeyondWords: numbers, names, and most a decision, an instruction
+// or a question just asked.
 func worthBeyondWords(x *stmt, terms int) float64 {
 	w := 0.3 * max(0, x.W-0.3-0.35*float64(min(terms, 14)))
 	if x.K == kQuestion && x.Batch || x.K == kAsk || decisive.in(x.Text) {
@@ -673,7 +663,6 @@ func worthBeyondWords(x *stmt, terms int) float64 {
 	return w
 }
 
-// decisive are the words of a decision or a commitment.
 var decisive = newKeywords("decided", "agreed", "we'll ", "we will ", "let's ", "suggested ", "booked", "deadline")
 
 // header is a period's line: when, who, what about ("From 14:02 to 14:20,
