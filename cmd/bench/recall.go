@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -256,6 +258,11 @@ func recallRun(ctx context.Context, n int) (recallResult, error) {
 		},
 		func() ([]time.Duration, error) {
 			first := true
+			if f := os.Getenv("CONT_PROF"); f != "" {
+				pf, _ := os.Create(f)
+				_ = pprof.StartCPUProfile(pf)
+				defer pprof.StopCPUProfile()
+			}
 			return measure(200, func() error {
 				if first { // the index is built by a request not measured
 					first = false
