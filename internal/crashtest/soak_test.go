@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -18,10 +17,10 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/state"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -34,75 +33,6 @@ var (
 	soakLeader   = flag.Duration("soak-leader-every", 7*time.Minute, "TestSoak: the inbound stream's leader node is shut down (and restarted 15 s later) this often")
 	soakStart    = flag.Duration("soak-start-wait", 2*time.Minute, "TestSoak: how long a restarted processor may take to start consuming (a busy machine starves the cluster and the child)")
 )
-
-// soakCluster is a 3-node JetStream cluster on loopback ports whose nodes
-// can be shut down and restarted on the same ports and stores.
-type soakCluster struct {
-	t       *testing.T
-	opts    []*server.Options
-	servers []*server.Server
-	urls    []string
-}
-
-func loopbackPort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func newSoakCluster(t *testing.T) *soakCluster {
-	c := &soakCluster{t: t, servers: make([]*server.Server, 3)}
-	var routes []string
-	client, route := make([]int, 3), make([]int, 3)
-	for i := range 3 {
-		client[i], route[i] = loopbackPort(t), loopbackPort(t)
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", route[i]))
-	}
-	for i := range 3 {
-		c.opts = append(c.opts, &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: client[i],
-			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
-			Cluster: server.ClusterOpts{Name: "foldstream-soak", Host: "127.0.0.1", Port: route[i]},
-			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
-		})
-		c.urls = append(c.urls, fmt.Sprintf("nats://127.0.0.1:%d", client[i]))
-	}
-	var wg sync.WaitGroup
-	for i := range 3 {
-		wg.Go(func() { c.start(i) })
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for i := range c.servers {
-			c.stop(i)
-		}
-	})
-	return c
-}
-
-func (c *soakCluster) start(i int) {
-	s, err := server.NewServer(c.opts[i].Clone())
-	if err != nil {
-		c.t.Error(err)
-		return
-	}
-	go s.Start()
-	if !s.ReadyForConnections(60 * time.Second) {
-		c.t.Errorf("n%d not ready", i+1)
-	}
-	c.servers[i] = s
-}
-
-func (c *soakCluster) stop(i int) {
-	if c.servers[i] != nil {
-		c.servers[i].Shutdown()
-		c.servers[i].WaitForShutdown()
-		c.servers[i] = nil
-	}
-}
 
 // metrics reads the processor's resident memory and goroutines from its
 // /metrics.
@@ -168,8 +98,8 @@ func TestSoak(t *testing.T) {
 		seed, *soakDuration, *soakSessions, *soakRate, *soakKill, *soakLeader)
 	began := time.Now()
 	ctx := context.Background()
-	cl := newSoakCluster(t)
-	url := strings.Join(cl.urls, ",")
+	cl := brokertest.NewCluster(t, "foldstream-soak", nil)
+	url := strings.Join(cl.URLs, ",")
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +155,7 @@ func TestSoak(t *testing.T) {
 		return nil
 	})
 
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", loopbackPort(t))
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", brokertest.LoopbackPort(t))
 	extra := []string{"--replicas", "3", "--metrics-addr", metricsAddr}
 	proc := w.start(extra...)
 	if !w.waitReady(proc) {
@@ -351,7 +281,7 @@ func TestSoak(t *testing.T) {
 			info := st.CachedInfo()
 			leader := -1
 			if info.Cluster != nil {
-				for i, o := range cl.opts {
+				for i, o := range cl.Opts {
 					if o.ServerName == info.Cluster.Leader {
 						leader = i
 					}
@@ -361,10 +291,10 @@ func TestSoak(t *testing.T) {
 				nextLeader = nextLeader.Add(time.Minute)
 				continue
 			}
-			cl.stop(leader)
+			cl.Stop(leader)
 			leaderKills++
 			time.Sleep(15 * time.Second)
-			cl.start(leader)
+			cl.Start(leader)
 			nextLeader = nextLeader.Add(*soakLeader)
 		}
 	}

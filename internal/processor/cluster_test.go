@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,14 +28,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// cluster is a 3-node JetStream cluster on loopback ports, started in
-// process as nats/configs_test.go does with nats/cluster/*.conf. Nodes can
-// be stopped and restarted on the same ports and store directories.
+// cluster is a 3-node JetStream cluster (brokertest.Cluster, as
+// nats/configs_test.go starts nats/cluster/*.conf) with a probe of its
+// JetStream meta layer.
 type cluster struct {
-	t       *testing.T
-	opts    []*server.Options
-	servers []*server.Server
-	urls    []string
+	*brokertest.Cluster
+	t *testing.T
 	// probe, when set, is a JetStream meta operation from a client of the
 	// test (a consumer create); metaStale calls it at most once a second.
 	probe     func() error
@@ -44,72 +41,11 @@ type cluster struct {
 	probeFail error
 }
 
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	c := &cluster{t: t}
-	var routes []string
-	clientPorts, routePorts := make([]int, 3), make([]int, 3)
-	for i := range 3 {
-		clientPorts[i], routePorts[i] = freeLoopbackPort(t), freeLoopbackPort(t)
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", routePorts[i]))
-	}
-	for i := range 3 {
-		o := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: clientPorts[i],
-			JetStream: true, StoreDir: t.TempDir(), MaxPayload: 1 << 20,
-			NoSigs: true, NoLog: true, DisableShortFirstPing: true,
-			Cluster: server.ClusterOpts{Name: "foldstream-test", Host: "127.0.0.1", Port: routePorts[i]},
-			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
-		}
-		c.opts = append(c.opts, o)
-		c.urls = append(c.urls, fmt.Sprintf("nats://127.0.0.1:%d", clientPorts[i]))
-	}
-	c.servers = make([]*server.Server, 3)
-	var wg sync.WaitGroup
-	for i := range 3 {
-		wg.Go(func() { c.startNode(i) })
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for _, s := range c.servers {
-			if s != nil {
-				s.Shutdown()
-				s.WaitForShutdown()
-			}
-		}
-	})
-	return c
-}
-
-func (c *cluster) startNode(i int) {
-	s, err := server.NewServer(c.opts[i].Clone())
-	if err != nil {
-		c.t.Error(err)
-		return
-	}
-	go s.Start()
-	// Generous: a node that replays its JetStream store on a machine
-	// shared with other work can take seconds to listen.
-	if !s.ReadyForConnections(30 * time.Second) {
-		c.t.Errorf("n%d not ready", i+1)
-	}
-	c.servers[i] = s
-}
-
-func (c *cluster) stopNode(i int) {
-	c.servers[i].Shutdown()
-	c.servers[i].WaitForShutdown()
-	c.servers[i] = nil
+	return &cluster{t: t, Cluster: brokertest.NewCluster(t, "foldstream-test", func(o *server.Options) {
+		o.MaxPayload, o.DisableShortFirstPing = 1<<20, true
+	})}
 }
 
 // waitMetaCurrent waits until every running node's JetStream meta group is
@@ -121,7 +57,7 @@ func (c *cluster) waitMetaCurrent() {
 	c.t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		current := true
-		for _, s := range c.servers {
+		for _, s := range c.Servers {
 			if s != nil && !s.JetStreamIsCurrent() {
 				current = false
 			}
@@ -144,15 +80,15 @@ func (c *cluster) waitMetaCurrent() {
 // (and every KV write) with that 503 for as long as the test waits, so the
 // probe asks the cluster itself.
 func (c *cluster) metaStale() string {
-	for i, s := range c.servers {
+	for i, s := range c.Servers {
 		if s == nil {
 			continue
 		}
 		if !s.JetStreamIsCurrent() {
-			return c.opts[i].ServerName
+			return c.Opts[i].ServerName
 		}
 		if jsz, err := s.Jsz(&server.JSzOptions{}); err != nil || jsz.Meta == nil || jsz.Meta.Leader == "" {
-			return c.opts[i].ServerName
+			return c.Opts[i].ServerName
 		}
 	}
 	if c.probe != nil {
@@ -188,7 +124,7 @@ func refusesConsumers(js jetstream.JetStream, streams ...string) func() error {
 }
 
 func (c *cluster) index(name string) int {
-	for i, o := range c.opts {
+	for i, o := range c.Opts {
 		if o.ServerName == name {
 			return i
 		}
@@ -271,7 +207,7 @@ func TestClusterFailover(t *testing.T) {
 			}
 		}
 	}()
-	url := strings.Join(c.urls, ",")
+	url := strings.Join(c.URLs, ",")
 	connect := func(name string) (*nats.Conn, jetstream.JetStream) {
 		nc, err := broker.Connect(broker.ConnConfig{URL: url, Name: name}, nil, log)
 		if err != nil {
@@ -460,11 +396,11 @@ func TestClusterFailover(t *testing.T) {
 	ci := streamCluster(t, js, layout.In, true)
 	leader := c.index(ci.Leader)
 	t.Logf("%s: shutting down %s, leader of %s", time.Since(began).Round(time.Millisecond), ci.Leader, layout.In)
-	c.stopNode(leader)
+	c.Stop(leader)
 	progress("after the leader was shut down", 150, nil)
 	ci = streamCluster(t, js, layout.In, false)
-	t.Logf("%s: new leader %s; restarting %s", time.Since(began).Round(time.Millisecond), ci.Leader, c.opts[leader].ServerName)
-	c.startNode(leader)
+	t.Logf("%s: new leader %s; restarting %s", time.Since(began).Round(time.Millisecond), ci.Leader, c.Opts[leader].ServerName)
+	c.Start(leader)
 	ci = streamCluster(t, js, layout.In, true)
 	c.waitMetaCurrent()
 	// A follower to shut down, other than the node just restarted. It is
@@ -476,10 +412,10 @@ func TestClusterFailover(t *testing.T) {
 	}
 	leads := map[string][]string{}
 	for _, name := range []string{"KV_" + layout.Bucket, layout.Out} {
-		l := stepDown(t, nc, js, name, c.opts[follower].ServerName).Leader
+		l := stepDown(t, nc, js, name, c.Opts[follower].ServerName).Leader
 		leads[l] = append(leads[l], name)
 	}
-	name := c.opts[follower].ServerName
+	name := c.Opts[follower].ServerName
 	t.Logf("%s: all replicas current; shutting down %s, a follower of %s (leader %s), leader of %v", time.Since(began).Round(time.Millisecond),
 		name, layout.In, ci.Leader, leads[name])
 	// The processor's own consumer is not probed: a consumer that
@@ -488,7 +424,7 @@ func TestClusterFailover(t *testing.T) {
 	// attaching under a fresh name (renameConsumer), and the test fails
 	// if it does not.
 	c.probe = refusesConsumers(js, layout.DLQ, layout.In)
-	c.stopNode(follower)
+	c.Stop(follower)
 	// Seen in about one run in eight to twelve on the shared 2-core
 	// machine, with this code and with the code of earlier sessions: one
 	// of the two nodes left (the processor's) keeps no current meta view
@@ -504,12 +440,12 @@ func TestClusterFailover(t *testing.T) {
 	// not a processor one: the remedy stays a test's, and says so.
 	remedy := "none"
 	restartFollower := func() {
-		if c.servers[follower] != nil {
+		if c.Servers[follower] != nil {
 			return // restarted already
 		}
 		remedy = fmt.Sprintf("%s restarted (%s)", name, c.metaStale())
 		t.Logf("%s: %s has had no current meta view, or the cluster has refused consumer creates, for 15 s; restarting %s", time.Since(began).Round(time.Millisecond), c.metaStale(), name)
-		c.startNode(follower)
+		c.Start(follower)
 	}
 	progress("after a follower was shut down", 150, restartFollower)
 	close(stop)
@@ -690,7 +626,7 @@ func TestStuckConsumerIsReplaced(t *testing.T) {
 	}
 	c := newCluster(t)
 	// The test's client and the processor stay on n1, which stays up.
-	r := clusterRig(t, c, c.urls[0], 0)
+	r := clusterRig(t, c, c.URLs[0], 0)
 	var gate atomic.Bool // closed: every attach fails as a partition guard's KV read timing out would
 	p, err := New(Config{Window: fold.Window{Recent: 6, Batch: 3}, FlushInterval: 5 * time.Millisecond, RetryBackoff: 50 * time.Millisecond},
 		Deps{JS: r.JS, Layout: r.Layout, Store: r.Store, Summarizer: r.sum, Log: r.Log,
@@ -727,12 +663,12 @@ func TestStuckConsumerIsReplaced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i := c.index(cons.CachedInfo().Cluster.Leader); i > 0 && !c.servers[i].JetStreamIsLeader() {
+		if i := c.index(cons.CachedInfo().Cluster.Leader); i > 0 && !c.Servers[i].JetStreamIsLeader() {
 			node = i
 		}
 	}
-	t.Logf("the consumer foldstream is on %s alone; stopping it", c.opts[node].ServerName)
-	c.stopNode(node)
+	t.Logf("the consumer foldstream is on %s alone; stopping it", c.Opts[node].ServerName)
+	c.Stop(node)
 	// The node may have led a stream: publishes and checkpoint reads
 	// wait for the new leaders.
 	for _, name := range []string{r.Layout.In, r.Layout.Out, "KV_" + r.Layout.Bucket} {

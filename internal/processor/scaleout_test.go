@@ -44,7 +44,7 @@ func newPartitionedRig(t *testing.T, n int) *rig {
 func newClusterPartitionedRig(t *testing.T, n int) *rig {
 	t.Helper()
 	c := newCluster(t)
-	return clusterRig(t, c, strings.Join(c.urls, ","), n)
+	return clusterRig(t, c, strings.Join(c.URLs, ","), n)
 }
 
 // clusterRig is a rig whose client connects to url (some or all of c's
