@@ -68,7 +68,7 @@ func (p *picker) docTerms(d int) *docTerms {
 	}
 	dt := &docTerms{set: map[string]bool{}}
 	names := p.names()
-	p.s.an.each(p.x.docs[d].turn.Text, func(t string) {
+	p.s.an.each(p.x.turn(d).Text, func(t string) {
 		if t == "" {
 			return
 		}
@@ -108,7 +108,7 @@ func (p *picker) names() map[string]bool {
 	p.nameTerms = map[string]bool{}
 	seen := map[string]bool{}
 	for _, h := range p.hits[:min(len(p.hits), 200)] {
-		sp := p.x.docs[h.doc].turn.Speaker
+		sp := p.x.turn(h.doc).Speaker
 		if seen[sp] {
 			continue
 		}
@@ -135,7 +135,7 @@ func (p *picker) evidence(d int) bool {
 // relevant is evidence without the near-duplicate check: what the value
 // packing asks (it weighs repetition by novelty instead).
 func (p *picker) relevant(d int) bool {
-	if p.shown[p.x.docs[d].turn.TurnID] {
+	if p.shown[p.x.turn(d).TurnID] {
 		return false
 	}
 	dt := p.docTerms(d)
@@ -221,7 +221,7 @@ func jaccard(a, b map[string]bool) float64 {
 // trimMark where sentences were left out (never inside a word). A turn
 // where no sentence matches, or nearly all do, is kept whole.
 func (p *picker) trim(d int) (string, bool) {
-	text := p.x.docs[d].turn.Text
+	text := p.x.turn(d).Text
 	if utf8.RuneCountInString(text) <= max(trimChars, p.budget/trimShare) {
 		return text, false
 	}
@@ -232,7 +232,7 @@ func (p *picker) trim(d int) (string, bool) {
 // term (trim, whatever its length): a match too long for the room left
 // may still fit as the sentences that carry it.
 func (p *picker) cut(d int) (string, bool) {
-	text := p.x.docs[d].turn.Text
+	text := p.x.turn(d).Text
 	want := map[string]bool{}
 	for _, t := range p.terms {
 		want[t] = true
@@ -425,7 +425,7 @@ func (s *server) summaryOutweighed(summary string, pk *picker, idf map[string]fl
 		if used >= chars {
 			break
 		}
-		text := pk.x.docs[h.doc].turn.Text
+		text := pk.x.turn(h.doc).Text
 		ev += value(seen, text)
 		used += utf8.RuneCountInString(text)
 	}
