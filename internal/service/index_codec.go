@@ -346,11 +346,9 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 		r.fail("docs beyond the replay's position")
 	}
 	base := &indexBase{b: body, s: r.s, session: session, docs: ndocs, turnAt: make([]uint32, ndocs+1)}
-	var t events.Turn
 	for i := range ndocs {
 		base.turnAt[i] = uint32(r.off)
-		r.turn(&t, session)
-		if r.err != nil {
+		if !r.checkTurn() {
 			return nil, r.err
 		}
 	}
@@ -373,19 +371,8 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 		if seen += np; seen > total {
 			r.fail("more postings than counted")
 		}
-		var doc int64 // the first delta is from doc 0
-		for j := range np {
-			d, tf := r.uv(), r.uv()
-			if j > 0 && d == 0 || d > uint64(ndocs) {
-				r.fail("postings not increasing")
-			}
-			doc += int64(d)
-			if doc >= int64(ndocs) || tf == 0 || tf > 1<<30 {
-				r.fail("posting out of range")
-			}
-			if r.err != nil {
-				return nil, r.err
-			}
+		if !r.checkPostings(np, ndocs) {
+			return nil, r.err
 		}
 	}
 	base.termAt[nterms] = uint32(r.off)
@@ -420,6 +407,89 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	return rp, nil
 }
 
+// checkPostings reads np postings of a list of an index of ndocs docs
+// (doc deltas, the first from doc 0, and frequencies) and checks that
+// they increase and stay in range; false (and r.err) if not. A tight loop:
+// a load checks every posting of the session.
+func (r *indexReader) checkPostings(np, ndocs int) bool {
+	b, off := r.b, r.off
+	doc := uint64(0)
+	for j := range np {
+		var d, tf uint64
+		if off+1 < len(b) && b[off] < 0x80 && b[off+1] < 0x80 {
+			d, tf = uint64(b[off]), uint64(b[off+1])
+			off += 2
+		} else {
+			r.off = off
+			d, tf = r.uv(), r.uv()
+			if r.err != nil {
+				return false
+			}
+			off = r.off
+		}
+		if j > 0 && d == 0 || d > uint64(ndocs) {
+			r.off = off
+			r.fail("postings not increasing")
+			return false
+		}
+		doc += d
+		if doc >= uint64(ndocs) || tf == 0 || tf > 1<<30 {
+			r.off = off
+			r.fail("posting out of range")
+			return false
+		}
+	}
+	r.off = off
+	return true
+}
+
+// checkTurn reads a turn as turn does, with its checks, without making
+// it; false (and r.err) if it is not well-formed.
+func (r *indexReader) checkTurn() bool {
+	r.int() // V
+	r.skip()
+	switch r.uv() { // At: see time
+	case 0:
+	case 1:
+		r.checkInstant()
+	case 2:
+		if off := r.v(); off < -86400 || off > 86400 {
+			r.fail("bad zone offset")
+		}
+		r.checkInstant()
+	default:
+		r.fail("bad time")
+	}
+	for range 5 {
+		r.skip()
+	}
+	r.v()
+	r.v()
+	for range r.count(2) {
+		r.skip()
+		r.skip()
+	}
+	return r.err == nil
+}
+
+// skip reads a string without making it.
+func (r *indexReader) skip() {
+	n := r.int()
+	if r.err == nil && n > len(r.b)-r.off {
+		r.fail("string beyond the data")
+		return
+	}
+	r.off += n
+}
+
+// checkInstant reads what instant reads, with its checks.
+func (r *indexReader) checkInstant() {
+	r.v()
+	if r.uv() >= 1e9 {
+		r.fail("bad nanoseconds")
+	}
+}
+
 // minTurnBytes is the least an encoded turn takes: its V, five strings,
 // a time, two numbers and its meta count, a byte each.
 const minTurnBytes = 10
@@ -449,7 +519,14 @@ func (r *indexReader) uv() uint64 {
 	return readVarint(r, binary.Uvarint)
 }
 
-func (r *indexReader) v() int64 { return readVarint(r, binary.Varint) }
+func (r *indexReader) v() int64 {
+	if r.err == nil && r.off < len(r.b) && r.b[r.off] < 0x80 { // one byte, zig-zag
+		u := r.b[r.off]
+		r.off++
+		return int64(u>>1) ^ -int64(u&1)
+	}
+	return readVarint(r, binary.Varint)
+}
 
 // readVarint reads one varint with decode (binary.Uvarint or
 // binary.Varint).
