@@ -288,16 +288,34 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 	if st == nil {
 		return nil, nil
 	}
-	info, err := s.in.Info(ctx)
-	if err != nil {
-		return nil, internal(err, "reading stream %s info", s.layout.In)
+	// The stream's info (the key names the stream's creation, and an
+	// entry must not be ahead of it) is read while the entry is: one
+	// round trip less on the request path.
+	var (
+		info    *jetstream.StreamInfo
+		infoErr error
+		got     = make(chan struct{})
+	)
+	go func() {
+		defer close(got)
+		info, infoErr = s.in.Info(ctx)
+	}()
+	kv, openErr := st.open(ctx)
+	var (
+		blob []byte
+		err  error
+	)
+	if openErr == nil {
+		blob, err = st.read(ctx, kv, e.session)
+	}
+	<-got
+	if infoErr != nil {
+		return nil, internal(infoErr, "reading stream %s info", s.layout.In)
 	}
 	e.key = s.indexKey(e.session, info.Created)
-	kv, err := st.open(ctx)
-	if err != nil {
+	if openErr != nil {
 		return nil, nil // built from the stream; open warned
 	}
-	blob, err := st.read(ctx, kv, e.session)
 	if err != nil {
 		st.failures.Inc()
 		s.log.Warn().Str("event", "recall_index_load_failed").Str("session", e.session).Err(err).
