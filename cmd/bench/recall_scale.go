@@ -249,7 +249,11 @@ func publishScale(ctx context.Context, e *env, l broker.Layout, names []string, 
 // On a kept store it resumes where an earlier run stopped.
 func applyScale(ctx context.Context, e *env, l broker.Layout, store *state.Store, names []string, turns int) error {
 	sessions := len(names)
-	stopProcessor, err := runProcessor(ctx, e, l, store, processor.Config{MaxConcurrentFolds: 32,
+	// Few folds at once, each with all the time it needs: a fold reads
+	// its batch's events back from the stream, where a thousand sessions
+	// interleave, and on a busy machine 32 at once outlived the fold
+	// timeout, expired their leases and were folded again, without end.
+	stopProcessor, err := runProcessor(ctx, e, l, store, processor.Config{MaxConcurrentFolds: 4, FoldTimeout: 10 * time.Minute,
 		Window: fold.Window{Recent: 50, Batch: 10, MaxSummaryChars: 1200, MaxNoteChars: 400, MinFoldTokens: 4000}})
 	if err != nil {
 		return err

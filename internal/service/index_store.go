@@ -392,6 +392,7 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 		return
 	}
 	read := rp.read
+	built := rp.idx.base == nil
 	blob, err := encodeReplay(make([]byte, 0, rp.bytes()/2), e.key, rp)
 	e.mu.Unlock()
 	if err == nil {
@@ -404,9 +405,22 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 		return
 	}
 	s.istore.stores.Inc()
+	// A replay built from the stream is kept as it now loads: its
+	// encoding, read at first use (indexBase), is about half its memory.
+	var compact *replay
+	if built && s.index != nil {
+		if _, body, err := indexHeader(blob); err == nil {
+			compact, _ = decodeReplay(append([]byte(nil), body...), s.an, s.adm, e.session)
+		}
+	}
 	e.mu.Lock()
 	if e.r == rp {
 		e.storedRead = read
+		if compact != nil && rp.read == read {
+			compact.firstSeq, compact.vecs, compact.vecBytes = rp.firstSeq, rp.vecs, rp.vecBytes
+			e.r = compact
+			s.index.account(e, compact.bytes())
+		}
 	}
 	e.mu.Unlock()
 }
