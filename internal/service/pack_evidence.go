@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/foldstream/foldstream/internal/speech"
 	"github.com/foldstream/foldstream/internal/state"
 )
@@ -26,7 +26,7 @@ const (
 	// term: the larger the budget, the more of a turn is worth its
 	// characters.
 	trimChars = 240
-	trimShare = 8
+	trimShare = 4
 	// nearDuplicate is the share of common content terms (Jaccard) above
 	// which a match repeats a chosen one.
 	nearDuplicate = 0.8
@@ -308,28 +308,11 @@ func (p *picker) cut(d int) (string, bool) {
 	return b.String(), true
 }
 
-// sentences splits text after each sentence end (., ! or ? and a space),
-// each without its surrounding spaces.
-func sentences(text string) []string {
-	var out []string
-	start := 0
-	for i, r := range text {
-		if r != '.' && r != '!' && r != '?' {
-			continue
-		}
-		next, _ := utf8.DecodeRuneInString(text[i+1:])
-		if i+1 < len(text) && unicode.IsSpace(next) {
-			if s := strings.TrimSpace(text[start : i+1]); s != "" {
-				out = append(out, s)
-			}
-			start = i + 1
-		}
-	}
-	if s := strings.TrimSpace(text[start:]); s != "" {
-		out = append(out, s)
-	}
-	return out
-}
+// sentences splits text into its sentences (sentence.Split: at a
+// sentence end and a space, not after an abbreviation, an initial or
+// inside a number, and at line breaks), each without its surrounding
+// spaces.
+func sentences(text string) []string { return sentence.Split(text) }
 
 // day is t's day (UTC), for diversity.
 func day(t time.Time) int64 { return t.UTC().Unix() / 86400 }
