@@ -308,6 +308,71 @@ func (p *picker) cut(d int) (string, bool) {
 	return b.String(), true
 }
 
+// fitCut charges match it (doc d, alone, which did not fit whole) to
+// ms in the first of its cut forms that fits: the sentences that hold a
+// query or feedback term (cut), else the one sentence that holds the
+// most of the query's terms (best).
+func (p *picker) fitCut(it client.RecalledItem, d int, ms ...*meter) (client.RecalledItem, bool) {
+	docs := []int{d}
+	if !it.Trimmed {
+		it.Text, it.Trimmed = p.cut(d)
+		it.Chars = client.LineChars(it.Line())
+		if it.Trimmed && p.charge([]client.RecalledItem{it}, docs, false, ms...) {
+			return it, true
+		}
+	}
+	text, ok := p.best(d)
+	if !ok || text == it.Text {
+		return it, false
+	}
+	it.Text, it.Trimmed = text, true
+	it.Chars = client.LineChars(it.Line())
+	return it, p.charge([]client.RecalledItem{it}, docs, false, ms...)
+}
+
+// best is doc d's text cut to its one sentence that holds the most of
+// the query's terms (a feedback term counts half), the shorter of equals,
+// with trimMark for the sentences left out; false when the text has one
+// sentence or none holds a term.
+func (p *picker) best(d int) (string, bool) {
+	want := map[string]float64{}
+	for _, t := range p.feedback {
+		want[t] = 0.5
+	}
+	for _, t := range p.terms {
+		want[t] = 1
+	}
+	sents := sentences(p.text(d))
+	if len(sents) < 2 {
+		return "", false
+	}
+	at, bestValue, bestLen := -1, 0.0, 0
+	for i, s := range sents {
+		seen := map[string]bool{}
+		var v float64
+		p.s.an.each(s, func(t string) {
+			if w := want[t]; w > 0 && !seen[t] {
+				seen[t] = true
+				v += w
+			}
+		})
+		if n := len(s); v > 0 && (v > bestValue || v == bestValue && n < bestLen) {
+			at, bestValue, bestLen = i, v, n
+		}
+	}
+	if at < 0 {
+		return "", false
+	}
+	text := sents[at]
+	if at > 0 {
+		text = trimMark + " " + text
+	}
+	if at < len(sents)-1 {
+		text += " " + trimMark
+	}
+	return text, true
+}
+
 // sentences splits text into its sentences (sentence.Split: at a
 // sentence end and a space, not after an abbreviation, an initial or
 // inside a number, and at line breaks), each without its surrounding
