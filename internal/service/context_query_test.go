@@ -459,6 +459,9 @@ func TestQueryContextPacksEvidenceByValue(t *testing.T) {
 		"The train was late again and the platform was crowded with people going to the stadium. " +
 		"Then the conversation turned and she said she wants to cook paella for the party. " +
 		"After that we argued about football for an hour and nobody agreed on anything at all, as usual. " +
+		"Someone brought up the election and the new bus lines, and then the heating bill of the flat upstairs. " +
+		"Somebody else had seen a film about a lighthouse keeper and told the whole plot twice, slowly. " +
+		"The waiter kept bringing bread nobody had asked for, and the music was too loud to hear a thing. " +
 		"Finally we went home in the rain."
 	publishWith(t, e, "s1", 0, 64, map[int]string{
 		2:  "Hey Alice!",
