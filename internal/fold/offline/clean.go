@@ -364,6 +364,17 @@ type lexicon struct {
 	m  map[string]lexeme
 }
 
+// getBytes is get(string(w)), without the string when w is known.
+func (l *lexicon) getBytes(w []byte) lexeme {
+	l.mu.RLock()
+	x, ok := l.m[string(w)]
+	l.mu.RUnlock()
+	if ok {
+		return x
+	}
+	return l.get(string(w))
+}
+
 func (l *lexicon) get(w string) lexeme {
 	l.mu.RLock()
 	x, ok := l.m[w]
@@ -403,6 +414,7 @@ func termWord(w string) bool {
 // terms are the distinct stemmed content words of s, in order.
 func terms(s string) []string {
 	var out []string
+	var buf [64]byte
 	for i := 0; i < len(s); {
 		// a token: a run of letters, digits and ' - $ %
 		r, n := utf8.DecodeRuneInString(s[i:])
@@ -418,20 +430,58 @@ func terms(s string) []string {
 			}
 			j += n
 		}
-		t := strings.Trim(strings.ToLower(s[i:j]), "'-")
+		var x lexeme
+		if low, ok := appendLowerASCII(buf[:0], s[i:j]); ok {
+			// (most words: looked up without a string of their own)
+			low = trimQuoteDash(low)
+			if x = vocab.getBytes(low); !x.term {
+				i = j
+				continue
+			}
+			if n := len(low); n >= 2 && low[n-2] == '\'' && low[n-1] == 's' {
+				x = vocab.getBytes(low[:n-2])
+			}
+		} else {
+			t := strings.Trim(strings.ToLower(s[i:j]), "'-")
+			if x = vocab.get(t); !x.term {
+				i = j
+				continue
+			}
+			if u, ok := strings.CutSuffix(t, "'s"); ok {
+				x = vocab.get(u)
+			}
+		}
 		i = j
-		x := vocab.get(t)
-		if !x.term {
-			continue
-		}
-		if u, ok := strings.CutSuffix(t, "'s"); ok {
-			x = vocab.get(u)
-		}
 		if !slices.Contains(out, x.stem) {
 			out = append(out, x.stem)
 		}
 	}
 	return out
+}
+
+// appendLowerASCII appends s lower-cased to b; false (and b as it was)
+// when s is not all ASCII.
+func appendLowerASCII(b []byte, s string) ([]byte, bool) {
+	n := len(b)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return b[:n], false
+		}
+		b = append(b, lowerASCII(c))
+	}
+	return b, true
+}
+
+// trimQuoteDash is strings.Trim(w, "'-") on bytes.
+func trimQuoteDash(w []byte) []byte {
+	for len(w) > 0 && (w[0] == '\'' || w[0] == '-') {
+		w = w[1:]
+	}
+	for len(w) > 0 && (w[len(w)-1] == '\'' || w[len(w)-1] == '-') {
+		w = w[:len(w)-1]
+	}
+	return w
 }
 
 func isTokenRune(r rune) bool {

@@ -12,30 +12,47 @@ const maxVocab = 256 // words kept after a prune
 
 // wordCounts counts how many statements said each word (stemmed) so far:
 // a word said again and again is a subject of the conversation, which
-// later questions ask about. Kept in the state as "term:count" pairs
-// (state.Voc); past 2×maxVocab words the least said are forgotten.
+// later questions ask about. Kept in the state as "term:count" pairs, the
+// most said first (state.Voc); past 2×maxVocab words the least said are
+// forgotten. A fold changes the counts of few words: the pairs read stay
+// in their order and only the words counted since are sorted in again.
 type wordCounts struct {
 	n     map[string]int
 	floor int
+	order []countEntry    // the pairs read, in order, with the counts read
+	moved map[string]bool // words counted since they were read (or new)
+	src   string          // what was read, when nothing moved since
 }
 
 // countsOf reads state.Voc.
 func countsOf(s string) *wordCounts {
-	v := &wordCounts{n: map[string]int{}}
-	for _, f := range strings.Fields(s) {
+	v := &wordCounts{n: make(map[string]int, strings.Count(s, " ")+1), moved: map[string]bool{}, src: s}
+	sorted := true
+	for f := range strings.FieldsSeq(s) {
 		t, c, ok := strings.Cut(f, ":")
 		if !ok {
+			sorted = false
 			continue
 		}
 		n, err := strconv.Atoi(c)
 		if err != nil || n < 0 {
+			sorted = false
 			continue
 		}
 		if t == "" {
 			v.floor = n // ":N" records the floor
 			continue
 		}
+		e := countEntry{t, n}
+		if _, dup := v.n[t]; dup || len(v.order) > 0 && compareCounts(v.order[len(v.order)-1], e) >= 0 {
+			sorted = false // (not as String writes it: sort it all)
+		}
+		v.order = append(v.order, e)
 		v.n[t] = n
+	}
+	if !sorted {
+		v.order = v.sortAll()
+		v.src = ""
 	}
 	return v
 }
@@ -48,11 +65,12 @@ func (v *wordCounts) add(ss []stmt) {
 			continue // a line said again is not a subject said again
 		}
 		seen[x.Terms] = true
-		for _, t := range strings.Fields(x.Terms) {
+		for t := range strings.FieldsSeq(x.Terms) {
 			if _, ok := v.n[t]; !ok {
 				v.n[t] = v.floor / 2 // a new word starts at half the floor
 			}
 			v.n[t]++
+			v.moved[t] = true
 		}
 	}
 	if len(v.n) > 2*maxVocab {
@@ -67,6 +85,8 @@ func (v *wordCounts) forget(keep int) {
 	for _, e := range es[keep:] {
 		delete(v.n, e.t)
 	}
+	v.order, v.src = es[:keep], ""
+	clear(v.moved)
 }
 
 type countEntry struct {
@@ -74,33 +94,68 @@ type countEntry struct {
 	c int
 }
 
-func (v *wordCounts) sorted() []countEntry {
+// compareCounts orders the most said first, then by word.
+func compareCounts(a, b countEntry) int {
+	if c := cmp.Compare(b.c, a.c); c != 0 {
+		return c
+	}
+	return strings.Compare(a.t, b.t)
+}
+
+func (v *wordCounts) sortAll() []countEntry {
 	es := make([]countEntry, 0, len(v.n))
 	for t, c := range v.n {
 		es = append(es, countEntry{t, c})
 	}
-	slices.SortFunc(es, func(a, b countEntry) int {
-		if c := cmp.Compare(b.c, a.c); c != 0 {
-			return c
-		}
-		return strings.Compare(a.t, b.t)
-	})
+	slices.SortFunc(es, compareCounts)
 	return es
+}
+
+// sorted are the counts, the most said first: the pairs read that did
+// not move, merged with the words that did.
+func (v *wordCounts) sorted() []countEntry {
+	if len(v.moved) == 0 {
+		return slices.Clone(v.order)
+	}
+	ms := make([]countEntry, 0, len(v.moved))
+	for t := range v.moved {
+		ms = append(ms, countEntry{t, v.n[t]})
+	}
+	slices.SortFunc(ms, compareCounts)
+	es := make([]countEntry, 0, len(v.n))
+	for _, e := range v.order {
+		if v.moved[e.t] {
+			continue
+		}
+		for len(ms) > 0 && compareCounts(ms[0], e) < 0 {
+			es = append(es, ms[0])
+			ms = ms[1:]
+		}
+		es = append(es, e)
+	}
+	return append(es, ms...)
 }
 
 // String writes the counts for state.Voc.
 func (v *wordCounts) String() string {
-	var b strings.Builder
+	if len(v.moved) == 0 && v.src != "" {
+		return v.src
+	}
+	es := v.sorted()
+	v.order, v.src = es, ""
+	clear(v.moved)
+	b := make([]byte, 0, 12*len(es)+8)
 	if v.floor > 0 {
-		b.WriteString(":" + strconv.Itoa(v.floor))
+		b = strconv.AppendInt(append(b, ':'), int64(v.floor), 10)
 	}
-	for _, e := range v.sorted() {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+	for _, e := range es {
+		if len(b) > 0 {
+			b = append(b, ' ')
 		}
-		b.WriteString(e.t + ":" + strconv.Itoa(e.c))
+		b = strconv.AppendInt(append(append(b, e.t...), ':'), int64(e.c), 10)
 	}
-	return b.String()
+	v.src = string(b)
+	return v.src
 }
 
 // weight is what covering t is worth: logarithmic in how often it was

@@ -36,7 +36,7 @@ func tighten(s string) string {
 		}
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
 		// word that makes them mean "a type of"
-		if i+1 < len(ws) {
+		if i+1 < len(ws) && hedgeStart[core] {
 			pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))...))
 			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
 				if t := trailing(ws[i+1]); t != "" && t != "," && len(out) > 0 {
@@ -84,6 +84,9 @@ func falseStart(w, next string) bool {
 
 var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
 
+// hedgeStart are the first words of hedges and of "kind of", "sort of".
+var hedgeStart = toSet([]string{"you", "i", "or", "and", "kind", "sort"})
+
 // typeOf are the words after which "kind of"/"sort of" name a type ("what
 // kind of button"), not a hedge.
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
@@ -95,12 +98,25 @@ func trailing(w string) string {
 
 func sameWords(a, b []string) bool {
 	for i := range a {
-		if !strings.EqualFold(strings.Trim(a[i], ",.;:"), strings.Trim(b[i], ",.;:")) {
+		if a[i] != b[i] && !strings.EqualFold(trimClause(a[i]), trimClause(b[i])) {
 			return false
 		}
 	}
 	return true
 }
+
+// trimClause is strings.Trim(w, ",.;:").
+func trimClause(w string) string {
+	for len(w) > 0 && isClausePunct(w[0]) {
+		w = w[1:]
+	}
+	for len(w) > 0 && isClausePunct(w[len(w)-1]) {
+		w = w[:len(w)-1]
+	}
+	return w
+}
+
+func isClausePunct(c byte) bool { return c == ',' || c == '.' || c == ';' || c == ':' }
 
 func hasDigit(ws []string) bool {
 	for _, w := range ws {
