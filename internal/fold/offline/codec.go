@@ -205,7 +205,7 @@ func appendJSONString(b []byte, s string) []byte { return events.AppendJSONStrin
 // state's struct (fields it does not know are skipped, null leaves a
 // field empty); it fails on anything that is not JSON.
 func readState(data []byte) (*state, error) {
-	r := &jsonReader{b: data}
+	r := &jsonReader{b: data, s: string(data)}
 	st := &state{}
 	r.object(func(k string) {
 		switch k {
@@ -359,9 +359,12 @@ func (r *jsonReader) strings() []string {
 	return out
 }
 
-// jsonReader reads JSON values from b; the first error stops it.
+// jsonReader reads JSON values from b; the first error stops it. s is b
+// as a string: a string without escapes is read as a part of it, so that
+// reading a state makes one string rather than one per field.
 type jsonReader struct {
 	b   []byte
+	s   string
 	i   int
 	err error
 }
@@ -503,7 +506,7 @@ func (r *jsonReader) number() string {
 	if r.i == start {
 		r.fail("want a number")
 	}
-	return string(r.b[start:r.i])
+	return r.s[start:r.i]
 }
 
 func (r *jsonReader) int() int64 {
@@ -552,7 +555,7 @@ func (r *jsonReader) str() string {
 			if !utf8.Valid(s) {
 				return string([]rune(string(s))) // invalid bytes as U+FFFD, as encoding/json reads them
 			}
-			return string(s)
+			return r.s[start : r.i-1]
 		case c == '\\':
 			plain = false
 			r.i++ // (the byte escaped does not end the string)

@@ -17,16 +17,21 @@ const maxVocab = 256 // words kept after a prune
 // forgotten. A fold changes the counts of few words: the pairs read stay
 // in their order and only the words counted since are sorted in again.
 type wordCounts struct {
-	n     map[string]int
+	n     map[string]wordCount
 	floor int
-	order []countEntry    // the pairs read, in order, with the counts read
-	moved map[string]bool // words counted since they were read (or new)
-	src   string          // what was read, when nothing moved since
+	order []countEntry // the pairs read, in order, with the counts read
+	moved []string     // words counted since they were read (or new)
+	src   string       // what was read, when nothing moved since
+}
+
+type wordCount struct {
+	c     int
+	moved bool // in wordCounts.moved
 }
 
 // countsOf reads state.Voc.
 func countsOf(s string) *wordCounts {
-	v := &wordCounts{n: make(map[string]int, strings.Count(s, " ")+1), moved: map[string]bool{}, src: s}
+	v := &wordCounts{n: make(map[string]wordCount, strings.Count(s, " ")+64), src: s}
 	sorted := true
 	for f := range strings.FieldsSeq(s) {
 		t, c, ok := strings.Cut(f, ":")
@@ -48,7 +53,7 @@ func countsOf(s string) *wordCounts {
 			sorted = false // (not as String writes it: sort it all)
 		}
 		v.order = append(v.order, e)
-		v.n[t] = n
+		v.n[t] = wordCount{c: n}
 	}
 	if !sorted {
 		v.order = v.sortAll()
@@ -66,11 +71,16 @@ func (v *wordCounts) add(ss []stmt) {
 		}
 		seen[x.Terms] = true
 		for t := range strings.FieldsSeq(x.Terms) {
-			if _, ok := v.n[t]; !ok {
-				v.n[t] = v.floor / 2 // a new word starts at half the floor
+			w, ok := v.n[t]
+			if !ok {
+				w.c = v.floor / 2 // a new word starts at half the floor
 			}
-			v.n[t]++
-			v.moved[t] = true
+			w.c++
+			if !w.moved {
+				w.moved = true
+				v.moved = append(v.moved, t)
+			}
+			v.n[t] = w
 		}
 	}
 	if len(v.n) > 2*maxVocab {
@@ -86,7 +96,17 @@ func (v *wordCounts) forget(keep int) {
 		delete(v.n, e.t)
 	}
 	v.order, v.src = es[:keep], ""
-	clear(v.moved)
+	v.settle()
+}
+
+// settle marks every count as written.
+func (v *wordCounts) settle() {
+	for _, t := range v.moved {
+		if w, ok := v.n[t]; ok {
+			v.n[t] = wordCount{c: w.c}
+		}
+	}
+	v.moved = v.moved[:0]
 }
 
 type countEntry struct {
@@ -104,8 +124,8 @@ func compareCounts(a, b countEntry) int {
 
 func (v *wordCounts) sortAll() []countEntry {
 	es := make([]countEntry, 0, len(v.n))
-	for t, c := range v.n {
-		es = append(es, countEntry{t, c})
+	for t, w := range v.n {
+		es = append(es, countEntry{t, w.c})
 	}
 	slices.SortFunc(es, compareCounts)
 	return es
@@ -118,13 +138,13 @@ func (v *wordCounts) sorted() []countEntry {
 		return slices.Clone(v.order)
 	}
 	ms := make([]countEntry, 0, len(v.moved))
-	for t := range v.moved {
-		ms = append(ms, countEntry{t, v.n[t]})
+	for _, t := range v.moved {
+		ms = append(ms, countEntry{t, v.n[t].c})
 	}
 	slices.SortFunc(ms, compareCounts)
 	es := make([]countEntry, 0, len(v.n))
 	for _, e := range v.order {
-		if v.moved[e.t] {
+		if v.n[e.t].moved {
 			continue
 		}
 		for len(ms) > 0 && compareCounts(ms[0], e) < 0 {
@@ -143,7 +163,7 @@ func (v *wordCounts) String() string {
 	}
 	es := v.sorted()
 	v.order, v.src = es, ""
-	clear(v.moved)
+	v.settle()
 	b := make([]byte, 0, 12*len(es)+8)
 	if v.floor > 0 {
 		b = strconv.AppendInt(append(b, ':'), int64(v.floor), 10)
@@ -161,7 +181,7 @@ func (v *wordCounts) String() string {
 // weight is what covering t is worth: logarithmic in how often it was
 // said (one subject does not crowd out the others), little if once.
 func (v *wordCounts) weight(t string) float64 {
-	return math.Log2(1+float64(max(v.n[t], 1))) - 0.8
+	return math.Log2(1+float64(max(v.n[t].c, 1))) - 0.8
 }
 
 // shrink forgets the least said half of the words (state over its bound).
