@@ -482,10 +482,15 @@ var (
 // cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
 func report(sp, sent string, question, user bool, names []string) (text string, self bool) {
-	low := strings.ToLower(sent)
+	// (only prefixes of at most 20 bytes of it are tested)
+	var buf [48]byte
+	low, ok := appendLowerASCII(buf[:0], sent[:min(len(sent), len(buf))])
+	if !ok {
+		low = []byte(strings.ToLower(sent))
+	}
 	if question {
 		for _, p := range []string{"how about ", "what about ", "why don't we ", "why not "} {
-			if strings.HasPrefix(low, p) && len(sent) > len(p)+3 {
+			if hasPrefixBytes(low, p) && len(sent) > len(p)+3 {
 				rest := strings.TrimSuffix(sent[len(p):], "?")
 				if p == "why don't we " {
 					rest = "they " + rest
@@ -498,10 +503,10 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 			if n == sp {
 				continue
 			}
-			if strings.HasPrefix(sent, n+", ") {
+			if len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
 				return sp + " asked " + n + ": " + lowerFirst(sent[len(n)+2:]), false
 			}
-			if strings.HasSuffix(sent, ", "+n+"?") {
+			if q, ok := strings.CutSuffix(sent, "?"); ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
 				return sp + " asked " + n + ": " + lowerFirst(strings.TrimSuffix(sent, ", "+n+"?")) + "?", false
 			}
 		}
@@ -509,7 +514,7 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	}
 	verb := "said"
 	for _, o := range opinion {
-		if strings.HasPrefix(low, o) && len(sent) > len(o)+3 {
+		if hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
 			sent, low, verb = sent[len(o):], low[len(o):], "thinks"
 			break
 		}
@@ -520,6 +525,12 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 		c := strings.Trim(w, `.,!?;:"()`)
 		if len(c) > len("yourself") {
 			continue // longer than any pronoun
+		}
+		var lb [8]byte
+		if l, ok := appendLowerASCII(lb[:0], c); ok {
+			first += b2i(firstPerson[string(l)])
+			second += b2i(secondPerson[string(l)])
+			continue
 		}
 		c = strings.ToLower(c)
 		if firstPerson[c] {
@@ -534,10 +545,10 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 			return out, true
 		}
 	}
-	if strings.HasPrefix(low, "let me ") && first == 1 && second == 0 && len(ws) > 3 {
+	if hasPrefixBytes(low, "let me ") && first == 1 && second == 0 && len(ws) > 3 {
 		return sp + " offered to " + group(strings.Join(ws[2:], " ")), true
 	}
-	if strings.HasPrefix(low, "let's ") && first == 0 && second == 0 {
+	if hasPrefixBytes(low, "let's ") && first == 0 && second == 0 {
 		return sp + " suggested they " + group(strings.Join(ws[1:], " ")), false
 	}
 	if first == 0 && second == 0 {
@@ -553,6 +564,15 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 		return sp + " said: " + sent, first > 0
 	}
 	return sp + " said, \"" + upperFirst(sent) + "\"", first > 0
+}
+
+func hasPrefixBytes(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // imperative reports whether a sentence opening with w reads as an
