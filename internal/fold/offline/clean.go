@@ -382,15 +382,16 @@ func (l *lexicon) get(w string) lexeme {
 	if ok {
 		return x
 	}
-	x = lexeme{stem: w, term: termWord(w)}
-	if len(w) > 2 && unicode.IsLetter(rune(w[0])) {
-		x.stem = english.Stem(w, false)
+	c := strings.Clone(w) // (what the memo keeps is its own: w may be on the caller's stack)
+	x = lexeme{stem: c, term: termWord(c)}
+	if len(c) > 2 && unicode.IsLetter(rune(c[0])) {
+		x.stem = english.Stem(c, false)
 	}
 	l.mu.Lock()
 	if len(l.m) >= maxWords {
 		clear(l.m)
 	}
-	l.m[strings.Clone(w)] = x
+	l.m[c] = x
 	l.mu.Unlock()
 	return x
 }

@@ -239,12 +239,16 @@ var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's",
 // pass over it (a strings.Contains per keyword is a pass each).
 type keywords struct {
 	byFirst [256][]string // the keywords by their first byte
+	// second has bit c&63 set for each second byte c of the keywords
+	// of a first byte: most positions are rejected by it alone
+	second [256]uint64
 }
 
 func newKeywords(ws ...string) *keywords {
 	k := &keywords{}
 	for _, w := range ws {
 		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
+		k.second[w[0]] |= 1 << (w[1] & 63) // (every keyword has two bytes or more)
 	}
 	return k
 }
@@ -252,9 +256,13 @@ func newKeywords(ws ...string) *keywords {
 // in reports whether s contains one of the keywords, ignoring the case of
 // ASCII letters (the keywords are ASCII).
 func (k *keywords) in(s string) bool {
-	for i := 0; i < len(s); i++ {
+	for i := 0; i+1 < len(s); i++ {
+		c := lowerASCII(s[i])
+		if k.second[c]&(1<<(lowerASCII(s[i+1])&63)) == 0 {
+			continue
+		}
 	next:
-		for _, w := range k.byFirst[lowerASCII(s[i])] {
+		for _, w := range k.byFirst[c] {
 			if len(s)-i < len(w) {
 				continue
 			}
@@ -314,19 +322,24 @@ var (
 // nothing with a word of content is left.
 func (s *Summarizer) trimFiller(sent string) string {
 	sent = strings.TrimSpace(sent)
+	var buf [32]byte
 	for changed := true; changed; {
 		changed = false
 		// the fillers are short: lower-case only the start of the sentence
-		low := strings.ToLower(sent[:min(len(sent), s.cfg.maxFillerLen+1)])
+		head := sent[:min(len(sent), s.cfg.maxFillerLen+1)]
+		low, ok := appendLowerASCII(buf[:0], head)
+		if !ok {
+			low = []byte(strings.ToLower(head))
+		}
 		for _, f := range leadFiller {
-			if strings.HasPrefix(low, f) && len(low) > len(f) && strings.ContainsRune(" ,.!", rune(low[len(f)])) {
+			if hasPrefixBytes(low, f) && len(low) > len(f) && strings.ContainsRune(" ,.!", rune(low[len(f)])) {
 				sent = strings.TrimLeft(sent[len(f):], " ,.!")
 				changed = true
 				break
 			}
 		}
 		for w := range s.cfg.extraFiller {
-			if strings.HasPrefix(low, w) && len(low) > len(w) && low[len(w)] == ' ' {
+			if hasPrefixBytes(low, w) && len(low) > len(w) && low[len(w)] == ' ' {
 				sent = strings.TrimLeft(sent[len(w):], " ,")
 				changed = true
 			}
@@ -344,24 +357,31 @@ func (s *Summarizer) trimFiller(sent string) string {
 	if len(fs) == 0 {
 		return ""
 	}
-	var out []string
+	out := make([]string, 0, len(fs))
 	cut := false // a word was dropped or changed
 	for i, f := range fs {
 		c := strings.Trim(f, ",.;:!?")
+		var lb [8]byte
+		lc := c
 		if len(c) <= len("uh-huh") {
-			c = strings.ToLower(c) // (no filler or cut word is longer)
+			// (no filler or cut word is longer)
+			if l, ok := appendLowerASCII(lb[:0], c); ok {
+				lc = string(l) // (a string that does not escape: no copy)
+			} else {
+				lc = strings.ToLower(c)
+			}
 		}
 		if len(out) < i {
 			cut = true
 		}
 		switch {
-		case inlineFiller[c]:
+		case inlineFiller[lc]:
 			// "um", "uh": keep a sentence end it carried
 			if n := len(out); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(out[n-1][len(out[n-1])-1:], ".!?") {
 				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
 			}
 			continue
-		case len(c) == 1 && c != "a" && c != "i" && c == strings.Trim(f, ",.;:!?") && !unicode.IsDigit(rune(c[0])) && i+1 < len(fs),
+		case len(lc) == 1 && lc != "a" && lc != "i" && lc == c && !unicode.IsDigit(rune(lc[0])) && i+1 < len(fs),
 			strings.HasSuffix(f, "-") && len(f) > 1:
 			continue // a cut word: "I s", "m or", "we-"
 		case len(out) > 0 && strings.EqualFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):

@@ -28,11 +28,26 @@ func tighten(s string) string {
 		ws = ws[1:] // "hahaha that was close"
 	}
 	out := make([]string, 0, len(ws))
+	var cb, nb [32]byte
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
-		core := strings.ToLower(strings.TrimRight(w, ","))
-		if i+1 < len(ws) && falseStart(core, strings.ToLower(strings.Trim(ws[i+1], `,.!?;:"`))) {
-			continue
+		// (lower-cased on the stack when ASCII: most words)
+		core := strings.TrimRight(w, ",")
+		if l, ok := appendLowerASCII(cb[:0], core); ok {
+			core = string(l)
+		} else {
+			core = strings.ToLower(core)
+		}
+		if i+1 < len(ws) {
+			next := strings.Trim(ws[i+1], `,.!?;:"`)
+			if l, ok := appendLowerASCII(nb[:0], next); ok {
+				next = string(l)
+			} else {
+				next = strings.ToLower(next)
+			}
+			if falseStart(core, next) {
+				continue
+			}
 		}
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
 		// word that makes them mean "a type of"
