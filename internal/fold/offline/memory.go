@@ -43,7 +43,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	}
 	for _, x := range cands {
 		low := strings.ToLower(x.Text)
-		sum := hashString(x.Sp + "\x00" + low)
+		sum := fnvAdd(fnvAdd(hashString(x.Sp), "\x00"), low)
 		if seen[sum] {
 			continue
 		}

@@ -2,7 +2,6 @@ package offline
 
 import (
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -109,10 +108,20 @@ type fact struct {
 	Sum uint64 `json:"sum"`           // hash of its lower-cased text
 }
 
-func hashString(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
+// hashString is the 64-bit FNV-1a hash of s (hash/fnv's New64a), without
+// a copy of s.
+func hashString(s string) uint64 { return fnvAdd(fnvOffset, s) }
+
+const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
+
+// fnvAdd continues the FNV-1a hash h with s: fnvAdd(fnvAdd(fnvOffset, a),
+// b) == hashString(a + b).
+func fnvAdd(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
 }
 
 // decodeState reads a state written by encode. It fails on anything else,
