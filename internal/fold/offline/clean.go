@@ -247,6 +247,15 @@ func oneLine(s string, maxRunes int) string {
 
 func splitSentences(s string) []string { return sentence.Split(s) }
 
+// appendFields appends the words of s, as strings.Fields finds them, to
+// dst: with dst on the caller's stack, most sentences cost no allocation.
+func appendFields(dst []string, s string) []string {
+	for f := range strings.FieldsSeq(s) {
+		dst = append(dst, f)
+	}
+	return dst
+}
+
 func runeLen(s string) int { return utf8.RuneCountInString(s) }
 
 // clip cuts s to at most max runes at a word boundary, with "…".
@@ -272,7 +281,8 @@ func collapseRepeats(s string) string {
 	if !repeats(s) {
 		return s
 	}
-	fs := strings.Fields(s)
+	var arr [64]string
+	fs := appendFields(arr[:0], s)
 	out := fs[:0:0]
 	run := 0
 	for i, f := range fs {

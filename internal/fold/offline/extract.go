@@ -345,7 +345,8 @@ func (s *Summarizer) trimFiller(sent string) string {
 			}
 		}
 	}
-	fs := strings.Fields(sent)
+	var arr [64]string
+	fs := appendFields(arr[:0], sent)
 	nf := len(fs)
 	for len(fs) > 0 {
 		l := strings.ToLower(strings.Trim(fs[len(fs)-1], ".,!?"))
@@ -357,7 +358,8 @@ func (s *Summarizer) trimFiller(sent string) string {
 	if len(fs) == 0 {
 		return ""
 	}
-	out := make([]string, 0, len(fs))
+	var oarr [64]string
+	out := oarr[:0]
 	cut := false // a word was dropped or changed
 	for i, f := range fs {
 		c := strings.Trim(f, ",.;:!?")
@@ -539,7 +541,8 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 			break
 		}
 	}
-	ws := strings.Fields(sent)
+	var arr [64]string
+	ws := appendFields(arr[:0], sent)
 	first, second := 0, 0
 	for _, w := range ws {
 		c := strings.Trim(w, `.,!?;:"()`)
@@ -709,7 +712,8 @@ func group(s string) string {
 	if !mayGroup(s) {
 		return s
 	}
-	ws := strings.Fields(s)
+	var arr [64]string
+	ws := appendFields(arr[:0], s)
 	changed := false
 	for i, w := range ws {
 		core := strings.TrimRight(w, `.,!?;:"`)
@@ -900,7 +904,8 @@ func factKey(sent string) string {
 	if strings.IndexFunc(sent, unicode.IsDigit) < 0 {
 		return ""
 	}
-	ws := strings.Fields(strings.ToLower(sent))
+	var arr [64]string
+	ws := appendFields(arr[:0], strings.ToLower(sent))
 	var ks []string
 	for i, w := range ws {
 		v := strings.Trim(w, ".,!?;:()\"'")

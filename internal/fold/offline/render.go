@@ -330,7 +330,7 @@ func phrases(s string, people []string) []phrase {
 	start := true // the word starts a sentence: its capital says nothing
 	det := false  // the word before was a determiner
 	paren := false
-	for _, f := range strings.Fields(s) {
+	for f := range strings.FieldsSeq(s) {
 		w := strings.TrimFunc(f, isPhrasePunct)
 		lw := strings.ToLower(w)
 		if strings.HasPrefix(f, "(") {

@@ -17,7 +17,8 @@ const maxSentRunes = 200
 // hedges); a run-on sentence ends at the last clause boundary within
 // maxSentRunes. What it leaves is the speaker's words, in order.
 func tighten(s string) string {
-	ws := strings.Fields(s)
+	var arr [64]string
+	ws := appendFields(arr[:0], s)
 	if len(ws) < 3 {
 		return s
 	}
@@ -27,7 +28,8 @@ func tighten(s string) string {
 	for len(ws) > 2 && isLaugh(strings.ToLower(strings.Trim(ws[0], ",.!"))) {
 		ws = ws[1:] // "hahaha that was close"
 	}
-	out := make([]string, 0, len(ws))
+	var oarr [64]string
+	out := oarr[:0]
 	var cb, nb [32]byte
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
