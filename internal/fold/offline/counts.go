@@ -22,6 +22,8 @@ type wordCounts struct {
 	order []countEntry // the pairs read, in order, with the counts read
 	moved []string     // words counted since they were read (or new)
 	src   string       // what was read, when nothing moved since
+	buf   []countEntry // room for the next order
+	text  []byte       // room for String
 }
 
 type wordCount struct {
@@ -29,9 +31,13 @@ type wordCount struct {
 	moved bool // in wordCounts.moved
 }
 
-// countsOf reads state.Voc.
-func countsOf(s string) *wordCounts {
-	v := &wordCounts{n: make(map[string]wordCount, strings.Count(s, " ")+64), src: s}
+// read sets v to the counts s holds, reusing v's map and slices.
+func (v *wordCounts) read(s string) *wordCounts {
+	if v.n == nil {
+		v.n = make(map[string]wordCount, strings.Count(s, " ")+64)
+	}
+	v.release()
+	v.src = s
 	sorted := true
 	for f := range strings.FieldsSeq(s) {
 		t, c, ok := strings.Cut(f, ":")
@@ -60,6 +66,16 @@ func countsOf(s string) *wordCounts {
 		v.src = ""
 	}
 	return v
+}
+
+// release forgets the counts, keeping the room they took (and nothing
+// they pointed to).
+func (v *wordCounts) release() {
+	clear(v.n)
+	clear(v.order[:cap(v.order)])
+	clear(v.buf[:cap(v.buf)])
+	clear(v.moved[:cap(v.moved)])
+	v.order, v.moved, v.floor, v.src = v.order[:0], v.moved[:0], 0, ""
 }
 
 // add counts the terms of ss (a statement repeated in ss once).
@@ -95,7 +111,13 @@ func (v *wordCounts) forget(keep int) {
 	for _, e := range es[keep:] {
 		delete(v.n, e.t)
 	}
-	v.order, v.src = es[:keep], ""
+	v.newOrder(es[:keep])
+}
+
+// newOrder makes es the pairs as written, every count settled.
+func (v *wordCounts) newOrder(es []countEntry) {
+	clear(v.order[:cap(v.order)])
+	v.order, v.buf, v.src = es, v.order[:0], ""
 	v.settle()
 }
 
@@ -134,15 +156,15 @@ func (v *wordCounts) sortAll() []countEntry {
 // sorted are the counts, the most said first: the pairs read that did
 // not move, merged with the words that did.
 func (v *wordCounts) sorted() []countEntry {
+	es := v.buf[:0]
 	if len(v.moved) == 0 {
-		return slices.Clone(v.order)
+		return append(es, v.order...)
 	}
 	ms := make([]countEntry, 0, len(v.moved))
 	for _, t := range v.moved {
 		ms = append(ms, countEntry{t, v.n[t].c})
 	}
 	slices.SortFunc(ms, compareCounts)
-	es := make([]countEntry, 0, len(v.n))
 	for _, e := range v.order {
 		if v.n[e.t].moved {
 			continue
@@ -162,9 +184,8 @@ func (v *wordCounts) String() string {
 		return v.src
 	}
 	es := v.sorted()
-	v.order, v.src = es, ""
-	v.settle()
-	b := make([]byte, 0, 12*len(es)+8)
+	v.newOrder(es)
+	b := v.text[:0]
 	if v.floor > 0 {
 		b = strconv.AppendInt(append(b, ':'), int64(v.floor), 10)
 	}
@@ -174,6 +195,7 @@ func (v *wordCounts) String() string {
 		}
 		b = strconv.AppendInt(append(append(b, e.t...), ':'), int64(e.c), 10)
 	}
+	v.text = b
 	v.src = string(b)
 	return v.src
 }
@@ -193,10 +215,14 @@ func (v *wordCounts) shrink() bool {
 	return true
 }
 
-// counts are the state's word counts, read once.
+// counts are the state's word counts, read once (into st.spare, when the
+// summarizer lent one).
 func (st *state) counts() *wordCounts {
 	if st.voc == nil {
-		st.voc = countsOf(st.Voc)
+		if st.spare == nil {
+			st.spare = new(wordCounts)
+		}
+		st.voc = st.spare.read(st.Voc)
 	}
 	return st.voc
 }

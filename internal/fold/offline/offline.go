@@ -49,6 +49,7 @@ package offline
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -146,7 +147,10 @@ func WithLogger(l zerolog.Logger) Option { return func(c *config) { c.log = l } 
 // Summarizer is the offline backend. It keeps nothing between calls (all
 // it knows of a session is in the request's state), so it is safe for
 // concurrent use.
-type Summarizer struct{ cfg config }
+type Summarizer struct {
+	cfg    config
+	counts sync.Pool // *wordCounts: room to read a state's word counts into
+}
 
 // New returns an offline summarizer.
 func New(opts ...Option) *Summarizer {
@@ -178,6 +182,15 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		budget = s.cfg.defaultMaxChars
 	}
 	st := s.load(req)
+	if v, ok := s.counts.Get().(*wordCounts); ok {
+		st.spare = v
+	}
+	defer func() {
+		if st.spare != nil {
+			st.spare.release()
+			s.counts.Put(st.spare)
+		}
+	}()
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
 	changed := false

@@ -55,8 +55,9 @@ type state struct {
 	// Voc is how often each word of the conversation was said (counts.go).
 	Voc string `json:"voc,omitempty"`
 
-	voc  *wordCounts // Voc, read
-	read int         // bytes of the encoding it was read from
+	voc   *wordCounts // Voc, read
+	spare *wordCounts // where to read Voc into
+	read  int         // bytes of the encoding it was read from
 }
 
 // period is a closed stretch of the conversation: when, who spoke most,
