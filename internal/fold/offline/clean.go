@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"sync"
@@ -278,45 +279,22 @@ func clip(s string, max int) string {
 // blah blah" → "blah blah blah"), so a turn of one repeated word costs
 // nothing downstream.
 func collapseRepeats(s string) string {
-	if !repeats(s) {
-		return s
-	}
 	var arr [64]string
-	fs := appendFields(arr[:0], s)
-	out := fs[:0:0]
-	run := 0
-	for i, f := range fs {
-		if i > 0 && strings.EqualFold(f, fs[i-1]) {
-			run++
-			if run >= 3 {
-				continue
-			}
-		} else {
+	out, prev, run, cut := arr[:0], "", 0, false
+	for f := range strings.FieldsSeq(s) {
+		if run++; !strings.EqualFold(f, prev) {
 			run = 0
+		}
+		if prev = f; run >= 3 {
+			cut = true
+			continue
 		}
 		out = append(out, f)
 	}
-	if len(out) == len(fs) {
+	if !cut {
 		return s
 	}
 	return strings.Join(out, " ")
-}
-
-// repeats reports whether s has a word four times in a row (ignoring
-// case): what collapseRepeats shortens.
-func repeats(s string) bool {
-	prev, run := "", 0
-	for w := range strings.FieldsSeq(s) {
-		if strings.EqualFold(w, prev) {
-			if run++; run >= 3 {
-				return true
-			}
-		} else {
-			run = 0
-		}
-		prev = w
-	}
-	return false
 }
 
 // ---- words ----
@@ -441,28 +419,15 @@ func terms(s string) []string {
 			}
 			j += n
 		}
-		var x lexeme
-		if low, ok := appendLowerASCII(buf[:0], s[i:j]); ok {
-			// (most words: looked up without a string of their own)
-			low = trimQuoteDash(low)
-			if x = vocab.getBytes(low); !x.term {
-				i = j
-				continue
-			}
-			if n := len(low); n >= 2 && low[n-2] == '\'' && low[n-1] == 's' {
-				x = vocab.getBytes(low[:n-2])
-			}
-		} else {
-			t := strings.Trim(strings.ToLower(s[i:j]), "'-")
-			if x = vocab.get(t); !x.term {
-				i = j
-				continue
-			}
-			if u, ok := strings.CutSuffix(t, "'s"); ok {
-				x = vocab.get(u)
-			}
-		}
+		t := bytes.Trim(lower(buf[:0], s[i:j]), "'-")
 		i = j
+		x := vocab.getBytes(t)
+		if !x.term {
+			continue
+		}
+		if u, ok := bytes.CutSuffix(t, []byte("'s")); ok {
+			x = vocab.getBytes(u)
+		}
 		if !slices.Contains(out, x.stem) {
 			out = append(out, x.stem)
 		}
@@ -470,29 +435,18 @@ func terms(s string) []string {
 	return out
 }
 
-// appendLowerASCII appends s lower-cased to b; false (and b as it was)
-// when s is not all ASCII.
-func appendLowerASCII(b []byte, s string) ([]byte, bool) {
-	n := len(b)
+// lower appends s lower-cased to b: with b on the caller's stack, a word
+// is looked up or compared without a copy of its own.
+func lower(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			return b[:n], false
+		if s[i] >= utf8.RuneSelf {
+			return append(b, strings.ToLower(s)...)
 		}
-		b = append(b, lowerASCII(c))
 	}
-	return b, true
-}
-
-// trimQuoteDash is strings.Trim(w, "'-") on bytes.
-func trimQuoteDash(w []byte) []byte {
-	for len(w) > 0 && (w[0] == '\'' || w[0] == '-') {
-		w = w[1:]
+	for i := 0; i < len(s); i++ {
+		b = append(b, lowerASCII(s[i]))
 	}
-	for len(w) > 0 && (w[len(w)-1] == '\'' || w[len(w)-1] == '-') {
-		w = w[:len(w)-1]
-	}
-	return w
+	return b
 }
 
 func isTokenRune(r rune) bool {

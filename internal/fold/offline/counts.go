@@ -14,68 +14,62 @@ const maxVocab = 256 // words kept after a prune
 // a word said again and again is a subject of the conversation, which
 // later questions ask about. Kept in the state as "term:count" pairs, the
 // most said first (state.Voc); past 2×maxVocab words the least said are
-// forgotten. A fold changes the counts of few words: the pairs read stay
-// in their order and only the words counted since are sorted in again.
+// forgotten. A fold counts few words: the pairs read keep their order and
+// only the words counted since are sorted in.
 type wordCounts struct {
-	n     map[string]wordCount
+	n     map[string]int
 	floor int
-	order []countEntry // the pairs read, in order, with the counts read
-	moved []string     // words counted since they were read (or new)
-	src   string       // what was read, when nothing moved since
+	order []countEntry // the pairs read, with the counts read
+	moved []string     // words counted since (or new), maybe twice
+	src   string       // what was read, while nothing moved
 	buf   []countEntry // room for the next order
 	text  []byte       // room for String
 }
 
-type wordCount struct {
-	c     int
-	moved bool // in wordCounts.moved
-}
-
-// read sets v to the counts s holds, reusing v's map and slices.
+// read sets v to the counts s holds, in the room v had.
 func (v *wordCounts) read(s string) *wordCounts {
 	if v.n == nil {
-		v.n = make(map[string]wordCount, strings.Count(s, " ")+64)
+		v.n = map[string]int{}
 	}
 	v.release()
-	v.src = s
 	sorted := true
 	for f := range strings.FieldsSeq(s) {
-		t, c, ok := strings.Cut(f, ":")
-		if !ok {
-			sorted = false
-			continue
-		}
+		t, c, _ := strings.Cut(f, ":")
 		n, err := strconv.Atoi(c)
-		if err != nil || n < 0 {
-			sorted = false
-			continue
-		}
-		if t == "" {
+		switch _, dup := v.n[t]; {
+		case err != nil || n < 0:
+		case t == "":
 			v.floor = n // ":N" records the floor
-			continue
+		default:
+			sorted = sorted && !dup
+			v.n[t] = n
+			v.order = append(v.order, countEntry{t, n})
 		}
-		e := countEntry{t, n}
-		if _, dup := v.n[t]; dup || len(v.order) > 0 && compareCounts(v.order[len(v.order)-1], e) >= 0 {
-			sorted = false // (not as String writes it: sort it all)
-		}
-		v.order = append(v.order, e)
-		v.n[t] = wordCount{c: n}
 	}
-	if !sorted {
-		v.order = v.sortAll()
+	if !sorted || !slices.IsSortedFunc(v.order, compareCounts) {
+		v.order = v.order[:0] // (not as String writes it: all of it moves)
+		for t := range v.n {
+			v.moved = append(v.moved, t)
+		}
+	}
+	v.src = s
+	if len(v.moved) > 0 {
 		v.src = ""
 	}
 	return v
 }
 
-// release forgets the counts, keeping the room they took (and nothing
-// they pointed to).
-func (v *wordCounts) release() {
+// release forgets the counts, keeping the room they took (nil: a new one).
+func (v *wordCounts) release() *wordCounts {
+	if v == nil {
+		return new(wordCounts)
+	}
 	clear(v.n)
 	clear(v.order[:cap(v.order)])
 	clear(v.buf[:cap(v.buf)])
 	clear(v.moved[:cap(v.moved)])
-	v.order, v.moved, v.floor, v.src = v.order[:0], v.moved[:0], 0, ""
+	v.order, v.buf, v.moved, v.floor, v.src = v.order[:0], v.buf[:0], v.moved[:0], 0, ""
+	return v
 }
 
 // add counts the terms of ss (a statement repeated in ss once).
@@ -87,16 +81,11 @@ func (v *wordCounts) add(ss []stmt) {
 		}
 		seen[x.Terms] = true
 		for t := range strings.FieldsSeq(x.Terms) {
-			w, ok := v.n[t]
-			if !ok {
-				w.c = v.floor / 2 // a new word starts at half the floor
+			if _, ok := v.n[t]; !ok {
+				v.n[t] = v.floor / 2 // a new word starts at half the floor
 			}
-			w.c++
-			if !w.moved {
-				w.moved = true
-				v.moved = append(v.moved, t)
-			}
-			v.n[t] = w
+			v.n[t]++
+			v.moved = append(v.moved, t)
 		}
 	}
 	if len(v.n) > 2*maxVocab {
@@ -111,24 +100,13 @@ func (v *wordCounts) forget(keep int) {
 	for _, e := range es[keep:] {
 		delete(v.n, e.t)
 	}
-	v.newOrder(es[:keep])
+	v.settle(es[:keep])
 }
 
-// newOrder makes es the pairs as written, every count settled.
-func (v *wordCounts) newOrder(es []countEntry) {
+// settle makes es the order, as written.
+func (v *wordCounts) settle(es []countEntry) {
 	clear(v.order[:cap(v.order)])
-	v.order, v.buf, v.src = es, v.order[:0], ""
-	v.settle()
-}
-
-// settle marks every count as written.
-func (v *wordCounts) settle() {
-	for _, t := range v.moved {
-		if w, ok := v.n[t]; ok {
-			v.n[t] = wordCount{c: w.c}
-		}
-	}
-	v.moved = v.moved[:0]
+	v.order, v.buf, v.moved, v.src = es, v.order[:0], v.moved[:0], ""
 }
 
 type countEntry struct {
@@ -144,34 +122,22 @@ func compareCounts(a, b countEntry) int {
 	return strings.Compare(a.t, b.t)
 }
 
-func (v *wordCounts) sortAll() []countEntry {
-	es := make([]countEntry, 0, len(v.n))
-	for t, w := range v.n {
-		es = append(es, countEntry{t, w.c})
-	}
-	slices.SortFunc(es, compareCounts)
-	return es
-}
-
-// sorted are the counts, the most said first: the pairs read that did
-// not move, merged with the words that did.
+// sorted are the counts in order: the pairs read whose count did not
+// change (counts only grow) merged with the words counted since.
 func (v *wordCounts) sorted() []countEntry {
-	es := v.buf[:0]
-	if len(v.moved) == 0 {
-		return append(es, v.order...)
-	}
 	ms := make([]countEntry, 0, len(v.moved))
 	for _, t := range v.moved {
-		ms = append(ms, countEntry{t, v.n[t].c})
+		ms = append(ms, countEntry{t, v.n[t]})
 	}
 	slices.SortFunc(ms, compareCounts)
+	ms = slices.Compact(ms)
+	es := v.buf[:0]
 	for _, e := range v.order {
-		if v.n[e.t].moved {
+		if v.n[e.t] != e.c {
 			continue
 		}
 		for len(ms) > 0 && compareCounts(ms[0], e) < 0 {
-			es = append(es, ms[0])
-			ms = ms[1:]
+			es, ms = append(es, ms[0]), ms[1:]
 		}
 		es = append(es, e)
 	}
@@ -184,7 +150,7 @@ func (v *wordCounts) String() string {
 		return v.src
 	}
 	es := v.sorted()
-	v.newOrder(es)
+	v.settle(es)
 	b := v.text[:0]
 	if v.floor > 0 {
 		b = strconv.AppendInt(append(b, ':'), int64(v.floor), 10)
@@ -195,15 +161,14 @@ func (v *wordCounts) String() string {
 		}
 		b = strconv.AppendInt(append(append(b, e.t...), ':'), int64(e.c), 10)
 	}
-	v.text = b
-	v.src = string(b)
+	v.text, v.src = b, string(b)
 	return v.src
 }
 
 // weight is what covering t is worth: logarithmic in how often it was
 // said (one subject does not crowd out the others), little if once.
 func (v *wordCounts) weight(t string) float64 {
-	return math.Log2(1+float64(max(v.n[t].c, 1))) - 0.8
+	return math.Log2(1+float64(max(v.n[t], 1))) - 0.8
 }
 
 // shrink forgets the least said half of the words (state over its bound).
@@ -215,8 +180,8 @@ func (v *wordCounts) shrink() bool {
 	return true
 }
 
-// counts are the state's word counts, read once (into st.spare, when the
-// summarizer lent one).
+// counts are the state's word counts, read once (into the room the
+// summarizer lent, st.spare).
 func (st *state) counts() *wordCounts {
 	if st.voc == nil {
 		if st.spare == nil {

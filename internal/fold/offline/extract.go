@@ -326,11 +326,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 	for changed := true; changed; {
 		changed = false
 		// the fillers are short: lower-case only the start of the sentence
-		head := sent[:min(len(sent), s.cfg.maxFillerLen+1)]
-		low, ok := appendLowerASCII(buf[:0], head)
-		if !ok {
-			low = []byte(strings.ToLower(head))
-		}
+		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
 		for _, f := range leadFiller {
 			if hasPrefixBytes(low, f) && len(low) > len(f) && strings.ContainsRune(" ,.!", rune(low[len(f)])) {
 				sent = strings.TrimLeft(sent[len(f):], " ,.!")
@@ -366,12 +362,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 		var lb [8]byte
 		lc := c
 		if len(c) <= len("uh-huh") {
-			// (no filler or cut word is longer)
-			if l, ok := appendLowerASCII(lb[:0], c); ok {
-				lc = string(l) // (a string that does not escape: no copy)
-			} else {
-				lc = strings.ToLower(c)
-			}
+			lc = string(lower(lb[:0], c)) // (no filler or cut word is longer)
 		}
 		if len(out) < i {
 			cut = true
@@ -504,12 +495,8 @@ var (
 // cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
 func report(sp, sent string, question, user bool, names []string) (text string, self bool) {
-	// (only prefixes of at most 20 bytes of it are tested)
-	var buf [48]byte
-	low, ok := appendLowerASCII(buf[:0], sent[:min(len(sent), len(buf))])
-	if !ok {
-		low = []byte(strings.ToLower(sent))
-	}
+	var buf [256]byte
+	low := lower(buf[:0], sent)
 	if question {
 		for _, p := range []string{"how about ", "what about ", "why don't we ", "why not "} {
 			if hasPrefixBytes(low, p) && len(sent) > len(p)+3 {
@@ -550,12 +537,7 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 			continue // longer than any pronoun
 		}
 		var lb [8]byte
-		if l, ok := appendLowerASCII(lb[:0], c); ok {
-			first += b2i(firstPerson[string(l)])
-			second += b2i(secondPerson[string(l)])
-			continue
-		}
-		c = strings.ToLower(c)
+		c = string(lower(lb[:0], c))
 		if firstPerson[c] {
 			first++
 		}
@@ -590,13 +572,6 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 }
 
 func hasPrefixBytes(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // imperative reports whether a sentence opening with w reads as an
 // instruction ("Add a flag", "Don't touch go.mod").

@@ -182,15 +182,8 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		budget = s.cfg.defaultMaxChars
 	}
 	st := s.load(req)
-	if v, ok := s.counts.Get().(*wordCounts); ok {
-		st.spare = v
-	}
-	defer func() {
-		if st.spare != nil {
-			st.spare.release()
-			s.counts.Put(st.spare)
-		}
-	}()
+	st.spare, _ = s.counts.Get().(*wordCounts)
+	defer func() { s.counts.Put(st.spare.release()) }()
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
 	changed := false

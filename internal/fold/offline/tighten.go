@@ -33,23 +33,9 @@ func tighten(s string) string {
 	var cb, nb [32]byte
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
-		// (lower-cased on the stack when ASCII: most words)
-		core := strings.TrimRight(w, ",")
-		if l, ok := appendLowerASCII(cb[:0], core); ok {
-			core = string(l)
-		} else {
-			core = strings.ToLower(core)
-		}
-		if i+1 < len(ws) {
-			next := strings.Trim(ws[i+1], `,.!?;:"`)
-			if l, ok := appendLowerASCII(nb[:0], next); ok {
-				next = string(l)
-			} else {
-				next = strings.ToLower(next)
-			}
-			if falseStart(core, next) {
-				continue
-			}
+		core := string(lower(cb[:0], strings.TrimRight(w, ",")))
+		if i+1 < len(ws) && falseStart(core, string(lower(nb[:0], strings.Trim(ws[i+1], `,.!?;:"`)))) {
+			continue
 		}
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
 		// word that makes them mean "a type of"
@@ -122,18 +108,16 @@ func sameWords(a, b []string) bool {
 	return true
 }
 
-// trimClause is strings.Trim(w, ",.;:").
+// trimClause is strings.Trim(w, ",.;:"), without building a set of them.
 func trimClause(w string) string {
-	for len(w) > 0 && isClausePunct(w[0]) {
+	for len(w) > 0 && strings.IndexByte(",.;:", w[0]) >= 0 {
 		w = w[1:]
 	}
-	for len(w) > 0 && isClausePunct(w[len(w)-1]) {
+	for len(w) > 0 && strings.IndexByte(",.;:", w[len(w)-1]) >= 0 {
 		w = w[:len(w)-1]
 	}
 	return w
 }
-
-func isClausePunct(c byte) bool { return c == ',' || c == '.' || c == ';' || c == ':' }
 
 func hasDigit(ws []string) bool {
 	for _, w := range ws {
