@@ -315,7 +315,7 @@ func (s *server) windowTurn(ctx context.Context, cp *state.Session, tail map[uin
 	t, ok := tail[ref.Seq]
 	if !ok && h != nil {
 		if d, found := h.r.idx.bySeq(ref.Seq); found {
-			t, ok = h.r.idx.docs[d].turn, true
+			t, ok = h.r.idx.turn(d), true
 		}
 	}
 	if !ok {
@@ -449,13 +449,13 @@ func (p *picker) searched(start int64) int {
 }
 
 func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem {
-	doc := p.x.docs[d]
+	doc, t := p.x.docs[d], p.x.turn(d)
 	text, trimmed := p.text(d), false
 	if !neighbour {
 		text, trimmed = p.trim(d)
 	}
-	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: doc.turn.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
-		Speaker: doc.turn.Speaker, Role: doc.turn.Role, At: doc.turn.At.UTC(), Score: score, Neighbour: neighbour, Text: text, Trimmed: trimmed}
+	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: t.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
+		Speaker: t.Speaker, Role: t.Role, At: t.At.UTC(), Score: score, Neighbour: neighbour, Text: text, Trimmed: trimmed}
 	it.Chars = client.LineChars(it.Line())
 	it.Tokens = -1 // counted once the characters fit (costing tokens is the expensive part)
 	return it
@@ -669,7 +669,7 @@ func (p *picker) add(unit []client.RecalledItem, docs []int, match int) {
 		p.newest = max(p.newest, unit[i].Index)
 	}
 	p.matches++
-	p.perDay[day(p.x.docs[match].turn.At)]++
+	p.perDay[day(p.x.turn(match).At)]++
 }
 
 // next is the index in p.hits of the match to consider next, -1 if none:
@@ -686,7 +686,7 @@ func (p *picker) next(limit int, considered map[int]bool) int {
 			continue
 		}
 		seen++
-		score := h.score * math.Pow(dayDecay, float64(p.perDay[day(p.x.docs[h.doc].turn.At)]))
+		score := h.score * math.Pow(dayDecay, float64(p.perDay[day(p.x.turn(h.doc).At)]))
 		if best < 0 || score > bestScore {
 			best, bestScore = i, score
 		}

@@ -110,7 +110,7 @@ func (p *picker) names() map[string]bool {
 	p.nameTerms = map[string]bool{}
 	seen := map[string]bool{}
 	for _, h := range p.hits[:min(len(p.hits), 200)] {
-		sp := p.x.docs[h.doc].turn.Speaker
+		sp := p.x.turn(h.doc).Speaker
 		if seen[sp] {
 			continue
 		}
@@ -137,7 +137,7 @@ func (p *picker) evidence(d int) bool {
 // relevant is evidence without the near-duplicate check: what the value
 // packing asks (it weighs repetition by novelty instead).
 func (p *picker) relevant(d int) bool {
-	if p.shown[p.x.docs[d].turn.TurnID] {
+	if p.shown[p.x.turn(d).TurnID] {
 		return false
 	}
 	dt := p.docTerms(d)
@@ -226,7 +226,7 @@ func (p *picker) text(d int) string {
 	if t, ok := p.texts[d]; ok {
 		return t
 	}
-	t := displayText(p.x.docs[d].turn)
+	t := displayText(p.x.turn(d))
 	p.texts[d] = t
 	return t
 }

@@ -427,7 +427,7 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 			// rank's share of an average question term.
 			value = max(value, pk.hits[c.i].score/pk.hits[0].score*v.meanWeight()*float64(v.novel(c)))
 		}
-		value *= math.Pow(dayDecay, float64(pk.perDay[day(pk.x.docs[pk.hits[c.i].doc].turn.At)]))
+		value *= math.Pow(dayDecay, float64(pk.perDay[day(pk.x.turn(pk.hits[c.i].doc).At)]))
 	}
 	return value, max(1, cost), true
 }
@@ -508,7 +508,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 		}
 	case candExcerpt:
 		hit := pk.hits[c.i]
-		if pk.shown[pk.x.docs[hit.doc].turn.TurnID] {
+		if pk.shown[pk.x.turn(hit.doc).TurnID] {
 			return false, nil // a memory chosen since says it
 		}
 		first := !pk.excerpts
@@ -539,7 +539,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 			c.terms = v.unitTerms(unit, docs)
 			c.weighted = v.weighted(c.terms)
 		}
-		d := day(pk.x.docs[hit.doc].turn.At)
+		d := day(pk.x.turn(hit.doc).At)
 		refresh = first || !v.days[d]
 		v.days[d] = true
 		pk.add(unit, docs, hit.doc)
