@@ -48,7 +48,7 @@ func cleanLine(b *strings.Builder, line string) bool {
 	for _, w := range strings.Fields(line) {
 		if isAnnotation(w) {
 			// keep a sentence terminator the annotation carried
-			if t := w[len(w)-1]; wrote && (t == '.' || t == '?' || t == '!') && !isTermByte(last) {
+			if t := w[len(w)-1]; wrote && (t == '.' || t == '?' || t == '!') && strings.IndexByte(".?!", last) < 0 {
 				b.WriteByte(t)
 				last = t
 			}
@@ -61,7 +61,7 @@ func cleanLine(b *strings.Builder, line string) bool {
 		switch {
 		case !wrote && punct:
 			continue // nothing to attach it to
-		case wrote && punct && isPunctByte(last) && w != "?" && w != "!":
+		case wrote && punct && strings.IndexByte(",.?!;:", last) >= 0 && w != "?" && w != "!":
 			continue // ", ," → ","
 		case wrote && (punct || isContraction(w)):
 		default:
@@ -86,7 +86,7 @@ func spelledAcronym(w string) (string, bool) {
 	var b [32]byte
 	n, letters := 0, 0
 	i := 0
-	for i+1 < len(body) && isASCIILetter(body[i]) && body[i+1] == '_' && n < len(b) {
+	for i+1 < len(body) && unicode.IsLetter(rune(body[i])) && body[i] < utf8.RuneSelf && body[i+1] == '_' && n < len(b) {
 		b[n] = body[i]
 		n++
 		letters++
@@ -101,12 +101,6 @@ func spelledAcronym(w string) (string, bool) {
 	}
 	return string(b[:n]) + rest + tail, true
 }
-
-func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-
-func isTermByte(c byte) bool { return c == '.' || c == '?' || c == '!' }
-
-func isPunctByte(c byte) bool { return strings.IndexByte(",.?!;:", c) >= 0 }
 
 // needsClean reports whether cleanSpeech would change s: it has a
 // bracket, a letter spelled out with '_' or a space before punctuation or
@@ -440,10 +434,8 @@ func terms(s string) []string {
 func lower(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
-			return append(b, strings.ToLower(s)...)
+			return append(b[:len(b)-i], strings.ToLower(s)...)
 		}
-	}
-	for i := 0; i < len(s); i++ {
 		b = append(b, lowerASCII(s[i]))
 	}
 	return b

@@ -15,7 +15,8 @@ import (
 // fold reads and writes the whole state, and encoding/json spent more on
 // it than the fold spends reading its turns. The bytes are those
 // encoding/json writes for the state's struct tags (the codec test checks
-// it), so that replay and the inspector show the state as JSON.
+// it), so that replay and the inspector show the state as JSON; strings
+// are quoted by the outbound events' writer, so the two cannot drift.
 
 // appendJSON appends st's JSON to b. Each object's fields are written
 // after a comma, the first comma then opening it (closeObject).
@@ -41,7 +42,7 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 	b = appendList(b, `,"open":`, st.Open, appendStmt)
 	b = appendList(b, `,"facts":`, st.Facts, func(b []byte, f *fact) []byte {
 		n := len(b)
-		b = appendJSONString(append(b, `,"id":`...), f.ID)
+		b = events.AppendJSONString(append(b, `,"id":`...), f.ID)
 		b = optString(b, `,"sp":`, f.Sp)
 		b = optString(b, `,"key":`, f.Key)
 		b = optString(b, `,"num":`, f.Num)
@@ -51,13 +52,13 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 	b = optBool(b, `,"small":true`, st.Small)
 	b = appendList(b, `,"people":`, st.People, func(b []byte, p *person) []byte {
 		n := len(b)
-		b = appendJSONString(append(b, `,"name":`...), p.Name)
+		b = events.AppendJSONString(append(b, `,"name":`...), p.Name)
 		return closeObject(appendList(b, `,"facts":`, p.Facts, func(b []byte, f *pfact) []byte {
 			n := len(b)
-			b = appendJSONString(append(b, `,"id":`...), f.ID)
-			b = appendJSONString(append(b, `,"kind":`...), f.Kind)
+			b = events.AppendJSONString(append(b, `,"id":`...), f.ID)
+			b = events.AppendJSONString(append(b, `,"kind":`...), f.Kind)
 			b = optString(b, `,"slot":`, f.Slot)
-			b = appendJSONString(append(b, `,"text":`...), f.Text)
+			b = events.AppendJSONString(append(b, `,"text":`...), f.Text)
 			return closeObject(optInt(b, `,"at":`, f.At), n)
 		}), n)
 	})
@@ -77,7 +78,7 @@ func appendStmt(b []byte, x *stmt) []byte {
 	n := len(b)
 	b = optString(b, `,"sp":`, x.Sp)
 	b = optInt(b, `,"at":`, x.At)
-	b = appendJSONString(append(b, `,"text":`...), x.Text)
+	b = events.AppendJSONString(append(b, `,"text":`...), x.Text)
 	b = appendJSONFloat(append(b, `,"w":`...), x.W)
 	b = optInt(b, `,"k":`, int64(x.K))
 	b = optString(b, `,"terms":`, x.Terms)
@@ -112,14 +113,14 @@ func appendList[T any](b []byte, name string, xs []T, each func([]byte, *T) []by
 }
 
 func optStrings(b []byte, name string, ss []string) []byte {
-	return appendList(b, name, ss, func(b []byte, s *string) []byte { return appendJSONString(b, *s) })
+	return appendList(b, name, ss, func(b []byte, s *string) []byte { return events.AppendJSONString(b, *s) })
 }
 
 func optString(b []byte, name, s string) []byte {
 	if s == "" {
 		return b
 	}
-	return appendJSONString(append(b, name...), s)
+	return events.AppendJSONString(append(b, name...), s)
 }
 
 func optInt(b []byte, name string, v int64) []byte {
@@ -149,11 +150,6 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	}
 	return b
 }
-
-// appendJSONString writes s quoted as encoding/json does (<, > and &
-// escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped): the
-// events package's writer, shared so the two cannot drift.
-func appendJSONString(b []byte, s string) []byte { return events.AppendJSONString(b, s) }
 
 // ---- reading ----
 

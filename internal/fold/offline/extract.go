@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -938,7 +939,7 @@ func mergeToolRuns(ss []stmt) []stmt {
 				shown := args
 				more := ""
 				if len(args) > 3 {
-					shown, more = args[len(args)-3:], " and "+itoa(len(args)-3)+" earlier"
+					shown, more = args[len(args)-3:], " and "+strconv.Itoa(len(args)-3)+" earlier"
 				}
 				p.Text = x.Sp + " ran " + tool + " (" + strings.Join(shown, ", ") + more + "): ok."
 				p.Key = "tools " + tool + " " + strings.Join(args, "|")

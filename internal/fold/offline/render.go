@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -568,7 +569,7 @@ func nameList(ns []string, others, maxN int) string {
 	case others == 1:
 		list = append(list, "1 other")
 	case others > 1:
-		list = append(list, itoa(others)+" others")
+		list = append(list, strconv.Itoa(others)+" others")
 	}
 	return andList(list)
 }
@@ -581,20 +582,6 @@ func andList(xs []string) string {
 		return xs[0]
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }
 
 // multiDay reports whether the statements of the state fall on more than

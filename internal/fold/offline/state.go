@@ -109,18 +109,14 @@ type fact struct {
 	Sum uint64 `json:"sum"`           // hash of its lower-cased text
 }
 
-// hashString is the 64-bit FNV-1a hash of s (hash/fnv's New64a), without
-// a copy of s.
-func hashString(s string) uint64 { return fnvAdd(fnvOffset, s) }
+// hashString is hash/fnv's 64-bit FNV-1a of s, without a copy of s;
+// fnvAdd(hashString(a), b) == hashString(a + b).
+func hashString(s string) uint64 { return fnvAdd(14695981039346656037, s) }
 
-const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
-
-// fnvAdd continues the FNV-1a hash h with s: fnvAdd(fnvAdd(fnvOffset, a),
-// b) == hashString(a + b).
 func fnvAdd(h uint64, s string) uint64 {
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
-		h *= fnvPrime
+		h *= 1099511628211
 	}
 	return h
 }

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -42,7 +43,7 @@ func tighten(s string) string {
 		if i+1 < len(ws) && hedgeStart[core] {
 			pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))...))
 			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
-				if t := trailing(ws[i+1]); t != "" && t != "," && len(out) > 0 {
+				if t := ws[i+1][len(strings.TrimRight(ws[i+1], ",.?!;:")):]; t != "" && t != "," && len(out) > 0 {
 					out[len(out)-1] = strings.TrimRight(out[len(out)-1], ",") + t
 					changed = true
 				}
@@ -53,7 +54,7 @@ func tighten(s string) string {
 		out = append(out, w)
 		// a phrase of one to three words said twice in a row
 		for n := 3; n >= 1; n-- {
-			if len(out) >= 2*n && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !hasDigit(out[len(out)-n:]) {
+			if len(out) >= 2*n && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) {
 				out = out[:len(out)-n]
 				break
 			}
@@ -94,11 +95,6 @@ var hedgeStart = toSet([]string{"you", "i", "or", "and", "kind", "sort"})
 // kind of button"), not a hedge.
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
 
-func trailing(w string) string {
-	core := strings.TrimRight(w, ",.?!;:")
-	return w[len(core):]
-}
-
 func sameWords(a, b []string) bool {
 	for i := range a {
 		if a[i] != b[i] && !strings.EqualFold(trimClause(a[i]), trimClause(b[i])) {
@@ -119,14 +115,7 @@ func trimClause(w string) string {
 	return w
 }
 
-func hasDigit(ws []string) bool {
-	for _, w := range ws {
-		if strings.IndexFunc(w, unicode.IsDigit) >= 0 {
-			return true
-		}
-	}
-	return false
-}
+func hasDigit(w string) bool { return strings.IndexFunc(w, unicode.IsDigit) >= 0 }
 
 // clauseBreaks are where a run-on sentence can end.
 var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", which ", ", or ", ", then ", " but ", " because "}
@@ -134,15 +123,13 @@ var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", 
 // cutClause ends s at the last clause boundary within max runes (and past
 // a third of it), with a full stop; s as it is when there is none.
 func cutClause(s string, max int) string {
-	limit := len(s)
-	if n := 0; true {
-		for i := range s {
-			if n == max {
-				limit = i
-				break
-			}
-			n++
+	limit, n := len(s), 0
+	for i := range s {
+		if n == max {
+			limit = i
+			break
 		}
+		n++
 	}
 	best := -1
 	for _, b := range clauseBreaks {
