@@ -538,11 +538,11 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 			continue // longer than any pronoun
 		}
 		var lb [8]byte
-		c = string(lower(lb[:0], c))
-		if firstPerson[c] {
+		l := lower(lb[:0], c)
+		if firstPerson[string(l)] {
 			first++
 		}
-		if secondPerson[c] {
+		if secondPerson[string(l)] {
 			second++
 		}
 	}
