@@ -242,8 +242,7 @@ func oneLine(s string, maxRunes int) string {
 
 func splitSentences(s string) []string { return sentence.Split(s) }
 
-// appendFields appends the words of s, as strings.Fields finds them, to
-// dst: with dst on the caller's stack, most sentences cost no allocation.
+// appendFields appends strings.Fields(s) to dst (on the caller's stack).
 func appendFields(dst []string, s string) []string {
 	for f := range strings.FieldsSeq(s) {
 		dst = append(dst, f)
@@ -429,8 +428,7 @@ func terms(s string) []string {
 	return out
 }
 
-// lower appends s lower-cased to b: with b on the caller's stack, a word
-// is looked up or compared without a copy of its own.
+// lower appends s lower-cased to b (on the caller's stack: no copy).
 func lower(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {

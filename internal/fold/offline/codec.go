@@ -18,8 +18,7 @@ import (
 // it), so that replay and the inspector show the state as JSON; strings
 // are quoted by the outbound events' writer, so the two cannot drift.
 
-// appendJSON appends st's JSON to b. Each object's fields are written
-// after a comma, the first comma then opening it (closeObject).
+// appendJSON appends st's JSON to b, each field after a comma (closeObject).
 func (st *state) appendJSON(b []byte) ([]byte, error) {
 	lists := [][]stmt{st.Open}
 	for _, p := range st.Periods {
@@ -87,8 +86,7 @@ func appendStmt(b []byte, x *stmt) []byte {
 	return closeObject(optBool(b, `,"batch":true`, x.Batch), n)
 }
 
-// closeObject ends the object whose fields b holds from n, each after a
-// comma: the first comma opens it.
+// closeObject ends the object written from n: its first comma opens it.
 func closeObject(b []byte, n int) []byte {
 	if len(b) == n {
 		return append(b, "{}"...)
@@ -311,9 +309,8 @@ func (r *jsonReader) strings() []string {
 	return out
 }
 
-// jsonReader reads JSON values from b; the first error stops it. s is b
-// as a string: a string without escapes is read as a part of it, so that
-// reading a state makes one string rather than one per field.
+// jsonReader reads JSON values from b; the first error stops it. s is b as
+// a string: a string without escapes is read as a part of it (no copy).
 type jsonReader struct {
 	b   []byte
 	s   string
@@ -367,19 +364,7 @@ func (r *jsonReader) literal(lit string) {
 // object reads an object, calling field with each key; field must read
 // the key's value.
 func (r *jsonReader) object(field func(key string)) {
-	if r.null() {
-		return
-	}
-	if r.next() != '{' {
-		r.fail("want an object")
-		return
-	}
-	r.i++
-	if r.next() == '}' {
-		r.i++
-		return
-	}
-	for r.err == nil {
+	r.seq('{', '}', func() {
 		if r.next() != '"' {
 			r.fail("want a key")
 			return
@@ -391,29 +376,23 @@ func (r *jsonReader) object(field func(key string)) {
 		}
 		r.i++
 		field(k)
-		switch r.next() {
-		case ',':
-			r.i++
-		case '}':
-			r.i++
-			return
-		default:
-			r.fail("want ',' or '}'")
-		}
-	}
+	})
 }
 
 // array reads an array, calling elem for each element; elem must read it.
-func (r *jsonReader) array(elem func()) {
+func (r *jsonReader) array(elem func()) { r.seq('[', ']', elem) }
+
+// seq reads an object's fields or an array's elements, calling elem on each.
+func (r *jsonReader) seq(open, close byte, elem func()) {
 	if r.null() {
 		return
 	}
-	if r.next() != '[' {
-		r.fail("want an array")
+	if r.next() != open {
+		r.fail("want '" + string(open) + "'")
 		return
 	}
 	r.i++
-	if r.next() == ']' {
+	if r.next() == close {
 		r.i++
 		return
 	}
@@ -422,11 +401,11 @@ func (r *jsonReader) array(elem func()) {
 		switch r.next() {
 		case ',':
 			r.i++
-		case ']':
+		case close:
 			r.i++
 			return
 		default:
-			r.fail("want ',' or ']'")
+			r.fail("want ',' or '" + string(close) + "'")
 		}
 	}
 }
@@ -522,9 +501,8 @@ func (r *jsonReader) str() string {
 }
 
 // unescape reads the quoted string q that has escapes: as strconv.Unquote
-// reads it when its escapes are JSON's and Go's alike (all that appendJSONString
-// writes), else as encoding/json does ("\/", a surrogate pair, invalid
-// UTF-8).
+// does when its escapes are JSON's and Go's alike (all the writer writes),
+// else as encoding/json does ("\/", a surrogate pair, invalid UTF-8).
 func (r *jsonReader) unescape(q []byte) string {
 	same := true
 	for i := 0; i < len(q); i++ {

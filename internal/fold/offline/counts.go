@@ -21,7 +21,6 @@ type wordCounts struct {
 	floor int
 	order []countEntry // the pairs read, with the counts read
 	moved []string     // words counted since (or new), maybe twice
-	src   string       // what was read, while nothing moved
 	buf   []countEntry // room for the next order
 	text  []byte       // room for String
 }
@@ -52,23 +51,16 @@ func (v *wordCounts) read(s string) *wordCounts {
 			v.moved = append(v.moved, t)
 		}
 	}
-	v.src = s
-	if len(v.moved) > 0 {
-		v.src = ""
-	}
 	return v
 }
 
-// release forgets the counts, keeping the room they took (nil: a new one).
+// release forgets the counts, keeping the room they took.
 func (v *wordCounts) release() *wordCounts {
-	if v == nil {
-		return new(wordCounts)
-	}
 	clear(v.n)
 	clear(v.order[:cap(v.order)])
 	clear(v.buf[:cap(v.buf)])
 	clear(v.moved[:cap(v.moved)])
-	v.order, v.buf, v.moved, v.floor, v.src = v.order[:0], v.buf[:0], v.moved[:0], 0, ""
+	v.order, v.buf, v.moved, v.floor = v.order[:0], v.buf[:0], v.moved[:0], 0
 	return v
 }
 
@@ -106,7 +98,7 @@ func (v *wordCounts) forget(keep int) {
 // settle makes es the order, as written.
 func (v *wordCounts) settle(es []countEntry) {
 	clear(v.order[:cap(v.order)])
-	v.order, v.buf, v.moved, v.src = es, v.order[:0], v.moved[:0], ""
+	v.order, v.buf, v.moved = es, v.order[:0], v.moved[:0]
 }
 
 type countEntry struct {
@@ -122,8 +114,7 @@ func compareCounts(a, b countEntry) int {
 	return strings.Compare(a.t, b.t)
 }
 
-// sorted are the counts in order: the pairs read whose count did not
-// change (counts only grow) merged with the words counted since.
+// sorted merges the pairs read whose count did not change with the moved.
 func (v *wordCounts) sorted() []countEntry {
 	ms := make([]countEntry, 0, len(v.moved))
 	for _, t := range v.moved {
@@ -146,9 +137,6 @@ func (v *wordCounts) sorted() []countEntry {
 
 // String writes the counts for state.Voc.
 func (v *wordCounts) String() string {
-	if len(v.moved) == 0 && v.src != "" {
-		return v.src
-	}
 	es := v.sorted()
 	v.settle(es)
 	b := v.text[:0]
@@ -161,8 +149,8 @@ func (v *wordCounts) String() string {
 		}
 		b = strconv.AppendInt(append(append(b, e.t...), ':'), int64(e.c), 10)
 	}
-	v.text, v.src = b, string(b)
-	return v.src
+	v.text = b
+	return string(b)
 }
 
 // weight is what covering t is worth: logarithmic in how often it was
@@ -180,8 +168,7 @@ func (v *wordCounts) shrink() bool {
 	return true
 }
 
-// counts are the state's word counts, read once (into the room the
-// summarizer lent, st.spare).
+// counts are the state's word counts, read once (into st.spare).
 func (st *state) counts() *wordCounts {
 	if st.voc == nil {
 		if st.spare == nil {

@@ -240,8 +240,7 @@ var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's",
 // pass over it (a strings.Contains per keyword is a pass each).
 type keywords struct {
 	byFirst [256][]string // the keywords by their first byte
-	// second has bit c&63 set for each second byte c of the keywords
-	// of a first byte: most positions are rejected by it alone
+	// bit c&63 set for each second byte c of a first byte's keywords
 	second [256]uint64
 }
 

@@ -69,8 +69,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 				break
 			}
 		}
-		// (an ID read from the state is part of the state's text: a
-		// memory kept long must not hold all of it)
+		// (an ID read from the state is part of all its text)
 		m.Supersedes = strings.Clone(m.Supersedes)
 		st.Facts = append(st.Facts, fact{ID: m.ID, Sp: x.Sp, Num: x.Key, Sum: sum})
 		out = append(out, m)

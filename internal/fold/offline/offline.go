@@ -166,7 +166,7 @@ func New(opts ...Option) *Summarizer {
 	for w := range c.extraFiller {
 		c.maxFillerLen = max(c.maxFillerLen, len(w))
 	}
-	return &Summarizer{cfg: c}
+	return &Summarizer{cfg: c, counts: sync.Pool{New: func() any { return new(wordCounts) }}}
 }
 
 // Name returns "offline".
@@ -183,7 +183,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		budget = s.cfg.defaultMaxChars
 	}
 	st := s.load(req)
-	st.spare, _ = s.counts.Get().(*wordCounts)
+	st.spare = s.counts.Get().(*wordCounts)
 	defer func() { s.counts.Put(st.spare.release()) }()
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
