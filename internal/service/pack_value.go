@@ -75,8 +75,13 @@ type vcand struct {
 	weighted []int
 	unit     []client.RecalledItem
 	docs     []int
-	bound    float64
-	at       int // position in the heap
+	// cost is an excerpt's cost as last computed, and costAt what it
+	// depends on besides its unit: whether the excerpts' header is paid,
+	// and the chosen docs just before and after the unit (their labels).
+	cost   int
+	costAt [3]int
+	bound  float64
+	at     int // position in the heap
 }
 
 // valuePacker is one request's value packing.
@@ -417,7 +422,10 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 			c.terms = v.unitTerms(c.unit, c.docs)
 			c.weighted = v.weighted(c.terms)
 		}
-		cost = pk.unitChars(c.unit, c.docs, false)
+		if at := pk.around(c.docs); stale || at != c.costAt {
+			c.cost, c.costAt = pk.unitChars(c.unit, c.docs, false), at
+		}
+		cost = c.cost
 	}
 	value = v.value(c)
 	if c.kind == candExcerpt {
@@ -430,6 +438,25 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 		value *= math.Pow(dayDecay, float64(pk.perDay[day(pk.x.docs[pk.hits[c.i].doc].turn.At)]))
 	}
 	return value, max(1, cost), true
+}
+
+// around is what the cost of a unit of docs (consecutive, none chosen)
+// depends on besides its lines (picker.relabel): whether the excerpts'
+// header is paid, and the chosen docs just before and after it (-1:
+// none).
+func (p *picker) around(docs []int) [3]int {
+	out := [3]int{0, -1, -1}
+	if p.excerpts {
+		out[0] = 1
+	}
+	at, _ := slices.BinarySearch(p.order, docs[0])
+	if at > 0 {
+		out[1] = p.order[at-1]
+	}
+	if at < len(p.order) {
+		out[2] = p.order[at]
+	}
+	return out
 }
 
 // value is c's relevance times its novelty (see the top of the file).
