@@ -39,9 +39,16 @@ import (
 // header or a label is paid (costs fall then).
 //
 // The room the valued candidates leave (none of them holds a word of the
-// question, or none fits) goes to the summary's other sentences, the
-// densest in new words first, then to older verbatim turns, newest first.
+// question, or none fits) goes first to the turns next to the chosen
+// matches (up to fillReach turns away, the best matches' first: an
+// answer spans a few turns, and the turns around a match say more about
+// the question than any other), then to the summary's other sentences,
+// the densest in new words first, then to older verbatim turns, newest
+// first.
 const (
+	// fillReach is how far from a chosen match the room left looks for
+	// turns.
+	fillReach = 3
 	// coveredDecay is what a question term is worth again for each chosen
 	// item that already holds it.
 	coveredDecay = 0.5
@@ -193,8 +200,10 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 		}
 	}
 
-	// The room left: the summary's other sentences, then older turns.
-	// The window's header is only shown between recalled lines and turns.
+	// The room left: the turns next to the matches, the summary's other
+	// sentences, then older turns. The window's header is only shown
+	// between recalled lines and turns.
+	v.fillNeighbours()
 	v.fillSummary()
 	recalled := len(v.mems) > 0 || len(pk.chosen) > 0
 	if header && !recalled {
@@ -459,6 +468,33 @@ func (p *picker) around(docs []int) [3]int {
 	return out
 }
 
+// byNamed reports whether doc d was said by a speaker the question
+// names (every term of the speaker's name is a query term).
+func (p *picker) byNamed(d int) bool {
+	sp := p.x.docs[d].turn.Speaker
+	named, ok := p.namedSpeaker[sp]
+	if !ok {
+		q := map[string]bool{}
+		for _, t := range p.terms {
+			q[t] = true
+		}
+		n := 0
+		named = true
+		p.s.an.each(sp, func(t string) {
+			if t != "" {
+				n++
+				named = named && q[t]
+			}
+		})
+		named = named && n > 0
+		if p.namedSpeaker == nil {
+			p.namedSpeaker = map[string]bool{}
+		}
+		p.namedSpeaker[sp] = named
+	}
+	return named
+}
+
 // value is c's relevance times its novelty (see the top of the file).
 func (v *valuePacker) value(c *vcand) float64 {
 	var rel float64
@@ -650,6 +686,36 @@ func (v *valuePacker) fillSummary() {
 		tried[best] = true
 		if v.takeSentence(best) {
 			v.show(v.intern(v.sents[best]))
+		}
+	}
+}
+
+// fillNeighbours adds the substantive turns next to the chosen matches
+// (not chosen, not shown as a memory), the nearest first and among them
+// the best matches' first, up to fillReach turns away, while they fit.
+func (v *valuePacker) fillNeighbours() {
+	pk := v.pk
+	var matches []int
+	for _, h := range pk.hits {
+		if it := pk.chosen[h.doc]; it != nil && !it.Neighbour {
+			matches = append(matches, h.doc)
+		}
+	}
+	for dist := 1; dist <= fillReach; dist++ {
+		for _, m := range matches {
+			for _, d := range []int{m + dist, m - dist} {
+				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.shown[pk.x.docs[d].turn.TurnID] || !pk.docTerms(d).substantive {
+					continue
+				}
+				unit := []client.RecalledItem{pk.item(d, 0, true)}
+				if pk.charge(unit, []int{d}, false, v.total) {
+					pk.chosen[d] = &unit[0]
+					at, _ := slices.BinarySearch(pk.order, d)
+					pk.order = slices.Insert(pk.order, at, d)
+					pk.newest = max(pk.newest, unit[0].Index)
+					v.show(v.unitTerms(unit, []int{d}))
+				}
+			}
 		}
 	}
 }
