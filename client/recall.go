@@ -197,7 +197,10 @@ type RecalledItem struct {
 	Neighbour bool    `json:"neighbour,omitempty"`
 	// Text is the turn's text, or, Trimmed, the sentences of a long
 	// matching turn that hold the match, with "…" where sentences were
-	// left out.
+	// left out. A turn of speech is shown without what its transcript
+	// carries besides the words: annotation tags ("{disfmarker}",
+	// "[laughter]"), fillers ("um", "uh"), words said twice and
+	// broken-off starts (a tool's turn is shown as it is).
 	Text    string `json:"text"`
 	Trimmed bool   `json:"trimmed,omitempty"`
 	// Chars and Tokens are the item's cost as its prompt line in the

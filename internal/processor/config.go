@@ -129,6 +129,11 @@ type Config struct {
 	// got no answer is tried (deadLetterAttempts): tests that need the
 	// worker still retrying while they look set it high.
 	deadLetterAttempts int
+	// loadRetries overrides how many more times a session's checkpoint
+	// read that failed is tried before the consumer is rewound
+	// (loadRetries): tests that need it still retrying while they look
+	// set it high.
+	loadRetries int
 }
 
 func (c Config) withDefaults() Config {

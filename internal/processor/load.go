@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
@@ -20,6 +21,17 @@ import (
 const (
 	maxLoads     = 4
 	maxLoadBatch = 128
+)
+
+// A session's checkpoint read that fails for a reason another try may fix
+// (the bucket slow to answer under a backlog, its leader moving) is tried
+// again for that session, with backoff from loadRetryInitial up to
+// loadRetryMax, up to loadRetries more times (Config.loadRetries) before
+// the consumer is rewound.
+const (
+	loadRetries      = 4
+	loadRetryInitial = 200 * time.Millisecond
+	loadRetryMax     = 2 * time.Second
 )
 
 // loadDone is a batch of checkpoints read off the shard goroutine.
@@ -38,8 +50,15 @@ type loadDone struct {
 // decoded is quarantined: kept on the dead-letter stream and rebuilt from
 // the streams (quarantine). It runs on its shard's goroutine; what it needs
 // of the loop is loadLoop.
+//
+// A read that fails for a reason another try may fix holds only its
+// session: its events stay parked (neither applied nor acknowledged) and
+// the read is tried again after a backoff (retryLater), while the
+// batch's other sessions and the loop's go on. Only a session that keeps
+// failing rewinds the consumer (failed).
 type loader struct {
-	store    *state.Store
+	// loadMany reads checkpoints (state.Store.LoadMany).
+	loadMany func(ctx context.Context, ids []string) []state.Loaded
 	loop     loadLoop
 	aside    *aside
 	rec      *recorder           // the session's last summary, for a rebuild
@@ -62,6 +81,22 @@ type loader struct {
 	then map[string][]func(*live)
 	gen  uint64 // bumped by reset: reads started before land nowhere
 	seen uint64 // highest inbound sequence received since the last reset
+	// retrying: sessions whose read failed for a reason another try may
+	// fix, with their backoff and when their next try is due (zero once
+	// it is queued or in flight); kept until a read lands, the session is
+	// given up on, or reset. retryTimer fires at the earliest due try
+	// (armed).
+	retrying   map[string]*loadRetry
+	maxRetries int
+	retryTimer *time.Timer
+	armed      bool
+}
+
+// loadRetry is a session's failed checkpoint read waiting to be tried again.
+type loadRetry struct {
+	b     backoff.BackOff
+	tries int
+	due   time.Time
 }
 
 // loadLoop is the event loop as the loader sees it.
@@ -79,9 +114,16 @@ type loadLoop interface {
 }
 
 func newLoader(p *Processor, loop loadLoop, a *aside, rec *recorder) *loader {
-	return &loader{store: p.store, loop: loop, aside: a, rec: rec, cons: p.cons, js: p.js, inStream: p.inStream, layout: p.layout,
+	retries := p.cfg.loadRetries
+	if retries <= 0 {
+		retries = loadRetries
+	}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &loader{loadMany: p.loadMany, loop: loop, aside: a, rec: rec, cons: p.cons, js: p.js, inStream: p.inStream, layout: p.layout,
 		adm: p.adm, m: p.m, log: p.log,
-		waiting: make(map[string][]inMsg), done: make(chan loadDone, maxLoads), then: make(map[string][]func(*live))}
+		waiting: make(map[string][]inMsg), done: make(chan loadDone, maxLoads), then: make(map[string][]func(*live)),
+		retrying: make(map[string]*loadRetry), maxRetries: retries, retryTimer: t}
 }
 
 // saw notes an inbound sequence received. Must be called on the loop.
@@ -138,11 +180,11 @@ func (l *loader) start() {
 			l.queue = nil // let a burst's backing array go
 		}
 		l.reads++
-		gen, store := l.gen, l.store
+		gen, loadMany := l.gen, l.loadMany
 		go func() {
 			ctx, cancel := opCtx()
 			defer cancel()
-			l.done <- loadDone{gen: gen, items: store.LoadMany(ctx, ids)}
+			l.done <- loadDone{gen: gen, items: loadMany(ctx, ids)}
 		}()
 	}
 }
@@ -155,6 +197,9 @@ func (l *loader) reset() {
 	l.seen = 0
 	l.waiting = make(map[string][]inMsg)
 	l.queue = nil
+	clear(l.retrying)
+	l.retryTimer.Stop()
+	l.armed = false
 	for id := range l.then {
 		// Fold results waiting for a read: read again, after the rewind.
 		l.waiting[id] = nil
@@ -164,7 +209,8 @@ func (l *loader) reset() {
 }
 
 // land installs sessions read aside, runs what waited for them and
-// applies their parked events.
+// applies their parked events. A session whose read failed waits for its
+// next try (failed); the batch's others are installed.
 // Must be called on the loop.
 func (l *loader) land(d loadDone) {
 	l.reads--
@@ -172,19 +218,46 @@ func (l *loader) land(d loadDone) {
 	if d.gen != l.gen {
 		return // read before a rewind: their events come again
 	}
+	var again retried
+	defer again.log(l.log)
 	for _, r := range d.items {
 		if r.Err != nil {
 			if !l.loop.has(r.ID) {
-				if !l.failed(r.ID, r.Err) {
+				if !l.failed(r.ID, r.Err, &again) {
 					return
 				}
-				continue // quarantined aside: its events wait for the rebuild
+				continue // quarantined, or tried again later: its events wait
 			}
 		} else if !l.loop.has(r.ID) {
 			l.loop.install(r.ID, r.S, r.Rev)
 		}
 		l.landed(r.ID)
 	}
+}
+
+// retried is what one landing scheduled to be read again, for one log line.
+type retried struct {
+	n       int
+	session string // the first one
+	tries   int    // its failed tries so far
+	wait    time.Duration
+	err     error
+}
+
+func (r *retried) add(id string, tries int, wait time.Duration, err error) {
+	if r.n == 0 {
+		r.session, r.tries, r.wait, r.err = id, tries, wait, err
+	}
+	r.n++
+}
+
+func (r *retried) log(log zerolog.Logger) {
+	if r.n == 0 {
+		return
+	}
+	log.Warn().Err(r.err).Str("event", "session_load_retry").Str("session", r.session).Int("sessions", r.n).
+		Int("attempt", r.tries).Dur("retry_in", r.wait).
+		Msg("could not read the session's checkpoint; its events wait and the read is tried again, other sessions go on")
 }
 
 // landed runs what waited for the session's read, now installed: the
@@ -194,6 +267,7 @@ func (l *loader) landed(id string) {
 	queued, then := l.waiting[id], l.then[id]
 	delete(l.waiting, id)
 	delete(l.then, id)
+	delete(l.retrying, id)
 	for _, fn := range then {
 		l.loop.withSession(id, fn)
 	}
@@ -207,15 +281,27 @@ func (l *loader) landed(id string) {
 // back (state.ErrCorrupt) would fail the same way at every try: rewinding
 // for it would stop every session, for good. That one session is
 // quarantined instead (quarantine), aside, its events waiting for it. Any
-// other failure (the bucket unreachable) is worth another try: the
-// consumer is rewound.
+// other failure (a read timed out, the bucket unreachable) is worth
+// another try: the session's read is tried again after a backoff
+// (retryLater), up to maxRetries more times, its events parked meanwhile,
+// unacknowledged; then the consumer is rewound, as its events cannot be
+// applied without its state.
 // Must be called on the loop.
-func (l *loader) failed(id string, err error) bool {
+func (l *loader) failed(id string, err error, again *retried) bool {
 	var ce *state.CorruptError
 	if !errors.As(err, &ce) {
-		l.cons.requestRewind("session_load_failed", fmt.Errorf("session %s: %w", id, err))
+		if l.retryLater(id, err, again) {
+			return true
+		}
+		tries := 1
+		if r := l.retrying[id]; r != nil {
+			tries = r.tries
+		}
+		delete(l.retrying, id)
+		l.cons.requestRewind("session_load_failed", fmt.Errorf("session %s, %d tries: %w", id, tries, err))
 		return false
 	}
+	delete(l.retrying, id)
 	// The session's first inbound sequence this shard has not handled
 	// yet: the first parked behind the read, else every event up to the
 	// ack floor of the last attach, and every one received since, was
@@ -226,6 +312,78 @@ func (l *loader) failed(id string, err error) bool {
 	}
 	l.quarantine(ce, next)
 	return true
+}
+
+// retryLater schedules another read of a session whose read failed, and
+// reports whether it did: false once its tries are used up. Its events
+// and steps stay in waiting and then, so nothing else starts a read of
+// it meanwhile. Must be called on the loop.
+func (l *loader) retryLater(id string, err error, again *retried) bool {
+	r := l.retrying[id]
+	if r == nil {
+		b := &backoff.ExponentialBackOff{
+			InitialInterval:     loadRetryInitial,
+			RandomizationFactor: 0.3,
+			Multiplier:          2,
+			MaxInterval:         loadRetryMax,
+			Stop:                backoff.Stop,
+			Clock:               backoff.SystemClock,
+		}
+		b.Reset()
+		r = &loadRetry{b: backoff.WithMaxRetries(b, uint64(l.maxRetries))}
+		l.retrying[id] = r
+	}
+	r.tries++
+	wait := r.b.NextBackOff()
+	if wait == backoff.Stop {
+		return false
+	}
+	r.due = time.Now().Add(wait) // wall time: pacing, not session logic
+	l.m.loadRetries.Inc()
+	again.add(id, r.tries, wait, err)
+	l.arm()
+	return true
+}
+
+// retryC fires when a session's next read is due (retryDue); nil when
+// none waits. Must be called on the loop.
+func (l *loader) retryC() <-chan time.Time {
+	if !l.armed {
+		return nil
+	}
+	return l.retryTimer.C
+}
+
+// retryDue queues the reads whose next try is due. Must be called on the
+// loop.
+func (l *loader) retryDue() {
+	l.armed = false
+	now := time.Now()
+	for id, r := range l.retrying {
+		if !r.due.IsZero() && !r.due.After(now) {
+			r.due = time.Time{}
+			l.queue = append(l.queue, id)
+		}
+	}
+	l.arm()
+	l.start()
+}
+
+// arm sets the timer to the earliest try due. Must be called on the loop.
+func (l *loader) arm() {
+	var next time.Time
+	for _, r := range l.retrying {
+		if !r.due.IsZero() && (next.IsZero() || r.due.Before(next)) {
+			next = r.due
+		}
+	}
+	if next.IsZero() {
+		l.retryTimer.Stop()
+		l.armed = false
+		return
+	}
+	l.retryTimer.Reset(time.Until(next))
+	l.armed = true
 }
 
 // quarantine replaces a checkpoint that cannot be read back with one

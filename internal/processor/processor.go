@@ -76,8 +76,11 @@ type Processor struct {
 	layout broker.Layout
 	subj   events.Subjects
 	store  *state.Store
-	foldJS jetstream.JetStream // the fold path's publishes (Deps.FoldJS)
-	sum    fold.Summarizer
+	// loadMany reads checkpoints for the shards' loaders: the store's
+	// LoadMany (tests wrap it to make reads fail).
+	loadMany func(ctx context.Context, ids []string) []state.Loaded
+	foldJS   jetstream.JetStream // the fold path's publishes (Deps.FoldJS)
+	sum      fold.Summarizer
 	// breaker stops model calls while the endpoint refuses every request
 	// (folding.go: startFold asks it, runFold reports to it).
 	breaker *retry.Breaker
@@ -139,7 +142,7 @@ func New(cfg Config, d Deps) (*Processor, error) {
 	}
 	p := &Processor{
 		policy: cfg.policy(), adm: cfg.Admission(), asker: contextsource.NewAsker(d.JS.Conn(), d.Log),
-		cfg: cfg, js: d.JS, layout: d.Layout, subj: d.Layout.Subjects, store: d.Store,
+		cfg: cfg, js: d.JS, layout: d.Layout, subj: d.Layout.Subjects, store: d.Store, loadMany: d.Store.LoadMany,
 		foldJS: d.FoldJS,
 		sum:    d.Summarizer, tokens: d.Tokens, log: d.Log, clock: d.Clock,
 		ready: make(chan struct{}),

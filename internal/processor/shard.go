@@ -291,6 +291,8 @@ func (sh *shard) run() {
 			sh.land(r)
 		case d := <-sh.ld.done:
 			sh.ld.land(d)
+		case <-sh.ld.retryC():
+			sh.ld.retryDue()
 		case step := <-sh.aside.done:
 			sh.aside.land(step)
 		case rewinding = <-sh.ctrl:

@@ -365,8 +365,10 @@ type picker struct {
 	// terms are the query's terms and feedback the terms its ranking
 	// added (index.expand): what an excerpt is trimmed around.
 	terms, feedback []string
-	// content caches each considered doc's content terms (evidence.go).
+	// content caches each considered doc's content terms (evidence.go),
+	// and texts its text as an excerpt shows it (picker.text).
 	content map[int]*docTerms
+	texts   map[int]string
 	// perDay counts the chosen matches by day (diversity).
 	perDay map[int64]int
 	// hybrid: the hits were fused with the turns nearest the question by
@@ -405,7 +407,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
 		labelled: map[int]bool{}, counted: map[[3]int]int{}, lineChars: map[[3]int]int{}, tried: map[int]bool{}, newest: -1,
-		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, perDay: map[int64]int{}}
+		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, texts: map[int]string{}, perDay: map[int64]int{}}
 	p.budget = cmp.Or(out.BudgetChars, 4*out.BudgetTokens)
 	var hits []hit
 	hits, p.feedback = x.expand(terms, lo, n)
@@ -450,7 +452,7 @@ func (p *picker) searched(start int64) int {
 
 func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem {
 	doc := p.x.docs[d]
-	text, trimmed := doc.turn.Text, false
+	text, trimmed := p.text(d), false
 	if !neighbour {
 		text, trimmed = p.trim(d)
 	}
@@ -588,13 +590,13 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 func (p *picker) unit(hit hit, limit int) ([]client.RecalledItem, []int) {
 	unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
 	docs := []int{hit.doc}
-	text := p.x.docs[hit.doc].turn.Text
+	text := p.text(hit.doc)
 	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil &&
-		(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(strings.TrimSpace(p.x.docs[d].turn.Text), "?")) {
+		(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(p.text(d), "?")) {
 		unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
 		docs = append([]int{d}, docs...)
 	}
-	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && strings.HasSuffix(strings.TrimSpace(text), "?") {
+	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && strings.HasSuffix(text, "?") {
 		unit = append(unit, p.item(d, 0, true))
 		docs = append(docs, d)
 	}

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/speech"
 	"github.com/foldstream/foldstream/internal/state"
 )
 
@@ -68,7 +70,7 @@ func (p *picker) docTerms(d int) *docTerms {
 	}
 	dt := &docTerms{set: map[string]bool{}}
 	names := p.names()
-	p.s.an.each(p.x.docs[d].turn.Text, func(t string) {
+	p.s.an.each(p.text(d), func(t string) {
 		if t == "" {
 			return
 		}
@@ -219,12 +221,36 @@ func jaccard(a, b map[string]bool) float64 {
 	return float64(in) / float64(len(a)+len(b)-in)
 }
 
+// text is doc d's text as an excerpt shows it: a turn of speech without
+// what its transcript carries besides the words (speech.Clean), so that
+// the value packing weighs and charges what the reply shows; a tool's
+// turn, or one with nothing left, as it is. Cleaned once per picker.
+func (p *picker) text(d int) string {
+	if t, ok := p.texts[d]; ok {
+		return t
+	}
+	t := displayText(p.x.docs[d].turn)
+	p.texts[d] = t
+	return t
+}
+
+// displayText is turn t's text as a recalled line shows it (picker.text).
+func displayText(t *events.Turn) string {
+	if t.Tool != "" || strings.HasPrefix(t.Kind, "tool") || t.Role == "tool" {
+		return t.Text
+	}
+	if c := speech.Clean(t.Text); c != "" {
+		return c
+	}
+	return t.Text
+}
+
 // trim is doc d's text as an excerpt: a turn longer than trimChars is cut
 // to its sentences that hold a query or feedback term, in order, with
 // trimMark where sentences were left out (never inside a word). A turn
 // where no sentence matches, or nearly all do, is kept whole.
 func (p *picker) trim(d int) (string, bool) {
-	text := p.x.docs[d].turn.Text
+	text := p.text(d)
 	if utf8.RuneCountInString(text) <= max(trimChars, p.budget/trimShare) {
 		return text, false
 	}
@@ -235,7 +261,7 @@ func (p *picker) trim(d int) (string, bool) {
 // term (trim, whatever its length): a match too long for the room left
 // may still fit as the sentences that carry it.
 func (p *picker) cut(d int) (string, bool) {
-	text := p.x.docs[d].turn.Text
+	text := p.text(d)
 	want := map[string]bool{}
 	for _, t := range p.terms {
 		want[t] = true
@@ -428,7 +454,7 @@ func (s *server) summaryOutweighed(summary string, pk *picker, idf map[string]fl
 		if used >= chars {
 			break
 		}
-		text := pk.x.docs[h.doc].turn.Text
+		text := pk.text(h.doc)
 		ev += value(seen, text)
 		used += utf8.RuneCountInString(text)
 	}

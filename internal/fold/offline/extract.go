@@ -510,7 +510,7 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	verb := "said"
 	for _, o := range opinion {
 		if strings.HasPrefix(low, o) && len(sent) > len(o)+3 {
-			sent, low, verb = sent[len(o):], low[len(o):], "thinks"
+			sent, low, verb = sent[len(o):], low[len(o):], "thought"
 			break
 		}
 	}
@@ -546,7 +546,7 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 		}
 		return sp + " " + verb + " " + lowerFirst(group(sent)), false
 	}
-	if verb == "thinks" {
+	if verb == "thought" {
 		sent = "I think " + lowerFirst(sent)
 	}
 	if strings.Contains(sent, "\"") {

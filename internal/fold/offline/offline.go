@@ -30,8 +30,9 @@
 // Tokyo 2099."), then one line per closed period ("From 14:02 to 14:20,
 // Alice and Bob talked about the venue in Lisbon and catering.", with the
 // dates when the conversation spans days) with its best statements, then
-// the current statements. A statement whose fact a newer one changed is
-// replaced. Statements are kept by worth for their length: the words no
+// the current statements; two in a row by one speaker are one sentence
+// ("Bob said the venue is booked, and the caterer wants a deposit."). A
+// statement whose fact a newer one changed is replaced. Statements are kept by worth for their length: the words no
 // kept line says yet, weighed by how often the conversation said them
 // (counts.go), plus decisions, questions, names and numbers. Speech loses
 // false starts and hedges (tighten.go). Older periods merge into coarser

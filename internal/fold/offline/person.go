@@ -56,7 +56,7 @@ func personFact(x stmt) (kind, slot string, ok bool) {
 	}
 	rest = strings.TrimSpace(rest)
 	low := strings.ToLower(rest)
-	if strings.HasPrefix(low, "said") || strings.HasPrefix(low, "asked") || strings.HasPrefix(low, "thinks") {
+	if strings.HasPrefix(low, "said") || strings.HasPrefix(low, "asked") || strings.HasPrefix(low, "thought") {
 		return "", "", false // reported speech: not about the speaker
 	}
 	for _, fv := range factVerbs {

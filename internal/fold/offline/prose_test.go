@@ -197,3 +197,27 @@ func TestTopicsNameNoParticipant(t *testing.T) {
 		t.Errorf("the subjects are not named: %q", composed(got))
 	}
 }
+
+// Two statements in a row by one speaker are one sentence; a quoted one
+// or another speaker's stays its own.
+func TestOneSpeakerOneSentence(t *testing.T) {
+	st := &state{V: stateVersion, Names: []string{"Bob", "Alice"}}
+	for _, x := range []struct{ sp, text string }{
+		{"Bob", "Bob said the venue in Lisbon is booked."},
+		{"Bob", "Bob said the caterer wants a deposit by Friday."},
+		{"Alice", "Alice said the budget allows 40 guests."},
+		{"Alice", `Alice said, "You should call the caterer."`},
+	} {
+		st.Open = append(st.Open, stmt{Sp: x.sp, Text: x.text, W: 3, Terms: termString(x.text), At: 1})
+	}
+	got := st.render(1200, 5, 2)
+	for _, want := range []string{
+		"Bob said the venue in Lisbon is booked, and the caterer wants a deposit by Friday.",
+		"Alice said the budget allows 40 guests.",
+		`Alice said, "You should call the caterer."`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+}

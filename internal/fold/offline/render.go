@@ -239,13 +239,13 @@ func topics(ss []stmt, people []string, n int) []string {
 	return out
 }
 
-var reportVerbs = toSet([]string{"said", "asked", "thinks", "suggested", "offered", "to"})
+var reportVerbs = toSet([]string{"said", "asked", "thought", "suggested", "offered", "to"})
 
 // phraseStop are words that never start or join a topic phrase.
 var phraseStop = toSet(strings.Fields(`near via per without within across around behind beyond toward towards
 upon onto plus minus next last first second third new old big small little whole everyone someone anyone
 ago today tonight tomorrow yesterday week weekend month year day days time times minute minutes hour hours
-asked suggested thinks working talked push take taking make get keep keeps try play playing use using grab
+asked suggested thought working talked push take taking make get keep keeps try play playing use using grab
 stop start call run going come left right point lost monday tuesday wednesday thursday friday saturday sunday
 january february march april may june july august september october november december`))
 
@@ -444,38 +444,79 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		}
 	}
 	pickCovering(cands, covered, voc, budget-used, len(cands))
-	var b strings.Builder
-	b.Grow(min(budget, 1<<14) + 64)
-	b.WriteString(lead)
-	write := func(s string) {
-		if s == "" {
-			return
+	lines := st.compose(lead, headers, cands)
+	for range 3 {
+		// what merging statements saved takes more of them
+		size := len(lines) - 1
+		for _, l := range lines {
+			size += runeLen(l)
 		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+		if budget-size < 40 {
+			break
 		}
-		b.WriteString(s)
+		n := countTaken(cands)
+		if pickCovering(cands, covered, voc, budget-size, len(cands)); countTaken(cands) == n {
+			break
+		}
+		lines = st.compose(lead, headers, cands)
 	}
-	taken := map[*stmt]bool{}
+	return strings.Join(lines, " ")
+}
+
+func countTaken(cands []*cand) int {
+	n := 0
+	for _, c := range cands {
+		if c.taken {
+			n++
+		}
+	}
+	return n
+}
+
+// compose lays out the summary's sentences: the opening, each period's
+// line with its statements taken, then the current statements taken. Two
+// statements in a row that one speaker said become one sentence ("Bob
+// said the venue is booked, and the caterer wants a deposit.").
+func (st *state) compose(lead string, headers []string, cands []*cand) []string {
+	taken := make(map[*stmt]bool, len(cands))
 	for _, c := range cands {
 		if c.taken {
 			taken[c.x] = true
 		}
 	}
-	for pi, p := range st.Periods {
-		write(headers[pi])
-		for i := range p.Stmts {
-			if taken[&st.Periods[pi].Stmts[i]] {
-				write(p.Stmts[i].Text)
+	var lines []string
+	if lead != "" {
+		lines = append(lines, lead)
+	}
+	joinable := false // the last line is a statement another may join
+	add := func(x *stmt) {
+		said := x.Sp + " said "
+		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
+		if n := len(lines) - 1; joinable && plain && strings.HasPrefix(lines[n], said) {
+			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[len(said):]
+			joinable = false
+			return
+		}
+		lines = append(lines, x.Text)
+		joinable = plain && strings.HasSuffix(x.Text, ".")
+	}
+	for pi := range st.Periods {
+		if headers[pi] != "" {
+			lines = append(lines, headers[pi])
+			joinable = false
+		}
+		for i := range st.Periods[pi].Stmts {
+			if x := &st.Periods[pi].Stmts[i]; taken[x] {
+				add(x)
 			}
 		}
 	}
 	for i := range st.Open {
-		if taken[&st.Open[i]] {
-			write(st.Open[i].Text)
+		if x := &st.Open[i]; taken[x] {
+			add(x)
 		}
 	}
-	return b.String()
+	return lines
 }
 
 // lead is the opening sentence: who, and what the current period is about.
@@ -607,6 +648,14 @@ func newCand(x *stmt, period int, rec float64) *cand {
 func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n int) {
 	texts := map[string]bool{}
 	said := map[string]bool{} // by the statements taken
+	for _, c := range cands {
+		if c.taken { // in an earlier call
+			texts[c.textLows] = true
+			for _, t := range c.terms {
+				said[t] = true
+			}
+		}
+	}
 	// what each candidate's terms are worth does not change while picking
 	worth := make([][]float64, len(cands))
 	for i, c := range cands {
