@@ -377,7 +377,7 @@ func TestBuilderContextFor(t *testing.T) {
 	}
 	checkQueryContext(t, c, 1500)
 	if !slices.Contains(recalledIndices(c), 3) {
-		t.Fatalf("builder: recalled %v, want 3 among them", recalledIndices(c))
+		t.Fatalf("builder: recalled %v, want 3 among them\n%s", recalledIndices(c), c.Prompt())
 	}
 	if _, err := b.ContextFor(context.Background(), "s1", "", client.Budget{}); err == nil || !strings.Contains(err.Error(), `"query"`) {
 		t.Fatalf("empty query: %v", err)

@@ -691,7 +691,8 @@ func (v *valuePacker) fillSummary() {
 }
 
 // fillNeighbours adds the substantive turns next to the chosen matches
-// (not chosen, not shown as a memory), the nearest first and among them
+// (not chosen, not shown as a memory, not repeating a match or a memory,
+// and with a word new to the reply), the nearest first and among them
 // the best matches' first, up to fillReach turns away, while they fit.
 func (v *valuePacker) fillNeighbours() {
 	pk := v.pk
@@ -704,16 +705,29 @@ func (v *valuePacker) fillNeighbours() {
 	for dist := 1; dist <= fillReach; dist++ {
 		for _, m := range matches {
 			for _, d := range []int{m + dist, m - dist} {
-				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.shown[pk.x.docs[d].turn.TurnID] || !pk.docTerms(d).substantive {
+				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.shown[pk.x.docs[d].turn.TurnID] {
+					continue
+				}
+				if dt := pk.docTerms(d); !dt.substantive || pk.repeats(dt) {
 					continue
 				}
 				unit := []client.RecalledItem{pk.item(d, 0, true)}
+				terms := v.unitTerms(unit, []int{d})
+				novel := 0
+				for _, id := range terms {
+					if !v.shown[id] {
+						novel++
+					}
+				}
+				if novel == 0 {
+					continue // the reply says it already
+				}
 				if pk.charge(unit, []int{d}, false, v.total) {
 					pk.chosen[d] = &unit[0]
 					at, _ := slices.BinarySearch(pk.order, d)
 					pk.order = slices.Insert(pk.order, at, d)
 					pk.newest = max(pk.newest, unit[0].Index)
-					v.show(v.unitTerms(unit, []int{d}))
+					v.show(terms)
 				}
 			}
 		}
