@@ -16,27 +16,42 @@ import (
 // rank among the distinct turns, and docs[i].raw its index as the replay
 // counted it (see replay).
 //
+// An index loaded from the store (index_codec.go) keeps its encoding as
+// base and reads from it only what requests ask for: a doc's turn
+// (turn) and a term's postings (postingsIn) are decoded at their first
+// use and kept; the turns added after the load are held as turns, their
+// postings appended to their terms' (decoded first). A load then costs
+// the doc table, not an allocation per turn and per term, and a loaded
+// index holds its compact encoding plus what was asked of it.
+//
 // Invariants: docs are in increasing raw (and seq) order; every posting
 // list is in increasing doc order, with tf > 0; cumLen[i] is the sum of
 // the lengths of docs[:i+1]. Scoping a search to the turns before a raw
 // index is then two binary searches: no per-request pass over the turns.
 type turnIndex struct {
-	an       *analyzer
-	docs     []indexDoc
-	cumLen   []int64
+	an     *analyzer
+	docs   []indexDoc
+	cumLen []int64
+	// turns[i] is doc i's turn; nil while a doc of base has not been read
+	// (turn reads it).
+	turns []*events.Turn
+	// postings are the terms' posting lists: every term's, or with base,
+	// those read from it so far and the terms added since.
 	postings map[string][]posting
+	// base is the encoding the index was loaded from (nil: built from the
+	// stream); it holds docs [0, base.docs).
+	base *indexBase
 	// bytes estimates the memory the index holds (texts, postings, docs),
 	// for the service's byte budget.
 	bytes int64
 	tf    map[string]int32 // add's scratch space
 }
 
-// indexDoc is one distinct turn.
+// indexDoc is one distinct turn (its text: turnIndex.turn).
 type indexDoc struct {
-	raw  int64
-	seq  uint64
-	turn *events.Turn
-	len  int32 // tokens, speaker and tool included
+	raw int64
+	seq uint64
+	len int32 // tokens, speaker and tool included
 }
 
 type posting struct {
@@ -47,7 +62,7 @@ type posting struct {
 // Approximate sizes, for the byte budget: a doc, a posting, a map entry
 // (key header and slice header), and a turn's fixed fields.
 const (
-	docBytes     = 48
+	docBytes     = 40
 	postingBytes = 8
 	termBytes    = 64
 	turnBytes    = 200
@@ -74,7 +89,7 @@ func (x *turnIndex) add(raw int64, seq uint64, t *events.Turn) {
 		}
 	})
 	for term, f := range tf {
-		pl, ok := x.postings[term]
+		pl, ok := x.list(term)
 		if !ok {
 			x.bytes += termBytes + int64(len(term))
 		}
@@ -85,9 +100,34 @@ func (x *turnIndex) add(raw int64, seq uint64, t *events.Turn) {
 	if len(x.cumLen) > 0 {
 		prev = x.cumLen[len(x.cumLen)-1]
 	}
-	x.docs = append(x.docs, indexDoc{raw: raw, seq: seq, turn: t, len: n})
+	x.docs = append(x.docs, indexDoc{raw: raw, seq: seq, len: n})
+	x.turns = append(x.turns, t)
 	x.cumLen = append(x.cumLen, prev+int64(n))
 	x.bytes += docBytes + turnBytes + int64(len(t.Text)+len(t.Speaker)+len(t.TurnID)+len(t.Tool)+len(t.Role)+len(t.Kind))
+}
+
+// turn is doc d's turn, read from base at its first use.
+func (x *turnIndex) turn(d int) *events.Turn {
+	if t := x.turns[d]; t != nil {
+		return t
+	}
+	t := x.base.turn(d)
+	x.turns[d] = t
+	x.bytes += turnBytes
+	return t
+}
+
+// list is term's postings, read from base at its first use (and kept:
+// add appends to it); ok reports whether the index has the term.
+func (x *turnIndex) list(term string) (pl []posting, ok bool) {
+	if pl, ok = x.postings[term]; ok || x.base == nil {
+		return pl, ok
+	}
+	if pl, ok = x.base.postings(term); ok {
+		x.postings[term] = pl
+		x.bytes += termBytes + int64(len(term)) + postingBytes*int64(len(pl))
+	}
+	return pl, ok
 }
 
 // clear forgets every turn (a reset).
@@ -190,7 +230,7 @@ func best(scores []float64, lo, k int) []hit {
 
 // postingsIn is term's postings among docs [lo, n), and their number.
 func (x *turnIndex) postingsIn(term string, lo, n int) ([]posting, float64) {
-	pl := x.postings[term]
+	pl, _ := x.list(term)
 	first := sort.Search(len(pl), func(i int) bool { return int(pl[i].doc) >= lo })
 	end := sort.Search(len(pl), func(i int) bool { return int(pl[i].doc) >= n })
 	return pl[first:end], float64(end - first)
@@ -239,7 +279,7 @@ func (x *turnIndex) expand(terms []string, lo, n int) ([]hit, []string) {
 	weight := map[string]float64{}
 	idf := map[string]float64{}
 	for _, h := range top {
-		x.an.each(x.docs[h.doc].turn.Text, func(term string) {
+		x.an.each(x.turn(h.doc).Text, func(term string) {
 			if term == "" || inQuery[term] || questionStems[term] {
 				return
 			}

@@ -36,16 +36,21 @@ import (
 //
 //	"FSRX" uv(format) u64(fingerprint) str(key)
 //	uv(from) uv(next) uv(lastReset) time(resetAt) uv(applied) uv(read) uv(memNext)
-//	uv(idx.bytes) uv(memBytes) str(session JSON)
+//	uv(memBytes) str(session JSON)
 //	uv(#seqs) uv(seq deltas)...
-//	uv(#docs) per doc: uv(raw delta) uv(seq delta) uv(len) turn
-//	uv(#terms) uv(#postings of all terms) per term: str(term) uv(#postings) per posting: uv(doc delta) uv(tf)
+//	uv(#docs) per doc: uv(raw delta) uv(seq delta) uv(len); then per doc: turn
+//	uv(#terms) uv(#postings of all terms) per term, in increasing order:
+//	  str(term) uv(#postings) per posting: uv(doc delta) uv(tf)
 //	uv(#memories) per memory: str(id) str(speaker) str(text) str(turnID) str(supersedes) time(at) time(published)
+//
+// Decoding reads the doc table, checks the turns and the posting lists
+// where they are and notes their offsets (indexBase): a turn or a term's
+// postings are decoded when a request first uses them.
 //
 // The key names what the entry was built from (session, stream, layout,
 // admission rules); an entry whose key differs is not this session's
 // replay and is rebuilt.
-const indexFormat = 1
+const indexFormat = 2
 
 // indexMagic starts every encoded replay.
 const indexMagic = "FSRX"
@@ -64,7 +69,7 @@ var (
 func fingerprint() uint64 {
 	h := fnv.New64a()
 	seen := map[reflect.Type]bool{}
-	for _, v := range []any{replay{}, turnIndex{}, indexDoc{}, posting{}, memory{}, events.Turn{}, state.Session{}} {
+	for _, v := range []any{replay{}, turnIndex{}, indexBase{}, indexDoc{}, posting{}, memory{}, events.Turn{}, state.Session{}} {
 		typeShape(h, reflect.TypeOf(v), seen)
 	}
 	for _, words := range []map[string]bool{stopWords, questionWords} {
@@ -122,7 +127,6 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 	w.uv(uint64(rp.applied))
 	w.uv(uint64(rp.read))
 	w.uv(rp.memNext)
-	w.uv(uint64(rp.idx.bytes))
 	w.uv(uint64(rp.memBytes))
 	w.str(string(sess))
 	w.uv(uint64(len(rp.seqs)))
@@ -140,17 +144,44 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 		w.uv(d.seq - prev)
 		prevRaw, prev = d.raw, d.seq
 		w.uv(uint64(d.len))
-		w.turn(d.turn)
 	}
-	w.uv(uint64(len(x.postings)))
-	var total int
+	for d := range x.docs {
+		if x.base != nil && d < x.base.docs {
+			w.b = append(w.b, x.base.turnBytes(d)...) // as it was read
+			continue
+		}
+		w.turn(x.turns[d])
+	}
+	// Every term: those read or added (postings) and the base's others,
+	// copied as they were read.
+	terms := slices.Collect(maps.Keys(x.postings))
+	var baseOnly []int
+	total := 0
 	for _, pl := range x.postings {
 		total += len(pl)
 	}
+	if x.base != nil {
+		for i := range x.base.terms() {
+			if _, ok := x.postings[x.base.term(i)]; !ok {
+				baseOnly = append(baseOnly, i)
+				r := x.base.reader(x.base.termAt[i])
+				r.str()
+				total += r.int()
+			}
+		}
+	}
+	slices.Sort(terms)
+	w.uv(uint64(len(terms) + len(baseOnly)))
 	w.uv(uint64(total))
-	for _, term := range slices.Sorted(maps.Keys(x.postings)) {
-		pl := x.postings[term]
-		w.str(term)
+	for len(terms) > 0 || len(baseOnly) > 0 {
+		if len(baseOnly) > 0 && (len(terms) == 0 || x.base.term(baseOnly[0]) < terms[0]) {
+			w.b = append(w.b, x.base.entry(baseOnly[0])...)
+			baseOnly = baseOnly[1:]
+			continue
+		}
+		pl := x.postings[terms[0]]
+		w.str(terms[0])
+		terms = terms[1:]
 		w.uv(uint64(len(pl)))
 		var prevDoc int32
 		for _, p := range pl {
@@ -243,18 +274,25 @@ const maxHeader = 4096
 
 // decodeReplay decodes what indexHeader left of an encoded replay into a
 // replay of session with the service's analyzer and admission rules.
-// Every count and index is checked: bad data is errIndexCorrupt, never a
-// panic or an index that breaks its invariants.
+// Every count, index and string is checked, the turns' and posting
+// lists' too: bad data is errIndexCorrupt, never a panic or an index that
+// breaks its invariants.
 //
-// The replay's strings (texts, ids, terms) are slices of body, not an
-// allocation each: body must not be changed afterwards (the store reads
-// it into a buffer of its own and hands it over).
+// The replay keeps body as its index's base (indexBase): its turns and
+// posting lists are decoded when first used, and its strings (texts, ids,
+// terms) are slices of body, not an allocation each. body must not be
+// changed afterwards (the store reads it into a buffer of its own and
+// hands it over).
 func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string) (*replay, error) {
 	r := indexReader{b: body}
 	if len(body) > 0 {
 		r.s = unsafe.String(&body[0], len(body))
 	}
+	if uint64(len(body)) >= 1<<32 {
+		return nil, fmt.Errorf("%w: %d bytes, more than an index holds", errIndexCorrupt, len(body))
+	}
 	rp := newReplay(an, adm, session, 0)
+	rp.seen = nil // the indexed turns' ids, when an event is applied
 	rp.from = r.uv()
 	rp.next = r.uv()
 	rp.lastReset = r.uv()
@@ -262,7 +300,6 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	rp.applied = r.int()
 	rp.read = r.int()
 	rp.memNext = r.uv()
-	rp.idx.bytes = int64(r.int())
 	rp.memBytes = int64(r.int())
 	sess := r.str()
 	if r.err != nil {
@@ -284,11 +321,10 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 		rp.seqs[i] = prev
 	}
 	x := rp.idx
-	ndocs := r.count(4)
+	ndocs := r.count(3 + minTurnBytes)
 	x.docs = make([]indexDoc, ndocs)
 	x.cumLen = make([]int64, ndocs)
-	turns := make([]events.Turn, ndocs)
-	rp.seen = make(map[uint64]struct{}, ndocs)
+	x.turns = make([]*events.Turn, ndocs)
 	var raw, cum int64
 	prev = 0
 	for i := range x.docs {
@@ -299,50 +335,49 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 		raw += int64(dr)
 		prev += ds
 		n := r.int()
-		r.turn(&turns[i], session)
-		if r.err != nil {
-			return nil, r.err
-		}
 		cum += int64(n)
-		x.docs[i] = indexDoc{raw: raw, seq: prev, turn: &turns[i], len: int32(n)}
+		x.docs[i] = indexDoc{raw: raw, seq: prev, len: int32(n)}
 		x.cumLen[i] = cum
-		rp.seen[state.HashID(turns[i].TurnID)] = struct{}{}
+	}
+	if r.err != nil {
+		return nil, r.err
 	}
 	if ndocs > 0 && (x.docs[ndocs-1].raw >= int64(nseqs) || x.docs[ndocs-1].seq >= rp.next) {
 		r.fail("docs beyond the replay's position")
 	}
-	nterms := r.count(2)
-	x.postings = make(map[string][]posting, nterms)
-	// One array for every posting list, each list capped at its length
-	// so that add appends to a copy, never over the next term's.
-	all := make([]posting, 0, r.count(2))
-	for range nterms {
+	base := &indexBase{b: body, s: r.s, session: session, docs: ndocs, turnAt: make([]uint32, ndocs+1)}
+	for i := range ndocs {
+		base.turnAt[i] = uint32(r.off)
+		if !r.checkTurn() {
+			return nil, r.err
+		}
+	}
+	base.turnAt[ndocs] = uint32(r.off)
+	nterms := r.count(3)
+	total := r.count(2)
+	base.termAt = make([]uint32, nterms+1)
+	last, seen := "", 0
+	for i := range nterms {
+		base.termAt[i] = uint32(r.off)
 		term := r.str()
 		np := r.count(2)
 		if r.err != nil {
 			return nil, r.err
 		}
-		start := len(all)
-		var doc int64 // the first delta is from doc 0
-		for j := range np {
-			d, tf := r.uv(), r.uv()
-			if j > 0 && d == 0 || d > uint64(ndocs) {
-				r.fail("postings not increasing")
-			}
-			doc += int64(d)
-			if doc >= int64(ndocs) || tf == 0 || tf > 1<<30 {
-				r.fail("posting out of range")
-			}
-			if r.err != nil || len(all) == cap(all) {
-				r.fail("more postings than counted")
-				return nil, r.err
-			}
-			all = append(all, posting{doc: int32(doc), tf: int32(tf)})
+		if i > 0 && term <= last || np == 0 {
+			r.fail("terms not increasing or without postings")
 		}
-		if _, dup := x.postings[term]; dup || np == 0 {
-			r.fail("term repeated or without postings")
+		last = term
+		if seen += np; seen > total {
+			r.fail("more postings than counted")
 		}
-		x.postings[term] = all[start:len(all):len(all)]
+		if !r.checkPostings(np, ndocs) {
+			return nil, r.err
+		}
+	}
+	base.termAt[nterms] = uint32(r.off)
+	if r.err == nil && seen != total {
+		r.fail("fewer postings than counted")
 	}
 	nmems := r.count(7)
 	for range nmems {
@@ -365,8 +400,99 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	if r.err != nil {
 		return nil, r.err
 	}
+	if ndocs > 0 {
+		x.base = base
+	}
+	x.bytes = int64(len(body)) + int64(ndocs)*(24+8+8+4) + 4*int64(nterms) + 512
 	return rp, nil
 }
+
+// checkPostings reads np postings of a list of an index of ndocs docs
+// (doc deltas, the first from doc 0, and frequencies) and checks that
+// they increase and stay in range; false (and r.err) if not. A tight loop:
+// a load checks every posting of the session.
+func (r *indexReader) checkPostings(np, ndocs int) bool {
+	b, off := r.b, r.off
+	doc := uint64(0)
+	for j := range np {
+		var d, tf uint64
+		if off+1 < len(b) && b[off] < 0x80 && b[off+1] < 0x80 {
+			d, tf = uint64(b[off]), uint64(b[off+1])
+			off += 2
+		} else {
+			r.off = off
+			d, tf = r.uv(), r.uv()
+			if r.err != nil {
+				return false
+			}
+			off = r.off
+		}
+		if j > 0 && d == 0 || d > uint64(ndocs) {
+			r.off = off
+			r.fail("postings not increasing")
+			return false
+		}
+		doc += d
+		if doc >= uint64(ndocs) || tf == 0 || tf > 1<<30 {
+			r.off = off
+			r.fail("posting out of range")
+			return false
+		}
+	}
+	r.off = off
+	return true
+}
+
+// checkTurn reads a turn as turn does, with its checks, without making
+// it; false (and r.err) if it is not well-formed.
+func (r *indexReader) checkTurn() bool {
+	r.int() // V
+	r.skip()
+	switch r.uv() { // At: see time
+	case 0:
+	case 1:
+		r.checkInstant()
+	case 2:
+		if off := r.v(); off < -86400 || off > 86400 {
+			r.fail("bad zone offset")
+		}
+		r.checkInstant()
+	default:
+		r.fail("bad time")
+	}
+	for range 5 {
+		r.skip()
+	}
+	r.v()
+	r.v()
+	for range r.count(2) {
+		r.skip()
+		r.skip()
+	}
+	return r.err == nil
+}
+
+// skip reads a string without making it.
+func (r *indexReader) skip() {
+	n := r.int()
+	if r.err == nil && n > len(r.b)-r.off {
+		r.fail("string beyond the data")
+		return
+	}
+	r.off += n
+}
+
+// checkInstant reads what instant reads, with its checks.
+func (r *indexReader) checkInstant() {
+	r.v()
+	if r.uv() >= 1e9 {
+		r.fail("bad nanoseconds")
+	}
+}
+
+// minTurnBytes is the least an encoded turn takes: its V, five strings,
+// a time, two numbers and its meta count, a byte each.
+const minTurnBytes = 10
 
 // indexReader reads an encoded replay; the first error sticks and every
 // later read returns zero values.
@@ -393,7 +519,14 @@ func (r *indexReader) uv() uint64 {
 	return readVarint(r, binary.Uvarint)
 }
 
-func (r *indexReader) v() int64 { return readVarint(r, binary.Varint) }
+func (r *indexReader) v() int64 {
+	if r.err == nil && r.off < len(r.b) && r.b[r.off] < 0x80 { // one byte, zig-zag
+		u := r.b[r.off]
+		r.off++
+		return int64(u>>1) ^ -int64(u&1)
+	}
+	return readVarint(r, binary.Varint)
+}
 
 // readVarint reads one varint with decode (binary.Uvarint or
 // binary.Varint).

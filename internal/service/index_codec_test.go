@@ -1,7 +1,11 @@
 package service
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,17 +52,20 @@ func TestReplayEncodingRoundTrips(t *testing.T) {
 	}
 	for i, d := range rp.idx.docs {
 		g := got.idx.docs[i]
-		if g.raw != d.raw || g.seq != d.seq || g.len != d.len || string(mustJSON(t, g.turn)) != string(mustJSON(t, d.turn)) ||
-			!g.turn.At.Equal(d.turn.At) {
-			t.Fatalf("doc %d: %+v %+v, want %+v %+v", i, g, g.turn, d, d.turn)
+		if g != d || string(mustJSON(t, got.idx.turn(i))) != string(mustJSON(t, rp.idx.turn(i))) ||
+			!got.idx.turn(i).At.Equal(rp.idx.turn(i).At) {
+			t.Fatalf("doc %d: %+v %+v, want %+v %+v", i, g, got.idx.turn(i), d, rp.idx.turn(i))
 		}
 	}
 	for term, pl := range rp.idx.postings {
-		if gp := got.idx.postings[term]; len(gp) != len(pl) || gp[0] != pl[0] {
+		if gp, ok := got.idx.list(term); !ok || !slices.Equal(gp, pl) {
 			t.Fatalf("term %q: %v, want %v", term, gp, pl)
 		}
 	}
-	if len(got.idx.postings) != len(rp.idx.postings) || len(got.seen) != len(rp.seen) || len(got.seqs) != len(rp.seqs) ||
+	if _, ok := got.idx.list("absent"); ok {
+		t.Fatal("a term the index does not hold has postings")
+	}
+	if !maps.Equal(got.idx.seenIDs(), rp.seen) || len(got.seqs) != len(rp.seqs) ||
 		got.next != rp.next || got.from != rp.from || got.read != rp.read || got.memNext != 42 || len(got.mems) != 1 ||
 		got.mems[0].text != "Bob brings the form" || len(got.mems[0].terms) == 0 || got.sess.Total != rp.sess.Total {
 		t.Fatalf("decoded %+v, want %+v", got, rp)
@@ -82,4 +89,98 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A loaded index reads its turns and postings where they are encoded, at
+// their first use: whatever was read, and whatever was added after the
+// load, it encodes as the index built from all of its events encodes,
+// and answers the same searches. Bad bytes in a turn or a posting list
+// are refused when it is loaded, never met later.
+func TestLoadedIndexReadsWhatItIsAsked(t *testing.T) {
+	an := newAnalyzer()
+	adm := state.DefaultAdmission()
+	texts := []string{"the tournament form is due friday", "Lisbon in May", "who brings the form?", "the batteries died twice",
+		"form the line", "friday it is then", "tournament in Lisbon", "nobody asked"}
+	event := func(i int) []byte {
+		return mustJSON(t, &events.Turn{V: 1, Session: "s1", TurnID: fmt.Sprintf("t%d", i%20), At: time.Date(2026, 11, 23, 9, i, 0, 0, time.UTC),
+			Speaker: []string{"Al", "Bo"}[i%2], Role: "user", Text: texts[i%len(texts)], Kind: "speech"})
+	}
+	full := newReplay(an, adm, "s1", 1)
+	for i := range 30 { // turn ids repeat after 20: indexed once
+		full.apply(uint64(1+2*i), time.Time{}, events.KindTurn, event(i))
+	}
+	blob, err := encodeReplay(nil, "key", full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := indexHeader(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func() *replay {
+		t.Helper()
+		rp, err := decodeReplay(append([]byte(nil), body...), an, adm, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rp
+	}
+	same := func(what string, got, want *replay) {
+		t.Helper()
+		g, err1 := encodeReplay(nil, "key", got)
+		w, err2 := encodeReplay(nil, "key", want)
+		if err1 != nil || err2 != nil || !bytes.Equal(g, w) {
+			t.Fatalf("%s: encodes differently (%v %v)", what, err1, err2)
+		}
+		for _, q := range [][]string{{"tournament"}, {"form", "friday"}, {"lisbon", "batteri"}, {"absent"}} {
+			n := len(want.idx.docs)
+			if gh, wh := got.idx.expanded(q, 0, n), want.idx.expanded(q, 0, n); !slices.Equal(gh, wh) {
+				t.Fatalf("%s: %v finds %v, want %v", what, q, gh, wh)
+			}
+		}
+	}
+	same("loaded, nothing read", load(), full)
+	partial := load()
+	partial.idx.turn(3)
+	partial.idx.list("form")
+	same("loaded, some turns and terms read", partial, full)
+	for _, rp := range []*replay{load(), partial} {
+		for i := 30; i < 45; i++ {
+			rp.apply(uint64(1+2*i), time.Time{}, events.KindTurn, event(i))
+		}
+	}
+	for i := 30; i < 45; i++ {
+		full.apply(uint64(1+2*i), time.Time{}, events.KindTurn, event(i))
+	}
+	extended := load()
+	for i := 30; i < 45; i++ {
+		extended.apply(uint64(1+2*i), time.Time{}, events.KindTurn, event(i))
+	}
+	same("loaded, then extended", extended, full)
+	if len(extended.idx.docs) != 20 || len(extended.seqs) != len(full.seqs) {
+		t.Fatalf("extended: %d docs of %d turns, want 20 distinct of %d", len(extended.idx.docs), len(extended.seqs), len(full.seqs))
+	}
+
+	// Any byte changed: refused, or every turn and term of what loads
+	// can be read (a changed text is still a text).
+	for at := range body {
+		for _, flip := range []byte{0x01, 0x80} {
+			bad := append([]byte(nil), body...)
+			bad[at] ^= flip
+			rp, err := decodeReplay(bad, an, adm, "s1")
+			if err != nil {
+				continue
+			}
+			for d := range rp.idx.docs {
+				rp.idx.turn(d)
+			}
+			if b := rp.idx.base; b != nil {
+				for i := range b.terms() {
+					if pl, ok := rp.idx.list(b.term(i)); !ok || len(pl) == 0 || int(pl[len(pl)-1].doc) >= len(rp.idx.docs) {
+						t.Fatalf("byte %d ^ %#x: term %d reads %v", at, flip, i, pl)
+					}
+				}
+			}
+		}
+	}
 }

@@ -30,7 +30,8 @@ type replay struct {
 	// once it left its bounded dedup memory; recall returns it once).
 	seqs []uint64
 	// seen holds every turn_id hash of the epoch, beyond the processor's
-	// bounded window.
+	// bounded window; nil after a load until an event is applied (the
+	// indexed turns' ids are the set: seenIDs).
 	seen map[uint64]struct{}
 	// from is the first stream sequence the replay read; next the one it
 	// reads next.
@@ -88,7 +89,7 @@ func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
 		// Reset (by control or by policy): the transcript starts over.
 		r.lastReset, r.resetAt = seq, at
 		r.seqs = r.seqs[:0]
-		clear(r.seen)
+		r.seen = map[uint64]struct{}{}
 		r.idx.clear()
 		r.mems, r.memBytes = nil, 0
 		r.vecs, r.vecBytes = nil, 0
@@ -99,6 +100,9 @@ func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
 	raw := int64(len(r.seqs))
 	r.seqs = append(r.seqs, seq)
 	h := state.HashID(in.Turn.TurnID)
+	if r.seen == nil {
+		r.seen = r.idx.seenIDs()
+	}
 	if _, dup := r.seen[h]; dup {
 		return // counted again by the processor, the same turn: indexed once
 	}

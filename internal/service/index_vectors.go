@@ -192,7 +192,7 @@ type turnVector struct {
 // vectorOf is doc d's vector, if it has one of its own.
 func (rp *replay) vectorOf(d int) []float32 {
 	doc := rp.idx.docs[d]
-	if tv, ok := rp.vecs[doc.seq]; ok && tv.turnID == doc.turn.TurnID {
+	if tv, ok := rp.vecs[doc.seq]; ok && tv.turnID == rp.idx.turn(d).TurnID {
 		return tv.v
 	}
 	return nil
@@ -236,7 +236,7 @@ func (v *vectors) sync(ctx context.Context, js jetstream.JetStream, rp *replay) 
 		missing = missing[len(batch):]
 		texts := make([]string, len(batch))
 		for i, d := range batch {
-			t := rp.idx.docs[d].turn
+			t := rp.idx.turn(d)
 			texts[i] = t.Speaker + ": " + t.Text
 		}
 		vecs, err := v.embed(ctx, texts)
@@ -244,10 +244,10 @@ func (v *vectors) sync(ctx context.Context, js jetstream.JetStream, rp *replay) 
 			return err
 		}
 		for i, d := range batch {
-			doc := rp.idx.docs[d]
-			rp.vecs[doc.seq] = turnVector{turnID: doc.turn.TurnID, v: vecs[i]}
-			rp.vecBytes += int64(4*len(vecs[i]) + len(doc.turn.TurnID) + 64)
-			if _, err := kv.Put(ctx, vectorKey(rp.session, doc.seq), v.encode(doc.turn.TurnID, vecs[i])); err != nil {
+			doc, id := rp.idx.docs[d], rp.idx.turn(d).TurnID
+			rp.vecs[doc.seq] = turnVector{turnID: id, v: vecs[i]}
+			rp.vecBytes += int64(4*len(vecs[i]) + len(id) + 64)
+			if _, err := kv.Put(ctx, vectorKey(rp.session, doc.seq), v.encode(id, vecs[i])); err != nil {
 				return fmt.Errorf("storing a vector in %s: %w", v.bucket, err)
 			}
 		}

@@ -315,7 +315,7 @@ func (s *server) windowTurn(ctx context.Context, cp *state.Session, tail map[uin
 	t, ok := tail[ref.Seq]
 	if !ok && h != nil {
 		if d, found := h.r.idx.bySeq(ref.Seq); found {
-			t, ok = h.r.idx.docs[d].turn, true
+			t, ok = h.r.idx.turn(d), true
 		}
 	}
 	if !ok {
@@ -351,7 +351,7 @@ type picker struct {
 	chosen   map[int]*client.RecalledItem
 	order    []int          // the chosen docs, in transcript order
 	labelled map[int]bool   // chosen docs whose line carries the date and time (client.ExcerptRun)
-	counted  map[[3]int]int // tokens of a doc's line, by doc, labelled (1) or not (0), trimmed (1) or not (0)
+	counted  map[[3]int]int // tokens of a doc's line, by doc, labelled (1) or not (0), whole (0) or trimmed (1 + the trimmed text's length: the forms of a doc's text differ in length)
 	// lineChars are the characters of those lines, by the same key.
 	lineChars map[[3]int]int
 	tried     map[int]bool // matches that did not fit
@@ -451,13 +451,13 @@ func (p *picker) searched(start int64) int {
 }
 
 func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem {
-	doc := p.x.docs[d]
+	doc, t := p.x.docs[d], p.x.turn(d)
 	text, trimmed := p.text(d), false
 	if !neighbour {
 		text, trimmed = p.trim(d)
 	}
-	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: doc.turn.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
-		Speaker: doc.turn.Speaker, Role: doc.turn.Role, At: doc.turn.At.UTC(), Score: score, Neighbour: neighbour, Text: text, Trimmed: trimmed}
+	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: t.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
+		Speaker: t.Speaker, Role: t.Role, At: t.At.UTC(), Score: score, Neighbour: neighbour, Text: text, Trimmed: trimmed}
 	it.Chars = client.LineChars(it.Line())
 	it.Tokens = -1 // counted once the characters fit (costing tokens is the expensive part)
 	return it
@@ -465,14 +465,14 @@ func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem 
 
 // lineCost is the cost of doc d's excerpt line (it), labelled with its
 // date and time or not; tokens only if count (they are counted once per
-// doc and form, whole or trimmed).
+// doc and form: whole, or trimmed to some of its sentences).
 func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) (chars, tokens int) {
 	key := [3]int{d, 0, 0}
 	if labelled {
 		key[1] = 1
 	}
 	if it.Trimmed {
-		key[2] = 1
+		key[2] = 1 + len(it.Text)
 	}
 	line := func() string {
 		if labelled {
@@ -671,7 +671,7 @@ func (p *picker) add(unit []client.RecalledItem, docs []int, match int) {
 		p.newest = max(p.newest, unit[i].Index)
 	}
 	p.matches++
-	p.perDay[day(p.x.docs[match].turn.At)]++
+	p.perDay[day(p.x.turn(match).At)]++
 }
 
 // next is the index in p.hits of the match to consider next, -1 if none:
@@ -688,7 +688,7 @@ func (p *picker) next(limit int, considered map[int]bool) int {
 			continue
 		}
 		seen++
-		score := h.score * math.Pow(dayDecay, float64(p.perDay[day(p.x.docs[h.doc].turn.At)]))
+		score := h.score * math.Pow(dayDecay, float64(p.perDay[day(p.x.turn(h.doc).At)]))
 		if best < 0 || score > bestScore {
 			best, bestScore = i, score
 		}

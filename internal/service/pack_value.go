@@ -444,7 +444,7 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 			// rank's share of an average question term.
 			value = max(value, pk.hits[c.i].score/pk.hits[0].score*v.meanWeight()*float64(v.novel(c)))
 		}
-		value *= math.Pow(dayDecay, float64(pk.perDay[day(pk.x.docs[pk.hits[c.i].doc].turn.At)]))
+		value *= math.Pow(dayDecay, float64(pk.perDay[day(pk.x.turn(pk.hits[c.i].doc).At)]))
 	}
 	return value, max(1, cost), true
 }
@@ -471,7 +471,7 @@ func (p *picker) around(docs []int) [3]int {
 // byNamed reports whether doc d was said by a speaker the question
 // names (every term of the speaker's name is a query term).
 func (p *picker) byNamed(d int) bool {
-	sp := p.x.docs[d].turn.Speaker
+	sp := p.x.turn(d).Speaker
 	named, ok := p.namedSpeaker[sp]
 	if !ok {
 		q := map[string]bool{}
@@ -571,7 +571,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 		}
 	case candExcerpt:
 		hit := pk.hits[c.i]
-		if pk.shown[pk.x.docs[hit.doc].turn.TurnID] {
+		if pk.shown[pk.x.turn(hit.doc).TurnID] {
 			return false, nil // a memory chosen since says it
 		}
 		first := !pk.excerpts
@@ -587,12 +587,8 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 			}
 			alone := unit[at : at+1]
 			if len(unit) == 1 || !pk.charge(alone, docs[at:at+1], false, v.total) {
-				cut := alone[0]
-				if !cut.Trimmed {
-					cut.Text, cut.Trimmed = pk.cut(hit.doc)
-					cut.Chars = client.LineChars(cut.Line())
-				}
-				if !cut.Trimmed || !pk.charge([]client.RecalledItem{cut}, docs[at:at+1], false, v.total) {
+				cut, ok := pk.fitCut(alone[0], docs[at], v.total)
+				if !ok {
 					pk.tried[hit.doc] = true
 					return false, nil
 				}
@@ -602,7 +598,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 			c.terms = v.unitTerms(unit, docs)
 			c.weighted = v.weighted(c.terms)
 		}
-		d := day(pk.x.docs[hit.doc].turn.At)
+		d := day(pk.x.turn(hit.doc).At)
 		refresh = first || !v.days[d]
 		v.days[d] = true
 		pk.add(unit, docs, hit.doc)
@@ -705,7 +701,7 @@ func (v *valuePacker) fillNeighbours() {
 	for dist := 1; dist <= fillReach; dist++ {
 		for _, m := range matches {
 			for _, d := range []int{m + dist, m - dist} {
-				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.shown[pk.x.docs[d].turn.TurnID] {
+				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.shown[pk.x.turn(d).TurnID] {
 					continue
 				}
 				if dt := pk.docTerms(d); !dt.substantive || pk.repeats(dt) {

@@ -95,8 +95,7 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 	out.Searched = max(0, n-lo)
 	hits := rp.r.idx.search(terms, lo, n)
 	for _, h := range hits[:min(r.Limit, len(hits))] {
-		d := rp.r.idx.docs[h.doc]
-		t := d.turn
+		d, t := rp.r.idx.docs[h.doc], rp.r.idx.turn(h.doc)
 		out.Results = append(out.Results, client.RecallResult{
 			TurnID: t.TurnID, Index: d.raw + a.offset, At: t.At.UTC(), Speaker: t.Speaker, Role: t.Role, Text: t.Text,
 			Score: h.score,
@@ -173,6 +172,7 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 	// Room for every stored event as a turn: no regrowth while building.
 	rp.seqs = make([]uint64, 0, stored)
 	rp.idx.docs = make([]indexDoc, 0, stored)
+	rp.idx.turns = make([]*events.Turn, 0, stored)
 	rp.idx.cumLen = make([]int64, 0, stored)
 	if err := s.catchUp(ctx, rp, streamLast); err != nil {
 		return nil, err

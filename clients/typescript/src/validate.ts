@@ -84,6 +84,18 @@ function overBytes(s: string, max: number): boolean {
   return s.length * 3 > max && utf8Bytes(s) > max;
 }
 
+/** A UTF-16 surrogate that is not half of a pair (a `u` regexp reads a pair as one code point). */
+const loneSurrogate = /\p{Cs}/u;
+
+/**
+ * Whether s has no lone surrogate, i.e. is valid Unicode that UTF-8 can
+ * encode as it is: what String.prototype.isWellFormed reports from
+ * Node.js 20 on, here for Node.js 18 too.
+ */
+export function wellFormed(s: string): boolean {
+  return !loneSurrogate.test(s);
+}
+
 /** Length in Unicode code points (Go's runes). */
 export function codePoints(s: string): number {
   let n = 0;
@@ -123,7 +135,7 @@ function checkId(field: string, id: unknown, max: number): void {
   checkString(field, id, false);
   const s = id as string;
   if (overBytes(s, max)) throw invalid(field, `${utf8Bytes(s)} bytes, expected at most ${max}`);
-  if (!s.isWellFormed()) throw invalid(field, "expected valid UTF-8");
+  if (!wellFormed(s)) throw invalid(field, "expected valid UTF-8");
 }
 
 function checkText(field: string, text: unknown, max: number): void {
@@ -133,7 +145,7 @@ function checkText(field: string, text: unknown, max: number): void {
   checkString(field, text, false);
   const s = text as string;
   if (overBytes(s, max)) throw new ValidationError(field, "oversized", `${utf8Bytes(s)} bytes, expected at most ${max}`);
-  if (!s.isWellFormed()) throw invalid(field, "expected valid UTF-8 text");
+  if (!wellFormed(s)) throw invalid(field, "expected valid UTF-8 text");
 }
 
 const rfc3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
@@ -179,7 +191,7 @@ export function prepareTurn(t: TurnInput, lim: Limits = DEFAULT_LIMITS, now: () 
     throw missing("speaker", 'the speaker\'s display name, e.g. "Alice"');
   }
   checkString("speaker", t.speaker, false);
-  if (overBytes(t.speaker, lim.maxSpeakerBytes) || !t.speaker.isWellFormed()) {
+  if (overBytes(t.speaker, lim.maxSpeakerBytes) || !wellFormed(t.speaker)) {
     throw invalid("speaker", `expected valid UTF-8 of at most ${lim.maxSpeakerBytes} bytes`);
   }
   const role: string = t.role ?? "user";
@@ -214,7 +226,7 @@ export function prepareNote(n: NoteInput, lim: Limits = DEFAULT_LIMITS, now: () 
   checkSession("session", n.session);
   checkId("note_id", n.note_id, lim.maxIdBytes);
   const at = encodeAt(n.at) ?? now().toISOString();
-  if (checkString("source", n.source, true) && (overBytes(n.source!, lim.maxSpeakerBytes) || !n.source!.isWellFormed())) {
+  if (checkString("source", n.source, true) && (overBytes(n.source!, lim.maxSpeakerBytes) || !wellFormed(n.source!))) {
     throw invalid("source", `expected valid UTF-8 of at most ${lim.maxSpeakerBytes} bytes`);
   }
   checkText("text", n.text, lim.maxTextBytes);

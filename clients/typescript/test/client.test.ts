@@ -67,6 +67,17 @@ describe("client", { skip: missing }, () => {
     assert.equal(s.total_turns, 1);
   });
 
+  test("await using closes the client and the connection it opened at the end of its scope", async () => {
+    let nc: FoldstreamClient["nc"];
+    {
+      await using scoped = await connect({ servers: proc.url });
+      nc = scoped.nc;
+      assert.equal((await scoped.publishTurn({ session: "scoped", turn_id: "t1", speaker: "Alice", text: "Hello." })).duplicate, false);
+      assert.equal(nc.isClosed(), false);
+    }
+    assert.equal(nc.isClosed(), true);
+  });
+
   test("an invalid event is refused before sending, naming the field", async () => {
     await assert.rejects(fs.publishTurn({ session: "bad", turn_id: "t1", speaker: "Alice", text: "hi", role: "robot" as never }), (e: unknown) => {
       return e instanceof ValidationError && e.field === "role" && e.code === "invalid_field" && /role/.test(e.message);

@@ -86,7 +86,7 @@ func (st *state) newPeriod(ss []stmt) period {
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return count[b] - count[a] })
 	p.Names = order[:min(len(order), 3)]
-	p.Topics = topics(ss, st.Names, maxTopics)
+	p.Topics = topics(ss, st.Names, maxTopics, st.counts())
 	p.Stmts = st.covering(ss, p.Topics, maxPeriodKept)
 	for i := range p.Stmts {
 		// a closed period's topics are found: its statements' phrases
@@ -171,13 +171,21 @@ type phrase struct {
 // topics are the phrases the statements ss are most about: runs of up to
 // three content words ("the cabin near Lake Tahoe" gives "cabin", "Lake
 // Tahoe"), names of people left out, multi-word phrases and names
-// preferred to single words, which must recur to count.
-func topics(ss []stmt, people []string, n int) []string {
+// preferred to single words, which must recur to count, and phrases of
+// the words the whole conversation says most (voc) preferred to those of
+// a passing remark.
+func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 	if n <= 0 {
 		return nil
 	}
 	byKey := map[string]*phrase{}
 	var all []*phrase
+	peopleKeys := map[string]bool{} // the words of the participants' names, stemmed
+	for _, n := range people {
+		for _, w := range strings.Fields(n) {
+			peopleKeys[stem(strings.ToLower(strings.TrimSuffix(w, "'s")))] = true
+		}
+	}
 	var seen []string // the keys of one statement's phrases
 	for _, x := range ss {
 		if x.K == kTool {
@@ -207,6 +215,9 @@ func topics(ss []stmt, people []string, n int) []string {
 		if p.upper {
 			s += 1
 		}
+		for _, k := range strings.Fields(p.key) {
+			s += topicSalience * max(0, voc.weight(k))
+		}
 		return s
 	}
 	slices.SortStableFunc(all, func(a, b *phrase) int { return cmp.Compare(score(b), score(a)) })
@@ -226,7 +237,7 @@ func topics(ss []stmt, people []string, n int) []string {
 		if slices.ContainsFunc(strings.Fields(p.key), func(k string) bool { return slices.Contains(used, k) }) {
 			continue
 		}
-		if slices.Contains(people, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) {
+		if slices.Contains(people, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, peopleKeys) {
 			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
 		}
 		used = append(used, strings.Fields(p.key)...)
@@ -239,6 +250,17 @@ func topics(ss []stmt, people []string, n int) []string {
 	return out
 }
 
+// ofPeople reports a phrase made of the words of participants' names
+// ("Interface Designer" beside User Interface and Industrial Designer).
+func ofPeople(key string, peopleKeys map[string]bool) bool {
+	for _, k := range strings.Fields(key) {
+		if !peopleKeys[strings.TrimSuffix(k, "'")] {
+			return false
+		}
+	}
+	return key != ""
+}
+
 var reportVerbs = toSet([]string{"said", "asked", "thought", "suggested", "offered", "to"})
 
 // phraseStop are words that never start or join a topic phrase.
@@ -246,8 +268,19 @@ var phraseStop = toSet(strings.Fields(`near via per without within across around
 upon onto plus minus next last first second third new old big small little whole everyone someone anyone
 ago today tonight tomorrow yesterday week weekend month year day days time times minute minutes hour hours
 asked suggested thought working talked push take taking make get keep keeps try play playing use using grab
-stop start call run going come left right point lost monday tuesday wednesday thursday friday saturday sunday
+stop start call run going come left right point lost whether versus rather quite pretty
+monday tuesday wednesday thursday friday saturday sunday
 january february march april may june july august september october november december`))
+
+// topicSalience is what a topic phrase gains per unit of its words'
+// weight in the whole conversation (wordCounts.weight), beside the one
+// per statement of ss that has it.
+const topicSalience = 3
+
+// numberWords are numbers said as words.
+var numberWords = toSet(strings.Fields(`one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
+sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million
+ones twos threes fours fives sixes sevens eights nines tens`))
 
 // genericNouns (stemmed) name no subject on their own: "the problem",
 // "the idea".
@@ -304,7 +337,7 @@ func phrases(s string, people []string) []phrase {
 	runUpper := false
 	np := false // the run follows a determiner: a noun phrase
 	flush := func() {
-		for len(run) > 0 && adverbs[strings.ToLower(run[len(run)-1])] {
+		for len(run) > 0 && (adverbs[strings.ToLower(run[len(run)-1])] || strings.HasSuffix(run[len(run)-1], "ally")) {
 			run = run[:len(run)-1]
 		}
 		if len(run) > 0 && len(run) <= maxTopicPhrase {
@@ -343,8 +376,11 @@ func phrases(s string, people []string) []phrase {
 		}
 		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && isTermWord(lw) && !phraseStop[lw] && !slices.Contains(people, w) && !strings.ContainsAny(w, "$%/=;") &&
 			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1
-		if ok && strings.IndexFunc(w, unicode.IsLetter) < 0 && len(run) == 0 || ok && strings.IndexFunc(w, unicode.IsDigit) >= 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
-			ok = false // no phrase starts with a number; "14th", "0.01s" are no topics
+		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || numberWords[lw]) && len(run) == 0 || ok && strings.IndexFunc(w, unicode.IsDigit) >= 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
+		}
+		if ok && adverbs[lw] {
+			ok = false // "the already mentioned"
 		}
 		r, _ := utf8.DecodeRuneInString(w)
 		up := unicode.IsUpper(r) || unicode.IsDigit(r)
@@ -532,7 +568,7 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 		}
 		return names + " exchanged small talk."
 	}
-	ts := topics(st.Open, st.Names, maxTopics)
+	ts := topics(st.Open, st.Names, maxTopics, st.counts())
 	if len(st.Topics) > 0 {
 		// what the summary read as prose was about comes first
 		ts = append(slices.Clone(st.Topics), ts...)
