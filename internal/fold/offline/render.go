@@ -315,7 +315,7 @@ func decodePhrases(s string) []phrase {
 		return nil
 	}
 	out := make([]phrase, 0, strings.Count(s, ";")+1)
-	for _, e := range strings.Split(s, ";") {
+	for e := range strings.SplitSeq(s, ";") {
 		text, key, _ := strings.Cut(e, "=")
 		r, _ := utf8.DecodeRuneInString(text)
 		out = append(out, phrase{text: text, key: key, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1, upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
