@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -363,7 +364,7 @@ func phrases(s string, people []string) []phrase {
 	start := true // the word starts a sentence: its capital says nothing
 	det := false  // the word before was a determiner
 	paren := false
-	for _, f := range strings.Fields(s) {
+	for f := range strings.FieldsSeq(s) {
 		w := strings.TrimFunc(f, isPhrasePunct)
 		lw := strings.ToLower(w)
 		if strings.HasPrefix(f, "(") {
@@ -604,7 +605,7 @@ func nameList(ns []string, others, maxN int) string {
 	case others == 1:
 		list = append(list, "1 other")
 	case others > 1:
-		list = append(list, itoa(others)+" others")
+		list = append(list, strconv.Itoa(others)+" others")
 	}
 	return andList(list)
 }
@@ -617,20 +618,6 @@ func andList(xs []string) string {
 		return xs[0]
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }
 
 // multiDay reports whether the statements of the state fall on more than
