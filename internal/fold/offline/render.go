@@ -167,6 +167,7 @@ type phrase struct {
 	n     int    // statements that have it
 	words int
 	upper bool
+	score float64 // topics' ranking, found once before sorting
 }
 
 // topics are the phrases the statements ss are most about: runs of up to
@@ -221,7 +222,10 @@ func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 		}
 		return s
 	}
-	slices.SortStableFunc(all, func(a, b *phrase) int { return cmp.Compare(score(b), score(a)) })
+	for _, p := range all {
+		p.score = score(p)
+	}
+	slices.SortStableFunc(all, func(a, b *phrase) int { return cmp.Compare(b.score, a.score) })
 	var out []string
 	var used []string
 	for _, p := range all {
