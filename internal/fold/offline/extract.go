@@ -158,7 +158,7 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := s.trimFiller(tighten(collapseRepeats(raw)))
+		sent := tidyEnds(s.trimFiller(tighten(collapseRepeats(raw))))
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
@@ -196,6 +196,22 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		out[i].Ph = encodePhrases(phrases(statementBody(out[i]), names))
 	}
 	return out
+}
+
+// tidyEnds drops the quotation marks of a sentence that opens or closes
+// a quote it does not hold whole (a transcript's quote over two
+// sentences), and the comma a cut sentence ended with ("… first,." →
+// "… first.").
+func tidyEnds(s string) string {
+	if i := strings.IndexByte(s, '"'); i >= 0 && strings.Count(s[i:], `"`)%2 == 1 {
+		s = strings.Join(strings.Fields(strings.ReplaceAll(s, `"`, "")), " ")
+	}
+	for _, end := range []string{",.", ";.", ":.", " ."} {
+		if strings.HasSuffix(s, end) {
+			return strings.TrimRight(s[:len(s)-len(end)], ",;: ") + "."
+		}
+	}
+	return s
 }
 
 func hasPrefixFold(s, prefix string) bool {
