@@ -166,6 +166,7 @@ type phrase struct {
 	n     int    // statements that have it
 	words int
 	upper bool
+	score float64 // for topics
 }
 
 // topics are the phrases the statements ss are most about: runs of up to
@@ -180,13 +181,8 @@ func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 	}
 	byKey := map[string]*phrase{}
 	var all []*phrase
-	peopleKeys := map[string]bool{} // the words of the participants' names, stemmed
-	for _, n := range people {
-		for _, w := range strings.Fields(n) {
-			peopleKeys[stem(strings.ToLower(strings.TrimSuffix(w, "'s")))] = true
-		}
-	}
-	var seen []string // the keys of one statement's phrases
+	var peopleKeys map[string]bool // the words of the participants' names, stemmed
+	var seen []string              // the keys of one statement's phrases
 	for _, x := range ss {
 		if x.K == kTool {
 			continue
@@ -210,17 +206,16 @@ func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 			all = append(all, &p)
 		}
 	}
-	score := func(p *phrase) float64 {
-		s := float64(p.n) * (1 + 0.7*float64(p.words-1))
+	for _, p := range all {
+		p.score = float64(p.n) * (1 + 0.7*float64(p.words-1))
 		if p.upper {
-			s += 1
+			p.score++
 		}
-		for _, k := range strings.Fields(p.key) {
-			s += topicSalience * max(0, voc.weight(k))
+		for k := range strings.FieldsSeq(p.key) {
+			p.score += topicSalience * max(0, voc.weight(k))
 		}
-		return s
 	}
-	slices.SortStableFunc(all, func(a, b *phrase) int { return cmp.Compare(score(b), score(a)) })
+	slices.SortStableFunc(all, func(a, b *phrase) int { return cmp.Compare(b.score, a.score) })
 	var out []string
 	var used []string
 	for _, p := range all {
@@ -236,6 +231,14 @@ func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 		}
 		if slices.ContainsFunc(strings.Fields(p.key), func(k string) bool { return slices.Contains(used, k) }) {
 			continue
+		}
+		if peopleKeys == nil {
+			peopleKeys = map[string]bool{}
+			for _, n := range people {
+				for _, w := range strings.Fields(n) {
+					peopleKeys[stem(strings.ToLower(strings.TrimSuffix(w, "'s")))] = true
+				}
+			}
 		}
 		if slices.Contains(people, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, peopleKeys) {
 			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
@@ -480,9 +483,12 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		}
 	}
 	pickCovering(cands, covered, voc, budget-used, len(cands))
-	lines := st.compose(lead, headers, cands)
+	lines, merged := st.compose(lead, headers, cands)
 	for range 3 {
 		// what merging statements saved takes more of them
+		if !merged {
+			break
+		}
 		size := len(lines) - 1
 		for _, l := range lines {
 			size += runeLen(l)
@@ -494,7 +500,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		if pickCovering(cands, covered, voc, budget-size, len(cands)); countTaken(cands) == n {
 			break
 		}
-		lines = st.compose(lead, headers, cands)
+		lines, merged = st.compose(lead, headers, cands)
 	}
 	return strings.Join(lines, " ")
 }
@@ -512,15 +518,15 @@ func countTaken(cands []*cand) int {
 // compose lays out the summary's sentences: the opening, each period's
 // line with its statements taken, then the current statements taken. Two
 // statements in a row that one speaker said become one sentence ("Bob
-// said the venue is booked, and the caterer wants a deposit.").
-func (st *state) compose(lead string, headers []string, cands []*cand) []string {
+// said the venue is booked, and the caterer wants a deposit."); merged
+// reports whether two were.
+func (st *state) compose(lead string, headers []string, cands []*cand) (lines []string, merged bool) {
 	taken := make(map[*stmt]bool, len(cands))
 	for _, c := range cands {
 		if c.taken {
 			taken[c.x] = true
 		}
 	}
-	var lines []string
 	if lead != "" {
 		lines = append(lines, lead)
 	}
@@ -530,7 +536,7 @@ func (st *state) compose(lead string, headers []string, cands []*cand) []string 
 		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
 		if n := len(lines) - 1; joinable && plain && strings.HasPrefix(lines[n], said) {
 			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[len(said):]
-			joinable = false
+			joinable, merged = false, true
 			return
 		}
 		lines = append(lines, x.Text)
@@ -552,7 +558,7 @@ func (st *state) compose(lead string, headers []string, cands []*cand) []string 
 			add(x)
 		}
 	}
-	return lines
+	return lines, merged
 }
 
 // lead is the opening sentence: who, and what the current period is about.
