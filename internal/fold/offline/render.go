@@ -172,9 +172,10 @@ type phrase struct {
 // topics are the phrases the statements ss are most about: runs of up to
 // three content words ("the cabin near Lake Tahoe" gives "cabin", "Lake
 // Tahoe"), names of people left out, multi-word phrases and names
-// preferred to single words, which must recur to count, and phrases of
-// the words the whole conversation says most (voc) preferred to those of
-// a passing remark.
+// preferred to single words, which must recur to count, and, given the
+// conversation's word counts (a closed period's topics, not what the
+// opening sentence says is talked about now), phrases of the words the
+// whole conversation says most preferred to those of a passing remark.
 func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 	if n <= 0 {
 		return nil
@@ -212,6 +213,9 @@ func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 			p.score++
 		}
 		for k := range strings.FieldsSeq(p.key) {
+			if voc == nil {
+				break
+			}
 			p.score += topicSalience * max(0, voc.weight(k))
 		}
 	}
@@ -366,7 +370,8 @@ func phrases(s string, people []string) []phrase {
 	start := true // the word starts a sentence: its capital says nothing
 	det := false  // the word before was a determiner
 	paren := false
-	for _, f := range strings.Fields(s) {
+	fs := strings.Fields(s)
+	for i, f := range fs {
 		w := strings.TrimFunc(f, isPhrasePunct)
 		lw := strings.ToLower(w)
 		if strings.HasPrefix(f, "(") {
@@ -387,8 +392,8 @@ func phrases(s string, people []string) []phrase {
 		}
 		r, _ := utf8.DecodeRuneInString(w)
 		up := unicode.IsUpper(r) || unicode.IsDigit(r)
-		if ok && start && up {
-			ok = false
+		if ok && start && up && !(i+1 < len(fs) && upperName(fs[i+1]) && !strings.ContainsAny(f[len(f)-1:], ".,!?;:")) {
+			ok = false // (but a name of two capitalised words, "Joshua Tree", is one)
 		}
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
@@ -411,6 +416,12 @@ func phrases(s string, people []string) []phrase {
 	}
 	flush()
 	return out
+}
+
+// upperName reports a word that starts with a capital and is not "I".
+func upperName(f string) bool {
+	r, _ := utf8.DecodeRuneInString(f)
+	return unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'")
 }
 
 func isPhrasePunct(r rune) bool {
@@ -574,7 +585,7 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 		}
 		return names + " exchanged small talk."
 	}
-	ts := topics(st.Open, st.Names, maxTopics, st.counts())
+	ts := topics(st.Open, st.Names, maxTopics, nil)
 	if len(st.Topics) > 0 {
 		// what the summary read as prose was about comes first
 		ts = append(slices.Clone(st.Topics), ts...)
