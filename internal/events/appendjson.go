@@ -152,6 +152,14 @@ func (o *jsonObject) end() ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonPlain are the ASCII bytes a JSON string holds as they are.
+var jsonPlain = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
 // AppendJSONString appends s as a JSON string, as encoding/json encodes
 // it (the outbound events here, the checkpoint in state), with its default
 // HTML escaping: <, > and & as \u003c, \u003e and \u0026, control
@@ -161,7 +169,7 @@ func AppendJSONString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if jsonPlain[b] {
 				i++
 				continue
 			}

@@ -11,6 +11,7 @@
 package reldate
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"time"
@@ -66,26 +67,52 @@ func words(s string) []word {
 
 // MayHave reports cheaply whether s may hold a phrase Resolve changes.
 func MayHave(s string) bool {
-	l := strings.ToLower(s)
-	for _, k := range []string{"yesterday", "today", "tonight", "tomorrow", "next ", "last ", "this ", "coming ", " ago"} {
-		if strings.Contains(l, k) {
+	var buf [512]byte
+	l := lowerASCII(buf[:0], s)
+	if l == nil {
+		l = []byte(strings.ToLower(s))
+	}
+	for _, k := range mayKeys {
+		if bytes.Contains(l, k) {
 			return true
 		}
 	}
 	// "in three days": "in " before a number
-	for i := strings.Index(l, "in "); i >= 0; {
+	for i := bytes.Index(l, in); i >= 0; {
 		rest := l[i+3:]
-		w, _, _ := strings.Cut(rest, " ")
-		if _, ok := numbers[w]; ok || w != "" && w[0] >= '0' && w[0] <= '9' {
+		w, _, _ := bytes.Cut(rest, space)
+		if _, ok := numbers[string(w)]; ok || len(w) > 0 && w[0] >= '0' && w[0] <= '9' {
 			return true
 		}
-		j := strings.Index(rest, "in ")
+		j := bytes.Index(rest, in)
 		if j < 0 {
 			break
 		}
 		i += 3 + j
 	}
 	return false
+}
+
+var (
+	mayKeys = [][]byte{[]byte("yesterday"), []byte("today"), []byte("tonight"), []byte("tomorrow"), []byte("next "),
+		[]byte("last "), []byte("this "), []byte("coming "), []byte(" ago")}
+	in, space = []byte("in "), []byte(" ")
+)
+
+// lowerASCII appends s lower-cased to b, or is nil when s is not all
+// ASCII (strings.ToLower's bytes then differ in length).
+func lowerASCII(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return nil
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
 }
 
 // Resolve writes the calendar date after each relative date of s,

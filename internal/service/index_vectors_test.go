@@ -189,12 +189,14 @@ func TestUnreadableMemoriesFallBackToExcerpts(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkQueryContext(t, c, 3000)
-	// The question (3) as an excerpt, with its answer (4); 6 as an
-	// excerpt unless the summary says it already (no memory to show it).
+	// The question (3) as an excerpt with its answer (4), and 6 as an
+	// excerpt, each unless the summary says it already (no memory to
+	// show it).
 	got := recalledIndices(c)
-	if !slices.Contains(got, 3) || !slices.Contains(got, 4) ||
-		!slices.Contains(got, 6) && (c.Summary == nil || !strings.Contains(c.Summary.Summary, "Saturday in Lisbon")) {
-		t.Fatalf("recalled %v, want the excerpts 3, 4 and 6 (or 6 in the summary)\n%s", got, c.Prompt())
+	inSummary := func(s string) bool { return c.Summary != nil && strings.Contains(c.Summary.Summary, s) }
+	if !(slices.Contains(got, 3) && slices.Contains(got, 4)) && !inSummary("tournament form") ||
+		!slices.Contains(got, 6) && !inSummary("Saturday in Lisbon") {
+		t.Fatalf("recalled %v, want the excerpts 3, 4 and 6 (each or in the summary)\n%s", got, c.Prompt())
 	}
 	if n := testutil.ToFloat64(mustCounter(t, reg, "foldstream_recall_memories_failures_total")); n != 1 {
 		t.Fatalf("memory failures metric %v, want 1", n)

@@ -351,7 +351,7 @@ type picker struct {
 	chosen   map[int]*client.RecalledItem
 	order    []int          // the chosen docs, in transcript order
 	labelled map[int]bool   // chosen docs whose line carries the date and time (client.ExcerptRun)
-	counted  map[[3]int]int // tokens of a doc's line, by doc, labelled (1) or not (0), trimmed (1) or not (0)
+	counted  map[[3]int]int // tokens of a doc's line, by doc, labelled (1) or not (0), whole (0) or trimmed (1 + the trimmed text's length: the forms of a doc's text differ in length)
 	// lineChars are the characters of those lines, by the same key.
 	lineChars map[[3]int]int
 	tried     map[int]bool // matches that did not fit
@@ -463,14 +463,14 @@ func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem 
 
 // lineCost is the cost of doc d's excerpt line (it), labelled with its
 // date and time or not; tokens only if count (they are counted once per
-// doc and form, whole or trimmed).
+// doc and form: whole, or trimmed to some of its sentences).
 func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) (chars, tokens int) {
 	key := [3]int{d, 0, 0}
 	if labelled {
 		key[1] = 1
 	}
 	if it.Trimmed {
-		key[2] = 1
+		key[2] = 1 + len(it.Text)
 	}
 	line := func() string {
 		if labelled {

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/foldstream/foldstream/internal/speech"
 	"github.com/foldstream/foldstream/internal/state"
 )
@@ -26,7 +26,7 @@ const (
 	// term: the larger the budget, the more of a turn is worth its
 	// characters.
 	trimChars = 240
-	trimShare = 8
+	trimShare = 4
 	// nearDuplicate is the share of common content terms (Jaccard) above
 	// which a match repeats a chosen one.
 	nearDuplicate = 0.8
@@ -308,28 +308,76 @@ func (p *picker) cut(d int) (string, bool) {
 	return b.String(), true
 }
 
-// sentences splits text after each sentence end (., ! or ? and a space),
-// each without its surrounding spaces.
-func sentences(text string) []string {
-	var out []string
-	start := 0
-	for i, r := range text {
-		if r != '.' && r != '!' && r != '?' {
-			continue
-		}
-		next, _ := utf8.DecodeRuneInString(text[i+1:])
-		if i+1 < len(text) && unicode.IsSpace(next) {
-			if s := strings.TrimSpace(text[start : i+1]); s != "" {
-				out = append(out, s)
-			}
-			start = i + 1
+// fitCut charges match it (doc d, alone, which did not fit whole) to
+// ms in the first of its cut forms that fits: the sentences that hold a
+// query or feedback term (cut), else the one sentence that holds the
+// most of the query's terms (best).
+func (p *picker) fitCut(it client.RecalledItem, d int, ms ...*meter) (client.RecalledItem, bool) {
+	docs := []int{d}
+	if !it.Trimmed {
+		it.Text, it.Trimmed = p.cut(d)
+		it.Chars = client.LineChars(it.Line())
+		if it.Trimmed && p.charge([]client.RecalledItem{it}, docs, false, ms...) {
+			return it, true
 		}
 	}
-	if s := strings.TrimSpace(text[start:]); s != "" {
-		out = append(out, s)
+	text, ok := p.best(d)
+	if !ok || text == it.Text {
+		return it, false
 	}
-	return out
+	it.Text, it.Trimmed = text, true
+	it.Chars = client.LineChars(it.Line())
+	return it, p.charge([]client.RecalledItem{it}, docs, false, ms...)
 }
+
+// best is doc d's text cut to its one sentence that holds the most of
+// the query's terms (a feedback term counts half), the shorter of equals,
+// with trimMark for the sentences left out; false when the text has one
+// sentence or none holds a term.
+func (p *picker) best(d int) (string, bool) {
+	want := map[string]float64{}
+	for _, t := range p.feedback {
+		want[t] = 0.5
+	}
+	for _, t := range p.terms {
+		want[t] = 1
+	}
+	sents := sentences(p.text(d))
+	if len(sents) < 2 {
+		return "", false
+	}
+	at, bestValue, bestLen := -1, 0.0, 0
+	for i, s := range sents {
+		seen := map[string]bool{}
+		var v float64
+		p.s.an.each(s, func(t string) {
+			if w := want[t]; w > 0 && !seen[t] {
+				seen[t] = true
+				v += w
+			}
+		})
+		if n := len(s); v > 0 && (v > bestValue || v == bestValue && n < bestLen) {
+			at, bestValue, bestLen = i, v, n
+		}
+	}
+	if at < 0 {
+		return "", false
+	}
+	text := sents[at]
+	if at > 0 {
+		text = trimMark + " " + text
+	}
+	if at < len(sents)-1 {
+		text += " " + trimMark
+	}
+	return text, true
+}
+
+// sentences splits text into its sentences (sentence.Split: at a
+// sentence end and a space, not after an abbreviation, an initial or
+// inside a number, and at line breaks), each without its surrounding
+// spaces.
+func sentences(text string) []string { return sentence.Split(text) }
 
 // day is t's day (UTC), for diversity.
 func day(t time.Time) int64 { return t.UTC().Unix() / 86400 }

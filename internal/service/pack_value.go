@@ -524,12 +524,8 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 			}
 			alone := unit[at : at+1]
 			if len(unit) == 1 || !pk.charge(alone, docs[at:at+1], false, v.total) {
-				cut := alone[0]
-				if !cut.Trimmed {
-					cut.Text, cut.Trimmed = pk.cut(hit.doc)
-					cut.Chars = client.LineChars(cut.Line())
-				}
-				if !cut.Trimmed || !pk.charge([]client.RecalledItem{cut}, docs[at:at+1], false, v.total) {
+				cut, ok := pk.fitCut(alone[0], docs[at], v.total)
+				if !ok {
 					pk.tried[hit.doc] = true
 					return false, nil
 				}

@@ -15,7 +15,6 @@ package speech
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // tagWords are the words of an annotation tag ("{disfmarker}",
@@ -94,27 +93,17 @@ func Clean(s string) string {
 // broken-off start (a cheap test over its words; false only when Clean
 // would change nothing but spaces).
 func maybeSpoken(s string) bool {
-	prev := ""
-	for w := range strings.FieldsSeq(s) {
-		k := key(w)
-		if isFiller(w) || strings.HasSuffix(w, "-") || utf8.RuneCountInString(k) == 1 || k != "" && strings.EqualFold(k, prev) {
-			return true
-		}
-		prev = k
-	}
-	// A repeated phrase starts with a repeated word somewhere.
-	return repeatsWord(s)
-}
-
-// repeatsWord reports whether a word of s occurs again within the next
-// maxRepeat words.
-func repeatsWord(s string) bool {
 	var last [maxRepeat]string
 	n := 0
 	for w := range strings.FieldsSeq(s) {
-		k := strings.ToLower(key(w))
+		k := key(w)
+		if isFiller(w) || strings.HasSuffix(w, "-") || len(k) == 1 && 'a' <= k[0] && k[0] <= 'z' && !keepLetters[k] {
+			return true
+		}
+		// A repeated phrase starts with a word said again within
+		// maxRepeat words.
 		for i := range min(n, maxRepeat) {
-			if last[i] == k && k != "" {
+			if k != "" && strings.EqualFold(last[i], k) {
 				return true
 			}
 		}
@@ -343,7 +332,24 @@ func dropRepeat(out []string) []string {
 // not one in capitals ("ER" is a word).
 func isFiller(w string) bool {
 	k := key(w)
-	return fillers[strings.ToLower(k)] && (len(k) < 2 || k != strings.ToUpper(k))
+	if len(k) < 2 || len(k) > 4 {
+		return false
+	}
+	var low [4]byte
+	upper := true
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case 'a' <= c && c <= 'z':
+			upper = false
+		default:
+			return false
+		}
+		low[i] = c
+	}
+	return !upper && fillers[string(low[:len(k)])]
 }
 
 // key is w without the punctuation it ends with.

@@ -88,3 +88,19 @@ func BenchmarkClean(b *testing.B) {
 		Clean(turn)
 	}
 }
+
+func BenchmarkFieldsBaseline(b *testing.B) {
+	turn := strings.Repeat("So it 's {disfmarker} it 's way too crude , uh , to capture those differences in intentions . ", 4)
+	b.SetBytes(int64(len(turn)))
+	for b.Loop() {
+		_ = strings.Fields(turn)
+	}
+}
+
+func BenchmarkCleanChat(b *testing.B) {
+	turn := "I think we should go to Lisbon next week, what do you say? I can book the hotel tonight 😂"
+	b.SetBytes(int64(len(turn)))
+	for b.Loop() {
+		Clean(turn)
+	}
+}

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"sync"
@@ -47,7 +48,7 @@ func cleanLine(b *strings.Builder, line string) bool {
 	for _, w := range strings.Fields(line) {
 		if isAnnotation(w) {
 			// keep a sentence terminator the annotation carried
-			if t := w[len(w)-1]; wrote && (t == '.' || t == '?' || t == '!') && !isTermByte(last) {
+			if t := w[len(w)-1]; wrote && (t == '.' || t == '?' || t == '!') && strings.IndexByte(".?!", last) < 0 {
 				b.WriteByte(t)
 				last = t
 			}
@@ -60,7 +61,7 @@ func cleanLine(b *strings.Builder, line string) bool {
 		switch {
 		case !wrote && punct:
 			continue // nothing to attach it to
-		case wrote && punct && isPunctByte(last) && w != "?" && w != "!":
+		case wrote && punct && strings.IndexByte(",.?!;:", last) >= 0 && w != "?" && w != "!":
 			continue // ", ," → ","
 		case wrote && (punct || isContraction(w)):
 		default:
@@ -85,7 +86,7 @@ func spelledAcronym(w string) (string, bool) {
 	var b [32]byte
 	n, letters := 0, 0
 	i := 0
-	for i+1 < len(body) && isASCIILetter(body[i]) && body[i+1] == '_' && n < len(b) {
+	for i+1 < len(body) && unicode.IsLetter(rune(body[i])) && body[i] < utf8.RuneSelf && body[i+1] == '_' && n < len(b) {
 		b[n] = body[i]
 		n++
 		letters++
@@ -100,12 +101,6 @@ func spelledAcronym(w string) (string, bool) {
 	}
 	return string(b[:n]) + rest + tail, true
 }
-
-func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-
-func isTermByte(c byte) bool { return c == '.' || c == '?' || c == '!' }
-
-func isPunctByte(c byte) bool { return strings.IndexByte(",.?!;:", c) >= 0 }
 
 // needsClean reports whether cleanSpeech would change s: it has a
 // bracket, a letter spelled out with '_' or a space before punctuation or
@@ -247,6 +242,14 @@ func oneLine(s string, maxRunes int) string {
 
 func splitSentences(s string) []string { return sentence.Split(s) }
 
+// appendFields appends strings.Fields(s) to dst (on the caller's stack).
+func appendFields(dst []string, s string) []string {
+	for f := range strings.FieldsSeq(s) {
+		dst = append(dst, f)
+	}
+	return dst
+}
+
 func runeLen(s string) int { return utf8.RuneCountInString(s) }
 
 // clip cuts s to at most max runes at a word boundary, with "…".
@@ -269,44 +272,22 @@ func clip(s string, max int) string {
 // blah blah" → "blah blah blah"), so a turn of one repeated word costs
 // nothing downstream.
 func collapseRepeats(s string) string {
-	if !repeats(s) {
-		return s
-	}
-	fs := strings.Fields(s)
-	out := fs[:0:0]
-	run := 0
-	for i, f := range fs {
-		if i > 0 && strings.EqualFold(f, fs[i-1]) {
-			run++
-			if run >= 3 {
-				continue
-			}
-		} else {
+	var arr [64]string
+	out, prev, run, cut := arr[:0], "", 0, false
+	for f := range strings.FieldsSeq(s) {
+		if run++; !strings.EqualFold(f, prev) {
 			run = 0
+		}
+		if prev = f; run >= 3 {
+			cut = true
+			continue
 		}
 		out = append(out, f)
 	}
-	if len(out) == len(fs) {
+	if !cut {
 		return s
 	}
 	return strings.Join(out, " ")
-}
-
-// repeats reports whether s has a word four times in a row (ignoring
-// case): what collapseRepeats shortens.
-func repeats(s string) bool {
-	prev, run := "", 0
-	for w := range strings.FieldsSeq(s) {
-		if strings.EqualFold(w, prev) {
-			if run++; run >= 3 {
-				return true
-			}
-		} else {
-			run = 0
-		}
-		prev = w
-	}
-	return false
 }
 
 // ---- words ----
@@ -364,6 +345,17 @@ type lexicon struct {
 	m  map[string]lexeme
 }
 
+// getBytes is get(string(w)), without the string when w is known.
+func (l *lexicon) getBytes(w []byte) lexeme {
+	l.mu.RLock()
+	x, ok := l.m[string(w)]
+	l.mu.RUnlock()
+	if ok {
+		return x
+	}
+	return l.get(string(w))
+}
+
 func (l *lexicon) get(w string) lexeme {
 	l.mu.RLock()
 	x, ok := l.m[w]
@@ -371,15 +363,16 @@ func (l *lexicon) get(w string) lexeme {
 	if ok {
 		return x
 	}
-	x = lexeme{stem: w, term: termWord(w)}
-	if len(w) > 2 && unicode.IsLetter(rune(w[0])) {
-		x.stem = english.Stem(w, false)
+	c := strings.Clone(w) // (what the memo keeps is its own: w may be on the caller's stack)
+	x = lexeme{stem: c, term: termWord(c)}
+	if len(c) > 2 && unicode.IsLetter(rune(c[0])) {
+		x.stem = english.Stem(c, false)
 	}
 	l.mu.Lock()
 	if len(l.m) >= maxWords {
 		clear(l.m)
 	}
-	l.m[strings.Clone(w)] = x
+	l.m[c] = x
 	l.mu.Unlock()
 	return x
 }
@@ -403,6 +396,7 @@ func termWord(w string) bool {
 // terms are the distinct stemmed content words of s, in order.
 func terms(s string) []string {
 	var out []string
+	var buf [64]byte
 	for i := 0; i < len(s); {
 		// a token: a run of letters, digits and ' - $ %
 		r, n := utf8.DecodeRuneInString(s[i:])
@@ -418,20 +412,31 @@ func terms(s string) []string {
 			}
 			j += n
 		}
-		t := strings.Trim(strings.ToLower(s[i:j]), "'-")
+		t := bytes.Trim(lower(buf[:0], s[i:j]), "'-")
 		i = j
-		x := vocab.get(t)
+		x := vocab.getBytes(t)
 		if !x.term {
 			continue
 		}
-		if u, ok := strings.CutSuffix(t, "'s"); ok {
-			x = vocab.get(u)
+		if u, ok := bytes.CutSuffix(t, []byte("'s")); ok {
+			x = vocab.getBytes(u)
 		}
 		if !slices.Contains(out, x.stem) {
 			out = append(out, x.stem)
 		}
 	}
 	return out
+}
+
+// lower appends s lower-cased to b (on the caller's stack: no copy).
+func lower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(b[:len(b)-i], strings.ToLower(s)...)
+		}
+		b = append(b, lowerASCII(s[i]))
+	}
+	return b
 }
 
 func isTokenRune(r rune) bool {

@@ -15,169 +15,124 @@ import (
 // fold reads and writes the whole state, and encoding/json spent more on
 // it than the fold spends reading its turns. The bytes are those
 // encoding/json writes for the state's struct tags (the codec test checks
-// it), so that replay and the inspector show the state as JSON.
+// it), so that replay and the inspector show the state as JSON; strings
+// are quoted by the outbound events' writer, so the two cannot drift.
 
-// appendJSON appends st's JSON to b.
+// appendJSON appends st's JSON to b, each field after a comma (closeObject).
 func (st *state) appendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"v":`...)
-	b = strconv.AppendInt(b, int64(st.V), 10)
-	b = append(b, `,"sum":`...)
-	b = strconv.AppendUint(b, st.Sum, 10)
-	if st.Agent {
-		b = append(b, `,"agent":true`...)
+	lists := [][]stmt{st.Open}
+	for _, p := range st.Periods {
+		lists = append(lists, p.Stmts)
 	}
-	if len(st.Names) > 0 {
-		b = appendStrings(append(b, `,"names":`...), st.Names)
-	}
-	if st.Others != 0 {
-		b = strconv.AppendInt(append(b, `,"others":`...), int64(st.Others), 10)
-	}
-	var err error
-	if len(st.Periods) > 0 {
-		b = append(b, `,"periods":[`...)
-		for i, p := range st.Periods {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = p.appendJSON(b); err != nil {
-				return nil, err
+	for _, ss := range lists {
+		for _, x := range ss {
+			if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
+				return nil, fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
 			}
 		}
-		b = append(b, ']')
 	}
-	if len(st.Open) > 0 {
-		if b, err = appendStmts(append(b, `,"open":`...), st.Open); err != nil {
-			return nil, err
-		}
-	}
-	if len(st.Facts) > 0 {
-		b = append(b, `,"facts":[`...)
-		for i, f := range st.Facts {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(append(b, `{"id":`...), f.ID)
-			b = optString(b, `,"sp":`, f.Sp)
-			b = optString(b, `,"key":`, f.Key)
-			b = optString(b, `,"num":`, f.Num)
-			b = append(strconv.AppendUint(append(b, `,"sum":`...), f.Sum, 10), '}')
-		}
-		b = append(b, ']')
-	}
-	if len(st.Topics) > 0 {
-		b = appendStrings(append(b, `,"topics":`...), st.Topics)
-	}
-	if st.Small {
-		b = append(b, `,"small":true`...)
-	}
-	if len(st.People) > 0 {
-		b = append(b, `,"people":[`...)
-		for i, p := range st.People {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(append(b, `{"name":`...), p.Name)
-			if len(p.Facts) > 0 {
-				b = append(b, `,"facts":[`...)
-				for j, f := range p.Facts {
-					if j > 0 {
-						b = append(b, ',')
-					}
-					b = appendJSONString(append(b, `{"id":`...), f.ID)
-					b = appendJSONString(append(b, `,"kind":`...), f.Kind)
-					b = optString(b, `,"slot":`, f.Slot)
-					b = appendJSONString(append(b, `,"text":`...), f.Text)
-					if f.At != 0 {
-						b = strconv.AppendInt(append(b, `,"at":`...), f.At, 10)
-					}
-					b = append(b, '}')
-				}
-				b = append(b, ']')
-			}
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
-	b = optString(b, `,"voc":`, st.Voc)
-	return append(b, '}'), nil
-}
-
-func (p *period) appendJSON(b []byte) ([]byte, error) {
 	n := len(b)
-	if p.From != 0 {
-		b = strconv.AppendInt(append(b, `,"from":`...), p.From, 10)
-	}
-	if p.To != 0 {
-		b = strconv.AppendInt(append(b, `,"to":`...), p.To, 10)
-	}
-	if len(p.Names) > 0 {
-		b = appendStrings(append(b, `,"names":`...), p.Names)
-	}
-	if len(p.Topics) > 0 {
-		b = appendStrings(append(b, `,"topics":`...), p.Topics)
-	}
-	if len(p.Stmts) > 0 {
-		var err error
-		if b, err = appendStmts(append(b, `,"stmts":`...), p.Stmts); err != nil {
-			return nil, err
-		}
-	}
-	if len(b) == n {
-		return append(b, "{}"...), nil
-	}
-	b[n] = '{' // the first field's comma
-	return append(b, '}'), nil
+	b = strconv.AppendInt(append(b, `,"v":`...), int64(st.V), 10)
+	b = strconv.AppendUint(append(b, `,"sum":`...), st.Sum, 10)
+	b = optBool(b, `,"agent":true`, st.Agent)
+	b = optStrings(b, `,"names":`, st.Names)
+	b = optInt(b, `,"others":`, int64(st.Others))
+	b = appendList(b, `,"periods":`, st.Periods, appendPeriod)
+	b = appendList(b, `,"open":`, st.Open, appendStmt)
+	b = appendList(b, `,"facts":`, st.Facts, func(b []byte, f *fact) []byte {
+		n := len(b)
+		b = events.AppendJSONString(append(b, `,"id":`...), f.ID)
+		b = optString(b, `,"sp":`, f.Sp)
+		b = optString(b, `,"key":`, f.Key)
+		b = optString(b, `,"num":`, f.Num)
+		return closeObject(strconv.AppendUint(append(b, `,"sum":`...), f.Sum, 10), n)
+	})
+	b = optStrings(b, `,"topics":`, st.Topics)
+	b = optBool(b, `,"small":true`, st.Small)
+	b = appendList(b, `,"people":`, st.People, func(b []byte, p *person) []byte {
+		n := len(b)
+		b = events.AppendJSONString(append(b, `,"name":`...), p.Name)
+		return closeObject(appendList(b, `,"facts":`, p.Facts, func(b []byte, f *pfact) []byte {
+			n := len(b)
+			b = events.AppendJSONString(append(b, `,"id":`...), f.ID)
+			b = events.AppendJSONString(append(b, `,"kind":`...), f.Kind)
+			b = optString(b, `,"slot":`, f.Slot)
+			b = events.AppendJSONString(append(b, `,"text":`...), f.Text)
+			return closeObject(optInt(b, `,"at":`, f.At), n)
+		}), n)
+	})
+	return closeObject(optString(b, `,"voc":`, st.Voc), n), nil
 }
 
-func appendStmts(b []byte, ss []stmt) ([]byte, error) {
-	b = append(b, '[')
-	for i := range ss {
-		x := &ss[i]
+func appendPeriod(b []byte, p *period) []byte {
+	n := len(b)
+	b = optInt(b, `,"from":`, p.From)
+	b = optInt(b, `,"to":`, p.To)
+	b = optStrings(b, `,"names":`, p.Names)
+	b = optStrings(b, `,"topics":`, p.Topics)
+	return closeObject(appendList(b, `,"stmts":`, p.Stmts, appendStmt), n)
+}
+
+func appendStmt(b []byte, x *stmt) []byte {
+	n := len(b)
+	b = optString(b, `,"sp":`, x.Sp)
+	b = optInt(b, `,"at":`, x.At)
+	b = events.AppendJSONString(append(b, `,"text":`...), x.Text)
+	b = appendJSONFloat(append(b, `,"w":`...), x.W)
+	b = optInt(b, `,"k":`, int64(x.K))
+	b = optString(b, `,"terms":`, x.Terms)
+	b = optString(b, `,"key":`, x.Key)
+	b = optString(b, `,"ph":`, x.Ph)
+	return closeObject(optBool(b, `,"batch":true`, x.Batch), n)
+}
+
+// closeObject ends the object written from n: its first comma opens it.
+func closeObject(b []byte, n int) []byte {
+	if len(b) == n {
+		return append(b, "{}"...)
+	}
+	b[n] = '{'
+	return append(b, '}')
+}
+
+// appendList writes xs, when there are any, as the field name.
+func appendList[T any](b []byte, name string, xs []T, each func([]byte, *T) []byte) []byte {
+	if len(xs) == 0 {
+		return b
+	}
+	b = append(append(b, name...), '[')
+	for i := range xs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '{')
-		if x.Sp != "" {
-			b = append(appendJSONString(append(b, `"sp":`...), x.Sp), ',')
-		}
-		if x.At != 0 {
-			b = append(strconv.AppendInt(append(b, `"at":`...), x.At, 10), ',')
-		}
-		b = appendJSONString(append(b, `"text":`...), x.Text)
-		if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
-			return nil, fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
-		}
-		b = appendJSONFloat(append(b, `,"w":`...), x.W)
-		if x.K != 0 {
-			b = strconv.AppendInt(append(b, `,"k":`...), int64(x.K), 10)
-		}
-		b = optString(b, `,"terms":`, x.Terms)
-		b = optString(b, `,"key":`, x.Key)
-		b = optString(b, `,"ph":`, x.Ph)
-		if x.Batch {
-			b = append(b, `,"batch":true`...)
-		}
-		b = append(b, '}')
+		b = each(b, &xs[i])
 	}
-	return append(b, ']'), nil
+	return append(b, ']')
+}
+
+func optStrings(b []byte, name string, ss []string) []byte {
+	return appendList(b, name, ss, func(b []byte, s *string) []byte { return events.AppendJSONString(b, *s) })
 }
 
 func optString(b []byte, name, s string) []byte {
 	if s == "" {
 		return b
 	}
-	return appendJSONString(append(b, name...), s)
+	return events.AppendJSONString(append(b, name...), s)
 }
 
-func appendStrings(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, s)
+func optInt(b []byte, name string, v int64) []byte {
+	if v == 0 {
+		return b
 	}
-	return append(b, ']')
+	return strconv.AppendInt(append(b, name...), v, 10)
+}
+
+func optBool(b []byte, field string, v bool) []byte {
+	if !v {
+		return b
+	}
+	return append(b, field...)
 }
 
 // appendJSONFloat writes f as encoding/json does.
@@ -194,18 +149,13 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	return b
 }
 
-// appendJSONString writes s quoted as encoding/json does (<, > and &
-// escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped): the
-// events package's writer, shared so the two cannot drift.
-func appendJSONString(b []byte, s string) []byte { return events.AppendJSONString(b, s) }
-
 // ---- reading ----
 
 // readState reads the JSON of a state, as encoding/json would into the
 // state's struct (fields it does not know are skipped, null leaves a
 // field empty); it fails on anything that is not JSON.
 func readState(data []byte) (*state, error) {
-	r := &jsonReader{b: data}
+	r := &jsonReader{b: data, s: string(data)}
 	st := &state{}
 	r.object(func(k string) {
 		switch k {
@@ -359,9 +309,11 @@ func (r *jsonReader) strings() []string {
 	return out
 }
 
-// jsonReader reads JSON values from b; the first error stops it.
+// jsonReader reads JSON values from b; the first error stops it. s is b as
+// a string: a string without escapes is read as a part of it (no copy).
 type jsonReader struct {
 	b   []byte
+	s   string
 	i   int
 	err error
 }
@@ -412,19 +364,7 @@ func (r *jsonReader) literal(lit string) {
 // object reads an object, calling field with each key; field must read
 // the key's value.
 func (r *jsonReader) object(field func(key string)) {
-	if r.null() {
-		return
-	}
-	if r.next() != '{' {
-		r.fail("want an object")
-		return
-	}
-	r.i++
-	if r.next() == '}' {
-		r.i++
-		return
-	}
-	for r.err == nil {
+	r.seq('{', '}', func() {
 		if r.next() != '"' {
 			r.fail("want a key")
 			return
@@ -436,29 +376,23 @@ func (r *jsonReader) object(field func(key string)) {
 		}
 		r.i++
 		field(k)
-		switch r.next() {
-		case ',':
-			r.i++
-		case '}':
-			r.i++
-			return
-		default:
-			r.fail("want ',' or '}'")
-		}
-	}
+	})
 }
 
 // array reads an array, calling elem for each element; elem must read it.
-func (r *jsonReader) array(elem func()) {
+func (r *jsonReader) array(elem func()) { r.seq('[', ']', elem) }
+
+// seq reads an object's fields or an array's elements, calling elem on each.
+func (r *jsonReader) seq(open, close byte, elem func()) {
 	if r.null() {
 		return
 	}
-	if r.next() != '[' {
-		r.fail("want an array")
+	if r.next() != open {
+		r.fail("want '" + string(open) + "'")
 		return
 	}
 	r.i++
-	if r.next() == ']' {
+	if r.next() == close {
 		r.i++
 		return
 	}
@@ -467,11 +401,11 @@ func (r *jsonReader) array(elem func()) {
 		switch r.next() {
 		case ',':
 			r.i++
-		case ']':
+		case close:
 			r.i++
 			return
 		default:
-			r.fail("want ',' or ']'")
+			r.fail("want ',' or '" + string(close) + "'")
 		}
 	}
 }
@@ -503,7 +437,7 @@ func (r *jsonReader) number() string {
 	if r.i == start {
 		r.fail("want a number")
 	}
-	return string(r.b[start:r.i])
+	return r.s[start:r.i]
 }
 
 func (r *jsonReader) int() int64 {
@@ -552,7 +486,7 @@ func (r *jsonReader) str() string {
 			if !utf8.Valid(s) {
 				return string([]rune(string(s))) // invalid bytes as U+FFFD, as encoding/json reads them
 			}
-			return string(s)
+			return r.s[start : r.i-1]
 		case c == '\\':
 			plain = false
 			r.i++ // (the byte escaped does not end the string)
@@ -567,9 +501,8 @@ func (r *jsonReader) str() string {
 }
 
 // unescape reads the quoted string q that has escapes: as strconv.Unquote
-// reads it when its escapes are JSON's and Go's alike (all that appendJSONString
-// writes), else as encoding/json does ("\/", a surrogate pair, invalid
-// UTF-8).
+// does when its escapes are JSON's and Go's alike (all the writer writes),
+// else as encoding/json does ("\/", a surrogate pair, invalid UTF-8).
 func (r *jsonReader) unescape(q []byte) string {
 	same := true
 	for i := 0; i < len(q); i++ {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"math"
 	"reflect"
 	"testing"
@@ -144,5 +145,22 @@ func TestStateCodecRefusesNaN(t *testing.T) {
 	}
 	if _, err := json.Marshal(st); err == nil {
 		t.Fatal("encoding/json wrote NaN")
+	}
+}
+
+// The state's hashes are FNV-1a, as hash/fnv computes it: a checkpoint
+// written by an older build still matches its summary.
+func TestHashStringIsFNV64a(t *testing.T) {
+	for _, s := range []string{"", "a", "Alice, Bob and Carol are talking about Tokyo.", "é 漢字 \x00 \xff"} {
+		h := fnv.New64a()
+		h.Write([]byte(s))
+		if got, want := hashString(s), h.Sum64(); got != want {
+			t.Errorf("hashString(%q) = %d, want %d", s, got, want)
+		}
+		for i := range len(s) {
+			if got := fnvAdd(hashString(s[:i]), s[i:]); got != h.Sum64() {
+				t.Errorf("fnvAdd(hashString(%q), %q) = %d, want %d", s[:i], s[i:], got, h.Sum64())
+			}
+		}
 	}
 }

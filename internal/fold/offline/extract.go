@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -255,12 +256,15 @@ var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's",
 // pass over it (a strings.Contains per keyword is a pass each).
 type keywords struct {
 	byFirst [256][]string // the keywords by their first byte
+	// bit c&63 set for each second byte c of a first byte's keywords
+	second [256]uint64
 }
 
 func newKeywords(ws ...string) *keywords {
 	k := &keywords{}
 	for _, w := range ws {
 		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
+		k.second[w[0]] |= 1 << (w[1] & 63) // (every keyword has two bytes or more)
 	}
 	return k
 }
@@ -268,9 +272,13 @@ func newKeywords(ws ...string) *keywords {
 // in reports whether s contains one of the keywords, ignoring the case of
 // ASCII letters (the keywords are ASCII).
 func (k *keywords) in(s string) bool {
-	for i := 0; i < len(s); i++ {
+	for i := 0; i+1 < len(s); i++ {
+		c := lowerASCII(s[i])
+		if k.second[c]&(1<<(lowerASCII(s[i+1])&63)) == 0 {
+			continue
+		}
 	next:
-		for _, w := range k.byFirst[lowerASCII(s[i])] {
+		for _, w := range k.byFirst[c] {
 			if len(s)-i < len(w) {
 				continue
 			}
@@ -330,25 +338,27 @@ var (
 // nothing with a word of content is left.
 func (s *Summarizer) trimFiller(sent string) string {
 	sent = strings.TrimSpace(sent)
+	var buf [32]byte
 	for changed := true; changed; {
 		changed = false
 		// the fillers are short: lower-case only the start of the sentence
-		low := strings.ToLower(sent[:min(len(sent), s.cfg.maxFillerLen+1)])
+		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
 		for _, f := range leadFiller {
-			if strings.HasPrefix(low, f) && len(low) > len(f) && strings.ContainsRune(" ,.!", rune(low[len(f)])) {
+			if hasPrefixBytes(low, f) && len(low) > len(f) && strings.ContainsRune(" ,.!", rune(low[len(f)])) {
 				sent = strings.TrimLeft(sent[len(f):], " ,.!")
 				changed = true
 				break
 			}
 		}
 		for w := range s.cfg.extraFiller {
-			if strings.HasPrefix(low, w) && len(low) > len(w) && low[len(w)] == ' ' {
+			if hasPrefixBytes(low, w) && len(low) > len(w) && low[len(w)] == ' ' {
 				sent = strings.TrimLeft(sent[len(w):], " ,")
 				changed = true
 			}
 		}
 	}
-	fs := strings.Fields(sent)
+	var arr [64]string
+	fs := appendFields(arr[:0], sent)
 	nf := len(fs)
 	for len(fs) > 0 {
 		l := strings.ToLower(strings.Trim(fs[len(fs)-1], ".,!?"))
@@ -360,24 +370,27 @@ func (s *Summarizer) trimFiller(sent string) string {
 	if len(fs) == 0 {
 		return ""
 	}
-	var out []string
+	var oarr [64]string
+	out := oarr[:0]
 	cut := false // a word was dropped or changed
 	for i, f := range fs {
 		c := strings.Trim(f, ",.;:!?")
+		var lb [8]byte
+		lc := c
 		if len(c) <= len("uh-huh") {
-			c = strings.ToLower(c) // (no filler or cut word is longer)
+			lc = string(lower(lb[:0], c)) // (no filler or cut word is longer)
 		}
 		if len(out) < i {
 			cut = true
 		}
 		switch {
-		case inlineFiller[c]:
+		case inlineFiller[lc]:
 			// "um", "uh": keep a sentence end it carried
 			if n := len(out); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(out[n-1][len(out[n-1])-1:], ".!?") {
 				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
 			}
 			continue
-		case len(c) == 1 && c != "a" && c != "i" && c == strings.Trim(f, ",.;:!?") && !unicode.IsDigit(rune(c[0])) && i+1 < len(fs),
+		case len(lc) == 1 && lc != "a" && lc != "i" && lc == c && !unicode.IsDigit(rune(lc[0])) && i+1 < len(fs),
 			strings.HasSuffix(f, "-") && len(f) > 1:
 			continue // a cut word: "I s", "m or", "we-"
 		case len(out) > 0 && strings.EqualFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
@@ -498,10 +511,11 @@ var (
 // cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
 func report(sp, sent string, question, user bool, names []string) (text string, self bool) {
-	low := strings.ToLower(sent)
+	var buf [256]byte
+	low := lower(buf[:0], sent)
 	if question {
 		for _, p := range []string{"how about ", "what about ", "why don't we ", "why not "} {
-			if strings.HasPrefix(low, p) && len(sent) > len(p)+3 {
+			if hasPrefixBytes(low, p) && len(sent) > len(p)+3 {
 				rest := strings.TrimSuffix(sent[len(p):], "?")
 				if p == "why don't we " {
 					rest = "they " + rest
@@ -514,10 +528,10 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 			if n == sp {
 				continue
 			}
-			if strings.HasPrefix(sent, n+", ") {
+			if len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
 				return sp + " asked " + n + ": " + lowerFirst(sent[len(n)+2:]), false
 			}
-			if strings.HasSuffix(sent, ", "+n+"?") {
+			if q, ok := strings.CutSuffix(sent, "?"); ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
 				return sp + " asked " + n + ": " + lowerFirst(strings.TrimSuffix(sent, ", "+n+"?")) + "?", false
 			}
 		}
@@ -525,23 +539,25 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	}
 	verb := "said"
 	for _, o := range opinion {
-		if strings.HasPrefix(low, o) && len(sent) > len(o)+3 {
+		if hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
 			sent, low, verb = sent[len(o):], low[len(o):], "thought"
 			break
 		}
 	}
-	ws := strings.Fields(sent)
+	var arr [64]string
+	ws := appendFields(arr[:0], sent)
 	first, second := 0, 0
 	for _, w := range ws {
 		c := strings.Trim(w, `.,!?;:"()`)
 		if len(c) > len("yourself") {
 			continue // longer than any pronoun
 		}
-		c = strings.ToLower(c)
-		if firstPerson[c] {
+		var lb [8]byte
+		l := lower(lb[:0], c)
+		if firstPerson[string(l)] {
 			first++
 		}
-		if secondPerson[c] {
+		if secondPerson[string(l)] {
 			second++
 		}
 	}
@@ -550,10 +566,10 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 			return out, true
 		}
 	}
-	if strings.HasPrefix(low, "let me ") && first == 1 && second == 0 && len(ws) > 3 {
+	if hasPrefixBytes(low, "let me ") && first == 1 && second == 0 && len(ws) > 3 {
 		return sp + " offered to " + group(strings.Join(ws[2:], " ")), true
 	}
-	if strings.HasPrefix(low, "let's ") && first == 0 && second == 0 {
+	if hasPrefixBytes(low, "let's ") && first == 0 && second == 0 {
 		return sp + " suggested they " + group(strings.Join(ws[1:], " ")), false
 	}
 	if first == 0 && second == 0 {
@@ -570,6 +586,8 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	}
 	return sp + " said, \"" + upperFirst(sent) + "\"", first > 0
 }
+
+func hasPrefixBytes(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
 
 // imperative reports whether a sentence opening with w reads as an
 // instruction ("Add a flag", "Don't touch go.mod").
@@ -685,7 +703,8 @@ func group(s string) string {
 	if !mayGroup(s) {
 		return s
 	}
-	ws := strings.Fields(s)
+	var arr [64]string
+	ws := appendFields(arr[:0], s)
 	changed := false
 	for i, w := range ws {
 		core := strings.TrimRight(w, `.,!?;:"`)
@@ -876,7 +895,8 @@ func factKey(sent string) string {
 	if strings.IndexFunc(sent, unicode.IsDigit) < 0 {
 		return ""
 	}
-	ws := strings.Fields(strings.ToLower(sent))
+	var arr [64]string
+	ws := appendFields(arr[:0], strings.ToLower(sent))
 	var ks []string
 	for i, w := range ws {
 		v := strings.Trim(w, ".,!?;:()\"'")
@@ -934,7 +954,7 @@ func mergeToolRuns(ss []stmt) []stmt {
 				shown := args
 				more := ""
 				if len(args) > 3 {
-					shown, more = args[len(args)-3:], " and "+itoa(len(args)-3)+" earlier"
+					shown, more = args[len(args)-3:], " and "+strconv.Itoa(len(args)-3)+" earlier"
 				}
 				p.Text = x.Sp + " ran " + tool + " (" + strings.Join(shown, ", ") + more + "): ok."
 				p.Key = "tools " + tool + " " + strings.Join(args, "|")

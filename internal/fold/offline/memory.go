@@ -43,7 +43,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	}
 	for _, x := range cands {
 		low := strings.ToLower(x.Text)
-		sum := hashString(x.Sp + "\x00" + low)
+		sum := fnvAdd(fnvAdd(hashString(x.Sp), "\x00"), low)
 		if seen[sum] {
 			continue
 		}
@@ -69,6 +69,8 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 				break
 			}
 		}
+		// (an ID read from the state is part of all its text)
+		m.Supersedes = strings.Clone(m.Supersedes)
 		st.Facts = append(st.Facts, fact{ID: m.ID, Sp: x.Sp, Num: x.Key, Sum: sum})
 		out = append(out, m)
 	}

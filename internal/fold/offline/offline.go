@@ -50,6 +50,7 @@ package offline
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -147,7 +148,10 @@ func WithLogger(l zerolog.Logger) Option { return func(c *config) { c.log = l } 
 // Summarizer is the offline backend. It keeps nothing between calls (all
 // it knows of a session is in the request's state), so it is safe for
 // concurrent use.
-type Summarizer struct{ cfg config }
+type Summarizer struct {
+	cfg    config
+	counts sync.Pool // *wordCounts: room to read a state's word counts into
+}
 
 // New returns an offline summarizer.
 func New(opts ...Option) *Summarizer {
@@ -162,7 +166,7 @@ func New(opts ...Option) *Summarizer {
 	for w := range c.extraFiller {
 		c.maxFillerLen = max(c.maxFillerLen, len(w))
 	}
-	return &Summarizer{cfg: c}
+	return &Summarizer{cfg: c, counts: sync.Pool{New: func() any { return new(wordCounts) }}}
 }
 
 // Name returns "offline".
@@ -179,6 +183,8 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		budget = s.cfg.defaultMaxChars
 	}
 	st := s.load(req)
+	st.spare = s.counts.Get().(*wordCounts)
+	defer func() { s.counts.Put(st.spare.release()) }()
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
 	changed := false

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ func TestPersonFactsSupersedeAcrossFolds(t *testing.T) {
 	mk := func(from int, lines ...string) []fold.Turn {
 		ts := turns(lines...)
 		for i := range ts {
-			ts[i].TurnID = "t" + itoa(from+i)
+			ts[i].TurnID = "t" + strconv.Itoa(from+i)
 			ts[i].At = at.Add(time.Duration(from+i) * time.Minute)
 		}
 		return ts
@@ -90,9 +91,9 @@ func TestPersonFactsSupersedeAcrossFolds(t *testing.T) {
 func TestPersonFactsBounded(t *testing.T) {
 	st := &state{V: stateVersion}
 	for i := range 2000 {
-		sp := "Speaker" + itoa(i%500)
-		x := stmt{Sp: sp, Text: sp + " loves thing" + itoa(i) + " number " + itoa(i) + ".", At: int64(i)}
-		st.notePerson(x, "m"+itoa(i), x.Text)
+		sp := "Speaker" + strconv.Itoa(i%500)
+		x := stmt{Sp: sp, Text: sp + " loves thing" + strconv.Itoa(i) + " number " + strconv.Itoa(i) + ".", At: int64(i)}
+		st.notePerson(x, "m"+strconv.Itoa(i), x.Text)
 	}
 	if len(st.People) > maxPeople {
 		t.Fatalf("%d people kept, bound %d", len(st.People), maxPeople)

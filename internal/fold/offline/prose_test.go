@@ -3,6 +3,7 @@ package offline
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -185,7 +186,7 @@ func TestTopicsNameNoParticipant(t *testing.T) {
 	var lines []string
 	for i := range 6 {
 		lines = append(lines,
-			"Project Manager: we need the remote control design by Friday, the scroll wheel and the rubber case "+itoa(i),
+			"Project Manager: we need the remote control design by Friday, the scroll wheel and the rubber case "+strconv.Itoa(i),
 			"Marketing: as Project Manager said, the scroll wheel matters, Project Manager is right about the rubber case",
 			"Industrial Designer: I agree with Project Manager, the rubber case and the scroll wheel, Project Manager knows")
 	}

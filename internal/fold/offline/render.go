@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -370,8 +371,12 @@ func phrases(s string, people []string) []phrase {
 	start := true // the word starts a sentence: its capital says nothing
 	det := false  // the word before was a determiner
 	paren := false
-	fs := strings.Fields(s)
-	for i, f := range fs {
+	// held: a capitalised word that opens a sentence, the start of a name
+	// when the next word is capitalised too ("decided: Joshua Tree, …")
+	held := ""
+	for f := range strings.FieldsSeq(s) {
+		hold := held
+		held = ""
 		w := strings.TrimFunc(f, isPhrasePunct)
 		lw := strings.ToLower(w)
 		if strings.HasPrefix(f, "(") {
@@ -392,8 +397,11 @@ func phrases(s string, people []string) []phrase {
 		}
 		r, _ := utf8.DecodeRuneInString(w)
 		up := unicode.IsUpper(r) || unicode.IsDigit(r)
-		if ok && start && up && !(i+1 < len(fs) && upperName(fs[i+1]) && !strings.ContainsAny(f[len(f)-1:], ".,!?;:")) {
-			ok = false // (but a name of two capitalised words, "Joshua Tree", is one)
+		if ok && start && up {
+			ok = false
+			if !strings.ContainsAny(f[len(f)-1:], ".,!?;:") {
+				held = w
+			}
 		}
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
@@ -408,6 +416,9 @@ func phrases(s string, people []string) []phrase {
 		if len(run) == 0 {
 			runUpper = up
 			np = wasDet
+			if hold != "" && up {
+				run = append(run, hold)
+			}
 		}
 		run = append(run, w)
 		if strings.ContainsAny(f[len(f)-1:], ".,!?;:)") {
@@ -416,12 +427,6 @@ func phrases(s string, people []string) []phrase {
 	}
 	flush()
 	return out
-}
-
-// upperName reports a word that starts with a capital and is not "I".
-func upperName(f string) bool {
-	r, _ := utf8.DecodeRuneInString(f)
-	return unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'")
 }
 
 func isPhrasePunct(r rune) bool {
@@ -621,7 +626,7 @@ func nameList(ns []string, others, maxN int) string {
 	case others == 1:
 		list = append(list, "1 other")
 	case others > 1:
-		list = append(list, itoa(others)+" others")
+		list = append(list, strconv.Itoa(others)+" others")
 	}
 	return andList(list)
 }
@@ -634,20 +639,6 @@ func andList(xs []string) string {
 		return xs[0]
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }
 
 // multiDay reports whether the statements of the state fall on more than

@@ -2,7 +2,6 @@ package offline
 
 import (
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -56,8 +55,9 @@ type state struct {
 	// Voc is how often each word of the conversation was said (counts.go).
 	Voc string `json:"voc,omitempty"`
 
-	voc  *wordCounts // Voc, read
-	read int         // bytes of the encoding it was read from
+	voc   *wordCounts // Voc, read
+	spare *wordCounts // where to read Voc into
+	read  int         // bytes of the encoding it was read from
 }
 
 // period is a closed stretch of the conversation: when, who spoke most,
@@ -109,10 +109,16 @@ type fact struct {
 	Sum uint64 `json:"sum"`           // hash of its lower-cased text
 }
 
-func hashString(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
+// hashString is hash/fnv's 64-bit FNV-1a of s, without a copy of s;
+// fnvAdd(hashString(a), b) == hashString(a + b).
+func hashString(s string) uint64 { return fnvAdd(14695981039346656037, s) }
+
+func fnvAdd(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 // decodeState reads a state written by encode. It fails on anything else,

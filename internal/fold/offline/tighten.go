@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -17,7 +18,8 @@ const maxSentRunes = 200
 // hedges); a run-on sentence ends at the last clause boundary within
 // maxSentRunes. What it leaves is the speaker's words, in order.
 func tighten(s string) string {
-	ws := strings.Fields(s)
+	var arr [64]string
+	ws := appendFields(arr[:0], s)
 	if len(ws) < 3 {
 		return s
 	}
@@ -27,19 +29,21 @@ func tighten(s string) string {
 	for len(ws) > 2 && isLaugh(strings.ToLower(strings.Trim(ws[0], ",.!"))) {
 		ws = ws[1:] // "hahaha that was close"
 	}
-	out := make([]string, 0, len(ws))
+	var oarr [64]string
+	out := oarr[:0]
+	var cb, nb [32]byte
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
-		core := strings.ToLower(strings.TrimRight(w, ","))
-		if i+1 < len(ws) && falseStart(core, strings.ToLower(strings.Trim(ws[i+1], `,.!?;:"`))) {
+		core := string(lower(cb[:0], strings.TrimRight(w, ",")))
+		if i+1 < len(ws) && falseStart(core, string(lower(nb[:0], strings.Trim(ws[i+1], `,.!?;:"`)))) {
 			continue
 		}
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
 		// word that makes them mean "a type of"
-		if i+1 < len(ws) {
+		if i+1 < len(ws) && hedgeStart[core] {
 			pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))...))
 			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
-				if t := trailing(ws[i+1]); t != "" && t != "," && len(out) > 0 {
+				if t := ws[i+1][len(strings.TrimRight(ws[i+1], ",.?!;:")):]; t != "" && t != "," && len(out) > 0 {
 					out[len(out)-1] = strings.TrimRight(out[len(out)-1], ",") + t
 					changed = true
 				}
@@ -50,7 +54,7 @@ func tighten(s string) string {
 		out = append(out, w)
 		// a phrase of one to three words said twice in a row
 		for n := 3; n >= 1; n-- {
-			if len(out) >= 2*n && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !hasDigit(out[len(out)-n:]) {
+			if len(out) >= 2*n && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) {
 				out = out[:len(out)-n]
 				break
 			}
@@ -84,32 +88,34 @@ func falseStart(w, next string) bool {
 
 var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
 
+// hedgeStart are the first words of hedges and of "kind of", "sort of".
+var hedgeStart = toSet([]string{"you", "i", "or", "and", "kind", "sort"})
+
 // typeOf are the words after which "kind of"/"sort of" name a type ("what
 // kind of button"), not a hedge.
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
 
-func trailing(w string) string {
-	core := strings.TrimRight(w, ",.?!;:")
-	return w[len(core):]
-}
-
 func sameWords(a, b []string) bool {
 	for i := range a {
-		if !strings.EqualFold(strings.Trim(a[i], ",.;:"), strings.Trim(b[i], ",.;:")) {
+		if a[i] != b[i] && !strings.EqualFold(trimClause(a[i]), trimClause(b[i])) {
 			return false
 		}
 	}
 	return true
 }
 
-func hasDigit(ws []string) bool {
-	for _, w := range ws {
-		if strings.IndexFunc(w, unicode.IsDigit) >= 0 {
-			return true
-		}
+// trimClause is strings.Trim(w, ",.;:"), without building a set of them.
+func trimClause(w string) string {
+	for len(w) > 0 && strings.IndexByte(",.;:", w[0]) >= 0 {
+		w = w[1:]
 	}
-	return false
+	for len(w) > 0 && strings.IndexByte(",.;:", w[len(w)-1]) >= 0 {
+		w = w[:len(w)-1]
+	}
+	return w
 }
+
+func hasDigit(w string) bool { return strings.IndexFunc(w, unicode.IsDigit) >= 0 }
 
 // clauseBreaks are where a run-on sentence can end.
 var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", which ", ", or ", ", then ", " but ", " because "}
@@ -117,15 +123,13 @@ var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", 
 // cutClause ends s at the last clause boundary within max runes (and past
 // a third of it), with a full stop; s as it is when there is none.
 func cutClause(s string, max int) string {
-	limit := len(s)
-	if n := 0; true {
-		for i := range s {
-			if n == max {
-				limit = i
-				break
-			}
-			n++
+	limit, n := len(s), 0
+	for i := range s {
+		if n == max {
+			limit = i
+			break
 		}
+		n++
 	}
 	best := -1
 	for _, b := range clauseBreaks {
