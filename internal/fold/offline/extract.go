@@ -199,18 +199,14 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 	return out
 }
 
-// tidyEnds drops the quotation marks of a sentence that opens or closes
-// a quote it does not hold whole (a transcript's quote over two
-// sentences), and the comma a cut sentence ended with ("… first,." →
-// "… first.").
+// tidyEnds drops the quotation marks of a sentence that holds half a
+// quote, and the comma a cut sentence ends with ("… first,." → "… first.").
 func tidyEnds(s string) string {
 	if i := strings.IndexByte(s, '"'); i >= 0 && strings.Count(s[i:], `"`)%2 == 1 {
 		s = strings.Join(strings.Fields(strings.ReplaceAll(s, `"`, "")), " ")
 	}
-	for _, end := range []string{",.", ";.", ":.", " ."} {
-		if strings.HasSuffix(s, end) {
-			return strings.TrimRight(s[:len(s)-len(end)], ",;: ") + "."
-		}
+	if t := strings.TrimRight(strings.TrimSuffix(s, "."), ",;: "); len(t) < len(s)-1 {
+		return t + "."
 	}
 	return s
 }

@@ -98,15 +98,6 @@ func (st *state) newPeriod(ss []stmt) period {
 	return p
 }
 
-// best are the n weightiest of ss, in their order.
-func best(ss []stmt, n int) []stmt {
-	out := slices.Clone(ss)
-	if len(out) > n {
-		out = dropWeakest(out, len(out)-n)
-	}
-	return out
-}
-
 // covering keeps n of ss: half by pickCovering, half the weightiest.
 func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	if len(ss) <= n {
@@ -132,7 +123,10 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	if len(out) < n {
 		// the rest by their own weight: a statement with names, numbers or
 		// a decision is worth keeping even about what is said rarely
-		out = append(out, best(rest, n-len(out))...)
+		if k := len(rest) - (n - len(out)); k > 0 {
+			rest = dropWeakest(rest, k)
+		}
+		out = append(out, rest...)
 		slices.SortStableFunc(out, func(a, b stmt) int { return cmp.Compare(a.At, b.At) })
 	}
 	return out
@@ -286,9 +280,8 @@ january february march april may june july august september october november dec
 const topicSalience = 3
 
 // numberWords are numbers said as words.
-var numberWords = toSet(strings.Fields(`one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
-sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million
-ones twos threes fours fives sixes sevens eights nines tens`))
+var numberWords = toSet(strings.Fields(`one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
+seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million ones twos threes`))
 
 // genericNouns (stemmed) name no subject on their own: "the problem",
 // "the idea".
@@ -500,33 +493,21 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	pickCovering(cands, covered, voc, budget-used, len(cands))
 	lines, merged := st.compose(lead, headers, cands)
-	for range 3 {
-		// what merging statements saved takes more of them
-		if !merged {
-			break
+	if size := joinedLen(lines); merged && budget-size >= 40 {
+		// what merging statements saved takes more of them (unless one
+		// falls between two merged and the whole no longer fits)
+		pickCovering(cands, covered, voc, budget-size, len(cands))
+		if more, _ := st.compose(lead, headers, cands); joinedLen(more) <= budget {
+			lines = more
 		}
-		size := len(lines) - 1
-		for _, l := range lines {
-			size += runeLen(l)
-		}
-		if budget-size < 40 {
-			break
-		}
-		n := countTaken(cands)
-		if pickCovering(cands, covered, voc, budget-size, len(cands)); countTaken(cands) == n {
-			break
-		}
-		lines, merged = st.compose(lead, headers, cands)
 	}
 	return strings.Join(lines, " ")
 }
 
-func countTaken(cands []*cand) int {
-	n := 0
-	for _, c := range cands {
-		if c.taken {
-			n++
-		}
+func joinedLen(lines []string) int {
+	n := len(lines) - 1
+	for _, l := range lines {
+		n += runeLen(l)
 	}
 	return n
 }
@@ -583,12 +564,15 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 		return ""
 	}
 	names := nameList(st.Names, st.Others, maxParticipants)
-	one := len(st.Names) == 1 && st.Others == 0
+	small, verb, none := " exchanged small talk.", " are talking about ", " are in the session."
+	if st.Agent {
+		verb = " are working on "
+	}
+	if len(st.Names) == 1 && st.Others == 0 {
+		small, verb, none = " made small talk.", strings.Replace(verb, "are", "is", 1), " is in the session."
+	}
 	if st.Small && len(st.Open) == 0 && len(st.Periods) == 0 {
-		if one {
-			return names + " made small talk."
-		}
-		return names + " exchanged small talk."
+		return names + small
 	}
 	ts := topics(st.Open, st.Names, maxTopics, nil)
 	if len(st.Topics) > 0 {
@@ -600,18 +584,8 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 		last := st.Periods[len(st.Periods)-1].Topics
 		ts = last[:min(maxTopics, len(last))]
 	}
-	verb := " are talking about "
-	if st.Agent {
-		verb = " are working on "
-	}
-	if one {
-		verb = strings.Replace(verb, "are", "is", 1)
-	}
 	if len(ts) == 0 {
-		if one {
-			return names + " is in the session."
-		}
-		return names + " are in the session."
+		return names + none
 	}
 	return names + verb + andList(ts) + "."
 }
@@ -632,11 +606,8 @@ func nameList(ns []string, others, maxN int) string {
 }
 
 func andList(xs []string) string {
-	switch len(xs) {
-	case 0:
-		return ""
-	case 1:
-		return xs[0]
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
