@@ -98,7 +98,7 @@ func (es *embeddingsServer) fail(on bool) {
 func TestHybridRankingWithAnEmbeddingsEndpoint(t *testing.T) {
 	e := servicetest.New(t, servicetest.Options{})
 	e.StartProcessor(processor.Config{}, nil)
-	publishWith(t, e, "s1", 0, 64, map[int]string{3: "I left the car behind the station.", 5: "Where is the automobile museum?"})
+	publishWith(t, e, "s1", 0, 64, map[int]string{3: "I left the car behind the station.", 9: "Where is the automobile museum?"})
 	e.Settled("s1", 64, 10)
 	es := newEmbeddingsServer(t)
 	cfg := service.EmbeddingsConfig{BaseURL: es.URL + "/v1", APIKey: "test", Model: "embed-test"}
@@ -119,8 +119,8 @@ func TestHybridRankingWithAnEmbeddingsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkQueryContext(t, c, 3000)
-	if got := shownTurns(c); !slices.Contains(got, "t003") || !slices.Contains(got, "t005") {
-		t.Fatalf("hybrid recalled %v, want t003 (the car, by meaning) and t005 (automobile, by word)", got)
+	if got := shownTurns(c); !slices.Contains(got, "t003") || !slices.Contains(got, "t009") {
+		t.Fatalf("hybrid recalled %v, want t003 (the car, by meaning) and t009 (automobile, by word)", got)
 	}
 	first := es.embedded()
 	if first < 64+1 {

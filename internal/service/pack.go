@@ -376,6 +376,8 @@ type picker struct {
 	hybrid bool
 	// nameTerms are the speakers' names as index terms (names).
 	nameTerms map[string]bool
+	// namedSpeaker caches byNamed by speaker.
+	namedSpeaker map[string]bool
 	// budget is the request's character budget (0: none), or its token
 	// budget times four.
 	budget int

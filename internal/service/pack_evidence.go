@@ -156,6 +156,9 @@ func (p *picker) relevant(d int) bool {
 			break
 		}
 	}
+	if topical && !matched && p.byNamed(d) {
+		matched = true // said by a person the question names
+	}
 	if topical && !matched && !p.hybrid {
 		for _, t := range p.feedback {
 			if dt.set[t] {

@@ -39,9 +39,16 @@ import (
 // header or a label is paid (costs fall then).
 //
 // The room the valued candidates leave (none of them holds a word of the
-// question, or none fits) goes to the summary's other sentences, the
-// densest in new words first, then to older verbatim turns, newest first.
+// question, or none fits) goes first to the turns next to the chosen
+// matches (up to fillReach turns away, the best matches' first: an
+// answer spans a few turns, and the turns around a match say more about
+// the question than any other), then to the summary's other sentences,
+// the densest in new words first, then to older verbatim turns, newest
+// first.
 const (
+	// fillReach is how far from a chosen match the room left looks for
+	// turns.
+	fillReach = 3
 	// coveredDecay is what a question term is worth again for each chosen
 	// item that already holds it.
 	coveredDecay = 0.5
@@ -75,8 +82,13 @@ type vcand struct {
 	weighted []int
 	unit     []client.RecalledItem
 	docs     []int
-	bound    float64
-	at       int // position in the heap
+	// cost is an excerpt's cost as last computed, and costAt what it
+	// depends on besides its unit: whether the excerpts' header is paid,
+	// and the chosen docs just before and after the unit (their labels).
+	cost   int
+	costAt [3]int
+	bound  float64
+	at     int // position in the heap
 }
 
 // valuePacker is one request's value packing.
@@ -188,8 +200,10 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 		}
 	}
 
-	// The room left: the summary's other sentences, then older turns.
-	// The window's header is only shown between recalled lines and turns.
+	// The room left: the turns next to the matches, the summary's other
+	// sentences, then older turns. The window's header is only shown
+	// between recalled lines and turns.
+	v.fillNeighbours()
 	v.fillSummary()
 	recalled := len(v.mems) > 0 || len(pk.chosen) > 0
 	if header && !recalled {
@@ -417,7 +431,10 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 			c.terms = v.unitTerms(c.unit, c.docs)
 			c.weighted = v.weighted(c.terms)
 		}
-		cost = pk.unitChars(c.unit, c.docs, false)
+		if at := pk.around(c.docs); stale || at != c.costAt {
+			c.cost, c.costAt = pk.unitChars(c.unit, c.docs, false), at
+		}
+		cost = c.cost
 	}
 	value = v.value(c)
 	if c.kind == candExcerpt {
@@ -430,6 +447,52 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 		value *= math.Pow(dayDecay, float64(pk.perDay[day(pk.x.turn(pk.hits[c.i].doc).At)]))
 	}
 	return value, max(1, cost), true
+}
+
+// around is what the cost of a unit of docs (consecutive, none chosen)
+// depends on besides its lines (picker.relabel): whether the excerpts'
+// header is paid, and the chosen docs just before and after it (-1:
+// none).
+func (p *picker) around(docs []int) [3]int {
+	out := [3]int{0, -1, -1}
+	if p.excerpts {
+		out[0] = 1
+	}
+	at, _ := slices.BinarySearch(p.order, docs[0])
+	if at > 0 {
+		out[1] = p.order[at-1]
+	}
+	if at < len(p.order) {
+		out[2] = p.order[at]
+	}
+	return out
+}
+
+// byNamed reports whether doc d was said by a speaker the question
+// names (every term of the speaker's name is a query term).
+func (p *picker) byNamed(d int) bool {
+	sp := p.x.turn(d).Speaker
+	named, ok := p.namedSpeaker[sp]
+	if !ok {
+		q := map[string]bool{}
+		for _, t := range p.terms {
+			q[t] = true
+		}
+		n := 0
+		named = true
+		p.s.an.each(sp, func(t string) {
+			if t != "" {
+				n++
+				named = named && q[t]
+			}
+		})
+		named = named && n > 0
+		if p.namedSpeaker == nil {
+			p.namedSpeaker = map[string]bool{}
+		}
+		p.namedSpeaker[sp] = named
+	}
+	return named
 }
 
 // value is c's relevance times its novelty (see the top of the file).
@@ -619,6 +682,50 @@ func (v *valuePacker) fillSummary() {
 		tried[best] = true
 		if v.takeSentence(best) {
 			v.show(v.intern(v.sents[best]))
+		}
+	}
+}
+
+// fillNeighbours adds the substantive turns next to the chosen matches
+// (not chosen, not shown as a memory, not repeating a match or a memory,
+// and with a word new to the reply), the nearest first and among them
+// the best matches' first, up to fillReach turns away, while they fit.
+func (v *valuePacker) fillNeighbours() {
+	pk := v.pk
+	var matches []int
+	for _, h := range pk.hits {
+		if it := pk.chosen[h.doc]; it != nil && !it.Neighbour {
+			matches = append(matches, h.doc)
+		}
+	}
+	for dist := 1; dist <= fillReach; dist++ {
+		for _, m := range matches {
+			for _, d := range []int{m + dist, m - dist} {
+				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.shown[pk.x.turn(d).TurnID] {
+					continue
+				}
+				if dt := pk.docTerms(d); !dt.substantive || pk.repeats(dt) {
+					continue
+				}
+				unit := []client.RecalledItem{pk.item(d, 0, true)}
+				terms := v.unitTerms(unit, []int{d})
+				novel := 0
+				for _, id := range terms {
+					if !v.shown[id] {
+						novel++
+					}
+				}
+				if novel == 0 {
+					continue // the reply says it already
+				}
+				if pk.charge(unit, []int{d}, false, v.total) {
+					pk.chosen[d] = &unit[0]
+					at, _ := slices.BinarySearch(pk.order, d)
+					pk.order = slices.Insert(pk.order, at, d)
+					pk.newest = max(pk.newest, unit[0].Index)
+					v.show(terms)
+				}
+			}
 		}
 	}
 }

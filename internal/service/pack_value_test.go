@@ -1,0 +1,115 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/client"
+	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/processor"
+	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// publishDays publishes n turns of session, perDay a day (the day's turns
+// a minute apart from 18:00), Alice, Bob and Carol in turn, with texts'
+// text where given, and waits for the processor to settle.
+func publishDays(t *testing.T, e *servicetest.Env, session string, n, perDay int, texts map[int]string) {
+	t.Helper()
+	speakers := []string{"Alice", "Bob", "Carol"}
+	start := time.Date(2026, 5, 1, 18, 0, 0, 0, time.UTC)
+	for i := range n {
+		text, ok := texts[i]
+		if !ok {
+			text = fmt.Sprintf("message number %03d about the ranked match.", i)
+		}
+		tu := events.Turn{V: events.Version, Session: session, TurnID: fmt.Sprintf("t%03d", i),
+			At:      start.AddDate(0, 0, i/perDay).Add(time.Duration(i%perDay) * time.Minute),
+			Speaker: speakers[i%len(speakers)], Role: "user", Text: text}
+		data, _ := json.Marshal(tu)
+		if _, err := e.JS.Publish(context.Background(), e.Layout.Subjects.In(session, events.KindTurn), data,
+			jetstream.WithMsgID(session+":"+tu.TurnID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Eventually(fmt.Sprintf("session %s settled with %d turns", session, n), func() bool {
+		s := e.Checkpoint(session)
+		return s.Total == int64(n) && s.Cursor >= int64(n-60) && s.Lease == nil
+	})
+}
+
+// excerptDays are the days (UTC) of a context's recalled turns that
+// matched in their own right, by how many of them each has.
+func excerptDays(c *client.Context) map[string]int {
+	out := map[string]int{}
+	for _, r := range c.Recalled {
+		if r.Kind == client.RecalledTurn && !r.Neighbour {
+			out[r.At.UTC().Format(time.DateOnly)]++
+		}
+	}
+	return out
+}
+
+// A question whose evidence is spread over several days gets excerpts of
+// those days, not five that repeat one evening that talked about it most.
+func TestQueryContextExcerptsSpanTheDays(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	texts := map[int]string{
+		// Day 0, one evening about the paella.
+		3: "We cooked paella tonight with saffron from the market.",
+		4: "The paella needed more saffron and a bigger pan, honestly.",
+		5: "Next time the paella gets chorizo and less rice in the pan.",
+		6: "That paella pan is far too small for six people.",
+		7: "I burned the bottom of the paella, the socarrat was black.",
+		8: "Paella leftovers for lunch tomorrow then, with lemon.",
+		// Later days, one mention each.
+		25: "Made paella again for the neighbours on the terrace.",
+		47: "My sister asked for the paella recipe, I sent it to her.",
+		69: "We ordered paella at the harbour restaurant, it was bland.",
+	}
+	publishDays(t, e, "s1", 150, 22, texts)
+	q := "When did we have paella?"
+	for _, budget := range []int{1200, 2000} {
+		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
+		days := excerptDays(c)
+		n := 0
+		for _, k := range days {
+			n += k
+		}
+		if n < 4 {
+			t.Fatalf("budget %d: %d matching excerpts (%v), want at least 4:\n%s", budget, n, days, c.Prompt())
+		}
+		if len(days) < 3 {
+			t.Errorf("budget %d: excerpts of %d days (%v), want the later days' mentions too:\n%s", budget, len(days), days, c.Prompt())
+		}
+	}
+}
+
+// A question that names a person recalls what that person said on the
+// subject, although those turns do not use the question's other words;
+// not a turn that only names them.
+func TestQueryContextRecallsWhatTheNamedPersonSaid(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishDays(t, e, "s1", 150, 50, map[int]string{
+		99:  "Hey Bob!",
+		102: "Hi Bob, the trip plans are in the shared folder now.",
+		109: "I want to take the night train to Porto and stay in a small guesthouse by the river.",
+		110: "Sounds good.",
+	})
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "What are Bob's plans?", BudgetChars: 1500})
+	shown := shownTurns(c)
+	if !slices.Contains(shown, "t109") {
+		t.Errorf("what Bob said about his plans was not recalled: %v\n%s", shown, c.Prompt())
+	}
+	if slices.Contains(shown, "t099") {
+		t.Errorf("a greeting that names Bob was recalled: %v", shown)
+	}
+}
