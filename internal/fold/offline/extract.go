@@ -159,7 +159,7 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := s.trimFiller(tighten(collapseRepeats(raw)))
+		sent := tidyEnds(s.trimFiller(tighten(collapseRepeats(raw))))
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
@@ -197,6 +197,18 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		out[i].Ph = encodePhrases(phrases(statementBody(out[i]), names))
 	}
 	return out
+}
+
+// tidyEnds drops the quotation marks of a sentence that holds half a
+// quote, and the comma a cut sentence ends with ("… first,." → "… first.").
+func tidyEnds(s string) string {
+	if i := strings.IndexByte(s, '"'); i >= 0 && strings.Count(s[i:], `"`)%2 == 1 {
+		s = strings.Join(strings.Fields(strings.ReplaceAll(s, `"`, "")), " ")
+	}
+	if t := strings.TrimRight(strings.TrimSuffix(s, "."), ",;: "); len(t) < len(s)-1 {
+		return t + "."
+	}
+	return s
 }
 
 func hasPrefixFold(s, prefix string) bool {

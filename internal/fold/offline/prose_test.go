@@ -222,3 +222,19 @@ func TestOneSpeakerOneSentence(t *testing.T) {
 		}
 	}
 }
+
+// A sentence cut after a comma ends with a full stop alone, and one that
+// holds half a quote loses its quotation marks.
+func TestTidyEnds(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Alice: let's find out which venues in Lisbon we need first,",
+		`Bob: the caterer said the menu costs 40 euros a head at this time ".`)})
+	for _, bad := range []string{",.", ` ".`, ` "`} {
+		if strings.Contains(got, bad) {
+			t.Errorf("summary has %q: %s", bad, got)
+		}
+	}
+	if !strings.Contains(got, "first.") || !strings.Contains(got, "at this time.") {
+		t.Errorf("summary lost the sentences' ends: %s", got)
+	}
+}
