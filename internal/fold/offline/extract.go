@@ -219,7 +219,7 @@ func hasPrefixFold(s, prefix string) bool {
 // the statements around it talk about: a word said in several of them is
 // a subject of the conversation, which later questions ask about.
 func salient(ss []stmt) {
-	tf := map[string]int{}
+	tf := make(map[string]int, 8*len(ss))
 	for _, x := range ss {
 		for t := range strings.FieldsSeq(x.Terms) {
 			tf[t]++

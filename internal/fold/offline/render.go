@@ -175,7 +175,7 @@ func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 	if n <= 0 {
 		return nil
 	}
-	byKey := map[string]*phrase{}
+	byKey := make(map[string]*phrase, 4*len(ss))
 	var all []*phrase
 	var peopleKeys map[string]bool // the words of the participants' names, stemmed
 	var seen []string              // the keys of one statement's phrases
@@ -311,7 +311,7 @@ func decodePhrases(s string) []phrase {
 		return nil
 	}
 	out := make([]phrase, 0, strings.Count(s, ";")+1)
-	for _, e := range strings.Split(s, ";") {
+	for e := range strings.SplitSeq(s, ";") {
 		text, key, _ := strings.Cut(e, "=")
 		r, _ := utf8.DecodeRuneInString(text)
 		out = append(out, phrase{text: text, key: key, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1, upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
@@ -333,7 +333,7 @@ func statementBody(x stmt) string {
 
 // phrases are the runs of content words of s.
 func phrases(s string, people []string) []phrase {
-	var out []phrase
+	out := make([]phrase, 0, 8)
 	var run []string
 	runUpper := false
 	np := false // the run follows a determiner: a noun phrase
@@ -661,8 +661,8 @@ func newCand(x *stmt, period int, rec float64) *cand {
 // says, nor the lines written name (its words weighed by how often the
 // conversation says them, plus worthBeyondWords), while any adds anything.
 func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n int) {
-	texts := map[string]bool{}
-	said := map[string]bool{} // by the statements taken
+	texts := make(map[string]bool, min(n, len(cands)))
+	said := make(map[string]bool, 8*min(n, len(cands))) // by the statements taken
 	for _, c := range cands {
 		if c.taken { // in an earlier call
 			texts[c.textLows] = true
