@@ -121,6 +121,20 @@ func (d *Direct) PersistIndexes(ctx context.Context) {
 	}
 }
 
+// IndexKeptAsStored reports whether the session's index in memory is its
+// stored encoding, read at first use (indexBase), rather than as built.
+func (d *Direct) IndexKeptAsStored(session string) bool {
+	d.s.index.mu.Lock()
+	e := d.s.index.entries[session]
+	d.s.index.mu.Unlock()
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.r != nil && e.r.idx.base != nil
+}
+
 // EvictIndexes forgets every index in memory (as evictions do, without
 // writing them).
 func (d *Direct) EvictIndexes() {

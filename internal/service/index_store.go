@@ -288,16 +288,34 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 	if st == nil {
 		return nil, nil
 	}
-	info, err := s.in.Info(ctx)
-	if err != nil {
-		return nil, internal(err, "reading stream %s info", s.layout.In)
+	// The stream's info (the key names the stream's creation, and an
+	// entry must not be ahead of it) is read while the entry is: one
+	// round trip less on the request path.
+	var (
+		info    *jetstream.StreamInfo
+		infoErr error
+		got     = make(chan struct{})
+	)
+	go func() {
+		defer close(got)
+		info, infoErr = s.in.Info(ctx)
+	}()
+	kv, openErr := st.open(ctx)
+	var (
+		blob []byte
+		err  error
+	)
+	if openErr == nil {
+		blob, err = st.read(ctx, kv, e.session)
+	}
+	<-got
+	if infoErr != nil {
+		return nil, internal(infoErr, "reading stream %s info", s.layout.In)
 	}
 	e.key = s.indexKey(e.session, info.Created)
-	kv, err := st.open(ctx)
-	if err != nil {
+	if openErr != nil {
 		return nil, nil // built from the stream; open warned
 	}
-	blob, err := st.read(ctx, kv, e.session)
 	if err != nil {
 		st.failures.Inc()
 		s.log.Warn().Str("event", "recall_index_load_failed").Str("session", e.session).Err(err).
@@ -374,6 +392,7 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 		return
 	}
 	read := rp.read
+	built := rp.idx.base == nil
 	blob, err := encodeReplay(make([]byte, 0, rp.bytes()/2), e.key, rp)
 	e.mu.Unlock()
 	if err == nil {
@@ -386,9 +405,22 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 		return
 	}
 	s.istore.stores.Inc()
+	// A replay built from the stream is kept as it now loads: its
+	// encoding, read at first use (indexBase), is about half its memory.
+	var compact *replay
+	if built && s.index != nil {
+		if _, body, err := indexHeader(blob); err == nil {
+			compact, _ = decodeReplay(append([]byte(nil), body...), s.an, s.adm, e.session)
+		}
+	}
 	e.mu.Lock()
 	if e.r == rp {
 		e.storedRead = read
+		if compact != nil && rp.read == read {
+			compact.firstSeq, compact.vecs, compact.vecBytes = rp.firstSeq, rp.vecs, rp.vecBytes
+			e.r = compact
+			s.index.account(e, compact.bytes())
+		}
 	}
 	e.mu.Unlock()
 }

@@ -29,6 +29,12 @@ func storedSession(t *testing.T) (*servicetest.Env, *service.Direct) {
 	if c := a.IndexCounters(); c.Builds != 1 || c.Stores != 1 {
 		t.Fatalf("first instance: %+v, expected one build and one store", c)
 	}
+	// Once stored, the index is kept as it loads (its encoding, read at
+	// first use), and answers the same.
+	if !a.IndexKeptAsStored("s1") {
+		t.Fatal("first instance: the stored index is kept as built")
+	}
+	sameAnswers(t, "first instance, index kept as stored", "s1", scan, a)
 	return e, scan
 }
 
