@@ -78,7 +78,7 @@ func (st *state) newPeriod(ss []stmt) period {
 			}
 			p.To = max(p.To, x.At)
 		}
-		if x.Sp != "" && x.K != kTool {
+		if x.Sp != "" && x.K != kTool && x.K != kNote { // a screen note is no one speaking
 			if count[x.Sp] == 0 {
 				order = append(order, x.Sp)
 			}
