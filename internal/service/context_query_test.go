@@ -16,6 +16,7 @@ import (
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
 	"github.com/foldstream/foldstream/internal/testenv"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 )
 
@@ -534,5 +535,47 @@ func TestQueryContextEvidenceBeatsTheSummary(t *testing.T) {
 	}
 	if c.Turns[len(c.Turns)-1].Index != full.Turns[n-1].Index || len(c.Turns) < service.LastExchange {
 		t.Fatalf("budget %d: the last exchange is not kept: %v", budget, indices(c))
+	}
+}
+
+// A recalled turn of speech is shown, and charged, without what its
+// transcript carries besides the words; a tool's turn is shown as it is.
+func TestQueryContextShowsSpeechClean(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	spoken := "Um, the {disfmarker} the tournament is on uh Saturday in Lisbon [laughter]"
+	tool := "tournament: um {gap} the the Lisbon"
+	ctx := context.Background()
+	for i := range 64 {
+		turn := testenv.Turn("s1", i)
+		switch i {
+		case 5:
+			turn.Text, turn.Kind = spoken, "speech"
+		case 9:
+			turn.Text, turn.Kind, turn.Tool, turn.Role = tool, "tool_result", "calendar", "tool"
+		}
+		data, _ := json.Marshal(turn)
+		if _, err := e.JS.Publish(ctx, e.Layout.Subjects.In("s1", events.KindTurn), data, jetstream.WithMsgID("s1:"+turn.TurnID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Settled("s1", 64, 10)
+	for _, budget := range []int{0, 1500} {
+		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "When is the tournament in Lisbon?", BudgetChars: budget})
+		checkQueryContext(t, c, budget)
+		texts := map[string]string{}
+		for _, r := range c.Recalled {
+			texts[r.TurnID] = r.Text
+		}
+		if got, want := texts["t005"], "the tournament is on Saturday in Lisbon"; got != want {
+			t.Errorf("budget %d: spoken turn recalled as %q, want %q", budget, got, want)
+		}
+		if got, ok := texts["t009"]; ok && got != tool {
+			t.Errorf("budget %d: tool turn recalled as %q, want it as it is", budget, got)
+		}
+		if budget == 0 && texts["t009"] != tool {
+			t.Errorf("no budget: tool turn not recalled as it is: %q", texts["t009"])
+		}
 	}
 }

@@ -687,44 +687,56 @@ func (v *valuePacker) fillSummary() {
 }
 
 // fillNeighbours adds the substantive turns next to the chosen matches
-// (not chosen, not shown as a memory, not repeating a match or a memory,
-// and with a word new to the reply), the nearest first and among them
-// the best matches' first, up to fillReach turns away, while they fit.
+// (not chosen, not shown as a memory, and with more than a fifth of their
+// words new to the reply: not one that repeats what it shows), the
+// nearest first and among them the best matches' first, up to fillReach
+// turns away, while they fit (past maxMisses that do not, the room is as
+// good as full). Its cost is one pass over those turns' terms: no
+// comparison with every chosen excerpt.
 func (v *valuePacker) fillNeighbours() {
 	pk := v.pk
 	var matches []int
 	for _, h := range pk.hits {
+		if len(matches) == pk.matches {
+			break
+		}
 		if it := pk.chosen[h.doc]; it != nil && !it.Neighbour {
 			matches = append(matches, h.doc)
 		}
 	}
+	misses := 0
 	for dist := 1; dist <= fillReach; dist++ {
 		for _, m := range matches {
 			for _, d := range []int{m + dist, m - dist} {
+				if misses >= maxMisses {
+					return // the room is as good as full
+				}
 				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.shown[pk.x.turn(d).TurnID] {
 					continue
 				}
-				if dt := pk.docTerms(d); !dt.substantive || pk.repeats(dt) {
+				dt := pk.docTerms(d)
+				if !dt.substantive {
 					continue
 				}
-				unit := []client.RecalledItem{pk.item(d, 0, true)}
-				terms := v.unitTerms(unit, []int{d})
-				novel := 0
-				for _, id := range terms {
-					if !v.shown[id] {
-						novel++
+				fresh := 0
+				for t := range dt.set {
+					if id, ok := v.ids[t]; !ok || !v.shown[id] {
+						fresh++
 					}
 				}
-				if novel == 0 {
-					continue // the reply says it already
+				if fresh*5 <= len(dt.set) {
+					continue // the reply says (nearly) all of it already
 				}
-				if pk.charge(unit, []int{d}, false, v.total) {
-					pk.chosen[d] = &unit[0]
-					at, _ := slices.BinarySearch(pk.order, d)
-					pk.order = slices.Insert(pk.order, at, d)
-					pk.newest = max(pk.newest, unit[0].Index)
-					v.show(terms)
+				unit := []client.RecalledItem{pk.item(d, 0, true)}
+				if !pk.charge(unit, []int{d}, false, v.total) {
+					misses++
+					continue
 				}
+				pk.chosen[d] = &unit[0]
+				at, _ := slices.BinarySearch(pk.order, d)
+				pk.order = slices.Insert(pk.order, at, d)
+				pk.newest = max(pk.newest, unit[0].Index)
+				v.show(v.unitTerms(unit, []int{d}))
 			}
 		}
 	}

@@ -66,7 +66,7 @@ func (v *wordCounts) release() *wordCounts {
 
 // add counts the terms of ss (a statement repeated in ss once).
 func (v *wordCounts) add(ss []stmt) {
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(ss))
 	for _, x := range ss {
 		if x.K == kTool || seen[x.Terms] {
 			continue // a line said again is not a subject said again

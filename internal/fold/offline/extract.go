@@ -159,7 +159,7 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := s.trimFiller(tighten(collapseRepeats(raw)))
+		sent := tidyEnds(s.trimFiller(tighten(collapseRepeats(raw))))
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
@@ -199,6 +199,18 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 	return out
 }
 
+// tidyEnds drops the quotation marks of a sentence that holds half a
+// quote, and the comma a cut sentence ends with ("… first,." → "… first.").
+func tidyEnds(s string) string {
+	if i := strings.IndexByte(s, '"'); i >= 0 && strings.Count(s[i:], `"`)%2 == 1 {
+		s = strings.Join(strings.Fields(strings.ReplaceAll(s, `"`, "")), " ")
+	}
+	if t := strings.TrimRight(strings.TrimSuffix(s, "."), ",;: "); len(t) < len(s)-1 {
+		return t + "."
+	}
+	return s
+}
+
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
@@ -207,7 +219,7 @@ func hasPrefixFold(s, prefix string) bool {
 // the statements around it talk about: a word said in several of them is
 // a subject of the conversation, which later questions ask about.
 func salient(ss []stmt) {
-	tf := map[string]int{}
+	tf := make(map[string]int, 8*len(ss))
 	for _, x := range ss {
 		for t := range strings.FieldsSeq(x.Terms) {
 			tf[t]++

@@ -61,7 +61,7 @@ func personFact(x stmt) (kind, slot string, ok bool) {
 	}
 	for _, fv := range factVerbs {
 		for _, v := range fv.verbs {
-			if !strings.HasPrefix(low, v+" ") && low != v {
+			if !strings.HasPrefix(low, v) || len(low) > len(v) && low[len(v)] != ' ' {
 				continue
 			}
 			if fv.byVerb {

@@ -222,3 +222,45 @@ func TestOneSpeakerOneSentence(t *testing.T) {
 		}
 	}
 }
+
+// A sentence cut after a comma ends with a full stop alone, and one that
+// holds half a quote loses its quotation marks.
+func TestTidyEnds(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Alice: let's find out which venues in Lisbon we need first,",
+		`Bob: the caterer said the menu costs 40 euros a head at this time ".`)})
+	for _, bad := range []string{",.", ` ".`, ` "`} {
+		if strings.Contains(got, bad) {
+			t.Errorf("summary has %q: %s", bad, got)
+		}
+	}
+	if !strings.Contains(got, "first.") || !strings.Contains(got, "at this time.") {
+		t.Errorf("summary lost the sentences' ends: %s", got)
+	}
+}
+
+// A screen note is no one speaking: its source never heads a period's
+// line as one of those who talked.
+func TestNoteSourceIsNoSpeaker(t *testing.T) {
+	var ts []fold.Turn
+	var ns []fold.Note
+	at := time.Date(2026, 5, 4, 19, 0, 0, 0, time.UTC)
+	for i := range 60 {
+		at = at.Add(20 * time.Second)
+		sp := []string{"Alice", "Bob"}[i%2]
+		ts = append(ts, fold.Turn{Index: int64(i), TurnID: fmt.Sprintf("t%d", i), At: at, Speaker: sp, Role: "user",
+			Text: fmt.Sprintf("the venue in Lisbon holds %d guests and the caterer wants a deposit by Friday", 40+i)})
+		for range 3 {
+			ns = append(ns, fold.Note{Source: "screen", At: at, Text: fmt.Sprintf("booking page for the Lisbon venue, room %d", i)})
+		}
+	}
+	vs := rollingFold(t, New(), ts, ns, 10, 600)
+	for i, v := range vs {
+		if c := composed(v); strings.Contains(c, "screen and") || strings.Contains(c, "and screen") || strings.Contains(c, ", screen") {
+			t.Errorf("version %d names the screen as a speaker: %q", i+1, c)
+		}
+	}
+	if !strings.Contains(strings.Join(vs, " "), "talked about") {
+		t.Fatalf("no period lines: %s", vs[len(vs)-1])
+	}
+}

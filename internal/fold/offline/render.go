@@ -78,7 +78,7 @@ func (st *state) newPeriod(ss []stmt) period {
 			}
 			p.To = max(p.To, x.At)
 		}
-		if x.Sp != "" && x.K != kTool {
+		if x.Sp != "" && x.K != kTool && x.K != kNote { // a screen note is no one speaking
 			if count[x.Sp] == 0 {
 				order = append(order, x.Sp)
 			}
@@ -96,15 +96,6 @@ func (st *state) newPeriod(ss []stmt) period {
 		p.Stmts[i].Batch, p.Stmts[i].Ph = false, ""
 	}
 	return p
-}
-
-// best are the n weightiest of ss, in their order.
-func best(ss []stmt, n int) []stmt {
-	out := slices.Clone(ss)
-	if len(out) > n {
-		out = dropWeakest(out, len(out)-n)
-	}
-	return out
 }
 
 // covering keeps n of ss: half by pickCovering, half the weightiest.
@@ -132,7 +123,10 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	if len(out) < n {
 		// the rest by their own weight: a statement with names, numbers or
 		// a decision is worth keeping even about what is said rarely
-		out = append(out, best(rest, n-len(out))...)
+		if k := len(rest) - (n - len(out)); k > 0 {
+			rest = dropWeakest(rest, k)
+		}
+		out = append(out, rest...)
 		slices.SortStableFunc(out, func(a, b stmt) int { return cmp.Compare(a.At, b.At) })
 	}
 	return out
@@ -167,28 +161,24 @@ type phrase struct {
 	n     int    // statements that have it
 	words int
 	upper bool
-	score float64 // topics' ranking, found once before sorting
+	score float64 // for topics
 }
 
 // topics are the phrases the statements ss are most about: runs of up to
 // three content words ("the cabin near Lake Tahoe" gives "cabin", "Lake
 // Tahoe"), names of people left out, multi-word phrases and names
-// preferred to single words, which must recur to count, and phrases of
-// the words the whole conversation says most (voc) preferred to those of
-// a passing remark.
+// preferred to single words, which must recur to count, and, given the
+// conversation's word counts (a closed period's topics, not what the
+// opening sentence says is talked about now), phrases of the words the
+// whole conversation says most preferred to those of a passing remark.
 func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 	if n <= 0 {
 		return nil
 	}
-	byKey := map[string]*phrase{}
+	byKey := make(map[string]*phrase, 4*len(ss))
 	var all []*phrase
-	peopleKeys := map[string]bool{} // the words of the participants' names, stemmed
-	for _, n := range people {
-		for _, w := range strings.Fields(n) {
-			peopleKeys[stem(strings.ToLower(strings.TrimSuffix(w, "'s")))] = true
-		}
-	}
-	var seen []string // the keys of one statement's phrases
+	var peopleKeys map[string]bool // the words of the participants' names, stemmed
+	var seen []string              // the keys of one statement's phrases
 	for _, x := range ss {
 		if x.K == kTool {
 			continue
@@ -212,18 +202,17 @@ func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 			all = append(all, &p)
 		}
 	}
-	score := func(p *phrase) float64 {
-		s := float64(p.n) * (1 + 0.7*float64(p.words-1))
-		if p.upper {
-			s += 1
-		}
-		for _, k := range strings.Fields(p.key) {
-			s += topicSalience * max(0, voc.weight(k))
-		}
-		return s
-	}
 	for _, p := range all {
-		p.score = score(p)
+		p.score = float64(p.n) * (1 + 0.7*float64(p.words-1))
+		if p.upper {
+			p.score++
+		}
+		for k := range strings.FieldsSeq(p.key) {
+			if voc == nil {
+				break
+			}
+			p.score += topicSalience * max(0, voc.weight(k))
+		}
 	}
 	slices.SortStableFunc(all, func(a, b *phrase) int { return cmp.Compare(b.score, a.score) })
 	var out []string
@@ -241,6 +230,14 @@ func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 		}
 		if slices.ContainsFunc(strings.Fields(p.key), func(k string) bool { return slices.Contains(used, k) }) {
 			continue
+		}
+		if peopleKeys == nil {
+			peopleKeys = map[string]bool{}
+			for _, n := range people {
+				for _, w := range strings.Fields(n) {
+					peopleKeys[stem(strings.ToLower(strings.TrimSuffix(w, "'s")))] = true
+				}
+			}
 		}
 		if slices.Contains(people, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, peopleKeys) {
 			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
@@ -283,9 +280,8 @@ january february march april may june july august september october november dec
 const topicSalience = 3
 
 // numberWords are numbers said as words.
-var numberWords = toSet(strings.Fields(`one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
-sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million
-ones twos threes fours fives sixes sevens eights nines tens`))
+var numberWords = toSet(strings.Fields(`one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
+seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million ones twos threes`))
 
 // genericNouns (stemmed) name no subject on their own: "the problem",
 // "the idea".
@@ -315,7 +311,7 @@ func decodePhrases(s string) []phrase {
 		return nil
 	}
 	out := make([]phrase, 0, strings.Count(s, ";")+1)
-	for _, e := range strings.Split(s, ";") {
+	for e := range strings.SplitSeq(s, ";") {
 		text, key, _ := strings.Cut(e, "=")
 		r, _ := utf8.DecodeRuneInString(text)
 		out = append(out, phrase{text: text, key: key, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1, upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
@@ -337,7 +333,7 @@ func statementBody(x stmt) string {
 
 // phrases are the runs of content words of s.
 func phrases(s string, people []string) []phrase {
-	var out []phrase
+	out := make([]phrase, 0, 8)
 	var run []string
 	runUpper := false
 	np := false // the run follows a determiner: a noun phrase
@@ -368,7 +364,12 @@ func phrases(s string, people []string) []phrase {
 	start := true // the word starts a sentence: its capital says nothing
 	det := false  // the word before was a determiner
 	paren := false
+	// held: a capitalised word that opens a sentence, the start of a name
+	// when the next word is capitalised too ("decided: Joshua Tree, …")
+	held := ""
 	for f := range strings.FieldsSeq(s) {
+		hold := held
+		held = ""
 		w := strings.TrimFunc(f, isPhrasePunct)
 		lw := strings.ToLower(w)
 		if strings.HasPrefix(f, "(") {
@@ -391,6 +392,9 @@ func phrases(s string, people []string) []phrase {
 		up := unicode.IsUpper(r) || unicode.IsDigit(r)
 		if ok && start && up {
 			ok = false
+			if !strings.ContainsAny(f[len(f)-1:], ".,!?;:") {
+				held = w
+			}
 		}
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
@@ -405,6 +409,9 @@ func phrases(s string, people []string) []phrase {
 		if len(run) == 0 {
 			runUpper = up
 			np = wasDet
+			if hold != "" && up {
+				run = append(run, hold)
+			}
 		}
 		run = append(run, w)
 		if strings.ContainsAny(f[len(f)-1:], ".,!?;:)") {
@@ -485,31 +492,22 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		}
 	}
 	pickCovering(cands, covered, voc, budget-used, len(cands))
-	lines := st.compose(lead, headers, cands)
-	for range 3 {
-		// what merging statements saved takes more of them
-		size := len(lines) - 1
-		for _, l := range lines {
-			size += runeLen(l)
+	lines, merged := st.compose(lead, headers, cands)
+	if size := joinedLen(lines); merged && budget-size >= 40 {
+		// what merging statements saved takes more of them (unless one
+		// falls between two merged and the whole no longer fits)
+		pickCovering(cands, covered, voc, budget-size, len(cands))
+		if more, _ := st.compose(lead, headers, cands); joinedLen(more) <= budget {
+			lines = more
 		}
-		if budget-size < 40 {
-			break
-		}
-		n := countTaken(cands)
-		if pickCovering(cands, covered, voc, budget-size, len(cands)); countTaken(cands) == n {
-			break
-		}
-		lines = st.compose(lead, headers, cands)
 	}
 	return strings.Join(lines, " ")
 }
 
-func countTaken(cands []*cand) int {
-	n := 0
-	for _, c := range cands {
-		if c.taken {
-			n++
-		}
+func joinedLen(lines []string) int {
+	n := len(lines) - 1
+	for _, l := range lines {
+		n += runeLen(l)
 	}
 	return n
 }
@@ -517,15 +515,15 @@ func countTaken(cands []*cand) int {
 // compose lays out the summary's sentences: the opening, each period's
 // line with its statements taken, then the current statements taken. Two
 // statements in a row that one speaker said become one sentence ("Bob
-// said the venue is booked, and the caterer wants a deposit.").
-func (st *state) compose(lead string, headers []string, cands []*cand) []string {
+// said the venue is booked, and the caterer wants a deposit."); merged
+// reports whether two were.
+func (st *state) compose(lead string, headers []string, cands []*cand) (lines []string, merged bool) {
 	taken := make(map[*stmt]bool, len(cands))
 	for _, c := range cands {
 		if c.taken {
 			taken[c.x] = true
 		}
 	}
-	var lines []string
 	if lead != "" {
 		lines = append(lines, lead)
 	}
@@ -535,7 +533,7 @@ func (st *state) compose(lead string, headers []string, cands []*cand) []string 
 		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
 		if n := len(lines) - 1; joinable && plain && strings.HasPrefix(lines[n], said) {
 			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[len(said):]
-			joinable = false
+			joinable, merged = false, true
 			return
 		}
 		lines = append(lines, x.Text)
@@ -557,7 +555,7 @@ func (st *state) compose(lead string, headers []string, cands []*cand) []string 
 			add(x)
 		}
 	}
-	return lines
+	return lines, merged
 }
 
 // lead is the opening sentence: who, and what the current period is about.
@@ -566,14 +564,17 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 		return ""
 	}
 	names := nameList(st.Names, st.Others, maxParticipants)
-	one := len(st.Names) == 1 && st.Others == 0
-	if st.Small && len(st.Open) == 0 && len(st.Periods) == 0 {
-		if one {
-			return names + " made small talk."
-		}
-		return names + " exchanged small talk."
+	small, verb, none := " exchanged small talk.", " are talking about ", " are in the session."
+	if st.Agent {
+		verb = " are working on "
 	}
-	ts := topics(st.Open, st.Names, maxTopics, st.counts())
+	if len(st.Names) == 1 && st.Others == 0 {
+		small, verb, none = " made small talk.", strings.Replace(verb, "are", "is", 1), " is in the session."
+	}
+	if st.Small && len(st.Open) == 0 && len(st.Periods) == 0 {
+		return names + small
+	}
+	ts := topics(st.Open, st.Names, maxTopics, nil)
 	if len(st.Topics) > 0 {
 		// what the summary read as prose was about comes first
 		ts = append(slices.Clone(st.Topics), ts...)
@@ -583,18 +584,8 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 		last := st.Periods[len(st.Periods)-1].Topics
 		ts = last[:min(maxTopics, len(last))]
 	}
-	verb := " are talking about "
-	if st.Agent {
-		verb = " are working on "
-	}
-	if one {
-		verb = strings.Replace(verb, "are", "is", 1)
-	}
 	if len(ts) == 0 {
-		if one {
-			return names + " is in the session."
-		}
-		return names + " are in the session."
+		return names + none
 	}
 	return names + verb + andList(ts) + "."
 }
@@ -615,11 +606,8 @@ func nameList(ns []string, others, maxN int) string {
 }
 
 func andList(xs []string) string {
-	switch len(xs) {
-	case 0:
-		return ""
-	case 1:
-		return xs[0]
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
@@ -673,8 +661,8 @@ func newCand(x *stmt, period int, rec float64) *cand {
 // says, nor the lines written name (its words weighed by how often the
 // conversation says them, plus worthBeyondWords), while any adds anything.
 func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n int) {
-	texts := map[string]bool{}
-	said := map[string]bool{} // by the statements taken
+	texts := make(map[string]bool, min(n, len(cands)))
+	said := make(map[string]bool, 8*min(n, len(cands))) // by the statements taken
 	for _, c := range cands {
 		if c.taken { // in an earlier call
 			texts[c.textLows] = true
