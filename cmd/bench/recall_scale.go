@@ -29,9 +29,9 @@ import (
 // times the index the default memory budget holds), then a new service
 // instance asked at random sessions with the default budget: most
 // requests miss the memory and load the session's index from the store.
-// Printed beside it: the index's memory, the hit rate, and the same
-// requests to an instance without the store (every miss builds from the
-// stream).
+// Printed beside it: the index's memory, the hit rate, the misses' and
+// the hits' latencies, and kRef requests to an instance without the
+// store (every miss builds from the stream).
 //
 // The set-up is what a deployment holds after those turns, reached the
 // fast way: the turns are published in large async batches, then the
@@ -39,10 +39,10 @@ import (
 // fold of ~200 turns instead of 500 folds of 10 per session, the same
 // checkpoints and summaries otherwise), then service.SeedIndexes builds
 // every session's index from the stream and stores it, as an active
-// session's is, reading the stream once per 256 sessions. With
+// session's is, reading the whole stream once per 256 sessions. With
 // -recall-scale-dir the store is kept, and a later run reuses the turns
 // and the indexes still current.
-func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget int64, dir string, cpuProfile io.Writer) error {
+func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget int64, kRef int, dir string, cpuProfile io.Writer) error {
 	label := fmt.Sprintf("%s active sessions of %s turns", short(sessions), short(turns))
 	e, err := openEnv(dir)
 	if err != nil {
@@ -162,7 +162,7 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 
 	rng := rand.New(rand.NewPCG(5, 6))
 	random := func(int) int { return rng.IntN(sessions) }
-	const k, kRef = 1000, 20
+	const k = 1000
 	if cpuProfile != nil {
 		if err := pprof.StartCPUProfile(cpuProfile); err != nil {
 			return err
@@ -175,9 +175,11 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 	if err != nil {
 		return err
 	}
-	ref, err := run(kRef, random, service.IndexStoreBytes(0))
-	if err != nil {
-		return err
+	var ref scaleRun
+	if kRef > 0 {
+		if ref, err = run(kRef, random, service.IndexStoreBytes(0)); err != nil {
+			return err
+		}
 	}
 	m := got.m
 	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f (target p99 <= 10 ms); index in memory %.0f MiB (budget %.0f), %.0f sessions, hit rate %.1f%% (%d loaded from the store, %.0f built), %.0f preloaded at start; %d requests%s\n",
@@ -188,9 +190,11 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 		label+", of which the misses (index loaded)", ms(quantile(got.missed, 0.5)), ms(quantile(got.missed, 0.99)), len(got.missed))
 	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f; %d requests\n",
 		label+", of which the hits (index in memory)", ms(quantile(got.hits, 0.5)), ms(quantile(got.hits, 0.99)), len(got.hits))
-	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f; hit rate %.1f%%, %.0f built; %d requests%s\n",
-		label+", the same without the store", ms(quantile(ref.all, 0.5)), ms(quantile(ref.all, 0.99)), ref.hitRate(),
-		ref.m["foldstream_recall_index_builds_total"], len(ref.all), ref.failedNote())
+	if kRef > 0 {
+		fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f; hit rate %.1f%%, %.0f built; %d requests%s\n",
+			label+", the same without the store", ms(quantile(ref.all, 0.5)), ms(quantile(ref.all, 0.99)), ref.hitRate(),
+			ref.m["foldstream_recall_index_builds_total"], len(ref.all), ref.failedNote())
+	}
 	setUp := fmt.Sprintf("turns reused from %s, applied and folded %s", e.dir, applied.Round(time.Second))
 	if published > 0 {
 		setUp = fmt.Sprintf("published %s, applied and folded %s", published.Round(time.Second), applied.Round(time.Second))
