@@ -65,39 +65,48 @@ func words(s string) []word {
 	return out
 }
 
-// MayHave reports cheaply whether s may hold a phrase Resolve changes.
+// MayHave reports cheaply (one pass over s, no copy of ASCII text)
+// whether s may hold a phrase Resolve changes.
 func MayHave(s string) bool {
 	var buf [512]byte
 	l := lowerASCII(buf[:0], s)
 	if l == nil {
 		l = []byte(strings.ToLower(s))
 	}
-	for _, k := range mayKeys {
-		if bytes.Contains(l, k) {
-			return true
+	for i := range l {
+		var keys []string
+		switch l[i] {
+		case 'y':
+			keys = []string{"yesterday"}
+		case 't':
+			keys = []string{"today", "tonight", "tomorrow", "this "}
+		case 'n':
+			keys = []string{"next "}
+		case 'l':
+			keys = []string{"last "}
+		case 'c':
+			keys = []string{"coming "}
+		case ' ':
+			keys = []string{" ago"}
+		case 'i':
+			// "in three days": "in " before a number
+			if rest, ok := bytes.CutPrefix(l[i:], in); ok {
+				w, _, _ := bytes.Cut(rest, space)
+				if _, ok := numbers[string(w)]; ok || len(w) > 0 && w[0] >= '0' && w[0] <= '9' {
+					return true
+				}
+			}
 		}
-	}
-	// "in three days": "in " before a number
-	for i := bytes.Index(l, in); i >= 0; {
-		rest := l[i+3:]
-		w, _, _ := bytes.Cut(rest, space)
-		if _, ok := numbers[string(w)]; ok || len(w) > 0 && w[0] >= '0' && w[0] <= '9' {
-			return true
+		for _, k := range keys {
+			if bytes.HasPrefix(l[i:], []byte(k)) {
+				return true
+			}
 		}
-		j := bytes.Index(rest, in)
-		if j < 0 {
-			break
-		}
-		i += 3 + j
 	}
 	return false
 }
 
-var (
-	mayKeys = [][]byte{[]byte("yesterday"), []byte("today"), []byte("tonight"), []byte("tomorrow"), []byte("next "),
-		[]byte("last "), []byte("this "), []byte("coming "), []byte(" ago")}
-	in, space = []byte("in "), []byte(" ")
-)
+var in, space = []byte("in "), []byte(" ")
 
 // lowerASCII appends s lower-cased to b, or is nil when s is not all
 // ASCII (strings.ToLower's bytes then differ in length).

@@ -1,6 +1,8 @@
 package reldate
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +45,48 @@ func TestResolveIdempotent(t *testing.T) {
 func TestResolveZeroTime(t *testing.T) {
 	if got := Resolve("yesterday", time.Time{}); got != "yesterday" {
 		t.Errorf("zero time changed the text: %q", got)
+	}
+}
+
+// mayHaveRef is what MayHave answers, said plainly: any of its phrases
+// anywhere in the lower-cased text, or "in " before a number.
+func mayHaveRef(s string) bool {
+	l := strings.ToLower(s)
+	for _, k := range []string{"yesterday", "today", "tonight", "tomorrow", "next ", "last ", "this ", "coming ", " ago"} {
+		if strings.Contains(l, k) {
+			return true
+		}
+	}
+	for i := strings.Index(l, "in "); i >= 0; {
+		w, _, _ := strings.Cut(l[i+3:], " ")
+		if _, ok := numbers[w]; ok || w != "" && w[0] >= '0' && w[0] <= '9' {
+			return true
+		}
+		j := strings.Index(l[i+3:], "in ")
+		if j < 0 {
+			break
+		}
+		i += 3 + j
+	}
+	return false
+}
+
+func TestMayHaveAsItsPhrasesSay(t *testing.T) {
+	words := []string{"in", "In", "IN", "3", "three", "days", "To", "day", "Today", "tonight", "ago", "a", "go", "next",
+		"Nexted", "last", "lasting", "this", "coming", "Yesterday", "yes", "it's", "İn", "Kelvin", "é", "we", "the", "thin", "in3"}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		var ws []string
+		for range 1 + rng.IntN(6) {
+			ws = append(ws, words[rng.IntN(len(words))])
+		}
+		sep := " "
+		if rng.IntN(4) == 0 {
+			sep = ""
+		}
+		s := strings.Join(ws, sep)
+		if got, want := MayHave(s), mayHaveRef(s); got != want {
+			t.Fatalf("MayHave(%q) = %v, want %v", s, got, want)
+		}
 	}
 }
