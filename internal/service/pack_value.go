@@ -118,6 +118,9 @@ type valuePacker struct {
 
 	mems      []client.RecalledItem
 	memHeader bool
+	// excerpted are the turns (by turn id) chosen as excerpts: a memory
+	// stated in one of them is not shown too.
+	excerpted map[string]bool
 
 	window     []client.ContextTurn // newest first
 	windowNext int                  // position in cp.Turns of the next older window turn, -1 if none
@@ -132,7 +135,7 @@ type valuePacker struct {
 // the picker pk of the question's matches.
 func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[uint64]*events.Turn, h *indexHandle, pk *picker, total *meter, out *client.Context) error {
 	v := &valuePacker{s: s, ctx: ctx, pk: pk, cp: cp, tail: tail, h: h, total: total,
-		ids: map[string]int32{}, termAt: map[string]int{}, speakers: map[string][]int32{}, windowNext: -1, windowLow: cp.Total, days: map[int64]bool{}}
+		ids: map[string]int32{}, termAt: map[string]int{}, speakers: map[string][]int32{}, windowNext: -1, windowLow: cp.Total, days: map[int64]bool{}, excerpted: map[string]bool{}}
 	v.weigh()
 
 	// The last exchange, under the window's header.
@@ -408,6 +411,9 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 			cost += utf8.RuneCountInString(client.SummaryPrefix)
 		}
 	case candMemory:
+		if c.mem.TurnID != "" && v.excerpted[c.mem.TurnID] {
+			return 0, 0, false
+		}
 		cost = client.LineChars(c.mem.Line())
 		if !v.memHeader {
 			cost += client.LineChars(client.MemoriesHeader)
@@ -424,7 +430,7 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 		}
 		stale := c.unit == nil
 		for _, d := range c.docs {
-			stale = stale || pk.chosen[d] != nil || d >= v.limit
+			stale = stale || pk.chosen[d] != nil || d >= v.limit || d != hit.doc && pk.shown[pk.x.turn(d).TurnID]
 		}
 		if stale {
 			c.unit, c.docs = pk.unit(hit, v.limit)
@@ -602,6 +608,9 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 		refresh = first || !v.days[d]
 		v.days[d] = true
 		pk.add(unit, docs, hit.doc)
+		for _, it := range unit {
+			v.excerpted[it.TurnID] = true
+		}
 		if v.windowNext >= 0 && v.cp.Cursor+int64(v.windowNext) <= pk.newest {
 			v.windowNext = -1
 		}

@@ -42,6 +42,16 @@ func publishDays(t *testing.T, e *servicetest.Env, session string, n, perDay int
 	})
 }
 
+// checkShownOnce fails t if a turn is shown twice in c: as a memory and
+// as an excerpt, or as two excerpts.
+func checkShownOnce(t *testing.T, c *client.Context) {
+	t.Helper()
+	shown := shownTurns(c)
+	if len(slices.Compact(slices.Clone(shown))) != len(shown) {
+		t.Errorf("a turn shown twice (as a memory and an excerpt): %v\n%s", shown, c.Prompt())
+	}
+}
+
 // excerptDays are the days (UTC) of a context's recalled turns that
 // matched in their own right, by how many of them each has.
 func excerptDays(c *client.Context) map[string]int {
@@ -77,6 +87,7 @@ func TestQueryContextExcerptsSpanTheDays(t *testing.T) {
 	q := "When did we have paella?"
 	for _, budget := range []int{1200, 2000} {
 		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
+		checkShownOnce(t, c)
 		days := excerptDays(c)
 		n := 0
 		for _, k := range days {
@@ -105,6 +116,7 @@ func TestQueryContextRecallsWhatTheNamedPersonSaid(t *testing.T) {
 		110: "Sounds good.",
 	})
 	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "What are Bob's plans?", BudgetChars: 1500})
+	checkShownOnce(t, c)
 	shown := shownTurns(c)
 	if !slices.Contains(shown, "t109") {
 		t.Errorf("what Bob said about his plans was not recalled: %v\n%s", shown, c.Prompt())
