@@ -1,7 +1,7 @@
 package service
 
 import (
-	"strings"
+	"sort"
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
@@ -64,19 +64,8 @@ func (b *indexBase) entry(i int) []byte { return b.b[b.termAt[i]:b.termAt[i+1]] 
 
 // find is the index of term, if the base holds it.
 func (b *indexBase) find(term string) (int, bool) {
-	lo, hi := 0, b.terms()
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		switch c := strings.Compare(b.term(mid), term); {
-		case c == 0:
-			return mid, true
-		case c < 0:
-			lo = mid + 1
-		default:
-			hi = mid
-		}
-	}
-	return lo, false
+	i := sort.Search(b.terms(), func(i int) bool { return b.term(i) >= term })
+	return i, i < b.terms() && b.term(i) == term
 }
 
 // postings decodes term's posting list, if the base holds the term: a new

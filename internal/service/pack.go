@@ -365,6 +365,8 @@ type picker struct {
 	// terms are the query's terms and feedback the terms its ranking
 	// added (index.expand): what an excerpt is trimmed around.
 	terms, feedback []string
+	// weights weighs terms and feedback for trimming (trimWeights).
+	weights map[string]float64
 	// content caches each considered doc's content terms (evidence.go),
 	// and texts its text as an excerpt shows it (picker.text).
 	content map[int]*docTerms

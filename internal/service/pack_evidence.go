@@ -262,19 +262,13 @@ func (p *picker) trim(d int) (string, bool) {
 // may still fit as the sentences that carry it.
 func (p *picker) cut(d int) (string, bool) {
 	text := p.text(d)
-	want := map[string]bool{}
-	for _, t := range p.terms {
-		want[t] = true
-	}
-	for _, t := range p.feedback {
-		want[t] = true
-	}
+	want := p.trimWeights()
 	sents := sentences(text)
 	keep := make([]bool, len(sents))
 	kept, keptChars := 0, 0
 	for i, s := range sents {
 		p.s.an.each(s, func(t string) {
-			if want[t] {
+			if want[t] > 0 {
 				keep[i] = true
 			}
 		})
@@ -333,18 +327,28 @@ func (p *picker) fitCut(it client.RecalledItem, d int, ms ...*meter) (client.Rec
 	return it, p.charge([]client.RecalledItem{it}, docs, false, ms...)
 }
 
+// trimWeights are the terms an excerpt is trimmed around, with their
+// weight: a query term 1, a term only the ranking added (feedback) 0.5.
+// Made once per picker.
+func (p *picker) trimWeights() map[string]float64 {
+	if p.weights == nil {
+		p.weights = make(map[string]float64, len(p.terms)+len(p.feedback))
+		for _, t := range p.feedback {
+			p.weights[t] = 0.5
+		}
+		for _, t := range p.terms {
+			p.weights[t] = 1
+		}
+	}
+	return p.weights
+}
+
 // best is doc d's text cut to its one sentence that holds the most of
 // the query's terms (a feedback term counts half), the shorter of equals,
 // with trimMark for the sentences left out; false when the text has one
 // sentence or none holds a term.
 func (p *picker) best(d int) (string, bool) {
-	want := map[string]float64{}
-	for _, t := range p.feedback {
-		want[t] = 0.5
-	}
-	for _, t := range p.terms {
-		want[t] = 1
-	}
+	want := p.trimWeights()
 	sents := sentences(p.text(d))
 	if len(sents) < 2 {
 		return "", false
