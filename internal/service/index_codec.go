@@ -566,6 +566,10 @@ func (r *indexReader) checkWords(n, nwords int) {
 			off++
 			continue
 		}
+		if off+1 < len(b) && b[off+1] < 0x80 && int(b[off]&0x7f)|int(b[off+1])<<7 < nwords {
+			off += 2 // the next most common: a word numbered from 128
+			continue
+		}
 		r.off = off
 		if i := r.int(); r.err == nil && i >= nwords {
 			r.fail("word out of range")
@@ -618,10 +622,17 @@ func (r *indexReader) fail(why string) {
 
 func (r *indexReader) uv() uint64 {
 	// One byte, the common case (postings' deltas and frequencies,
-	// lengths of short strings), without a call.
-	if r.err == nil && r.off < len(r.b) && r.b[r.off] < 0x80 {
-		r.off++
-		return uint64(r.b[r.off-1])
+	// lengths of short strings), or two (words), without a call.
+	if r.err == nil && r.off < len(r.b) {
+		if c := r.b[r.off]; c < 0x80 {
+			r.off++
+			return uint64(c)
+		}
+		if r.off+1 < len(r.b) && r.b[r.off+1] < 0x80 {
+			v := uint64(r.b[r.off]&0x7f) | uint64(r.b[r.off+1])<<7
+			r.off += 2
+			return v
+		}
 	}
 	return readVarint(r, binary.Uvarint)
 }
