@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"slices"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -318,64 +317,97 @@ func toSet(ws []string) map[string]bool {
 	return m
 }
 
-// stem is the term of a lower-cased word: the Snowball English stem, as
-// the context service's recall index uses, numbers as they are.
-func stem(w string) string { return vocab.get(w).stem }
-
-// isTermWord reports whether the lower-cased word w is a content word.
-func isTermWord(w string) bool { return vocab.get(w).term }
-
-// lexeme is what a lower-cased word is to the summarizer: a content word
-// or not, and its stem.
+// lexeme is what a lower-cased word is to the summarizer: its stem (the
+// Snowball English stem, as the context service's recall index uses,
+// numbers as they are) and the word lists it is on.
 type lexeme struct {
-	stem string
-	term bool
+	stem  string
+	flags wordFlags
 }
 
-// vocab remembers the lexemes of the words seen: the stemmer costs about
-// a microsecond a word, most of what reading a turn would cost, and the
-// words people use are few. A lexeme depends on the word alone, so one
-// memo serves every session; past maxWords words it starts over.
-var vocab = lexicon{m: map[string]lexeme{}}
+// wordFlags say which word lists a lower-cased word is on.
+type wordFlags uint16
+
+const (
+	fTerm       wordFlags = 1 << iota // a content word (termWord)
+	fStop                             // stopWords
+	fAdverb                           // adverbs
+	fPhraseStop                       // phraseStop
+	fNumber                           // numberWords
+	fDeterminer                       // determiners
+	fReportVerb                       // reportVerbs
+	fFirst                            // firstPerson
+	fSecond                           // secondPerson
+	fHedge                            // hedgeStart
+	fInline                           // inlineFiller
+	fLaugh                            // isLaugh
+)
+
+func (x lexeme) is(f wordFlags) bool { return x.flags&f != 0 }
+
+// lexicon remembers the lexemes of the words a summarizer has seen: the
+// stemmer costs about a microsecond a word, more than reading the rest of
+// a sentence, and the words people use are few. Each scratch holds one
+// (a lexeme depends on the word alone); past maxWords words it starts
+// over. A nil lexicon works out every word afresh.
+type lexicon struct{ m map[string]lexeme }
 
 const maxWords = 1 << 16
 
-type lexicon struct {
-	mu sync.RWMutex
-	m  map[string]lexeme
-}
-
 // getBytes is get(string(w)), without the string when w is known.
 func (l *lexicon) getBytes(w []byte) lexeme {
-	l.mu.RLock()
-	x, ok := l.m[string(w)]
-	l.mu.RUnlock()
-	if ok {
-		return x
+	if l != nil {
+		if x, ok := l.m[string(w)]; ok {
+			return x
+		}
 	}
 	return l.get(string(w))
 }
 
 func (l *lexicon) get(w string) lexeme {
-	l.mu.RLock()
-	x, ok := l.m[w]
-	l.mu.RUnlock()
-	if ok {
+	if l == nil {
+		return newLexeme(w)
+	}
+	if x, ok := l.m[w]; ok {
 		return x
 	}
 	c := strings.Clone(w) // (what the memo keeps is its own: w may be on the caller's stack)
-	x = lexeme{stem: c, term: termWord(c)}
-	if len(c) > 2 && unicode.IsLetter(rune(c[0])) {
-		x.stem = english.Stem(c, false)
-	}
-	l.mu.Lock()
-	if len(l.m) >= maxWords {
-		clear(l.m)
+	x := newLexeme(c)
+	if l.m == nil || len(l.m) >= maxWords {
+		l.m = make(map[string]lexeme, 1024)
 	}
 	l.m[c] = x
-	l.mu.Unlock()
 	return x
 }
+
+func newLexeme(w string) lexeme {
+	x := lexeme{stem: w}
+	if len(w) > 2 && unicode.IsLetter(rune(w[0])) {
+		x.stem = english.Stem(w, false)
+	}
+	for _, l := range []struct {
+		f   wordFlags
+		set map[string]bool
+	}{{fStop, stopWords}, {fAdverb, adverbs}, {fPhraseStop, phraseStop}, {fNumber, numberWords}, {fDeterminer, determiners},
+		{fReportVerb, reportVerbs}, {fFirst, firstPerson}, {fSecond, secondPerson}, {fHedge, hedgeStart}, {fInline, inlineFiller}} {
+		if l.set[w] {
+			x.flags |= l.f
+		}
+	}
+	if termWord(w) {
+		x.flags |= fTerm
+	}
+	if isLaugh(w) {
+		x.flags |= fLaugh
+	}
+	return x
+}
+
+// stem is the term of a lower-cased word.
+func (l *lexicon) stem(w string) string { return l.get(w).stem }
+
+// isTermWord reports whether the lower-cased word w is a content word.
+func (l *lexicon) isTermWord(w string) bool { return l.get(w).is(fTerm) }
 
 // termWord reports whether the lower-cased word w is a content word.
 func termWord(w string) bool {
@@ -393,9 +425,10 @@ func termWord(w string) bool {
 	return !stopWords[w] && !isLaugh(w)
 }
 
-// terms are the distinct stemmed content words of s, in order.
-func terms(s string) []string {
-	var out []string
+// appendTerms appends to dst the distinct stemmed content words of s, in
+// order.
+func (l *lexicon) appendTerms(dst []string, s string) []string {
+	n0 := len(dst)
 	var buf [64]byte
 	for i := 0; i < len(s); {
 		// a token: a run of letters, digits and ' - $ %
@@ -414,18 +447,27 @@ func terms(s string) []string {
 		}
 		t := bytes.Trim(lower(buf[:0], s[i:j]), "'-")
 		i = j
-		x := vocab.getBytes(t)
-		if !x.term {
+		x := l.getBytes(t)
+		if !x.is(fTerm) {
 			continue
 		}
 		if u, ok := bytes.CutSuffix(t, []byte("'s")); ok {
-			x = vocab.getBytes(u)
+			x = l.getBytes(u)
 		}
-		if !slices.Contains(out, x.stem) {
-			out = append(out, x.stem)
+		if !slices.Contains(dst[n0:], x.stem) {
+			dst = append(dst, x.stem)
 		}
 	}
-	return out
+	return dst
+}
+
+// terms are the distinct stemmed content words of s, in order.
+func (l *lexicon) terms(s string) []string { return l.appendTerms(nil, s) }
+
+// termString is terms(s) joined by spaces.
+func (l *lexicon) termString(s string) string {
+	var arr [32]string
+	return strings.Join(l.appendTerms(arr[:0], s), " ")
 }
 
 // lower appends s lower-cased to b (on the caller's stack: no copy).
@@ -445,8 +487,6 @@ func isTokenRune(r rune) bool {
 	}
 	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
-
-func termString(s string) string { return strings.Join(terms(s), " ") }
 
 // isLaugh reports laughter: lol, lmao, haha, hehe, xd, rofl.
 func isLaugh(w string) bool {

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -20,6 +21,14 @@ const (
 	maxBatchStmts = 400  // statements of one batch kept: the weightiest
 )
 
+// scratch is what a summarizer reads a fold with: the words it has seen
+// and room for a sentence's terms, kept from fold to fold
+// (Summarizer.scratch; one fold at a time).
+type scratch struct {
+	lex   lexicon
+	terms []string
+}
+
 // batch is what one fold's turns and notes say.
 type batch struct {
 	stmts    []stmt
@@ -34,7 +43,7 @@ type batch struct {
 // extract turns req's turns and notes into statements, in order. Every
 // turn is read once here; what the summary and the memories say comes
 // from these statements.
-func (s *Summarizer) extract(req fold.Request, st *state) batch {
+func (s *Summarizer) extract(req fold.Request, st *state, sx *scratch) batch {
 	b := batch{answered: -1, allFiller: true}
 	lastQ := -1 // index in b.stmts of a question waiting for its answer
 	lastQSp := ""
@@ -66,7 +75,7 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 		if isToolTurn(t) {
 			b.hadTurns = true
 			b.allFiller = false
-			call = s.toolTurn(&b, t, call)
+			call = sx.lex.toolTurn(&b, t, call)
 			continue
 		}
 		call = nil
@@ -88,7 +97,7 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 		if prop >= 0 && strings.TrimSpace(text) != "" && !opensWithBackchannel(text) {
 			endProposal()
 		}
-		sents := s.sentences(text, sp, t, req.Profile == fold.ProfileAgent, names)
+		sents := s.sentences(sx, text, sp, t, req.Profile == fold.ProfileAgent, names)
 		// A question is answered by the next turn of someone else when
 		// that turn says something and does not open with a backchannel
 		// ("sure, …").
@@ -139,7 +148,7 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 		if i >= s.cfg.maxNotes {
 			break
 		}
-		if x, ok := noteStmt(n); ok {
+		if x, ok := sx.lex.noteStmt(n); ok {
 			b.stmts = append(b.stmts, x)
 			b.allFiller = false
 		}
@@ -152,18 +161,20 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 
 // sentences are the statements of one turn worth keeping, at most
 // maxUnitsPerTurn of them (the weightiest), in order.
-func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names []string) []stmt {
+func (s *Summarizer) sentences(sx *scratch, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
+	lx := &sx.lex
 	var out []stmt
 	user := agent && strings.EqualFold(t.Role, "user")
 	for _, raw := range splitSentences(text) {
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := tidyEnds(s.trimFiller(tighten(collapseRepeats(raw))))
+		sent := tidyEnds(s.trimFiller(lx.tighten(collapseRepeats(raw))))
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
-		tw := terms(sent)
+		tw := lx.appendTerms(sx.terms[:0], sent)
+		sx.terms = tw
 		nums := countDigits(sent)
 		question := strings.HasSuffix(sent, "?")
 		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && len(strings.Fields(sent)) < 4 {
@@ -193,8 +204,8 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		out = dropWeakest(out, len(out)-n)
 	}
 	for i := range out {
-		out[i].Key = factKey(out[i].Key)
-		out[i].Ph = encodePhrases(phrases(statementBody(out[i]), names))
+		out[i].Key = lx.factKey(out[i].Key)
+		out[i].Ph = lx.phrases(statementBody(out[i]), names)
 	}
 	return out
 }
@@ -357,8 +368,8 @@ func (s *Summarizer) trimFiller(sent string) string {
 	fs := appendFields(arr[:0], sent)
 	nf := len(fs)
 	for len(fs) > 0 {
-		l := strings.ToLower(strings.Trim(fs[len(fs)-1], ".,!?"))
-		if !isLaugh(l) && l != "lol" && l != "though" {
+		l := string(lower(buf[:0], trimCut(fs[len(fs)-1], ".,!?")))
+		if !isLaugh(l) && l != "though" {
 			break
 		}
 		fs = fs[:len(fs)-1]
@@ -370,7 +381,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 	out := oarr[:0]
 	cut := false // a word was dropped or changed
 	for i, f := range fs {
-		c := strings.Trim(f, ",.;:!?")
+		c := trimCut(f, ",.;:!?")
 		var lb [8]byte
 		lc := c
 		if len(c) <= len("uh-huh") {
@@ -380,7 +391,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 			cut = true
 		}
 		switch {
-		case inlineFiller[lc]:
+		case len(lc) >= 2 && len(lc) <= 6 && strings.IndexByte("uehm", lc[0]) >= 0 && inlineFiller[lc]:
 			// "um", "uh": keep a sentence end it carried
 			if n := len(out); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(out[n-1][len(out[n-1])-1:], ".!?") {
 				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
@@ -389,7 +400,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 		case len(lc) == 1 && lc != "a" && lc != "i" && lc == c && !unicode.IsDigit(rune(lc[0])) && i+1 < len(fs),
 			strings.HasSuffix(f, "-") && len(f) > 1:
 			continue // a cut word: "I s", "m or", "we-"
-		case len(out) > 0 && strings.EqualFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
+		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
 		}
 		out = append(out, f)
@@ -544,9 +555,9 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	ws := appendFields(arr[:0], sent)
 	first, second := 0, 0
 	for _, w := range ws {
-		c := strings.Trim(w, `.,!?;:"()`)
-		if len(c) > len("yourself") {
-			continue // longer than any pronoun
+		c := trimCut(w, `.,!?;:"()`)
+		if len(c) > len("yourself") || c == "" || strings.IndexByte("iImMyYuU", c[0]) < 0 {
+			continue // longer than any pronoun, or starting otherwise
 		}
 		var lb [8]byte
 		l := lower(lb[:0], c)
@@ -703,11 +714,18 @@ func group(s string) string {
 	ws := appendFields(arr[:0], s)
 	changed := false
 	for i, w := range ws {
-		core := strings.TrimRight(w, `.,!?;:"`)
+		if strings.IndexByte("wWuUoO", w[0]) < 0 {
+			continue
+		}
+		core := w
+		for len(core) > 0 && strings.IndexByte(`.,!?;:"`, core[len(core)-1]) >= 0 {
+			core = core[:len(core)-1]
+		}
 		if len(core) > len("ourselves") {
 			continue // longer than any pronoun
 		}
-		if x, ok := groupPerson[strings.ToLower(core)]; ok {
+		var lb [16]byte
+		if x, ok := groupPerson[string(lower(lb[:0], core))]; ok {
 			ws[i] = x + w[len(core):]
 			changed = true
 		}
@@ -733,7 +751,8 @@ func mayGroup(s string) bool {
 // common word, not a name ("Can you …" → "can you …", "Tokyo …" stays).
 func lowerFirst(s string) string {
 	w, _, _ := strings.Cut(s, " ")
-	lw := strings.ToLower(strings.TrimRight(w, ",.!?"))
+	var lb [32]byte
+	lw := string(lower(lb[:0], strings.TrimRight(w, ",.!?")))
 	if lw == "i" || strings.HasPrefix(lw, "i'") || !(stopWords[lw] || groupPerson[lw] != "" || secondPerson[lw] || leadCommon[lw]) {
 		return s
 	}
@@ -747,7 +766,7 @@ var leadCommon = toSet([]string{"please", "maybe", "there", "that's", "it's", "t
 // ---- notes and tools ----
 
 // noteStmt is a screen-watch note tied to whose screen it was.
-func noteStmt(n fold.Note) (stmt, bool) {
+func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	text := oneLine(n.Text, 600)
 	if text == "" || isInjection(text) {
 		return stmt{}, false
@@ -765,9 +784,9 @@ func noteStmt(n fold.Note) (stmt, bool) {
 	if !strings.ContainsAny(text[len(text)-1:], ".!?") {
 		text += "."
 	}
-	tw := terms(text)
+	tw := lx.terms(text)
 	return stmt{Sp: src, At: unixOf(n.At), Text: clip(label+text, maxStmtRunes), K: kNote,
-		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: encodePhrases(phrases(text, nil))}, true
+		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: lx.phrases(text, nil)}, true
 }
 
 func looksLikeName(s string) bool {
@@ -810,7 +829,7 @@ func displayName(t fold.Turn) string {
 // toolTurn adds a tool call or result: a call and its result become one
 // clause ("Assistant ran bash (go test ./...): failed, --- FAIL: …"), the
 // tool's output never.
-func (s *Summarizer) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
+func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 	tool := oneLine(t.Tool, 48)
 	if tool == "" {
 		tool = "a tool"
@@ -825,7 +844,7 @@ func (s *Summarizer) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		if arg != "" {
 			text += " (" + arg + ")"
 		}
-		tw := terms(tool + " " + arg)
+		tw := lx.terms(tool + " " + arg)
 		b.stmts = append(b.stmts, stmt{Sp: who, At: unixOf(t.At), Text: text + ".", K: kTool, W: 1.5 + 0.2*float64(len(tw)),
 			Terms: strings.Join(tw, " "), Key: "tool " + tool + " " + arg})
 		return &b.stmts[len(b.stmts)-1]
@@ -839,7 +858,7 @@ func (s *Summarizer) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		return nil
 	}
 	b.stmts = append(b.stmts, stmt{At: unixOf(t.At), Text: tool + " result: " + outcome + ".", K: kTool, W: 1.5,
-		Terms: termString(tool), Key: "tool " + tool + " result"})
+		Terms: lx.termString(tool), Key: "tool " + tool + " result"})
 	return nil
 }
 
@@ -887,39 +906,48 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 // pairs, the slot being the content word before the number ("port
 // 8443") or else the word after it ("$190 a night"). Statements without
 // numbers have no key.
-func factKey(sent string) string {
+func (lx *lexicon) factKey(sent string) string {
 	if strings.IndexFunc(sent, unicode.IsDigit) < 0 {
 		return ""
 	}
 	var arr [64]string
-	ws := appendFields(arr[:0], strings.ToLower(sent))
-	var ks []string
+	ws := appendFields(arr[:0], sent)
+	var kb [128]byte
+	var wb [64]byte
+	key, nk := kb[:0], 0
+	word := func(w string) ([]byte, lexeme) { // w lower-cased, and its lexeme
+		l := lower(wb[:0], trimCut(w, ".,!?;:()\"'"))
+		return l, lx.getBytes(l)
+	}
 	for i, w := range ws {
-		v := strings.Trim(w, ".,!?;:()\"'")
-		if strings.IndexFunc(v, unicode.IsDigit) < 0 || len(ks) >= 4 {
+		v := trimCut(w, ".,!?;:()\"'")
+		if strings.IndexFunc(v, unicode.IsDigit) < 0 || nk >= 4 {
 			continue
 		}
-		slot := ""
+		var slot string
 		if i > 0 {
-			if p := strings.Trim(ws[i-1], ".,!?;:()\"'"); isTermWord(p) && !adverbs[p] && !approx[p] && strings.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
-				slot = stem(p)
+			if p, x := word(ws[i-1]); x.is(fTerm) && !x.is(fAdverb) && !approx[string(p)] && bytes.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
+				slot = x.stem
 			}
 		}
 		for j := i + 1; slot == "" && j < len(ws) && j < i+4; j++ {
-			n := strings.Trim(ws[j], ".,!?;:()\"'")
-			if n == "a" || n == "an" || n == "per" || n == "the" {
+			n, x := word(ws[j])
+			if n := string(n); n == "a" || n == "an" || n == "per" || n == "the" {
 				continue
 			}
-			if isTermWord(n) || n == "each" {
-				slot = stem(n)
+			if x.is(fTerm) || string(n) == "each" {
+				slot = x.stem
 			}
 			break
 		}
 		if slot != "" {
-			ks = append(ks, slot+"="+v)
+			if nk++; nk > 1 {
+				key = append(key, ' ')
+			}
+			key = lower(append(append(key, slot...), '='), v)
 		}
 	}
-	return strings.Join(ks, " ")
+	return string(key)
 }
 
 // at is a statement's time.
@@ -933,7 +961,7 @@ func (x stmt) at() time.Time {
 // mergeToolRuns joins consecutive successful runs of one tool by one
 // speaker into one clause ("Assistant ran read_file (a.go, b.go and 3
 // more): ok.").
-func mergeToolRuns(ss []stmt) []stmt {
+func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 	out := ss[:0]
 	for _, x := range ss {
 		if n := len(out); n > 0 && x.K == kTool && out[n-1].K == kTool && x.Sp == out[n-1].Sp && x.Sp != "" {
@@ -955,7 +983,7 @@ func mergeToolRuns(ss []stmt) []stmt {
 				p.Text = x.Sp + " ran " + tool + " (" + strings.Join(shown, ", ") + more + "): ok."
 				p.Key = "tools " + tool + " " + strings.Join(args, "|")
 				p.At, p.Batch, p.W = x.At, x.Batch || p.Batch, max(p.W, x.W)
-				p.Terms = termString(tool + " " + strings.Join(shown, " "))
+				p.Terms = lx.termString(tool + " " + strings.Join(shown, " "))
 				continue
 			}
 		}

@@ -30,10 +30,10 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	}
 	var cands []stmt
 	for _, x := range b.stmts {
-		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !isFactStmt(x) {
+		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !st.lx.isFactStmt(x) {
 			continue
 		}
-		if _, _, about := personFact(x); strings.Contains(x.Text, "…") || fewWords(x.Text, 5) && !about {
+		if _, _, about := st.lx.personFact(x); strings.Contains(x.Text, "…") || fewWords(x.Text, 5) && !about {
 			continue // cut, or too short to stand alone
 		}
 		cands = append(cands, x)
@@ -95,14 +95,14 @@ var factWords, quotedFactWords = newKeywords(factWordList...), func() *keywords 
 }()
 
 // isFactStmt reports a statement worth remembering.
-func isFactStmt(x stmt) bool {
+func (lx *lexicon) isFactStmt(x stmt) bool {
 	if strings.Count(x.Terms, " ") < 1 {
 		return false
 	}
 	if x.Key != "" {
 		return true
 	}
-	if _, _, ok := personFact(x); ok {
+	if _, _, ok := lx.personFact(x); ok {
 		return true
 	}
 	low := strings.ToLower(x.Text)

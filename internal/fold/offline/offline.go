@@ -149,8 +149,9 @@ func WithLogger(l zerolog.Logger) Option { return func(c *config) { c.log = l } 
 // it knows of a session is in the request's state), so it is safe for
 // concurrent use.
 type Summarizer struct {
-	cfg    config
-	counts sync.Pool // *wordCounts: room to read a state's word counts into
+	cfg     config
+	counts  sync.Pool // *wordCounts: room to read a state's word counts into
+	scratch sync.Pool // *scratch: the words seen and room to read sentences in
 }
 
 // New returns an offline summarizer.
@@ -166,7 +167,8 @@ func New(opts ...Option) *Summarizer {
 	for w := range c.extraFiller {
 		c.maxFillerLen = max(c.maxFillerLen, len(w))
 	}
-	return &Summarizer{cfg: c, counts: sync.Pool{New: func() any { return new(wordCounts) }}}
+	return &Summarizer{cfg: c, counts: sync.Pool{New: func() any { return new(wordCounts) }},
+		scratch: sync.Pool{New: func() any { return new(scratch) }}}
 }
 
 // Name returns "offline".
@@ -182,14 +184,16 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	if budget <= 0 {
 		budget = s.cfg.defaultMaxChars
 	}
-	st := s.load(req)
+	sx := s.scratch.Get().(*scratch)
+	defer s.scratch.Put(sx)
+	st := s.load(req, &sx.lex)
 	st.spare = s.counts.Get().(*wordCounts)
 	defer func() { s.counts.Put(st.spare.release()) }()
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
 	changed := false
 	if !req.Recompact {
-		mems, changed = s.fold(req, st, budget)
+		mems, changed = s.fold(req, st, sx, budget)
 	}
 	if !changed && prev != "" && runeLen(prev) <= budget && st.Sum == 0 && oneLine(prev, 0) == prev {
 		// Nothing new, and the summary read as prose fits: it stays as it
@@ -223,7 +227,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 
 // load is the session's state before this fold: the request's, when it
 // goes with the previous summary, else the previous summary read as prose.
-func (s *Summarizer) load(req fold.Request) *state {
+func (s *Summarizer) load(req fold.Request, lx *lexicon) *state {
 	prev := strings.TrimSpace(req.PreviousSummary)
 	if len(req.PreviousState) > 0 {
 		st, err := decodeState(req.PreviousState)
@@ -232,22 +236,23 @@ func (s *Summarizer) load(req fold.Request) *state {
 			s.cfg.log.Warn().Err(err).Str("event", "offline_state_unreadable").Str("session", req.Session).
 				Int("bytes", len(req.PreviousState)).Msg("summarizer state unreadable; reading the previous summary as prose instead")
 		case st.Sum == hashString(prev) || prev == "":
+			st.lx = lx
 			return st
 		}
 	}
 	if prev == "" {
-		return &state{V: stateVersion}
+		return &state{V: stateVersion, lx: lx}
 	}
-	return fromProse(prev)
+	return fromProse(prev, lx)
 }
 
 // fold adds the batch's turns and notes to st and returns the memories
 // they hold.
-func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memory, bool) {
+func (s *Summarizer) fold(req fold.Request, st *state, sx *scratch, budget int) ([]fold.Memory, bool) {
 	if req.Profile == fold.ProfileAgent {
 		st.Agent = true
 	}
-	b := s.extract(req, st)
+	b := s.extract(req, st, sx)
 	st.counts().add(b.stmts)
 	st.Voc = st.voc.String()
 	for _, t := range req.Turns {
@@ -270,7 +275,7 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 			st.Open[i].Batch = false
 		}
 		st.supersede(b.stmts)
-		st.Open = mergeToolRuns(append(st.Open, b.stmts...))
+		st.Open = st.lx.mergeToolRuns(append(st.Open, b.stmts...))
 		if len(st.Topics) > 1 {
 			st.Topics = st.Topics[:1] // the new statements name the rest
 		}

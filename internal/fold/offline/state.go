@@ -57,6 +57,7 @@ type state struct {
 
 	voc   *wordCounts // Voc, read
 	spare *wordCounts // where to read Voc into
+	lx    *lexicon    // the summarizer's words
 	read  int         // bytes of the encoding it was read from
 }
 
@@ -237,8 +238,8 @@ func (st *state) addName(n string) {
 // becomes a statement of the current period, attributed when it starts
 // with a known name. It runs once per session: the state goes on from
 // there.
-func fromProse(prose string) *state {
-	st := &state{V: stateVersion}
+func fromProse(prose string, lx *lexicon) *state {
+	st := &state{V: stateVersion, lx: lx}
 	sents := splitSentences(sanitize(prose, 64<<10))
 	if len(sents) > maxOpen {
 		sents = sents[len(sents)-maxOpen:]
@@ -267,7 +268,7 @@ func fromProse(prose string) *state {
 		if j := strings.IndexByte(s, ' '); j > 0 && slices.Contains(st.Names, s[:j]) {
 			sp = s[:j]
 		}
-		terms := termString(s)
+		terms := lx.termString(s)
 		k := kSaid
 		switch {
 		case sp != "" && strings.HasPrefix(s[len(sp):], " asked") && strings.HasSuffix(s, "?"):
@@ -276,7 +277,7 @@ func fromProse(prose string) *state {
 			k = kTool
 		}
 		x := stmt{Sp: sp, Text: s, Terms: terms, K: k, W: weigh(s, strings.Count(terms, " ")+1, countDigits(s))}
-		x.Ph = encodePhrases(phrases(statementBody(x), st.Names))
+		x.Ph = lx.phrases(statementBody(x), st.Names)
 		st.Open = append(st.Open, x)
 	}
 	return st
