@@ -21,10 +21,10 @@ const (
 	maxBatchStmts = 400  // statements of one batch kept: the weightiest
 )
 
-// scratch is what a summarizer reads a fold with: the words it has seen
+// reader is what a summarizer reads a fold with: the words it has seen
 // and room for a sentence's terms, kept from fold to fold
-// (Summarizer.scratch; one fold at a time).
-type scratch struct {
+// (Summarizer.readers; one fold at a time).
+type reader struct {
 	lex   lexicon
 	terms []string
 }
@@ -43,7 +43,7 @@ type batch struct {
 // extract turns req's turns and notes into statements, in order. Every
 // turn is read once here; what the summary and the memories say comes
 // from these statements.
-func (s *Summarizer) extract(req fold.Request, st *state, sx *scratch) batch {
+func (s *Summarizer) extract(req fold.Request, st *state, rd *reader) batch {
 	b := batch{answered: -1, allFiller: true}
 	lastQ := -1 // index in b.stmts of a question waiting for its answer
 	lastQSp := ""
@@ -75,7 +75,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sx *scratch) batch {
 		if isToolTurn(t) {
 			b.hadTurns = true
 			b.allFiller = false
-			call = sx.lex.toolTurn(&b, t, call)
+			call = rd.lex.toolTurn(&b, t, call)
 			continue
 		}
 		call = nil
@@ -97,7 +97,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sx *scratch) batch {
 		if prop >= 0 && strings.TrimSpace(text) != "" && !opensWithBackchannel(text) {
 			endProposal()
 		}
-		sents := s.sentences(sx, text, sp, t, req.Profile == fold.ProfileAgent, names)
+		sents := s.sentences(rd, text, sp, t, req.Profile == fold.ProfileAgent, names)
 		// A question is answered by the next turn of someone else when
 		// that turn says something and does not open with a backchannel
 		// ("sure, …").
@@ -148,7 +148,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sx *scratch) batch {
 		if i >= s.cfg.maxNotes {
 			break
 		}
-		if x, ok := sx.lex.noteStmt(n); ok {
+		if x, ok := rd.lex.noteStmt(n); ok {
 			b.stmts = append(b.stmts, x)
 			b.allFiller = false
 		}
@@ -161,23 +161,24 @@ func (s *Summarizer) extract(req fold.Request, st *state, sx *scratch) batch {
 
 // sentences are the statements of one turn worth keeping, at most
 // maxUnitsPerTurn of them (the weightiest), in order.
-func (s *Summarizer) sentences(sx *scratch, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
-	lx := &sx.lex
+func (s *Summarizer) sentences(rd *reader, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
+	lx := &rd.lex
 	var out []stmt
 	user := agent && strings.EqualFold(t.Role, "user")
 	for _, raw := range splitSentences(text) {
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := tidyEnds(s.trimFiller(lx.tighten(collapseRepeats(raw))))
+		sent := tidyEnds(s.trimFiller(lx.tighten(raw)))
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
-		tw := lx.appendTerms(sx.terms[:0], sent)
-		sx.terms = tw
-		nums := countDigits(sent)
+		tw := lx.appendTerms(rd.terms[:0], sent)
+		rd.terms = tw
+		c := statWords(sent)
+		nums := c.nums
 		question := strings.HasSuffix(sent, "?")
-		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && len(strings.Fields(sent)) < 4 {
+		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
 		sent = reldate.Resolve(sent, t.At)
@@ -249,7 +250,7 @@ const salience = 0.25
 // weigh is what a sentence is worth by its content: its content words,
 // numbers, names, and words of decisions and plans.
 func weigh(sent string, terms, nums int) float64 {
-	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(properNouns(sent), 4))
+	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(statWords(sent).names, 4))
 	if decisionWords.in(sent) {
 		w += 1.5
 	}
@@ -307,28 +308,24 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
-func countDigits(s string) int {
-	n := 0
+// wordStat counts a sentence's words, those with a digit, and the
+// capitalised ones that do not start it (names).
+type wordStat struct{ words, nums, names int }
+
+func statWords(s string) (c wordStat) {
 	for f := range strings.FieldsSeq(s) {
-		if strings.IndexFunc(f, unicode.IsDigit) >= 0 {
-			n++
+		if hasDigit(f) {
+			c.nums++
 		}
+		if r, _ := utf8.DecodeRuneInString(f); c.words > 0 && unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'") {
+			c.names++
+		}
+		c.words++
 	}
-	return n
+	return c
 }
 
-// properNouns counts the capitalised words that do not start the sentence.
-func properNouns(s string) int {
-	n, i := 0, 0
-	for f := range strings.FieldsSeq(s) {
-		r, _ := utf8.DecodeRuneInString(f)
-		if i > 0 && unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'") {
-			n++
-		}
-		i++
-	}
-	return n
-}
+func countDigits(s string) int { return statWords(s).nums }
 
 // ---- filler ----
 
@@ -449,21 +446,15 @@ func answers(q string, a stmt, text string) bool {
 		}
 	}
 	body := strings.ToLower(qText[strings.Index(qText, ": ")+2:])
-	if countDigits(text) > 0 && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
+	if statWords(text).nums > 0 && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
 		return true
 	}
 	first := strings.ToLower(strings.Trim(strings.Fields(text + " x")[0], ",.!"))
-	if first == "yes" || first == "no" || first == "nope" || first == "yeah" {
-		for _, aux := range []string{"is ", "are ", "do ", "does ", "did ", "can ", "could ", "will ", "would ", "should ", "have ", "has "} {
-			if strings.HasPrefix(body, aux) {
-				return true
-			}
-		}
-	}
-	return false
+	return (first == "yes" || first == "no" || first == "nope" || first == "yeah") && slices.ContainsFunc([]string{"is ", "are ", "do ",
+		"does ", "did ", "can ", "could ", "will ", "would ", "should ", "have ", "has "}, func(aux string) bool { return strings.HasPrefix(body, aux) })
 }
 
-var agreement = toSet([]string{"", "sounds good", "i'm down", "down", "i'm in", "let's do it", "works for me",
+var agreement = toSet([]string{"yeah", "yes", "yep", "ok", "okay", "sounds good", "i'm down", "down", "i'm in", "let's do it", "works for me",
 	"that works", "fine with me", "that's fine with me", "good idea", "deal", "agreed", "sure", "count me in", "sounds great"})
 
 // agrees reports a turn that only agrees ("sounds good", "yeah I'm down").
@@ -472,11 +463,7 @@ func agrees(text string) bool {
 	for _, p := range []string{"yeah ", "yes ", "ok ", "okay ", "yep ", "sure ", "yeah, ", "yes, ", "ok, ", "okay, "} {
 		l = strings.TrimPrefix(l, p)
 	}
-	switch l {
-	case "yeah", "yes", "yep", "ok", "okay", "sure":
-		return true
-	}
-	return agreement[l] && l != ""
+	return agreement[l]
 }
 
 // inlineFiller are words of hesitation dropped wherever they stand.
@@ -487,16 +474,6 @@ var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", 
 func opensWithBackchannel(text string) bool {
 	for f := range strings.FieldsSeq(text) {
 		return backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
-	}
-	return true
-}
-
-// fewWords reports whether s has fewer than n words.
-func fewWords(s string, n int) bool {
-	for range strings.FieldsSeq(s) {
-		if n--; n == 0 {
-			return false
-		}
 	}
 	return true
 }
@@ -784,7 +761,7 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	if !strings.ContainsAny(text[len(text)-1:], ".!?") {
 		text += "."
 	}
-	tw := lx.terms(text)
+	tw := lx.appendTerms(nil, text)
 	return stmt{Sp: src, At: unixOf(n.At), Text: clip(label+text, maxStmtRunes), K: kNote,
 		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: lx.phrases(text, nil)}, true
 }
@@ -813,18 +790,13 @@ func displayName(t fold.Turn) string {
 	if n := speaker.Name(oneLine(t.Speaker, 64)); n != "" {
 		return n
 	}
-	switch strings.ToLower(strings.TrimSpace(t.Role)) {
-	case "user":
-		return "User"
-	case "assistant":
-		return "Assistant"
-	case "system":
-		return "System"
-	case "tool", "function":
-		return "Tool"
+	if n := roleNames[strings.ToLower(strings.TrimSpace(t.Role))]; n != "" {
+		return n
 	}
 	return "Someone"
 }
+
+var roleNames = map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool", "function": "Tool"}
 
 // toolTurn adds a tool call or result: a call and its result become one
 // clause ("Assistant ran bash (go test ./...): failed, --- FAIL: …"), the
@@ -844,7 +816,7 @@ func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		if arg != "" {
 			text += " (" + arg + ")"
 		}
-		tw := lx.terms(tool + " " + arg)
+		tw := lx.appendTerms(nil, tool+" "+arg)
 		b.stmts = append(b.stmts, stmt{Sp: who, At: unixOf(t.At), Text: text + ".", K: kTool, W: 1.5 + 0.2*float64(len(tw)),
 			Terms: strings.Join(tw, " "), Key: "tool " + tool + " " + arg})
 		return &b.stmts[len(b.stmts)-1]

@@ -151,7 +151,7 @@ func WithLogger(l zerolog.Logger) Option { return func(c *config) { c.log = l } 
 type Summarizer struct {
 	cfg     config
 	counts  sync.Pool // *wordCounts: room to read a state's word counts into
-	scratch sync.Pool // *scratch: the words seen and room to read sentences in
+	readers sync.Pool // *reader: the words seen, and room to read sentences in
 }
 
 // New returns an offline summarizer.
@@ -168,7 +168,7 @@ func New(opts ...Option) *Summarizer {
 		c.maxFillerLen = max(c.maxFillerLen, len(w))
 	}
 	return &Summarizer{cfg: c, counts: sync.Pool{New: func() any { return new(wordCounts) }},
-		scratch: sync.Pool{New: func() any { return new(scratch) }}}
+		readers: sync.Pool{New: func() any { return new(reader) }}}
 }
 
 // Name returns "offline".
@@ -184,16 +184,16 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	if budget <= 0 {
 		budget = s.cfg.defaultMaxChars
 	}
-	sx := s.scratch.Get().(*scratch)
-	defer s.scratch.Put(sx)
-	st := s.load(req, &sx.lex)
+	rd := s.readers.Get().(*reader)
+	defer s.readers.Put(rd)
+	st := s.load(req, &rd.lex)
 	st.spare = s.counts.Get().(*wordCounts)
 	defer func() { s.counts.Put(st.spare.release()) }()
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
 	changed := false
 	if !req.Recompact {
-		mems, changed = s.fold(req, st, sx, budget)
+		mems, changed = s.fold(req, st, rd, budget)
 	}
 	if !changed && prev != "" && runeLen(prev) <= budget && st.Sum == 0 && oneLine(prev, 0) == prev {
 		// Nothing new, and the summary read as prose fits: it stays as it
@@ -248,11 +248,11 @@ func (s *Summarizer) load(req fold.Request, lx *lexicon) *state {
 
 // fold adds the batch's turns and notes to st and returns the memories
 // they hold.
-func (s *Summarizer) fold(req fold.Request, st *state, sx *scratch, budget int) ([]fold.Memory, bool) {
+func (s *Summarizer) fold(req fold.Request, st *state, rd *reader, budget int) ([]fold.Memory, bool) {
 	if req.Profile == fold.ProfileAgent {
 		st.Agent = true
 	}
-	b := s.extract(req, st, sx)
+	b := s.extract(req, st, rd)
 	st.counts().add(b.stmts)
 	st.Voc = st.voc.String()
 	for _, t := range req.Turns {

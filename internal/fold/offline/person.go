@@ -83,7 +83,7 @@ func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 // objectSlot: the stems of the first n content words ("sushi", "book desert").
 func (lx *lexicon) objectSlot(obj string, n int) string {
 	var ks []string
-	for _, t := range lx.terms(obj) {
+	for _, t := range lx.appendTerms(nil, obj) {
 		if len(ks) == n {
 			break
 		}

@@ -16,15 +16,26 @@ const maxSentRunes = 200
 // cr criteria"), a phrase said twice in a row ("for the for the"), and
 // talk that carries nothing ("you know", "I mean", "kind of" where it
 // hedges); a run-on sentence ends at the last clause boundary within
-// maxSentRunes. What it leaves is the speaker's words, in order.
+// maxSentRunes; a run of one word is said three times at most ("blah blah
+// blah blah"), so a turn of one repeated word costs nothing. What it
+// leaves is the speaker's words, in order.
 func (lx *lexicon) tighten(s string) string {
 	var arr [64]string
-	ws := appendFields(arr[:0], s)
+	ws, prev, run, changed := arr[:0], "", 0, false
+	for f := range strings.FieldsSeq(s) {
+		if run++; !strings.EqualFold(f, prev) {
+			run = 0
+		}
+		if prev = f; run >= 3 {
+			changed = true
+			continue
+		}
+		ws = append(ws, f)
+	}
 	if len(ws) < 3 {
 		return s
 	}
 	n0 := len(ws)
-	changed := false
 	var buf [48]byte
 	for len(ws) > 2 && lx.getBytes(lower(buf[:0], trimCut(ws[0], ",.!"))).is(fLaugh) {
 		ws = ws[1:] // "hahaha that was close"
@@ -83,7 +94,7 @@ func (lx *lexicon) falseStart(w, next string) bool {
 			return false
 		}
 	}
-	return len(w) <= 2 || !lx.isTermWord(w) || len(next)-len(w) >= 2
+	return len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2
 }
 
 var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
