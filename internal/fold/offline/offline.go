@@ -149,8 +149,35 @@ func WithLogger(l zerolog.Logger) Option { return func(c *config) { c.log = l } 
 // it knows of a session is in the request's state), so it is safe for
 // concurrent use.
 type Summarizer struct {
-	cfg    config
-	counts sync.Pool // *wordCounts: room to read a state's word counts into
+	cfg   config
+	rooms sync.Pool // *scratch
+}
+
+// scratch is the room one fold works in: the word counts, and what picking
+// statements and finding topics use. A Summarizer keeps its scratches
+// between folds so that a fold allocates little; a scratch carries
+// nothing from one fold to the next (release).
+type scratch struct {
+	voc          wordCounts
+	cands        []cand
+	ids          []int32   // the candidates' words
+	worth        []float64 // what each of those is worth, in one pick
+	said, named  termSet
+	texts        []bool           // by candidate: its text is taken
+	classes      map[uint64]int32 // a lower-cased text's hash: its first candidate
+	phrases      []phrase
+	byKey        map[string]int32 // a phrase's key: its place in phrases
+	seen, people []string
+}
+
+func (sc *scratch) release() *scratch {
+	sc.voc.release()
+	clear(sc.cands[:cap(sc.cands)])
+	clear(sc.phrases[:cap(sc.phrases)])
+	clear(sc.seen[:cap(sc.seen)])
+	clear(sc.people[:cap(sc.people)])
+	clear(sc.byKey)
+	return sc
 }
 
 // New returns an offline summarizer.
@@ -166,7 +193,7 @@ func New(opts ...Option) *Summarizer {
 	for w := range c.extraFiller {
 		c.maxFillerLen = max(c.maxFillerLen, len(w))
 	}
-	return &Summarizer{cfg: c, counts: sync.Pool{New: func() any { return new(wordCounts) }}}
+	return &Summarizer{cfg: c, rooms: sync.Pool{New: func() any { return new(scratch) }}}
 }
 
 // Name returns "offline".
@@ -183,8 +210,8 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		budget = s.cfg.defaultMaxChars
 	}
 	st := s.load(req)
-	st.spare = s.counts.Get().(*wordCounts)
-	defer func() { s.counts.Put(st.spare.release()) }()
+	st.sc = s.rooms.Get().(*scratch)
+	defer func() { s.rooms.Put(st.sc.release()) }()
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
 	changed := false

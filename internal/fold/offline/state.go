@@ -55,9 +55,9 @@ type state struct {
 	// Voc is how often each word of the conversation was said (counts.go).
 	Voc string `json:"voc,omitempty"`
 
-	voc   *wordCounts // Voc, read
-	spare *wordCounts // where to read Voc into
-	read  int         // bytes of the encoding it was read from
+	voc  *wordCounts // Voc, read
+	sc   *scratch    // the fold's room, where Voc is read into
+	read int         // bytes of the encoding it was read from
 }
 
 // period is a closed stretch of the conversation: when, who spoke most,
@@ -216,6 +216,14 @@ func dropWeakest(ss []stmt, n int) []stmt {
 		out = append(out, s)
 	}
 	return out
+}
+
+// scratch is the fold's room.
+func (st *state) scratch() *scratch {
+	if st.sc == nil {
+		st.sc = new(scratch)
+	}
+	return st.sc
 }
 
 // addName records a participant.
