@@ -17,122 +17,214 @@ import (
 // encoding/json writes for the state's struct tags (the codec test checks
 // it), so that replay and the inspector show the state as JSON; strings
 // are quoted by the outbound events' writer, so the two cannot drift.
+// One walk over the fields (fields methods) both writes and reads them.
 
-// appendJSON appends st's JSON to b, each field after a comma (closeObject).
+// codec walks a state's fields in the order encoding/json writes them,
+// writing each to w or, with r set, reading the value of the key met.
+type codec struct {
+	w    []byte
+	r    *jsonReader
+	key  string // the key whose value is to be read
+	want bool   // the key's value is not read yet
+	err  error
+}
+
+// appendJSON appends st's JSON to b.
 func (st *state) appendJSON(b []byte) ([]byte, error) {
-	lists := [][]stmt{st.Open}
-	for _, p := range st.Periods {
-		lists = append(lists, p.Stmts)
+	c := &codec{w: b}
+	c.object(st.fields)
+	return c.w, c.err
+}
+
+// readState reads the JSON of a state, as encoding/json would into the
+// state's struct (fields it does not know are skipped, null leaves a
+// field empty); it fails on anything that is not JSON.
+func readState(data []byte) (*state, error) {
+	c := &codec{r: &jsonReader{b: data, s: string(data)}}
+	st := &state{}
+	c.object(st.fields)
+	if c.r.ws(); c.r.err == nil && c.r.i < len(data) {
+		c.r.fail("data after the state")
 	}
-	for _, ss := range lists {
-		for _, x := range ss {
-			if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
-				return nil, fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
+	if c.r.err != nil {
+		return nil, c.r.err
+	}
+	return st, nil
+}
+
+func (st *state) fields(c *codec) {
+	num(c, "v", &st.V, false)
+	c.uint("sum", &st.Sum)
+	c.bool("agent", &st.Agent)
+	c.strs("names", &st.Names)
+	num(c, "others", &st.Others, true)
+	list(c, "periods", &st.Periods, func(c *codec, p *period) { c.object(p.fields) })
+	list(c, "open", &st.Open, func(c *codec, x *stmt) { c.object(x.fields) })
+	list(c, "facts", &st.Facts, func(c *codec, f *fact) {
+		c.object(func(c *codec) {
+			c.str("id", &f.ID, false)
+			c.str("sp", &f.Sp, true)
+			c.str("key", &f.Key, true)
+			c.str("num", &f.Num, true)
+			c.uint("sum", &f.Sum)
+		})
+	})
+	c.strs("topics", &st.Topics)
+	c.bool("small", &st.Small)
+	list(c, "people", &st.People, func(c *codec, p *person) {
+		c.object(func(c *codec) {
+			c.str("name", &p.Name, false)
+			list(c, "facts", &p.Facts, func(c *codec, f *pfact) {
+				c.object(func(c *codec) {
+					c.str("id", &f.ID, false)
+					c.str("kind", &f.Kind, false)
+					c.str("slot", &f.Slot, true)
+					c.str("text", &f.Text, false)
+					num(c, "at", &f.At, true)
+				})
+			})
+		})
+	})
+	c.str("voc", &st.Voc, true)
+}
+
+func (p *period) fields(c *codec) {
+	num(c, "from", &p.From, true)
+	num(c, "to", &p.To, true)
+	c.strs("names", &p.Names)
+	c.strs("topics", &p.Topics)
+	list(c, "stmts", &p.Stmts, func(c *codec, x *stmt) { c.object(x.fields) })
+}
+
+func (x *stmt) fields(c *codec) {
+	c.str("sp", &x.Sp, true)
+	num(c, "at", &x.At, true)
+	c.str("text", &x.Text, false)
+	if c.field("w", false) {
+		if c.r != nil {
+			x.W = c.r.float()
+		} else if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
+			c.err = fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
+		} else {
+			c.w = appendJSONFloat(c.w, x.W)
+		}
+	}
+	num(c, "k", &x.K, true)
+	c.str("terms", &x.Terms, true)
+	c.str("key", &x.Key, true)
+	c.str("ph", &x.Ph, true)
+	c.bool("batch", &x.Batch)
+}
+
+// field reports whether the field name is written now (then its name is:
+// it is not empty where omit) or its value read (it is the key met).
+func (c *codec) field(name string, omit bool) bool {
+	if c.r != nil {
+		if !c.want || c.key != name {
+			return false
+		}
+		c.want = false
+		return true
+	}
+	if omit {
+		return false
+	}
+	c.w = append(append(append(c.w, ',', '"'), name...), '"', ':')
+	return true
+}
+
+// object writes or reads an object of fields; its first comma opens it.
+func (c *codec) object(fields func(*codec)) {
+	if c.r != nil {
+		c.r.object(func(k string) {
+			c.key, c.want = k, true
+			if fields(c); c.want {
+				c.want = false
+				c.r.skip()
 			}
+		})
+		return
+	}
+	n := len(c.w)
+	if fields(c); len(c.w) == n {
+		c.w = append(c.w, "{}"...)
+		return
+	}
+	c.w[n] = '{'
+	c.w = append(c.w, '}')
+}
+
+// list writes xs, when there are any, or reads them.
+func list[T any](c *codec, name string, xs *[]T, each func(*codec, *T)) {
+	switch {
+	case !c.field(name, len(*xs) == 0):
+	case c.r != nil:
+		*xs = (*xs)[:0]
+		var zero T
+		c.r.array(func() {
+			*xs = append(*xs, zero)
+			each(c, &(*xs)[len(*xs)-1])
+		})
+	default:
+		c.w = append(c.w, '[')
+		for i := range *xs {
+			if i > 0 {
+				c.w = append(c.w, ',')
+			}
+			each(c, &(*xs)[i])
+		}
+		c.w = append(c.w, ']')
+	}
+}
+
+func (c *codec) strs(name string, ss *[]string) {
+	list(c, name, ss, func(c *codec, s *string) {
+		if c.r != nil {
+			*s = c.r.str()
+		} else {
+			c.w = events.AppendJSONString(c.w, *s)
+		}
+	})
+}
+
+func (c *codec) str(name string, s *string, omit bool) {
+	if c.field(name, omit && *s == "") {
+		if c.r != nil {
+			*s = c.r.str()
+		} else {
+			c.w = events.AppendJSONString(c.w, *s)
 		}
 	}
-	n := len(b)
-	b = strconv.AppendInt(append(b, `,"v":`...), int64(st.V), 10)
-	b = strconv.AppendUint(append(b, `,"sum":`...), st.Sum, 10)
-	b = optBool(b, `,"agent":true`, st.Agent)
-	b = optStrings(b, `,"names":`, st.Names)
-	b = optInt(b, `,"others":`, int64(st.Others))
-	b = appendList(b, `,"periods":`, st.Periods, appendPeriod)
-	b = appendList(b, `,"open":`, st.Open, appendStmt)
-	b = appendList(b, `,"facts":`, st.Facts, func(b []byte, f *fact) []byte {
-		n := len(b)
-		b = events.AppendJSONString(append(b, `,"id":`...), f.ID)
-		b = optString(b, `,"sp":`, f.Sp)
-		b = optString(b, `,"key":`, f.Key)
-		b = optString(b, `,"num":`, f.Num)
-		return closeObject(strconv.AppendUint(append(b, `,"sum":`...), f.Sum, 10), n)
-	})
-	b = optStrings(b, `,"topics":`, st.Topics)
-	b = optBool(b, `,"small":true`, st.Small)
-	b = appendList(b, `,"people":`, st.People, func(b []byte, p *person) []byte {
-		n := len(b)
-		b = events.AppendJSONString(append(b, `,"name":`...), p.Name)
-		return closeObject(appendList(b, `,"facts":`, p.Facts, func(b []byte, f *pfact) []byte {
-			n := len(b)
-			b = events.AppendJSONString(append(b, `,"id":`...), f.ID)
-			b = events.AppendJSONString(append(b, `,"kind":`...), f.Kind)
-			b = optString(b, `,"slot":`, f.Slot)
-			b = events.AppendJSONString(append(b, `,"text":`...), f.Text)
-			return closeObject(optInt(b, `,"at":`, f.At), n)
-		}), n)
-	})
-	return closeObject(optString(b, `,"voc":`, st.Voc), n), nil
 }
 
-func appendPeriod(b []byte, p *period) []byte {
-	n := len(b)
-	b = optInt(b, `,"from":`, p.From)
-	b = optInt(b, `,"to":`, p.To)
-	b = optStrings(b, `,"names":`, p.Names)
-	b = optStrings(b, `,"topics":`, p.Topics)
-	return closeObject(appendList(b, `,"stmts":`, p.Stmts, appendStmt), n)
-}
-
-func appendStmt(b []byte, x *stmt) []byte {
-	n := len(b)
-	b = optString(b, `,"sp":`, x.Sp)
-	b = optInt(b, `,"at":`, x.At)
-	b = events.AppendJSONString(append(b, `,"text":`...), x.Text)
-	b = appendJSONFloat(append(b, `,"w":`...), x.W)
-	b = optInt(b, `,"k":`, int64(x.K))
-	b = optString(b, `,"terms":`, x.Terms)
-	b = optString(b, `,"key":`, x.Key)
-	b = optString(b, `,"ph":`, x.Ph)
-	return closeObject(optBool(b, `,"batch":true`, x.Batch), n)
-}
-
-// closeObject ends the object written from n: its first comma opens it.
-func closeObject(b []byte, n int) []byte {
-	if len(b) == n {
-		return append(b, "{}"...)
-	}
-	b[n] = '{'
-	return append(b, '}')
-}
-
-// appendList writes xs, when there are any, as the field name.
-func appendList[T any](b []byte, name string, xs []T, each func([]byte, *T) []byte) []byte {
-	if len(xs) == 0 {
-		return b
-	}
-	b = append(append(b, name...), '[')
-	for i := range xs {
-		if i > 0 {
-			b = append(b, ',')
+func num[T int | int64](c *codec, name string, v *T, omit bool) {
+	if c.field(name, omit && *v == 0) {
+		if c.r != nil {
+			*v = T(c.r.int())
+		} else {
+			c.w = strconv.AppendInt(c.w, int64(*v), 10)
 		}
-		b = each(b, &xs[i])
 	}
-	return append(b, ']')
 }
 
-func optStrings(b []byte, name string, ss []string) []byte {
-	return appendList(b, name, ss, func(b []byte, s *string) []byte { return events.AppendJSONString(b, *s) })
+func (c *codec) uint(name string, v *uint64) {
+	if c.field(name, false) {
+		if c.r != nil {
+			*v = c.r.uint()
+		} else {
+			c.w = strconv.AppendUint(c.w, *v, 10)
+		}
+	}
 }
 
-func optString(b []byte, name, s string) []byte {
-	if s == "" {
-		return b
+func (c *codec) bool(name string, v *bool) {
+	if c.field(name, !*v) {
+		if c.r != nil {
+			*v = c.r.bool()
+		} else {
+			c.w = append(c.w, "true"...)
+		}
 	}
-	return events.AppendJSONString(append(b, name...), s)
-}
-
-func optInt(b []byte, name string, v int64) []byte {
-	if v == 0 {
-		return b
-	}
-	return strconv.AppendInt(append(b, name...), v, 10)
-}
-
-func optBool(b []byte, field string, v bool) []byte {
-	if !v {
-		return b
-	}
-	return append(b, field...)
 }
 
 // appendJSONFloat writes f as encoding/json does.
@@ -150,164 +242,6 @@ func appendJSONFloat(b []byte, f float64) []byte {
 }
 
 // ---- reading ----
-
-// readState reads the JSON of a state, as encoding/json would into the
-// state's struct (fields it does not know are skipped, null leaves a
-// field empty); it fails on anything that is not JSON.
-func readState(data []byte) (*state, error) {
-	r := &jsonReader{b: data, s: string(data)}
-	st := &state{}
-	r.object(func(k string) {
-		switch k {
-		case "v":
-			st.V = int(r.int())
-		case "sum":
-			st.Sum = r.uint()
-		case "agent":
-			st.Agent = r.bool()
-		case "names":
-			st.Names = r.strings()
-		case "others":
-			st.Others = int(r.int())
-		case "periods":
-			st.Periods = st.Periods[:0]
-			r.array(func() {
-				var p period
-				r.object(func(k string) {
-					switch k {
-					case "from":
-						p.From = r.int()
-					case "to":
-						p.To = r.int()
-					case "names":
-						p.Names = r.strings()
-					case "topics":
-						p.Topics = r.strings()
-					case "stmts":
-						p.Stmts = r.stmts()
-					default:
-						r.skip()
-					}
-				})
-				st.Periods = append(st.Periods, p)
-			})
-		case "open":
-			st.Open = r.stmts()
-		case "facts":
-			st.Facts = st.Facts[:0]
-			r.array(func() {
-				var f fact
-				r.object(func(k string) {
-					switch k {
-					case "id":
-						f.ID = r.str()
-					case "sp":
-						f.Sp = r.str()
-					case "key":
-						f.Key = r.str()
-					case "num":
-						f.Num = r.str()
-					case "sum":
-						f.Sum = r.uint()
-					default:
-						r.skip()
-					}
-				})
-				st.Facts = append(st.Facts, f)
-			})
-		case "topics":
-			st.Topics = r.strings()
-		case "small":
-			st.Small = r.bool()
-		case "people":
-			st.People = st.People[:0]
-			r.array(func() {
-				var p person
-				r.object(func(k string) {
-					switch k {
-					case "name":
-						p.Name = r.str()
-					case "facts":
-						p.Facts = p.Facts[:0]
-						r.array(func() {
-							var f pfact
-							r.object(func(k string) {
-								switch k {
-								case "id":
-									f.ID = r.str()
-								case "kind":
-									f.Kind = r.str()
-								case "slot":
-									f.Slot = r.str()
-								case "text":
-									f.Text = r.str()
-								case "at":
-									f.At = r.int()
-								default:
-									r.skip()
-								}
-							})
-							p.Facts = append(p.Facts, f)
-						})
-					default:
-						r.skip()
-					}
-				})
-				st.People = append(st.People, p)
-			})
-		case "voc":
-			st.Voc = r.str()
-		default:
-			r.skip()
-		}
-	})
-	if r.ws(); r.err == nil && r.i < len(r.b) {
-		r.fail("data after the state")
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return st, nil
-}
-
-func (r *jsonReader) stmts() []stmt {
-	var out []stmt
-	r.array(func() {
-		var x stmt
-		r.object(func(k string) {
-			switch k {
-			case "sp":
-				x.Sp = r.str()
-			case "at":
-				x.At = r.int()
-			case "text":
-				x.Text = r.str()
-			case "w":
-				x.W = r.float()
-			case "k":
-				x.K = int(r.int())
-			case "terms":
-				x.Terms = r.str()
-			case "key":
-				x.Key = r.str()
-			case "ph":
-				x.Ph = r.str()
-			case "batch":
-				x.Batch = r.bool()
-			default:
-				r.skip()
-			}
-		})
-		out = append(out, x)
-	})
-	return out
-}
-
-func (r *jsonReader) strings() []string {
-	var out []string
-	r.array(func() { out = append(out, r.str()) })
-	return out
-}
 
 // jsonReader reads JSON values from b; the first error stops it. s is b as
 // a string: a string without escapes is read as a part of it (no copy).
