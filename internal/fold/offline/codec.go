@@ -39,9 +39,12 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 // readState reads the JSON of a state, as encoding/json would into the
 // state's struct (fields it does not know are skipped, null leaves a
 // field empty); it fails on anything that is not JSON.
-func readState(data []byte) (*state, error) {
+func readState(data []byte) (*state, error) { return new(state).readJSON(data) }
+
+// readJSON is readState into st, in the room its lists had.
+func (st *state) readJSON(data []byte) (*state, error) {
+	*st = state{Names: st.Names[:0], Periods: st.Periods[:0], Open: st.Open[:0], Facts: st.Facts[:0], Topics: st.Topics[:0], People: st.People[:0]}
 	c := &codec{r: &jsonReader{b: data, s: string(data)}}
-	st := &state{}
 	c.object(st.fields)
 	if c.r.ws(); c.r.err == nil && c.r.i < len(data) {
 		c.r.fail("data after the state")
@@ -53,54 +56,54 @@ func readState(data []byte) (*state, error) {
 }
 
 func (st *state) fields(c *codec) {
-	num(c, "v", &st.V, false)
-	c.uint("sum", &st.Sum)
-	c.bool("agent", &st.Agent)
-	c.strs("names", &st.Names)
-	num(c, "others", &st.Others, true)
-	list(c, "periods", &st.Periods, func(c *codec, p *period) { c.object(p.fields) })
-	list(c, "open", &st.Open, func(c *codec, x *stmt) { c.object(x.fields) })
-	list(c, "facts", &st.Facts, func(c *codec, f *fact) {
+	num(c, `,"v":`, &st.V, false)
+	c.uint(`,"sum":`, &st.Sum)
+	c.bool(`,"agent":`, &st.Agent)
+	c.strs(`,"names":`, &st.Names)
+	num(c, `,"others":`, &st.Others, true)
+	list(c, `,"periods":`, &st.Periods, func(c *codec, p *period) { c.object(p.fields) })
+	list(c, `,"open":`, &st.Open, func(c *codec, x *stmt) { c.object(x.fields) })
+	list(c, `,"facts":`, &st.Facts, func(c *codec, f *fact) {
 		c.object(func(c *codec) {
-			c.str("id", &f.ID, false)
-			c.str("sp", &f.Sp, true)
-			c.str("key", &f.Key, true)
-			c.str("num", &f.Num, true)
-			c.uint("sum", &f.Sum)
+			c.str(`,"id":`, &f.ID, false)
+			c.str(`,"sp":`, &f.Sp, true)
+			c.str(`,"key":`, &f.Key, true)
+			c.str(`,"num":`, &f.Num, true)
+			c.uint(`,"sum":`, &f.Sum)
 		})
 	})
-	c.strs("topics", &st.Topics)
-	c.bool("small", &st.Small)
-	list(c, "people", &st.People, func(c *codec, p *person) {
+	c.strs(`,"topics":`, &st.Topics)
+	c.bool(`,"small":`, &st.Small)
+	list(c, `,"people":`, &st.People, func(c *codec, p *person) {
 		c.object(func(c *codec) {
-			c.str("name", &p.Name, false)
-			list(c, "facts", &p.Facts, func(c *codec, f *pfact) {
+			c.str(`,"name":`, &p.Name, false)
+			list(c, `,"facts":`, &p.Facts, func(c *codec, f *pfact) {
 				c.object(func(c *codec) {
-					c.str("id", &f.ID, false)
-					c.str("kind", &f.Kind, false)
-					c.str("slot", &f.Slot, true)
-					c.str("text", &f.Text, false)
-					num(c, "at", &f.At, true)
+					c.str(`,"id":`, &f.ID, false)
+					c.str(`,"kind":`, &f.Kind, false)
+					c.str(`,"slot":`, &f.Slot, true)
+					c.str(`,"text":`, &f.Text, false)
+					num(c, `,"at":`, &f.At, true)
 				})
 			})
 		})
 	})
-	c.str("voc", &st.Voc, true)
+	c.str(`,"voc":`, &st.Voc, true)
 }
 
 func (p *period) fields(c *codec) {
-	num(c, "from", &p.From, true)
-	num(c, "to", &p.To, true)
-	c.strs("names", &p.Names)
-	c.strs("topics", &p.Topics)
-	list(c, "stmts", &p.Stmts, func(c *codec, x *stmt) { c.object(x.fields) })
+	num(c, `,"from":`, &p.From, true)
+	num(c, `,"to":`, &p.To, true)
+	c.strs(`,"names":`, &p.Names)
+	c.strs(`,"topics":`, &p.Topics)
+	list(c, `,"stmts":`, &p.Stmts, func(c *codec, x *stmt) { c.object(x.fields) })
 }
 
 func (x *stmt) fields(c *codec) {
-	c.str("sp", &x.Sp, true)
-	num(c, "at", &x.At, true)
-	c.str("text", &x.Text, false)
-	if c.field("w", false) {
+	c.str(`,"sp":`, &x.Sp, true)
+	num(c, `,"at":`, &x.At, true)
+	c.str(`,"text":`, &x.Text, false)
+	if c.field(`,"w":`, false) {
 		if c.r != nil {
 			x.W = c.r.float()
 		} else if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
@@ -109,28 +112,28 @@ func (x *stmt) fields(c *codec) {
 			c.w = appendJSONFloat(c.w, x.W)
 		}
 	}
-	num(c, "k", &x.K, true)
-	c.str("terms", &x.Terms, true)
-	c.str("key", &x.Key, true)
-	c.str("ph", &x.Ph, true)
-	c.bool("batch", &x.Batch)
+	num(c, `,"k":`, &x.K, true)
+	c.str(`,"terms":`, &x.Terms, true)
+	c.str(`,"key":`, &x.Key, true)
+	c.str(`,"ph":`, &x.Ph, true)
+	c.bool(`,"batch":`, &x.Batch)
 }
 
-// field reports whether the field name is written now (then its name is:
-// it is not empty where omit) or its value read (it is the key met).
+// field reports whether the field named in name (`,"key":`) is written
+// now (then name is: it is not empty where omit) or its value read (it is
+// the key met).
 func (c *codec) field(name string, omit bool) bool {
 	if c.r != nil {
-		if !c.want || c.key != name {
+		if !c.want || c.key != name[2:len(name)-2] {
 			return false
 		}
 		c.want = false
 		return true
 	}
-	if omit {
-		return false
+	if !omit {
+		c.w = append(c.w, name...)
 	}
-	c.w = append(append(append(c.w, ',', '"'), name...), '"', ':')
-	return true
+	return !omit
 }
 
 // object writes or reads an object of fields; its first comma opens it.

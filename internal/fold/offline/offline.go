@@ -163,11 +163,11 @@ type scratch struct {
 	ids          []int32   // the candidates' words
 	worth        []float64 // what each of those is worth, in one pick
 	said, named  termSet
-	texts        []bool           // by candidate: its text is taken
-	classes      map[uint64]int32 // a lower-cased text's hash: its first candidate
 	phrases      []phrase
 	byKey        map[string]int32 // a phrase's key: its place in phrases
 	seen, people []string
+	out          []byte // the state written
+	st           state  // the state read
 }
 
 func (sc *scratch) release() *scratch {
@@ -209,9 +209,10 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	if budget <= 0 {
 		budget = s.cfg.defaultMaxChars
 	}
-	st := s.load(req)
-	st.sc = s.rooms.Get().(*scratch)
-	defer func() { s.rooms.Put(st.sc.release()) }()
+	sc := s.rooms.Get().(*scratch)
+	defer func() { s.rooms.Put(sc.release()) }()
+	st := s.load(req, &sc.st)
+	st.sc = sc
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
 	changed := false
@@ -248,12 +249,13 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	return res, nil
 }
 
-// load is the session's state before this fold: the request's, when it
-// goes with the previous summary, else the previous summary read as prose.
-func (s *Summarizer) load(req fold.Request) *state {
+// load is the session's state before this fold: the request's (read into
+// room), when it goes with the previous summary, else the previous summary
+// read as prose.
+func (s *Summarizer) load(req fold.Request, room *state) *state {
 	prev := strings.TrimSpace(req.PreviousSummary)
 	if len(req.PreviousState) > 0 {
-		st, err := decodeState(req.PreviousState)
+		st, err := room.decode(req.PreviousState)
 		switch {
 		case err != nil:
 			s.cfg.log.Warn().Err(err).Str("event", "offline_state_unreadable").Str("session", req.Session).

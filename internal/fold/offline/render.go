@@ -663,9 +663,8 @@ type cand struct {
 	latest bool    // the last thing said: where the conversation is
 	size   int     // runes, with the space before it
 	taken  bool
-	period int    // -1: current
-	low    uint64 // lowerHash of its text
-	class  int32  // the first candidate with its text, lower-cased
+	period int  // -1: current
+	dup    bool // its text, lower-cased, is a taken candidate's
 }
 
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
@@ -674,18 +673,7 @@ func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 		sc.ids = append(sc.ids, sc.voc.id(t))
 	}
 	terms := sc.ids[n:len(sc.ids):len(sc.ids)]
-	return cand{x: x, period: period, terms: terms, rec: rec, size: runeLen(x.Text) + 1,
-		low: lowerHash(x.Text), extra: worthBeyondWords(x, len(terms))}
-}
-
-// lowerHash is the FNV-1a hash of s's runes lower-cased: the texts that
-// strings.ToLower makes equal hash alike.
-func lowerHash(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for _, r := range s {
-		h = (h ^ uint64(unicode.ToLower(r))) * 1099511628211
-	}
-	return h
+	return cand{x: x, period: period, terms: terms, rec: rec, size: runeLen(x.Text) + 1, extra: worthBeyondWords(x, len(terms))}
 }
 
 // sameLower reports strings.ToLower(a) == strings.ToLower(b).
@@ -707,25 +695,20 @@ func sameLower(a, b string) bool {
 // anything. A text is taken once.
 func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	voc := &sc.voc
-	if sc.classes == nil {
-		sc.classes = map[uint64]int32{}
-	}
-	clear(sc.classes)
-	said, texts, worth := sc.said[:0], sc.texts[:0], sc.worth[:0]
-	for i := range cands {
-		c := &cands[i]
-		c.class = int32(i)
-		if j, ok := sc.classes[c.low]; !ok {
-			sc.classes[c.low] = int32(i)
-		} else {
-			for ; j < int32(i); j++ {
-				if cands[j].low == c.low && sameLower(cands[j].x.Text, c.x.Text) {
-					c.class = cands[j].class
-					break
-				}
+	said, worth := sc.said[:0], sc.worth[:0]
+	take := func(b *cand) {
+		for i := range cands {
+			if c := &cands[i]; c.size == b.size && sameLower(c.x.Text, b.x.Text) { // (lower-casing keeps runes)
+				c.dup = true
 			}
 		}
-		texts = append(texts, false)
+		for _, t := range b.terms {
+			said.add(t)
+		}
+	}
+	for i := range cands {
+		c := &cands[i]
+		c.dup = false
 		// what each candidate's words are worth does not change while picking
 		for _, t := range c.terms {
 			if named.has(t) {
@@ -735,12 +718,9 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 			}
 		}
 	}
-	for _, c := range cands {
-		if c.taken { // in an earlier call
-			texts[c.class] = true
-			for _, t := range c.terms {
-				said.add(t)
-			}
+	for i := range cands {
+		if cands[i].taken { // in an earlier call
+			take(&cands[i])
 		}
 	}
 	for ; n > 0; n-- {
@@ -750,7 +730,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 			c := &cands[i]
 			cw := w[:len(c.terms)]
 			w = w[len(c.terms):]
-			if c.taken || c.size > room || texts[c.class] {
+			if c.taken || c.size > room || c.dup {
 				continue
 			}
 			gain, fresh := 0.0, 0
@@ -771,15 +751,11 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		if best < 0 {
 			break
 		}
-		c := &cands[best]
-		c.taken = true
-		room -= c.size
-		texts[c.class] = true
-		for _, t := range c.terms {
-			said.add(t)
-		}
+		cands[best].taken = true
+		room -= cands[best].size
+		take(&cands[best])
 	}
-	sc.said, sc.texts, sc.worth = said, texts, worth
+	sc.said, sc.worth = said, worth
 }
 
 // worthBeyondWords: numbers, names, and most a decision, an instruction

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,9 +56,8 @@ type state struct {
 	// Voc is how often each word of the conversation was said (counts.go).
 	Voc string `json:"voc,omitempty"`
 
-	voc  *wordCounts // Voc, read
-	sc   *scratch    // the fold's room, where Voc is read into
-	read int         // bytes of the encoding it was read from
+	voc *wordCounts // Voc, read
+	sc  *scratch    // the fold's room, where Voc is read into
 }
 
 // period is a closed stretch of the conversation: when, who spoke most,
@@ -123,12 +123,14 @@ func fnvAdd(h uint64, s string) uint64 {
 
 // decodeState reads a state written by encode. It fails on anything else,
 // including a state of another version.
-func decodeState(b []byte) (*state, error) {
-	st, err := readState(b)
+func decodeState(b []byte) (*state, error) { return new(state).decode(b) }
+
+// decode is decodeState into st, in the room its lists had.
+func (st *state) decode(b []byte) (*state, error) {
+	st, err := st.readJSON(b)
 	if err != nil {
 		return nil, err
 	}
-	st.read = len(b)
 	if st.V != stateVersion {
 		return nil, fmt.Errorf("offline state: version %d, want %d", st.V, stateVersion)
 	}
@@ -139,13 +141,14 @@ func decodeState(b []byte) (*state, error) {
 // statements and oldest facts while it is over.
 func (st *state) encode() []byte {
 	st.V = stateVersion
+	sc := st.scratch()
 	for {
-		b, err := st.appendJSON(make([]byte, 0, min(st.read+st.read/4+1024, maxStateBytes+1024)))
-		if err != nil {
+		b, err := st.appendJSON(sc.out[:0])
+		if sc.out = b; err != nil {
 			return nil // (only unencodable floats; W is always finite)
 		}
 		if len(b) <= maxStateBytes || !st.shed() {
-			return b
+			return bytes.Clone(b)
 		}
 	}
 }
