@@ -37,20 +37,20 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 }
 
 // readState reads the JSON of a state, as encoding/json would into the
-// state's struct (fields it does not know are skipped, null leaves a
-// field empty); it fails on anything that is not JSON.
+// state's struct (what the codec does not write, such as spaces, nulls and
+// other keys, by encoding/json); it fails on anything that is not JSON.
 func readState(data []byte) (*state, error) { return new(state).readJSON(data) }
 
 // readJSON is readState into st, in the room its lists had.
 func (st *state) readJSON(data []byte) (*state, error) {
 	*st = state{Names: st.Names[:0], Periods: st.Periods[:0], Open: st.Open[:0], Facts: st.Facts[:0], Topics: st.Topics[:0], People: st.People[:0]}
 	c := &codec{r: &jsonReader{b: data, s: string(data)}}
-	c.object(st.fields)
-	if c.r.ws(); c.r.err == nil && c.r.i < len(data) {
-		c.r.fail("data after the state")
-	}
-	if c.r.err != nil {
-		return nil, c.r.err
+	if c.object(st.fields); c.r.err != nil || c.r.i < len(data) {
+		// not as the codec writes it: as encoding/json reads it
+		*st = state{}
+		if err := json.Unmarshal(data, st); err != nil {
+			return nil, fmt.Errorf("offline state: %w", err)
+		}
 	}
 	return st, nil
 }
@@ -142,8 +142,7 @@ func (c *codec) object(fields func(*codec)) {
 		c.r.object(func(k string) {
 			c.key, c.want = k, true
 			if fields(c); c.want {
-				c.want = false
-				c.r.skip()
+				c.r.fail("a known key")
 			}
 		})
 		return
@@ -246,8 +245,10 @@ func appendJSONFloat(b []byte, f float64) []byte {
 
 // ---- reading ----
 
-// jsonReader reads JSON values from b; the first error stops it. s is b as
-// a string: a string without escapes is read as a part of it (no copy).
+// jsonReader reads the JSON the codec writes, from b; anything else
+// (spaces, nulls, other keys, escapes Go does not share with JSON) stops
+// it with an error, as its first error does. s is b as a string: a string
+// without escapes is read as a part of it (no copy).
 type jsonReader struct {
 	b   []byte
 	s   string
@@ -261,51 +262,18 @@ func (r *jsonReader) fail(want string) {
 	}
 }
 
-func (r *jsonReader) ws() {
-	for r.i < len(r.b) {
-		switch r.b[r.i] {
-		case ' ', '\t', '\n', '\r':
-			r.i++
-		default:
-			return
-		}
-	}
-}
-
-// next is the first byte of the next value (0 at the end or after an
-// error).
+// next is the next byte (0 at the end or after an error).
 func (r *jsonReader) next() byte {
-	if r.ws(); r.err != nil || r.i >= len(r.b) {
+	if r.err != nil || r.i >= len(r.b) {
 		return 0
 	}
 	return r.b[r.i]
-}
-
-// null reads a null, if that is what comes next.
-func (r *jsonReader) null() bool {
-	if r.next() != 'n' {
-		return false
-	}
-	r.literal("null")
-	return true
-}
-
-func (r *jsonReader) literal(lit string) {
-	if len(r.b)-r.i < len(lit) || string(r.b[r.i:r.i+len(lit)]) != lit {
-		r.fail("want " + lit)
-		return
-	}
-	r.i += len(lit)
 }
 
 // object reads an object, calling field with each key; field must read
 // the key's value.
 func (r *jsonReader) object(field func(key string)) {
 	r.seq('{', '}', func() {
-		if r.next() != '"' {
-			r.fail("want a key")
-			return
-		}
 		k := r.str()
 		if r.next() != ':' {
 			r.fail("want ':'")
@@ -321,9 +289,6 @@ func (r *jsonReader) array(elem func()) { r.seq('[', ']', elem) }
 
 // seq reads an object's fields or an array's elements, calling elem on each.
 func (r *jsonReader) seq(open, close byte, elem func()) {
-	if r.null() {
-		return
-	}
 	if r.next() != open {
 		r.fail("want '" + string(open) + "'")
 		return
@@ -348,31 +313,18 @@ func (r *jsonReader) seq(open, close byte, elem func()) {
 }
 
 func (r *jsonReader) bool() bool {
-	switch r.next() {
-	case 't':
-		r.literal("true")
-		return true
-	case 'f':
-		r.literal("false")
-	case 'n':
-		r.literal("null")
-	default:
-		r.fail("want true or false")
+	if !strings.HasPrefix(r.s[r.i:], "true") {
+		r.fail("want true")
 	}
-	return false
+	r.i += 4
+	return r.err == nil
 }
 
 // number is the next number's text.
 func (r *jsonReader) number() string {
-	if r.null() {
-		return "0"
-	}
 	start := r.i
 	for r.i < len(r.b) && (r.b[r.i] >= '0' && r.b[r.i] <= '9' || r.b[r.i] == '-' || r.b[r.i] == '+' || r.b[r.i] == '.' || r.b[r.i] == 'e' || r.b[r.i] == 'E') {
 		r.i++
-	}
-	if r.i == start {
-		r.fail("want a number")
 	}
 	return r.s[start:r.i]
 }
@@ -401,29 +353,35 @@ func (r *jsonReader) float() float64 {
 	return f
 }
 
-// str reads a string (null reads as "").
+// str reads a string.
 func (r *jsonReader) str() string {
-	if r.null() {
-		return ""
-	}
 	if r.next() != '"' {
 		r.fail("want a string")
 		return ""
 	}
 	r.i++
 	start, plain := r.i, true
-	for r.i < len(r.b) {
+	for ; r.i < len(r.b); r.i++ {
 		switch c := r.b[r.i]; {
 		case c == '"':
-			s := r.b[start:r.i]
 			r.i++
-			if !plain {
-				return r.unescape(r.b[start-1 : r.i])
+			if s := r.s[start : r.i-1]; plain && utf8.ValidString(s) {
+				return s
 			}
-			if !utf8.Valid(s) {
-				return string([]rune(string(s))) // invalid bytes as U+FFFD, as encoding/json reads them
+			// with escapes: as strconv.Unquote reads them when they are
+			// JSON's and Go's alike (all the writer writes)
+			q, same := r.b[start-1:r.i], true
+			for i := 0; i < len(q); i++ {
+				if q[i] == '\\' {
+					i++
+					same = same && strings.IndexByte(`"\\bfnrtu`, q[i]) >= 0
+				}
 			}
-			return r.s[start : r.i-1]
+			if s, err := strconv.Unquote(string(q)); err == nil && same && utf8.ValidString(s) {
+				return s
+			}
+			r.fail("an escape or bytes encoding/json reads otherwise")
+			return ""
 		case c == '\\':
 			plain = false
 			r.i++ // (the byte escaped does not end the string)
@@ -431,47 +389,7 @@ func (r *jsonReader) str() string {
 			r.fail("control character in a string")
 			return ""
 		}
-		r.i++
 	}
 	r.fail("unterminated string")
 	return ""
-}
-
-// unescape reads the quoted string q that has escapes: as strconv.Unquote
-// does when its escapes are JSON's and Go's alike (all the writer writes),
-// else as encoding/json does ("\/", a surrogate pair, invalid UTF-8).
-func (r *jsonReader) unescape(q []byte) string {
-	same := true
-	for i := 0; i < len(q); i++ {
-		if q[i] == '\\' {
-			i++
-			same = same && strings.IndexByte(`"\\bfnrtu`, q[i]) >= 0
-		}
-	}
-	if s, err := strconv.Unquote(string(q)); err == nil && same && utf8.ValidString(s) {
-		return s
-	}
-	var s string
-	if err := json.Unmarshal(q, &s); err != nil {
-		r.fail("bad escape in a string")
-	}
-	return s
-}
-
-// skip reads a value of any kind.
-func (r *jsonReader) skip() {
-	switch r.next() {
-	case '{':
-		r.object(func(string) { r.skip() })
-	case '[':
-		r.array(r.skip)
-	case '"':
-		r.str()
-	case 't', 'f':
-		r.bool()
-	case 'n':
-		r.null()
-	default:
-		r.float()
-	}
 }
