@@ -401,6 +401,9 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 	return dst
 }
 
+// terms are the distinct stemmed content words of s, in order.
+func (l *lexicon) terms(s string) []string { return l.appendTerms(nil, s) }
+
 // termString is terms(s) joined by spaces.
 func (l *lexicon) termString(s string) string {
 	var arr [32]string

@@ -21,13 +21,8 @@ const (
 	maxBatchStmts = 400  // statements of one batch kept: the weightiest
 )
 
-// reader is what a summarizer reads a fold with: the words it has seen
-// and room for a sentence's terms, kept from fold to fold
-// (Summarizer.readers; one fold at a time).
-type reader struct {
-	lex   lexicon
-	terms []string
-}
+// lex is the lexicon of the summarizer's words seen (in the fold's scratch).
+func (st *state) lex() *lexicon { return &st.scratch().lex }
 
 // batch is what one fold's turns and notes say.
 type batch struct {
@@ -43,7 +38,7 @@ type batch struct {
 // extract turns req's turns and notes into statements, in order. Every
 // turn is read once here; what the summary and the memories say comes
 // from these statements.
-func (s *Summarizer) extract(req fold.Request, st *state, rd *reader) batch {
+func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	b := batch{answered: -1, allFiller: true}
 	lastQ := -1 // index in b.stmts of a question waiting for its answer
 	lastQSp := ""
@@ -75,7 +70,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, rd *reader) batch {
 		if isToolTurn(t) {
 			b.hadTurns = true
 			b.allFiller = false
-			call = rd.lex.toolTurn(&b, t, call)
+			call = sc.lex.toolTurn(&b, t, call)
 			continue
 		}
 		call = nil
@@ -97,7 +92,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, rd *reader) batch {
 		if prop >= 0 && strings.TrimSpace(text) != "" && !opensWithBackchannel(text) {
 			endProposal()
 		}
-		sents := s.sentences(rd, text, sp, t, req.Profile == fold.ProfileAgent, names)
+		sents := s.sentences(sc, text, sp, t, req.Profile == fold.ProfileAgent, names)
 		// A question is answered by the next turn of someone else when
 		// that turn says something and does not open with a backchannel
 		// ("sure, …").
@@ -148,7 +143,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, rd *reader) batch {
 		if i >= s.cfg.maxNotes {
 			break
 		}
-		if x, ok := rd.lex.noteStmt(n); ok {
+		if x, ok := sc.lex.noteStmt(n); ok {
 			b.stmts = append(b.stmts, x)
 			b.allFiller = false
 		}
@@ -161,8 +156,8 @@ func (s *Summarizer) extract(req fold.Request, st *state, rd *reader) batch {
 
 // sentences are the statements of one turn worth keeping, at most
 // maxUnitsPerTurn of them (the weightiest), in order.
-func (s *Summarizer) sentences(rd *reader, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
-	lx := &rd.lex
+func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
+	lx := &sc.lex
 	var out []stmt
 	user := agent && strings.EqualFold(t.Role, "user")
 	for _, raw := range splitSentences(text) {
@@ -173,8 +168,8 @@ func (s *Summarizer) sentences(rd *reader, text, sp string, t fold.Turn, agent b
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
-		tw := lx.appendTerms(rd.terms[:0], sent)
-		rd.terms = tw
+		tw := lx.appendTerms(sc.terms[:0], sent)
+		sc.terms = tw
 		c := statWords(sent)
 		nums := c.nums
 		question := strings.HasSuffix(sent, "?")

@@ -31,10 +31,10 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	}
 	var cands []stmt
 	for _, x := range b.stmts {
-		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !st.lx.isFactStmt(x) {
+		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !st.lex().isFactStmt(x) {
 			continue
 		}
-		if _, _, about := st.lx.personFact(x); strings.Contains(x.Text, "…") || statWords(x.Text).words < 5 && !about {
+		if _, _, about := st.lex().personFact(x); strings.Contains(x.Text, "…") || statWords(x.Text).words < 5 && !about {
 			continue // cut, or too short to stand alone
 		}
 		cands = append(cands, x)

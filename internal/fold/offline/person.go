@@ -98,7 +98,7 @@ func (lx *lexicon) objectSlot(obj string, n int) string {
 // notePerson records fact x (memory id) under its speaker and returns the
 // ID of the fact of the same kind and subject it replaces ("" for none).
 func (st *state) notePerson(x stmt, id, text string) (supersedes string) {
-	kind, slot, ok := st.lx.personFact(x)
+	kind, slot, ok := st.lex().personFact(x)
 	if !ok {
 		return ""
 	}
