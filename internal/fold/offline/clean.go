@@ -229,6 +229,15 @@ func appendFields(dst []string, s string) []string {
 
 func runeLen(s string) int { return utf8.RuneCountInString(s) }
 
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // clip cuts s to at most max runes at a word boundary, with "…".
 func clip(s string, max int) string {
 	if runeLen(s) <= max {
