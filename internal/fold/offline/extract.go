@@ -39,7 +39,7 @@ type batch struct {
 // turn is read once here; what the summary and the memories say comes
 // from these statements.
 func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
-	b := batch{answered: -1, allFiller: true}
+	b := batch{stmts: sc.stmts[:0], answered: -1, allFiller: true}
 	lastQ := -1 // index in b.stmts of a question waiting for its answer
 	lastQSp := ""
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
@@ -135,7 +135,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 	}
 	b.stmts = kept
-	salient(b.stmts)
+	sc.salient(b.stmts)
 	if len(b.stmts) > maxBatchStmts {
 		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
 	}
@@ -151,6 +151,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	for i := range b.stmts {
 		b.stmts[i].Batch = true
 	}
+	sc.stmts = b.stmts
 	return b
 }
 
@@ -158,7 +159,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 // maxUnitsPerTurn of them (the weightiest), in order.
 func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
 	lx := &sc.lex
-	var out []stmt
+	out := sc.sents[:0] // (the caller copies them)
 	user := agent && strings.EqualFold(t.Role, "user")
 	for _, raw := range splitSentences(text) {
 		if isInjection(raw) {
@@ -203,6 +204,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		out[i].Key = lx.factKey(out[i].Key)
 		out[i].Ph = lx.phrases(statementBody(out[i]), names)
 	}
+	sc.sents = out
 	return out
 }
 
@@ -225,8 +227,12 @@ func hasPrefixFold(s, prefix string) bool {
 // salient adds to each statement's weight how much its words are what
 // the statements around it talk about: a word said in several of them is
 // a subject of the conversation, which later questions ask about.
-func salient(ss []stmt) {
-	tf := make(map[string]int, 8*len(ss))
+func (sc *scratch) salient(ss []stmt) {
+	if sc.tf == nil {
+		sc.tf = map[string]int{}
+	}
+	tf := sc.tf
+	clear(tf)
 	for _, x := range ss {
 		for t := range strings.FieldsSeq(x.Terms) {
 			tf[t]++
