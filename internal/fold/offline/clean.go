@@ -379,35 +379,22 @@ func termWord(w string) bool {
 func (l *lexicon) appendTerms(dst []string, s string) []string {
 	n0 := len(dst)
 	var buf [64]byte
-	tokenAt := func(i int) (bool, int) { // whether the rune at i is a token's; its length
-		if s[i] < utf8.RuneSelf {
-			return isTokenRune(rune(s[i])), 1
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		return isTokenRune(r), n
-	}
 	for i := 0; i < len(s); {
 		// a token: a run of letters, digits and ' - $ %
-		in, n := tokenAt(i)
-		if !in {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !isTokenRune(r) {
 			i += n
 			continue
 		}
 		j := i + n
 		for j < len(s) {
-			in, n := tokenAt(j)
-			if !in {
+			r, n := utf8.DecodeRuneInString(s[j:])
+			if !isTokenRune(r) {
 				break
 			}
 			j += n
 		}
-		t := lower(buf[:0], s[i:j])
-		for len(t) > 0 && (t[0] == '\'' || t[0] == '-') {
-			t = t[1:]
-		}
-		for len(t) > 0 && (t[len(t)-1] == '\'' || t[len(t)-1] == '-') {
-			t = t[:len(t)-1]
-		}
+		t := bytes.TrimFunc(lower(buf[:0], s[i:j]), func(r rune) bool { return r == '\'' || r == '-' })
 		i = j
 		x := l.getBytes(t)
 		if !x.is(fTerm) {

@@ -172,13 +172,14 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		tw := lx.appendTerms(sc.terms[:0], sent)
 		sc.terms = tw
 		c := statWords(sent)
-		nums := c.nums
 		question := strings.HasSuffix(sent, "?")
-		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && c.words < 4 {
+		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
-		sent = reldate.Resolve(sent, t.At)
-		w := weigh(sent, len(tw), nums)
+		if r := reldate.Resolve(sent, t.At); r != sent {
+			sent, c.names = r, statWords(r).names
+		}
+		w := weigh(sent, len(tw), c)
 		k := kSaid
 		if question {
 			k = kQuestion
@@ -249,9 +250,9 @@ func (sc *scratch) salient(ss []stmt) {
 const salience = 0.25
 
 // weigh is what a sentence is worth by its content: its content words,
-// numbers, names, and words of decisions and plans.
-func weigh(sent string, terms, nums int) float64 {
-	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(statWords(sent).names, 4))
+// numbers, names (c), and words of decisions and plans.
+func weigh(sent string, terms int, c wordStat) float64 {
+	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(c.nums, 3)) + 0.6*float64(min(c.names, 4))
 	if decisionWords.in(sent) {
 		w += 1.5
 	}
@@ -325,8 +326,6 @@ func statWords(s string) (c wordStat) {
 	}
 	return c
 }
-
-func countDigits(s string) int { return statWords(s).nums }
 
 // ---- filler ----
 
@@ -880,7 +879,7 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 // 8443") or else the word after it ("$190 a night"). Statements without
 // numbers have no key.
 func (lx *lexicon) factKey(sent string) string {
-	if strings.IndexFunc(sent, unicode.IsDigit) < 0 {
+	if !hasDigit(sent) {
 		return ""
 	}
 	var arr [64]string
@@ -894,7 +893,7 @@ func (lx *lexicon) factKey(sent string) string {
 	}
 	for i, w := range ws {
 		v := trimCut(w, ".,!?;:()\"'")
-		if strings.IndexFunc(v, unicode.IsDigit) < 0 || nk >= 4 {
+		if !hasDigit(v) || nk >= 4 {
 			continue
 		}
 		var slot string
