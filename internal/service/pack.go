@@ -29,7 +29,11 @@ import (
 //
 // Under a budget, with terms to search, every candidate competes in one
 // ranking by its value per character (packByValue, pack_value.go); the
-// last exchange (the lastExchange newest turns) is always kept.
+// last exchange (the lastExchange newest turns) is always kept, a turn of
+// it longer than 1/lastTurnShare of the budget as its last sentences
+// (fitLast): a 900-character speech would otherwise take half of a
+// 2,000-character budget whatever the question, and its end is what the
+// next reply answers.
 //
 // Under a budget with nothing to search (a query of stop words only, or
 // turns that could not be read) the window keeps the last exchange and
@@ -61,6 +65,10 @@ const (
 	passageWeight = 0.5
 	// maxMisses bounds the matches a pass tries after the room is full.
 	maxMisses = 20
+	// lastTurnShare: under a budget, with terms to search, a turn of the
+	// last exchange whose line costs more than 1/lastTurnShare of the
+	// budget is shown as its last sentences within that share (fitLast).
+	lastTurnShare = 8
 )
 
 // meter charges lines against limits (0: unlimited).
@@ -335,6 +343,27 @@ func (s *server) windowTurn(ctx context.Context, cp *state.Session, tail map[uin
 		ct.Tokens = s.tokens.Count(line)
 	}
 	return ct, nil
+}
+
+// fitLast is turn ct of the last exchange as a question-aware context
+// under budget (characters, or four per token) shows it: whole when its
+// line costs at most 1/lastTurnShare of the budget, else its last
+// sentences that fit in that share after trimMark (tailText), marked
+// Trimmed. The end of a long turn is kept because it is what was said
+// last, what the next reply answers.
+func (s *server) fitLast(ct client.ContextTurn, budget int) client.ContextTurn {
+	limit := budget / lastTurnShare
+	if budget == 0 || ct.Chars <= limit {
+		return ct
+	}
+	label := ct.Chars - client.LineChars(ct.Text) // "Speaker: "
+	text, ok := tailText(ct.Text, limit-label-1)
+	if !ok {
+		return ct
+	}
+	ct.Text, ct.Trimmed = text, true
+	ct.Chars, ct.Tokens = s.lineCost(ct.Line())
+	return ct
 }
 
 // picker chooses the earlier turns for a query: the best matches among

@@ -391,6 +391,41 @@ func (p *picker) best(d int) (string, bool) {
 	return text, true
 }
 
+// tailText is text cut to its last sentences that fit in limit
+// characters after trimMark and a space; when its last sentence alone
+// does not fit, that sentence's last words that do (never a cut word).
+// False when text fits whole or not even its last word fits.
+func tailText(text string, limit int) (string, bool) {
+	if utf8.RuneCountInString(text) <= limit {
+		return text, false
+	}
+	n := utf8.RuneCountInString(trimMark) + 1
+	keep := func(parts []string, sep string) int {
+		from := len(parts)
+		for from > 0 {
+			w := utf8.RuneCountInString(parts[from-1])
+			if from < len(parts) {
+				w += len(sep)
+			}
+			if n+w > limit {
+				break
+			}
+			n += w
+			from--
+		}
+		return from
+	}
+	sents := sentences(text)
+	if from := keep(sents, " "); from < len(sents) {
+		return trimMark + " " + strings.Join(sents[from:], " "), true
+	}
+	words := strings.Fields(text)
+	if from := keep(words, " "); from < len(words) {
+		return trimMark + " " + strings.Join(words[from:], " "), true
+	}
+	return text, false
+}
+
 // sentences splits text into its sentences (sentence.Split: at a
 // sentence end and a space, not after an abbreviation, an initial or
 // inside a number, and at line breaks), each without its surrounding

@@ -21,7 +21,7 @@ import (
 // and the verbatim turns before the last exchange) competes for the room
 // in one ranking, by what it is expected to add to the reply for this
 // question per character it costs there; the last exchange is always
-// kept.
+// kept (a very long turn of it as its last sentences, fitLast).
 //
 // What a candidate adds is estimated as the expected number of words it
 // shows that the reply does not show yet and that answer the question:
@@ -154,6 +154,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 			if err != nil {
 				return err
 			}
+			ct = s.fitLast(ct, pk.budget)
 			if !take(ct.Chars, ct.Tokens, total) {
 				break
 			}

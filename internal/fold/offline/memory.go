@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,10 +31,10 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	}
 	var cands []stmt
 	for _, x := range b.stmts {
-		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !isFactStmt(x) {
+		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !st.lex().isFactStmt(x) {
 			continue
 		}
-		if _, _, about := personFact(x); strings.Contains(x.Text, "…") || fewWords(x.Text, 5) && !about {
+		if _, _, about := st.lex().personFact(x); strings.Contains(x.Text, "…") || statWords(x.Text).words < 5 && !about {
 			continue // cut, or too short to stand alone
 		}
 		cands = append(cands, x)
@@ -64,7 +65,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		}
 		m.Supersedes = st.notePerson(x, m.ID, m.Text)
 		for i := len(st.Facts) - 1; m.Supersedes == "" && i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
-			if changedFact(st.Facts[i].Num, x.Key) {
+			if changedSlots(st.Facts[i].Num, x.Key) > 0 {
 				m.Supersedes = st.Facts[i].ID
 				break
 			}
@@ -95,14 +96,14 @@ var factWords, quotedFactWords = newKeywords(factWordList...), func() *keywords 
 }()
 
 // isFactStmt reports a statement worth remembering.
-func isFactStmt(x stmt) bool {
+func (lx *lexicon) isFactStmt(x stmt) bool {
 	if strings.Count(x.Terms, " ") < 1 {
 		return false
 	}
 	if x.Key != "" {
 		return true
 	}
-	if _, _, ok := personFact(x); ok {
+	if _, _, ok := lx.personFact(x); ok {
 		return true
 	}
 	low := strings.ToLower(x.Text)
@@ -119,24 +120,12 @@ func isFactStmt(x stmt) bool {
 		return true
 	}
 	// third-person rewrites of the above: "Lena is vegetarian", "Jonas has …"
-	for _, w := range []string{"is ", "has ", "will ", "likes ", "loves ", "lives ", "works ", "moved ", "booked ", "prefers ", "suggested "} {
-		if strings.HasPrefix(body, w) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"is ", "has ", "will ", "likes ", "loves ", "lives ", "works ", "moved ", "booked ", "prefers ", "suggested "},
+		func(w string) bool { return strings.HasPrefix(body, w) })
 }
 
-// changedFact reports whether the slots of newer ("night=$210") give one
-// of older's slots another value.
-func changedFact(older, newer string) bool {
-	if older == "" || newer == "" {
-		return false
-	}
-	return changedSlots(older, newer) > 0
-}
-
-// changedSlots counts the slots of older that newer gives another value.
+// changedSlots counts the slots of older ("night=$190") that newer
+// ("night=$210") gives another value.
 func changedSlots(older, newer string) int {
 	n := 0
 	for o := range strings.FieldsSeq(older) {

@@ -41,7 +41,7 @@ var factVerbs = []struct {
 
 // personFact reads a statement about its speaker ("Lena loves sushi.")
 // as a fact: its kind and what it is about; ok false for anything else.
-func personFact(x stmt) (kind, slot string, ok bool) {
+func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 	if x.Sp == "" || !strings.HasPrefix(x.Text, x.Sp+" ") && !strings.HasPrefix(x.Text, x.Sp+"'s ") {
 		return "", "", false
 	}
@@ -52,7 +52,7 @@ func personFact(x stmt) (kind, slot string, ok bool) {
 		if len(obj) == 0 {
 			return "", "", false
 		}
-		return "owns", stem(strings.ToLower(strings.Trim(obj[0], ".,!?"))), true
+		return "owns", lx.stem(strings.ToLower(strings.Trim(obj[0], ".,!?"))), true
 	}
 	rest = strings.TrimSpace(rest)
 	low := strings.ToLower(rest)
@@ -74,16 +74,16 @@ func personFact(x stmt) (kind, slot string, ok bool) {
 			if fv.kind == "plans" || fv.kind == "is" {
 				n = 2 // a plan: what is done to what ("book cabin")
 			}
-			return fv.kind, objectSlot(low[len(v):], n), true
+			return fv.kind, lx.objectSlot(low[len(v):], n), true
 		}
 	}
 	return "", "", false
 }
 
 // objectSlot: the stems of the first n content words ("sushi", "book desert").
-func objectSlot(obj string, n int) string {
+func (lx *lexicon) objectSlot(obj string, n int) string {
 	var ks []string
-	for _, t := range terms(obj) {
+	for _, t := range lx.appendTerms(nil, obj) {
 		if len(ks) == n {
 			break
 		}
@@ -98,7 +98,7 @@ func objectSlot(obj string, n int) string {
 // notePerson records fact x (memory id) under its speaker and returns the
 // ID of the fact of the same kind and subject it replaces ("" for none).
 func (st *state) notePerson(x stmt, id, text string) (supersedes string) {
-	kind, slot, ok := personFact(x)
+	kind, slot, ok := st.lex().personFact(x)
 	if !ok {
 		return ""
 	}
