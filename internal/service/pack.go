@@ -400,6 +400,9 @@ type picker struct {
 	// and texts its text as an excerpt shows it (picker.text).
 	content map[int]*docTerms
 	texts   map[int]string
+	// wordless are the considered docs that say nothing once cleaned
+	// (picker.saysNothing).
+	wordless map[int]bool
 	// perDay counts the chosen matches by day (diversity).
 	perDay map[int64]int
 	// hybrid: the hits were fused with the turns nearest the question by
@@ -438,7 +441,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
 		labelled: map[int]bool{}, counted: map[[3]int]int{}, lineChars: map[[3]int]int{}, tried: map[int]bool{}, newest: -1,
-		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, texts: map[int]string{}, perDay: map[int64]int{}}
+		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, texts: map[int]string{}, wordless: map[int]bool{}, perDay: map[int64]int{}}
 	p.budget = cmp.Or(out.BudgetChars, 4*out.BudgetTokens)
 	var hits []hit
 	hits, p.feedback = x.expand(terms, lo, n)
@@ -617,18 +620,18 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 
 // unit is a match as the picker recalls it: with the turn before it when
 // the match is a fragment or that turn asks a question, and the turn
-// after it (below limit) when the match asks one, each unless chosen or
-// shown as a memory.
+// after it (below limit) when the match asks one, each unless chosen,
+// shown as a memory, or a turn that says nothing ("{vocalsound}").
 func (p *picker) unit(hit hit, limit int) ([]client.RecalledItem, []int) {
 	unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
 	docs := []int{hit.doc}
 	text := p.text(hit.doc)
-	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] &&
+	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && !p.saysNothing(d) &&
 		(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(p.text(d), "?")) {
 		unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
 		docs = append([]int{d}, docs...)
 	}
-	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && strings.HasSuffix(text, "?") {
+	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && !p.saysNothing(d) && strings.HasSuffix(text, "?") {
 		unit = append(unit, p.item(d, 0, true))
 		docs = append(docs, d)
 	}

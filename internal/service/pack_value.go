@@ -725,7 +725,7 @@ func (v *valuePacker) fillNeighbours() {
 					continue
 				}
 				dt := pk.docTerms(d)
-				if !dt.substantive {
+				if !dt.substantive || pk.saysNothing(d) {
 					continue
 				}
 				fresh := 0
