@@ -653,3 +653,24 @@ func TestQueryContextNeverRecallsATurnThatSaysNothing(t *testing.T) {
 		}
 	}
 }
+
+// A budget the matches and the turns around them do not fill gives its
+// room left, after the summary and the window, to turns further from the
+// matches.
+func TestQueryContextFillsRoomLeftAroundTheMatches(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, map[int]string{
+		14: "Grandma's lighthouse painting still hangs crooked beside the kitchen door.",
+		20: "The zeppelin museum tickets cost forty euros each, cash only.",
+	})
+	e.Settled("s1", 64, 10)
+	budget := 20000
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "How much do the zeppelin museum tickets cost?", BudgetChars: budget})
+	checkQueryContext(t, c, budget)
+	shown := shownTurns(c)
+	if !slices.Contains(shown, "t020") || !slices.Contains(shown, "t014") {
+		t.Fatalf("budget %d: recalled %v (window from %d, %d chars), want the match and the turn six before it:\n%s", budget, shown, c.Turns[0].Index, c.Chars, c.Prompt())
+	}
+}
