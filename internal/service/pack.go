@@ -396,13 +396,10 @@ type picker struct {
 	terms, feedback []string
 	// weights weighs terms and feedback for trimming (trimWeights).
 	weights map[string]float64
-	// content caches each considered doc's content terms (evidence.go),
-	// and texts its text as an excerpt shows it (picker.text).
+	// content caches each considered doc's content terms (evidence.go).
 	content map[int]*docTerms
-	texts   map[int]string
-	// wordless are the considered docs that say nothing once cleaned
-	// (picker.saysNothing).
-	wordless map[int]bool
+	// forms caches item's texts and characters.
+	forms map[itemKey]itemForm
 	// perDay counts the chosen matches by day (diversity).
 	perDay map[int64]int
 	// hybrid: the hits were fused with the turns nearest the question by
@@ -441,7 +438,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
 		labelled: map[int]bool{}, counted: map[[3]int]int{}, lineChars: map[[3]int]int{}, tried: map[int]bool{}, newest: -1,
-		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, texts: map[int]string{}, wordless: map[int]bool{}, perDay: map[int64]int{}}
+		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, forms: map[itemKey]itemForm{}, perDay: map[int64]int{}}
 	p.budget = cmp.Or(out.BudgetChars, 4*out.BudgetTokens)
 	var hits []hit
 	hits, p.feedback = x.expand(terms, lo, n)
@@ -486,15 +483,37 @@ func (p *picker) searched(start int64) int {
 
 func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem {
 	doc, t := p.x.docs[d], p.x.turn(d)
-	text, trimmed := p.text(d), false
-	if !neighbour {
-		text, trimmed = p.trim(d)
+	key := itemKey{d, neighbour}
+	f, ok := p.forms[key]
+	if !ok {
+		f.text = p.text(d)
+		if !neighbour {
+			f.text, f.trimmed = p.trim(d)
+		}
 	}
 	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: t.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
-		Speaker: t.Speaker, Role: t.Role, At: t.At.UTC(), Score: score, Neighbour: neighbour, Text: text, Trimmed: trimmed}
-	it.Chars = client.LineChars(it.Line())
+		Speaker: t.Speaker, Role: t.Role, At: t.At.UTC(), Score: score, Neighbour: neighbour, Text: f.text, Trimmed: f.trimmed}
+	if !ok {
+		f.chars = client.LineChars(it.Line())
+		p.forms[key] = f
+	}
+	it.Chars = f.chars
 	it.Tokens = -1 // counted once the characters fit (costing tokens is the expensive part)
 	return it
+}
+
+// itemKey is a doc as a match (neighbour false) or a neighbour, and
+// itemForm its item's text and line's characters (picker.item: the same
+// every time for a picker).
+type itemKey struct {
+	d         int
+	neighbour bool
+}
+
+type itemForm struct {
+	text    string
+	trimmed bool
+	chars   int
 }
 
 // lineCost is the cost of doc d's excerpt line (it), labelled with its
