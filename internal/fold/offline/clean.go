@@ -410,8 +410,12 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 	return dst
 }
 
-// terms are the distinct stemmed content words of s, in order.
-func (l *lexicon) terms(s string) []string { return l.appendTerms(nil, s) }
+// termsOf are the terms of s (appendTerms) in the scratch's room, until the
+// next call.
+func (sc *scratch) termsOf(s string) []string {
+	sc.terms = sc.lex.appendTerms(sc.terms[:0], s)
+	return sc.terms
+}
 
 // termString is terms(s) joined by spaces.
 func (l *lexicon) termString(s string) string {

@@ -86,17 +86,22 @@ func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 
 // objectSlot: the stems of the first n content words ("sushi", "book desert").
 func (lx *lexicon) objectSlot(obj string, n int) string {
-	var ks []string
-	for _, t := range lx.appendTerms(nil, obj) {
-		if len(ks) == n {
+	var arr [16]string
+	var b strings.Builder
+	for _, t := range lx.appendTerms(arr[:0], obj) {
+		if n == 0 {
 			break
 		}
 		if strings.ContainsAny(t, "0123456789") {
 			continue // a number is a value, not a subject
 		}
-		ks = append(ks, t)
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t)
+		n--
 	}
-	return strings.Join(ks, " ")
+	return b.String()
 }
 
 // notePerson records fact x (memory id) under its speaker and returns the

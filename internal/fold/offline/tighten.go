@@ -139,16 +139,7 @@ func trimCut(w, cut string) string {
 	return w
 }
 
-func hasDigit(w string) bool {
-	for i := 0; i < len(w); i++ {
-		if w[i] >= utf8.RuneSelf {
-			return strings.IndexFunc(w[i:], unicode.IsDigit) >= 0
-		} else if '0' <= w[i] && w[i] <= '9' {
-			return true
-		}
-	}
-	return false
-}
+func hasDigit(w string) bool { return strings.IndexFunc(w, unicode.IsDigit) >= 0 }
 
 // clauseBreaks are where a run-on sentence can end.
 var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", which ", ", or ", ", then ", " but ", " because "}
