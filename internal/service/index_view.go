@@ -23,6 +23,9 @@ type docViews struct {
 // docView is one doc's display text and terms.
 type docView struct {
 	text string
+	// wordless: a turn of speech with no word once cleaned (shown as it
+	// is; picker.saysNothing).
+	wordless bool
 	// terms are text's distinct index terms (stop words left out), in
 	// the order the text first says them, each followed by a 0 byte.
 	terms string
@@ -41,7 +44,8 @@ func (x *turnIndex) view(d int) docView {
 		return v
 	}
 	t := x.turn(d)
-	v := docView{text: displayText(t)}
+	var v docView
+	v.text, v.wordless = displayText(t)
 	if v.text == t.Text {
 		v.text = t.Text // not held twice
 	}

@@ -645,18 +645,18 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 
 // unit is a match as the picker recalls it: with the turn before it when
 // the match is a fragment or that turn asks a question, and the turn
-// after it (below limit) when the match asks one, each unless chosen or
-// shown as a memory.
+// after it (below limit) when the match asks one, each unless chosen,
+// shown as a memory, or a turn that says nothing ("{vocalsound}").
 func (p *picker) unit(hit hit, limit int) ([]client.RecalledItem, []int) {
 	unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
 	docs := []int{hit.doc}
 	text := p.text(hit.doc)
-	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] &&
+	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && !p.saysNothing(d) &&
 		(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(p.text(d), "?")) {
 		unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
 		docs = append([]int{d}, docs...)
 	}
-	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && strings.HasSuffix(text, "?") {
+	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && !p.saysNothing(d) && strings.HasSuffix(text, "?") {
 		unit = append(unit, p.item(d, 0, true))
 		docs = append(docs, d)
 	}

@@ -142,7 +142,7 @@ func (p *picker) names() map[string]bool {
 
 // evidence reports whether doc d may be recalled as a match: not a turn
 // the reply shows as a memory, not one that only greets or names
-// someone, one that matches the question on more than a name when the
+// someone, nor a turn of speech that says nothing once cleaned, one that matches the question on more than a name when the
 // question asks about more than a person (by its words or its feedback
 // terms; with hybrid ranking, a turn near it by meaning too), and not a near-duplicate of a
 // chosen match.
@@ -157,7 +157,7 @@ func (p *picker) relevant(d int) bool {
 		return false
 	}
 	dt := p.docTerms(d)
-	if !dt.substantive {
+	if !dt.substantive || p.saysNothing(d) {
 		return false
 	}
 	names := p.names()
@@ -246,15 +246,22 @@ func (p *picker) text(d int) string {
 	return p.x.view(d).text
 }
 
-// displayText is turn t's text as a recalled line shows it (picker.text).
-func displayText(t *events.Turn) string {
+// saysNothing reports whether doc d is a turn of speech without a word
+// once cleaned ("{vocalsound}", "Um."): never a neighbour, as it makes
+// nothing readable.
+func (p *picker) saysNothing(d int) bool { return p.x.view(d).wordless }
+
+// displayText is turn t's text as a recalled line shows it (picker.text),
+// and whether it is a turn of speech with nothing left once cleaned
+// (shown as it is then).
+func displayText(t *events.Turn) (string, bool) {
 	if t.Tool != "" || strings.HasPrefix(t.Kind, "tool") || t.Role == "tool" {
-		return t.Text
+		return t.Text, false
 	}
 	if c := speech.Clean(t.Text); c != "" {
-		return c
+		return c, false
 	}
-	return t.Text
+	return t.Text, true
 }
 
 // trim is doc d's text as an excerpt: a turn longer than trimChars is cut

@@ -44,11 +44,14 @@ import (
 // answer spans a few turns, and the turns around a match say more about
 // the question than any other), then to the summary's other sentences,
 // the densest in new words first, then to older verbatim turns, newest
-// first.
+// first, and last to the turns further from the matches (up to fillFar
+// away): room left unused holds nothing.
 const (
 	// fillReach is how far from a chosen match the room left looks for
-	// turns.
+	// turns first, and fillFar how far once the summary and the window
+	// have had theirs (a budget the matches do not fill).
 	fillReach = 3
+	fillFar   = 8
 	// coveredDecay is what a question term is worth again for each chosen
 	// item that already holds it.
 	coveredDecay = 0.5
@@ -216,7 +219,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 	// The room left: the turns next to the matches, the summary's other
 	// sentences, then older turns. The window's header is only shown
 	// between recalled lines and turns.
-	v.fillNeighbours()
+	v.fillNeighbours(1, fillReach)
 	v.fillSummary()
 	recalled := len(v.mems) > 0 || len(pk.chosen) > 0
 	if header && !recalled {
@@ -226,6 +229,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 	if err := v.fillWindow(); err != nil {
 		return err
 	}
+	v.fillNeighbours(fillReach+1, fillFar)
 	if header && len(v.window) == 0 {
 		total.chars, total.tokens = total.chars-hc, total.tokens-ht
 	}
@@ -722,11 +726,11 @@ func (v *valuePacker) fillSummary() {
 // fillNeighbours adds the substantive turns next to the chosen matches
 // (not chosen, not shown as a memory, and with more than a fifth of their
 // words new to the reply: not one that repeats what it shows), the
-// nearest first and among them the best matches' first, up to fillReach
+// nearest first and among them the best matches' first, from to to
 // turns away, while they fit (past maxMisses that do not, the room is as
 // good as full). Its cost is one pass over those turns' terms: no
 // comparison with every chosen excerpt.
-func (v *valuePacker) fillNeighbours() {
+func (v *valuePacker) fillNeighbours(from, to int) {
 	pk := v.pk
 	var matches []int
 	for _, h := range pk.hits {
@@ -738,7 +742,7 @@ func (v *valuePacker) fillNeighbours() {
 		}
 	}
 	misses := 0
-	for dist := 1; dist <= fillReach; dist++ {
+	for dist := from; dist <= to; dist++ {
 		for _, m := range matches {
 			for _, d := range []int{m + dist, m - dist} {
 				if misses >= maxMisses {
@@ -748,7 +752,7 @@ func (v *valuePacker) fillNeighbours() {
 					continue
 				}
 				dt := pk.docTerms(d)
-				if !dt.substantive {
+				if !dt.substantive || pk.saysNothing(d) {
 					continue
 				}
 				fresh := 0
@@ -788,6 +792,7 @@ func (v *valuePacker) fillWindow() error {
 		v.window = append(v.window, ct)
 		v.windowLow = ct.Index
 		v.windowNext--
+		v.limit = min(v.limit, v.pk.x.below(v.windowLow-v.pk.a.offset))
 	}
 	return nil
 }

@@ -229,6 +229,15 @@ func appendFields(dst []string, s string) []string {
 
 func runeLen(s string) int { return utf8.RuneCountInString(s) }
 
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // clip cuts s to at most max runes at a word boundary, with "…".
 func clip(s string, max int) string {
 	if runeLen(s) <= max {
@@ -385,7 +394,7 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 			}
 			j += n
 		}
-		t := bytes.Trim(lower(buf[:0], s[i:j]), "'-")
+		t := bytes.TrimFunc(lower(buf[:0], s[i:j]), func(r rune) bool { return r == '\'' || r == '-' })
 		i = j
 		x := l.getBytes(t)
 		if !x.is(fTerm) {
@@ -401,8 +410,12 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 	return dst
 }
 
-// terms are the distinct stemmed content words of s, in order.
-func (l *lexicon) terms(s string) []string { return l.appendTerms(nil, s) }
+// termsOf are the terms of s (appendTerms) in the scratch's room, until the
+// next call.
+func (sc *scratch) termsOf(s string) []string {
+	sc.terms = sc.lex.appendTerms(sc.terms[:0], s)
+	return sc.terms
+}
 
 // termString is terms(s) joined by spaces.
 func (l *lexicon) termString(s string) string {

@@ -39,7 +39,7 @@ type batch struct {
 // turn is read once here; what the summary and the memories say comes
 // from these statements.
 func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
-	b := batch{answered: -1, allFiller: true}
+	b := batch{stmts: sc.stmts[:0], answered: -1, allFiller: true}
 	lastQ := -1 // index in b.stmts of a question waiting for its answer
 	lastQSp := ""
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
@@ -135,7 +135,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 	}
 	b.stmts = kept
-	salient(b.stmts)
+	sc.salient(b.stmts)
 	if len(b.stmts) > maxBatchStmts {
 		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
 	}
@@ -151,6 +151,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	for i := range b.stmts {
 		b.stmts[i].Batch = true
 	}
+	sc.stmts = b.stmts
 	return b
 }
 
@@ -158,7 +159,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 // maxUnitsPerTurn of them (the weightiest), in order.
 func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
 	lx := &sc.lex
-	var out []stmt
+	out := sc.sents[:0] // (the caller copies them)
 	user := agent && strings.EqualFold(t.Role, "user")
 	for _, raw := range splitSentences(text) {
 		if isInjection(raw) {
@@ -171,13 +172,14 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		tw := lx.appendTerms(sc.terms[:0], sent)
 		sc.terms = tw
 		c := statWords(sent)
-		nums := c.nums
 		question := strings.HasSuffix(sent, "?")
-		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && c.words < 4 {
+		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
-		sent = reldate.Resolve(sent, t.At)
-		w := weigh(sent, len(tw), nums)
+		if r := reldate.Resolve(sent, t.At); r != sent {
+			sent, c.names = r, statWords(r).names
+		}
+		w := weigh(sent, len(tw), c)
 		k := kSaid
 		if question {
 			k = kQuestion
@@ -203,6 +205,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		out[i].Key = lx.factKey(out[i].Key)
 		out[i].Ph = lx.phrases(statementBody(out[i]), names)
 	}
+	sc.sents = out
 	return out
 }
 
@@ -225,8 +228,12 @@ func hasPrefixFold(s, prefix string) bool {
 // salient adds to each statement's weight how much its words are what
 // the statements around it talk about: a word said in several of them is
 // a subject of the conversation, which later questions ask about.
-func salient(ss []stmt) {
-	tf := make(map[string]int, 8*len(ss))
+func (sc *scratch) salient(ss []stmt) {
+	if sc.tf == nil {
+		sc.tf = map[string]int{}
+	}
+	tf := sc.tf
+	clear(tf)
 	for _, x := range ss {
 		for t := range strings.FieldsSeq(x.Terms) {
 			tf[t]++
@@ -243,9 +250,9 @@ func salient(ss []stmt) {
 const salience = 0.25
 
 // weigh is what a sentence is worth by its content: its content words,
-// numbers, names, and words of decisions and plans.
-func weigh(sent string, terms, nums int) float64 {
-	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(statWords(sent).names, 4))
+// numbers, names (c), and words of decisions and plans.
+func weigh(sent string, terms int, c wordStat) float64 {
+	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(c.nums, 3)) + 0.6*float64(min(c.names, 4))
 	if decisionWords.in(sent) {
 		w += 1.5
 	}
@@ -319,8 +326,6 @@ func statWords(s string) (c wordStat) {
 	}
 	return c
 }
-
-func countDigits(s string) int { return statWords(s).nums }
 
 // ---- filler ----
 
@@ -508,13 +513,13 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 				continue
 			}
 			if len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
-				return sp + " asked " + n + ": " + lowerFirst(sent[len(n)+2:]), false
+				return lowerFirst(sent[len(n)+2:], sp, " asked ", n, ": "), false
 			}
 			if q, ok := strings.CutSuffix(sent, "?"); ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
-				return sp + " asked " + n + ": " + lowerFirst(strings.TrimSuffix(sent, ", "+n+"?")) + "?", false
+				return lowerFirst(strings.TrimSuffix(sent, ", "+n+"?"), sp, " asked ", n, ": ") + "?", false
 			}
 		}
-		return sp + " asked: " + lowerFirst(sent), false
+		return lowerFirst(sent, sp, " asked: "), false
 	}
 	verb := "said"
 	for _, o := range opinion {
@@ -553,12 +558,12 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	}
 	if first == 0 && second == 0 {
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
-			return sp + " asked: " + lowerFirst(sent), false
+			return lowerFirst(sent, sp, " asked: "), false
 		}
-		return sp + " " + verb + " " + lowerFirst(group(sent)), false
+		return lowerFirst(group(sent), sp, " ", verb, " "), false
 	}
 	if verb == "thought" {
-		sent = "I think " + lowerFirst(sent)
+		sent = lowerFirst(sent, "I think ")
 	}
 	if strings.Contains(sent, "\"") {
 		return sp + " said: " + sent, first > 0
@@ -719,17 +724,21 @@ func mayGroup(s string) bool {
 	return false
 }
 
-// lowerFirst lower-cases the first letter of s when its first word is a
-// common word, not a name ("Can you …" → "can you …", "Tokyo …" stays).
-func lowerFirst(s string) string {
+// lowerFirst is the words of prefix, then s with its first letter
+// lower-cased when its first word is a common word, not a name ("Can you …"
+// → "can you …", "Tokyo …" stays): one string.
+func lowerFirst(s string, prefix ...string) string {
 	w, _, _ := strings.Cut(s, " ")
 	var lb [32]byte
 	lw := string(lower(lb[:0], strings.TrimRight(w, ",.!?")))
 	if lw == "i" || strings.HasPrefix(lw, "i'") || !(stopWords[lw] || groupPerson[lw] != "" || secondPerson[lw] || leadCommon[lw]) {
-		return s
+		return strings.Join(append(prefix, s), "")
 	}
 	r, n := utf8.DecodeRuneInString(s)
-	return string(unicode.ToLower(r)) + s[n:]
+	if 'A' <= r && r <= 'Z' {
+		return strings.Join(append(prefix, "abcdefghijklmnopqrstuvwxyz"[r-'A':r-'A'+1], s[n:]), "")
+	}
+	return strings.Join(append(prefix, string(unicode.ToLower(r)), s[n:]), "")
 }
 
 var leadCommon = toSet([]string{"please", "maybe", "there", "that's", "it's", "there's", "what's", "who's", "where's",
@@ -874,7 +883,7 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 // 8443") or else the word after it ("$190 a night"). Statements without
 // numbers have no key.
 func (lx *lexicon) factKey(sent string) string {
-	if strings.IndexFunc(sent, unicode.IsDigit) < 0 {
+	if !hasDigit(sent) {
 		return ""
 	}
 	var arr [64]string
@@ -888,7 +897,7 @@ func (lx *lexicon) factKey(sent string) string {
 	}
 	for i, w := range ws {
 		v := trimCut(w, ".,!?;:()\"'")
-		if strings.IndexFunc(v, unicode.IsDigit) < 0 || nk >= 4 {
+		if !hasDigit(v) || nk >= 4 {
 			continue
 		}
 		var slot string

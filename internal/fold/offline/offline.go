@@ -160,7 +160,9 @@ type Summarizer struct {
 // words it has seen.
 type scratch struct {
 	lex          lexicon
-	terms        []string // a sentence's
+	terms        []string       // a sentence's
+	stmts, sents []stmt         // a batch's, a turn's
+	tf           map[string]int // how many of a batch's statements say a word
 	voc          wordCounts
 	cands        []cand
 	ids          []int32   // the candidates' words

@@ -107,7 +107,7 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	voc, sc := st.counts(), st.sc
 	covered := sc.named[:0]
 	for _, t := range topics {
-		for _, w := range st.lex().terms(t) {
+		for _, w := range sc.termsOf(t) {
 			covered.add(voc.id(w))
 		}
 	}
@@ -504,11 +504,11 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	sc.cands = cands
 	// What the opening sentence and the period lines name is said already.
 	covered := sc.named[:0]
-	for _, t := range st.lex().terms(lead) {
+	for _, t := range sc.termsOf(lead) {
 		covered.add(voc.id(t))
 	}
 	for _, h := range headers {
-		for _, t := range st.lex().terms(h) {
+		for _, t := range sc.termsOf(h) {
 			covered.add(voc.id(t))
 		}
 	}

@@ -286,7 +286,7 @@ func fromProse(prose string, lx *lexicon) *state {
 		case sp != "" && strings.HasPrefix(s[len(sp):], " ran "):
 			k = kTool
 		}
-		x := stmt{Sp: sp, Text: s, Terms: terms, K: k, W: weigh(s, strings.Count(terms, " ")+1, countDigits(s))}
+		x := stmt{Sp: sp, Text: s, Terms: terms, K: k, W: weigh(s, strings.Count(terms, " ")+1, statWords(s))}
 		x.Ph = lx.phrases(statementBody(x), st.Names)
 		st.Open = append(st.Open, x)
 	}
