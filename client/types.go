@@ -224,6 +224,10 @@ type ContextTurn struct {
 	At      time.Time `json:"at"`
 	Kind    string    `json:"kind,omitempty"`
 	Tool    string    `json:"tool,omitempty"`
+	// Trimmed: Text holds only the turn's last sentences, after "…" (a
+	// question-aware context under a budget shows a very long turn of the
+	// last exchange so; see docs/continuity.md).
+	Trimmed bool `json:"trimmed,omitempty"`
 	// Chars and Tokens are the turn's cost as one prompt line.
 	Chars  int `json:"chars"`
 	Tokens int `json:"tokens"`

@@ -579,3 +579,98 @@ func TestQueryContextShowsSpeechClean(t *testing.T) {
 		}
 	}
 }
+
+// Under a small budget a very long turn of the last exchange is shown as
+// its last sentences, marked trimmed, so that it does not take the room of
+// the evidence; without a budget, or under one that holds it, it is whole.
+func TestQueryContextTrimsALongLastTurnToItsEnd(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	var speech []string
+	for i := range 12 {
+		speech = append(speech, fmt.Sprintf("Point number %d of the quarterly report was about the budget of department %d.", i, i))
+	}
+	speech = append(speech, "So, who books the zeppelin museum tickets?")
+	long := strings.Join(speech, " ")
+	publishWith(t, e, "s1", 0, 64, map[int]string{
+		20: "The zeppelin museum tickets cost forty euros each, cash only.",
+		63: long,
+	})
+	e.Settled("s1", 64, 10)
+	q := "How much do the zeppelin museum tickets cost?"
+	whole := client.LineChars(client.TurnLine(testenv.Turn("s1", 63).Speaker, long))
+	for _, budget := range []int{0, 2000, 40000} {
+		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
+		checkQueryContext(t, c, budget)
+		last := c.Turns[len(c.Turns)-1]
+		if last.Index != 63 {
+			t.Fatalf("budget %d: window %v does not end with the newest turn", budget, indices(c))
+		}
+		if budget == 0 || whole <= budget/service.LastTurnShare {
+			if last.Trimmed || last.Text != long {
+				t.Errorf("budget %d: the newest turn was cut (%q) though the budget holds it", budget, last.Text)
+			}
+			continue
+		}
+		rest, marked := strings.CutPrefix(last.Text, "… ")
+		if !last.Trimmed || !marked || !strings.HasSuffix(long, " "+rest) || !strings.HasSuffix(rest, "So, who books the zeppelin museum tickets?") {
+			t.Errorf("budget %d: newest turn shown as %q (trimmed %v), want its last whole sentences after a mark", budget, last.Text, last.Trimmed)
+		}
+		if last.Chars > budget/service.LastTurnShare || last.Chars != client.LineChars(last.Line()) {
+			t.Errorf("budget %d: trimmed turn costs %d (line %d), want at most %d", budget, last.Chars, client.LineChars(last.Line()), budget/service.LastTurnShare)
+		}
+		if !slices.Contains(shownTurns(c), "t020") {
+			t.Errorf("budget %d: the evidence was not recalled:\n%s", budget, c.Prompt())
+		}
+	}
+}
+
+// A turn of speech with no word once cleaned ("{vocalsound}") is never
+// recalled: not as the answer after a matching question, nor as a match
+// by a person the question names.
+func TestQueryContextNeverRecallsATurnThatSaysNothing(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, map[int]string{
+		3: "Can someone book the zeppelin museum tickets for Saturday?",
+		4: "{vocalsound}",
+		7: "Um , {vocalsound} uh",
+		9: "The zeppelin museum tickets are booked, forty euros each.",
+	})
+	e.Settled("s1", 64, 10)
+	q := "What did Bob say about the zeppelin museum tickets?"
+	for _, budget := range []int{0, 1500, 4000} {
+		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
+		checkQueryContext(t, c, budget)
+		shown := shownTurns(c)
+		if !slices.Contains(shown, "t009") || budget == 0 && !slices.Contains(shown, "t003") {
+			t.Errorf("budget %d: the evidence was not recalled: %v", budget, shown)
+		}
+		if slices.Contains(shown, "t004") || slices.Contains(shown, "t007") {
+			t.Errorf("budget %d: a turn that says nothing was recalled: %v\n%s", budget, shown, c.Prompt())
+		}
+	}
+}
+
+// A budget the matches and the turns around them do not fill gives its
+// room left, after the summary and the window, to turns further from the
+// matches.
+func TestQueryContextFillsRoomLeftAroundTheMatches(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, map[int]string{
+		14: "Grandma's lighthouse painting still hangs crooked beside the kitchen door.",
+		20: "The zeppelin museum tickets cost forty euros each, cash only.",
+	})
+	e.Settled("s1", 64, 10)
+	budget := 20000
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "How much do the zeppelin museum tickets cost?", BudgetChars: budget})
+	checkQueryContext(t, c, budget)
+	shown := shownTurns(c)
+	if !slices.Contains(shown, "t020") || !slices.Contains(shown, "t014") {
+		t.Fatalf("budget %d: recalled %v (window from %d, %d chars), want the match and the turn six before it:\n%s", budget, shown, c.Turns[0].Index, c.Chars, c.Prompt())
+	}
+}

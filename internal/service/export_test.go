@@ -163,3 +163,10 @@ const IndexFormatOffset = len(indexMagic)
 
 // LastExchange is how many of the newest turns a budget always keeps.
 const LastExchange = lastExchange
+
+// LastTurnShare: a turn of the last exchange costs at most 1/LastTurnShare
+// of a question-aware budget.
+const LastTurnShare = lastTurnShare
+
+// TailText is tailText: text cut to its last sentences within limit.
+func TailText(text string, limit int) (string, bool) { return tailText(text, limit) }

@@ -29,7 +29,11 @@ import (
 //
 // Under a budget, with terms to search, every candidate competes in one
 // ranking by its value per character (packByValue, pack_value.go); the
-// last exchange (the lastExchange newest turns) is always kept.
+// last exchange (the lastExchange newest turns) is always kept, a turn of
+// it longer than 1/lastTurnShare of the budget as its last sentences
+// (fitLast): a 900-character speech would otherwise take half of a
+// 2,000-character budget whatever the question, and its end is what the
+// next reply answers.
 //
 // Under a budget with nothing to search (a query of stop words only, or
 // turns that could not be read) the window keeps the last exchange and
@@ -61,6 +65,10 @@ const (
 	passageWeight = 0.5
 	// maxMisses bounds the matches a pass tries after the room is full.
 	maxMisses = 20
+	// lastTurnShare: under a budget, with terms to search, a turn of the
+	// last exchange whose line costs more than 1/lastTurnShare of the
+	// budget is shown as its last sentences within that share (fitLast).
+	lastTurnShare = 8
 )
 
 // meter charges lines against limits (0: unlimited).
@@ -337,6 +345,27 @@ func (s *server) windowTurn(ctx context.Context, cp *state.Session, tail map[uin
 	return ct, nil
 }
 
+// fitLast is turn ct of the last exchange as a question-aware context
+// under budget (characters, or four per token) shows it: whole when its
+// line costs at most 1/lastTurnShare of the budget, else its last
+// sentences that fit in that share after trimMark (tailText), marked
+// Trimmed. The end of a long turn is kept because it is what was said
+// last, what the next reply answers.
+func (s *server) fitLast(ct client.ContextTurn, budget int) client.ContextTurn {
+	limit := budget / lastTurnShare
+	if budget == 0 || ct.Chars <= limit {
+		return ct
+	}
+	label := ct.Chars - client.LineChars(ct.Text) // "Speaker: "
+	text, ok := tailText(ct.Text, limit-label-1)
+	if !ok {
+		return ct
+	}
+	ct.Text, ct.Trimmed = text, true
+	ct.Chars, ct.Tokens = s.lineCost(ct.Line())
+	return ct
+}
+
 // picker chooses the earlier turns for a query: the best matches among
 // the searched turns, each with the neighbours that make it readable, in
 // rank order while they fit, at most want matches.
@@ -367,10 +396,10 @@ type picker struct {
 	terms, feedback []string
 	// weights weighs terms and feedback for trimming (trimWeights).
 	weights map[string]float64
-	// content caches each considered doc's content terms (evidence.go),
-	// and texts its text as an excerpt shows it (picker.text).
+	// content caches each considered doc's content terms (evidence.go).
 	content map[int]*docTerms
-	texts   map[int]string
+	// forms caches item's texts and characters.
+	forms map[itemKey]itemForm
 	// perDay counts the chosen matches by day (diversity).
 	perDay map[int64]int
 	// hybrid: the hits were fused with the turns nearest the question by
@@ -409,7 +438,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
 		labelled: map[int]bool{}, counted: map[[3]int]int{}, lineChars: map[[3]int]int{}, tried: map[int]bool{}, newest: -1,
-		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, texts: map[int]string{}, perDay: map[int64]int{}}
+		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, forms: map[itemKey]itemForm{}, perDay: map[int64]int{}}
 	p.budget = cmp.Or(out.BudgetChars, 4*out.BudgetTokens)
 	var hits []hit
 	hits, p.feedback = x.expand(terms, lo, n)
@@ -454,15 +483,37 @@ func (p *picker) searched(start int64) int {
 
 func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem {
 	doc, t := p.x.docs[d], p.x.turn(d)
-	text, trimmed := p.text(d), false
-	if !neighbour {
-		text, trimmed = p.trim(d)
+	key := itemKey{d, neighbour}
+	f, ok := p.forms[key]
+	if !ok {
+		f.text = p.text(d)
+		if !neighbour {
+			f.text, f.trimmed = p.trim(d)
+		}
 	}
 	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: t.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
-		Speaker: t.Speaker, Role: t.Role, At: t.At.UTC(), Score: score, Neighbour: neighbour, Text: text, Trimmed: trimmed}
-	it.Chars = client.LineChars(it.Line())
+		Speaker: t.Speaker, Role: t.Role, At: t.At.UTC(), Score: score, Neighbour: neighbour, Text: f.text, Trimmed: f.trimmed}
+	if !ok {
+		f.chars = client.LineChars(it.Line())
+		p.forms[key] = f
+	}
+	it.Chars = f.chars
 	it.Tokens = -1 // counted once the characters fit (costing tokens is the expensive part)
 	return it
+}
+
+// itemKey is a doc as a match (neighbour false) or a neighbour, and
+// itemForm its item's text and line's characters (picker.item: the same
+// every time for a picker).
+type itemKey struct {
+	d         int
+	neighbour bool
+}
+
+type itemForm struct {
+	text    string
+	trimmed bool
+	chars   int
 }
 
 // lineCost is the cost of doc d's excerpt line (it), labelled with its
@@ -588,18 +639,18 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 
 // unit is a match as the picker recalls it: with the turn before it when
 // the match is a fragment or that turn asks a question, and the turn
-// after it (below limit) when the match asks one, each unless chosen or
-// shown as a memory.
+// after it (below limit) when the match asks one, each unless chosen,
+// shown as a memory, or a turn that says nothing ("{vocalsound}").
 func (p *picker) unit(hit hit, limit int) ([]client.RecalledItem, []int) {
 	unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
 	docs := []int{hit.doc}
 	text := p.text(hit.doc)
-	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] &&
+	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && !p.saysNothing(d) &&
 		(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(p.text(d), "?")) {
 		unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
 		docs = append([]int{d}, docs...)
 	}
-	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && strings.HasSuffix(text, "?") {
+	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && !p.saysNothing(d) && strings.HasSuffix(text, "?") {
 		unit = append(unit, p.item(d, 0, true))
 		docs = append(docs, d)
 	}

@@ -192,6 +192,10 @@ export interface ContextTurn {
   kind?: string;
   tool?: string;
   /**
+   * With a query under a budget: text holds only the last sentences of a turn of the last exchange too long for its share of the budget, after "…".
+   */
+  trimmed?: boolean;
+  /**
    * Cost of the line "speaker: text", newline included.
    */
   chars: number;

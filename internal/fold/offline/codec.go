@@ -17,122 +17,216 @@ import (
 // encoding/json writes for the state's struct tags (the codec test checks
 // it), so that replay and the inspector show the state as JSON; strings
 // are quoted by the outbound events' writer, so the two cannot drift.
+// One walk over the fields (fields methods) both writes and reads them.
 
-// appendJSON appends st's JSON to b, each field after a comma (closeObject).
+// codec walks a state's fields in the order encoding/json writes them,
+// writing each to w or, with r set, reading the value of the key met.
+type codec struct {
+	w    []byte
+	r    *jsonReader
+	key  string // the key whose value is to be read
+	want bool   // the key's value is not read yet
+	err  error
+}
+
+// appendJSON appends st's JSON to b.
 func (st *state) appendJSON(b []byte) ([]byte, error) {
-	lists := [][]stmt{st.Open}
-	for _, p := range st.Periods {
-		lists = append(lists, p.Stmts)
+	c := &codec{w: b}
+	c.object(st.fields)
+	return c.w, c.err
+}
+
+// readState reads the JSON of a state, as encoding/json would into the
+// state's struct (what the codec does not write, such as spaces, nulls and
+// other keys, by encoding/json); it fails on anything that is not JSON.
+func readState(data []byte) (*state, error) { return new(state).readJSON(data) }
+
+// readJSON is readState into st, in the room its lists had.
+func (st *state) readJSON(data []byte) (*state, error) {
+	*st = state{Names: st.Names[:0], Periods: st.Periods[:0], Open: st.Open[:0], Facts: st.Facts[:0], Topics: st.Topics[:0], People: st.People[:0]}
+	c := &codec{r: &jsonReader{b: data, s: string(data)}}
+	if c.object(st.fields); c.r.err != nil || c.r.i < len(data) {
+		// not as the codec writes it: as encoding/json reads it
+		*st = state{}
+		if err := json.Unmarshal(data, st); err != nil {
+			return nil, fmt.Errorf("offline state: %w", err)
+		}
 	}
-	for _, ss := range lists {
-		for _, x := range ss {
-			if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
-				return nil, fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
+	return st, nil
+}
+
+func (st *state) fields(c *codec) {
+	num(c, `,"v":`, &st.V, false)
+	c.uint(`,"sum":`, &st.Sum)
+	c.bool(`,"agent":`, &st.Agent)
+	c.strs(`,"names":`, &st.Names)
+	num(c, `,"others":`, &st.Others, true)
+	list(c, `,"periods":`, &st.Periods, func(c *codec, p *period) { c.object(p.fields) })
+	list(c, `,"open":`, &st.Open, func(c *codec, x *stmt) { c.object(x.fields) })
+	list(c, `,"facts":`, &st.Facts, func(c *codec, f *fact) {
+		c.object(func(c *codec) {
+			c.str(`,"id":`, &f.ID, false)
+			c.str(`,"sp":`, &f.Sp, true)
+			c.str(`,"key":`, &f.Key, true)
+			c.str(`,"num":`, &f.Num, true)
+			c.uint(`,"sum":`, &f.Sum)
+		})
+	})
+	c.strs(`,"topics":`, &st.Topics)
+	c.bool(`,"small":`, &st.Small)
+	list(c, `,"people":`, &st.People, func(c *codec, p *person) {
+		c.object(func(c *codec) {
+			c.str(`,"name":`, &p.Name, false)
+			list(c, `,"facts":`, &p.Facts, func(c *codec, f *pfact) {
+				c.object(func(c *codec) {
+					c.str(`,"id":`, &f.ID, false)
+					c.str(`,"kind":`, &f.Kind, false)
+					c.str(`,"slot":`, &f.Slot, true)
+					c.str(`,"text":`, &f.Text, false)
+					num(c, `,"at":`, &f.At, true)
+				})
+			})
+		})
+	})
+	c.str(`,"voc":`, &st.Voc, true)
+}
+
+func (p *period) fields(c *codec) {
+	num(c, `,"from":`, &p.From, true)
+	num(c, `,"to":`, &p.To, true)
+	c.strs(`,"names":`, &p.Names)
+	c.strs(`,"topics":`, &p.Topics)
+	list(c, `,"stmts":`, &p.Stmts, func(c *codec, x *stmt) { c.object(x.fields) })
+}
+
+func (x *stmt) fields(c *codec) {
+	c.str(`,"sp":`, &x.Sp, true)
+	num(c, `,"at":`, &x.At, true)
+	c.str(`,"text":`, &x.Text, false)
+	if c.field(`,"w":`, false) {
+		if c.r != nil {
+			x.W = c.r.float()
+		} else if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
+			c.err = fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
+		} else {
+			c.w = appendJSONFloat(c.w, x.W)
+		}
+	}
+	num(c, `,"k":`, &x.K, true)
+	c.str(`,"terms":`, &x.Terms, true)
+	c.str(`,"key":`, &x.Key, true)
+	c.str(`,"ph":`, &x.Ph, true)
+	c.bool(`,"batch":`, &x.Batch)
+}
+
+// field reports whether the field named in name (`,"key":`) is written
+// now (then name is: it is not empty where omit) or its value read (it is
+// the key met).
+func (c *codec) field(name string, omit bool) bool {
+	if c.r != nil {
+		if !c.want || c.key != name[2:len(name)-2] {
+			return false
+		}
+		c.want = false
+		return true
+	}
+	if !omit {
+		c.w = append(c.w, name...)
+	}
+	return !omit
+}
+
+// object writes or reads an object of fields; its first comma opens it.
+func (c *codec) object(fields func(*codec)) {
+	if c.r != nil {
+		c.r.object(func(k string) {
+			c.key, c.want = k, true
+			if fields(c); c.want {
+				c.r.fail("a known key")
 			}
+		})
+		return
+	}
+	n := len(c.w)
+	if fields(c); len(c.w) == n {
+		c.w = append(c.w, "{}"...)
+		return
+	}
+	c.w[n] = '{'
+	c.w = append(c.w, '}')
+}
+
+// list writes xs, when there are any, or reads them.
+func list[T any](c *codec, name string, xs *[]T, each func(*codec, *T)) {
+	switch {
+	case !c.field(name, len(*xs) == 0):
+	case c.r != nil:
+		*xs = (*xs)[:0]
+		var zero T
+		c.r.array(func() {
+			*xs = append(*xs, zero)
+			each(c, &(*xs)[len(*xs)-1])
+		})
+	default:
+		c.w = append(c.w, '[')
+		for i := range *xs {
+			if i > 0 {
+				c.w = append(c.w, ',')
+			}
+			each(c, &(*xs)[i])
+		}
+		c.w = append(c.w, ']')
+	}
+}
+
+func (c *codec) strs(name string, ss *[]string) {
+	list(c, name, ss, func(c *codec, s *string) {
+		if c.r != nil {
+			*s = c.r.str()
+		} else {
+			c.w = events.AppendJSONString(c.w, *s)
+		}
+	})
+}
+
+func (c *codec) str(name string, s *string, omit bool) {
+	if c.field(name, omit && *s == "") {
+		if c.r != nil {
+			*s = c.r.str()
+		} else {
+			c.w = events.AppendJSONString(c.w, *s)
 		}
 	}
-	n := len(b)
-	b = strconv.AppendInt(append(b, `,"v":`...), int64(st.V), 10)
-	b = strconv.AppendUint(append(b, `,"sum":`...), st.Sum, 10)
-	b = optBool(b, `,"agent":true`, st.Agent)
-	b = optStrings(b, `,"names":`, st.Names)
-	b = optInt(b, `,"others":`, int64(st.Others))
-	b = appendList(b, `,"periods":`, st.Periods, appendPeriod)
-	b = appendList(b, `,"open":`, st.Open, appendStmt)
-	b = appendList(b, `,"facts":`, st.Facts, func(b []byte, f *fact) []byte {
-		n := len(b)
-		b = events.AppendJSONString(append(b, `,"id":`...), f.ID)
-		b = optString(b, `,"sp":`, f.Sp)
-		b = optString(b, `,"key":`, f.Key)
-		b = optString(b, `,"num":`, f.Num)
-		return closeObject(strconv.AppendUint(append(b, `,"sum":`...), f.Sum, 10), n)
-	})
-	b = optStrings(b, `,"topics":`, st.Topics)
-	b = optBool(b, `,"small":true`, st.Small)
-	b = appendList(b, `,"people":`, st.People, func(b []byte, p *person) []byte {
-		n := len(b)
-		b = events.AppendJSONString(append(b, `,"name":`...), p.Name)
-		return closeObject(appendList(b, `,"facts":`, p.Facts, func(b []byte, f *pfact) []byte {
-			n := len(b)
-			b = events.AppendJSONString(append(b, `,"id":`...), f.ID)
-			b = events.AppendJSONString(append(b, `,"kind":`...), f.Kind)
-			b = optString(b, `,"slot":`, f.Slot)
-			b = events.AppendJSONString(append(b, `,"text":`...), f.Text)
-			return closeObject(optInt(b, `,"at":`, f.At), n)
-		}), n)
-	})
-	return closeObject(optString(b, `,"voc":`, st.Voc), n), nil
 }
 
-func appendPeriod(b []byte, p *period) []byte {
-	n := len(b)
-	b = optInt(b, `,"from":`, p.From)
-	b = optInt(b, `,"to":`, p.To)
-	b = optStrings(b, `,"names":`, p.Names)
-	b = optStrings(b, `,"topics":`, p.Topics)
-	return closeObject(appendList(b, `,"stmts":`, p.Stmts, appendStmt), n)
-}
-
-func appendStmt(b []byte, x *stmt) []byte {
-	n := len(b)
-	b = optString(b, `,"sp":`, x.Sp)
-	b = optInt(b, `,"at":`, x.At)
-	b = events.AppendJSONString(append(b, `,"text":`...), x.Text)
-	b = appendJSONFloat(append(b, `,"w":`...), x.W)
-	b = optInt(b, `,"k":`, int64(x.K))
-	b = optString(b, `,"terms":`, x.Terms)
-	b = optString(b, `,"key":`, x.Key)
-	b = optString(b, `,"ph":`, x.Ph)
-	return closeObject(optBool(b, `,"batch":true`, x.Batch), n)
-}
-
-// closeObject ends the object written from n: its first comma opens it.
-func closeObject(b []byte, n int) []byte {
-	if len(b) == n {
-		return append(b, "{}"...)
-	}
-	b[n] = '{'
-	return append(b, '}')
-}
-
-// appendList writes xs, when there are any, as the field name.
-func appendList[T any](b []byte, name string, xs []T, each func([]byte, *T) []byte) []byte {
-	if len(xs) == 0 {
-		return b
-	}
-	b = append(append(b, name...), '[')
-	for i := range xs {
-		if i > 0 {
-			b = append(b, ',')
+func num[T int | int64](c *codec, name string, v *T, omit bool) {
+	if c.field(name, omit && *v == 0) {
+		if c.r != nil {
+			*v = T(c.r.int())
+		} else {
+			c.w = strconv.AppendInt(c.w, int64(*v), 10)
 		}
-		b = each(b, &xs[i])
 	}
-	return append(b, ']')
 }
 
-func optStrings(b []byte, name string, ss []string) []byte {
-	return appendList(b, name, ss, func(b []byte, s *string) []byte { return events.AppendJSONString(b, *s) })
+func (c *codec) uint(name string, v *uint64) {
+	if c.field(name, false) {
+		if c.r != nil {
+			*v = c.r.uint()
+		} else {
+			c.w = strconv.AppendUint(c.w, *v, 10)
+		}
+	}
 }
 
-func optString(b []byte, name, s string) []byte {
-	if s == "" {
-		return b
+func (c *codec) bool(name string, v *bool) {
+	if c.field(name, !*v) {
+		if c.r != nil {
+			*v = c.r.bool()
+		} else {
+			c.w = append(c.w, "true"...)
+		}
 	}
-	return events.AppendJSONString(append(b, name...), s)
-}
-
-func optInt(b []byte, name string, v int64) []byte {
-	if v == 0 {
-		return b
-	}
-	return strconv.AppendInt(append(b, name...), v, 10)
-}
-
-func optBool(b []byte, field string, v bool) []byte {
-	if !v {
-		return b
-	}
-	return append(b, field...)
 }
 
 // appendJSONFloat writes f as encoding/json does.
@@ -151,166 +245,10 @@ func appendJSONFloat(b []byte, f float64) []byte {
 
 // ---- reading ----
 
-// readState reads the JSON of a state, as encoding/json would into the
-// state's struct (fields it does not know are skipped, null leaves a
-// field empty); it fails on anything that is not JSON.
-func readState(data []byte) (*state, error) {
-	r := &jsonReader{b: data, s: string(data)}
-	st := &state{}
-	r.object(func(k string) {
-		switch k {
-		case "v":
-			st.V = int(r.int())
-		case "sum":
-			st.Sum = r.uint()
-		case "agent":
-			st.Agent = r.bool()
-		case "names":
-			st.Names = r.strings()
-		case "others":
-			st.Others = int(r.int())
-		case "periods":
-			st.Periods = st.Periods[:0]
-			r.array(func() {
-				var p period
-				r.object(func(k string) {
-					switch k {
-					case "from":
-						p.From = r.int()
-					case "to":
-						p.To = r.int()
-					case "names":
-						p.Names = r.strings()
-					case "topics":
-						p.Topics = r.strings()
-					case "stmts":
-						p.Stmts = r.stmts()
-					default:
-						r.skip()
-					}
-				})
-				st.Periods = append(st.Periods, p)
-			})
-		case "open":
-			st.Open = r.stmts()
-		case "facts":
-			st.Facts = st.Facts[:0]
-			r.array(func() {
-				var f fact
-				r.object(func(k string) {
-					switch k {
-					case "id":
-						f.ID = r.str()
-					case "sp":
-						f.Sp = r.str()
-					case "key":
-						f.Key = r.str()
-					case "num":
-						f.Num = r.str()
-					case "sum":
-						f.Sum = r.uint()
-					default:
-						r.skip()
-					}
-				})
-				st.Facts = append(st.Facts, f)
-			})
-		case "topics":
-			st.Topics = r.strings()
-		case "small":
-			st.Small = r.bool()
-		case "people":
-			st.People = st.People[:0]
-			r.array(func() {
-				var p person
-				r.object(func(k string) {
-					switch k {
-					case "name":
-						p.Name = r.str()
-					case "facts":
-						p.Facts = p.Facts[:0]
-						r.array(func() {
-							var f pfact
-							r.object(func(k string) {
-								switch k {
-								case "id":
-									f.ID = r.str()
-								case "kind":
-									f.Kind = r.str()
-								case "slot":
-									f.Slot = r.str()
-								case "text":
-									f.Text = r.str()
-								case "at":
-									f.At = r.int()
-								default:
-									r.skip()
-								}
-							})
-							p.Facts = append(p.Facts, f)
-						})
-					default:
-						r.skip()
-					}
-				})
-				st.People = append(st.People, p)
-			})
-		case "voc":
-			st.Voc = r.str()
-		default:
-			r.skip()
-		}
-	})
-	if r.ws(); r.err == nil && r.i < len(r.b) {
-		r.fail("data after the state")
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return st, nil
-}
-
-func (r *jsonReader) stmts() []stmt {
-	var out []stmt
-	r.array(func() {
-		var x stmt
-		r.object(func(k string) {
-			switch k {
-			case "sp":
-				x.Sp = r.str()
-			case "at":
-				x.At = r.int()
-			case "text":
-				x.Text = r.str()
-			case "w":
-				x.W = r.float()
-			case "k":
-				x.K = int(r.int())
-			case "terms":
-				x.Terms = r.str()
-			case "key":
-				x.Key = r.str()
-			case "ph":
-				x.Ph = r.str()
-			case "batch":
-				x.Batch = r.bool()
-			default:
-				r.skip()
-			}
-		})
-		out = append(out, x)
-	})
-	return out
-}
-
-func (r *jsonReader) strings() []string {
-	var out []string
-	r.array(func() { out = append(out, r.str()) })
-	return out
-}
-
-// jsonReader reads JSON values from b; the first error stops it. s is b as
-// a string: a string without escapes is read as a part of it (no copy).
+// jsonReader reads the JSON the codec writes, from b; anything else
+// (spaces, nulls, other keys, escapes Go does not share with JSON) stops
+// it with an error, as its first error does. s is b as a string: a string
+// without escapes is read as a part of it (no copy).
 type jsonReader struct {
 	b   []byte
 	s   string
@@ -324,51 +262,18 @@ func (r *jsonReader) fail(want string) {
 	}
 }
 
-func (r *jsonReader) ws() {
-	for r.i < len(r.b) {
-		switch r.b[r.i] {
-		case ' ', '\t', '\n', '\r':
-			r.i++
-		default:
-			return
-		}
-	}
-}
-
-// next is the first byte of the next value (0 at the end or after an
-// error).
+// next is the next byte (0 at the end or after an error).
 func (r *jsonReader) next() byte {
-	if r.ws(); r.err != nil || r.i >= len(r.b) {
+	if r.err != nil || r.i >= len(r.b) {
 		return 0
 	}
 	return r.b[r.i]
-}
-
-// null reads a null, if that is what comes next.
-func (r *jsonReader) null() bool {
-	if r.next() != 'n' {
-		return false
-	}
-	r.literal("null")
-	return true
-}
-
-func (r *jsonReader) literal(lit string) {
-	if len(r.b)-r.i < len(lit) || string(r.b[r.i:r.i+len(lit)]) != lit {
-		r.fail("want " + lit)
-		return
-	}
-	r.i += len(lit)
 }
 
 // object reads an object, calling field with each key; field must read
 // the key's value.
 func (r *jsonReader) object(field func(key string)) {
 	r.seq('{', '}', func() {
-		if r.next() != '"' {
-			r.fail("want a key")
-			return
-		}
 		k := r.str()
 		if r.next() != ':' {
 			r.fail("want ':'")
@@ -384,9 +289,6 @@ func (r *jsonReader) array(elem func()) { r.seq('[', ']', elem) }
 
 // seq reads an object's fields or an array's elements, calling elem on each.
 func (r *jsonReader) seq(open, close byte, elem func()) {
-	if r.null() {
-		return
-	}
 	if r.next() != open {
 		r.fail("want '" + string(open) + "'")
 		return
@@ -411,31 +313,18 @@ func (r *jsonReader) seq(open, close byte, elem func()) {
 }
 
 func (r *jsonReader) bool() bool {
-	switch r.next() {
-	case 't':
-		r.literal("true")
-		return true
-	case 'f':
-		r.literal("false")
-	case 'n':
-		r.literal("null")
-	default:
-		r.fail("want true or false")
+	if !strings.HasPrefix(r.s[r.i:], "true") {
+		r.fail("want true")
 	}
-	return false
+	r.i += 4
+	return r.err == nil
 }
 
 // number is the next number's text.
 func (r *jsonReader) number() string {
-	if r.null() {
-		return "0"
-	}
 	start := r.i
 	for r.i < len(r.b) && (r.b[r.i] >= '0' && r.b[r.i] <= '9' || r.b[r.i] == '-' || r.b[r.i] == '+' || r.b[r.i] == '.' || r.b[r.i] == 'e' || r.b[r.i] == 'E') {
 		r.i++
-	}
-	if r.i == start {
-		r.fail("want a number")
 	}
 	return r.s[start:r.i]
 }
@@ -464,29 +353,35 @@ func (r *jsonReader) float() float64 {
 	return f
 }
 
-// str reads a string (null reads as "").
+// str reads a string.
 func (r *jsonReader) str() string {
-	if r.null() {
-		return ""
-	}
 	if r.next() != '"' {
 		r.fail("want a string")
 		return ""
 	}
 	r.i++
 	start, plain := r.i, true
-	for r.i < len(r.b) {
+	for ; r.i < len(r.b); r.i++ {
 		switch c := r.b[r.i]; {
 		case c == '"':
-			s := r.b[start:r.i]
 			r.i++
-			if !plain {
-				return r.unescape(r.b[start-1 : r.i])
+			if s := r.s[start : r.i-1]; plain && utf8.ValidString(s) {
+				return s
 			}
-			if !utf8.Valid(s) {
-				return string([]rune(string(s))) // invalid bytes as U+FFFD, as encoding/json reads them
+			// with escapes: as strconv.Unquote reads them when they are
+			// JSON's and Go's alike (all the writer writes)
+			q, same := r.b[start-1:r.i], true
+			for i := 0; i < len(q); i++ {
+				if q[i] == '\\' {
+					i++
+					same = same && strings.IndexByte(`"\\bfnrtu`, q[i]) >= 0
+				}
 			}
-			return r.s[start : r.i-1]
+			if s, err := strconv.Unquote(string(q)); err == nil && same && utf8.ValidString(s) {
+				return s
+			}
+			r.fail("an escape or bytes encoding/json reads otherwise")
+			return ""
 		case c == '\\':
 			plain = false
 			r.i++ // (the byte escaped does not end the string)
@@ -494,47 +389,7 @@ func (r *jsonReader) str() string {
 			r.fail("control character in a string")
 			return ""
 		}
-		r.i++
 	}
 	r.fail("unterminated string")
 	return ""
-}
-
-// unescape reads the quoted string q that has escapes: as strconv.Unquote
-// does when its escapes are JSON's and Go's alike (all the writer writes),
-// else as encoding/json does ("\/", a surrogate pair, invalid UTF-8).
-func (r *jsonReader) unescape(q []byte) string {
-	same := true
-	for i := 0; i < len(q); i++ {
-		if q[i] == '\\' {
-			i++
-			same = same && strings.IndexByte(`"\\bfnrtu`, q[i]) >= 0
-		}
-	}
-	if s, err := strconv.Unquote(string(q)); err == nil && same && utf8.ValidString(s) {
-		return s
-	}
-	var s string
-	if err := json.Unmarshal(q, &s); err != nil {
-		r.fail("bad escape in a string")
-	}
-	return s
-}
-
-// skip reads a value of any kind.
-func (r *jsonReader) skip() {
-	switch r.next() {
-	case '{':
-		r.object(func(string) { r.skip() })
-	case '[':
-		r.array(r.skip)
-	case '"':
-		r.str()
-	case 't', 'f':
-		r.bool()
-	case 'n':
-		r.null()
-	default:
-		r.float()
-	}
 }

@@ -16,71 +16,101 @@ const maxVocab = 256 // words kept after a prune
 // most said first (state.Voc); past 2×maxVocab words the least said are
 // forgotten. A fold counts few words: the pairs read keep their order and
 // only the words counted since are sorted in.
+//
+// Every word a fold handles, counted or not, has a number (id), so that
+// what a summary says or names is a set of numbers (termSet), not a map.
 type wordCounts struct {
-	n     map[string]int
+	ids   map[string]int32 // the words of the fold, numbered as met
+	words []string         // by number
+	n     []int            // how often each word was said; -1: not counted
+	size  int              // words counted
 	floor int
 	order []countEntry // the pairs read, with the counts read
-	moved []string     // words counted since (or new), maybe twice
+	moved []int32      // words counted since (or new), maybe twice
 	buf   []countEntry // room for the next order
+	ms    []countEntry // room for the moved, sorted
 	text  []byte       // room for String
 }
 
 // read sets v to the counts s holds, in the room v had.
 func (v *wordCounts) read(s string) *wordCounts {
-	if v.n == nil {
-		v.n = map[string]int{}
+	if v.ids == nil {
+		v.ids = map[string]int32{}
 	}
 	v.release()
 	sorted := true
 	for f := range strings.FieldsSeq(s) {
 		t, c, _ := strings.Cut(f, ":")
 		n, err := strconv.Atoi(c)
-		switch _, dup := v.n[t]; {
+		switch {
 		case err != nil || n < 0:
 		case t == "":
 			v.floor = n // ":N" records the floor
 		default:
-			sorted = sorted && !dup
-			v.n[t] = n
-			v.order = append(v.order, countEntry{t, n})
+			id := v.id(t)
+			if v.n[id] < 0 {
+				v.size++
+			} else {
+				sorted = false
+			}
+			v.n[id] = n
+			v.order = append(v.order, countEntry{t, n, id})
 		}
 	}
 	if !sorted || !slices.IsSortedFunc(v.order, compareCounts) {
 		v.order = v.order[:0] // (not as String writes it: all of it moves)
-		for t := range v.n {
-			v.moved = append(v.moved, t)
+		for id, c := range v.n {
+			if c >= 0 {
+				v.moved = append(v.moved, int32(id))
+			}
 		}
 	}
 	return v
 }
 
-// release forgets the counts, keeping the room they took.
+// id is t's number in this fold.
+func (v *wordCounts) id(t string) int32 {
+	if id, ok := v.ids[t]; ok {
+		return id
+	}
+	if v.ids == nil {
+		v.ids = map[string]int32{}
+	}
+	id := int32(len(v.words))
+	v.ids[t] = id
+	v.words = append(v.words, t)
+	v.n = append(v.n, -1)
+	return id
+}
+
+// release forgets the counts and the words, keeping the room they took.
 func (v *wordCounts) release() *wordCounts {
-	clear(v.n)
+	clear(v.ids)
+	clear(v.words[:cap(v.words)])
 	clear(v.order[:cap(v.order)])
 	clear(v.buf[:cap(v.buf)])
-	clear(v.moved[:cap(v.moved)])
-	v.order, v.buf, v.moved, v.floor = v.order[:0], v.buf[:0], v.moved[:0], 0
+	clear(v.ms[:cap(v.ms)])
+	v.words, v.n, v.order, v.buf, v.moved, v.ms, v.size, v.floor = v.words[:0], v.n[:0], v.order[:0], v.buf[:0], v.moved[:0], v.ms[:0], 0, 0
 	return v
 }
 
 // add counts the terms of ss (a statement repeated in ss once).
 func (v *wordCounts) add(ss []stmt) {
-	seen := make(map[string]bool, len(ss))
-	for _, x := range ss {
-		if x.K == kTool || seen[x.Terms] {
+	for i, x := range ss {
+		if x.K == kTool || slices.ContainsFunc(ss[:i], func(y stmt) bool { return y.K != kTool && y.Terms == x.Terms }) {
 			continue // a line said again is not a subject said again
 		}
-		seen[x.Terms] = true
 		for t := range strings.FieldsSeq(x.Terms) {
-			if _, ok := v.n[t]; !ok {
-				v.n[t] = v.floor / 2 // a new word starts at half the floor
+			id := v.id(t)
+			if v.n[id] < 0 {
+				v.n[id] = v.floor / 2 // a new word starts at half the floor
+				v.size++
 			}
-			v.n[t]++
-			v.moved = append(v.moved, t)
+			v.n[id]++
+			v.moved = append(v.moved, id)
 		}
 	}
-	if len(v.n) > 2*maxVocab {
+	if v.size > 2*maxVocab {
 		v.forget(maxVocab)
 	}
 }
@@ -90,8 +120,9 @@ func (v *wordCounts) forget(keep int) {
 	es := v.sorted()
 	v.floor = es[keep].c
 	for _, e := range es[keep:] {
-		delete(v.n, e.t)
+		v.n[e.id] = -1
 	}
+	v.size = keep
 	v.settle(es[:keep])
 }
 
@@ -102,8 +133,9 @@ func (v *wordCounts) settle(es []countEntry) {
 }
 
 type countEntry struct {
-	t string
-	c int
+	t  string
+	c  int
+	id int32
 }
 
 // compareCounts orders the most said first, then by word.
@@ -116,15 +148,16 @@ func compareCounts(a, b countEntry) int {
 
 // sorted merges the pairs read whose count did not change with the moved.
 func (v *wordCounts) sorted() []countEntry {
-	ms := make([]countEntry, 0, len(v.moved))
-	for _, t := range v.moved {
-		ms = append(ms, countEntry{t, v.n[t]})
+	ms := v.ms[:0]
+	for _, id := range v.moved {
+		ms = append(ms, countEntry{v.words[id], v.n[id], id})
 	}
 	slices.SortFunc(ms, compareCounts)
 	ms = slices.Compact(ms)
+	v.ms = ms
 	es := v.buf[:0]
 	for _, e := range v.order {
-		if v.n[e.t] != e.c {
+		if v.n[e.id] != e.c {
 			continue
 		}
 		for len(ms) > 0 && compareCounts(ms[0], e) < 0 {
@@ -153,28 +186,45 @@ func (v *wordCounts) String() string {
 	return string(b)
 }
 
-// weight is what covering t is worth: logarithmic in how often it was
+// weight is what covering a word is worth: logarithmic in how often it was
 // said (one subject does not crowd out the others), little if once.
-func (v *wordCounts) weight(t string) float64 {
-	return math.Log2(1+float64(max(v.n[t], 1))) - 0.8
+func (v *wordCounts) weight(id int32) float64 {
+	return math.Log2(1+float64(max(v.n[id], 1))) - 0.8
+}
+
+// weightOf is the weight of the word t.
+func (v *wordCounts) weightOf(t string) float64 {
+	if id, ok := v.ids[t]; ok {
+		return v.weight(id)
+	}
+	return math.Log2(2) - 0.8
 }
 
 // shrink forgets the least said half of the words (state over its bound).
 func (v *wordCounts) shrink() bool {
-	if len(v.n) < 16 {
+	if v.size < 16 {
 		return false
 	}
-	v.forget(len(v.n) / 2)
+	v.forget(v.size / 2)
 	return true
 }
 
-// counts are the state's word counts, read once (into st.spare).
+// termSet is a set of words by their numbers (wordCounts.id).
+type termSet []bool
+
+func (s termSet) has(id int32) bool { return int(id) < len(s) && s[id] }
+
+func (s *termSet) add(id int32) {
+	if n := int(id) + 1 - len(*s); n > 0 {
+		*s = append(*s, make([]bool, n)...)
+	}
+	(*s)[id] = true
+}
+
+// counts are the state's word counts, read once (into the fold's scratch).
 func (st *state) counts() *wordCounts {
 	if st.voc == nil {
-		if st.spare == nil {
-			st.spare = new(wordCounts)
-		}
-		st.voc = st.spare.read(st.Voc)
+		st.voc = st.scratch().voc.read(st.Voc)
 	}
 	return st.voc
 }

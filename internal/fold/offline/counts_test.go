@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -12,7 +13,7 @@ import (
 func naiveCounts(n map[string]int, floor int) string {
 	var es []countEntry
 	for t, c := range n {
-		es = append(es, countEntry{t, c})
+		es = append(es, countEntry{t: t, c: c})
 	}
 	slices.SortFunc(es, compareCounts)
 	var parts []string
@@ -65,7 +66,7 @@ func TestWordCountsWriteAsSorted(t *testing.T) {
 		if len(model) > 2*maxVocab {
 			es := []countEntry{}
 			for w, c := range model {
-				es = append(es, countEntry{w, c})
+				es = append(es, countEntry{t: w, c: c})
 			}
 			slices.SortFunc(es, compareCounts)
 			floor = es[maxVocab].c
@@ -78,7 +79,7 @@ func TestWordCountsWriteAsSorted(t *testing.T) {
 			t.Fatalf("fold %d: counts written\n%s\nwant\n%s", fold, got, want)
 		}
 		for w, c := range model {
-			if v.weight(w) != (&wordCounts{n: map[string]int{w: c}}).weight(w) {
+			if v.weightOf(w) != math.Log2(1+float64(max(c, 1)))-0.8 {
 				t.Fatalf("fold %d: weight of %s differs", fold, w)
 			}
 		}

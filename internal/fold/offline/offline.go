@@ -149,8 +149,40 @@ func WithLogger(l zerolog.Logger) Option { return func(c *config) { c.log = l } 
 // it knows of a session is in the request's state), so it is safe for
 // concurrent use.
 type Summarizer struct {
-	cfg    config
-	counts sync.Pool // *wordCounts: room to read a state's word counts into
+	cfg   config
+	rooms sync.Pool // *scratch
+}
+
+// scratch is the room one fold works in: the word counts, and what picking
+// statements and finding topics use. A Summarizer keeps its scratches
+// between folds so that a fold allocates little; a scratch carries
+// nothing from one fold to the next (release) but the lexicon of the
+// words it has seen.
+type scratch struct {
+	lex          lexicon
+	terms        []string       // a sentence's
+	stmts, sents []stmt         // a batch's, a turn's
+	tf           map[string]int // how many of a batch's statements say a word
+	voc          wordCounts
+	cands        []cand
+	ids          []int32   // the candidates' words
+	worth        []float64 // what each of those is worth, in one pick
+	said, named  termSet
+	phrases      []phrase
+	byKey        map[string]int32 // a phrase's key: its place in phrases
+	seen, people []string
+	out          []byte // the state written
+	st           state  // the state read
+}
+
+func (sc *scratch) release() *scratch {
+	sc.voc.release()
+	clear(sc.cands[:cap(sc.cands)])
+	clear(sc.phrases[:cap(sc.phrases)])
+	clear(sc.seen[:cap(sc.seen)])
+	clear(sc.people[:cap(sc.people)])
+	clear(sc.byKey)
+	return sc
 }
 
 // New returns an offline summarizer.
@@ -166,7 +198,7 @@ func New(opts ...Option) *Summarizer {
 	for w := range c.extraFiller {
 		c.maxFillerLen = max(c.maxFillerLen, len(w))
 	}
-	return &Summarizer{cfg: c, counts: sync.Pool{New: func() any { return new(wordCounts) }}}
+	return &Summarizer{cfg: c, rooms: sync.Pool{New: func() any { return new(scratch) }}}
 }
 
 // Name returns "offline".
@@ -182,9 +214,10 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	if budget <= 0 {
 		budget = s.cfg.defaultMaxChars
 	}
-	st := s.load(req)
-	st.spare = s.counts.Get().(*wordCounts)
-	defer func() { s.counts.Put(st.spare.release()) }()
+	sc := s.rooms.Get().(*scratch)
+	defer func() { s.rooms.Put(sc.release()) }()
+	st := s.load(req, &sc.st, &sc.lex)
+	st.sc = sc
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
 	changed := false
@@ -221,12 +254,13 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	return res, nil
 }
 
-// load is the session's state before this fold: the request's, when it
-// goes with the previous summary, else the previous summary read as prose.
-func (s *Summarizer) load(req fold.Request) *state {
+// load is the session's state before this fold: the request's (read into
+// room), when it goes with the previous summary, else the previous summary
+// read as prose.
+func (s *Summarizer) load(req fold.Request, room *state, lx *lexicon) *state {
 	prev := strings.TrimSpace(req.PreviousSummary)
 	if len(req.PreviousState) > 0 {
-		st, err := decodeState(req.PreviousState)
+		st, err := room.decode(req.PreviousState)
 		switch {
 		case err != nil:
 			s.cfg.log.Warn().Err(err).Str("event", "offline_state_unreadable").Str("session", req.Session).
@@ -238,7 +272,7 @@ func (s *Summarizer) load(req fold.Request) *state {
 	if prev == "" {
 		return &state{V: stateVersion}
 	}
-	return fromProse(prev)
+	return fromProse(prev, lx)
 }
 
 // fold adds the batch's turns and notes to st and returns the memories
@@ -247,7 +281,7 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 	if req.Profile == fold.ProfileAgent {
 		st.Agent = true
 	}
-	b := s.extract(req, st)
+	b := s.extract(req, st, st.scratch())
 	st.counts().add(b.stmts)
 	st.Voc = st.voc.String()
 	for _, t := range req.Turns {
@@ -270,7 +304,7 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 			st.Open[i].Batch = false
 		}
 		st.supersede(b.stmts)
-		st.Open = mergeToolRuns(append(st.Open, b.stmts...))
+		st.Open = st.lex().mergeToolRuns(append(st.Open, b.stmts...))
 		if len(st.Topics) > 1 {
 			st.Topics = st.Topics[:1] // the new statements name the rest
 		}

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"cmp"
 	"math"
 	"slices"
@@ -87,7 +88,7 @@ func (st *state) newPeriod(ss []stmt) period {
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return count[b] - count[a] })
 	p.Names = order[:min(len(order), 3)]
-	p.Topics = topics(ss, st.Names, maxTopics, st.counts())
+	p.Topics = st.topics(ss, maxTopics, st.counts())
 	p.Stmts = st.covering(ss, p.Topics, maxPeriodKept)
 	for i := range p.Stmts {
 		// a closed period's topics are found: its statements' phrases
@@ -103,15 +104,20 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	if len(ss) <= n {
 		return slices.Clone(ss)
 	}
-	covered := map[string]bool{}
-	for _, t := range strings.Fields(termString(strings.Join(topics, " "))) {
-		covered[t] = true
+	voc, sc := st.counts(), st.sc
+	covered := sc.named[:0]
+	for _, t := range topics {
+		for _, w := range sc.termsOf(t) {
+			covered.add(voc.id(w))
+		}
 	}
-	cands := make([]*cand, len(ss))
+	sc.ids, sc.named = sc.ids[:0], covered
+	cands := sc.cands[:0]
 	for i := range ss {
-		cands[i] = newCand(&ss[i], 0, 1)
+		cands = append(cands, sc.newCand(&ss[i], 0, 1))
 	}
-	pickCovering(cands, covered, st.counts(), math.MaxInt, (n+1)/2)
+	sc.cands = cands
+	sc.pickCovering(cands, covered, math.MaxInt, (n+1)/2)
 	var out, rest []stmt
 	for _, c := range cands {
 		if c.taken {
@@ -144,7 +150,7 @@ func (st *state) mergePeriods(a, b period) period {
 	}
 	for i := 0; i < maxTopics && len(p.Topics) < maxTopics; i++ {
 		for _, ts := range [][]string{a.Topics, b.Topics} {
-			if i < len(ts) && len(p.Topics) < maxTopics && !slices.ContainsFunc(p.Topics, func(t string) bool { return termString(t) == termString(ts[i]) }) {
+			if i < len(ts) && len(p.Topics) < maxTopics && !slices.ContainsFunc(p.Topics, func(t string) bool { return st.lex().termString(t) == st.lex().termString(ts[i]) }) {
 				p.Topics = append(p.Topics, ts[i])
 			}
 		}
@@ -171,38 +177,48 @@ type phrase struct {
 // conversation's word counts (a closed period's topics, not what the
 // opening sentence says is talked about now), phrases of the words the
 // whole conversation says most preferred to those of a passing remark.
-func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
+func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 	if n <= 0 {
 		return nil
 	}
-	byKey := make(map[string]*phrase, 4*len(ss))
-	var all []*phrase
-	var peopleKeys map[string]bool // the words of the participants' names, stemmed
-	var seen []string              // the keys of one statement's phrases
+	sc := st.scratch()
+	if sc.byKey == nil {
+		sc.byKey = map[string]int32{}
+	}
+	clear(sc.byKey)
+	all := sc.phrases[:0]
 	for _, x := range ss {
 		if x.K == kTool {
 			continue
 		}
-		seen = seen[:0]
-		for _, ph := range decodePhrases(x.Ph) {
-			if slices.Contains(seen, ph.key) {
+		seen := sc.seen[:0] // the keys of the statement's phrases
+		for e := range strings.SplitSeq(x.Ph, ";") {
+			if x.Ph == "" {
+				break
+			}
+			text, key, _ := strings.Cut(e, "=")
+			if slices.Contains(seen, key) {
 				continue
 			}
-			seen = append(seen, ph.key)
-			if p, ok := byKey[ph.key]; ok {
+			seen = append(seen, key)
+			if i, ok := sc.byKey[key]; ok {
+				p := &all[i]
 				p.n++
-				if strings.HasPrefix(ph.text, "the ") && !strings.HasPrefix(p.text, "the ") {
-					p.text = ph.text // said as a noun phrase somewhere
+				if strings.HasPrefix(text, "the ") && !strings.HasPrefix(p.text, "the ") {
+					p.text = text // said as a noun phrase somewhere
 				}
 				continue
 			}
-			p := ph
-			p.n = 1
-			byKey[ph.key] = &p
-			all = append(all, &p)
+			r, _ := utf8.DecodeRuneInString(text)
+			sc.byKey[key] = int32(len(all))
+			all = append(all, phrase{text: text, key: key, n: 1, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1,
+				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
+		sc.seen = seen
 	}
-	for _, p := range all {
+	sc.phrases = all
+	for i := range all {
+		p := &all[i]
 		p.score = float64(p.n) * (1 + 0.7*float64(p.words-1))
 		if p.upper {
 			p.score++
@@ -211,12 +227,13 @@ func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 			if voc == nil {
 				break
 			}
-			p.score += topicSalience * max(0, voc.weight(k))
+			p.score += topicSalience * max(0, voc.weightOf(k))
 		}
 	}
-	slices.SortStableFunc(all, func(a, b *phrase) int { return cmp.Compare(b.score, a.score) })
+	slices.SortStableFunc(all, func(a, b phrase) int { return cmp.Compare(b.score, a.score) })
 	var out []string
-	var used []string
+	used := sc.seen[:0] // the words of the topics chosen
+	peopleKeys := sc.people[:0]
 	for _, p := range all {
 		if len(out) >= n {
 			break
@@ -228,35 +245,50 @@ func topics(ss []stmt, people []string, n int, voc *wordCounts) []string {
 		if !p.upper && p.n < 2 || p.upper && p.words == 1 && p.n < 2 {
 			continue // a word alone is too often a verb or an adjective, a capital too often a sentence's first
 		}
-		if slices.ContainsFunc(strings.Fields(p.key), func(k string) bool { return slices.Contains(used, k) }) {
+		if hasAny(p.key, used) {
 			continue
 		}
-		if peopleKeys == nil {
-			peopleKeys = map[string]bool{}
-			for _, n := range people {
-				for _, w := range strings.Fields(n) {
-					peopleKeys[stem(strings.ToLower(strings.TrimSuffix(w, "'s")))] = true
+		if len(peopleKeys) == 0 {
+			for _, n := range st.Names {
+				for w := range strings.FieldsSeq(n) {
+					peopleKeys = append(peopleKeys, st.lex().stem(strings.ToLower(strings.TrimSuffix(w, "'s"))))
 				}
 			}
 		}
-		if slices.Contains(people, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, peopleKeys) {
+		if slices.Contains(st.Names, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, peopleKeys) {
 			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
 		}
-		used = append(used, strings.Fields(p.key)...)
-		t := p.text
-		if !p.upper && !np && !strings.HasSuffix(strings.Fields(t)[0], "ing") {
+		for k := range strings.FieldsSeq(p.key) {
+			used = append(used, k)
+		}
+		t, first := p.text, ""
+		for first = range strings.FieldsSeq(t) {
+			break
+		}
+		if !p.upper && !np && !strings.HasSuffix(first, "ing") {
 			t = "the " + t
 		}
 		out = append(out, t)
 	}
+	sc.seen, sc.people = used, peopleKeys
 	return out
+}
+
+// hasAny reports whether a word of key is one of ws.
+func hasAny(key string, ws []string) bool {
+	for k := range strings.FieldsSeq(key) {
+		if slices.Contains(ws, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // ofPeople reports a phrase made of the words of participants' names
 // ("Interface Designer" beside User Interface and Industrial Designer).
-func ofPeople(key string, peopleKeys map[string]bool) bool {
-	for _, k := range strings.Fields(key) {
-		if !peopleKeys[strings.TrimSuffix(k, "'")] {
+func ofPeople(key string, peopleKeys []string) bool {
+	for k := range strings.FieldsSeq(key) {
+		if !slices.Contains(peopleKeys, strings.TrimSuffix(k, "'")) {
 			return false
 		}
 	}
@@ -291,34 +323,6 @@ var genericNouns = toSet(strings.Fields(`problem idea thing issu end point way q
 // thing ("the scroll wheel", "our budget").
 var determiners = toSet([]string{"the", "a", "an", "this", "that", "these", "those", "my", "your", "our", "their", "his", "her", "its", "some", "any", "each", "every", "no", "another"})
 
-// encodePhrases writes phrases for stmt.Ph.
-func encodePhrases(ps []phrase) string {
-	var b strings.Builder
-	for i, p := range ps {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		b.WriteString(p.text)
-		b.WriteByte('=')
-		b.WriteString(p.key)
-	}
-	return b.String()
-}
-
-// decodePhrases reads stmt.Ph.
-func decodePhrases(s string) []phrase {
-	if s == "" {
-		return nil
-	}
-	out := make([]phrase, 0, strings.Count(s, ";")+1)
-	for e := range strings.SplitSeq(s, ";") {
-		text, key, _ := strings.Cut(e, "=")
-		r, _ := utf8.DecodeRuneInString(text)
-		out = append(out, phrase{text: text, key: key, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1, upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
-	}
-	return out
-}
-
 // statementBody is a statement's text without its attribution.
 func statementBody(x stmt) string {
 	t := x.Text
@@ -331,31 +335,41 @@ func statementBody(x stmt) string {
 	return t
 }
 
-// phrases are the runs of content words of s.
-func phrases(s string, people []string) []phrase {
-	out := make([]phrase, 0, 8)
-	var run []string
+// phrases are the runs of content words of s, encoded for stmt.Ph.
+func (lx *lexicon) phrases(s string, people []string) string {
+	type word struct {
+		w string
+		x lexeme
+	}
+	var barr [256]byte
+	var rarr [8]word
+	out, run := barr[:0], rarr[:0]
 	runUpper := false
 	np := false // the run follows a determiner: a noun phrase
 	flush := func() {
-		for len(run) > 0 && (adverbs[strings.ToLower(run[len(run)-1])] || strings.HasSuffix(run[len(run)-1], "ally")) {
+		for len(run) > 0 && (run[len(run)-1].x.is(fAdverb) || strings.HasSuffix(run[len(run)-1].w, "ally")) {
 			run = run[:len(run)-1]
 		}
-		if len(run) > 0 && len(run) <= maxTopicPhrase {
-			p := phrase{text: strings.Join(run, " "), words: len(run)}
+		if w0 := run[0:min(len(run), 1)]; len(run) > 0 && len(run) <= maxTopicPhrase &&
+			!(len(w0[0].w) >= 2 && lowerASCII(w0[0].w[len(w0[0].w)-2]) == 'l' && lowerASCII(w0[0].w[len(w0[0].w)-1]) == 'y') {
+			if len(out) > 0 {
+				out = append(out, ';')
+			}
 			if np && !runUpper {
-				p.text = "the " + p.text
+				out = append(out, "the "...)
 			}
-			var ks []string
-			upper := true
-			for _, w := range run {
-				ks = append(ks, stem(strings.ToLower(w)))
-				r, _ := utf8.DecodeRuneInString(w)
-				upper = upper && (unicode.IsUpper(r) || unicode.IsDigit(r))
+			for i, w := range run {
+				if i > 0 {
+					out = append(out, ' ')
+				}
+				out = append(out, w.w...)
 			}
-			p.key, p.upper = strings.Join(ks, " "), upper
-			if !strings.HasSuffix(strings.ToLower(run[0]), "ly") {
-				out = append(out, p)
+			out = append(out, '=')
+			for i, w := range run {
+				if i > 0 {
+					out = append(out, ' ')
+				}
+				out = append(out, w.x.stem...)
 			}
 		}
 		run = run[:0]
@@ -366,12 +380,11 @@ func phrases(s string, people []string) []phrase {
 	paren := false
 	// held: a capitalised word that opens a sentence, the start of a name
 	// when the next word is capitalised too ("decided: Joshua Tree, …")
-	held := ""
+	var held word
+	var lb [64]byte
 	for f := range strings.FieldsSeq(s) {
 		hold := held
-		held = ""
-		w := strings.TrimFunc(f, isPhrasePunct)
-		lw := strings.ToLower(w)
+		held = word{}
 		if strings.HasPrefix(f, "(") {
 			paren = true
 		}
@@ -380,12 +393,18 @@ func phrases(s string, people []string) []phrase {
 			flush()
 			continue // a resolved date
 		}
-		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && isTermWord(lw) && !phraseStop[lw] && !slices.Contains(people, w) && !strings.ContainsAny(w, "$%/=;") &&
-			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1
-		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || numberWords[lw]) && len(run) == 0 || ok && strings.IndexFunc(w, unicode.IsDigit) >= 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+		w := strings.TrimFunc(f, isPhrasePunct)
+		var x lexeme
+		lw := lower(lb[:0], w)
+		if w != "" {
+			x = lx.getBytes(lw)
+		}
+		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !slices.Contains(people, w) && !strings.ContainsAny(w, "$%/=;") &&
+			!(bytes.HasSuffix(lw, []byte("ed")) && len(run) == 0) && utf8.RuneCountInString(w) > 1
+		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && strings.IndexFunc(w, unicode.IsDigit) >= 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
 			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
 		}
-		if ok && adverbs[lw] {
+		if ok && x.is(fAdverb) {
 			ok = false // "the already mentioned"
 		}
 		r, _ := utf8.DecodeRuneInString(w)
@@ -393,15 +412,15 @@ func phrases(s string, people []string) []phrase {
 		if ok && start && up {
 			ok = false
 			if !strings.ContainsAny(f[len(f)-1:], ".,!?;:") {
-				held = w
+				held = word{w, x}
 			}
 		}
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
 		}
-		start = strings.ContainsAny(f[len(f)-1:], `.!?":`) || reportVerbs[lw]
+		start = strings.ContainsAny(f[len(f)-1:], `.!?":`) || x.is(fReportVerb)
 		wasDet := det
-		det = determiners[lw] && !strings.ContainsAny(f[len(f)-1:], `.,!?;:`)
+		det = x.is(fDeterminer) && !strings.ContainsAny(f[len(f)-1:], `.,!?;:`)
 		if !ok {
 			flush()
 			continue
@@ -409,17 +428,17 @@ func phrases(s string, people []string) []phrase {
 		if len(run) == 0 {
 			runUpper = up
 			np = wasDet
-			if hold != "" && up {
+			if hold.w != "" && up {
 				run = append(run, hold)
 			}
 		}
-		run = append(run, w)
+		run = append(run, word{w, x})
 		if strings.ContainsAny(f[len(f)-1:], ".,!?;:)") {
 			flush()
 		}
 	}
 	flush()
-	return out
+	return string(out)
 }
 
 func isPhrasePunct(r rune) bool {
@@ -455,13 +474,14 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		used -= runeLen(headers[first]) + 1
 		headers[first] = ""
 	}
-	voc := st.counts()
-	var cands []*cand
+	voc, sc := st.counts(), st.sc
+	sc.ids = sc.ids[:0]
+	cands := sc.cands[:0]
 	add := func(x *stmt, pi int, rec float64) {
 		if x.K == kQuestion && x.Batch {
 			rec *= 1.5
 		}
-		cands = append(cands, newCand(x, pi, rec))
+		cands = append(cands, sc.newCand(x, pi, rec))
 	}
 	for pi := range st.Periods {
 		if headers[pi] == "" {
@@ -481,22 +501,24 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	if n := len(cands); n > 0 && cands[n-1].period < 0 {
 		cands[n-1].latest = true
 	}
+	sc.cands = cands
 	// What the opening sentence and the period lines name is said already.
-	covered := map[string]bool{}
-	for _, t := range strings.Fields(termString(lead)) {
-		covered[t] = true
+	covered := sc.named[:0]
+	for _, t := range sc.termsOf(lead) {
+		covered.add(voc.id(t))
 	}
 	for _, h := range headers {
-		for _, t := range strings.Fields(termString(h)) {
-			covered[t] = true
+		for _, t := range sc.termsOf(h) {
+			covered.add(voc.id(t))
 		}
 	}
-	pickCovering(cands, covered, voc, budget-used, len(cands))
+	sc.named = covered
+	sc.pickCovering(cands, covered, budget-used, len(cands))
 	lines, merged := st.compose(lead, headers, cands)
 	if size := joinedLen(lines); merged && budget-size >= 40 {
 		// what merging statements saved takes more of them (unless one
 		// falls between two merged and the whole no longer fits)
-		pickCovering(cands, covered, voc, budget-size, len(cands))
+		sc.pickCovering(cands, covered, budget-size, len(cands))
 		if more, _ := st.compose(lead, headers, cands); joinedLen(more) <= budget {
 			lines = more
 		}
@@ -517,13 +539,7 @@ func joinedLen(lines []string) int {
 // statements in a row that one speaker said become one sentence ("Bob
 // said the venue is booked, and the caterer wants a deposit."); merged
 // reports whether two were.
-func (st *state) compose(lead string, headers []string, cands []*cand) (lines []string, merged bool) {
-	taken := make(map[*stmt]bool, len(cands))
-	for _, c := range cands {
-		if c.taken {
-			taken[c.x] = true
-		}
-	}
+func (st *state) compose(lead string, headers []string, cands []cand) (lines []string, merged bool) {
 	if lead != "" {
 		lines = append(lines, lead)
 	}
@@ -539,20 +555,23 @@ func (st *state) compose(lead string, headers []string, cands []*cand) (lines []
 		lines = append(lines, x.Text)
 		joinable = plain && strings.HasSuffix(x.Text, ".")
 	}
+	// (cands are the statements of the periods with a line, then the
+	// current ones, in order)
+	i := 0
 	for pi := range st.Periods {
 		if headers[pi] != "" {
 			lines = append(lines, headers[pi])
 			joinable = false
 		}
-		for i := range st.Periods[pi].Stmts {
-			if x := &st.Periods[pi].Stmts[i]; taken[x] {
-				add(x)
+		for ; i < len(cands) && cands[i].period == pi; i++ {
+			if cands[i].taken {
+				add(cands[i].x)
 			}
 		}
 	}
-	for i := range st.Open {
-		if x := &st.Open[i]; taken[x] {
-			add(x)
+	for ; i < len(cands); i++ {
+		if cands[i].taken {
+			add(cands[i].x)
 		}
 	}
 	return lines, merged
@@ -574,7 +593,7 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 	if st.Small && len(st.Open) == 0 && len(st.Periods) == 0 {
 		return names + small
 	}
-	ts := topics(st.Open, st.Names, maxTopics, nil)
+	ts := st.topics(st.Open, maxTopics, nil)
 	if len(st.Topics) > 0 {
 		// what the summary read as prose was about comes first
 		ts = append(slices.Clone(st.Topics), ts...)
@@ -639,62 +658,88 @@ func day(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02") }
 
 // cand is a statement that may go in the summary.
 type cand struct {
-	x        *stmt
-	terms    []string
-	rec      float64 // more for newer statements
-	extra    float64 // worthBeyondWords
-	latest   bool    // the last thing said: where the conversation is
-	size     int     // runes, with the space before it
-	taken    bool
-	period   int // -1: current
-	textLows string
+	x      *stmt
+	terms  []int32 // its words (wordCounts.id)
+	rec    float64 // more for newer statements
+	extra  float64 // worthBeyondWords
+	latest bool    // the last thing said: where the conversation is
+	size   int     // runes, with the space before it
+	taken  bool
+	period int  // -1: current
+	dup    bool // its text, lower-cased, is a taken candidate's
 }
 
-func newCand(x *stmt, period int, rec float64) *cand {
-	terms := strings.Fields(x.Terms)
-	return &cand{x: x, period: period, terms: terms, rec: rec, size: runeLen(x.Text) + 1,
-		textLows: strings.ToLower(x.Text), extra: worthBeyondWords(x, len(terms))}
+func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
+	n := len(sc.ids)
+	for t := range strings.FieldsSeq(x.Terms) {
+		sc.ids = append(sc.ids, sc.voc.id(t))
+	}
+	terms := sc.ids[n:len(sc.ids):len(sc.ids)]
+	return cand{x: x, period: period, terms: terms, rec: rec, size: runeLen(x.Text) + 1, extra: worthBeyondWords(x, len(terms))}
+}
+
+// sameLower reports strings.ToLower(a) == strings.ToLower(b).
+func sameLower(a, b string) bool {
+	for _, r := range a {
+		q, n := utf8.DecodeRuneInString(b)
+		if n == 0 || unicode.ToLower(r) != unicode.ToLower(q) {
+			return false
+		}
+		b = b[n:]
+	}
+	return b == ""
 }
 
 // pickCovering marks at most n candidates within room runes, one at a
 // time: the one that adds most for its length of what no statement taken
-// says, nor the lines written name (its words weighed by how often the
-// conversation says them, plus worthBeyondWords), while any adds anything.
-func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n int) {
-	texts := make(map[string]bool, min(n, len(cands)))
-	said := make(map[string]bool, 8*min(n, len(cands))) // by the statements taken
-	for _, c := range cands {
-		if c.taken { // in an earlier call
-			texts[c.textLows] = true
-			for _, t := range c.terms {
-				said[t] = true
+// says, nor the lines written name (named; its words weighed by how often
+// the conversation says them, plus worthBeyondWords), while any adds
+// anything. A text is taken once.
+func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
+	voc := &sc.voc
+	said, worth := sc.said[:0], sc.worth[:0]
+	take := func(b *cand) {
+		for i := range cands {
+			if c := &cands[i]; c.size == b.size && sameLower(c.x.Text, b.x.Text) { // (lower-casing keeps runes)
+				c.dup = true
+			}
+		}
+		for _, t := range b.terms {
+			said.add(t)
+		}
+	}
+	for i := range cands {
+		c := &cands[i]
+		c.dup = false
+		// what each candidate's words are worth does not change while picking
+		for _, t := range c.terms {
+			if named.has(t) {
+				worth = append(worth, voc.weight(t)/4) // said in other words
+			} else {
+				worth = append(worth, voc.weight(t))
 			}
 		}
 	}
-	// what each candidate's terms are worth does not change while picking
-	worth := make([][]float64, len(cands))
-	for i, c := range cands {
-		worth[i] = make([]float64, len(c.terms))
-		for j, t := range c.terms {
-			if named[t] {
-				worth[i][j] = voc.weight(t) / 4 // said in other words
-			} else {
-				worth[i][j] = voc.weight(t)
-			}
+	for i := range cands {
+		if cands[i].taken { // in an earlier call
+			take(&cands[i])
 		}
 	}
 	for ; n > 0; n-- {
-		var best *cand
-		bestV := 0.0
-		for i, c := range cands {
-			if c.taken || c.size > room || texts[c.textLows] {
+		best, bestV := -1, 0.0
+		w := worth
+		for i := range cands {
+			c := &cands[i]
+			cw := w[:len(c.terms)]
+			w = w[len(c.terms):]
+			if c.taken || c.size > room || c.dup {
 				continue
 			}
 			gain, fresh := 0.0, 0
 			for j, t := range c.terms {
-				if !said[t] {
+				if !said.has(t) {
 					fresh++
-					gain += worth[i][j]
+					gain += cw[j]
 				}
 			}
 			if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid && !(c.latest && fresh > 0) {
@@ -702,19 +747,17 @@ func pickCovering(cands []*cand, named map[string]bool, voc *wordCounts, room, n
 			}
 			v := (gain + c.extra) * c.rec / float64(c.size+30)
 			if v > bestV {
-				best, bestV = c, v
+				best, bestV = i, v
 			}
 		}
-		if best == nil {
-			return
+		if best < 0 {
+			break
 		}
-		best.taken = true
-		room -= best.size
-		texts[best.textLows] = true
-		for _, t := range best.terms {
-			said[t] = true
-		}
+		cands[best].taken = true
+		room -= cands[best].size
+		take(&cands[best])
 	}
+	sc.said, sc.worth = said, worth
 }
 
 // worthBeyondWords: numbers, names, and most a decision, an instruction

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,9 +56,8 @@ type state struct {
 	// Voc is how often each word of the conversation was said (counts.go).
 	Voc string `json:"voc,omitempty"`
 
-	voc   *wordCounts // Voc, read
-	spare *wordCounts // where to read Voc into
-	read  int         // bytes of the encoding it was read from
+	voc *wordCounts // Voc, read
+	sc  *scratch    // the fold's room, where Voc is read into
 }
 
 // period is a closed stretch of the conversation: when, who spoke most,
@@ -123,12 +123,14 @@ func fnvAdd(h uint64, s string) uint64 {
 
 // decodeState reads a state written by encode. It fails on anything else,
 // including a state of another version.
-func decodeState(b []byte) (*state, error) {
-	st, err := readState(b)
+func decodeState(b []byte) (*state, error) { return new(state).decode(b) }
+
+// decode is decodeState into st, in the room its lists had.
+func (st *state) decode(b []byte) (*state, error) {
+	st, err := st.readJSON(b)
 	if err != nil {
 		return nil, err
 	}
-	st.read = len(b)
 	if st.V != stateVersion {
 		return nil, fmt.Errorf("offline state: version %d, want %d", st.V, stateVersion)
 	}
@@ -139,13 +141,14 @@ func decodeState(b []byte) (*state, error) {
 // statements and oldest facts while it is over.
 func (st *state) encode() []byte {
 	st.V = stateVersion
+	sc := st.scratch()
 	for {
-		b, err := st.appendJSON(make([]byte, 0, min(st.read+st.read/4+1024, maxStateBytes+1024)))
-		if err != nil {
+		b, err := st.appendJSON(sc.out[:0])
+		if sc.out = b; err != nil {
 			return nil // (only unencodable floats; W is always finite)
 		}
 		if len(b) <= maxStateBytes || !st.shed() {
-			return b
+			return bytes.Clone(b)
 		}
 	}
 }
@@ -218,6 +221,14 @@ func dropWeakest(ss []stmt, n int) []stmt {
 	return out
 }
 
+// scratch is the fold's room.
+func (st *state) scratch() *scratch {
+	if st.sc == nil {
+		st.sc = new(scratch)
+	}
+	return st.sc
+}
+
 // addName records a participant.
 func (st *state) addName(n string) {
 	if n == "" || slices.Contains(st.Names, n) {
@@ -237,7 +248,7 @@ func (st *state) addName(n string) {
 // becomes a statement of the current period, attributed when it starts
 // with a known name. It runs once per session: the state goes on from
 // there.
-func fromProse(prose string) *state {
+func fromProse(prose string, lx *lexicon) *state {
 	st := &state{V: stateVersion}
 	sents := splitSentences(sanitize(prose, 64<<10))
 	if len(sents) > maxOpen {
@@ -267,7 +278,7 @@ func fromProse(prose string) *state {
 		if j := strings.IndexByte(s, ' '); j > 0 && slices.Contains(st.Names, s[:j]) {
 			sp = s[:j]
 		}
-		terms := termString(s)
+		terms := lx.termString(s)
 		k := kSaid
 		switch {
 		case sp != "" && strings.HasPrefix(s[len(sp):], " asked") && strings.HasSuffix(s, "?"):
@@ -275,8 +286,8 @@ func fromProse(prose string) *state {
 		case sp != "" && strings.HasPrefix(s[len(sp):], " ran "):
 			k = kTool
 		}
-		x := stmt{Sp: sp, Text: s, Terms: terms, K: k, W: weigh(s, strings.Count(terms, " ")+1, countDigits(s))}
-		x.Ph = encodePhrases(phrases(statementBody(x), st.Names))
+		x := stmt{Sp: sp, Text: s, Terms: terms, K: k, W: weigh(s, strings.Count(terms, " ")+1, statWords(s))}
+		x.Ph = lx.phrases(statementBody(x), st.Names)
 		st.Open = append(st.Open, x)
 	}
 	return st
