@@ -80,9 +80,10 @@ func (p *picker) docTerms(d int) *docTerms {
 	if dt, ok := p.content[d]; ok {
 		return dt
 	}
-	dt := &docTerms{}
+	view := p.x.view(d)
+	dt := &docTerms{order: make([]string, 0, strings.Count(view.terms, "\x00"))}
 	names := p.names()
-	p.x.view(d).eachTerm(func(t string) {
+	view.eachTerm(func(t string) {
 		if !names[t] {
 			dt.order = append(dt.order, t)
 		} else {

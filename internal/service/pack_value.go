@@ -110,6 +110,9 @@ type valuePacker struct {
 
 	ids   map[string]int32
 	shown []bool // interned terms the reply shows
+	// seen marks the terms intern met in the text at hand (gen).
+	seen []uint32
+	gen  uint32
 	// weight is the weight of each question and feedback term, covered
 	// how many chosen items hold it, termAt its position (and id).
 	weight  []float64
@@ -146,7 +149,7 @@ type valuePacker struct {
 // the picker pk of the question's matches.
 func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[uint64]*events.Turn, h *indexHandle, pk *picker, total *meter, out *client.Context) error {
 	v := &valuePacker{s: s, ctx: ctx, pk: pk, cp: cp, tail: tail, h: h, total: total,
-		ids: map[string]int32{}, termAt: map[string]int{}, speakers: map[string][]int32{}, windowNext: -1, windowLow: cp.Total, days: map[int64]bool{}, excerpted: map[string]bool{}}
+		ids: make(map[string]int32, 1024), termAt: map[string]int{}, speakers: map[string][]int32{}, windowNext: -1, windowLow: cp.Total, days: map[int64]bool{}, excerpted: map[string]bool{}}
 	v.weigh()
 
 	// The last exchange, under the window's header.
@@ -304,14 +307,17 @@ func (v *valuePacker) id(t string) int32 {
 // intern is text's distinct content terms, interned.
 func (v *valuePacker) intern(text string) []int32 {
 	var out []int32
-	seen := map[int32]bool{}
+	v.gen++
 	v.s.an.each(text, func(t string) {
 		if t == "" {
 			return
 		}
 		id := v.id(t)
-		if !seen[id] {
-			seen[id] = true
+		for int(id) >= len(v.seen) {
+			v.seen = append(v.seen, 0)
+		}
+		if v.seen[id] != v.gen {
+			v.seen[id] = v.gen
 			out = append(out, id)
 		}
 	})
