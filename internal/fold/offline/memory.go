@@ -19,8 +19,8 @@ import (
 // (person.go), or the numbers of an earlier fact about the same thing,
 // supersedes it.
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
-	var out []fold.Memory
-	var cands []stmt
+	sc := st.scratch()
+	cands := sc.sents[:0] // (the turns' sentences are read)
 	for _, x := range b.stmts {
 		if x.K != kSaid && x.K != kAsk || x.Sp == "" {
 			continue
@@ -33,6 +33,8 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	if len(cands) > maxFoldMemories {
 		cands = dropWeakest(cands, len(cands)-maxFoldMemories)
 	}
+	sc.sents = cands
+	out := make([]fold.Memory, 0, len(cands))
 	for _, x := range cands {
 		low := strings.ToLower(x.Text)
 		sum := fnvAdd(fnvAdd(hashString(x.Sp), "\x00"), low)

@@ -161,7 +161,7 @@ type Summarizer struct {
 type scratch struct {
 	lex          lexicon
 	terms        []string       // a sentence's
-	stmts, sents []stmt         // a batch's, a turn's
+	stmts, sents []stmt         // a batch's; a turn's, then the memories' candidates
 	tf           map[string]int // how many of a batch's statements say a word
 	voc          wordCounts
 	cands        []cand
