@@ -361,11 +361,17 @@ func (r *jsonReader) str() string {
 	}
 	r.i++
 	start, plain := r.i, true
+	if j := strings.IndexByte(r.s[start:], '"'); j >= 0 && strings.IndexByte(r.s[start:start+j], '\\') < 0 {
+		r.i += j // (a string as the writer writes most: no escapes, so the first quote ends it)
+	}
 	for ; r.i < len(r.b); r.i++ {
 		switch c := r.b[r.i]; {
 		case c == '"':
 			r.i++
-			if s := r.s[start : r.i-1]; plain && utf8.ValidString(s) {
+			if s := r.s[start : r.i-1]; hasControl(s) {
+				r.fail("control character in a string")
+				return ""
+			} else if plain && utf8.ValidString(s) {
 				return s
 			}
 			// with escapes: as strconv.Unquote reads them when they are
@@ -392,4 +398,13 @@ func (r *jsonReader) str() string {
 	}
 	r.fail("unterminated string")
 	return ""
+}
+
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' {
+			return true
+		}
+	}
+	return false
 }

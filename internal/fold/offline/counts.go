@@ -86,10 +86,6 @@ func (v *wordCounts) id(t string) int32 {
 // release forgets the counts and the words, keeping the room they took.
 func (v *wordCounts) release() *wordCounts {
 	clear(v.ids)
-	clear(v.words[:cap(v.words)])
-	clear(v.order[:cap(v.order)])
-	clear(v.buf[:cap(v.buf)])
-	clear(v.ms[:cap(v.ms)])
 	v.words, v.n, v.order, v.buf, v.moved, v.ms, v.size, v.floor = v.words[:0], v.n[:0], v.order[:0], v.buf[:0], v.moved[:0], v.ms[:0], 0, 0
 	return v
 }
@@ -128,7 +124,6 @@ func (v *wordCounts) forget(keep int) {
 
 // settle makes es the order, as written.
 func (v *wordCounts) settle(es []countEntry) {
-	clear(v.order[:cap(v.order)])
 	v.order, v.buf, v.moved = es, v.order[:0], v.moved[:0]
 }
 

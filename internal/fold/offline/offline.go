@@ -153,10 +153,10 @@ type Summarizer struct {
 	rooms sync.Pool // *scratch
 }
 
-// scratch is the room one fold works in: the word counts, and what picking
-// statements and finding topics use. A Summarizer keeps its scratches
-// between folds so that a fold allocates little; a scratch carries
-// nothing from one fold to the next (release).
+// scratch is the room one fold works in: the state read, its word counts,
+// and what picking statements and finding topics use. A Summarizer keeps
+// its scratches between folds so that a fold allocates little; a fold
+// reads nothing a fold before it left there (each part is reset first).
 type scratch struct {
 	voc          wordCounts
 	cands        []cand
@@ -168,16 +168,6 @@ type scratch struct {
 	seen, people []string
 	out          []byte // the state written
 	st           state  // the state read
-}
-
-func (sc *scratch) release() *scratch {
-	sc.voc.release()
-	clear(sc.cands[:cap(sc.cands)])
-	clear(sc.phrases[:cap(sc.phrases)])
-	clear(sc.seen[:cap(sc.seen)])
-	clear(sc.people[:cap(sc.people)])
-	clear(sc.byKey)
-	return sc
 }
 
 // New returns an offline summarizer.
@@ -210,7 +200,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		budget = s.cfg.defaultMaxChars
 	}
 	sc := s.rooms.Get().(*scratch)
-	defer func() { s.rooms.Put(sc.release()) }()
+	defer s.rooms.Put(sc)
 	st := s.load(req, &sc.st)
 	st.sc = sc
 	prev := strings.TrimSpace(req.PreviousSummary)

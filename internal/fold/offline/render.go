@@ -216,8 +216,15 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		sc.seen = seen
 	}
 	sc.phrases = all
-	for i := range all {
-		p := &all[i]
+	kept := all[:0] // (what can name a subject, sorted)
+	for _, p := range all {
+		np := strings.HasPrefix(p.text, "the ")
+		if p.words == 1 && !p.upper && (!np || p.n < 3 || genericNouns[p.key] || strings.HasSuffix(p.text, "ing")) {
+			continue // a word alone names a subject when it is said as a noun, often, and is not just any noun
+		}
+		if !p.upper && p.n < 2 || p.upper && p.words == 1 && p.n < 2 {
+			continue // a word alone is too often a verb or an adjective, a capital too often a sentence's first
+		}
 		p.score = float64(p.n) * (1 + 0.7*float64(p.words-1))
 		if p.upper {
 			p.score++
@@ -228,22 +235,17 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			}
 			p.score += topicSalience * max(0, voc.weightOf(k))
 		}
+		kept = append(kept, p)
 	}
-	slices.SortStableFunc(all, func(a, b phrase) int { return cmp.Compare(b.score, a.score) })
+	slices.SortStableFunc(kept, func(a, b phrase) int { return cmp.Compare(b.score, a.score) })
 	var out []string
 	used := sc.seen[:0] // the words of the topics chosen
 	peopleKeys := sc.people[:0]
-	for _, p := range all {
+	for _, p := range kept {
 		if len(out) >= n {
 			break
 		}
 		np := strings.HasPrefix(p.text, "the ")
-		if p.words == 1 && !p.upper && (!np || p.n < 3 || genericNouns[p.key] || strings.HasSuffix(p.text, "ing")) {
-			continue // a word alone names a subject when it is said as a noun, often, and is not just any noun
-		}
-		if !p.upper && p.n < 2 || p.upper && p.words == 1 && p.n < 2 {
-			continue // a word alone is too often a verb or an adjective, a capital too often a sentence's first
-		}
 		if hasAny(p.key, used) {
 			continue
 		}
@@ -652,7 +654,13 @@ func (st *state) multiDay() bool {
 	return first != 0 && day(first) != day(last)
 }
 
-func day(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02") }
+// day is the UTC day of the unix time t, counted from 1 January 1970.
+func day(t int64) int64 {
+	if t < 0 {
+		return (t+1)/86400 - 1
+	}
+	return t / 86400
+}
 
 // cand is a statement that may go in the summary.
 type cand struct {
@@ -780,7 +788,7 @@ func (p period) header(multiDay bool) string {
 		switch {
 		case day(p.From) != day(p.To):
 			when = "From " + from.Format(clock) + " on " + from.Format(date) + " to " + to.Format(clock) + " on " + to.Format(date)
-		case from.Format(clock) == to.Format(clock):
+		case from.Hour() == to.Hour() && from.Minute() == to.Minute():
 			when = "At " + from.Format(clock)
 			if multiDay {
 				when += " on " + from.Format(date)
