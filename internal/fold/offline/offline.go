@@ -161,7 +161,7 @@ type scratch struct {
 	voc          wordCounts
 	cands        []cand
 	ids          []int32   // the candidates' words
-	worth        []float64 // what each of those is worth, in one pick
+	worth, bound []float64 // what each of those is worth, in one pick; each candidate at most
 	said, named  termSet
 	phrases      []phrase
 	byKey        map[string]int32 // a phrase's key: its place in phrases
