@@ -38,8 +38,8 @@ type word struct {
 	stop bool
 }
 
-func words(s string) []word {
-	out := make([]word, 0, strings.Count(s, " ")+1)
+// words appends the words of s to out.
+func words(out []word, s string) []word {
 	i := 0
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
@@ -131,7 +131,8 @@ func Resolve(s string, at time.Time) string {
 		return s
 	}
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
-	ws := words(s)
+	var arr [48]word
+	ws := words(arr[:0], s)
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(ws); i++ {

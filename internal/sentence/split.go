@@ -20,7 +20,7 @@ var abbrevs = map[string]bool{"mr": true, "mrs": true, "ms": true, "dr": true, "
 // Sentences are trimmed; empty ones are left out.
 func Split(text string) []string {
 	var out []string
-	for _, line := range strings.Split(text, "\n") {
+	for line := range strings.SplitSeq(text, "\n") {
 		out = splitLine(out, line)
 	}
 	return out

@@ -625,3 +625,52 @@ func TestQueryContextTrimsALongLastTurnToItsEnd(t *testing.T) {
 		}
 	}
 }
+
+// A turn of speech with no word once cleaned ("{vocalsound}") is never
+// recalled: not as the answer after a matching question, nor as a match
+// by a person the question names.
+func TestQueryContextNeverRecallsATurnThatSaysNothing(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, map[int]string{
+		3: "Can someone book the zeppelin museum tickets for Saturday?",
+		4: "{vocalsound}",
+		7: "Um , {vocalsound} uh",
+		9: "The zeppelin museum tickets are booked, forty euros each.",
+	})
+	e.Settled("s1", 64, 10)
+	q := "What did Bob say about the zeppelin museum tickets?"
+	for _, budget := range []int{0, 1500, 4000} {
+		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
+		checkQueryContext(t, c, budget)
+		shown := shownTurns(c)
+		if !slices.Contains(shown, "t009") || budget == 0 && !slices.Contains(shown, "t003") {
+			t.Errorf("budget %d: the evidence was not recalled: %v", budget, shown)
+		}
+		if slices.Contains(shown, "t004") || slices.Contains(shown, "t007") {
+			t.Errorf("budget %d: a turn that says nothing was recalled: %v\n%s", budget, shown, c.Prompt())
+		}
+	}
+}
+
+// A budget the matches and the turns around them do not fill gives its
+// room left, after the summary and the window, to turns further from the
+// matches.
+func TestQueryContextFillsRoomLeftAroundTheMatches(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishWith(t, e, "s1", 0, 64, map[int]string{
+		14: "Grandma's lighthouse painting still hangs crooked beside the kitchen door.",
+		20: "The zeppelin museum tickets cost forty euros each, cash only.",
+	})
+	e.Settled("s1", 64, 10)
+	budget := 20000
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "How much do the zeppelin museum tickets cost?", BudgetChars: budget})
+	checkQueryContext(t, c, budget)
+	shown := shownTurns(c)
+	if !slices.Contains(shown, "t020") || !slices.Contains(shown, "t014") {
+		t.Fatalf("budget %d: recalled %v (window from %d, %d chars), want the match and the turn six before it:\n%s", budget, shown, c.Turns[0].Index, c.Chars, c.Prompt())
+	}
+}

@@ -45,6 +45,8 @@ type turnIndex struct {
 	// for the service's byte budget.
 	bytes int64
 	tf    map[string]int32 // add's scratch space
+	// views are the docs' display texts and terms (index_view.go).
+	views docViews
 }
 
 // indexDoc is one distinct turn (its text: turnIndex.turn).

@@ -396,10 +396,10 @@ type picker struct {
 	terms, feedback []string
 	// weights weighs terms and feedback for trimming (trimWeights).
 	weights map[string]float64
-	// content caches each considered doc's content terms (evidence.go),
-	// and texts its text as an excerpt shows it (picker.text).
+	// content caches each considered doc's content terms (evidence.go).
 	content map[int]*docTerms
-	texts   map[int]string
+	// forms caches item's texts and characters.
+	forms map[itemKey]itemForm
 	// perDay counts the chosen matches by day (diversity).
 	perDay map[int64]int
 	// hybrid: the hits were fused with the turns nearest the question by
@@ -438,7 +438,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
 		labelled: map[int]bool{}, counted: map[[3]int]int{}, lineChars: map[[3]int]int{}, tried: map[int]bool{}, newest: -1,
-		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, texts: map[int]string{}, perDay: map[int64]int{}}
+		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, forms: map[itemKey]itemForm{}, perDay: map[int64]int{}}
 	p.budget = cmp.Or(out.BudgetChars, 4*out.BudgetTokens)
 	var hits []hit
 	hits, p.feedback = x.expand(terms, lo, n)
@@ -483,15 +483,37 @@ func (p *picker) searched(start int64) int {
 
 func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem {
 	doc, t := p.x.docs[d], p.x.turn(d)
-	text, trimmed := p.text(d), false
-	if !neighbour {
-		text, trimmed = p.trim(d)
+	key := itemKey{d, neighbour}
+	f, ok := p.forms[key]
+	if !ok {
+		f.text = p.text(d)
+		if !neighbour {
+			f.text, f.trimmed = p.trim(d)
+		}
 	}
 	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: t.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
-		Speaker: t.Speaker, Role: t.Role, At: t.At.UTC(), Score: score, Neighbour: neighbour, Text: text, Trimmed: trimmed}
-	it.Chars = client.LineChars(it.Line())
+		Speaker: t.Speaker, Role: t.Role, At: t.At.UTC(), Score: score, Neighbour: neighbour, Text: f.text, Trimmed: f.trimmed}
+	if !ok {
+		f.chars = client.LineChars(it.Line())
+		p.forms[key] = f
+	}
+	it.Chars = f.chars
 	it.Tokens = -1 // counted once the characters fit (costing tokens is the expensive part)
 	return it
+}
+
+// itemKey is a doc as a match (neighbour false) or a neighbour, and
+// itemForm its item's text and line's characters (picker.item: the same
+// every time for a picker).
+type itemKey struct {
+	d         int
+	neighbour bool
+}
+
+type itemForm struct {
+	text    string
+	trimmed bool
+	chars   int
 }
 
 // lineCost is the cost of doc d's excerpt line (it), labelled with its
@@ -617,18 +639,18 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 
 // unit is a match as the picker recalls it: with the turn before it when
 // the match is a fragment or that turn asks a question, and the turn
-// after it (below limit) when the match asks one, each unless chosen or
-// shown as a memory.
+// after it (below limit) when the match asks one, each unless chosen,
+// shown as a memory, or a turn that says nothing ("{vocalsound}").
 func (p *picker) unit(hit hit, limit int) ([]client.RecalledItem, []int) {
 	unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
 	docs := []int{hit.doc}
 	text := p.text(hit.doc)
-	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] &&
+	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && !p.saysNothing(d) &&
 		(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(p.text(d), "?")) {
 		unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
 		docs = append([]int{d}, docs...)
 	}
-	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && strings.HasSuffix(text, "?") {
+	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && !p.saysNothing(d) && strings.HasSuffix(text, "?") {
 		unit = append(unit, p.item(d, 0, true))
 		docs = append(docs, d)
 	}

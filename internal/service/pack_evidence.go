@@ -56,7 +56,11 @@ var greetingWords = func() map[string]bool {
 
 // docTerms are a turn's content terms: its text's, without names.
 type docTerms struct {
-	set map[string]bool
+	// order is the terms in the order the text first says them; set
+	// the same as a set, made at its first use (lookup: a turn holds a
+	// few dozen terms, and a question's few are found by a scan).
+	order []string
+	set   map[string]bool
 	// named are the names among its text's terms.
 	named []string
 	// substantive: a term that is neither a greeting word nor a name.
@@ -68,15 +72,12 @@ func (p *picker) docTerms(d int) *docTerms {
 	if dt, ok := p.content[d]; ok {
 		return dt
 	}
-	dt := &docTerms{set: map[string]bool{}}
+	dt := &docTerms{}
 	names := p.names()
-	p.s.an.each(p.text(d), func(t string) {
-		if t == "" {
-			return
-		}
+	p.x.view(d).eachTerm(func(t string) {
 		if !names[t] {
-			dt.set[t] = true
-		} else if !slices.Contains(dt.named, t) {
+			dt.order = append(dt.order, t)
+		} else {
 			dt.named = append(dt.named, t)
 		}
 		if !greetingStems[t] && !names[t] {
@@ -85,6 +86,20 @@ func (p *picker) docTerms(d int) *docTerms {
 	})
 	p.content[d] = dt
 	return dt
+}
+
+// has reports whether t is one of the terms.
+func (dt *docTerms) has(t string) bool { return slices.Contains(dt.order, t) }
+
+// lookup is the terms as a set.
+func (dt *docTerms) lookup() map[string]bool {
+	if dt.set == nil {
+		dt.set = make(map[string]bool, len(dt.order))
+		for _, t := range dt.order {
+			dt.set[t] = true
+		}
+	}
+	return dt.set
 }
 
 // greetingStems are greetingWords as index terms.
@@ -126,7 +141,7 @@ func (p *picker) names() map[string]bool {
 
 // evidence reports whether doc d may be recalled as a match: not a turn
 // the reply shows as a memory, not one that only greets or names
-// someone, one that matches the question on more than a name when the
+// someone, nor a turn of speech that says nothing once cleaned, one that matches the question on more than a name when the
 // question asks about more than a person (by its words or its feedback
 // terms; with hybrid ranking, a turn near it by meaning too), and not a near-duplicate of a
 // chosen match.
@@ -141,7 +156,7 @@ func (p *picker) relevant(d int) bool {
 		return false
 	}
 	dt := p.docTerms(d)
-	if !dt.substantive {
+	if !dt.substantive || p.saysNothing(d) {
 		return false
 	}
 	names := p.names()
@@ -151,7 +166,7 @@ func (p *picker) relevant(d int) bool {
 			continue
 		}
 		topical = true
-		if dt.set[t] {
+		if dt.has(t) {
 			matched = true
 			break
 		}
@@ -161,7 +176,7 @@ func (p *picker) relevant(d int) bool {
 	}
 	if topical && !matched && !p.hybrid {
 		for _, t := range p.feedback {
-			if dt.set[t] {
+			if dt.has(t) {
 				matched = true
 				break
 			}
@@ -180,12 +195,12 @@ func (p *picker) repeats(dt *docTerms) bool {
 		if it := p.chosen[c]; it.Neighbour {
 			continue
 		}
-		if jaccard(dt.set, p.docTerms(c).set) >= nearDuplicate {
+		if jaccard(dt.lookup(), p.docTerms(c).lookup()) >= nearDuplicate {
 			return true
 		}
 	}
 	for _, m := range p.shownTerms {
-		if jaccard(dt.set, m) >= nearDuplicate {
+		if jaccard(dt.lookup(), m) >= nearDuplicate {
 			return true
 		}
 	}
@@ -224,25 +239,28 @@ func jaccard(a, b map[string]bool) float64 {
 // text is doc d's text as an excerpt shows it: a turn of speech without
 // what its transcript carries besides the words (speech.Clean), so that
 // the value packing weighs and charges what the reply shows; a tool's
-// turn, or one with nothing left, as it is. Cleaned once per picker.
+// turn, or one with nothing left, as it is. Cleaned once per index
+// (turnIndex.view).
 func (p *picker) text(d int) string {
-	if t, ok := p.texts[d]; ok {
-		return t
-	}
-	t := displayText(p.x.turn(d))
-	p.texts[d] = t
-	return t
+	return p.x.view(d).text
 }
 
-// displayText is turn t's text as a recalled line shows it (picker.text).
-func displayText(t *events.Turn) string {
+// saysNothing reports whether doc d is a turn of speech without a word
+// once cleaned ("{vocalsound}", "Um."): never a neighbour, as it makes
+// nothing readable.
+func (p *picker) saysNothing(d int) bool { return p.x.view(d).wordless }
+
+// displayText is turn t's text as a recalled line shows it (picker.text),
+// and whether it is a turn of speech with nothing left once cleaned
+// (shown as it is then).
+func displayText(t *events.Turn) (string, bool) {
 	if t.Tool != "" || strings.HasPrefix(t.Kind, "tool") || t.Role == "tool" {
-		return t.Text
+		return t.Text, false
 	}
 	if c := speech.Clean(t.Text); c != "" {
-		return c
+		return c, false
 	}
-	return t.Text
+	return t.Text, true
 }
 
 // trim is doc d's text as an excerpt: a turn longer than trimChars is cut

@@ -44,11 +44,14 @@ import (
 // answer spans a few turns, and the turns around a match say more about
 // the question than any other), then to the summary's other sentences,
 // the densest in new words first, then to older verbatim turns, newest
-// first.
+// first, and last to the turns further from the matches (up to fillFar
+// away): room left unused holds nothing.
 const (
 	// fillReach is how far from a chosen match the room left looks for
-	// turns.
+	// turns first, and fillFar how far once the summary and the window
+	// have had theirs (a budget the matches do not fill).
 	fillReach = 3
+	fillFar   = 8
 	// coveredDecay is what a question term is worth again for each chosen
 	// item that already holds it.
 	coveredDecay = 0.5
@@ -89,6 +92,8 @@ type vcand struct {
 	costAt [3]int
 	bound  float64
 	at     int // position in the heap
+	// day is an excerpt's match's day.
+	day int64
 }
 
 // valuePacker is one request's value packing.
@@ -108,6 +113,10 @@ type valuePacker struct {
 	weight  []float64
 	termAt  map[string]int
 	covered []int
+	// now is each weight lowered for its coverage (value).
+	now []float64
+	// dayPow[k] is dayDecay to the power k.
+	dayPow []float64
 	// speakers are the speakers' names' terms.
 	speakers map[string][]int32
 
@@ -174,7 +183,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 	}
 	for i := 0; i < len(pk.hits) && i < excerptPool*pk.want; i++ {
 		if pk.hits[i].doc < v.limit && pk.relevant(pk.hits[i].doc) {
-			v.push(&vcand{kind: candExcerpt, i: i})
+			v.push(&vcand{kind: candExcerpt, i: i, day: day(pk.x.turn(pk.hits[i].doc).At)})
 		}
 	}
 	if err := v.pushWindow(); err != nil {
@@ -207,7 +216,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 	// The room left: the turns next to the matches, the summary's other
 	// sentences, then older turns. The window's header is only shown
 	// between recalled lines and turns.
-	v.fillNeighbours()
+	v.fillNeighbours(1, fillReach)
 	v.fillSummary()
 	recalled := len(v.mems) > 0 || len(pk.chosen) > 0
 	if header && !recalled {
@@ -217,6 +226,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 	if err := v.fillWindow(); err != nil {
 		return err
 	}
+	v.fillNeighbours(fillReach+1, fillFar)
 	if header && len(v.window) == 0 {
 		total.chars, total.tokens = total.chars-hc, total.tokens-ht
 	}
@@ -268,6 +278,7 @@ func (v *valuePacker) weigh() {
 		v.shown = append(v.shown, false)
 		v.weight = append(v.weight, scale*math.Log(1+(docs-df+0.5)/(df+0.5)))
 		v.covered = append(v.covered, 0)
+		v.now = append(v.now, v.weight[len(v.weight)-1]*math.Pow(coveredDecay, 0))
 	}
 	for _, t := range pk.terms {
 		add(t, 1)
@@ -314,9 +325,10 @@ func (v *valuePacker) unitTerms(unit []client.RecalledItem, docs []int) []int32 
 			out = append(out, v.intern(it.Text)...)
 			continue
 		}
-		// The turn's whole text: its terms are known.
+		// The turn's whole text: its terms are known (in its order: the
+		// value sums their weights in that order, the same every time).
 		dt := v.pk.docTerms(docs[i])
-		for t := range dt.set {
+		for _, t := range dt.order {
 			out = append(out, v.id(t))
 		}
 		for _, t := range dt.named {
@@ -451,9 +463,17 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 			// rank's share of an average question term.
 			value = max(value, pk.hits[c.i].score/pk.hits[0].score*v.meanWeight()*float64(v.novel(c)))
 		}
-		value *= math.Pow(dayDecay, float64(pk.perDay[day(pk.x.turn(pk.hits[c.i].doc).At)]))
+		value *= v.dayDecay(pk.perDay[c.day])
 	}
 	return value, max(1, cost), true
+}
+
+// dayDecay is dayDecay to the power k.
+func (v *valuePacker) dayDecay(k int) float64 {
+	for len(v.dayPow) <= k {
+		v.dayPow = append(v.dayPow, math.Pow(dayDecay, float64(len(v.dayPow))))
+	}
+	return v.dayPow[k]
 }
 
 // around is what the cost of a unit of docs (consecutive, none chosen)
@@ -506,7 +526,7 @@ func (p *picker) byNamed(d int) bool {
 func (v *valuePacker) value(c *vcand) float64 {
 	var rel float64
 	for _, at := range c.weighted {
-		rel += v.weight[at] * math.Pow(coveredDecay, float64(v.covered[at]))
+		rel += v.now[at]
 	}
 	if rel == 0 {
 		return 0
@@ -534,7 +554,7 @@ func (v *valuePacker) meanWeight() float64 {
 	}
 	var w float64
 	for at := range n {
-		w += v.weight[at] * math.Pow(coveredDecay, float64(v.covered[at]))
+		w += v.now[at]
 	}
 	return w / float64(n)
 }
@@ -619,6 +639,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 	v.show(c.terms)
 	for _, at := range c.weighted {
 		v.covered[at]++
+		v.now[at] = v.weight[at] * math.Pow(coveredDecay, float64(v.covered[at]))
 	}
 	return refresh, nil
 }
@@ -699,11 +720,11 @@ func (v *valuePacker) fillSummary() {
 // fillNeighbours adds the substantive turns next to the chosen matches
 // (not chosen, not shown as a memory, and with more than a fifth of their
 // words new to the reply: not one that repeats what it shows), the
-// nearest first and among them the best matches' first, up to fillReach
+// nearest first and among them the best matches' first, from to to
 // turns away, while they fit (past maxMisses that do not, the room is as
 // good as full). Its cost is one pass over those turns' terms: no
 // comparison with every chosen excerpt.
-func (v *valuePacker) fillNeighbours() {
+func (v *valuePacker) fillNeighbours(from, to int) {
 	pk := v.pk
 	var matches []int
 	for _, h := range pk.hits {
@@ -715,7 +736,7 @@ func (v *valuePacker) fillNeighbours() {
 		}
 	}
 	misses := 0
-	for dist := 1; dist <= fillReach; dist++ {
+	for dist := from; dist <= to; dist++ {
 		for _, m := range matches {
 			for _, d := range []int{m + dist, m - dist} {
 				if misses >= maxMisses {
@@ -725,16 +746,16 @@ func (v *valuePacker) fillNeighbours() {
 					continue
 				}
 				dt := pk.docTerms(d)
-				if !dt.substantive {
+				if !dt.substantive || pk.saysNothing(d) {
 					continue
 				}
 				fresh := 0
-				for t := range dt.set {
+				for _, t := range dt.order {
 					if id, ok := v.ids[t]; !ok || !v.shown[id] {
 						fresh++
 					}
 				}
-				if fresh*5 <= len(dt.set) {
+				if fresh*5 <= len(dt.order) {
 					continue // the reply says (nearly) all of it already
 				}
 				unit := []client.RecalledItem{pk.item(d, 0, true)}
@@ -765,6 +786,7 @@ func (v *valuePacker) fillWindow() error {
 		v.window = append(v.window, ct)
 		v.windowLow = ct.Index
 		v.windowNext--
+		v.limit = min(v.limit, v.pk.x.below(v.windowLow-v.pk.a.offset))
 	}
 	return nil
 }

@@ -105,12 +105,15 @@ class SummaryLayer:
     covered_through_turn: int
     chars: int
     tokens: int
+    #: With a query under a budget too small for the whole summary:
+    #: ``summary`` holds only its sentences that match the query.
+    trimmed: bool = False
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SummaryLayer:
         """Decode the wire form."""
         return cls(d.get("text", ""), d.get("summary", ""), d.get("version", 0), d.get("covered_through_turn", 0),
-                   d.get("chars", 0), d.get("tokens", 0))
+                   d.get("chars", 0), d.get("tokens", 0), bool(d.get("trimmed", False)))
 
 
 @dataclass
@@ -132,6 +135,9 @@ class ContextTurn:
     tool: str = ""
     chars: int = 0
     tokens: int = 0
+    #: With a query under a budget: ``text`` holds only the last sentences
+    #: of a turn of the last exchange too long for its share, after "…".
+    trimmed: bool = False
 
     @property
     def at(self) -> datetime | None:
@@ -143,7 +149,8 @@ class ContextTurn:
         """Decode the wire form."""
         g = d.get
         return cls(g("index", 0), g("turn_id", ""), g("speaker", ""), g("role", ""), g("text", ""),
-                   g("at") or "", g("kind", ""), g("tool", ""), g("chars", 0), g("tokens", 0))
+                   g("at") or "", g("kind", ""), g("tool", ""), g("chars", 0), g("tokens", 0),
+                   bool(g("trimmed", False)))
 
     def line(self) -> str:
         """The turn as one prompt line, labelled by its role when its name normalises to nothing."""
@@ -189,6 +196,9 @@ class RecalledItem:
     neighbour: bool = False
     chars: int = 0
     tokens: int = 0
+    #: ``text`` is the sentences of a long matching turn that hold the
+    #: match, with "…" where sentences were left out.
+    trimmed: bool = False
     at_ns: int = field(default=0, repr=False, compare=False)
 
     @classmethod
@@ -197,7 +207,7 @@ class RecalledItem:
         return cls(d.get("kind", ""), d.get("text", ""), d.get("index", 0), d.get("turn_id", ""),
                    d.get("memory_id", ""), d.get("seq", 0), d.get("speaker", ""), d.get("role", ""),
                    _time(d.get("at")), float(d.get("score", 0)), bool(d.get("neighbour", False)),
-                   d.get("chars", 0), d.get("tokens", 0), _ns(d.get("at")))
+                   d.get("chars", 0), d.get("tokens", 0), bool(d.get("trimmed", False)), _ns(d.get("at")))
 
     def run_line(self) -> str:
         """The line where a turn continues a run of excerpts: "Alice: text"."""

@@ -231,3 +231,20 @@ def test_rendering() -> None:
     recent = lines.index("Recent turns:")
     assert msgs[0] == {"role": "system", "content": "\n".join(lines[:recent])}
     assert msgs[1:] == [{"role": "user", "content": "Alice: now"}]
+
+
+def test_trimmed_flags() -> None:
+    """The wire's ``trimmed`` flags reach the summary, the turns and the recalled items; absent means False."""
+    r = _load("rendering.json")
+    plain = foldstream.Context.from_json(r["context"])
+    assert plain.summary is not None and not plain.summary.trimmed
+    assert not any(t.trimmed for t in plain.turns) and not any(i.trimmed for i in plain.recalled)
+    raw = json.loads(json.dumps(r["context"]))
+    raw["summary"]["trimmed"] = True
+    raw["turns"][0]["trimmed"] = True
+    raw["recalled"][2]["trimmed"] = True
+    ctx = foldstream.Context.from_json(raw)
+    assert ctx.summary is not None and ctx.summary.trimmed
+    assert ctx.turns[0].trimmed
+    assert [i.trimmed for i in ctx.recalled][:4] == [False, False, True, False]
+    assert ctx.text() == plain.text()

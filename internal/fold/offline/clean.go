@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"slices"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"regexp"
 
 	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/kljensen/snowball/english"
@@ -23,39 +24,36 @@ func cleanSpeech(s string) string {
 	if !needsClean(s) {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s))
+	b := make([]byte, 0, len(s))
 	for line := range strings.SplitSeq(s, "\n") {
-		mark := b.Len()
+		mark := len(b)
 		if mark > 0 {
-			b.WriteByte('\n')
+			b = append(b, '\n')
 		}
-		if !cleanLine(&b, line) {
-			// an empty line: take back its line break
-			out := b.String()[:mark]
-			b.Reset()
-			b.WriteString(out)
+		if b = cleanLine(b, line); len(b) == mark+min(mark, 1) {
+			b = b[:mark] // an empty line: no line break
 		}
 	}
-	return strings.TrimLeft(b.String(), ",;: \n")
+	return strings.TrimLeft(string(b), ",;: \n")
 }
 
-// cleanLine writes the cleaned words of one line to b and reports whether
-// it wrote any.
-func cleanLine(b *strings.Builder, line string) bool {
+// cleanLine appends the cleaned words of one line to b.
+func cleanLine(b []byte, line string) []byte {
 	wrote := false
 	last := byte(0) // the last byte written on this line
 	for _, w := range strings.Fields(line) {
 		if isAnnotation(w) {
 			// keep a sentence terminator the annotation carried
 			if t := w[len(w)-1]; wrote && (t == '.' || t == '?' || t == '!') && strings.IndexByte(".?!", last) < 0 {
-				b.WriteByte(t)
+				b = append(b, t)
 				last = t
 			}
 			continue
 		}
-		if a, ok := spelledAcronym(w); ok {
-			w = a
+		if len(w) > 3 && w[1] == '_' {
+			if m := acronymRe.FindStringSubmatch(w); m != nil {
+				w = strings.ReplaceAll(m[1], "_", "") + m[2]
+			}
 		}
 		punct := isPunctOnly(w)
 		switch {
@@ -66,41 +64,20 @@ func cleanLine(b *strings.Builder, line string) bool {
 		case wrote && (punct || isContraction(w)):
 		default:
 			if wrote {
-				b.WriteByte(' ')
+				b = append(b, ' ')
 			}
 		}
-		b.WriteString(w)
+		b = append(b, w...)
 		last = w[len(w)-1]
 		wrote = true
 	}
-	return wrote
+	return b
 }
 
-// spelledAcronym joins the letters of an acronym that a transcript spells
-// out one letter at a time with '_' ("L_C_D_s," → "LCDs,", "T_V_" →
-// "TV"): two or more single letters each followed by '_', then maybe a
-// plural "s" and punctuation.
-func spelledAcronym(w string) (string, bool) {
-	body := strings.TrimRight(w, ".,?!;:")
-	tail := w[len(body):]
-	var b [32]byte
-	n, letters := 0, 0
-	i := 0
-	for i+1 < len(body) && unicode.IsLetter(rune(body[i])) && body[i] < utf8.RuneSelf && body[i+1] == '_' && n < len(b) {
-		b[n] = body[i]
-		n++
-		letters++
-		i += 2
-	}
-	if letters < 2 {
-		return w, false
-	}
-	rest := body[i:]
-	if rest != "" && rest != "s" {
-		return w, false
-	}
-	return string(b[:n]) + rest + tail, true
-}
+// acronymRe is an acronym that a transcript spells out one letter at a
+// time with '_' ("L_C_D_s," → "LCDs,", "T_V_" → "TV"): two or more single
+// letters each followed by '_', then maybe a plural "s" and punctuation.
+var acronymRe = regexp.MustCompile(`^((?:[A-Za-z]_){2,32})(s?[.,?!;:]*)$`)
 
 // needsClean reports whether cleanSpeech would change s: it has a
 // bracket, a letter spelled out with '_' or a space before punctuation or
@@ -252,6 +229,15 @@ func appendFields(dst []string, s string) []string {
 
 func runeLen(s string) int { return utf8.RuneCountInString(s) }
 
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // clip cuts s to at most max runes at a word boundary, with "…".
 func clip(s string, max int) string {
 	if runeLen(s) <= max {
@@ -266,28 +252,6 @@ func clip(s string, max int) string {
 		}
 	}
 	return strings.TrimRight(string(r[:cut]), " ,;:-") + "…"
-}
-
-// collapseRepeats shortens runs of the same word to three ("blah blah
-// blah blah" → "blah blah blah"), so a turn of one repeated word costs
-// nothing downstream.
-func collapseRepeats(s string) string {
-	var arr [64]string
-	out, prev, run, cut := arr[:0], "", 0, false
-	for f := range strings.FieldsSeq(s) {
-		if run++; !strings.EqualFold(f, prev) {
-			run = 0
-		}
-		if prev = f; run >= 3 {
-			cut = true
-			continue
-		}
-		out = append(out, f)
-	}
-	if !cut {
-		return s
-	}
-	return strings.Join(out, " ")
 }
 
 // ---- words ----
@@ -318,64 +282,81 @@ func toSet(ws []string) map[string]bool {
 	return m
 }
 
-// stem is the term of a lower-cased word: the Snowball English stem, as
-// the context service's recall index uses, numbers as they are.
-func stem(w string) string { return vocab.get(w).stem }
-
-// isTermWord reports whether the lower-cased word w is a content word.
-func isTermWord(w string) bool { return vocab.get(w).term }
-
-// lexeme is what a lower-cased word is to the summarizer: a content word
-// or not, and its stem.
+// lexeme is what a lower-cased word is to the summarizer: its stem (the
+// Snowball English stem, as the context service's recall index uses,
+// numbers as they are) and the word lists it is on.
 type lexeme struct {
-	stem string
-	term bool
+	stem  string
+	flags wordFlags
 }
 
-// vocab remembers the lexemes of the words seen: the stemmer costs about
-// a microsecond a word, most of what reading a turn would cost, and the
-// words people use are few. A lexeme depends on the word alone, so one
-// memo serves every session; past maxWords words it starts over.
-var vocab = lexicon{m: map[string]lexeme{}}
+// wordFlags say which word lists a lower-cased word is on: a content
+// word (termWord), laughter (isLaugh), then the lists of wordLists.
+type wordFlags uint16
+
+const (
+	fTerm wordFlags = 1 << iota
+	fLaugh
+	fAdverb
+	fPhraseStop
+	fNumber
+	fDeterminer
+	fReportVerb
+)
+
+var wordLists = []map[string]bool{adverbs, phraseStop, numberWords, determiners, reportVerbs}
+
+func (x lexeme) is(f wordFlags) bool { return x.flags&f != 0 }
+
+// lexicon remembers the lexemes of the words a summarizer has seen: the
+// stemmer costs about a microsecond a word, more than reading the rest of
+// a sentence, and the words people use are few. Each scratch holds one
+// (a lexeme depends on the word alone); past maxWords words it starts
+// over. A nil lexicon works out every word afresh.
+type lexicon struct{ m map[string]lexeme }
 
 const maxWords = 1 << 16
 
-type lexicon struct {
-	mu sync.RWMutex
-	m  map[string]lexeme
-}
+func (l *lexicon) get(w string) lexeme { return l.getBytes([]byte(w)) }
 
 // getBytes is get(string(w)), without the string when w is known.
 func (l *lexicon) getBytes(w []byte) lexeme {
-	l.mu.RLock()
-	x, ok := l.m[string(w)]
-	l.mu.RUnlock()
-	if ok {
+	if l == nil {
+		return newLexeme(string(w))
+	}
+	if x, ok := l.m[string(w)]; ok {
 		return x
 	}
-	return l.get(string(w))
-}
-
-func (l *lexicon) get(w string) lexeme {
-	l.mu.RLock()
-	x, ok := l.m[w]
-	l.mu.RUnlock()
-	if ok {
-		return x
-	}
-	c := strings.Clone(w) // (what the memo keeps is its own: w may be on the caller's stack)
-	x = lexeme{stem: c, term: termWord(c)}
-	if len(c) > 2 && unicode.IsLetter(rune(c[0])) {
-		x.stem = english.Stem(c, false)
-	}
-	l.mu.Lock()
-	if len(l.m) >= maxWords {
-		clear(l.m)
+	c := string(w)
+	x := newLexeme(c)
+	if l.m == nil || len(l.m) >= maxWords {
+		l.m = make(map[string]lexeme, 1024)
 	}
 	l.m[c] = x
-	l.mu.Unlock()
 	return x
 }
+
+func newLexeme(w string) lexeme {
+	x := lexeme{stem: w}
+	if len(w) > 2 && unicode.IsLetter(rune(w[0])) {
+		x.stem = english.Stem(w, false)
+	}
+	for i, l := range wordLists {
+		if l[w] {
+			x.flags |= fAdverb << i
+		}
+	}
+	if termWord(w) {
+		x.flags |= fTerm
+	}
+	if isLaugh(w) {
+		x.flags |= fLaugh
+	}
+	return x
+}
+
+// stem is the term of a lower-cased word.
+func (l *lexicon) stem(w string) string { return l.get(w).stem }
 
 // termWord reports whether the lower-cased word w is a content word.
 func termWord(w string) bool {
@@ -393,9 +374,10 @@ func termWord(w string) bool {
 	return !stopWords[w] && !isLaugh(w)
 }
 
-// terms are the distinct stemmed content words of s, in order.
-func terms(s string) []string {
-	var out []string
+// appendTerms appends to dst the distinct stemmed content words of s, in
+// order.
+func (l *lexicon) appendTerms(dst []string, s string) []string {
+	n0 := len(dst)
 	var buf [64]byte
 	for i := 0; i < len(s); {
 		// a token: a run of letters, digits and ' - $ %
@@ -412,20 +394,33 @@ func terms(s string) []string {
 			}
 			j += n
 		}
-		t := bytes.Trim(lower(buf[:0], s[i:j]), "'-")
+		t := bytes.TrimFunc(lower(buf[:0], s[i:j]), func(r rune) bool { return r == '\'' || r == '-' })
 		i = j
-		x := vocab.getBytes(t)
-		if !x.term {
+		x := l.getBytes(t)
+		if !x.is(fTerm) {
 			continue
 		}
 		if u, ok := bytes.CutSuffix(t, []byte("'s")); ok {
-			x = vocab.getBytes(u)
+			x = l.getBytes(u)
 		}
-		if !slices.Contains(out, x.stem) {
-			out = append(out, x.stem)
+		if !slices.Contains(dst[n0:], x.stem) {
+			dst = append(dst, x.stem)
 		}
 	}
-	return out
+	return dst
+}
+
+// termsOf are the terms of s (appendTerms) in the scratch's room, until the
+// next call.
+func (sc *scratch) termsOf(s string) []string {
+	sc.terms = sc.lex.appendTerms(sc.terms[:0], s)
+	return sc.terms
+}
+
+// termString is terms(s) joined by spaces.
+func (l *lexicon) termString(s string) string {
+	var arr [32]string
+	return strings.Join(l.appendTerms(arr[:0], s), " ")
 }
 
 // lower appends s lower-cased to b (on the caller's stack: no copy).
@@ -445,8 +440,6 @@ func isTokenRune(r rune) bool {
 	}
 	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
-
-func termString(s string) string { return strings.Join(terms(s), " ") }
 
 // isLaugh reports laughter: lol, lmao, haha, hehe, xd, rofl.
 func isLaugh(w string) bool {

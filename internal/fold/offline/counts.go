@@ -197,14 +197,6 @@ var weights = func() (w [64]float64) {
 	return w
 }()
 
-// weightOf is the weight of the word t.
-func (v *wordCounts) weightOf(t string) float64 {
-	if id, ok := v.ids[t]; ok {
-		return v.weight(id)
-	}
-	return weights[1]
-}
-
 // shrink forgets the least said half of the words (state over its bound).
 func (v *wordCounts) shrink() bool {
 	if v.size < 16 {

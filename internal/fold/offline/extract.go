@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -20,6 +21,9 @@ const (
 	maxBatchStmts = 400  // statements of one batch kept: the weightiest
 )
 
+// lex is the lexicon of the summarizer's words seen (in the fold's scratch).
+func (st *state) lex() *lexicon { return &st.scratch().lex }
+
 // batch is what one fold's turns and notes say.
 type batch struct {
 	stmts    []stmt
@@ -34,8 +38,8 @@ type batch struct {
 // extract turns req's turns and notes into statements, in order. Every
 // turn is read once here; what the summary and the memories say comes
 // from these statements.
-func (s *Summarizer) extract(req fold.Request, st *state) batch {
-	b := batch{answered: -1, allFiller: true}
+func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
+	b := batch{stmts: sc.stmts[:0], answered: -1, allFiller: true}
 	lastQ := -1 // index in b.stmts of a question waiting for its answer
 	lastQSp := ""
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
@@ -66,7 +70,7 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 		if isToolTurn(t) {
 			b.hadTurns = true
 			b.allFiller = false
-			call = s.toolTurn(&b, t, call)
+			call = sc.lex.toolTurn(&b, t, call)
 			continue
 		}
 		call = nil
@@ -88,7 +92,7 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 		if prop >= 0 && strings.TrimSpace(text) != "" && !opensWithBackchannel(text) {
 			endProposal()
 		}
-		sents := s.sentences(text, sp, t, req.Profile == fold.ProfileAgent, names)
+		sents := s.sentences(sc, text, sp, t, req.Profile == fold.ProfileAgent, names)
 		// A question is answered by the next turn of someone else when
 		// that turn says something and does not open with a backchannel
 		// ("sure, …").
@@ -131,7 +135,7 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 		}
 	}
 	b.stmts = kept
-	salient(b.stmts)
+	sc.salient(b.stmts)
 	if len(b.stmts) > maxBatchStmts {
 		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
 	}
@@ -139,7 +143,7 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 		if i >= s.cfg.maxNotes {
 			break
 		}
-		if x, ok := noteStmt(n); ok {
+		if x, ok := sc.lex.noteStmt(n); ok {
 			b.stmts = append(b.stmts, x)
 			b.allFiller = false
 		}
@@ -147,30 +151,35 @@ func (s *Summarizer) extract(req fold.Request, st *state) batch {
 	for i := range b.stmts {
 		b.stmts[i].Batch = true
 	}
+	sc.stmts = b.stmts
 	return b
 }
 
 // sentences are the statements of one turn worth keeping, at most
 // maxUnitsPerTurn of them (the weightiest), in order.
-func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names []string) []stmt {
-	var out []stmt
+func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
+	lx := &sc.lex
+	out := sc.sents[:0] // (the caller copies them)
 	user := agent && strings.EqualFold(t.Role, "user")
 	for _, raw := range splitSentences(text) {
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := tidyEnds(s.trimFiller(tighten(collapseRepeats(raw))))
+		sent := tidyEnds(s.trimFiller(lx.tighten(raw)))
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
-		tw := terms(sent)
-		nums := countDigits(sent)
+		tw := lx.appendTerms(sc.terms[:0], sent)
+		sc.terms = tw
+		c := statWords(sent)
 		question := strings.HasSuffix(sent, "?")
-		if len(tw) == 0 && nums == 0 || len(tw) == 1 && nums == 0 && len(strings.Fields(sent)) < 4 {
+		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
-		sent = reldate.Resolve(sent, t.At)
-		w := weigh(sent, len(tw), nums)
+		if r := reldate.Resolve(sent, t.At); r != sent {
+			sent, c.names = r, statWords(r).names
+		}
+		w := weigh(sent, len(tw), c)
 		k := kSaid
 		if question {
 			k = kQuestion
@@ -193,9 +202,10 @@ func (s *Summarizer) sentences(text, sp string, t fold.Turn, agent bool, names [
 		out = dropWeakest(out, len(out)-n)
 	}
 	for i := range out {
-		out[i].Key = factKey(out[i].Key)
-		out[i].Ph = encodePhrases(phrases(statementBody(out[i]), names))
+		out[i].Key = lx.factKey(out[i].Key)
+		out[i].Ph = lx.phrases(statementBody(out[i]), names)
 	}
+	sc.sents = out
 	return out
 }
 
@@ -218,8 +228,12 @@ func hasPrefixFold(s, prefix string) bool {
 // salient adds to each statement's weight how much its words are what
 // the statements around it talk about: a word said in several of them is
 // a subject of the conversation, which later questions ask about.
-func salient(ss []stmt) {
-	tf := make(map[string]int, 8*len(ss))
+func (sc *scratch) salient(ss []stmt) {
+	if sc.tf == nil {
+		sc.tf = map[string]int{}
+	}
+	tf := sc.tf
+	clear(tf)
 	for _, x := range ss {
 		for t := range strings.FieldsSeq(x.Terms) {
 			tf[t]++
@@ -236,9 +250,9 @@ func salient(ss []stmt) {
 const salience = 0.25
 
 // weigh is what a sentence is worth by its content: its content words,
-// numbers, names, and words of decisions and plans.
-func weigh(sent string, terms, nums int) float64 {
-	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(nums, 3)) + 0.6*float64(min(properNouns(sent), 4))
+// numbers, names (c), and words of decisions and plans.
+func weigh(sent string, terms int, c wordStat) float64 {
+	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(c.nums, 3)) + 0.6*float64(min(c.names, 4))
 	if decisionWords.in(sent) {
 		w += 1.5
 	}
@@ -296,27 +310,21 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
-func countDigits(s string) int {
-	n := 0
-	for f := range strings.FieldsSeq(s) {
-		if strings.IndexFunc(f, unicode.IsDigit) >= 0 {
-			n++
-		}
-	}
-	return n
-}
+// wordStat counts a sentence's words, those with a digit, and the
+// capitalised ones that do not start it (names).
+type wordStat struct{ words, nums, names int }
 
-// properNouns counts the capitalised words that do not start the sentence.
-func properNouns(s string) int {
-	n, i := 0, 0
+func statWords(s string) (c wordStat) {
 	for f := range strings.FieldsSeq(s) {
-		r, _ := utf8.DecodeRuneInString(f)
-		if i > 0 && unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'") {
-			n++
+		if hasDigit(f) {
+			c.nums++
 		}
-		i++
+		if r, _ := utf8.DecodeRuneInString(f); c.words > 0 && unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'") {
+			c.names++
+		}
+		c.words++
 	}
-	return n
+	return c
 }
 
 // ---- filler ----
@@ -357,8 +365,8 @@ func (s *Summarizer) trimFiller(sent string) string {
 	fs := appendFields(arr[:0], sent)
 	nf := len(fs)
 	for len(fs) > 0 {
-		l := strings.ToLower(strings.Trim(fs[len(fs)-1], ".,!?"))
-		if !isLaugh(l) && l != "lol" && l != "though" {
+		l := string(lower(buf[:0], trimCut(fs[len(fs)-1], ".,!?")))
+		if !isLaugh(l) && l != "though" {
 			break
 		}
 		fs = fs[:len(fs)-1]
@@ -370,7 +378,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 	out := oarr[:0]
 	cut := false // a word was dropped or changed
 	for i, f := range fs {
-		c := strings.Trim(f, ",.;:!?")
+		c := trimCut(f, ",.;:!?")
 		var lb [8]byte
 		lc := c
 		if len(c) <= len("uh-huh") {
@@ -380,7 +388,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 			cut = true
 		}
 		switch {
-		case inlineFiller[lc]:
+		case len(lc) >= 2 && len(lc) <= 6 && strings.IndexByte("uehm", lc[0]) >= 0 && inlineFiller[lc]:
 			// "um", "uh": keep a sentence end it carried
 			if n := len(out); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(out[n-1][len(out[n-1])-1:], ".!?") {
 				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
@@ -389,7 +397,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 		case len(lc) == 1 && lc != "a" && lc != "i" && lc == c && !unicode.IsDigit(rune(lc[0])) && i+1 < len(fs),
 			strings.HasSuffix(f, "-") && len(f) > 1:
 			continue // a cut word: "I s", "m or", "we-"
-		case len(out) > 0 && strings.EqualFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
+		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
 		}
 		out = append(out, f)
@@ -438,21 +446,15 @@ func answers(q string, a stmt, text string) bool {
 		}
 	}
 	body := strings.ToLower(qText[strings.Index(qText, ": ")+2:])
-	if countDigits(text) > 0 && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
+	if statWords(text).nums > 0 && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
 		return true
 	}
 	first := strings.ToLower(strings.Trim(strings.Fields(text + " x")[0], ",.!"))
-	if first == "yes" || first == "no" || first == "nope" || first == "yeah" {
-		for _, aux := range []string{"is ", "are ", "do ", "does ", "did ", "can ", "could ", "will ", "would ", "should ", "have ", "has "} {
-			if strings.HasPrefix(body, aux) {
-				return true
-			}
-		}
-	}
-	return false
+	return (first == "yes" || first == "no" || first == "nope" || first == "yeah") && slices.ContainsFunc([]string{"is ", "are ", "do ",
+		"does ", "did ", "can ", "could ", "will ", "would ", "should ", "have ", "has "}, func(aux string) bool { return strings.HasPrefix(body, aux) })
 }
 
-var agreement = toSet([]string{"", "sounds good", "i'm down", "down", "i'm in", "let's do it", "works for me",
+var agreement = toSet([]string{"yeah", "yes", "yep", "ok", "okay", "sounds good", "i'm down", "down", "i'm in", "let's do it", "works for me",
 	"that works", "fine with me", "that's fine with me", "good idea", "deal", "agreed", "sure", "count me in", "sounds great"})
 
 // agrees reports a turn that only agrees ("sounds good", "yeah I'm down").
@@ -461,11 +463,7 @@ func agrees(text string) bool {
 	for _, p := range []string{"yeah ", "yes ", "ok ", "okay ", "yep ", "sure ", "yeah, ", "yes, ", "ok, ", "okay, "} {
 		l = strings.TrimPrefix(l, p)
 	}
-	switch l {
-	case "yeah", "yes", "yep", "ok", "okay", "sure":
-		return true
-	}
-	return agreement[l] && l != ""
+	return agreement[l]
 }
 
 // inlineFiller are words of hesitation dropped wherever they stand.
@@ -476,16 +474,6 @@ var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", 
 func opensWithBackchannel(text string) bool {
 	for f := range strings.FieldsSeq(text) {
 		return backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
-	}
-	return true
-}
-
-// fewWords reports whether s has fewer than n words.
-func fewWords(s string, n int) bool {
-	for range strings.FieldsSeq(s) {
-		if n--; n == 0 {
-			return false
-		}
 	}
 	return true
 }
@@ -525,13 +513,13 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 				continue
 			}
 			if len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
-				return sp + " asked " + n + ": " + lowerFirst(sent[len(n)+2:]), false
+				return lowerFirst(sent[len(n)+2:], sp, " asked ", n, ": "), false
 			}
 			if q, ok := strings.CutSuffix(sent, "?"); ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
-				return sp + " asked " + n + ": " + lowerFirst(strings.TrimSuffix(sent, ", "+n+"?")) + "?", false
+				return lowerFirst(strings.TrimSuffix(sent, ", "+n+"?"), sp, " asked ", n, ": ") + "?", false
 			}
 		}
-		return sp + " asked: " + lowerFirst(sent), false
+		return lowerFirst(sent, sp, " asked: "), false
 	}
 	verb := "said"
 	for _, o := range opinion {
@@ -544,9 +532,9 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	ws := appendFields(arr[:0], sent)
 	first, second := 0, 0
 	for _, w := range ws {
-		c := strings.Trim(w, `.,!?;:"()`)
-		if len(c) > len("yourself") {
-			continue // longer than any pronoun
+		c := trimCut(w, `.,!?;:"()`)
+		if len(c) > len("yourself") || c == "" || strings.IndexByte("iImMyYuU", c[0]) < 0 {
+			continue // longer than any pronoun, or starting otherwise
 		}
 		var lb [8]byte
 		l := lower(lb[:0], c)
@@ -570,12 +558,12 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	}
 	if first == 0 && second == 0 {
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
-			return sp + " asked: " + lowerFirst(sent), false
+			return lowerFirst(sent, sp, " asked: "), false
 		}
-		return sp + " " + verb + " " + lowerFirst(group(sent)), false
+		return lowerFirst(group(sent), sp, " ", verb, " "), false
 	}
 	if verb == "thought" {
-		sent = "I think " + lowerFirst(sent)
+		sent = lowerFirst(sent, "I think ")
 	}
 	if strings.Contains(sent, "\"") {
 		return sp + " said: " + sent, first > 0
@@ -703,11 +691,18 @@ func group(s string) string {
 	ws := appendFields(arr[:0], s)
 	changed := false
 	for i, w := range ws {
-		core := strings.TrimRight(w, `.,!?;:"`)
+		if strings.IndexByte("wWuUoO", w[0]) < 0 {
+			continue
+		}
+		core := w
+		for len(core) > 0 && strings.IndexByte(`.,!?;:"`, core[len(core)-1]) >= 0 {
+			core = core[:len(core)-1]
+		}
 		if len(core) > len("ourselves") {
 			continue // longer than any pronoun
 		}
-		if x, ok := groupPerson[strings.ToLower(core)]; ok {
+		var lb [16]byte
+		if x, ok := groupPerson[string(lower(lb[:0], core))]; ok {
 			ws[i] = x + w[len(core):]
 			changed = true
 		}
@@ -729,16 +724,21 @@ func mayGroup(s string) bool {
 	return false
 }
 
-// lowerFirst lower-cases the first letter of s when its first word is a
-// common word, not a name ("Can you …" → "can you …", "Tokyo …" stays).
-func lowerFirst(s string) string {
+// lowerFirst is the words of prefix, then s with its first letter
+// lower-cased when its first word is a common word, not a name ("Can you …"
+// → "can you …", "Tokyo …" stays): one string.
+func lowerFirst(s string, prefix ...string) string {
 	w, _, _ := strings.Cut(s, " ")
-	lw := strings.ToLower(strings.TrimRight(w, ",.!?"))
+	var lb [32]byte
+	lw := string(lower(lb[:0], strings.TrimRight(w, ",.!?")))
 	if lw == "i" || strings.HasPrefix(lw, "i'") || !(stopWords[lw] || groupPerson[lw] != "" || secondPerson[lw] || leadCommon[lw]) {
-		return s
+		return strings.Join(append(prefix, s), "")
 	}
 	r, n := utf8.DecodeRuneInString(s)
-	return string(unicode.ToLower(r)) + s[n:]
+	if 'A' <= r && r <= 'Z' {
+		return strings.Join(append(prefix, "abcdefghijklmnopqrstuvwxyz"[r-'A':r-'A'+1], s[n:]), "")
+	}
+	return strings.Join(append(prefix, string(unicode.ToLower(r)), s[n:]), "")
 }
 
 var leadCommon = toSet([]string{"please", "maybe", "there", "that's", "it's", "there's", "what's", "who's", "where's",
@@ -747,7 +747,7 @@ var leadCommon = toSet([]string{"please", "maybe", "there", "that's", "it's", "t
 // ---- notes and tools ----
 
 // noteStmt is a screen-watch note tied to whose screen it was.
-func noteStmt(n fold.Note) (stmt, bool) {
+func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	text := oneLine(n.Text, 600)
 	if text == "" || isInjection(text) {
 		return stmt{}, false
@@ -765,9 +765,9 @@ func noteStmt(n fold.Note) (stmt, bool) {
 	if !strings.ContainsAny(text[len(text)-1:], ".!?") {
 		text += "."
 	}
-	tw := terms(text)
+	tw := lx.appendTerms(nil, text)
 	return stmt{Sp: src, At: unixOf(n.At), Text: clip(label+text, maxStmtRunes), K: kNote,
-		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: encodePhrases(phrases(text, nil))}, true
+		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: lx.phrases(text, nil)}, true
 }
 
 func looksLikeName(s string) bool {
@@ -794,23 +794,18 @@ func displayName(t fold.Turn) string {
 	if n := speaker.Name(oneLine(t.Speaker, 64)); n != "" {
 		return n
 	}
-	switch strings.ToLower(strings.TrimSpace(t.Role)) {
-	case "user":
-		return "User"
-	case "assistant":
-		return "Assistant"
-	case "system":
-		return "System"
-	case "tool", "function":
-		return "Tool"
+	if n := roleNames[strings.ToLower(strings.TrimSpace(t.Role))]; n != "" {
+		return n
 	}
 	return "Someone"
 }
 
+var roleNames = map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool", "function": "Tool"}
+
 // toolTurn adds a tool call or result: a call and its result become one
 // clause ("Assistant ran bash (go test ./...): failed, --- FAIL: …"), the
 // tool's output never.
-func (s *Summarizer) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
+func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 	tool := oneLine(t.Tool, 48)
 	if tool == "" {
 		tool = "a tool"
@@ -825,7 +820,7 @@ func (s *Summarizer) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		if arg != "" {
 			text += " (" + arg + ")"
 		}
-		tw := terms(tool + " " + arg)
+		tw := lx.appendTerms(nil, tool+" "+arg)
 		b.stmts = append(b.stmts, stmt{Sp: who, At: unixOf(t.At), Text: text + ".", K: kTool, W: 1.5 + 0.2*float64(len(tw)),
 			Terms: strings.Join(tw, " "), Key: "tool " + tool + " " + arg})
 		return &b.stmts[len(b.stmts)-1]
@@ -839,7 +834,7 @@ func (s *Summarizer) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		return nil
 	}
 	b.stmts = append(b.stmts, stmt{At: unixOf(t.At), Text: tool + " result: " + outcome + ".", K: kTool, W: 1.5,
-		Terms: termString(tool), Key: "tool " + tool + " result"})
+		Terms: lx.termString(tool), Key: "tool " + tool + " result"})
 	return nil
 }
 
@@ -887,39 +882,48 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 // pairs, the slot being the content word before the number ("port
 // 8443") or else the word after it ("$190 a night"). Statements without
 // numbers have no key.
-func factKey(sent string) string {
-	if strings.IndexFunc(sent, unicode.IsDigit) < 0 {
+func (lx *lexicon) factKey(sent string) string {
+	if !hasDigit(sent) {
 		return ""
 	}
 	var arr [64]string
-	ws := appendFields(arr[:0], strings.ToLower(sent))
-	var ks []string
+	ws := appendFields(arr[:0], sent)
+	var kb [128]byte
+	var wb [64]byte
+	key, nk := kb[:0], 0
+	word := func(w string) ([]byte, lexeme) { // w lower-cased, and its lexeme
+		l := lower(wb[:0], trimCut(w, ".,!?;:()\"'"))
+		return l, lx.getBytes(l)
+	}
 	for i, w := range ws {
-		v := strings.Trim(w, ".,!?;:()\"'")
-		if strings.IndexFunc(v, unicode.IsDigit) < 0 || len(ks) >= 4 {
+		v := trimCut(w, ".,!?;:()\"'")
+		if !hasDigit(v) || nk >= 4 {
 			continue
 		}
-		slot := ""
+		var slot string
 		if i > 0 {
-			if p := strings.Trim(ws[i-1], ".,!?;:()\"'"); isTermWord(p) && !adverbs[p] && !approx[p] && strings.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
-				slot = stem(p)
+			if p, x := word(ws[i-1]); x.is(fTerm) && !x.is(fAdverb) && !approx[string(p)] && bytes.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
+				slot = x.stem
 			}
 		}
 		for j := i + 1; slot == "" && j < len(ws) && j < i+4; j++ {
-			n := strings.Trim(ws[j], ".,!?;:()\"'")
-			if n == "a" || n == "an" || n == "per" || n == "the" {
+			n, x := word(ws[j])
+			if n := string(n); n == "a" || n == "an" || n == "per" || n == "the" {
 				continue
 			}
-			if isTermWord(n) || n == "each" {
-				slot = stem(n)
+			if x.is(fTerm) || string(n) == "each" {
+				slot = x.stem
 			}
 			break
 		}
 		if slot != "" {
-			ks = append(ks, slot+"="+v)
+			if nk++; nk > 1 {
+				key = append(key, ' ')
+			}
+			key = lower(append(append(key, slot...), '='), v)
 		}
 	}
-	return strings.Join(ks, " ")
+	return string(key)
 }
 
 // at is a statement's time.
@@ -933,7 +937,7 @@ func (x stmt) at() time.Time {
 // mergeToolRuns joins consecutive successful runs of one tool by one
 // speaker into one clause ("Assistant ran read_file (a.go, b.go and 3
 // more): ok.").
-func mergeToolRuns(ss []stmt) []stmt {
+func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 	out := ss[:0]
 	for _, x := range ss {
 		if n := len(out); n > 0 && x.K == kTool && out[n-1].K == kTool && x.Sp == out[n-1].Sp && x.Sp != "" {
@@ -955,7 +959,7 @@ func mergeToolRuns(ss []stmt) []stmt {
 				p.Text = x.Sp + " ran " + tool + " (" + strings.Join(shown, ", ") + more + "): ok."
 				p.Key = "tools " + tool + " " + strings.Join(args, "|")
 				p.At, p.Batch, p.W = x.At, x.Batch || p.Batch, max(p.W, x.W)
-				p.Terms = termString(tool + " " + strings.Join(shown, " "))
+				p.Terms = lx.termString(tool + " " + strings.Join(shown, " "))
 				continue
 			}
 		}

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,53 +19,35 @@ import (
 // (person.go), or the numbers of an earlier fact about the same thing,
 // supersedes it.
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
-	var out []fold.Memory
-	type at struct {
-		t  int64
-		sp string
-	}
-	turns := map[at]fold.Turn{}
-	seen := map[uint64]bool{}
-	for _, f := range st.Facts {
-		seen[f.Sum] = true
-	}
-	var cands []stmt
+	sc := st.scratch()
+	cands := sc.sents[:0] // (the turns' sentences are read)
 	for _, x := range b.stmts {
-		if x.K != kSaid && x.K != kAsk || x.Sp == "" || !isFactStmt(x) {
+		if x.K != kSaid && x.K != kAsk || x.Sp == "" {
 			continue
 		}
-		if _, _, about := personFact(x); strings.Contains(x.Text, "…") || fewWords(x.Text, 5) && !about {
-			continue // cut, or too short to stand alone
+		if _, _, about := st.lex().personFact(x); !isFactStmt(x, about) || strings.Contains(x.Text, "…") || statWords(x.Text).words < 5 && !about {
+			continue // no fact, cut, or too short to stand alone
 		}
 		cands = append(cands, x)
 	}
 	if len(cands) > maxFoldMemories {
 		cands = dropWeakest(cands, len(cands)-maxFoldMemories)
 	}
+	sc.sents = cands
+	out := make([]fold.Memory, 0, len(cands))
 	for _, x := range cands {
 		low := strings.ToLower(x.Text)
 		sum := fnvAdd(fnvAdd(hashString(x.Sp), "\x00"), low)
-		if seen[sum] {
-			continue
+		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.Sum == sum }) {
+			continue // returned before (or in this fold)
 		}
-		seen[sum] = true
-		if len(turns) == 0 {
-			for _, t := range req.Turns {
-				k := at{unixOf(t.At), displayName(t)}
-				if _, ok := turns[k]; !ok {
-					turns[k] = t
-				}
-			}
-		}
-		m := fold.Memory{ID: "m" + strconv.FormatUint(sum&0xffffffffffff, 16), Speaker: x.Sp, Text: x.Text}
-		if t, ok := turns[at{x.At, x.Sp}]; ok {
-			m.TurnID, m.At = t.TurnID, t.At
-		} else {
-			m.At = x.at()
+		m := fold.Memory{ID: "m" + strconv.FormatUint(sum&0xffffffffffff, 16), Speaker: x.Sp, Text: x.Text, At: x.at()}
+		if i := slices.IndexFunc(req.Turns, func(t fold.Turn) bool { return unixOf(t.At) == x.At && displayName(t) == x.Sp }); i >= 0 {
+			m.TurnID, m.At = req.Turns[i].TurnID, req.Turns[i].At
 		}
 		m.Supersedes = st.notePerson(x, m.ID, m.Text)
 		for i := len(st.Facts) - 1; m.Supersedes == "" && i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
-			if changedFact(st.Facts[i].Num, x.Key) {
+			if changedSlots(st.Facts[i].Num, x.Key) > 0 {
 				m.Supersedes = st.Facts[i].ID
 				break
 			}
@@ -95,17 +78,19 @@ var factWords, quotedFactWords = newKeywords(factWordList...), func() *keywords 
 }()
 
 // isFactStmt reports a statement worth remembering.
-func isFactStmt(x stmt) bool {
+// about: it is a fact about its speaker (personFact).
+func isFactStmt(x stmt, about bool) bool {
 	if strings.Count(x.Terms, " ") < 1 {
 		return false
 	}
-	if x.Key != "" {
+	if x.Key != "" || about {
 		return true
 	}
-	if _, _, ok := personFact(x); ok {
-		return true
+	ascii := isASCII(x.Text)
+	low := x.Text // (keywords.in and hasPrefixFold ignore the case of ASCII letters)
+	if !ascii {
+		low = strings.ToLower(low)
 	}
-	low := strings.ToLower(x.Text)
 	if strings.Contains(low, " (") && strings.Contains(low, "20") {
 		return true // a resolved date
 	}
@@ -119,24 +104,12 @@ func isFactStmt(x stmt) bool {
 		return true
 	}
 	// third-person rewrites of the above: "Lena is vegetarian", "Jonas has …"
-	for _, w := range []string{"is ", "has ", "will ", "likes ", "loves ", "lives ", "works ", "moved ", "booked ", "prefers ", "suggested "} {
-		if strings.HasPrefix(body, w) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"is ", "has ", "will ", "likes ", "loves ", "lives ", "works ", "moved ", "booked ", "prefers ", "suggested "},
+		func(w string) bool { return strings.HasPrefix(body, w) || ascii && hasPrefixFold(body, w) })
 }
 
-// changedFact reports whether the slots of newer ("night=$210") give one
-// of older's slots another value.
-func changedFact(older, newer string) bool {
-	if older == "" || newer == "" {
-		return false
-	}
-	return changedSlots(older, newer) > 0
-}
-
-// changedSlots counts the slots of older that newer gives another value.
+// changedSlots counts the slots of older ("night=$190") that newer
+// ("night=$210") gives another value.
 func changedSlots(older, newer string) int {
 	n := 0
 	for o := range strings.FieldsSeq(older) {

@@ -154,10 +154,15 @@ type Summarizer struct {
 }
 
 // scratch is the room one fold works in: the state read, its word counts,
-// and what picking statements and finding topics use. A Summarizer keeps
-// its scratches between folds so that a fold allocates little; a fold
-// reads nothing a fold before it left there (each part is reset first).
+// and what reading sentences, picking statements and finding topics use. A
+// Summarizer keeps its scratches between folds so that a fold allocates
+// little; a fold reads nothing a fold before it left there (each part is
+// reset first) but the lexicon of the words seen.
 type scratch struct {
+	lex          lexicon
+	terms        []string       // a sentence's
+	stmts, sents []stmt         // a batch's; a turn's, then the memories' candidates
+	tf           map[string]int // how many of a batch's statements say a word
 	voc          wordCounts
 	cands        []cand
 	ids          []int32   // the candidates' words
@@ -201,7 +206,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	}
 	sc := s.rooms.Get().(*scratch)
 	defer s.rooms.Put(sc)
-	st := s.load(req, &sc.st)
+	st := s.load(req, &sc.st, &sc.lex)
 	st.sc = sc
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
@@ -242,7 +247,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 // load is the session's state before this fold: the request's (read into
 // room), when it goes with the previous summary, else the previous summary
 // read as prose.
-func (s *Summarizer) load(req fold.Request, room *state) *state {
+func (s *Summarizer) load(req fold.Request, room *state, lx *lexicon) *state {
 	prev := strings.TrimSpace(req.PreviousSummary)
 	if len(req.PreviousState) > 0 {
 		st, err := room.decode(req.PreviousState)
@@ -257,7 +262,7 @@ func (s *Summarizer) load(req fold.Request, room *state) *state {
 	if prev == "" {
 		return &state{V: stateVersion}
 	}
-	return fromProse(prev)
+	return fromProse(prev, lx)
 }
 
 // fold adds the batch's turns and notes to st and returns the memories
@@ -266,7 +271,7 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 	if req.Profile == fold.ProfileAgent {
 		st.Agent = true
 	}
-	b := s.extract(req, st)
+	b := s.extract(req, st, st.scratch())
 	st.counts().add(b.stmts)
 	st.Voc = st.voc.String()
 	for _, t := range req.Turns {
@@ -289,7 +294,7 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 			st.Open[i].Batch = false
 		}
 		st.supersede(b.stmts)
-		st.Open = mergeToolRuns(append(st.Open, b.stmts...))
+		st.Open = st.lex().mergeToolRuns(append(st.Open, b.stmts...))
 		if len(st.Topics) > 1 {
 			st.Topics = st.Topics[:1] // the new statements name the rest
 		}

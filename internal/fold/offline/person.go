@@ -41,27 +41,31 @@ var factVerbs = []struct {
 
 // personFact reads a statement about its speaker ("Lena loves sushi.")
 // as a fact: its kind and what it is about; ok false for anything else.
-func personFact(x stmt) (kind, slot string, ok bool) {
+func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 	if x.Sp == "" || !strings.HasPrefix(x.Text, x.Sp+" ") && !strings.HasPrefix(x.Text, x.Sp+"'s ") {
 		return "", "", false
 	}
 	rest := strings.TrimPrefix(x.Text, x.Sp)
 	if strings.HasPrefix(rest, "'s ") {
 		// "Jonas's car fits four": what they own
-		obj := strings.Fields(rest[3:])
-		if len(obj) == 0 {
-			return "", "", false
+		for w := range strings.FieldsSeq(rest[3:]) {
+			return "owns", lx.stem(strings.ToLower(strings.Trim(w, ".,!?"))), true
 		}
-		return "owns", stem(strings.ToLower(strings.Trim(obj[0], ".,!?"))), true
+		return "", "", false
 	}
 	rest = strings.TrimSpace(rest)
-	low := strings.ToLower(rest)
-	if strings.HasPrefix(low, "said") || strings.HasPrefix(low, "asked") || strings.HasPrefix(low, "thought") {
+	var buf [24]byte // the verbs are short and ASCII: an ASCII text is read from its start lower-cased
+	low, obj := lower(buf[:0], rest[:min(len(rest), len(buf))]), rest
+	if !isASCII(rest) {
+		obj = strings.ToLower(rest)
+		low = []byte(obj)
+	}
+	if hasPrefixBytes(low, "said") || hasPrefixBytes(low, "asked") || hasPrefixBytes(low, "thought") {
 		return "", "", false // reported speech: not about the speaker
 	}
 	for _, fv := range factVerbs {
 		for _, v := range fv.verbs {
-			if !strings.HasPrefix(low, v) || len(low) > len(v) && low[len(v)] != ' ' {
+			if !hasPrefixBytes(low, v) || len(obj) > len(v) && low[len(v)] != ' ' {
 				continue
 			}
 			if fv.byVerb {
@@ -74,31 +78,36 @@ func personFact(x stmt) (kind, slot string, ok bool) {
 			if fv.kind == "plans" || fv.kind == "is" {
 				n = 2 // a plan: what is done to what ("book cabin")
 			}
-			return fv.kind, objectSlot(low[len(v):], n), true
+			return fv.kind, lx.objectSlot(obj[len(v):], n), true
 		}
 	}
 	return "", "", false
 }
 
 // objectSlot: the stems of the first n content words ("sushi", "book desert").
-func objectSlot(obj string, n int) string {
-	var ks []string
-	for _, t := range terms(obj) {
-		if len(ks) == n {
+func (lx *lexicon) objectSlot(obj string, n int) string {
+	var arr [16]string
+	var b strings.Builder
+	for _, t := range lx.appendTerms(arr[:0], obj) {
+		if n == 0 {
 			break
 		}
 		if strings.ContainsAny(t, "0123456789") {
 			continue // a number is a value, not a subject
 		}
-		ks = append(ks, t)
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t)
+		n--
 	}
-	return strings.Join(ks, " ")
+	return b.String()
 }
 
 // notePerson records fact x (memory id) under its speaker and returns the
 // ID of the fact of the same kind and subject it replaces ("" for none).
 func (st *state) notePerson(x stmt, id, text string) (supersedes string) {
-	kind, slot, ok := personFact(x)
+	kind, slot, ok := st.lex().personFact(x)
 	if !ok {
 		return ""
 	}

@@ -209,7 +209,7 @@ func TestOneSpeakerOneSentence(t *testing.T) {
 		{"Alice", "Alice said the budget allows 40 guests."},
 		{"Alice", `Alice said, "You should call the caterer."`},
 	} {
-		st.Open = append(st.Open, stmt{Sp: x.sp, Text: x.text, W: 3, Terms: termString(x.text), At: 1})
+		st.Open = append(st.Open, stmt{Sp: x.sp, Text: x.text, W: 3, Terms: (*lexicon)(nil).termString(x.text), At: 1})
 	}
 	got := st.render(1200, 5, 2)
 	for _, want := range []string{

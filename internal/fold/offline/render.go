@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"cmp"
 	"math"
 	"slices"
@@ -106,7 +107,7 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	voc, sc := st.counts(), st.sc
 	covered := sc.named[:0]
 	for _, t := range topics {
-		for _, w := range terms(t) {
+		for _, w := range sc.termsOf(t) {
 			covered.add(voc.id(w))
 		}
 	}
@@ -149,7 +150,7 @@ func (st *state) mergePeriods(a, b period) period {
 	}
 	for i := 0; i < maxTopics && len(p.Topics) < maxTopics; i++ {
 		for _, ts := range [][]string{a.Topics, b.Topics} {
-			if i < len(ts) && len(p.Topics) < maxTopics && !slices.ContainsFunc(p.Topics, func(t string) bool { return termString(t) == termString(ts[i]) }) {
+			if i < len(ts) && len(p.Topics) < maxTopics && !slices.ContainsFunc(p.Topics, func(t string) bool { return st.lex().termString(t) == st.lex().termString(ts[i]) }) {
 				p.Topics = append(p.Topics, ts[i])
 			}
 		}
@@ -233,7 +234,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			if voc == nil {
 				break
 			}
-			p.score += topicSalience * max(0, voc.weightOf(k))
+			p.score += topicSalience * max(0, voc.weight(voc.id(k)))
 		}
 		kept = append(kept, p)
 	}
@@ -252,7 +253,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if len(peopleKeys) == 0 {
 			for _, n := range st.Names {
 				for w := range strings.FieldsSeq(n) {
-					peopleKeys = append(peopleKeys, stem(strings.ToLower(strings.TrimSuffix(w, "'s"))))
+					peopleKeys = append(peopleKeys, st.lex().stem(strings.ToLower(strings.TrimSuffix(w, "'s"))))
 				}
 			}
 		}
@@ -324,20 +325,6 @@ var genericNouns = toSet(strings.Fields(`problem idea thing issu end point way q
 // thing ("the scroll wheel", "our budget").
 var determiners = toSet([]string{"the", "a", "an", "this", "that", "these", "those", "my", "your", "our", "their", "his", "her", "its", "some", "any", "each", "every", "no", "another"})
 
-// encodePhrases writes phrases for stmt.Ph.
-func encodePhrases(ps []phrase) string {
-	var b strings.Builder
-	for i, p := range ps {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		b.WriteString(p.text)
-		b.WriteByte('=')
-		b.WriteString(p.key)
-	}
-	return b.String()
-}
-
 // statementBody is a statement's text without its attribution.
 func statementBody(x stmt) string {
 	t := x.Text
@@ -350,31 +337,41 @@ func statementBody(x stmt) string {
 	return t
 }
 
-// phrases are the runs of content words of s.
-func phrases(s string, people []string) []phrase {
-	out := make([]phrase, 0, 8)
-	var run []string
+// phrases are the runs of content words of s, encoded for stmt.Ph.
+func (lx *lexicon) phrases(s string, people []string) string {
+	type word struct {
+		w string
+		x lexeme
+	}
+	var barr [256]byte
+	var rarr [8]word
+	out, run := barr[:0], rarr[:0]
 	runUpper := false
 	np := false // the run follows a determiner: a noun phrase
 	flush := func() {
-		for len(run) > 0 && (adverbs[strings.ToLower(run[len(run)-1])] || strings.HasSuffix(run[len(run)-1], "ally")) {
+		for len(run) > 0 && (run[len(run)-1].x.is(fAdverb) || strings.HasSuffix(run[len(run)-1].w, "ally")) {
 			run = run[:len(run)-1]
 		}
-		if len(run) > 0 && len(run) <= maxTopicPhrase {
-			p := phrase{text: strings.Join(run, " "), words: len(run)}
+		if w0 := run[0:min(len(run), 1)]; len(run) > 0 && len(run) <= maxTopicPhrase &&
+			!(len(w0[0].w) >= 2 && lowerASCII(w0[0].w[len(w0[0].w)-2]) == 'l' && lowerASCII(w0[0].w[len(w0[0].w)-1]) == 'y') {
+			if len(out) > 0 {
+				out = append(out, ';')
+			}
 			if np && !runUpper {
-				p.text = "the " + p.text
+				out = append(out, "the "...)
 			}
-			var ks []string
-			upper := true
-			for _, w := range run {
-				ks = append(ks, stem(strings.ToLower(w)))
-				r, _ := utf8.DecodeRuneInString(w)
-				upper = upper && (unicode.IsUpper(r) || unicode.IsDigit(r))
+			for i, w := range run {
+				if i > 0 {
+					out = append(out, ' ')
+				}
+				out = append(out, w.w...)
 			}
-			p.key, p.upper = strings.Join(ks, " "), upper
-			if !strings.HasSuffix(strings.ToLower(run[0]), "ly") {
-				out = append(out, p)
+			out = append(out, '=')
+			for i, w := range run {
+				if i > 0 {
+					out = append(out, ' ')
+				}
+				out = append(out, w.x.stem...)
 			}
 		}
 		run = run[:0]
@@ -385,12 +382,11 @@ func phrases(s string, people []string) []phrase {
 	paren := false
 	// held: a capitalised word that opens a sentence, the start of a name
 	// when the next word is capitalised too ("decided: Joshua Tree, …")
-	held := ""
+	var held word
+	var lb [64]byte
 	for f := range strings.FieldsSeq(s) {
 		hold := held
-		held = ""
-		w := strings.TrimFunc(f, isPhrasePunct)
-		lw := strings.ToLower(w)
+		held = word{}
 		if strings.HasPrefix(f, "(") {
 			paren = true
 		}
@@ -399,12 +395,18 @@ func phrases(s string, people []string) []phrase {
 			flush()
 			continue // a resolved date
 		}
-		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && isTermWord(lw) && !phraseStop[lw] && !slices.Contains(people, w) && !strings.ContainsAny(w, "$%/=;") &&
-			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1
-		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || numberWords[lw]) && len(run) == 0 || ok && strings.IndexFunc(w, unicode.IsDigit) >= 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+		w := strings.TrimFunc(f, isPhrasePunct)
+		var x lexeme
+		lw := lower(lb[:0], w)
+		if w != "" {
+			x = lx.getBytes(lw)
+		}
+		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !slices.Contains(people, w) && !strings.ContainsAny(w, "$%/=;") &&
+			!(bytes.HasSuffix(lw, []byte("ed")) && len(run) == 0) && utf8.RuneCountInString(w) > 1
+		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && strings.IndexFunc(w, unicode.IsDigit) >= 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
 			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
 		}
-		if ok && adverbs[lw] {
+		if ok && x.is(fAdverb) {
 			ok = false // "the already mentioned"
 		}
 		r, _ := utf8.DecodeRuneInString(w)
@@ -412,15 +414,15 @@ func phrases(s string, people []string) []phrase {
 		if ok && start && up {
 			ok = false
 			if !strings.ContainsAny(f[len(f)-1:], ".,!?;:") {
-				held = w
+				held = word{w, x}
 			}
 		}
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
 		}
-		start = strings.ContainsAny(f[len(f)-1:], `.!?":`) || reportVerbs[lw]
+		start = strings.ContainsAny(f[len(f)-1:], `.!?":`) || x.is(fReportVerb)
 		wasDet := det
-		det = determiners[lw] && !strings.ContainsAny(f[len(f)-1:], `.,!?;:`)
+		det = x.is(fDeterminer) && !strings.ContainsAny(f[len(f)-1:], `.,!?;:`)
 		if !ok {
 			flush()
 			continue
@@ -428,17 +430,17 @@ func phrases(s string, people []string) []phrase {
 		if len(run) == 0 {
 			runUpper = up
 			np = wasDet
-			if hold != "" && up {
+			if hold.w != "" && up {
 				run = append(run, hold)
 			}
 		}
-		run = append(run, w)
+		run = append(run, word{w, x})
 		if strings.ContainsAny(f[len(f)-1:], ".,!?;:)") {
 			flush()
 		}
 	}
 	flush()
-	return out
+	return string(out)
 }
 
 func isPhrasePunct(r rune) bool {
@@ -504,11 +506,11 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	sc.cands = cands
 	// What the opening sentence and the period lines name is said already.
 	covered := sc.named[:0]
-	for _, t := range terms(lead) {
+	for _, t := range sc.termsOf(lead) {
 		covered.add(voc.id(t))
 	}
 	for _, h := range headers {
-		for _, t := range terms(h) {
+		for _, t := range sc.termsOf(h) {
 			covered.add(voc.id(t))
 		}
 	}

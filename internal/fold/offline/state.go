@@ -231,7 +231,7 @@ func (st *state) addName(n string) {
 // becomes a statement of the current period, attributed when it starts
 // with a known name. It runs once per session: the state goes on from
 // there.
-func fromProse(prose string) *state {
+func fromProse(prose string, lx *lexicon) *state {
 	st := &state{V: stateVersion}
 	sents := splitSentences(sanitize(prose, 64<<10))
 	if len(sents) > maxOpen {
@@ -261,7 +261,7 @@ func fromProse(prose string) *state {
 		if j := strings.IndexByte(s, ' '); j > 0 && slices.Contains(st.Names, s[:j]) {
 			sp = s[:j]
 		}
-		terms := termString(s)
+		terms := lx.termString(s)
 		k := kSaid
 		switch {
 		case sp != "" && strings.HasPrefix(s[len(sp):], " asked") && strings.HasSuffix(s, "?"):
@@ -269,8 +269,8 @@ func fromProse(prose string) *state {
 		case sp != "" && strings.HasPrefix(s[len(sp):], " ran "):
 			k = kTool
 		}
-		x := stmt{Sp: sp, Text: s, Terms: terms, K: k, W: weigh(s, strings.Count(terms, " ")+1, countDigits(s))}
-		x.Ph = encodePhrases(phrases(statementBody(x), st.Names))
+		x := stmt{Sp: sp, Text: s, Terms: terms, K: k, W: weigh(s, strings.Count(terms, " ")+1, statWords(s))}
+		x.Ph = lx.phrases(statementBody(x), st.Names)
 		st.Open = append(st.Open, x)
 	}
 	return st

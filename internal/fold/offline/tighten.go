@@ -16,17 +16,28 @@ const maxSentRunes = 200
 // cr criteria"), a phrase said twice in a row ("for the for the"), and
 // talk that carries nothing ("you know", "I mean", "kind of" where it
 // hedges); a run-on sentence ends at the last clause boundary within
-// maxSentRunes. What it leaves is the speaker's words, in order.
-func tighten(s string) string {
+// maxSentRunes; a run of one word is said three times at most ("blah blah
+// blah blah"), so a turn of one repeated word costs nothing. What it
+// leaves is the speaker's words, in order.
+func (lx *lexicon) tighten(s string) string {
 	var arr [64]string
-	ws := appendFields(arr[:0], s)
+	ws, prev, run, changed := arr[:0], "", 0, false
+	for f := range strings.FieldsSeq(s) {
+		if run++; !strings.EqualFold(f, prev) {
+			run = 0
+		}
+		if prev = f; run >= 3 {
+			changed = true
+			continue
+		}
+		ws = append(ws, f)
+	}
 	if len(ws) < 3 {
 		return s
 	}
 	n0 := len(ws)
-	changed := false
 	var buf [48]byte
-	for len(ws) > 2 && isLaugh(strings.ToLower(strings.Trim(ws[0], ",.!"))) {
+	for len(ws) > 2 && lx.getBytes(lower(buf[:0], trimCut(ws[0], ",.!"))).is(fLaugh) {
 		ws = ws[1:] // "hahaha that was close"
 	}
 	var oarr [64]string
@@ -35,12 +46,12 @@ func tighten(s string) string {
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
 		core := string(lower(cb[:0], strings.TrimRight(w, ",")))
-		if i+1 < len(ws) && falseStart(core, string(lower(nb[:0], strings.Trim(ws[i+1], `,.!?;:"`)))) {
+		if i+1 < len(ws) && lx.falseStart(core, string(lower(nb[:0], trimCut(ws[i+1], `,.!?;:"`)))) {
 			continue
 		}
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
 		// word that makes them mean "a type of"
-		if i+1 < len(ws) && hedgeStart[core] {
+		if i+1 < len(ws) && len(core) <= len("kind") && hedgeStart[core] {
 			pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))...))
 			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
 				if t := ws[i+1][len(strings.TrimRight(ws[i+1], ",.?!;:")):]; t != "" && t != "," && len(out) > 0 {
@@ -74,7 +85,7 @@ func tighten(s string) string {
 
 // falseStart reports a word that the next one completes ("th" before
 // "the"), not a word in its own right that happens to start the next.
-func falseStart(w, next string) bool {
+func (lx *lexicon) falseStart(w, next string) bool {
 	if w == "" || len(w) >= len(next) || !strings.HasPrefix(next, w) || stopWords[w] {
 		return false
 	}
@@ -83,7 +94,7 @@ func falseStart(w, next string) bool {
 			return false
 		}
 	}
-	return len(w) <= 2 || !isTermWord(w) || len(next)-len(w) >= 2
+	return len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2
 }
 
 var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
@@ -97,19 +108,32 @@ var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "
 
 func sameWords(a, b []string) bool {
 	for i := range a {
-		if a[i] != b[i] && !strings.EqualFold(trimClause(a[i]), trimClause(b[i])) {
+		if a[i] == b[i] {
+			continue
+		}
+		if !equalFold(trimCut(a[i], ",.;:"), trimCut(b[i], ",.;:")) {
 			return false
 		}
 	}
 	return true
 }
 
-// trimClause is strings.Trim(w, ",.;:"), without building a set of them.
-func trimClause(w string) string {
-	for len(w) > 0 && strings.IndexByte(",.;:", w[0]) >= 0 {
+// equalFold is strings.EqualFold, quick to tell words apart by their
+// first letter.
+func equalFold(x, y string) bool {
+	if x != "" && y != "" && x[0] < utf8.RuneSelf && y[0] < utf8.RuneSelf && lowerASCII(x[0]) != lowerASCII(y[0]) {
+		return false
+	}
+	return strings.EqualFold(x, y)
+}
+
+// trimCut is strings.Trim(w, cut) for a cut of ASCII punctuation below
+// '@', without building a set of its bytes.
+func trimCut(w, cut string) string {
+	for len(w) > 0 && w[0] < '@' && strings.IndexByte(cut, w[0]) >= 0 {
 		w = w[1:]
 	}
-	for len(w) > 0 && strings.IndexByte(",.;:", w[len(w)-1]) >= 0 {
+	for len(w) > 0 && w[len(w)-1] < '@' && strings.IndexByte(cut, w[len(w)-1]) >= 0 {
 		w = w[:len(w)-1]
 	}
 	return w
