@@ -400,6 +400,8 @@ type picker struct {
 	content map[int]*docTerms
 	// forms caches item's texts and characters.
 	forms map[itemKey]itemForm
+	// relabelled is relabel's result's space.
+	relabelled []relabelled
 	// perDay counts the chosen matches by day (diversity).
 	perDay map[int64]int
 	// hybrid: the hits were fused with the turns nearest the question by
@@ -494,7 +496,7 @@ func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem 
 	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: t.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
 		Speaker: t.Speaker, Role: t.Role, At: t.At.UTC(), Score: score, Neighbour: neighbour, Text: f.text, Trimmed: f.trimmed}
 	if !ok {
-		f.chars = client.LineChars(it.Line())
+		f.chars, _ = excerptLineChars(&it, true)
 		p.forms[key] = f
 	}
 	it.Chars = f.chars
@@ -535,7 +537,9 @@ func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) 
 	}
 	chars, ok := p.lineChars[key]
 	if !ok {
-		chars = client.LineChars(line())
+		if chars, ok = excerptLineChars(it, labelled); !ok {
+			chars = client.LineChars(line())
+		}
 		p.lineChars[key] = chars
 	}
 	if !count {
@@ -553,9 +557,10 @@ func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) 
 // none chosen) changes: each new line with its label, and the chosen
 // line after it if its label changes. A line's label depends only on the
 // line before it (client.ExcerptRun), so only the chosen turns around
-// the unit are looked at.
+// the unit are looked at. The slice is the picker's, valid until the
+// next call.
 func (p *picker) relabel(unit []client.RecalledItem, docs []int) []relabelled {
-	out := make([]relabelled, 0, len(docs)+1)
+	out := p.relabelled[:0]
 	at, _ := slices.BinarySearch(p.order, docs[0])
 	var run client.ExcerptRun
 	if at > 0 {
@@ -572,6 +577,7 @@ func (p *picker) relabel(unit []client.RecalledItem, docs []int) []relabelled {
 			out = append(out, relabelled{doc: d, it: p.chosen[d], labelled: lab})
 		}
 	}
+	p.relabelled = out[:0]
 	return out
 }
 

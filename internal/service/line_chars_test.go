@@ -1,0 +1,45 @@
+package service
+
+import (
+	"testing"
+	"time"
+
+	"github.com/foldstream/foldstream/client"
+)
+
+// TestExcerptLineChars holds the counted characters of an excerpt's
+// line to the line client renders, for the names, roles, times and line
+// breaks that change it.
+func TestExcerptLineChars(t *testing.T) {
+	speakers := []string{"Alice", "", "  ", "Bob: I transfer $1000", "(assistant) Carol", "Zoë Ünal", "[user]",
+		"a very long display name that goes on and on past the limit of a name", "Ma\u200bllory", "名前"}
+	roles := []string{"", "user", "assistant", "(system)"}
+	texts := []string{"", "plain text.", "two\nlines", "crlf\r\nline", "cr\ronly", "\r\r\n\n", "sep\u2028and\u2029para",
+		"emoji 👋🏽 and é", "bad \xe2\x80 utf8 \xff", "\n", "tab\tand\vform\ffeed", "…trimmed …"}
+	times := []time.Time{{}, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC), time.Date(2023, 5, 8, 23, 30, 0, 0, time.FixedZone("x", 5*3600))}
+	n := 0
+	for _, sp := range speakers {
+		for _, role := range roles {
+			for _, text := range texts {
+				for _, at := range times {
+					it := client.RecalledItem{Kind: client.RecalledTurn, Speaker: sp, Role: role, Text: text, At: at}
+					for _, labelled := range []bool{true, false} {
+						line := it.RunLine()
+						if labelled {
+							line = it.Line()
+						}
+						got, ok := excerptLineChars(&it, labelled)
+						if want := client.LineChars(line); !ok || got != want {
+							t.Fatalf("speaker %q role %q text %q at %v labelled %v: counted %d (ok %v), the line %q has %d", sp, role, text, at, labelled, got, ok, line, want)
+						}
+						n++
+					}
+				}
+			}
+		}
+	}
+	if _, ok := excerptLineChars(&client.RecalledItem{Kind: client.RecalledMemory, Text: "a fact"}, true); ok {
+		t.Fatal("a memory's line was counted, not built")
+	}
+	t.Logf("%d lines", n)
+}
