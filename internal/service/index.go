@@ -19,7 +19,7 @@ import (
 // An index loaded from the store (index_codec.go) keeps its encoding as
 // base and reads from it only what requests ask for: a doc's turn
 // (turn) and a term's postings (postingsIn) are decoded at their first
-// use and kept; the turns added after the load are held as turns, their
+// use and kept until the request is done (forget); the turns added after the load are held as turns, their
 // postings appended to their terms' (decoded first). A load then costs
 // the doc table, not an allocation per turn and per term, and a loaded
 // index holds its compact encoding plus what was asked of it.
@@ -33,7 +33,8 @@ type turnIndex struct {
 	docs   []indexDoc
 	cumLen []int64
 	// turns[i] is doc i's turn; nil while a doc of base has not been read
-	// (turn reads it).
+	// (turn reads it). With base, turns is nil until a turn is read or
+	// added (fillTurns), and again once forgotten if none was added.
 	turns []*events.Turn
 	// postings are the terms' posting lists: every term's, or with base,
 	// those read from it so far and the terms added since.
@@ -108,15 +109,12 @@ func (x *turnIndex) add(raw int64, seq uint64, t *events.Turn) {
 	x.bytes += docBytes + turnBytes + int64(len(t.Text)+len(t.Speaker)+len(t.TurnID)+len(t.Tool)+len(t.Role)+len(t.Kind))
 }
 
-// turn is doc d's turn, read from base at its first use.
+// turn is doc d's turn, read from base at its first use (readTurn).
 func (x *turnIndex) turn(d int) *events.Turn {
-	if t := x.turns[d]; t != nil {
-		return t
+	if d < len(x.turns) && x.turns[d] != nil {
+		return x.turns[d]
 	}
-	t := x.base.turn(d)
-	x.turns[d] = t
-	x.bytes += turnBytes
-	return t
+	return x.readTurn(d)
 }
 
 // list is term's postings, read from base at its first use (and kept:

@@ -9,10 +9,13 @@ import (
 
 // indexBase is the encoding a turn index was loaded from (index_codec.go):
 // the turns and posting lists of its first docs, read where they are when
-// a request first asks for them (turnIndex.turn, turnIndex.list). Its
-// offsets are found, and every turn and posting list checked, when it is
+// a request asks for them (turnIndex.turn, turnIndex.list) and forgotten
+// when it is done (turnIndex.forget): between requests a loaded index
+// holds its encoding, not what was decoded from it. Its offsets are
+// found, and every word, turn and posting list checked, when it is
 // decoded: reading from it cannot fail afterwards. Its bytes never change
-// (the turns' and terms' strings read from it are slices of them).
+// (the turns' and terms' strings read from it are slices of them, but
+// for texts of more than one word).
 type indexBase struct {
 	b       []byte
 	s       string // b as a string
@@ -21,10 +24,17 @@ type indexBase struct {
 	// where doc i's turn starts, turnAt[docs] where the last one ends.
 	docs   int
 	turnAt []uint32
+	// wordAt[i] is where the i-th word starts, wordAt[len-1] where the
+	// last one ends.
+	wordAt []uint32
 	// termAt[i] is where the i-th term's entry (the term, its postings)
 	// starts, terms in increasing order; termAt[len-1] is where the last
 	// one ends.
 	termAt []uint32
+	// decoded are the docs whose turns were read since the index was
+	// last forgotten, decodedBytes their estimated size.
+	decoded      []int32
+	decodedBytes int64
 }
 
 // reader reads the base's encoding from off.
@@ -36,12 +46,25 @@ func (b *indexBase) reader(off uint32) indexReader {
 func (b *indexBase) turn(d int) *events.Turn {
 	r := b.reader(b.turnAt[d])
 	t := new(events.Turn)
-	r.turn(t, b.session)
+	r.turn(t, b)
 	return t
 }
 
-// turnBytes is doc d's turn as encoded.
-func (b *indexBase) turnBytes(d int) []byte { return b.b[b.turnAt[d]:b.turnAt[d+1]] }
+// turnBytes are docs [from, to)'s turns as encoded.
+func (b *indexBase) turnBytes(from, to int) []byte { return b.b[b.turnAt[from]:b.turnAt[to]] }
+
+// words is how many words the base holds.
+func (b *indexBase) words() int { return len(b.wordAt) - 1 }
+
+// word is the i-th word.
+func (b *indexBase) word(i int) string {
+	off := int(b.wordAt[i])
+	if n := int(b.b[off]); n < 0x80 { // the common case: a short word
+		return b.s[off+1 : off+1+n]
+	}
+	r := b.reader(uint32(off))
+	return r.str()
+}
 
 // turnID is doc d's turn_id, without decoding the rest of the turn.
 func (b *indexBase) turnID(d int) string {
@@ -80,24 +103,85 @@ func (b *indexBase) postings(term string) ([]posting, bool) {
 	pl := make([]posting, r.int())
 	var doc int32
 	for j := range pl {
-		doc += int32(r.uv())
-		pl[j] = posting{doc: doc, tf: int32(r.uv())}
+		d, tf := r.posting()
+		doc += int32(d)
+		pl[j] = posting{doc: doc, tf: int32(tf)}
 	}
 	return pl, true
+}
+
+// count is how many postings the i-th term has.
+func (b *indexBase) count(i int) int {
+	r := b.reader(b.termAt[i])
+	r.str()
+	return r.int()
+}
+
+// readTurn decodes doc d's turn from base and keeps it until the index is
+// forgotten.
+func (x *turnIndex) readTurn(d int) *events.Turn {
+	b := x.base
+	t := b.turn(d)
+	x.fillTurns()
+	x.turns[d] = t
+	b.decoded = append(b.decoded, int32(d))
+	n := int64(turnBytes + len(t.Text))
+	b.decodedBytes += n
+	x.bytes += n
+	return t
+}
+
+// forget drops what was decoded from base since the last forget: the
+// turns, and the posting lists no turn was added to since. A request
+// reads a few hundred turns and the postings of a few dozen terms, and
+// decodes them again faster than a load reads them; kept, they would
+// soon take more memory than the encoding, and the budget would hold
+// fewer sessions.
+func (x *turnIndex) forget() {
+	b := x.base
+	if b == nil {
+		return
+	}
+	if len(x.docs) == b.docs {
+		x.bytes -= 8 * int64(len(x.turns))
+		x.turns = nil // none added since the load
+	} else {
+		for _, d := range b.decoded {
+			x.turns[d] = nil
+		}
+	}
+	b.decoded = b.decoded[:0]
+	x.bytes -= b.decodedBytes
+	b.decodedBytes = 0
+	for term, pl := range x.postings {
+		if i, ok := b.find(term); ok && b.count(i) == len(pl) {
+			delete(x.postings, term)
+			x.bytes -= termBytes + int64(len(term)) + postingBytes*int64(len(pl))
+		}
+	}
 }
 
 // seenIDs is the set of the hashes of the indexed turns' turn_ids (a
 // replay's dedup set: every distinct turn is indexed once).
 func (x *turnIndex) seenIDs() map[uint64]struct{} {
 	seen := make(map[uint64]struct{}, len(x.docs))
-	for d, t := range x.turns {
+	for d := range x.docs {
 		id := ""
-		if t != nil {
-			id = t.TurnID
+		if d < len(x.turns) && x.turns[d] != nil {
+			id = x.turns[d].TurnID
 		} else {
 			id = x.base.turnID(d)
 		}
 		seen[state.HashID(id)] = struct{}{}
 	}
 	return seen
+}
+
+// fillTurns gives turns a slot for every doc (a loaded index holds none
+// until a turn is read or added: turn, add).
+func (x *turnIndex) fillTurns() {
+	if len(x.turns) < len(x.docs) {
+		x.bytes += 8 * int64(len(x.docs)-len(x.turns))
+		x.turns = append(x.turns, make([]*events.Turn, len(x.docs)-len(x.turns))...)
+	}
 }

@@ -247,7 +247,13 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 	s.vectorsOf(ctx, e.r)
 	c.account(e, e.r.bytes())
 	s.persistLater(e)
-	return &indexHandle{r: e.r, unlock: e.mu.Unlock}, nil
+	rp := e.r
+	return &indexHandle{r: rp, unlock: func() {
+		// What the request decoded from a loaded index is not kept.
+		rp.idx.forget()
+		c.account(e, rp.bytes())
+		e.mu.Unlock()
+	}}, nil
 }
 
 // prune leaves out of the replay's searches the turns that expired from

@@ -25,32 +25,51 @@ import (
 //
 // Versioned: every entry starts with indexFormat and indexFingerprint. The
 // fingerprint hashes the shape of the types encoded here (field names,
-// types and tags of replay, turnIndex, indexDoc, posting, memory,
-// events.Turn and state.Session) and what the analyzer makes of a probe
-// text (stemmer, stop words, question words): a change to any of them
-// gives another fingerprint, and every entry written before it is
-// rebuilt from the stream instead of being read with the wrong meaning.
-// A change to the encoding itself bumps indexFormat.
+// types and tags of replay, indexDoc, posting, memory, events.Turn and
+// state.Session) and what the analyzer makes of a probe text (stemmer,
+// stop words, question words): a change to any of them gives another
+// fingerprint, and every entry written before it is rebuilt from the
+// stream instead of being read with the wrong meaning. The index's own
+// structures (turnIndex, indexBase) count by name only: what they encode
+// is their docs and postings, and the rest is what requests keep in
+// memory (caches, scratch space), which may change without making a
+// stored index mean something else. A change to the encoding itself
+// bumps indexFormat.
 //
 // Layout (little endian; uv = unsigned varint, str = uv length + bytes):
 //
 //	"FSRX" uv(format) u64(fingerprint) str(key)
 //	uv(from) uv(next) uv(lastReset) time(resetAt) uv(applied) uv(read) uv(memNext)
 //	uv(memBytes) str(session JSON)
-//	uv(#seqs) uv(seq deltas)...
-//	uv(#docs) per doc: uv(raw delta) uv(seq delta) uv(len); then per doc: turn
+//	uv(#raw turns) uv(#repeated) uv(repeated turns' seq deltas)...
+//	uv(#docs) per doc: uv(raw delta) uv(seq delta) uv(len)
+//	uv(#words) per word: str(word)
+//	per doc, its turn: uv(V) str(turn_id) time(at) uv(speaker) uv(role) uv(kind) uv(tool)
+//	  v(tokens) v(context tokens) uv(#meta) per meta: str(key) str(value)
+//	  uv(#text words) per text word: uv(word)
 //	uv(#terms) uv(#postings of all terms) per term, in increasing order:
-//	  str(term) uv(#postings) per posting: uv(doc delta) uv(tf)
+//	  str(term) uv(#postings) per posting: uv(doc delta << 1 | tf > 1) [uv(tf - 2)]
 //	uv(#memories) per memory: str(id) str(speaker) str(text) str(turnID) str(supersedes) time(at) time(published)
 //
-// Decoding reads the doc table, checks the turns and the posting lists
-// where they are and notes their offsets (indexBase): a turn or a term's
-// postings are decoded when a request first uses them.
+// The words are the strings the turns share, numbered in the order the
+// turns first use them: a turn's text is its words joined by single
+// spaces (split at every space, so any text is kept exactly), its
+// speaker, role, kind and tool one word each. A conversation says the
+// same few thousand words again and again: a text takes a byte or two a
+// word instead of its letters, and a 5,000-turn session's encoding a
+// third of what it takes with its texts spelled out. Numbered by first
+// use, the words of an index extended after a load are the loaded ones
+// and then the new ones, as a build from all of its events numbers them:
+// both encode alike.
+//
+// Decoding reads the doc table, checks the words, the turns and the
+// posting lists where they are and notes their offsets (indexBase): a
+// turn or a term's postings are decoded when a request uses them.
 //
 // The key names what the entry was built from (session, stream, layout,
 // admission rules); an entry whose key differs is not this session's
 // replay and is rebuilt.
-const indexFormat = 2
+const indexFormat = 3
 
 // indexMagic starts every encoded replay.
 const indexMagic = "FSRX"
@@ -68,8 +87,8 @@ var (
 
 func fingerprint() uint64 {
 	h := fnv.New64a()
-	seen := map[reflect.Type]bool{}
-	for _, v := range []any{replay{}, turnIndex{}, indexBase{}, indexDoc{}, posting{}, memory{}, events.Turn{}, state.Session{}} {
+	seen := map[reflect.Type]bool{reflect.TypeFor[turnIndex](): true, reflect.TypeFor[indexBase](): true}
+	for _, v := range []any{replay{}, indexDoc{}, posting{}, memory{}, events.Turn{}, state.Session{}} {
 		typeShape(h, reflect.TypeOf(v), seen)
 	}
 	for _, words := range []map[string]bool{stopWords, questionWords} {
@@ -129,9 +148,10 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 	w.uv(rp.memNext)
 	w.uv(uint64(rp.memBytes))
 	w.str(string(sess))
-	w.uv(uint64(len(rp.seqs)))
+	w.uv(uint64(rp.raws))
+	w.uv(uint64(len(rp.dups)))
 	var prev uint64
-	for _, s := range rp.seqs {
+	for _, s := range rp.dups {
 		w.uv(s - prev)
 		prev = s
 	}
@@ -145,13 +165,28 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 		prevRaw, prev = d.raw, d.seq
 		w.uv(uint64(d.len))
 	}
-	for d := range x.docs {
-		if x.base != nil && d < x.base.docs {
-			w.b = append(w.b, x.base.turnBytes(d)...) // as it was read
-			continue
+	// The base's words and turns as they were read, then the turns added
+	// since, numbering the words they add after the base's.
+	dict := textDict{ids: map[string]uint32{}}
+	nbase := 0
+	if x.base != nil {
+		nbase = x.base.docs
+		for i := range x.base.words() {
+			dict.id(x.base.word(i))
 		}
-		w.turn(x.turns[d])
 	}
+	added := indexWriter{}
+	for d := nbase; d < len(x.docs); d++ {
+		added.turn(x.turns[d], &dict)
+	}
+	w.uv(uint64(len(dict.words)))
+	for _, word := range dict.words {
+		w.str(word)
+	}
+	if nbase > 0 {
+		w.b = append(w.b, x.base.turnBytes(0, nbase)...)
+	}
+	w.b = append(w.b, added.b...)
 	// Every term: those read or added (postings) and the base's others,
 	// copied as they were read.
 	terms := slices.Collect(maps.Keys(x.postings))
@@ -185,8 +220,12 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 		w.uv(uint64(len(pl)))
 		var prevDoc int32
 		for _, p := range pl {
-			w.uv(uint64(p.doc - prevDoc))
-			w.uv(uint64(p.tf))
+			if p.tf == 1 {
+				w.uv(uint64(p.doc-prevDoc) << 1)
+			} else {
+				w.uv(uint64(p.doc-prevDoc)<<1 | 1)
+				w.uv(uint64(p.tf - 2))
+			}
 			prevDoc = p.doc
 		}
 	}
@@ -204,6 +243,24 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 }
 
 type indexWriter struct{ b []byte }
+
+// textDict numbers the words of an encoding's turns in order of first
+// use.
+type textDict struct {
+	ids   map[string]uint32
+	words []string
+}
+
+// id is word's number, given the next one if it is new.
+func (d *textDict) id(word string) uint64 {
+	if i, ok := d.ids[word]; ok {
+		return uint64(i)
+	}
+	i := uint32(len(d.words))
+	d.ids[word] = i
+	d.words = append(d.words, word)
+	return uint64(i)
+}
 
 func (w *indexWriter) uv(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
 func (w *indexWriter) v(v int64)   { w.b = binary.AppendVarint(w.b, v) }
@@ -230,21 +287,30 @@ func (w *indexWriter) time(t time.Time) {
 	w.uv(uint64(t.Nanosecond()))
 }
 
-func (w *indexWriter) turn(t *events.Turn) {
+func (w *indexWriter) turn(t *events.Turn, dict *textDict) {
 	w.uv(uint64(t.V))
 	w.str(t.TurnID)
 	w.time(t.At)
-	w.str(t.Speaker)
-	w.str(t.Role)
-	w.str(t.Text)
-	w.str(t.Kind)
-	w.str(t.Tool)
+	w.uv(dict.id(t.Speaker))
+	w.uv(dict.id(t.Role))
+	w.uv(dict.id(t.Kind))
+	w.uv(dict.id(t.Tool))
 	w.v(int64(t.Tokens))
 	w.v(int64(t.ContextTokens))
 	w.uv(uint64(len(t.Meta)))
 	for _, k := range slices.Sorted(maps.Keys(t.Meta)) {
 		w.str(k)
 		w.str(t.Meta[k])
+	}
+	w.uv(uint64(strings.Count(t.Text, " ") + 1))
+	for text := t.Text; ; {
+		i := strings.IndexByte(text, ' ')
+		if i < 0 {
+			w.uv(dict.id(text))
+			break
+		}
+		w.uv(dict.id(text[:i]))
+		text = text[i+1:]
 	}
 }
 
@@ -309,22 +375,24 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	if err := json.Unmarshal([]byte(sess), rp.sess); err != nil || rp.sess.ID != session {
 		return nil, fmt.Errorf("%w: session state", errIndexCorrupt)
 	}
-	nseqs := r.count(1)
-	rp.seqs = make([]uint64, nseqs)
+	rp.raws = int64(r.int())
+	rp.dups = make([]uint64, r.count(1))
 	var prev uint64
-	for i := range rp.seqs {
+	for i := range rp.dups {
 		d := r.uv()
 		if i > 0 && d == 0 {
 			r.fail("sequences not increasing")
 		}
 		prev += d
-		rp.seqs[i] = prev
+		rp.dups[i] = prev
+	}
+	if r.err == nil && (len(rp.dups) > 0 && rp.dups[len(rp.dups)-1] >= rp.next || int64(len(rp.dups)) > rp.raws) {
+		r.fail("repeated turns beyond the replay's position")
 	}
 	x := rp.idx
 	ndocs := r.count(3 + minTurnBytes)
 	x.docs = make([]indexDoc, ndocs)
 	x.cumLen = make([]int64, ndocs)
-	x.turns = make([]*events.Turn, ndocs)
 	var raw, cum int64
 	prev = 0
 	for i := range x.docs {
@@ -342,25 +410,31 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	if r.err != nil {
 		return nil, r.err
 	}
-	if ndocs > 0 && (x.docs[ndocs-1].raw >= int64(nseqs) || x.docs[ndocs-1].seq >= rp.next) {
-		r.fail("docs beyond the replay's position")
+	if ndocs > 0 && (x.docs[ndocs-1].raw >= rp.raws || x.docs[ndocs-1].seq >= rp.next) || int64(ndocs+len(rp.dups)) != rp.raws {
+		r.fail("docs beyond the replay's position, or not its turns")
 	}
-	base := &indexBase{b: body, s: r.s, session: session, docs: ndocs, turnAt: make([]uint32, ndocs+1)}
+	nwords := r.count(1)
+	base := &indexBase{b: body, s: r.s, session: session, docs: ndocs, turnAt: make([]uint32, ndocs+1), wordAt: make([]uint32, nwords+1)}
+	for i := range nwords {
+		base.wordAt[i] = uint32(r.off)
+		r.skip()
+	}
+	base.wordAt[nwords] = uint32(r.off)
 	for i := range ndocs {
 		base.turnAt[i] = uint32(r.off)
-		if !r.checkTurn() {
+		if !r.checkTurn(nwords) {
 			return nil, r.err
 		}
 	}
 	base.turnAt[ndocs] = uint32(r.off)
 	nterms := r.count(3)
-	total := r.count(2)
+	total := r.count(1)
 	base.termAt = make([]uint32, nterms+1)
 	last, seen := "", 0
 	for i := range nterms {
 		base.termAt[i] = uint32(r.off)
 		term := r.str()
-		np := r.count(2)
+		np := r.count(1)
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -403,7 +477,9 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	if ndocs > 0 {
 		x.base = base
 	}
-	x.bytes = int64(len(body)) + int64(ndocs)*(24+8+8+4) + 4*int64(nterms) + 512
+	// The encoding, the docs (24), their cumulated lengths (8) and turns'
+	// offsets (4), the words' and terms' offsets.
+	x.bytes = int64(len(body)) + int64(ndocs)*(24+8+4) + 4*int64(nterms+nwords) + 512
 	return rp, nil
 }
 
@@ -416,12 +492,12 @@ func (r *indexReader) checkPostings(np, ndocs int) bool {
 	doc := uint64(0)
 	for j := range np {
 		var d, tf uint64
-		if off+1 < len(b) && b[off] < 0x80 && b[off+1] < 0x80 {
-			d, tf = uint64(b[off]), uint64(b[off+1])
-			off += 2
+		if off < len(b) && b[off] < 0x80 && b[off]&1 == 0 {
+			d, tf = uint64(b[off]>>1), 1
+			off++
 		} else {
 			r.off = off
-			d, tf = r.uv(), r.uv()
+			d, tf = r.posting()
 			if r.err != nil {
 				return false
 			}
@@ -443,9 +519,19 @@ func (r *indexReader) checkPostings(np, ndocs int) bool {
 	return true
 }
 
+// posting reads a posting's doc delta and frequency.
+func (r *indexReader) posting() (delta, tf uint64) {
+	v := r.uv()
+	if tf = 1; v&1 == 1 {
+		tf = r.uv() + 2
+	}
+	return v >> 1, tf
+}
+
 // checkTurn reads a turn as turn does, with its checks, without making
-// it; false (and r.err) if it is not well-formed.
-func (r *indexReader) checkTurn() bool {
+// it; false (and r.err) if it is not well-formed (a word beyond the
+// nwords of the encoding, among others).
+func (r *indexReader) checkTurn(nwords int) bool {
 	r.int() // V
 	r.skip()
 	switch r.uv() { // At: see time
@@ -460,16 +546,44 @@ func (r *indexReader) checkTurn() bool {
 	default:
 		r.fail("bad time")
 	}
-	for range 5 {
-		r.skip()
-	}
+	r.checkWords(4, nwords)
 	r.v()
 	r.v()
 	for range r.count(2) {
 		r.skip()
 		r.skip()
 	}
+	n := r.count(1)
+	if r.err == nil && n == 0 {
+		r.fail("text without words")
+	}
+	r.checkWords(n, nwords)
 	return r.err == nil
+}
+
+// checkWords reads n words' numbers and checks that they are below
+// nwords. A tight loop: a load checks every word of every turn.
+func (r *indexReader) checkWords(n, nwords int) {
+	b, off := r.b, r.off
+	for range n {
+		if off < len(b) && b[off] < 0x80 && int(b[off]) < nwords {
+			off++
+			continue
+		}
+		if off+1 < len(b) && b[off+1] < 0x80 && int(b[off]&0x7f)|int(b[off+1])<<7 < nwords {
+			off += 2 // the next most common: a word numbered from 128
+			continue
+		}
+		r.off = off
+		if i := r.int(); r.err == nil && i >= nwords {
+			r.fail("word out of range")
+		}
+		if r.err != nil {
+			return
+		}
+		off = r.off
+	}
+	r.off = off
 }
 
 // skip reads a string without making it.
@@ -490,9 +604,10 @@ func (r *indexReader) checkInstant() {
 	}
 }
 
-// minTurnBytes is the least an encoded turn takes: its V, five strings,
-// a time, two numbers and its meta count, a byte each.
-const minTurnBytes = 10
+// minTurnBytes is the least an encoded turn takes: its V, its turn_id,
+// a time, four words, two numbers, its meta and its text's word counts
+// and a word, a byte each.
+const minTurnBytes = 13
 
 // indexReader reads an encoded replay; the first error sticks and every
 // later read returns zero values.
@@ -511,10 +626,17 @@ func (r *indexReader) fail(why string) {
 
 func (r *indexReader) uv() uint64 {
 	// One byte, the common case (postings' deltas and frequencies,
-	// lengths of short strings), without a call.
-	if r.err == nil && r.off < len(r.b) && r.b[r.off] < 0x80 {
-		r.off++
-		return uint64(r.b[r.off-1])
+	// lengths of short strings), or two (words), without a call.
+	if r.err == nil && r.off < len(r.b) {
+		if c := r.b[r.off]; c < 0x80 {
+			r.off++
+			return uint64(c)
+		}
+		if r.off+1 < len(r.b) && r.b[r.off+1] < 0x80 {
+			v := uint64(r.b[r.off]&0x7f) | uint64(r.b[r.off+1])<<7
+			r.off += 2
+			return v
+		}
 	}
 	return readVarint(r, binary.Uvarint)
 }
@@ -619,16 +741,16 @@ func (r *indexReader) instant() time.Time {
 	return time.Unix(sec, int64(nsec))
 }
 
-func (r *indexReader) turn(t *events.Turn, session string) {
+// turn reads a turn of b (checked when b was decoded).
+func (r *indexReader) turn(t *events.Turn, b *indexBase) {
 	t.V = r.int()
-	t.Session = session
+	t.Session = b.session
 	t.TurnID = r.str()
 	t.At = r.time()
-	t.Speaker = r.str()
-	t.Role = r.str()
-	t.Text = r.str()
-	t.Kind = r.str()
-	t.Tool = r.str()
+	t.Speaker = b.word(r.int())
+	t.Role = b.word(r.int())
+	t.Kind = b.word(r.int())
+	t.Tool = b.word(r.int())
 	t.Tokens = int(r.v())
 	t.ContextTokens = int(r.v())
 	if n := r.count(2); n > 0 {
@@ -638,4 +760,36 @@ func (r *indexReader) turn(t *events.Turn, session string) {
 			t.Meta[k] = r.str()
 		}
 	}
+	t.Text = r.text(b)
+}
+
+// text reads a text's words and joins them with single spaces: one
+// allocation, none for a text of one word.
+func (r *indexReader) text(b *indexBase) string {
+	n := r.int()
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return b.word(r.int())
+	}
+	var small [64]string
+	words := small[:0]
+	if n > len(small) {
+		words = make([]string, 0, n)
+	}
+	size := n - 1
+	for range n {
+		w := b.word(r.int())
+		size += len(w)
+		words = append(words, w)
+	}
+	buf := make([]byte, 0, size)
+	for i, w := range words {
+		if i > 0 {
+			buf = append(buf, ' ')
+		}
+		buf = append(buf, w...)
+	}
+	return unsafe.String(unsafe.SliceData(buf), len(buf))
 }

@@ -25,9 +25,11 @@ func TestReplayEncodingRoundTrips(t *testing.T) {
 		time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC),
 		{},
 	}
+	// Texts are kept exactly, whatever their spaces.
+	texts := []string{"the tournament form is due friday in Lisbon", "  two  spaces\nand a line ending in one ", "x", "ünïcode naïve, déjà-vu  "}
 	for i, at := range times {
 		turn := &events.Turn{V: 1, Session: "s1", TurnID: string(rune('a' + i)), At: at, Speaker: "Bob", Role: "user",
-			Text: "the tournament form is due friday in Lisbon", Kind: "speech", Tool: "t", Tokens: i, ContextTokens: 7 * i}
+			Text: texts[i], Kind: "speech", Tool: "t", Tokens: i, ContextTokens: 7 * i}
 		if i == 1 {
 			turn.Meta = map[string]string{"k": "v", "a": "b"}
 		}
@@ -65,14 +67,14 @@ func TestReplayEncodingRoundTrips(t *testing.T) {
 	if _, ok := got.idx.list("absent"); ok {
 		t.Fatal("a term the index does not hold has postings")
 	}
-	if !maps.Equal(got.idx.seenIDs(), rp.seen) || len(got.seqs) != len(rp.seqs) ||
+	if !maps.Equal(got.idx.seenIDs(), rp.seen) || got.raws != rp.raws || !slices.Equal(got.dups, rp.dups) ||
 		got.next != rp.next || got.from != rp.from || got.read != rp.read || got.memNext != 42 || len(got.mems) != 1 ||
 		got.mems[0].text != "Bob brings the form" || len(got.mems[0].terms) == 0 || got.sess.Total != rp.sess.Total {
 		t.Fatalf("decoded %+v, want %+v", got, rp)
 	}
 	// The decoded index grows like the original.
 	got.apply(20, times[0], events.KindTurn, mustJSON(t, &events.Turn{V: 1, Session: "s1", TurnID: "z", At: times[0], Speaker: "Al", Role: "user", Text: "tournament"}))
-	if hits := got.idx.search([]string{"tournament"}, 0, len(got.idx.docs)); len(hits) != len(rp.idx.docs)+1 {
+	if hits := got.idx.search([]string{"tournament"}, 0, len(got.idx.docs)); len(hits) != 2 {
 		t.Fatalf("after a new turn: %d hits of %d docs (%d before it), postings %v", len(hits), len(got.idx.docs), len(rp.idx.docs), got.idx.postings["tournament"])
 	}
 	for n := range len(body) {
@@ -141,9 +143,25 @@ func TestLoadedIndexReadsWhatItIsAsked(t *testing.T) {
 	}
 	same("loaded, nothing read", load(), full)
 	partial := load()
+	loaded := partial.bytes()
 	partial.idx.turn(3)
 	partial.idx.list("form")
+	if partial.bytes() <= loaded {
+		t.Fatalf("a turn and a term read: %d bytes, %d loaded", partial.bytes(), loaded)
+	}
 	same("loaded, some turns and terms read", partial, full)
+	// What a request read is forgotten when it is done, and read again.
+	forgotten := load()
+	forgotten.idx.turn(3)
+	forgotten.idx.list("form")
+	forgotten.idx.forget()
+	if forgotten.bytes() != loaded || forgotten.idx.turns != nil || len(forgotten.idx.postings) != 0 {
+		t.Fatalf("forgotten: %d bytes (%d loaded), %d turns, %d terms held", forgotten.bytes(), loaded, len(forgotten.idx.turns), len(forgotten.idx.postings))
+	}
+	if forgotten.idx.turn(3).Text != full.idx.turn(3).Text {
+		t.Fatalf("turn 3 read again: %q, want %q", forgotten.idx.turn(3).Text, full.idx.turn(3).Text)
+	}
+	same("loaded, read, forgotten and read again", forgotten, full)
 	for _, rp := range []*replay{load(), partial} {
 		for i := 30; i < 45; i++ {
 			rp.apply(uint64(1+2*i), time.Time{}, events.KindTurn, event(i))
@@ -157,8 +175,13 @@ func TestLoadedIndexReadsWhatItIsAsked(t *testing.T) {
 		extended.apply(uint64(1+2*i), time.Time{}, events.KindTurn, event(i))
 	}
 	same("loaded, then extended", extended, full)
-	if len(extended.idx.docs) != 20 || len(extended.seqs) != len(full.seqs) {
-		t.Fatalf("extended: %d docs of %d turns, want 20 distinct of %d", len(extended.idx.docs), len(extended.seqs), len(full.seqs))
+	// Forgetting keeps what was added after the load (in turns and in
+	// posting lists that began in the encoding).
+	extended.idx.turn(2)
+	extended.idx.forget()
+	same("loaded, extended and forgotten", extended, full)
+	if len(extended.idx.docs) != 20 || extended.raws != full.raws || !slices.Equal(extended.dups, full.dups) {
+		t.Fatalf("extended: %d docs of %d turns (%d repeated), want 20 distinct of %d", len(extended.idx.docs), extended.raws, len(extended.dups), full.raws)
 	}
 
 	// Any byte changed: refused, or every turn and term of what loads

@@ -25,10 +25,13 @@ type replay struct {
 	adm     state.Admission
 	sess    *state.Session
 	idx     *turnIndex
-	// seqs[i] is the stream sequence of raw turn i of the current epoch,
-	// repeated turn_ids included (the processor counts a turn_id again
-	// once it left its bounded dedup memory; recall returns it once).
-	seqs []uint64
+	// raws counts the raw turns of the current epoch, repeated turn_ids
+	// included (the processor counts a turn_id again once it left its
+	// bounded dedup memory; recall returns it once, as its first doc);
+	// dups are the stream sequences of the repeats, in order. A raw
+	// turn is a doc or a repeat.
+	raws int64
+	dups []uint64
 	// seen holds every turn_id hash of the epoch, beyond the processor's
 	// bounded window; nil after a load until an event is applied (the
 	// indexed turns' ids are the set: seenIDs).
@@ -88,7 +91,7 @@ func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
 	if r.sess.Epoch != epoch {
 		// Reset (by control or by policy): the transcript starts over.
 		r.lastReset, r.resetAt = seq, at
-		r.seqs = r.seqs[:0]
+		r.raws, r.dups = 0, r.dups[:0]
 		r.seen = map[uint64]struct{}{}
 		r.idx.clear()
 		r.mems, r.memBytes = nil, 0
@@ -97,23 +100,25 @@ func (r *replay) apply(seq uint64, at time.Time, kind string, data []byte) {
 	if effect != state.EffectTurn {
 		return
 	}
-	raw := int64(len(r.seqs))
-	r.seqs = append(r.seqs, seq)
+	raw := r.raws
+	r.raws++
 	h := state.HashID(in.Turn.TurnID)
 	if r.seen == nil {
 		r.seen = r.idx.seenIDs()
 	}
 	if _, dup := r.seen[h]; dup {
+		r.dups = append(r.dups, seq)
 		return // counted again by the processor, the same turn: indexed once
 	}
 	r.seen[h] = struct{}{}
+	r.idx.fillTurns()
 	r.idx.add(raw, seq, in.Turn)
 }
 
 // bytes estimates the replay's memory: its index, the sequence list and
 // the dedup set.
 func (r *replay) bytes() int64 {
-	return r.idx.bytes + int64(cap(r.seqs))*8 + int64(len(r.seen))*16 + r.memBytes + r.vecBytes + 512
+	return r.idx.bytes + int64(cap(r.dups))*8 + int64(len(r.seen))*16 + r.memBytes + r.vecBytes + 512
 }
 
 // live is the first doc still in the stream (see firstSeq).
@@ -128,7 +133,7 @@ func (r *replay) missing(a anchoring) int64 {
 	if lo := r.live(); lo < len(r.idx.docs) {
 		return r.idx.docs[lo].raw + a.offset
 	}
-	return int64(len(r.seqs)) + a.offset
+	return r.raws + a.offset
 }
 
 // anchoring maps the replay's raw indices onto the processor's for one
@@ -156,7 +161,10 @@ func (r *replay) anchor(cp *state.Session, checkpointed bool) anchoring {
 		return a
 	}
 	a.cursor = cp.Cursor
-	atCP := int64(sort.Search(len(r.seqs), func(i int) bool { return r.seqs[i] > cp.LastSeq }))
+	// The raw turns at or before cp.LastSeq: the docs and the repeats.
+	docs := sort.Search(len(r.idx.docs), func(i int) bool { return r.idx.docs[i].seq > cp.LastSeq })
+	dups := sort.Search(len(r.dups), func(i int) bool { return r.dups[i] > cp.LastSeq })
+	atCP := int64(docs + dups)
 	a.offset = cp.Total - atCP
 	return a
 }

@@ -392,7 +392,6 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 		return
 	}
 	read := rp.read
-	built := rp.idx.base == nil
 	blob, err := encodeReplay(make([]byte, 0, rp.bytes()/2), e.key, rp)
 	e.mu.Unlock()
 	if err == nil {
@@ -405,10 +404,12 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 		return
 	}
 	s.istore.stores.Inc()
-	// A replay built from the stream is kept as it now loads: its
-	// encoding, read at first use (indexBase), is about half its memory.
+	// The replay is kept as it now loads: its encoding, read when a
+	// request asks (indexBase), takes a fraction of the memory of a
+	// replay built from the stream, or of the turns added to a loaded one
+	// since.
 	var compact *replay
-	if built && s.index != nil {
+	if s.index != nil {
 		if _, body, err := indexHeader(blob); err == nil {
 			compact, _ = decodeReplay(append([]byte(nil), body...), s.an, s.adm, e.session)
 		}

@@ -68,7 +68,7 @@ func (x *turnIndex) view(d int) docView {
 		vs.views, vs.bytes = map[int32]docView{}, 0
 	}
 	n := int64(docViewBytes + len(v.terms))
-	if v.text != t.Text {
+	if v.text != t.Text || x.base != nil && d < x.base.docs { // a turn read from base is not kept (forget)
 		n += int64(len(v.text))
 	}
 	vs.views[int32(d)] = v

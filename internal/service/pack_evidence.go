@@ -24,9 +24,10 @@ const (
 	// A matching turn longer than trimChars and than 1/trimShare of the
 	// budget is trimmed to its sentences that hold a query or feedback
 	// term: the larger the budget, the more of a turn is worth its
-	// characters.
+	// characters (a turn within half of the budget is weighed whole
+	// against the rest, and cut only when it does not fit).
 	trimChars = 240
-	trimShare = 4
+	trimShare = 2
 	// nearDuplicate is the share of common content terms (Jaccard) above
 	// which a match repeats a chosen one.
 	nearDuplicate = 0.8
@@ -35,6 +36,14 @@ const (
 	// already chosen on its day (picker.next).
 	diversityWindow = 10
 	dayDecay        = 0.85
+	// Evidence comes in stretches: a question's answer is usually a run
+	// of turns (a question, its replies, the exchange that follows), so
+	// a turn near the matches chosen so far is more likely evidence than
+	// one as relevant by its words alone elsewhere in the session. The
+	// value packing raises a match's value by nearBoost for each chosen
+	// match at most nearReach turns away from it (picker.nearMatches).
+	nearReach = 15
+	nearBoost = 2
 	// summaryDominates: a whole summary that takes more than this share
 	// of the budget (percent) is weighed against the matches it leaves
 	// out (summaryOutweighed).
@@ -565,4 +574,21 @@ func (s *server) summaryOutweighed(summary string, pk *picker, idf map[string]fl
 		used += utf8.RuneCountInString(text)
 	}
 	return used > 0 && ev/float64(max(used, chars)) > sv
+}
+
+// nearMatches is how many of the chosen matches (not neighbours) are at
+// most nearReach turns from doc d. p.order is sorted: a binary search and
+// a pass over the chosen turns in reach.
+func (p *picker) nearMatches(d int) int {
+	at, _ := slices.BinarySearch(p.order, d-nearReach)
+	n := 0
+	for _, c := range p.order[at:] {
+		if c > d+nearReach {
+			break
+		}
+		if !p.chosen[c].Neighbour {
+			n++
+		}
+	}
+	return n
 }

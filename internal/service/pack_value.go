@@ -32,11 +32,13 @@ import (
 // yet in the reply: a fact shown as a memory is not worth showing again
 // as an excerpt, nor one excerpt that repeats another). Its cost is the
 // characters it adds: its line, and the section header or the day label
-// it brings when it is the first of its section or of its day. Both only
-// fall as items are chosen (the value is submodular), so the greedy
-// choice by value per character is evaluated lazily: a candidate's last
-// value bounds its current one, and the bounds are recomputed when a
-// header or a label is paid (costs fall then).
+// it brings when it is the first of its section or of its day. A match's
+// value also rises for each chosen match near it (nearBoost: evidence
+// comes in stretches). Otherwise both only fall as items are chosen, so
+// the greedy choice by value per character is evaluated lazily: a
+// candidate's last value bounds its current one, and the bounds are
+// recomputed when a header or a label is paid (costs fall then) and, for
+// the matches in reach of a chosen one, when it is chosen (raiseNear).
 //
 // The room the valued candidates leave (none of them holds a word of the
 // question, or none fits) goes first to the turns next to the chosen
@@ -470,6 +472,7 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 			value = max(value, pk.hits[c.i].score/pk.hits[0].score*v.meanWeight()*float64(v.novel(c)))
 		}
 		value *= v.dayDecay(pk.perDay[c.day])
+		value *= math.Pow(nearBoost, float64(pk.nearMatches(pk.hits[c.i].doc)))
 	}
 	return value, max(1, cost), true
 }
@@ -638,6 +641,9 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 		for _, it := range unit {
 			v.excerpted[it.TurnID] = true
 		}
+		if !refresh {
+			v.raiseNear(hit.doc)
+		}
 		if v.windowNext >= 0 && v.cp.Cursor+int64(v.windowNext) <= pk.newest {
 			v.windowNext = -1
 		}
@@ -795,6 +801,34 @@ func (v *valuePacker) fillWindow() error {
 		v.limit = min(v.limit, v.pk.x.below(v.windowLow-v.pk.a.offset))
 	}
 	return nil
+}
+
+// raiseNear recomputes the bounds of the matches in reach of a chosen
+// match d (their value rose: nearBoost), so that the lazy choice sees
+// them at their new value.
+func (v *valuePacker) raiseNear(d int) {
+	raised := false
+	for _, c := range v.heap {
+		if c.kind != candExcerpt || abs(v.pk.hits[c.i].doc-d) > nearReach {
+			continue
+		}
+		if value, cost, ok := v.evaluate(c); ok {
+			c.bound = value / float64(cost)
+		} else {
+			c.bound = -1
+		}
+		raised = true
+	}
+	if raised {
+		heap.Init(&v.heap)
+	}
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // rebound recomputes every candidate's bound (costs fell).

@@ -125,3 +125,31 @@ func TestQueryContextRecallsWhatTheNamedPersonSaid(t *testing.T) {
 		t.Errorf("a greeting that names Bob was recalled: %v", shown)
 	}
 }
+
+// Evidence comes in stretches: of two turns that match a question
+// alike, the one in the exchange the best evidence is part of is recalled
+// before one said elsewhere in passing.
+func TestQueryContextPrefersTheStretchOfTheEvidence(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishDays(t, e, "s1", 150, 150, map[int]string{
+		20:  "What did the vet say about Luna's hip?",
+		21:  "The vet said Luna's hip joint is worn and she should lose some weight.",
+		26:  "So from now on Luna is going to get a spoon of the joint supplement with her dinner.",
+		100: "Luna's new red collar, bought today.",
+	})
+	for _, budget := range []int{1000, 2000} {
+		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "What did the vet say about Luna?", BudgetChars: budget, RecallTurns: 2})
+		checkShownOnce(t, c)
+		var matches []string
+		for _, r := range c.Recalled {
+			if r.Kind == client.RecalledTurn && !r.Neighbour {
+				matches = append(matches, r.TurnID)
+			}
+		}
+		if !slices.Contains(matches, "t026") || slices.Contains(matches, "t100") {
+			t.Errorf("budget %d: matches %v, want the turn of the vet exchange (t026), not the one said in passing (t100):\n%s", budget, matches, c.Prompt())
+		}
+	}
+}

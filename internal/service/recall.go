@@ -170,7 +170,6 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 		return rp, nil
 	}
 	// Room for every stored event as a turn: no regrowth while building.
-	rp.seqs = make([]uint64, 0, stored)
 	rp.idx.docs = make([]indexDoc, 0, stored)
 	rp.idx.turns = make([]*events.Turn, 0, stored)
 	rp.idx.cumLen = make([]int64, 0, stored)
