@@ -496,8 +496,8 @@ func TestQueryContextPacksEvidenceByValue(t *testing.T) {
 			t.Errorf("budget %d: the long turn that says what she wants to cook was not recalled: %v", budget, shown)
 		}
 		for _, r := range c.Recalled {
-			if r.TurnID != "t009" || r.Kind != client.RecalledTurn {
-				continue
+			if r.TurnID != "t009" || r.Kind != client.RecalledTurn || !r.Trimmed && utf8.RuneCountInString(long) <= budget/service.TrimShare {
+				continue // whole: a turn within its share of the budget
 			}
 			if !r.Trimmed || !strings.Contains(r.Text, "she said she wants to cook paella for the party.") ||
 				strings.Contains(r.Text, "football") || !strings.HasPrefix(r.Text, "… ") || !strings.HasSuffix(r.Text, " …") {

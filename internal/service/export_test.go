@@ -168,5 +168,9 @@ const LastExchange = lastExchange
 // of a question-aware budget.
 const LastTurnShare = lastTurnShare
 
+// TrimShare: a matching turn longer than 1/TrimShare of the budget (and
+// than trimChars) is cut to its matching sentences.
+const TrimShare = trimShare
+
 // TailText is tailText: text cut to its last sentences within limit.
 func TailText(text string, limit int) (string, bool) { return tailText(text, limit) }

@@ -24,9 +24,10 @@ const (
 	// A matching turn longer than trimChars and than 1/trimShare of the
 	// budget is trimmed to its sentences that hold a query or feedback
 	// term: the larger the budget, the more of a turn is worth its
-	// characters.
+	// characters (a turn within half of the budget is weighed whole
+	// against the rest, and cut only when it does not fit).
 	trimChars = 240
-	trimShare = 4
+	trimShare = 2
 	// nearDuplicate is the share of common content terms (Jaccard) above
 	// which a match repeats a chosen one.
 	nearDuplicate = 0.8

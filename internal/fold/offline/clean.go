@@ -396,6 +396,9 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 		}
 		t := bytes.TrimFunc(lower(buf[:0], s[i:j]), func(r rune) bool { return r == '\'' || r == '-' })
 		i = j
+		if len(t) < 2 {
+			continue // no content word ("I", "a", "5")
+		}
 		x := l.getBytes(t)
 		if !x.is(fTerm) {
 			continue
