@@ -152,6 +152,35 @@ func (o *jsonObject) end() ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// JSONPlain reports whether AppendJSONString writes s as it is (quoted):
+// printable ASCII without ", \, <, > or &.
+func JSONPlain(s string) bool {
+	for s = s[plainRun(s):]; len(s) > 0; s = s[1:] {
+		if s[0] >= utf8.RuneSelf || !jsonPlain[s[0]] {
+			return false
+		}
+	}
+	return true
+}
+
+// plainRun is the length of s's longest prefix of whole blocks of eight
+// jsonPlain bytes, each block tested at once: v has a byte's high bit set
+// where the byte is from 0x80 or below 0x20, or (y-ones)&^y where a byte
+// of y = x^c·ones is zero, that is where x holds c.
+func plainRun(s string) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	n := 0
+	for ; len(s)-n >= 8; n += 8 {
+		x := uint64(s[n]) | uint64(s[n+1])<<8 | uint64(s[n+2])<<16 | uint64(s[n+3])<<24 |
+			uint64(s[n+4])<<32 | uint64(s[n+5])<<40 | uint64(s[n+6])<<48 | uint64(s[n+7])<<56
+		q, b, lt, gt, amp := x^'"'*ones, x^'\\'*ones, x^'<'*ones, x^'>'*ones, x^'&'*ones
+		if (x|(x-0x20*ones)|(q-ones)&^q|(b-ones)&^b|(lt-ones)&^lt|(gt-ones)&^gt|(amp-ones)&^amp)&highs != 0 {
+			break
+		}
+	}
+	return n
+}
+
 // jsonPlain are the ASCII bytes a JSON string holds as they are.
 var jsonPlain = func() (t [utf8.RuneSelf]bool) {
 	for b := 0x20; b < utf8.RuneSelf; b++ {
@@ -168,48 +197,51 @@ func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if jsonPlain[b] {
+		i += plainRun(s[i:]) // (most text: printable ASCII, eight bytes at a time)
+		for end := min(i+8, len(s)); i < end; {
+			if b := s[i]; b < utf8.RuneSelf {
+				if jsonPlain[b] {
+					i++
+					continue
+				}
+				dst = append(dst, s[start:i]...)
+				switch b {
+				case '\\', '"':
+					dst = append(dst, '\\', b)
+				case '\b':
+					dst = append(dst, '\\', 'b')
+				case '\f':
+					dst = append(dst, '\\', 'f')
+				case '\n':
+					dst = append(dst, '\\', 'n')
+				case '\r':
+					dst = append(dst, '\\', 'r')
+				case '\t':
+					dst = append(dst, '\\', 't')
+				default:
+					dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+				}
 				i++
+				start = i
 				continue
 			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			c, size := utf8.DecodeRuneInString(s[i:])
+			if c == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, `\ufffd`...)
+				i += size
+				start = i
+				continue
 			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			if c == '\u2028' || c == '\u2029' {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+				i += size
+				start = i
+				continue
+			}
 			i += size
-			start = i
-			continue
 		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // appendJSONer is an outbound event with its own encoder.
@@ -92,6 +94,26 @@ func TestAppendJSONAgrees(t *testing.T) {
 		var s SummaryUpdated
 		fill(t, &s, k, text)
 		agree(t, "SummaryUpdated, every field set, text "+text, &s)
+	}
+}
+
+// JSONPlain (eight bytes at a time) holds every byte at every place of a
+// string to the byte table, and a plain string is written as it is.
+func TestJSONPlain(t *testing.T) {
+	for n := range 20 {
+		for at := range n {
+			for b := range 256 {
+				s := []byte(strings.Repeat("a", n))
+				s[at] = byte(b)
+				want := b < utf8.RuneSelf && jsonPlain[b]
+				if got := JSONPlain(string(s)); got != want {
+					t.Fatalf("JSONPlain(%q) = %v, want %v", s, got, want)
+				}
+				if want && string(AppendJSONString(nil, string(s))) != `"`+string(s)+`"` {
+					t.Fatalf("%q not written as it is", s)
+				}
+			}
+		}
 	}
 }
 

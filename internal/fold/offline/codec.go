@@ -36,13 +36,14 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 	return c.w, c.err
 }
 
-// readState reads the JSON of a state, as encoding/json would into the
-// state's struct (what the codec does not write, such as spaces, nulls and
-// other keys, by encoding/json); it fails on anything that is not JSON.
-func readState(data []byte) (*state, error) { return new(state).readJSON(data) }
+// decodeState reads a state written by encode, as encoding/json would
+// read it into the state's struct (what the codec does not write, such as
+// spaces, nulls and other keys, by encoding/json). It fails on anything
+// that is not JSON, and on a state of another version.
+func decodeState(data []byte) (*state, error) { return new(state).decode(data) }
 
-// readJSON is readState into st, in the room its lists had.
-func (st *state) readJSON(data []byte) (*state, error) {
+// decode is decodeState into st, in the room its lists had.
+func (st *state) decode(data []byte) (*state, error) {
 	*st = state{Names: st.Names[:0], Periods: st.Periods[:0], Open: st.Open[:0], Facts: st.Facts[:0], Topics: st.Topics[:0], People: st.People[:0]}
 	c := &codec{r: &jsonReader{b: data, s: string(data)}}
 	if c.object(st.fields); c.r.err != nil || c.r.i < len(data) {
@@ -51,6 +52,9 @@ func (st *state) readJSON(data []byte) (*state, error) {
 		if err := json.Unmarshal(data, st); err != nil {
 			return nil, fmt.Errorf("offline state: %w", err)
 		}
+	}
+	if st.V != stateVersion {
+		return nil, fmt.Errorf("offline state: version %d, want %d", st.V, stateVersion)
 	}
 	return st, nil
 }
@@ -179,23 +183,20 @@ func list[T any](c *codec, name string, xs *[]T, each func(*codec, *T)) {
 	}
 }
 
-func (c *codec) strs(name string, ss *[]string) {
-	list(c, name, ss, func(c *codec, s *string) {
-		if c.r != nil {
-			*s = c.r.str()
-		} else {
-			c.w = events.AppendJSONString(c.w, *s)
-		}
-	})
-}
+func (c *codec) strs(name string, ss *[]string) { list(c, name, ss, (*codec).text) }
 
 func (c *codec) str(name string, s *string, omit bool) {
 	if c.field(name, omit && *s == "") {
-		if c.r != nil {
-			*s = c.r.str()
-		} else {
-			c.w = events.AppendJSONString(c.w, *s)
-		}
+		c.text(s)
+	}
+}
+
+// text writes or reads a string.
+func (c *codec) text(s *string) {
+	if c.r != nil {
+		*s = c.r.str()
+	} else {
+		c.w = events.AppendJSONString(c.w, *s)
 	}
 }
 
@@ -361,23 +362,31 @@ func (r *jsonReader) str() string {
 	}
 	r.i++
 	start, plain := r.i, true
+	if j := strings.IndexByte(r.s[start:], '"'); j >= 0 && strings.IndexByte(r.s[start:start+j], '\\') < 0 {
+		r.i += j // (a string as the writer writes most: no escapes, so the first quote ends it)
+	}
 	for ; r.i < len(r.b); r.i++ {
 		switch c := r.b[r.i]; {
 		case c == '"':
 			r.i++
-			if s := r.s[start : r.i-1]; plain && utf8.ValidString(s) {
+			if s := r.s[start : r.i-1]; plain && events.JSONPlain(s) {
+				return s // (the most: eight bytes at a time)
+			} else if strings.ContainsFunc(s, func(r rune) bool { return r < ' ' }) {
+				r.fail("control character in a string")
+				return ""
+			} else if plain && utf8.ValidString(s) {
 				return s
 			}
 			// with escapes: as strconv.Unquote reads them when they are
 			// JSON's and Go's alike (all the writer writes)
-			q, same := r.b[start-1:r.i], true
+			q, same := r.s[start-1:r.i], true
 			for i := 0; i < len(q); i++ {
 				if q[i] == '\\' {
 					i++
 					same = same && strings.IndexByte(`"\\bfnrtu`, q[i]) >= 0
 				}
 			}
-			if s, err := strconv.Unquote(string(q)); err == nil && same && utf8.ValidString(s) {
+			if s, err := strconv.Unquote(q); err == nil && same && utf8.ValidString(s) {
 				return s
 			}
 			r.fail("an escape or bytes encoding/json reads otherwise")

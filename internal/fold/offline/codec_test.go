@@ -78,7 +78,7 @@ func TestStateCodecMatchesEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal(want, &std); err != nil {
 			t.Fatal(err)
 		}
-		read, err := readState(want)
+		read, err := decodeState(want)
 		if err != nil {
 			t.Fatalf("state %d: %v", i, err)
 		}
@@ -101,7 +101,7 @@ func TestReadStateOddJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &std); err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
-		got, err := readState([]byte(in))
+		got, err := decodeState([]byte(in))
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
@@ -115,13 +115,13 @@ func TestReadStateOddJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := range len(valid) {
-		if _, err := readState(valid[:n]); err == nil {
+		if _, err := decodeState(valid[:n]); err == nil {
 			t.Fatalf("the state cut at byte %d was read: %s", n, valid[:n])
 		}
 	}
 	for _, in := range []string{`{"v":1}x`, `{"v":"1"}`, `{"v":1.5}`, `{"sum":-1}`, `{"open":[{"text":"a` + "\x01" + `"}]}`,
 		`{"names":["\x"]}`, `{"names":["\u12"]}`, `{"v":1,}`, `[1]`, `{"agent":tru}`, `{"v" 1}`, ``} {
-		if _, err := readState([]byte(in)); err == nil {
+		if _, err := decodeState([]byte(in)); err == nil {
 			t.Errorf("%q was read", in)
 		}
 	}

@@ -27,6 +27,7 @@ type wordCounts struct {
 	floor int
 	order []countEntry // the pairs read, with the counts read
 	moved []int32      // words counted since (or new), maybe twice
+	mv    termSet      // the words added to moved by add
 	buf   []countEntry // room for the next order
 	ms    []countEntry // room for the moved, sorted
 	text  []byte       // room for String
@@ -34,9 +35,6 @@ type wordCounts struct {
 
 // read sets v to the counts s holds, in the room v had.
 func (v *wordCounts) read(s string) *wordCounts {
-	if v.ids == nil {
-		v.ids = map[string]int32{}
-	}
 	v.release()
 	sorted := true
 	for f := range strings.FieldsSeq(s) {
@@ -86,11 +84,7 @@ func (v *wordCounts) id(t string) int32 {
 // release forgets the counts and the words, keeping the room they took.
 func (v *wordCounts) release() *wordCounts {
 	clear(v.ids)
-	clear(v.words[:cap(v.words)])
-	clear(v.order[:cap(v.order)])
-	clear(v.buf[:cap(v.buf)])
-	clear(v.ms[:cap(v.ms)])
-	v.words, v.n, v.order, v.buf, v.moved, v.ms, v.size, v.floor = v.words[:0], v.n[:0], v.order[:0], v.buf[:0], v.moved[:0], v.ms[:0], 0, 0
+	v.words, v.n, v.order, v.buf, v.moved, v.ms, v.mv, v.size, v.floor = v.words[:0], v.n[:0], v.order[:0], v.buf[:0], v.moved[:0], v.ms[:0], v.mv[:0], 0, 0
 	return v
 }
 
@@ -106,8 +100,10 @@ func (v *wordCounts) add(ss []stmt) {
 				v.n[id] = v.floor / 2 // a new word starts at half the floor
 				v.size++
 			}
-			v.n[id]++
-			v.moved = append(v.moved, id)
+			if v.n[id]++; !v.mv.has(id) {
+				v.mv.add(id)
+				v.moved = append(v.moved, id)
+			}
 		}
 	}
 	if v.size > 2*maxVocab {
@@ -128,8 +124,7 @@ func (v *wordCounts) forget(keep int) {
 
 // settle makes es the order, as written.
 func (v *wordCounts) settle(es []countEntry) {
-	clear(v.order[:cap(v.order)])
-	v.order, v.buf, v.moved = es, v.order[:0], v.moved[:0]
+	v.order, v.buf, v.moved, v.mv = es, v.order[:0], v.moved[:0], v.mv[:0]
 }
 
 type countEntry struct {
@@ -189,16 +184,18 @@ func (v *wordCounts) String() string {
 // weight is what covering a word is worth: logarithmic in how often it was
 // said (one subject does not crowd out the others), little if once.
 func (v *wordCounts) weight(id int32) float64 {
-	return math.Log2(1+float64(max(v.n[id], 1))) - 0.8
+	if c := max(v.n[id], 1); c < len(weights) {
+		return weights[c]
+	}
+	return math.Log2(1+float64(v.n[id])) - 0.8
 }
 
-// weightOf is the weight of the word t.
-func (v *wordCounts) weightOf(t string) float64 {
-	if id, ok := v.ids[t]; ok {
-		return v.weight(id)
+var weights = func() (w [64]float64) {
+	for c := range w {
+		w[c] = math.Log2(1+float64(c)) - 0.8
 	}
-	return math.Log2(2) - 0.8
-}
+	return w
+}()
 
 // shrink forgets the least said half of the words (state over its bound).
 func (v *wordCounts) shrink() bool {

@@ -79,7 +79,7 @@ func TestWordCountsWriteAsSorted(t *testing.T) {
 			t.Fatalf("fold %d: counts written\n%s\nwant\n%s", fold, got, want)
 		}
 		for w, c := range model {
-			if v.weightOf(w) != math.Log2(1+float64(max(c, 1)))-0.8 {
+			if v.weight(v.id(w)) != math.Log2(1+float64(max(c, 1)))-0.8 {
 				t.Fatalf("fold %d: weight of %s differs", fold, w)
 			}
 		}

@@ -153,11 +153,11 @@ type Summarizer struct {
 	rooms sync.Pool // *scratch
 }
 
-// scratch is the room one fold works in: the word counts, and what picking
-// statements and finding topics use. A Summarizer keeps its scratches
-// between folds so that a fold allocates little; a scratch carries
-// nothing from one fold to the next (release) but the lexicon of the
-// words it has seen.
+// scratch is the room one fold works in: the state read, its word counts,
+// and what reading sentences, picking statements and finding topics use. A
+// Summarizer keeps its scratches between folds so that a fold allocates
+// little; a fold reads nothing a fold before it left there (each part is
+// reset first) but the lexicon of the words seen.
 type scratch struct {
 	lex          lexicon
 	terms        []string       // a sentence's
@@ -166,23 +166,13 @@ type scratch struct {
 	voc          wordCounts
 	cands        []cand
 	ids          []int32   // the candidates' words
-	worth        []float64 // what each of those is worth, in one pick
+	worth, bound []float64 // what each of those is worth, in one pick; each candidate at most
 	said, named  termSet
 	phrases      []phrase
 	byKey        map[string]int32 // a phrase's key: its place in phrases
 	seen, people []string
 	out          []byte // the state written
 	st           state  // the state read
-}
-
-func (sc *scratch) release() *scratch {
-	sc.voc.release()
-	clear(sc.cands[:cap(sc.cands)])
-	clear(sc.phrases[:cap(sc.phrases)])
-	clear(sc.seen[:cap(sc.seen)])
-	clear(sc.people[:cap(sc.people)])
-	clear(sc.byKey)
-	return sc
 }
 
 // New returns an offline summarizer.
@@ -215,7 +205,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		budget = s.cfg.defaultMaxChars
 	}
 	sc := s.rooms.Get().(*scratch)
-	defer func() { s.rooms.Put(sc.release()) }()
+	defer s.rooms.Put(sc)
 	st := s.load(req, &sc.st, &sc.lex)
 	st.sc = sc
 	prev := strings.TrimSpace(req.PreviousSummary)

@@ -217,8 +217,15 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		sc.seen = seen
 	}
 	sc.phrases = all
-	for i := range all {
-		p := &all[i]
+	kept := all[:0] // (what can name a subject, sorted)
+	for _, p := range all {
+		np := strings.HasPrefix(p.text, "the ")
+		if p.words == 1 && !p.upper && (!np || p.n < 3 || genericNouns[p.key] || strings.HasSuffix(p.text, "ing")) {
+			continue // a word alone names a subject when it is said as a noun, often, and is not just any noun
+		}
+		if !p.upper && p.n < 2 || p.upper && p.words == 1 && p.n < 2 {
+			continue // a word alone is too often a verb or an adjective, a capital too often a sentence's first
+		}
 		p.score = float64(p.n) * (1 + 0.7*float64(p.words-1))
 		if p.upper {
 			p.score++
@@ -227,24 +234,19 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			if voc == nil {
 				break
 			}
-			p.score += topicSalience * max(0, voc.weightOf(k))
+			p.score += topicSalience * max(0, voc.weight(voc.id(k)))
 		}
+		kept = append(kept, p)
 	}
-	slices.SortStableFunc(all, func(a, b phrase) int { return cmp.Compare(b.score, a.score) })
+	slices.SortStableFunc(kept, func(a, b phrase) int { return cmp.Compare(b.score, a.score) })
 	var out []string
 	used := sc.seen[:0] // the words of the topics chosen
 	peopleKeys := sc.people[:0]
-	for _, p := range all {
+	for _, p := range kept {
 		if len(out) >= n {
 			break
 		}
 		np := strings.HasPrefix(p.text, "the ")
-		if p.words == 1 && !p.upper && (!np || p.n < 3 || genericNouns[p.key] || strings.HasSuffix(p.text, "ing")) {
-			continue // a word alone names a subject when it is said as a noun, often, and is not just any noun
-		}
-		if !p.upper && p.n < 2 || p.upper && p.words == 1 && p.n < 2 {
-			continue // a word alone is too often a verb or an adjective, a capital too often a sentence's first
-		}
 		if hasAny(p.key, used) {
 			continue
 		}
@@ -654,7 +656,13 @@ func (st *state) multiDay() bool {
 	return first != 0 && day(first) != day(last)
 }
 
-func day(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02") }
+// day is the UTC day of the unix time t, counted from 1 January 1970.
+func day(t int64) int64 {
+	if t < 0 {
+		return (t+1)/86400 - 1
+	}
+	return t / 86400
+}
 
 // cand is a statement that may go in the summary.
 type cand struct {
@@ -665,8 +673,9 @@ type cand struct {
 	latest bool    // the last thing said: where the conversation is
 	size   int     // runes, with the space before it
 	taken  bool
-	period int  // -1: current
-	dup    bool // its text, lower-cased, is a taken candidate's
+	period int       // -1: current
+	dup    bool      // its text, lower-cased, is a taken candidate's
+	worth  []float64 // of each term, in one pick
 }
 
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
@@ -680,14 +689,16 @@ func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 
 // sameLower reports strings.ToLower(a) == strings.ToLower(b).
 func sameLower(a, b string) bool {
-	for _, r := range a {
-		q, n := utf8.DecodeRuneInString(b)
-		if n == 0 || unicode.ToLower(r) != unicode.ToLower(q) {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		switch {
+		case a[i] == b[i]:
+		case a[i] >= utf8.RuneSelf || b[i] >= utf8.RuneSelf:
+			return strings.Map(unicode.ToLower, a) == strings.Map(unicode.ToLower, b) // (strings.ToLower; EqualFold folds more)
+		case lowerASCII(a[i]) != lowerASCII(b[i]):
 			return false
 		}
-		b = b[n:]
 	}
-	return b == ""
+	return len(a) == len(b)
 }
 
 // pickCovering marks at most n candidates within room runes, one at a
@@ -697,10 +708,10 @@ func sameLower(a, b string) bool {
 // anything. A text is taken once.
 func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	voc := &sc.voc
-	said, worth := sc.said[:0], sc.worth[:0]
+	said, worth, bound := sc.said[:0], sc.worth[:0], sc.bound[:0]
 	take := func(b *cand) {
 		for i := range cands {
-			if c := &cands[i]; c.size == b.size && sameLower(c.x.Text, b.x.Text) { // (lower-casing keeps runes)
+			if c := &cands[i]; c == b || c.size == b.size && sameLower(c.x.Text, b.x.Text) { // (lower-casing keeps runes)
 				c.dup = true
 			}
 		}
@@ -719,45 +730,56 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 				worth = append(worth, voc.weight(t))
 			}
 		}
+		c.worth = worth[len(worth)-len(c.terms):]
 	}
 	for i := range cands {
 		if cands[i].taken { // in an earlier call
 			take(&cands[i])
 		}
 	}
-	for ; n > 0; n-- {
-		best, bestV := -1, 0.0
-		w := worth
-		for i := range cands {
-			c := &cands[i]
-			cw := w[:len(c.terms)]
-			w = w[len(c.terms):]
-			if c.taken || c.size > room || c.dup {
-				continue
+	// value is what taking c adds now (0: nothing, nor ever again: room
+	// only shrinks and what is said only grows)
+	value := func(c *cand) float64 {
+		if c.taken || c.size > room || c.dup {
+			return 0
+		}
+		gain, fresh := 0.0, 0
+		for j, t := range c.terms {
+			if !said.has(t) {
+				fresh++
+				gain += c.worth[j]
 			}
-			gain, fresh := 0.0, 0
-			for j, t := range c.terms {
-				if !said.has(t) {
-					fresh++
-					gain += cw[j]
-				}
-			}
-			if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid && !(c.latest && fresh > 0) {
-				continue // says little that is not said already
-			}
-			v := (gain + c.extra) * c.rec / float64(c.size+30)
-			if v > bestV {
-				best, bestV = i, v
+		}
+		if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid && !(c.latest && fresh > 0) {
+			return 0 // says little that is not said already
+		}
+		return (gain + c.extra) * c.rec / float64(c.size+30)
+	}
+	for i := range cands {
+		bound = append(bound, value(&cands[i]))
+	}
+	// The first of the most valuable, found lazily: a value never grows,
+	// so one still at its bound, the highest, is the most valuable now.
+	for n > 0 {
+		best := -1
+		for i, b := range bound {
+			if b > 0 && (best < 0 || b > bound[best]) {
+				best = i
 			}
 		}
 		if best < 0 {
 			break
 		}
-		cands[best].taken = true
+		if v := value(&cands[best]); v != bound[best] {
+			bound[best] = v
+			continue
+		}
+		cands[best].taken, bound[best] = true, 0
 		room -= cands[best].size
 		take(&cands[best])
+		n--
 	}
-	sc.said, sc.worth = said, worth
+	sc.said, sc.worth, sc.bound = said, worth, bound
 }
 
 // worthBeyondWords: numbers, names, and most a decision, an instruction
@@ -782,7 +804,7 @@ func (p period) header(multiDay bool) string {
 		switch {
 		case day(p.From) != day(p.To):
 			when = "From " + from.Format(clock) + " on " + from.Format(date) + " to " + to.Format(clock) + " on " + to.Format(date)
-		case from.Format(clock) == to.Format(clock):
+		case from.Hour() == to.Hour() && from.Minute() == to.Minute():
 			when = "At " + from.Format(clock)
 			if multiDay {
 				when += " on " + from.Format(date)

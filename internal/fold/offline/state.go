@@ -2,7 +2,6 @@ package offline
 
 import (
 	"bytes"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -119,22 +118,6 @@ func fnvAdd(h uint64, s string) uint64 {
 		h *= 1099511628211
 	}
 	return h
-}
-
-// decodeState reads a state written by encode. It fails on anything else,
-// including a state of another version.
-func decodeState(b []byte) (*state, error) { return new(state).decode(b) }
-
-// decode is decodeState into st, in the room its lists had.
-func (st *state) decode(b []byte) (*state, error) {
-	st, err := st.readJSON(b)
-	if err != nil {
-		return nil, err
-	}
-	if st.V != stateVersion {
-		return nil, fmt.Errorf("offline state: version %d, want %d", st.V, stateVersion)
-	}
-	return st, nil
 }
 
 // encode writes st within maxStateBytes, dropping its least valuable
