@@ -66,47 +66,92 @@ func words(out []word, s string) []word {
 }
 
 // MayHave reports cheaply (one pass over s, no copy of ASCII text)
-// whether s may hold a phrase Resolve changes.
+// whether s may hold a phrase Resolve changes: a word that starts one
+// ("yesterday", "in" before a number, a number before "ago"), or "this",
+// "next", "last" or "coming" before a word of time ("week", "Friday").
 func MayHave(s string) bool {
 	var buf [512]byte
 	l := lowerASCII(buf[:0], s)
-	if l == nil {
+	ascii := l != nil
+	if !ascii {
 		l = []byte(strings.ToLower(s))
 	}
-	for i := range l {
-		var keys []string
-		switch l[i] {
+	for i, c := range l {
+		if c == ' ' && bytes.HasPrefix(l[i:], ago) {
+			return true
+		}
+		if c < 'c' || c > 'y' || i > 0 && wordByte(l[i-1]) {
+			continue // not the start of a word that may start a phrase
+		}
+		rest := l[i:]
+		var shift []byte
+		switch c {
 		case 'y':
-			keys = []string{"yesterday"}
+			if bytes.HasPrefix(rest, yesterday) {
+				return true
+			}
 		case 't':
-			keys = []string{"today", "tonight", "tomorrow", "this "}
+			if bytes.HasPrefix(rest, to) && (bytes.HasPrefix(rest, today) || bytes.HasPrefix(rest, tonight) || bytes.HasPrefix(rest, tomorrow)) {
+				return true
+			}
+			shift = this
 		case 'n':
-			keys = []string{"next "}
+			shift = next
 		case 'l':
-			keys = []string{"last "}
+			shift = last
 		case 'c':
-			keys = []string{"coming "}
-		case ' ':
-			keys = []string{" ago"}
+			shift = coming
 		case 'i':
 			// "in three days": "in " before a number
-			if rest, ok := bytes.CutPrefix(l[i:], in); ok {
-				w, _, _ := bytes.Cut(rest, space)
-				if _, ok := numbers[string(w)]; ok || len(w) > 0 && w[0] >= '0' && w[0] <= '9' {
+			if r, ok := bytes.CutPrefix(rest, in); ok {
+				if w := nextWord(r); !ascii || numbers[string(w)] > 0 || len(w) > 0 && w[0] >= '0' && w[0] <= '9' {
 					return true
 				}
 			}
 		}
-		for _, k := range keys {
-			if bytes.HasPrefix(l[i:], []byte(k)) {
-				return true
-			}
+		if r, ok := bytes.CutPrefix(rest, shift); ok && shift != nil && (!ascii || timeWord(r)) {
+			return true
 		}
 	}
 	return false
 }
 
-var in, space = []byte("in "), []byte(" ")
+var (
+	in, ago, to                         = []byte("in "), []byte(" ago"), []byte("to")
+	yesterday, today, tonight, tomorrow = []byte("yesterday"), []byte("today"), []byte("tonight"), []byte("tomorrow")
+	this, next, last, coming            = []byte("this "), []byte("next "), []byte("last "), []byte("coming ")
+	// timeWords are the words after "this", "next", "last" or "coming"
+	// that match resolves.
+	timeWords = map[string]bool{"week": true, "weekend": true, "month": true, "year": true, "morning": true,
+		"afternoon": true, "evening": true, "night": true}
+)
+
+// wordByte reports an ASCII letter or digit: a byte inside a word.
+func wordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// timeWord reports whether the next word of the lower-cased ASCII text l
+// is one of timeWords or a weekday.
+func timeWord(l []byte) bool {
+	w := nextWord(l)
+	_, wd := weekdays[string(w)]
+	return wd || timeWords[string(w)]
+}
+
+// nextWord is the first word of the lower-cased ASCII text l, as words
+// reads it.
+func nextWord(l []byte) []byte {
+	i := 0
+	for i < len(l) && !wordByte(l[i]) {
+		i++
+	}
+	j := i
+	for j < len(l) && (wordByte(l[j]) || l[j] == '\'') {
+		j++
+	}
+	return l[i:j]
+}
 
 // lowerASCII appends s lower-cased to b, or is nil when s is not all
 // ASCII (strings.ToLower's bytes then differ in length).
@@ -130,6 +175,11 @@ func Resolve(s string, at time.Time) string {
 	if at.IsZero() || !MayHave(s) {
 		return s
 	}
+	return resolve(s, at)
+}
+
+// resolve is Resolve without MayHave's check.
+func resolve(s string, at time.Time) string {
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
 	var arr [48]word
 	ws := words(arr[:0], s)

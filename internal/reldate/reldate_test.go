@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/benchtext"
+	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 // said is a Wednesday.
@@ -48,34 +51,15 @@ func TestResolveZeroTime(t *testing.T) {
 	}
 }
 
-// mayHaveRef is what MayHave answers, said plainly: any of its phrases
-// anywhere in the lower-cased text, or "in " before a number.
-func mayHaveRef(s string) bool {
-	l := strings.ToLower(s)
-	for _, k := range []string{"yesterday", "today", "tonight", "tomorrow", "next ", "last ", "this ", "coming ", " ago"} {
-		if strings.Contains(l, k) {
-			return true
-		}
-	}
-	for i := strings.Index(l, "in "); i >= 0; {
-		w, _, _ := strings.Cut(l[i+3:], " ")
-		if _, ok := numbers[w]; ok || w != "" && w[0] >= '0' && w[0] <= '9' {
-			return true
-		}
-		j := strings.Index(l[i+3:], "in ")
-		if j < 0 {
-			break
-		}
-		i += 3 + j
-	}
-	return false
-}
-
-func TestMayHaveAsItsPhrasesSay(t *testing.T) {
+// TestMayHaveMissesNothing: text MayHave passes over is text resolve
+// leaves as it is.
+func TestMayHaveMissesNothing(t *testing.T) {
 	words := []string{"in", "In", "IN", "3", "three", "days", "To", "day", "Today", "tonight", "ago", "a", "go", "next",
-		"Nexted", "last", "lasting", "this", "coming", "Yesterday", "yes", "it's", "İn", "Kelvin", "é", "we", "the", "thin", "in3"}
+		"Nexted", "last", "lasting", "this", "coming", "Yesterday", "yes", "it's", "İn", "Kelvin", "é", "we", "the", "thin", "in3",
+		"week", "Weekend", "weeks", "month", "year", "Friday", "friday's", "night", "morning", "(", ".", "'", "—", "2"}
 	rng := rand.New(rand.NewPCG(7, 8))
-	for range 20000 {
+	passed := 0
+	for range 50000 {
 		var ws []string
 		for range 1 + rng.IntN(6) {
 			ws = append(ws, words[rng.IntN(len(words))])
@@ -85,8 +69,40 @@ func TestMayHaveAsItsPhrasesSay(t *testing.T) {
 			sep = ""
 		}
 		s := strings.Join(ws, sep)
-		if got, want := MayHave(s), mayHaveRef(s); got != want {
-			t.Fatalf("MayHave(%q) = %v, want %v", s, got, want)
+		if MayHave(s) {
+			continue
+		}
+		passed++
+		if got := resolve(s, said); got != s {
+			t.Fatalf("MayHave(%q) = false, but it resolves to %q", s, got)
+		}
+	}
+	if passed < 10000 {
+		t.Errorf("MayHave passed over %d texts of 50,000, want most of those without a relative date", passed)
+	}
+}
+
+func TestMayHave(t *testing.T) {
+	for s, want := range map[string]bool{"see you this Friday": true, "this is fine": false, "next to it": false,
+		"last week": true, "the last. Week": false, "in (2 weeks)": true, "yesterday": true, "it opens in 2 days": true, "nottoday": false,
+		"three days ago": true, "coming  weekend": true} {
+		if got := MayHave(s); got != want {
+			t.Errorf("MayHave(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// BenchmarkResolve resolves the sentences of the ingest bench's lines,
+// most of which hold no relative date.
+func BenchmarkResolve(b *testing.B) {
+	var sents []string
+	for _, l := range benchtext.Lines() {
+		sents = append(sents, sentence.Split(l[1])...)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range sents {
+			Resolve(s, said)
 		}
 	}
 }

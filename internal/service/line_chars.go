@@ -42,8 +42,8 @@ func excerptLineChars(it *client.RecalledItem, labelled bool) (chars int, ok boo
 // "\n", "\r", U+2028, U+2029) shown as " ⏎ " (client.TurnLine).
 func textChars(text string) int {
 	n := utf8.RuneCountInString(text)
-	if !strings.ContainsAny(text, "\r\n\u2028\u2029") {
-		return n
+	if strings.IndexByte(text, '\n') < 0 && strings.IndexByte(text, '\r') < 0 && strings.IndexByte(text, 0xe2) < 0 {
+		return n // no line break (U+2028 and U+2029 start with 0xe2)
 	}
 	// One rune becomes three; "\r\n", two, becomes three.
 	n += 2 * (strings.Count(text, "\r") + strings.Count(text, "\n") + strings.Count(text, "\u2028") + strings.Count(text, "\u2029"))
