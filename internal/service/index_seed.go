@@ -26,6 +26,10 @@ const seedIdle = time.Minute
 // seedWorkers is how many groups SeedIndexes builds at once.
 const seedWorkers = 2
 
+// seedTries is how many times SeedIndexes reads the stream for a group
+// before it gives up.
+const seedTries = 3
+
 // SeedIndexes builds the recall index of each of sessions from the
 // inbound stream and writes it to the index store (<BASE>_RECALL) as a
 // request that built it would, so that the first request for each loads
@@ -89,6 +93,13 @@ func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layo
 				next++
 				mu.Unlock()
 				n, err := s.seedGroup(ctx, an, info, group)
+				for try := 1; err != nil && try < seedTries && ctx.Err() == nil; try++ {
+					// A pass over a long stream on a busy server can lose
+					// its consumer (missed heartbeats): the group again.
+					s.log.Warn().Str("event", "recall_index_seed_retry").Int("sessions", len(group)).Int("try", try+1).Err(err).
+						Msg("seeding a group of recall indexes failed; reading the stream for it again")
+					n, err = s.seedGroup(ctx, an, info, group)
+				}
 				mu.Lock()
 				written += n
 				errs[w] = err
