@@ -38,8 +38,9 @@ type word struct {
 	stop bool
 }
 
-// words appends the words of s to out.
-func words(out []word, s string) []word {
+// words appends the words of s to out; low is s lower-cased when that
+// keeps its length (ASCII), else "".
+func words(out []word, s, low string) []word {
 	i := 0
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
@@ -55,7 +56,12 @@ func words(out []word, s string) []word {
 			}
 			j += n
 		}
-		w := word{start: i, end: j, lower: strings.ToLower(s[i:j])}
+		w := word{start: i, end: j}
+		if low != "" {
+			w.lower = low[i:j]
+		} else {
+			w.lower = strings.ToLower(s[i:j])
+		}
 		if j < len(s) && s[j] != ' ' {
 			w.stop = true
 		}
@@ -182,7 +188,14 @@ func Resolve(s string, at time.Time) string {
 func resolve(s string, at time.Time) string {
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
 	var arr [48]word
-	ws := words(arr[:0], s)
+	var lb [256]byte
+	low := ""
+	if l := lowerASCII(lb[:0], s); string(l) == s {
+		low = s // (no copy)
+	} else if l != nil {
+		low = string(l)
+	}
+	ws := words(arr[:0], s, low)
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(ws); i++ {

@@ -137,8 +137,7 @@ func isPunctOnly(w string) bool {
 
 // isContraction reports a detached contraction: "'s", "'re", "n't", "'ll".
 func isContraction(w string) bool {
-	c := strings.ToLower(strings.TrimRight(w, ".,?!;:"))
-	switch c {
+	switch strings.ToLower(strings.TrimRight(w, ".,?!;:")) {
 	case "'s", "'re", "'ll", "'ve", "'d", "'m", "n't", "'t":
 		return true
 	}

@@ -513,13 +513,13 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 				continue
 			}
 			if len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
-				return lowerFirst(sent[len(n)+2:], sp, " asked ", n, ": "), false
+				return lowerFirst(sp+" asked "+n+": ", sent[len(n)+2:]), false
 			}
 			if q, ok := strings.CutSuffix(sent, "?"); ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
-				return lowerFirst(strings.TrimSuffix(sent, ", "+n+"?"), sp, " asked ", n, ": ") + "?", false
+				return lowerFirst(sp+" asked "+n+": ", strings.TrimSuffix(sent, ", "+n+"?")) + "?", false
 			}
 		}
-		return lowerFirst(sent, sp, " asked: "), false
+		return lowerFirst(sp+" asked: ", sent), false
 	}
 	verb := "said"
 	for _, o := range opinion {
@@ -558,12 +558,12 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	}
 	if first == 0 && second == 0 {
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
-			return lowerFirst(sent, sp, " asked: "), false
+			return lowerFirst(sp+" asked: ", sent), false
 		}
-		return lowerFirst(group(sent), sp, " ", verb, " "), false
+		return lowerFirst(sp+" "+verb+" ", group(sent)), false
 	}
 	if verb == "thought" {
-		sent = lowerFirst(sent, "I think ")
+		sent = lowerFirst("I think ", sent)
 	}
 	if strings.Contains(sent, "\"") {
 		return sp + " said: " + sent, first > 0
@@ -724,21 +724,18 @@ func mayGroup(s string) bool {
 	return false
 }
 
-// lowerFirst is the words of prefix, then s with its first letter
-// lower-cased when its first word is a common word, not a name ("Can you …"
-// → "can you …", "Tokyo …" stays): one string.
-func lowerFirst(s string, prefix ...string) string {
+// lowerFirst is prefix, then s with its first letter lower-cased when its
+// first word is a common word, not a name ("Can you …" → "can you …",
+// "Tokyo …" stays): one string.
+func lowerFirst(prefix, s string) string {
 	w, _, _ := strings.Cut(s, " ")
 	var lb [32]byte
 	lw := string(lower(lb[:0], strings.TrimRight(w, ",.!?")))
 	if lw == "i" || strings.HasPrefix(lw, "i'") || !(stopWords[lw] || groupPerson[lw] != "" || secondPerson[lw] || leadCommon[lw]) {
-		return strings.Join(append(prefix, s), "")
+		return prefix + s
 	}
 	r, n := utf8.DecodeRuneInString(s)
-	if 'A' <= r && r <= 'Z' {
-		return strings.Join(append(prefix, "abcdefghijklmnopqrstuvwxyz"[r-'A':r-'A'+1], s[n:]), "")
-	}
-	return strings.Join(append(prefix, string(unicode.ToLower(r)), s[n:]), "")
+	return prefix + string(unicode.ToLower(r)) + s[n:]
 }
 
 var leadCommon = toSet([]string{"please", "maybe", "there", "that's", "it's", "there's", "what's", "who's", "where's",

@@ -46,8 +46,11 @@ func (lx *lexicon) tighten(s string) string {
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
 		core := string(lower(cb[:0], strings.TrimRight(w, ",")))
-		if i+1 < len(ws) && lx.falseStart(core, string(lower(nb[:0], trimCut(ws[i+1], `,.!?;:"`)))) {
-			continue
+		if i+1 < len(ws) && core != "" {
+			nx := trimCut(ws[i+1], `,.!?;:"`) // a word the next one completes shares its first letter
+			if nx != "" && (nx[0] >= utf8.RuneSelf || core[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == core[0]) && lx.falseStart(core, string(lower(nb[:0], nx))) {
+				continue
+			}
 		}
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
 		// word that makes them mean "a type of"
