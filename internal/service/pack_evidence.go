@@ -333,28 +333,6 @@ func (p *picker) cut(d int) (string, bool) {
 	return b.String(), true
 }
 
-// fitCut charges match it (doc d, alone, which did not fit whole) to
-// ms in the first of its cut forms that fits: the sentences that hold a
-// query or feedback term (cut), else the one sentence that holds the
-// most of the query's terms (best).
-func (p *picker) fitCut(it client.RecalledItem, d int, ms ...*meter) (client.RecalledItem, bool) {
-	docs := []int{d}
-	if !it.Trimmed {
-		it.Text, it.Trimmed = p.cut(d)
-		it.Chars = client.LineChars(it.Line())
-		if it.Trimmed && p.charge([]client.RecalledItem{it}, docs, false, ms...) {
-			return it, true
-		}
-	}
-	text, ok := p.best(d)
-	if !ok || text == it.Text {
-		return it, false
-	}
-	it.Text, it.Trimmed = text, true
-	it.Chars = client.LineChars(it.Line())
-	return it, p.charge([]client.RecalledItem{it}, docs, false, ms...)
-}
-
 // trimWeights are the terms an excerpt is trimmed around, with their
 // weight: a query term 1, a term only the ranking added (feedback) 0.5.
 // Made once per picker.

@@ -40,6 +40,9 @@ import (
 // recomputed when a header or a label is paid (costs fall then) and, for
 // the matches in reach of a chosen one, when it is chosen (raiseNear).
 //
+// An excerpt that no longer fits whole competes again as the largest
+// smaller form of it that fits (fallback), valued as that form.
+//
 // The room the valued candidates leave (none of them holds a word of the
 // question, or none fits) goes first to the turns next to the chosen
 // matches (up to fillReach turns away, the best matches' first: an
@@ -94,6 +97,9 @@ type vcand struct {
 	costAt [3]int
 	bound  float64
 	at     int // position in the heap
+	// smaller: an excerpt's unit is a smaller form of it (the match
+	// alone, or cut) that competes again by its own value (fallback).
+	smaller bool
 	// day is an excerpt's match's day.
 	day int64
 }
@@ -453,6 +459,9 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 		for _, d := range c.docs {
 			stale = stale || pk.chosen[d] != nil || d >= v.limit || d != hit.doc && pk.shown[pk.x.turn(d).TurnID]
 		}
+		if stale && c.smaller {
+			return 0, 0, false
+		}
 		if stale {
 			c.unit, c.docs = pk.unit(hit, v.limit)
 			c.terms = v.unitTerms(c.unit, c.docs)
@@ -613,26 +622,12 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 		first := !pk.excerpts
 		unit, docs := c.unit, c.docs
 		if !pk.charge(unit, docs, false, v.total) {
-			// Without its neighbours the match alone may still fit, or
-			// the sentences of it that carry the match.
-			at := -1
-			for i, d := range docs {
-				if d == hit.doc {
-					at = i
-				}
+			// A smaller form of it may still fit: it competes again, by
+			// what it shows per character.
+			if !v.fallback(c) {
+				pk.tried[hit.doc] = true
 			}
-			alone := unit[at : at+1]
-			if len(unit) == 1 || !pk.charge(alone, docs[at:at+1], false, v.total) {
-				cut, ok := pk.fitCut(alone[0], docs[at], v.total)
-				if !ok {
-					pk.tried[hit.doc] = true
-					return false, nil
-				}
-				alone = []client.RecalledItem{cut}
-			}
-			unit, docs = alone, docs[at:at+1]
-			c.terms = v.unitTerms(unit, docs)
-			c.weighted = v.weighted(c.terms)
+			return false, nil
 		}
 		d := day(pk.x.turn(hit.doc).At)
 		refresh = first || !v.days[d]
@@ -654,6 +649,50 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 		v.now[at] = v.weight[at] * math.Pow(coveredDecay, float64(v.covered[at]))
 	}
 	return refresh, nil
+}
+
+// fallback makes c, an excerpt whose unit no longer fits, the largest
+// smaller form of it that fits the room's characters (the match without
+// its neighbours, then the sentences of it that hold a query or feedback
+// term, then its one best sentence) and pushes it back to compete by its
+// own value per character: a one-sentence cut of a long turn shows far
+// fewer new words than the whole turn it was valued as. False when no
+// smaller form fits.
+func (v *valuePacker) fallback(c *vcand) bool {
+	pk := v.pk
+	d := pk.hits[c.i].doc
+	alone := c.unit[slices.Index(c.docs, d)]
+	var forms []client.RecalledItem
+	if len(c.unit) > 1 {
+		forms = append(forms, alone)
+	}
+	if !alone.Trimmed {
+		if text, ok := pk.cut(d); ok {
+			f := alone
+			f.Text, f.Trimmed = text, true
+			forms = append(forms, f)
+		}
+	}
+	if text, ok := pk.best(d); ok && text != alone.Text && (len(forms) == 0 || text != forms[len(forms)-1].Text) {
+		f := alone
+		f.Text, f.Trimmed = text, true
+		forms = append(forms, f)
+	}
+	docs := []int{d}
+	for _, f := range forms {
+		f.Chars = client.LineChars(f.Line())
+		unit := []client.RecalledItem{f}
+		if !v.total.fits(pk.unitChars(unit, docs, false), 0) {
+			continue
+		}
+		c.unit, c.docs, c.smaller = unit, docs, true
+		c.terms = v.unitTerms(unit, docs)
+		c.weighted = v.weighted(c.terms)
+		c.cost, c.costAt = pk.unitChars(unit, docs, false), pk.around(docs)
+		v.push(c)
+		return true
+	}
+	return false
 }
 
 func (v *valuePacker) countTaken() int {
