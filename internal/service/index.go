@@ -310,3 +310,57 @@ func (x *turnIndex) expand(terms []string, lo, n int) ([]hit, []string) {
 	x.score(scores, extra, weights, lo, n)
 	return ranked(scores, lo), extra
 }
+
+// Passage-level ranking: the question-aware context ranks a turn by its
+// own score plus its neighbourhood's, each other turn's score weighed by
+// passageWeight/passageScale times e^(-distance/passageScale), so that a
+// match inside a stretch of conversation about the question (a question,
+// its replies, the exchange that follows: where answers are) ranks above
+// an isolated mention of the same words, and an answer split over a
+// question and its reply ranks as the exchange does. A stretch of turns
+// that all match alike adds about passageWeight times 2 of a turn's own
+// score (the weights sum to about 2 passageWeight); beyond a few
+// passageScale turns a match weighs nothing.
+const (
+	passageScale  = 4
+	passageWeight = 1.0
+)
+
+// passages re-ranks BM25 hits (docs each once) by passage: each hit's
+// score plus its neighbourhood's (see above), best first, ties to the
+// later turn. Only turns that match themselves are ranked. Cost: two
+// passes over the docs from the first hit to the last (a decaying sum
+// each way), and a sort.
+func passages(hits []hit) []hit {
+	if len(hits) == 0 {
+		return nil
+	}
+	first, last := hits[0].doc, hits[0].doc
+	for _, h := range hits {
+		first, last = min(first, h.doc), max(last, h.doc)
+	}
+	own := make([]float64, last-first+1)
+	for _, h := range hits {
+		own[h.doc-first] = h.score
+	}
+	// near[i]: sum over j != i of own[j] e^(-|i-j|/passageScale), as a
+	// decaying sum from the left and one from the right.
+	decay := math.Exp(-1.0 / passageScale)
+	near := make([]float64, len(own))
+	var run float64
+	for i := range own {
+		near[i] = run
+		run = (run + own[i]) * decay
+	}
+	run = 0
+	for i := len(own) - 1; i >= 0; i-- {
+		near[i] += run
+		run = (run + own[i]) * decay
+	}
+	out := make([]hit, len(hits))
+	for i, h := range hits {
+		out[i] = hit{doc: h.doc, score: h.score + passageWeight/passageScale*near[h.doc-first]}
+	}
+	slices.SortFunc(out, byRank)
+	return out
+}

@@ -60,9 +60,6 @@ const (
 	// the turn before it (an answer like "Yes, on Tuesday." says nothing
 	// without its question).
 	fragmentChars = 40
-	// passageWeight is the weight of a neighbour's score in a turn's
-	// rank (passages).
-	passageWeight = 0.5
 	// maxMisses bounds the matches a pass tries after the room is full.
 	maxMisses = 20
 	// lastTurnShare: under a budget, with terms to search, a turn of the
@@ -457,24 +454,6 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 		}
 	}
 	return p
-}
-
-// passages re-ranks BM25 hits as short passages: a turn's score plus
-// passageWeight of each adjacent turn's, so that a match inside a run of
-// matching turns (a stretch of conversation about the question) ranks
-// above an isolated mention of the same words. Only turns that match
-// themselves are ranked.
-func passages(hits []hit) []hit {
-	own := make(map[int]float64, len(hits))
-	for _, h := range hits {
-		own[h.doc] = h.score
-	}
-	out := make([]hit, len(hits))
-	for i, h := range hits {
-		out[i] = hit{doc: h.doc, score: h.score + passageWeight*(own[h.doc-1]+own[h.doc+1])}
-	}
-	slices.SortFunc(out, func(a, b hit) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.doc, a.doc)) })
-	return out
 }
 
 // searched is how many turns before the window starting at start the
