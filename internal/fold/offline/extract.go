@@ -380,9 +380,9 @@ func (s *Summarizer) trimFiller(sent string) string {
 	for i, f := range fs {
 		c := trimCut(f, ",.;:!?")
 		var lb [8]byte
-		lc := c
-		if len(c) <= len("uh-huh") {
-			lc = string(lower(lb[:0], c)) // (no filler or cut word is longer)
+		lc := c // lower-cased where it may be a filler or a cut word (none is longer than "uh-huh")
+		if c != "" && len(c) <= len("uh-huh") && (len(c) == 1 || strings.IndexByte("uehmUEHM", c[0]) >= 0) {
+			lc = string(lower(lb[:0], c))
 		}
 		if len(out) < i {
 			cut = true
