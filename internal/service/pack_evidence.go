@@ -151,9 +151,10 @@ func (p *picker) names() map[string]bool {
 
 // evidence reports whether doc d may be recalled as a match: not a turn
 // the reply shows as a memory, not one that only greets or names
-// someone, nor a turn of speech that says nothing once cleaned, one that matches the question on more than a name when the
-// question asks about more than a person (by its words or its feedback
-// terms; with hybrid ranking, a turn near it by meaning too), and not a near-duplicate of a
+// someone, nor a turn of speech that says nothing once cleaned; one that
+// matches the question on more than a name when the question asks about
+// more than a person (by its words or its feedback terms; with hybrid
+// ranking, a turn near it by meaning too); and not a near-duplicate of a
 // chosen match.
 func (p *picker) evidence(d int) bool {
 	return p.relevant(d) && !p.repeats(p.docTerms(d))
@@ -394,28 +395,23 @@ func tailText(text string, limit int) (string, bool) {
 	if utf8.RuneCountInString(text) <= limit {
 		return text, false
 	}
-	n := utf8.RuneCountInString(trimMark) + 1
-	keep := func(parts []string, sep string) int {
-		from := len(parts)
-		for from > 0 {
-			w := utf8.RuneCountInString(parts[from-1])
-			if from < len(parts) {
-				w += len(sep)
-			}
-			if n+w > limit {
+	// keep is where the last parts that fit after trimMark, each after a
+	// space, start (len(parts): none fits).
+	keep := func(parts []string) int {
+		n, from := utf8.RuneCountInString(trimMark), len(parts)
+		for ; from > 0; from-- {
+			if n += 1 + utf8.RuneCountInString(parts[from-1]); n > limit {
 				break
 			}
-			n += w
-			from--
 		}
 		return from
 	}
 	sents := sentences(text)
-	if from := keep(sents, " "); from < len(sents) {
+	if from := keep(sents); from < len(sents) {
 		return trimMark + " " + strings.Join(sents[from:], " "), true
 	}
 	words := strings.Fields(text)
-	if from := keep(words, " "); from < len(words) {
+	if from := keep(words); from < len(words) {
 		return trimMark + " " + strings.Join(words[from:], " "), true
 	}
 	return text, false

@@ -289,7 +289,7 @@ func (v *valuePacker) weigh() {
 		v.shown = append(v.shown, false)
 		v.weight = append(v.weight, scale*math.Log(1+(docs-df+0.5)/(df+0.5)))
 		v.covered = append(v.covered, 0)
-		v.now = append(v.now, v.weight[len(v.weight)-1]*math.Pow(coveredDecay, 0))
+		v.now = append(v.now, v.weight[len(v.weight)-1]) // not covered yet
 	}
 	for _, t := range pk.terms {
 		add(t, 1)
@@ -682,13 +682,14 @@ func (v *valuePacker) fallback(c *vcand) bool {
 	for _, f := range forms {
 		f.Chars = client.LineChars(f.Line())
 		unit := []client.RecalledItem{f}
-		if !v.total.fits(pk.unitChars(unit, docs, false), 0) {
+		cost := pk.unitChars(unit, docs, false)
+		if !v.total.fits(cost, 0) {
 			continue
 		}
 		c.unit, c.docs, c.smaller = unit, docs, true
 		c.terms = v.unitTerms(unit, docs)
 		c.weighted = v.weighted(c.terms)
-		c.cost, c.costAt = pk.unitChars(unit, docs, false), pk.around(docs)
+		c.cost, c.costAt = cost, pk.around(docs)
 		v.push(c)
 		return true
 	}
