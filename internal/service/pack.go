@@ -463,7 +463,7 @@ func (p *picker) searched(start int64) int {
 }
 
 func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem {
-	doc, t := p.x.docs[d], p.x.turn(d)
+	doc, t := p.x.doc(d), p.x.turn(d)
 	key := itemKey{d, neighbour}
 	f, ok := p.forms[key]
 	if !ok {
