@@ -380,20 +380,22 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 	var buf [64]byte
 	for i := 0; i < len(s); {
 		// a token: a run of letters, digits and ' - $ %
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if !isTokenRune(r) {
+		j := i
+		for j < len(s) {
+			if c := s[j]; c < utf8.RuneSelf && tokenByte[c] {
+				j++
+			} else if r, n := utf8.DecodeRuneInString(s[j:]); c >= utf8.RuneSelf && isTokenRune(r) {
+				j += n
+			} else {
+				break
+			}
+		}
+		if j == i {
+			_, n := utf8.DecodeRuneInString(s[i:])
 			i += n
 			continue
 		}
-		j := i + n
-		for j < len(s) {
-			r, n := utf8.DecodeRuneInString(s[j:])
-			if !isTokenRune(r) {
-				break
-			}
-			j += n
-		}
-		t := bytes.TrimFunc(lower(buf[:0], s[i:j]), func(r rune) bool { return r == '\'' || r == '-' })
+		t := bytes.Trim(lower(buf[:0], s[i:j]), "'-")
 		i = j
 		if len(t) < 2 {
 			continue // no content word ("I", "a", "5")
@@ -435,6 +437,13 @@ func lower(b []byte, s string) []byte {
 	}
 	return b
 }
+
+var tokenByte = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = isTokenRune(rune(c))
+	}
+	return t
+}()
 
 func isTokenRune(r rune) bool {
 	if r < utf8.RuneSelf {

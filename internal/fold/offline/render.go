@@ -395,7 +395,10 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			flush()
 			continue // a resolved date
 		}
-		w := strings.TrimFunc(f, isPhrasePunct)
+		w, end := trimCut(f, `.,!?;:()"`), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
+		if w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
+			w = strings.TrimFunc(w, isPhrasePunct)
+		}
 		var x lexeme
 		lw := lower(lb[:0], w)
 		if w != "" {
@@ -413,16 +416,16 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		up := unicode.IsUpper(r) || unicode.IsDigit(r)
 		if ok && start && up {
 			ok = false
-			if !strings.ContainsAny(f[len(f)-1:], ".,!?;:") {
+			if strings.IndexByte(".,!?;:", end) < 0 {
 				held = word{w, x}
 			}
 		}
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
 		}
-		start = strings.ContainsAny(f[len(f)-1:], `.!?":`) || x.is(fReportVerb)
+		start = strings.IndexByte(`.!?":`, end) >= 0 || x.is(fReportVerb)
 		wasDet := det
-		det = x.is(fDeterminer) && !strings.ContainsAny(f[len(f)-1:], `.,!?;:`)
+		det = x.is(fDeterminer) && strings.IndexByte(`.,!?;:`, end) < 0
 		if !ok {
 			flush()
 			continue
@@ -435,7 +438,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			}
 		}
 		run = append(run, word{w, x})
-		if strings.ContainsAny(f[len(f)-1:], ".,!?;:)") {
+		if strings.IndexByte(".,!?;:)", end) >= 0 {
 			flush()
 		}
 	}

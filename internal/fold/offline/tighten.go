@@ -23,7 +23,7 @@ func (lx *lexicon) tighten(s string) string {
 	var arr [64]string
 	ws, prev, run, changed := arr[:0], "", 0, false
 	for f := range strings.FieldsSeq(s) {
-		if run++; !strings.EqualFold(f, prev) {
+		if run++; !equalFold(f, prev) {
 			run = 0
 		}
 		if prev = f; run >= 3 {
@@ -110,16 +110,15 @@ var hedgeStart = toSet([]string{"you", "i", "or", "and", "kind", "sort"})
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
 
 func sameWords(a, b []string) bool {
-	for i := range a {
-		if a[i] == b[i] {
-			continue
-		}
-		if !equalFold(trimCut(a[i], ",.;:"), trimCut(b[i], ",.;:")) {
+	for i := len(a) - 1; i >= 0; i-- { // (last words first: they differ most)
+		if x, y := a[i], b[i]; x != y && (lowerASCII(x[0]) != lowerASCII(y[0]) && isLetter(x[0]) && isLetter(y[0]) || !equalFold(trimCut(x, ",.;:"), trimCut(y, ",.;:"))) {
 			return false
 		}
 	}
 	return true
 }
+
+func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
 // equalFold is strings.EqualFold, quick to tell words apart by their
 // first letter.
@@ -142,7 +141,14 @@ func trimCut(w, cut string) string {
 	return w
 }
 
-func hasDigit(w string) bool { return strings.IndexFunc(w, unicode.IsDigit) >= 0 }
+// hasDigit reports a digit in w (any script's).
+func hasDigit(w string) bool {
+	i := 0
+	for i < len(w) && w[i] < utf8.RuneSelf && (w[i] < '0' || w[i] > '9') {
+		i++
+	}
+	return i < len(w) && strings.IndexFunc(w[i:], unicode.IsDigit) >= 0
+}
 
 // clauseBreaks are where a run-on sentence can end.
 var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", which ", ", or ", ", then ", " but ", " because "}
