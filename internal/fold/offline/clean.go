@@ -429,11 +429,13 @@ func (l *lexicon) termString(s string) string {
 
 // lower appends s lower-cased to b (on the caller's stack: no copy).
 func lower(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return append(b[:len(b)-i], strings.ToLower(s)...)
+	n := len(b)
+	b = append(b, s...)
+	for i, c := range b[n:] {
+		if c >= utf8.RuneSelf {
+			return append(b[:n], strings.ToLower(s)...)
 		}
-		b = append(b, lowerASCII(s[i]))
+		b[n+i] = lowerASCII(c)
 	}
 	return b
 }

@@ -266,7 +266,8 @@ var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's",
 // pass over it (a strings.Contains per keyword is a pass each).
 type keywords struct {
 	byFirst [256][]string // the keywords by their first byte
-	// bit c&63 set for each second byte c of a first byte's keywords
+	// for a first byte in either case, bit (c|0x20)&63 set for each
+	// second byte c of its keywords (c|0x20: either case of a letter)
 	second [256]uint64
 }
 
@@ -274,7 +275,8 @@ func newKeywords(ws ...string) *keywords {
 	k := &keywords{}
 	for _, w := range ws {
 		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
-		k.second[w[0]] |= 1 << (w[1] & 63) // (every keyword has two bytes or more)
+		k.second[w[0]] |= 1 << ((w[1] | 0x20) & 63) // (every keyword has two bytes or more)
+		k.second[strings.ToUpper(w[:1])[0]] |= 1 << ((w[1] | 0x20) & 63)
 	}
 	return k
 }
@@ -283,10 +285,10 @@ func newKeywords(ws ...string) *keywords {
 // ASCII letters (the keywords are ASCII).
 func (k *keywords) in(s string) bool {
 	for i := 0; i+1 < len(s); i++ {
-		c := lowerASCII(s[i])
-		if k.second[c]&(1<<(lowerASCII(s[i+1])&63)) == 0 {
+		if k.second[s[i]]&(1<<((s[i+1]|0x20)&63)) == 0 {
 			continue
 		}
+		c := lowerASCII(s[i])
 	next:
 		for _, w := range k.byFirst[c] {
 			if len(s)-i < len(w) {
@@ -423,13 +425,16 @@ func (s *Summarizer) trimFiller(sent string) string {
 	return sent
 }
 
-// joins reports whether s is its words ws joined by single spaces.
+// joins reports whether s, whose fields are ws, is ws joined by single
+// spaces.
 func joins(s string, ws []string) bool {
-	n := len(ws) - 1
+	n := -1
 	for _, w := range ws {
-		n += len(w)
+		if n += len(w) + 1; n < len(s) && s[n] != ' ' {
+			return false
+		}
 	}
-	return n == len(s) && !strings.ContainsAny(s, "\t\n\v\f\r")
+	return n == len(s)
 }
 
 // answers reports whether a turn (its first statement a, its text)
