@@ -220,7 +220,7 @@ func splitSentences(s string) []string { return sentence.Split(s) }
 
 // appendFields appends strings.Fields(s) to dst (on the caller's stack).
 func appendFields(dst []string, s string) []string {
-	for f := range strings.FieldsSeq(s) {
+	for f, wi := sentence.NextField(s, 0); f != ""; f, wi = sentence.NextField(s, wi) {
 		dst = append(dst, f)
 	}
 	return dst
@@ -429,13 +429,11 @@ func (l *lexicon) termString(s string) string {
 
 // lower appends s lower-cased to b (on the caller's stack: no copy).
 func lower(b []byte, s string) []byte {
-	n := len(b)
-	b = append(b, s...)
-	for i, c := range b[n:] {
-		if c >= utf8.RuneSelf {
-			return append(b[:n], strings.ToLower(s)...)
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(b[:len(b)-i], strings.ToLower(s)...)
 		}
-		b[n+i] = lowerASCII(c)
+		b = append(b, lowerASCII(s[i]))
 	}
 	return b
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/reldate"
+	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/foldstream/foldstream/internal/speaker"
 )
 
@@ -235,12 +236,12 @@ func (sc *scratch) salient(ss []stmt) {
 	tf := sc.tf
 	clear(tf)
 	for _, x := range ss {
-		for t := range strings.FieldsSeq(x.Terms) {
+		for t, wi := sentence.NextField(x.Terms, 0); t != ""; t, wi = sentence.NextField(x.Terms, wi) {
 			tf[t]++
 		}
 	}
 	for i := range ss {
-		for t := range strings.FieldsSeq(ss[i].Terms) {
+		for t, wi := sentence.NextField(ss[i].Terms, 0); t != ""; t, wi = sentence.NextField(ss[i].Terms, wi) {
 			ss[i].W += salience * float64(min(tf[t]-1, 3))
 		}
 	}
@@ -317,7 +318,7 @@ func lowerASCII(c byte) byte {
 type wordStat struct{ words, nums, names int }
 
 func statWords(s string) (c wordStat) {
-	for f := range strings.FieldsSeq(s) {
+	for f, wi := sentence.NextField(s, 0); f != ""; f, wi = sentence.NextField(s, wi) {
 		if hasDigit(f) {
 			c.nums++
 		}
@@ -443,8 +444,8 @@ func joins(s string, ws []string) bool {
 // yes/no question.
 func answers(q string, a stmt, text string) bool {
 	qTerms, qText, _ := strings.Cut(q, "\x00")
-	for t := range strings.FieldsSeq(a.Terms) {
-		for u := range strings.FieldsSeq(qTerms) {
+	for t, wi := sentence.NextField(a.Terms, 0); t != ""; t, wi = sentence.NextField(a.Terms, wi) {
+		for u, wi := sentence.NextField(qTerms, 0); u != ""; u, wi = sentence.NextField(qTerms, wi) {
 			if t == u {
 				return true
 			}
@@ -477,7 +478,7 @@ var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", 
 // opensWithBackchannel reports whether a turn starts with an
 // acknowledgement ("sure", "ok, …").
 func opensWithBackchannel(text string) bool {
-	for f := range strings.FieldsSeq(text) {
+	for f, wi := sentence.NextField(text, 0); f != ""; f, wi = sentence.NextField(text, wi) {
 		return backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
 	}
 	return true

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 // memories are the batch's statements that hold a durable fact, as a
@@ -112,9 +113,9 @@ func isFactStmt(x stmt, about bool) bool {
 // ("night=$210") gives another value.
 func changedSlots(older, newer string) int {
 	n := 0
-	for o := range strings.FieldsSeq(older) {
+	for o, wi := sentence.NextField(older, 0); o != ""; o, wi = sentence.NextField(older, wi) {
 		os, ov, _ := strings.Cut(o, "=")
-		for x := range strings.FieldsSeq(newer) {
+		for x, wi := sentence.NextField(newer, 0); x != ""; x, wi = sentence.NextField(newer, wi) {
 			ns, nv, _ := strings.Cut(x, "=")
 			if os == ns && ov != nv && strings.Trim(ov, "$") != strings.Trim(nv, "$") {
 				n++

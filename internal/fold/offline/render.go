@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 const (
@@ -230,7 +232,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if p.upper {
 			p.score++
 		}
-		for k := range strings.FieldsSeq(p.key) {
+		for k, wi := sentence.NextField(p.key, 0); k != ""; k, wi = sentence.NextField(p.key, wi) {
 			if voc == nil {
 				break
 			}
@@ -252,7 +254,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		}
 		if len(peopleKeys) == 0 {
 			for _, n := range st.Names {
-				for w := range strings.FieldsSeq(n) {
+				for w, wi := sentence.NextField(n, 0); w != ""; w, wi = sentence.NextField(n, wi) {
 					peopleKeys = append(peopleKeys, st.lex().stem(strings.ToLower(strings.TrimSuffix(w, "'s"))))
 				}
 			}
@@ -260,7 +262,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if slices.Contains(st.Names, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, peopleKeys) {
 			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
 		}
-		for k := range strings.FieldsSeq(p.key) {
+		for k, wi := sentence.NextField(p.key, 0); k != ""; k, wi = sentence.NextField(p.key, wi) {
 			used = append(used, k)
 		}
 		t, first := p.text, ""
@@ -278,7 +280,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 
 // hasAny reports whether a word of key is one of ws.
 func hasAny(key string, ws []string) bool {
-	for k := range strings.FieldsSeq(key) {
+	for k, wi := sentence.NextField(key, 0); k != ""; k, wi = sentence.NextField(key, wi) {
 		if slices.Contains(ws, k) {
 			return true
 		}
@@ -289,7 +291,7 @@ func hasAny(key string, ws []string) bool {
 // ofPeople reports a phrase made of the words of participants' names
 // ("Interface Designer" beside User Interface and Industrial Designer).
 func ofPeople(key string, peopleKeys []string) bool {
-	for k := range strings.FieldsSeq(key) {
+	for k, wi := sentence.NextField(key, 0); k != ""; k, wi = sentence.NextField(key, wi) {
 		if !slices.Contains(peopleKeys, strings.TrimSuffix(k, "'")) {
 			return false
 		}
@@ -384,7 +386,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 	// when the next word is capitalised too ("decided: Joshua Tree, …")
 	var held word
 	var lb [64]byte
-	for f := range strings.FieldsSeq(s) {
+	for f, wi := sentence.NextField(s, 0); f != ""; f, wi = sentence.NextField(s, wi) {
 		hold := held
 		held = word{}
 		if strings.HasPrefix(f, "(") {
@@ -683,7 +685,7 @@ type cand struct {
 
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 	n := len(sc.ids)
-	for t := range strings.FieldsSeq(x.Terms) {
+	for t, wi := sentence.NextField(x.Terms, 0); t != ""; t, wi = sentence.NextField(x.Terms, wi) {
 		sc.ids = append(sc.ids, sc.voc.id(t))
 	}
 	terms := sc.ids[n:len(sc.ids):len(sc.ids)]

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 // maxSentRunes is the length past which a spoken sentence is cut at a
@@ -22,7 +24,7 @@ const maxSentRunes = 200
 func (lx *lexicon) tighten(s string) string {
 	var arr [64]string
 	ws, prev, run, changed := arr[:0], "", 0, false
-	for f := range strings.FieldsSeq(s) {
+	for f, wi := sentence.NextField(s, 0); f != ""; f, wi = sentence.NextField(s, wi) {
 		if run++; !equalFold(f, prev) {
 			run = 0
 		}
