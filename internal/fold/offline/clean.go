@@ -226,7 +226,13 @@ func appendFields(dst []string, s string) []string {
 	return dst
 }
 
-func runeLen(s string) int { return utf8.RuneCountInString(s) }
+func runeLen(s string) int {
+	i := 0 // ASCII counted eight bytes at a time
+	for i+8 <= len(s) && (uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56)&0x8080808080808080 == 0 {
+		i += 8
+	}
+	return i + utf8.RuneCountInString(s[i:])
+}
 
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -351,7 +351,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 		// the fillers are short: lower-case only the start of the sentence
 		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
 		for _, f := range leadFiller {
-			if hasPrefixBytes(low, f) && len(low) > len(f) && strings.ContainsRune(" ,.!", rune(low[len(f)])) {
+			if len(low) > len(f) && low[0] == f[0] && hasPrefixBytes(low, f) && strings.IndexByte(" ,.!", low[len(f)]) >= 0 {
 				sent = strings.TrimLeft(sent[len(f):], " ,.!")
 				changed = true
 				break

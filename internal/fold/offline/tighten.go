@@ -56,7 +56,7 @@ func (lx *lexicon) tighten(s string) string {
 		}
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
 		// word that makes them mean "a type of"
-		if i+1 < len(ws) && len(core) <= len("kind") && hedgeStart[core] {
+		if i+1 < len(ws) && len(core) <= len("kind") && hedgeStart(core) {
 			pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))...))
 			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
 				if t := ws[i+1][len(strings.TrimRight(ws[i+1], ",.?!;:")):]; t != "" && t != "," && len(out) > 0 {
@@ -68,9 +68,10 @@ func (lx *lexicon) tighten(s string) string {
 			}
 		}
 		out = append(out, w)
-		// a phrase of one to three words said twice in a row
-		for n := 3; n >= 1; n-- {
-			if len(out) >= 2*n && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) {
+		// a phrase of one to three words said twice in a row (its last word
+		// first: one with another first letter is not the same word)
+		for n, c := 3, w[0]; n >= 1; n-- {
+			if len(out) >= 2*n && (lowerASCII(out[len(out)-1-n][0]) == lowerASCII(c) || !isLetter(c) || !isLetter(out[len(out)-1-n][0])) && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) {
 				out = out[:len(out)-n]
 				break
 			}
@@ -105,7 +106,9 @@ func (lx *lexicon) falseStart(w, next string) bool {
 var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
 
 // hedgeStart are the first words of hedges and of "kind of", "sort of".
-var hedgeStart = toSet([]string{"you", "i", "or", "and", "kind", "sort"})
+func hedgeStart(w string) bool {
+	return w == "you" || w == "i" || w == "or" || w == "and" || w == "kind" || w == "sort"
+}
 
 // typeOf are the words after which "kind of"/"sort of" name a type ("what
 // kind of button"), not a hedge.
