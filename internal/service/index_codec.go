@@ -156,10 +156,11 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 		prev = s
 	}
 	x := rp.idx
-	w.uv(uint64(len(x.docs)))
+	w.uv(uint64(x.docs.n()))
 	var prevRaw int64
 	prev = 0
-	for _, d := range x.docs {
+	for i := range x.docs.n() {
+		d := x.docs.at(i)
 		w.uv(uint64(d.raw - prevRaw))
 		w.uv(d.seq - prev)
 		prevRaw, prev = d.raw, d.seq
@@ -176,7 +177,7 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 		}
 	}
 	added := indexWriter{}
-	for d := nbase; d < len(x.docs); d++ {
+	for d := nbase; d < x.docs.n(); d++ {
 		added.turn(x.turns[d], &dict)
 	}
 	w.uv(uint64(len(dict.words)))
@@ -344,11 +345,10 @@ const maxHeader = 4096
 // lists' too: bad data is errIndexCorrupt, never a panic or an index that
 // breaks its invariants.
 //
-// The replay keeps body as its index's base (indexBase): its turns and
-// posting lists are decoded when first used, and its strings (texts, ids,
-// terms) are slices of body, not an allocation each. body must not be
-// changed afterwards (the store reads it into a buffer of its own and
-// hands it over).
+// The replay keeps a copy of body's words, turns and terms as its
+// index's base (indexBase.keep): its turns and posting lists are decoded
+// when first used, and its strings (texts, ids, terms) are slices of the
+// copy, not an allocation each. body is not held.
 func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string) (*replay, error) {
 	r := indexReader{b: body}
 	if len(body) > 0 {
@@ -391,11 +391,10 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	}
 	x := rp.idx
 	ndocs := r.count(3 + minTurnBytes)
-	x.docs = make([]indexDoc, ndocs)
-	x.cumLen = make([]int64, ndocs)
-	var raw, cum int64
+	x.docs.reserve(ndocs)
+	var raw int64
 	prev = 0
-	for i := range x.docs {
+	for i := range ndocs {
 		dr, ds := r.uv(), r.uv()
 		if i > 0 && (dr == 0 || ds == 0) {
 			r.fail("docs not increasing")
@@ -403,14 +402,12 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 		raw += int64(dr)
 		prev += ds
 		n := r.int()
-		cum += int64(n)
-		x.docs[i] = indexDoc{raw: raw, seq: prev, len: int32(n)}
-		x.cumLen[i] = cum
+		if r.err != nil {
+			return nil, r.err
+		}
+		x.docs.add(raw, prev, int32(n))
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	if ndocs > 0 && (x.docs[ndocs-1].raw >= rp.raws || x.docs[ndocs-1].seq >= rp.next) || int64(ndocs+len(rp.dups)) != rp.raws {
+	if ndocs > 0 && (x.docs.raw(ndocs-1) >= rp.raws || x.docs.seq(ndocs-1) >= rp.next) || int64(ndocs+len(rp.dups)) != rp.raws {
 		r.fail("docs beyond the replay's position, or not its turns")
 	}
 	nwords := r.count(1)
@@ -455,7 +452,8 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	}
 	nmems := r.count(7)
 	for range nmems {
-		m := memory{id: r.str(), speaker: r.str(), text: r.str(), turnID: r.str(), supersedes: r.str(), at: r.time(), published: r.time(),
+		// Their own strings: body is not kept (keep, below).
+		m := memory{id: r.clone(), speaker: r.clone(), text: r.clone(), turnID: r.clone(), supersedes: r.clone(), at: r.time(), published: r.time(),
 			terms: map[string]int32{}}
 		if r.err != nil {
 			return nil, r.err
@@ -475,12 +473,32 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 		return nil, r.err
 	}
 	if ndocs > 0 {
+		base.keep()
 		x.base = base
 	}
-	// The encoding, the docs (24), their cumulated lengths (8) and turns'
+	// The words, turns and terms kept, the doc table and the turns'
 	// offsets (4), the words' and terms' offsets.
-	x.bytes = int64(len(body)) + int64(ndocs)*(24+8+4) + 4*int64(nterms+nwords) + 512
+	x.bytes = int64(len(base.b)) + int64(ndocs)*(docTableBytes+4) + 4*int64(nterms+nwords) + 512
 	return rp, nil
+}
+
+// keep replaces the base's encoding with a copy of the part it reads
+// from (the words, the turns and the terms), its offsets moved: the
+// rest of the entry (its header, doc table, session state and memories)
+// was decoded, and the buffer the store read it into is not held.
+func (b *indexBase) keep() {
+	from, to := b.wordAt[0], b.termAt[len(b.termAt)-1]
+	kept := append(make([]byte, 0, to-from), b.b[from:to]...)
+	for _, at := range [][]uint32{b.wordAt, b.turnAt, b.termAt} {
+		for i := range at {
+			at[i] -= from
+		}
+	}
+	b.b = kept
+	b.s = ""
+	if len(kept) > 0 {
+		b.s = unsafe.String(&kept[0], len(kept))
+	}
 }
 
 // checkPostings reads np postings of a list of an index of ndocs docs
@@ -712,6 +730,9 @@ func (r *indexReader) str() string {
 	r.off += n
 	return s
 }
+
+// clone is str, its own copy.
+func (r *indexReader) clone() string { return strings.Clone(r.str()) }
 
 func (r *indexReader) time() time.Time {
 	switch r.uv() {

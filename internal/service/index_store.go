@@ -411,7 +411,7 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 	var compact *replay
 	if s.index != nil {
 		if _, body, err := indexHeader(blob); err == nil {
-			compact, _ = decodeReplay(append([]byte(nil), body...), s.an, s.adm, e.session)
+			compact, _ = decodeReplay(body, s.an, s.adm, e.session)
 		}
 	}
 	e.mu.Lock()
