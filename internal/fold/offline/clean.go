@@ -218,9 +218,12 @@ func oneLine(s string, maxRunes int) string {
 
 func splitSentences(s string) []string { return sentence.Split(s) }
 
+// nextField is sentence.NextField: for f, i := nextField(s, 0); f != ""; f, i = nextField(s, i) { … }
+func nextField(s string, i int) (string, int) { return sentence.NextField(s, i) }
+
 // appendFields appends strings.Fields(s) to dst (on the caller's stack).
 func appendFields(dst []string, s string) []string {
-	for f, wi := sentence.NextField(s, 0); f != ""; f, wi = sentence.NextField(s, wi) {
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		dst = append(dst, f)
 	}
 	return dst
@@ -388,7 +391,7 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 		// a token: a run of letters, digits and ' - $ %
 		j := i
 		for j < len(s) {
-			if c := s[j]; c < utf8.RuneSelf && tokenByte[c] {
+			if c := s[j]; c < utf8.RuneSelf && tokenBits[c>>6]>>(c&63)&1 != 0 {
 				j++
 			} else if r, n := utf8.DecodeRuneInString(s[j:]); c >= utf8.RuneSelf && isTokenRune(r) {
 				j += n
@@ -444,12 +447,8 @@ func lower(b []byte, s string) []byte {
 	return b
 }
 
-var tokenByte = func() (t [utf8.RuneSelf]bool) {
-	for c := range t {
-		t[c] = isTokenRune(rune(c))
-	}
-	return t
-}()
+// tokenBits has bit c set for each ASCII byte c that isTokenRune.
+var tokenBits = [2]uint64{0x03ff20b000000000, 0x07fffffe07fffffe}
 
 func isTokenRune(r rune) bool {
 	if r < utf8.RuneSelf {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/reldate"
-	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/foldstream/foldstream/internal/speaker"
 )
 
@@ -236,12 +235,12 @@ func (sc *scratch) salient(ss []stmt) {
 	tf := sc.tf
 	clear(tf)
 	for _, x := range ss {
-		for t, wi := sentence.NextField(x.Terms, 0); t != ""; t, wi = sentence.NextField(x.Terms, wi) {
+		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
 			tf[t]++
 		}
 	}
 	for i := range ss {
-		for t, wi := sentence.NextField(ss[i].Terms, 0); t != ""; t, wi = sentence.NextField(ss[i].Terms, wi) {
+		for t, wi := nextField(ss[i].Terms, 0); t != ""; t, wi = nextField(ss[i].Terms, wi) {
 			ss[i].W += salience * float64(min(tf[t]-1, 3))
 		}
 	}
@@ -318,7 +317,7 @@ func lowerASCII(c byte) byte {
 type wordStat struct{ words, nums, names int }
 
 func statWords(s string) (c wordStat) {
-	for f, wi := sentence.NextField(s, 0); f != ""; f, wi = sentence.NextField(s, wi) {
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		if hasDigit(f) {
 			c.nums++
 		}
@@ -444,8 +443,8 @@ func joins(s string, ws []string) bool {
 // yes/no question.
 func answers(q string, a stmt, text string) bool {
 	qTerms, qText, _ := strings.Cut(q, "\x00")
-	for t, wi := sentence.NextField(a.Terms, 0); t != ""; t, wi = sentence.NextField(a.Terms, wi) {
-		for u, wi := sentence.NextField(qTerms, 0); u != ""; u, wi = sentence.NextField(qTerms, wi) {
+	for t, wi := nextField(a.Terms, 0); t != ""; t, wi = nextField(a.Terms, wi) {
+		for u, wi := nextField(qTerms, 0); u != ""; u, wi = nextField(qTerms, wi) {
 			if t == u {
 				return true
 			}
@@ -478,7 +477,7 @@ var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", 
 // opensWithBackchannel reports whether a turn starts with an
 // acknowledgement ("sure", "ok, …").
 func opensWithBackchannel(text string) bool {
-	for f, wi := sentence.NextField(text, 0); f != ""; f, wi = sentence.NextField(text, wi) {
+	for f, wi := nextField(text, 0); f != ""; f, wi = nextField(text, wi) {
 		return backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
 	}
 	return true

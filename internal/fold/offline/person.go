@@ -3,8 +3,6 @@ package offline
 import (
 	"slices"
 	"strings"
-
-	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 const maxPeople = 24      // speakers whose facts are kept: the most recent
@@ -50,7 +48,7 @@ func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 	rest := strings.TrimPrefix(x.Text, x.Sp)
 	if strings.HasPrefix(rest, "'s ") {
 		// "Jonas's car fits four": what they own
-		for w, wi := sentence.NextField(rest[3:], 0); w != ""; w, wi = sentence.NextField(rest[3:], wi) {
+		for w, wi := nextField(rest[3:], 0); w != ""; w, wi = nextField(rest[3:], wi) {
 			return "owns", lx.stem(strings.ToLower(strings.Trim(w, ".,!?"))), true
 		}
 		return "", "", false

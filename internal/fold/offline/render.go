@@ -10,8 +10,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 const (
@@ -232,7 +230,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if p.upper {
 			p.score++
 		}
-		for k, wi := sentence.NextField(p.key, 0); k != ""; k, wi = sentence.NextField(p.key, wi) {
+		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
 			if voc == nil {
 				break
 			}
@@ -254,7 +252,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		}
 		if len(peopleKeys) == 0 {
 			for _, n := range st.Names {
-				for w, wi := sentence.NextField(n, 0); w != ""; w, wi = sentence.NextField(n, wi) {
+				for w, wi := nextField(n, 0); w != ""; w, wi = nextField(n, wi) {
 					peopleKeys = append(peopleKeys, st.lex().stem(strings.ToLower(strings.TrimSuffix(w, "'s"))))
 				}
 			}
@@ -262,7 +260,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if slices.Contains(st.Names, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, peopleKeys) {
 			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
 		}
-		for k, wi := sentence.NextField(p.key, 0); k != ""; k, wi = sentence.NextField(p.key, wi) {
+		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
 			used = append(used, k)
 		}
 		t, first := p.text, ""
@@ -280,7 +278,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 
 // hasAny reports whether a word of key is one of ws.
 func hasAny(key string, ws []string) bool {
-	for k, wi := sentence.NextField(key, 0); k != ""; k, wi = sentence.NextField(key, wi) {
+	for k, wi := nextField(key, 0); k != ""; k, wi = nextField(key, wi) {
 		if slices.Contains(ws, k) {
 			return true
 		}
@@ -291,7 +289,7 @@ func hasAny(key string, ws []string) bool {
 // ofPeople reports a phrase made of the words of participants' names
 // ("Interface Designer" beside User Interface and Industrial Designer).
 func ofPeople(key string, peopleKeys []string) bool {
-	for k, wi := sentence.NextField(key, 0); k != ""; k, wi = sentence.NextField(key, wi) {
+	for k, wi := nextField(key, 0); k != ""; k, wi = nextField(key, wi) {
 		if !slices.Contains(peopleKeys, strings.TrimSuffix(k, "'")) {
 			return false
 		}
@@ -386,7 +384,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 	// when the next word is capitalised too ("decided: Joshua Tree, …")
 	var held word
 	var lb [64]byte
-	for f, wi := sentence.NextField(s, 0); f != ""; f, wi = sentence.NextField(s, wi) {
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		hold := held
 		held = word{}
 		if strings.HasPrefix(f, "(") {
@@ -685,7 +683,7 @@ type cand struct {
 
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 	n := len(sc.ids)
-	for t, wi := sentence.NextField(x.Terms, 0); t != ""; t, wi = sentence.NextField(x.Terms, wi) {
+	for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
 		sc.ids = append(sc.ids, sc.voc.id(t))
 	}
 	terms := sc.ids[n:len(sc.ids):len(sc.ids)]

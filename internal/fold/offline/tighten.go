@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 // maxSentRunes is the length past which a spoken sentence is cut at a
@@ -24,7 +22,7 @@ const maxSentRunes = 200
 func (lx *lexicon) tighten(s string) string {
 	var arr [64]string
 	ws, prev, run, changed := arr[:0], "", 0, false
-	for f, wi := sentence.NextField(s, 0); f != ""; f, wi = sentence.NextField(s, wi) {
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		if run++; !equalFold(f, prev) {
 			run = 0
 		}
@@ -146,7 +144,6 @@ func trimCut(w, cut string) string {
 	return w
 }
 
-// hasDigit reports a digit in w (any script's).
 func hasDigit(w string) bool {
 	i := 0
 	for i < len(w) && w[i] < utf8.RuneSelf && (w[i] < '0' || w[i] > '9') {
