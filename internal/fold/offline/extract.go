@@ -477,7 +477,7 @@ var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", 
 // opensWithBackchannel reports whether a turn starts with an
 // acknowledgement ("sure", "ok, …").
 func opensWithBackchannel(text string) bool {
-	for f, wi := nextField(text, 0); f != ""; f, wi = nextField(text, wi) {
+	if f, _ := nextField(text, 0); f != "" {
 		return backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
 	}
 	return true
