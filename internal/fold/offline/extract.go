@@ -500,8 +500,8 @@ var (
 // cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
 func report(sp, sent string, question, user bool, names []string) (text string, self bool) {
-	var buf [256]byte
-	low := lower(buf[:0], sent)
+	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
+	low := lower(buf[:0], sent[:min(len(sent), len(buf))])
 	if question {
 		for _, p := range []string{"how about ", "what about ", "why don't we ", "why not "} {
 			if hasPrefixBytes(low, p) && len(sent) > len(p)+3 {
@@ -869,12 +869,14 @@ func toolOutcome(text string) string {
 }
 
 // isInjection reports text that addresses a model (injectionRe), with a
-// cheap test first: most text has none of its words.
+// cheap test first: most text has none of its words, nor a verb and an object
+// of them (the objects' parts have no s or k, which (?i) also matches as ſ, K).
 func isInjection(s string) bool {
-	return injectionWords.in(s) && injectionRe.MatchString(s)
+	return (injectionWords.in(s) && injectionObjects.in(s) || injectionPhrases.in(s)) && injectionRe.MatchString(s)
 }
 
-var injectionWords = newKeywords("ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
+var injectionWords, injectionObjects = newKeywords("ignore", "disregard", "forget", "override"), newKeywords("tructio", "prompt", "age", "rule", "context")
+var injectionPhrases = newKeywords("system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
 
 // injectionRe matches text that addresses a model rather than the people
 // in the conversation; such sentences are not repeated in the summary.
