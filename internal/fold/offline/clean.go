@@ -404,7 +404,7 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 			i += n
 			continue
 		}
-		t := bytes.Trim(lower(buf[:0], s[i:j]), "'-")
+		t := lower(buf[:0], trimCut(s[i:j], "'-"))
 		i = j
 		if len(t) < 2 {
 			continue // no content word ("I", "a", "5")
