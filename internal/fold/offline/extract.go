@@ -868,15 +868,14 @@ func toolOutcome(text string) string {
 	return "ok"
 }
 
-// isInjection reports text that addresses a model (injectionRe), with a
-// cheap test first: most text has none of its words, nor a verb and an object
-// of them (the objects' parts have no s or k, which (?i) also matches as ſ, K).
+// isInjection reports text that addresses a model (injectionRe), with a cheap test first: most text has none
+// of its phrases, nor a verb and an object of its (the objects' parts have no s or k: (?i) also matches ſ, K).
 func isInjection(s string) bool {
 	return (injectionWords.in(s) && injectionObjects.in(s) || injectionPhrases.in(s)) && injectionRe.MatchString(s)
 }
 
-var injectionWords, injectionObjects = newKeywords("ignore", "disregard", "forget", "override"), newKeywords("tructio", "prompt", "age", "rule", "context")
-var injectionPhrases = newKeywords("system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
+var injectionWords, injectionObjects, injectionPhrases = newKeywords("ignore", "disregard", "forget", "override"),
+	newKeywords("tructio", "prompt", "age", "rule", "context"), newKeywords("system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
 
 // injectionRe matches text that addresses a model rather than the people
 // in the conversation; such sentences are not repeated in the summary.
