@@ -42,6 +42,12 @@ const maxDocViews = 1 << 14
 // docViewBytes estimates a view's fixed cost (its map entry).
 const docViewBytes = 48
 
+// viewed is doc d's view if it was made already.
+func (x *turnIndex) viewed(d int) (docView, bool) {
+	v, ok := x.views.views[int32(d)]
+	return v, ok
+}
+
 // view is doc d's display text and terms, computed at its first use.
 func (x *turnIndex) view(d int) docView {
 	vs := &x.views

@@ -196,7 +196,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		}
 		// Key holds the sentence until the statements kept are known.
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: sent})
+			Terms: strings.Join(tw, " "), Key: sent, Own: sent})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)

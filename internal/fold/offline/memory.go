@@ -8,25 +8,24 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 )
 
-// memories are the batch's statements that hold a durable fact, as a
-// person would note them: what someone said about themselves (likes,
-// plans, where they live or work, what they did or own), and statements
-// with numbers, dates or decisions, each attributed once to its speaker
-// with relative dates resolved against when it was said. A statement that
-// had to be cut is left out rather than returned garbled. A fact returned
-// before (the same text) is not returned again; one that changes what a
-// speaker likes, did, plans, owns or where they live or work
+// memories are the batch's statements that hold a durable fact: what
+// someone said about themselves (likes, plans, where they live or work,
+// what they did or own), and statements with numbers, dates or decisions,
+// each in its speaker's own words with relative dates resolved (a
+// memory's line names its speaker: "Lena: I live in Berlin."). A fact
+// returned before (the same text) is not returned again; one that changes
+// what a speaker likes, did, plans, owns or where they live or work
 // (person.go), or the numbers of an earlier fact about the same thing,
 // supersedes it.
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc := st.scratch()
 	cands := sc.sents[:0] // (the turns' sentences are read)
 	for _, x := range b.stmts {
-		if x.K != kSaid && x.K != kAsk || x.Sp == "" {
+		if x.K != kSaid && x.K != kAsk || x.Sp == "" || x.Own == "" {
 			continue
 		}
-		if _, _, about := st.lex().personFact(x); !isFactStmt(x, about) || strings.Contains(x.Text, "…") || statWords(x.Text).words < 5 && !about {
-			continue // no fact, cut, or too short to stand alone
+		if _, _, about := st.lex().personFact(x); !isFactStmt(x, about) || runeLen(x.Own) > maxStmtRunes || statWords(x.Text).words < 5 && !about {
+			continue // no fact, too long, or too short to stand alone
 		}
 		cands = append(cands, x)
 	}
@@ -36,12 +35,13 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc.sents = cands
 	out := make([]fold.Memory, 0, len(cands))
 	for _, x := range cands {
-		low := strings.ToLower(x.Text)
+		text := upperFirst(x.Own)
+		low := strings.ToLower(text)
 		sum := fnvAdd(fnvAdd(hashString(x.Sp), "\x00"), low)
 		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.Sum == sum }) {
 			continue // returned before (or in this fold)
 		}
-		m := fold.Memory{ID: "m" + strconv.FormatUint(sum&0xffffffffffff, 16), Speaker: x.Sp, Text: x.Text, At: x.at()}
+		m := fold.Memory{ID: "m" + strconv.FormatUint(sum&0xffffffffffff, 16), Speaker: x.Sp, Text: text, At: x.at()}
 		if i := slices.IndexFunc(req.Turns, func(t fold.Turn) bool { return unixOf(t.At) == x.At && displayName(t) == x.Sp }); i >= 0 {
 			m.TurnID, m.At = req.Turns[i].TurnID, req.Turns[i].At
 		}

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -105,6 +106,23 @@ func demoFolds(t *testing.T, seed int64, n int) []string {
 // version (docs/offline-summaries.md shows them). No sentence is a list of
 // bare nouns, and nothing is said twice.
 func TestDemoSession(t *testing.T) {
+	ts, ns := demoSession(1, 71)
+	s, summary, state := New(), "", []byte(nil)
+	for c, ni := 0, 0; c < len(ts); c += 10 { // the memories, as a context's lines show them
+		b, bn := ts[c:min(c+10, len(ts))], []fold.Note(nil)
+		for ; ni < len(ns) && !ns[ni].At.After(b[len(b)-1].At); ni++ {
+			bn = append(bn, ns[ni])
+		}
+		res, err := s.Summarize(context.Background(), fold.Request{Session: "long", Profile: fold.ProfileVoice, PreviousSummary: summary,
+			PreviousState: state, Turns: b, Notes: bn, MaxChars: 1200, From: b[0].At, To: b[len(b)-1].At})
+		if err != nil {
+			t.Fatal(err)
+		}
+		summary, state = res.Summary, res.State
+		for _, m := range res.MemoryItems {
+			t.Logf("memory: %s: %s", m.Speaker, m.Text)
+		}
+	}
 	for i, v := range demoFolds(t, 1, 71) {
 		t.Logf("version %d (%d characters): %s", i+1, runeLen(v), v)
 		if s, ok := bareList(v); ok {
