@@ -45,18 +45,18 @@ const docViewBytes = 48
 // viewed is doc d's view if it was made already.
 func (x *turnIndex) viewed(d int) (docView, bool) {
 	v, ok := x.views.views[int32(d)]
+	if ok && v.turnText {
+		v.text = x.turn(d).Text
+	}
 	return v, ok
 }
 
 // view is doc d's display text and terms, computed at its first use.
 func (x *turnIndex) view(d int) docView {
-	vs := &x.views
-	if v, ok := vs.views[int32(d)]; ok {
-		if v.turnText {
-			v.text = x.turn(d).Text
-		}
+	if v, ok := x.viewed(d); ok {
 		return v
 	}
+	vs := &x.views
 	t := x.turn(d)
 	var v docView
 	v.text, v.wordless = displayText(t)
