@@ -168,7 +168,7 @@ func (d *Direct) RewriteStoredIndex(ctx context.Context, session string, edit fu
 	if err != nil {
 		return err
 	}
-	blob, err := d.s.istore.read(ctx, kv, session)
+	blob, err := d.s.istore.read(ctx, kv, session, nil)
 	if err != nil || blob == nil {
 		return fmt.Errorf("no stored index of %s: %v", session, err)
 	}

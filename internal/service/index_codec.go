@@ -472,13 +472,14 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	if r.err != nil {
 		return nil, r.err
 	}
+	// The words, turns and terms kept, the doc table and the turns'
+	// offsets (4), the words' and terms' offsets.
+	x.bytes = int64(ndocs)*(docTableBytes+4) + 4*int64(nterms+nwords) + 512
 	if ndocs > 0 {
 		base.keep()
 		x.base = base
+		x.bytes += int64(len(base.b))
 	}
-	// The words, turns and terms kept, the doc table and the turns'
-	// offsets (4), the words' and terms' offsets.
-	x.bytes = int64(len(base.b)) + int64(ndocs)*(docTableBytes+4) + 4*int64(nterms+nwords) + 512
 	return rp, nil
 }
 
@@ -488,7 +489,7 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 // was decoded, and the buffer the store read it into is not held.
 func (b *indexBase) keep() {
 	from, to := b.wordAt[0], b.termAt[len(b.termAt)-1]
-	kept := append(make([]byte, 0, to-from), b.b[from:to]...)
+	kept := append([]byte(nil), b.b[from:to]...) // not cleared first, as make would
 	for _, at := range [][]uint32{b.wordAt, b.turnAt, b.termAt} {
 		for i := range at {
 			at[i] -= from
