@@ -84,9 +84,9 @@ var factWords = newKeywords(factWordList...)
 // ("night=$210") gives another value.
 func changedSlots(older, newer string) int {
 	n := 0
-	for o := range strings.FieldsSeq(older) {
+	for o, wi := nextField(older, 0); o != ""; o, wi = nextField(older, wi) {
 		os, ov, _ := strings.Cut(o, "=")
-		for x := range strings.FieldsSeq(newer) {
+		for x, wi := nextField(newer, 0); x != ""; x, wi = nextField(newer, wi) {
 			ns, nv, _ := strings.Cut(x, "=")
 			if os == ns && ov != nv && strings.Trim(ov, "$") != strings.Trim(nv, "$") {
 				n++
@@ -115,20 +115,8 @@ func (st *state) supersede(newer []stmt) {
 		}
 		return false
 	}
-	keep := st.Open[:0]
-	for _, x := range st.Open {
-		if !drop(x) {
-			keep = append(keep, x)
-		}
-	}
-	st.Open = keep
+	st.Open = slices.DeleteFunc(st.Open, drop)
 	for i := range st.Periods {
-		ps := st.Periods[i].Stmts[:0]
-		for _, x := range st.Periods[i].Stmts {
-			if !drop(x) {
-				ps = append(ps, x)
-			}
-		}
-		st.Periods[i].Stmts = ps
+		st.Periods[i].Stmts = slices.DeleteFunc(st.Periods[i].Stmts, drop)
 	}
 }

@@ -230,7 +230,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if p.upper {
 			p.score++
 		}
-		for k := range strings.FieldsSeq(p.key) {
+		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
 			if voc == nil {
 				break
 			}
@@ -252,7 +252,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		}
 		if len(peopleKeys) == 0 {
 			for _, n := range st.Names {
-				for w := range strings.FieldsSeq(n) {
+				for w, wi := nextField(n, 0); w != ""; w, wi = nextField(n, wi) {
 					peopleKeys = append(peopleKeys, st.lex().stem(strings.ToLower(strings.TrimSuffix(w, "'s"))))
 				}
 			}
@@ -260,7 +260,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if slices.Contains(st.Names, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, peopleKeys) {
 			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
 		}
-		for k := range strings.FieldsSeq(p.key) {
+		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
 			used = append(used, k)
 		}
 		t, first := p.text, ""
@@ -278,7 +278,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 
 // hasAny reports whether a word of key is one of ws.
 func hasAny(key string, ws []string) bool {
-	for k := range strings.FieldsSeq(key) {
+	for k, wi := nextField(key, 0); k != ""; k, wi = nextField(key, wi) {
 		if slices.Contains(ws, k) {
 			return true
 		}
@@ -289,7 +289,7 @@ func hasAny(key string, ws []string) bool {
 // ofPeople reports a phrase made of the words of participants' names
 // ("Interface Designer" beside User Interface and Industrial Designer).
 func ofPeople(key string, peopleKeys []string) bool {
-	for k := range strings.FieldsSeq(key) {
+	for k, wi := nextField(key, 0); k != ""; k, wi = nextField(key, wi) {
 		if !slices.Contains(peopleKeys, strings.TrimSuffix(k, "'")) {
 			return false
 		}
@@ -384,7 +384,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 	// when the next word is capitalised too ("decided: Joshua Tree, …")
 	var held word
 	var lb [64]byte
-	for f := range strings.FieldsSeq(s) {
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		hold := held
 		held = word{}
 		if strings.HasPrefix(f, "(") {
@@ -395,7 +395,10 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			flush()
 			continue // a resolved date
 		}
-		w := strings.TrimFunc(f, isPhrasePunct)
+		w, end := trimCut(f, `.,!?;:()"`), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
+		if w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
+			w = strings.TrimFunc(w, isPhrasePunct)
+		}
 		var x lexeme
 		lw := lower(lb[:0], w)
 		if w != "" {
@@ -413,16 +416,16 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		up := unicode.IsUpper(r) || unicode.IsDigit(r)
 		if ok && start && up {
 			ok = false
-			if !strings.ContainsAny(f[len(f)-1:], ".,!?;:") {
+			if strings.IndexByte(".,!?;:", end) < 0 {
 				held = word{w, x}
 			}
 		}
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
 		}
-		start = strings.ContainsAny(f[len(f)-1:], `.!?":`) || x.is(fReportVerb)
+		start = strings.IndexByte(`.!?":`, end) >= 0 || x.is(fReportVerb)
 		wasDet := det
-		det = x.is(fDeterminer) && !strings.ContainsAny(f[len(f)-1:], `.,!?;:`)
+		det = x.is(fDeterminer) && strings.IndexByte(`.,!?;:`, end) < 0
 		if !ok {
 			flush()
 			continue
@@ -435,7 +438,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			}
 		}
 		run = append(run, word{w, x})
-		if strings.ContainsAny(f[len(f)-1:], ".,!?;:)") {
+		if strings.IndexByte(".,!?;:)", end) >= 0 {
 			flush()
 		}
 	}
@@ -681,7 +684,7 @@ type cand struct {
 
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 	n := len(sc.ids)
-	for t := range strings.FieldsSeq(x.Terms) {
+	for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
 		sc.ids = append(sc.ids, sc.voc.id(t))
 	}
 	terms := sc.ids[n:len(sc.ids):len(sc.ids)]
