@@ -565,7 +565,7 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
 			return lowerFirst(sp+" asked: ", sent), false
 		}
-		return lowerFirst(sp+" "+verb+" ", group(sent)), false
+		return lowerFirst(sp+" "+verb+" ", backshift(group(sent))), false
 	}
 	if verb == "thought" {
 		sent = lowerFirst("I think ", sent)
@@ -983,3 +983,26 @@ func toolOf(x stmt) (tool, args string, ok bool) {
 	tool, args, _ = strings.Cut(k, " ")
 	return tool, args, args != "" && args != "result"
 }
+
+// backshift puts the modals of reported speech in the past, as a person
+// reporting it writes them ("they will ship it" → "they would ship it").
+func backshift(s string) string {
+	if !modals.in(s) {
+		return s
+	}
+	var arr [64]string
+	ws := appendFields(arr[:0], s)
+	for i, w := range ws {
+		core := strings.TrimRight(w, ".,!?;:")
+		if x, ok := pastModal[core]; ok {
+			ws[i] = x + w[len(core):]
+		} else if c, ok := strings.CutSuffix(core, "'ll"); ok && c != "" && c != "I" {
+			ws[i] = c + " would" + w[len(core):]
+		}
+	}
+	return strings.Join(ws, " ")
+}
+
+var modals = newKeywords("will", "can", "'ll", "may", "shall", "won't")
+
+var pastModal = map[string]string{"will": "would", "can": "could", "may": "might", "shall": "should", "won't": "wouldn't", "can't": "couldn't", "cannot": "could not"}
