@@ -126,6 +126,18 @@ func (x *turnIndex) list(term string) (pl []posting, ok bool) {
 	return pl, ok
 }
 
+// count is how many docs hold term, without reading its postings from
+// base.
+func (x *turnIndex) count(term string) int {
+	if pl, ok := x.postings[term]; ok || x.base == nil {
+		return len(pl)
+	}
+	if i, ok := x.base.find(term); ok {
+		return x.base.count(i)
+	}
+	return 0
+}
+
 // clear forgets every turn (a reset).
 func (x *turnIndex) clear() { *x = *newTurnIndex(x.an) }
 
@@ -286,9 +298,15 @@ func (x *turnIndex) expand(terms []string, lo, n int) ([]hit, []string) {
 			w, ok := idf[term]
 			if !ok {
 				// A term of a doc's text is indexed unless the speaker or
-				// tool alone held it; then df may be 1 or 0: skipped.
-				if _, df := x.postingsIn(term, lo, n); df > 1 && df <= max(2, docs*feedbackMaxDF) {
-					w = math.Log(docs / df)
+				// tool alone held it; then df may be 1 or 0: skipped. A
+				// term in more docs than the limit and those outside
+				// [lo, n) is too common whatever its df: its postings
+				// are not read (a common term's are the longest).
+				limit := max(2, docs*feedbackMaxDF)
+				if all := x.count(term); all > 1 && float64(all-(x.docs.n()-(n-lo))) <= limit {
+					if _, df := x.postingsIn(term, lo, n); df > 1 && df <= limit {
+						w = math.Log(docs / df)
+					}
 				}
 				idf[term] = w
 			}

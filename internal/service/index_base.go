@@ -161,6 +161,13 @@ func (x *turnIndex) forget() {
 	}
 }
 
+// dropViews forgets the docs' views (index_view.go): they are made again
+// when a request asks for them.
+func (x *turnIndex) dropViews() {
+	x.bytes -= x.views.bytes
+	x.views = docViews{}
+}
+
 // seenIDs is the set of the hashes of the indexed turns' turn_ids (a
 // replay's dedup set: every distinct turn is indexed once).
 func (x *turnIndex) seenIDs() map[uint64]struct{} {

@@ -472,13 +472,14 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	if r.err != nil {
 		return nil, r.err
 	}
+	// The words, turns and terms kept, the doc table and the turns'
+	// offsets (4), the words' and terms' offsets.
+	x.bytes = int64(ndocs)*(docTableBytes+4) + 4*int64(nterms+nwords) + 512
 	if ndocs > 0 {
 		base.keep()
 		x.base = base
+		x.bytes += int64(len(base.b))
 	}
-	// The words, turns and terms kept, the doc table and the turns'
-	// offsets (4), the words' and terms' offsets.
-	x.bytes = int64(len(base.b)) + int64(ndocs)*(docTableBytes+4) + 4*int64(nterms+nwords) + 512
 	return rp, nil
 }
 
@@ -488,7 +489,7 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 // was decoded, and the buffer the store read it into is not held.
 func (b *indexBase) keep() {
 	from, to := b.wordAt[0], b.termAt[len(b.termAt)-1]
-	kept := append(make([]byte, 0, to-from), b.b[from:to]...)
+	kept := append([]byte(nil), b.b[from:to]...) // not cleared first, as make would
 	for _, at := range [][]uint32{b.wordAt, b.turnAt, b.termAt} {
 		for i := range at {
 			at[i] -= from
@@ -509,11 +510,32 @@ func (r *indexReader) checkPostings(np, ndocs int) bool {
 	b, off := r.b, r.off
 	doc := uint64(0)
 	for j := range np {
+		// A doc delta of one or two bytes and a frequency of one, or of
+		// one byte after it, read here; anything longer by posting.
 		var d, tf uint64
-		if off < len(b) && b[off] < 0x80 && b[off]&1 == 0 {
-			d, tf = uint64(b[off]>>1), 1
-			off++
-		} else {
+		read := false
+		if off+2 < len(b) {
+			c0, c1, c2 := uint64(b[off]), uint64(b[off+1]), uint64(b[off+2])
+			n := uint64(1)
+			v := c0
+			if c0 >= 0x80 {
+				n, v = 2, c0&0x7f|c1<<7
+			}
+			next := c1
+			if n == 2 {
+				next = c2
+			}
+			switch {
+			case c0 >= 0x80 && c1 >= 0x80:
+			case v&1 == 0:
+				d, tf, read = v>>1, 1, true
+				off += int(n)
+			case next < 0x80:
+				d, tf, read = v>>1, next+2, true
+				off += int(n) + 1
+			}
+		}
+		if !read {
 			r.off = off
 			d, tf = r.posting()
 			if r.err != nil {
@@ -583,15 +605,24 @@ func (r *indexReader) checkTurn(nwords int) bool {
 // nwords. A tight loop: a load checks every word of every turn.
 func (r *indexReader) checkWords(n, nwords int) {
 	b, off := r.b, r.off
-	for range n {
-		if off < len(b) && b[off] < 0x80 && int(b[off]) < nwords {
-			off++
-			continue
+	// Words of one or two bytes, without a branch per word while two
+	// bytes are left: their faults (a longer number, one out of range)
+	// are gathered, and the careful loop below reads them again if any.
+	var fault, i int
+	for ; i < n && off+1 < len(b); i++ {
+		c0, c1 := int(b[off]), int(b[off+1])
+		two := c0 >> 7
+		v := c0&0x7f | c1<<7*two
+		fault |= c1 >> 7 & two
+		if v >= nwords {
+			fault = 1
 		}
-		if off+1 < len(b) && b[off+1] < 0x80 && int(b[off]&0x7f)|int(b[off+1])<<7 < nwords {
-			off += 2 // the next most common: a word numbered from 128
-			continue
-		}
+		off += 1 + two
+	}
+	if fault != 0 {
+		off, i = r.off, 0
+	}
+	for ; i < n; i++ {
 		r.off = off
 		if i := r.int(); r.err == nil && i >= nwords {
 			r.fail("word out of range")

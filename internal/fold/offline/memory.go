@@ -67,54 +67,26 @@ var factWordList = []string{"i'm ", "i am ", "my ", "i have ", "i've ", "i like"
 	"i work", "i moved", "i'll ", "i will ", "i booked", "i bought", "i own", "i went", "i started", "i plan",
 	"i'm going", "we decided", "we agreed", "we'll ", "let's ", "i can ", "i can't", "i don't"}
 
-// factWords finds factWordList; quotedFactWords finds it after an
-// opening quote.
-var factWords, quotedFactWords = newKeywords(factWordList...), func() *keywords {
-	q := make([]string, len(factWordList))
-	for i, w := range factWordList {
-		q[i] = "\"" + w
-	}
-	return newKeywords(q...)
-}()
-
-// isFactStmt reports a statement worth remembering.
-// about: it is a fact about its speaker (personFact).
+// isFactStmt reports a statement worth remembering (about: a fact about
+// its speaker, personFact): one with numbers or a resolved date, or one
+// in whose words its speaker says what they are, have, like, did, plan
+// or decided (factWordList).
 func isFactStmt(x stmt, about bool) bool {
 	if strings.Count(x.Terms, " ") < 1 {
 		return false
 	}
-	if x.Key != "" || about {
-		return true
-	}
-	ascii := isASCII(x.Text)
-	low := x.Text // (keywords.in and hasPrefixFold ignore the case of ASCII letters)
-	if !ascii {
-		low = strings.ToLower(low)
-	}
-	if strings.Contains(low, " (") && strings.Contains(low, "20") {
-		return true // a resolved date
-	}
-	body := statementBody(x)
-	if len(low) == len(x.Text) {
-		body = low[len(low)-len(body):] // (lower-casing kept every length)
-	} else {
-		body = strings.ToLower(body)
-	}
-	if factWords.in(body) || quotedFactWords.in(low) {
-		return true
-	}
-	// third-person rewrites of the above: "Lena is vegetarian", "Jonas has …"
-	return slices.ContainsFunc([]string{"is ", "has ", "will ", "likes ", "loves ", "lives ", "works ", "moved ", "booked ", "prefers ", "suggested "},
-		func(w string) bool { return strings.HasPrefix(body, w) || ascii && hasPrefixFold(body, w) })
+	return x.Key != "" || about || strings.Contains(x.Own, " (") && strings.Contains(x.Own, "20") || factWords.in(x.Own)
 }
+
+var factWords = newKeywords(factWordList...)
 
 // changedSlots counts the slots of older ("night=$190") that newer
 // ("night=$210") gives another value.
 func changedSlots(older, newer string) int {
 	n := 0
-	for o := range strings.FieldsSeq(older) {
+	for o, wi := nextField(older, 0); o != ""; o, wi = nextField(older, wi) {
 		os, ov, _ := strings.Cut(o, "=")
-		for x := range strings.FieldsSeq(newer) {
+		for x, wi := nextField(newer, 0); x != ""; x, wi = nextField(newer, wi) {
 			ns, nv, _ := strings.Cut(x, "=")
 			if os == ns && ov != nv && strings.Trim(ov, "$") != strings.Trim(nv, "$") {
 				n++
@@ -143,20 +115,8 @@ func (st *state) supersede(newer []stmt) {
 		}
 		return false
 	}
-	keep := st.Open[:0]
-	for _, x := range st.Open {
-		if !drop(x) {
-			keep = append(keep, x)
-		}
-	}
-	st.Open = keep
+	st.Open = slices.DeleteFunc(st.Open, drop)
 	for i := range st.Periods {
-		ps := st.Periods[i].Stmts[:0]
-		for _, x := range st.Periods[i].Stmts {
-			if !drop(x) {
-				ps = append(ps, x)
-			}
-		}
-		st.Periods[i].Stmts = ps
+		st.Periods[i].Stmts = slices.DeleteFunc(st.Periods[i].Stmts, drop)
 	}
 }
