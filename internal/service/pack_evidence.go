@@ -167,7 +167,7 @@ func (p *picker) evidence(d int) bool {
 // relevant is evidence without the near-duplicate check: what the value
 // packing asks (it weighs repetition by novelty instead).
 func (p *picker) relevant(d int) bool {
-	if p.shown[p.x.turn(d).TurnID] {
+	if p.isShown(d) {
 		return false
 	}
 	dt := p.docTerms(d)
@@ -220,6 +220,24 @@ func (p *picker) repeats(dt *docTerms) bool {
 		}
 	}
 	return false
+}
+
+// isShown reports whether doc d's turn is shown as a memory (show).
+func (p *picker) isShown(d int) bool {
+	return len(p.shown) > 0 && p.shown[p.x.turn(d).TurnID]
+}
+
+// asks reports whether doc d's text as an excerpt shows it ends with a
+// question mark. Cleaning only removes, so a turn with no "?" in it
+// cannot: its display text is not made to find that out.
+func (p *picker) asks(d int) bool {
+	if v, ok := p.x.viewed(d); ok {
+		return strings.HasSuffix(v.text, "?")
+	}
+	if strings.IndexByte(p.x.turn(d).Text, '?') < 0 {
+		return false
+	}
+	return strings.HasSuffix(p.text(d), "?")
 }
 
 // show records a memory the reply shows: its turn and what repeats it
