@@ -404,7 +404,7 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 			i += n
 			continue
 		}
-		t := bytes.Trim(lower(buf[:0], s[i:j]), "'-")
+		t := lower(buf[:0], trimCut(s[i:j], "'-"))
 		i = j
 		if len(t) < 2 {
 			continue // no content word ("I", "a", "5")
@@ -447,8 +447,7 @@ func lower(b []byte, s string) []byte {
 	return b
 }
 
-// tokenBits has bit c set for each ASCII byte c that isTokenRune.
-var tokenBits = [2]uint64{0x03ff20b000000000, 0x07fffffe07fffffe}
+var tokenBits = [2]uint64{0x03ff20b000000000, 0x07fffffe07fffffe} // bit c set: ASCII byte c isTokenRune
 
 func isTokenRune(r rune) bool {
 	if r < utf8.RuneSelf {

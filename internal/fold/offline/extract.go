@@ -500,8 +500,8 @@ var (
 // cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
 func report(sp, sent string, question, user bool, names []string) (text string, self bool) {
-	var buf [256]byte
-	low := lower(buf[:0], sent)
+	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
+	low := lower(buf[:0], sent[:min(len(sent), len(buf))])
 	if question {
 		for _, p := range []string{"how about ", "what about ", "why don't we ", "why not "} {
 			if hasPrefixBytes(low, p) && len(sent) > len(p)+3 {
@@ -868,13 +868,14 @@ func toolOutcome(text string) string {
 	return "ok"
 }
 
-// isInjection reports text that addresses a model (injectionRe), with a
-// cheap test first: most text has none of its words.
+// isInjection reports text that addresses a model (injectionRe), with a cheap test first: most text has none
+// of its phrases, nor a verb and an object of its (the objects' parts have no s or k: (?i) also matches ſ, K).
 func isInjection(s string) bool {
-	return injectionWords.in(s) && injectionRe.MatchString(s)
+	return (injectionWords.in(s) && injectionObjects.in(s) || injectionPhrases.in(s)) && injectionRe.MatchString(s)
 }
 
-var injectionWords = newKeywords("ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
+var injectionWords, injectionObjects, injectionPhrases = newKeywords("ignore", "disregard", "forget", "override"),
+	newKeywords("tructio", "prompt", "age", "rule", "context"), newKeywords("system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
 
 // injectionRe matches text that addresses a model rather than the people
 // in the conversation; such sentences are not repeated in the summary.
