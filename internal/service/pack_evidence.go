@@ -41,9 +41,13 @@ const (
 	// a turn near the matches chosen so far is more likely evidence than
 	// one as relevant by its words alone elsewhere in the session. The
 	// value packing raises a match's value by nearBoost for each chosen
-	// match at most nearReach turns away from it (picker.nearMatches).
+	// match at most nearReach turns away from it and said within nearSpan
+	// of it (picker.nearMatches): a run of turns is one sitting, so in a
+	// chat of many days the turns that end one day's conversation are not
+	// the stretch of those that open the next.
 	nearReach = 15
 	nearBoost = 2
+	nearSpan  = 3 * time.Hour
 	// summaryDominates: a whole summary that takes more than this share
 	// of the budget (percent) is weighed against the matches it leaves
 	// out (summaryOutweighed).
@@ -569,18 +573,37 @@ func (s *server) summaryOutweighed(summary string, pk *picker, idf map[string]fl
 }
 
 // nearMatches is how many of the chosen matches (not neighbours) are at
-// most nearReach turns from doc d. p.order is sorted: a binary search and
-// a pass over the chosen turns in reach.
+// most nearReach turns from doc d and said within nearSpan of it (a turn
+// without a time is near any turn in reach). p.order is sorted: a binary
+// search and a pass over the chosen turns in reach.
 func (p *picker) nearMatches(d int) int {
 	at, _ := slices.BinarySearch(p.order, d-nearReach)
 	n := 0
+	var when time.Time
 	for _, c := range p.order[at:] {
 		if c > d+nearReach {
 			break
 		}
-		if !p.chosen[c].Neighbour {
-			n++
+		it := p.chosen[c]
+		if it.Neighbour {
+			continue
 		}
+		if when.IsZero() {
+			when = p.x.turn(d).At
+		}
+		if !sameSitting(when, it.At) {
+			continue
+		}
+		n++
 	}
 	return n
+}
+
+// sameSitting reports whether turns said at a and b may be one run of
+// conversation: at most nearSpan apart, or either without a time.
+func sameSitting(a, b time.Time) bool {
+	if a.IsZero() || b.IsZero() {
+		return true
+	}
+	return a.Sub(b).Abs() <= nearSpan
 }

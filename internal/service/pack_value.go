@@ -33,8 +33,8 @@ import (
 // as an excerpt, nor one excerpt that repeats another). Its cost is the
 // characters it adds: its line, and the section header or the day label
 // it brings when it is the first of its section or of its day. A match's
-// value also rises for each chosen match near it (nearBoost: evidence
-// comes in stretches). Otherwise both only fall as items are chosen, so
+// value also rises for each chosen match near it, in turns and in time
+// (nearBoost: evidence comes in stretches, of one sitting). Otherwise both only fall as items are chosen, so
 // the greedy choice by value per character is evaluated lazily: a
 // candidate's last value bounds its current one, and the bounds are
 // recomputed when a header or a label is paid (costs fall then) and, for
