@@ -29,7 +29,10 @@ func Split(text string) []string {
 func splitLine(out []string, line string) []string {
 	start := 0
 	for i := 0; i < len(line); {
-		r, n := utf8.DecodeRuneInString(line[i:])
+		r, n := rune(line[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(line[i:])
+		}
 		i += n
 		if r != '.' && r != '!' && r != '?' && r != '…' {
 			continue

@@ -55,6 +55,23 @@ func (d *Direct) IndexBytes() int64 {
 	return d.s.index.bytes
 }
 
+// ViewBytes is the part of IndexBytes the indexes' views hold (their
+// cleaned texts and terms).
+func (d *Direct) ViewBytes() int64 {
+	if d.s.index == nil {
+		return 0
+	}
+	var n int64
+	for _, e := range d.s.index.all() {
+		e.mu.Lock()
+		if e.r != nil {
+			n += e.r.idx.views.bytes
+		}
+		e.mu.Unlock()
+	}
+	return n
+}
+
 // IndexedSessions are the sessions whose index is in memory.
 func (d *Direct) IndexedSessions() int {
 	if d.s.index == nil {
@@ -151,7 +168,7 @@ func (d *Direct) RewriteStoredIndex(ctx context.Context, session string, edit fu
 	if err != nil {
 		return err
 	}
-	blob, err := d.s.istore.read(ctx, kv, session)
+	blob, err := d.s.istore.read(ctx, kv, session, nil)
 	if err != nil || blob == nil {
 		return fmt.Errorf("no stored index of %s: %v", session, err)
 	}

@@ -25,13 +25,12 @@ import (
 // index holds its compact encoding plus what was asked of it.
 //
 // Invariants: docs are in increasing raw (and seq) order; every posting
-// list is in increasing doc order, with tf > 0; cumLen[i] is the sum of
-// the lengths of docs[:i+1]. Scoping a search to the turns before a raw
-// index is then two binary searches: no per-request pass over the turns.
+// list is in increasing doc order, with tf > 0. Scoping a search to the
+// turns before a raw index is then two binary searches: no per-request
+// pass over the turns.
 type turnIndex struct {
-	an     *analyzer
-	docs   []indexDoc
-	cumLen []int64
+	an   *analyzer
+	docs docTable
 	// turns[i] is doc i's turn; nil while a doc of base has not been read
 	// (turn reads it). With base, turns is nil until a turn is read or
 	// added (fillTurns), and again once forgotten if none was added.
@@ -50,7 +49,8 @@ type turnIndex struct {
 	views docViews
 }
 
-// indexDoc is one distinct turn (its text: turnIndex.turn).
+// indexDoc is one distinct turn (its text: turnIndex.turn), as the doc
+// table (docTable) gives it.
 type indexDoc struct {
 	raw int64
 	seq uint64
@@ -62,10 +62,11 @@ type posting struct {
 	tf  int32
 }
 
-// Approximate sizes, for the byte budget: a doc, a posting, a map entry
-// (key header and slice header), and a turn's fixed fields.
+// Approximate sizes, for the byte budget: a doc (its table's share and
+// its turn's slot), a posting, a map entry (key header and slice header),
+// and a turn's fixed fields.
 const (
-	docBytes     = 40
+	docBytes     = docTableBytes + 8
 	postingBytes = 8
 	termBytes    = 64
 	turnBytes    = 200
@@ -78,7 +79,7 @@ func newTurnIndex(an *analyzer) *turnIndex {
 // add indexes a distinct turn; raw and seq must exceed every earlier
 // doc's.
 func (x *turnIndex) add(raw int64, seq uint64, t *events.Turn) {
-	d := int32(len(x.docs))
+	d := int32(x.docs.n())
 	if x.tf == nil {
 		x.tf = map[string]int32{}
 	}
@@ -99,13 +100,8 @@ func (x *turnIndex) add(raw int64, seq uint64, t *events.Turn) {
 		x.postings[term] = append(pl, posting{doc: d, tf: f})
 		x.bytes += postingBytes
 	}
-	var prev int64
-	if len(x.cumLen) > 0 {
-		prev = x.cumLen[len(x.cumLen)-1]
-	}
-	x.docs = append(x.docs, indexDoc{raw: raw, seq: seq, len: n})
+	x.docs.add(raw, seq, n)
 	x.turns = append(x.turns, t)
-	x.cumLen = append(x.cumLen, prev+int64(n))
 	x.bytes += docBytes + turnBytes + int64(len(t.Text)+len(t.Speaker)+len(t.TurnID)+len(t.Tool)+len(t.Role)+len(t.Kind))
 }
 
@@ -130,18 +126,36 @@ func (x *turnIndex) list(term string) (pl []posting, ok bool) {
 	return pl, ok
 }
 
+// count is how many docs hold term, without reading its postings from
+// base.
+func (x *turnIndex) count(term string) int {
+	if pl, ok := x.postings[term]; ok || x.base == nil {
+		return len(pl)
+	}
+	if i, ok := x.base.find(term); ok {
+		return x.base.count(i)
+	}
+	return 0
+}
+
 // clear forgets every turn (a reset).
 func (x *turnIndex) clear() { *x = *newTurnIndex(x.an) }
 
+// ndocs is how many docs the index holds.
+func (x *turnIndex) ndocs() int { return x.docs.n() }
+
+// doc is doc d.
+func (x *turnIndex) doc(d int) indexDoc { return x.docs.at(d) }
+
 // below is how many docs have a raw index below raw.
 func (x *turnIndex) below(raw int64) int {
-	return sort.Search(len(x.docs), func(i int) bool { return x.docs[i].raw >= raw })
+	return sort.Search(x.docs.n(), func(i int) bool { return x.docs.raw(i) >= raw })
 }
 
 // bySeq returns the doc stored at stream sequence seq, if indexed.
 func (x *turnIndex) bySeq(seq uint64) (int, bool) {
-	i := sort.Search(len(x.docs), func(i int) bool { return x.docs[i].seq >= seq })
-	return i, i < len(x.docs) && x.docs[i].seq == seq
+	i := sort.Search(x.docs.n(), func(i int) bool { return x.docs.seq(i) >= seq })
+	return i, i < x.docs.n() && x.docs.seq(i) == seq
 }
 
 // hit is a doc and its BM25 score for a query.
@@ -169,12 +183,10 @@ func (x *turnIndex) search(terms []string, lo, n int) []hit {
 // all 1). Scores are dense: a query's common terms touch a good part of
 // the docs, and a slice is much cheaper to add to than a map.
 func (x *turnIndex) score(scores []float64, terms []string, weights []float64, lo, n int) {
-	total := x.cumLen[n-1]
-	if lo > 0 {
-		total -= x.cumLen[lo-1]
-	}
+	total := x.docs.lenSum(lo, n)
 	docs := float64(n - lo)
 	avgLen := max(1, float64(total)/docs)
+	lens := x.docs.lens
 	for i, term := range terms {
 		pl, df := x.postingsIn(term, lo, n)
 		if df == 0 {
@@ -186,7 +198,7 @@ func (x *turnIndex) score(scores []float64, terms []string, weights []float64, l
 		}
 		for _, p := range pl {
 			tf := float64(p.tf)
-			norm := bm25K1 * (1 - bm25B + bm25B*float64(x.docs[p.doc].len)/avgLen)
+			norm := bm25K1 * (1 - bm25B + bm25B*float64(lens[p.doc])/avgLen)
 			scores[int(p.doc)-lo] += idf * tf * (bm25K1 + 1) / (tf + norm)
 		}
 	}
@@ -286,9 +298,15 @@ func (x *turnIndex) expand(terms []string, lo, n int) ([]hit, []string) {
 			w, ok := idf[term]
 			if !ok {
 				// A term of a doc's text is indexed unless the speaker or
-				// tool alone held it; then df may be 1 or 0: skipped.
-				if _, df := x.postingsIn(term, lo, n); df > 1 && df <= max(2, docs*feedbackMaxDF) {
-					w = math.Log(docs / df)
+				// tool alone held it; then df may be 1 or 0: skipped. A
+				// term in more docs than the limit and those outside
+				// [lo, n) is too common whatever its df: its postings
+				// are not read (a common term's are the longest).
+				limit := max(2, docs*feedbackMaxDF)
+				if all := x.count(term); all > 1 && float64(all-(x.docs.n()-(n-lo))) <= limit {
+					if _, df := x.postingsIn(term, lo, n); df > 1 && df <= limit {
+						w = math.Log(docs / df)
+					}
 				}
 				idf[term] = w
 			}

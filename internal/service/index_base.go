@@ -142,7 +142,7 @@ func (x *turnIndex) forget() {
 	if b == nil {
 		return
 	}
-	if len(x.docs) == b.docs {
+	if x.docs.n() == b.docs {
 		x.bytes -= 8 * int64(len(x.turns))
 		x.turns = nil // none added since the load
 	} else {
@@ -161,11 +161,18 @@ func (x *turnIndex) forget() {
 	}
 }
 
+// dropViews forgets the docs' views (index_view.go): they are made again
+// when a request asks for them.
+func (x *turnIndex) dropViews() {
+	x.bytes -= x.views.bytes
+	x.views = docViews{}
+}
+
 // seenIDs is the set of the hashes of the indexed turns' turn_ids (a
 // replay's dedup set: every distinct turn is indexed once).
 func (x *turnIndex) seenIDs() map[uint64]struct{} {
-	seen := make(map[uint64]struct{}, len(x.docs))
-	for d := range x.docs {
+	seen := make(map[uint64]struct{}, x.docs.n())
+	for d := range x.docs.n() {
 		id := ""
 		if d < len(x.turns) && x.turns[d] != nil {
 			id = x.turns[d].TurnID
@@ -180,8 +187,8 @@ func (x *turnIndex) seenIDs() map[uint64]struct{} {
 // fillTurns gives turns a slot for every doc (a loaded index holds none
 // until a turn is read or added: turn, add).
 func (x *turnIndex) fillTurns() {
-	if len(x.turns) < len(x.docs) {
-		x.bytes += 8 * int64(len(x.docs)-len(x.turns))
-		x.turns = append(x.turns, make([]*events.Turn, len(x.docs)-len(x.turns))...)
+	if len(x.turns) < x.docs.n() {
+		x.bytes += 8 * int64(x.docs.n()-len(x.turns))
+		x.turns = append(x.turns, make([]*events.Turn, x.docs.n()-len(x.turns))...)
 	}
 }

@@ -24,8 +24,8 @@ func BenchmarkIndexBuild10k(b *testing.B) {
 		for i, d := range data {
 			rp.apply(uint64(i+1), time.Time{}, events.KindTurn, d)
 		}
-		if len(rp.idx.docs) != len(data) {
-			b.Fatalf("%d docs indexed, want %d", len(rp.idx.docs), len(data))
+		if rp.idx.ndocs() != len(data) {
+			b.Fatalf("%d docs indexed, want %d", rp.idx.ndocs(), len(data))
 		}
 	}
 }

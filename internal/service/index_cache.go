@@ -29,8 +29,10 @@ import (
 //   - Bounded: the replays' estimated bytes stay within the budget
 //     (--recall-index-bytes); the least recently used sessions are evicted
 //     first. A session larger than the whole budget is built for its
-//     request and not kept. A budget of 0 keeps nothing: every request
-//     scans the session's stream.
+//     request and not kept. Once the budget is full, a request drops its
+//     index's views (index_view.go) rather than evict another session. A
+//     budget of 0 keeps nothing: every request scans the session's
+//     stream.
 //   - Isolated: a replay reads only its session's subjects, and is found
 //     by session id; nothing of one session can reach another's reply.
 //
@@ -141,6 +143,18 @@ func (c *indexCache) account(e *cacheEntry, bytes int64) {
 	c.m.sessions.Set(float64(len(c.entries)))
 }
 
+// room reports whether the budget holds the entry at its new size
+// without evicting another.
+func (c *indexCache) room(e *cacheEntry, bytes int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held := int64(0)
+	if c.entries[e.session] == e {
+		held = e.bytes
+	}
+	return c.bytes-held+bytes <= c.budget
+}
+
 // drop forgets the entry (its replay could not be brought up to date).
 func (c *indexCache) drop(e *cacheEntry) {
 	c.mu.Lock()
@@ -249,8 +263,14 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 	s.persistLater(e)
 	rp := e.r
 	return &indexHandle{r: rp, unlock: func() {
-		// What the request decoded from a loaded index is not kept.
+		// What the request decoded from a loaded index is not kept, nor
+		// the views it made when keeping them would evict a session: a
+		// view is remade from its turn in microseconds, an index evicted
+		// is loaded again in milliseconds.
 		rp.idx.forget()
+		if !c.room(e, rp.bytes()) {
+			rp.idx.dropViews()
+		}
 		c.account(e, rp.bytes())
 		e.mu.Unlock()
 	}}, nil

@@ -156,10 +156,11 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 		prev = s
 	}
 	x := rp.idx
-	w.uv(uint64(len(x.docs)))
+	w.uv(uint64(x.docs.n()))
 	var prevRaw int64
 	prev = 0
-	for _, d := range x.docs {
+	for i := range x.docs.n() {
+		d := x.docs.at(i)
 		w.uv(uint64(d.raw - prevRaw))
 		w.uv(d.seq - prev)
 		prevRaw, prev = d.raw, d.seq
@@ -176,7 +177,7 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 		}
 	}
 	added := indexWriter{}
-	for d := nbase; d < len(x.docs); d++ {
+	for d := nbase; d < x.docs.n(); d++ {
 		added.turn(x.turns[d], &dict)
 	}
 	w.uv(uint64(len(dict.words)))
@@ -344,11 +345,10 @@ const maxHeader = 4096
 // lists' too: bad data is errIndexCorrupt, never a panic or an index that
 // breaks its invariants.
 //
-// The replay keeps body as its index's base (indexBase): its turns and
-// posting lists are decoded when first used, and its strings (texts, ids,
-// terms) are slices of body, not an allocation each. body must not be
-// changed afterwards (the store reads it into a buffer of its own and
-// hands it over).
+// The replay keeps a copy of body's words, turns and terms as its
+// index's base (indexBase.keep): its turns and posting lists are decoded
+// when first used, and its strings (texts, ids, terms) are slices of the
+// copy, not an allocation each. body is not held.
 func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string) (*replay, error) {
 	r := indexReader{b: body}
 	if len(body) > 0 {
@@ -391,11 +391,10 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	}
 	x := rp.idx
 	ndocs := r.count(3 + minTurnBytes)
-	x.docs = make([]indexDoc, ndocs)
-	x.cumLen = make([]int64, ndocs)
-	var raw, cum int64
+	x.docs.reserve(ndocs)
+	var raw int64
 	prev = 0
-	for i := range x.docs {
+	for i := range ndocs {
 		dr, ds := r.uv(), r.uv()
 		if i > 0 && (dr == 0 || ds == 0) {
 			r.fail("docs not increasing")
@@ -403,14 +402,12 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 		raw += int64(dr)
 		prev += ds
 		n := r.int()
-		cum += int64(n)
-		x.docs[i] = indexDoc{raw: raw, seq: prev, len: int32(n)}
-		x.cumLen[i] = cum
+		if r.err != nil {
+			return nil, r.err
+		}
+		x.docs.add(raw, prev, int32(n))
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	if ndocs > 0 && (x.docs[ndocs-1].raw >= rp.raws || x.docs[ndocs-1].seq >= rp.next) || int64(ndocs+len(rp.dups)) != rp.raws {
+	if ndocs > 0 && (x.docs.raw(ndocs-1) >= rp.raws || x.docs.seq(ndocs-1) >= rp.next) || int64(ndocs+len(rp.dups)) != rp.raws {
 		r.fail("docs beyond the replay's position, or not its turns")
 	}
 	nwords := r.count(1)
@@ -455,7 +452,8 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	}
 	nmems := r.count(7)
 	for range nmems {
-		m := memory{id: r.str(), speaker: r.str(), text: r.str(), turnID: r.str(), supersedes: r.str(), at: r.time(), published: r.time(),
+		// Their own strings: body is not kept (keep, below).
+		m := memory{id: r.clone(), speaker: r.clone(), text: r.clone(), turnID: r.clone(), supersedes: r.clone(), at: r.time(), published: r.time(),
 			terms: map[string]int32{}}
 		if r.err != nil {
 			return nil, r.err
@@ -474,13 +472,34 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	if r.err != nil {
 		return nil, r.err
 	}
-	if ndocs > 0 {
-		x.base = base
-	}
-	// The encoding, the docs (24), their cumulated lengths (8) and turns'
+	// The words, turns and terms kept, the doc table and the turns'
 	// offsets (4), the words' and terms' offsets.
-	x.bytes = int64(len(body)) + int64(ndocs)*(24+8+4) + 4*int64(nterms+nwords) + 512
+	x.bytes = int64(ndocs)*(docTableBytes+4) + 4*int64(nterms+nwords) + 512
+	if ndocs > 0 {
+		base.keep()
+		x.base = base
+		x.bytes += int64(len(base.b))
+	}
 	return rp, nil
+}
+
+// keep replaces the base's encoding with a copy of the part it reads
+// from (the words, the turns and the terms), its offsets moved: the
+// rest of the entry (its header, doc table, session state and memories)
+// was decoded, and the buffer the store read it into is not held.
+func (b *indexBase) keep() {
+	from, to := b.wordAt[0], b.termAt[len(b.termAt)-1]
+	kept := append([]byte(nil), b.b[from:to]...) // not cleared first, as make would
+	for _, at := range [][]uint32{b.wordAt, b.turnAt, b.termAt} {
+		for i := range at {
+			at[i] -= from
+		}
+	}
+	b.b = kept
+	b.s = ""
+	if len(kept) > 0 {
+		b.s = unsafe.String(&kept[0], len(kept))
+	}
 }
 
 // checkPostings reads np postings of a list of an index of ndocs docs
@@ -491,11 +510,32 @@ func (r *indexReader) checkPostings(np, ndocs int) bool {
 	b, off := r.b, r.off
 	doc := uint64(0)
 	for j := range np {
+		// A doc delta of one or two bytes and a frequency of one, or of
+		// one byte after it, read here; anything longer by posting.
 		var d, tf uint64
-		if off < len(b) && b[off] < 0x80 && b[off]&1 == 0 {
-			d, tf = uint64(b[off]>>1), 1
-			off++
-		} else {
+		read := false
+		if off+2 < len(b) {
+			c0, c1, c2 := uint64(b[off]), uint64(b[off+1]), uint64(b[off+2])
+			n := uint64(1)
+			v := c0
+			if c0 >= 0x80 {
+				n, v = 2, c0&0x7f|c1<<7
+			}
+			next := c1
+			if n == 2 {
+				next = c2
+			}
+			switch {
+			case c0 >= 0x80 && c1 >= 0x80:
+			case v&1 == 0:
+				d, tf, read = v>>1, 1, true
+				off += int(n)
+			case next < 0x80:
+				d, tf, read = v>>1, next+2, true
+				off += int(n) + 1
+			}
+		}
+		if !read {
 			r.off = off
 			d, tf = r.posting()
 			if r.err != nil {
@@ -565,15 +605,24 @@ func (r *indexReader) checkTurn(nwords int) bool {
 // nwords. A tight loop: a load checks every word of every turn.
 func (r *indexReader) checkWords(n, nwords int) {
 	b, off := r.b, r.off
-	for range n {
-		if off < len(b) && b[off] < 0x80 && int(b[off]) < nwords {
-			off++
-			continue
+	// Words of one or two bytes, without a branch per word while two
+	// bytes are left: their faults (a longer number, one out of range)
+	// are gathered, and the careful loop below reads them again if any.
+	var fault, i int
+	for ; i < n && off+1 < len(b); i++ {
+		c0, c1 := int(b[off]), int(b[off+1])
+		two := c0 >> 7
+		v := c0&0x7f | c1<<7*two
+		fault |= c1 >> 7 & two
+		if v >= nwords {
+			fault = 1
 		}
-		if off+1 < len(b) && b[off+1] < 0x80 && int(b[off]&0x7f)|int(b[off+1])<<7 < nwords {
-			off += 2 // the next most common: a word numbered from 128
-			continue
-		}
+		off += 1 + two
+	}
+	if fault != 0 {
+		off, i = r.off, 0
+	}
+	for ; i < n; i++ {
 		r.off = off
 		if i := r.int(); r.err == nil && i >= nwords {
 			r.fail("word out of range")
@@ -712,6 +761,9 @@ func (r *indexReader) str() string {
 	r.off += n
 	return s
 }
+
+// clone is str, its own copy.
+func (r *indexReader) clone() string { return strings.Clone(r.str()) }
 
 func (r *indexReader) time() time.Time {
 	switch r.uv() {

@@ -49,11 +49,11 @@ func TestReplayEncodingRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.idx.docs) != len(rp.idx.docs) || len(got.idx.docs) == 0 {
-		t.Fatalf("%d docs, want %d", len(got.idx.docs), len(rp.idx.docs))
+	if got.idx.ndocs() != rp.idx.ndocs() || got.idx.ndocs() == 0 {
+		t.Fatalf("%d docs, want %d", got.idx.ndocs(), rp.idx.ndocs())
 	}
-	for i, d := range rp.idx.docs {
-		g := got.idx.docs[i]
+	for i := range rp.idx.ndocs() {
+		d, g := rp.idx.doc(i), got.idx.doc(i)
 		if g != d || string(mustJSON(t, got.idx.turn(i))) != string(mustJSON(t, rp.idx.turn(i))) ||
 			!got.idx.turn(i).At.Equal(rp.idx.turn(i).At) {
 			t.Fatalf("doc %d: %+v %+v, want %+v %+v", i, g, got.idx.turn(i), d, rp.idx.turn(i))
@@ -74,8 +74,8 @@ func TestReplayEncodingRoundTrips(t *testing.T) {
 	}
 	// The decoded index grows like the original.
 	got.apply(20, times[0], events.KindTurn, mustJSON(t, &events.Turn{V: 1, Session: "s1", TurnID: "z", At: times[0], Speaker: "Al", Role: "user", Text: "tournament"}))
-	if hits := got.idx.search([]string{"tournament"}, 0, len(got.idx.docs)); len(hits) != 2 {
-		t.Fatalf("after a new turn: %d hits of %d docs (%d before it), postings %v", len(hits), len(got.idx.docs), len(rp.idx.docs), got.idx.postings["tournament"])
+	if hits := got.idx.search([]string{"tournament"}, 0, got.idx.ndocs()); len(hits) != 2 {
+		t.Fatalf("after a new turn: %d hits of %d docs (%d before it), postings %v", len(hits), got.idx.ndocs(), rp.idx.ndocs(), got.idx.postings["tournament"])
 	}
 	for n := range len(body) {
 		if _, err := decodeReplay(append([]byte(nil), body[:n]...), an, state.DefaultAdmission(), "s1"); err == nil {
@@ -135,7 +135,7 @@ func TestLoadedIndexReadsWhatItIsAsked(t *testing.T) {
 			t.Fatalf("%s: encodes differently (%v %v)", what, err1, err2)
 		}
 		for _, q := range [][]string{{"tournament"}, {"form", "friday"}, {"lisbon", "batteri"}, {"absent"}} {
-			n := len(want.idx.docs)
+			n := want.idx.ndocs()
 			if gh, wh := got.idx.expanded(q, 0, n), want.idx.expanded(q, 0, n); !slices.Equal(gh, wh) {
 				t.Fatalf("%s: %v finds %v, want %v", what, q, gh, wh)
 			}
@@ -180,8 +180,8 @@ func TestLoadedIndexReadsWhatItIsAsked(t *testing.T) {
 	extended.idx.turn(2)
 	extended.idx.forget()
 	same("loaded, extended and forgotten", extended, full)
-	if len(extended.idx.docs) != 20 || extended.raws != full.raws || !slices.Equal(extended.dups, full.dups) {
-		t.Fatalf("extended: %d docs of %d turns (%d repeated), want 20 distinct of %d", len(extended.idx.docs), extended.raws, len(extended.dups), full.raws)
+	if extended.idx.ndocs() != 20 || extended.raws != full.raws || !slices.Equal(extended.dups, full.dups) {
+		t.Fatalf("extended: %d docs of %d turns (%d repeated), want 20 distinct of %d", extended.idx.ndocs(), extended.raws, len(extended.dups), full.raws)
 	}
 
 	// Any byte changed: refused, or every turn and term of what loads
@@ -194,12 +194,12 @@ func TestLoadedIndexReadsWhatItIsAsked(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			for d := range rp.idx.docs {
+			for d := range rp.idx.ndocs() {
 				rp.idx.turn(d)
 			}
 			if b := rp.idx.base; b != nil {
 				for i := range b.terms() {
-					if pl, ok := rp.idx.list(b.term(i)); !ok || len(pl) == 0 || int(pl[len(pl)-1].doc) >= len(rp.idx.docs) {
+					if pl, ok := rp.idx.list(b.term(i)); !ok || len(pl) == 0 || int(pl[len(pl)-1].doc) >= rp.idx.ndocs() {
 						t.Fatalf("byte %d ^ %#x: term %d reads %v", at, flip, i, pl)
 					}
 				}

@@ -130,8 +130,8 @@ func (r *replay) live() int {
 // missing is the range of processor indices [0, to) of the epoch that the
 // replay cannot search (gone from the stream), given its anchoring.
 func (r *replay) missing(a anchoring) int64 {
-	if lo := r.live(); lo < len(r.idx.docs) {
-		return r.idx.docs[lo].raw + a.offset
+	if lo := r.live(); lo < r.idx.ndocs() {
+		return r.idx.docs.raw(lo) + a.offset
 	}
 	return r.raws + a.offset
 }
@@ -162,7 +162,7 @@ func (r *replay) anchor(cp *state.Session, checkpointed bool) anchoring {
 	}
 	a.cursor = cp.Cursor
 	// The raw turns at or before cp.LastSeq: the docs and the repeats.
-	docs := sort.Search(len(r.idx.docs), func(i int) bool { return r.idx.docs[i].seq > cp.LastSeq })
+	docs := sort.Search(r.idx.ndocs(), func(i int) bool { return r.idx.docs.seq(i) > cp.LastSeq })
 	dups := sort.Search(len(r.dups), func(i int) bool { return r.dups[i] > cp.LastSeq })
 	atCP := int64(docs + dups)
 	a.offset = cp.Total - atCP

@@ -88,6 +88,12 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// readBuffers hold the encodings loads read (restored), those of up to
+// maxReadBuffer bytes: a larger one is not kept for the next load.
+var readBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxReadBuffer = 8 << 20
+
 func newIndexStore(js jetstream.JetStream, bucket string, maxBytes int64, log zerolog.Logger, reg prometheus.Registerer) *indexStore {
 	st := &indexStore{js: js, bucket: bucket, maxBytes: maxBytes, log: log, queue: make(chan *cacheEntry, 1024),
 		loads: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_loads_total",
@@ -179,9 +185,10 @@ func decodeMeta(b []byte) (storeMeta, bool) {
 	return m, true
 }
 
-// read returns the session's stored encoding; nil if there is none, or
-// it is torn or damaged (counted as corrupt).
-func (st *indexStore) read(ctx context.Context, kv jetstream.KeyValue, session string) ([]byte, error) {
+// read returns the session's stored encoding, in buf's memory if it
+// holds it; nil if there is none, or it is torn or damaged (counted as
+// corrupt).
+func (st *indexStore) read(ctx context.Context, kv jetstream.KeyValue, session string, buf []byte) ([]byte, error) {
 	me, err := kv.Get(ctx, metaKey(session))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
@@ -213,7 +220,7 @@ func (st *indexStore) read(ctx context.Context, kv jetstream.KeyValue, session s
 		wg.Go(get)
 	}
 	wg.Wait()
-	blob := make([]byte, 0, meta.length)
+	blob := slices.Grow(buf[:0], meta.length)
 	for i, p := range parts {
 		switch {
 		case errors.Is(errs[i], jetstream.ErrKeyNotFound):
@@ -305,8 +312,20 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 		blob []byte
 		err  error
 	)
+	// The encoding is read into a buffer used again by the next load: a
+	// load keeps a copy of what it reads from (decodeReplay), and a
+	// buffer of the entry's size, made for each load, would be cleared
+	// and faulted in each time.
+	buf := readBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxReadBuffer {
+			readBuffers.Put(buf)
+		}
+	}()
 	if openErr == nil {
-		blob, err = st.read(ctx, kv, e.session)
+		if blob, err = st.read(ctx, kv, e.session, *buf); blob != nil {
+			*buf = blob
+		}
 	}
 	<-got
 	if infoErr != nil {
@@ -411,7 +430,7 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 	var compact *replay
 	if s.index != nil {
 		if _, body, err := indexHeader(blob); err == nil {
-			compact, _ = decodeReplay(append([]byte(nil), body...), s.an, s.adm, e.session)
+			compact, _ = decodeReplay(body, s.an, s.adm, e.session)
 		}
 	}
 	e.mu.Lock()

@@ -218,6 +218,43 @@ func TestIndexStaysWithinItsBudget(t *testing.T) {
 	}
 }
 
+// Once the budget is full, a request drops the views its index made (the
+// cleaned texts and terms, remade when asked) rather than evict another
+// session: a budget that holds two sessions' indexes but not both with
+// their views keeps both, each built once, and answers like a scan.
+func TestIndexDropsViewsBeforeEvicting(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	sessions := []string{"a1", "a2"}
+	for _, s := range sessions {
+		publishWith(t, e, s, 0, 64, queryTexts)
+	}
+	for _, s := range sessions {
+		e.Settled(s, 64, 10)
+	}
+	scan := direct(t, e, service.IndexBytes(0))
+	// One session's index after the questions below, with its views.
+	one := direct(t, e, service.IndexStoreBytes(0))
+	sameAnswers(t, "measured", "a1", scan, one)
+	with, views := one.IndexBytes(), one.ViewBytes()
+	if views <= 0 || views >= with {
+		t.Fatalf("one session: %d bytes, %d of them views", with, views)
+	}
+	budget := 2*with - views/2
+	small := direct(t, e, service.IndexBytes(budget), service.IndexStoreBytes(0))
+	for round := range 2 {
+		for _, s := range sessions {
+			sameAnswers(t, fmt.Sprintf("round %d session %s", round, s), s, scan, small)
+			if b := small.IndexBytes(); b > budget {
+				t.Fatalf("index holds %d bytes, budget %d", b, budget)
+			}
+		}
+	}
+	if n, c := small.IndexedSessions(), small.IndexCounters(); n != 2 || c.Builds != 2 {
+		t.Fatalf("%d sessions kept, %v builds; want both kept, each built once", n, c.Builds)
+	}
+}
+
 // Turns gone from the stream (max-age, or removed by hand) cannot be
 // recalled: the context says which, and the others keep their indices.
 func TestIndexSaysWhichTurnsAreMissing(t *testing.T) {

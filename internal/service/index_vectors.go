@@ -191,7 +191,7 @@ type turnVector struct {
 
 // vectorOf is doc d's vector, if it has one of its own.
 func (rp *replay) vectorOf(d int) []float32 {
-	doc := rp.idx.docs[d]
+	doc := rp.idx.doc(d)
 	if tv, ok := rp.vecs[doc.seq]; ok && tv.turnID == rp.idx.turn(d).TurnID {
 		return tv.v
 	}
@@ -226,7 +226,7 @@ func (v *vectors) sync(ctx context.Context, js jetstream.JetStream, rp *replay) 
 		_ = w.Stop()
 	}
 	var missing []int
-	for d := rp.live(); d < len(rp.idx.docs) && len(missing) < maxEmbedPerRequest; d++ {
+	for d := rp.live(); d < rp.idx.ndocs() && len(missing) < maxEmbedPerRequest; d++ {
 		if rp.vectorOf(d) == nil {
 			missing = append(missing, d)
 		}
@@ -244,7 +244,7 @@ func (v *vectors) sync(ctx context.Context, js jetstream.JetStream, rp *replay) 
 			return err
 		}
 		for i, d := range batch {
-			doc, id := rp.idx.docs[d], rp.idx.turn(d).TurnID
+			doc, id := rp.idx.doc(d), rp.idx.turn(d).TurnID
 			rp.vecs[doc.seq] = turnVector{turnID: id, v: vecs[i]}
 			rp.vecBytes += int64(4*len(vecs[i]) + len(id) + 64)
 			if _, err := kv.Put(ctx, vectorKey(rp.session, doc.seq), v.encode(id, vecs[i])); err != nil {

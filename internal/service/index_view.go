@@ -12,8 +12,10 @@ import "strings"
 //
 // Bounded: past maxDocViews docs it starts over; a view costs about half
 // what its turn does (its terms, and its text only where cleaning changed
-// it), counted in the index's bytes (turnIndex.bytes). Like the index, it
-// is used only by the request that holds the session's replay.
+// it: a turn's own text is the turn's, or, for a turn of an index loaded
+// from the store, read again with the turn when a request asks for it),
+// counted in the index's bytes (turnIndex.bytes). Like the index, it is
+// used only by the request that holds the session's replay.
 type docViews struct {
 	views map[int32]docView
 	bytes int64
@@ -26,6 +28,9 @@ type docView struct {
 	// wordless: a turn of speech with no word once cleaned (shown as it
 	// is; picker.saysNothing).
 	wordless bool
+	// turnText: text is the turn's own, not held by the view (a turn
+	// read from the store's encoding is not kept: turnIndex.forget).
+	turnText bool
 	// terms are text's distinct index terms (stop words left out), in
 	// the order the text first says them, each followed by a 0 byte.
 	terms string
@@ -37,12 +42,21 @@ const maxDocViews = 1 << 14
 // docViewBytes estimates a view's fixed cost (its map entry).
 const docViewBytes = 48
 
+// viewed is doc d's view if it was made already.
+func (x *turnIndex) viewed(d int) (docView, bool) {
+	v, ok := x.views.views[int32(d)]
+	if ok && v.turnText {
+		v.text = x.turn(d).Text
+	}
+	return v, ok
+}
+
 // view is doc d's display text and terms, computed at its first use.
 func (x *turnIndex) view(d int) docView {
-	vs := &x.views
-	if v, ok := vs.views[int32(d)]; ok {
+	if v, ok := x.viewed(d); ok {
 		return v
 	}
+	vs := &x.views
 	t := x.turn(d)
 	var v docView
 	v.text, v.wordless = displayText(t)
@@ -68,10 +82,14 @@ func (x *turnIndex) view(d int) docView {
 		vs.views, vs.bytes = map[int32]docView{}, 0
 	}
 	n := int64(docViewBytes + len(v.terms))
-	if v.text != t.Text || x.base != nil && d < x.base.docs { // a turn read from base is not kept (forget)
+	kept := v
+	switch {
+	case v.text != t.Text:
 		n += int64(len(v.text))
+	case x.base != nil && d < x.base.docs:
+		kept.text, kept.turnText = "", true
 	}
-	vs.views[int32(d)] = v
+	vs.views[int32(d)] = kept
 	vs.bytes += n
 	x.bytes += n
 	return v

@@ -463,7 +463,7 @@ func (p *picker) searched(start int64) int {
 }
 
 func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem {
-	doc, t := p.x.docs[d], p.x.turn(d)
+	doc, t := p.x.doc(d), p.x.turn(d)
 	key := itemKey{d, neighbour}
 	f, ok := p.forms[key]
 	if !ok {
@@ -630,12 +630,14 @@ func (p *picker) unit(hit hit, limit int) ([]client.RecalledItem, []int) {
 	unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
 	docs := []int{hit.doc}
 	text := p.text(hit.doc)
-	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && !p.saysNothing(d) &&
-		(utf8.RuneCountInString(text) < fragmentChars || strings.HasSuffix(p.text(d), "?")) {
+	// The cheap tests first: a neighbour's display text is made only for
+	// a turn that may join the unit.
+	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && (utf8.RuneCountInString(text) < fragmentChars || p.asks(d)) &&
+		!p.isShown(d) && !p.saysNothing(d) {
 		unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
 		docs = append([]int{d}, docs...)
 	}
-	if d := hit.doc + 1; d < limit && p.chosen[d] == nil && !p.shown[p.x.turn(d).TurnID] && !p.saysNothing(d) && strings.HasSuffix(text, "?") {
+	if d := hit.doc + 1; d < limit && strings.HasSuffix(text, "?") && p.chosen[d] == nil && !p.isShown(d) && !p.saysNothing(d) {
 		unit = append(unit, p.item(d, 0, true))
 		docs = append(docs, d)
 	}

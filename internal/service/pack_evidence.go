@@ -41,9 +41,13 @@ const (
 	// a turn near the matches chosen so far is more likely evidence than
 	// one as relevant by its words alone elsewhere in the session. The
 	// value packing raises a match's value by nearBoost for each chosen
-	// match at most nearReach turns away from it (picker.nearMatches).
+	// match at most nearReach turns away from it and said within nearSpan
+	// of it (picker.nearMatches): a run of turns is one sitting, so in a
+	// chat of many days the turns that end one day's conversation are not
+	// the stretch of those that open the next.
 	nearReach = 15
 	nearBoost = 2
+	nearSpan  = 3 * time.Hour
 	// summaryDominates: a whole summary that takes more than this share
 	// of the budget (percent) is weighed against the matches it leaves
 	// out (summaryOutweighed).
@@ -163,7 +167,7 @@ func (p *picker) evidence(d int) bool {
 // relevant is evidence without the near-duplicate check: what the value
 // packing asks (it weighs repetition by novelty instead).
 func (p *picker) relevant(d int) bool {
-	if p.shown[p.x.turn(d).TurnID] {
+	if p.isShown(d) {
 		return false
 	}
 	dt := p.docTerms(d)
@@ -216,6 +220,24 @@ func (p *picker) repeats(dt *docTerms) bool {
 		}
 	}
 	return false
+}
+
+// isShown reports whether doc d's turn is shown as a memory (show).
+func (p *picker) isShown(d int) bool {
+	return len(p.shown) > 0 && p.shown[p.x.turn(d).TurnID]
+}
+
+// asks reports whether doc d's text as an excerpt shows it ends with a
+// question mark. Cleaning only removes, so a turn with no "?" in it
+// cannot: its display text is not made to find that out.
+func (p *picker) asks(d int) bool {
+	if v, ok := p.x.viewed(d); ok {
+		return strings.HasSuffix(v.text, "?")
+	}
+	if strings.IndexByte(p.x.turn(d).Text, '?') < 0 {
+		return false
+	}
+	return strings.HasSuffix(p.text(d), "?")
 }
 
 // show records a memory the reply shows: its turn and what repeats it
@@ -551,18 +573,37 @@ func (s *server) summaryOutweighed(summary string, pk *picker, idf map[string]fl
 }
 
 // nearMatches is how many of the chosen matches (not neighbours) are at
-// most nearReach turns from doc d. p.order is sorted: a binary search and
-// a pass over the chosen turns in reach.
+// most nearReach turns from doc d and said within nearSpan of it (a turn
+// without a time is near any turn in reach). p.order is sorted: a binary
+// search and a pass over the chosen turns in reach.
 func (p *picker) nearMatches(d int) int {
 	at, _ := slices.BinarySearch(p.order, d-nearReach)
 	n := 0
+	var when time.Time
 	for _, c := range p.order[at:] {
 		if c > d+nearReach {
 			break
 		}
-		if !p.chosen[c].Neighbour {
-			n++
+		it := p.chosen[c]
+		if it.Neighbour {
+			continue
 		}
+		if when.IsZero() {
+			when = p.x.turn(d).At
+		}
+		if !sameSitting(when, it.At) {
+			continue
+		}
+		n++
 	}
 	return n
+}
+
+// sameSitting reports whether turns said at a and b may be one run of
+// conversation: at most nearSpan apart, or either without a time.
+func sameSitting(a, b time.Time) bool {
+	if a.IsZero() || b.IsZero() {
+		return true
+	}
+	return a.Sub(b).Abs() <= nearSpan
 }

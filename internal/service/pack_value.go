@@ -33,8 +33,8 @@ import (
 // as an excerpt, nor one excerpt that repeats another). Its cost is the
 // characters it adds: its line, and the section header or the day label
 // it brings when it is the first of its section or of its day. A match's
-// value also rises for each chosen match near it (nearBoost: evidence
-// comes in stretches). Otherwise both only fall as items are chosen, so
+// value also rises for each chosen match near it, in turns and in time
+// (nearBoost: evidence comes in stretches, of one sitting). Otherwise both only fall as items are chosen, so
 // the greedy choice by value per character is evaluated lazily: a
 // candidate's last value bounds its current one, and the bounds are
 // recomputed when a header or a label is paid (costs fall then) and, for
@@ -457,7 +457,7 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 		}
 		stale := c.unit == nil
 		for _, d := range c.docs {
-			stale = stale || pk.chosen[d] != nil || d >= v.limit || d != hit.doc && pk.shown[pk.x.turn(d).TurnID]
+			stale = stale || pk.chosen[d] != nil || d >= v.limit || d != hit.doc && pk.isShown(d)
 		}
 		if stale && c.smaller {
 			return 0, 0, false
@@ -616,7 +616,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 		}
 	case candExcerpt:
 		hit := pk.hits[c.i]
-		if pk.shown[pk.x.turn(hit.doc).TurnID] {
+		if pk.isShown(hit.doc) {
 			return false, nil // a memory chosen since says it
 		}
 		first := !pk.excerpts
@@ -794,7 +794,7 @@ func (v *valuePacker) fillNeighbours(from, to int) {
 				if misses >= maxMisses {
 					return // the room is as good as full
 				}
-				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.shown[pk.x.turn(d).TurnID] {
+				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.isShown(d) {
 					continue
 				}
 				dt := pk.docTerms(d)

@@ -88,14 +88,14 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 	}
 	out.Cursor = a.cursor
 	// Scope: raw indices [0, limit).
-	lo, n := rp.r.live(), len(rp.r.idx.docs)
+	lo, n := rp.r.live(), rp.r.idx.ndocs()
 	if r.Scope == client.RecallScopeEvicted {
 		n = rp.r.idx.below(a.cursor - a.offset)
 	}
 	out.Searched = max(0, n-lo)
 	hits := rp.r.idx.search(terms, lo, n)
 	for _, h := range hits[:min(r.Limit, len(hits))] {
-		d, t := rp.r.idx.docs[h.doc], rp.r.idx.turn(h.doc)
+		d, t := rp.r.idx.doc(h.doc), rp.r.idx.turn(h.doc)
 		out.Results = append(out.Results, client.RecallResult{
 			TurnID: t.TurnID, Index: d.raw + a.offset, At: t.At.UTC(), Speaker: t.Speaker, Role: t.Role, Text: t.Text,
 			Score: h.score,
@@ -170,9 +170,8 @@ func (s *server) scanReplay(ctx context.Context, session string) (*replay, error
 		return rp, nil
 	}
 	// Room for every stored event as a turn: no regrowth while building.
-	rp.idx.docs = make([]indexDoc, 0, stored)
+	rp.idx.docs.reserve(int(stored))
 	rp.idx.turns = make([]*events.Turn, 0, stored)
-	rp.idx.cumLen = make([]int64, 0, stored)
 	if err := s.catchUp(ctx, rp, streamLast); err != nil {
 		return nil, err
 	}

@@ -76,6 +76,9 @@ func Clean(s string) string {
 	if !strings.ContainsAny(s, "{[(<") && !maybeSpoken(s) {
 		return collapse(s)
 	}
+	if strings.IndexByte(s, '\n') < 0 {
+		return cleanLine(s) // one line: no copy
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	for line := range strings.SplitSeq(s, "\n") {
@@ -97,7 +100,7 @@ func maybeSpoken(s string) bool {
 	n := 0
 	for w := range strings.FieldsSeq(s) {
 		k := key(w)
-		if isFiller(w) || strings.HasSuffix(w, "-") || len(k) == 1 && 'a' <= k[0] && k[0] <= 'z' && !keepLetters[k] {
+		if isFillerKey(k) || strings.HasSuffix(w, "-") || len(k) == 1 && 'a' <= k[0] && k[0] <= 'z' && !keepLetters[k] {
 			return true
 		}
 		// A repeated phrase starts with a word said again within
@@ -148,8 +151,14 @@ func needsCollapse(s string) bool {
 
 // cleanLine is one line cleaned (Clean).
 func cleanLine(line string) string {
-	fields := strings.Fields(line)
-	toks := make([]token, 0, len(fields))
+	// A line of a few dozen words is split into arrays on the stack.
+	var (
+		fieldsBuf [64]string
+		toksBuf   [64]token
+		outBuf    [64]string
+	)
+	fields := appendFields(fieldsBuf[:0], line)
+	toks := toksBuf[:0]
 	spoken := false // the line shows it is transcribed speech
 	for i := 0; i < len(fields); i++ {
 		w := fields[i]
@@ -169,7 +178,7 @@ func cleanLine(line string) string {
 	}
 	brokenOff(toks, spoken)
 	dropPunctAround(toks)
-	out := make([]string, 0, len(toks))
+	out := outBuf[:0]
 	for _, t := range toks {
 		if t.drop {
 			if end := terminator(t.w); end != "" && len(out) > 0 && terminator(out[len(out)-1]) == "" {
@@ -194,6 +203,32 @@ func cleanLine(line string) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// appendFields appends line's fields (strings.Fields) to dst.
+func appendFields(dst []string, line string) []string {
+	start := -1
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if c >= 0x80 {
+			return append(dst[:0], strings.Fields(line)...) // spaces beyond ASCII
+		}
+		if asciiSpace[c] {
+			if start >= 0 {
+				dst = append(dst, line[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		dst = append(dst, line[start:])
+	}
+	return dst
+}
+
+// asciiSpace are the ASCII bytes unicode.IsSpace reports.
+var asciiSpace = [128]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // tagSpan is how many of fields (from the first) form an annotation tag:
 // a bracket opened by the first and closed within four words, holding
@@ -274,15 +309,18 @@ func brokenOff(toks []token, spoken bool) {
 		if next < 0 {
 			return
 		}
-		nw := strings.ToLower(toks[next].w)
-		if stem, ok := strings.CutSuffix(t.w, "-"); ok && stem != "" && !strings.HasSuffix(stem, "-") && letters(stem) &&
-			len(nw) > len(stem) && strings.HasPrefix(nw, strings.ToLower(stem)) {
-			t.drop = true
-			continue
+		// Only a word cut with a hyphen or a single letter may be a
+		// broken-off start: the next word is lower-cased only then.
+		if stem, ok := strings.CutSuffix(t.w, "-"); ok && stem != "" && !strings.HasSuffix(stem, "-") && letters(stem) {
+			if nw := strings.ToLower(toks[next].w); len(nw) > len(stem) && strings.HasPrefix(nw, strings.ToLower(stem)) {
+				t.drop = true
+				continue
+			}
 		}
-		if spoken && len(t.w) == 1 && 'a' <= t.w[0] && t.w[0] <= 'z' && !keepLetters[t.w] && len(nw) > 1 && nw[0] == t.w[0] &&
-			(i == 0 || !isNumber(toks[i-1].w)) {
-			t.drop = true
+		if spoken && len(t.w) == 1 && 'a' <= t.w[0] && t.w[0] <= 'z' && !keepLetters[t.w] && (i == 0 || !isNumber(toks[i-1].w)) {
+			if nw := strings.ToLower(toks[next].w); len(nw) > 1 && nw[0] == t.w[0] {
+				t.drop = true
+			}
 		}
 	}
 }
@@ -307,7 +345,16 @@ func dropPunctAround(toks []token) {
 // make ("the the", "we may we may"), keeping the first saying with the
 // punctuation of the second.
 func dropRepeat(out []string) []string {
+	if len(out) < 2 {
+		return out
+	}
+	last := key(out[len(out)-1])
 	for n := 1; n <= maxRepeat && 2*n <= len(out); n++ {
+		// A repeat of n words ends with the word n before the last said
+		// again: the cheap test first.
+		if k := key(out[len(out)-1-n]); k == "" || !strings.EqualFold(k, last) {
+			continue
+		}
 		a, b := out[len(out)-2*n:len(out)-n], out[len(out)-n:]
 		same := true
 		for i := range n {
@@ -330,8 +377,10 @@ func dropRepeat(out []string) []string {
 
 // isFiller reports a filler word (with the punctuation it carries);
 // not one in capitals ("ER" is a word).
-func isFiller(w string) bool {
-	k := key(w)
+func isFiller(w string) bool { return isFillerKey(key(w)) }
+
+// isFillerKey is isFiller of a word without its punctuation (key).
+func isFillerKey(k string) bool {
 	if len(k) < 2 || len(k) > 4 {
 		return false
 	}
@@ -358,7 +407,7 @@ func key(w string) string {
 		switch c := w[len(w)-1]; {
 		case c == '.' || c == ',' || c == '?' || c == '!' || c == ';' || c == ':':
 			w = w[:len(w)-1]
-		case strings.HasSuffix(w, "…"):
+		case c == "…"[2] && strings.HasSuffix(w, "…"):
 			w = w[:len(w)-len("…")]
 		default:
 			return w

@@ -24,6 +24,8 @@ func TestClean(t *testing.T) {
 		{"nothing left", "Um {disfmarker} uh.", ""},
 		{"spaces", "  a   b \t c ", "a b c"},
 		{"lines kept", "first line\n\n  second  line", "first line\nsecond line"},
+		{"spaces beyond ASCII", "well\u00a0um\u2003I I\u00a0think", "well I think"},
+		{"broken off before a capital", "Go- Going home, w When", "Going home, w When"},
 		// Text that is not to be changed.
 		{"chat with emoji and typos", "omg that was sooo gooood 😂😂 see u tmrw!!", "omg that was sooo gooood 😂😂 see u tmrw!!"},
 		{"chat letters", "r u up? plan b is ok, i need vitamin d daily", "r u up? plan b is ok, i need vitamin d daily"},

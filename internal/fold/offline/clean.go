@@ -218,15 +218,24 @@ func oneLine(s string, maxRunes int) string {
 
 func splitSentences(s string) []string { return sentence.Split(s) }
 
+// nextField is sentence.NextField: for f, i := nextField(s, 0); f != ""; f, i = nextField(s, i) { … }
+func nextField(s string, i int) (string, int) { return sentence.NextField(s, i) }
+
 // appendFields appends strings.Fields(s) to dst (on the caller's stack).
 func appendFields(dst []string, s string) []string {
-	for f := range strings.FieldsSeq(s) {
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		dst = append(dst, f)
 	}
 	return dst
 }
 
-func runeLen(s string) int { return utf8.RuneCountInString(s) }
+func runeLen(s string) int {
+	i := 0 // ASCII counted eight bytes at a time
+	for i+8 <= len(s) && (uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56)&0x8080808080808080 == 0 {
+		i += 8
+	}
+	return i + utf8.RuneCountInString(s[i:])
+}
 
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -380,20 +389,22 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 	var buf [64]byte
 	for i := 0; i < len(s); {
 		// a token: a run of letters, digits and ' - $ %
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if !isTokenRune(r) {
+		j := i
+		for j < len(s) {
+			if c := s[j]; c < utf8.RuneSelf && tokenBits[c>>6]>>(c&63)&1 != 0 {
+				j++
+			} else if r, n := utf8.DecodeRuneInString(s[j:]); c >= utf8.RuneSelf && isTokenRune(r) {
+				j += n
+			} else {
+				break
+			}
+		}
+		if j == i {
+			_, n := utf8.DecodeRuneInString(s[i:])
 			i += n
 			continue
 		}
-		j := i + n
-		for j < len(s) {
-			r, n := utf8.DecodeRuneInString(s[j:])
-			if !isTokenRune(r) {
-				break
-			}
-			j += n
-		}
-		t := bytes.TrimFunc(lower(buf[:0], s[i:j]), func(r rune) bool { return r == '\'' || r == '-' })
+		t := lower(buf[:0], trimCut(s[i:j], "'-"))
 		i = j
 		if len(t) < 2 {
 			continue // no content word ("I", "a", "5")
@@ -435,6 +446,8 @@ func lower(b []byte, s string) []byte {
 	}
 	return b
 }
+
+var tokenBits = [2]uint64{0x03ff20b000000000, 0x07fffffe07fffffe} // bit c set: ASCII byte c isTokenRune
 
 func isTokenRune(r rune) bool {
 	if r < utf8.RuneSelf {

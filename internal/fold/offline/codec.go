@@ -36,13 +36,10 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 	return c.w, c.err
 }
 
-// decodeState reads a state written by encode, as encoding/json would
-// read it into the state's struct (what the codec does not write, such as
-// spaces, nulls and other keys, by encoding/json). It fails on anything
-// that is not JSON, and on a state of another version.
-func decodeState(data []byte) (*state, error) { return new(state).decode(data) }
-
-// decode is decodeState into st, in the room its lists had.
+// decode reads a state written by encode into st, in the room its lists had, as
+// encoding/json would read it into the state's struct (what the codec does not write,
+// such as spaces, nulls and other keys, by encoding/json). It fails on anything that
+// is not JSON, and on a state of another version.
 func (st *state) decode(data []byte) (*state, error) {
 	*st = state{Names: st.Names[:0], Periods: st.Periods[:0], Open: st.Open[:0], Facts: st.Facts[:0], Topics: st.Topics[:0], People: st.People[:0]}
 	c := &codec{r: &jsonReader{b: data, s: string(data)}}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
 )
@@ -161,6 +162,19 @@ func TestHashStringIsFNV64a(t *testing.T) {
 			if got := fnvAdd(hashString(s[:i]), s[i:]); got != h.Sum64() {
 				t.Errorf("fnvAdd(hashString(%q), %q) = %d, want %d", s[:i], s[i:], got, h.Sum64())
 			}
+		}
+	}
+}
+
+// decodeState reads a state written by encode (state.decode).
+func decodeState(data []byte) (*state, error) { return new(state).decode(data) }
+
+// TestTokenBitsAreTokenRunes holds appendTerms' table of ASCII token bytes
+// to isTokenRune.
+func TestTokenBitsAreTokenRunes(t *testing.T) {
+	for c := range utf8.RuneSelf {
+		if got := tokenBits[c>>6]>>(c&63)&1 != 0; got != isTokenRune(rune(c)) {
+			t.Errorf("byte %q: in tokenBits %v, isTokenRune %v", rune(c), got, !got)
 		}
 	}
 }

@@ -37,7 +37,7 @@ type wordCounts struct {
 func (v *wordCounts) read(s string) *wordCounts {
 	v.release()
 	sorted := true
-	for f := range strings.FieldsSeq(s) {
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		t, c, _ := strings.Cut(f, ":")
 		n, err := strconv.Atoi(c)
 		switch {
@@ -94,7 +94,7 @@ func (v *wordCounts) add(ss []stmt) {
 		if x.K == kTool || slices.ContainsFunc(ss[:i], func(y stmt) bool { return y.K != kTool && y.Terms == x.Terms }) {
 			continue // a line said again is not a subject said again
 		}
-		for t := range strings.FieldsSeq(x.Terms) {
+		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
 			id := v.id(t)
 			if v.n[id] < 0 {
 				v.n[id] = v.floor / 2 // a new word starts at half the floor

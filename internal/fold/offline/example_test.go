@@ -36,5 +36,5 @@ func Example() {
 	fmt.Println(res.Summary)
 	// Output:
 	// offline
-	// Alice, Bob, James and Clanky are talking about Marvel Rivals and Tokyo 2099. Alice asked Bob to join ranked at 9 pm. Alice suggested they try the new team comp on Tokyo 2099. Bob keeps dying as Hulk. Alice asked: maybe try Jeff the Land Shark? Clanky said Light rain and 12 degrees in Paris tomorrow. On James's screen: James is screen-sharing Marvel Rivals on Tokyo as Winter Soldier.
+	// Alice, Bob, James and Clanky are talking about Marvel Rivals and Tokyo 2099. Alice asked Bob to join ranked at 9 pm. Alice suggested they try the new team comp on Tokyo 2099. Bob keeps dying as Hulk. Alice also asked: maybe try Jeff the Land Shark? Clanky said Light rain and 12 degrees in Paris tomorrow. On James's screen: James is screen-sharing Marvel Rivals on Tokyo as Winter Soldier.
 }

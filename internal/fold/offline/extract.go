@@ -196,7 +196,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		}
 		// Key holds the sentence until the statements kept are known.
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: sent})
+			Terms: strings.Join(tw, " "), Key: sent, Own: sent})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
@@ -235,12 +235,12 @@ func (sc *scratch) salient(ss []stmt) {
 	tf := sc.tf
 	clear(tf)
 	for _, x := range ss {
-		for t := range strings.FieldsSeq(x.Terms) {
+		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
 			tf[t]++
 		}
 	}
 	for i := range ss {
-		for t := range strings.FieldsSeq(ss[i].Terms) {
+		for t, wi := nextField(ss[i].Terms, 0); t != ""; t, wi = nextField(ss[i].Terms, wi) {
 			ss[i].W += salience * float64(min(tf[t]-1, 3))
 		}
 	}
@@ -266,7 +266,8 @@ var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's",
 // pass over it (a strings.Contains per keyword is a pass each).
 type keywords struct {
 	byFirst [256][]string // the keywords by their first byte
-	// bit c&63 set for each second byte c of a first byte's keywords
+	// for a first byte in either case, bit (c|0x20)&63 set for each
+	// second byte c of its keywords (c|0x20: either case of a letter)
 	second [256]uint64
 }
 
@@ -274,7 +275,8 @@ func newKeywords(ws ...string) *keywords {
 	k := &keywords{}
 	for _, w := range ws {
 		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
-		k.second[w[0]] |= 1 << (w[1] & 63) // (every keyword has two bytes or more)
+		k.second[w[0]] |= 1 << ((w[1] | 0x20) & 63) // (every keyword has two bytes or more)
+		k.second[strings.ToUpper(w[:1])[0]] |= 1 << ((w[1] | 0x20) & 63)
 	}
 	return k
 }
@@ -283,10 +285,10 @@ func newKeywords(ws ...string) *keywords {
 // ASCII letters (the keywords are ASCII).
 func (k *keywords) in(s string) bool {
 	for i := 0; i+1 < len(s); i++ {
-		c := lowerASCII(s[i])
-		if k.second[c]&(1<<(lowerASCII(s[i+1])&63)) == 0 {
+		if k.second[s[i]]&(1<<((s[i+1]|0x20)&63)) == 0 {
 			continue
 		}
+		c := lowerASCII(s[i])
 	next:
 		for _, w := range k.byFirst[c] {
 			if len(s)-i < len(w) {
@@ -315,7 +317,7 @@ func lowerASCII(c byte) byte {
 type wordStat struct{ words, nums, names int }
 
 func statWords(s string) (c wordStat) {
-	for f := range strings.FieldsSeq(s) {
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		if hasDigit(f) {
 			c.nums++
 		}
@@ -348,7 +350,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 		// the fillers are short: lower-case only the start of the sentence
 		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
 		for _, f := range leadFiller {
-			if hasPrefixBytes(low, f) && len(low) > len(f) && strings.ContainsRune(" ,.!", rune(low[len(f)])) {
+			if len(low) > len(f) && low[0] == f[0] && hasPrefixBytes(low, f) && strings.IndexByte(" ,.!", low[len(f)]) >= 0 {
 				sent = strings.TrimLeft(sent[len(f):], " ,.!")
 				changed = true
 				break
@@ -423,13 +425,16 @@ func (s *Summarizer) trimFiller(sent string) string {
 	return sent
 }
 
-// joins reports whether s is its words ws joined by single spaces.
+// joins reports whether s, whose fields are ws, is ws joined by single
+// spaces.
 func joins(s string, ws []string) bool {
-	n := len(ws) - 1
+	n := -1
 	for _, w := range ws {
-		n += len(w)
+		if n += len(w) + 1; n < len(s) && s[n] != ' ' {
+			return false
+		}
 	}
-	return n == len(s) && !strings.ContainsAny(s, "\t\n\v\f\r")
+	return n == len(s)
 }
 
 // answers reports whether a turn (its first statement a, its text)
@@ -438,8 +443,8 @@ func joins(s string, ws []string) bool {
 // yes/no question.
 func answers(q string, a stmt, text string) bool {
 	qTerms, qText, _ := strings.Cut(q, "\x00")
-	for t := range strings.FieldsSeq(a.Terms) {
-		for u := range strings.FieldsSeq(qTerms) {
+	for t, wi := nextField(a.Terms, 0); t != ""; t, wi = nextField(a.Terms, wi) {
+		for u, wi := nextField(qTerms, 0); u != ""; u, wi = nextField(qTerms, wi) {
 			if t == u {
 				return true
 			}
@@ -472,7 +477,7 @@ var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", 
 // opensWithBackchannel reports whether a turn starts with an
 // acknowledgement ("sure", "ok, …").
 func opensWithBackchannel(text string) bool {
-	for f := range strings.FieldsSeq(text) {
+	if f, _ := nextField(text, 0); f != "" {
 		return backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
 	}
 	return true
@@ -495,8 +500,8 @@ var (
 // cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
 func report(sp, sent string, question, user bool, names []string) (text string, self bool) {
-	var buf [256]byte
-	low := lower(buf[:0], sent)
+	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
+	low := lower(buf[:0], sent[:min(len(sent), len(buf))])
 	if question {
 		for _, p := range []string{"how about ", "what about ", "why don't we ", "why not "} {
 			if hasPrefixBytes(low, p) && len(sent) > len(p)+3 {
@@ -560,7 +565,7 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
 			return lowerFirst(sp+" asked: ", sent), false
 		}
-		return lowerFirst(sp+" "+verb+" ", group(sent)), false
+		return lowerFirst(sp+" "+verb+" ", backshift(group(sent))), false
 	}
 	if verb == "thought" {
 		sent = lowerFirst("I think ", sent)
@@ -863,13 +868,14 @@ func toolOutcome(text string) string {
 	return "ok"
 }
 
-// isInjection reports text that addresses a model (injectionRe), with a
-// cheap test first: most text has none of its words.
+// isInjection reports text that addresses a model (injectionRe), with a cheap test first: most text has none
+// of its phrases, nor a verb and an object of its (the objects' parts have no s or k: (?i) also matches ſ, K).
 func isInjection(s string) bool {
-	return injectionWords.in(s) && injectionRe.MatchString(s)
+	return (injectionWords.in(s) && injectionObjects.in(s) || injectionPhrases.in(s)) && injectionRe.MatchString(s)
 }
 
-var injectionWords = newKeywords("ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
+var injectionWords, injectionObjects, injectionPhrases = newKeywords("ignore", "disregard", "forget", "override"),
+	newKeywords("tructio", "prompt", "age", "rule", "context"), newKeywords("system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
 
 // injectionRe matches text that addresses a model rather than the people
 // in the conversation; such sentences are not repeated in the summary.
@@ -978,3 +984,26 @@ func toolOf(x stmt) (tool, args string, ok bool) {
 	tool, args, _ = strings.Cut(k, " ")
 	return tool, args, args != "" && args != "result"
 }
+
+// backshift puts the modals of reported speech in the past, as a person
+// reporting it writes them ("they will ship it" → "they would ship it").
+func backshift(s string) string {
+	if !modals.in(s) {
+		return s
+	}
+	var arr [64]string
+	ws := appendFields(arr[:0], s)
+	for i, w := range ws {
+		core := strings.TrimRight(w, ".,!?;:")
+		if x, ok := pastModal[core]; ok {
+			ws[i] = x + w[len(core):]
+		} else if c, ok := strings.CutSuffix(core, "'ll"); ok && c != "" && c != "I" {
+			ws[i] = c + " would" + w[len(core):]
+		}
+	}
+	return strings.Join(ws, " ")
+}
+
+var modals = newKeywords("will", "can", "'ll", "may", "shall", "won't")
+
+var pastModal = map[string]string{"will": "would", "can": "could", "may": "might", "shall": "should", "won't": "wouldn't", "can't": "couldn't", "cannot": "could not"}

@@ -8,25 +8,24 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 )
 
-// memories are the batch's statements that hold a durable fact, as a
-// person would note them: what someone said about themselves (likes,
-// plans, where they live or work, what they did or own), and statements
-// with numbers, dates or decisions, each attributed once to its speaker
-// with relative dates resolved against when it was said. A statement that
-// had to be cut is left out rather than returned garbled. A fact returned
-// before (the same text) is not returned again; one that changes what a
-// speaker likes, did, plans, owns or where they live or work
+// memories are the batch's statements that hold a durable fact: what
+// someone said about themselves (likes, plans, where they live or work,
+// what they did or own), and statements with numbers, dates or decisions,
+// each in its speaker's own words with relative dates resolved (a
+// memory's line names its speaker: "Lena: I live in Berlin."). A fact
+// returned before (the same text) is not returned again; one that changes
+// what a speaker likes, did, plans, owns or where they live or work
 // (person.go), or the numbers of an earlier fact about the same thing,
 // supersedes it.
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc := st.scratch()
 	cands := sc.sents[:0] // (the turns' sentences are read)
 	for _, x := range b.stmts {
-		if x.K != kSaid && x.K != kAsk || x.Sp == "" {
+		if x.K != kSaid && x.K != kAsk || x.Sp == "" || x.Own == "" {
 			continue
 		}
-		if _, _, about := st.lex().personFact(x); !isFactStmt(x, about) || strings.Contains(x.Text, "…") || statWords(x.Text).words < 5 && !about {
-			continue // no fact, cut, or too short to stand alone
+		if _, _, about := st.lex().personFact(x); !isFactStmt(x, about) || runeLen(x.Own) > maxStmtRunes || statWords(x.Text).words < 5 && !about {
+			continue // no fact, too long, or too short to stand alone
 		}
 		cands = append(cands, x)
 	}
@@ -36,12 +35,13 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc.sents = cands
 	out := make([]fold.Memory, 0, len(cands))
 	for _, x := range cands {
-		low := strings.ToLower(x.Text)
+		text := upperFirst(x.Own)
+		low := strings.ToLower(text)
 		sum := fnvAdd(fnvAdd(hashString(x.Sp), "\x00"), low)
 		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.Sum == sum }) {
 			continue // returned before (or in this fold)
 		}
-		m := fold.Memory{ID: "m" + strconv.FormatUint(sum&0xffffffffffff, 16), Speaker: x.Sp, Text: x.Text, At: x.at()}
+		m := fold.Memory{ID: "m" + strconv.FormatUint(sum&0xffffffffffff, 16), Speaker: x.Sp, Text: text, At: x.at()}
 		if i := slices.IndexFunc(req.Turns, func(t fold.Turn) bool { return unixOf(t.At) == x.At && displayName(t) == x.Sp }); i >= 0 {
 			m.TurnID, m.At = req.Turns[i].TurnID, req.Turns[i].At
 		}
@@ -67,54 +67,26 @@ var factWordList = []string{"i'm ", "i am ", "my ", "i have ", "i've ", "i like"
 	"i work", "i moved", "i'll ", "i will ", "i booked", "i bought", "i own", "i went", "i started", "i plan",
 	"i'm going", "we decided", "we agreed", "we'll ", "let's ", "i can ", "i can't", "i don't"}
 
-// factWords finds factWordList; quotedFactWords finds it after an
-// opening quote.
-var factWords, quotedFactWords = newKeywords(factWordList...), func() *keywords {
-	q := make([]string, len(factWordList))
-	for i, w := range factWordList {
-		q[i] = "\"" + w
-	}
-	return newKeywords(q...)
-}()
-
-// isFactStmt reports a statement worth remembering.
-// about: it is a fact about its speaker (personFact).
+// isFactStmt reports a statement worth remembering (about: a fact about
+// its speaker, personFact): one with numbers or a resolved date, or one
+// in whose words its speaker says what they are, have, like, did, plan
+// or decided (factWordList).
 func isFactStmt(x stmt, about bool) bool {
 	if strings.Count(x.Terms, " ") < 1 {
 		return false
 	}
-	if x.Key != "" || about {
-		return true
-	}
-	ascii := isASCII(x.Text)
-	low := x.Text // (keywords.in and hasPrefixFold ignore the case of ASCII letters)
-	if !ascii {
-		low = strings.ToLower(low)
-	}
-	if strings.Contains(low, " (") && strings.Contains(low, "20") {
-		return true // a resolved date
-	}
-	body := statementBody(x)
-	if len(low) == len(x.Text) {
-		body = low[len(low)-len(body):] // (lower-casing kept every length)
-	} else {
-		body = strings.ToLower(body)
-	}
-	if factWords.in(body) || quotedFactWords.in(low) {
-		return true
-	}
-	// third-person rewrites of the above: "Lena is vegetarian", "Jonas has …"
-	return slices.ContainsFunc([]string{"is ", "has ", "will ", "likes ", "loves ", "lives ", "works ", "moved ", "booked ", "prefers ", "suggested "},
-		func(w string) bool { return strings.HasPrefix(body, w) || ascii && hasPrefixFold(body, w) })
+	return x.Key != "" || about || strings.Contains(x.Own, " (") && strings.Contains(x.Own, "20") || factWords.in(x.Own)
 }
+
+var factWords = newKeywords(factWordList...)
 
 // changedSlots counts the slots of older ("night=$190") that newer
 // ("night=$210") gives another value.
 func changedSlots(older, newer string) int {
 	n := 0
-	for o := range strings.FieldsSeq(older) {
+	for o, wi := nextField(older, 0); o != ""; o, wi = nextField(older, wi) {
 		os, ov, _ := strings.Cut(o, "=")
-		for x := range strings.FieldsSeq(newer) {
+		for x, wi := nextField(newer, 0); x != ""; x, wi = nextField(newer, wi) {
 			ns, nv, _ := strings.Cut(x, "=")
 			if os == ns && ov != nv && strings.Trim(ov, "$") != strings.Trim(nv, "$") {
 				n++
@@ -143,20 +115,8 @@ func (st *state) supersede(newer []stmt) {
 		}
 		return false
 	}
-	keep := st.Open[:0]
-	for _, x := range st.Open {
-		if !drop(x) {
-			keep = append(keep, x)
-		}
-	}
-	st.Open = keep
+	st.Open = slices.DeleteFunc(st.Open, drop)
 	for i := range st.Periods {
-		ps := st.Periods[i].Stmts[:0]
-		for _, x := range st.Periods[i].Stmts {
-			if !drop(x) {
-				ps = append(ps, x)
-			}
-		}
-		st.Periods[i].Stmts = ps
+		st.Periods[i].Stmts = slices.DeleteFunc(st.Periods[i].Stmts, drop)
 	}
 }

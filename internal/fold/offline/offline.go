@@ -48,6 +48,7 @@
 package offline
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync"
@@ -82,21 +83,13 @@ type Option func(*config)
 // WithDefaultMaxChars sets the budget used when a request has MaxChars ≤ 0
 // (default 1200).
 func WithDefaultMaxChars(n int) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.defaultMaxChars = n
-		}
-	}
+	return func(c *config) { c.defaultMaxChars = cmp.Or(max(n, 0), c.defaultMaxChars) }
 }
 
 // WithMaxParticipants caps how many participants the opening sentence names
 // (default 5); the rest are counted ("and 3 others").
 func WithMaxParticipants(n int) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.maxParticipants = n
-		}
-	}
+	return func(c *config) { c.maxParticipants = cmp.Or(max(n, 0), c.maxParticipants) }
 }
 
 // WithMaxTopics caps the topics named in the opening sentence (default 2;
@@ -113,20 +106,12 @@ func WithMaxTopics(n int) Option {
 // summary (default 3), so that a monologue or a pasted document cannot
 // dominate it.
 func WithMaxSentencesPerTurn(n int) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.maxUnitsPerTurn = n
-		}
-	}
+	return func(c *config) { c.maxUnitsPerTurn = cmp.Or(max(n, 0), c.maxUnitsPerTurn) }
 }
 
 // WithMaxNotes caps the screen notes of one fold that are read (default 8).
 func WithMaxNotes(n int) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.maxNotes = n
-		}
-	}
+	return func(c *config) { c.maxNotes = cmp.Or(max(n, 0), c.maxNotes) }
 }
 
 // WithFillerWords adds words that open a sentence without saying anything

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -342,7 +343,7 @@ func TestRecompactCondenses(t *testing.T) {
 		}
 		// the newest decision of the folded span survives
 		// (as said, or as its main clauses)
-		if mc >= 600 && !regexp.MustCompile(`Bob suggested (we |they )?try dive comp (with )?Spider-Man (and )?Venom (on )?Yggsgard`).MatchString(got) {
+		if mc >= 600 && !regexp.MustCompile(`Bob (also )?suggested (we |they )?try dive comp (with )?Spider-Man (and )?Venom (on )?Yggsgard`).MatchString(got) {
 			t.Errorf("MaxChars=%d: newest decision lost: %q", mc, got)
 		}
 		// filler-free chatter goes before decisions do
@@ -446,6 +447,38 @@ func TestPromptInjectionIsData(t *testing.T) {
 	}
 	if n := strings.Count(got, "PWNED"); n > 1 {
 		t.Errorf("injection repeated %d times: %q", n, got)
+	}
+}
+
+// TestIsInjectionIsItsRegexp checks that isInjection's cheap tests let
+// through every text injectionRe matches, over random texts of its words,
+// their parts, other cases and the letters (?i) also matches (ſ, K).
+func TestIsInjectionIsItsRegexp(t *testing.T) {
+	parts := []string{"ignore", "IGNORE", "disregard", "forget", "Override", "all", "any", "the", "your", "previous", "prior",
+		"instructions", "INSTRUCTIONS", "inſtructions", "prompt", "prompts", "messages", "meſſages", "rules", "context",
+		"system prompt", "syſtem prompt", "you are now", "developer mode", "jailbreak", "new instructions", "it", "age",
+		"tructio", "\u212a", "k", "s", "ſ", " ", "  ", "\t", ", ", "."}
+	rng := rand.New(rand.NewPCG(3, 4))
+	matched := 0
+	for range 200000 {
+		var b strings.Builder
+		for range rng.IntN(10) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+			if rng.IntN(3) > 0 {
+				b.WriteByte(' ')
+			}
+		}
+		s := b.String()
+		want := injectionRe.MatchString(s) && (injectionWords.in(s) || injectionPhrases.in(s)) // (the words: needed before)
+		if want {
+			matched++
+		}
+		if got := isInjection(s); got != want {
+			t.Fatalf("isInjection(%q) = %v, want %v", s, got, want)
+		}
+	}
+	if matched < 1000 {
+		t.Fatalf("only %d of the texts address a model: the test says little", matched)
 	}
 }
 

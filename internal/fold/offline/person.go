@@ -48,7 +48,7 @@ func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 	rest := strings.TrimPrefix(x.Text, x.Sp)
 	if strings.HasPrefix(rest, "'s ") {
 		// "Jonas's car fits four": what they own
-		for w := range strings.FieldsSeq(rest[3:]) {
+		if w, _ := nextField(rest[3:], 0); w != "" {
 			return "owns", lx.stem(strings.ToLower(strings.Trim(w, ".,!?"))), true
 		}
 		return "", "", false

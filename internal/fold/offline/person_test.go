@@ -3,6 +3,7 @@ package offline
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func TestPersonFactsSupersedeAcrossFolds(t *testing.T) {
 	for _, m := range first.MemoryItems {
 		ids[m.Text] = m
 	}
-	for _, want := range []string{"Lena lives in Berlin.", "Jonas loves sushi.", "Lena will book the cabin at Lake Tahoe for Friday."} {
+	for _, want := range []string{"I live in Berlin.", "I love sushi.", "I will book the cabin at Lake Tahoe for Friday."} {
 		if _, ok := ids[want]; !ok {
 			t.Fatalf("fold 1: no memory %q in %+v", want, first.MemoryItems)
 		}
@@ -51,9 +52,9 @@ func TestPersonFactsSupersedeAcrossFolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"Jonas hates sushi now, the last place ruined it.":     ids["Jonas loves sushi."].ID,
-		"Lena moved to Lisbon.":                                ids["Lena lives in Berlin."].ID,
-		"Lena will book the cabin at Lake Tahoe for Saturday.": ids["Lena will book the cabin at Lake Tahoe for Friday."].ID,
+		"I hate sushi now, the last place ruined it.":       ids["I love sushi."].ID,
+		"I moved to Lisbon.":                                ids["I live in Berlin."].ID,
+		"I will book the cabin at Lake Tahoe for Saturday.": ids["I will book the cabin at Lake Tahoe for Friday."].ID,
 	}
 	got := map[string]fold.Memory{}
 	for _, m := range second.MemoryItems {
@@ -105,5 +106,39 @@ func TestPersonFactsBounded(t *testing.T) {
 	}
 	if b := st.encode(); len(b) > maxStateBytes {
 		t.Fatalf("state of %d bytes, bound %d", len(b), maxStateBytes)
+	}
+}
+
+// A memory's line names its speaker ("elise: …"), so its text is the
+// sentence in the speaker's own words: it never restates the speaker
+// ("elise: elise said …"), cuts a name or rewrites the first person
+// into a garble ("Whenever elise is in Torino elise like toes watch …").
+func TestMemoriesAreTheSpeakersOwnWords(t *testing.T) {
+	long := "Mr. Gabriel Ste-Marie (Joliette, BQ)"
+	res, err := New().Summarize(context.Background(), fold.Request{Turns: turns(
+		"elise: Whenever I'm in Torino I like to watch a Juventus match!",
+		"Grad B: I'm frightened by Amtrak, my train was four hours late yesterday.",
+		long+": We will vote for the motion on the 3rd of June, as I promised.",
+		"Project Manager: We decided the remote will cost 25 Euros.",
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"elise":           "Whenever I'm in Torino I like to watch a Juventus match!",
+		"Project Manager": "We decided the remote will cost 25 Euros.",
+	}
+	for _, m := range res.MemoryItems {
+		t.Logf("%s: %s", m.Speaker, m.Text)
+		if w, ok := want[m.Speaker]; ok && m.Text != w {
+			t.Errorf("%s's memory %q, want %q", m.Speaker, m.Text, w)
+		}
+		delete(want, m.Speaker)
+		if first, _, _ := strings.Cut(m.Speaker, " "); strings.Contains(m.Text, first) || strings.Contains(m.Text, " said") || strings.Contains(m.Text, "…") {
+			t.Errorf("%s's memory %q restates or cuts its speaker", m.Speaker, m.Text)
+		}
+	}
+	if len(want) > 0 || len(res.MemoryItems) < 3 {
+		t.Errorf("memories %+v: missing %v", res.MemoryItems, want)
 	}
 }

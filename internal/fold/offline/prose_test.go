@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -105,6 +106,23 @@ func demoFolds(t *testing.T, seed int64, n int) []string {
 // version (docs/offline-summaries.md shows them). No sentence is a list of
 // bare nouns, and nothing is said twice.
 func TestDemoSession(t *testing.T) {
+	ts, ns := demoSession(1, 71)
+	s, summary, state := New(), "", []byte(nil)
+	for c, ni := 0, 0; c < len(ts); c += 10 { // the memories, as a context's lines show them
+		b, bn := ts[c:min(c+10, len(ts))], []fold.Note(nil)
+		for ; ni < len(ns) && !ns[ni].At.After(b[len(b)-1].At); ni++ {
+			bn = append(bn, ns[ni])
+		}
+		res, err := s.Summarize(context.Background(), fold.Request{Session: "long", Profile: fold.ProfileVoice, PreviousSummary: summary,
+			PreviousState: state, Turns: b, Notes: bn, MaxChars: 1200, From: b[0].At, To: b[len(b)-1].At})
+		if err != nil {
+			t.Fatal(err)
+		}
+		summary, state = res.Summary, res.State
+		for _, m := range res.MemoryItems {
+			t.Logf("memory: %s: %s", m.Speaker, m.Text)
+		}
+	}
 	for i, v := range demoFolds(t, 1, 71) {
 		t.Logf("version %d (%d characters): %s", i+1, runeLen(v), v)
 		if s, ok := bareList(v); ok {
@@ -262,5 +280,68 @@ func TestNoteSourceIsNoSpeaker(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(vs, " "), "talked about") {
 		t.Fatalf("no period lines: %s", vs[len(vs)-1])
+	}
+}
+
+// A period line of three or more speakers names the group, as a person
+// writes of a meeting; of two, their names; of two long names, "they"
+// (or the group, in a conversation of three or more).
+func TestPeriodLineNamesTheGroup(t *testing.T) {
+	from := time.Date(2026, 5, 2, 14, 2, 0, 0, time.UTC)
+	p := period{From: from.Unix(), To: from.Add(18 * time.Minute).Unix(), Topics: []string{"the venue"}}
+	for _, c := range []struct {
+		names []string
+		group bool
+		want  string
+	}{
+		{[]string{"Alice", "Bob", "Carol"}, true, "From 14:02 to 14:20, the group talked about the venue."},
+		{[]string{"Alice", "Bob"}, true, "From 14:02 to 14:20, Alice and Bob talked about the venue."},
+		{[]string{"Industrial Designer", "Project Manager"}, true, "From 14:02 to 14:20, the group talked about the venue."},
+		{[]string{"Industrial Designer", "Project Manager"}, false, "From 14:02 to 14:20, they talked about the venue."},
+	} {
+		p.Names = c.names
+		if got := p.header(false, c.group); got != c.want {
+			t.Errorf("header of %v (group %v) = %q, want %q", c.names, c.group, got, c.want)
+		}
+	}
+}
+
+// Reported speech puts its modals in the past, as a person reporting it
+// writes them: will → would, can → could ("May" the month stays).
+func TestReportedSpeechPutsModalsInThePast(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Bob: we will ship the release on Friday, the installer can wait.",
+		"Carol: the budget review can wait until May.",
+		"Dave: it'll rain at the venue, we won't need the terrace.",
+	)})
+	for _, want := range []string{
+		"Bob said they would ship the release on Friday, the installer could wait.",
+		"Carol said the budget review could wait until May.",
+		"Dave said it would rain at the venue, they wouldn't need the terrace.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// A speaker reported two or three statements before, with someone else
+// between, "also" says what they said next; a speaker just reported is
+// joined or reported plainly.
+func TestAlsoForASpeakerReportedJustBefore(t *testing.T) {
+	st := &state{V: stateVersion, Names: []string{"Bob", "Alice"}}
+	for _, x := range []struct{ sp, text string }{
+		{"Bob", "Bob said the venue in Lisbon is booked."},
+		{"Alice", "Alice said the budget allows 40 guests."},
+		{"Bob", "Bob said the caterer wants a deposit by Friday."},
+		{"Bob", `Bob said, "You should call the florist."`},
+	} {
+		st.Open = append(st.Open, stmt{Sp: x.sp, Text: x.text, W: 3, Terms: (*lexicon)(nil).termString(x.text), At: 1})
+	}
+	got := st.render(1200, 5, 2)
+	want := `Bob and Alice are in the session. Bob said the venue in Lisbon is booked. Alice said the budget allows 40 guests. ` +
+		`Bob also said the caterer wants a deposit by Friday. Bob said, "You should call the florist."`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

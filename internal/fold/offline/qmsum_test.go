@@ -82,7 +82,7 @@ func TestQMSumRecall(t *testing.T) {
 			var b strings.Builder
 			b.WriteString(st.lead(5, 2))
 			for _, p := range st.Periods {
-				b.WriteString(" " + p.header(false))
+				b.WriteString(" " + p.header(false, true))
 				if os.Getenv("FOLDSTREAM_QMSUM_REF") == "pool" {
 					for _, x := range p.Stmts {
 						b.WriteString(" " + x.Text)

@@ -230,7 +230,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if p.upper {
 			p.score++
 		}
-		for k := range strings.FieldsSeq(p.key) {
+		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
 			if voc == nil {
 				break
 			}
@@ -252,7 +252,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		}
 		if len(peopleKeys) == 0 {
 			for _, n := range st.Names {
-				for w := range strings.FieldsSeq(n) {
+				for w, wi := nextField(n, 0); w != ""; w, wi = nextField(n, wi) {
 					peopleKeys = append(peopleKeys, st.lex().stem(strings.ToLower(strings.TrimSuffix(w, "'s"))))
 				}
 			}
@@ -260,7 +260,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if slices.Contains(st.Names, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, peopleKeys) {
 			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
 		}
-		for k := range strings.FieldsSeq(p.key) {
+		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
 			used = append(used, k)
 		}
 		t, first := p.text, ""
@@ -278,7 +278,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 
 // hasAny reports whether a word of key is one of ws.
 func hasAny(key string, ws []string) bool {
-	for k := range strings.FieldsSeq(key) {
+	for k, wi := nextField(key, 0); k != ""; k, wi = nextField(key, wi) {
 		if slices.Contains(ws, k) {
 			return true
 		}
@@ -289,7 +289,7 @@ func hasAny(key string, ws []string) bool {
 // ofPeople reports a phrase made of the words of participants' names
 // ("Interface Designer" beside User Interface and Industrial Designer).
 func ofPeople(key string, peopleKeys []string) bool {
-	for k := range strings.FieldsSeq(key) {
+	for k, wi := nextField(key, 0); k != ""; k, wi = nextField(key, wi) {
 		if !slices.Contains(peopleKeys, strings.TrimSuffix(k, "'")) {
 			return false
 		}
@@ -384,7 +384,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 	// when the next word is capitalised too ("decided: Joshua Tree, …")
 	var held word
 	var lb [64]byte
-	for f := range strings.FieldsSeq(s) {
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		hold := held
 		held = word{}
 		if strings.HasPrefix(f, "(") {
@@ -395,7 +395,10 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			flush()
 			continue // a resolved date
 		}
-		w := strings.TrimFunc(f, isPhrasePunct)
+		w, end := trimCut(f, `.,!?;:()"`), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
+		if w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
+			w = strings.TrimFunc(w, isPhrasePunct)
+		}
 		var x lexeme
 		lw := lower(lb[:0], w)
 		if w != "" {
@@ -413,16 +416,16 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		up := unicode.IsUpper(r) || unicode.IsDigit(r)
 		if ok && start && up {
 			ok = false
-			if !strings.ContainsAny(f[len(f)-1:], ".,!?;:") {
+			if strings.IndexByte(".,!?;:", end) < 0 {
 				held = word{w, x}
 			}
 		}
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
 		}
-		start = strings.ContainsAny(f[len(f)-1:], `.!?":`) || x.is(fReportVerb)
+		start = strings.IndexByte(`.!?":`, end) >= 0 || x.is(fReportVerb)
 		wasDet := det
-		det = x.is(fDeterminer) && !strings.ContainsAny(f[len(f)-1:], `.,!?;:`)
+		det = x.is(fDeterminer) && strings.IndexByte(`.,!?;:`, end) < 0
 		if !ok {
 			flush()
 			continue
@@ -435,7 +438,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			}
 		}
 		run = append(run, word{w, x})
-		if strings.ContainsAny(f[len(f)-1:], ".,!?;:)") {
+		if strings.IndexByte(".,!?;:)", end) >= 0 {
 			flush()
 		}
 	}
@@ -466,7 +469,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	multiDay := st.multiDay()
 	headers := make([]string, len(st.Periods))
 	for i, p := range st.Periods {
-		headers[i] = p.header(multiDay)
+		headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3)
 	}
 	used := runeLen(lead)
 	for _, h := range headers {
@@ -516,12 +519,12 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	sc.named = covered
 	sc.pickCovering(cands, covered, budget-used, len(cands))
-	lines, merged := st.compose(lead, headers, cands)
+	lines, merged := st.compose(lead, headers, cands, budget-used)
 	if size := joinedLen(lines); merged && budget-size >= 40 {
 		// what merging statements saved takes more of them (unless one
 		// falls between two merged and the whole no longer fits)
 		sc.pickCovering(cands, covered, budget-size, len(cands))
-		if more, _ := st.compose(lead, headers, cands); joinedLen(more) <= budget {
+		if more, _ := st.compose(lead, headers, cands, budget-used); joinedLen(more) <= budget {
 			lines = more
 		}
 	}
@@ -540,12 +543,21 @@ func joinedLen(lines []string) int {
 // line with its statements taken, then the current statements taken. Two
 // statements in a row that one speaker said become one sentence ("Bob
 // said the venue is booked, and the caterer wants a deposit."); merged
-// reports whether two were.
-func (st *state) compose(lead string, headers []string, cands []cand) (lines []string, merged bool) {
+// reports whether two were. A speaker reported just before "also said"
+// (asked, thought, suggested) while room lasts: the runes left by the
+// statements taken (room: what the lines of the lead and the periods
+// left).
+func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string, merged bool) {
 	if lead != "" {
 		lines = append(lines, lead)
 	}
-	joinable := false // the last line is a statement another may join
+	for i := range cands {
+		if cands[i].taken {
+			room -= cands[i].size
+		}
+	}
+	joinable := false   // the last line is a statement another may join
+	first := len(lines) // the first statement's line
 	add := func(x *stmt) {
 		said := x.Sp + " said "
 		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
@@ -554,7 +566,13 @@ func (st *state) compose(lead string, headers []string, cands []cand) (lines []s
 			joinable, merged = false, true
 			return
 		}
-		lines = append(lines, x.Text)
+		t := x.Text
+		if v := t[min(len(x.Sp), len(t)):]; room >= len(" also") && x.Sp != "" && strings.HasPrefix(t, x.Sp) &&
+			(strings.HasPrefix(v, " said") || strings.HasPrefix(v, " asked") || strings.HasPrefix(v, " thought") || strings.HasPrefix(v, " suggested")) &&
+			alsoAfter(lines[first:], x.Sp) {
+			t, room = x.Sp+" also"+v, room-len(" also")
+		}
+		lines = append(lines, t)
 		joinable = plain && strings.HasSuffix(x.Text, ".")
 	}
 	// (cands are the statements of the periods with a line, then the
@@ -612,15 +630,10 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 }
 
 func nameList(ns []string, others, maxN int) string {
-	if len(ns) > maxN {
-		others += len(ns) - maxN
-		ns = ns[:maxN]
-	}
-	list := slices.Clone(ns)
-	switch {
-	case others == 1:
+	list := slices.Clone(ns[:min(len(ns), maxN)])
+	if others += len(ns) - len(list); others == 1 {
 		list = append(list, "1 other")
-	case others > 1:
+	} else if others > 1 {
 		list = append(list, strconv.Itoa(others)+" others")
 	}
 	return andList(list)
@@ -636,15 +649,11 @@ func andList(xs []string) string {
 // multiDay reports whether the statements of the state fall on more than
 // one calendar day (UTC): the period lines then carry their dates.
 func (st *state) multiDay() bool {
-	var first, last int64
+	first, last := int64(math.MaxInt64), int64(0)
 	see := func(t int64) {
-		if t == 0 {
-			return
+		if t != 0 {
+			first, last = min(first, t), max(last, t)
 		}
-		if first == 0 || t < first {
-			first = t
-		}
-		last = max(last, t)
 	}
 	for _, p := range st.Periods {
 		see(p.From)
@@ -653,16 +662,11 @@ func (st *state) multiDay() bool {
 	for _, x := range st.Open {
 		see(x.At)
 	}
-	return first != 0 && day(first) != day(last)
+	return last != 0 && day(first) != day(last)
 }
 
 // day is the UTC day of the unix time t, counted from 1 January 1970.
-func day(t int64) int64 {
-	if t < 0 {
-		return (t+1)/86400 - 1
-	}
-	return t / 86400
-}
+func day(t int64) int64 { return (t - (t%86400+86400)%86400) / 86400 }
 
 // cand is a statement that may go in the summary.
 type cand struct {
@@ -680,25 +684,11 @@ type cand struct {
 
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 	n := len(sc.ids)
-	for t := range strings.FieldsSeq(x.Terms) {
+	for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
 		sc.ids = append(sc.ids, sc.voc.id(t))
 	}
 	terms := sc.ids[n:len(sc.ids):len(sc.ids)]
 	return cand{x: x, period: period, terms: terms, rec: rec, size: runeLen(x.Text) + 1, extra: worthBeyondWords(x, len(terms))}
-}
-
-// sameLower reports strings.ToLower(a) == strings.ToLower(b).
-func sameLower(a, b string) bool {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		switch {
-		case a[i] == b[i]:
-		case a[i] >= utf8.RuneSelf || b[i] >= utf8.RuneSelf:
-			return strings.Map(unicode.ToLower, a) == strings.Map(unicode.ToLower, b) // (strings.ToLower; EqualFold folds more)
-		case lowerASCII(a[i]) != lowerASCII(b[i]):
-			return false
-		}
-	}
-	return len(a) == len(b)
 }
 
 // pickCovering marks at most n candidates within room runes, one at a
@@ -711,7 +701,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	said, worth, bound := sc.said[:0], sc.worth[:0], sc.bound[:0]
 	take := func(b *cand) {
 		for i := range cands {
-			if c := &cands[i]; c == b || c.size == b.size && sameLower(c.x.Text, b.x.Text) { // (lower-casing keeps runes)
+			if c := &cands[i]; c == b || c.size == b.size && strings.EqualFold(c.x.Text, b.x.Text) {
 				c.dup = true
 			}
 		}
@@ -796,7 +786,7 @@ var decisive = newKeywords("decided", "agreed", "we'll ", "we will ", "let's ", 
 
 // header is a period's line: when, who, what about ("From 14:02 to 14:20,
 // Alice and Bob talked about the venue in Lisbon and catering.").
-func (p period) header(multiDay bool) string {
+func (p period) header(multiDay, group bool) string {
 	when := "Earlier"
 	if p.From != 0 && p.To != 0 {
 		from, to := time.Unix(p.From, 0).UTC(), time.Unix(p.To, 0).UTC()
@@ -816,13 +806,26 @@ func (p period) header(multiDay bool) string {
 			}
 		}
 	}
-	names := p.Names[:min(2, len(p.Names))]
-	who := andList(names)
-	if who == "" || runeLen(who) > 24 {
+	who := andList(p.Names[:min(2, len(p.Names))])
+	switch {
+	case len(p.Names) >= 3 || group && (who == "" || runeLen(who) > 24):
+		who = "the group" // (as a person writes of a meeting)
+	case who == "" || runeLen(who) > 24:
 		who = "they"
 	}
 	if len(p.Topics) == 0 {
 		return when + ", " + who + " spoke."
 	}
 	return when + ", " + who + " talked about " + andList(p.Topics) + "."
+}
+
+// alsoAfter reports a statement of sp after lines that says "also": sp
+// spoke two or three lines before (not "also" there), another just before.
+func alsoAfter(lines []string, sp string) bool {
+	for i := len(lines) - 1; i >= max(0, len(lines)-3); i-- {
+		if strings.HasPrefix(lines[i], sp) && strings.HasPrefix(lines[i][len(sp):], " ") {
+			return i < len(lines)-1 && !strings.HasPrefix(lines[i][len(sp):], " also ")
+		}
+	}
+	return false
 }

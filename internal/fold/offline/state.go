@@ -96,7 +96,8 @@ type stmt struct {
 	// (the key: the phrase's words stemmed), found once when it is read.
 	Ph string `json:"ph,omitempty"`
 	// Batch is set on the statements of the fold that wrote the state.
-	Batch bool `json:"batch,omitempty"`
+	Batch bool   `json:"batch,omitempty"`
+	Own   string `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
 }
 
 // fact is a memory returned earlier.

@@ -22,8 +22,8 @@ const maxSentRunes = 200
 func (lx *lexicon) tighten(s string) string {
 	var arr [64]string
 	ws, prev, run, changed := arr[:0], "", 0, false
-	for f := range strings.FieldsSeq(s) {
-		if run++; !strings.EqualFold(f, prev) {
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
+		if run++; !equalFold(f, prev) {
 			run = 0
 		}
 		if prev = f; run >= 3 {
@@ -54,7 +54,7 @@ func (lx *lexicon) tighten(s string) string {
 		}
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
 		// word that makes them mean "a type of"
-		if i+1 < len(ws) && len(core) <= len("kind") && hedgeStart[core] {
+		if i+1 < len(ws) && len(core) <= len("kind") && hedgeStart(core) {
 			pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))...))
 			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
 				if t := ws[i+1][len(strings.TrimRight(ws[i+1], ",.?!;:")):]; t != "" && t != "," && len(out) > 0 {
@@ -66,9 +66,10 @@ func (lx *lexicon) tighten(s string) string {
 			}
 		}
 		out = append(out, w)
-		// a phrase of one to three words said twice in a row
-		for n := 3; n >= 1; n-- {
-			if len(out) >= 2*n && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) {
+		// a phrase of one to three words said twice in a row (its last word
+		// first: one with another first letter is not the same word)
+		for n, c := 3, w[0]; n >= 1; n-- {
+			if len(out) >= 2*n && (lowerASCII(out[len(out)-1-n][0]) == lowerASCII(c) || !isLetter(c) || !isLetter(out[len(out)-1-n][0])) && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) {
 				out = out[:len(out)-n]
 				break
 			}
@@ -103,23 +104,24 @@ func (lx *lexicon) falseStart(w, next string) bool {
 var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
 
 // hedgeStart are the first words of hedges and of "kind of", "sort of".
-var hedgeStart = toSet([]string{"you", "i", "or", "and", "kind", "sort"})
+func hedgeStart(w string) bool {
+	return w == "you" || w == "i" || w == "or" || w == "and" || w == "kind" || w == "sort"
+}
 
 // typeOf are the words after which "kind of"/"sort of" name a type ("what
 // kind of button"), not a hedge.
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
 
 func sameWords(a, b []string) bool {
-	for i := range a {
-		if a[i] == b[i] {
-			continue
-		}
-		if !equalFold(trimCut(a[i], ",.;:"), trimCut(b[i], ",.;:")) {
+	for i := len(a) - 1; i >= 0; i-- { // (last words first: they differ most)
+		if x, y := a[i], b[i]; x != y && (lowerASCII(x[0]) != lowerASCII(y[0]) && isLetter(x[0]) && isLetter(y[0]) || !equalFold(trimCut(x, ",.;:"), trimCut(y, ",.;:"))) {
 			return false
 		}
 	}
 	return true
 }
+
+func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
 // equalFold is strings.EqualFold, quick to tell words apart by their
 // first letter.
@@ -142,7 +144,13 @@ func trimCut(w, cut string) string {
 	return w
 }
 
-func hasDigit(w string) bool { return strings.IndexFunc(w, unicode.IsDigit) >= 0 }
+func hasDigit(w string) bool {
+	i := 0
+	for i < len(w) && w[i] < utf8.RuneSelf && (w[i] < '0' || w[i] > '9') {
+		i++
+	}
+	return i < len(w) && strings.IndexFunc(w[i:], unicode.IsDigit) >= 0
+}
 
 // clauseBreaks are where a run-on sentence can end.
 var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", which ", ", or ", ", then ", " but ", " because "}
