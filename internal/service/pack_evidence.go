@@ -93,6 +93,7 @@ func (p *picker) docTerms(d int) *docTerms {
 	dt := &docTerms{terms: view.terms, n: strings.Count(view.terms, "\x00")}
 	if holdsName(view.terms, names) {
 		var b strings.Builder
+		b.Grow(len(view.terms)) // at most the view's terms
 		dt.n = 0
 		view.eachTerm(func(t string) {
 			if names[t] {
