@@ -200,7 +200,7 @@ func (x *turnIndex) forget() {
 			x.turns[d] = nil
 		}
 	}
-	b.decoded = b.decoded[:0]
+	b.decoded = nil
 	x.bytes -= b.decodedBytes
 	b.decodedBytes = 0
 	for term, pl := range x.postings {
@@ -208,6 +208,11 @@ func (x *turnIndex) forget() {
 			delete(x.postings, term)
 			x.bytes -= termBytes + int64(len(term)) + postingBytes*int64(len(pl))
 		}
+	}
+	if len(x.postings) == 0 {
+		// A map keeps the room its deleted entries took: a new one holds
+		// nothing between requests.
+		x.postings = map[string][]posting{}
 	}
 }
 
