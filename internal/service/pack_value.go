@@ -64,6 +64,9 @@ const (
 	// memories, in rank order, as a multiple of the matches a reply may
 	// recall.
 	excerptPool = 3
+	// maxKeptTermIDs: a request's term numbering of more terms is not
+	// kept for the next (clearing it would cost more than it saves).
+	maxKeptTermIDs = 8192
 )
 
 // Kinds of candidates.
@@ -156,8 +159,18 @@ type valuePacker struct {
 // packByValue packs out (see packQuery) under a budget by value, with
 // the picker pk of the question's matches.
 func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[uint64]*events.Turn, h *indexHandle, pk *picker, total *meter, out *client.Context) error {
+	ids, _ := s.termIDs.Get().(map[string]int32)
+	if ids == nil {
+		ids = make(map[string]int32, 1024)
+	}
+	defer func() {
+		if len(ids) <= maxKeptTermIDs {
+			clear(ids)
+			s.termIDs.Put(ids)
+		}
+	}()
 	v := &valuePacker{s: s, ctx: ctx, pk: pk, cp: cp, tail: tail, h: h, total: total,
-		ids: make(map[string]int32, 1024), termAt: map[string]int{}, speakers: map[string][]int32{}, windowNext: -1, windowLow: cp.Total, days: map[int64]bool{}, excerpted: map[string]bool{}}
+		ids: ids, termAt: map[string]int{}, speakers: map[string][]int32{}, windowNext: -1, windowLow: cp.Total, days: map[int64]bool{}, excerpted: map[string]bool{}}
 	v.weigh()
 
 	// The last exchange, under the window's header.

@@ -85,6 +85,9 @@ type server struct {
 	scanIdle time.Duration
 	// memoryFailures counts reads of memories that failed (memoriesOf).
 	memoryFailures prometheus.Counter
+	// termIDs keeps the value packing's term numbering maps (a map of a
+	// few thousand terms each request) for the next request.
+	termIDs sync.Pool
 }
 
 // Start registers the service on nc and serves until ctx ends or the
