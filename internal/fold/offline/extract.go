@@ -868,9 +868,8 @@ func toolOutcome(text string) string {
 	return "ok"
 }
 
-// isInjection reports text that addresses a model (injectionRe), with cheap tests first: most text has none of
-// its words, nor one of its phrases or an object of its verbs (the objects' parts have no s or k: (?i) also
-// matches ſ, K).
+// isInjection reports text that addresses a model (injectionRe), with cheap tests first: most text has none of its
+// words, nor a phrase or an object of its verbs (the objects' parts have no s or k: (?i) also matches ſ, K).
 func isInjection(s string) bool {
 	return injectionWords.in(s) && (injectionObjects.in(s) || injectionPhrases.in(s)) && injectionRe.MatchString(s)
 }
