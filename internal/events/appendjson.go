@@ -81,6 +81,58 @@ func (s *SummaryUpdated) AppendJSON(dst []byte) ([]byte, error) {
 	return o.end()
 }
 
+// AppendJSON appends the memories as encoding/json encodes them, byte for
+// byte (TestAppendJSONAgrees): one event per fold that extracted any, each
+// memory's text in Memories and again in its item.
+func (m *Memories) AppendJSON(dst []byte) ([]byte, error) {
+	o := jsonObject{b: append(dst, '{')}
+	o.int("v", int64(m.V))
+	o.str("session", m.Session)
+	o.uint("version", m.Version)
+	o.str("fold_id", m.FoldID)
+	o.key("memories")
+	if m.Memories == nil {
+		o.b = append(o.b, "null"...)
+	} else {
+		o.b = append(o.b, '[')
+		for i, text := range m.Memories {
+			if i > 0 {
+				o.b = append(o.b, ',')
+			}
+			o.b = AppendJSONString(o.b, text)
+		}
+		o.b = append(o.b, ']')
+	}
+	if len(m.Items) > 0 {
+		o.key("items")
+		o.b = append(o.b, '[')
+		for i := range m.Items {
+			if i > 0 {
+				o.b = append(o.b, ',')
+			}
+			it := &m.Items[i]
+			io := jsonObject{b: append(o.b, '{')}
+			io.str("id", it.ID)
+			io.strOmit("speaker", it.Speaker)
+			io.str("text", it.Text)
+			io.strOmit("turn_id", it.TurnID)
+			if !it.At.IsZero() {
+				io.time("at", it.At)
+			}
+			io.strOmit("supersedes", it.Supersedes)
+			b, err := io.end()
+			if err != nil {
+				return nil, err
+			}
+			o.b = b
+		}
+		o.b = append(o.b, ']')
+	}
+	o.strOmit("model", m.Model)
+	o.time("at", m.At)
+	return o.end()
+}
+
 // jsonObject appends one flat JSON object's members. Keys are written as
 // given: callers pass plain ASCII names that need no escaping.
 type jsonObject struct {

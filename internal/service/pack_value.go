@@ -33,8 +33,8 @@ import (
 // as an excerpt, nor one excerpt that repeats another). Its cost is the
 // characters it adds: its line, and the section header or the day label
 // it brings when it is the first of its section or of its day. A match's
-// value also rises for each chosen match near it (nearBoost: evidence
-// comes in stretches). Otherwise both only fall as items are chosen, so
+// value also rises for each chosen match near it, in turns and in time
+// (nearBoost: evidence comes in stretches, of one sitting). Otherwise both only fall as items are chosen, so
 // the greedy choice by value per character is evaluated lazily: a
 // candidate's last value bounds its current one, and the bounds are
 // recomputed when a header or a label is paid (costs fall then) and, for
@@ -342,7 +342,9 @@ func (v *valuePacker) unitTerms(unit []client.RecalledItem, docs []int) []int32 
 		// The turn's whole text: its terms are known (in its order: the
 		// value sums their weights in that order, the same every time).
 		dt := v.pk.docTerms(docs[i])
-		for _, t := range dt.order {
+		for s := dt.terms; s != ""; {
+			var t string
+			t, s = nextTerm(s)
 			out = append(out, v.id(t))
 		}
 		for _, t := range dt.named {
@@ -433,7 +435,7 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 	pk := v.pk
 	switch c.kind {
 	case candSummary:
-		cost = utf8.RuneCountInString(v.sents[c.i]) + 1
+		cost = runes(v.sents[c.i]) + 1
 		if !v.summaryAny {
 			cost += utf8.RuneCountInString(client.SummaryPrefix)
 		}
@@ -721,7 +723,7 @@ func (v *valuePacker) summaryText() string {
 // takeSentence adds sentence i to the summary line if the line still
 // fits.
 func (v *valuePacker) takeSentence(i int) bool {
-	chars := utf8.RuneCountInString(v.sents[i]) + 1
+	chars := runes(v.sents[i]) + 1
 	if !v.summaryAny {
 		chars += utf8.RuneCountInString(client.SummaryPrefix)
 	}
@@ -755,7 +757,7 @@ func (v *valuePacker) fillSummary() {
 					novel++
 				}
 			}
-			if r := float64(novel) / float64(utf8.RuneCountInString(sent)+1); best < 0 || r > bestValue {
+			if r := float64(novel) / float64(runes(sent)+1); best < 0 || r > bestValue {
 				best, bestValue = i, r
 			}
 		}
@@ -802,12 +804,14 @@ func (v *valuePacker) fillNeighbours(from, to int) {
 					continue
 				}
 				fresh := 0
-				for _, t := range dt.order {
+				for s := dt.terms; s != ""; {
+					var t string
+					t, s = nextTerm(s)
 					if id, ok := v.ids[t]; !ok || !v.shown[id] {
 						fresh++
 					}
 				}
-				if fresh*5 <= len(dt.order) {
+				if fresh*5 <= dt.n {
 					continue // the reply says (nearly) all of it already
 				}
 				unit := []client.RecalledItem{pk.item(d, 0, true)}

@@ -153,3 +153,36 @@ func TestQueryContextPrefersTheStretchOfTheEvidence(t *testing.T) {
 		}
 	}
 }
+
+// A stretch of evidence is one sitting: in a chat of many days, the turn
+// that opens the next day's conversation a few turns after the evidence
+// gains nothing from it, and a match as good said on another day
+// elsewhere comes first when it is a little shorter.
+func TestQueryContextStretchEndsWithTheDay(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	publishDays(t, e, "s1", 150, 25, map[int]string{
+		// The end of day 0: the vet exchange.
+		20: "What did the vet say about Luna's hip?",
+		21: "The vet said Luna's hip joint is worn and she should lose some weight.",
+		// Day 1 opens, five turns later; day 2, far from the exchange: the
+		// same words, one character shorter.
+		26: "Luna's new red collar, bought at the pet shop today!!",
+		70: "Luna's new red collar, bought at the pet shop today!",
+	})
+	for _, budget := range []int{1000, 2000} {
+		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "What did the vet say about Luna?", BudgetChars: budget, RecallTurns: 2})
+		checkShownOnce(t, c)
+		var matches []string
+		for _, r := range c.Recalled {
+			if r.Kind == client.RecalledTurn && !r.Neighbour {
+				matches = append(matches, r.TurnID)
+			}
+		}
+		if !slices.Contains(shownTurns(c), "t070") || slices.Contains(matches, "t026") {
+			t.Errorf("budget %d: matches %v (shown %v), want the shorter match (t070) shown, not the next day's opening near the exchange in turns only (t026) recalled:\n%s",
+				budget, matches, shownTurns(c), c.Prompt())
+		}
+	}
+}
