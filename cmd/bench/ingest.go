@@ -401,6 +401,12 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 		go func() { probed <- probe(pctx, pjs, l.Subjects.Out("bench-probe", events.KindEvent)) }()
 	}
 	debug := os.Getenv("FOLDSTREAM_BENCH_DEBUG") != ""
+	var written *writeTally
+	if debug {
+		if written, err = tallyWrites(e.nc, l); err != nil {
+			return res, err
+		}
+	}
 	appliedAt := make(chan time.Duration, 1)
 	if debug { // its polling costs a little CPU: only when asked for
 		go func() {
@@ -420,6 +426,7 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 				fmt.Fprintf(os.Stderr, "  %s: %d messages stored\n", name, st.CachedInfo().State.LastSeq)
 			}
 		}
+		written.print(os.Stderr)
 	}
 	res.took = time.Since(start)
 	res.cpu = (cpuTime() - cpu0) / time.Duration(r.n)

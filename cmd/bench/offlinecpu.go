@@ -16,7 +16,7 @@ import (
 // many folds. The folds are the processor's with the default window (each
 // session's turns 0-9, then 10-19, ...), in lock-step order (every
 // session's first fold, then every second, ...), each carrying its
-// session's previous summary, through fold.Summarize as the processor's
+// session's previous summary and state, through fold.Summarize as the processor's
 // window mode calls it (voice profile, its default); it stops after folds folds, or when every session
 // has folded all it can.
 func offlineCPU(ctx context.Context, n, sessions, folds int, repeated bool) (time.Duration, int, error) {
@@ -44,15 +44,19 @@ func offlineCPU(ctx context.Context, n, sessions, folds int, repeated bool) (tim
 		}
 	}
 	s := offline.New()
-	prev := make(map[string]string, sessions)
+	// Each fold gets its session's previous summary and the state the
+	// summarizer kept beside it, as the processor hands them on from the
+	// checkpoint (without the state it would read the summary as prose).
+	prev := make(map[string]fold.Outcome, sessions)
 	cpu0 := cpuTime()
 	for _, req := range reqs {
-		req.PreviousSummary = prev[req.Session]
+		p := prev[req.Session]
+		req.PreviousSummary, req.PreviousState = p.Summary, p.State
 		out, err := fold.Summarize(ctx, s, req)
 		if err != nil {
 			return 0, 0, fmt.Errorf("offline summarizer, %s turns %d-%d: %w", req.Session, req.Turns[0].Index, req.Turns[len(req.Turns)-1].Index, err)
 		}
-		prev[req.Session] = out.Summary
+		prev[req.Session] = out
 	}
 	return cpuTime() - cpu0, len(reqs), nil
 }

@@ -85,6 +85,21 @@ func TestAppendJSONAgrees(t *testing.T) {
 	for name, s := range summaries {
 		agree(t, "SummaryUpdated "+name, s)
 	}
+	at := time.Date(2026, 11, 25, 20, 1, 2, 300, time.FixedZone("x", -3600))
+	memories := map[string]*Memories{
+		"zero":     {},
+		"no items": {V: 1, Session: "s", Version: 3, FoldID: "f", Memories: []string{"Alice prefers tea.", `Bob said "<no> & yes"`}, At: at},
+		"empty":    {Memories: []string{}, Items: []MemoryItem{}},
+		"items": {V: 1, Session: "sess-7", Version: 9, FoldID: "NUID", Memories: []string{"Alice moved to Lyon.", "Bob is rusty   ünï"},
+			Items: []MemoryItem{{ID: "m1", Speaker: "Alice", Text: "Alice moved to Lyon.", TurnID: "t-4", At: at, Supersedes: "m0"},
+				{ID: "m2", Text: "Bob is rusty \u2028 ünï \xff"}},
+			Model: "offline", At: at},
+		"bad item time": {Items: []MemoryItem{{ID: "m", At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}},
+		"bad time":      {At: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	for name, m := range memories {
+		agree(t, "Memories "+name, m)
+	}
 	texts := []string{"", "plain ", "quote\" back\\ slash/ ", "<b>&amp;</b> ", "ctl \x00\x01\b\f\n\r\t\x1f\x7f ",
 		"é ü 日本 🎮 ", "bad \xff\xfe utf8 \xe2\x28\xa1 ", "sep \u2028\u2029 ", "\xed\xa0\x80 surrogate "}
 	for k, text := range texts {
@@ -94,6 +109,10 @@ func TestAppendJSONAgrees(t *testing.T) {
 		var s SummaryUpdated
 		fill(t, &s, k, text)
 		agree(t, "SummaryUpdated, every field set, text "+text, &s)
+		var item MemoryItem
+		fill(t, &item, k, text)
+		m := Memories{V: k, Session: text, Version: uint64(k), FoldID: text, Memories: []string{text, text + text}, Items: []MemoryItem{item, item}, Model: text, At: item.At}
+		agree(t, "Memories, every item field set, text "+text, &m)
 	}
 }
 
@@ -131,5 +150,11 @@ func FuzzAppendJSONAgrees(f *testing.F) {
 		s := SummaryUpdated{V: int(n), Session: a, Version: u, Summary: b, Cursor: n, From: at, To: at.Add(time.Duration(n)),
 			Epoch: uint32(u), Mode: a, At: at.In(time.FixedZone("f", int(n%86400)))}
 		agree(t, "SummaryUpdated", &s)
+		m := Memories{V: int(n), Session: a, Version: u, FoldID: b, Memories: []string{a, b},
+			Items: []MemoryItem{{ID: a, Speaker: b, Text: a + b, TurnID: b, At: at, Supersedes: a}}, Model: b, At: at}
+		if flag {
+			m.Items[0].At = time.Time{}
+		}
+		agree(t, "Memories", &m)
 	})
 }

@@ -54,3 +54,40 @@ func BenchmarkLifecycleEncode(b *testing.B) {
 		}
 	})
 }
+
+// benchMemories is a fold's memories as the offline summarizer extracts
+// them on the bench's text: five, each with its item.
+var benchMemories = func() Memories {
+	at := time.Date(2026, 11, 25, 20, 1, 2, 0, time.UTC)
+	m := Memories{V: 1, Session: "sess-00042", Version: 3, FoldID: "NUID4242424242", Model: "offline", At: at}
+	for i, text := range []string{"Carol's screen shows 14 kills as Luna Snow this game, her best score since the season started.",
+		"Alice says they should warm up at 6:30 with two quick games before the bracket.",
+		"Dave offered to set up a custom lobby on Thursday evening.",
+		"They play the winner of Team Comet on Saturday at 8 in the evening.",
+		"Team Comet beat them last month (October 2026) with a triple support comp."} {
+		m.Memories = append(m.Memories, text)
+		m.Items = append(m.Items, MemoryItem{ID: "m" + string(rune('a'+i)), Speaker: "Carol", Text: text, TurnID: "sess-00042-61", At: at})
+	}
+	return m
+}()
+
+// BenchmarkMemoriesEncode compares the processor's encoder with
+// encoding/json on a fold's memories event.
+func BenchmarkMemoriesEncode(b *testing.B) {
+	b.Run("AppendJSON", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := benchMemories.AppendJSON(make([]byte, 0, 2048)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(&benchMemories); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

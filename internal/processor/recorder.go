@@ -304,7 +304,7 @@ func (c *coordinator) publishMemories(ls *live, r foldResult, version uint64) {
 		Items: memoryItems(r.out.MemoryItems, fresh), Model: r.out.Model, At: p.clock.Now().UTC()}
 	id := ls.s.ID
 	lost := func(err error) { c.memoriesLost(ls, id, fresh, err) }
-	if err := c.rec.publishAsync(ls.s.ID, events.KindMemory, version, ev, lost); err != nil {
+	if err := c.rec.publishAsync(ls.s.ID, events.KindMemory, version, &ev, lost); err != nil {
 		lost(err)
 		return
 	}
@@ -330,10 +330,12 @@ func (c *coordinator) memoriesLost(ls *live, id string, fresh []string, err erro
 // publishAsync publishes an outbound record without waiting for the
 // stream; its ack is checked at the next sweep (sentEvents), and failed
 // runs on the loop if the stream refused it or did not confirm it. The
-// message id makes a re-publish after a crash a no-op. Must be called on
-// the loop.
-func (p *recorder) publishAsync(session, kind string, version uint64, v any, failed func(error)) error {
-	data, err := json.Marshal(v)
+// message id makes a re-publish after a crash a no-op. v encodes itself
+// (events.Memories.AppendJSON: encoding/json's bytes without its
+// reflection, on the loop once per fold). Must be called on the loop.
+func (p *recorder) publishAsync(session, kind string, version uint64, v jsonAppender, failed func(error)) error {
+	data, err := v.AppendJSON(make([]byte, 0, 2048)) // a fold's memories, texts twice: ~2 KB
+
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", kind, err)
 	}
@@ -345,6 +347,11 @@ func (p *recorder) publishAsync(session, kind string, version uint64, v any, fai
 	}
 	p.sent.add(sentEvent{f: f, session: session, typ: kind, at: time.Now(), failed: failed})
 	return nil
+}
+
+// jsonAppender is an outbound record that encodes itself.
+type jsonAppender interface {
+	AppendJSON([]byte) ([]byte, error)
 }
 
 // memoryItems returns the items of the memories in fresh, in fresh's

@@ -20,22 +20,72 @@ type indexBase struct {
 	b       []byte
 	s       string // b as a string
 	session string
-	// docs is how many docs of the index are the base's; turnAt[i] is
-	// where doc i's turn starts, turnAt[docs] where the last one ends.
+	// docs is how many docs of the index are the base's; turnAt.at(i)
+	// is where doc i's turn starts, turnAt.at(docs) where the last one
+	// ends.
 	docs   int
-	turnAt []uint32
-	// wordAt[i] is where the i-th word starts, wordAt[len-1] where the
+	turnAt offsets
+	// wordAt.at(i) is where the i-th word starts, at(len-1) where the
 	// last one ends.
-	wordAt []uint32
-	// termAt[i] is where the i-th term's entry (the term, its postings)
-	// starts, terms in increasing order; termAt[len-1] is where the last
-	// one ends.
-	termAt []uint32
+	wordAt offsets
+	// termAt.at(i) is where the i-th term's entry (the term, its
+	// postings) starts, terms in increasing order; at(len-1) is where
+	// the last one ends.
+	termAt offsets
 	// decoded are the docs whose turns were read since the index was
 	// last forgotten, decodedBytes their estimated size.
 	decoded      []int32
 	decodedBytes int64
 }
+
+// bytes is the memory the base holds between requests: its encoding and
+// offsets.
+func (b *indexBase) bytes() int64 {
+	return int64(len(b.b)) + b.turnAt.bytes() + b.wordAt.bytes() + b.termAt.bytes()
+}
+
+// offsets are increasing positions in a base's encoding, in 2 bytes each
+// where they can be: a position is its block's first (every offsetBlock)
+// plus a 16-bit step. A table with a block that spans 64 KB or more (a
+// very long turn or posting list) keeps them whole.
+type offsets struct {
+	first []uint32
+	step  []uint16
+	whole []uint32 // all of them, when a block does not fit (step nil)
+}
+
+// offsetBlock is how many offsets share a block's first position.
+const offsetBlock = 64
+
+// packOffsets packs at.
+func packOffsets(at []uint32) offsets {
+	o := offsets{first: make([]uint32, (len(at)+offsetBlock-1)/offsetBlock), step: make([]uint16, len(at))}
+	for i, a := range at {
+		k := i / offsetBlock
+		if i%offsetBlock == 0 {
+			o.first[k] = a
+		}
+		if a-o.first[k] > 1<<16-1 {
+			return offsets{whole: at}
+		}
+		o.step[i] = uint16(a - o.first[k])
+	}
+	return o
+}
+
+// at is the i-th offset.
+func (o *offsets) at(i int) uint32 {
+	if o.whole != nil {
+		return o.whole[i]
+	}
+	return o.first[i/offsetBlock] + uint32(o.step[i])
+}
+
+// len is how many offsets o holds.
+func (o *offsets) len() int { return max(len(o.whole), len(o.step)) }
+
+// bytes is o's memory.
+func (o *offsets) bytes() int64 { return int64(4*cap(o.whole) + 4*cap(o.first) + 2*cap(o.step)) }
 
 // reader reads the base's encoding from off.
 func (b *indexBase) reader(off uint32) indexReader {
@@ -44,21 +94,21 @@ func (b *indexBase) reader(off uint32) indexReader {
 
 // turn decodes doc d's turn.
 func (b *indexBase) turn(d int) *events.Turn {
-	r := b.reader(b.turnAt[d])
+	r := b.reader(b.turnAt.at(d))
 	t := new(events.Turn)
 	r.turn(t, b)
 	return t
 }
 
 // turnBytes are docs [from, to)'s turns as encoded.
-func (b *indexBase) turnBytes(from, to int) []byte { return b.b[b.turnAt[from]:b.turnAt[to]] }
+func (b *indexBase) turnBytes(from, to int) []byte { return b.b[b.turnAt.at(from):b.turnAt.at(to)] }
 
 // words is how many words the base holds.
-func (b *indexBase) words() int { return len(b.wordAt) - 1 }
+func (b *indexBase) words() int { return b.wordAt.len() - 1 }
 
 // word is the i-th word.
 func (b *indexBase) word(i int) string {
-	off := int(b.wordAt[i])
+	off := int(b.wordAt.at(i))
 	if n := int(b.b[off]); n < 0x80 { // the common case: a short word
 		return b.s[off+1 : off+1+n]
 	}
@@ -68,22 +118,22 @@ func (b *indexBase) word(i int) string {
 
 // turnID is doc d's turn_id, without decoding the rest of the turn.
 func (b *indexBase) turnID(d int) string {
-	r := b.reader(b.turnAt[d])
+	r := b.reader(b.turnAt.at(d))
 	r.uv() // V
 	return r.str()
 }
 
 // terms is how many terms the base holds.
-func (b *indexBase) terms() int { return len(b.termAt) - 1 }
+func (b *indexBase) terms() int { return b.termAt.len() - 1 }
 
 // term is the i-th term.
 func (b *indexBase) term(i int) string {
-	r := b.reader(b.termAt[i])
+	r := b.reader(b.termAt.at(i))
 	return r.str()
 }
 
 // entry is the i-th term's entry as encoded.
-func (b *indexBase) entry(i int) []byte { return b.b[b.termAt[i]:b.termAt[i+1]] }
+func (b *indexBase) entry(i int) []byte { return b.b[b.termAt.at(i):b.termAt.at(i+1)] }
 
 // find is the index of term, if the base holds it.
 func (b *indexBase) find(term string) (int, bool) {
@@ -98,7 +148,7 @@ func (b *indexBase) postings(term string) ([]posting, bool) {
 	if !ok {
 		return nil, false
 	}
-	r := b.reader(b.termAt[i])
+	r := b.reader(b.termAt.at(i))
 	r.str()
 	pl := make([]posting, r.int())
 	var doc int32
@@ -112,7 +162,7 @@ func (b *indexBase) postings(term string) ([]posting, bool) {
 
 // count is how many postings the i-th term has.
 func (b *indexBase) count(i int) int {
-	r := b.reader(b.termAt[i])
+	r := b.reader(b.termAt.at(i))
 	r.str()
 	return r.int()
 }
@@ -150,7 +200,7 @@ func (x *turnIndex) forget() {
 			x.turns[d] = nil
 		}
 	}
-	b.decoded = b.decoded[:0]
+	b.decoded = nil
 	x.bytes -= b.decodedBytes
 	b.decodedBytes = 0
 	for term, pl := range x.postings {
@@ -158,6 +208,11 @@ func (x *turnIndex) forget() {
 			delete(x.postings, term)
 			x.bytes -= termBytes + int64(len(term)) + postingBytes*int64(len(pl))
 		}
+	}
+	if len(x.postings) == 0 {
+		// A map keeps the room its deleted entries took: a new one holds
+		// nothing between requests.
+		x.postings = map[string][]posting{}
 	}
 }
 

@@ -200,7 +200,7 @@ func encodeReplay(b []byte, key string, rp *replay) ([]byte, error) {
 		for i := range x.base.terms() {
 			if _, ok := x.postings[x.base.term(i)]; !ok {
 				baseOnly = append(baseOnly, i)
-				r := x.base.reader(x.base.termAt[i])
+				r := x.base.reader(x.base.termAt.at(i))
 				r.str()
 				total += r.int()
 			}
@@ -411,25 +411,26 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 		r.fail("docs beyond the replay's position, or not its turns")
 	}
 	nwords := r.count(1)
-	base := &indexBase{b: body, s: r.s, session: session, docs: ndocs, turnAt: make([]uint32, ndocs+1), wordAt: make([]uint32, nwords+1)}
+	base := &indexBase{b: body, s: r.s, session: session, docs: ndocs}
+	wordAt, turnAt := make([]uint32, nwords+1), make([]uint32, ndocs+1)
 	for i := range nwords {
-		base.wordAt[i] = uint32(r.off)
+		wordAt[i] = uint32(r.off)
 		r.skip()
 	}
-	base.wordAt[nwords] = uint32(r.off)
+	wordAt[nwords] = uint32(r.off)
 	for i := range ndocs {
-		base.turnAt[i] = uint32(r.off)
+		turnAt[i] = uint32(r.off)
 		if !r.checkTurn(nwords) {
 			return nil, r.err
 		}
 	}
-	base.turnAt[ndocs] = uint32(r.off)
+	turnAt[ndocs] = uint32(r.off)
 	nterms := r.count(3)
 	total := r.count(1)
-	base.termAt = make([]uint32, nterms+1)
+	termAt := make([]uint32, nterms+1)
 	last, seen := "", 0
 	for i := range nterms {
-		base.termAt[i] = uint32(r.off)
+		termAt[i] = uint32(r.off)
 		term := r.str()
 		np := r.count(1)
 		if r.err != nil {
@@ -446,7 +447,7 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 			return nil, r.err
 		}
 	}
-	base.termAt[nterms] = uint32(r.off)
+	termAt[nterms] = uint32(r.off)
 	if r.err == nil && seen != total {
 		r.fail("fewer postings than counted")
 	}
@@ -472,29 +473,31 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	if r.err != nil {
 		return nil, r.err
 	}
-	// The words, turns and terms kept, the doc table and the turns'
-	// offsets (4), the words' and terms' offsets.
-	x.bytes = int64(ndocs)*(docTableBytes+4) + 4*int64(nterms+nwords) + 512
+	// The doc table, and the words, turns and terms kept with their
+	// offsets.
+	x.bytes = int64(ndocs)*docTableBytes + 512
 	if ndocs > 0 {
-		base.keep()
+		base.keep(wordAt, turnAt, termAt)
 		x.base = base
-		x.bytes += int64(len(base.b))
+		x.bytes += base.bytes()
 	}
 	return rp, nil
 }
 
 // keep replaces the base's encoding with a copy of the part it reads
-// from (the words, the turns and the terms), its offsets moved: the
-// rest of the entry (its header, doc table, session state and memories)
-// was decoded, and the buffer the store read it into is not held.
-func (b *indexBase) keep() {
-	from, to := b.wordAt[0], b.termAt[len(b.termAt)-1]
+// from (the words, the turns and the terms, at wordAt, turnAt and termAt
+// in it), and keeps their offsets moved and packed: the rest of the
+// entry (its header, doc table, session state and memories) was decoded,
+// and the buffer the store read it into is not held.
+func (b *indexBase) keep(wordAt, turnAt, termAt []uint32) {
+	from, to := wordAt[0], termAt[len(termAt)-1]
 	kept := append([]byte(nil), b.b[from:to]...) // not cleared first, as make would
-	for _, at := range [][]uint32{b.wordAt, b.turnAt, b.termAt} {
+	for _, at := range [][]uint32{wordAt, turnAt, termAt} {
 		for i := range at {
 			at[i] -= from
 		}
 	}
+	b.wordAt, b.turnAt, b.termAt = packOffsets(wordAt), packOffsets(turnAt), packOffsets(termAt)
 	b.b = kept
 	b.s = ""
 	if len(kept) > 0 {

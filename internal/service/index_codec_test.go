@@ -207,3 +207,23 @@ func TestLoadedIndexReadsWhatItIsAsked(t *testing.T) {
 		}
 	}
 }
+
+// Offsets are packed in 2 bytes each while every block of them spans
+// less than 64 KB, and kept whole otherwise; either way they read back.
+func TestPackedOffsetsReadBack(t *testing.T) {
+	for _, gap := range []uint32{1, 700, 1 << 12, 1 << 16} {
+		at := make([]uint32, 300)
+		for i := range at {
+			at[i] = uint32(i) * gap
+		}
+		o := packOffsets(slices.Clone(at))
+		if o.len() != len(at) || (o.whole == nil) != (gap*(offsetBlock-1) < 1<<16) {
+			t.Fatalf("gap %d: %d offsets, whole %v", gap, o.len(), o.whole != nil)
+		}
+		for i, a := range at {
+			if o.at(i) != a {
+				t.Fatalf("gap %d: offset %d is %d, want %d", gap, i, o.at(i), a)
+			}
+		}
+	}
+}

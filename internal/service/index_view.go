@@ -19,7 +19,10 @@ import "strings"
 type docViews struct {
 	views map[int32]docView
 	bytes int64
-	seen  map[string]bool // view's scratch space
+	// view's scratch space: the terms met, and the terms' string as it
+	// is built (then copied at its size).
+	seen map[string]bool
+	buf  []byte
 }
 
 // docView is one doc's display text and terms.
@@ -67,16 +70,19 @@ func (x *turnIndex) view(d int) docView {
 		vs.seen = map[string]bool{}
 	}
 	clear(vs.seen)
-	var b strings.Builder
+	b := vs.buf[:0]
 	x.an.each(v.text, func(term string) {
 		if term == "" || vs.seen[term] {
 			return
 		}
 		vs.seen[term] = true
-		b.WriteString(term)
-		b.WriteByte(0)
+		b = append(b, term...)
+		b = append(b, 0)
 	})
-	v.terms = b.String()
+	v.terms = string(b)
+	if vs.buf = b; cap(b) > 1024 {
+		vs.buf = nil // not kept past a long turn's (not counted in bytes)
+	}
 	if vs.views == nil || len(vs.views) >= maxDocViews {
 		x.bytes -= vs.bytes
 		vs.views, vs.bytes = map[int32]docView{}, 0

@@ -2,6 +2,7 @@ package service
 
 import (
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/client"
@@ -20,32 +21,88 @@ import (
 // "[" + its day (client.RecallTimeLayout) + "] " when it has a time.
 // TestExcerptLineChars holds it to the lines themselves.
 func excerptLineChars(it *client.RecalledItem, labelled bool) (chars int, ok bool) {
+	return speakerChars(nil).line(it, labelled)
+}
+
+// speakerChars caches the characters of a speaker's label on a line, by
+// the turn's speaker (nil: none; a picker's, for one request).
+type speakerChars map[string]int
+
+// line is excerptLineChars, with the speakers' labels' characters cached.
+func (sc speakerChars) line(it *client.RecalledItem, labelled bool) (chars int, ok bool) {
 	if it.Kind != client.RecalledTurn {
 		return 0, false
 	}
-	name := speaker.Name(it.Speaker)
-	if name == "" && it.Role != "" {
-		name = speaker.Name(it.Role)
+	n, cached := sc[it.Speaker]
+	if !cached {
+		name := speaker.Name(it.Speaker)
+		own := name != "" // then the role does not matter
+		if !own && it.Role != "" {
+			name = speaker.Name(it.Role)
+		}
+		if name == "" {
+			name = "unknown"
+		}
+		n = utf8.RuneCountInString(name)
+		if own && sc != nil {
+			sc[it.Speaker] = n
+		}
 	}
-	if name == "" {
-		name = "unknown"
-	}
-	chars = utf8.RuneCountInString(name) + 2 + textChars(it.Text) + 1
+	chars = n + 2 + textChars(it.Text) + 1
 	if labelled && !it.At.IsZero() {
-		var buf [32]byte
-		chars += 3 + utf8.RuneCount(it.At.UTC().AppendFormat(buf[:0], client.RecallTimeLayout))
+		chars += 3 + dayChars(it.At)
 	}
 	return chars, true
+}
+
+// dayChars is the characters of at's day as a label shows it
+// (client.RecallTimeLayout, in UTC): a weekday's three letters and a
+// four-digit year for the years 0 to 9999.
+func dayChars(at time.Time) int {
+	if y := at.UTC().Year(); client.RecallTimeLayout == "Mon 2006-01-02" && y >= 0 && y <= 9999 {
+		return 14
+	}
+	var buf [32]byte
+	return utf8.RuneCount(at.UTC().AppendFormat(buf[:0], client.RecallTimeLayout))
 }
 
 // textChars is the runes of text on one line: each line break ("\r\n",
 // "\n", "\r", U+2028, U+2029) shown as " ⏎ " (client.TurnLine).
 func textChars(text string) int {
-	n := utf8.RuneCountInString(text)
+	// Eight bytes at a time while they are printable ASCII (no line
+	// break, nothing beyond ASCII): a byte below 0x20 borrows into a top
+	// bit that was clear when 0x20 is subtracted from each.
+	const lo, hi = 0x2020202020202020, 0x8080808080808080
+	k := 0
+	for ; len(text)-k >= 8; k += 8 {
+		x := uint64(text[k]) | uint64(text[k+1])<<8 | uint64(text[k+2])<<16 | uint64(text[k+3])<<24 |
+			uint64(text[k+4])<<32 | uint64(text[k+5])<<40 | uint64(text[k+6])<<48 | uint64(text[k+7])<<56
+		if ((x-lo)&^x|x)&hi != 0 {
+			break
+		}
+	}
+	text = text[k:]
+	n := k + runes(text)
 	if strings.IndexByte(text, '\n') < 0 && strings.IndexByte(text, '\r') < 0 && strings.IndexByte(text, 0xe2) < 0 {
 		return n // no line break (U+2028 and U+2029 start with 0xe2)
 	}
 	// One rune becomes three; "\r\n", two, becomes three.
 	n += 2 * (strings.Count(text, "\r") + strings.Count(text, "\n") + strings.Count(text, "\u2028") + strings.Count(text, "\u2029"))
 	return n - 3*strings.Count(text, "\r\n")
+}
+
+// runes is utf8.RuneCountInString(s), its ASCII start eight bytes at a
+// time (a turn's text is mostly ASCII, and counting it is a good part of
+// costing an excerpt).
+func runes(s string) int {
+	const highs = 0x8080808080808080
+	n := 0
+	for ; len(s)-n >= 8; n += 8 {
+		x := uint64(s[n]) | uint64(s[n+1])<<8 | uint64(s[n+2])<<16 | uint64(s[n+3])<<24 |
+			uint64(s[n+4])<<32 | uint64(s[n+5])<<40 | uint64(s[n+6])<<48 | uint64(s[n+7])<<56
+		if x&highs != 0 {
+			break
+		}
+	}
+	return n + utf8.RuneCountInString(s[n:])
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
@@ -375,11 +374,13 @@ type picker struct {
 	want     int
 	matches  int
 	chosen   map[int]*client.RecalledItem
-	order    []int          // the chosen docs, in transcript order
-	labelled map[int]bool   // chosen docs whose line carries the date and time (client.ExcerptRun)
-	counted  map[[3]int]int // tokens of a doc's line, by doc, labelled (1) or not (0), whole (0) or trimmed (1 + the trimmed text's length: the forms of a doc's text differ in length)
-	// lineChars are the characters of those lines, by the same key.
-	lineChars map[[3]int]int
+	order    []int           // the chosen docs, in transcript order
+	labelled map[int]bool    // chosen docs whose line carries the date and time (client.ExcerptRun)
+	counted  map[lineKey]int // tokens of a doc's line, by lineKey
+	// lineChars are the characters of those lines, by the same key, and
+	// speakers those of the speakers' labels.
+	lineChars map[lineKey]int
+	speakers  speakerChars
 	tried     map[int]bool // matches that did not fit
 	newest    int64        // the newest chosen turn's index, -1 if none
 	excerpts  bool         // the excerpts header is charged
@@ -436,7 +437,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 			Reason: "no longer in stream " + s.layout.In + " (removed by its max-age or by hand): these turns cannot be recalled"}
 	}
 	p := &picker{s: s, x: x, a: a, lo: lo, n: n, want: want, chosen: map[int]*client.RecalledItem{},
-		labelled: map[int]bool{}, counted: map[[3]int]int{}, lineChars: map[[3]int]int{}, tried: map[int]bool{}, newest: -1,
+		labelled: map[int]bool{}, counted: map[lineKey]int{}, lineChars: map[lineKey]int{}, speakers: speakerChars{}, tried: map[int]bool{}, newest: -1,
 		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, forms: map[itemKey]itemForm{}, perDay: map[int64]int{}}
 	p.budget = cmp.Or(out.BudgetChars, 4*out.BudgetTokens)
 	var hits []hit
@@ -475,7 +476,7 @@ func (p *picker) item(d int, score float64, neighbour bool) client.RecalledItem 
 	it := client.RecalledItem{Kind: client.RecalledTurn, TurnID: t.TurnID, Index: doc.raw + p.a.offset, Seq: doc.seq,
 		Speaker: t.Speaker, Role: t.Role, At: t.At.UTC(), Score: score, Neighbour: neighbour, Text: f.text, Trimmed: f.trimmed}
 	if !ok {
-		f.chars, _ = excerptLineChars(&it, true)
+		f.chars, _ = p.speakers.line(&it, true)
 		p.forms[key] = f
 	}
 	it.Chars = f.chars
@@ -501,12 +502,12 @@ type itemForm struct {
 // date and time or not; tokens only if count (they are counted once per
 // doc and form: whole, or trimmed to some of its sentences).
 func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) (chars, tokens int) {
-	key := [3]int{d, 0, 0}
+	key := lineKey(d) << 33
 	if labelled {
-		key[1] = 1
+		key |= 1 << 32
 	}
 	if it.Trimmed {
-		key[2] = 1 + len(it.Text)
+		key |= lineKey(uint32(1 + len(it.Text)))
 	}
 	line := func() string {
 		if labelled {
@@ -516,7 +517,7 @@ func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) 
 	}
 	chars, ok := p.lineChars[key]
 	if !ok {
-		if chars, ok = excerptLineChars(it, labelled); !ok {
+		if chars, ok = p.speakers.line(it, labelled); !ok {
 			chars = client.LineChars(line())
 		}
 		p.lineChars[key] = chars
@@ -531,6 +532,11 @@ func (p *picker) lineCost(d int, it *client.RecalledItem, labelled, count bool) 
 	}
 	return chars, tokens
 }
+
+// lineKey is a doc's line's key: the doc, labelled (1) or not (0), and
+// whole (0) or trimmed (1 + the trimmed text's length: the forms of a
+// doc's text differ in length), as d<<33 | labelled<<32 | trimmed.
+type lineKey uint64
 
 // relabel is what adding unit (docs, consecutive, in transcript order,
 // none chosen) changes: each new line with its label, and the chosen
@@ -632,7 +638,7 @@ func (p *picker) unit(hit hit, limit int) ([]client.RecalledItem, []int) {
 	text := p.text(hit.doc)
 	// The cheap tests first: a neighbour's display text is made only for
 	// a turn that may join the unit.
-	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && (utf8.RuneCountInString(text) < fragmentChars || p.asks(d)) &&
+	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && (runes(text) < fragmentChars || p.asks(d)) &&
 		!p.isShown(d) && !p.saysNothing(d) {
 		unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
 		docs = append([]int{d}, docs...)

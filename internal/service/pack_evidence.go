@@ -69,10 +69,13 @@ var greetingWords = func() map[string]bool {
 
 // docTerms are a turn's content terms: its text's, without names.
 type docTerms struct {
-	// order is the terms in the order the text first says them; set
-	// the same as a set, made at its first use (lookup: a turn holds a
-	// few dozen terms, and a question's few are found by a scan).
-	order []string
+	// terms are the terms in the order the text first says them, each
+	// followed by a 0 byte (the view's own string when the text names
+	// no one), n how many; set the same as a set, made at its first use
+	// (lookup: a turn holds a few dozen terms, and a question's few are
+	// found by a scan).
+	terms string
+	n     int
 	set   map[string]bool
 	// named are the names among its text's terms.
 	named []string
@@ -86,30 +89,88 @@ func (p *picker) docTerms(d int) *docTerms {
 		return dt
 	}
 	view := p.x.view(d)
-	dt := &docTerms{order: make([]string, 0, strings.Count(view.terms, "\x00"))}
 	names := p.names()
-	view.eachTerm(func(t string) {
-		if !names[t] {
-			dt.order = append(dt.order, t)
-		} else {
-			dt.named = append(dt.named, t)
-		}
-		if !greetingStems[t] && !names[t] {
+	dt := &docTerms{terms: view.terms, n: strings.Count(view.terms, "\x00")}
+	if holdsName(view.terms, names) {
+		var b strings.Builder
+		b.Grow(len(view.terms)) // at most the view's terms
+		dt.n = 0
+		view.eachTerm(func(t string) {
+			if names[t] {
+				dt.named = append(dt.named, t)
+				return
+			}
+			b.WriteString(t)
+			b.WriteByte(0)
+			dt.n++
+		})
+		dt.terms = b.String()
+	}
+	for s := dt.terms; s != ""; {
+		var t string
+		if t, s = nextTerm(s); !greetingStems[t] {
 			dt.substantive = true
+			break
 		}
-	})
+	}
 	p.content[d] = dt
 	return dt
 }
 
+// holdsName reports whether terms (each followed by a 0 byte) hold one
+// of names: a scan for each of a few names, else a lookup of each term.
+func holdsName(terms string, names map[string]bool) bool {
+	if len(names) <= 8 {
+		for n := range names {
+			if hasTerm(terms, n) {
+				return true
+			}
+		}
+		return false
+	}
+	for s := terms; s != ""; {
+		var t string
+		if t, s = nextTerm(s); names[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// nextTerm splits terms (each followed by a 0 byte) after the first.
+func nextTerm(terms string) (term, rest string) {
+	i := strings.IndexByte(terms, 0)
+	return terms[:i], terms[i+1:]
+}
+
+// hasTerm reports whether t is one of terms (each followed by a 0 byte).
+func hasTerm(terms, t string) bool {
+	if t == "" {
+		return false
+	}
+	for off := 0; ; {
+		i := strings.Index(terms[off:], t)
+		if i < 0 {
+			return false
+		}
+		i += off
+		if end := i + len(t); (i == 0 || terms[i-1] == 0) && end < len(terms) && terms[end] == 0 {
+			return true
+		}
+		off = i + 1
+	}
+}
+
 // has reports whether t is one of the terms.
-func (dt *docTerms) has(t string) bool { return slices.Contains(dt.order, t) }
+func (dt *docTerms) has(t string) bool { return hasTerm(dt.terms, t) }
 
 // lookup is the terms as a set.
 func (dt *docTerms) lookup() map[string]bool {
 	if dt.set == nil {
-		dt.set = make(map[string]bool, len(dt.order))
-		for _, t := range dt.order {
+		dt.set = make(map[string]bool, dt.n)
+		for s := dt.terms; s != ""; {
+			var t string
+			t, s = nextTerm(s)
 			dt.set[t] = true
 		}
 	}
@@ -302,7 +363,7 @@ func displayText(t *events.Turn) (string, bool) {
 // where no sentence matches, or nearly all do, is kept whole.
 func (p *picker) trim(d int) (string, bool) {
 	text := p.text(d)
-	if utf8.RuneCountInString(text) <= max(trimChars, p.budget/trimShare) {
+	if runes(text) <= max(trimChars, p.budget/trimShare) {
 		return text, false
 	}
 	return p.cut(d)

@@ -87,9 +87,11 @@ type vcand struct {
 	kind int
 	// i is the summary's sentence, the window turn's position in
 	// cp.Turns, or the match's position in the picker's hits.
-	i    int
-	mem  client.RecalledItem
-	turn client.ContextTurn
+	i int
+	// mem and turn are a memory's and a window turn's (pointers: most
+	// candidates are neither).
+	mem  *client.RecalledItem
+	turn *client.ContextTurn
 	// terms are the content terms (interned) the candidate would show,
 	// and weighted the positions in the packer's weights of the question
 	// and feedback terms among them; for an excerpt, of its unit as last
@@ -197,7 +199,8 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 		}
 	}
 	mems := s.rankMemories(h, pk.terms, true)
-	for _, m := range mems[:min(len(mems), excerptPool*pk.want)] {
+	for i := range mems[:min(len(mems), excerptPool*pk.want)] {
+		m := &mems[i]
 		v.push(&vcand{kind: candMemory, mem: m, terms: append(v.intern(m.Text), v.dayTerm(m.At)...)})
 	}
 	for i := 0; i < len(pk.hits) && i < excerptPool*pk.want; i++ {
@@ -350,7 +353,9 @@ func (v *valuePacker) unitTerms(unit []client.RecalledItem, docs []int) []int32 
 		// The turn's whole text: its terms are known (in its order: the
 		// value sums their weights in that order, the same every time).
 		dt := v.pk.docTerms(docs[i])
-		for _, t := range dt.order {
+		for s := dt.terms; s != ""; {
+			var t string
+			t, s = nextTerm(s)
 			out = append(out, v.id(t))
 		}
 		for _, t := range dt.named {
@@ -431,7 +436,7 @@ func (v *valuePacker) pushWindow() error {
 	if err != nil {
 		return err
 	}
-	v.push(&vcand{kind: candWindow, i: v.windowNext, turn: ct, terms: v.intern(ct.Text)})
+	v.push(&vcand{kind: candWindow, i: v.windowNext, turn: &ct, terms: v.intern(ct.Text)})
 	return nil
 }
 
@@ -441,7 +446,7 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 	pk := v.pk
 	switch c.kind {
 	case candSummary:
-		cost = utf8.RuneCountInString(v.sents[c.i]) + 1
+		cost = runes(v.sents[c.i]) + 1
 		if !v.summaryAny {
 			cost += utf8.RuneCountInString(client.SummaryPrefix)
 		}
@@ -602,7 +607,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 		}
 		refresh = len(v.sents) > 1 && v.countTaken() == 1
 	case candMemory:
-		it := c.mem
+		it := *c.mem
 		it.Chars, it.Tokens = v.s.lineCost(it.Line())
 		chars, tokens := it.Chars, it.Tokens
 		if !v.memHeader {
@@ -621,7 +626,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 			v.windowNext = -1 // the window stays contiguous
 			return false, nil
 		}
-		v.window = append(v.window, c.turn)
+		v.window = append(v.window, *c.turn)
 		v.windowLow = c.turn.Index
 		v.windowNext--
 		v.limit = min(v.limit, pk.x.below(v.windowLow-pk.a.offset))
@@ -735,7 +740,7 @@ func (v *valuePacker) summaryText() string {
 // takeSentence adds sentence i to the summary line if the line still
 // fits.
 func (v *valuePacker) takeSentence(i int) bool {
-	chars := utf8.RuneCountInString(v.sents[i]) + 1
+	chars := runes(v.sents[i]) + 1
 	if !v.summaryAny {
 		chars += utf8.RuneCountInString(client.SummaryPrefix)
 	}
@@ -769,7 +774,7 @@ func (v *valuePacker) fillSummary() {
 					novel++
 				}
 			}
-			if r := float64(novel) / float64(utf8.RuneCountInString(sent)+1); best < 0 || r > bestValue {
+			if r := float64(novel) / float64(runes(sent)+1); best < 0 || r > bestValue {
 				best, bestValue = i, r
 			}
 		}
@@ -816,12 +821,14 @@ func (v *valuePacker) fillNeighbours(from, to int) {
 					continue
 				}
 				fresh := 0
-				for _, t := range dt.order {
+				for s := dt.terms; s != ""; {
+					var t string
+					t, s = nextTerm(s)
 					if id, ok := v.ids[t]; !ok || !v.shown[id] {
 						fresh++
 					}
 				}
-				if fresh*5 <= len(dt.order) {
+				if fresh*5 <= dt.n {
 					continue // the reply says (nearly) all of it already
 				}
 				unit := []client.RecalledItem{pk.item(d, 0, true)}

@@ -19,12 +19,18 @@ import (
 // with the struct tags; TestEncodeRoundTrip keeps the two in step.
 func (s *Session) Encode(buf []byte) ([]byte, error) {
 	s = s.stored()
+	var st []byte // the summarizer's state as stored: compressed when that saves bytes
+	if len(s.SummaryState) > 0 {
+		sp := statePool.Get().(*[]byte)
+		defer statePool.Put(sp)
+		st = storedState(sp, s.SummaryState)
+	}
 	// One allocation for the whole value, not a dozen regrowths (half of
 	// the encoder's time went to growing buf): the fixed fields take well
 	// under 512 bytes, escapes rarely add a sixteenth to the summary, and a
 	// ref is at most 3 varints of 10 bytes but ~6 bytes in practice.
 	buf = slices.Grow(buf, 512+len(s.ID)+len(s.Summary)+len(s.Summary)/16+
-		b64Len(len(s.Turns)*8)+b64Len(len(s.SummaryState))+b64Len(len(s.RecentIDs)*8)+b64Len(len(s.MemoryIDs)*8)+len(s.PendingNotes)*48)
+		b64Len(len(s.Turns)*8)+b64Len(len(st))+b64Len(len(s.RecentIDs)*8)+b64Len(len(s.MemoryIDs)*8)+len(s.PendingNotes)*48)
 	// The refs and ids in binary, before base64: on the stack unless large.
 	var scratch [1024]byte
 	buf = append(buf, `{"id":`...)
@@ -102,12 +108,12 @@ func (s *Session) Encode(buf []byte) ([]byte, error) {
 		buf = appendB64(buf, s.MemoryIDs.appendBinary(scratch[:0]))
 		buf = append(buf, '"')
 	}
-	if len(s.SummaryState) > 0 {
+	if len(st) > 0 {
 		// Padded standard base64: what encoding/json decodes a []byte from.
 		buf = append(buf, `,"summary_state":"`...)
-		n := base64.StdEncoding.EncodedLen(len(s.SummaryState))
+		n := base64.StdEncoding.EncodedLen(len(st))
 		buf = append(buf, make([]byte, n)...)
-		base64.StdEncoding.Encode(buf[len(buf)-n:], s.SummaryState)
+		base64.StdEncoding.Encode(buf[len(buf)-n:], st)
 		buf = append(buf, '"')
 	}
 	if s.Tools != nil {

@@ -39,8 +39,8 @@ func FuzzCheckpointDecode(f *testing.F) {
 	f.Add([]byte(`{"id":"s1","lease":{"fold_id":"f","owner":"o","deadline":"2026-11-22T20:00:00Z","from":0,"to":10},"sealed":1024,"epoch":2,"cursor":10,"total":1100,"turns":"AQID"}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := New("x")
-		if err := json.Unmarshal(data, s); err != nil {
+		s, err := Decode("x", data)
+		if err != nil {
 			return
 		}
 		for _, r := range s.Turns {
@@ -60,8 +60,8 @@ func FuzzCheckpointDecode(f *testing.F) {
 		if !json.Valid(enc) || !utf8.Valid(enc) {
 			t.Fatalf("Encode wrote invalid JSON: %q", enc)
 		}
-		got := New("x")
-		if err := json.Unmarshal(enc, got); err != nil {
+		got, err := Decode("x", enc)
+		if err != nil {
 			t.Fatalf("re-encoded checkpoint does not decode: %v\n%s", err, enc)
 		}
 		if a, b := canonical(got), canonical(s.stored()); !reflect.DeepEqual(a, b) {

@@ -114,6 +114,11 @@ func Decode(id string, data []byte) (*Session, error) {
 	if err := json.Unmarshal(data, s); err != nil {
 		return nil, err
 	}
+	st, err := expandState(s.SummaryState)
+	if err != nil {
+		return nil, err
+	}
+	s.SummaryState = st
 	return s, nil
 }
 

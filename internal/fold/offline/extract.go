@@ -868,13 +868,13 @@ func toolOutcome(text string) string {
 	return "ok"
 }
 
-// isInjection reports text that addresses a model (injectionRe), with a cheap test first: most text has none
-// of its phrases, nor a verb and an object of its (the objects' parts have no s or k: (?i) also matches ſ, K).
+// isInjection reports text that addresses a model (injectionRe), with cheap tests first: most text has none of its
+// words, nor a phrase or an object of its verbs (the objects' parts have no s or k: (?i) also matches ſ, K).
 func isInjection(s string) bool {
-	return (injectionWords.in(s) && injectionObjects.in(s) || injectionPhrases.in(s)) && injectionRe.MatchString(s)
+	return injectionWords.in(s) && (injectionObjects.in(s) || injectionPhrases.in(s)) && injectionRe.MatchString(s)
 }
 
-var injectionWords, injectionObjects, injectionPhrases = newKeywords("ignore", "disregard", "forget", "override"),
+var injectionWords, injectionObjects, injectionPhrases = newKeywords("ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions"),
 	newKeywords("tructio", "prompt", "age", "rule", "context"), newKeywords("system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
 
 // injectionRe matches text that addresses a model rather than the people

@@ -142,3 +142,19 @@ func TestMemoriesAreTheSpeakersOwnWords(t *testing.T) {
 		t.Errorf("memories %+v: missing %v", res.MemoryItems, want)
 	}
 }
+
+// A statement is remembered when its speaker's own words say what they
+// are, have, like, did or plan, wherever in the sentence: "I don't eat
+// meat" is a fact about Jonas however the summary reports it.
+func TestMemoryFromAFactWordInTheSpeakersWords(t *testing.T) {
+	res, err := New().Summarize(context.Background(), fold.Request{Turns: turns(
+		"Jonas: I don't eat meat anymore, only fish.",
+		"Lena: The weather looks fine for the trip to the coast.",
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.MemoryItems) != 1 || res.MemoryItems[0].Text != "I don't eat meat anymore, only fish." || res.MemoryItems[0].Speaker != "Jonas" {
+		t.Errorf("memories %+v, want Jonas's alone", res.MemoryItems)
+	}
+}

@@ -146,7 +146,7 @@ func trimCut(w, cut string) string {
 
 func hasDigit(w string) bool {
 	i := 0
-	for i < len(w) && w[i] < utf8.RuneSelf && (w[i] < '0' || w[i] > '9') {
+	for i < len(w) && w[i] < utf8.RuneSelf && w[i]-'0' > 9 {
 		i++
 	}
 	return i < len(w) && strings.IndexFunc(w[i:], unicode.IsDigit) >= 0

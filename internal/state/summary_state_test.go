@@ -1,0 +1,153 @@
+package state
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/s2"
+)
+
+// offlineLikeState is a summarizer state of the offline backend's shape:
+// JSON statements with speakers, texts and stemmed terms.
+func offlineLikeState(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"v":1,"names":["Alice","Bob"],"open":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"sp":"Alice","at":%d,"text":"Alice said the team should warm up at 6:%02d with two quick games before the bracket.","w":7.5,"terms":"team warm quick game bracket"}`, 1795936266+60*i, i%60)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// A large state is stored compressed, a small one as it is, and both read
+// back as the backend's own bytes.
+func TestSummaryStateStoredCompressed(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		state      []byte
+		compressed bool
+	}{
+		{"offline-like, 13 KiB", offlineLikeState(90), true},
+		{"small", []byte(`{"v":1}`), false},
+		{"incompressible", randomBytes(4000), false},
+	} {
+		s := New("s1")
+		s.Summary, s.SummaryState = "Alice and Bob planned the match.", c.state
+		data, err := s.Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asStored struct {
+			State []byte `json:"summary_state"`
+		}
+		if err := json.Unmarshal(data, &asStored); err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.HasPrefix(asStored.State, stateMagic); got != c.compressed {
+			t.Errorf("%s: stored compressed %v, want %v", c.name, got, c.compressed)
+		}
+		if c.compressed && len(asStored.State) >= len(c.state)*2/3 {
+			t.Errorf("%s: %d bytes stored for a %d-byte state", c.name, len(asStored.State), len(c.state))
+		}
+		got, err := Decode("s1", data)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !bytes.Equal(got.SummaryState, c.state) {
+			t.Errorf("%s: state changed on a round trip", c.name)
+		}
+	}
+}
+
+// A checkpoint written before states were compressed (the state's bytes,
+// base64) still loads with its state.
+func TestSummaryStateOfAnOlderCheckpointLoads(t *testing.T) {
+	st := offlineLikeState(40)
+	old := `{"id":"s1","summary":"Alice talked.","cursor":0,"total":0,"covered_through":-1,"last_seq":0,"summary_state":"` +
+		base64.StdEncoding.EncodeToString(st) + `"}`
+	got, err := Decode("s1", []byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.SummaryState, st) || got.Summary != "Alice talked." {
+		t.Fatalf("older checkpoint read as %q / %q", got.Summary, got.SummaryState)
+	}
+}
+
+// A state that itself begins with the mark of a compressed one is stored
+// so that it reads back as itself, however short.
+func TestSummaryStateThatLooksCompressed(t *testing.T) {
+	for _, st := range [][]byte{append(bytes.Clone(stateMagic), 'x'), append(bytes.Clone(stateMagic), s2.Encode(nil, offlineLikeState(10))...)} {
+		s := New("s1")
+		s.SummaryState = st
+		data, err := s.Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode("s1", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.SummaryState, st) {
+			t.Fatalf("state %q read back as %q", st, got.SummaryState)
+		}
+	}
+}
+
+// A damaged compressed state fails the checkpoint's decode (it is corrupt,
+// as a damaged base64 is), and a block claiming a huge size is refused
+// before anything that large is allocated.
+func TestSummaryStateDamaged(t *testing.T) {
+	s := New("s1")
+	s.SummaryState = offlineLikeState(30)
+	data, _ := s.Encode(nil)
+	var asStored struct {
+		State []byte `json:"summary_state"`
+	}
+	_ = json.Unmarshal(data, &asStored)
+	damaged := bytes.Clone(asStored.State)
+	damaged[len(damaged)-3] ^= 0xff
+	huge := append(bytes.Clone(stateMagic), 0xff, 0xff, 0xff, 0xff, 0x0f) // uvarint length ~4 GiB
+	for name, st := range map[string][]byte{"flipped": damaged, "truncated": asStored.State[:len(asStored.State)/2], "huge": huge} {
+		v := `{"id":"s1","cursor":0,"total":0,"covered_through":-1,"last_seq":0,"summary_state":"` + base64.StdEncoding.EncodeToString(st) + `"}`
+		if got, err := Decode("s1", []byte(v)); err == nil && bytes.Equal(got.SummaryState, s.SummaryState) {
+			t.Errorf("%s: a damaged state decoded as the original", name)
+		} else if err == nil && name != "flipped" {
+			t.Errorf("%s: decoded without an error", name)
+		}
+	}
+}
+
+func randomBytes(n int) []byte {
+	rng := rand.New(rand.NewPCG(7, 8))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.IntN(256))
+	}
+	b[0] = '{'
+	return b
+}
+
+// BenchmarkCheckpointEncodeWithState: a checkpoint carrying the offline
+// summarizer's state, compressed as it is stored.
+func BenchmarkCheckpointEncodeWithState(b *testing.B) {
+	s := New("sess-00001")
+	s.Summary, s.SummaryState = strings.Repeat("Alice and Bob planned the match. ", 35), offlineLikeState(90)
+	buf := make([]byte, 0, 32<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := s.Encode(buf[:0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(out)))
+	}
+}
