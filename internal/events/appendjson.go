@@ -223,8 +223,9 @@ func plainRun(s string) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	n := 0
 	for ; len(s)-n >= 8; n += 8 {
-		x := uint64(s[n]) | uint64(s[n+1])<<8 | uint64(s[n+2])<<16 | uint64(s[n+3])<<24 |
-			uint64(s[n+4])<<32 | uint64(s[n+5])<<40 | uint64(s[n+6])<<48 | uint64(s[n+7])<<56
+		w := s[n : n+8] // (constant indexes into eight bytes: one load, no bounds checks)
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 		q, b, lt, gt, amp := x^'"'*ones, x^'\\'*ones, x^'<'*ones, x^'>'*ones, x^'&'*ones
 		if (x|(x-0x20*ones)|(q-ones)&^q|(b-ones)&^b|(lt-ones)&^lt|(gt-ones)&^gt|(amp-ones)&^amp)&highs != 0 {
 			break

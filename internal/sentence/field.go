@@ -15,7 +15,7 @@ func NextField(s string, i int) (string, int) {
 		i++
 	}
 	start := i
-	for i < len(s) && s[i] > ' ' && s[i] < utf8.RuneSelf {
+	for i < len(s) && s[i]-'!' < utf8.RuneSelf-'!' { // (' ' < s[i] < utf8.RuneSelf)
 		i++
 	}
 	if i == len(s) || s[i] == ' ' {

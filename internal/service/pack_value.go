@@ -79,9 +79,11 @@ type vcand struct {
 	kind int
 	// i is the summary's sentence, the window turn's position in
 	// cp.Turns, or the match's position in the picker's hits.
-	i    int
-	mem  client.RecalledItem
-	turn client.ContextTurn
+	i int
+	// mem and turn are a memory's and a window turn's (pointers: most
+	// candidates are neither).
+	mem  *client.RecalledItem
+	turn *client.ContextTurn
 	// terms are the content terms (interned) the candidate would show,
 	// and weighted the positions in the packer's weights of the question
 	// and feedback terms among them; for an excerpt, of its unit as last
@@ -189,7 +191,8 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 		}
 	}
 	mems := s.rankMemories(h, pk.terms, true)
-	for _, m := range mems[:min(len(mems), excerptPool*pk.want)] {
+	for i := range mems[:min(len(mems), excerptPool*pk.want)] {
+		m := &mems[i]
 		v.push(&vcand{kind: candMemory, mem: m, terms: append(v.intern(m.Text), v.dayTerm(m.At)...)})
 	}
 	for i := 0; i < len(pk.hits) && i < excerptPool*pk.want; i++ {
@@ -425,7 +428,7 @@ func (v *valuePacker) pushWindow() error {
 	if err != nil {
 		return err
 	}
-	v.push(&vcand{kind: candWindow, i: v.windowNext, turn: ct, terms: v.intern(ct.Text)})
+	v.push(&vcand{kind: candWindow, i: v.windowNext, turn: &ct, terms: v.intern(ct.Text)})
 	return nil
 }
 
@@ -590,7 +593,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 		}
 		refresh = len(v.sents) > 1 && v.countTaken() == 1
 	case candMemory:
-		it := c.mem
+		it := *c.mem
 		it.Chars, it.Tokens = v.s.lineCost(it.Line())
 		chars, tokens := it.Chars, it.Tokens
 		if !v.memHeader {
@@ -609,7 +612,7 @@ func (v *valuePacker) choose(c *vcand) (refresh bool, err error) {
 			v.windowNext = -1 // the window stays contiguous
 			return false, nil
 		}
-		v.window = append(v.window, c.turn)
+		v.window = append(v.window, *c.turn)
 		v.windowLow = c.turn.Index
 		v.windowNext--
 		v.limit = min(v.limit, pk.x.below(v.windowLow-pk.a.offset))

@@ -218,8 +218,7 @@ func oneLine(s string, maxRunes int) string {
 
 func splitSentences(s string) []string { return sentence.Split(s) }
 
-// nextField is sentence.NextField: for f, i := nextField(s, 0); f != ""; f, i = nextField(s, i) { … }
-func nextField(s string, i int) (string, int) { return sentence.NextField(s, i) }
+func nextField(s string, i int) (string, int) { return sentence.NextField(s, i) } // for f, i := nextField(s, 0); f != ""; f, i = nextField(s, i) { … }
 
 // appendFields appends strings.Fields(s) to dst (on the caller's stack).
 func appendFields(dst []string, s string) []string {
@@ -229,9 +228,13 @@ func appendFields(dst []string, s string) []string {
 	return dst
 }
 
+func load64(s string) uint64 { // the first eight bytes of s, little-endian: one load (s[i:i+8] inlined)
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 | uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
 func runeLen(s string) int {
 	i := 0 // ASCII counted eight bytes at a time
-	for i+8 <= len(s) && (uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56)&0x8080808080808080 == 0 {
+	for i+8 <= len(s) && load64(s[i:i+8])&0x8080808080808080 == 0 {
 		i += 8
 	}
 	return i + utf8.RuneCountInString(s[i:])

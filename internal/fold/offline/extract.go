@@ -350,7 +350,7 @@ func (s *Summarizer) trimFiller(sent string) string {
 		// the fillers are short: lower-case only the start of the sentence
 		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
 		for _, f := range leadFiller {
-			if len(low) > len(f) && low[0] == f[0] && hasPrefixBytes(low, f) && strings.IndexByte(" ,.!", low[len(f)]) >= 0 {
+			if len(low) > len(f) && low[0] == f[0] && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') {
 				sent = strings.TrimLeft(sent[len(f):], " ,.!")
 				changed = true
 				break
@@ -383,14 +383,14 @@ func (s *Summarizer) trimFiller(sent string) string {
 		c := trimCut(f, ",.;:!?")
 		var lb [8]byte
 		lc := c // lower-cased where it may be a filler or a cut word (none is longer than "uh-huh")
-		if c != "" && len(c) <= len("uh-huh") && (len(c) == 1 || strings.IndexByte("uehmUEHM", c[0]) >= 0) {
+		if c != "" && len(c) <= len("uh-huh") && (len(c) == 1 || c[0]|0x20 == 'u' || c[0]|0x20 == 'e' || c[0]|0x20 == 'h' || c[0]|0x20 == 'm') {
 			lc = string(lower(lb[:0], c))
 		}
 		if len(out) < i {
 			cut = true
 		}
 		switch {
-		case len(lc) >= 2 && len(lc) <= 6 && strings.IndexByte("uehm", lc[0]) >= 0 && inlineFiller[lc]:
+		case len(lc) >= 2 && len(lc) <= 6 && (lc[0] == 'u' || lc[0] == 'e' || lc[0] == 'h' || lc[0] == 'm') && inlineFiller[lc]:
 			// "um", "uh": keep a sentence end it carried
 			if n := len(out); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(out[n-1][len(out[n-1])-1:], ".!?") {
 				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
@@ -538,7 +538,7 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	first, second := 0, 0
 	for _, w := range ws {
 		c := trimCut(w, `.,!?;:"()`)
-		if len(c) > len("yourself") || c == "" || strings.IndexByte("iImMyYuU", c[0]) < 0 {
+		if len(c) > len("yourself") || c == "" || c[0]|0x20 != 'i' && c[0]|0x20 != 'm' && c[0]|0x20 != 'y' && c[0]|0x20 != 'u' {
 			continue // longer than any pronoun, or starting otherwise
 		}
 		var lb [8]byte
@@ -868,13 +868,13 @@ func toolOutcome(text string) string {
 	return "ok"
 }
 
-// isInjection reports text that addresses a model (injectionRe), with a cheap test first: most text has none
-// of its phrases, nor a verb and an object of its (the objects' parts have no s or k: (?i) also matches ſ, K).
+// isInjection reports text that addresses a model (injectionRe), with cheap tests first: most text has none of its
+// words, nor a phrase or an object of its verbs (the objects' parts have no s or k: (?i) also matches ſ, K).
 func isInjection(s string) bool {
-	return (injectionWords.in(s) && injectionObjects.in(s) || injectionPhrases.in(s)) && injectionRe.MatchString(s)
+	return injectionWords.in(s) && (injectionObjects.in(s) || injectionPhrases.in(s)) && injectionRe.MatchString(s)
 }
 
-var injectionWords, injectionObjects, injectionPhrases = newKeywords("ignore", "disregard", "forget", "override"),
+var injectionWords, injectionObjects, injectionPhrases = newKeywords("ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions"),
 	newKeywords("tructio", "prompt", "age", "rule", "context"), newKeywords("system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
 
 // injectionRe matches text that addresses a model rather than the people

@@ -416,16 +416,16 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		up := unicode.IsUpper(r) || unicode.IsDigit(r)
 		if ok && start && up {
 			ok = false
-			if strings.IndexByte(".,!?;:", end) < 0 {
+			if !oneOf(end, clauseEnd) {
 				held = word{w, x}
 			}
 		}
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
 		}
-		start = strings.IndexByte(`.!?":`, end) >= 0 || x.is(fReportVerb)
+		start = oneOf(end, 1<<'.'|1<<'!'|1<<'?'|1<<'"'|1<<':') || x.is(fReportVerb)
 		wasDet := det
-		det = x.is(fDeterminer) && strings.IndexByte(`.,!?;:`, end) < 0
+		det = x.is(fDeterminer) && !oneOf(end, clauseEnd)
 		if !ok {
 			flush()
 			continue
@@ -438,7 +438,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			}
 		}
 		run = append(run, word{w, x})
-		if strings.IndexByte(".,!?;:)", end) >= 0 {
+		if oneOf(end, clauseEnd|1<<')') {
 			flush()
 		}
 	}

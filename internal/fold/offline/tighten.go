@@ -10,6 +10,7 @@ import (
 // maxSentRunes is the length past which a spoken sentence is cut at a
 // clause boundary: a run-on of speech says its point in its first clauses.
 const maxSentRunes = 200
+const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what ends a word before a break (oneOf)
 
 // tighten removes from a spoken sentence what a person writing it down
 // leaves out: false starts that the next word completes ("th the", "crite
@@ -121,7 +122,8 @@ func sameWords(a, b []string) bool {
 	return true
 }
 
-func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+func isLetter(c byte) bool          { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+func oneOf(c byte, set uint64) bool { return c < 64 && set>>c&1 != 0 } // c is in set, a mask of bytes below 64: 1<<'.' | 1<<',' …
 
 // equalFold is strings.EqualFold, quick to tell words apart by their
 // first letter.
@@ -146,7 +148,7 @@ func trimCut(w, cut string) string {
 
 func hasDigit(w string) bool {
 	i := 0
-	for i < len(w) && w[i] < utf8.RuneSelf && (w[i] < '0' || w[i] > '9') {
+	for i < len(w) && w[i] < utf8.RuneSelf && w[i]-'0' > 9 {
 		i++
 	}
 	return i < len(w) && strings.IndexFunc(w[i:], unicode.IsDigit) >= 0
