@@ -528,6 +528,12 @@ func TestQueryContextEvidenceBeatsTheSummary(t *testing.T) {
 	}
 	last := full.Turns[n-1].Chars + full.Turns[n-2].Chars + client.LineChars(client.RecentHeader)
 	budget := full.Summary.Chars + last + evidence - 10
+	// Under a budget a turn of the last exchange may be cut to its end
+	// (fitLast): the budget is set by the last exchange as it shows it.
+	shown := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
+	m := len(shown.Turns)
+	last = shown.Turns[m-1].Chars + shown.Turns[m-2].Chars + client.LineChars(client.RecentHeader)
+	budget = full.Summary.Chars + last + evidence - 20
 	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
 	checkQueryContext(t, c, budget)
 	if !slices.Contains(shownTurns(c), said.TurnID) || c.Summary != nil && !c.Summary.Trimmed {

@@ -28,23 +28,26 @@ import (
 // its relevance (the question's terms it holds, each weighed by its idf
 // in the session, halved for each chosen item that already holds it:
 // evidence for an aspect already covered is worth less, so the question's
-// other aspects get their turn) times its novelty (its content terms not
-// yet in the reply: a fact shown as a memory is not worth showing again
-// as an excerpt, nor one excerpt that repeats another). Its cost is the
-// characters it adds: its line, and the section header or the day label
-// it brings when it is the first of its section or of its day. A match's
-// value also rises for each chosen match near it, in turns and in time
-// (nearBoost: evidence comes in stretches, of one sitting). Otherwise both only fall as items are chosen, so
-// the greedy choice by value per character is evaluated lazily: a
-// candidate's last value bounds its current one, and the bounds are
-// recomputed when a header or a label is paid (costs fall then) and, for
-// the matches in reach of a chosen one, when it is chosen (raiseNear).
+// other aspects get their turn; a summary sentence, which speaks of the
+// whole session, at least summaryWeight of an average question term)
+// times its novelty (its content terms not yet in the reply: a fact
+// shown as a memory is not worth showing again as an excerpt, nor one
+// excerpt that repeats another). Its cost is the characters it adds: its
+// line, and the section header or the day label it brings when it is the
+// first of its section or of its day. A match's value also rises for each
+// chosen match near it, in turns and in time (nearBoost: evidence comes
+// in stretches, of one sitting). Otherwise both only fall as items are
+// chosen, so the greedy choice by value per character is evaluated
+// lazily: a candidate's last value bounds its current one, and the bounds
+// are recomputed when a header or a label is paid (costs fall then) and,
+// for the matches in reach of a chosen one, when it is chosen
+// (raiseNear).
 //
 // An excerpt that no longer fits whole competes again as the largest
 // smaller form of it that fits (fallback), valued as that form.
 //
 // The room the valued candidates leave (none of them holds a word of the
-// question, or none fits) goes first to the turns next to the chosen
+// question or, a summary sentence, a new word; or none fits) goes first to the turns next to the chosen
 // matches (up to fillReach turns away, the best matches' first: an
 // answer spans a few turns, and the turns around a match say more about
 // the question than any other), then to the summary's other sentences,
@@ -67,6 +70,11 @@ const (
 	// maxKeptTermIDs: a request's term numbering of more terms is not
 	// kept for the next (clearing it would cost more than it saves).
 	maxKeptTermIDs = 8192
+	// summaryWeight is what a word a summary sentence adds is worth at
+	// least, as a share of an average question term (as weighed now):
+	// that of a feedback term, a word related to the question by the
+	// session it comes from.
+	summaryWeight = feedbackWeight
 )
 
 // Kinds of candidates.
@@ -491,6 +499,12 @@ func (v *valuePacker) evaluate(c *vcand) (value float64, cost int, ok bool) {
 		cost = c.cost
 	}
 	value = v.value(c)
+	if c.kind == candSummary {
+		// A sentence of the summary speaks of the session the question is
+		// asked of, whether or not it holds a word of the question: each
+		// word it adds is worth summaryWeight of an average question term.
+		value = max(value, summaryWeight*v.meanWeight()*float64(v.novel(c)))
+	}
 	if c.kind == candExcerpt {
 		if pk.hybrid && len(pk.hits) > 0 {
 			// Fused with the turns nearest the question by meaning, which

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,5 +185,50 @@ func TestQueryContextStretchEndsWithTheDay(t *testing.T) {
 			t.Errorf("budget %d: matches %v (shown %v), want the shorter match (t070) shown, not the next day's opening near the exchange in turns only (t026) recalled:\n%s",
 				budget, matches, shownTurns(c), c.Prompt())
 		}
+	}
+}
+
+// A sentence of the summary competes with the excerpts although it holds
+// no word of the question: once the question's words are shown, a turn
+// that only says them again is worth less than what the summary says of
+// the session.
+func TestQueryContextSummaryCompetesWithoutTheQuestionsWords(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	// Turns 41 to 58 are not folded: the summary does not hold them.
+	flowers := []string{"tulips", "roses", "lilies", "orchids", "daisies", "peonies", "irises", "poppies", "asters",
+		"dahlias", "violets", "crocuses", "freesias", "gerberas", "hyacinths", "jasmine", "lavender", "marigolds"}
+	texts := map[int]string{
+		// What the summary says: the trip, in words the window does not use.
+		6:  "We booked the night train to Porto for the second week of June.",
+		12: "The guesthouse by the river has a garden and serves breakfast until eleven.",
+		18: "My cousin Ines lends us her bicycles, so we can ride along the coast to Matosinhos.",
+		24: "Remember the ferry tickets to the islands, they sell out by Thursday.",
+	}
+	for i, f := range flowers {
+		texts[41+i] = "The zeppelin, yes, the zeppelin, the zeppelin, that zeppelin again, the zeppelin: " + f + "."
+	}
+	// A day each: no turn of the zeppelin's is near another's in time.
+	publishDays(t, e, "s1", 64, 1, texts)
+	q := "What about the zeppelin?"
+	full := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q})
+	if full.Summary == nil || strings.Contains(full.Summary.Summary, "zeppelin") || !strings.Contains(full.Summary.Summary, "Porto") || full.Cursor > 41 {
+		t.Fatalf("unlimited: summary %+v, cursor %d", full.Summary, full.Cursor)
+	}
+	budget := 1500
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
+	checkShownOnce(t, c)
+	if n := len([]rune(c.Prompt())); n != c.Chars || n > budget {
+		t.Fatalf("prompt is %d chars, context says %d, budget %d", n, c.Chars, budget)
+	}
+	excerpts := 0
+	for _, r := range c.Recalled {
+		if r.Kind == client.RecalledTurn && strings.Contains(r.Text, "zeppelin") {
+			excerpts++
+		}
+	}
+	if excerpts == 0 || c.Summary == nil || !strings.Contains(c.Summary.Summary, "Porto") {
+		t.Errorf("budget %d: %d excerpts of the zeppelin; want some, and the summary's sentence of the trip:\n%s", budget, excerpts, c.Prompt())
 	}
 }
