@@ -335,7 +335,6 @@ func (c *coordinator) memoriesLost(ls *live, id string, fresh []string, err erro
 // reflection, on the loop once per fold). Must be called on the loop.
 func (p *recorder) publishAsync(session, kind string, version uint64, v jsonAppender, failed func(error)) error {
 	data, err := v.AppendJSON(make([]byte, 0, 2048)) // a fold's memories, texts twice: ~2 KB
-
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", kind, err)
 	}
