@@ -46,9 +46,10 @@ import (
 // An excerpt that no longer fits whole competes again as the largest
 // smaller form of it that fits (fallback), valued as that form.
 //
-// The room the valued candidates leave (none of them holds a word of the
-// question or, a summary sentence, a new word; or none fits) goes first to the turns next to the chosen
-// matches (up to fillReach turns away, the best matches' first: an
+// The room the valued candidates leave (when none left holds a word of
+// the question, nor a summary sentence a word the reply lacks, or none
+// fits) goes first to the turns next to the chosen matches (up to
+// fillReach turns away, the best matches' first: an
 // answer spans a few turns, and the turns around a match say more about
 // the question than any other), then to the summary's other sentences,
 // the densest in new words first, then to older verbatim turns, newest
