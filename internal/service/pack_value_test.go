@@ -65,6 +65,18 @@ func excerptDays(c *client.Context) map[string]int {
 	return out
 }
 
+// matchedTurns are the ids of a context's recalled turns that matched in
+// their own right (not neighbours), in the reply's order.
+func matchedTurns(c *client.Context) []string {
+	var out []string
+	for _, r := range c.Recalled {
+		if r.Kind == client.RecalledTurn && !r.Neighbour {
+			out = append(out, r.TurnID)
+		}
+	}
+	return out
+}
+
 // A question whose evidence is spread over several days gets excerpts of
 // those days, not five that repeat one evening that talked about it most.
 func TestQueryContextExcerptsSpanTheDays(t *testing.T) {
@@ -143,12 +155,7 @@ func TestQueryContextPrefersTheStretchOfTheEvidence(t *testing.T) {
 	for _, budget := range []int{1000, 2000} {
 		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "What did the vet say about Luna?", BudgetChars: budget, RecallTurns: 2})
 		checkShownOnce(t, c)
-		var matches []string
-		for _, r := range c.Recalled {
-			if r.Kind == client.RecalledTurn && !r.Neighbour {
-				matches = append(matches, r.TurnID)
-			}
-		}
+		matches := matchedTurns(c)
 		if !slices.Contains(matches, "t026") || slices.Contains(matches, "t100") {
 			t.Errorf("budget %d: matches %v, want the turn of the vet exchange (t026), not the one said in passing (t100):\n%s", budget, matches, c.Prompt())
 		}
@@ -175,12 +182,7 @@ func TestQueryContextStretchEndsWithTheDay(t *testing.T) {
 	for _, budget := range []int{1000, 2000} {
 		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "What did the vet say about Luna?", BudgetChars: budget, RecallTurns: 2})
 		checkShownOnce(t, c)
-		var matches []string
-		for _, r := range c.Recalled {
-			if r.Kind == client.RecalledTurn && !r.Neighbour {
-				matches = append(matches, r.TurnID)
-			}
-		}
+		matches := matchedTurns(c)
 		if !slices.Contains(shownTurns(c), "t070") || slices.Contains(matches, "t026") {
 			t.Errorf("budget %d: matches %v (shown %v), want the shorter match (t070) shown, not the next day's opening near the exchange in turns only (t026) recalled:\n%s",
 				budget, matches, shownTurns(c), c.Prompt())
