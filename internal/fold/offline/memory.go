@@ -86,7 +86,7 @@ func changedSlots(older, newer string) int {
 	n := 0
 	for o, wi := nextField(older, 0); o != ""; o, wi = nextField(older, wi) {
 		os, ov, _ := strings.Cut(o, "=")
-		for x, wi := nextField(newer, 0); x != ""; x, wi = nextField(newer, wi) {
+		for x, xi := nextField(newer, 0); x != ""; x, xi = nextField(newer, xi) {
 			ns, nv, _ := strings.Cut(x, "=")
 			if os == ns && ov != nv && strings.Trim(ov, "$") != strings.Trim(nv, "$") {
 				n++
