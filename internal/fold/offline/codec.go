@@ -22,11 +22,10 @@ import (
 // codec walks a state's fields in the order encoding/json writes them,
 // writing each to w or, with r set, reading the value of the key met.
 type codec struct {
-	w    []byte
-	r    *jsonReader
-	key  string // the key whose value is to be read
-	want bool   // the key's value is not read yet
-	err  error
+	w     []byte
+	r     *jsonReader
+	first bool // reading: no field of the object read yet
+	err   error
 }
 
 // appendJSON appends st's JSON to b.
@@ -121,14 +120,18 @@ func (x *stmt) fields(c *codec) {
 }
 
 // field reports whether the field named in name (`,"key":`) is written
-// now (then name is: it is not empty where omit) or its value read (it is
-// the key met).
+// now (then name is: it is not empty where omit) or its value read (the
+// next key is name's: the fields are read in the order they are written).
 func (c *codec) field(name string, omit bool) bool {
-	if c.r != nil {
-		if !c.want || c.key != name[2:len(name)-2] {
+	if r := c.r; r != nil {
+		if c.first {
+			name = name[1:] // (the object's first: no comma before it)
+		}
+		if r.err != nil || !strings.HasPrefix(r.s[r.i:], name) {
 			return false
 		}
-		c.want = false
+		r.i += len(name)
+		c.first = false
 		return true
 	}
 	if !omit {
@@ -139,13 +142,20 @@ func (c *codec) field(name string, omit bool) bool {
 
 // object writes or reads an object of fields; its first comma opens it.
 func (c *codec) object(fields func(*codec)) {
-	if c.r != nil {
-		c.r.object(func(k string) {
-			c.key, c.want = k, true
-			if fields(c); c.want {
-				c.r.fail("a known key")
-			}
-		})
+	if r := c.r; r != nil {
+		// '{', then each field's key and value with a ',' before the next
+		if r.next() != '{' {
+			r.fail("want '{'")
+			return
+		}
+		r.i++
+		c.first = true
+		fields(c)
+		if r.next() != '}' {
+			r.fail("want a field in the order written, or '}'")
+		}
+		r.i++
+		c.first = false
 		return
 	}
 	n := len(c.w)
@@ -266,20 +276,6 @@ func (r *jsonReader) next() byte {
 		return 0
 	}
 	return r.b[r.i]
-}
-
-// object reads an object, calling field with each key; field must read
-// the key's value.
-func (r *jsonReader) object(field func(key string)) {
-	r.seq('{', '}', func() {
-		k := r.str()
-		if r.next() != ':' {
-			r.fail("want ':'")
-			return
-		}
-		r.i++
-		field(k)
-	})
 }
 
 // array reads an array, calling elem for each element; elem must read it.
