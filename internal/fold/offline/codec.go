@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/events"
@@ -362,7 +363,8 @@ func (r *jsonReader) str() string {
 		switch c := r.b[r.i]; {
 		case c == '"':
 			r.i++
-			if s := r.s[start : r.i-1]; plain && events.JSONPlain(s) {
+			s := r.s[start : r.i-1]
+			if plain && events.JSONPlain(s) {
 				return s // (the most: eight bytes at a time)
 			} else if strings.ContainsFunc(s, func(r rune) bool { return r < ' ' }) {
 				r.fail("control character in a string")
@@ -370,20 +372,28 @@ func (r *jsonReader) str() string {
 			} else if plain && utf8.ValidString(s) {
 				return s
 			}
-			// with escapes: as strconv.Unquote reads them when they are
-			// JSON's and Go's alike (all the writer writes)
-			q, same := r.s[start-1:r.i], true
-			for i := 0; i < len(q); i++ {
-				if q[i] == '\\' {
-					i++
-					same = same && strings.IndexByte(`"\\bfnrtu`, q[i]) >= 0
+			// with escapes: JSON's (a \u of half a surrogate pair: by encoding/json)
+			b := make([]byte, 0, len(s))
+			for i := 0; i < len(s); i++ {
+				if s[i] != '\\' {
+					b = append(b, s[i])
+					continue
+				}
+				i++
+				if j := strings.IndexByte(`"\/bfnrt`, s[i]); j >= 0 {
+					b = append(b, "\"\\/\b\f\n\r\t"[j])
+				} else if v, err := strconv.ParseUint(s[i+1:min(i+5, len(s))], 16, 32); s[i] == 'u' && err == nil && i+5 <= len(s) && !utf16.IsSurrogate(rune(v)) {
+					b, i = utf8.AppendRune(b, rune(v)), i+4
+				} else {
+					r.fail("an escape encoding/json reads otherwise")
+					return ""
 				}
 			}
-			if s, err := strconv.Unquote(q); err == nil && same && utf8.ValidString(s) {
-				return s
+			if !utf8.Valid(b) {
+				r.fail("bytes encoding/json reads otherwise")
+				return ""
 			}
-			r.fail("an escape or bytes encoding/json reads otherwise")
-			return ""
+			return string(b)
 		case c == '\\':
 			plain = false
 			r.i++ // (the byte escaped does not end the string)
