@@ -312,6 +312,16 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
+// word counts the word f of an ASCII sentence.
+func (c *wordStat) word(f string, digit bool) {
+	if c.words > 0 && 'A' <= f[0] && f[0] <= 'Z' && f != "I" && !strings.HasPrefix(f, "I'") {
+		c.names++
+	}
+	if c.words++; digit {
+		c.nums++
+	}
+}
+
 var asciiSpace = [256]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true} // (as strings.Fields splits)
 
 // wordStat counts a sentence's words, those with a digit, and the
@@ -322,22 +332,19 @@ func statWords(s string) (c wordStat) {
 	if isASCII(s) {
 		// one pass over the bytes: a word's first byte, its digits, its end
 		at, digit := -1, false // where the word started; it has a digit
-		for i := 0; i <= len(s); i++ {
-			if i == len(s) || asciiSpace[s[i]] {
-				if at >= 0 {
-					if f := s[at:i]; c.words > 0 && 'A' <= f[0] && f[0] <= 'Z' && f != "I" && !strings.HasPrefix(f, "I'") {
-						c.names++
-					}
-					if c.words, at = c.words+1, -1; digit {
-						c.nums++
-					}
+		for i := 0; i < len(s); i++ {
+			if b := s[i]; !asciiSpace[b] {
+				if at < 0 {
+					at, digit = i, false
 				}
-				continue
+				digit = digit || b-'0' <= 9
+			} else if at >= 0 {
+				c.word(s[at:i], digit)
+				at = -1
 			}
-			if at < 0 {
-				at, digit = i, false
-			}
-			digit = digit || s[i]-'0' <= 9
+		}
+		if at >= 0 {
+			c.word(s[at:], digit)
 		}
 		return c
 	}
