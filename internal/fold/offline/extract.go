@@ -135,7 +135,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 	}
 	b.stmts = kept
-	sc.salient(b.stmts)
+	sc.salient(b.stmts, st.counts())
 	if len(b.stmts) > maxBatchStmts {
 		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
 	}
@@ -228,22 +228,26 @@ func hasPrefixFold(s, prefix string) bool {
 // salient adds to each statement's weight how much its words are what
 // the statements around it talk about: a word said in several of them is
 // a subject of the conversation, which later questions ask about.
-func (sc *scratch) salient(ss []stmt) {
-	if sc.tf == nil {
-		sc.tf = map[string]int{}
-	}
-	tf := sc.tf
-	clear(tf)
+func (sc *scratch) salient(ss []stmt, voc *wordCounts) {
+	tf, ids := sc.tf[:0], sc.ids[:0] // by word; the words of ss in turn
 	for _, x := range ss {
 		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
-			tf[t]++
+			id := voc.id(t)
+			for int(id) >= len(tf) {
+				tf = append(tf, 0)
+			}
+			tf[id]++
+			ids = append(ids, id)
 		}
 	}
+	k := 0
 	for i := range ss {
 		for t, wi := nextField(ss[i].Terms, 0); t != ""; t, wi = nextField(ss[i].Terms, wi) {
-			ss[i].W += salience * float64(min(tf[t]-1, 3))
+			ss[i].W += salience * float64(min(tf[ids[k]]-1, 3))
+			k++
 		}
 	}
+	sc.tf, sc.ids = tf, ids
 }
 
 // salience is the weight of a word said in another statement too.
