@@ -316,42 +316,11 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
-// word counts the word f of an ASCII sentence.
-func (c *wordStat) word(f string, digit bool) {
-	if c.words > 0 && 'A' <= f[0] && f[0] <= 'Z' && f != "I" && !strings.HasPrefix(f, "I'") {
-		c.names++
-	}
-	if c.words++; digit {
-		c.nums++
-	}
-}
-
-var asciiSpace = [256]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true} // (as strings.Fields splits)
-
 // wordStat counts a sentence's words, those with a digit, and the
 // capitalised ones that do not start it (names).
 type wordStat struct{ words, nums, names int }
 
 func statWords(s string) (c wordStat) {
-	if isASCII(s) {
-		// one pass over the bytes: a word's first byte, its digits, its end
-		at, digit := -1, false // where the word started; it has a digit
-		for i := 0; i < len(s); i++ {
-			if b := s[i]; !asciiSpace[b] {
-				if at < 0 {
-					at, digit = i, false
-				}
-				digit = digit || b-'0' <= 9
-			} else if at >= 0 {
-				c.word(s[at:i], digit)
-				at = -1
-			}
-		}
-		if at >= 0 {
-			c.word(s[at:], digit)
-		}
-		return c
-	}
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		if hasDigit(f) {
 			c.nums++
