@@ -47,6 +47,9 @@ type opts struct {
 	// recallScaleRef is how many requests the instance without the
 	// index store answers beside it (0: none).
 	recallScaleRef int
+	// recallScaleMemory: the measured instance's index store is kept in
+	// the server's memory (service.IndexStoreInMemory).
+	recallScaleMemory bool
 	// repeated: the ingest and fold sections' turns all say benchText (one
 	// sentence) instead of benchLines.
 	repeated                      bool
@@ -82,6 +85,7 @@ func main() {
 	flag.IntVar(&o.recallSessionTurns, "recall-session-turns", 5000, "recall section, scale line: turns of each session")
 	flag.StringVar(&o.recallScaleDir, "recall-scale-dir", "", "recall section, scale line: keep its server's store in this directory, and reuse the turns published and applied there by an earlier run with the same -recall-sessions and -recall-session-turns (empty: a temporary directory, removed)")
 	flag.IntVar(&o.recallScaleRef, "recall-scale-ref", 20, "recall section, scale line: requests to an instance without the index store (every miss builds from the stream), printed beside it (0 skips that line)")
+	flag.BoolVar(&o.recallScaleMemory, "recall-scale-store-memory", false, "recall section, scale line: the measured instance keeps its index store in the server's memory (--recall-index-store-memory), filled with the entries of the file bucket before it starts; otherwise in files, read since the server started")
 	flag.Int64Var(&o.recallScaleBudget, "recall-scale-budget", 0, "recall section, scale line: the measured instance's recall index budget in bytes (0: the service's default, 256 MiB); with fewer sessions, a smaller budget keeps the share of them that fits")
 	flag.IntVar(&o.clientsTurns, "clients-turns", 20000, "clients section: turns each client publishes with acks awaited")
 	flag.IntVar(&o.clientsContexts, "clients-contexts", 500, "clients section: timed context requests of each client")
@@ -150,7 +154,7 @@ func run(w io.Writer, o opts) error {
 		case "recall":
 			err = recallSection(ctx, w, o)
 		case recallScaleSection:
-			err = recallScale(ctx, w, o.recallSessions, o.recallSessionTurns, o.recallScaleBudget, o.recallScaleRef, o.recallScaleDir, o.cpuProfile)
+			err = recallScale(ctx, w, o.recallSessions, o.recallSessionTurns, o.recallScaleBudget, o.recallScaleRef, o.recallScaleDir, o.recallScaleMemory, o.cpuProfile)
 		case "clients":
 			err = clientsSection(ctx, w, o)
 		}

@@ -64,7 +64,7 @@ func recallSection(ctx context.Context, w io.Writer, o opts) error {
 	fmt.Fprintf(w, "  %-60s %s\n", fmt.Sprintf("recall index of the session, MiB (%d turns)", n), medSpread(bytes, "%.1f"))
 	fmt.Fprintf(w, "  %-60s %s\n", "items recalled per context with query, budget 10000 chars", medSpread(items, "%.1f"))
 	if o.recallSessions > 0 {
-		return recallScale(ctx, w, o.recallSessions, o.recallSessionTurns, o.recallScaleBudget, o.recallScaleRef, o.recallScaleDir, nil)
+		return recallScale(ctx, w, o.recallSessions, o.recallSessionTurns, o.recallScaleBudget, o.recallScaleRef, o.recallScaleDir, o.recallScaleMemory, nil)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -42,7 +43,7 @@ import (
 // session's is, reading the whole stream once per 256 sessions. With
 // -recall-scale-dir the store is kept, and a later run reuses the turns
 // and the indexes still current.
-func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget int64, kRef int, dir string, cpuProfile io.Writer) error {
+func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget int64, kRef int, dir string, memory bool, cpuProfile io.Writer) error {
 	label := fmt.Sprintf("%s active sessions of %s turns", short(sessions), short(turns))
 	e, err := openEnv(dir)
 	if err != nil {
@@ -160,6 +161,18 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 	prepared := time.Since(began)
 	progress("%s: %d indexes stored at %s", label, seeded, prepared.Round(time.Millisecond))
 
+	opts := []service.Option{service.IndexBytes(cmp.Or(budget, service.DefaultIndexBytes))}
+	where := "file bucket, its blocks read from disk since the server started"
+	if memory {
+		copied, err := copyToMemory(ctx, e, l)
+		if err != nil {
+			return err
+		}
+		progress("%s: %d entries copied to the memory bucket", label, copied)
+		opts = append(opts, service.IndexStoreInMemory(true))
+		where = "memory bucket"
+	}
+
 	rng := rand.New(rand.NewPCG(5, 6))
 	random := func(int) int { return rng.IntN(sessions) }
 	const k = 1000
@@ -168,7 +181,7 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 			return err
 		}
 	}
-	got, err := run(k, random, service.IndexBytes(cmp.Or(budget, service.DefaultIndexBytes)))
+	got, err := run(k, random, opts...)
 	if cpuProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -182,10 +195,10 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 		}
 	}
 	m := got.m
-	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f (target p99 <= 10 ms); index in memory %.0f MiB (budget %.0f), %.0f sessions, hit rate %.1f%% (%d loaded from the store, %.0f built), %.0f preloaded at start; %d requests%s\n",
+	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f (target p99 <= 10 ms); index in memory %.0f MiB (budget %.0f), %.0f sessions, hit rate %.1f%% (%d loaded from the store, %s; %.0f built), %.0f preloaded at start; %d requests%s\n",
 		label+", context with query at a random one", ms(quantile(got.all, 0.5)), ms(quantile(got.all, 0.99)),
 		m["foldstream_recall_index_bytes"]/(1<<20), m["foldstream_recall_index_budget_bytes"]/(1<<20), m["foldstream_recall_index_sessions"],
-		got.hitRate(), len(got.missed), m["foldstream_recall_index_builds_total"], m["foldstream_recall_index_preloaded_total"], len(got.all), got.failedNote())
+		got.hitRate(), len(got.missed), where, m["foldstream_recall_index_builds_total"], m["foldstream_recall_index_preloaded_total"], len(got.all), got.failedNote())
 	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f; %d requests\n",
 		label+", of which the misses (index loaded)", ms(quantile(got.missed, 0.5)), ms(quantile(got.missed, 0.99)), len(got.missed))
 	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f; %d requests\n",
@@ -346,4 +359,37 @@ func short(n int) string {
 		return fmt.Sprintf("%dk", n/1000)
 	}
 	return fmt.Sprint(n)
+}
+
+// copyToMemory fills the memory bucket the service uses with
+// service.IndexStoreInMemory (<BASE>_RECALL_MEM) with the entries of the
+// file bucket (<BASE>_RECALL), as the service would have written them
+// there, and returns how many keys it copied.
+func copyToMemory(ctx context.Context, e *env, l broker.Layout) (int, error) {
+	base := strings.TrimSuffix(l.Bucket, "_SESSIONS") + "_RECALL"
+	src, err := e.js.KeyValue(ctx, base)
+	if err != nil {
+		return 0, fmt.Errorf("recall index store %s: %w", base, err)
+	}
+	dst, err := e.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: base + "_MEM", History: 1,
+		MaxBytes: service.DefaultIndexStoreBytes, Storage: jetstream.MemoryStorage})
+	if err != nil {
+		return 0, err
+	}
+	keys, err := src.ListKeys(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for k := range keys.Keys() {
+		v, err := src.Get(ctx, k)
+		if err != nil {
+			return n, err
+		}
+		if _, err := dst.Put(ctx, k, v.Value()); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/foldstream/foldstream/client"
 )
@@ -39,7 +38,7 @@ const excerptsHeader = "Earlier excerpts (in transcript order):"
 func excerptLine(i int, l line) string { return excerptLineOf(i, l) }
 
 func excerptLineOf(i int, l line) string {
-	return "[" + T0.Add(turnGap*time.Duration(i)).Format("15:04") + "] " + l.String()
+	return "[" + at(i).Format("15:04") + "] " + l.String()
 }
 
 // pack builds a context the way DESIGN.md's continuity section orders it:
@@ -69,7 +68,7 @@ func pack(m *meeting, summary string, cursor int, hits []hit, o packOpts) string
 			return l.String()
 		}
 		if o.dateLabels {
-			return "[" + T0.Add(turnGap*time.Duration(i)).Format(client.RecallTimeLayout) + "] " + l.String()
+			return "[" + at(i).Format(client.RecallTimeLayout) + "] " + l.String()
 		}
 		return excerptLineOf(i, l)
 	}

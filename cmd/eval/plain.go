@@ -1,10 +1,6 @@
 package main
 
-import (
-	"time"
-
-	"github.com/foldstream/foldstream/client"
-)
+import "github.com/foldstream/foldstream/client"
 
 // The baselines a bot author writes without foldstream, each rendered the
 // way such a builder would show it to a model: "Speaker: text" lines in
@@ -13,9 +9,6 @@ import (
 
 // dayLayout is how a baseline's date line gives the day.
 const dayLayout = "Mon 2006-01-02"
-
-// at is when session turn i was said (the replay's clock, rig.publish).
-func at(i int) time.Time { return T0.Add(time.Duration(i) * turnGap) }
 
 // dayLine is the date line before the first turn of turn i's day.
 func dayLine(i int) string { return "[" + at(i).UTC().Format(dayLayout) + "]" }

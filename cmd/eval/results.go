@@ -52,20 +52,22 @@ func measureLabel(key string) string {
 
 // results is what a run measured.
 type results struct {
-	Data        string   `json:"data"`
-	Budgets     []int    `json:"budgets_chars"`
-	RecallTurns int      `json:"recall_turns,omitempty"`
-	ScoreStem   bool     `json:"score_stem,omitempty"`
-	Recent      int      `json:"recent_window"`
-	Batch       int      `json:"batch"`
-	SummaryMax  int      `json:"max_summary_chars"`
-	Summarizer  string   `json:"summarizer"`
-	Meetings    int      `json:"meetings"`
-	Turns       int      `json:"turns"`
-	Queries     int      `json:"specific_queries"`
-	Scored      int      `json:"scored_queries"`
-	QueryAware  bool     `json:"query_aware"`
-	Warnings    []string `json:"warnings,omitempty"`
+	Data        string `json:"data"`
+	Budgets     []int  `json:"budgets_chars"`
+	RecallTurns int    `json:"recall_turns,omitempty"`
+	// Sitting is -sitting: turns a day (0: one sitting).
+	Sitting    int      `json:"sitting,omitempty"`
+	ScoreStem  bool     `json:"score_stem,omitempty"`
+	Recent     int      `json:"recent_window"`
+	Batch      int      `json:"batch"`
+	SummaryMax int      `json:"max_summary_chars"`
+	Summarizer string   `json:"summarizer"`
+	Meetings   int      `json:"meetings"`
+	Turns      int      `json:"turns"`
+	Queries    int      `json:"specific_queries"`
+	Scored     int      `json:"scored_queries"`
+	QueryAware bool     `json:"query_aware"`
+	Warnings   []string `json:"warnings,omitempty"`
 	// Recall and Chars are means over the scored queries, per measure.
 	Recall map[string]float64 `json:"recall"`
 	Chars  map[string]float64 `json:"chars"`
@@ -128,7 +130,7 @@ type recalled struct {
 }
 
 func newResults(o opts, w fold.Window) *results {
-	res := &results{Data: o.data, Budgets: o.budgets, RecallTurns: o.recallTurns, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
+	res := &results{Data: o.data, Budgets: o.budgets, RecallTurns: o.recallTurns, Sitting: sitting, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
 		Summarizer: "offline", took: map[string][]time.Duration{}}
 	if o.explore {
 		res.explore = newExploration(o.budget)
@@ -280,6 +282,9 @@ func (res *results) print(w io.Writer, verbose bool) {
 		res.Recent, res.Batch, res.SummaryMax, res.Summarizer)
 	if res.RecallTurns > 0 {
 		writeln(w, "query-aware context: recall_turns %d", res.RecallTurns)
+	}
+	if res.Sitting > 0 {
+		writeln(w, "replayed as chats of many days: %d turns a day (-sitting)", res.Sitting)
 	}
 	writeln(w, "questions: %d specific, %d scored (evidence entirely before the verbatim window)", res.Queries, res.Scored)
 	stemming := "no stemming"

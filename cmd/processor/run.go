@@ -303,7 +303,7 @@ func serve(ctx context.Context, o *options, log zerolog.Logger, started func(*en
 		// The context service only reads the checkpoints and the inbound
 		// stream, so it shares the processor's connection; it stops when
 		// ctx ends, before the connection drains.
-		opts := []service.Option{service.IndexBytes(o.recallIndexBytes), service.IndexStoreBytes(o.recallStoreBytes), service.Registerer(reg), service.Admission(cfg.Admission())}
+		opts := []service.Option{service.IndexBytes(o.recallIndexBytes), service.IndexStoreBytes(o.recallStoreBytes), service.IndexStoreInMemory(o.recallStoreMemory), service.Registerer(reg), service.Admission(cfg.Admission())}
 		if o.embeddingsURL != "" {
 			opts = append(opts, service.Embeddings(service.EmbeddingsConfig{BaseURL: o.embeddingsURL, Model: o.embeddingsModel, APIKey: o.embeddingsKey}))
 		}

@@ -83,10 +83,16 @@ func MayHave(s string) bool {
 		l = []byte(strings.ToLower(s))
 	}
 	for i, c := range l {
-		if c == ' ' && bytes.HasPrefix(l[i:], ago) {
-			return true
+		if !mayStart[c] {
+			continue // (most bytes: one test)
 		}
-		if c < 'c' || c > 'y' || i > 0 && wordByte(l[i-1]) {
+		if c == ' ' {
+			if l[min(i+1, len(l)-1)] == 'a' && bytes.HasPrefix(l[i:], ago) {
+				return true
+			}
+			continue
+		}
+		if i > 0 && wordByte(l[i-1]) {
 			continue // not the start of a word that may start a phrase
 		}
 		rest := l[i:]
@@ -121,6 +127,9 @@ func MayHave(s string) bool {
 	}
 	return false
 }
+
+// mayStart are the bytes the phrases MayHave looks for start with (" ago" with its space).
+var mayStart = [256]bool{' ': true, 'y': true, 't': true, 'n': true, 'l': true, 'c': true, 'i': true}
 
 var (
 	in, ago, to                         = []byte("in "), []byte(" ago"), []byte("to")

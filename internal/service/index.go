@@ -113,6 +113,18 @@ func (x *turnIndex) turn(d int) *events.Turn {
 	return x.readTurn(d)
 }
 
+// speaker is doc d's speaker: a turn of a loaded index not decoded yet
+// is not decoded for it.
+func (x *turnIndex) speaker(d int) string {
+	if d < len(x.turns) && x.turns[d] != nil {
+		return x.turns[d].Speaker
+	}
+	if x.base != nil && d < x.base.docs {
+		return x.base.speaker(d)
+	}
+	return x.turn(d).Speaker
+}
+
 // list is term's postings, read from base at its first use (and kept:
 // add appends to it); ok reports whether the index has the term.
 func (x *turnIndex) list(term string) (pl []posting, ok bool) {

@@ -123,6 +123,15 @@ func (b *indexBase) turnID(d int) string {
 	return r.str()
 }
 
+// speaker is doc d's speaker, without decoding the rest of the turn.
+func (b *indexBase) speaker(d int) string {
+	r := b.reader(b.turnAt.at(d))
+	r.int()  // V
+	r.skip() // turn_id
+	r.time()
+	return b.word(r.int())
+}
+
 // terms is how many terms the base holds.
 func (b *indexBase) terms() int { return b.termAt.len() - 1 }
 

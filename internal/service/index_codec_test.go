@@ -28,7 +28,7 @@ func TestReplayEncodingRoundTrips(t *testing.T) {
 	// Texts are kept exactly, whatever their spaces.
 	texts := []string{"the tournament form is due friday in Lisbon", "  two  spaces\nand a line ending in one ", "x", "ünïcode naïve, déjà-vu  "}
 	for i, at := range times {
-		turn := &events.Turn{V: 1, Session: "s1", TurnID: string(rune('a' + i)), At: at, Speaker: "Bob", Role: "user",
+		turn := &events.Turn{V: 1, Session: "s1", TurnID: string(rune('a' + i)), At: at, Speaker: []string{"Bob", "Ana", "Bob", "Zoë Ölçü"}[i], Role: "user",
 			Text: texts[i], Kind: "speech", Tool: "t", Tokens: i, ContextTokens: 7 * i}
 		if i == 1 {
 			turn.Meta = map[string]string{"k": "v", "a": "b"}
@@ -54,6 +54,9 @@ func TestReplayEncodingRoundTrips(t *testing.T) {
 	}
 	for i := range rp.idx.ndocs() {
 		d, g := rp.idx.doc(i), got.idx.doc(i)
+		if sp := got.idx.speaker(i); sp != rp.idx.turn(i).Speaker {
+			t.Fatalf("doc %d: speaker %q, want %q", i, sp, rp.idx.turn(i).Speaker)
+		}
 		if g != d || string(mustJSON(t, got.idx.turn(i))) != string(mustJSON(t, rp.idx.turn(i))) ||
 			!got.idx.turn(i).At.Equal(rp.idx.turn(i).At) {
 			t.Fatalf("doc %d: %+v %+v, want %+v %+v", i, g, got.idx.turn(i), d, rp.idx.turn(i))

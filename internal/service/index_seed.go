@@ -51,7 +51,7 @@ func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layo
 	if s.storeBytes == 0 {
 		return 0, errors.New("service: seeding recall indexes: the index store is off (IndexStoreBytes 0)")
 	}
-	s.istore = newIndexStore(js, recallBucket(layout), s.storeBytes, log, nil)
+	s.istore = newIndexStore(js, recallBucket(layout, s.storeKind), s.storeBytes, s.storeKind, log, nil)
 	s.scanIdle = seedIdle
 	var todo []string
 	for _, id := range sessions {

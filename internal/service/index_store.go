@@ -54,6 +54,7 @@ type indexStore struct {
 	js       jetstream.JetStream
 	bucket   string
 	maxBytes int64
+	storage  jetstream.StorageType
 	log      zerolog.Logger
 
 	mu       sync.Mutex
@@ -94,8 +95,8 @@ var readBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxReadBuffer = 8 << 20
 
-func newIndexStore(js jetstream.JetStream, bucket string, maxBytes int64, log zerolog.Logger, reg prometheus.Registerer) *indexStore {
-	st := &indexStore{js: js, bucket: bucket, maxBytes: maxBytes, log: log, queue: make(chan *cacheEntry, 1024),
+func newIndexStore(js jetstream.JetStream, bucket string, maxBytes int64, storage jetstream.StorageType, log zerolog.Logger, reg prometheus.Registerer) *indexStore {
+	st := &indexStore{js: js, bucket: bucket, maxBytes: maxBytes, storage: storage, log: log, queue: make(chan *cacheEntry, 1024),
 		loads: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_loads_total",
 			Help: "Sessions' recall indexes loaded from the store (" + bucket + ") and extended, instead of built from the inbound stream."}),
 		stores: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_stores_total",
@@ -128,7 +129,7 @@ func (st *indexStore) open(ctx context.Context) (jetstream.KeyValue, error) {
 		return nil, fmt.Errorf("recall index store %s: unavailable since %s", st.bucket, st.failedAt.Format(time.RFC3339))
 	}
 	kv, err := st.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: st.bucket, History: 1, MaxBytes: st.maxBytes,
-		TTL: indexStoreTTL, Description: "foldstream: sessions' recall indexes (m.<session>, c.<session>.<chunk>), rebuilt from the inbound stream when missing"})
+		Storage: st.storage, TTL: indexStoreTTL, Description: "foldstream: sessions' recall indexes (m.<session>, c.<session>.<chunk>), rebuilt from the inbound stream when missing"})
 	if err != nil {
 		st.failedAt = time.Now()
 		st.failures.Inc()
@@ -141,9 +142,16 @@ func (st *indexStore) open(ctx context.Context) (jetstream.KeyValue, error) {
 }
 
 // recallBucket is the index store's bucket: <BASE>_RECALL beside the
-// checkpoints' <BASE>_SESSIONS.
-func recallBucket(l broker.Layout) string {
-	return strings.TrimSuffix(l.Bucket, "_SESSIONS") + "_RECALL"
+// checkpoints' <BASE>_SESSIONS, or <BASE>_RECALL_MEM kept in the
+// server's memory (IndexStoreInMemory): a stream's storage cannot be
+// changed, so each storage has its bucket, and switching leaves the
+// other's entries to expire (indexStoreTTL).
+func recallBucket(l broker.Layout, storage jetstream.StorageType) string {
+	b := strings.TrimSuffix(l.Bucket, "_SESSIONS") + "_RECALL"
+	if storage == jetstream.MemoryStorage {
+		b += "_MEM"
+	}
+	return b
 }
 
 func metaKey(session string) string          { return "m." + session }
@@ -477,6 +485,23 @@ func (s *server) runIndexWriter(ctx context.Context) {
 // set); 0 persists nothing, so the first question after a restart or an
 // eviction builds the session's index from the stream.
 func IndexStoreBytes(n int64) Option { return func(s *server) { s.storeBytes = n } }
+
+// IndexStoreInMemory keeps the index store in the server's memory, in
+// the bucket <BASE>_RECALL_MEM, instead of in its files: a load then
+// reads no file-store block (a server reads a whole block, 8 MiB in a
+// bucket of more than 32 MiB, the first time one of its entries is read
+// and again once it has not been read for a few seconds), at the price
+// of the server's memory, up to IndexStoreBytes. The entries are lost
+// when the server restarts: the sessions' indexes are then built from
+// the stream again, as without a store, and stored.
+func IndexStoreInMemory(on bool) Option {
+	return func(s *server) {
+		s.storeKind = jetstream.FileStorage
+		if on {
+			s.storeKind = jetstream.MemoryStorage
+		}
+	}
+}
 
 const (
 	// preloadWindow: at start, the indexes written within it (sessions

@@ -12,6 +12,7 @@ import (
 	"github.com/foldstream/foldstream/internal/service/servicetest"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/foldstream/foldstream/internal/testenv"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // storedSession publishes 64 turns of s1, settles them, and has an
@@ -194,5 +195,44 @@ func TestSeedIndexes(t *testing.T) {
 	}
 	if n, err := service.SeedIndexes(ctx, e.JS, e.Layout, e.Store, sessions[:2], e.Log); err != nil || n != 0 {
 		t.Fatalf("seeding again wrote %d (%v), expected nothing (stored and current)", n, err)
+	}
+}
+
+// With the store in the server's memory, the index is written to the
+// memory bucket <BASE>_RECALL_MEM (not the file bucket) and a new
+// instance loads it from there.
+func TestStoredIndexInMemoryIsLoadedAfterARestart(t *testing.T) {
+	ctx := context.Background()
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	publishWith(t, e, "s1", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+	scan := direct(t, e, service.IndexBytes(0))
+	a := direct(t, e, service.IndexStoreInMemory(true))
+	sameAnswers(t, "first instance", "s1", scan, a)
+	a.PersistIndexes(ctx)
+	if c := a.IndexCounters(); c.Builds != 1 || c.Stores != 1 {
+		t.Fatalf("first instance: %+v, expected one build and one store", c)
+	}
+	base := strings.TrimSuffix(e.Layout.Bucket, "_SESSIONS") + "_RECALL"
+	kv, err := e.JS.KeyValue(ctx, base+"_MEM")
+	if err != nil {
+		t.Fatalf("memory bucket: %v", err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := st.(*jetstream.KeyValueBucketStatus).StreamInfo(); info.Config.Storage != jetstream.MemoryStorage || info.State.Msgs == 0 {
+		t.Fatalf("memory bucket: storage %v, %d messages; expected the entry in memory storage", info.Config.Storage, info.State.Msgs)
+	}
+	if _, err := e.JS.KeyValue(ctx, base); err == nil {
+		t.Fatal("file bucket created; expected only the memory bucket")
+	}
+
+	b := direct(t, e, service.IndexStoreInMemory(true))
+	sameAnswers(t, "after a restart", "s1", scan, b)
+	if c := b.IndexCounters(); c.Builds != 0 || c.Loads < 1 {
+		t.Fatalf("after a restart: %+v, expected the stored index loaded, nothing built", c)
 	}
 }

@@ -17,25 +17,32 @@ import (
 // long session stems every word of it.
 type analyzer struct {
 	mu    sync.Mutex
-	stems map[string]string
+	stems map[string]stemmed
+}
+
+// stemmed is what the analyzer makes of a token: its index term, and
+// whether it is a stop word (one lookup a token for both).
+type stemmed struct {
+	term string
+	stop bool
 }
 
 // maxStems bounds the stem cache; past it the cache starts over.
 const maxStems = 1 << 17
 
-func newAnalyzer() *analyzer { return &analyzer{stems: map[string]string{}} }
+func newAnalyzer() *analyzer { return &analyzer{stems: map[string]stemmed{}} }
 
-// stem is tok's index term; a.mu must be held. A cached stem is found
-// without converting tok (m[string(b)] does not allocate), and every
-// caller shares the cache's string for it.
-func (a *analyzer) stem(tok []byte) string {
+// lookup is tok's index term and stop-word mark; a.mu must be held. A
+// cached token is found without converting tok (m[string(b)] does not
+// allocate), and every caller shares the cache's string for its term.
+func (a *analyzer) lookup(tok []byte) stemmed {
 	if st, ok := a.stems[string(tok)]; ok {
 		return st
 	}
 	w := string(tok)
-	st := w
+	st := stemmed{term: w, stop: stopWords[w]}
 	if len(w) > 2 && !isNumber(w) {
-		st = english.Stem(w, true)
+		st.term = english.Stem(w, true)
 	}
 	if len(a.stems) >= maxStems {
 		clear(a.stems)
@@ -43,6 +50,9 @@ func (a *analyzer) stem(tok []byte) string {
 	a.stems[w] = st
 	return st
 }
+
+// stem is tok's index term; a.mu must be held.
+func (a *analyzer) stem(tok []byte) string { return a.lookup(tok).term }
 
 func isNumber(tok string) bool {
 	for _, r := range tok {
@@ -61,11 +71,12 @@ func (a *analyzer) each(text string, fn func(string)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	forEachToken(text, func(tok []byte) {
-		if stopWords[string(tok)] {
+		st := a.lookup(tok)
+		if st.stop {
 			fn("")
 			return
 		}
-		fn(a.stem(tok))
+		fn(st.term)
 	})
 }
 

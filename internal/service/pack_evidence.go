@@ -200,7 +200,7 @@ func (p *picker) names() map[string]bool {
 	p.nameTerms = map[string]bool{}
 	seen := map[string]bool{}
 	for _, h := range p.hits[:min(len(p.hits), 200)] {
-		sp := p.x.turn(h.doc).Speaker
+		sp := p.x.speaker(h.doc)
 		if seen[sp] {
 			continue
 		}

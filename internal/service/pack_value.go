@@ -49,12 +49,12 @@ import (
 // The room the valued candidates leave (when none left holds a word of
 // the question, nor a summary sentence a word the reply lacks, or none
 // fits) goes first to the turns next to the chosen matches (up to
-// fillReach turns away, the best matches' first: an
-// answer spans a few turns, and the turns around a match say more about
-// the question than any other), then to the summary's other sentences,
-// the densest in new words first, then to older verbatim turns, newest
-// first, and last to the turns further from the matches (up to fillFar
-// away): room left unused holds nothing.
+// fillReach turns away and said in the match's sitting, the best
+// matches' first: an answer spans a few turns, and the turns around a
+// match say more about the question than any other), then to the
+// summary's other sentences, the densest in new words first, then to
+// older verbatim turns, newest first, and last to the turns further from
+// the matches (up to fillFar away): room left unused holds nothing.
 const (
 	// fillReach is how far from a chosen match the room left looks for
 	// turns first, and fillFar how far once the summary and the window
@@ -803,12 +803,14 @@ func (v *valuePacker) fillSummary() {
 }
 
 // fillNeighbours adds the substantive turns next to the chosen matches
-// (not chosen, not shown as a memory, and with more than a fifth of their
-// words new to the reply: not one that repeats what it shows), the
-// nearest first and among them the best matches' first, from to to
-// turns away, while they fit (past maxMisses that do not, the room is as
-// good as full). Its cost is one pass over those turns' terms: no
-// comparison with every chosen excerpt.
+// (not chosen, not shown as a memory, said in the match's sitting
+// (sameSitting: in a chat of many days, the turns that open the next
+// day's conversation say nothing of the evening before), and with more
+// than a fifth of their words new to the reply: not one that repeats
+// what it shows), the nearest first and among them the best matches'
+// first, from to to turns away, while they fit (past maxMisses that do
+// not, the room is as good as full). Its cost is one pass over those
+// turns' terms: no comparison with every chosen excerpt.
 func (v *valuePacker) fillNeighbours(from, to int) {
 	pk := v.pk
 	var matches []int
@@ -827,7 +829,7 @@ func (v *valuePacker) fillNeighbours(from, to int) {
 				if misses >= maxMisses {
 					return // the room is as good as full
 				}
-				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.isShown(d) {
+				if d < pk.lo || d >= v.limit || pk.chosen[d] != nil || pk.isShown(d) || !sameSitting(pk.chosen[m].At, pk.x.turn(d).At) {
 					continue
 				}
 				dt := pk.docTerms(d)

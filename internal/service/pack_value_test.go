@@ -11,6 +11,7 @@ import (
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
 	"github.com/nats-io/nats.go/jetstream"
@@ -232,5 +233,40 @@ func TestQueryContextSummaryCompetesWithoutTheQuestionsWords(t *testing.T) {
 	}
 	if excerpts == 0 || c.Summary == nil || !strings.Contains(c.Summary.Summary, "Porto") {
 		t.Errorf("budget %d: %d excerpts of the zeppelin; want some, and the summary's sentence of the trip:\n%s", budget, excerpts, c.Prompt())
+	}
+}
+
+// The room left goes to the turns around a match said in its sitting: in
+// a chat of many days, the turns that open the next day's conversation
+// are not read as the evening's exchange about the question. (Mode
+// evict: no summary that already says those turns.)
+func TestQueryContextNeighboursStayInTheSitting(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{
+		Mode: fold.ModeEvict, RecallEnabled: true,
+		Tokens: fold.TokenPolicy{ContextWindow: 1024, ReserveTokens: 400},
+		Evict:  fold.EvictPolicy{TargetUtilization: 0.5, MinKeepMessages: 4},
+	}, nil)
+	e.StartService(nil)
+	publishDays(t, e, "s1", 150, 25, map[int]string{
+		// The end of day 0: the plumber's visit.
+		22: "He came at six with a toolbox the size of a suitcase.",
+		23: "Took him an hour under the sink with a torch in his teeth.",
+		24: "The plumber said the leak needs a new valve and a washer.",
+		// Day 1 opens.
+		25: "Good morning, the sun is out over the harbour today.",
+		26: "Cycling to the office along the canal, it is lovely.",
+		27: "The bakery on the corner finally reopened after the summer.",
+	})
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "What did the plumber say about the leak?", BudgetChars: 3000, RecallTurns: 1})
+	checkShownOnce(t, c)
+	shown := shownTurns(c)
+	if !slices.Contains(shown, "t024") || !slices.Contains(shown, "t023") {
+		t.Fatalf("recalled %v, want the match (t024) and the evening's turn before it (t023):\n%s", shown, c.Prompt())
+	}
+	for _, id := range []string{"t025", "t026", "t027"} {
+		if slices.Contains(shown, id) {
+			t.Errorf("recalled %v: the next day's opening (%s) shown as a neighbour of the evening's match:\n%s", shown, id, c.Prompt())
+		}
 	}
 }

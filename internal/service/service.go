@@ -79,6 +79,7 @@ type server struct {
 	indexBytes int64
 	istore     *indexStore // nil: indexes not persisted (storeBytes 0)
 	storeBytes int64
+	storeKind  jetstream.StorageType // the index store's (IndexStoreInMemory)
 	reg        prometheus.Registerer
 	// scanIdle, if set, replaces recallIdle in stream scans (SeedIndexes:
 	// a pass over many sessions on a busy machine).
@@ -181,7 +182,7 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 	if s.indexBytes > 0 {
 		s.index = newIndexCache(s.indexBytes, s.reg)
 		if s.storeBytes > 0 {
-			s.istore = newIndexStore(js, recallBucket(layout), s.storeBytes, log, s.reg)
+			s.istore = newIndexStore(js, recallBucket(layout, s.storeKind), s.storeBytes, s.storeKind, log, s.reg)
 			s.index.evicted = s.istore.enqueue
 			go s.runIndexWriter(ctx)
 			s.istore.preloading.Set(1)

@@ -241,6 +241,9 @@ func runeLen(s string) int {
 }
 
 func isASCII(s string) bool {
+	for len(s) >= 8 && load64(s)&0x8080808080808080 == 0 {
+		s = s[8:] // (eight bytes at a time)
+	}
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false

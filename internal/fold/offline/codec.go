@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/events"
@@ -22,11 +23,10 @@ import (
 // codec walks a state's fields in the order encoding/json writes them,
 // writing each to w or, with r set, reading the value of the key met.
 type codec struct {
-	w    []byte
-	r    *jsonReader
-	key  string // the key whose value is to be read
-	want bool   // the key's value is not read yet
-	err  error
+	w     []byte
+	r     *jsonReader
+	first bool // reading: no field of the object read yet
+	err   error
 }
 
 // appendJSON appends st's JSON to b.
@@ -121,14 +121,18 @@ func (x *stmt) fields(c *codec) {
 }
 
 // field reports whether the field named in name (`,"key":`) is written
-// now (then name is: it is not empty where omit) or its value read (it is
-// the key met).
+// now (then name is: it is not empty where omit) or its value read (the
+// next key is name's: the fields are read in the order they are written).
 func (c *codec) field(name string, omit bool) bool {
-	if c.r != nil {
-		if !c.want || c.key != name[2:len(name)-2] {
+	if r := c.r; r != nil {
+		if c.first {
+			name = name[1:] // (the object's first: no comma before it)
+		}
+		if r.err != nil || !strings.HasPrefix(r.s[r.i:], name) {
 			return false
 		}
-		c.want = false
+		r.i += len(name)
+		c.first = false
 		return true
 	}
 	if !omit {
@@ -139,13 +143,20 @@ func (c *codec) field(name string, omit bool) bool {
 
 // object writes or reads an object of fields; its first comma opens it.
 func (c *codec) object(fields func(*codec)) {
-	if c.r != nil {
-		c.r.object(func(k string) {
-			c.key, c.want = k, true
-			if fields(c); c.want {
-				c.r.fail("a known key")
-			}
-		})
+	if r := c.r; r != nil {
+		// '{', then each field's key and value with a ',' before the next
+		if r.next() != '{' {
+			r.fail("want '{'")
+			return
+		}
+		r.i++
+		c.first = true
+		fields(c)
+		if r.next() != '}' {
+			r.fail("want a field in the order written, or '}'")
+		}
+		r.i++
+		c.first = false
 		return
 	}
 	n := len(c.w)
@@ -268,20 +279,6 @@ func (r *jsonReader) next() byte {
 	return r.b[r.i]
 }
 
-// object reads an object, calling field with each key; field must read
-// the key's value.
-func (r *jsonReader) object(field func(key string)) {
-	r.seq('{', '}', func() {
-		k := r.str()
-		if r.next() != ':' {
-			r.fail("want ':'")
-			return
-		}
-		r.i++
-		field(k)
-	})
-}
-
 // array reads an array, calling elem for each element; elem must read it.
 func (r *jsonReader) array(elem func()) { r.seq('[', ']', elem) }
 
@@ -366,7 +363,8 @@ func (r *jsonReader) str() string {
 		switch c := r.b[r.i]; {
 		case c == '"':
 			r.i++
-			if s := r.s[start : r.i-1]; plain && events.JSONPlain(s) {
+			s := r.s[start : r.i-1]
+			if plain && events.JSONPlain(s) {
 				return s // (the most: eight bytes at a time)
 			} else if strings.ContainsFunc(s, func(r rune) bool { return r < ' ' }) {
 				r.fail("control character in a string")
@@ -374,20 +372,28 @@ func (r *jsonReader) str() string {
 			} else if plain && utf8.ValidString(s) {
 				return s
 			}
-			// with escapes: as strconv.Unquote reads them when they are
-			// JSON's and Go's alike (all the writer writes)
-			q, same := r.s[start-1:r.i], true
-			for i := 0; i < len(q); i++ {
-				if q[i] == '\\' {
-					i++
-					same = same && strings.IndexByte(`"\\bfnrtu`, q[i]) >= 0
+			// with escapes: JSON's (a \u of half a surrogate pair: by encoding/json)
+			b := make([]byte, 0, len(s))
+			for i := 0; i < len(s); i++ {
+				if s[i] != '\\' {
+					b = append(b, s[i])
+					continue
+				}
+				i++
+				if j := strings.IndexByte(`"\/bfnrt`, s[i]); j >= 0 {
+					b = append(b, "\"\\/\b\f\n\r\t"[j])
+				} else if v, err := strconv.ParseUint(s[i+1:min(i+5, len(s))], 16, 32); s[i] == 'u' && err == nil && i+5 <= len(s) && !utf16.IsSurrogate(rune(v)) {
+					b, i = utf8.AppendRune(b, rune(v)), i+4
+				} else {
+					r.fail("an escape encoding/json reads otherwise")
+					return ""
 				}
 			}
-			if s, err := strconv.Unquote(q); err == nil && same && utf8.ValidString(s) {
-				return s
+			if !utf8.Valid(b) {
+				r.fail("bytes encoding/json reads otherwise")
+				return ""
 			}
-			r.fail("an escape or bytes encoding/json reads otherwise")
-			return ""
+			return string(b)
 		case c == '\\':
 			plain = false
 			r.i++ // (the byte escaped does not end the string)

@@ -97,6 +97,7 @@ func TestReadStateOddJSON(t *testing.T) {
 		` { "sum" : 5 , "v" : 1 , "extra" : { "a" : [ 1 , "x" , null , true , { } ] } , "names" : [ "A\u00e9\ud83d\ude00" , "\ud800x" ] } `,
 		`{"v":1,"sum":2,"open":[{"text":"a\/b\"c\\","w":-1.5e-3,"k":null,"sp":null}],"periods":null,"facts":[{"id":"x","sum":18446744073709551615}]}`,
 		`{"v":1,"sum":0,"periods":[{},{"from":0,"stmts":[]}],"small":false,"agent":true}`,
+		`{"v":1,"sum":3,"names":["a\u00e9\u2028\"\\\/\b\f\n\r\t\u0001z","\ud83d\ude00"]}`, // (in the order written)
 	} {
 		var std state
 		if err := json.Unmarshal([]byte(in), &std); err != nil {

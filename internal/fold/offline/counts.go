@@ -12,10 +12,11 @@ const maxVocab = 256 // words kept after a prune
 
 // wordCounts counts how many statements said each word (stemmed) so far:
 // a word said again and again is a subject of the conversation, which
-// later questions ask about. Kept in the state as "term:count" pairs, the
-// most said first (state.Voc); past 2×maxVocab words the least said are
-// forgotten. A fold counts few words: the pairs read keep their order and
-// only the words counted since are sorted in.
+// later questions ask about. Kept in the state as "term:count" pairs
+// (state.Voc), in the order the words were first counted; past
+// 2×maxVocab words the least said are forgotten. A fold reads the pairs
+// and writes them back with its words counted: nothing is sorted but
+// when words are forgotten.
 //
 // Every word a fold handles, counted or not, has a number (id), so that
 // what a summary says or names is a set of numbers (termSet), not a map.
@@ -25,18 +26,16 @@ type wordCounts struct {
 	n     []int            // how often each word was said; -1: not counted
 	size  int              // words counted
 	floor int
-	order []countEntry // the pairs read, with the counts read
-	moved []int32      // words counted since (or new), maybe twice
-	mv    termSet      // the words added to moved by add
-	buf   []countEntry // room for the next order
-	ms    []countEntry // room for the moved, sorted
+	es    []countEntry // room for sorting
 	text  []byte       // room for String
 }
 
 // read sets v to the counts s holds, in the room v had.
 func (v *wordCounts) read(s string) *wordCounts {
 	v.release()
-	sorted := true
+	if v.ids == nil {
+		v.ids = map[string]int32{}
+	}
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		t, c, _ := strings.Cut(f, ":")
 		n, err := strconv.Atoi(c)
@@ -45,22 +44,20 @@ func (v *wordCounts) read(s string) *wordCounts {
 		case t == "":
 			v.floor = n // ":N" records the floor
 		default:
-			id := v.id(t)
-			if v.n[id] < 0 {
-				v.size++
-			} else {
-				sorted = false
+			// a new word's number, in one map operation (a word read
+			// twice: the last count holds)
+			id, k := int32(len(v.words)), len(v.ids)
+			if v.ids[t] = id; len(v.ids) == k {
+				for j := len(v.words) - 1; ; j-- {
+					if v.words[j] == t && v.n[j] >= 0 {
+						v.n[j] = -1
+						v.size--
+						break
+					}
+				}
 			}
-			v.n[id] = n
-			v.order = append(v.order, countEntry{t, n, id})
-		}
-	}
-	if !sorted || !slices.IsSortedFunc(v.order, compareCounts) {
-		v.order = v.order[:0] // (not as String writes it: all of it moves)
-		for id, c := range v.n {
-			if c >= 0 {
-				v.moved = append(v.moved, int32(id))
-			}
+			v.words, v.n = append(v.words, t), append(v.n, n)
+			v.size++
 		}
 	}
 	return v
@@ -84,7 +81,7 @@ func (v *wordCounts) id(t string) int32 {
 // release forgets the counts and the words, keeping the room they took.
 func (v *wordCounts) release() *wordCounts {
 	clear(v.ids)
-	v.words, v.n, v.order, v.buf, v.moved, v.ms, v.mv, v.size, v.floor = v.words[:0], v.n[:0], v.order[:0], v.buf[:0], v.moved[:0], v.ms[:0], v.mv[:0], 0, 0
+	v.words, v.n, v.size, v.floor = v.words[:0], v.n[:0], 0, 0
 	return v
 }
 
@@ -100,10 +97,7 @@ func (v *wordCounts) add(ss []stmt) {
 				v.n[id] = v.floor / 2 // a new word starts at half the floor
 				v.size++
 			}
-			if v.n[id]++; !v.mv.has(id) {
-				v.mv.add(id)
-				v.moved = append(v.moved, id)
-			}
+			v.n[id]++
 		}
 	}
 	if v.size > 2*maxVocab {
@@ -113,18 +107,18 @@ func (v *wordCounts) add(ss []stmt) {
 
 // forget keeps the keep most said words (the last one's count: the floor).
 func (v *wordCounts) forget(keep int) {
-	es := v.sorted()
+	es := v.es[:0]
+	for id, c := range v.n {
+		if c >= 0 {
+			es = append(es, countEntry{v.words[id], c, int32(id)})
+		}
+	}
+	slices.SortFunc(es, compareCounts)
 	v.floor = es[keep].c
 	for _, e := range es[keep:] {
 		v.n[e.id] = -1
 	}
-	v.size = keep
-	v.settle(es[:keep])
-}
-
-// settle makes es the order, as written.
-func (v *wordCounts) settle(es []countEntry) {
-	v.order, v.buf, v.moved, v.mv = es, v.order[:0], v.moved[:0], v.mv[:0]
+	v.size, v.es = keep, es
 }
 
 type countEntry struct {
@@ -141,41 +135,20 @@ func compareCounts(a, b countEntry) int {
 	return strings.Compare(a.t, b.t)
 }
 
-// sorted merges the pairs read whose count did not change with the moved.
-func (v *wordCounts) sorted() []countEntry {
-	ms := v.ms[:0]
-	for _, id := range v.moved {
-		ms = append(ms, countEntry{v.words[id], v.n[id], id})
-	}
-	slices.SortFunc(ms, compareCounts)
-	ms = slices.Compact(ms)
-	v.ms = ms
-	es := v.buf[:0]
-	for _, e := range v.order {
-		if v.n[e.id] != e.c {
-			continue
-		}
-		for len(ms) > 0 && compareCounts(ms[0], e) < 0 {
-			es, ms = append(es, ms[0]), ms[1:]
-		}
-		es = append(es, e)
-	}
-	return append(es, ms...)
-}
-
 // String writes the counts for state.Voc.
 func (v *wordCounts) String() string {
-	es := v.sorted()
-	v.settle(es)
 	b := v.text[:0]
 	if v.floor > 0 {
 		b = strconv.AppendInt(append(b, ':'), int64(v.floor), 10)
 	}
-	for _, e := range es {
+	for id, c := range v.n {
+		if c < 0 {
+			continue
+		}
 		if len(b) > 0 {
 			b = append(b, ' ')
 		}
-		b = strconv.AppendInt(append(append(b, e.t...), ':'), int64(e.c), 10)
+		b = strconv.AppendInt(append(append(b, v.words[id]...), ':'), int64(c), 10)
 	}
 	v.text = b
 	return string(b)

@@ -135,7 +135,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 	}
 	b.stmts = kept
-	sc.salient(b.stmts)
+	sc.salient(b.stmts, st.counts())
 	if len(b.stmts) > maxBatchStmts {
 		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
 	}
@@ -228,22 +228,26 @@ func hasPrefixFold(s, prefix string) bool {
 // salient adds to each statement's weight how much its words are what
 // the statements around it talk about: a word said in several of them is
 // a subject of the conversation, which later questions ask about.
-func (sc *scratch) salient(ss []stmt) {
-	if sc.tf == nil {
-		sc.tf = map[string]int{}
-	}
-	tf := sc.tf
-	clear(tf)
+func (sc *scratch) salient(ss []stmt, voc *wordCounts) {
+	tf, ids := sc.tf[:0], sc.ids[:0] // by word; the words of ss in turn
 	for _, x := range ss {
 		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
-			tf[t]++
+			id := voc.id(t)
+			for int(id) >= len(tf) {
+				tf = append(tf, 0)
+			}
+			tf[id]++
+			ids = append(ids, id)
 		}
 	}
+	k := 0
 	for i := range ss {
 		for t, wi := nextField(ss[i].Terms, 0); t != ""; t, wi = nextField(ss[i].Terms, wi) {
-			ss[i].W += salience * float64(min(tf[t]-1, 3))
+			ss[i].W += salience * float64(min(tf[ids[k]]-1, 3))
+			k++
 		}
 	}
+	sc.tf, sc.ids = tf, ids
 }
 
 // salience is the weight of a word said in another statement too.
@@ -367,11 +371,14 @@ func (s *Summarizer) trimFiller(sent string) string {
 	fs := appendFields(arr[:0], sent)
 	nf := len(fs)
 	for len(fs) > 0 {
-		l := string(lower(buf[:0], trimCut(fs[len(fs)-1], ".,!?")))
-		if !isLaugh(l) && l != "though" {
+		last := fs[len(fs)-1]
+		l := string(lower(buf[:0], trimCut(last, ".,!?")))
+		if !isLaugh(l) && l != "though" && !inlineFiller[l] && !(danglingEnd[l] && len(fs) > 2) {
 			break
 		}
-		fs = fs[:len(fs)-1]
+		if fs = fs[:len(fs)-1]; len(fs) > 0 && strings.HasSuffix(last, "?") {
+			fs[len(fs)-1] = strings.TrimRight(fs[len(fs)-1], ",;:") + "?" // "is it fine or?"
+		}
 	}
 	if len(fs) == 0 {
 		return ""
@@ -471,6 +478,10 @@ func agrees(text string) bool {
 	return agreement[l]
 }
 
+// danglingEnd are words a sentence of speech trails off with ("… but.",
+// "…, yeah."): left out at its end.
+var danglingEnd = toSet([]string{"and", "but", "or", "yeah", "because"})
+
 // inlineFiller are words of hesitation dropped wherever they stand.
 var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", "hmm", "mm", "uh-huh", "um-hum", "mm-hmm", "eh"})
 
@@ -490,6 +501,15 @@ var (
 	secondPerson = toSet([]string{"you", "your", "yours", "yourself", "you're", "you've", "you'll", "you'd", "ya", "u"})
 	groupPerson  = map[string]string{"we": "they", "us": "them", "our": "their", "ours": "theirs", "ourselves": "themselves",
 		"we're": "they're", "we've": "they've", "we'll": "they'll", "we'd": "they'd"}
+	// speechActs are the openings that say what a statement does (propose,
+	// offer, agree), and the verb that reports it: "we should leave at 8" →
+	// "Jonas suggested they leave at 8"; "how about Tokyo?" → "Bob suggested
+	// Tokyo.".
+	speechActs = [][2]string{{"we should ", " suggested they "}, {"maybe we should ", " suggested they "}, {"we could ", " suggested they could "},
+		{"maybe we could ", " suggested they could "}, {"let's ", " suggested they "}, {"how about ", " suggested "}, {"what about ", " suggested "},
+		{"why don't we ", " suggested they "}, {"why not ", " suggested "}, {"i suggest that ", " suggested "}, {"i suggest ", " suggested "},
+		{"i'd suggest ", " suggested "}, {"i propose ", " proposed "}, {"let me ", " offered to "}, {"i agree that ", " agreed that "},
+		{"i agree, ", " agreed, "}, {"agreed, ", " agreed, "}}
 	opinion = []string{"i think that ", "i think ", "i guess ", "i believe ", "i feel like ", "i reckon "}
 )
 
@@ -502,33 +522,9 @@ var (
 func report(sp, sent string, question, user bool, names []string) (text string, self bool) {
 	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
 	low := lower(buf[:0], sent[:min(len(sent), len(buf))])
-	if question {
-		for _, p := range []string{"how about ", "what about ", "why don't we ", "why not "} {
-			if hasPrefixBytes(low, p) && len(sent) > len(p)+3 {
-				rest := strings.TrimSuffix(sent[len(p):], "?")
-				if p == "why don't we " {
-					rest = "they " + rest
-				}
-				return sp + " suggested " + group(rest) + ".", false
-			}
-		}
-		// "Alice, can you …?" / "can you …, Alice?" is asked of Alice.
-		for _, n := range names {
-			if n == sp {
-				continue
-			}
-			if len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
-				return lowerFirst(sp+" asked "+n+": ", sent[len(n)+2:]), false
-			}
-			if q, ok := strings.CutSuffix(sent, "?"); ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
-				return lowerFirst(sp+" asked "+n+": ", strings.TrimSuffix(sent, ", "+n+"?")) + "?", false
-			}
-		}
-		return lowerFirst(sp+" asked: ", sent), false
-	}
 	verb := "said"
 	for _, o := range opinion {
-		if hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
+		if !question && hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
 			sent, low, verb = sent[len(o):], low[len(o):], "thought"
 			break
 		}
@@ -550,16 +546,34 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 			second++
 		}
 	}
+	for _, a := range speechActs { // (the act's own "I" or "me" is the only first person word allowed)
+		if hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
+			rest := backshift(group(sent[len(a[0]):]))
+			if question {
+				return sp + a[1] + strings.TrimSuffix(rest, "?") + ".", false
+			}
+			return sp + a[1] + rest, first > 0
+		}
+	}
+	if question {
+		// "Alice, can you …?" / "can you …, Alice?" is asked of Alice.
+		for _, n := range names {
+			if n == sp {
+				continue
+			}
+			if len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
+				return lowerFirst(sp+" asked "+n+": ", sent[len(n)+2:]), false
+			}
+			if q, ok := strings.CutSuffix(sent, "?"); ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
+				return lowerFirst(sp+" asked "+n+": ", strings.TrimSuffix(sent, ", "+n+"?")) + "?", false
+			}
+		}
+		return lowerFirst(sp+" asked: ", sent), false
+	}
 	if verb == "said" && first == 1 && second == 0 {
 		if out, ok := thirdPerson(sp, ws); ok {
 			return out, true
 		}
-	}
-	if hasPrefixBytes(low, "let me ") && first == 1 && second == 0 && len(ws) > 3 {
-		return sp + " offered to " + group(strings.Join(ws[2:], " ")), true
-	}
-	if hasPrefixBytes(low, "let's ") && first == 0 && second == 0 {
-		return sp + " suggested they " + group(strings.Join(ws[1:], " ")), false
 	}
 	if first == 0 && second == 0 {
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {

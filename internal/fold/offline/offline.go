@@ -145,9 +145,9 @@ type Summarizer struct {
 // reset first) but the lexicon of the words seen.
 type scratch struct {
 	lex          lexicon
-	terms        []string       // a sentence's
-	stmts, sents []stmt         // a batch's; a turn's, then the memories' candidates
-	tf           map[string]int // how many of a batch's statements say a word
+	terms        []string // a sentence's
+	stmts, sents []stmt   // a batch's; a turn's, then the memories' candidates
+	tf           []int32  // how many of a batch's statements say each word (by its number)
 	voc          wordCounts
 	cands        []cand
 	ids          []int32   // the candidates' words

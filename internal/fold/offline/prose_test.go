@@ -257,6 +257,23 @@ func TestTidyEnds(t *testing.T) {
 	}
 }
 
+// A sentence of speech that trails off ("… but", "…, yeah", "… or uh")
+// ends at its last word of content, a question keeping its mark, and a
+// "like" set off by commas is left out.
+func TestTrailingWordsAndLikeDropped(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Alice: rabbits don't come in blue but",
+		"Bob: the price in Euros is current, yeah",
+		"Carol: should the case be wood or plastic or uh?",
+		"Dan: the valleys are, like, deep in the high energy regions")})
+	for _, want := range []string{"rabbits don't come in blue.", "the price in Euros is current.", "wood or plastic?",
+		"the valleys are deep in the high energy regions."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q: %s", want, got)
+		}
+	}
+}
+
 // A screen note is no one speaking: its source never heads a period's
 // line as one of those who talked.
 func TestNoteSourceIsNoSpeaker(t *testing.T) {

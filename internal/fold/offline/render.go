@@ -397,7 +397,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		}
 		w, end := trimCut(f, `.,!?;:()"`), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
 		if w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
-			w = strings.TrimFunc(w, isPhrasePunct)
+			w = strings.Trim(w, `.,!?;:()"“”`)
 		}
 		var x lexeme
 		lw := lower(lb[:0], w)
@@ -444,14 +444,6 @@ func (lx *lexicon) phrases(s string, people []string) string {
 	}
 	flush()
 	return string(out)
-}
-
-func isPhrasePunct(r rune) bool {
-	switch r {
-	case '.', ',', '!', '?', ';', ':', '(', ')', '"', '“', '”':
-		return true
-	}
-	return false
 }
 
 // ---- rendering ----
@@ -520,23 +512,16 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	sc.named = covered
 	sc.pickCovering(cands, covered, budget-used, len(cands))
 	lines, merged := st.compose(lead, headers, cands, budget-used)
-	if size := joinedLen(lines); merged && budget-size >= 40 {
+	out := strings.Join(lines, " ")
+	if size := runeLen(out); merged && budget-size >= 40 {
 		// what merging statements saved takes more of them (unless one
 		// falls between two merged and the whole no longer fits)
 		sc.pickCovering(cands, covered, budget-size, len(cands))
-		if more, _ := st.compose(lead, headers, cands, budget-used); joinedLen(more) <= budget {
-			lines = more
+		if more, _ := st.compose(lead, headers, cands, budget-used); runeLen(strings.Join(more, " ")) <= budget {
+			out = strings.Join(more, " ")
 		}
 	}
-	return strings.Join(lines, " ")
-}
-
-func joinedLen(lines []string) int {
-	n := len(lines) - 1
-	for _, l := range lines {
-		n += runeLen(l)
-	}
-	return n
+	return out
 }
 
 // compose lays out the summary's sentences: the opening, each period's

@@ -66,6 +66,10 @@ func (lx *lexicon) tighten(s string) string {
 				continue
 			}
 		}
+		if core == "like" && strings.HasSuffix(w, ",") && len(out) > 0 && strings.HasSuffix(out[len(out)-1], ",") {
+			out[len(out)-1] = out[len(out)-1][:len(out[len(out)-1])-1] // "it's, like, deep valleys"
+			continue
+		}
 		out = append(out, w)
 		// a phrase of one to three words said twice in a row (its last word
 		// first: one with another first letter is not the same word)
