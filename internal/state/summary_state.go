@@ -15,7 +15,8 @@ import (
 //
 // A backend's state (Session.SummaryState; the offline summarizer's
 // statements, periods and word counts, up to 16 KiB of JSON) is rewritten
-// with every checkpoint of its session, and the KV stream's cost of a
+// with every checkpoint of its session (compressed once per state: the
+// processor keeps its stored text, StateText), and the KV stream's cost of a
 // write grows with its bytes: at 1,000 sessions a checkpoint carrying a
 // 13.5 KiB state cost ~150 µs of process CPU against ~40 µs without one,
 // most of it the server storing the value and reading the subject's last
