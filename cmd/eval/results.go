@@ -122,11 +122,14 @@ type queryResult struct {
 // neighbours, memories; how many best matches did not fit; whether it
 // kept the summary.
 type recalled struct {
-	Turns      int  `json:"turns,omitempty"`
-	Neighbours int  `json:"neighbours,omitempty"`
-	Memories   int  `json:"memories,omitempty"`
-	Dropped    int  `json:"dropped,omitempty"`
-	Summary    bool `json:"summary,omitempty"`
+	Turns      int `json:"turns,omitempty"`
+	Neighbours int `json:"neighbours,omitempty"`
+	Memories   int `json:"memories,omitempty"`
+	// Restated: memories that restate a turn the reply also shows as an
+	// excerpt (its turn, or every content word of it in one excerpt).
+	Restated int  `json:"restated,omitempty"`
+	Dropped  int  `json:"dropped,omitempty"`
+	Summary  bool `json:"summary,omitempty"`
 }
 
 func newResults(o opts, w fold.Window) *results {
@@ -210,6 +213,7 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 					rc.Turns++
 				}
 			}
+			rc.Restated = restated(b.ctx.Recalled)
 			qr.Recalled[budget] = rc
 		}
 		texts[mSummary] = ""
@@ -320,13 +324,14 @@ func (res *results) print(w io.Writer, verbose bool) {
 				for _, q := range m.Scored {
 					rc := q.Recalled[budget]
 					sum.Turns, sum.Neighbours, sum.Memories, sum.Dropped = sum.Turns+rc.Turns, sum.Neighbours+rc.Neighbours, sum.Memories+rc.Memories, sum.Dropped+rc.Dropped
+					sum.Restated += rc.Restated
 					if rc.Summary {
 						summaries++
 					}
 				}
 			}
-			line := fmt.Sprintf("(b) at %d recalled per question: %.1f matching turns, %.1f neighbours, %.1f memories; %.1f matches did not fit; summary in %.0f%%",
-				budget, float64(sum.Turns)/n, float64(sum.Neighbours)/n, float64(sum.Memories)/n, float64(sum.Dropped)/n, 100*float64(summaries)/n)
+			line := fmt.Sprintf("(b) at %d recalled per question: %.1f matching turns, %.1f neighbours, %.1f memories (%d of %d restating an excerpt); %.1f matches did not fit; summary in %.0f%%",
+				budget, float64(sum.Turns)/n, float64(sum.Neighbours)/n, float64(sum.Memories)/n, sum.Restated, sum.Memories, float64(sum.Dropped)/n, 100*float64(summaries)/n)
 			if v, ok := res.Recall[budgetKey(mNoMemories, budget)]; ok && sum.Memories > 0 {
 				line += fmt.Sprintf("; without its memory lines %+.3f", v-res.Recall[budgetKey(mQuery, budget)])
 			}
@@ -377,4 +382,45 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// restated counts the memories among items that restate a turn the same
+// reply shows as an excerpt: the memory's turn is one of them, or every
+// content word of the memory is in one of them.
+func restated(items []client.RecalledItem) int {
+	var turns []map[string]bool
+	ids := map[string]bool{}
+	for _, it := range items {
+		if it.Kind == client.RecalledTurn {
+			turns = append(turns, contentWords(it.Text))
+			ids[it.TurnID] = true
+		}
+	}
+	n := 0
+	for _, it := range items {
+		if it.Kind != client.RecalledMemory {
+			continue
+		}
+		if it.TurnID != "" && ids[it.TurnID] {
+			n++
+			continue
+		}
+		words := contentWords(it.Text)
+		for _, t := range turns {
+			if len(words) > 0 && subset(words, t) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+func subset(a, b map[string]bool) bool {
+	for w := range a {
+		if !b[w] {
+			return false
+		}
+	}
+	return true
 }

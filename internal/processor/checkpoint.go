@@ -143,7 +143,12 @@ func (w *checkpointWriter) flush(force bool) {
 			w.write(ls, nil) // sealing a backlog: chunks first, then the checkpoint
 			continue
 		}
-		f, err := w.store.SaveAsync(ls.s, ls.rev)
+		data, err := ls.s.EncodeReusing(nil, ls.stateText())
+		if err != nil {
+			w.saved(ls, 0, fmt.Errorf("encode checkpoint of session %s: %w", ls.s.ID, err))
+			continue
+		}
+		f, err := w.store.SaveEncodedAsync(ls.s.ID, data, ls.rev)
 		if err != nil {
 			w.saved(ls, 0, err)
 			continue
@@ -185,7 +190,7 @@ func (w *checkpointWriter) write(ls *live, then func()) {
 		// them, and a failure of either drops the session (saved).
 		chunks, s.Sealed = c, c.Sealed
 	}
-	data, err := s.Encode(nil)
+	data, err := s.EncodeReusing(nil, ls.stateText())
 	if err != nil {
 		w.saved(ls, 0, err)
 		return

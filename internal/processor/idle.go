@@ -68,7 +68,7 @@ func (sh *shard) compact(id string, ls *live) int {
 	sh.packBuf = buf
 	freed := heapEstimate(ls) - len(buf)
 	ls.packed = append([]byte(nil), buf...) // exactly its size, not the scratch buffer's
-	ls.s, ls.payloads, ls.acks = nil, nil, nil
+	ls.s, ls.payloads, ls.acks, ls.text = nil, nil, nil, nil
 	sh.nPacked++
 	sh.m.packedSess.Inc()
 	return freed

@@ -49,6 +49,19 @@ type live struct {
 	landing bool // a refused summary-updated is being published again (publish.go)
 	// resetArchived: the life a policy reset ends is archived (autoReset).
 	resetArchived bool
+	// text: the summarizer state as the last checkpoint stored it, for the
+	// next (stateText); nil until the session has a state.
+	text *state.StateText
+}
+
+// stateText is what the session's checkpoints keep of its summarizer state
+// from one write to the next (state.Session.EncodeReusing).
+// Must be called on the loop.
+func (ls *live) stateText() *state.StateText {
+	if ls.text == nil && len(ls.s.SummaryState) > 0 {
+		ls.text = new(state.StateText)
+	}
+	return ls.text
 }
 
 // sessionWait is what a session waits for before its next step, and

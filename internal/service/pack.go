@@ -629,16 +629,19 @@ func (p *picker) fill(floor int64, recent bool, ms ...*meter) {
 }
 
 // unit is a match as the picker recalls it: with the turn before it when
-// the match is a fragment or that turn asks a question, and the turn
-// after it (below limit) when the match asks one, each unless chosen,
-// shown as a memory, or a turn that says nothing ("{vocalsound}").
+// that turn asks a question, or when the match is a fragment and that
+// turn was said in its sitting (the evening before says nothing of the
+// next day's first words), and the turn after it (below limit) when the
+// match asks one, each unless chosen, shown as a memory, or a turn that
+// says nothing ("{vocalsound}").
 func (p *picker) unit(hit hit, limit int) ([]client.RecalledItem, []int) {
 	unit := []client.RecalledItem{p.item(hit.doc, hit.score, false)}
 	docs := []int{hit.doc}
 	text := p.text(hit.doc)
 	// The cheap tests first: a neighbour's display text is made only for
 	// a turn that may join the unit.
-	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil && (runes(text) < fragmentChars || p.asks(d)) &&
+	if d := hit.doc - 1; d >= p.lo && p.chosen[d] == nil &&
+		(runes(text) < fragmentChars && sameSitting(p.x.turn(d).At, p.x.turn(hit.doc).At) || p.asks(d)) &&
 		!p.isShown(d) && !p.saysNothing(d) {
 		unit = append([]client.RecalledItem{p.item(d, 0, true)}, unit...)
 		docs = append([]int{d}, docs...)

@@ -236,17 +236,24 @@ func TestQueryContextSummaryCompetesWithoutTheQuestionsWords(t *testing.T) {
 	}
 }
 
+// evictNote is a processor in mode evict that keeps about 50 turns of
+// publishDays': the context's note says what left the window, no summary
+// says those turns already.
+func evictNote() processor.Config {
+	return processor.Config{
+		Mode: fold.ModeEvict, RecallEnabled: true,
+		Tokens: fold.TokenPolicy{ContextWindow: 1024, ReserveTokens: 400},
+		Evict:  fold.EvictPolicy{TargetUtilization: 0.5, MinKeepMessages: 4},
+	}
+}
+
 // The room left goes to the turns around a match said in its sitting: in
 // a chat of many days, the turns that open the next day's conversation
 // are not read as the evening's exchange about the question. (Mode
 // evict: no summary that already says those turns.)
 func TestQueryContextNeighboursStayInTheSitting(t *testing.T) {
 	e := servicetest.New(t, servicetest.Options{})
-	e.StartProcessor(processor.Config{
-		Mode: fold.ModeEvict, RecallEnabled: true,
-		Tokens: fold.TokenPolicy{ContextWindow: 1024, ReserveTokens: 400},
-		Evict:  fold.EvictPolicy{TargetUtilization: 0.5, MinKeepMessages: 4},
-	}, nil)
+	e.StartProcessor(evictNote(), nil)
 	e.StartService(nil)
 	publishDays(t, e, "s1", 150, 25, map[int]string{
 		// The end of day 0: the plumber's visit.
@@ -268,5 +275,29 @@ func TestQueryContextNeighboursStayInTheSitting(t *testing.T) {
 		if slices.Contains(shown, id) {
 			t.Errorf("recalled %v: the next day's opening (%s) shown as a neighbour of the evening's match:\n%s", shown, id, c.Prompt())
 		}
+	}
+}
+
+// A short match is recalled with the turn before it said in its
+// sitting, not with the last turn of the evening before: the next day's
+// first words do not answer it.
+func TestQueryContextFragmentKeepsItsSitting(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(evictNote(), nil)
+	e.StartService(nil)
+	publishDays(t, e, "s1", 150, 25, map[int]string{
+		24: "We should repaint the hallway green someday.", // the end of day 0
+		25: "Lisbon trip booked, flights too!",             // day 1 opens
+		39: "I spoke to the travel agent about the hotel.",
+		40: "So the Lisbon trip is on!",
+	})
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: "When is the Lisbon trip?", BudgetChars: 2000, RecallTurns: 2})
+	checkShownOnce(t, c)
+	shown := shownTurns(c)
+	if !slices.Contains(shown, "t025") || !slices.Contains(shown, "t040") || !slices.Contains(shown, "t039") {
+		t.Fatalf("recalled %v, want both matches (t025, t040) and the turn before the second, said that day (t039):\n%s", shown, c.Prompt())
+	}
+	if slices.Contains(shown, "t024") {
+		t.Errorf("recalled %v: the evening before (t024) shown with the next day's first match:\n%s", shown, c.Prompt())
 	}
 }

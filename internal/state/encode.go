@@ -17,20 +17,27 @@ import (
 // what custom marshalers return; BenchmarkCheckpointEncodeJSON against
 // BenchmarkCheckpointEncode). The output is decoded by encoding/json
 // with the struct tags; TestEncodeRoundTrip keeps the two in step.
-func (s *Session) Encode(buf []byte) ([]byte, error) {
+func (s *Session) Encode(buf []byte) ([]byte, error) { return s.EncodeReusing(buf, nil) }
+
+// EncodeReusing is Encode for a session checkpointed again and again: st
+// keeps the summarizer's state as stored (StateText) from one write to the
+// next, so that a state is compressed and base64-encoded once, not once per
+// checkpoint. nil keeps nothing.
+func (s *Session) EncodeReusing(buf []byte, st *StateText) ([]byte, error) {
 	s = s.stored()
-	var st []byte // the summarizer's state as stored: compressed when that saves bytes
+	var text []byte // the summarizer's state as stored, in base64: compressed when that saves bytes
 	if len(s.SummaryState) > 0 {
-		sp := statePool.Get().(*[]byte)
-		defer statePool.Put(sp)
-		st = storedState(sp, s.SummaryState)
+		if st == nil {
+			st = new(StateText)
+		}
+		text = st.of(s.SummaryState)
 	}
 	// One allocation for the whole value, not a dozen regrowths (half of
 	// the encoder's time went to growing buf): the fixed fields take well
 	// under 512 bytes, escapes rarely add a sixteenth to the summary, and a
 	// ref is at most 3 varints of 10 bytes but ~6 bytes in practice.
 	buf = slices.Grow(buf, 512+len(s.ID)+len(s.Summary)+len(s.Summary)/16+
-		b64Len(len(s.Turns)*8)+b64Len(len(st))+b64Len(len(s.RecentIDs)*8)+b64Len(len(s.MemoryIDs)*8)+len(s.PendingNotes)*48)
+		b64Len(len(s.Turns)*8)+len(text)+b64Len(len(s.RecentIDs)*8)+b64Len(len(s.MemoryIDs)*8)+len(s.PendingNotes)*48)
 	// The refs and ids in binary, before base64: on the stack unless large.
 	var scratch [1024]byte
 	buf = append(buf, `{"id":`...)
@@ -108,12 +115,9 @@ func (s *Session) Encode(buf []byte) ([]byte, error) {
 		buf = appendB64(buf, s.MemoryIDs.appendBinary(scratch[:0]))
 		buf = append(buf, '"')
 	}
-	if len(st) > 0 {
-		// Padded standard base64: what encoding/json decodes a []byte from.
+	if len(text) > 0 {
 		buf = append(buf, `,"summary_state":"`...)
-		n := base64.StdEncoding.EncodedLen(len(st))
-		buf = append(buf, make([]byte, n)...)
-		base64.StdEncoding.Encode(buf[len(buf)-n:], st)
+		buf = append(buf, text...)
 		buf = append(buf, '"')
 	}
 	if s.Tools != nil {

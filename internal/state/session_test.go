@@ -3,7 +3,9 @@ package state
 import (
 	"encoding/base64"
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,4 +194,39 @@ func TestToolPairsFollowTurnsAndFolds(t *testing.T) {
 	if s.Tools != nil {
 		t.Fatalf("reset kept tools %+v", s.Tools)
 	}
+}
+
+// normalizedMemory is the memory's dedup text as memoryID reads it.
+func normalizedMemory(m string) string {
+	return strings.Join(strings.Fields(strings.ToLower(strings.TrimRight(strings.TrimSpace(m), "."))), " ")
+}
+
+// memoryID hashes what normalizedMemory would build, so memory ids stored
+// in checkpoints keep matching: on random texts of mixed case, white space
+// (ASCII and not), full stops, non-ASCII letters and invalid UTF-8.
+func TestMemoryIDNormalizes(t *testing.T) {
+	pieces := []string{"Alice", "TEA", "prefers", " ", "  ", "\t", "\n", "\u00a0", "\u0085", "\u2003", ".", "..", "É", "Straße",
+		"İ", "ǅ", "Σ", "\xff", "\xe2\x82", "\u03a3\u0391", "2k", "\r\n", "\v\f", "ﬃ", "\u1680", "K"}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := range 200000 {
+		var b strings.Builder
+		for range rng.IntN(9) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		m := b.String()
+		if got, want := memoryID(m), HashID(normalizedMemory(m)); got != want {
+			t.Fatalf("text %d %q: id %x, want %x (of %q)", i, m, got, want, normalizedMemory(m))
+		}
+	}
+}
+
+func FuzzMemoryID(f *testing.F) {
+	for _, s := range []string{"", "Alice prefers tea.", " alice  PREFERS\ttea ..", "\xff\xfe", "É\u00a0é.", ". . ."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, m string) {
+		if got, want := memoryID(m), HashID(normalizedMemory(m)); got != want {
+			t.Fatalf("%q: id %x, want %x", m, got, want)
+		}
+	})
 }

@@ -40,10 +40,16 @@ func (st *Store) SaveAsync(s *Session, rev uint64) (jetstream.PubAckFuture, erro
 	if err != nil {
 		return nil, fmt.Errorf("encode checkpoint of session %s: %w", s.ID, err)
 	}
-	msg := &nats.Msg{Subject: st.putPrefix + s.ID, Data: data, Header: nats.Header{}}
+	return st.SaveEncodedAsync(s.ID, data, rev)
+}
+
+// SaveEncodedAsync is SaveAsync of a checkpoint already encoded (Encode,
+// EncodeReusing).
+func (st *Store) SaveEncodedAsync(id string, data []byte, rev uint64) (jetstream.PubAckFuture, error) {
+	msg := &nats.Msg{Subject: st.putPrefix + id, Data: data, Header: nats.Header{}}
 	f, err := st.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(rev))
 	if err != nil {
-		return nil, fmt.Errorf("save session %s: %w", s.ID, err)
+		return nil, fmt.Errorf("save session %s: %w", id, err)
 	}
 	return f, nil
 }

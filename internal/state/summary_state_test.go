@@ -126,6 +126,48 @@ func TestSummaryStateDamaged(t *testing.T) {
 	}
 }
 
+// A checkpoint encoded reusing the state's stored text is byte for byte
+// the one Encode writes, through a session's states: a new state after a
+// fold, the same state again, one changed in place (same bytes, same
+// length), a small one stored as it is, and none.
+func TestEncodeReusingTheStateText(t *testing.T) {
+	s := New("s1")
+	s.Summary = "Alice and Bob planned the match."
+	var st StateText
+	check := func(step string) {
+		t.Helper()
+		want, err := s.Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.EncodeReusing(nil, &st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: reusing the state's text wrote\n%s\nwant\n%s", step, got, want)
+		}
+		back, err := Decode("s1", got)
+		if err != nil || !bytes.Equal(back.SummaryState, s.SummaryState) {
+			t.Fatalf("%s: state read back as %q (%v)", step, back.SummaryState, err)
+		}
+	}
+	s.SummaryState = offlineLikeState(40)
+	check("first state")
+	s.Version++
+	check("same state, next checkpoint")
+	s.SummaryState = offlineLikeState(60)
+	check("next fold's state")
+	s.SummaryState[len(s.SummaryState)/2] ^= 1
+	check("state changed in place")
+	s.SummaryState = []byte(`{"v":1}`)
+	check("small state")
+	s.SummaryState = nil
+	check("no state")
+	s.SummaryState = offlineLikeState(40)
+	check("a state again")
+}
+
 func randomBytes(n int) []byte {
 	rng := rand.New(rand.NewPCG(7, 8))
 	b := make([]byte, n)
@@ -145,6 +187,23 @@ func BenchmarkCheckpointEncodeWithState(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		out, err := s.Encode(buf[:0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(out)))
+	}
+}
+
+// BenchmarkCheckpointEncodeReusingState: the same checkpoint written again
+// with its state unchanged, as the processor writes it (EncodeReusing).
+func BenchmarkCheckpointEncodeReusingState(b *testing.B) {
+	s := New("sess-00001")
+	s.Summary, s.SummaryState = strings.Repeat("Alice and Bob planned the match. ", 35), offlineLikeState(90)
+	buf := make([]byte, 0, 32<<10)
+	var st StateText
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := s.EncodeReusing(buf[:0], &st)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -145,17 +145,10 @@ func (c *codec) field(name string, omit bool) bool {
 func (c *codec) object(fields func(*codec)) {
 	if r := c.r; r != nil {
 		// '{', then each field's key and value with a ',' before the next
-		if r.next() != '{' {
-			r.fail("want '{'")
-			return
+		if c.first = true; r.expect('{') {
+			fields(c)
+			r.expect('}') // (else a field out of the order written)
 		}
-		r.i++
-		c.first = true
-		fields(c)
-		if r.next() != '}' {
-			r.fail("want a field in the order written, or '}'")
-		}
-		r.i++
 		c.first = false
 		return
 	}
@@ -255,8 +248,8 @@ func appendJSONFloat(b []byte, f float64) []byte {
 // ---- reading ----
 
 // jsonReader reads the JSON the codec writes, from b; anything else
-// (spaces, nulls, other keys, escapes Go does not share with JSON) stops
-// it with an error, as its first error does. s is b as a string: a string
+// (spaces, nulls, other keys or orders, a \u of half a surrogate pair)
+// stops it with an error, as its first error does. s is b as a string: a string
 // without escapes is read as a part of it (no copy).
 type jsonReader struct {
 	b   []byte
@@ -279,31 +272,27 @@ func (r *jsonReader) next() byte {
 	return r.b[r.i]
 }
 
-// array reads an array, calling elem for each element; elem must read it.
-func (r *jsonReader) array(elem func()) { r.seq('[', ']', elem) }
-
-// seq reads an object's fields or an array's elements, calling elem on each.
-func (r *jsonReader) seq(open, close byte, elem func()) {
-	if r.next() != open {
-		r.fail("want '" + string(open) + "'")
-		return
+// expect reads the byte c (false, failing, when the next is another).
+func (r *jsonReader) expect(c byte) bool {
+	if r.next() != c {
+		r.fail("want '" + string(c) + "'")
+		return false
 	}
 	r.i++
-	if r.next() == close {
-		r.i++
+	return true
+}
+
+// array reads an array, calling elem for each element; elem must read it.
+func (r *jsonReader) array(elem func()) {
+	if !r.expect('[') || r.next() == ']' && r.expect(']') {
 		return
 	}
 	for r.err == nil {
-		elem()
-		switch r.next() {
-		case ',':
-			r.i++
-		case close:
-			r.i++
+		if elem(); r.next() != ',' {
+			r.expect(']')
 			return
-		default:
-			r.fail("want ',' or '" + string(close) + "'")
 		}
+		r.i++
 	}
 }
 

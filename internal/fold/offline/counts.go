@@ -33,9 +33,6 @@ type wordCounts struct {
 // read sets v to the counts s holds, in the room v had.
 func (v *wordCounts) read(s string) *wordCounts {
 	v.release()
-	if v.ids == nil {
-		v.ids = map[string]int32{}
-	}
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		t, c, _ := strings.Cut(f, ":")
 		n, err := strconv.Atoi(c)
@@ -63,13 +60,10 @@ func (v *wordCounts) read(s string) *wordCounts {
 	return v
 }
 
-// id is t's number in this fold.
+// id is t's number in this fold (after read).
 func (v *wordCounts) id(t string) int32 {
 	if id, ok := v.ids[t]; ok {
 		return id
-	}
-	if v.ids == nil {
-		v.ids = map[string]int32{}
 	}
 	id := int32(len(v.words))
 	v.ids[t] = id
@@ -80,7 +74,9 @@ func (v *wordCounts) id(t string) int32 {
 
 // release forgets the counts and the words, keeping the room they took.
 func (v *wordCounts) release() *wordCounts {
-	clear(v.ids)
+	if clear(v.ids); v.ids == nil {
+		v.ids = map[string]int32{}
+	}
 	v.words, v.n, v.size, v.floor = v.words[:0], v.n[:0], 0, 0
 	return v
 }

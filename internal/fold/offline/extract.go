@@ -547,7 +547,7 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 		}
 	}
 	for _, a := range speechActs { // (the act's own "I" or "me" is the only first person word allowed)
-		if hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
+		if low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
 			rest := backshift(group(sent[len(a[0]):]))
 			if question {
 				return sp + a[1] + strings.TrimSuffix(rest, "?") + ".", false

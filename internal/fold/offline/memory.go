@@ -20,24 +20,33 @@ import (
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc := st.scratch()
 	cands := sc.sents[:0] // (the turns' sentences are read)
+	var farr [32][2]string
+	facts := farr[:0] // what personFact reads each candidate as: kind, slot
 	for _, x := range b.stmts {
 		if x.K != kSaid && x.K != kAsk || x.Sp == "" || x.Own == "" {
 			continue
 		}
-		if _, _, about := st.lex().personFact(x); !isFactStmt(x, about) || runeLen(x.Own) > maxStmtRunes || statWords(x.Text).words < 5 && !about {
-			continue // no fact, too long, or too short to stand alone
+		if strings.Count(x.Terms, " ") < 1 || runeLen(x.Own) > maxStmtRunes {
+			continue // too little to remember, or too long
 		}
-		cands = append(cands, x)
+		kind, slot, about := st.lex().personFact(x)
+		if !isFactStmt(x, about) || statWords(x.Text).words < 5 && !about {
+			continue // no fact, or too short to stand alone
+		}
+		cands, facts = append(cands, x), append(facts, [2]string{kind, slot})
 	}
 	if len(cands) > maxFoldMemories {
-		cands = dropWeakest(cands, len(cands)-maxFoldMemories)
+		cands, facts = dropWeakest(cands, len(cands)-maxFoldMemories), facts[:0]
+		for _, x := range cands {
+			kind, slot, _ := st.lex().personFact(x)
+			facts = append(facts, [2]string{kind, slot})
+		}
 	}
 	sc.sents = cands
 	out := make([]fold.Memory, 0, len(cands))
-	for _, x := range cands {
+	for i, x := range cands {
 		text := upperFirst(x.Own)
-		low := strings.ToLower(text)
-		sum := fnvAdd(fnvAdd(hashString(x.Sp), "\x00"), low)
+		sum := fnvAddLower(fnvAdd(hashString(x.Sp), "\x00"), text)
 		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.Sum == sum }) {
 			continue // returned before (or in this fold)
 		}
@@ -45,7 +54,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		if i := slices.IndexFunc(req.Turns, func(t fold.Turn) bool { return unixOf(t.At) == x.At && displayName(t) == x.Sp }); i >= 0 {
 			m.TurnID, m.At = req.Turns[i].TurnID, req.Turns[i].At
 		}
-		m.Supersedes = st.notePerson(x, m.ID, m.Text)
+		m.Supersedes = st.notePerson(x, facts[i][0], facts[i][1], m.ID, m.Text)
 		for i := len(st.Facts) - 1; m.Supersedes == "" && i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
 			if changedSlots(st.Facts[i].Num, x.Key) > 0 {
 				m.Supersedes = st.Facts[i].ID
@@ -106,8 +115,8 @@ func (st *state) supersede(newer []stmt) {
 			switch {
 			case old.Key != "" && strings.HasPrefix(old.Key, "tool ") && old.Key == n.Key:
 				return true
-			case old.Key != "" && !strings.HasPrefix(old.Key, "tool ") &&
-				2*changedSlots(old.Key, n.Key) > strings.Count(old.Key, "=") && old.K != kAsk:
+			case old.Key != "" && n.Key != "" && old.K != kAsk && !strings.HasPrefix(old.Key, "tool ") &&
+				2*changedSlots(old.Key, n.Key) > strings.Count(old.Key, "="):
 				return true // most of what it said has changed
 			case old.Sp == n.Sp && old.Terms != "" && old.Terms == n.Terms:
 				return true

@@ -104,11 +104,11 @@ func (lx *lexicon) objectSlot(obj string, n int) string {
 	return b.String()
 }
 
-// notePerson records fact x (memory id) under its speaker and returns the
-// ID of the fact of the same kind and subject it replaces ("" for none).
-func (st *state) notePerson(x stmt, id, text string) (supersedes string) {
-	kind, slot, ok := st.lex().personFact(x)
-	if !ok {
+// notePerson records fact x (memory id) under its speaker, x being of
+// kind about slot (personFact; kind "": none), and returns the ID of the
+// fact of the same kind and subject it replaces ("" for none).
+func (st *state) notePerson(x stmt, kind, slot, id, text string) (supersedes string) {
+	if kind == "" {
 		return ""
 	}
 	i := slices.IndexFunc(st.People, func(p person) bool { return p.Name == x.Sp })

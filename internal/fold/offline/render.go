@@ -404,9 +404,9 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		if w != "" {
 			x = lx.getBytes(lw)
 		}
-		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !slices.Contains(people, w) && !strings.ContainsAny(w, "$%/=;") &&
+		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !slices.Contains(people, w) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
 			!(bytes.HasSuffix(lw, []byte("ed")) && len(run) == 0) && utf8.RuneCountInString(w) > 1
-		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && strings.IndexFunc(w, unicode.IsDigit) >= 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && hasDigit(w) && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
 			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
 		}
 		if ok && x.is(fAdverb) {

@@ -113,6 +113,18 @@ type fact struct {
 // fnvAdd(hashString(a), b) == hashString(a + b).
 func hashString(s string) uint64 { return fnvAdd(14695981039346656037, s) }
 
+// fnvAddLower is fnvAdd(h, strings.ToLower(s)), without the copy of an ASCII s.
+func fnvAddLower(h uint64, s string) uint64 {
+	if !isASCII(s) {
+		s = strings.ToLower(s) // (then lowerASCII changes none of its bytes)
+	}
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(lowerASCII(s[i]))
+		h *= 1099511628211
+	}
+	return h
+}
+
 func fnvAdd(h uint64, s string) uint64 {
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
