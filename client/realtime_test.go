@@ -104,7 +104,7 @@ func TestRealtimeContextInstructionsAddsRecalledLinesWithinTheCeiling(t *testing
 	}
 	full := client.RealtimeContextInstructions(base, c, 0)
 	want := client.RealtimeInstructions(base, summary, 0) + "\n\n" + client.MemoriesHeader + "\n- Dave must stop at 11:30 pm." +
-		"\n\n" + client.ExcerptsHeader + "\n[Sun 2026-11-22] Bob: I will try Jeff the Land Shark." +
+		"\n\n" + client.ExcerptsHeader + "\n[22 Nov 2026] Bob: I will try Jeff the Land Shark." +
 		"\nCarol: " + strings.Repeat("long ", 30) + "\nDave: Sure." // one day: labelled once
 	if full != want {
 		t.Fatalf("got\n%q\nwant\n%q", full, want)

@@ -167,8 +167,10 @@ const (
 
 	// RecallTimeLayout is how a recalled line gives the day it was said
 	// (UTC): the day, as a builder that dates a transcript gives it, once
-	// per day of excerpts (ExcerptRun).
-	RecallTimeLayout = "Mon 2006-01-02"
+	// per day of excerpts (ExcerptRun), in the words people give a date
+	// in ("22 Nov 2026", as a memory resolves "yesterday"), so that an
+	// answer's date is found as it is said.
+	RecallTimeLayout = "2 Jan 2006"
 )
 
 // RecalledItem is a memory or an earlier turn packed into a question-aware
@@ -211,7 +213,7 @@ type RecalledItem struct {
 	Tokens int `json:"tokens"`
 }
 
-// Line is the item as one labelled prompt line: "[Sun 2026-11-22] Alice:
+// Line is the item as one labelled prompt line: "[22 Nov 2026] Alice:
 // text" for a turn; the same after "- " for a memory, without the speaker
 // when it has none and without the day when it has no time. In a prompt a
 // turn has this line only when it starts a run of excerpts of one day

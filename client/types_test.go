@@ -40,7 +40,7 @@ func TestContextLinesNormaliseSpeakerNames(t *testing.T) {
 		// A recalled turn is rendered the same way, after its label or
 		// in a run, and a memory's speaker and text too.
 		at := time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)
-		label := "[Sun 2026-11-22] "
+		label := "[22 Nov 2026] "
 		first := client.RecalledItem{Kind: client.RecalledTurn, Index: 1, At: at, Speaker: "Alice", Role: "user", Text: "hi"}
 		turn := client.RecalledItem{Kind: client.RecalledTurn, Index: 2, At: at, Speaker: tt.turn.Speaker, Role: tt.turn.Role, Text: tt.turn.Text}
 		memory := client.RecalledItem{Kind: client.RecalledMemory, At: at, Speaker: tt.turn.Speaker, Text: tt.turn.Text}
@@ -70,12 +70,12 @@ func TestPromptLabelsEachDayOfExcerptsOnce(t *testing.T) {
 		turn(10, 5*time.Hour, "Bob"), // after a line without one: labelled
 		turn(11, 0, "Alice"),         // a day before the line before
 	}}
-	want := client.MemoriesHeader + "\n- [Sun 2026-11-22] a fact\n" + client.ExcerptsHeader + "\n" +
-		"[Sun 2026-11-22] Bob: turn Bob\nAlice: turn Alice\nBob: turn Bob\n" +
-		"[Mon 2026-11-23] Alice: turn Alice\nBob: turn Bob\n" +
+	want := client.MemoriesHeader + "\n- [22 Nov 2026] a fact\n" + client.ExcerptsHeader + "\n" +
+		"[22 Nov 2026] Bob: turn Bob\nAlice: turn Alice\nBob: turn Bob\n" +
+		"[23 Nov 2026] Alice: turn Alice\nBob: turn Bob\n" +
 		"Carol: no time\n" +
-		"[Mon 2026-11-23] Bob: turn Bob\n" +
-		"[Sun 2026-11-22] Alice: turn Alice\n"
+		"[23 Nov 2026] Bob: turn Bob\n" +
+		"[22 Nov 2026] Alice: turn Alice\n"
 	if got := c.Prompt(); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}

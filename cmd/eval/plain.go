@@ -5,10 +5,10 @@ import "github.com/foldstream/foldstream/client"
 // The baselines a bot author writes without foldstream, each rendered the
 // way such a builder would show it to a model: "Speaker: text" lines in
 // transcript order, with a date line before the first turn of each day
-// ("[Mon 2026-11-23]"), every line charged with its newline.
+// ("[23 Nov 2026]"), every line charged with its newline.
 
 // dayLayout is how a baseline's date line gives the day.
-const dayLayout = "Mon 2006-01-02"
+const dayLayout = "2 Jan 2006"
 
 // dayLine is the date line before the first turn of turn i's day.
 func dayLine(i int) string { return "[" + at(i).UTC().Format(dayLayout) + "]" }

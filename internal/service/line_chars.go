@@ -56,11 +56,15 @@ func (sc speakerChars) line(it *client.RecalledItem, labelled bool) (chars int, 
 }
 
 // dayChars is the characters of at's day as a label shows it
-// (client.RecallTimeLayout, in UTC): a weekday's three letters and a
-// four-digit year for the years 0 to 9999.
+// (client.RecallTimeLayout, in UTC): the day of the month's one or two
+// digits, the month's three letters and a four-digit year for the years
+// 0 to 9999.
 func dayChars(at time.Time) int {
-	if y := at.UTC().Year(); client.RecallTimeLayout == "Mon 2006-01-02" && y >= 0 && y <= 9999 {
-		return 14
+	if u := at.UTC(); client.RecallTimeLayout == "2 Jan 2006" && u.Year() >= 0 && u.Year() <= 9999 {
+		if u.Day() < 10 {
+			return 10
+		}
+		return 11
 	}
 	var buf [32]byte
 	return utf8.RuneCount(at.UTC().AppendFormat(buf[:0], client.RecallTimeLayout))

@@ -25,7 +25,7 @@ SUMMARY_PREFIX = "Earlier in this session: "
 MEMORIES_HEADER = "Remembered facts:"
 EXCERPTS_HEADER = "Earlier excerpts (in order):"
 RECENT_HEADER = "Recent turns:"
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _LINE_BREAKS = re.compile("\r\n|\n|\r|\u2028|\u2029")
 _NS = re.compile(r"\.(\d+)")
 
@@ -65,7 +65,7 @@ def turn_line(name: str, text: str) -> str:
 
 def _label(t: datetime) -> str:
     u = t.astimezone(timezone.utc)
-    return f"{_DAYS[u.weekday()]} {u:%Y-%m-%d}"
+    return f"{u.day} {_MONTHS[u.month - 1]} {u.year:04d}"
 
 
 @dataclass
@@ -218,7 +218,7 @@ class RecalledItem:
         return f"{n}: {text}" if n else text
 
     def line(self) -> str:
-        """The item as one labelled prompt line: "[Sun 2026-11-22] Alice: text"."""
+        """The item as one labelled prompt line: "[22 Nov 2026] Alice: text"."""
         out = "- " if self.kind == "memory" else ""
         if self.at is not None:
             out += f"[{_label(self.at)}] "

@@ -111,8 +111,7 @@ export function contextTurnLine(t: Pick<ContextTurn, "speaker" | "role" | "text"
   return turnLine(t.speaker ?? "", t.text);
 }
 
-const days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-const pad = (n: number) => String(n).padStart(2, "0");
+const months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
 /** The time of a recalled item in milliseconds, or undefined when it has none. */
 function itemTime(at: string | undefined): number | undefined {
@@ -121,10 +120,10 @@ function itemTime(at: string | undefined): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-/** A time's day as recalled lines label it: "Sun 2026-11-22" (UTC). */
+/** A time's day as recalled lines label it: "22 Nov 2026" (UTC). */
 export function recallLabel(ms: number): string {
   const d = new Date(ms);
-  return `${days[d.getUTCDay()]} ${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
+  return `${d.getUTCDate()} ${months[d.getUTCMonth()]} ${String(d.getUTCFullYear()).padStart(4, "0")}`;
 }
 
 /** A recalled item's line where it continues a run of excerpts: without its day. */
@@ -134,7 +133,7 @@ export function recalledRunLine(r: RecalledItem): string {
   return name ? `${name}: ${oneLine(r.text)}` : oneLine(r.text);
 }
 
-/** A recalled item as one labelled line: "[Sun 2026-11-22] Alice: text"; a memory after "- ". */
+/** A recalled item as one labelled line: "[22 Nov 2026] Alice: text"; a memory after "- ". */
 export function recalledLine(r: RecalledItem): string {
   const ms = itemTime(r.at);
   return (r.kind === "memory" ? "- " : "") + (ms === undefined ? "" : `[${recallLabel(ms)}] `) + recalledRunLine(r);

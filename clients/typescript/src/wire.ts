@@ -162,7 +162,7 @@ export interface RecalledItem {
    */
   trimmed?: boolean;
   /**
-   * Cost of the item's line as the prompt renders it, newline included: labelled with its day ("[Sun 2026-11-22] Alice: text", a memory after "- ") for a memory and for the first excerpt turn of each day (UTC), "Alice: text" for a turn said on the same day as the excerpt line before it.
+   * Cost of the item's line as the prompt renders it, newline included: labelled with its day ("[22 Nov 2026] Alice: text", a memory after "- ") for a memory and for the first excerpt turn of each day (UTC), "Alice: text" for a turn said on the same day as the excerpt line before it.
    */
   chars: number;
   tokens: number;
