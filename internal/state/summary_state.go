@@ -52,8 +52,10 @@ var statePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return
 // changes only when a fold lands, while its session may be checkpointed
 // several times in between (every flush that covers new turns, the lease
 // of the next fold): compressing a 13 KiB offline state took ~20 µs of
-// each of those writes. The zero value holds nothing. It is not safe for
-// concurrent use.
+// each of those writes. It holds the text's bytes (~9 KiB for that state)
+// while its session is live, on top of the state itself; the processor
+// drops it when it packs an idle session (idle.go). The zero value holds
+// nothing. It is not safe for concurrent use.
 type StateText struct {
 	// Of which state the text is: its bytes' address and length, and their
 	// hash, so that a state changed in place is not taken for the one
