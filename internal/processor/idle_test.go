@@ -1,8 +1,10 @@
 package processor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -315,11 +317,26 @@ func TestMemReleasePolicy(t *testing.T) {
 // BenchmarkPackedSessionHeap reports the live heap one idle session costs
 // a shard, packed and not: sessions shaped like cmd/bench's memory section
 // (10 turns, their ids in the dedup ring, no summary), payloads cached.
+// The with-state cases also carry the offline summarizer's state as a
+// checkpoint load leaves it (each session its own 12,963 bytes).
 func BenchmarkPackedSessionHeap(b *testing.B) {
-	const n = 10000
-	for _, pack := range []bool{false, true} {
-		name := map[bool]string{false: "unpacked", true: "packed"}[pack]
-		b.Run(name, func(b *testing.B) {
+	offline, err := os.ReadFile("../state/testdata/offline_state.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		pack  bool
+		state []byte
+		n     int
+	}{
+		{"unpacked", false, nil, 10000},
+		{"packed", true, nil, 10000},
+		{"unpacked-with-state", false, offline, 2000},
+		{"packed-with-state", true, offline, 2000},
+	} {
+		n := c.n
+		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				p := &Processor{cfg: Config{IdleCompact: time.Nanosecond}.withDefaults(), m: newMetrics(nil), mem: new(memRelease), clock: SystemClock{}}
 				var before, after runtime.MemStats
@@ -336,15 +353,18 @@ func BenchmarkPackedSessionHeap(b *testing.B) {
 						s.LastSeq = seq
 						ls.remember(seq, make([]byte, 230))
 					}
+					if c.state != nil {
+						s.SummaryState = bytes.Clone(c.state)
+					}
 					s.LastActivity, s.LastEventAt, ls.touched = t0, t0.UnixMilli(), t0
 					sh.sessions[id] = ls
 				}
-				if pack {
+				if c.pack {
 					sh.compactIdle()
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/session")
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/session")
 				runtime.KeepAlive(sh)
 			}
 		})
