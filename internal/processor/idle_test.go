@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold/offline"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -320,7 +323,13 @@ func TestMemReleasePolicy(t *testing.T) {
 // The with-state cases also carry the offline summarizer's state as a
 // checkpoint load leaves it (each session its own 12,963 bytes).
 func BenchmarkPackedSessionHeap(b *testing.B) {
-	offline, err := os.ReadFile("../state/testdata/offline_state.json")
+	sumState, err := os.ReadFile("../state/testdata/offline_state.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The shard's checkpoint writer holds the connection; nothing here
+	// writes, so it is never connected.
+	js, err := jetstream.New(new(nats.Conn))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -332,13 +341,13 @@ func BenchmarkPackedSessionHeap(b *testing.B) {
 	}{
 		{"unpacked", false, nil, 10000},
 		{"packed", true, nil, 10000},
-		{"unpacked-with-state", false, offline, 2000},
-		{"packed-with-state", true, offline, 2000},
+		{"unpacked-with-state", false, sumState, 2000},
+		{"packed-with-state", true, sumState, 2000},
 	} {
 		n := c.n
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				p := &Processor{cfg: Config{IdleCompact: time.Nanosecond}.withDefaults(), m: newMetrics(nil), mem: new(memRelease), clock: SystemClock{}}
+				p := &Processor{cfg: Config{IdleCompact: time.Nanosecond}.withDefaults(), m: newMetrics(nil), mem: new(memRelease), clock: SystemClock{}, js: js, sum: offline.New()}
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
