@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/partition"
@@ -250,8 +251,11 @@ func scaleOut(t *testing.T, r *rig, ttl time.Duration) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
+	// The publisher waits for each turn's acknowledgement from the
+	// stream's replicas: its pace is the machine's (a loaded 2-core host
+	// was seen to take over 20 s for 300 turns on the cluster).
 	waitTurns := func(n int) {
-		r.Eventually(fmt.Sprintf("%d more turns published", n), func() bool {
+		brokertest.EventuallyWithin(t, 90*time.Second, fmt.Sprintf("%d turns published", n), func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			total := 0

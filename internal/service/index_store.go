@@ -20,7 +20,8 @@ import (
 )
 
 // indexStore persists sessions' replays (the recall index, encoded by
-// index_codec.go) in the KV bucket <BASE>_RECALL, so that the first
+// index_codec.go) in the KV bucket <BASE>_RECALL (<BASE>_RECALL_MEM in
+// the server's memory with IndexStoreInMemory), so that the first
 // question after a restart, an eviction or on another service instance
 // loads the index and reads only the events stored since it was written,
 // instead of scanning the session's stream and analyzing every turn.

@@ -131,6 +131,30 @@ func TestStoredIndexIsRebuiltWhenUnusable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{name: "a chunk missing", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			kv, err := e.JS.KeyValue(ctx, strings.TrimSuffix(e.Layout.Bucket, "_SESSIONS")+"_RECALL")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := kv.Delete(ctx, "c.s1.0"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a chunk of another write", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			kv, err := e.JS.KeyValue(ctx, strings.TrimSuffix(e.Layout.Bucket, "_SESSIONS")+"_RECALL")
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := kv.Get(ctx, "c.s1.0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := v.Value()
+			b[0] ^= 1 // the write's generation
+			if _, err := kv.Put(ctx, "c.s1.0", b); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{name: "other admission rules", reason: "stale", opts: []service.Option{
 			service.Admission(state.Admission{Limits: state.DefaultAdmission().Limits, MaxClockSkew: 1000 * time.Hour})}},
 	} {

@@ -394,6 +394,10 @@ type picker struct {
 	terms, feedback []string
 	// weights weighs terms and feedback for trimming (trimWeights).
 	weights map[string]float64
+	// when: the question asks when (asksWhen); resolved caches text's
+	// relative dates resolved then, by doc.
+	when     bool
+	resolved map[int]string
 	// content caches each considered doc's content terms (evidence.go).
 	content map[int]*docTerms
 	// forms caches item's texts and characters.
@@ -440,6 +444,7 @@ func (s *server) newPicker(ctx context.Context, h *indexHandle, cp *state.Sessio
 		labelled: map[int]bool{}, counted: map[lineKey]int{}, lineChars: map[lineKey]int{}, speakers: speakerChars{}, tried: map[int]bool{}, newest: -1,
 		shown: map[string]bool{}, terms: terms, content: map[int]*docTerms{}, forms: map[itemKey]itemForm{}, perDay: map[int64]int{}}
 	p.budget = cmp.Or(out.BudgetChars, 4*out.BudgetTokens)
+	p.when = asksWhen(query)
 	var hits []hit
 	hits, p.feedback = x.expand(terms, lo, n)
 	p.hits = passages(hits)

@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/reldate"
 	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/foldstream/foldstream/internal/speech"
 	"github.com/foldstream/foldstream/internal/state"
@@ -334,9 +336,26 @@ func jaccard(a, b map[string]bool) float64 {
 // what its transcript carries besides the words (speech.Clean), so that
 // the value packing weighs and charges what the reply shows; a tool's
 // turn, or one with nothing left, as it is. Cleaned once per index
-// (turnIndex.view).
+// (turnIndex.view). For a question that asks when (asksWhen), its
+// relative dates are resolved against when it was said, as a memory's are
+// (reldate: "yesterday" said on 8 May 2023 reads "yesterday (7 May
+// 2023)"): the question asks when it happened, not when it was told;
+// for another question the dates would only cost room. Resolved once per
+// picker.
 func (p *picker) text(d int) string {
-	return p.x.view(d).text
+	text := p.x.view(d).text
+	if !p.when || !reldate.MayHave(text) {
+		return text
+	}
+	if r, ok := p.resolved[d]; ok {
+		return r
+	}
+	r := reldate.Resolve(text, p.x.turn(d).At)
+	if p.resolved == nil {
+		p.resolved = map[int]string{}
+	}
+	p.resolved[d] = r
+	return r
 }
 
 // saysNothing reports whether doc d is a turn of speech without a word
@@ -505,6 +524,31 @@ func tailText(text string, limit int) (string, bool) {
 // inside a number, and at line breaks), each without its surrounding
 // spaces.
 func sentences(text string) []string { return sentence.Split(text) }
+
+// asksWhen reports whether query asks when something happened: its first
+// word is "when" (or "when's"), or it asks "how long", or "what" or "which" followed by
+// date, day, week, month or year.
+func asksWhen(query string) bool {
+	ws := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' })
+	for i, w := range ws {
+		if i == 0 && (w == "when" || w == "when's") {
+			return true
+		}
+		if i+1 >= len(ws) {
+			break
+		}
+		switch next := ws[i+1]; {
+		case w == "how" && next == "long":
+			return true
+		case w == "what" || w == "which":
+			switch strings.TrimSuffix(next, "s") {
+			case "date", "day", "week", "month", "year":
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // day is t's day (UTC), for diversity.
 func day(t time.Time) int64 { return t.UTC().Unix() / 86400 }

@@ -301,3 +301,32 @@ func TestQueryContextFragmentKeepsItsSitting(t *testing.T) {
 		t.Errorf("recalled %v: the evening before (t024) shown with the next day's first match:\n%s", shown, c.Prompt())
 	}
 }
+
+// A question that asks when gets the excerpt's relative dates resolved
+// against the day it was said ("yesterday" told on 2 May is 1 May); any
+// other question gets the turn as it was said.
+func TestQueryContextResolvesRelativeDatesWhenAsked(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(evictNote(), nil)
+	e.StartService(nil)
+	publishDays(t, e, "s1", 150, 25, map[int]string{
+		30: "I went to the support group yesterday, it was great.", // 2 May
+	})
+	for q, want := range map[string]string{
+		"When did Alice go to the support group?":     "yesterday (1 May 2026)",
+		"What did Alice say about the support group?": "yesterday, it was great",
+	} {
+		c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: 2000})
+		checkShownOnce(t, c)
+		if n := len([]rune(c.Prompt())); n != c.Chars || n > 2000 {
+			t.Fatalf("%q: prompt is %d chars, context says %d, budget 2000", q, n, c.Chars)
+		}
+		found := false
+		for _, r := range c.Recalled {
+			found = found || r.TurnID == "t030" && strings.Contains(r.Text, want)
+		}
+		if !found {
+			t.Errorf("%q: want the excerpt of t030 to read %q:\n%s", q, want, c.Prompt())
+		}
+	}
+}

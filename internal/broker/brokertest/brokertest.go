@@ -150,7 +150,15 @@ func RunEngine(t testing.TB, e Engine) (stop func()) {
 // naming what it waited for after 20 s.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	EventuallyWithin(t, 20*time.Second, what, cond)
+}
+
+// EventuallyWithin is Eventually with its own deadline, for a wait whose
+// pace is set by the machine rather than by the code under test (a
+// publisher's progress on a replicated cluster).
+func EventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		if cond() {
 			return

@@ -217,6 +217,27 @@ func TestTopicsNameNoParticipant(t *testing.T) {
 	}
 }
 
+// A common verb after "the" (a transcript's slip: "the gets rid of",
+// "the makes sense") never makes a topic.
+func TestTopicsAreNoVerbs(t *testing.T) {
+	var lines []string
+	for i := range 6 {
+		lines = append(lines,
+			"Alice: the filter the gets rid of the noise in the scroll wheel "+strconv.Itoa(i),
+			"Bob: the makes sense, the scroll wheel and the often used buttons need the rubber case",
+			"Carol: the scroll wheel is what the gets rid of, the rubber case too")
+	}
+	c := composed(summarize(t, fold.Request{Turns: turns(lines...)}))
+	for _, bad := range []string{"the gets", "the makes", "the often"} {
+		if strings.Contains(c, bad) {
+			t.Errorf("a verb named as a topic (%q): %q", bad, c)
+		}
+	}
+	if !strings.Contains(c, "scroll wheel") {
+		t.Errorf("the subjects are not named: %q", c)
+	}
+}
+
 // Two statements in a row by one speaker are one sentence; a quoted one
 // or another speaker's stays its own.
 func TestOneSpeakerOneSentence(t *testing.T) {

@@ -304,7 +304,7 @@ var phraseStop = toSet(strings.Fields(`near via per without within across around
 upon onto plus minus next last first second third new old big small little whole everyone someone anyone
 ago today tonight tomorrow yesterday week weekend month year day days time times minute minutes hour hours
 asked suggested thought working talked push take taking make get keep keeps try play playing use using grab
-stop start call run going come left right point lost whether versus rather quite pretty
+stop start call run going come left right point lost whether versus rather quite pretty makes gets used often
 monday tuesday wednesday thursday friday saturday sunday
 january february march april may june july august september october november december`))
 
