@@ -16,11 +16,12 @@ import (
 // write or fold in flight, nothing waiting for an ack) is exactly its last
 // checkpoint. Its shard then keeps it packed (state.Pack: a few hundred
 // bytes, and the summarizer's state compressed as the checkpoint stores it:
-// ~6 KiB for the offline summarizer's 13 KiB) instead of the decoded Session, and drops the turn payloads it
-// cached for its next fold; that fold reads its batch from the stream
-// instead (one direct get per turn). The next event or wake of the session
-// unpacks it (inflate, BenchmarkUnpack in internal/state) without a KV read; IdleEvict later drops it
-// from memory entirely.
+// ~6 KiB for the offline summarizer's 13 KiB) instead of the decoded
+// Session, and drops the turn payloads it cached for its next fold; that
+// fold reads its batch from the stream instead (one direct get per turn).
+// The next event or wake of the session unpacks it (inflate,
+// BenchmarkUnpack in internal/state) without a KV read; IdleEvict later
+// drops it from memory entirely.
 //
 // Invariant: a packed session (ls.s == nil) is quiet, and stays so until
 // it is inflated: everything that changes a session reaches it through

@@ -27,8 +27,8 @@ import (
 // expands it, so the session in memory holds the backend's own bytes as
 // ever. The offline summarizer's state is most of a packed session that
 // has one: its 13 KiB packs into ~6 KiB (BenchmarkPackedSessionHeap in
-// internal/processor), for ~20 µs when packing and ~10 µs when unpacking
-// (BenchmarkPackWithState, BenchmarkUnpackWithState).
+// internal/processor; the cost: BenchmarkPackWithState,
+// BenchmarkUnpackWithState).
 //
 // The layout is private to this process and never stored: a version byte,
 // a uvarint bitmask of the fields that are not zero, then those fields in
