@@ -165,7 +165,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := tidyEnds(s.trimFiller(lx.tighten(raw)))
+		sent := tidyEnds(s.trimFiller(lx.tighten(raw, sc.words[:0])))
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
@@ -347,9 +347,10 @@ var (
 
 // trimFiller strips discourse words and laughter from the ends of a
 // sentence and repeated words ("the the"), and drops the sentence when
-// nothing with a word of content is left.
-func (s *Summarizer) trimFiller(sent string) string {
+// nothing with a word of content is left. fs are sent's fields, or none.
+func (s *Summarizer) trimFiller(sent string, fs []string) string {
 	sent = strings.TrimSpace(sent)
+	whole := sent
 	var buf [32]byte
 	for changed := true; changed; {
 		changed = false
@@ -369,8 +370,9 @@ func (s *Summarizer) trimFiller(sent string) string {
 			}
 		}
 	}
-	var arr [64]string
-	fs := appendFields(arr[:0], sent)
+	if len(fs) == 0 || sent != whole { // (a filler was cut from its start)
+		fs = appendFields(fs[:0], sent)
+	}
 	nf := len(fs)
 	for len(fs) > 0 {
 		last := fs[len(fs)-1]
