@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -140,6 +141,19 @@ func (st *indexStore) open(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	st.kv = kv
 	return kv, nil
+}
+
+// gone forgets the bucket if err says its stream is gone (deleted, or a
+// memory bucket lost when the server restarted): the next use creates it
+// again (open) instead of failing until the service restarts.
+func (st *indexStore) gone(err error) {
+	if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) &&
+		!errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return
+	}
+	st.mu.Lock()
+	st.kv = nil
+	st.mu.Unlock()
 }
 
 // recallBucket is the index store's bucket: <BASE>_RECALL beside the
@@ -346,6 +360,7 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 	}
 	if err != nil {
 		st.failures.Inc()
+		st.gone(err)
 		s.log.Warn().Str("event", "recall_index_load_failed").Str("session", e.session).Err(err).
 			Msg("stored recall index not read; building it from the stream")
 		return nil, nil
@@ -427,6 +442,7 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 	}
 	if err != nil {
 		s.istore.failures.Inc()
+		s.istore.gone(err)
 		s.log.Warn().Str("event", "recall_index_store_failed").Str("session", e.session).Err(err).
 			Msg("recall index not persisted; the next load builds or extends it from the stream")
 		return

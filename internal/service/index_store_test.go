@@ -259,4 +259,22 @@ func TestStoredIndexInMemoryIsLoadedAfterARestart(t *testing.T) {
 	if c := b.IndexCounters(); c.Builds != 0 || c.Loads < 1 {
 		t.Fatalf("after a restart: %+v, expected the stored index loaded, nothing built", c)
 	}
+
+	// The bucket is lost (as when the server restarts): the next load
+	// fails and builds from the stream, and the bucket is created again
+	// for the next write.
+	if err := e.JS.DeleteKeyValue(ctx, base+"_MEM"); err != nil {
+		t.Fatal(err)
+	}
+	b.EvictIndexes()
+	sameAnswers(t, "bucket lost", "s1", scan, b)
+	b.PersistIndexes(ctx)
+	if c := b.IndexCounters(); c.Builds != 1 || c.Stores != 1 {
+		t.Fatalf("bucket lost: %+v, expected the index built and stored again", c)
+	}
+	if kv, err := e.JS.KeyValue(ctx, base+"_MEM"); err != nil {
+		t.Fatalf("bucket lost: not created again: %v", err)
+	} else if _, err := kv.Get(ctx, "m.s1"); err != nil {
+		t.Fatalf("bucket lost: the index not stored again: %v", err)
+	}
 }
