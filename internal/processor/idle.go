@@ -15,11 +15,13 @@ import (
 // A session that has been quiet for IdleCompact (nothing unwritten, no
 // write or fold in flight, nothing waiting for an ack) is exactly its last
 // checkpoint. Its shard then keeps it packed (state.Pack: a few hundred
-// bytes) instead of the decoded Session, and drops the turn payloads it
-// cached for its next fold; that fold reads its batch from the stream
-// instead (one direct get per turn). The next event or wake of the session
-// unpacks it (inflate, BenchmarkUnpack in internal/state) without a KV read; IdleEvict later drops it
-// from memory entirely.
+// bytes, and the summarizer's state compressed as the checkpoint stores it:
+// ~6 KiB for the offline summarizer's 13 KiB) instead of the decoded
+// Session, and drops the turn payloads it cached for its next fold; that
+// fold reads its batch from the stream instead (one direct get per turn).
+// The next event or wake of the session unpacks it (inflate,
+// BenchmarkUnpack in internal/state) without a KV read; IdleEvict later
+// drops it from memory entirely.
 //
 // Invariant: a packed session (ls.s == nil) is quiet, and stays so until
 // it is inflated: everything that changes a session reaches it through
@@ -109,12 +111,12 @@ func (sh *shard) forget(id string, ls *live) {
 }
 
 // heapEstimate is roughly what an unpacked session holds on the heap: the
-// decoded state and its slices, and the cached payloads (a decoded turn,
-// or a note's message buffer).
+// decoded state and its slices (the summarizer's state among them), and the
+// cached payloads (a decoded turn, or a note's message buffer).
 func heapEstimate(ls *live) int {
 	s := ls.s
 	n := int(unsafe.Sizeof(*s)) + len(s.Summary) + cap(s.Turns)*int(unsafe.Sizeof(state.TurnRef{})) +
-		cap(s.PendingNotes)*int(unsafe.Sizeof(state.NoteRef{})) + (cap(s.RecentIDs)+cap(s.MemoryIDs))*8
+		cap(s.PendingNotes)*int(unsafe.Sizeof(state.NoteRef{})) + (cap(s.RecentIDs)+cap(s.MemoryIDs))*8 + cap(s.SummaryState)
 	n += cap(ls.payloads) * int(unsafe.Sizeof(payload{}))
 	for _, p := range ls.payloads {
 		n += p.heapSize()

@@ -1,8 +1,10 @@
 package processor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -10,7 +12,10 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold/offline"
 	"github.com/foldstream/foldstream/internal/state"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -315,13 +320,34 @@ func TestMemReleasePolicy(t *testing.T) {
 // BenchmarkPackedSessionHeap reports the live heap one idle session costs
 // a shard, packed and not: sessions shaped like cmd/bench's memory section
 // (10 turns, their ids in the dedup ring, no summary), payloads cached.
+// The with-state cases also carry the offline summarizer's state as a
+// checkpoint load leaves it (each session its own 12,963 bytes).
 func BenchmarkPackedSessionHeap(b *testing.B) {
-	const n = 10000
-	for _, pack := range []bool{false, true} {
-		name := map[bool]string{false: "unpacked", true: "packed"}[pack]
-		b.Run(name, func(b *testing.B) {
+	sumState, err := os.ReadFile("../state/testdata/offline_state.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The shard's checkpoint writer holds the connection; nothing here
+	// writes, so it is never connected.
+	js, err := jetstream.New(new(nats.Conn))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		pack  bool
+		state []byte
+		n     int
+	}{
+		{"unpacked", false, nil, 10000},
+		{"packed", true, nil, 10000},
+		{"unpacked-with-state", false, sumState, 2000},
+		{"packed-with-state", true, sumState, 2000},
+	} {
+		n := c.n
+		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				p := &Processor{cfg: Config{IdleCompact: time.Nanosecond}.withDefaults(), m: newMetrics(nil), mem: new(memRelease), clock: SystemClock{}}
+				p := &Processor{cfg: Config{IdleCompact: time.Nanosecond}.withDefaults(), m: newMetrics(nil), mem: new(memRelease), clock: SystemClock{}, js: js, sum: offline.New()}
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
@@ -336,15 +362,18 @@ func BenchmarkPackedSessionHeap(b *testing.B) {
 						s.LastSeq = seq
 						ls.remember(seq, make([]byte, 230))
 					}
+					if c.state != nil {
+						s.SummaryState = bytes.Clone(c.state)
+					}
 					s.LastActivity, s.LastEventAt, ls.touched = t0, t0.UnixMilli(), t0
 					sh.sessions[id] = ls
 				}
-				if pack {
+				if c.pack {
 					sh.compactIdle()
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/session")
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/session")
 				runtime.KeepAlive(sh)
 			}
 		})

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -21,12 +22,20 @@ import (
 // KV form it keeps every turn ref, sealed ones too, so a session with a
 // sealed backlog unpacks without reading its chunks.
 //
+// The summarizer's state is packed as a checkpoint stores it (storedState:
+// s2-compressed from compressMin bytes, behind stateMagic), and Unpack
+// expands it, so the session in memory holds the backend's own bytes as
+// ever. The offline summarizer's state is most of a packed session that
+// has one: its 13 KiB packs into ~6 KiB (BenchmarkPackedSessionHeap in
+// internal/processor; the cost: BenchmarkPackWithState,
+// BenchmarkUnpackWithState).
+//
 // The layout is private to this process and never stored: a version byte,
 // a uvarint bitmask of the fields that are not zero, then those fields in
 // the order of packFields. TestPackEveryField fails when Session gains a
 // field that Pack does not carry.
 
-const packVersion = 1
+const packVersion = 2
 
 // Field bits of the packed form, in the order the fields are written.
 const (
@@ -222,7 +231,9 @@ func (s *Session) Pack(buf []byte) ([]byte, error) {
 		}
 	}
 	if has(pSummaryState) {
-		buf = packString(buf, string(s.SummaryState))
+		sp := statePool.Get().(*[]byte)
+		buf = packBytes(buf, storedState(sp, s.SummaryState))
+		statePool.Put(sp)
 	}
 	return buf, nil
 }
@@ -354,8 +365,9 @@ func Unpack(id string, data []byte) (*Session, error) {
 			}
 		}
 	}
+	var stored []byte
 	if has(pSummaryState) {
-		s.SummaryState = append([]byte(nil), d.bytes()...)
+		stored = d.bytes()
 	}
 	if d.err == nil && d.i != len(d.b) {
 		d.err = errPacked
@@ -363,12 +375,30 @@ func Unpack(id string, data []byte) (*Session, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("packed session %s: %w", id, d.err)
 	}
+	if stored != nil {
+		st, err := expandState(stored)
+		if err != nil {
+			return nil, fmt.Errorf("packed session %s: %w", id, err)
+		}
+		if len(st) == 0 {
+			return nil, fmt.Errorf("packed session %s: summary_state: empty: %w", id, errPacked)
+		}
+		if &st[0] == &stored[0] { // kept as it is: not the caller's bytes
+			st = bytes.Clone(st)
+		}
+		s.SummaryState = st
+	}
 	return s, nil
 }
 
 func packString(buf []byte, s string) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(s)))
 	return append(buf, s...)
+}
+
+func packBytes(buf, b []byte) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(b)))
+	return append(buf, b...)
 }
 
 // packTime keeps the instant (not the monotonic reading, nor the

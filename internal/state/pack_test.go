@@ -1,6 +1,8 @@
 package state
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/klauspost/compress/s2"
 )
 
 // fillField sets field i of s to a random value that is not zero. It fails
@@ -166,10 +169,70 @@ func TestUnpackRejectsCorrupt(t *testing.T) {
 	}
 }
 
+// The summarizer's state is packed compressed, as a checkpoint stores it,
+// and unpacks to the backend's own bytes, not sharing the packed form's.
+func TestPackSummaryState(t *testing.T) {
+	offline := offlineState(t)
+	for _, c := range []struct {
+		name  string
+		state []byte
+		max   int // packed form at most this many bytes
+	}{
+		{"offline", offline, len(offline) * 6 / 10},
+		{"small", []byte(`{"v":1}`), 100},
+		{"incompressible", randomBytes(4000), 4100},
+		{"begins with the mark", append(bytes.Clone(stateMagic), `{"v":1}`...), 100},
+	} {
+		s := New("s1")
+		s.SummaryState = bytes.Clone(c.state)
+		data, err := s.Pack(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) > c.max {
+			t.Errorf("%s: %d-byte state packed into %d bytes, want at most %d", c.name, len(c.state), len(data), c.max)
+		}
+		got, err := Unpack(s.ID, data)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !bytes.Equal(got.SummaryState, c.state) {
+			t.Fatalf("%s: state unpacked as %q", c.name, got.SummaryState)
+		}
+		clear(data)
+		if !bytes.Equal(got.SummaryState, c.state) {
+			t.Fatalf("%s: unpacked state shares the packed form's bytes", c.name)
+		}
+	}
+}
+
+// A packed state that does not expand is an error, not a panic nor a
+// session without its state.
+func TestUnpackRejectsCorruptState(t *testing.T) {
+	block := s2.Encode(nil, offlineState(t))
+	huge := binary.AppendUvarint(nil, maxStateExpanded+1)
+	for name, stored := range map[string][]byte{
+		"mark alone":       bytes.Clone(stateMagic),
+		"truncated block":  append(bytes.Clone(stateMagic), block[:len(block)/2]...),
+		"block too long":   append(append(bytes.Clone(stateMagic), block...), 0, 0, 0),
+		"expands too far":  append(append(bytes.Clone(stateMagic), huge...), block[1:]...),
+		"bad block header": append(bytes.Clone(stateMagic), 0xff, 0xff, 0xff),
+		"empty":            {},
+	} {
+		data := []byte{packVersion}
+		data = binary.AppendUvarint(data, 1<<pSummaryState)
+		data = packBytes(data, stored)
+		if s, err := Unpack("x", data); err == nil {
+			t.Errorf("%s: unpacked, state %q", name, s.SummaryState)
+		}
+	}
+}
+
 // No bytes may crash Unpack, and whatever unpacks packs back to a session
 // that unpacks the same.
 func FuzzUnpack(f *testing.F) {
-	for _, s := range []*Session{typicalSession(), New("s"), {ID: "x", Lease: &Lease{FoldID: "f"}, PendingNotes: []NoteRef{{1, 2}}, MemoryIDs: IDHashes{7}}} {
+	for _, s := range []*Session{typicalSession(), New("s"), {ID: "x", Lease: &Lease{FoldID: "f"}, PendingNotes: []NoteRef{{1, 2}}, MemoryIDs: IDHashes{7}},
+		{ID: "st", SummaryState: offlineLikeState(10)}} {
 		data, err := s.Pack(nil)
 		if err != nil {
 			f.Fatal(err)

@@ -169,15 +169,17 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
-		tw := lx.appendTerms(sc.terms[:0], sent)
-		sc.terms = tw
-		c := statWords(sent)
+		// the sentence is split into words once, for statWords, report and factKey
+		tw, fs := lx.appendTerms(sc.terms[:0], sent), appendFields(sc.words[:0], sent)
+		sc.terms, sc.words = tw, fs
+		c := statFields(fs)
 		question := strings.HasSuffix(sent, "?")
 		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
 		if r := reldate.Resolve(sent, t.At); r != sent {
-			sent, c.names = r, statWords(r).names
+			fs = appendFields(fs[:0], r)
+			sent, c.names, sc.words = r, statFields(fs).names, fs
 		}
 		w := weigh(sent, len(tw), c)
 		k := kSaid
@@ -190,19 +192,17 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if user {
 			k, w = kAsk, w+3
 		}
-		text, self := report(sp, sent, question, user, names)
+		text, self := report(sp, sent, fs, question, user, names)
 		if self {
 			w += 0.8
 		}
-		// Key holds the sentence until the statements kept are known.
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: sent, Own: sent})
+			Terms: strings.Join(tw, " "), Key: lx.factKey(sent, fs), Own: sent})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
 	}
 	for i := range out {
-		out[i].Key = lx.factKey(out[i].Key)
 		out[i].Ph = lx.phrases(statementBody(out[i]), names)
 	}
 	sc.sents = out
@@ -320,8 +320,10 @@ func lowerASCII(c byte) byte {
 // capitalised ones that do not start it (names).
 type wordStat struct{ words, nums, names int }
 
-func statWords(s string) (c wordStat) {
-	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
+func statWords(s string) wordStat { var arr [64]string; return statFields(appendFields(arr[:0], s)) }
+
+func statFields(fs []string) (c wordStat) { // (fs: the sentence's fields)
+	for _, f := range fs {
 		if hasDigit(f) {
 			c.nums++
 		}
@@ -458,7 +460,7 @@ func answers(q string, a stmt, text string) bool {
 		}
 	}
 	body := strings.ToLower(qText[strings.Index(qText, ": ")+2:])
-	if statWords(text).nums > 0 && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
+	if hasDigit(text) && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
 		return true
 	}
 	first := strings.ToLower(strings.Trim(strings.Fields(text + " x")[0], ",.!"))
@@ -519,18 +521,19 @@ var (
 // Ilios."; a question → "Dave asked: can someone remind me …?". What
 // cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
-func report(sp, sent string, question, user bool, names []string) (text string, self bool) {
+func report(sp, sent string, ws []string, question, user bool, names []string) (text string, self bool) { // (ws: sent's fields)
 	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
 	low := lower(buf[:0], sent[:min(len(sent), len(buf))])
 	verb := "said"
 	for _, o := range opinion {
 		if !question && hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
+			if ws = ws[strings.Count(o, " "):]; !isASCII(sent[:len(o)]) {
+				ws = strings.Fields(sent[len(o):]) // (o's words are not sent's first fields)
+			}
 			sent, low, verb = sent[len(o):], low[len(o):], "thought"
 			break
 		}
 	}
-	var arr [64]string
-	ws := appendFields(arr[:0], sent)
 	first, second := 0, 0
 	for _, w := range ws {
 		c := trimCut(w, `.,!?;:"()`)
@@ -899,12 +902,10 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 // pairs, the slot being the content word before the number ("port
 // 8443") or else the word after it ("$190 a night"). Statements without
 // numbers have no key.
-func (lx *lexicon) factKey(sent string) string {
+func (lx *lexicon) factKey(sent string, ws []string) string { // (ws: sent's fields)
 	if !hasDigit(sent) {
 		return ""
 	}
-	var arr [64]string
-	ws := appendFields(arr[:0], sent)
 	var kb [128]byte
 	var wb [64]byte
 	key, nk := kb[:0], 0

@@ -30,7 +30,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 			continue // too little to remember, or too long
 		}
 		kind, slot, about := st.lex().personFact(x)
-		if !isFactStmt(x, about) || statWords(x.Text).words < 5 && !about {
+		if !isFactStmt(x, about) || !fieldsAtLeast(x.Text, 5) && !about {
 			continue // no fact, or too short to stand alone
 		}
 		cands, facts = append(cands, x), append(facts, [2]string{kind, slot})
