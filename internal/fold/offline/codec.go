@@ -38,8 +38,9 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 
 // decode reads a state written by encode into st, in the room its lists had, as
 // encoding/json would read it into the state's struct (what the codec does not write,
-// such as spaces, nulls and other keys, by encoding/json). It fails on anything that
-// is not JSON, and on a state of another version.
+// such as spaces, nulls and other keys, by encoding/json: so a state of version 1,
+// whose facts have a "sum"). It fails on anything that is not JSON, and on a state
+// of a version after this one.
 func (st *state) decode(data []byte) (*state, error) {
 	*st = state{Names: st.Names[:0], Periods: st.Periods[:0], Open: st.Open[:0], Facts: st.Facts[:0], Topics: st.Topics[:0], People: st.People[:0]}
 	c := &codec{r: &jsonReader{b: data, s: string(data)}}
@@ -50,8 +51,8 @@ func (st *state) decode(data []byte) (*state, error) {
 			return nil, fmt.Errorf("offline state: %w", err)
 		}
 	}
-	if st.V != stateVersion {
-		return nil, fmt.Errorf("offline state: version %d, want %d", st.V, stateVersion)
+	if st.V < 1 || st.V > stateVersion {
+		return nil, fmt.Errorf("offline state: version %d, want 1 to %d", st.V, stateVersion)
 	}
 	return st, nil
 }
@@ -70,7 +71,6 @@ func (st *state) fields(c *codec) {
 			c.str(`,"sp":`, &f.Sp, true)
 			c.str(`,"key":`, &f.Key, true)
 			c.str(`,"num":`, &f.Num, true)
-			c.uint(`,"sum":`, &f.Sum)
 		})
 	})
 	c.strs(`,"topics":`, &st.Topics)
