@@ -19,8 +19,7 @@ const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what en
 // hedges); a run-on sentence ends at the last clause boundary within
 // maxSentRunes; a run of one word is said three times at most ("blah blah
 // blah blah"), so a turn of one repeated word costs nothing. What it
-// leaves is the speaker's words, in order, and its fields (in fs's room; none when
-// not known).
+// leaves is the speaker's words, in order, and their fields (in fs's room; none if unknown).
 func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	var arr [64]string
 	ws, prev, run, changed := arr[:0], "", 0, false
