@@ -2,12 +2,11 @@ package offline
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"regexp"
 
 	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/kljensen/snowball/english"

@@ -165,7 +165,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := tidyEnds(s.trimFiller(lx.tighten(raw)))
+		sent := tidyEnds(s.trimFiller(lx.tighten(raw, sc.words[:0])))
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
@@ -347,9 +347,10 @@ var (
 
 // trimFiller strips discourse words and laughter from the ends of a
 // sentence and repeated words ("the the"), and drops the sentence when
-// nothing with a word of content is left.
-func (s *Summarizer) trimFiller(sent string) string {
+// nothing with a word of content is left. fs are sent's fields, or none.
+func (s *Summarizer) trimFiller(sent string, fs []string) string {
 	sent = strings.TrimSpace(sent)
+	whole := sent
 	var buf [32]byte
 	for changed := true; changed; {
 		changed = false
@@ -369,8 +370,9 @@ func (s *Summarizer) trimFiller(sent string) string {
 			}
 		}
 	}
-	var arr [64]string
-	fs := appendFields(arr[:0], sent)
+	if len(fs) == 0 || sent != whole { // (a filler was cut from its start)
+		fs = appendFields(fs[:0], sent)
+	}
 	nf := len(fs)
 	for len(fs) > 0 {
 		last := fs[len(fs)-1]
@@ -551,7 +553,7 @@ func report(sp, sent string, ws []string, question, user bool, names []string) (
 	}
 	for _, a := range speechActs { // (the act's own "I" or "me" is the only first person word allowed)
 		if low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
-			rest := backshift(group(sent[len(a[0]):]))
+			rest := backshift(group(sent[len(a[0]):], strings.Fields(sent[len(a[0]):])))
 			if question {
 				return sp + a[1] + strings.TrimSuffix(rest, "?") + ".", false
 			}
@@ -582,7 +584,7 @@ func report(sp, sent string, ws []string, question, user bool, names []string) (
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
 			return lowerFirst(sp+" asked: ", sent), false
 		}
-		return lowerFirst(sp+" "+verb+" ", backshift(group(sent))), false
+		return lowerFirst(sp+" "+verb+" ", backshift(group(sent, ws))), false
 	}
 	if verb == "thought" {
 		sent = lowerFirst("I think ", sent)
@@ -634,13 +636,13 @@ func thirdPerson(sp string, ws []string) (string, bool) {
 		if len(ws) < 3 {
 			return "", false
 		}
-		return sp + "'s " + group(rest(1)), true
+		return sp + "'s " + group(rest(1), ws[1:]), true
 	case "i'm", "i've", "i'll", "i'd":
 		if len(ws) < 2 {
 			return "", false
 		}
 		aux := map[string]string{"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}[w0]
-		return sp + " " + aux + " " + group(rest(1)), true
+		return sp + " " + aux + " " + group(rest(1), ws[1:]), true
 	case "i":
 		if len(ws) < 3 {
 			return "", false
@@ -654,7 +656,7 @@ func thirdPerson(sp string, ws []string) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		return sp + " " + adv + v + " " + group(rest(i+1)), true
+		return sp + " " + adv + v + " " + group(rest(i+1), ws[i+1:]), true
 	}
 	return "", false
 }
@@ -704,13 +706,13 @@ func conjugate(v string) (string, bool) {
 }
 
 // group turns the speaker's "we" into "they" (what a person writes when
-// reporting it).
-func group(s string) string {
+// reporting it). fs are s's fields.
+func group(s string, fs []string) string {
 	if !mayGroup(s) {
 		return s
 	}
 	var arr [64]string
-	ws := appendFields(arr[:0], s)
+	ws := append(arr[:0], fs...)
 	changed := false
 	for i, w := range ws {
 		if strings.IndexByte("wWuUoO", w[0]) < 0 {
