@@ -106,7 +106,7 @@ func (x *stmt) fields(c *codec) {
 	c.str(`,"text":`, &x.Text, false)
 	if c.field(`,"w":`, false) {
 		if c.r != nil {
-			x.W = c.r.float()
+			x.W = parse(c.r, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, "want a number")
 		} else if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
 			c.err = fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
 		} else {
@@ -204,7 +204,7 @@ func (c *codec) text(s *string) {
 func num[T int | int64](c *codec, name string, v *T, omit bool) {
 	if c.field(name, omit && *v == 0) {
 		if c.r != nil {
-			*v = T(c.r.int())
+			*v = T(parse(c.r, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }, "want an integer"))
 		} else {
 			c.w = strconv.AppendInt(c.w, int64(*v), 10)
 		}
@@ -214,7 +214,7 @@ func num[T int | int64](c *codec, name string, v *T, omit bool) {
 func (c *codec) uint(name string, v *uint64) {
 	if c.field(name, false) {
 		if c.r != nil {
-			*v = c.r.uint()
+			*v = parse(c.r, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }, "want an unsigned integer")
 		} else {
 			c.w = strconv.AppendUint(c.w, *v, 10)
 		}
@@ -313,28 +313,13 @@ func (r *jsonReader) number() string {
 	return r.s[start:r.i]
 }
 
-func (r *jsonReader) int() int64 {
-	n, err := strconv.ParseInt(r.number(), 10, 64)
+// parse reads the next number with p (want: what it fails with).
+func parse[T any](r *jsonReader, p func(string) (T, error), want string) T {
+	v, err := p(r.number())
 	if err != nil {
-		r.fail("want an integer")
+		r.fail(want)
 	}
-	return n
-}
-
-func (r *jsonReader) uint() uint64 {
-	n, err := strconv.ParseUint(r.number(), 10, 64)
-	if err != nil {
-		r.fail("want an unsigned integer")
-	}
-	return n
-}
-
-func (r *jsonReader) float() float64 {
-	f, err := strconv.ParseFloat(r.number(), 64)
-	if err != nil {
-		r.fail("want a number")
-	}
-	return f
+	return v
 }
 
 // str reads a string.

@@ -8,10 +8,10 @@ import (
 )
 
 // stateVersion is the version of the state this package writes. A state
-// of version 1 (facts with their full hash beside the ID) reads as
-// one of this version; a state of another version is not read (the
-// session goes on from its prose).
-const stateVersion = 2
+// of version 1 (facts with their full hash beside the ID) or 2 (every word
+// count written, ":1" too) reads as one of this version; a state of a later
+// version is not read (the session goes on from its prose).
+const stateVersion = 3
 
 // Bounds of the state. maxStateBytes is the most its encoding takes: a
 // state over it loses its least valuable statements first.
