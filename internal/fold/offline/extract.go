@@ -179,7 +179,8 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		}
 		if r := reldate.Resolve(sent, t.At); r != sent {
 			fs = appendFields(fs[:0], r)
-			sent, c.names, sc.words = r, statFields(fs).names, fs
+			rc := statFields(fs)
+			sent, c.names, c.digits, sc.words = r, rc.names, rc.digits, fs
 		}
 		w := weigh(sent, len(tw), c)
 		k := kSaid
@@ -197,7 +198,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 			w += 0.8
 		}
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: lx.factKey(sent, fs), Own: sent})
+			Terms: strings.Join(tw, " "), Key: lx.factKey(fs, c.digits), Own: sent})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
@@ -318,7 +319,10 @@ func lowerASCII(c byte) byte {
 
 // wordStat counts a sentence's words, those with a digit, and the
 // capitalised ones that do not start it (names).
-type wordStat struct{ words, nums, names int }
+type wordStat struct {
+	words, nums, names int
+	digits             uint64 // bit i: the i-th word has a digit (bit 63: or a later one)
+}
 
 func statWords(s string) wordStat { var arr [64]string; return statFields(appendFields(arr[:0], s)) }
 
@@ -326,6 +330,7 @@ func statFields(fs []string) (c wordStat) { // (fs: the sentence's fields)
 	for _, f := range fs {
 		if hasDigit(f) {
 			c.nums++
+			c.digits |= 1 << min(c.words, 63)
 		}
 		if r, _ := utf8.DecodeRuneInString(f); c.words > 0 && unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'") {
 			c.names++
@@ -904,8 +909,8 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 // pairs, the slot being the content word before the number ("port
 // 8443") or else the word after it ("$190 a night"). Statements without
 // numbers have no key.
-func (lx *lexicon) factKey(sent string, ws []string) string { // (ws: sent's fields)
-	if !hasDigit(sent) {
+func (lx *lexicon) factKey(ws []string, digits uint64) string { // (ws: the sentence's fields, digits: statFields')
+	if digits == 0 {
 		return ""
 	}
 	var kb [128]byte
@@ -917,7 +922,7 @@ func (lx *lexicon) factKey(sent string, ws []string) string { // (ws: sent's fie
 	}
 	for i, w := range ws {
 		v := trimCut(w, ".,!?;:()\"'")
-		if !hasDigit(v) || nk >= 4 {
+		if digits>>min(i, 63)&1 == 0 || !hasDigit(v) || nk >= 4 {
 			continue
 		}
 		var slot string
