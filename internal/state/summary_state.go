@@ -54,8 +54,10 @@ var statePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return
 // of the next fold): compressing a 13 KiB offline state took ~20 µs of
 // each of those writes. It holds the text's bytes (~9 KiB for that state)
 // while its session is live, on top of the state itself; the processor
-// drops it when it packs an idle session (idle.go). The zero value holds
-// nothing. It is not safe for concurrent use.
+// drops it when it packs an idle session (idle.go: the packed form holds
+// the stored bytes it decodes from the text, PackReusing) and makes it
+// again from them when it unpacks the session (UnpackReusing). The zero
+// value holds nothing. It is not safe for concurrent use.
 type StateText struct {
 	// Of which state the text is: its bytes' address and length, and their
 	// hash, so that a state changed in place is not taken for the one
