@@ -11,7 +11,6 @@
 package reldate
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 	"time"
@@ -75,88 +74,114 @@ func words(out []word, s, low string) []word {
 // whether s may hold a phrase Resolve changes: a word that starts one
 // ("yesterday", "in" before a number, a number before "ago"), or "this",
 // "next", "last" or "coming" before a word of time ("week", "Friday").
+// ASCII text is read as it is, its letters compared in either case.
 func MayHave(s string) bool {
-	var buf [512]byte
-	l := lowerASCII(buf[:0], s)
-	ascii := l != nil
+	ascii := isASCII(s)
 	if !ascii {
-		l = []byte(strings.ToLower(s))
+		s = strings.ToLower(s)
 	}
-	for i, c := range l {
-		if !mayStart[c] {
+	for i := 0; i < len(s); i++ {
+		if !mayStart[s[i]] {
 			continue // (most bytes: one test)
 		}
+		c, rest := lowerByte(s[i]), s[i:]
 		if c == ' ' {
-			if l[min(i+1, len(l)-1)] == 'a' && bytes.HasPrefix(l[i:], ago) {
+			if lowerByte(s[min(i+1, len(s)-1)]) == 'a' && hasPrefixFold(rest, " ago") {
 				return true
 			}
 			continue
 		}
-		if i > 0 && wordByte(l[i-1]) {
+		if i > 0 && wordByte(s[i-1]) {
 			continue // not the start of a word that may start a phrase
 		}
-		rest := l[i:]
-		var shift []byte
+		shift := ""
 		switch c {
 		case 'y':
-			if bytes.HasPrefix(rest, yesterday) {
+			if hasPrefixFold(rest, "yesterday") {
 				return true
 			}
 		case 't':
-			if bytes.HasPrefix(rest, to) && (bytes.HasPrefix(rest, today) || bytes.HasPrefix(rest, tonight) || bytes.HasPrefix(rest, tomorrow)) {
+			if hasPrefixFold(rest, "to") && (hasPrefixFold(rest, "today") || hasPrefixFold(rest, "tonight") || hasPrefixFold(rest, "tomorrow")) {
 				return true
 			}
-			shift = this
+			shift = "this "
 		case 'n':
-			shift = next
+			shift = "next "
 		case 'l':
-			shift = last
+			shift = "last "
 		case 'c':
-			shift = coming
+			shift = "coming "
 		case 'i':
 			// "in three days": "in " before a number
-			if r, ok := bytes.CutPrefix(rest, in); ok {
-				if w := nextWord(r); !ascii || numbers[string(w)] > 0 || len(w) > 0 && w[0] >= '0' && w[0] <= '9' {
+			if hasPrefixFold(rest, "in ") {
+				var b [9]byte
+				if w := nextWord(rest[3:]); !ascii || numbers[string(lowerWord(&b, w))] > 0 || len(w) > 0 && w[0] >= '0' && w[0] <= '9' {
 					return true
 				}
 			}
 		}
-		if r, ok := bytes.CutPrefix(rest, shift); ok && shift != nil && (!ascii || timeWord(r)) {
+		if shift != "" && hasPrefixFold(rest, shift) && (!ascii || timeWord(rest[len(shift):])) {
 			return true
 		}
 	}
 	return false
 }
 
-// mayStart are the bytes the phrases MayHave looks for start with (" ago" with its space).
-var mayStart = [256]bool{' ': true, 'y': true, 't': true, 'n': true, 'l': true, 'c': true, 'i': true}
+// mayStart are the bytes, in either case, the phrases MayHave looks for start with (" ago" with its space).
+var mayStart = [256]bool{' ': true, 'y': true, 't': true, 'n': true, 'l': true, 'c': true, 'i': true,
+	'Y': true, 'T': true, 'N': true, 'L': true, 'C': true, 'I': true}
 
-var (
-	in, ago, to                         = []byte("in "), []byte(" ago"), []byte("to")
-	yesterday, today, tonight, tomorrow = []byte("yesterday"), []byte("today"), []byte("tonight"), []byte("tomorrow")
-	this, next, last, coming            = []byte("this "), []byte("next "), []byte("last "), []byte("coming ")
-	// timeWords are the words after "this", "next", "last" or "coming"
-	// that match resolves.
-	timeWords = map[string]bool{"week": true, "weekend": true, "month": true, "year": true, "morning": true,
-		"afternoon": true, "evening": true, "night": true}
-)
+// timeWords are the words after "this", "next", "last" or "coming" that
+// match resolves.
+var timeWords = map[string]bool{"week": true, "weekend": true, "month": true, "year": true, "morning": true,
+	"afternoon": true, "evening": true, "night": true}
+
+func lowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// hasPrefixFold reports whether s starts with the lower-case ASCII p, its
+// letters in either case.
+func hasPrefixFold(s, p string) bool {
+	if len(s) < len(p) {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if lowerByte(s[i]) != p[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
 
 // wordByte reports an ASCII letter or digit: a byte inside a word.
 func wordByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
-// timeWord reports whether the next word of the lower-cased ASCII text l
-// is one of timeWords or a weekday.
-func timeWord(l []byte) bool {
-	w := nextWord(l)
+// timeWord reports whether the next word of the ASCII text l is one of
+// timeWords or a weekday, in either case.
+func timeWord(l string) bool {
+	var b [len("wednesday")]byte // (the longest of them)
+	w := lowerWord(&b, nextWord(l))
 	_, wd := weekdays[string(w)]
 	return wd || timeWords[string(w)]
 }
 
-// nextWord is the first word of the lower-cased ASCII text l, as words
-// reads it.
-func nextWord(l []byte) []byte {
+// nextWord is the first word of the ASCII text l, as words reads it.
+func nextWord(l string) string {
 	i := 0
 	for i < len(l) && !wordByte(l[i]) {
 		i++
@@ -166,6 +191,17 @@ func nextWord(l []byte) []byte {
 		j++
 	}
 	return l[i:j]
+}
+
+// lowerWord is the ASCII word w lower-cased in b; nil when it is longer.
+func lowerWord(b *[9]byte, w string) []byte {
+	if len(w) > len(b) {
+		return nil
+	}
+	for i := 0; i < len(w); i++ {
+		b[i] = lowerByte(w[i])
+	}
+	return b[:len(w)]
 }
 
 // lowerASCII appends s lower-cased to b, or is nil when s is not all

@@ -2,12 +2,11 @@ package offline
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"regexp"
 
 	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/kljensen/snowball/english"
@@ -125,14 +124,7 @@ func isAnnotation(w string) bool {
 }
 
 func isPunctOnly(w string) bool {
-	for i := 0; i < len(w); i++ {
-		switch w[i] {
-		case ',', '.', '?', '!', ';', ':':
-		default:
-			return false
-		}
-	}
-	return w != ""
+	return w != "" && strings.Trim(w, ",.?!;:") == ""
 }
 
 // isContraction reports a detached contraction: "'s", "'re", "n't", "'ll".
@@ -219,6 +211,14 @@ func oneLine(s string, maxRunes int) string {
 func splitSentences(s string) []string { return sentence.Split(s) }
 
 func nextField(s string, i int) (string, int) { return sentence.NextField(s, i) } // for f, i := nextField(s, 0); f != ""; f, i = nextField(s, i) { … }
+
+// fieldsAtLeast reports whether s has n fields or more (strings.Fields), reading no further.
+func fieldsAtLeast(s string, n int) bool {
+	for f, wi := nextField(s, 0); f != "" && n > 0; f, wi = nextField(s, wi) {
+		n--
+	}
+	return n <= 0
+}
 
 // appendFields appends strings.Fields(s) to dst (on the caller's stack).
 func appendFields(dst []string, s string) []string {
@@ -368,9 +368,6 @@ func newLexeme(w string) lexeme {
 	}
 	return x
 }
-
-// stem is the term of a lower-cased word.
-func (l *lexicon) stem(w string) string { return l.get(w).stem }
 
 // termWord reports whether the lower-cased word w is a content word.
 func termWord(w string) bool {

@@ -38,8 +38,9 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 
 // decode reads a state written by encode into st, in the room its lists had, as
 // encoding/json would read it into the state's struct (what the codec does not write,
-// such as spaces, nulls and other keys, by encoding/json). It fails on anything that
-// is not JSON, and on a state of another version.
+// such as spaces, nulls and other keys, by encoding/json: so a state of version 1,
+// whose facts have a "sum"). It fails on anything that is not JSON, and on a state
+// of a version after this one.
 func (st *state) decode(data []byte) (*state, error) {
 	*st = state{Names: st.Names[:0], Periods: st.Periods[:0], Open: st.Open[:0], Facts: st.Facts[:0], Topics: st.Topics[:0], People: st.People[:0]}
 	c := &codec{r: &jsonReader{b: data, s: string(data)}}
@@ -50,8 +51,8 @@ func (st *state) decode(data []byte) (*state, error) {
 			return nil, fmt.Errorf("offline state: %w", err)
 		}
 	}
-	if st.V != stateVersion {
-		return nil, fmt.Errorf("offline state: version %d, want %d", st.V, stateVersion)
+	if st.V < 1 || st.V > stateVersion {
+		return nil, fmt.Errorf("offline state: version %d, want 1 to %d", st.V, stateVersion)
 	}
 	return st, nil
 }
@@ -70,7 +71,6 @@ func (st *state) fields(c *codec) {
 			c.str(`,"sp":`, &f.Sp, true)
 			c.str(`,"key":`, &f.Key, true)
 			c.str(`,"num":`, &f.Num, true)
-			c.uint(`,"sum":`, &f.Sum)
 		})
 	})
 	c.strs(`,"topics":`, &st.Topics)
@@ -106,7 +106,7 @@ func (x *stmt) fields(c *codec) {
 	c.str(`,"text":`, &x.Text, false)
 	if c.field(`,"w":`, false) {
 		if c.r != nil {
-			x.W = c.r.float()
+			x.W = parse(c.r, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, "want a number")
 		} else if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
 			c.err = fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
 		} else {
@@ -204,7 +204,7 @@ func (c *codec) text(s *string) {
 func num[T int | int64](c *codec, name string, v *T, omit bool) {
 	if c.field(name, omit && *v == 0) {
 		if c.r != nil {
-			*v = T(c.r.int())
+			*v = T(parse(c.r, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }, "want an integer"))
 		} else {
 			c.w = strconv.AppendInt(c.w, int64(*v), 10)
 		}
@@ -214,7 +214,7 @@ func num[T int | int64](c *codec, name string, v *T, omit bool) {
 func (c *codec) uint(name string, v *uint64) {
 	if c.field(name, false) {
 		if c.r != nil {
-			*v = c.r.uint()
+			*v = parse(c.r, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }, "want an unsigned integer")
 		} else {
 			c.w = strconv.AppendUint(c.w, *v, 10)
 		}
@@ -313,28 +313,13 @@ func (r *jsonReader) number() string {
 	return r.s[start:r.i]
 }
 
-func (r *jsonReader) int() int64 {
-	n, err := strconv.ParseInt(r.number(), 10, 64)
+// parse reads the next number with p (want: what it fails with).
+func parse[T any](r *jsonReader, p func(string) (T, error), want string) T {
+	v, err := p(r.number())
 	if err != nil {
-		r.fail("want an integer")
+		r.fail(want)
 	}
-	return n
-}
-
-func (r *jsonReader) uint() uint64 {
-	n, err := strconv.ParseUint(r.number(), 10, 64)
-	if err != nil {
-		r.fail("want an unsigned integer")
-	}
-	return n
-}
-
-func (r *jsonReader) float() float64 {
-	f, err := strconv.ParseFloat(r.number(), 64)
-	if err != nil {
-		r.fail("want a number")
-	}
-	return f
+	return v
 }
 
 // str reads a string.

@@ -55,7 +55,7 @@ func codecStates(t *testing.T) []*state {
 		Periods: []period{{}, {From: -1, To: 1 << 40, Names: []string{odd}, Topics: []string{"x"},
 			Stmts: []stmt{{Text: ""}, {Sp: odd, At: 1, Text: odd, W: 1e-9, K: kTool, Terms: odd, Key: odd, Ph: odd, Batch: true}}}},
 		Open:   []stmt{{Text: "t", W: 1e22}, {Text: "u", W: -0.5}, {Text: "v", W: 7.999999999999999}},
-		Facts:  []fact{{ID: "m1", Sum: 1}, {ID: odd, Sp: odd, Key: odd, Num: odd, Sum: 0}},
+		Facts:  []fact{{ID: "m1"}, {ID: odd, Sp: odd, Key: odd, Num: odd}},
 		Topics: []string{odd}, Small: true})
 	return out
 }
@@ -177,5 +177,52 @@ func TestTokenBitsAreTokenRunes(t *testing.T) {
 		if got := tokenBits[c>>6]>>(c&63)&1 != 0; got != isTokenRune(rune(c)) {
 			t.Errorf("byte %q: in tokenBits %v, isTokenRune %v", rune(c), got, !got)
 		}
+	}
+}
+
+// TestStateOfVersion1: a state an older build wrote (version 1: each fact
+// with its full hash beside the ID) reads as the state now written, so a
+// session goes on from it as it would from its own.
+func TestStateOfVersion1(t *testing.T) {
+	ts, _ := synthSession(2, 120)
+	s, ctx := New(), context.Background()
+	var res fold.Result
+	for c := 0; c < 100; c += 10 {
+		var err error
+		res, err = s.Summarize(ctx, fold.Request{PreviousSummary: res.Summary, PreviousState: res.State, Turns: ts[c : c+10], MaxChars: 1200})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m map[string]any
+	d := json.NewDecoder(bytes.NewReader(res.State))
+	d.UseNumber() // (the hashes are beyond a float's integers)
+	if err := d.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	facts, _ := m["facts"].([]any)
+	if len(facts) == 0 {
+		t.Fatalf("no facts in %s", res.State)
+	}
+	m["v"] = 1
+	for i, f := range facts {
+		f.(map[string]any)["sum"] = uint64(math.MaxUint64) - uint64(i)
+	}
+	v1, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := fold.Request{PreviousSummary: res.Summary, Turns: ts[100:110], MaxChars: 1200}
+	want, err := s.Summarize(ctx, fold.Request{PreviousSummary: next.PreviousSummary, PreviousState: res.State, Turns: next.Turns, MaxChars: 1200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.PreviousState = v1
+	got, err := s.Summarize(ctx, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Summary != want.Summary || !reflect.DeepEqual(got.MemoryItems, want.MemoryItems) || !bytes.Equal(got.State, want.State) {
+		t.Fatalf("after a state of version 1:\n%q %+v\nafter the same state now written:\n%q %+v", got.Summary, got.MemoryItems, want.Summary, want.MemoryItems)
 	}
 }

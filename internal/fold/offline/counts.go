@@ -12,8 +12,8 @@ const maxVocab = 256 // words kept after a prune
 
 // wordCounts counts how many statements said each word (stemmed) so far:
 // a word said again and again is a subject of the conversation, which
-// later questions ask about. Kept in the state as "term:count" pairs
-// (state.Voc), in the order the words were first counted; past
+// later questions ask about. Kept in the state as "term:count" pairs, a
+// term said once alone (state.Voc), in the order the words were first counted; past
 // 2×maxVocab words the least said are forgotten. A fold reads the pairs
 // and writes them back with its words counted: nothing is sorted but
 // when words are forgotten.
@@ -34,8 +34,11 @@ type wordCounts struct {
 func (v *wordCounts) read(s string) *wordCounts {
 	v.release()
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
-		t, c, _ := strings.Cut(f, ":")
+		t, c, ok := strings.Cut(f, ":")
 		n, err := strconv.Atoi(c)
+		if !ok {
+			n, err = 1, nil // a word alone: said once
+		}
 		switch {
 		case err != nil || n < 0:
 		case t == "":
@@ -144,7 +147,9 @@ func (v *wordCounts) String() string {
 		if len(b) > 0 {
 			b = append(b, ' ')
 		}
-		b = strconv.AppendInt(append(append(b, v.words[id]...), ':'), int64(c), 10)
+		if b = append(b, v.words[id]...); c != 1 || strings.IndexByte(v.words[id], ':') >= 0 {
+			b = strconv.AppendInt(append(b, ':'), int64(c), 10)
+		}
 	}
 	v.text = b
 	return string(b)

@@ -165,19 +165,21 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := tidyEnds(s.trimFiller(lx.tighten(raw)))
+		sent := tidyEnds(s.trimFiller(lx.tighten(raw, sc.words[:0])))
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
-		tw := lx.appendTerms(sc.terms[:0], sent)
-		sc.terms = tw
-		c := statWords(sent)
+		// the sentence is split into words once, for statWords, report and factKey
+		tw, fs := lx.appendTerms(sc.terms[:0], sent), appendFields(sc.words[:0], sent)
+		sc.terms, sc.words = tw, fs
+		c := statFields(fs)
 		question := strings.HasSuffix(sent, "?")
 		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
 		if r := reldate.Resolve(sent, t.At); r != sent {
-			sent, c.names = r, statWords(r).names
+			fs = appendFields(fs[:0], r)
+			sent, c.names, sc.words = r, statFields(fs).names, fs
 		}
 		w := weigh(sent, len(tw), c)
 		k := kSaid
@@ -190,19 +192,17 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if user {
 			k, w = kAsk, w+3
 		}
-		text, self := report(sp, sent, question, user, names)
+		text, self := report(sp, sent, fs, question, user, names)
 		if self {
 			w += 0.8
 		}
-		// Key holds the sentence until the statements kept are known.
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: sent, Own: sent})
+			Terms: strings.Join(tw, " "), Key: lx.factKey(sent, fs), Own: sent})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
 	}
 	for i := range out {
-		out[i].Key = lx.factKey(out[i].Key)
 		out[i].Ph = lx.phrases(statementBody(out[i]), names)
 	}
 	sc.sents = out
@@ -320,8 +320,10 @@ func lowerASCII(c byte) byte {
 // capitalised ones that do not start it (names).
 type wordStat struct{ words, nums, names int }
 
-func statWords(s string) (c wordStat) {
-	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
+func statWords(s string) wordStat { var arr [64]string; return statFields(appendFields(arr[:0], s)) }
+
+func statFields(fs []string) (c wordStat) { // (fs: the sentence's fields)
+	for _, f := range fs {
 		if hasDigit(f) {
 			c.nums++
 		}
@@ -345,9 +347,10 @@ var (
 
 // trimFiller strips discourse words and laughter from the ends of a
 // sentence and repeated words ("the the"), and drops the sentence when
-// nothing with a word of content is left.
-func (s *Summarizer) trimFiller(sent string) string {
+// nothing with a word of content is left. fs are sent's fields, or none.
+func (s *Summarizer) trimFiller(sent string, fs []string) string {
 	sent = strings.TrimSpace(sent)
+	whole := sent
 	var buf [32]byte
 	for changed := true; changed; {
 		changed = false
@@ -367,8 +370,9 @@ func (s *Summarizer) trimFiller(sent string) string {
 			}
 		}
 	}
-	var arr [64]string
-	fs := appendFields(arr[:0], sent)
+	if len(fs) == 0 || sent != whole { // (a filler was cut from its start)
+		fs = appendFields(fs[:0], sent)
+	}
 	nf := len(fs)
 	for len(fs) > 0 {
 		last := fs[len(fs)-1]
@@ -458,7 +462,7 @@ func answers(q string, a stmt, text string) bool {
 		}
 	}
 	body := strings.ToLower(qText[strings.Index(qText, ": ")+2:])
-	if statWords(text).nums > 0 && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
+	if hasDigit(text) && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
 		return true
 	}
 	first := strings.ToLower(strings.Trim(strings.Fields(text + " x")[0], ",.!"))
@@ -519,18 +523,19 @@ var (
 // Ilios."; a question → "Dave asked: can someone remind me …?". What
 // cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
-func report(sp, sent string, question, user bool, names []string) (text string, self bool) {
+func report(sp, sent string, ws []string, question, user bool, names []string) (text string, self bool) { // (ws: sent's fields)
 	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
 	low := lower(buf[:0], sent[:min(len(sent), len(buf))])
 	verb := "said"
 	for _, o := range opinion {
 		if !question && hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
+			if ws = ws[strings.Count(o, " "):]; !isASCII(sent[:len(o)]) {
+				ws = strings.Fields(sent[len(o):]) // (o's words are not sent's first fields)
+			}
 			sent, low, verb = sent[len(o):], low[len(o):], "thought"
 			break
 		}
 	}
-	var arr [64]string
-	ws := appendFields(arr[:0], sent)
 	first, second := 0, 0
 	for _, w := range ws {
 		c := trimCut(w, `.,!?;:"()`)
@@ -548,7 +553,7 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 	}
 	for _, a := range speechActs { // (the act's own "I" or "me" is the only first person word allowed)
 		if low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
-			rest := backshift(group(sent[len(a[0]):]))
+			rest := backshift(group(sent[len(a[0]):], strings.Fields(sent[len(a[0]):])))
 			if question {
 				return sp + a[1] + strings.TrimSuffix(rest, "?") + ".", false
 			}
@@ -579,7 +584,7 @@ func report(sp, sent string, question, user bool, names []string) (text string, 
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
 			return lowerFirst(sp+" asked: ", sent), false
 		}
-		return lowerFirst(sp+" "+verb+" ", backshift(group(sent))), false
+		return lowerFirst(sp+" "+verb+" ", backshift(group(sent, ws))), false
 	}
 	if verb == "thought" {
 		sent = lowerFirst("I think ", sent)
@@ -631,13 +636,13 @@ func thirdPerson(sp string, ws []string) (string, bool) {
 		if len(ws) < 3 {
 			return "", false
 		}
-		return sp + "'s " + group(rest(1)), true
+		return sp + "'s " + group(rest(1), ws[1:]), true
 	case "i'm", "i've", "i'll", "i'd":
 		if len(ws) < 2 {
 			return "", false
 		}
 		aux := map[string]string{"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}[w0]
-		return sp + " " + aux + " " + group(rest(1)), true
+		return sp + " " + aux + " " + group(rest(1), ws[1:]), true
 	case "i":
 		if len(ws) < 3 {
 			return "", false
@@ -651,7 +656,7 @@ func thirdPerson(sp string, ws []string) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		return sp + " " + adv + v + " " + group(rest(i+1)), true
+		return sp + " " + adv + v + " " + group(rest(i+1), ws[i+1:]), true
 	}
 	return "", false
 }
@@ -701,13 +706,13 @@ func conjugate(v string) (string, bool) {
 }
 
 // group turns the speaker's "we" into "they" (what a person writes when
-// reporting it).
-func group(s string) string {
+// reporting it). fs are s's fields.
+func group(s string, fs []string) string {
 	if !mayGroup(s) {
 		return s
 	}
 	var arr [64]string
-	ws := appendFields(arr[:0], s)
+	ws := append(arr[:0], fs...)
 	changed := false
 	for i, w := range ws {
 		if strings.IndexByte("wWuUoO", w[0]) < 0 {
@@ -899,12 +904,10 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 // pairs, the slot being the content word before the number ("port
 // 8443") or else the word after it ("$190 a night"). Statements without
 // numbers have no key.
-func (lx *lexicon) factKey(sent string) string {
+func (lx *lexicon) factKey(sent string, ws []string) string { // (ws: sent's fields)
 	if !hasDigit(sent) {
 		return ""
 	}
-	var arr [64]string
-	ws := appendFields(arr[:0], sent)
 	var kb [128]byte
 	var wb [64]byte
 	key, nk := kb[:0], 0

@@ -30,7 +30,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 			continue // too little to remember, or too long
 		}
 		kind, slot, about := st.lex().personFact(x)
-		if !isFactStmt(x, about) || statWords(x.Text).words < 5 && !about {
+		if !isFactStmt(x, about) || !fieldsAtLeast(x.Text, 5) && !about {
 			continue // no fact, or too short to stand alone
 		}
 		cands, facts = append(cands, x), append(facts, [2]string{kind, slot})
@@ -46,11 +46,11 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	out := make([]fold.Memory, 0, len(cands))
 	for i, x := range cands {
 		text := upperFirst(x.Own)
-		sum := fnvAddLower(fnvAdd(hashString(x.Sp), "\x00"), text)
-		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.Sum == sum }) {
+		id := "m" + strconv.FormatUint(fnvAddLower(fnvAdd(hashString(x.Sp), "\x00"), text)&0xffffffffffff, 16)
+		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.ID == id }) {
 			continue // returned before (or in this fold)
 		}
-		m := fold.Memory{ID: "m" + strconv.FormatUint(sum&0xffffffffffff, 16), Speaker: x.Sp, Text: text, At: x.at()}
+		m := fold.Memory{ID: id, Speaker: x.Sp, Text: text, At: x.at()}
 		if i := slices.IndexFunc(req.Turns, func(t fold.Turn) bool { return unixOf(t.At) == x.At && displayName(t) == x.Sp }); i >= 0 {
 			m.TurnID, m.At = req.Turns[i].TurnID, req.Turns[i].At
 		}
@@ -63,7 +63,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		}
 		// (an ID read from the state is part of all its text)
 		m.Supersedes = strings.Clone(m.Supersedes)
-		st.Facts = append(st.Facts, fact{ID: m.ID, Sp: x.Sp, Num: x.Key, Sum: sum})
+		st.Facts = append(st.Facts, fact{ID: m.ID, Sp: x.Sp, Num: x.Key})
 		out = append(out, m)
 	}
 	if n := len(st.Facts); n > maxFacts {

@@ -145,7 +145,7 @@ type Summarizer struct {
 // reset first) but the lexicon of the words seen.
 type scratch struct {
 	lex          lexicon
-	terms        []string // a sentence's
+	terms, words []string // a sentence's terms, and its words (fields)
 	stmts, sents []stmt   // a batch's; a turn's, then the memories' candidates
 	tf           []int32  // how many of a batch's statements say each word (by its number)
 	voc          wordCounts

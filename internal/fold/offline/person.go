@@ -49,7 +49,7 @@ func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 	if strings.HasPrefix(rest, "'s ") {
 		// "Jonas's car fits four": what they own
 		if w, _ := nextField(rest[3:], 0); w != "" {
-			return "owns", lx.stem(strings.ToLower(strings.Trim(w, ".,!?"))), true
+			return "owns", lx.get(strings.ToLower(strings.Trim(w, ".,!?"))).stem, true
 		}
 		return "", "", false
 	}

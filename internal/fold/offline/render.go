@@ -253,7 +253,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if len(peopleKeys) == 0 {
 			for _, n := range st.Names {
 				for w, wi := nextField(n, 0); w != ""; w, wi = nextField(n, wi) {
-					peopleKeys = append(peopleKeys, st.lex().stem(strings.ToLower(strings.TrimSuffix(w, "'s"))))
+					peopleKeys = append(peopleKeys, st.lex().get(strings.ToLower(strings.TrimSuffix(w, "'s"))).stem)
 				}
 			}
 		}

@@ -7,9 +7,11 @@ import (
 	"time"
 )
 
-// stateVersion is the version of the state this package writes; a state
-// of another version is not read (the session goes on from its prose).
-const stateVersion = 1
+// stateVersion is the version of the state this package writes. A state
+// of version 1 (facts with their full hash beside the ID) or 2 (every word
+// count written, ":1" too) reads as one of this version; a state of a later
+// version is not read (the session goes on from its prose).
+const stateVersion = 3
 
 // Bounds of the state. maxStateBytes is the most its encoding takes: a
 // state over it loses its least valuable statements first.
@@ -100,13 +102,13 @@ type stmt struct {
 	Own   string `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
 }
 
-// fact is a memory returned earlier.
+// fact is a memory returned earlier; its ID is the hash of its speaker
+// and lower-cased text (memories), so the same memory has the same ID.
 type fact struct {
 	ID  string `json:"id"`
 	Sp  string `json:"sp,omitempty"`
 	Key string `json:"key,omitempty"`
 	Num string `json:"num,omitempty"` // its numbers, space-separated
-	Sum uint64 `json:"sum"`           // hash of its lower-cased text
 }
 
 // hashString is hash/fnv's 64-bit FNV-1a of s, without a copy of s;

@@ -19,8 +19,8 @@ const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what en
 // hedges); a run-on sentence ends at the last clause boundary within
 // maxSentRunes; a run of one word is said three times at most ("blah blah
 // blah blah"), so a turn of one repeated word costs nothing. What it
-// leaves is the speaker's words, in order.
-func (lx *lexicon) tighten(s string) string {
+// leaves is the speaker's words, in order, and their fields (in fs's room; none if unknown).
+func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	var arr [64]string
 	ws, prev, run, changed := arr[:0], "", 0, false
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
@@ -34,7 +34,7 @@ func (lx *lexicon) tighten(s string) string {
 		ws = append(ws, f)
 	}
 	if len(ws) < 3 {
-		return s
+		return s, append(fs[:0], ws...)
 	}
 	n0 := len(ws)
 	var buf [48]byte
@@ -81,15 +81,15 @@ func (lx *lexicon) tighten(s string) string {
 		}
 	}
 	if len(out) == 0 {
-		return ""
+		return "", fs[:0]
 	}
 	if changed || len(out) != n0 || !joins(s, out) {
 		s = strings.Join(out, " ")
 	}
 	if runeLen(s) > maxSentRunes {
-		s = cutClause(s, maxSentRunes)
+		return cutClause(s, maxSentRunes), fs[:0]
 	}
-	return s
+	return s, append(fs[:0], out...)
 }
 
 // falseStart reports a word that the next one completes ("th" before
