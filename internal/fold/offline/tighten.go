@@ -46,10 +46,10 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	var cb, nb [32]byte
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
-		core := string(lower(cb[:0], strings.TrimRight(w, ",")))
-		if i+1 < len(ws) && core != "" {
+		core := lower(cb[:0], strings.TrimRight(w, ",")) // (compared as a string: no copy)
+		if i+1 < len(ws) && len(core) > 0 {
 			nx := trimCut(ws[i+1], `,.!?;:"`) // a word the next one completes shares its first letter
-			if nx != "" && (nx[0] >= utf8.RuneSelf || core[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == core[0]) && lx.falseStart(core, string(lower(nb[:0], nx))) {
+			if nx != "" && (nx[0] >= utf8.RuneSelf || core[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == core[0]) && lx.falseStart(string(core), string(lower(nb[:0], nx))) {
 				continue
 			}
 		}
@@ -66,7 +66,7 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 				continue
 			}
 		}
-		if core == "like" && strings.HasSuffix(w, ",") && len(out) > 0 && strings.HasSuffix(out[len(out)-1], ",") {
+		if string(core) == "like" && strings.HasSuffix(w, ",") && len(out) > 0 && strings.HasSuffix(out[len(out)-1], ",") {
 			out[len(out)-1] = out[len(out)-1][:len(out[len(out)-1])-1] // "it's, like, deep valleys"
 			continue
 		}
@@ -109,8 +109,8 @@ func (lx *lexicon) falseStart(w, next string) bool {
 var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
 
 // hedgeStart are the first words of hedges and of "kind of", "sort of".
-func hedgeStart(w string) bool {
-	return w == "you" || w == "i" || w == "or" || w == "and" || w == "kind" || w == "sort"
+func hedgeStart(w []byte) bool {
+	return string(w) == "you" || string(w) == "i" || string(w) == "or" || string(w) == "and" || string(w) == "kind" || string(w) == "sort"
 }
 
 // typeOf are the words after which "kind of"/"sort of" name a type ("what
