@@ -62,7 +62,7 @@ func (sh *shard) compactIdle() {
 
 // compact packs ls and returns an estimate of the heap it frees.
 func (sh *shard) compact(id string, ls *live) int {
-	buf, err := ls.s.Pack(sh.packBuf[:0])
+	buf, err := ls.s.PackReusing(sh.packBuf[:0], ls.text)
 	if err != nil {
 		sh.log.Warn().Err(err).Str("event", "session_pack_failed").Str("session", id).Msg("idle session kept unpacked")
 		return 0
@@ -84,7 +84,8 @@ func (sh *shard) inflate(id string, ls *live) bool {
 	if ls.s != nil {
 		return true
 	}
-	s, err := state.Unpack(id, ls.packed)
+	text := new(state.StateText)
+	s, err := state.UnpackReusing(id, ls.packed, text)
 	sh.nPacked--
 	sh.m.packedSess.Dec()
 	if err != nil {
@@ -94,6 +95,9 @@ func (sh *shard) inflate(id string, ls *live) bool {
 		return false
 	}
 	ls.s, ls.packed = s, nil
+	if len(s.SummaryState) > 0 {
+		ls.text = text // its next checkpoint stores the packed state as it is
+	}
 	sh.m.unpacked.Inc()
 	return true
 }

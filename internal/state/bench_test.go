@@ -137,3 +137,40 @@ func BenchmarkCheckpointDecodeWithState(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPackReusingState: Pack of that session as the processor packs
+// it, its state's stored text held from its last checkpoint.
+func BenchmarkPackReusingState(b *testing.B) {
+	s := typicalSession()
+	s.SummaryState = offlineState(b)
+	var st StateText
+	if _, err := s.EncodeReusing(nil, &st); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, 32<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = s.PackReusing(buf[:0], &st); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUnpackReusingState: Unpack that also keeps the state's text
+// for the next checkpoint (which then does not compress the state).
+func BenchmarkUnpackReusingState(b *testing.B) {
+	s := typicalSession()
+	s.SummaryState = offlineState(b)
+	data, err := s.Pack(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var st StateText
+		if _, err := UnpackReusing("sess-00042", data, &st); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -206,6 +206,44 @@ func TestPackSummaryState(t *testing.T) {
 	}
 }
 
+// A session whose checkpoints keep its state's text packs that text's
+// bytes (the same as Pack's), and unpacking leaves the text its next
+// checkpoint would make, held for the unpacked state.
+func TestPackReusingStateText(t *testing.T) {
+	s := typicalSession()
+	s.SummaryState = offlineState(t)
+	var st StateText
+	if _, err := s.EncodeReusing(nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.Pack(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.PackReusing(nil, &st)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("packed with the text held: %d bytes (%v), without: %d bytes", len(got), err, len(want))
+	}
+	var fresh StateText // nothing held yet: made now
+	if got, err = s.PackReusing(nil, &fresh); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("packed with no text held: %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	var after StateText
+	back, err := UnpackReusing(s.ID, got, &after)
+	if err != nil || !bytes.Equal(back.SummaryState, s.SummaryState) {
+		t.Fatalf("unpacked state %d bytes (%v), want %d", len(back.SummaryState), err, len(s.SummaryState))
+	}
+	var made StateText
+	made.of(back.SummaryState)
+	if !reflect.DeepEqual(after, made) {
+		t.Fatal("the text left by UnpackReusing is not the one a checkpoint of the unpacked state makes")
+	}
+	var none StateText
+	if _, err := UnpackReusing("x", []byte{packVersion, 0}, &none); err != nil || !reflect.DeepEqual(none, StateText{}) {
+		t.Fatalf("a session without a state left a text (%v)", err)
+	}
+}
+
 // A packed state that does not expand is an error, not a panic nor a
 // session without its state.
 func TestUnpackRejectsCorruptState(t *testing.T) {

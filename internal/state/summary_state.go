@@ -54,8 +54,10 @@ var statePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return
 // of the next fold): compressing a 13 KiB offline state took ~20 µs of
 // each of those writes. It holds the text's bytes (~9 KiB for that state)
 // while its session is live, on top of the state itself; the processor
-// drops it when it packs an idle session (idle.go). The zero value holds
-// nothing. It is not safe for concurrent use.
+// drops it when it packs an idle session (idle.go: the packed form holds
+// the stored bytes it decodes from the text, PackReusing) and makes it
+// again from them when it unpacks the session (UnpackReusing). The zero
+// value holds nothing. It is not safe for concurrent use.
 type StateText struct {
 	// Of which state the text is: its bytes' address and length, and their
 	// hash, so that a state changed in place is not taken for the one
@@ -78,16 +80,42 @@ func (t *StateText) of(raw []byte) []byte {
 		return t.text
 	}
 	sp := statePool.Get().(*[]byte)
-	st := storedState(sp, raw)
-	n := base64.StdEncoding.EncodedLen(len(st))
+	t.encode(storedState(sp, raw))
+	statePool.Put(sp)
+	t.addr, t.n, t.sum = addr, len(raw), sum
+	return t.text
+}
+
+// encode makes the text of stored.
+func (t *StateText) encode(stored []byte) {
+	n := base64.StdEncoding.EncodedLen(len(stored))
 	if cap(t.text) < n || cap(t.text) > 2*n {
 		t.text = make([]byte, n)
 	}
 	t.text = t.text[:n]
-	base64.StdEncoding.Encode(t.text, st)
-	statePool.Put(sp)
-	t.addr, t.n, t.sum = addr, len(raw), sum
-	return t.text
+	base64.StdEncoding.Encode(t.text, stored)
+}
+
+// set makes t the text of raw, whose stored form (storedState) is stored.
+func (t *StateText) set(raw, stored []byte) {
+	t.encode(stored)
+	t.addr, t.n, t.sum = uintptr(unsafe.Pointer(unsafe.SliceData(raw))), len(raw), maphash.Bytes(stateSeed, raw)
+}
+
+// stored returns raw's stored form (storedState) from its text, encoding
+// it unless it is the one held; a stored form decoded from the text is
+// written in *scratch (grown if needed), valid until its next use.
+func (t *StateText) stored(scratch *[]byte, raw []byte) []byte {
+	text := t.of(raw)
+	n := base64.StdEncoding.DecodedLen(len(text))
+	if cap(*scratch) < n {
+		*scratch = make([]byte, 0, n)
+	}
+	n, err := base64.StdEncoding.Decode((*scratch)[:n], text)
+	if err != nil { // not from encode: cannot be
+		return storedState(scratch, raw)
+	}
+	return (*scratch)[:n]
 }
 
 // storedState is the state as Encode stores it: stateMagic and the s2

@@ -35,9 +35,9 @@ func (v *wordCounts) read(s string) *wordCounts {
 	v.release()
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		t, c, ok := strings.Cut(f, ":")
-		n, err := strconv.Atoi(c)
-		if !ok {
-			n, err = 1, nil // a word alone: said once
+		n, err := 1, error(nil) // a word alone: said once
+		if ok {
+			n, err = strconv.Atoi(c)
 		}
 		switch {
 		case err != nil || n < 0:
