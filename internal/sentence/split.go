@@ -29,6 +29,12 @@ func Split(text string) []string {
 func splitLine(out []string, line string) []string {
 	start := 0
 	for i := 0; i < len(line); {
+		for i < len(line) && !mayEnd[line[i]] {
+			i++ // (most bytes: one test)
+		}
+		if i == len(line) {
+			break
+		}
 		r, n := rune(line[i]), 1
 		if r >= utf8.RuneSelf {
 			r, n = utf8.DecodeRuneInString(line[i:])
@@ -59,6 +65,16 @@ func splitLine(out []string, line string) []string {
 	}
 	return out
 }
+
+// mayEnd are the bytes splitLine stops at: '.', '!', '?' and those of
+// runes beyond ASCII ('…').
+var mayEnd = func() (t [256]bool) {
+	for c := utf8.RuneSelf; c < len(t); c++ {
+		t[c] = true
+	}
+	t['.'], t['!'], t['?'] = true, true, true
+	return t
+}()
 
 // endsSentence reports whether a period after before ends a sentence.
 func endsSentence(before string) bool {
