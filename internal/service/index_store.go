@@ -135,12 +135,34 @@ func (st *indexStore) open(ctx context.Context) (jetstream.KeyValue, error) {
 	if err != nil {
 		st.failedAt = time.Now()
 		st.failures.Inc()
+		if limit := reservationRefused(err); limit != "" {
+			err = fmt.Errorf("%w: --recall-index-store-bytes (%d) does not fit the server's or the account's %s (the shipped configs allow 256MB a server, 64MB an account): lower it", err, st.maxBytes, limit)
+		}
 		st.log.Warn().Str("event", "recall_index_store_unavailable").Str("bucket", st.bucket).Err(err).
 			Msg("recall indexes are built from the stream and not persisted until the bucket can be opened")
 		return nil, fmt.Errorf("recall index store %s: %w", st.bucket, err)
 	}
 	st.kv = kv
 	return kv, nil
+}
+
+// reservationRefused names the server limit behind err when the server
+// refused to reserve the bucket's MaxBytes (max_mem for a memory bucket,
+// max_file for a file one), or returns "".
+func reservationRefused(err error) string {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return ""
+	}
+	switch apiErr.ErrorCode {
+	case 10028: // JSMemoryResourcesExceededErr
+		return "max_mem"
+	case 10047: // JSStorageResourcesExceededErr
+		return "max_file"
+	case 10023: // JSInsufficientResourcesErr
+		return "max_mem or max_file"
+	}
+	return ""
 }
 
 // gone forgets the bucket if err says its stream is gone (deleted, or a
@@ -507,7 +529,7 @@ func IndexStoreBytes(n int64) Option { return func(s *server) { s.storeBytes = n
 // the bucket <BASE>_RECALL_MEM, instead of in its files: a load then
 // reads no file-store block (a server reads a whole block, 8 MiB in a
 // bucket of more than 32 MiB, the first time one of its entries is read
-// and again once it has not been read for a few seconds), at the price
+// and again once it has not been read for 10 s), at the price
 // of the server's memory, up to IndexStoreBytes. The entries are lost
 // when the server restarts: the sessions' indexes are then built from
 // the stream again, as without a store, and stored.

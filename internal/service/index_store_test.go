@@ -12,7 +12,9 @@ import (
 	"github.com/foldstream/foldstream/internal/service/servicetest"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/foldstream/foldstream/internal/testenv"
+	"github.com/foldstream/foldstream/internal/testlog"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // storedSession publishes 64 turns of s1, settles them, and has an
@@ -232,7 +234,7 @@ func TestStoredIndexInMemoryIsLoadedAfterARestart(t *testing.T) {
 	publishWith(t, e, "s1", 0, 64, queryTexts)
 	e.Settled("s1", 64, 10)
 	scan := direct(t, e, service.IndexBytes(0))
-	a := direct(t, e, service.IndexStoreInMemory(true))
+	a := direct(t, e, service.IndexStoreInMemory(true), service.IndexStoreBytes(64<<20))
 	sameAnswers(t, "first instance", "s1", scan, a)
 	a.PersistIndexes(ctx)
 	if c := a.IndexCounters(); c.Builds != 1 || c.Stores != 1 {
@@ -254,7 +256,7 @@ func TestStoredIndexInMemoryIsLoadedAfterARestart(t *testing.T) {
 		t.Fatal("file bucket created; expected only the memory bucket")
 	}
 
-	b := direct(t, e, service.IndexStoreInMemory(true))
+	b := direct(t, e, service.IndexStoreInMemory(true), service.IndexStoreBytes(64<<20))
 	sameAnswers(t, "after a restart", "s1", scan, b)
 	if c := b.IndexCounters(); c.Builds != 0 || c.Loads < 1 {
 		t.Fatalf("after a restart: %+v, expected the stored index loaded, nothing built", c)
@@ -276,5 +278,32 @@ func TestStoredIndexInMemoryIsLoadedAfterARestart(t *testing.T) {
 		t.Fatalf("bucket lost: not created again: %v", err)
 	} else if _, err := kv.Get(ctx, "m.s1"); err != nil {
 		t.Fatalf("bucket lost: the index not stored again: %v", err)
+	}
+}
+
+// A memory bucket larger than the server lets an account reserve is
+// refused: the service still answers (building from the stream), and its
+// warning names the flag to lower and the server's limit.
+func TestIndexStoreTooLargeForTheServerNamesTheFlag(t *testing.T) {
+	ctx := context.Background()
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	publishWith(t, e, "s1", 0, 64, queryTexts)
+	e.Settled("s1", 64, 10)
+	scan := direct(t, e, service.IndexBytes(0))
+	var logs testlog.Buffer
+	d, err := service.NewDirect(ctx, e.JS, e.Layout, e.Store, zerolog.New(&logs),
+		service.IndexStoreInMemory(true), service.IndexStoreBytes(1<<50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameAnswers(t, "store refused", "s1", scan, d)
+	d.PersistIndexes(ctx)
+	if c := d.IndexCounters(); c.Stores != 0 {
+		t.Fatalf("%+v: expected nothing stored in a bucket the server refused", c)
+	}
+	out := logs.String()
+	if !strings.Contains(out, `"event":"recall_index_store_unavailable"`) || !strings.Contains(out, "--recall-index-store-bytes") || !strings.Contains(out, "max_mem") {
+		t.Fatalf("log %q: expected recall_index_store_unavailable naming --recall-index-store-bytes and max_mem", out)
 	}
 }
