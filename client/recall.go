@@ -273,7 +273,7 @@ func CheckContext(r *ContextRequest) error {
 
 // ExcerptRun is where a prompt's section of recalled lines stands, so that
 // the excerpts said on one day are labelled with that day once, on the
-// first line, rather than on every line (a label costs ~17 characters a
+// first line, rather than on every line (a label costs ~14 characters a
 // line, the room of a few words of evidence), as a builder that dates a
 // transcript gives a date line per day. The zero value is before a
 // section's first line.

@@ -7,8 +7,9 @@ import "github.com/foldstream/foldstream/client"
 // transcript order, with a date line before the first turn of each day
 // ("[23 Nov 2026]"), every line charged with its newline.
 
-// dayLayout is how a baseline's date line gives the day.
-const dayLayout = "2 Jan 2006"
+// dayLayout is how a baseline's date line gives the day: as the
+// context service labels a day of excerpts.
+const dayLayout = client.RecallTimeLayout
 
 // dayLine is the date line before the first turn of turn i's day.
 func dayLine(i int) string { return "[" + at(i).UTC().Format(dayLayout) + "]" }

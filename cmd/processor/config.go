@@ -131,7 +131,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.embeddingsKey, "embeddings-api-key", "", "with --embeddings-url: its API key")
 	fs.Int64Var(&o.recallIndexBytes, "recall-index-bytes", service.DefaultIndexBytes, "memory budget of the service's recall index (question-aware contexts and recall), least recently used sessions evicted first; 0 keeps no index (every request scans the session's stream)")
 	fs.BoolVar(&o.recallStoreMemory, "recall-index-store-memory", false, "keep the persisted recall indexes in the server's memory (KV bucket <BASE>_RECALL_MEM, up to --recall-index-store-bytes of it) instead of its files: a load reads no file-store block, the entries are lost when the server restarts (those sessions' indexes are then rebuilt from the stream)")
-	fs.Int64Var(&o.recallStoreBytes, "recall-index-store-bytes", service.DefaultIndexStoreBytes, "size bound of the KV bucket <BASE>_RECALL in which the service persists each session's recall index, so that the first question after a restart, an eviction or on another instance loads it instead of scanning the session's stream; 0 persists nothing")
+	fs.Int64Var(&o.recallStoreBytes, "recall-index-store-bytes", service.DefaultIndexStoreBytes, "size bound of the KV bucket <BASE>_RECALL (<BASE>_RECALL_MEM with --recall-index-store-memory, where it must fit the server's and the account's max_mem) in which the service persists each session's recall index, so that the first question after a restart, an eviction or on another instance loads it instead of scanning the session's stream; 0 persists nothing")
 	addUIFlags(fs, &o.ui)
 	addLogFlags(fs, o, "info")
 	return fs

@@ -252,8 +252,8 @@ func scaleOut(t *testing.T, r *rig, ttl time.Duration) {
 		}
 	}()
 	// The publisher waits for each turn's acknowledgement from the
-	// stream's replicas: its pace is the machine's (a loaded 2-core host
-	// was seen to take over 20 s for 300 turns on the cluster).
+	// stream's replicas: its pace is the machine's (on a loaded 2-core
+	// host 300 replicated publishes can take over 20 s).
 	waitTurns := func(n int) {
 		brokertest.EventuallyWithin(t, 90*time.Second, fmt.Sprintf("%d turns published", n), func() bool {
 			mu.Lock()

@@ -31,7 +31,8 @@ const seedWorkers = 2
 const seedTries = 3
 
 // SeedIndexes builds the recall index of each of sessions from the
-// inbound stream and writes it to the index store (<BASE>_RECALL) as a
+// inbound stream and writes it to the index store (<BASE>_RECALL, or
+// <BASE>_RECALL_MEM with IndexStoreInMemory) as a
 // request that built it would, so that the first request for each loads
 // it instead of building it. It reads the whole stream once per
 // seedSessions sessions: in a stream where many sessions interleave, one
@@ -41,7 +42,8 @@ const seedTries = 3
 //
 // A session whose stored index is usable (the checks of a load) is left
 // as it is, and so is one whose events hold a reset (its first request
-// builds it). opts are the service's (Admission, IndexStoreBytes); it
+// builds it). opts are the service's (Admission, IndexStoreBytes,
+// IndexStoreInMemory); it
 // returns how many indexes it wrote.
 func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layout, store *state.Store, sessions []string, log zerolog.Logger, opts ...Option) (int, error) {
 	s, err := newServer(ctx, js, layout, store, nil, log, append(slices.Clone(opts), IndexBytes(0))...)

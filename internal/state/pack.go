@@ -24,15 +24,15 @@ import (
 //
 // The summarizer's state is packed as a checkpoint stores it (storedState:
 // s2-compressed from compressMin bytes, behind stateMagic), and Unpack
-// expands it, so the session in memory holds the backend's own bytes as
-// ever. The offline summarizer's state is most of a packed session that
+// expands it, so the session in memory holds the backend's own bytes.
+// The offline summarizer's state is most of a packed session that
 // has one: its 13 KiB packs into ~6 KiB (BenchmarkPackedSessionHeap in
 // internal/processor). The processor packs with the state's stored text
 // its checkpoints keep (PackReusing) and unpacks into a new one
 // (UnpackReusing), so that neither packing nor the checkpoint after a wake
 // compresses the state again: an unpack, a checkpoint and a pack of a
-// session with that state cost ~1.1× what they did with the state packed
-// as it is, against ~1.7× compressing it each time.
+// session with that state cost ~1.1× what the same with the state left
+// uncompressed costs, where compressing it each time costs ~1.7×.
 //
 // The layout is private to this process and never stored: a version byte,
 // a uvarint bitmask of the fields that are not zero, then those fields in

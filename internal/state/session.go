@@ -291,8 +291,8 @@ func (s *Session) ForgetMemories(mems []string) {
 // words joined by single spaces (strings.ToLower, then strings.Fields and
 // Join; TestMemoryIDNormalizes keeps the two equal). It hashes as it
 // reads, without building that string: a fold of the offline summarizer
-// brings a dozen memories, and their three allocations each were half of
-// what publishing them cost the shard.
+// brings a dozen memories, and building that string takes three
+// allocations a memory, as much as publishing it costs the shard.
 func memoryID(m string) uint64 {
 	const offset64, prime64 = 14695981039346656037, 1099511628211 // FNV-1a, as HashID
 	h := uint64(offset64)

@@ -51,8 +51,8 @@ var statePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return
 // kept for the next checkpoint of the same state (EncodeReusing). A state
 // changes only when a fold lands, while its session may be checkpointed
 // several times in between (every flush that covers new turns, the lease
-// of the next fold): compressing a 13 KiB offline state took ~20 µs of
-// each of those writes. It holds the text's bytes (~9 KiB for that state)
+// of the next fold): compressing a 13 KiB offline state costs ~20 µs a
+// write. It holds the text's bytes (~8 KiB for that state)
 // while its session is live, on top of the state itself; the processor
 // drops it when it packs an idle session (idle.go: the packed form holds
 // the stored bytes it decodes from the text, PackReusing) and makes it

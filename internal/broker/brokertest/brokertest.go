@@ -165,5 +165,8 @@ func EventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bo
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("timed out waiting for %s", what)
+	if cond() {
+		return
+	}
+	t.Fatalf("timed out after %s waiting for %s", d, what)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"math"
+	"os"
 	"reflect"
 	"testing"
 	"unicode/utf8"
@@ -224,5 +225,30 @@ func TestStateOfVersion1(t *testing.T) {
 	}
 	if got.Summary != want.Summary || !reflect.DeepEqual(got.MemoryItems, want.MemoryItems) || !bytes.Equal(got.State, want.State) {
 		t.Fatalf("after a state of version 1:\n%q %+v\nafter the same state now written:\n%q %+v", got.Summary, got.MemoryItems, want.Summary, want.MemoryItems)
+	}
+}
+
+// A state written by an older build (testdata of the state package: a
+// real version-1 state, its word counts sorted and each "word:count")
+// decodes with what it holds, and so does the same state marked version
+// 2; a version this build does not know is refused (the session then
+// goes on from its summary read as prose).
+func TestOlderStateVersionsDecode(t *testing.T) {
+	v1, err := os.ReadFile("../../state/testdata/offline_state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{`{"v":1,`, `{"v":2,`} {
+		data := append([]byte(v), bytes.TrimPrefix(v1, []byte(`{"v":1,`))...)
+		st, err := decodeState(data)
+		if err != nil {
+			t.Fatalf("%s…: %v", v, err)
+		}
+		if len(st.Facts) == 0 || len(st.Periods) == 0 || len(st.Voc) == 0 {
+			t.Fatalf("%s…: %d facts, %d periods, %d counted words; expected the state's", v, len(st.Facts), len(st.Periods), len(st.Voc))
+		}
+	}
+	if _, err := decodeState(append([]byte(`{"v":99,`), bytes.TrimPrefix(v1, []byte(`{"v":1,`))...)); err == nil {
+		t.Fatal("version 99 decoded; expected it refused")
 	}
 }
