@@ -119,43 +119,15 @@ func TestStoredIndexIsRebuiltWhenUnusable(t *testing.T) {
 			}
 		}},
 		{name: "a byte flipped in the store", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
-			kv, err := e.JS.KeyValue(ctx, strings.TrimSuffix(e.Layout.Bucket, "_SESSIONS")+"_RECALL")
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := kv.Get(ctx, "c.s1.0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := v.Value()
-			b[len(b)/2] ^= 0x20
-			if _, err := kv.Put(ctx, "c.s1.0", b); err != nil {
-				t.Fatal(err)
-			}
+			flipFirstChunk(t, e, func(b []byte) int { return len(b) / 2 }, 0x20)
 		}},
 		{name: "a chunk missing", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
-			kv, err := e.JS.KeyValue(ctx, strings.TrimSuffix(e.Layout.Bucket, "_SESSIONS")+"_RECALL")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := kv.Delete(ctx, "c.s1.0"); err != nil {
+			if err := recallKV(t, e).Delete(ctx, "c.s1.0"); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{name: "a chunk of another write", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
-			kv, err := e.JS.KeyValue(ctx, strings.TrimSuffix(e.Layout.Bucket, "_SESSIONS")+"_RECALL")
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := kv.Get(ctx, "c.s1.0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := v.Value()
-			b[0] ^= 1 // the write's generation
-			if _, err := kv.Put(ctx, "c.s1.0", b); err != nil {
-				t.Fatal(err)
-			}
+			flipFirstChunk(t, e, func([]byte) int { return 0 }, 1) // the write's generation
 		}},
 		{name: "other admission rules", reason: "stale", opts: []service.Option{
 			service.Admission(state.Admission{Limits: state.DefaultAdmission().Limits, MaxClockSkew: 1000 * time.Hour})}},
@@ -305,5 +277,31 @@ func TestIndexStoreTooLargeForTheServerNamesTheFlag(t *testing.T) {
 	out := logs.String()
 	if !strings.Contains(out, `"event":"recall_index_store_unavailable"`) || !strings.Contains(out, "--recall-index-store-bytes") || !strings.Contains(out, "max_mem") {
 		t.Fatalf("log %q: expected recall_index_store_unavailable naming --recall-index-store-bytes and max_mem", out)
+	}
+}
+
+// recallKV opens the env's recall index bucket, <BASE>_RECALL.
+func recallKV(t *testing.T, e *servicetest.Env) jetstream.KeyValue {
+	t.Helper()
+	kv, err := e.JS.KeyValue(context.Background(), strings.TrimSuffix(e.Layout.Bucket, "_SESSIONS")+"_RECALL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+// flipFirstChunk xors mask into one byte (at picks it) of session s1's
+// first stored chunk.
+func flipFirstChunk(t *testing.T, e *servicetest.Env, at func([]byte) int, mask byte) {
+	t.Helper()
+	ctx, kv := context.Background(), recallKV(t, e)
+	v, err := kv.Get(ctx, "c.s1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := v.Value()
+	b[at(b)] ^= mask
+	if _, err := kv.Put(ctx, "c.s1.0", b); err != nil {
+		t.Fatal(err)
 	}
 }
