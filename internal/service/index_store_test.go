@@ -17,15 +17,22 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// storedSession publishes 64 turns of s1, settles them, and has an
-// instance build s1's index and persist it.
-func storedSession(t *testing.T) (*servicetest.Env, *service.Direct) {
+// settledSession publishes 64 turns of s1 and settles them; scan answers
+// from the stream (no index), the reference the tests compare with.
+func settledSession(t *testing.T) (*servicetest.Env, *service.Direct) {
 	t.Helper()
 	e := servicetest.New(t, servicetest.Options{})
 	e.StartProcessor(processor.Config{}, nil)
 	publishWith(t, e, "s1", 0, 64, queryTexts)
 	e.Settled("s1", 64, 10)
-	scan := direct(t, e, service.IndexBytes(0))
+	return e, direct(t, e, service.IndexBytes(0))
+}
+
+// storedSession publishes 64 turns of s1, settles them, and has an
+// instance build s1's index and persist it.
+func storedSession(t *testing.T) (*servicetest.Env, *service.Direct) {
+	t.Helper()
+	e, scan := settledSession(t)
 	a := direct(t, e)
 	sameAnswers(t, "first instance", "s1", scan, a)
 	a.PersistIndexes(context.Background())
@@ -201,11 +208,7 @@ func TestSeedIndexes(t *testing.T) {
 // instance loads it from there.
 func TestStoredIndexInMemoryIsLoadedAfterARestart(t *testing.T) {
 	ctx := context.Background()
-	e := servicetest.New(t, servicetest.Options{})
-	e.StartProcessor(processor.Config{}, nil)
-	publishWith(t, e, "s1", 0, 64, queryTexts)
-	e.Settled("s1", 64, 10)
-	scan := direct(t, e, service.IndexBytes(0))
+	e, scan := settledSession(t)
 	a := direct(t, e, service.IndexStoreInMemory(true), service.IndexStoreBytes(64<<20))
 	sameAnswers(t, "first instance", "s1", scan, a)
 	a.PersistIndexes(ctx)
@@ -258,11 +261,7 @@ func TestStoredIndexInMemoryIsLoadedAfterARestart(t *testing.T) {
 // warning names the flag to lower and the server's limit.
 func TestIndexStoreTooLargeForTheServerNamesTheFlag(t *testing.T) {
 	ctx := context.Background()
-	e := servicetest.New(t, servicetest.Options{})
-	e.StartProcessor(processor.Config{}, nil)
-	publishWith(t, e, "s1", 0, 64, queryTexts)
-	e.Settled("s1", 64, 10)
-	scan := direct(t, e, service.IndexBytes(0))
+	e, scan := settledSession(t)
 	var logs testlog.Buffer
 	d, err := service.NewDirect(ctx, e.JS, e.Layout, e.Store, zerolog.New(&logs),
 		service.IndexStoreInMemory(true), service.IndexStoreBytes(1<<50))
