@@ -616,10 +616,8 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 
 func nameList(ns []string, others, maxN int) string {
 	list := slices.Clone(ns[:min(len(ns), maxN)])
-	if others += len(ns) - len(list); others == 1 {
-		list = append(list, "1 other")
-	} else if others > 1 {
-		list = append(list, strconv.Itoa(others)+" others")
+	if others += len(ns) - len(list); others > 0 {
+		list = append(list, strconv.Itoa(others)+" other"+strings.Repeat("s", min(others-1, 1))) // "1 other", "3 others"
 	}
 	return andList(list)
 }

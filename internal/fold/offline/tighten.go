@@ -16,7 +16,7 @@ const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what en
 // leaves out: false starts that the next word completes ("th the", "crite
 // cr criteria"), a phrase said twice in a row ("for the for the"), and
 // talk that carries nothing ("you know", "I mean", "kind of" where it
-// hedges); a run-on sentence ends at the last clause boundary within
+// hedges, "really" inside a sentence); a run-on sentence ends at the last clause boundary within
 // maxSentRunes; a run of one word is said three times at most ("blah blah
 // blah blah"), so a turn of one repeated word costs nothing. What it
 // leaves is the speaker's words, in order, and their fields (in fs's room; none if unknown).
@@ -54,17 +54,24 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 			}
 		}
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
-		// word that makes them mean "a type of"
-		if i+1 < len(ws) && len(core) <= len("kind") && hedgeStart(core) {
+		// word that makes them mean "a type of"; an intensifier inside a
+		// sentence ("it's really cheap"), not after a negation ("not really")
+		skip := 0 // the hedge's words
+		if i+1 < len(ws) && len(core) <= len("kind") && hedgeStart[string(core)] {
 			pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))...))
 			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
-				if t := ws[i+1][len(strings.TrimRight(ws[i+1], ",.?!;:")):]; t != "" && t != "," && len(out) > 0 {
-					out[len(out)-1] = strings.TrimRight(out[len(out)-1], ",") + t
-					changed = true
-				}
-				i++
-				continue
+				skip = 2
 			}
+		} else if len(out) > 0 && i+1 < len(ws) && intensifiers[string(core)] && !strings.HasSuffix(out[len(out)-1], "n't") && !strings.EqualFold(out[len(out)-1], "not") &&
+			(string(core) != "pretty" || w == "pretty" && !strings.Contains(" and but or ", " "+ws[i+1]+" ")) { // ("it looks pretty but …")
+			skip = 1
+		}
+		if skip > 0 {
+			if last := ws[i+skip-1]; len(out) > 0 && !strings.HasSuffix(last, ",") && strings.TrimRight(last, ".?!;:") != last {
+				out[len(out)-1] = strings.TrimRight(out[len(out)-1], ",") + last[len(strings.TrimRight(last, ".?!;:")):]
+			}
+			i, changed = i+skip-1, true
+			continue
 		}
 		if string(core) == "like" && strings.HasSuffix(w, ",") && len(out) > 0 && strings.HasSuffix(out[len(out)-1], ",") {
 			out[len(out)-1] = out[len(out)-1][:len(out[len(out)-1])-1] // "it's, like, deep valleys"
@@ -106,12 +113,12 @@ func (lx *lexicon) falseStart(w, next string) bool {
 	return len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2
 }
 
-var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
+// intensifiers go from inside a sentence.
+var intensifiers = toSet(strings.Fields("really actually basically quite pretty very just definitely obviously literally totally simply certainly"))
 
-// hedgeStart are the first words of hedges and of "kind of", "sort of".
-func hedgeStart(w []byte) bool {
-	return string(w) == "you" || string(w) == "i" || string(w) == "or" || string(w) == "and" || string(w) == "kind" || string(w) == "sort"
-}
+// hedges carry nothing; hedgeStart are their first words and those of "kind of", "sort of".
+var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
+var hedgeStart = toSet([]string{"you", "i", "or", "and", "kind", "sort"})
 
 // typeOf are the words after which "kind of"/"sort of" name a type ("what
 // kind of button"), not a hedge.
