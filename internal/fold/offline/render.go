@@ -511,28 +511,18 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	sc.named = covered
 	sc.pickCovering(cands, covered, budget-used, len(cands))
-	lines, merged := st.compose(lead, headers, cands, budget-used)
-	out := strings.Join(lines, " ")
-	if size := runeLen(out); merged && budget-size >= 40 {
-		// what merging statements saved takes more of them (unless one
-		// falls between two merged and the whole no longer fits)
-		sc.pickCovering(cands, covered, budget-size, len(cands))
-		if more, _ := st.compose(lead, headers, cands, budget-used); runeLen(strings.Join(more, " ")) <= budget {
-			out = strings.Join(more, " ")
-		}
-	}
-	return out
+	return strings.Join(st.compose(lead, headers, cands, budget-used), " ")
 }
 
 // compose lays out the summary's sentences: the opening, each period's
 // line with its statements taken, then the current statements taken. Two
 // statements in a row that one speaker said become one sentence ("Bob
-// said the venue is booked, and the caterer wants a deposit."); merged
-// reports whether two were. A speaker reported just before "also said"
+// said the venue is booked, and the caterer wants a deposit."). A
+// speaker reported just before "also said"
 // (asked, thought, suggested) while room lasts: the runes left by the
 // statements taken (room: what the lines of the lead and the periods
 // left).
-func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string, merged bool) {
+func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string) {
 	if lead != "" {
 		lines = append(lines, lead)
 	}
@@ -548,7 +538,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
 		if n := len(lines) - 1; joinable && plain && strings.HasPrefix(lines[n], said) {
 			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[len(said):]
-			joinable, merged = false, true
+			joinable = false
 			return
 		}
 		t := x.Text
@@ -579,7 +569,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 			add(cands[i].x)
 		}
 	}
-	return lines, merged
+	return lines
 }
 
 // lead is the opening sentence: who, and what the current period is about.

@@ -57,14 +57,17 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 		// word that makes them mean "a type of"; an intensifier inside a
 		// sentence ("it's really cheap"), not after a negation ("not really")
 		skip := 0 // the hedge's words
-		if i+1 < len(ws) && len(core) <= len("kind") && hedgeStart[string(core)] {
-			pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))...))
-			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
+		switch string(core) {
+		case "you", "i", "or", "and", "kind", "sort":
+			if pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[min(i+1, len(ws)-1)], ",.?!"))...)); i+1 < len(ws) &&
+				(hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))])) {
 				skip = 2
 			}
-		} else if len(out) > 0 && i+1 < len(ws) && intensifiers[string(core)] && !strings.HasSuffix(out[len(out)-1], "n't") && !strings.EqualFold(out[len(out)-1], "not") &&
-			(string(core) != "pretty" || w == "pretty" && !strings.Contains(" and but or ", " "+ws[i+1]+" ")) { // ("it looks pretty but …")
-			skip = 1
+		case "really", "actually", "basically", "quite", "pretty", "very", "just", "definitely", "obviously", "literally", "totally", "simply", "certainly":
+			if len(out) > 0 && i+1 < len(ws) && !strings.HasSuffix(out[len(out)-1], "n't") && !strings.EqualFold(out[len(out)-1], "not") &&
+				(string(core) != "pretty" || w == "pretty" && !strings.Contains(" and but or ", " "+ws[i+1]+" ")) { // ("it looks pretty but …")
+				skip = 1
+			}
 		}
 		if skip > 0 {
 			if last := ws[i+skip-1]; len(out) > 0 && !strings.HasSuffix(last, ",") && strings.TrimRight(last, ".?!;:") != last {
@@ -77,15 +80,7 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 			out[len(out)-1] = out[len(out)-1][:len(out[len(out)-1])-1] // "it's, like, deep valleys"
 			continue
 		}
-		out = append(out, w)
-		// a phrase of one to three words said twice in a row (its last word
-		// first: one with another first letter is not the same word)
-		for n, c := 3, w[0]; n >= 1; n-- {
-			if len(out) >= 2*n && (lowerASCII(out[len(out)-1-n][0]) == lowerASCII(c) || !isLetter(c) || !isLetter(out[len(out)-1-n][0])) && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) {
-				out = out[:len(out)-n]
-				break
-			}
-		}
+		out = repeated(append(out, w))
 	}
 	if len(out) == 0 {
 		return "", fs[:0]
@@ -113,16 +108,34 @@ func (lx *lexicon) falseStart(w, next string) bool {
 	return len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2
 }
 
-// intensifiers go from inside a sentence.
-var intensifiers = toSet(strings.Fields("really actually basically quite pretty very just definitely obviously literally totally simply certainly"))
-
-// hedges carry nothing; hedgeStart are their first words and those of "kind of", "sort of".
+// hedges are phrases that carry nothing.
 var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
-var hedgeStart = toSet([]string{"you", "i", "or", "and", "kind", "sort"})
 
 // typeOf are the words after which "kind of"/"sort of" name a type ("what
 // kind of button"), not a hedge.
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
+
+// repeated drops from the end of out the first of a phrase of one to three
+// words said twice in a row ("for the for the"), or an attempt broken off
+// and started again with the same two or three words ("I would mov I would
+// then" → "I would then"): one word between that is not a common one ("it
+// is what it is" stays) or two, none of those or the attempt's punctuated,
+// a conjunction or a number.
+func repeated(out []string) []string {
+	for n := 3; n >= 1; n-- {
+		for gap := 0; gap <= 2 && (gap == 0 || n >= 2); gap++ {
+			if i := len(out) - 2*n - gap; i >= 0 && sameWords(out[i:i+n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) &&
+				(gap == 0 || !(gap == 1 && stopWords[strings.ToLower(out[i+n])]) && !slices.ContainsFunc(out[i:len(out)-n], brokenOff)) {
+				return append(out[:i], out[i+n+gap:]...)
+			}
+		}
+	}
+	return out
+}
+
+func brokenOff(w string) bool {
+	return hasByte(w, clauseEnd) || hasDigit(w) || w == "and" || w == "or" || w == "but"
+}
 
 func sameWords(a, b []string) bool {
 	for i := len(a) - 1; i >= 0; i-- { // (last words first: they differ most)
