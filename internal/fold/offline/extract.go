@@ -649,8 +649,7 @@ func thirdPerson(sp string, ws []string) (string, bool) {
 		if len(ws) < 3 {
 			return "", false
 		}
-		i := 1
-		adv := ""
+		i, adv := 1, ""
 		if adverbs[strings.ToLower(ws[1])] {
 			adv, i = ws[1]+" ", 2
 		}

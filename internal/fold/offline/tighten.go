@@ -100,12 +100,7 @@ func (lx *lexicon) falseStart(w, next string) bool {
 	if w == "" || len(w) >= len(next) || !strings.HasPrefix(next, w) || stopWords[w] {
 		return false
 	}
-	for _, r := range w {
-		if !unicode.IsLetter(r) {
-			return false
-		}
-	}
-	return len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2
+	return strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 && (len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2)
 }
 
 // hedges are phrases that carry nothing.
@@ -122,9 +117,13 @@ var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "
 // is what it is" stays) or two, none of those or the attempt's punctuated,
 // a conjunction or a number.
 func repeated(out []string) []string {
-	for n := 3; n >= 1; n-- {
-		for gap := 0; gap <= 2 && (gap == 0 || n >= 2); gap++ {
-			if i := len(out) - 2*n - gap; i >= 0 && sameWords(out[i:i+n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) &&
+	last := len(out) - 1
+	for k, c := 1, lowerASCII(out[last][0]); k <= min(5, last); k++ { // the last word said k words before
+		if w := out[last-k]; lowerASCII(w[0]) != c && isLetter(c) && isLetter(w[0]) || !sameWords(out[last-k:last-k+1], out[last:]) {
+			continue
+		}
+		for n := min(3, k); n >= max(1, k-2); n-- { // n words said again, k-n between
+			if i, gap := last+1-n-k, k-n; i >= 0 && (gap == 0 || n >= 2) && sameWords(out[i:i+n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) &&
 				(gap == 0 || !(gap == 1 && stopWords[strings.ToLower(out[i+n])]) && !slices.ContainsFunc(out[i:len(out)-n], brokenOff)) {
 				return append(out[:i], out[i+n+gap:]...)
 			}
