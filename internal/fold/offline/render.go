@@ -14,7 +14,8 @@ import (
 
 const (
 	periodChars    = 400 // one closed period per this many characters of budget
-	maxTopics      = 4   // topic phrases of a period line
+	maxTopics      = 6   // topic phrases a period keeps
+	shownTopics    = 4   // of which its line names at most
 	maxTopicPhrase = 3   // words of one topic phrase
 )
 
@@ -327,14 +328,11 @@ var determiners = toSet([]string{"the", "a", "an", "this", "that", "these", "tho
 
 // statementBody is a statement's text without its attribution.
 func statementBody(x stmt) string {
-	t := x.Text
-	if x.Sp != "" && strings.HasPrefix(t, x.Sp) {
-		t = t[len(x.Sp):]
-		if _, rest, ok := strings.Cut(t, " "); ok {
-			t = rest
-		}
+	if t, ok := strings.CutPrefix(x.Text, x.Sp); ok && x.Sp != "" {
+		_, rest, _ := strings.Cut(t, " ")
+		return rest
 	}
-	return t
+	return x.Text
 }
 
 // phrases are the runs of content words of s, encoded for stmt.Ph.
@@ -460,8 +458,16 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	multiDay := st.multiDay()
 	headers := make([]string, len(st.Periods))
+	named := strings.ToLower(lead)
 	for i, p := range st.Periods {
+		// a topic the opening or an earlier line names already is not named
+		// again (unless it is all the line is about)
+		if ts := slices.DeleteFunc(slices.Clone(p.Topics), func(t string) bool { return strings.Contains(named, strings.ToLower(t)) }); len(ts) > 0 {
+			p.Topics = ts
+		}
+		p.Topics = p.Topics[:min(len(p.Topics), shownTopics)]
 		headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3)
+		named += strings.ToLower(headers[i])
 	}
 	used := runeLen(lead)
 	for _, h := range headers {
@@ -622,18 +628,12 @@ func andList(xs []string) string {
 // multiDay reports whether the statements of the state fall on more than
 // one calendar day (UTC): the period lines then carry their dates.
 func (st *state) multiDay() bool {
-	first, last := int64(math.MaxInt64), int64(0)
-	see := func(t int64) {
-		if t != 0 {
-			first, last = min(first, t), max(last, t)
-		}
-	}
+	first, last := int64(math.MaxInt64), int64(0) // (a period without its times has neither)
 	for _, p := range st.Periods {
-		see(p.From)
-		see(p.To)
+		first, last = min(first, cmp.Or(p.From, first)), max(last, p.To)
 	}
 	for _, x := range st.Open {
-		see(x.At)
+		first, last = min(first, cmp.Or(x.At, first)), max(last, x.At)
 	}
 	return last != 0 && day(first) != day(last)
 }
