@@ -230,25 +230,19 @@ func hasPrefixFold(s, prefix string) bool {
 // the statements around it talk about: a word said in several of them is
 // a subject of the conversation, which later questions ask about.
 func (sc *scratch) salient(ss []stmt, voc *wordCounts) {
-	tf, ids := sc.tf[:0], sc.ids[:0] // by word; the words of ss in turn
-	for _, x := range ss {
-		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
-			id := voc.id(t)
-			for int(id) >= len(tf) {
-				tf = append(tf, 0)
-			}
-			tf[id]++
-			ids = append(ids, id)
-		}
-	}
-	k := 0
+	tf := sc.tf[:0] // by word
 	for i := range ss {
-		for t, wi := nextField(ss[i].Terms, 0); t != ""; t, wi = nextField(ss[i].Terms, wi) {
-			ss[i].W += salience * float64(min(tf[ids[k]]-1, 3))
-			k++
+		for _, id := range voc.termIDs(&ss[i]) {
+			tf = append(tf, make([]int32, max(0, int(id)+1-len(tf)))...) // (no room made: append's own)
+			tf[id]++
 		}
 	}
-	sc.tf, sc.ids = tf, ids
+	for i := range ss {
+		for _, id := range ss[i].ids {
+			ss[i].W += salience * float64(min(tf[id]-1, 3))
+		}
+	}
+	sc.tf = tf
 }
 
 // salience is the weight of a word said in another statement too.
@@ -988,7 +982,7 @@ func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 				p.Text = x.Sp + " ran " + tool + " (" + strings.Join(shown, ", ") + more + "): ok."
 				p.Key = "tools " + tool + " " + strings.Join(args, "|")
 				p.At, p.Batch, p.W = x.At, x.Batch || p.Batch, max(p.W, x.W)
-				p.Terms = lx.termString(tool + " " + strings.Join(shown, " "))
+				p.Terms, p.ids = lx.termString(tool+" "+strings.Join(shown, " ")), nil
 				continue
 			}
 		}
