@@ -45,10 +45,10 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
 		lastQ, lastQSp = -2, st.Open[n-1].Sp // -2: the state's last statement
 	}
-	names := slices.Clone(st.Names)
-	for _, t := range req.Turns {
-		if n := displayName(t); !slices.Contains(names, n) && len(names) < 64 {
-			names = append(names, n)
+	names, sps := slices.Clone(st.Names), make([]string, len(req.Turns)) // (sps: each turn's speaker, named once)
+	for i, t := range req.Turns {
+		if sps[i] = displayName(t); !slices.Contains(names, sps[i]) && len(names) < 64 {
+			names = append(names, sps[i])
 		}
 	}
 	// A proposal ("Alice suggested …") records who agreed with it in the
@@ -66,7 +66,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kTool && strings.HasSuffix(st.Open[n-1].Text, ").") {
 		call = &st.Open[n-1] // its result comes in this batch
 	}
-	for _, t := range req.Turns {
+	for ti, t := range req.Turns {
 		if isToolTurn(t) {
 			b.hadTurns = true
 			b.allFiller = false
@@ -78,7 +78,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 			continue
 		}
 		b.hadTurns = true
-		sp := displayName(t)
+		sp := sps[ti]
 		text := cleanSpeech(sanitize(t.Text, maxTurnRunes))
 		if !slices.Contains(b.speakers, sp) && strings.TrimSpace(text) != "" {
 			b.speakers = append(b.speakers, sp)

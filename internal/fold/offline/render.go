@@ -191,11 +191,9 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if x.K == kTool {
 			continue
 		}
-		seen := sc.seen[:0] // the keys of the statement's phrases
-		for e := range strings.SplitSeq(x.Ph, ";") {
-			if x.Ph == "" {
-				break
-			}
+		seen := sc.seen[:0]                                // the keys of the statement's phrases
+		for rest, e, more := x.Ph, "", x.Ph != ""; more; { // (strings.SplitSeq, without a call a phrase)
+			e, rest, more = strings.Cut(rest, ";")
 			text, key, _ := strings.Cut(e, "=")
 			if slices.Contains(seen, key) {
 				continue
