@@ -268,20 +268,23 @@ var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's",
 	"going to", "i'll", "i will", "booked", "suggest", "will ", "deadline", "must", "need to", "don't", "never", "always", "only")
 
 // keywords finds any of a set of lower-case keywords in a text in one
-// pass over it (a strings.Contains per keyword is a pass each).
+// pass over it (a strings.Contains per keyword is a pass each), skipping
+// ahead while a window of m bytes cannot hold a keyword's start (Wu-Manber).
 type keywords struct {
-	byFirst [256][]string // the keywords by their first byte
-	// for a first byte in either case, bit (c|0x20)&63 set for each
-	// second byte c of its keywords (c|0x20: either case of a letter)
-	second [256]uint64
+	byFirst [256][]string  // the keywords by their first byte
+	m       int            // the shortest keyword's length (two bytes or more)
+	near    [1 << 12]uint8 // by the pair of bytes ending a window of m bytes: m-1 less how far it can move on
 }
 
+func pair(a, b byte) int { return int((a|0x20)&63)<<6 | int((b|0x20)&63) } // (either case of a letter alike)
+
 func newKeywords(ws ...string) *keywords {
-	k := &keywords{}
+	k := &keywords{m: len(slices.MinFunc(ws, func(a, b string) int { return len(a) - len(b) }))}
 	for _, w := range ws {
 		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
-		k.second[w[0]] |= 1 << ((w[1] | 0x20) & 63) // (every keyword has two bytes or more)
-		k.second[strings.ToUpper(w[:1])[0]] |= 1 << ((w[1] | 0x20) & 63)
+		for j := 1; j < k.m; j++ {
+			k.near[pair(w[j-1], w[j])] = max(k.near[pair(w[j-1], w[j])], uint8(j))
+		}
 	}
 	return k
 }
@@ -289,13 +292,14 @@ func newKeywords(ws ...string) *keywords {
 // in reports whether s contains one of the keywords, ignoring the case of
 // ASCII letters (the keywords are ASCII).
 func (k *keywords) in(s string) bool {
-	for i := 0; i+1 < len(s); i++ {
-		if k.second[s[i]]&(1<<((s[i+1]|0x20)&63)) == 0 {
+	for p := k.m - 1; p < len(s) && p > 0; p++ { // (p: the end of a window where a keyword may start)
+		if d := k.m - 1 - int(k.near[pair(s[p-1], s[p])]); d > 0 {
+			p += d - 1
 			continue
 		}
-		c := lowerASCII(s[i])
+		i := p - k.m + 1
 	next:
-		for _, w := range k.byFirst[c] {
+		for _, w := range k.byFirst[lowerASCII(s[i])] {
 			if len(s)-i < len(w) {
 				continue
 			}
