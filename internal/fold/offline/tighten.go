@@ -12,14 +12,12 @@ import (
 const maxSentRunes = 200
 const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what ends a word before a break (oneOf)
 
-// tighten removes from a spoken sentence what a person writing it down
-// leaves out: false starts that the next word completes ("th the", "crite
-// cr criteria"), a phrase said twice in a row ("for the for the"), and
-// talk that carries nothing ("you know", "I mean", "kind of" where it
-// hedges); a run-on sentence ends at the last clause boundary within
-// maxSentRunes; a run of one word is said three times at most ("blah blah
-// blah blah"), so a turn of one repeated word costs nothing. What it
-// leaves is the speaker's words, in order, and their fields (in fs's room; none if unknown).
+// tighten removes from a spoken sentence what a person writing it down leaves out: false starts that the next
+// word completes ("th the", "crite cr criteria"), a phrase said twice in a row ("for the for the"), and talk
+// that carries nothing ("you know", "I mean", "kind of" where it hedges); a run-on sentence ends at the last
+// clause boundary within maxSentRunes; a run of one word is said three times at most ("blah blah blah blah"),
+// so a turn of one repeated word costs nothing. What it leaves is the speaker's words, in order, and their
+// fields (in fs's room; none if unknown).
 func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	var arr [64]string
 	ws, prev, run, changed := arr[:0], "", 0, false
