@@ -149,6 +149,22 @@ func (m *meeting) sessionSpans(raw [][]string) ([][2]int, bool) {
 	return out, true
 }
 
+// evidenceFrom is the first session turn of q's evidence.
+func (q query) evidenceFrom() int {
+	from := q.Spans[0][0]
+	for _, s := range q.Spans {
+		from = min(from, s[0])
+	}
+	return from
+}
+
+// spread reports whether q's evidence runs over more than turns turns,
+// from its first annotated turn to its last (in one range or several): an
+// answer gathered from a long stretch of the session, or from passages
+// far apart, rather than from one exchange. With -sitting N and turns >=
+// N, such evidence was said on two days or more.
+func (q query) spread(turns int) bool { return q.evidenceEnd()-q.evidenceFrom() > turns }
+
 // evidenceEnd is one past the last session turn of q's evidence.
 func (q query) evidenceEnd() int {
 	end := 0
