@@ -84,10 +84,10 @@ func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layo
 	// is locked while a text is analyzed).
 	groups := slices.Collect(slices.Chunk(todo, seedSessions))
 	var (
-		mu      sync.Mutex
-		next    int
-		errs    = make([]error, seedWorkers)
-		wg      sync.WaitGroup
+		mu   sync.Mutex
+		next int
+		errs = make([]error, seedWorkers)
+		wg   sync.WaitGroup
 	)
 	written := rewritten
 	for w := range seedWorkers {
