@@ -41,9 +41,8 @@ const seedTries = 3
 // thousands of times.
 //
 // A session whose stored index is usable (the checks of a load) is left
-// as it is (but written again inline if it is in chunks that fit one
-// message, as a load has it written), and so is one whose events hold a
-// reset (its first request builds it). opts are the service's (Admission, IndexStoreBytes,
+// as it is, and so is one whose events hold a reset (its first request
+// builds it). opts are the service's (Admission, IndexStoreBytes,
 // IndexStoreInMemory); it
 // returns how many indexes it wrote.
 func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layout, store *state.Store, sessions []string, log zerolog.Logger, opts ...Option) (int, error) {
@@ -57,23 +56,16 @@ func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layo
 	s.istore = newIndexStore(js, recallBucket(layout, s.storeKind), s.storeBytes, s.storeKind, log, nil)
 	s.scanIdle = seedIdle
 	var todo []string
-	rewritten := 0
 	for _, id := range sessions {
 		e := &cacheEntry{session: id}
 		e.mu.Lock()
 		rp, err := s.restored(ctx, e)
-		e.r = rp
 		e.mu.Unlock()
-		switch {
-		case err != nil:
-			return rewritten, err
-		case rp == nil:
+		if err != nil {
+			return 0, err
+		}
+		if rp == nil {
 			todo = append(todo, id)
-		case e.storedRead < 0:
-			s.persist(ctx, e) // usable, in chunks that fit one message
-			if e.storedRead >= 0 {
-				rewritten++
-			}
 		}
 	}
 	info, err := s.in.Info(ctx)
@@ -89,7 +81,7 @@ func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layo
 		errs = make([]error, seedWorkers)
 		wg   sync.WaitGroup
 	)
-	written := rewritten
+	written := 0
 	for w := range seedWorkers {
 		an := newAnalyzer()
 		wg.Go(func() {

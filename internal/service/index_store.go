@@ -55,7 +55,11 @@ import (
 // at most indexChunk bytes), which m.<session> counts (with the
 // generation): two instances writing the same session at once leave
 // chunks of two generations, which a reader discards. An entry's chunks
-// are deleted when it is written again inline, or with fewer chunks.
+// are deleted when it is written again inline, or with fewer chunks. A
+// chunked entry that would fit one message (written by an earlier
+// version) is read as it is until the session's index is written again:
+// it is not rewritten for its layout alone, so that a store stays
+// readable by the version that wrote it.
 //
 // A load costs the server a read of the file-store block holding the
 // entry (the whole block, 8 MiB in a bucket over 32 MiB, unless it read
@@ -522,12 +526,6 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 		return nil, err
 	}
 	e.storedRead = stored
-	if found.held == 0 && st.fitsInline(len(blob)) {
-		// In chunks though it fits one message (written by an earlier
-		// version): written again inline (persistLater), so that the next
-		// load is one get.
-		e.storedRead = -1
-	}
 	st.loads.Inc()
 	return rp, nil
 }
