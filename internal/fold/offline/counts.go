@@ -28,6 +28,7 @@ type wordCounts struct {
 	floor int
 	es    []countEntry // room for sorting
 	text  []byte       // room for String
+	all   []int32      // room for the statements' termIDs
 }
 
 // read sets v to the counts s holds, in the room v had.
@@ -80,8 +81,20 @@ func (v *wordCounts) release() *wordCounts {
 	if clear(v.ids); v.ids == nil {
 		v.ids = map[string]int32{}
 	}
-	v.words, v.n, v.size, v.floor = v.words[:0], v.n[:0], 0, 0
+	v.words, v.n, v.size, v.floor, v.all = v.words[:0], v.n[:0], 0, 0, v.all[:0]
 	return v
+}
+
+// termIDs are x's terms by their numbers, found once a fold (in v's room).
+func (v *wordCounts) termIDs(x *stmt) []int32 {
+	if x.ids == nil {
+		n := len(v.all)
+		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
+			v.all = append(v.all, v.id(t))
+		}
+		x.ids = v.all[n:len(v.all):len(v.all)]
+	}
+	return x.ids
 }
 
 // add counts the terms of ss (a statement repeated in ss once).
@@ -90,8 +103,7 @@ func (v *wordCounts) add(ss []stmt) {
 		if x.K == kTool || slices.ContainsFunc(ss[:i], func(y stmt) bool { return y.K != kTool && y.Terms == x.Terms }) {
 			continue // a line said again is not a subject said again
 		}
-		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
-			id := v.id(t)
+		for _, id := range v.termIDs(&ss[i]) {
 			if v.n[id] < 0 {
 				v.n[id] = v.floor / 2 // a new word starts at half the floor
 				v.size++
