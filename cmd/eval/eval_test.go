@@ -147,6 +147,33 @@ func TestSpreadEvidence(t *testing.T) {
 	}
 }
 
+func TestPairedQuestions(t *testing.T) {
+	m := &meeting{Queries: []query{
+		{Query: "q0?", Answer: "a0", Spans: [][2]int{{0, 5}}},
+		{Query: "q1?", Answer: "a1", Spans: [][2]int{{10, 12}}},   // 4 turns after q0's: too near
+		{Query: "q2?", Answer: "a2", Spans: [][2]int{{46, 50}}},   // 40 turns after q0's
+		{Query: "q3?", Answer: "a3", Spans: [][2]int{{80, 90}}},   // no later one far enough
+		{Query: "q4?", Answer: "a4", Spans: [][2]int{{100, 101}}}, // nor here
+	}, Skipped: 3}
+	m.paired(40)
+	want := []query{
+		{Query: "q0? q2?", Answer: "a0 a2", Spans: [][2]int{{0, 5}, {46, 50}}},
+		{Query: "q1? q3?", Answer: "a1 a3", Spans: [][2]int{{10, 12}, {80, 90}}},
+		{Query: "q2? q4?", Answer: "a2 a4", Spans: [][2]int{{46, 50}, {100, 101}}},
+	}
+	if len(m.Queries) != len(want) || m.Skipped != 0 {
+		t.Fatalf("paired questions = %+v (skipped %d), want %+v", m.Queries, m.Skipped, want)
+	}
+	for i, q := range m.Queries {
+		if q.Query != want[i].Query || q.Answer != want[i].Answer || !slices.Equal(q.Spans, want[i].Spans) {
+			t.Errorf("pair %d = %+v, want %+v", i, q, want[i])
+		}
+		if !q.spread(40) {
+			t.Errorf("pair %d's evidence (%v) is not spread over 40 turns", i, q.Spans)
+		}
+	}
+}
+
 func TestTruncationExactSize(t *testing.T) {
 	m := meetingFrom(t, []string{"first turn here", "second", "a much longer third turn", "4", "fifth turn"})
 	total := len(m.Turns)

@@ -74,9 +74,11 @@ type results struct {
 	// SpreadTurns is -spread; Spread and Rest are the means over the
 	// scored queries whose evidence runs over more turns than that, and
 	// over the others (query.spread), with their numbers.
-	SpreadTurns int             `json:"spread_turns"`
-	Spread      *questionSubset `json:"spread"`
-	Rest        *questionSubset `json:"rest"`
+	SpreadTurns int `json:"spread_turns"`
+	// Pairs: the questions were asked two at a time (-pairs).
+	Pairs  bool            `json:"pairs,omitempty"`
+	Spread *questionSubset `json:"spread"`
+	Rest   *questionSubset `json:"rest"`
 	// Latency of the context requests, ms.
 	LatencyMS      map[string]latency `json:"latency_ms"`
 	PublishSeconds float64            `json:"publish_seconds"`
@@ -147,7 +149,7 @@ type recalled struct {
 }
 
 func newResults(o opts, w fold.Window) *results {
-	res := &results{Data: o.data, Budgets: o.budgets, RecallTurns: o.recallTurns, Sitting: sitting, SpreadTurns: o.spread, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
+	res := &results{Data: o.data, Budgets: o.budgets, RecallTurns: o.recallTurns, Sitting: sitting, SpreadTurns: o.spread, Pairs: o.pairs, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
 		Summarizer: "offline", took: map[string][]time.Duration{}}
 	if o.explore {
 		res.explore = newExploration(o.budget)
@@ -314,6 +316,9 @@ func (res *results) print(w io.Writer, verbose bool) {
 	}
 	if res.Sitting > 0 {
 		writeln(w, "replayed as chats of many days: %d turns a day (-sitting)", res.Sitting)
+	}
+	if res.Pairs {
+		writeln(w, "questions asked two at a time, their evidence at least %d turns apart (-pairs)", res.SpreadTurns)
 	}
 	writeln(w, "questions: %d specific, %d scored (evidence entirely before the verbatim window)", res.Queries, res.Scored)
 	stemming := "no stemming"
