@@ -129,6 +129,51 @@ func TestLeftWindow(t *testing.T) {
 	}
 }
 
+func TestSpreadEvidence(t *testing.T) {
+	cases := []struct {
+		spans [][2]int
+		want  bool
+	}{
+		{[][2]int{{10, 50}}, true},           // 41 turns
+		{[][2]int{{10, 49}}, false},          // 40 turns
+		{[][2]int{{60, 62}, {10, 12}}, true}, // far apart, in any order: 10..62
+		{[][2]int{{10, 12}, {20, 30}}, false},
+	}
+	for _, c := range cases {
+		q := query{Spans: c.spans}
+		if got := q.spread(40); got != c.want {
+			t.Errorf("evidence %v (from %d, to %d) spread over 40 turns = %v, want %v", c.spans, q.evidenceFrom(), q.evidenceEnd(), got, c.want)
+		}
+	}
+}
+
+func TestPairedQuestions(t *testing.T) {
+	m := &meeting{Queries: []query{
+		{Query: "q0?", Answer: "a0", Spans: [][2]int{{0, 5}}},
+		{Query: "q1?", Answer: "a1", Spans: [][2]int{{10, 12}}},   // 4 turns after q0's: too near
+		{Query: "q2?", Answer: "a2", Spans: [][2]int{{46, 50}}},   // 40 turns after q0's
+		{Query: "q3?", Answer: "a3", Spans: [][2]int{{80, 90}}},   // no later one far enough
+		{Query: "q4?", Answer: "a4", Spans: [][2]int{{100, 101}}}, // nor here
+	}, Skipped: 3}
+	m.paired(40)
+	want := []query{
+		{Query: "q0? q2?", Answer: "a0 a2", Spans: [][2]int{{0, 5}, {46, 50}}},
+		{Query: "q1? q3?", Answer: "a1 a3", Spans: [][2]int{{10, 12}, {80, 90}}},
+		{Query: "q2? q4?", Answer: "a2 a4", Spans: [][2]int{{46, 50}, {100, 101}}},
+	}
+	if len(m.Queries) != len(want) || m.Skipped != 0 {
+		t.Fatalf("paired questions = %+v (skipped %d), want %+v", m.Queries, m.Skipped, want)
+	}
+	for i, q := range m.Queries {
+		if q.Query != want[i].Query || q.Answer != want[i].Answer || !slices.Equal(q.Spans, want[i].Spans) {
+			t.Errorf("pair %d = %+v, want %+v", i, q, want[i])
+		}
+		if !q.spread(40) {
+			t.Errorf("pair %d's evidence (%v) is not spread over 40 turns", i, q.Spans)
+		}
+	}
+}
+
 func TestTruncationExactSize(t *testing.T) {
 	m := meetingFrom(t, []string{"first turn here", "second", "a much longer third turn", "4", "fifth turn"})
 	total := len(m.Turns)
@@ -175,7 +220,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	o := opts{data: filepath.Join("testdata", "tiny"), budgets: []int{1000, 3000}, budget: 3000, quiet: 5 * time.Second}
+	o := opts{data: filepath.Join("testdata", "tiny"), budgets: []int{1000, 3000}, budget: 3000, quiet: 5 * time.Second, spread: 4}
 	res, err := run(ctx, o, log)
 	if err != nil {
 		t.Fatal(err)
@@ -236,9 +281,24 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	// The scored questions are split by how far their evidence runs.
+	spread := 0
+	for _, q := range m.Scored {
+		if q.Spread != (q.EvidenceEnd-q.EvidenceFrom > o.spread) {
+			t.Errorf("%q: evidence %d..%d marked spread %v over %d turns", q.Query, q.EvidenceFrom, q.EvidenceEnd, q.Spread, o.spread)
+		}
+		if q.Spread {
+			spread++
+		}
+	}
+	// Of the scored evidence (3..5, 8..11, 38..42 in the file), only the
+	// two ranges 38..41 and 40..42 run over more than 4 turns.
+	if spread != 1 || res.Spread.Queries != spread || res.Rest.Queries != res.Scored-spread {
+		t.Errorf("spread %d and rest %d questions, want %d and %d", res.Spread.Queries, res.Rest.Queries, spread, res.Scored-spread)
+	}
 	var out strings.Builder
 	res.print(&out, true)
-	for _, want := range []string{"1 meetings, 120 turns", "6 specific, 3 scored", "(f) annotated evidence spans", "(p) plain", "tiny"} {
+	for _, want := range []string{"1 meetings, 120 turns", "6 specific, 3 scored", "(f) annotated evidence spans", "(p) plain", "tiny", "evidence spread:"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}

@@ -7,7 +7,7 @@
 // transcript and the annotated evidence. It reports; it never asserts.
 //
 //	go run ./cmd/eval [-data DIR] [-meetings N | -only Bed002,ES2006a]
-//	                  [-budgets 2000,4000,10000] [-sitting N] [-v] [-json]
+//	                  [-budgets 2000,4000,10000] [-sitting N] [-spread N] [-pairs] [-v] [-json]
 package main
 
 import (
@@ -45,7 +45,12 @@ type opts struct {
 	recallTurns int
 	// maxSummaryChars overrides the processor's max-summary-chars.
 	maxSummaryChars int
-	scoring         scoring
+	// spread: a question whose evidence runs over more than this many
+	// turns is reported apart (query.spread).
+	spread int
+	// pairs: the questions are asked two at a time (meeting.paired).
+	pairs   bool
+	scoring scoring
 }
 
 func main() {
@@ -56,6 +61,8 @@ func main() {
 	budgets := flag.String("budgets", "2000,4000,10000", "comma-separated character budgets of the query-aware context (b), each measured beside dated truncation and plain retrieval of its size")
 	flag.IntVar(&o.recallTurns, "recall-turns", 0, "recall_turns of the query-aware context (b); 0 = the service's default")
 	flag.IntVar(&sitting, "sitting", 0, "replay each meeting as a chat of many days: this many turns a day, each day's from 09:00 (0 = one sitting, the meeting's pace)")
+	flag.IntVar(&o.spread, "spread", 40, "report apart, at each budget, the questions whose annotated evidence runs over more than this many turns, first to last (over two days or more with -sitting at most this)")
+	flag.BoolVar(&o.pairs, "pairs", false, "ask the questions two at a time: each with the next whose evidence lies at least -spread turns from its own, as one question with both answers (evidence from two passages far apart)")
 	flag.IntVar(&o.maxSummaryChars, "max-summary-chars", 0, "the processor's summary budget (0 = its default, 1200)")
 	flag.BoolVar(&o.scoring.stem, "score-stem", false, "score with light-stemmed words (answer and context alike), to check a finding does not hang on word forms")
 	flag.BoolVar(&o.verbose, "v", false, "print a row per meeting")
@@ -80,6 +87,9 @@ func main() {
 	}
 	if o.recallTurns < 0 {
 		fail(2, fmt.Errorf("-recall-turns: expected 0 (the service's default) or a positive count, got %d", o.recallTurns))
+	}
+	if o.spread < 1 {
+		fail(2, fmt.Errorf("-spread: expected a positive count of turns, got %d", o.spread))
 	}
 	if sitting < 0 {
 		fail(2, fmt.Errorf("-sitting: expected 0 (one sitting) or a positive count of turns a day, got %d", sitting))
@@ -180,6 +190,11 @@ func run(ctx context.Context, o opts, log zerolog.Logger) (*results, error) {
 		return nil, err
 	}
 	ms = spread(ms, o.meetings)
+	if o.pairs {
+		for _, m := range ms {
+			m.paired(o.spread)
+		}
+	}
 	if len(ms) == 0 {
 		return nil, errors.New("-only: no meeting of that name in -data")
 	}

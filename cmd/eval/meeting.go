@@ -149,6 +149,42 @@ func (m *meeting) sessionSpans(raw [][]string) ([][2]int, bool) {
 	return out, true
 }
 
+// paired replaces m's questions with questions asked two at a time
+// (-pairs): each question with the next in the file whose evidence lies
+// more than gap turns from its own, their texts and their answers joined,
+// their evidence both ranges. Such a question needs evidence from two
+// passages far apart, as "which cities have both been to" does in a chat
+// of many days; a question with no such partner is not asked.
+func (m *meeting) paired(gap int) {
+	var out []query
+	for i, a := range m.Queries {
+		for _, b := range m.Queries[i+1:] {
+			if b.evidenceFrom()-a.evidenceEnd() >= gap || a.evidenceFrom()-b.evidenceEnd() >= gap {
+				out = append(out, query{Query: a.Query + " " + b.Query, Answer: a.Answer + " " + b.Answer,
+					Spans: append(slices.Clone(a.Spans), b.Spans...)})
+				break
+			}
+		}
+	}
+	m.Queries, m.Skipped = out, 0
+}
+
+// evidenceFrom is the first session turn of q's evidence.
+func (q query) evidenceFrom() int {
+	from := q.Spans[0][0]
+	for _, s := range q.Spans {
+		from = min(from, s[0])
+	}
+	return from
+}
+
+// spread reports whether q's evidence runs over more than turns turns,
+// from its first annotated turn to its last (in one range or several): an
+// answer gathered from a long stretch of the session, or from passages
+// far apart, rather than from one exchange. With -sitting N and turns >=
+// N, such evidence was said on two days or more.
+func (q query) spread(turns int) bool { return q.evidenceEnd()-q.evidenceFrom() > turns }
+
 // evidenceEnd is one past the last session turn of q's evidence.
 func (q query) evidenceEnd() int {
 	end := 0

@@ -71,6 +71,14 @@ type results struct {
 	// Recall and Chars are means over the scored queries, per measure.
 	Recall map[string]float64 `json:"recall"`
 	Chars  map[string]float64 `json:"chars"`
+	// SpreadTurns is -spread; Spread and Rest are the means over the
+	// scored queries whose evidence runs over more turns than that, and
+	// over the others (query.spread), with their numbers.
+	SpreadTurns int `json:"spread_turns"`
+	// Pairs: the questions were asked two at a time (-pairs).
+	Pairs  bool            `json:"pairs,omitempty"`
+	Spread *questionSubset `json:"spread"`
+	Rest   *questionSubset `json:"rest"`
 	// Latency of the context requests, ms.
 	LatencyMS      map[string]latency `json:"latency_ms"`
 	PublishSeconds float64            `json:"publish_seconds"`
@@ -80,6 +88,12 @@ type results struct {
 
 	took    map[string][]time.Duration
 	explore *exploration // -explore
+}
+
+// questionSubset is the mean recall of some of the scored queries, per measure.
+type questionSubset struct {
+	Queries int                `json:"queries"`
+	Recall  map[string]float64 `json:"recall"`
 }
 
 type latency struct {
@@ -108,12 +122,14 @@ type meetingResult struct {
 
 // queryResult is one scored question.
 type queryResult struct {
-	Query        string             `json:"query"`
-	AnswerWords  int                `json:"answer_words"`
-	EvidenceFrom int                `json:"evidence_from"`
-	EvidenceEnd  int                `json:"evidence_end"`
-	Recall       map[string]float64 `json:"recall"`
-	Chars        map[string]int     `json:"chars"`
+	Query        string `json:"query"`
+	AnswerWords  int    `json:"answer_words"`
+	EvidenceFrom int    `json:"evidence_from"`
+	EvidenceEnd  int    `json:"evidence_end"`
+	// Spread: the evidence runs over more than -spread turns.
+	Spread bool               `json:"spread,omitempty"`
+	Recall map[string]float64 `json:"recall"`
+	Chars  map[string]int     `json:"chars"`
 	// What (b) recalled at each budget.
 	Recalled map[int]recalled `json:"recalled,omitempty"`
 }
@@ -133,7 +149,7 @@ type recalled struct {
 }
 
 func newResults(o opts, w fold.Window) *results {
-	res := &results{Data: o.data, Budgets: o.budgets, RecallTurns: o.recallTurns, Sitting: sitting, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
+	res := &results{Data: o.data, Budgets: o.budgets, RecallTurns: o.recallTurns, Sitting: sitting, SpreadTurns: o.spread, Pairs: o.pairs, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
 		Summarizer: "offline", took: map[string][]time.Duration{}}
 	if o.explore {
 		res.explore = newExploration(o.budget)
@@ -178,7 +194,7 @@ func measure(ctx context.Context, r *rig, m *meeting, o opts, res *results) erro
 		res.took[mContext] = append(res.took[mContext], a.took)
 		texts[mContext] = a.ctx.Prompt()
 		texts[mTruncA] = m.truncationDated(total, runes(texts[mContext]))
-		qr := queryResult{Query: q.Query, AnswerWords: len(answer), EvidenceFrom: q.Spans[0][0], EvidenceEnd: q.evidenceEnd(),
+		qr := queryResult{Query: q.Query, AnswerWords: len(answer), EvidenceFrom: q.evidenceFrom(), EvidenceEnd: q.evidenceEnd(), Spread: q.spread(o.spread),
 			Recall: map[string]float64{}, Chars: map[string]int{}, Recalled: map[int]recalled{}}
 		for _, budget := range o.budgets {
 			if !res.QueryAware {
@@ -260,6 +276,17 @@ func (res *results) finish(took time.Duration) {
 		all = append(all, m.Scored...)
 	}
 	res.Recall, res.Chars = means(all)
+	var spread, rest []queryResult
+	for _, q := range all {
+		if q.Spread {
+			spread = append(spread, q)
+		} else {
+			rest = append(rest, q)
+		}
+	}
+	res.Spread, res.Rest = &questionSubset{Queries: len(spread)}, &questionSubset{Queries: len(rest)}
+	res.Spread.Recall, _ = means(spread)
+	res.Rest.Recall, _ = means(rest)
 	res.LatencyMS = map[string]latency{}
 	for k, ds := range res.took {
 		slices.Sort(ds)
@@ -290,6 +317,9 @@ func (res *results) print(w io.Writer, verbose bool) {
 	if res.Sitting > 0 {
 		writeln(w, "replayed as chats of many days: %d turns a day (-sitting)", res.Sitting)
 	}
+	if res.Pairs {
+		writeln(w, "questions asked two at a time, their evidence at least %d turns apart (-pairs)", res.SpreadTurns)
+	}
 	writeln(w, "questions: %d specific, %d scored (evidence entirely before the verbatim window)", res.Queries, res.Scored)
 	stemming := "no stemming"
 	if res.ScoreStem {
@@ -315,6 +345,7 @@ func (res *results) print(w io.Writer, verbose bool) {
 				b, res.Chars[budgetKey(mQuery, budget)], d, res.Chars[budgetKey(mTruncB, budget)], p, res.Chars[budgetKey(mPlain, budget)],
 				ratio(b, p), ratio(b, d), ratio(b, res.Recall[mTranscript]))
 		}
+		res.printSpread(w)
 		writeln(w, "")
 		n := float64(res.Scored)
 		for _, budget := range res.Budgets {
@@ -371,6 +402,34 @@ func (res *results) print(w io.Writer, verbose bool) {
 			} else {
 				row += fmt.Sprintf(" %6s", "-")
 			}
+		}
+		writeln(w, "%s", row)
+	}
+}
+
+// printSpread writes each budget's row for the questions whose evidence
+// is spread (query.spread) and for the rest: (b), (p) and (e), and (b)'s
+// ratios to (p) and (e).
+func (res *results) printSpread(w io.Writer) {
+	if res.Spread == nil || res.Rest == nil {
+		return
+	}
+	writeln(w, "")
+	writeln(w, "evidence spread: %d questions whose evidence runs over more than %d turns, first to last (-spread); the rest: %d", res.Spread.Queries, res.SpreadTurns, res.Rest.Queries)
+	head := fmt.Sprintf("%-7s", "budget")
+	for _, name := range []string{"spread:", "rest:"} {
+		head += fmt.Sprintf(" | %-7s%4s %6s %6s %7s %7s", name, "(b)", "(p)", "(e)", "(b)/(p)", "(b)/(e)")
+	}
+	writeln(w, "%s", head)
+	for _, budget := range res.Budgets {
+		row := fmt.Sprintf("%-7d", budget)
+		for _, s := range []*questionSubset{res.Spread, res.Rest} {
+			b, p, e := s.Recall[budgetKey(mQuery, budget)], s.Recall[budgetKey(mPlain, budget)], s.Recall[mTranscript]
+			if s.Queries == 0 {
+				row += fmt.Sprintf(" | %41s", "-")
+				continue
+			}
+			row += fmt.Sprintf(" | %11.3f %6.3f %6.3f %7.2f %7.2f", b, p, e, ratio(b, p), ratio(b, e))
 		}
 		writeln(w, "%s", row)
 	}

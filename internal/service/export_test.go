@@ -168,11 +168,19 @@ func (d *Direct) RewriteStoredIndex(ctx context.Context, session string, edit fu
 	if err != nil {
 		return err
 	}
-	blob, err := d.s.istore.read(ctx, kv, session, nil)
-	if err != nil || blob == nil {
+	found, err := d.s.istore.read(ctx, kv, session, nil)
+	if err != nil || found.blob == nil {
 		return fmt.Errorf("no stored index of %s: %v", session, err)
 	}
-	return d.s.istore.write(ctx, session, edit(blob))
+	_, err = d.s.istore.write(ctx, session, edit(found.blob), found.chunks)
+	return err
+}
+
+// StoreChunked has the instance write every stored index in chunks
+// (c.<session>.<i>, named by m.<session>) rather than inline in
+// m.<session>, as it writes one too large for a message.
+func StoreChunked() Option {
+	return func(s *server) { s.storeChunked = true }
 }
 
 // IndexFormatOffset is where the format version is in an encoding.

@@ -32,16 +32,19 @@ type indexBase struct {
 	// postings) starts, terms in increasing order; at(len-1) is where
 	// the last one ends.
 	termAt offsets
+	// held is the memory b keeps alive when it is a slice of a message
+	// read from the store rather than a copy (decodeReplayOwned), else 0.
+	held int64
 	// decoded are the docs whose turns were read since the index was
 	// last forgotten, decodedBytes their estimated size.
 	decoded      []int32
 	decodedBytes int64
 }
 
-// bytes is the memory the base holds between requests: its encoding and
-// offsets.
+// bytes is the memory the base holds between requests: its encoding (or
+// the message it is part of) and offsets.
 func (b *indexBase) bytes() int64 {
-	return int64(len(b.b)) + b.turnAt.bytes() + b.wordAt.bytes() + b.termAt.bytes()
+	return max(int64(len(b.b)), b.held) + b.turnAt.bytes() + b.wordAt.bytes() + b.termAt.bytes()
 }
 
 // offsets are increasing positions in a base's encoding, in 2 bytes each

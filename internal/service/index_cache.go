@@ -57,13 +57,16 @@ type cacheEntry struct {
 	elem    *list.Element
 	bytes   int64 // as last accounted; guarded by indexCache.mu
 	// key names what r is built from, storedRead is r.read when it was
-	// last persisted (-1: never); both guarded by mu. queued: waiting for
-	// the index store's writer (index_store.go); writing is held while r
-	// is written, so that one write of it is under way at a time.
-	key        string
-	storedRead int
-	queued     atomic.Bool
-	writing    sync.Mutex
+	// last persisted (-1: never), storedChunks the chunks of the session's
+	// stored entry as last read or written (0: inline or none; -1:
+	// unknown); all guarded by mu. queued: waiting for the index store's
+	// writer (index_store.go); writing is held while r is written, so
+	// that one write of it is under way at a time.
+	key          string
+	storedRead   int
+	storedChunks int
+	queued       atomic.Bool
+	writing      sync.Mutex
 }
 
 // warmGets is how many events a warm catch-up reads with direct gets

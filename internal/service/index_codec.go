@@ -350,6 +350,21 @@ const maxHeader = 4096
 // when first used, and its strings (texts, ids, terms) are slices of the
 // copy, not an allocation each. body is not held.
 func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string) (*replay, error) {
+	return decodeReplayIn(body, 0, an, adm, session)
+}
+
+// decodeReplayOwned is decodeReplay for a body the caller hands over
+// (a message read from the store, written by nobody afterwards): the
+// replay's base is body's words, turns and terms where they are, not a
+// copy, and counts held bytes, the memory body keeps alive (its doc
+// table and header too, a few percent more than a copy).
+func decodeReplayOwned(body []byte, held int, an *analyzer, adm state.Admission, session string) (*replay, error) {
+	return decodeReplayIn(body, max(held, len(body)), an, adm, session)
+}
+
+// decodeReplayIn decodes body; held > 0: body is the base's (see
+// decodeReplayOwned), else it is copied.
+func decodeReplayIn(body []byte, held int, an *analyzer, adm state.Admission, session string) (*replay, error) {
 	r := indexReader{b: body}
 	if len(body) > 0 {
 		r.s = unsafe.String(&body[0], len(body))
@@ -477,7 +492,7 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 	// offsets.
 	x.bytes = int64(ndocs)*docTableBytes + 512
 	if ndocs > 0 {
-		base.keep(wordAt, turnAt, termAt)
+		base.keep(wordAt, turnAt, termAt, held)
 		x.base = base
 		x.bytes += base.bytes()
 	}
@@ -488,10 +503,16 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 // from (the words, the turns and the terms, at wordAt, turnAt and termAt
 // in it), and keeps their offsets moved and packed: the rest of the
 // entry (its header, doc table, session state and memories) was decoded,
-// and the buffer the store read it into is not held.
-func (b *indexBase) keep(wordAt, turnAt, termAt []uint32) {
+// and the buffer the store read it into is not held. With held > 0 the
+// part is not copied: the base is that part of the encoding it was
+// handed, which keeps held bytes alive.
+func (b *indexBase) keep(wordAt, turnAt, termAt []uint32, held int) {
 	from, to := wordAt[0], termAt[len(termAt)-1]
-	kept := append([]byte(nil), b.b[from:to]...) // not cleared first, as make would
+	kept := b.b[from:to:to]
+	if held <= 0 {
+		kept = append([]byte(nil), kept...) // not cleared first, as make would
+	}
+	b.held = int64(held)
 	for _, at := range [][]uint32{wordAt, turnAt, termAt} {
 		for i := range at {
 			at[i] -= from

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/state"
@@ -227,6 +228,46 @@ func TestPackedOffsetsReadBack(t *testing.T) {
 			if o.at(i) != a {
 				t.Fatalf("gap %d: offset %d is %d, want %d", gap, i, o.at(i), a)
 			}
+		}
+	}
+}
+
+// An encoding handed over (decodeReplayOwned) is the index's base where
+// it is, counted whole in the index's memory, and decodes to the same
+// replay as a copy: both encode again to the same bytes.
+func TestOwnedEncodingIsKeptWhereItIs(t *testing.T) {
+	an := newAnalyzer()
+	rp := newReplay(an, state.DefaultAdmission(), "s", 1)
+	for i, d := range benchTurns(200) {
+		rp.apply(uint64(i+1), time.Time{}, events.KindTurn, d)
+	}
+	blob, err := encodeReplay(nil, "key", rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := indexHeader(blob)
+	copied, err := decodeReplay(slices.Clone(body), an, state.DefaultAdmission(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := slices.Clone(body)
+	held := len(owned) + 100
+	got, err := decodeReplayOwned(owned, held, an, state.DefaultAdmission(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := got.idx.base
+	if start := &base.b[0]; uintptr(unsafe.Pointer(start)) < uintptr(unsafe.Pointer(&owned[0])) ||
+		uintptr(unsafe.Pointer(start)) >= uintptr(unsafe.Pointer(&owned[0]))+uintptr(len(owned)) {
+		t.Fatal("the owned encoding was copied")
+	}
+	if base.bytes() < int64(held) || base.bytes()-int64(held) != copied.idx.base.bytes()-int64(len(copied.idx.base.b)) {
+		t.Fatalf("owned base counts %d bytes, expected the %d held and the offsets", base.bytes(), held)
+	}
+	for _, r := range []*replay{copied, got} {
+		again, err := encodeReplay(nil, "key", r)
+		if err != nil || !bytes.Equal(again, blob) {
+			t.Fatalf("encoded again: %d bytes (%v), want the %d first written", len(again), err, len(blob))
 		}
 	}
 }

@@ -76,12 +76,12 @@ func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layo
 	// is locked while a text is analyzed).
 	groups := slices.Collect(slices.Chunk(todo, seedSessions))
 	var (
-		mu      sync.Mutex
-		written int
-		next    int
-		errs    = make([]error, seedWorkers)
-		wg      sync.WaitGroup
+		mu   sync.Mutex
+		next int
+		errs = make([]error, seedWorkers)
+		wg   sync.WaitGroup
 	)
+	written := 0
 	for w := range seedWorkers {
 		an := newAnalyzer()
 		wg.Go(func() {
@@ -149,7 +149,7 @@ func (s *server) seedGroup(ctx context.Context, an *analyzer, info *jetstream.St
 		rp.next = max(rp.next, info.State.LastSeq+1)
 		rp.firstSeq = info.State.FirstSeq
 		s.memoriesOf(ctx, rp)
-		e := &cacheEntry{session: id, r: rp, key: s.indexKey(id, info.Created), storedRead: -1}
+		e := &cacheEntry{session: id, r: rp, key: s.indexKey(id, info.Created), storedRead: -1, storedChunks: -1}
 		s.persist(ctx, e)
 		if e.storedRead >= 0 {
 			written++

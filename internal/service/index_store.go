@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
@@ -47,11 +48,25 @@ import (
 //     write; a replay whose encoding exceeds an eighth of the bucket is
 //     not written.
 //
-// An entry is the key m.<session> (the write's generation, its chunk
-// count, length and CRC-32C) and its chunks c.<session>.<i> (the
-// generation, then at most indexChunk bytes): values stay far below a
-// server's max_payload, and two instances writing the same session at
-// once leave chunks of two generations, which a reader discards.
+// An entry is the key m.<session>: its length and CRC-32C, then the
+// encoding itself when it fits one message (inline: below the server's
+// max_payload, with room to spare), so that a load is one get. A larger
+// one is written in chunks c.<session>.<i> (the write's generation, then
+// at most indexChunk bytes), which m.<session> counts (with the
+// generation): two instances writing the same session at once leave
+// chunks of two generations, which a reader discards. An entry's chunks
+// are deleted when it is written again inline, or with fewer chunks. A
+// chunked entry that would fit one message (written by an earlier
+// version) is read as it is until the session's index is written again:
+// it is not rewritten for its layout alone, so that a store stays
+// readable by the version that wrote it.
+//
+// A load costs the server a read of the file-store block holding the
+// entry (the whole block, 8 MiB in a bucket over 32 MiB, unless it read
+// it recently), then the value's copies on its way: one message read
+// whole into memory the index keeps (decodeReplayOwned), instead of the
+// meta, then the chunks, then their copy into one buffer and the index's
+// copy of it.
 type indexStore struct {
 	js       jetstream.JetStream
 	bucket   string
@@ -62,8 +77,14 @@ type indexStore struct {
 	mu       sync.Mutex
 	kv       jetstream.KeyValue // opened on first use
 	failedAt time.Time          // last failure to open the bucket
+	// inlineMax is the largest value written as one message (inlineLimit
+	// of the connection's max_payload); set by open.
+	inlineMax atomic.Int64
 
 	queue chan *cacheEntry
+	// forceInline, when >= 0, is the inline limit instead of the one the
+	// server's max_payload gives (tests write chunked entries with 0).
+	forceInline int
 
 	loads, stores, failures, preloaded prometheus.Counter
 	discarded                          *prometheus.CounterVec
@@ -87,7 +108,19 @@ const (
 	indexStoreRetry = 30 * time.Second
 	// indexFlushTimeout bounds the writes when the service stops.
 	indexFlushTimeout = 5 * time.Second
+	// inlineRoom is left of the server's max_payload when an entry is
+	// written as one message (the subject and headers travel with it).
+	inlineRoom = 16 << 10
 )
+
+// inlineLimit is the largest m.<session> value written for a server
+// whose max_payload is maxPayload; forced (>= 0) overrides it (tests).
+func inlineLimit(maxPayload int64, forced int) int {
+	if forced >= 0 {
+		return forced
+	}
+	return int(max(0, maxPayload-inlineRoom))
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -98,7 +131,7 @@ var readBuffers = sync.Pool{New: func() any { return new([]byte) }}
 const maxReadBuffer = 8 << 20
 
 func newIndexStore(js jetstream.JetStream, bucket string, maxBytes int64, storage jetstream.StorageType, log zerolog.Logger, reg prometheus.Registerer) *indexStore {
-	st := &indexStore{js: js, bucket: bucket, maxBytes: maxBytes, storage: storage, log: log, queue: make(chan *cacheEntry, 1024),
+	st := &indexStore{js: js, bucket: bucket, maxBytes: maxBytes, storage: storage, log: log, queue: make(chan *cacheEntry, 1024), forceInline: -1,
 		loads: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_loads_total",
 			Help: "Sessions' recall indexes loaded from the store (" + bucket + ") and extended, instead of built from the inbound stream."}),
 		stores: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_stores_total",
@@ -143,6 +176,7 @@ func (st *indexStore) open(ctx context.Context) (jetstream.KeyValue, error) {
 		return nil, fmt.Errorf("recall index store %s: %w", st.bucket, err)
 	}
 	st.kv = kv
+	st.inlineMax.Store(int64(inlineLimit(st.js.Conn().MaxPayload(), st.forceInline)))
 	return kv, nil
 }
 
@@ -195,20 +229,28 @@ func metaKey(session string) string          { return "m." + session }
 func chunkKey(session string, i int) string  { return "c." + session + "." + strconv.Itoa(i) }
 func (st *indexStore) discard(reason string) { st.discarded.WithLabelValues(reason).Inc() }
 
-// storeMeta is an entry's m.<session> value.
+// storeMeta is an entry's m.<session> value: the generation of its
+// chunks (0 inline), their count (0: the encoding is inline, after the
+// checksum), the encoding's length and CRC-32C.
 type storeMeta struct {
 	gen    uint64
 	chunks int
 	length int
 	crc    uint32
+	inline []byte // the encoding, when chunks is 0
 }
 
-func (m storeMeta) encode() []byte {
-	b := binary.LittleEndian.AppendUint64(nil, m.gen)
+// encode appends m's value to b (inline: with the encoding).
+func (m storeMeta) encode(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint64(b, m.gen)
 	b = binary.AppendUvarint(b, uint64(m.chunks))
 	b = binary.AppendUvarint(b, uint64(m.length))
-	return binary.LittleEndian.AppendUint32(b, m.crc)
+	b = binary.LittleEndian.AppendUint32(b, m.crc)
+	return append(b, m.inline...)
 }
+
+// metaBytes bounds an encoded storeMeta without its inline encoding.
+const metaBytes = 8 + 2*binary.MaxVarintLen64 + 4
 
 func decodeMeta(b []byte) (storeMeta, bool) {
 	var m storeMeta
@@ -223,28 +265,57 @@ func decodeMeta(b []byte) (storeMeta, bool) {
 	}
 	b = b[n:]
 	l, n := binary.Uvarint(b)
-	if n <= 0 || len(b[n:]) != 4 || c > 1<<20 || l > uint64(c)*indexChunk {
+	if n <= 0 || len(b[n:]) < 4 || c > 1<<20 || c > 0 && l > uint64(c)*indexChunk {
+		return m, false
+	}
+	rest := b[n+4:]
+	if c == 0 && uint64(len(rest)) != l || c > 0 && len(rest) != 0 {
 		return m, false
 	}
 	m.chunks, m.length, m.crc = int(c), int(l), binary.LittleEndian.Uint32(b[n:])
+	if c == 0 {
+		m.inline = rest
+	}
 	return m, true
 }
 
-// read returns the session's stored encoding, in buf's memory if it
-// holds it; nil if there is none, or it is torn or damaged (counted as
-// corrupt).
-func (st *indexStore) read(ctx context.Context, kv jetstream.KeyValue, session string, buf []byte) ([]byte, error) {
+// storedEntry is what read found of a session's entry.
+type storedEntry struct {
+	// blob is the encoding; nil if there is none, or it is torn or
+	// damaged (counted as corrupt).
+	blob []byte
+	// held > 0: blob is the inline value's memory, held bytes of it,
+	// which nothing else uses (decodeReplayOwned may keep it); else blob
+	// is in the buffer read was given.
+	held int
+	// chunks is how many chunks the entry's meta names (0: inline or
+	// none); -1 if there was a meta it could not read.
+	chunks int
+}
+
+// read returns the session's stored encoding: the inline value's own
+// memory, or its chunks in buf's memory if it holds them.
+func (st *indexStore) read(ctx context.Context, kv jetstream.KeyValue, session string, buf []byte) (storedEntry, error) {
 	me, err := kv.Get(ctx, metaKey(session))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil
+		return storedEntry{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return storedEntry{}, err
 	}
 	meta, ok := decodeMeta(me.Value())
 	if !ok {
 		st.discard("corrupt")
-		return nil, nil
+		return storedEntry{chunks: -1}, nil
+	}
+	found := storedEntry{chunks: meta.chunks}
+	if meta.chunks == 0 {
+		if crc32.Checksum(meta.inline, castagnoli) != meta.crc {
+			st.discard("corrupt")
+			return found, nil
+		}
+		found.blob, found.held = meta.inline, cap(me.Value())
+		return found, nil
 	}
 	parts := make([][]byte, meta.chunks)
 	errs := make([]error, meta.chunks)
@@ -270,52 +341,80 @@ func (st *indexStore) read(ctx context.Context, kv jetstream.KeyValue, session s
 		switch {
 		case errors.Is(errs[i], jetstream.ErrKeyNotFound):
 			st.discard("corrupt")
-			return nil, nil
+			return found, nil
 		case errs[i] != nil:
-			return nil, errs[i]
+			return found, errs[i]
 		case len(p) < 8 || binary.LittleEndian.Uint64(p) != meta.gen:
 			st.discard("corrupt") // torn: another write's chunk
-			return nil, nil
+			return found, nil
 		}
 		blob = append(blob, p[8:]...)
 	}
 	if len(blob) != meta.length || crc32.Checksum(blob, castagnoli) != meta.crc {
 		st.discard("corrupt")
-		return nil, nil
+		return found, nil
 	}
-	return blob, nil
+	found.blob = blob
+	return found, nil
 }
 
-// write stores blob as the session's entry: its chunks, then the meta
-// that names them, then it deletes chunks the previous entry had beyond
-// the new one's.
-func (st *indexStore) write(ctx context.Context, session string, blob []byte) error {
+// write stores blob as the session's entry and returns its chunk count
+// (0: inline): the meta with blob in it if it fits one message, else the
+// chunks, then the meta that names them; then it deletes the chunks the
+// previous entry had beyond the new one's. prev is that count if the
+// caller knows it (read's), else -1: the previous meta is read.
+func (st *indexStore) write(ctx context.Context, session string, blob []byte, prev int) (int, error) {
 	if int64(len(blob)) > st.maxBytes/8 {
-		return nil // bounded: not worth an eighth of the bucket
+		return prev, nil // bounded: not worth an eighth of the bucket
 	}
 	kv, err := st.open(ctx)
 	if err != nil {
-		return err
+		return prev, err
 	}
-	prev := 0
-	if e, err := kv.Get(ctx, metaKey(session)); err == nil {
-		if m, ok := decodeMeta(e.Value()); ok {
-			prev = m.chunks
+	if prev < 0 {
+		prev = 0
+		if e, err := kv.Get(ctx, metaKey(session)); err == nil {
+			if m, ok := decodeMeta(e.Value()); ok {
+				prev = m.chunks
+			}
 		}
 	}
-	meta := storeMeta{gen: rand.Uint64(), length: len(blob), crc: crc32.Checksum(blob, castagnoli)}
+	meta := storeMeta{length: len(blob), crc: crc32.Checksum(blob, castagnoli)}
+	if st.fitsInline(len(blob)) {
+		meta.inline = blob
+		if _, err := kv.Put(ctx, metaKey(session), meta.encode(make([]byte, 0, metaBytes+len(blob)))); err != nil {
+			return prev, err
+		}
+		if err := st.deleteChunks(ctx, kv, session, 0, prev); err != nil {
+			return prev, err // deleted by the next write
+		}
+		return 0, nil
+	}
+	meta.gen = rand.Uint64()
 	for off := 0; off < len(blob); off += indexChunk {
 		part := blob[off:min(len(blob), off+indexChunk)]
 		v := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(part)), meta.gen)
 		if _, err := kv.Put(ctx, chunkKey(session, meta.chunks), append(v, part...)); err != nil {
-			return err
+			return prev, err
 		}
 		meta.chunks++
 	}
-	if _, err := kv.Put(ctx, metaKey(session), meta.encode()); err != nil {
-		return err
+	if _, err := kv.Put(ctx, metaKey(session), meta.encode(nil)); err != nil {
+		return prev, err
 	}
-	for i := meta.chunks; i < prev; i++ {
+	if err := st.deleteChunks(ctx, kv, session, meta.chunks, prev); err != nil {
+		return max(meta.chunks, prev), err // deleted by the next write
+	}
+	return meta.chunks, nil
+}
+
+// fitsInline reports whether an encoding of n bytes is written inline
+// (once the bucket is open).
+func (st *indexStore) fitsInline(n int) bool { return int64(metaBytes+n) <= st.inlineMax.Load() }
+
+// deleteChunks deletes the session's chunks [from, to).
+func (st *indexStore) deleteChunks(ctx context.Context, kv jetstream.KeyValue, session string, from, to int) error {
+	for i := from; i < to; i++ {
 		if err := kv.Delete(ctx, chunkKey(session, i)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return err
 		}
@@ -336,7 +435,7 @@ func (s *server) indexKey(session string, created time.Time) string {
 // stream. Must be called with e.mu held.
 func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 	st := s.istore
-	e.storedRead = -1
+	e.storedRead, e.storedChunks = -1, -1
 	if st == nil {
 		return nil, nil
 	}
@@ -354,13 +453,14 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 	}()
 	kv, openErr := st.open(ctx)
 	var (
-		blob []byte
-		err  error
+		found storedEntry
+		err   error
 	)
-	// The encoding is read into a buffer used again by the next load: a
+	// Chunks are read into a buffer used again by the next load: a
 	// load keeps a copy of what it reads from (decodeReplay), and a
 	// buffer of the entry's size, made for each load, would be cleared
-	// and faulted in each time.
+	// and faulted in each time. An inline entry is kept where it was
+	// read (decodeReplayOwned).
 	buf := readBuffers.Get().(*[]byte)
 	defer func() {
 		if cap(*buf) <= maxReadBuffer {
@@ -368,9 +468,10 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 		}
 	}()
 	if openErr == nil {
-		if blob, err = st.read(ctx, kv, e.session, *buf); blob != nil {
-			*buf = blob
+		if found, err = st.read(ctx, kv, e.session, *buf); found.blob != nil && found.held == 0 {
+			*buf = found.blob
 		}
+		e.storedChunks = found.chunks
 	}
 	<-got
 	if infoErr != nil {
@@ -387,6 +488,7 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 			Msg("stored recall index not read; building it from the stream")
 		return nil, nil
 	}
+	blob := found.blob
 	if blob == nil {
 		return nil, nil
 	}
@@ -402,7 +504,12 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 		st.discard("stale")
 		return nil, nil
 	}
-	rp, err := decodeReplay(body, s.an, s.adm, e.session)
+	var rp *replay
+	if found.held > 0 {
+		rp, err = decodeReplayOwned(body, found.held, s.an, s.adm, e.session)
+	} else {
+		rp, err = decodeReplay(body, s.an, s.adm, e.session)
+	}
 	if err != nil {
 		st.discard("corrupt")
 		s.log.Warn().Str("event", "recall_index_discarded").Str("session", e.session).Err(err).
@@ -456,12 +563,15 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 		e.mu.Unlock()
 		return
 	}
-	read := rp.read
+	read, prev := rp.read, e.storedChunks
 	blob, err := encodeReplay(make([]byte, 0, rp.bytes()/2), e.key, rp)
 	e.mu.Unlock()
 	if err == nil {
-		err = s.istore.write(ctx, e.session, blob)
+		prev, err = s.istore.write(ctx, e.session, blob, prev)
 	}
+	e.mu.Lock()
+	e.storedChunks = prev
+	e.mu.Unlock()
 	if err != nil {
 		s.istore.failures.Inc()
 		s.istore.gone(err)

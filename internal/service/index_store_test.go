@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -29,11 +30,11 @@ func settledSession(t *testing.T) (*servicetest.Env, *service.Direct) {
 }
 
 // storedSession publishes 64 turns of s1, settles them, and has an
-// instance build s1's index and persist it.
-func storedSession(t *testing.T) (*servicetest.Env, *service.Direct) {
+// instance (with opts) build s1's index and persist it.
+func storedSession(t *testing.T, opts ...service.Option) (*servicetest.Env, *service.Direct) {
 	t.Helper()
 	e, scan := settledSession(t)
-	a := direct(t, e)
+	a := direct(t, e, opts...)
 	sameAnswers(t, "first instance", "s1", scan, a)
 	a.PersistIndexes(context.Background())
 	if c := a.IndexCounters(); c.Builds != 1 || c.Stores != 1 {
@@ -95,6 +96,43 @@ func TestStoredIndexIsPreloadedAtStart(t *testing.T) {
 	}
 }
 
+// An entry written in chunks (one too large for a message, or written
+// so by an earlier version) is loaded like an inline one, and left as it
+// is; written again (its session moved on), it is inline and its chunks
+// are deleted.
+func TestChunkedStoredIndexIsLoadedAndWrittenInline(t *testing.T) {
+	ctx := context.Background()
+	e, scan := storedSession(t, service.StoreChunked())
+	kv := recallKV(t, e)
+	if _, err := kv.Get(ctx, "c.s1.0"); err != nil {
+		t.Fatalf("expected the entry written in chunks: %v", err)
+	}
+	b := direct(t, e)
+	sameAnswers(t, "chunked entry", "s1", scan, b)
+	b.PersistIndexes(ctx)
+	if c := b.IndexCounters(); c.Builds != 0 || c.Loads < 1 || c.Stores != 0 {
+		t.Fatalf("chunked entry: %+v, expected it loaded, nothing built or written", c)
+	}
+	publishWith(t, e, "s1", 64, 70, queryTexts)
+	e.Settled("s1", 70, 10)
+	sameAnswers(t, "chunked entry, extended", "s1", scan, b)
+	b.PersistIndexes(ctx)
+	if c := b.IndexCounters(); c.Stores != 1 {
+		t.Fatalf("extended: %+v, expected it written again", c)
+	}
+	if _, err := kv.Get(ctx, "c.s1.0"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("written again: chunk c.s1.0 %v, expected it deleted", err)
+	}
+	if m, err := kv.Get(ctx, "m.s1"); err != nil || len(m.Value()) < 1000 {
+		t.Fatalf("written again: m.s1 %v, expected the encoding in it", err)
+	}
+	again := direct(t, e)
+	sameAnswers(t, "written again inline", "s1", scan, again)
+	if c := again.IndexCounters(); c.Builds != 0 || c.Loads < 1 {
+		t.Fatalf("written again inline: %+v, expected it loaded", c)
+	}
+}
+
 // A stored index of another version, structure, stream layout or
 // admission rules, or one damaged in the store, is never used: the new
 // instance rebuilds it from the stream (and answers like a fresh scan),
@@ -106,6 +144,9 @@ func TestStoredIndexIsRebuiltWhenUnusable(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, reason string
+		// chunked: the entry is written in chunks (else inline in its
+		// meta, as one this small is).
+		chunked bool
 		// spoil damages the stored entry; opts configure the new instance.
 		spoil func(t *testing.T, e *servicetest.Env, d *service.Direct)
 		opts  []service.Option
@@ -126,21 +167,31 @@ func TestStoredIndexIsRebuiltWhenUnusable(t *testing.T) {
 			}
 		}},
 		{name: "a byte flipped in the store", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
-			flipFirstChunk(t, e, func(b []byte) int { return len(b) / 2 }, 0x20)
+			flipStored(t, e, "m.s1", func(b []byte) int { return len(b) / 2 }, 0x20)
 		}},
-		{name: "a chunk missing", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+		{name: "an inline entry cut short", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			editStored(t, e, "m.s1", func(b []byte) []byte { return b[:len(b)-1] })
+		}},
+		{name: "a byte flipped in a chunk", reason: "corrupt", chunked: true, spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			flipStored(t, e, "c.s1.0", func(b []byte) int { return len(b) / 2 }, 0x20)
+		}},
+		{name: "a chunk missing", reason: "corrupt", chunked: true, spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
 			if err := recallKV(t, e).Delete(ctx, "c.s1.0"); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "a chunk of another write", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
-			flipFirstChunk(t, e, func([]byte) int { return 0 }, 1) // the write's generation
+		{name: "a chunk of another write", reason: "corrupt", chunked: true, spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			flipStored(t, e, "c.s1.0", func([]byte) int { return 0 }, 1) // the write's generation
 		}},
 		{name: "other admission rules", reason: "stale", opts: []service.Option{
 			service.Admission(state.Admission{Limits: state.DefaultAdmission().Limits, MaxClockSkew: 1000 * time.Hour})}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, scan := storedSession(t)
+			var first []service.Option
+			if tc.chunked {
+				first = append(first, service.StoreChunked())
+			}
+			e, scan := storedSession(t, first...)
 			if tc.spoil != nil {
 				tc.spoil(t, e, direct(t, e))
 			}
@@ -289,18 +340,22 @@ func recallKV(t *testing.T, e *servicetest.Env) jetstream.KeyValue {
 	return kv
 }
 
-// flipFirstChunk xors mask into one byte (at picks it) of session s1's
-// first stored chunk.
-func flipFirstChunk(t *testing.T, e *servicetest.Env, at func([]byte) int, mask byte) {
+// flipStored xors mask into one byte (at picks it) of the stored value
+// of key.
+func flipStored(t *testing.T, e *servicetest.Env, key string, at func([]byte) int, mask byte) {
+	t.Helper()
+	editStored(t, e, key, func(b []byte) []byte { b[at(b)] ^= mask; return b })
+}
+
+// editStored replaces the stored value of key with edit's.
+func editStored(t *testing.T, e *servicetest.Env, key string, edit func([]byte) []byte) {
 	t.Helper()
 	ctx, kv := context.Background(), recallKV(t, e)
-	v, err := kv.Get(ctx, "c.s1.0")
+	v, err := kv.Get(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := v.Value()
-	b[at(b)] ^= mask
-	if _, err := kv.Put(ctx, "c.s1.0", b); err != nil {
+	if _, err := kv.Put(ctx, key, edit(v.Value())); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -80,7 +80,10 @@ type server struct {
 	istore     *indexStore // nil: indexes not persisted (storeBytes 0)
 	storeBytes int64
 	storeKind  jetstream.StorageType // the index store's (IndexStoreInMemory)
-	reg        prometheus.Registerer
+	// storeChunked: every stored index is written in chunks, none inline
+	// (tests of the chunked entries).
+	storeChunked bool
+	reg          prometheus.Registerer
 	// scanIdle, if set, replaces recallIdle in stream scans (SeedIndexes:
 	// a pass over many sessions on a busy machine).
 	scanIdle time.Duration
@@ -183,6 +186,9 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 		s.index = newIndexCache(s.indexBytes, s.reg)
 		if s.storeBytes > 0 {
 			s.istore = newIndexStore(js, recallBucket(layout, s.storeKind), s.storeBytes, s.storeKind, log, s.reg)
+			if s.storeChunked {
+				s.istore.forceInline = 0
+			}
 			s.index.evicted = s.istore.enqueue
 			go s.runIndexWriter(ctx)
 			s.istore.preloading.Set(1)

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -15,29 +16,36 @@ import (
 // session per flush, which with many sessions is about once per turn:
 // encoding/json is several times slower here (it re-scans and compacts
 // what custom marshalers return; BenchmarkCheckpointEncodeJSON against
-// BenchmarkCheckpointEncode). The output is decoded by encoding/json
-// with the struct tags; TestEncodeRoundTrip keeps the two in step.
+// BenchmarkCheckpointEncode). The JSON is decoded by encoding/json with
+// the struct tags (TestEncodeRoundTrip keeps the two in step); a
+// compressed summarizer state follows it as it is (summary_state.go).
 func (s *Session) Encode(buf []byte) ([]byte, error) { return s.EncodeReusing(buf, nil) }
 
 // EncodeReusing is Encode for a session checkpointed again and again: st
 // keeps the summarizer's state as stored (StateText) from one write to the
-// next, so that a state is compressed and base64-encoded once, not once per
-// checkpoint. nil keeps nothing.
+// next, so that a state is compressed once, not once per checkpoint. nil
+// keeps nothing.
 func (s *Session) EncodeReusing(buf []byte, st *StateText) ([]byte, error) {
 	s = s.stored()
-	var text []byte // the summarizer's state as stored, in base64: compressed when that saves bytes
+	// The summarizer's state as stored: compressed when that saves bytes,
+	// and then after the JSON (tail), else in it, in base64.
+	var text, tail []byte
 	if len(s.SummaryState) > 0 {
 		if st == nil {
 			st = new(StateText)
 		}
-		text = st.of(s.SummaryState)
+		if stored := st.of(s.SummaryState); bytes.HasPrefix(stored, stateMagic) {
+			tail = stored
+		} else {
+			text = stored
+		}
 	}
 	// One allocation for the whole value, not a dozen regrowths (half of
 	// the encoder's time went to growing buf): the fixed fields take well
 	// under 512 bytes, escapes rarely add a sixteenth to the summary, and a
 	// ref is at most 3 varints of 10 bytes but ~6 bytes in practice.
 	buf = slices.Grow(buf, 512+len(s.ID)+len(s.Summary)+len(s.Summary)/16+
-		b64Len(len(s.Turns)*8)+len(text)+b64Len(len(s.RecentIDs)*8)+b64Len(len(s.MemoryIDs)*8)+len(s.PendingNotes)*48)
+		b64Len(len(s.Turns)*8)+b64Len(len(text))+len(tail)+b64Len(len(s.RecentIDs)*8)+b64Len(len(s.MemoryIDs)*8)+len(s.PendingNotes)*48)
 	// The refs and ids in binary, before base64: on the stack unless large.
 	var scratch [1024]byte
 	buf = append(buf, `{"id":`...)
@@ -117,7 +125,7 @@ func (s *Session) EncodeReusing(buf []byte, st *StateText) ([]byte, error) {
 	}
 	if len(text) > 0 {
 		buf = append(buf, `,"summary_state":"`...)
-		buf = append(buf, text...)
+		buf = base64.StdEncoding.AppendEncode(buf, text)
 		buf = append(buf, '"')
 	}
 	if s.Tools != nil {
@@ -136,7 +144,8 @@ func (s *Session) EncodeReusing(buf []byte, st *StateText) ([]byte, error) {
 		buf = append(buf, `,"config":`...)
 		buf = append(buf, cfg...)
 	}
-	return append(buf, '}'), nil
+	buf = append(buf, '}')
+	return append(buf, tail...), nil
 }
 
 func appendInt(buf []byte, key string, v int64, omitZero bool) []byte {

@@ -27,7 +27,7 @@ import (
 // expands it, so the session in memory holds the backend's own bytes.
 // The offline summarizer's state is most of a packed session that
 // has one: its 13 KiB packs into ~6 KiB (BenchmarkPackedSessionHeap in
-// internal/processor). The processor packs with the state's stored text
+// internal/processor). The processor packs with the state's stored form
 // its checkpoints keep (PackReusing) and unpacks into a new one
 // (UnpackReusing), so that neither packing nor the checkpoint after a wake
 // compresses the state again: an unpack, a checkpoint and a pack of a
@@ -86,7 +86,7 @@ const (
 func (s *Session) Pack(buf []byte) ([]byte, error) { return s.PackReusing(buf, nil) }
 
 // PackReusing is Pack of a session whose checkpoints keep its state's
-// stored text in st (EncodeReusing): the packed state is that text's bytes,
+// stored form in st (EncodeReusing): the packed state is those bytes,
 // not compressed again. nil keeps nothing.
 func (s *Session) PackReusing(buf []byte, st *StateText) ([]byte, error) {
 	var cfg []byte
@@ -240,15 +240,13 @@ func (s *Session) PackReusing(buf []byte, st *StateText) ([]byte, error) {
 		}
 	}
 	if has(pSummaryState) {
-		sp := statePool.Get().(*[]byte)
-		var stored []byte
 		if st != nil {
-			stored = st.stored(sp, s.SummaryState)
+			buf = packBytes(buf, st.of(s.SummaryState))
 		} else {
-			stored = storedState(sp, s.SummaryState)
+			sp := statePool.Get().(*[]byte)
+			buf = packBytes(buf, storedState(sp, s.SummaryState))
+			statePool.Put(sp)
 		}
-		buf = packBytes(buf, stored)
-		statePool.Put(sp)
 	}
 	return buf, nil
 }
@@ -260,9 +258,9 @@ var errPacked = errors.New("corrupt packed session")
 func Unpack(id string, data []byte) (*Session, error) { return UnpackReusing(id, data, nil) }
 
 // UnpackReusing is Unpack that also leaves in st (when not nil) the
-// summarizer state's stored text, for the session's next checkpoint
-// (EncodeReusing): it is the packed bytes, so that checkpoint does not
-// compress the state again.
+// summarizer state's stored form, for the session's next checkpoint
+// (EncodeReusing): a copy of the packed bytes, so that checkpoint does
+// not compress the state again.
 func UnpackReusing(id string, data []byte, st *StateText) (*Session, error) {
 	s := &Session{ID: id}
 	d := unpacker{b: data}

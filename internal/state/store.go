@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,8 +118,18 @@ func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
 // refs of sealed chunks are not in it: Load reads them from their keys.
 func Decode(id string, data []byte) (*Session, error) {
 	s := New(id)
+	data, tail := splitTail(data)
 	if err := json.Unmarshal(data, s); err != nil {
 		return nil, err
+	}
+	if tail != nil {
+		if len(s.SummaryState) > 0 {
+			return nil, errors.New("summary_state: both in the JSON and after it")
+		}
+		if !bytes.HasPrefix(tail, stateMagic) {
+			return nil, fmt.Errorf("after the JSON: expected a compressed summary_state (%q), got %q", stateMagic, tail[:min(len(tail), len(stateMagic))])
+		}
+		s.SummaryState = tail
 	}
 	st, err := expandState(s.SummaryState)
 	if err != nil {
@@ -126,6 +137,17 @@ func Decode(id string, data []byte) (*Session, error) {
 	}
 	s.SummaryState = st
 	return s, nil
+}
+
+// splitTail splits a checkpoint into its JSON and what follows it, the
+// compressed summarizer state (Encode), at the first NUL byte: JSON text
+// never holds one (a string escapes it), and the state's mark starts
+// with one. No NUL: all JSON, tail nil.
+func splitTail(data []byte) (doc, tail []byte) {
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return data[:i], data[i:]
+	}
+	return data, nil
 }
 
 // Save writes the checkpoint with compare-and-set on rev (0 = must not

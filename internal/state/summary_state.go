@@ -2,7 +2,6 @@ package state
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"hash/maphash"
 	"sync"
@@ -16,21 +15,24 @@ import (
 // A backend's state (Session.SummaryState; the offline summarizer's
 // statements, periods and word counts, up to 16 KiB of JSON) is rewritten
 // with every checkpoint of its session (compressed once per state: the
-// processor keeps its stored text, StateText), and the KV stream's cost of a
+// processor keeps its stored form, StateText), and the KV stream's cost of a
 // write grows with its bytes: at 1,000 sessions a checkpoint carrying a
 // 13.5 KiB state cost ~150 µs of process CPU against ~40 µs without one,
 // most of it the server storing the value and reading the subject's last
 // one back for the compare-and-set. So Encode stores a state of
 // compressMin bytes or more s2-compressed (the offline state shrinks
 // ~1.8×; compressing costs ~20 µs, against ~70 µs saved a write), behind
-// stateMagic, and Decode expands it: in memory, to the summarizer, the
-// inspector and replay, SummaryState is always the backend's own bytes.
-// A state stored before this (or below compressMin) is its bytes as they
-// are.
+// stateMagic, right after the checkpoint's JSON rather than in it (base64
+// would add a third to its bytes), and Decode expands it: in memory, to
+// the summarizer, the inspector and replay, SummaryState is always the
+// backend's own bytes. A smaller state is its bytes in the JSON's
+// summary_state, in base64, as a state of any size was before.
 //
 // stateMagic starts with a NUL byte, which no backend's state has begun
-// with (the offline summarizer's is JSON); a state that does begin with
-// the magic is always stored compressed, so that it reads back as itself.
+// with (the offline summarizer's is JSON) and JSON text never holds, so
+// the first NUL of a checkpoint is where its JSON ends (splitTail); a
+// state that does begin with the magic is always stored compressed, so
+// that it reads back as itself.
 var stateMagic = []byte("\x00fs\x00")
 
 const (
@@ -43,79 +45,60 @@ const (
 	maxStateExpanded = 16 << 20
 )
 
-// statePool holds Encode's scratch for the compressed state.
+// statePool holds scratch for a compressed state (storedState).
 var statePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
-// StateText is a summarizer state as a checkpoint stores it (storedState,
-// in padded standard base64: what encoding/json decodes a []byte from),
+// StateText is a summarizer state as a checkpoint stores it (storedState),
 // kept for the next checkpoint of the same state (EncodeReusing). A state
 // changes only when a fold lands, while its session may be checkpointed
 // several times in between (every flush that covers new turns, the lease
 // of the next fold): compressing a 13 KiB offline state costs ~20 µs a
-// write. It holds the text's bytes (~8 KiB for that state)
-// while its session is live, on top of the state itself; the processor
-// drops it when it packs an idle session (idle.go: the packed form holds
-// the stored bytes it decodes from the text, PackReusing) and makes it
-// again from them when it unpacks the session (UnpackReusing). The zero
-// value holds nothing. It is not safe for concurrent use.
+// write. It holds the stored bytes (~6 KiB for that state) while its
+// session is live, on top of the state itself; the processor drops it when
+// it packs an idle session (idle.go: the packed form holds the same stored
+// bytes, PackReusing) and makes it again from them when it unpacks the
+// session (UnpackReusing). The zero value holds nothing. It is not safe
+// for concurrent use.
 type StateText struct {
 	// Of which state the text is: its bytes' address and length, and their
 	// hash, so that a state changed in place is not taken for the one
 	// encoded (the address is not kept as a pointer: it would keep a
 	// replaced state's bytes alive).
-	addr uintptr
-	n    int
-	sum  uint64
-	text []byte
+	addr   uintptr
+	n      int
+	sum    uint64
+	stored []byte
 }
 
 // stateSeed keys StateText's hashes (the process's own).
 var stateSeed = maphash.MakeSeed()
 
-// of returns raw's stored text, encoding it unless it is the one held.
-// The text is valid until the next call.
+// of returns raw's stored form (storedState), made unless it is the one
+// held. It is valid until the next call.
 func (t *StateText) of(raw []byte) []byte {
 	addr, sum := uintptr(unsafe.Pointer(unsafe.SliceData(raw))), maphash.Bytes(stateSeed, raw)
-	if t.text != nil && t.addr == addr && t.n == len(raw) && t.sum == sum {
-		return t.text
+	if t.stored != nil && t.addr == addr && t.n == len(raw) && t.sum == sum {
+		return t.stored
 	}
 	sp := statePool.Get().(*[]byte)
-	t.encode(storedState(sp, raw))
+	t.keep(storedState(sp, raw))
 	statePool.Put(sp)
 	t.addr, t.n, t.sum = addr, len(raw), sum
-	return t.text
+	return t.stored
 }
 
-// encode makes the text of stored.
-func (t *StateText) encode(stored []byte) {
-	n := base64.StdEncoding.EncodedLen(len(stored))
-	if cap(t.text) < n || cap(t.text) > 2*n {
-		t.text = make([]byte, n)
+// keep copies stored into t's own bytes.
+func (t *StateText) keep(stored []byte) {
+	if cap(t.stored) < len(stored) || cap(t.stored) > 2*len(stored) {
+		t.stored = make([]byte, 0, len(stored))
 	}
-	t.text = t.text[:n]
-	base64.StdEncoding.Encode(t.text, stored)
+	t.stored = append(t.stored[:0], stored...)
 }
 
 // set makes t the text of raw, whose stored form (storedState) is stored.
 func (t *StateText) set(raw, stored []byte) {
-	t.encode(stored)
+	t.keep(stored)
 	t.addr, t.n, t.sum = uintptr(unsafe.Pointer(unsafe.SliceData(raw))), len(raw), maphash.Bytes(stateSeed, raw)
-}
-
-// stored returns raw's stored form (storedState) from its text, encoding
-// it unless it is the one held; a stored form decoded from the text is
-// written in *scratch (grown if needed), valid until its next use.
-func (t *StateText) stored(scratch *[]byte, raw []byte) []byte {
-	text := t.of(raw)
-	n := base64.StdEncoding.DecodedLen(len(text))
-	if cap(*scratch) < n {
-		*scratch = make([]byte, 0, n)
-	}
-	n, err := base64.StdEncoding.Decode((*scratch)[:n], text)
-	if err != nil { // not from encode: cannot be
-		return storedState(scratch, raw)
-	}
-	return (*scratch)[:n]
 }
 
 // storedState is the state as Encode stores it: stateMagic and the s2

@@ -45,17 +45,20 @@ func TestSummaryStateStoredCompressed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var asStored struct {
-			State []byte `json:"summary_state"`
+		doc, tail := splitTail(data)
+		if !json.Valid(doc) {
+			t.Fatalf("%s: the checkpoint's JSON is not valid: %q", c.name, doc)
 		}
-		if err := json.Unmarshal(data, &asStored); err != nil {
-			t.Fatal(err)
-		}
-		if got := bytes.HasPrefix(asStored.State, stateMagic); got != c.compressed {
+		stored := storedStateOf(t, data)
+		if got := bytes.HasPrefix(stored, stateMagic); got != c.compressed {
 			t.Errorf("%s: stored compressed %v, want %v", c.name, got, c.compressed)
 		}
-		if c.compressed && len(asStored.State) >= len(c.state)*2/3 {
-			t.Errorf("%s: %d bytes stored for a %d-byte state", c.name, len(asStored.State), len(c.state))
+		// A compressed state follows the JSON as it is (not in base64).
+		if c.compressed != bytes.Equal(tail, stored) {
+			t.Errorf("%s: after the JSON %d bytes, want the compressed state (%v)", c.name, len(tail), c.compressed)
+		}
+		if c.compressed && len(data) >= len(doc)+len(c.state)*2/3 {
+			t.Errorf("%s: %d bytes stored for a %d-byte state", c.name, len(data)-len(doc), len(c.state))
 		}
 		got, err := Decode("s1", data)
 		if err != nil {
@@ -80,6 +83,62 @@ func TestSummaryStateOfAnOlderCheckpointLoads(t *testing.T) {
 	if !bytes.Equal(got.SummaryState, st) || got.Summary != "Alice talked." {
 		t.Fatalf("older checkpoint read as %q / %q", got.Summary, got.SummaryState)
 	}
+}
+
+// A checkpoint written while compressed states were kept in the JSON (in
+// base64, as encoding/json writes bytes) still loads with its state.
+func TestSummaryStateCompressedInTheJSONLoads(t *testing.T) {
+	st := offlineLikeState(40)
+	stored := append(bytes.Clone(stateMagic), s2.Encode(nil, st)...)
+	old := `{"id":"s1","summary":"Alice talked.","cursor":0,"total":0,"covered_through":-1,"last_seq":0,"summary_state":"` +
+		base64.StdEncoding.EncodeToString(stored) + `"}`
+	got, err := Decode("s1", []byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.SummaryState, st) || got.Summary != "Alice talked." {
+		t.Fatalf("older checkpoint read as %q / %q", got.Summary, got.SummaryState)
+	}
+}
+
+// What follows a checkpoint's JSON must be a compressed state, and a
+// checkpoint holds at most one state.
+func TestSummaryStateAfterTheJSONChecked(t *testing.T) {
+	s := New("s1")
+	s.SummaryState = offlineLikeState(30)
+	data, err := s.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, tail := splitTail(data)
+	both := append(append(bytes.Clone(doc[:len(doc)-1]), `,"summary_state":"e30="}`...), tail...)
+	for name, v := range map[string][]byte{
+		"not compressed": append(bytes.Clone(doc), 0, '{', '}'),
+		"mark cut":       append(bytes.Clone(doc), stateMagic[:2]...),
+		"two states":     both,
+		"NUL in JSON":    append(bytes.Clone(doc[:5]), append([]byte{0}, doc[5:]...)...),
+	} {
+		if _, err := Decode("s1", v); err == nil {
+			t.Errorf("%s: decoded without an error: %q", name, v)
+		}
+	}
+}
+
+// storedStateOf returns the state as the checkpoint data stores it: after
+// its JSON, or in it.
+func storedStateOf(t *testing.T, data []byte) []byte {
+	t.Helper()
+	doc, tail := splitTail(data)
+	if tail != nil {
+		return tail
+	}
+	var asStored struct {
+		State []byte `json:"summary_state"`
+	}
+	if err := json.Unmarshal(doc, &asStored); err != nil {
+		t.Fatal(err)
+	}
+	return asStored.State
 }
 
 // A state that itself begins with the mark of a compressed one is stored
@@ -109,19 +168,22 @@ func TestSummaryStateDamaged(t *testing.T) {
 	s := New("s1")
 	s.SummaryState = offlineLikeState(30)
 	data, _ := s.Encode(nil)
-	var asStored struct {
-		State []byte `json:"summary_state"`
-	}
-	_ = json.Unmarshal(data, &asStored)
-	damaged := bytes.Clone(asStored.State)
+	stored := storedStateOf(t, data)
+	damaged := bytes.Clone(stored)
 	damaged[len(damaged)-3] ^= 0xff
 	huge := append(bytes.Clone(stateMagic), 0xff, 0xff, 0xff, 0xff, 0x0f) // uvarint length ~4 GiB
-	for name, st := range map[string][]byte{"flipped": damaged, "truncated": asStored.State[:len(asStored.State)/2], "huge": huge} {
-		v := `{"id":"s1","cursor":0,"total":0,"covered_through":-1,"last_seq":0,"summary_state":"` + base64.StdEncoding.EncodeToString(st) + `"}`
-		if got, err := Decode("s1", []byte(v)); err == nil && bytes.Equal(got.SummaryState, s.SummaryState) {
-			t.Errorf("%s: a damaged state decoded as the original", name)
-		} else if err == nil && name != "flipped" {
-			t.Errorf("%s: decoded without an error", name)
+	const doc = `{"id":"s1","cursor":0,"total":0,"covered_through":-1,"last_seq":0}`
+	for name, st := range map[string][]byte{"flipped": damaged, "truncated": stored[:len(stored)/2], "huge": huge} {
+		// After the JSON, as Encode writes it, and in it, as it was
+		// written before.
+		after := append([]byte(doc), st...)
+		in := []byte(doc[:len(doc)-1] + `,"summary_state":"` + base64.StdEncoding.EncodeToString(st) + `"}`)
+		for _, v := range [][]byte{after, in} {
+			if got, err := Decode("s1", v); err == nil && bytes.Equal(got.SummaryState, s.SummaryState) {
+				t.Errorf("%s: a damaged state decoded as the original", name)
+			} else if err == nil && name != "flipped" {
+				t.Errorf("%s: decoded without an error", name)
+			}
 		}
 	}
 }

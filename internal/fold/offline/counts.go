@@ -10,16 +10,14 @@ import (
 
 const maxVocab = 256 // words kept after a prune
 
-// wordCounts counts how many statements said each word (stemmed) so far:
-// a word said again and again is a subject of the conversation, which
-// later questions ask about. Kept in the state as "term:count" pairs, a
-// term said once alone (state.Voc), in the order the words were first counted; past
-// 2×maxVocab words the least said are forgotten. A fold reads the pairs
-// and writes them back with its words counted: nothing is sorted but
-// when words are forgotten.
+// wordCounts counts how many statements said each word (stemmed) so far: a word said again and again is a
+// subject of the conversation, which later questions ask about. Kept in the state as "term:count" pairs, a term
+// said once alone (state.Voc), in the order the words were first counted; past 2×maxVocab words the least said
+// are forgotten. A fold reads the pairs and writes them back with its words counted: nothing is sorted but when
+// words are forgotten.
 //
-// Every word a fold handles, counted or not, has a number (id), so that
-// what a summary says or names is a set of numbers (termSet), not a map.
+// Every word a fold handles, counted or not, has a number (id), so that what a summary says or names is a set
+// of numbers (termSet), not a map.
 type wordCounts struct {
 	ids   map[string]int32 // the words of the fold, numbered as met
 	words []string         // by number
@@ -28,6 +26,7 @@ type wordCounts struct {
 	floor int
 	es    []countEntry // room for sorting
 	text  []byte       // room for String
+	all   []int32      // room for the statements' termIDs
 }
 
 // read sets v to the counts s holds, in the room v had.
@@ -80,8 +79,20 @@ func (v *wordCounts) release() *wordCounts {
 	if clear(v.ids); v.ids == nil {
 		v.ids = map[string]int32{}
 	}
-	v.words, v.n, v.size, v.floor = v.words[:0], v.n[:0], 0, 0
+	v.words, v.n, v.size, v.floor, v.all = v.words[:0], v.n[:0], 0, 0, v.all[:0]
 	return v
+}
+
+// termIDs are x's terms by their numbers, found once a fold (in v's room).
+func (v *wordCounts) termIDs(x *stmt) []int32 {
+	if x.ids == nil {
+		n := len(v.all)
+		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
+			v.all = append(v.all, v.id(t))
+		}
+		x.ids = v.all[n:len(v.all):len(v.all)]
+	}
+	return x.ids
 }
 
 // add counts the terms of ss (a statement repeated in ss once).
@@ -90,8 +101,7 @@ func (v *wordCounts) add(ss []stmt) {
 		if x.K == kTool || slices.ContainsFunc(ss[:i], func(y stmt) bool { return y.K != kTool && y.Terms == x.Terms }) {
 			continue // a line said again is not a subject said again
 		}
-		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
-			id := v.id(t)
+		for _, id := range v.termIDs(&ss[i]) {
 			if v.n[id] < 0 {
 				v.n[id] = v.floor / 2 // a new word starts at half the floor
 				v.size++

@@ -45,10 +45,10 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
 		lastQ, lastQSp = -2, st.Open[n-1].Sp // -2: the state's last statement
 	}
-	names := slices.Clone(st.Names)
-	for _, t := range req.Turns {
-		if n := displayName(t); !slices.Contains(names, n) && len(names) < 64 {
-			names = append(names, n)
+	names, sps := slices.Clone(st.Names), make([]string, len(req.Turns)) // (sps: each turn's speaker, named once)
+	for i, t := range req.Turns {
+		if sps[i] = displayName(t); !slices.Contains(names, sps[i]) && len(names) < 64 {
+			names = append(names, sps[i])
 		}
 	}
 	// A proposal ("Alice suggested …") records who agreed with it in the
@@ -66,7 +66,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kTool && strings.HasSuffix(st.Open[n-1].Text, ").") {
 		call = &st.Open[n-1] // its result comes in this batch
 	}
-	for _, t := range req.Turns {
+	for ti, t := range req.Turns {
 		if isToolTurn(t) {
 			b.hadTurns = true
 			b.allFiller = false
@@ -78,7 +78,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 			continue
 		}
 		b.hadTurns = true
-		sp := displayName(t)
+		sp := sps[ti]
 		text := cleanSpeech(sanitize(t.Text, maxTurnRunes))
 		if !slices.Contains(b.speakers, sp) && strings.TrimSpace(text) != "" {
 			b.speakers = append(b.speakers, sp)
@@ -230,25 +230,19 @@ func hasPrefixFold(s, prefix string) bool {
 // the statements around it talk about: a word said in several of them is
 // a subject of the conversation, which later questions ask about.
 func (sc *scratch) salient(ss []stmt, voc *wordCounts) {
-	tf, ids := sc.tf[:0], sc.ids[:0] // by word; the words of ss in turn
-	for _, x := range ss {
-		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
-			id := voc.id(t)
-			for int(id) >= len(tf) {
-				tf = append(tf, 0)
-			}
-			tf[id]++
-			ids = append(ids, id)
-		}
-	}
-	k := 0
+	tf := sc.tf[:0] // by word
 	for i := range ss {
-		for t, wi := nextField(ss[i].Terms, 0); t != ""; t, wi = nextField(ss[i].Terms, wi) {
-			ss[i].W += salience * float64(min(tf[ids[k]]-1, 3))
-			k++
+		for _, id := range voc.termIDs(&ss[i]) {
+			tf = append(tf, make([]int32, max(0, int(id)+1-len(tf)))...) // (no room made: append's own)
+			tf[id]++
 		}
 	}
-	sc.tf, sc.ids = tf, ids
+	for i := range ss {
+		for _, id := range ss[i].ids {
+			ss[i].W += salience * float64(min(tf[id]-1, 3))
+		}
+	}
+	sc.tf = tf
 }
 
 // salience is the weight of a word said in another statement too.
@@ -268,20 +262,23 @@ var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's",
 	"going to", "i'll", "i will", "booked", "suggest", "will ", "deadline", "must", "need to", "don't", "never", "always", "only")
 
 // keywords finds any of a set of lower-case keywords in a text in one
-// pass over it (a strings.Contains per keyword is a pass each).
+// pass over it (a strings.Contains per keyword is a pass each), skipping
+// ahead while a window of m bytes cannot hold a keyword's start (Wu-Manber).
 type keywords struct {
-	byFirst [256][]string // the keywords by their first byte
-	// for a first byte in either case, bit (c|0x20)&63 set for each
-	// second byte c of its keywords (c|0x20: either case of a letter)
-	second [256]uint64
+	byFirst [256][]string  // the keywords by their first byte
+	m       int            // the shortest keyword's length (two bytes or more)
+	near    [1 << 12]uint8 // by the pair of bytes ending a window of m bytes: m-1 less how far it can move on
 }
 
+func pair(a, b byte) int { return int((a|0x20)&63)<<6 | int((b|0x20)&63) } // (either case of a letter alike)
+
 func newKeywords(ws ...string) *keywords {
-	k := &keywords{}
+	k := &keywords{m: len(slices.MinFunc(ws, func(a, b string) int { return len(a) - len(b) }))}
 	for _, w := range ws {
 		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
-		k.second[w[0]] |= 1 << ((w[1] | 0x20) & 63) // (every keyword has two bytes or more)
-		k.second[strings.ToUpper(w[:1])[0]] |= 1 << ((w[1] | 0x20) & 63)
+		for j := 1; j < k.m; j++ {
+			k.near[pair(w[j-1], w[j])] = max(k.near[pair(w[j-1], w[j])], uint8(j))
+		}
 	}
 	return k
 }
@@ -289,13 +286,14 @@ func newKeywords(ws ...string) *keywords {
 // in reports whether s contains one of the keywords, ignoring the case of
 // ASCII letters (the keywords are ASCII).
 func (k *keywords) in(s string) bool {
-	for i := 0; i+1 < len(s); i++ {
-		if k.second[s[i]]&(1<<((s[i+1]|0x20)&63)) == 0 {
+	for p := k.m - 1; p < len(s) && p > 0; p++ { // (p: the end of a window where a keyword may start)
+		if d := k.m - 1 - int(k.near[pair(s[p-1], s[p])]); d > 0 {
+			p += d - 1
 			continue
 		}
-		c := lowerASCII(s[i])
+		i := p - k.m + 1
 	next:
-		for _, w := range k.byFirst[c] {
+		for _, w := range k.byFirst[lowerASCII(s[i])] {
 			if len(s)-i < len(w) {
 				continue
 			}
@@ -980,7 +978,7 @@ func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 				p.Text = x.Sp + " ran " + tool + " (" + strings.Join(shown, ", ") + more + "): ok."
 				p.Key = "tools " + tool + " " + strings.Join(args, "|")
 				p.At, p.Batch, p.W = x.At, x.Batch || p.Batch, max(p.W, x.W)
-				p.Terms = lx.termString(tool + " " + strings.Join(shown, " "))
+				p.Terms, p.ids = lx.termString(tool+" "+strings.Join(shown, " ")), nil
 				continue
 			}
 		}

@@ -150,7 +150,6 @@ type scratch struct {
 	tf           []int32  // how many of a batch's statements say each word (by its number)
 	voc          wordCounts
 	cands        []cand
-	ids          []int32   // the candidates' words
 	worth, bound []float64 // what each of those is worth, in one pick; each candidate at most
 	said, named  termSet
 	phrases      []phrase

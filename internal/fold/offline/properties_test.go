@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -365,6 +367,51 @@ func TestQuestionAnsweredInNextFold(t *testing.T) {
 		}
 		if got := strings.Contains(r2.Summary, "when do we leave"); got != c.open {
 			t.Errorf("after %q: question kept = %v, want %v: %q", c.next, got, c.open, r2.Summary)
+		}
+	}
+}
+
+// TestKeywordsFindWhatContainsFinds: keywords.in, which skips ahead over
+// text that cannot hold a keyword, finds one exactly when a search for each
+// keyword in the lower-cased text does, in texts strewn with the keywords
+// in either case.
+func TestKeywordsFindWhatContainsFinds(t *testing.T) {
+	sets := [][]string{{"decided", "agree", "let's", "we will", "plan", "i'll", "will ", "only"}, {"will", "can", "'ll", "may"},
+		{"tructio", "prompt", "age"}, {"ab", "b@"}, factWordList}
+	const bytes = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ '@`.,!1"
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, ws := range sets {
+		k := newKeywords(ws...)
+		for range 20000 {
+			b := make([]byte, r.IntN(30))
+			for i := range b {
+				b[i] = bytes[r.IntN(len(bytes))]
+				if w := ws[r.IntN(len(ws))]; r.IntN(3) == 0 && i+len(w) <= len(b) {
+					copy(b[i:], w)
+					if r.IntN(2) == 0 {
+						copy(b[i:], strings.ToUpper(w))
+					}
+				}
+			}
+			want := slices.ContainsFunc(ws, func(w string) bool { return strings.Contains(strings.ToLower(string(b)), w) })
+			if got := k.in(string(b)); got != want {
+				t.Fatalf("keywords %q in %q: %v, want %v", ws, b, got, want)
+			}
+		}
+	}
+}
+
+// TestLexiconGivesEachWordItsLexeme: a lexicon answers every word with the
+// word's own lexeme, however often words that share a slot of near (the same
+// length, first, middle and last bytes) take turns.
+func TestLexiconGivesEachWordItsLexeme(t *testing.T) {
+	words := []string{"team", "tram", "teem", "planning", "plunging", "plan", "'s", "a", "é", "éé", "tokyo", "toyko", "running", "rowing"}
+	r := rand.New(rand.NewPCG(3, 4))
+	var lx lexicon
+	for range 20000 {
+		w := words[r.IntN(len(words))]
+		if got, want := lx.get(w), newLexeme(w); got != want {
+			t.Fatalf("%q: %+v, want %+v", w, got, want)
 		}
 	}
 }

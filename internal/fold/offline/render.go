@@ -112,7 +112,7 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 			covered.add(voc.id(w))
 		}
 	}
-	sc.ids, sc.named = sc.ids[:0], covered
+	sc.named = covered
 	cands := sc.cands[:0]
 	for i := range ss {
 		cands = append(cands, sc.newCand(&ss[i], 0, 1))
@@ -192,11 +192,9 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if x.K == kTool {
 			continue
 		}
-		seen := sc.seen[:0] // the keys of the statement's phrases
-		for e := range strings.SplitSeq(x.Ph, ";") {
-			if x.Ph == "" {
-				break
-			}
+		seen := sc.seen[:0]                                // the keys of the statement's phrases
+		for rest, e, more := x.Ph, "", x.Ph != ""; more; { // (strings.SplitSeq, without a call a phrase)
+			e, rest, more = strings.Cut(rest, ";")
 			text, key, _ := strings.Cut(e, "=")
 			if slices.Contains(seen, key) {
 				continue
@@ -478,7 +476,6 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		headers[first] = ""
 	}
 	voc, sc := st.counts(), st.sc
-	sc.ids = sc.ids[:0]
 	cands := sc.cands[:0]
 	add := func(x *stmt, pi int, rec float64) {
 		if x.K == kQuestion && x.Batch {
@@ -656,11 +653,7 @@ type cand struct {
 }
 
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
-	n := len(sc.ids)
-	for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
-		sc.ids = append(sc.ids, sc.voc.id(t))
-	}
-	terms := sc.ids[n:len(sc.ids):len(sc.ids)]
+	terms := sc.voc.termIDs(x)
 	return cand{x: x, period: period, terms: terms, rec: rec, size: runeLen(x.Text) + 1, extra: worthBeyondWords(x, len(terms))}
 }
 

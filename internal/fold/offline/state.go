@@ -98,8 +98,9 @@ type stmt struct {
 	// (the key: the phrase's words stemmed), found once when it is read.
 	Ph string `json:"ph,omitempty"`
 	// Batch is set on the statements of the fold that wrote the state.
-	Batch bool   `json:"batch,omitempty"`
-	Own   string `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
+	Batch bool    `json:"batch,omitempty"`
+	Own   string  `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
+	ids   []int32 // Terms by their numbers in this fold, once found (wordCounts.termIDs)
 }
 
 // fact is a memory returned earlier; its ID is the hash of its speaker

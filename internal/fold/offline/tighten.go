@@ -12,14 +12,12 @@ import (
 const maxSentRunes = 200
 const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what ends a word before a break (oneOf)
 
-// tighten removes from a spoken sentence what a person writing it down
-// leaves out: false starts that the next word completes ("th the", "crite
-// cr criteria"), a phrase said twice in a row ("for the for the"), and
-// talk that carries nothing ("you know", "I mean", "kind of" where it
-// hedges, "really" inside a sentence); a run-on sentence ends at the last clause boundary within
-// maxSentRunes; a run of one word is said three times at most ("blah blah
-// blah blah"), so a turn of one repeated word costs nothing. What it
-// leaves is the speaker's words, in order, and their fields (in fs's room; none if unknown).
+// tighten removes from a spoken sentence what a person writing it down leaves out: false starts that the next
+// word completes ("th the", "crite cr criteria"), a phrase said twice in a row ("for the for the") or started
+// again, and talk that carries nothing ("you know", "I mean", "kind of" where it hedges, "really" inside a
+// sentence); a run-on sentence ends at the last clause boundary within maxSentRunes; a run of one word is said
+// three times at most ("blah blah blah blah"), so a turn of one repeated word costs nothing. What it leaves is
+// the speaker's words, in order, and their fields (in fs's room; none if unknown).
 func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	var arr [64]string
 	ws, prev, run, changed := arr[:0], "", 0, false
@@ -110,12 +108,10 @@ var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever",
 // kind of button"), not a hedge.
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
 
-// repeated drops from the end of out the first of a phrase of one to three
-// words said twice in a row ("for the for the"), or an attempt broken off
-// and started again with the same two or three words ("I would mov I would
-// then" → "I would then"): one word between that is not a common one ("it
-// is what it is" stays) or two, none of those or the attempt's punctuated,
-// a conjunction or a number.
+// repeated drops from the end of out the first of a phrase of one to three words said twice in a row ("for the
+// for the"), or an attempt broken off and started again with the same two or three words ("I would mov I would
+// then" → "I would then"): one word between that is not a common one ("it is what it is" stays) or two, none of
+// those or the attempt's punctuated, a conjunction or a number.
 func repeated(out []string) []string {
 	last := len(out) - 1
 	for k, c := 1, lowerASCII(out[last][0]); k <= min(5, last); k++ { // the last word said k words before
