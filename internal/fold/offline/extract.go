@@ -413,6 +413,8 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		case len(lc) == 1 && lc != "a" && lc != "i" && lc == c && !unicode.IsDigit(rune(lc[0])) && i+1 < len(fs),
 			strings.HasSuffix(f, "-") && len(f) > 1:
 			continue // a cut word: "I s", "m or", "we-"
+		case len(c) >= 2 && len(c) <= 3 && i > 0 && i+1 < len(fs) && c != "vs" && strings.Trim(c, "bcdfghjklmnpqrstvwxz") == "" && !hasDigit(fs[i-1]):
+			continue // a cut word without a vowel: "also th also", "tr gonna"
 		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
 		}

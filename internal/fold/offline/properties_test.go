@@ -415,3 +415,24 @@ func TestLexiconGivesEachWordItsLexeme(t *testing.T) {
 		}
 	}
 }
+
+// Speech loses what a person writing it down leaves out: intensifiers
+// inside a sentence (not after a negation), an attempt broken off and
+// started again, a cut word without a vowel; a repetition that means
+// something stays. An opinion that must be quoted is reported as one.
+func TestSpeechTightened(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{"Bob: the rubber case is really cheap to make", "Bob said the rubber case is cheap to make."},
+		{"Bob: the rubber case is not really cheap to make", "Bob said the rubber case is not really cheap to make."},
+		{"Bob: the remote looks pretty but it feels strong", "Bob said the remote looks pretty but it feels strong."},
+		{"Bob: I would mov I would then shift the focus to Switchboard", "Bob would then shift the focus to Switchboard."},
+		{"Bob: the scroll button was also th already mentioned", "Bob said the scroll button was also already mentioned."},
+		{"Bob: a lot of people and a lot of money went into the launch", "Bob said a lot of people and a lot of money went into the launch."},
+		{"Bob: the budget is what it is for the launch", "Bob said the budget is what it is for the launch."},
+		{"Bob: I think you should put more time in the design", `Bob thought, "You should put more time in the design."`},
+	} {
+		if got := summarize(t, fold.Request{Turns: turns("Alice: hi", c.line)}); !strings.Contains(got, c.want) {
+			t.Errorf("%q:\ngot  %q\nwant %q", c.line, got, c.want)
+		}
+	}
+}

@@ -517,14 +517,11 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	return strings.Join(st.compose(lead, headers, cands, budget-used), " ")
 }
 
-// compose lays out the summary's sentences: the opening, each period's
-// line with its statements taken, then the current statements taken. Two
-// statements in a row that one speaker said become one sentence ("Bob
-// said the venue is booked, and the caterer wants a deposit."). A
-// speaker reported just before "also said"
-// (asked, thought, suggested) while room lasts: the runes left by the
-// statements taken (room: what the lines of the lead and the periods
-// left).
+// compose lays out the summary's sentences: the opening, each period's line with its statements taken, then
+// the current statements taken. Two statements in a row that one speaker said become one sentence ("Bob said
+// the venue is booked, and the caterer wants a deposit."). A speaker reported just before "also said" (asked,
+// thought, suggested) while room lasts: the runes left by the statements taken (room: what the lines of the
+// lead and the periods left).
 func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string) {
 	if lead != "" {
 		lines = append(lines, lead)
