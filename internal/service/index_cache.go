@@ -254,7 +254,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		}
 		e.r = rp
 	} else {
-		n, err := s.catchUpWarmFrom(ctx, e.r, next)
+		n, err := s.catchUpWarm(ctx, e.r, next)
 		if err != nil {
 			// The replay is half applied: never answer from it, nor keep it.
 			e.r = nil
@@ -345,14 +345,9 @@ func (s *server) prefetchEvent(ctx context.Context, session string, from uint64)
 // catchUpWarm applies the session's events stored after the replay's
 // position and returns how many it read: up to warmGets with direct gets
 // ("the next message at or after rp.next on the session's subjects"),
-// the rest through a consumer.
-func (s *server) catchUpWarm(ctx context.Context, rp *replay) (int, error) {
-	return s.catchUpWarmFrom(ctx, rp, nil)
-}
-
-// catchUpWarmFrom is catchUpWarm with its first get, if prefetched from
-// the replay's position, already under way.
-func (s *server) catchUpWarmFrom(ctx context.Context, rp *replay, next *nextEvent) (int, error) {
+// the rest through a consumer. next, if not nil and from the replay's
+// position, is its first get, already under way (prefetchEvent).
+func (s *server) catchUpWarm(ctx context.Context, rp *replay, next *nextEvent) (int, error) {
 	read := rp.read
 	evs := broker.NewSessionEvents(s.in, s.subj, rp.session, rp.next)
 	if next != nil && next.from == rp.next {

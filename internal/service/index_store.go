@@ -528,7 +528,7 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 	}
 	rp.firstSeq = info.State.FirstSeq
 	stored := rp.read
-	if _, err := s.catchUpWarmFrom(ctx, rp, next); err != nil {
+	if _, err := s.catchUpWarm(ctx, rp, next); err != nil {
 		return nil, err
 	}
 	e.storedRead = stored
