@@ -12,12 +12,10 @@ import (
 	"github.com/kljensen/snowball/english"
 )
 
-// cleanSpeech removes what a speech transcript carries besides the words
-// said: annotation tokens of transcription tools ("{disfmarker}",
-// "[laughter]", "<noise>": a bracketed run of letters, digits and '_' or
-// '-', alone between spaces) and the spaces that tokenizers put before
-// punctuation and contractions ("we 're on , so" → "we're on, so"). Text
-// without either comes back unchanged (and unallocated). Tool turns are not
+// cleanSpeech removes what a speech transcript carries besides the words said: annotation tokens of
+// transcription tools ("{disfmarker}", "[laughter]", "<noise>": a bracketed run of letters, digits and '_' or
+// '-', alone between spaces) and the spaces that tokenizers put before punctuation and contractions ("we 're on
+// , so" → "we're on, so"). Text without either comes back unchanged (and unallocated). Tool turns are not
 // cleaned: brackets and spacing are data there.
 func cleanSpeech(s string) string {
 	if !needsClean(s) {
@@ -326,8 +324,17 @@ func (x lexeme) is(f wordFlags) bool { return x.flags&f != 0 }
 // stemmer costs about a microsecond a word, more than reading the rest of
 // a sentence, and the words people use are few. Each scratch holds one
 // (a lexeme depends on the word alone); past maxWords words it starts
-// over. A nil lexicon works out every word afresh.
-type lexicon struct{ m map[string]lexeme }
+// over. A nil lexicon works out every word afresh. Most lookups end in near,
+// the word last looked up at its slot (by its length and three of its bytes).
+type lexicon struct {
+	m    map[string]*known
+	near [1024]*known
+}
+
+type known struct {
+	w string
+	x lexeme
+}
 
 const maxWords = 1 << 16
 
@@ -335,19 +342,22 @@ func (l *lexicon) get(w string) lexeme { return l.getBytes([]byte(w)) }
 
 // getBytes is get(string(w)), without the string when w is known.
 func (l *lexicon) getBytes(w []byte) lexeme {
-	if l == nil {
+	if l == nil || len(w) == 0 {
 		return newLexeme(string(w))
 	}
-	if x, ok := l.m[string(w)]; ok {
-		return x
+	h := int((uint32(w[0]) | uint32(w[len(w)/2])<<8 | uint32(w[len(w)-1])<<16 | uint32(len(w))<<24) * 0x9e3779b1 >> 22)
+	if k := l.near[h]; k != nil && k.w == string(w) {
+		return k.x
 	}
-	c := string(w)
-	x := newLexeme(c)
-	if l.m == nil || len(l.m) >= maxWords {
-		l.m = make(map[string]lexeme, 1024)
+	k := l.m[string(w)]
+	if k == nil {
+		if k = (&known{string(w), newLexeme(string(w))}); l.m == nil || len(l.m) >= maxWords {
+			l.m = make(map[string]*known, 1024)
+		}
+		l.m[k.w] = k
 	}
-	l.m[c] = x
-	return x
+	l.near[h] = k
+	return k.x
 }
 
 func newLexeme(w string) lexeme {

@@ -12,13 +12,11 @@ import (
 	"github.com/foldstream/foldstream/internal/events"
 )
 
-// The state's JSON is written and read here without reflection: every
-// fold reads and writes the whole state, and encoding/json spent more on
-// it than the fold spends reading its turns. The bytes are those
-// encoding/json writes for the state's struct tags (the codec test checks
-// it), so that replay and the inspector show the state as JSON; strings
-// are quoted by the outbound events' writer, so the two cannot drift.
-// One walk over the fields (fields methods) both writes and reads them.
+// The state's JSON is written and read here without reflection: every fold reads and writes the whole state,
+// and encoding/json spent more on it than the fold spends reading its turns. The bytes are those encoding/json
+// writes for the state's struct tags (the codec test checks it), so that replay and the inspector show the
+// state as JSON; strings are quoted by the outbound events' writer, so the two cannot drift. One walk over the
+// fields (fields methods) both writes and reads them.
 
 // codec walks a state's fields in the order encoding/json writes them,
 // writing each to w or, with r set, reading the value of the key met.

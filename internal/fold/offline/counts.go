@@ -10,16 +10,14 @@ import (
 
 const maxVocab = 256 // words kept after a prune
 
-// wordCounts counts how many statements said each word (stemmed) so far:
-// a word said again and again is a subject of the conversation, which
-// later questions ask about. Kept in the state as "term:count" pairs, a
-// term said once alone (state.Voc), in the order the words were first counted; past
-// 2×maxVocab words the least said are forgotten. A fold reads the pairs
-// and writes them back with its words counted: nothing is sorted but
-// when words are forgotten.
+// wordCounts counts how many statements said each word (stemmed) so far: a word said again and again is a
+// subject of the conversation, which later questions ask about. Kept in the state as "term:count" pairs, a term
+// said once alone (state.Voc), in the order the words were first counted; past 2×maxVocab words the least said
+// are forgotten. A fold reads the pairs and writes them back with its words counted: nothing is sorted but when
+// words are forgotten.
 //
-// Every word a fold handles, counted or not, has a number (id), so that
-// what a summary says or names is a set of numbers (termSet), not a map.
+// Every word a fold handles, counted or not, has a number (id), so that what a summary says or names is a set
+// of numbers (termSet), not a map.
 type wordCounts struct {
 	ids   map[string]int32 // the words of the fold, numbered as met
 	words []string         // by number

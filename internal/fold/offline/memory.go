@@ -8,15 +8,12 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 )
 
-// memories are the batch's statements that hold a durable fact: what
-// someone said about themselves (likes, plans, where they live or work,
-// what they did or own), and statements with numbers, dates or decisions,
-// each in its speaker's own words with relative dates resolved (a
-// memory's line names its speaker: "Lena: I live in Berlin."). A fact
-// returned before (the same text) is not returned again; one that changes
-// what a speaker likes, did, plans, owns or where they live or work
-// (person.go), or the numbers of an earlier fact about the same thing,
-// supersedes it.
+// memories are the batch's statements that hold a durable fact: what someone said about themselves (likes,
+// plans, where they live or work, what they did or own), and statements with numbers, dates or decisions, each
+// in its speaker's own words with relative dates resolved (a memory's line names its speaker: "Lena: I live in
+// Berlin."). A fact returned before (the same text) is not returned again; one that changes what a speaker
+// likes, did, plans, owns or where they live or work (person.go), or the numbers of an earlier fact about the
+// same thing, supersedes it.
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc := st.scratch()
 	cands := sc.sents[:0] // (the turns' sentences are read)

@@ -400,3 +400,18 @@ func TestKeywordsFindWhatContainsFinds(t *testing.T) {
 		}
 	}
 }
+
+// TestLexiconGivesEachWordItsLexeme: a lexicon answers every word with the
+// word's own lexeme, however often words that share a slot of near (the same
+// length, first, middle and last bytes) take turns.
+func TestLexiconGivesEachWordItsLexeme(t *testing.T) {
+	words := []string{"team", "tram", "teem", "planning", "plunging", "plan", "'s", "a", "é", "éé", "tokyo", "toyko", "running", "rowing"}
+	r := rand.New(rand.NewPCG(3, 4))
+	var lx lexicon
+	for range 20000 {
+		w := words[r.IntN(len(words))]
+		if got, want := lx.get(w), newLexeme(w); got != want {
+			t.Fatalf("%q: %+v, want %+v", w, got, want)
+		}
+	}
+}
