@@ -67,6 +67,9 @@ type cacheEntry struct {
 	storedChunks int
 	queued       atomic.Bool
 	writing      sync.Mutex
+	// mems is the first get of r's memories, under way since r was
+	// loaded (restored), for the request to finish; guarded by mu.
+	mems *nextMemory
 }
 
 // warmGets is how many events a warm catch-up reads with direct gets
@@ -209,7 +212,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		if err != nil {
 			return nil, err
 		}
-		s.memoriesOf(ctx, rp)
+		s.memoriesOf(ctx, rp, nil)
 		s.vectorsOf(ctx, rp)
 		return &indexHandle{r: rp}, nil
 	}
@@ -218,10 +221,13 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 	var (
 		first uint64
 		next  *nextEvent
+		mems  *nextMemory
 	)
 	if e.r != nil {
-		// The catch-up's first get and the stream's info, at once.
+		// The catch-up's first get, the memories' and the stream's info,
+		// at once.
 		next = s.prefetchEvent(ctx, session, e.r.next)
+		mems = s.prefetchMemory(ctx, session, e.r.memNext)
 		info, err := s.in.Info(ctx)
 		if err != nil {
 			e.mu.Unlock()
@@ -253,6 +259,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 			return nil, err
 		}
 		e.r = rp
+		mems = e.takeMems()
 	} else {
 		n, err := s.catchUpWarm(ctx, e.r, next)
 		if err != nil {
@@ -265,7 +272,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		c.m.caughtUp.Add(float64(n))
 		e.r.firstSeq = first
 	}
-	s.memoriesOf(ctx, e.r)
+	s.memoriesOf(ctx, e.r, mems)
 	s.vectorsOf(ctx, e.r)
 	c.account(e, e.r.bytes())
 	s.persistLater(e)
@@ -309,10 +316,19 @@ func (s *server) vectorsOf(ctx context.Context, rp *replay) {
 	}
 }
 
-// memoriesOf brings the replay's memories up to date; a failure only
-// leaves the newest out, with a warning.
-func (s *server) memoriesOf(ctx context.Context, rp *replay) {
-	if err := s.catchUpMemories(ctx, rp); err != nil {
+// takeMems returns the memories' first get started when e's replay was
+// loaded, if any, and forgets it. Must be called with e.mu held.
+func (e *cacheEntry) takeMems() *nextMemory {
+	m := e.mems
+	e.mems = nil
+	return m
+}
+
+// memoriesOf brings the replay's memories up to date (first, if not nil,
+// is the first get, already under way); a failure only leaves the newest
+// out, with a warning.
+func (s *server) memoriesOf(ctx context.Context, rp *replay, first *nextMemory) {
+	if err := s.catchUpMemories(ctx, rp, first); err != nil {
 		s.memoryFailures.Inc()
 		s.log.Warn().Str("event", "recall_memories_failed").Str("session", rp.session).Err(err).
 			Msg("memories not read; the context is packed without the newest")

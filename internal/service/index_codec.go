@@ -362,13 +362,19 @@ func decodeReplayOwned(body []byte, held int, an *analyzer, adm state.Admission,
 	return decodeReplayIn(body, max(held, len(body)), an, adm, session)
 }
 
-// replayNext is the stream sequence an encoded replay (what indexHeader
-// left of it) reads next, read without decoding the rest.
-func replayNext(body []byte) (uint64, bool) {
+// replayNext is the inbound stream sequence an encoded replay (what
+// indexHeader left of it) reads next, and the outbound one its memories
+// do, read without decoding the rest.
+func replayNext(body []byte) (next, memNext uint64, ok bool) {
 	r := indexReader{b: body}
 	r.uv() // from
-	next := r.uv()
-	return next, r.err == nil
+	next = r.uv()
+	r.uv() // lastReset
+	r.time()
+	r.int() // applied
+	r.int() // read
+	memNext = r.uv()
+	return next, memNext, r.err == nil
 }
 
 // decodeReplayIn decodes body; held > 0: body is the base's (see

@@ -506,9 +506,11 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 	}
 	// The catch-up's first get (the events stored after the entry) while
 	// the entry is decoded.
+	// (and the memories' first, which the caller reads: e.mems).
 	var next *nextEvent
-	if at, ok := replayNext(body); ok {
+	if at, memAt, ok := replayNext(body); ok {
 		next = s.prefetchEvent(ctx, e.session, at)
+		e.mems = s.prefetchMemory(ctx, e.session, memAt)
 	}
 	var rp *replay
 	if found.held > 0 {
@@ -728,7 +730,7 @@ func (s *server) preload(ctx context.Context) {
 			cancel()
 			continue
 		}
-		s.memoriesOf(rctx, rp)
+		s.memoriesOf(rctx, rp, e.takeMems())
 		cancel()
 		c.account(e, rp.bytes())
 		e.mu.Unlock()
