@@ -589,13 +589,10 @@ func report(sp, sent string, ws []string, question, user bool, names []string) (
 		}
 		return lowerFirst(sp+" "+verb+" ", backshift(group(sent, ws))), false
 	}
-	if verb == "thought" {
-		sent = lowerFirst("I think ", sent)
-	}
 	if strings.Contains(sent, "\"") {
-		return sp + " said: " + sent, first > 0
+		return sp + " " + verb + ": " + sent, first > 0
 	}
-	return sp + " said, \"" + upperFirst(sent) + "\"", first > 0
+	return sp + " " + verb + ", \"" + upperFirst(sent) + "\"", first > 0 // (an opinion: "Bob thought, "You …"")
 }
 
 func hasPrefixBytes(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
@@ -650,8 +647,7 @@ func thirdPerson(sp string, ws []string) (string, bool) {
 		if len(ws) < 3 {
 			return "", false
 		}
-		i := 1
-		adv := ""
+		i, adv := 1, ""
 		if adverbs[strings.ToLower(ws[1])] {
 			adv, i = ws[1]+" ", 2
 		}

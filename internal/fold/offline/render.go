@@ -14,7 +14,8 @@ import (
 
 const (
 	periodChars    = 400 // one closed period per this many characters of budget
-	maxTopics      = 4   // topic phrases of a period line
+	maxTopics      = 6   // topic phrases a period keeps
+	shownTopics    = 4   // of which its line names at most
 	maxTopicPhrase = 3   // words of one topic phrase
 )
 
@@ -325,14 +326,11 @@ var determiners = toSet([]string{"the", "a", "an", "this", "that", "these", "tho
 
 // statementBody is a statement's text without its attribution.
 func statementBody(x stmt) string {
-	t := x.Text
-	if x.Sp != "" && strings.HasPrefix(t, x.Sp) {
-		t = t[len(x.Sp):]
-		if _, rest, ok := strings.Cut(t, " "); ok {
-			t = rest
-		}
+	if t, ok := strings.CutPrefix(x.Text, x.Sp); ok && x.Sp != "" {
+		_, rest, _ := strings.Cut(t, " ")
+		return rest
 	}
-	return t
+	return x.Text
 }
 
 // phrases are the runs of content words of s, encoded for stmt.Ph.
@@ -458,8 +456,16 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	multiDay := st.multiDay()
 	headers := make([]string, len(st.Periods))
+	named := strings.ToLower(lead)
 	for i, p := range st.Periods {
+		// a topic the opening or an earlier line names already is not named
+		// again (unless it is all the line is about)
+		if ts := slices.DeleteFunc(slices.Clone(p.Topics), func(t string) bool { return strings.Contains(named, strings.ToLower(t)) }); len(ts) > 0 {
+			p.Topics = ts
+		}
+		p.Topics = p.Topics[:min(len(p.Topics), shownTopics)]
 		headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3)
+		named += strings.ToLower(headers[i])
 	}
 	used := runeLen(lead)
 	for _, h := range headers {
@@ -508,28 +514,18 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	sc.named = covered
 	sc.pickCovering(cands, covered, budget-used, len(cands))
-	lines, merged := st.compose(lead, headers, cands, budget-used)
-	out := strings.Join(lines, " ")
-	if size := runeLen(out); merged && budget-size >= 40 {
-		// what merging statements saved takes more of them (unless one
-		// falls between two merged and the whole no longer fits)
-		sc.pickCovering(cands, covered, budget-size, len(cands))
-		if more, _ := st.compose(lead, headers, cands, budget-used); runeLen(strings.Join(more, " ")) <= budget {
-			out = strings.Join(more, " ")
-		}
-	}
-	return out
+	return strings.Join(st.compose(lead, headers, cands, budget-used), " ")
 }
 
 // compose lays out the summary's sentences: the opening, each period's
 // line with its statements taken, then the current statements taken. Two
 // statements in a row that one speaker said become one sentence ("Bob
-// said the venue is booked, and the caterer wants a deposit."); merged
-// reports whether two were. A speaker reported just before "also said"
+// said the venue is booked, and the caterer wants a deposit."). A
+// speaker reported just before "also said"
 // (asked, thought, suggested) while room lasts: the runes left by the
 // statements taken (room: what the lines of the lead and the periods
 // left).
-func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string, merged bool) {
+func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string) {
 	if lead != "" {
 		lines = append(lines, lead)
 	}
@@ -545,7 +541,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
 		if n := len(lines) - 1; joinable && plain && strings.HasPrefix(lines[n], said) {
 			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[len(said):]
-			joinable, merged = false, true
+			joinable = false
 			return
 		}
 		t := x.Text
@@ -576,7 +572,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 			add(cands[i].x)
 		}
 	}
-	return lines, merged
+	return lines
 }
 
 // lead is the opening sentence: who, and what the current period is about.
@@ -613,10 +609,8 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 
 func nameList(ns []string, others, maxN int) string {
 	list := slices.Clone(ns[:min(len(ns), maxN)])
-	if others += len(ns) - len(list); others == 1 {
-		list = append(list, "1 other")
-	} else if others > 1 {
-		list = append(list, strconv.Itoa(others)+" others")
+	if others += len(ns) - len(list); others > 0 {
+		list = append(list, strconv.Itoa(others)+" other"+strings.Repeat("s", min(others-1, 1))) // "1 other", "3 others"
 	}
 	return andList(list)
 }
@@ -631,18 +625,12 @@ func andList(xs []string) string {
 // multiDay reports whether the statements of the state fall on more than
 // one calendar day (UTC): the period lines then carry their dates.
 func (st *state) multiDay() bool {
-	first, last := int64(math.MaxInt64), int64(0)
-	see := func(t int64) {
-		if t != 0 {
-			first, last = min(first, t), max(last, t)
-		}
-	}
+	first, last := int64(math.MaxInt64), int64(0) // (a period without its times has neither)
 	for _, p := range st.Periods {
-		see(p.From)
-		see(p.To)
+		first, last = min(first, cmp.Or(p.From, first)), max(last, p.To)
 	}
 	for _, x := range st.Open {
-		see(x.At)
+		first, last = min(first, cmp.Or(x.At, first)), max(last, x.At)
 	}
 	return last != 0 && day(first) != day(last)
 }

@@ -13,11 +13,11 @@ const maxSentRunes = 200
 const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what ends a word before a break (oneOf)
 
 // tighten removes from a spoken sentence what a person writing it down leaves out: false starts that the next
-// word completes ("th the", "crite cr criteria"), a phrase said twice in a row ("for the for the"), and talk
-// that carries nothing ("you know", "I mean", "kind of" where it hedges); a run-on sentence ends at the last
-// clause boundary within maxSentRunes; a run of one word is said three times at most ("blah blah blah blah"),
-// so a turn of one repeated word costs nothing. What it leaves is the speaker's words, in order, and their
-// fields (in fs's room; none if unknown).
+// word completes ("th the", "crite cr criteria"), a phrase said twice in a row ("for the for the") or started
+// again, and talk that carries nothing ("you know", "I mean", "kind of" where it hedges, "really" inside a
+// sentence); a run-on sentence ends at the last clause boundary within maxSentRunes; a run of one word is said
+// three times at most ("blah blah blah blah"), so a turn of one repeated word costs nothing. What it leaves is
+// the speaker's words, in order, and their fields (in fs's room; none if unknown).
 func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	var arr [64]string
 	ws, prev, run, changed := arr[:0], "", 0, false
@@ -52,31 +52,33 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 			}
 		}
 		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
-		// word that makes them mean "a type of"
-		if i+1 < len(ws) && len(core) <= len("kind") && hedgeStart(core) {
-			pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[i+1], ",.?!"))...))
-			if hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
-				if t := ws[i+1][len(strings.TrimRight(ws[i+1], ",.?!;:")):]; t != "" && t != "," && len(out) > 0 {
-					out[len(out)-1] = strings.TrimRight(out[len(out)-1], ",") + t
-					changed = true
-				}
-				i++
-				continue
+		// word that makes them mean "a type of"; an intensifier inside a
+		// sentence ("it's really cheap"), not after a negation ("not really")
+		skip := 0 // the hedge's words
+		switch string(core) {
+		case "you", "i", "or", "and", "kind", "sort":
+			if pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[min(i+1, len(ws)-1)], ",.?!"))...)); i+1 < len(ws) &&
+				(hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))])) {
+				skip = 2
 			}
+		case "really", "actually", "basically", "quite", "pretty", "very", "just", "definitely", "obviously", "literally", "totally", "simply", "certainly":
+			if len(out) > 0 && i+1 < len(ws) && !strings.HasSuffix(out[len(out)-1], "n't") && !strings.EqualFold(out[len(out)-1], "not") &&
+				(string(core) != "pretty" || w == "pretty" && !strings.Contains(" and but or ", " "+ws[i+1]+" ")) { // ("it looks pretty but …")
+				skip = 1
+			}
+		}
+		if skip > 0 {
+			if last := ws[i+skip-1]; len(out) > 0 && !strings.HasSuffix(last, ",") && strings.TrimRight(last, ".?!;:") != last {
+				out[len(out)-1] = strings.TrimRight(out[len(out)-1], ",") + last[len(strings.TrimRight(last, ".?!;:")):]
+			}
+			i, changed = i+skip-1, true
+			continue
 		}
 		if string(core) == "like" && strings.HasSuffix(w, ",") && len(out) > 0 && strings.HasSuffix(out[len(out)-1], ",") {
 			out[len(out)-1] = out[len(out)-1][:len(out[len(out)-1])-1] // "it's, like, deep valleys"
 			continue
 		}
-		out = append(out, w)
-		// a phrase of one to three words said twice in a row (its last word
-		// first: one with another first letter is not the same word)
-		for n, c := 3, w[0]; n >= 1; n-- {
-			if len(out) >= 2*n && (lowerASCII(out[len(out)-1-n][0]) == lowerASCII(c) || !isLetter(c) || !isLetter(out[len(out)-1-n][0])) && sameWords(out[len(out)-2*n:len(out)-n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) {
-				out = out[:len(out)-n]
-				break
-			}
-		}
+		out = repeated(append(out, w))
 	}
 	if len(out) == 0 {
 		return "", fs[:0]
@@ -96,24 +98,39 @@ func (lx *lexicon) falseStart(w, next string) bool {
 	if w == "" || len(w) >= len(next) || !strings.HasPrefix(next, w) || stopWords[w] {
 		return false
 	}
-	for _, r := range w {
-		if !unicode.IsLetter(r) {
-			return false
-		}
-	}
-	return len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2
+	return strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 && (len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2)
 }
 
+// hedges are phrases that carry nothing.
 var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
-
-// hedgeStart are the first words of hedges and of "kind of", "sort of".
-func hedgeStart(w []byte) bool {
-	return string(w) == "you" || string(w) == "i" || string(w) == "or" || string(w) == "and" || string(w) == "kind" || string(w) == "sort"
-}
 
 // typeOf are the words after which "kind of"/"sort of" name a type ("what
 // kind of button"), not a hedge.
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
+
+// repeated drops from the end of out the first of a phrase of one to three words said twice in a row ("for the
+// for the"), or an attempt broken off and started again with the same two or three words ("I would mov I would
+// then" → "I would then"): one word between that is not a common one ("it is what it is" stays) or two, none of
+// those or the attempt's punctuated, a conjunction or a number.
+func repeated(out []string) []string {
+	last := len(out) - 1
+	for k, c := 1, lowerASCII(out[last][0]); k <= min(5, last); k++ { // the last word said k words before
+		if w := out[last-k]; lowerASCII(w[0]) != c && isLetter(c) && isLetter(w[0]) || !sameWords(out[last-k:last-k+1], out[last:]) {
+			continue
+		}
+		for n := min(3, k); n >= max(1, k-2); n-- { // n words said again, k-n between
+			if i, gap := last+1-n-k, k-n; i >= 0 && (gap == 0 || n >= 2) && sameWords(out[i:i+n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) &&
+				(gap == 0 || !(gap == 1 && stopWords[strings.ToLower(out[i+n])]) && !slices.ContainsFunc(out[i:len(out)-n], brokenOff)) {
+				return append(out[:i], out[i+n+gap:]...)
+			}
+		}
+	}
+	return out
+}
+
+func brokenOff(w string) bool {
+	return hasByte(w, clauseEnd) || hasDigit(w) || w == "and" || w == "or" || w == "but"
+}
 
 func sameWords(a, b []string) bool {
 	for i := len(a) - 1; i >= 0; i-- { // (last words first: they differ most)
