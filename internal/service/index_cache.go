@@ -215,8 +215,13 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 	}
 	e := c.entry(session)
 	e.mu.Lock()
-	var first uint64
+	var (
+		first uint64
+		next  *nextEvent
+	)
 	if e.r != nil {
+		// The catch-up's first get and the stream's info, at once.
+		next = s.prefetchEvent(ctx, session, e.r.next)
 		info, err := s.in.Info(ctx)
 		if err != nil {
 			e.mu.Unlock()
@@ -249,7 +254,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		}
 		e.r = rp
 	} else {
-		n, err := s.catchUpWarm(ctx, e.r)
+		n, err := s.catchUpWarm(ctx, e.r, next)
 		if err != nil {
 			// The replay is half applied: never answer from it, nor keep it.
 			e.r = nil
@@ -314,13 +319,42 @@ func (s *server) memoriesOf(ctx context.Context, rp *replay) {
 	}
 }
 
+// nextEvent is the first get of a catch-up (the session's next event
+// after a replay's position), started before the replay is ready for it
+// so that its round trip overlaps other work: the stream's info on a
+// warm index, the decoding of a loaded one.
+type nextEvent struct {
+	evs  *broker.SessionEvents
+	from uint64
+	msg  *jetstream.RawStreamMsg
+	err  error
+	done chan struct{}
+}
+
+// prefetchEvent starts reading the session's next event at or after
+// from.
+func (s *server) prefetchEvent(ctx context.Context, session string, from uint64) *nextEvent {
+	f := &nextEvent{evs: broker.NewSessionEvents(s.in, s.subj, session, from), from: from, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		f.msg, f.err = f.evs.Next(ctx)
+	}()
+	return f
+}
+
 // catchUpWarm applies the session's events stored after the replay's
 // position and returns how many it read: up to warmGets with direct gets
 // ("the next message at or after rp.next on the session's subjects"),
-// the rest through a consumer.
-func (s *server) catchUpWarm(ctx context.Context, rp *replay) (int, error) {
+// the rest through a consumer. next, if not nil and from the replay's
+// position, is its first get, already under way (prefetchEvent).
+func (s *server) catchUpWarm(ctx context.Context, rp *replay, next *nextEvent) (int, error) {
 	read := rp.read
 	evs := broker.NewSessionEvents(s.in, s.subj, rp.session, rp.next)
+	if next != nil && next.from == rp.next {
+		evs = next.evs
+	} else {
+		next = nil
+	}
 	for n := 0; ; n++ {
 		if n == warmGets {
 			_, last, err := broker.SessionStored(ctx, s.in, s.subj, rp.session)
@@ -330,7 +364,16 @@ func (s *server) catchUpWarm(ctx context.Context, rp *replay) (int, error) {
 			err = s.catchUp(ctx, rp, last)
 			return rp.read - read, err
 		}
-		msg, err := evs.Next(ctx)
+		var (
+			msg *jetstream.RawStreamMsg
+			err error
+		)
+		if n == 0 && next != nil {
+			<-next.done
+			msg, err = next.msg, next.err
+		} else {
+			msg, err = evs.Next(ctx)
+		}
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return rp.read - read, nil
 		}

@@ -362,6 +362,15 @@ func decodeReplayOwned(body []byte, held int, an *analyzer, adm state.Admission,
 	return decodeReplayIn(body, max(held, len(body)), an, adm, session)
 }
 
+// replayNext is the stream sequence an encoded replay (what indexHeader
+// left of it) reads next, read without decoding the rest.
+func replayNext(body []byte) (uint64, bool) {
+	r := indexReader{b: body}
+	r.uv() // from
+	next := r.uv()
+	return next, r.err == nil
+}
+
 // decodeReplayIn decodes body; held > 0: body is the base's (see
 // decodeReplayOwned), else it is copied.
 func decodeReplayIn(body []byte, held int, an *analyzer, adm state.Admission, session string) (*replay, error) {

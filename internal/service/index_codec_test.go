@@ -46,6 +46,9 @@ func TestReplayEncodingRoundTrips(t *testing.T) {
 	if err != nil || key != "key" {
 		t.Fatalf("header: %q %v", key, err)
 	}
+	if next, ok := replayNext(body); !ok || next != rp.next {
+		t.Fatalf("next read from the encoding: %d %v, want %d", next, ok, rp.next)
+	}
 	got, err := decodeReplay(append([]byte(nil), body...), an, state.DefaultAdmission(), "s1")
 	if err != nil {
 		t.Fatal(err)

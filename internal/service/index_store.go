@@ -504,6 +504,12 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 		st.discard("stale")
 		return nil, nil
 	}
+	// The catch-up's first get (the events stored after the entry) while
+	// the entry is decoded.
+	var next *nextEvent
+	if at, ok := replayNext(body); ok {
+		next = s.prefetchEvent(ctx, e.session, at)
+	}
 	var rp *replay
 	if found.held > 0 {
 		rp, err = decodeReplayOwned(body, found.held, s.an, s.adm, e.session)
@@ -522,7 +528,7 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 	}
 	rp.firstSeq = info.State.FirstSeq
 	stored := rp.read
-	if _, err := s.catchUpWarm(ctx, rp); err != nil {
+	if _, err := s.catchUpWarm(ctx, rp, next); err != nil {
 		return nil, err
 	}
 	e.storedRead = stored
