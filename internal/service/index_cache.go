@@ -67,6 +67,9 @@ type cacheEntry struct {
 	storedChunks int
 	queued       atomic.Bool
 	writing      sync.Mutex
+	// mems is the first get of r's memories, under way since r was
+	// loaded (restored), for the request to finish; guarded by mu.
+	mems *nextMemory
 }
 
 // warmGets is how many events a warm catch-up reads with direct gets
@@ -209,14 +212,22 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		if err != nil {
 			return nil, err
 		}
-		s.memoriesOf(ctx, rp)
+		s.memoriesOf(ctx, rp, nil)
 		s.vectorsOf(ctx, rp)
 		return &indexHandle{r: rp}, nil
 	}
 	e := c.entry(session)
 	e.mu.Lock()
-	var first uint64
+	var (
+		first uint64
+		next  *nextEvent
+		mems  *nextMemory
+	)
 	if e.r != nil {
+		// The catch-up's first get, the memories' and the stream's info,
+		// at once.
+		next = s.prefetchEvent(ctx, session, e.r.next)
+		mems = s.prefetchMemory(ctx, session, e.r.memNext)
 		info, err := s.in.Info(ctx)
 		if err != nil {
 			e.mu.Unlock()
@@ -248,8 +259,9 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 			return nil, err
 		}
 		e.r = rp
+		mems = e.takeMems()
 	} else {
-		n, err := s.catchUpWarm(ctx, e.r)
+		n, err := s.catchUpWarm(ctx, e.r, next)
 		if err != nil {
 			// The replay is half applied: never answer from it, nor keep it.
 			e.r = nil
@@ -260,7 +272,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		c.m.caughtUp.Add(float64(n))
 		e.r.firstSeq = first
 	}
-	s.memoriesOf(ctx, e.r)
+	s.memoriesOf(ctx, e.r, mems)
 	s.vectorsOf(ctx, e.r)
 	c.account(e, e.r.bytes())
 	s.persistLater(e)
@@ -304,23 +316,61 @@ func (s *server) vectorsOf(ctx context.Context, rp *replay) {
 	}
 }
 
-// memoriesOf brings the replay's memories up to date; a failure only
-// leaves the newest out, with a warning.
-func (s *server) memoriesOf(ctx context.Context, rp *replay) {
-	if err := s.catchUpMemories(ctx, rp); err != nil {
+// takeMems returns the memories' first get started when e's replay was
+// loaded, if any, and forgets it. Must be called with e.mu held.
+func (e *cacheEntry) takeMems() *nextMemory {
+	m := e.mems
+	e.mems = nil
+	return m
+}
+
+// memoriesOf brings the replay's memories up to date (first, if not nil,
+// is the first get, already under way); a failure only leaves the newest
+// out, with a warning.
+func (s *server) memoriesOf(ctx context.Context, rp *replay, first *nextMemory) {
+	if err := s.catchUpMemories(ctx, rp, first); err != nil {
 		s.memoryFailures.Inc()
 		s.log.Warn().Str("event", "recall_memories_failed").Str("session", rp.session).Err(err).
 			Msg("memories not read; the context is packed without the newest")
 	}
 }
 
+// nextEvent is the first get of a catch-up (the session's next event
+// after a replay's position), started before the replay is ready for it
+// so that its round trip overlaps other work: the stream's info on a
+// warm index, the decoding of a loaded one.
+type nextEvent struct {
+	evs  *broker.SessionEvents
+	from uint64
+	msg  *jetstream.RawStreamMsg
+	err  error
+	done chan struct{}
+}
+
+// prefetchEvent starts reading the session's next event at or after
+// from.
+func (s *server) prefetchEvent(ctx context.Context, session string, from uint64) *nextEvent {
+	f := &nextEvent{evs: broker.NewSessionEvents(s.in, s.subj, session, from), from: from, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		f.msg, f.err = f.evs.Next(ctx)
+	}()
+	return f
+}
+
 // catchUpWarm applies the session's events stored after the replay's
 // position and returns how many it read: up to warmGets with direct gets
 // ("the next message at or after rp.next on the session's subjects"),
-// the rest through a consumer.
-func (s *server) catchUpWarm(ctx context.Context, rp *replay) (int, error) {
+// the rest through a consumer. next, if not nil and from the replay's
+// position, is its first get, already under way (prefetchEvent).
+func (s *server) catchUpWarm(ctx context.Context, rp *replay, next *nextEvent) (int, error) {
 	read := rp.read
 	evs := broker.NewSessionEvents(s.in, s.subj, rp.session, rp.next)
+	if next != nil && next.from == rp.next {
+		evs = next.evs
+	} else {
+		next = nil
+	}
 	for n := 0; ; n++ {
 		if n == warmGets {
 			_, last, err := broker.SessionStored(ctx, s.in, s.subj, rp.session)
@@ -330,7 +380,16 @@ func (s *server) catchUpWarm(ctx context.Context, rp *replay) (int, error) {
 			err = s.catchUp(ctx, rp, last)
 			return rp.read - read, err
 		}
-		msg, err := evs.Next(ctx)
+		var (
+			msg *jetstream.RawStreamMsg
+			err error
+		)
+		if n == 0 && next != nil {
+			<-next.done
+			msg, err = next.msg, next.err
+		} else {
+			msg, err = evs.Next(ctx)
+		}
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return rp.read - read, nil
 		}

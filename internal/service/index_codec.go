@@ -362,6 +362,21 @@ func decodeReplayOwned(body []byte, held int, an *analyzer, adm state.Admission,
 	return decodeReplayIn(body, max(held, len(body)), an, adm, session)
 }
 
+// replayNext is the inbound stream sequence an encoded replay (what
+// indexHeader left of it) reads next, and the outbound one its memories
+// do, read without decoding the rest.
+func replayNext(body []byte) (next, memNext uint64, ok bool) {
+	r := indexReader{b: body}
+	r.uv() // from
+	next = r.uv()
+	r.uv() // lastReset
+	r.time()
+	r.int() // applied
+	r.int() // read
+	memNext = r.uv()
+	return next, memNext, r.err == nil
+}
+
 // decodeReplayIn decodes body; held > 0: body is the base's (see
 // decodeReplayOwned), else it is copied.
 func decodeReplayIn(body []byte, held int, an *analyzer, adm state.Admission, session string) (*replay, error) {

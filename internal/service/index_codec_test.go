@@ -46,6 +46,9 @@ func TestReplayEncodingRoundTrips(t *testing.T) {
 	if err != nil || key != "key" {
 		t.Fatalf("header: %q %v", key, err)
 	}
+	if next, memNext, ok := replayNext(body); !ok || next != rp.next || memNext != 42 {
+		t.Fatalf("positions read from the encoding: %d %d %v, want %d 42", next, memNext, ok, rp.next)
+	}
 	got, err := decodeReplay(append([]byte(nil), body...), an, state.DefaultAdmission(), "s1")
 	if err != nil {
 		t.Fatal(err)

@@ -51,15 +51,27 @@ const memoryBytes = 160
 
 // catchUpMemories reads the session's memory events published after the
 // replay's last one, from the outbound stream, one direct get each (a
-// session publishes at most one per fold).
-func (s *server) catchUpMemories(ctx context.Context, rp *replay) error {
+// session publishes at most one per fold). first, if not nil and from
+// the replay's position, is the first get, already under way
+// (prefetchMemory).
+func (s *server) catchUpMemories(ctx context.Context, rp *replay, first *nextMemory) error {
 	out, err := s.outStream(ctx)
 	if err != nil {
 		return err
 	}
 	subject := s.subj.Out(rp.session, events.KindMemory)
+	if first != nil && first.from != rp.memNext {
+		first = nil
+	}
 	for {
-		msg, err := out.GetMsg(ctx, rp.memNext, jetstream.WithGetMsgSubject(subject))
+		var msg *jetstream.RawStreamMsg
+		if first != nil {
+			<-first.done
+			msg, err = first.msg, first.err
+			first = nil
+		} else {
+			msg, err = out.GetMsg(ctx, rp.memNext, jetstream.WithGetMsgSubject(subject))
+		}
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
 		}
@@ -102,6 +114,32 @@ func (s *server) catchUpMemories(ctx context.Context, rp *replay) error {
 			add(fmt.Sprintf("%d.%d", ev.Version, i+1), "", text, "", "", time.Time{})
 		}
 	}
+}
+
+// nextMemory is the first get of a memories catch-up (the session's
+// memory event at or after from), started before the replay is ready
+// for it so that its round trip overlaps other work.
+type nextMemory struct {
+	from uint64
+	msg  *jetstream.RawStreamMsg
+	err  error
+	done chan struct{}
+}
+
+// prefetchMemory starts reading the session's memory event at or after
+// from.
+func (s *server) prefetchMemory(ctx context.Context, session string, from uint64) *nextMemory {
+	f := &nextMemory{from: from, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		out, err := s.outStream(ctx)
+		if err != nil {
+			f.err = err
+			return
+		}
+		f.msg, f.err = out.GetMsg(ctx, from, jetstream.WithGetMsgSubject(s.subj.Out(session, events.KindMemory)))
+	}()
+	return f
 }
 
 // outStream looks the outbound stream up once.

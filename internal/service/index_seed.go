@@ -148,7 +148,7 @@ func (s *server) seedGroup(ctx context.Context, an *analyzer, info *jetstream.St
 		}
 		rp.next = max(rp.next, info.State.LastSeq+1)
 		rp.firstSeq = info.State.FirstSeq
-		s.memoriesOf(ctx, rp)
+		s.memoriesOf(ctx, rp, nil)
 		e := &cacheEntry{session: id, r: rp, key: s.indexKey(id, info.Created), storedRead: -1, storedChunks: -1}
 		s.persist(ctx, e)
 		if e.storedRead >= 0 {

@@ -504,6 +504,14 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 		st.discard("stale")
 		return nil, nil
 	}
+	// The catch-up's first get (the events stored after the entry) while
+	// the entry is decoded.
+	// (and the memories' first, which the caller reads: e.mems).
+	var next *nextEvent
+	if at, memAt, ok := replayNext(body); ok {
+		next = s.prefetchEvent(ctx, e.session, at)
+		e.mems = s.prefetchMemory(ctx, e.session, memAt)
+	}
 	var rp *replay
 	if found.held > 0 {
 		rp, err = decodeReplayOwned(body, found.held, s.an, s.adm, e.session)
@@ -522,7 +530,7 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 	}
 	rp.firstSeq = info.State.FirstSeq
 	stored := rp.read
-	if _, err := s.catchUpWarm(ctx, rp); err != nil {
+	if _, err := s.catchUpWarm(ctx, rp, next); err != nil {
 		return nil, err
 	}
 	e.storedRead = stored
@@ -722,7 +730,7 @@ func (s *server) preload(ctx context.Context) {
 			cancel()
 			continue
 		}
-		s.memoriesOf(rctx, rp)
+		s.memoriesOf(rctx, rp, e.takeMems())
 		cancel()
 		c.account(e, rp.bytes())
 		e.mu.Unlock()
