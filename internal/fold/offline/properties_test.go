@@ -429,6 +429,7 @@ func TestSpeechTightened(t *testing.T) {
 		{"Bob: the scroll button was also th already mentioned", "Bob said the scroll button was also already mentioned."},
 		{"Bob: a lot of people and a lot of money went into the launch", "Bob said a lot of people and a lot of money went into the launch."},
 		{"Bob: the budget is what it is for the launch", "Bob said the budget is what it is for the launch."},
+		{"Bob: I think it's cheap", "Bob thought it's cheap."},
 		{"Bob: I think you should put more time in the design", `Bob thought, "You should put more time in the design."`},
 	} {
 		if got := summarize(t, fold.Request{Turns: turns("Alice: hi", c.line)}); !strings.Contains(got, c.want) {
