@@ -62,8 +62,8 @@ import (
 // readable by the version that wrote it.
 //
 // A load costs the server a read of the file-store block holding the
-// entry (the whole block, 8 MiB in a bucket over 32 MiB, unless it read
-// it recently), then the value's copies on its way: one message read
+// entry (the whole block, 8 MiB in a bucket over 32 MiB, unless it still
+// holds it: see IndexStoreInMemory), then the value's copies on its way: one message read
 // whole into memory the index keeps (decodeReplayOwned), instead of the
 // meta, then the chunks, then their copy into one buffer and the index's
 // copy of it.
@@ -646,8 +646,9 @@ func IndexStoreBytes(n int64) Option { return func(s *server) { s.storeBytes = n
 // IndexStoreInMemory keeps the index store in the server's memory, in
 // the bucket <BASE>_RECALL_MEM, instead of in its files: a load then
 // reads no file-store block (a server reads a whole block, 8 MiB in a
-// bucket of more than 32 MiB, the first time one of its entries is read
-// and again once it has not been read for 10 s), at the price
+// bucket of more than 32 MiB, the first time one of its entries is read,
+// and again once it has not been read for 10 s or the server's process
+// has collected garbage: it holds a block it read only weakly), at the price
 // of the server's memory, up to IndexStoreBytes. The entries are lost
 // when the server restarts: the sessions' indexes are then built from
 // the stream again, as without a store, and stored.
