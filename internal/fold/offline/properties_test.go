@@ -431,6 +431,7 @@ func TestSpeechTightened(t *testing.T) {
 		{"Bob: the budget is what it is for the launch", "Bob said the budget is what it is for the launch."},
 		{"Bob: I think it's cheap", "Bob thought it's cheap."},
 		{"Bob: I think you should put more time in the design", `Bob thought, "You should put more time in the design."`},
+		{"Bob: , like, sort", ""}, // a comma alone before ", like," (it used to panic)
 	} {
 		if got := summarize(t, fold.Request{Turns: turns("Alice: hi", c.line)}); !strings.Contains(got, c.want) {
 			t.Errorf("%q:\ngot  %q\nwant %q", c.line, got, c.want)

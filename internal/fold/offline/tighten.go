@@ -74,7 +74,7 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 			i, changed = i+skip-1, true
 			continue
 		}
-		if string(core) == "like" && strings.HasSuffix(w, ",") && len(out) > 0 && strings.HasSuffix(out[len(out)-1], ",") {
+		if string(core) == "like" && strings.HasSuffix(w, ",") && len(out) > 0 && len(out[len(out)-1]) > 1 && strings.HasSuffix(out[len(out)-1], ",") {
 			out[len(out)-1] = out[len(out)-1][:len(out[len(out)-1])-1] // "it's, like, deep valleys"
 			continue
 		}
@@ -114,8 +114,8 @@ var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "
 // those or the attempt's punctuated, a conjunction or a number.
 func repeated(out []string) []string {
 	last := len(out) - 1
-	for k, c := 1, lowerASCII(out[last][0]); k <= min(5, last); k++ { // the last word said k words before
-		if w := out[last-k]; lowerASCII(w[0]) != c && isLetter(c) && isLetter(w[0]) || !sameWords(out[last-k:last-k+1], out[last:]) {
+	for k := 1; out[last] != "" && k <= min(5, last); k++ { // the last word said k words before (empty words skipped)
+		if w, c := out[last-k], lowerASCII(out[last][0]); w == "" || lowerASCII(w[0]) != c && isLetter(c) && isLetter(w[0]) || !sameWords(out[last-k:last-k+1], out[last:]) {
 			continue
 		}
 		for n := min(3, k); n >= max(1, k-2); n-- { // n words said again, k-n between
@@ -134,7 +134,7 @@ func brokenOff(w string) bool {
 
 func sameWords(a, b []string) bool {
 	for i := len(a) - 1; i >= 0; i-- { // (last words first: they differ most)
-		if x, y := a[i], b[i]; x != y && (lowerASCII(x[0]) != lowerASCII(y[0]) && isLetter(x[0]) && isLetter(y[0]) || !equalFold(trimCut(x, ",.;:"), trimCut(y, ",.;:"))) {
+		if x, y := a[i], b[i]; x != y && (x == "" || y == "" || lowerASCII(x[0]) != lowerASCII(y[0]) && isLetter(x[0]) && isLetter(y[0]) || !equalFold(trimCut(x, ",.;:"), trimCut(y, ",.;:"))) {
 			return false
 		}
 	}
