@@ -276,7 +276,6 @@ func (w *Watcher) observe(key string, rev uint64, val []byte) {
 	if !events.ValidSession(key) {
 		return // a sealed chunk of turn refs (<session>.refs.<epoch>.<k>)
 	}
-	s := state.New(key)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.updates++
@@ -285,7 +284,8 @@ func (w *Watcher) observe(key string, rev uint64, val []byte) {
 			w.problems = append(w.problems, key+": "+fmt.Sprintf(format, args...))
 		}
 	}
-	if err := json.Unmarshal(val, s); err != nil {
+	s, err := state.Decode(key, val)
+	if err != nil {
 		bad("undecodable checkpoint: %v", err)
 		return
 	}

@@ -33,6 +33,12 @@ func FuzzCheckpointDecode(f *testing.F) {
 	s.Summary, s.Version, s.LastSeq = "Alice and Bob discussed messages 0 to 3.", 1, 43
 	data, _ := s.Encode(nil)
 	f.Add(data)
+	// With a compressed state after the JSON, as Encode writes it, and
+	// with an empty compressed block there, which must not decode.
+	s.SummaryState = offlineLikeState(40)
+	data, _ = s.Encode(nil)
+	f.Add(data)
+	f.Add([]byte(`{"id":"s1","cursor":0,"total":0,"covered_through":-1,"last_seq":0}` + "\x00fs\x00\x00"))
 	f.Add([]byte(`{"id":"s1","cursor":0,"total":0,"covered_through":-1,"last_seq":0}`))
 	f.Add([]byte(`{"id":"s1","turns":"/w","total":1}`))
 	f.Add([]byte(`{"id":"s1","recent_ids":"AAAA"}`))

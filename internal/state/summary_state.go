@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
@@ -122,7 +123,9 @@ func storedState(scratch *[]byte, raw []byte) []byte {
 	return out
 }
 
-// expandState undoes storedState.
+// expandState undoes storedState. A block that expands to nothing is an
+// error: storedState never compresses an empty state, and an empty state
+// written back is no state at all, so it would not read back the same.
 func expandState(stored []byte) ([]byte, error) {
 	if !bytes.HasPrefix(stored, stateMagic) {
 		return stored, nil
@@ -131,6 +134,9 @@ func expandState(stored []byte) ([]byte, error) {
 	n, err := s2.DecodedLen(block)
 	if err != nil {
 		return nil, fmt.Errorf("summary_state: compressed block: %w", err)
+	}
+	if n == 0 {
+		return nil, errors.New("summary_state: compressed block expands to 0 bytes, expected a state")
 	}
 	if n > maxStateExpanded {
 		return nil, fmt.Errorf("summary_state: expands to %d bytes, expected at most %d", n, maxStateExpanded)

@@ -162,8 +162,9 @@ func TestSummaryStateThatLooksCompressed(t *testing.T) {
 }
 
 // A damaged compressed state fails the checkpoint's decode (it is corrupt,
-// as a damaged base64 is), and a block claiming a huge size is refused
-// before anything that large is allocated.
+// as a damaged base64 is), a block claiming a huge size is refused
+// before anything that large is allocated, and so is a block of no bytes
+// (it would read back as no state, not as itself).
 func TestSummaryStateDamaged(t *testing.T) {
 	s := New("s1")
 	s.SummaryState = offlineLikeState(30)
@@ -172,8 +173,9 @@ func TestSummaryStateDamaged(t *testing.T) {
 	damaged := bytes.Clone(stored)
 	damaged[len(damaged)-3] ^= 0xff
 	huge := append(bytes.Clone(stateMagic), 0xff, 0xff, 0xff, 0xff, 0x0f) // uvarint length ~4 GiB
+	empty := append(bytes.Clone(stateMagic), 0x00)                        // a block of 0 bytes: Encode never writes it
 	const doc = `{"id":"s1","cursor":0,"total":0,"covered_through":-1,"last_seq":0}`
-	for name, st := range map[string][]byte{"flipped": damaged, "truncated": stored[:len(stored)/2], "huge": huge} {
+	for name, st := range map[string][]byte{"flipped": damaged, "truncated": stored[:len(stored)/2], "huge": huge, "empty": empty} {
 		// After the JSON, as Encode writes it, and in it, as it was
 		// written before.
 		after := append([]byte(doc), st...)
