@@ -139,7 +139,7 @@ func BenchmarkCheckpointDecodeWithState(b *testing.B) {
 }
 
 // BenchmarkPackReusingState: Pack of that session as the processor packs
-// it, its state's stored text held from its last checkpoint.
+// it, its state's stored form held from its last checkpoint.
 func BenchmarkPackReusingState(b *testing.B) {
 	s := typicalSession()
 	s.SummaryState = offlineState(b)
@@ -157,7 +157,7 @@ func BenchmarkPackReusingState(b *testing.B) {
 	}
 }
 
-// BenchmarkUnpackReusingState: Unpack that also keeps the state's text
+// BenchmarkUnpackReusingState: Unpack that also keeps the state's stored form
 // for the next checkpoint (which then does not compress the state).
 func BenchmarkUnpackReusingState(b *testing.B) {
 	s := typicalSession()

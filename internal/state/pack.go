@@ -17,8 +17,10 @@ import (
 // its next event. They are not the KV form (Encode), for two
 // reasons: decoding a typical checkpoint with encoding/json is about ten
 // times slower than Unpack (BenchmarkCheckpointDecode, BenchmarkUnpack),
-// and this form is about a third smaller (no base64,
-// no JSON keys, no RFC 3339 text, absent fields cost nothing). Unlike the
+// and the rest of this form is smaller: turn refs without base64, no
+// JSON keys, no RFC 3339 text, absent fields cost nothing. The
+// summarizer's state, most of a session that has one, is the same bytes
+// in both forms (below), so such a session packs little smaller. Unlike the
 // KV form it keeps every turn ref, sealed ones too, so a session with a
 // sealed backlog unpacks without reading its chunks.
 //

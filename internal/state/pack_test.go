@@ -206,9 +206,9 @@ func TestPackSummaryState(t *testing.T) {
 	}
 }
 
-// A session whose checkpoints keep its state's text packs that text's
-// bytes (the same as Pack's), and unpacking leaves the text its next
-// checkpoint would make, held for the unpacked state.
+// A session whose checkpoints keep its state's stored form packs that
+// form's bytes (the same as Pack's), and unpacking leaves the stored form
+// its next checkpoint would make, held for the unpacked state.
 func TestPackReusingStateText(t *testing.T) {
 	s := typicalSession()
 	s.SummaryState = offlineState(t)

@@ -61,10 +61,10 @@ var statePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return
 // session (UnpackReusing). The zero value holds nothing. It is not safe
 // for concurrent use.
 type StateText struct {
-	// Of which state the text is: its bytes' address and length, and their
-	// hash, so that a state changed in place is not taken for the one
-	// encoded (the address is not kept as a pointer: it would keep a
-	// replaced state's bytes alive).
+	// Of which state stored is the stored form: its bytes' address and
+	// length, and their hash, so that a state changed in place is not
+	// taken for the one encoded (the address is not kept as a pointer: it
+	// would keep a replaced state's bytes alive).
 	addr   uintptr
 	n      int
 	sum    uint64
@@ -96,7 +96,7 @@ func (t *StateText) keep(stored []byte) {
 	t.stored = append(t.stored[:0], stored...)
 }
 
-// set makes t the text of raw, whose stored form (storedState) is stored.
+// set makes t hold raw's stored form (storedState), stored.
 func (t *StateText) set(raw, stored []byte) {
 	t.keep(stored)
 	t.addr, t.n, t.sum = uintptr(unsafe.Pointer(unsafe.SliceData(raw))), len(raw), maphash.Bytes(stateSeed, raw)

@@ -190,7 +190,7 @@ func TestSummaryStateDamaged(t *testing.T) {
 	}
 }
 
-// A checkpoint encoded reusing the state's stored text is byte for byte
+// A checkpoint encoded reusing the state's stored form is byte for byte
 // the one Encode writes, through a session's states: a new state after a
 // fold, the same state again, one changed in place (same bytes, same
 // length), a small one stored as it is, and none.
@@ -209,7 +209,7 @@ func TestEncodeReusingTheStateText(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Fatalf("%s: reusing the state's text wrote\n%s\nwant\n%s", step, got, want)
+			t.Fatalf("%s: reusing the state's stored form wrote\n%s\nwant\n%s", step, got, want)
 		}
 		back, err := Decode("s1", got)
 		if err != nil || !bytes.Equal(back.SummaryState, s.SummaryState) {
