@@ -431,6 +431,11 @@ func TestSpeechTightened(t *testing.T) {
 		{"Bob: the budget is what it is for the launch", "Bob said the budget is what it is for the launch."},
 		{"Bob: I think it's cheap", "Bob thought it's cheap."},
 		{"Bob: I think you should put more time in the design", `Bob thought, "You should put more time in the design."`},
+		{"Bob: we watched tv last night and the pdf was sent", "Bob said they watched tv last night (9 Jan 2026) and the pdf was sent."},
+		{"Bob: the dr said the pr for the crm and the cms is in sql", "Bob said the dr said the pr for the crm and the cms is in sql."},
+		{"Bob: the pm wants an mvp before the bbq", "Bob said the pm wants an mvp before the bbq."},
+		{"Bob: hr sent a dm about the dvd and the lcd", "Bob said hr sent a dm about the dvd and the lcd."},
+		{"Bob: a crate is a kg and the walk is a km", "Bob said a crate is a kg and the walk is a km."},
 		{"Bob: , like, sort", ""}, // a comma alone before ", like," (it used to panic)
 		{"Bob: what I want is what I need for the launch", `Bob said, "What I want is what I need for the launch."`},
 		{"Bob: the more you know the more you grow in this team", `Bob said, "The more you know the more you grow in this team."`},
