@@ -261,9 +261,8 @@ func weigh(sent string, terms int, c wordStat) float64 {
 var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's", "we'll", "we will", "we should", "plan",
 	"going to", "i'll", "i will", "booked", "suggest", "will ", "deadline", "must", "need to", "don't", "never", "always", "only")
 
-// keywords finds any of a set of lower-case keywords in a text in one
-// pass over it (a strings.Contains per keyword is a pass each), skipping
-// ahead while a window of m bytes cannot hold a keyword's start (Wu-Manber).
+// keywords finds any of a set of lower-case keywords in a text in one pass over it (a strings.Contains per keyword is
+// a pass each), skipping ahead while a window of m bytes cannot hold a keyword's start (Wu-Manber).
 type keywords struct {
 	byFirst [256][]string  // the keywords by their first byte
 	m       int            // the shortest keyword's length (two bytes or more)
@@ -274,6 +273,9 @@ func pair(a, b byte) int { return int((a|0x20)&63)<<6 | int((b|0x20)&63) } // (e
 
 func newKeywords(ws ...string) *keywords {
 	k := &keywords{m: len(slices.MinFunc(ws, func(a, b string) int { return len(a) - len(b) }))}
+	if k.m < 2 {
+		panic("offline: a keyword is shorter than two bytes") // (in would find none)
+	}
 	for _, w := range ws {
 		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
 		for j := 1; j < k.m; j++ {

@@ -401,6 +401,34 @@ func TestKeywordsFindWhatContainsFinds(t *testing.T) {
 	}
 }
 
+// TestKeywordsRefuseOneByte: a keyword of one byte, which in would never
+// find, is refused when the set is made.
+func TestKeywordsRefuseOneByte(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("newKeywords took a keyword of one byte")
+		}
+	}()
+	newKeywords("plan", "a")
+}
+
+// TestHasPhraseMatchesWholeWords: a topic counts as named already only
+// when the text names it as whole words.
+func TestHasPhraseMatchesWholeWords(t *testing.T) {
+	for _, c := range []struct {
+		s, t string
+		want bool
+	}{
+		{"the price list and the party", "ice", false}, {"the price list and the party", "art", false},
+		{"the price list and the party", "price list", true}, {"ice, then the party", "ice", true},
+		{"the party. ice", "ice", true}, {"price ice", "ice", true}, {"café", "caf", false}, {"the list", "", false},
+	} {
+		if got := hasPhrase(c.s, c.t); got != c.want {
+			t.Errorf("hasPhrase(%q, %q) = %v, want %v", c.s, c.t, got, c.want)
+		}
+	}
+}
+
 // TestLexiconGivesEachWordItsLexeme: a lexicon answers every word with the
 // word's own lexeme, however often words that share a slot of near (the same
 // length, first, middle and last bytes) take turns.
