@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/broker"
@@ -77,9 +76,6 @@ type indexStore struct {
 	mu       sync.Mutex
 	kv       jetstream.KeyValue // opened on first use
 	failedAt time.Time          // last failure to open the bucket
-	// inlineMax is the largest value written as one message (inlineLimit
-	// of the connection's max_payload); set by open.
-	inlineMax atomic.Int64
 
 	queue chan *cacheEntry
 	// forceInline, when >= 0, is the inline limit instead of the one the
@@ -97,7 +93,9 @@ const (
 	DefaultIndexStoreBytes = 4 << 30
 	// indexStoreTTL: an entry not written for this long expires.
 	indexStoreTTL = 7 * 24 * time.Hour
-	// indexChunk is the largest value the store writes.
+	// indexChunk is the largest chunk of an entry too large for one
+	// message (an inline entry goes up to the server's max_payload less
+	// inlineRoom).
 	indexChunk = 256 << 10
 	// persistEvery: a replay in memory is written again once it has read
 	// this many events since its last write, so that a load is extended
@@ -176,7 +174,6 @@ func (st *indexStore) open(ctx context.Context) (jetstream.KeyValue, error) {
 		return nil, fmt.Errorf("recall index store %s: %w", st.bucket, err)
 	}
 	st.kv = kv
-	st.inlineMax.Store(int64(inlineLimit(st.js.Conn().MaxPayload(), st.forceInline)))
 	return kv, nil
 }
 
@@ -415,9 +412,12 @@ func (st *indexStore) write(ctx context.Context, session string, blob []byte, pr
 	return meta.chunks, nil
 }
 
-// fitsInline reports whether an encoding of n bytes is written inline
-// (once the bucket is open).
-func (st *indexStore) fitsInline(n int) bool { return int64(metaBytes+n) <= st.inlineMax.Load() }
+// fitsInline reports whether an encoding of n bytes is written inline:
+// below the max_payload of the server the connection is on now (it may
+// have reconnected to another since the bucket was opened).
+func (st *indexStore) fitsInline(n int) bool {
+	return metaBytes+n <= inlineLimit(st.js.Conn().MaxPayload(), st.forceInline)
+}
 
 // deleteChunks deletes the session's chunks [from, to).
 func (st *indexStore) deleteChunks(ctx context.Context, kv jetstream.KeyValue, session string, from, to int) error {
