@@ -289,7 +289,7 @@ type storedEntry struct {
 	// is in the buffer read was given.
 	held int
 	// chunks is how many chunks the entry's meta names (0: inline or
-	// none); -1 if there was a meta it could not read.
+	// none); -1 if the meta could not be read or decoded.
 	chunks int
 }
 
@@ -301,7 +301,7 @@ func (st *indexStore) read(ctx context.Context, kv jetstream.KeyValue, session s
 		return storedEntry{}, nil
 	}
 	if err != nil {
-		return storedEntry{}, err
+		return storedEntry{chunks: -1}, err // unknown: the writer reads the meta
 	}
 	meta, ok := decodeMeta(me.Value())
 	if !ok {
@@ -372,8 +372,16 @@ func (st *indexStore) write(ctx context.Context, session string, blob []byte, pr
 		return prev, err
 	}
 	if prev < 0 {
-		prev = 0
-		if e, err := kv.Get(ctx, metaKey(session)); err == nil {
+		// Unknown: the previous meta's count, unless it cannot be read
+		// (not written: the next write reads it again).
+		e, err := kv.Get(ctx, metaKey(session))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			prev = 0
+		case err != nil:
+			return prev, err
+		default:
+			prev = 0
 			if m, ok := decodeMeta(e.Value()); ok {
 				prev = m.chunks
 			}

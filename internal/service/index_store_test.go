@@ -133,6 +133,48 @@ func TestChunkedStoredIndexIsLoadedAndWrittenInline(t *testing.T) {
 	}
 }
 
+// A load whose read of the meta fails builds the index from the stream;
+// its next write, inline, deletes the chunks of the entry it replaces
+// (it did not learn their count from the failed read).
+func TestStoredIndexWrittenAfterAFailedReadDeletesItsChunks(t *testing.T) {
+	ctx := context.Background()
+	e, scan := storedSession(t, service.StoreChunked())
+	kv := recallKV(t, e)
+	b := direct(t, e)
+	b.WaitPreloaded(t)
+	b.EvictIndexes()
+	restore, err := b.FailMetaReads(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameAnswers(t, "meta read failed", "s1", scan, b)
+	if c := b.IndexCounters(); c.Builds != 1 {
+		t.Fatalf("meta read failed: %+v, expected the index built from the stream", c)
+	}
+	restore()
+	b.PersistIndexes(ctx)
+	if c := b.IndexCounters(); c.Stores != 1 {
+		t.Fatalf("meta read failed: %+v, expected the built index written", c)
+	}
+	noChunks(t, kv, "s1")
+}
+
+// noChunks fails if the bucket holds a chunk of session.
+func noChunks(t *testing.T, kv jetstream.KeyValue, session string) {
+	t.Helper()
+	keys, err := kv.ListKeysFiltered(context.Background(), "c."+session+".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for k := range keys.Keys() {
+		left = append(left, k)
+	}
+	if len(left) > 0 {
+		t.Fatalf("chunks %v of %s left behind, expected them deleted", left, session)
+	}
+}
+
 // A stored index of another version, structure, stream layout or
 // admission rules, or one damaged in the store, is never used: the new
 // instance rebuilds it from the stream (and answers like a fresh scan),

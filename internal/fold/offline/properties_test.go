@@ -425,13 +425,17 @@ func TestSpeechTightened(t *testing.T) {
 		{"Bob: the rubber case is really cheap to make", "Bob said the rubber case is cheap to make."},
 		{"Bob: the rubber case is not really cheap to make", "Bob said the rubber case is not really cheap to make."},
 		{"Bob: the remote looks pretty but it feels strong", "Bob said the remote looks pretty but it feels strong."},
-		{"Bob: I would mov I would then shift the focus to Switchboard", "Bob would then shift the focus to Switchboard."},
+		{"Bob: I would mov I would then shift the focus to Switchboard", `Bob said, "I would mov I would then shift the focus to Switchboard."`}, // a restart stays: "mov" is not known to be cut
 		{"Bob: the scroll button was also th already mentioned", "Bob said the scroll button was also already mentioned."},
 		{"Bob: a lot of people and a lot of money went into the launch", "Bob said a lot of people and a lot of money went into the launch."},
 		{"Bob: the budget is what it is for the launch", "Bob said the budget is what it is for the launch."},
 		{"Bob: I think it's cheap", "Bob thought it's cheap."},
 		{"Bob: I think you should put more time in the design", `Bob thought, "You should put more time in the design."`},
 		{"Bob: , like, sort", ""}, // a comma alone before ", like," (it used to panic)
+		{"Bob: what I want is what I need for the launch", `Bob said, "What I want is what I need for the launch."`},
+		{"Bob: the more you know the more you grow in this team", `Bob said, "The more you know the more you grow in this team."`},
+		{"Bob: when you do this when you do that the remote breaks", `Bob said, "When you do this when you do that the remote breaks."`},
+		{"Bob: we booked it for the for the launch", "Bob said they booked it for the launch."},
 	} {
 		if got := summarize(t, fold.Request{Turns: turns("Alice: hi", c.line)}); !strings.Contains(got, c.want) {
 			t.Errorf("%q:\ngot  %q\nwant %q", c.line, got, c.want)

@@ -51,14 +51,15 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 				continue
 			}
 		}
-		// hedges: "you know", "I mean", "kind of"/"sort of" not after a
+		// hedges: "you know" (not after "the more", "what", "if" …), "I mean", "kind of"/"sort of" not after a
 		// word that makes them mean "a type of"; an intensifier inside a
 		// sentence ("it's really cheap"), not after a negation ("not really")
 		skip := 0 // the hedge's words
 		switch string(core) {
 		case "you", "i", "or", "and", "kind", "sort":
 			if pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[min(i+1, len(ws)-1)], ",.?!"))...)); i+1 < len(ws) &&
-				(hedges[pair] || (pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))])) {
+				(hedges[pair] && (pair != "you know" || len(out) == 0 || !strings.Contains(" more less what if do did as how ", " "+strings.ToLower(out[len(out)-1])+" ")) || // ("the more you know")
+					(pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))])) {
 				skip = 2
 			}
 		case "really", "actually", "basically", "quite", "pretty", "very", "just", "definitely", "obviously", "literally", "totally", "simply", "certainly":
@@ -109,27 +110,15 @@ var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever",
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
 
 // repeated drops from the end of out the first of a phrase of one to three words said twice in a row ("for the
-// for the"), or an attempt broken off and started again with the same two or three words ("I would mov I would
-// then" → "I would then"): one word between that is not a common one ("it is what it is" stays) or two, none of
-// those or the attempt's punctuated, a conjunction or a number.
+// for the"), unless it has a number. An attempt started again after other words stays: with no dictionary a cut
+// word ("I would mov I would then") cannot be told from a real one ("the more you know the more you grow").
 func repeated(out []string) []string {
-	last := len(out) - 1
-	for k := 1; out[last] != "" && k <= min(5, last); k++ { // the last word said k words before (empty words skipped)
-		if w, c := out[last-k], lowerASCII(out[last][0]); w == "" || lowerASCII(w[0]) != c && isLetter(c) && isLetter(w[0]) || !sameWords(out[last-k:last-k+1], out[last:]) {
-			continue
-		}
-		for n := min(3, k); n >= max(1, k-2); n-- { // n words said again, k-n between
-			if i, gap := last+1-n-k, k-n; i >= 0 && (gap == 0 || n >= 2) && sameWords(out[i:i+n], out[len(out)-n:]) && !slices.ContainsFunc(out[len(out)-n:], hasDigit) &&
-				(gap == 0 || !(gap == 1 && stopWords[strings.ToLower(out[i+n])]) && !slices.ContainsFunc(out[i:len(out)-n], brokenOff)) {
-				return append(out[:i], out[i+n+gap:]...)
-			}
+	for n := 1; n <= min(3, len(out)/2); n++ {
+		if i := len(out) - 2*n; sameWords(out[i:i+n], out[i+n:]) && !slices.ContainsFunc(out[i+n:], hasDigit) {
+			return append(out[:i], out[i+n:]...)
 		}
 	}
 	return out
-}
-
-func brokenOff(w string) bool {
-	return hasByte(w, clauseEnd) || hasDigit(w) || w == "and" || w == "or" || w == "but"
 }
 
 func sameWords(a, b []string) bool {
