@@ -320,17 +320,16 @@ var wordLists = []map[string]bool{adverbs, phraseStop, numberWords, determiners,
 
 func (x lexeme) is(f wordFlags) bool { return x.flags&f != 0 }
 
-// lexicon remembers the lexemes of the words a summarizer has seen: the
-// stemmer costs about a microsecond a word, more than reading the rest of
-// a sentence, and the words people use are few. Each scratch holds one
-// (a lexeme depends on the word alone); past maxWords words it starts
-// over. A nil lexicon works out every word afresh. Most lookups end in near,
-// the word last looked up at its slot (by its length and three of its bytes).
+// lexicon remembers the lexemes of the words a summarizer has seen: the stemmer costs about a microsecond a word,
+// more than reading the rest of a sentence, and the words people use are few. Each scratch holds one (a lexeme
+// depends on the word alone); past maxWords words it starts over. A nil lexicon works out every word afresh. Most
+// lookups end in near, the word last looked up at its slot (by its length and three of its bytes).
 type lexicon struct {
 	m    map[string]*known
 	near [1024]*known
 }
 
+// known is a word looked up and its lexeme.
 type known struct {
 	w string
 	x lexeme

@@ -261,9 +261,8 @@ func weigh(sent string, terms int, c wordStat) float64 {
 var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's", "we'll", "we will", "we should", "plan",
 	"going to", "i'll", "i will", "booked", "suggest", "will ", "deadline", "must", "need to", "don't", "never", "always", "only")
 
-// keywords finds any of a set of lower-case keywords in a text in one
-// pass over it (a strings.Contains per keyword is a pass each), skipping
-// ahead while a window of m bytes cannot hold a keyword's start (Wu-Manber).
+// keywords finds any of a set of lower-case keywords in a text in one pass over it (a strings.Contains per keyword is
+// a pass each), skipping ahead while a window of m bytes cannot hold a keyword's start (Wu-Manber).
 type keywords struct {
 	byFirst [256][]string  // the keywords by their first byte
 	m       int            // the shortest keyword's length (two bytes or more)
@@ -274,6 +273,9 @@ func pair(a, b byte) int { return int((a|0x20)&63)<<6 | int((b|0x20)&63) } // (e
 
 func newKeywords(ws ...string) *keywords {
 	k := &keywords{m: len(slices.MinFunc(ws, func(a, b string) int { return len(a) - len(b) }))}
+	if k.m < 2 {
+		panic("offline: a keyword is shorter than two bytes") // (in would find none)
+	}
 	for _, w := range ws {
 		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
 		for j := 1; j < k.m; j++ {
@@ -413,8 +415,8 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		case len(lc) == 1 && lc != "a" && lc != "i" && lc == c && !unicode.IsDigit(rune(lc[0])) && i+1 < len(fs),
 			strings.HasSuffix(f, "-") && len(f) > 1:
 			continue // a cut word: "I s", "m or", "we-"
-		case len(c) >= 2 && len(c) <= 3 && i > 0 && i+1 < len(fs) && c != "vs" && strings.Trim(c, "bcdfghjklmnpqrstvwxz") == "" && !hasDigit(fs[i-1]):
-			continue // a cut word without a vowel: "also th also", "tr gonna"
+		case i > 0 && i+1 < len(fs) && onsets[c] && !hasDigit(fs[i-1]) && !determiners[strings.ToLower(fs[i-1])]:
+			continue // a cut word, the start of one without its vowel: "also th already", "tr gonna"; "the dr", "tv", "pdf" stay
 		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
 		}
@@ -489,6 +491,9 @@ func agrees(text string) bool {
 
 // danglingEnd are words a sentence of speech trails off with ("… but.",
 // "…, yeah."): left out at its end.
+// onsets are the consonants that start English words ("th", "str"), which a word cut before its vowel leaves.
+var onsets = toSet(strings.Fields(`bl br ch cl cr dr fl fr gl gr kn pl pr sc sh sk sl sm sn sp st sw th tr tw wh wr ph sch scr shr spl spr str thr chr phr`))
+
 var danglingEnd = toSet([]string{"and", "but", "or", "yeah", "because"})
 
 // inlineFiller are words of hesitation dropped wherever they stand.

@@ -401,6 +401,34 @@ func TestKeywordsFindWhatContainsFinds(t *testing.T) {
 	}
 }
 
+// TestKeywordsRefuseOneByte: a keyword of one byte, which in would never
+// find, is refused when the set is made.
+func TestKeywordsRefuseOneByte(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("newKeywords took a keyword of one byte")
+		}
+	}()
+	newKeywords("plan", "a")
+}
+
+// TestHasPhraseMatchesWholeWords: a topic counts as named already only
+// when the text names it as whole words.
+func TestHasPhraseMatchesWholeWords(t *testing.T) {
+	for _, c := range []struct {
+		s, t string
+		want bool
+	}{
+		{"the price list and the party", "ice", false}, {"the price list and the party", "art", false},
+		{"the price list and the party", "price list", true}, {"ice, then the party", "ice", true},
+		{"the party. ice", "ice", true}, {"price ice", "ice", true}, {"café", "caf", false}, {"the list", "", false},
+	} {
+		if got := hasPhrase(c.s, c.t); got != c.want {
+			t.Errorf("hasPhrase(%q, %q) = %v, want %v", c.s, c.t, got, c.want)
+		}
+	}
+}
+
 // TestLexiconGivesEachWordItsLexeme: a lexicon answers every word with the
 // word's own lexeme, however often words that share a slot of near (the same
 // length, first, middle and last bytes) take turns.
@@ -431,6 +459,11 @@ func TestSpeechTightened(t *testing.T) {
 		{"Bob: the budget is what it is for the launch", "Bob said the budget is what it is for the launch."},
 		{"Bob: I think it's cheap", "Bob thought it's cheap."},
 		{"Bob: I think you should put more time in the design", `Bob thought, "You should put more time in the design."`},
+		{"Bob: we watched tv last night and the pdf was sent", "Bob said they watched tv last night (9 Jan 2026) and the pdf was sent."},
+		{"Bob: the dr said the pr for the crm and the cms is in sql", "Bob said the dr said the pr for the crm and the cms is in sql."},
+		{"Bob: the pm wants an mvp before the bbq", "Bob said the pm wants an mvp before the bbq."},
+		{"Bob: hr sent a dm about the dvd and the lcd", "Bob said hr sent a dm about the dvd and the lcd."},
+		{"Bob: a crate is a kg and the walk is a km", "Bob said a crate is a kg and the walk is a km."},
 		{"Bob: , like, sort", ""}, // a comma alone before ", like," (it used to panic)
 		{"Bob: what I want is what I need for the launch", `Bob said, "What I want is what I need for the launch."`},
 		{"Bob: the more you know the more you grow in this team", `Bob said, "The more you know the more you grow in this team."`},

@@ -444,11 +444,20 @@ func (lx *lexicon) phrases(s string, people []string) string {
 
 // ---- rendering ----
 
-// render writes the summary from the state within budget runes: the
-// opening sentence (who, and what about), a line for each closed period
-// with its best statements, then the current statements; what does not fit
-// is left out by worth for its length, counting only what no statement
-// kept already says.
+// hasPhrase reports whether s holds t as whole words ("ice" is not in "price list", nor "art" in "the party").
+func hasPhrase(s, t string) bool {
+	word := func(c byte) bool { return isLetter(c) || '0' <= c && c <= '9' || c >= utf8.RuneSelf }
+	for i, j := 0, strings.Index(s, t); j >= 0 && t != ""; i, j = i+j+1, strings.Index(s[i+j+1:], t) {
+		if at := i + j; (at == 0 || !word(s[at-1])) && (at+len(t) == len(s) || !word(s[at+len(t)])) {
+			return true
+		}
+	}
+	return false
+}
+
+// render writes the summary from the state within budget runes: the opening sentence (who, and what about), a line
+// for each closed period with its best statements, then the current statements; what does not fit is left out by
+// worth for its length, counting only what no statement kept already says.
 func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	lead := st.lead(maxParticipants, maxLeadTopics)
 	if len(st.Periods) == 0 && len(st.Open) == 0 {
@@ -458,9 +467,8 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	headers := make([]string, len(st.Periods))
 	named := strings.ToLower(lead)
 	for i, p := range st.Periods {
-		// a topic the opening or an earlier line names already is not named
-		// again (unless it is all the line is about)
-		if ts := slices.DeleteFunc(slices.Clone(p.Topics), func(t string) bool { return strings.Contains(named, strings.ToLower(t)) }); len(ts) > 0 {
+		// a topic the opening or an earlier line names already, as whole words, is not named again (unless it is all the line is about)
+		if ts := slices.DeleteFunc(slices.Clone(p.Topics), func(t string) bool { return hasPhrase(named, strings.ToLower(t)) }); len(ts) > 0 {
 			p.Topics = ts
 		}
 		p.Topics = p.Topics[:min(len(p.Topics), shownTopics)]
