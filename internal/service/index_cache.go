@@ -59,7 +59,8 @@ type cacheEntry struct {
 	// key names what r is built from, storedRead is r.read when it was
 	// last persisted (-1: never), storedChunks the chunks of the session's
 	// stored entry as last read or written (0: inline or none; -1:
-	// unknown); all guarded by mu. queued: waiting for the index store's
+	// unknown), those the next write deletes at least (it reads the meta
+	// again); all guarded by mu. queued: waiting for the index store's
 	// writer (index_store.go); writing is held while r is written, so
 	// that one write of it is under way at a time.
 	key          string

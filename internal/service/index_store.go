@@ -361,8 +361,10 @@ func (st *indexStore) read(ctx context.Context, kv jetstream.KeyValue, session s
 // write stores blob as the session's entry and returns its chunk count
 // (0: inline): the meta with blob in it if it fits one message, else the
 // chunks, then the meta that names them; then it deletes the chunks the
-// previous entry had beyond the new one's. prev is that count if the
-// caller knows it (read's), else -1: the previous meta is read.
+// previous entry had beyond the new one's. That count is the previous
+// meta's, read again (another instance may have written the session
+// since the caller learned it), or prev (the caller's, -1 if unknown)
+// if that is more: chunks a failed delete left.
 func (st *indexStore) write(ctx context.Context, session string, blob []byte, prev int) (int, error) {
 	if int64(len(blob)) > st.maxBytes/8 {
 		return prev, nil // bounded: not worth an eighth of the bucket
@@ -371,22 +373,19 @@ func (st *indexStore) write(ctx context.Context, session string, blob []byte, pr
 	if err != nil {
 		return prev, err
 	}
-	if prev < 0 {
-		// Unknown: the previous meta's count, unless it cannot be read
-		// (not written: the next write reads it again).
-		e, err := kv.Get(ctx, metaKey(session))
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			prev = 0
-		case err != nil:
-			return prev, err
-		default:
-			prev = 0
-			if m, ok := decodeMeta(e.Value()); ok {
-				prev = m.chunks
-			}
+	// One get, in the writer: off the request path. A meta that cannot
+	// be read fails the write (the next one reads it again).
+	e, err := kv.Get(ctx, metaKey(session))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return prev, err
+	default:
+		if m, ok := decodeMeta(e.Value()); ok {
+			prev = max(prev, m.chunks)
 		}
 	}
+	prev = max(prev, 0)
 	meta := storeMeta{length: len(blob), crc: crc32.Checksum(blob, castagnoli)}
 	if st.fitsInline(len(blob)) {
 		meta.inline = blob

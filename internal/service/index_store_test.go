@@ -159,6 +159,43 @@ func TestStoredIndexWrittenAfterAFailedReadDeletesItsChunks(t *testing.T) {
 	noChunks(t, kv, "s1")
 }
 
+// An instance writing a session inline deletes the chunks another
+// instance wrote for it since this one last read or wrote its entry.
+func TestStoredIndexWrittenInlineDeletesAnotherInstancesChunks(t *testing.T) {
+	ctx := context.Background()
+	e, scan := settledSession(t)
+	a := direct(t, e)
+	sameAnswers(t, "first instance", "s1", scan, a)
+	a.PersistIndexes(ctx)
+	kv := recallKV(t, e)
+
+	// Another instance extends and writes it in chunks.
+	publishWith(t, e, "s1", 64, 70, queryTexts)
+	e.Settled("s1", 70, 10)
+	b := direct(t, e, service.StoreChunked())
+	sameAnswers(t, "second instance", "s1", scan, b)
+	b.PersistIndexes(ctx)
+	if c := b.IndexCounters(); c.Stores != 1 {
+		t.Fatalf("second instance: %+v, expected its entry written", c)
+	}
+	if _, err := kv.Get(ctx, "c.s1.0"); err != nil {
+		t.Fatalf("second instance: expected the entry written in chunks: %v", err)
+	}
+
+	// The first writes it again, inline.
+	publishWith(t, e, "s1", 70, 90, queryTexts)
+	e.Settled("s1", 90, 30)
+	sameAnswers(t, "first instance again", "s1", scan, a)
+	a.PersistIndexes(ctx)
+	if c := a.IndexCounters(); c.Stores != 2 {
+		t.Fatalf("first instance again: %+v, expected its entry written twice", c)
+	}
+	if m, err := kv.Get(ctx, "m.s1"); err != nil || len(m.Value()) < 1000 {
+		t.Fatalf("first instance again: m.s1 %v, expected the encoding in it", err)
+	}
+	noChunks(t, kv, "s1")
+}
+
 // noChunks fails if the bucket holds a chunk of session.
 func noChunks(t *testing.T, kv jetstream.KeyValue, session string) {
 	t.Helper()
