@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"time"
 	"unicode/utf8"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -100,12 +103,13 @@ type foldRunner struct {
 	sources  []contextsource.Source // Config.ContextSources
 	clock    Clock
 	log      zerolog.Logger
+	panics   prometheus.Counter // summarizer calls that panicked
 }
 
 // newFoldRunner is a shard's fold runner, on the processor's parts.
 func (p *Processor) newFoldRunner() *foldRunner {
 	return &foldRunner{sum: p.sum, breaker: p.breaker, slots: p.slots, tokens: p.tokens, inStream: p.inStream, asker: p.asker,
-		sources: p.cfg.ContextSources, clock: p.clock, log: p.log}
+		sources: p.cfg.ContextSources, clock: p.clock, log: p.log, panics: p.m.panics}
 }
 
 // runFold reads the batch from the stream and calls the summarizer under
@@ -118,7 +122,7 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 		// No summarizer call (mode evict): the engine's outcome comes from
 		// the turns as applied, their index, time and tokens.
 		p.refBatch(&req, &r)
-		r.out, r.err = job.policy.Engine().Summarize(ctx, p.sum, req, job.policy, p.tokens.Count)
+		r.out, r.err = p.summarize(ctx, job, req)
 		if r.err == nil {
 			r.sumToks = p.tokens.Count(r.out.Summary)
 		}
@@ -190,7 +194,7 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 		r.summarized = time.Now()
 		return r
 	}
-	r.out, r.err = pol.Engine().Summarize(ctx, p.sum, req, pol, p.tokens.Count)
+	r.out, r.err = p.summarize(ctx, job, req)
 	called = true
 	p.breaker.Record(p.clock.Now(), r.err, job.probe)
 	if r.err != nil && job.placeholderOK && ctx.Err() == nil {
@@ -204,6 +208,41 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 	}
 	r.summarized = time.Now()
 	return r
+}
+
+// summarize calls the summarizer under the job's engine. A panic in the
+// call is this fold's error, not the process's end: the fold fails as a
+// model error does (the summary and cursor stay, the batch is retried
+// after the session's backoff) and other sessions go on, where a crash
+// would come back with every redelivery of the session's events.
+func (p *foldRunner) summarize(ctx context.Context, job foldJob, req fold.Request) (out fold.Outcome, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = fold.Outcome{}, p.panicked(job, v, debug.Stack())
+		}
+	}()
+	return job.policy.Engine().Summarize(ctx, p.sum, req, job.policy, p.tokens.Count)
+}
+
+// panicked counts and logs a summarizer call that panicked with v, and
+// returns the fold's error. A runtime error (an index out of range, a nil
+// map) is logged and returned as it is; any other value may quote the
+// transcript, so the error and the error-level log name only its type,
+// and its value is logged at debug. The stack holds no text.
+func (p *foldRunner) panicked(job foldJob, v any, stack []byte) error {
+	p.panics.Inc()
+	what := fmt.Sprintf("a %T", v)
+	if re, ok := v.(runtime.Error); ok {
+		what = re.Error()
+	}
+	p.log.Error().Str("event", "summarizer_panic").Str("session", job.session).Str("fold_id", job.foldID).
+		Str("panic", what).Str("stack", string(stack)).
+		Msg("the summarizer panicked; this session's fold fails and is retried after its backoff, other sessions go on")
+	if _, ok := v.(runtime.Error); !ok {
+		p.log.Debug().Str("event", "summarizer_panic_value").Str("session", job.session).Str("fold_id", job.foldID).
+			Str("panic", fmt.Sprint(v)).Msg("the summarizer's panic value")
+	}
+	return fmt.Errorf("summarizer panicked: %s", what)
 }
 
 // refBatch fills req and r from the batch's references alone: each turn's

@@ -29,6 +29,7 @@ type metrics struct {
 	rewinds     prometheus.Counter
 	loadRetries prometheus.Counter     // checkpoint reads tried again (load.go)
 	quarantined prometheus.Counter     // checkpoints that could not be decoded (load.go)
+	panics      prometheus.Counter     // summarizer calls that panicked, each a failed fold (folding.go)
 	sumTokens   *prometheus.CounterVec // by kind: input, output (provider-reported)
 	foldedToks  prometheus.Counter
 	memories    prometheus.Counter
@@ -61,6 +62,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		memories:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "memories_published_total", Help: "Memories published (after deduplication against the session's earlier ones)."}),
 		quarantined: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "checkpoints_quarantined_total", Help: "Session checkpoints that could not be decoded: kept on the dead-letter stream and rebuilt from the streams."}),
 		rewinds:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "consumer_rewinds_total", Help: "Times the consumer was re-attached at the ack floor after a state error."}),
+		panics:      prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "summarizer_panics_total", Help: "Summarizer calls that panicked: each is a failed fold of its session (folds_total{outcome=\"failed\"}), retried after its backoff; the process goes on."}),
 		loadRetries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "session_load_retries_total", Help: "Session checkpoint reads that failed for a reason another try may fix and were tried again for that session alone (its events waiting, other sessions going on)."}),
 	}
 	m.breakerState = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "foldstream", Name: "summarizer_breaker_state",
@@ -84,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.applied[kind] = m.events.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.rejected, m.deadLetters, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.loadRetries, m.sumTokens, m.foldedToks, m.memories, m.recovered, m.quarantined,
+		reg.MustRegister(m.events, m.rejected, m.deadLetters, m.duplicates, m.redelivered, m.folds, m.skips, m.foldLatency, m.checkpoints, m.liveSess, m.packedSess, m.unpacked, m.memReleases, m.inFlight, m.rewinds, m.loadRetries, m.sumTokens, m.foldedToks, m.memories, m.recovered, m.quarantined, m.panics,
 			m.breakerState, m.breakerOpens)
 	}
 	return m

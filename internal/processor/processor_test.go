@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/fold/openai/openaitest"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nats.go"
@@ -331,6 +332,62 @@ func TestFailedFoldMovesNothing(t *testing.T) {
 	if len(sums) != 2 || sums[1].Version != 2 || sums[1].Cursor != 20 {
 		t.Fatalf("summaries %+v", sums)
 	}
+}
+
+// A summarizer that panics on one session's batch fails that session's
+// fold, as a model error does: its summary and cursor stay, the batch is
+// retried after its backoff (and panics again), the panic is counted, and
+// the process goes on folding the other sessions.
+func TestSummarizerPanicFailsOnlyItsFold(t *testing.T) {
+	r := newRig(t)
+	sum := &panicking{Summarizer: r.sum, bad: "bad"}
+	r.sum = sum
+	p, _ := r.start(Config{RetryBackoff: 50 * time.Millisecond, RetryBackoffMax: 100 * time.Millisecond})
+	r.Turns("bad", 61)
+	r.Turns("good", 61)
+	r.Eventually("the bad session's fold tried again after its panic", func() bool { return sum.calls.Load() >= 2 })
+	if got := r.Settled("good", 61, 10); got.Version != 1 || got.Summary != "Alice and Bob discussed messages 000 to 009." {
+		t.Fatalf("the other session: version %d, summary %q", got.Version, got.Summary)
+	}
+	r.Turns("good", 10) // still served after the panics
+	r.Settled("good", 71, 20)
+	bad := r.Checkpoint("bad")
+	if bad.Total != 61 || bad.Cursor != 0 || bad.Version != 0 || bad.Summary != "" {
+		t.Fatalf("the panicking session moved: total %d, cursor %d, version %d, summary %q", bad.Total, bad.Cursor, bad.Version, bad.Summary)
+	}
+	var failed *events.Lifecycle
+	for _, e := range r.Lifecycle("bad") {
+		if e.Type == events.EventCompactionFailed {
+			failed = &e
+		}
+	}
+	if failed == nil || !strings.HasPrefix(failed.Error, "summarizer panicked: runtime error: index out of range") {
+		t.Fatalf("failure event %+v, want the panic as its error", failed)
+	}
+	if n, f := testutil.ToFloat64(p.m.panics), testutil.ToFloat64(p.m.folds.WithLabelValues("failed")); n < 2 || f < n {
+		t.Fatalf("%v panics and %v failed folds counted, want at least 2 panics, each a failed fold", n, f)
+	}
+	if len(r.Summaries("bad")) != 0 {
+		t.Fatal("a summary was published for the panicking session")
+	}
+}
+
+// panicking panics in every call for session bad, as a summarizer bug on
+// that session's turns would (an index out of range), and answers as its
+// Summarizer for the others.
+type panicking struct {
+	fold.Summarizer
+	bad   string
+	calls atomic.Int32
+}
+
+func (s *panicking) Summarize(ctx context.Context, req fold.Request) (fold.Result, error) {
+	if req.Session == s.bad {
+		s.calls.Add(1)
+		var words []string
+		return fold.Result{Summary: words[len(req.Turns)]}, nil
+	}
+	return s.Summarizer.Summarize(ctx, req)
 }
 
 // checkpointWithLease writes the checkpoint another owner would have left:
