@@ -54,6 +54,9 @@ func SeedIndexes(ctx context.Context, js jetstream.JetStream, layout broker.Layo
 		return 0, errors.New("service: seeding recall indexes: the index store is off (IndexStoreBytes 0)")
 	}
 	s.istore = newIndexStore(js, recallBucket(layout, s.storeKind), s.storeBytes, s.storeKind, log, nil)
+	if s.storeChunked {
+		s.istore.forceInline = 0
+	}
 	s.scanIdle = seedIdle
 	var todo []string
 	for _, id := range sessions {

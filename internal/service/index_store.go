@@ -512,12 +512,14 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 		return nil, nil
 	}
 	// The catch-up's first get (the events stored after the entry) while
-	// the entry is decoded.
-	// (and the memories' first, which the caller reads: e.mems).
+	// the entry is decoded, and the memories' first, which the caller
+	// reads (e.mems); SeedIndexes, which keeps no cache, reads none.
 	var next *nextEvent
 	if at, memAt, ok := replayNext(body); ok {
 		next = s.prefetchEvent(ctx, e.session, at)
-		e.mems = s.prefetchMemory(ctx, e.session, memAt)
+		if s.index != nil {
+			e.mems = s.prefetchMemory(ctx, e.session, memAt)
+		}
 	}
 	var rp *replay
 	if found.held > 0 {

@@ -333,6 +333,25 @@ func TestSeedIndexes(t *testing.T) {
 	}
 }
 
+// SeedIndexes writes as the service's options say: in chunks with
+// StoreChunked; a new instance loads the seeded entry.
+func TestSeedIndexesChunked(t *testing.T) {
+	ctx := context.Background()
+	e, scan := settledSession(t)
+	n, err := service.SeedIndexes(ctx, e.JS, e.Layout, e.Store, []string{"s1"}, e.Log, service.StoreChunked())
+	if err != nil || n != 1 {
+		t.Fatalf("seeded %d (%v), expected s1", n, err)
+	}
+	if _, err := recallKV(t, e).Get(ctx, "c.s1.0"); err != nil {
+		t.Fatalf("expected the seeded entry written in chunks: %v", err)
+	}
+	b := direct(t, e)
+	sameAnswers(t, "seeded in chunks", "s1", scan, b)
+	if c := b.IndexCounters(); c.Builds != 0 || c.Loads < 1 {
+		t.Fatalf("seeded in chunks: %+v, expected it loaded, nothing built", c)
+	}
+}
+
 // With the store in the server's memory, the index is written to the
 // memory bucket <BASE>_RECALL_MEM (not the file bucket) and a new
 // instance loads it from there.
