@@ -169,7 +169,7 @@ func (m *meeting) paired(gap int) {
 	m.Queries, m.Skipped = out, 0
 }
 
-// evidenceFrom is the first session turn of q's evidence.
+// evidenceFrom is the index of the first published turn of q's evidence.
 func (q query) evidenceFrom() int {
 	from := q.Spans[0][0]
 	for _, s := range q.Spans {
