@@ -79,6 +79,14 @@ func BenchmarkUnpack(b *testing.B) {
 	}
 }
 
+// sessionWithState is typicalSession carrying offlineState.
+func sessionWithState(tb testing.TB) *Session {
+	tb.Helper()
+	s := typicalSession()
+	s.SummaryState = offlineState(tb)
+	return s
+}
+
 // offlineState is a state the offline summarizer left after a fold of a
 // synthetic voice session (12,963 bytes; 6,078 s2-compressed).
 func offlineState(tb testing.TB) []byte {
@@ -93,8 +101,7 @@ func offlineState(tb testing.TB) []byte {
 // BenchmarkPackWithState: Pack of a session carrying the offline
 // summarizer's state; packed-B is the packed form's size.
 func BenchmarkPackWithState(b *testing.B) {
-	s := typicalSession()
-	s.SummaryState = offlineState(b)
+	s := sessionWithState(b)
 	buf := make([]byte, 0, 32<<10)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -107,8 +114,7 @@ func BenchmarkPackWithState(b *testing.B) {
 }
 
 func BenchmarkUnpackWithState(b *testing.B) {
-	s := typicalSession()
-	s.SummaryState = offlineState(b)
+	s := sessionWithState(b)
 	data, err := s.Pack(nil)
 	if err != nil {
 		b.Fatal(err)
@@ -124,8 +130,7 @@ func BenchmarkUnpackWithState(b *testing.B) {
 // BenchmarkCheckpointDecodeWithState: Decode of a checkpoint carrying the
 // offline summarizer's state (stored compressed).
 func BenchmarkCheckpointDecodeWithState(b *testing.B) {
-	s := typicalSession()
-	s.SummaryState = offlineState(b)
+	s := sessionWithState(b)
 	data, err := s.Encode(nil)
 	if err != nil {
 		b.Fatal(err)
@@ -141,8 +146,7 @@ func BenchmarkCheckpointDecodeWithState(b *testing.B) {
 // BenchmarkPackReusingState: Pack of that session as the processor packs
 // it, its state's stored form held from its last checkpoint.
 func BenchmarkPackReusingState(b *testing.B) {
-	s := typicalSession()
-	s.SummaryState = offlineState(b)
+	s := sessionWithState(b)
 	var st StateText
 	if _, err := s.EncodeReusing(nil, &st); err != nil {
 		b.Fatal(err)
@@ -160,8 +164,7 @@ func BenchmarkPackReusingState(b *testing.B) {
 // BenchmarkUnpackReusingState: Unpack that also keeps the state's stored form
 // for the next checkpoint (which then does not compress the state).
 func BenchmarkUnpackReusingState(b *testing.B) {
-	s := typicalSession()
-	s.SummaryState = offlineState(b)
+	s := sessionWithState(b)
 	data, err := s.Pack(nil)
 	if err != nil {
 		b.Fatal(err)

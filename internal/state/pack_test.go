@@ -210,8 +210,7 @@ func TestPackSummaryState(t *testing.T) {
 // form's bytes (the same as Pack's), and unpacking leaves the stored form
 // its next checkpoint would make, held for the unpacked state.
 func TestPackReusingStateText(t *testing.T) {
-	s := typicalSession()
-	s.SummaryState = offlineState(t)
+	s := sessionWithState(t)
 	var st StateText
 	if _, err := s.EncodeReusing(nil, &st); err != nil {
 		t.Fatal(err)

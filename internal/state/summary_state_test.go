@@ -70,34 +70,25 @@ func TestSummaryStateStoredCompressed(t *testing.T) {
 	}
 }
 
-// A checkpoint written before states were compressed (the state's bytes,
-// base64) still loads with its state.
-func TestSummaryStateOfAnOlderCheckpointLoads(t *testing.T) {
+// A checkpoint written with its state inside the JSON (in base64, as
+// encoding/json writes bytes) still loads with its state: the state's
+// bytes as written before states were compressed, or compressed as written
+// while compressed states were kept in the JSON.
+func TestSummaryStateInTheJSONLoads(t *testing.T) {
 	st := offlineLikeState(40)
-	old := `{"id":"s1","summary":"Alice talked.","cursor":0,"total":0,"covered_through":-1,"last_seq":0,"summary_state":"` +
-		base64.StdEncoding.EncodeToString(st) + `"}`
-	got, err := Decode("s1", []byte(old))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.SummaryState, st) || got.Summary != "Alice talked." {
-		t.Fatalf("older checkpoint read as %q / %q", got.Summary, got.SummaryState)
-	}
-}
-
-// A checkpoint written while compressed states were kept in the JSON (in
-// base64, as encoding/json writes bytes) still loads with its state.
-func TestSummaryStateCompressedInTheJSONLoads(t *testing.T) {
-	st := offlineLikeState(40)
-	stored := append(bytes.Clone(stateMagic), s2.Encode(nil, st)...)
-	old := `{"id":"s1","summary":"Alice talked.","cursor":0,"total":0,"covered_through":-1,"last_seq":0,"summary_state":"` +
-		base64.StdEncoding.EncodeToString(stored) + `"}`
-	got, err := Decode("s1", []byte(old))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.SummaryState, st) || got.Summary != "Alice talked." {
-		t.Fatalf("older checkpoint read as %q / %q", got.Summary, got.SummaryState)
+	for name, stored := range map[string][]byte{
+		"uncompressed": st,
+		"compressed":   append(bytes.Clone(stateMagic), s2.Encode(nil, st)...),
+	} {
+		old := `{"id":"s1","summary":"Alice talked.","cursor":0,"total":0,"covered_through":-1,"last_seq":0,"summary_state":"` +
+			base64.StdEncoding.EncodeToString(stored) + `"}`
+		got, err := Decode("s1", []byte(old))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got.SummaryState, st) || got.Summary != "Alice talked." {
+			t.Fatalf("%s: older checkpoint read as %q / %q", name, got.Summary, got.SummaryState)
+		}
 	}
 }
 
