@@ -29,11 +29,11 @@ import (
 // sessions: sessions of turns each (1,000 of 5,000 by default, about ten
 // times the index the default memory budget holds), then a new service
 // instance asked at random sessions with the default budget: most
-// requests miss the memory and load the session's index from the store.
-// Printed beside it: the index's memory, the hit rate, the misses' and
-// the hits' latencies, and kRef requests to an instance without the
+// requests find the session's index packed in memory (the rest load it
+// from the store). Printed beside it: the index's memory, the hit rate,
+// the misses' and the hits' latencies, and kRef requests to an instance without the
 // store (every miss builds from the stream). The measured instance is
-// timed after as many untimed requests as it is asked.
+// timed after one untimed request to each session, in random order.
 //
 // The set-up is what a deployment holds after those turns, reached the
 // fast way: the turns are published in large async batches, then the

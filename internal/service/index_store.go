@@ -44,11 +44,16 @@ import (
 //   - Bounded: the bucket holds at most --recall-index-store-bytes (puts
 //     fail beyond it: those sessions are rebuilt from the stream as
 //     without a store) and entries expire after indexStoreTTL without a
-//     write; a replay whose encoding exceeds an eighth of the bucket is
-//     not written.
+//     write; a replay whose packed form exceeds an eighth of the bucket
+//     is not written.
+//
+// What is stored is the replay's packed form (index_pack.go: the
+// encoding, zstd-compressed), which the memory keeps too; an entry
+// written unpacked by an earlier version is read as it is (and packed
+// for the memory by the writer, not rewritten for that alone).
 //
 // An entry is the key m.<session>: its length and CRC-32C, then the
-// encoding itself when it fits one message (inline: below the server's
+// stored value itself when it fits one message (inline: below the server's
 // max_payload, with room to spare), so that a load is one get. A larger
 // one is written in chunks c.<session>.<i> (the write's generation, then
 // at most indexChunk bytes), which m.<session> counts (with the
@@ -62,10 +67,9 @@ import (
 //
 // A load costs the server a read of the file-store block holding the
 // entry (the whole block, 8 MiB in a bucket over 32 MiB, unless it still
-// holds it: see IndexStoreInMemory), then the value's copies on its way: one message read
-// whole into memory the index keeps (decodeReplayOwned), instead of the
-// meta, then the chunks, then their copy into one buffer and the index's
-// copy of it.
+// holds it: see IndexStoreInMemory), then the value's copies on its way,
+// then its decompression into memory the index keeps
+// (decodeReplayOwned).
 type indexStore struct {
 	js       jetstream.JetStream
 	bucket   string
