@@ -229,10 +229,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if p.upper {
 			p.score++
 		}
-		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
-			if voc == nil {
-				break
-			}
+		for k, wi := nextField(p.key, 0); k != "" && voc != nil; k, wi = nextField(p.key, wi) {
 			p.score += topicSalience * max(0, voc.weight(voc.id(k)))
 		}
 		kept = append(kept, p)
@@ -246,7 +243,11 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			break
 		}
 		np := strings.HasPrefix(p.text, "the ")
-		if hasAny(p.key, used) {
+		clash := false // a word of a topic chosen
+		for k := range strings.FieldsSeq(p.key) {
+			clash = clash || slices.Contains(used, k)
+		}
+		if clash {
 			continue
 		}
 		if len(peopleKeys) == 0 {
@@ -273,16 +274,6 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 	}
 	sc.seen, sc.people = used, peopleKeys
 	return out
-}
-
-// hasAny reports whether a word of key is one of ws.
-func hasAny(key string, ws []string) bool {
-	for k, wi := nextField(key, 0); k != ""; k, wi = nextField(key, wi) {
-		if slices.Contains(ws, k) {
-			return true
-		}
-	}
-	return false
 }
 
 // ofPeople reports a phrase made of the words of participants' names
@@ -356,18 +347,12 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			if np && !runUpper {
 				out = append(out, "the "...)
 			}
-			for i, w := range run {
-				if i > 0 {
-					out = append(out, ' ')
-				}
-				out = append(out, w.w...)
+			for i, w := range run { // its words, then their stems
+				out = append(append(out, " "[:min(i, 1)]...), w.w...)
 			}
 			out = append(out, '=')
 			for i, w := range run {
-				if i > 0 {
-					out = append(out, ' ')
-				}
-				out = append(out, w.x.stem...)
+				out = append(append(out, " "[:min(i, 1)]...), w.x.stem...)
 			}
 		}
 		run = run[:0]
