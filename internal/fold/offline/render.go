@@ -458,6 +458,9 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		}
 		p.Topics = p.Topics[:min(len(p.Topics), shownTopics)]
 		headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3)
+		if i%2 == 1 { // (a person varies the verb)
+			headers[i] = strings.Replace(headers[i], " talked about ", " discussed ", 1)
+		}
 		named += strings.ToLower(headers[i])
 	}
 	used := runeLen(lead)
@@ -529,7 +532,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 	add := func(x *stmt) {
 		said := x.Sp + " said "
 		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
-		if n := len(lines) - 1; joinable && plain && strings.HasPrefix(lines[n], said) {
+		if n := len(lines) - 1; joinable && plain && strings.HasPrefix(lines[n], x.Sp+" ") { // (its verb maybe varied)
 			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[len(said):]
 			joinable = false
 			return
@@ -539,6 +542,9 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 			(strings.HasPrefix(v, " said") || strings.HasPrefix(v, " asked") || strings.HasPrefix(v, " thought") || strings.HasPrefix(v, " suggested")) &&
 			alsoAfter(lines[first:], x.Sp) {
 			t, room = x.Sp+" also"+v, room-len(" also")
+		}
+		if v := varied(t, x.Sp, lines); len(v)-len(t) <= room {
+			t, room = v, room-(len(v)-len(t))
 		}
 		lines = append(lines, t)
 		joinable = plain && strings.HasSuffix(x.Text, ".")
@@ -774,6 +780,33 @@ func (p period) header(multiDay, group bool) string {
 	}
 	return when + ", " + who + " talked about " + andList(p.Topics) + "."
 }
+
+// varied is t, a statement of sp, with its verb "said" varied as a person writing a report varies it: "explained"
+// where it gives a reason, "thought" an opinion, "mentioned" (not for a quote or a remark of a few words) after a
+// line that said "said".
+func varied(t, sp string, lines []string) string {
+	head, rest, ok := strings.Cut(t, " said")
+	if !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
+		return t
+	}
+	switch {
+	case reasons.in(rest):
+		return head + " explained" + rest
+	case opinions.in(rest):
+		return head + " thought" + rest
+	}
+	for i := len(lines) - 1; i >= 0 && fieldsAtLeast(rest, 5) && 'a' <= rest[1] && rest[1] <= 'z' && !strings.Contains(lines[i], " mentioned "); i-- {
+		if strings.Contains(lines[i], " said ") {
+			return head + " mentioned" + rest
+		}
+	}
+	return t
+}
+
+var (
+	reasons  = newKeywords(" because ", " so that ", "the reason ", " 'cause ", " cause ")
+	opinions = newKeywords(" probably ", " maybe ", " i guess ", " i'm inclined ", " i feel ", " seems ", " better ", " i think ", " would be ", " they should ", " it should ")
+)
 
 // alsoAfter reports a statement of sp after lines that says "also": sp
 // spoke two or three lines before (not "also" there), another just before.
