@@ -323,10 +323,13 @@ func (x lexeme) is(f wordFlags) bool { return x.flags&f != 0 }
 // lexicon remembers the lexemes of the words a summarizer has seen: the stemmer costs about a microsecond a word,
 // more than reading the rest of a sentence, and the words people use are few. Each scratch holds one (a lexeme
 // depends on the word alone); past maxWords words it starts over. A nil lexicon works out every word afresh. Most
-// lookups end in near, the word last looked up at its slot (by its length and three of its bytes).
+// lookups end in near, the word last looked up at its slot (by its length and three of its bytes). It knows the
+// fields of text as written too (field), so that a sentence's words are trimmed, lower-cased and stemmed once.
 type lexicon struct {
-	m    map[string]*known
-	near [1024]*known
+	m     map[string]*known
+	near  [1024]*known
+	fm    map[string]*field
+	fnear [2048]*field
 }
 
 // known is a word looked up and its lexeme.
@@ -335,7 +338,25 @@ type known struct {
 	x lexeme
 }
 
-const maxWords = 1 << 16
+// field is a field of text as written (strings.Fields'), and what the summarizer reads in it.
+type field struct {
+	f     string
+	terms []string // the distinct stems of its content words (appendTerms)
+	flags fieldFlags
+}
+
+// fieldFlags: a field has a digit (hasDigit), reads as a name (capitalised, not "I" nor "I'…": statFields), or is a
+// first or second person pronoun (report's firstPerson, secondPerson: with its punctuation trimmed, any case).
+type fieldFlags uint8
+
+const (
+	ffDigit fieldFlags = 1 << iota
+	ffName
+	ffFirst
+	ffSecond
+)
+
+const maxWords, maxFieldLen = 1 << 16, 48 // (a longer field is read afresh each time)
 
 func (l *lexicon) get(w string) lexeme { return l.getBytes([]byte(w)) }
 
@@ -358,6 +379,50 @@ func (l *lexicon) getBytes(w []byte) lexeme {
 	l.near[h] = k
 	return k.x
 }
+
+// field is what the lexicon knows of the field f (a non-empty field of strings.Fields).
+func (l *lexicon) field(f string) *field {
+	if l == nil || len(f) > maxFieldLen {
+		return l.newField(f)
+	}
+	h := int((uint32(f[0]) | uint32(f[len(f)/2])<<8 | uint32(f[len(f)-1])<<16 | uint32(len(f))<<24) * 0x9e3779b1 >> 21)
+	if k := l.fnear[h]; k != nil && k.f == f {
+		return k
+	}
+	k := l.fm[f]
+	if k == nil {
+		if k = l.newField(strings.Clone(f)); l.fm == nil || len(l.fm) >= maxWords {
+			l.fm = make(map[string]*field, 1024)
+		}
+		l.fm[k.f] = k
+	}
+	l.fnear[h] = k
+	return k
+}
+
+func (l *lexicon) newField(f string) *field {
+	k := &field{f: f, terms: l.tokenTerms(nil, 0, f)}
+	if hasDigit(f) {
+		k.flags |= ffDigit
+	}
+	if r, _ := utf8.DecodeRuneInString(f); unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'") {
+		k.flags |= ffName
+	}
+	if c := trimCut(f, `.,!?;:"()`); len(c) <= len("yourself") {
+		lc := strings.ToLower(c)
+		k.flags |= fieldFlags(b2i(firstPerson[lc]))*ffFirst | fieldFlags(b2i(secondPerson[lc]))*ffSecond
+	}
+	return k
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (k *field) is(f fieldFlags) bool { return k.flags&f != 0 }
 
 func newLexeme(w string) lexeme {
 	x := lexeme{stem: w}
@@ -398,9 +463,30 @@ func termWord(w string) bool {
 // order.
 func (l *lexicon) appendTerms(dst []string, s string) []string {
 	n0 := len(dst)
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
+		dst = l.fieldTerms(dst, n0, f)
+	}
+	return dst
+}
+
+// fieldTerms appends to dst the stems of f's content words that dst[n0:] does not hold.
+func (l *lexicon) fieldTerms(dst []string, n0 int, f string) []string {
+	if len(f) > maxFieldLen {
+		return l.tokenTerms(dst, n0, f)
+	}
+	for _, t := range l.field(f).terms {
+		if !slices.Contains(dst[n0:], t) {
+			dst = append(dst, t)
+		}
+	}
+	return dst
+}
+
+// tokenTerms appends to dst the stems of the content words of s (tokens: runs of letters, digits and ' - $ %)
+// that dst[n0:] does not hold.
+func (l *lexicon) tokenTerms(dst []string, n0 int, s string) []string {
 	var buf [64]byte
 	for i := 0; i < len(s); {
-		// a token: a run of letters, digits and ' - $ %
 		j := i
 		for j < len(s) {
 			if c := s[j]; c < utf8.RuneSelf && tokenBits[c>>6]>>(c&63)&1 != 0 {

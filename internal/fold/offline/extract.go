@@ -170,16 +170,19 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 			continue // thanks are not news
 		}
 		// the sentence is split into words once, for statWords, report and factKey
-		tw, fs := lx.appendTerms(sc.terms[:0], sent), appendFields(sc.words[:0], sent)
+		tw, fs := sc.terms[:0], appendFields(sc.words[:0], sent)
+		for _, f := range fs {
+			tw = lx.fieldTerms(tw, 0, f)
+		}
 		sc.terms, sc.words = tw, fs
-		c := statFields(fs)
+		c := lx.statFields(fs)
 		question := strings.HasSuffix(sent, "?")
 		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
 		if r := reldate.Resolve(sent, t.At); r != sent {
 			fs = appendFields(fs[:0], r)
-			rc := statFields(fs)
+			rc := lx.statFields(fs)
 			sent, c.names, c.digits, sc.words = r, rc.names, rc.digits, fs
 		}
 		w := weigh(sent, len(tw), c)
@@ -193,7 +196,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if user {
 			k, w = kAsk, w+3
 		}
-		text, self := report(sp, sent, fs, question, user, names)
+		text, self := lx.report(sp, sent, fs, question, user, names)
 		if self {
 			w += 0.8
 		}
@@ -324,15 +327,19 @@ type wordStat struct {
 	digits             uint64 // bit i: the i-th word has a digit (bit 63: or a later one)
 }
 
-func statWords(s string) wordStat { var arr [64]string; return statFields(appendFields(arr[:0], s)) }
+func statWords(s string) wordStat {
+	var arr [64]string
+	return (*lexicon)(nil).statFields(appendFields(arr[:0], s))
+}
 
-func statFields(fs []string) (c wordStat) { // (fs: the sentence's fields)
+func (l *lexicon) statFields(fs []string) (c wordStat) { // (fs: the sentence's fields)
 	for _, f := range fs {
-		if hasDigit(f) {
+		k := l.field(f)
+		if k.is(ffDigit) {
 			c.nums++
 			c.digits |= 1 << min(c.words, 63)
 		}
-		if r, _ := utf8.DecodeRuneInString(f); c.words > 0 && unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'") {
+		if c.words > 0 && k.is(ffName) {
 			c.names++
 		}
 		c.words++
@@ -415,7 +422,7 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		case len(lc) == 1 && lc != "a" && lc != "i" && lc == c && !unicode.IsDigit(rune(lc[0])) && i+1 < len(fs),
 			strings.HasSuffix(f, "-") && len(f) > 1:
 			continue // a cut word: "I s", "m or", "we-"
-		case i > 0 && i+1 < len(fs) && onsets[c] && !hasDigit(fs[i-1]) && !determiners[strings.ToLower(fs[i-1])]:
+		case i > 0 && i+1 < len(fs) && len(c) <= 3 && onsets[c] && !hasDigit(fs[i-1]) && !determiners[strings.ToLower(fs[i-1])]:
 			continue // a cut word, the start of one without its vowel: "also th already", "tr gonna"; "the dr", "tv", "pdf" stay
 		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
@@ -533,7 +540,7 @@ var (
 // Ilios."; a question → "Dave asked: can someone remind me …?". What
 // cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
-func report(sp, sent string, ws []string, question, user bool, names []string) (text string, self bool) { // (ws: sent's fields)
+func (lx *lexicon) report(sp, sent string, ws []string, question, user bool, names []string) (text string, self bool) { // (ws: sent's fields)
 	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
 	low := lower(buf[:0], sent[:min(len(sent), len(buf))])
 	verb := "said"
@@ -548,18 +555,8 @@ func report(sp, sent string, ws []string, question, user bool, names []string) (
 	}
 	first, second := 0, 0
 	for _, w := range ws {
-		c := trimCut(w, `.,!?;:"()`)
-		if len(c) > len("yourself") || c == "" || c[0]|0x20 != 'i' && c[0]|0x20 != 'm' && c[0]|0x20 != 'y' && c[0]|0x20 != 'u' {
-			continue // longer than any pronoun, or starting otherwise
-		}
-		var lb [8]byte
-		l := lower(lb[:0], c)
-		if firstPerson[string(l)] {
-			first++
-		}
-		if secondPerson[string(l)] {
-			second++
-		}
+		k := lx.field(w)
+		first, second = first+b2i(k.is(ffFirst)), second+b2i(k.is(ffSecond))
 	}
 	for _, a := range speechActs { // (the act's own "I" or "me" is the only first person word allowed)
 		if low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
