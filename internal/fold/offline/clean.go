@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/foldstream/foldstream/internal/reldate"
 	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/kljensen/snowball/english"
 )
@@ -347,6 +348,7 @@ const (
 	ffSecond
 	ffGroup
 	ffModal
+	ffDate // a relative date may start in it (reldate.MayStartIn)
 )
 
 const maxWords, maxFieldLen = 1 << 16, 48 // (a longer field is read afresh each time)
@@ -412,7 +414,7 @@ func newField(l *lexicon, f string) *field {
 	for i, on := range []bool{hasDigit(f), unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'"),
 		len(p) <= len("yourself") && firstPerson[strings.ToLower(p)], len(p) <= len("yourself") && secondPerson[strings.ToLower(p)],
 		strings.IndexByte("wWuUoO", f[0]) >= 0 && len(g) <= len("ourselves") && groupPerson[strings.ToLower(g)] != "",
-		modal || ll && c != "" && c != "I"} {
+		modal || ll && c != "" && c != "I", reldate.MayStartIn(f)} {
 		k.flags |= fieldFlags(b2i(on)) << i
 	}
 	return k

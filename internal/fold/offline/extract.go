@@ -2,6 +2,7 @@ package offline
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -90,12 +91,11 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		// A question is answered by the next turn of someone else when that turn says something and does not open with
 		// a backchannel ("sure, …").
 		if lastQ != -1 && sp != lastQSp && strings.TrimSpace(text) != "" {
-			q := ""
+			qs, qi := b.stmts, lastQ // (the question)
 			if lastQ == -2 {
-				q = st.Open[len(st.Open)-1].Terms + "\x00" + st.Open[len(st.Open)-1].Text
-			} else {
-				q = b.stmts[lastQ].Terms + "\x00" + b.stmts[lastQ].Text
+				qs, qi = st.Open, len(st.Open)-1
 			}
+			q := qs[qi].Terms + "\x00" + qs[qi].Text
 			if len(sents) > 0 && !opensWithBackchannel(text) && sents[0].K != kQuestion && answers(q, sents[0], text) {
 				if lastQ == -2 {
 					b.answered = len(st.Open) - 1
@@ -162,7 +162,11 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
-		if r := reldate.Resolve(sent, t.At); r != sent {
+		r := sent
+		if anyIs(ks, ffDate) { // (no word starts a relative date: nothing to resolve)
+			r = reldate.Resolve(sent, t.At)
+		}
+		if r != sent {
 			fs = appendFields(fs[:0], r)
 			ks = lx.fields(ks[:0], fs)
 			rc := statFields(ks)
@@ -302,11 +306,7 @@ type wordStat struct {
 	digits             uint64 // bit i: the i-th word has a digit (bit 63: or a later one)
 }
 
-func statWords(s string) wordStat {
-	var arr [64]string
-	var karr [64]*field
-	return statFields((*lexicon)(nil).fields(karr[:0], appendFields(arr[:0], s)))
-}
+func statWords(s string) wordStat { return statFields((*lexicon)(nil).fields(nil, strings.Fields(s))) }
 
 func statFields(ks []*field) (c wordStat) { // (ks: the sentence's fields)
 	for _, k := range ks {
@@ -777,10 +777,7 @@ var roleNames = map[string]string{"user": "User", "assistant": "Assistant", "sys
 // toolTurn adds a tool call or result: a call and its result become one clause ("Assistant ran bash (go test ./...):
 // failed, --- FAIL: …"), the tool's output never.
 func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
-	tool := oneLine(t.Tool, 48)
-	if tool == "" {
-		tool = "a tool"
-	}
+	tool := cmp.Or(oneLine(t.Tool, 48), "a tool")
 	if isToolCall(t) {
 		who := displayName(t)
 		if who == "Tool" || who == "Someone" {
