@@ -457,8 +457,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 			p.Topics = ts
 		}
 		p.Topics = p.Topics[:min(len(p.Topics), shownTopics)]
-		headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3)
-		if i%2 == 1 { // (a person varies the verb)
+		if headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3); i%2 == 1 { // (a person varies the verb)
 			headers[i] = strings.Replace(headers[i], " talked about ", " discussed ", 1)
 		}
 		named += strings.ToLower(headers[i])
@@ -529,6 +528,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 	}
 	joinable := false   // the last line is a statement another may join
 	first := len(lines) // the first statement's line
+	saidLast := false   // of the statements reported with "said" or "mentioned", the last said "said"
 	add := func(x *stmt) {
 		said := x.Sp + " said "
 		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
@@ -543,8 +543,11 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 			alsoAfter(lines[first:], x.Sp) {
 			t, room = x.Sp+" also"+v, room-len(" also")
 		}
-		if v := varied(t, x.Sp, lines); len(v)-len(t) <= room {
+		if v := varied(t, x.Sp, saidLast); len(v)-len(t) <= room {
 			t, room = v, room-(len(v)-len(t))
+		}
+		if v := strings.TrimPrefix(strings.TrimPrefix(t, x.Sp), " also"); strings.HasPrefix(v, " said ") || strings.HasPrefix(v, " mentioned ") {
+			saidLast = v[1] == 's'
 		}
 		lines = append(lines, t)
 		joinable = plain && strings.HasSuffix(x.Text, ".")
@@ -783,8 +786,8 @@ func (p period) header(multiDay, group bool) string {
 
 // varied is t, a statement of sp, with its verb "said" varied as a person writing a report varies it: "explained"
 // where it gives a reason, "thought" an opinion, "mentioned" (not for a quote or a remark of a few words) after a
-// line that said "said".
-func varied(t, sp string, lines []string) string {
+// statement reported with "said" (saidLast).
+func varied(t, sp string, saidLast bool) string {
 	head, rest, ok := strings.Cut(t, " said")
 	if !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
 		return t
@@ -794,19 +797,14 @@ func varied(t, sp string, lines []string) string {
 		return head + " explained" + rest
 	case opinions.in(rest):
 		return head + " thought" + rest
-	}
-	for i := len(lines) - 1; i >= 0 && fieldsAtLeast(rest, 5) && 'a' <= rest[1] && rest[1] <= 'z' && !strings.Contains(lines[i], " mentioned "); i-- {
-		if strings.Contains(lines[i], " said ") {
-			return head + " mentioned" + rest
-		}
+	case saidLast && fieldsAtLeast(rest, 5) && 'a' <= rest[1] && rest[1] <= 'z':
+		return head + " mentioned" + rest
 	}
 	return t
 }
 
-var (
-	reasons  = newKeywords(" because ", " so that ", "the reason ", " 'cause ", " cause ")
-	opinions = newKeywords(" probably ", " maybe ", " i guess ", " i'm inclined ", " i feel ", " seems ", " better ", " i think ", " would be ", " they should ", " it should ")
-)
+var reasons = newKeywords(" because ", " so that ", "the reason ", " 'cause ", " cause ")
+var opinions = newKeywords(" probably ", " maybe ", " i guess ", " i'm inclined ", " i feel ", " seems ", " better ", " i think ", " would be ", " they should ", " it should ")
 
 // alsoAfter reports a statement of sp after lines that says "also": sp
 // spoke two or three lines before (not "also" there), another just before.
