@@ -32,10 +32,9 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 	return c.w, c.err
 }
 
-// decodeState reads a state written by encode as encoding/json would read it into
-// the state's struct (what the codec does not write, such as spaces, nulls and other
-// keys, by encoding/json: so a state of version 1, whose facts have a "sum"). It fails
-// on anything that is not JSON, and on a state of a version after this one.
+// decodeState reads a state written by encode as encoding/json would read it into the state's struct (what the codec
+// does not write, such as spaces, nulls and other keys, by encoding/json: so a state of version 1, whose facts have a
+// "sum"). It fails on anything that is not JSON, and on a state of a version after this one.
 func decodeState(data []byte) (*state, error) {
 	st, c := new(state), &codec{r: &jsonReader{b: data, s: string(data)}}
 	if c.object(st.fields); c.r.err != nil || c.r.i < len(data) {
@@ -241,9 +240,8 @@ func appendJSONFloat(b []byte, f float64) []byte {
 
 // ---- reading ----
 
-// jsonReader reads the JSON the codec writes, from b; anything else (spaces, nulls,
-// other keys or orders) stops it with an error, as its first error does. s is b as
-// a string: a string of plain ASCII is read as a part of it (no copy).
+// jsonReader reads the JSON the codec writes, from b; anything else (spaces, nulls, other keys or orders) stops it with
+// an error, as its first error does. s is b as a string: a string of plain ASCII is read as a part of it (no copy).
 type jsonReader struct {
 	b   []byte
 	s   string

@@ -136,9 +136,8 @@ func fnvAdd(h uint64, s string) uint64 {
 	return h
 }
 
-// keep writes st (encode) and holds it for the bytes written, unless they read back
-// otherwise (a string not UTF-8, written as U+FFFD); of this fold, the next reads as
-// from a decoded state no scratch, no statement's own words and no term numbers.
+// keep writes st (encode) and holds it for the bytes written, unless they read back otherwise (a string not UTF-8,
+// written as U+FFFD); of this fold, the next reads as from a decoded state no scratch, statements' own words or terms.
 func (s *Summarizer) keep(st *state) []byte {
 	data := st.encode()
 	if bytes.Contains(data, []byte(`\ufffd`)) {
