@@ -323,7 +323,7 @@ func TestScoringStem(t *testing.T) {
 func TestDatedBaselines(t *testing.T) {
 	m := meetingFrom(t, []string{"we picked a red battery case", "hello there", "the battery lasts two days", "lunch?", "fine"})
 	total := len(m.Turns)
-	day := dayLine(0) + "\n"
+	day := m.dayLine(0) + "\n"
 	if got, want := m.truncationDated(total, 1<<20), day+render(m.Turns); got != want {
 		t.Errorf("dated truncation of everything = %q, want %q", got, want)
 	}
@@ -338,5 +338,19 @@ func TestDatedBaselines(t *testing.T) {
 	}
 	if got := m.plainRetrieval(r, "battery", size-1); runes(got) > size-1 || !strings.Contains(got, "battery") {
 		t.Errorf("plain retrieval in %d chars = %q", size-1, got)
+	}
+}
+
+// A meeting replayed with -sitting says each sitting on the next day: the
+// dated baselines then give a date line per day.
+func TestSittingsAreDays(t *testing.T) {
+	m := meetingFrom(t, []string{"we picked a red battery case", "hello there", "the battery lasts two days", "lunch?", "fine"})
+	m.sitting = 2
+	if !m.sameDay(0, 1) || m.sameDay(1, 2) || !m.at(2).After(m.at(1)) {
+		t.Fatalf("turns 0..2 said at %v, %v, %v: want two a day, in order", m.at(0), m.at(1), m.at(2))
+	}
+	want := m.dayLine(0) + "\n" + render(m.Turns[:2]) + m.dayLine(2) + "\n" + render(m.Turns[2:4]) + m.dayLine(4) + "\n" + render(m.Turns[4:])
+	if got := m.truncationDated(len(m.Turns), 1<<20); got != want {
+		t.Errorf("dated truncation over three days = %q, want %q", got, want)
 	}
 }

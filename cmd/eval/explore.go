@@ -283,7 +283,7 @@ func excerptBlock(m *meeting, hits []hit, k int) string {
 	var b strings.Builder
 	b.WriteString(excerptsHeader + "\n")
 	for _, i := range idx {
-		b.WriteString(excerptLine(i, m.Turns[i]) + "\n")
+		b.WriteString(m.excerptLine(i, m.Turns[i]) + "\n")
 	}
 	return b.String()
 }

@@ -49,7 +49,9 @@ type opts struct {
 	// turns is reported apart (query.spread).
 	spread int
 	// pairs: the questions are asked two at a time (meeting.paired).
-	pairs   bool
+	pairs bool
+	// sitting: turns a day of the replay (meeting.at; 0: one sitting).
+	sitting int
 	scoring scoring
 }
 
@@ -60,7 +62,7 @@ func main() {
 	flag.IntVar(&o.meetings, "meetings", 0, "run this many meetings, spread evenly over the name-sorted list (0 = all)")
 	budgets := flag.String("budgets", "2000,4000,10000", "comma-separated character budgets of the query-aware context (b), each measured beside dated truncation and plain retrieval of its size")
 	flag.IntVar(&o.recallTurns, "recall-turns", 0, "recall_turns of the query-aware context (b); 0 = the service's default")
-	flag.IntVar(&sitting, "sitting", 0, "replay each meeting as a chat of many days: this many turns a day, each day's from 09:00 (0 = one sitting, the meeting's pace)")
+	flag.IntVar(&o.sitting, "sitting", 0, "replay each meeting as a chat of many days: this many turns a day, each day's from 09:00 (0 = one sitting, the meeting's pace)")
 	flag.IntVar(&o.spread, "spread", 40, "report apart, at each budget, the questions whose annotated evidence runs over more than this many turns, first to last (over two days or more with -sitting at most this)")
 	flag.BoolVar(&o.pairs, "pairs", false, "ask the questions two at a time: each with the next whose evidence lies at least -spread turns from its own, as one question with both answers (evidence from two passages far apart)")
 	flag.IntVar(&o.maxSummaryChars, "max-summary-chars", 0, "the processor's summary budget (0 = its default, 1200)")
@@ -91,8 +93,8 @@ func main() {
 	if o.spread < 1 {
 		fail(2, fmt.Errorf("-spread: expected a positive count of turns, got %d", o.spread))
 	}
-	if sitting < 0 {
-		fail(2, fmt.Errorf("-sitting: expected 0 (one sitting) or a positive count of turns a day, got %d", sitting))
+	if o.sitting < 0 {
+		fail(2, fmt.Errorf("-sitting: expected 0 (one sitting) or a positive count of turns a day, got %d", o.sitting))
 	}
 	if o.meetings < 0 {
 		fail(2, fmt.Errorf("-meetings: expected 0 (all) or a positive count, got %d", o.meetings))
@@ -190,6 +192,9 @@ func run(ctx context.Context, o opts, log zerolog.Logger) (*results, error) {
 		return nil, err
 	}
 	ms = spread(ms, o.meetings)
+	for _, m := range ms {
+		m.sitting = o.sitting
+	}
 	if o.pairs {
 		for _, m := range ms {
 			m.paired(o.spread)

@@ -28,6 +28,9 @@ type meeting struct {
 	// Skipped counts specific queries whose spans do not parse or fall
 	// outside the transcript.
 	Skipped int
+	// sitting is how many turns the replay says a day (-sitting; 0: the
+	// whole meeting in one sitting, at its own pace). See at.
+	sitting int
 }
 
 // line is one published turn.

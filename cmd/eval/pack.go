@@ -35,10 +35,8 @@ const excerptsHeader = "Earlier excerpts (in transcript order):"
 
 // excerptLine is a recalled turn as a prompt line, with the time it was
 // said (the replay's clock).
-func excerptLine(i int, l line) string { return excerptLineOf(i, l) }
-
-func excerptLineOf(i int, l line) string {
-	return "[" + at(i).Format("15:04") + "] " + l.String()
+func (m *meeting) excerptLine(i int, l line) string {
+	return "[" + m.at(i).Format("15:04") + "] " + l.String()
 }
 
 // pack builds a context the way DESIGN.md's continuity section orders it:
@@ -68,9 +66,9 @@ func pack(m *meeting, summary string, cursor int, hits []hit, o packOpts) string
 			return l.String()
 		}
 		if o.dateLabels {
-			return "[" + at(i).Format(client.RecallTimeLayout) + "] " + l.String()
+			return "[" + m.at(i).Format(client.RecallTimeLayout) + "] " + l.String()
 		}
-		return excerptLineOf(i, l)
+		return m.excerptLine(i, l)
 	}
 	// costIn is what the excerpt lines of turns [from, to] cost with set
 	// picked (a group label depends on the turn before).

@@ -12,10 +12,10 @@ import "github.com/foldstream/foldstream/client"
 const dayLayout = client.RecallTimeLayout
 
 // dayLine is the date line before the first turn of turn i's day.
-func dayLine(i int) string { return "[" + at(i).UTC().Format(dayLayout) + "]" }
+func (m *meeting) dayLine(i int) string { return "[" + m.at(i).UTC().Format(dayLayout) + "]" }
 
-func sameDay(i, j int) bool {
-	a, b := at(i).UTC(), at(j).UTC()
+func (m *meeting) sameDay(i, j int) bool {
+	a, b := m.at(i).UTC(), m.at(j).UTC()
 	return a.YearDay() == b.YearDay() && a.Year() == b.Year()
 }
 
@@ -23,8 +23,8 @@ func sameDay(i, j int) bool {
 func (m *meeting) dated(idx []int) string {
 	var out []byte
 	for k, i := range idx {
-		if k == 0 || !sameDay(idx[k-1], i) {
-			out = append(out, dayLine(i)...)
+		if k == 0 || !m.sameDay(idx[k-1], i) {
+			out = append(out, m.dayLine(i)...)
 			out = append(out, '\n')
 		}
 		out = append(out, m.Turns[i].String()...)
@@ -50,8 +50,8 @@ func (m *meeting) truncationDated(end, chars int) string {
 	for from > 0 {
 		i := from - 1
 		c := client.LineChars(m.Turns[i].String())
-		if from == end || !sameDay(i, from) {
-			c += client.LineChars(dayLine(i))
+		if from == end || !m.sameDay(i, from) {
+			c += client.LineChars(m.dayLine(i))
 		}
 		if used+c > chars {
 			break
@@ -79,7 +79,7 @@ func (m *meeting) plainRetrieval(r *ranker, query string, chars int) string {
 	for _, h := range r.rank(query) {
 		i := h.from
 		c := client.LineChars(m.Turns[i].String())
-		day := dayLine(i)
+		day := m.dayLine(i)
 		if !days[day] {
 			c += client.LineChars(day)
 		}

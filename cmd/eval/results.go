@@ -149,7 +149,7 @@ type recalled struct {
 }
 
 func newResults(o opts, w fold.Window) *results {
-	res := &results{Data: o.data, Budgets: o.budgets, RecallTurns: o.recallTurns, Sitting: sitting, SpreadTurns: o.spread, Pairs: o.pairs, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
+	res := &results{Data: o.data, Budgets: o.budgets, RecallTurns: o.recallTurns, Sitting: o.sitting, SpreadTurns: o.spread, Pairs: o.pairs, ScoreStem: o.scoring.stem, Recent: w.Recent, Batch: w.Batch, SummaryMax: w.MaxSummaryChars,
 		Summarizer: "offline", took: map[string][]time.Duration{}}
 	if o.explore {
 		res.explore = newExploration(o.budget)

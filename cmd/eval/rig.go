@@ -169,22 +169,21 @@ func (r *rig) close() {
 }
 
 // T0 is the time of every session's first turn; turns follow turnGap
-// apart (about a meeting's pace: 800 turns in an hour). With sitting
-// turns a sitting (-sitting), each sitting is said on the next day at
-// T0's hour from a year before T0 (no turn dated ahead of the clock): a
-// meeting replayed as a chat of many days.
+// apart (about a meeting's pace: 800 turns in an hour).
 var (
 	T0      = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	turnGap = 5 * time.Second
-	sitting = 0
 )
 
-// at is when session turn i was said (rig.publish).
-func at(i int) time.Time {
-	if sitting <= 0 {
+// at is when session turn i was said (rig.publish). With m.sitting turns
+// a sitting (-sitting), each sitting is said on the next day at T0's hour
+// from a year before T0 (no turn dated ahead of the clock): a meeting
+// replayed as a chat of many days.
+func (m *meeting) at(i int) time.Time {
+	if m.sitting <= 0 {
 		return T0.Add(time.Duration(i) * turnGap)
 	}
-	return T0.AddDate(-1, 0, i/sitting).Add(time.Duration(i%sitting) * turnGap)
+	return T0.AddDate(-1, 0, i/m.sitting).Add(time.Duration(i%m.sitting) * turnGap)
 }
 
 var sessionUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
@@ -200,7 +199,7 @@ func (r *rig) publish(ctx context.Context, m *meeting) error {
 	for i, t := range m.Turns {
 		err := r.pub.PublishTurnAsync(client.Turn{
 			V: client.WireVersion, Session: s, TurnID: fmt.Sprintf("t%05d", i),
-			At: at(i), Speaker: t.Speaker, Role: "user", Kind: "speech", Text: t.Text,
+			At: m.at(i), Speaker: t.Speaker, Role: "user", Kind: "speech", Text: t.Text,
 		})
 		if err != nil {
 			return fmt.Errorf("%s turn %d: %w", m.Name, i, err)

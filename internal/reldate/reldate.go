@@ -127,6 +127,40 @@ func MayHave(s string) bool {
 	return false
 }
 
+// MayStartIn reports whether a phrase MayHave looks for may start in f, a field of a text (its bytes between
+// white space): MayHave is false for a text none of whose fields MayStartIn. A caller that has split a text into its
+// fields and reads each of them anyway can tell most texts apart this way without reading them again.
+func MayStartIn(f string) bool {
+	if !isASCII(f) {
+		return true
+	}
+	for i := 0; i < len(f); i++ {
+		if i > 0 && wordByte(f[i-1]) {
+			continue // not the start of a word
+		}
+		switch rest := f[i:]; lowerByte(f[i]) {
+		case 'a':
+			if i == 0 && hasPrefixFold(rest, "ago") {
+				return true
+			}
+		case 'y':
+			if hasPrefixFold(rest, "yesterday") {
+				return true
+			}
+		case 't', 'n', 'l', 'c', 'i':
+			if hasPrefixFold(rest, "today") || hasPrefixFold(rest, "tonight") || hasPrefixFold(rest, "tomorrow") {
+				return true
+			}
+			for _, w := range []string{"this", "next", "last", "coming", "in"} { // (a space after it: the field's end)
+				if len(rest) == len(w) && hasPrefixFold(rest, w) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // mayStart are the bytes, in either case, the phrases MayHave looks for start with (" ago" with its space).
 var mayStart = [256]bool{' ': true, 'y': true, 't': true, 'n': true, 'l': true, 'c': true, 'i': true,
 	'Y': true, 'T': true, 'N': true, 'L': true, 'C': true, 'I': true}

@@ -2,6 +2,7 @@ package reldate
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,12 +54,13 @@ func TestResolveZeroTime(t *testing.T) {
 
 // TestMayHaveMissesNothing: text MayHave passes over is text resolve
 // leaves as it is.
+// MayHave misses no text that resolve changes, and MayStartIn no field of a text MayHave reads.
 func TestMayHaveMissesNothing(t *testing.T) {
 	words := []string{"in", "In", "IN", "3", "three", "days", "To", "day", "Today", "tonight", "ago", "a", "go", "next",
 		"Nexted", "last", "lasting", "this", "coming", "Yesterday", "yes", "it's", "İn", "Kelvin", "é", "we", "the", "thin", "in3",
 		"week", "Weekend", "weeks", "month", "year", "Friday", "friday's", "night", "morning", "(", ".", "'", "—", "2"}
 	rng := rand.New(rand.NewPCG(7, 8))
-	passed := 0
+	passed, fieldsPassed := 0, 0
 	for range 50000 {
 		var ws []string
 		for range 1 + rng.IntN(6) {
@@ -69,6 +71,11 @@ func TestMayHaveMissesNothing(t *testing.T) {
 			sep = ""
 		}
 		s := strings.Join(ws, sep)
+		if fieldsSay := slices.ContainsFunc(strings.Fields(s), MayStartIn); MayHave(s) && !fieldsSay {
+			t.Fatalf("MayHave(%q) = true, but MayStartIn is false for each of its fields", s)
+		} else if !fieldsSay {
+			fieldsPassed++
+		}
 		if MayHave(s) {
 			continue
 		}
@@ -77,8 +84,8 @@ func TestMayHaveMissesNothing(t *testing.T) {
 			t.Fatalf("MayHave(%q) = false, but it resolves to %q", s, got)
 		}
 	}
-	if passed < 10000 {
-		t.Errorf("MayHave passed over %d texts of 50,000, want most of those without a relative date", passed)
+	if passed < 10000 || fieldsPassed < passed/2 {
+		t.Errorf("MayHave passed over %d texts of 50,000 and MayStartIn over %d, want most of those without a relative date", passed, fieldsPassed)
 	}
 }
 

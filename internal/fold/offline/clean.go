@@ -8,15 +8,16 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/foldstream/foldstream/internal/reldate"
 	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/kljensen/snowball/english"
 )
 
-// cleanSpeech removes what a speech transcript carries besides the words said: annotation tokens of
-// transcription tools ("{disfmarker}", "[laughter]", "<noise>": a bracketed run of letters, digits and '_' or
-// '-', alone between spaces) and the spaces that tokenizers put before punctuation and contractions ("we 're on
-// , so" → "we're on, so"). Text without either comes back unchanged (and unallocated). Tool turns are not
-// cleaned: brackets and spacing are data there.
+// cleanSpeech removes what a speech transcript carries besides the words said: annotation tokens of transcription tools
+// ("{disfmarker}", "[laughter]", "<noise>": a bracketed run of letters, digits and '_' or '-', alone between spaces)
+// and the spaces that tokenizers put before punctuation and contractions ("we 're on , so" → "we're on, so"). Text
+// without either comes back unchanged (and unallocated). Tool turns are not cleaned: brackets and spacing are data
+// there.
 func cleanSpeech(s string) string {
 	if !needsClean(s) {
 		return s
@@ -36,14 +37,12 @@ func cleanSpeech(s string) string {
 
 // cleanLine appends the cleaned words of one line to b.
 func cleanLine(b []byte, line string) []byte {
-	wrote := false
-	last := byte(0) // the last byte written on this line
+	wrote, last := false, byte(0) // (last: the last byte written on this line)
 	for _, w := range strings.Fields(line) {
 		if isAnnotation(w) {
 			// keep a sentence terminator the annotation carried
 			if t := w[len(w)-1]; wrote && (t == '.' || t == '?' || t == '!') && strings.IndexByte(".?!", last) < 0 {
-				b = append(b, t)
-				last = t
+				b, last = append(b, t), t
 			}
 			continue
 		}
@@ -64,21 +63,17 @@ func cleanLine(b []byte, line string) []byte {
 				b = append(b, ' ')
 			}
 		}
-		b = append(b, w...)
-		last = w[len(w)-1]
-		wrote = true
+		b, last, wrote = append(b, w...), w[len(w)-1], true
 	}
 	return b
 }
 
-// acronymRe is an acronym that a transcript spells out one letter at a
-// time with '_' ("L_C_D_s," → "LCDs,", "T_V_" → "TV"): two or more single
-// letters each followed by '_', then maybe a plural "s" and punctuation.
+// acronymRe is an acronym that a transcript spells out one letter at a time with '_' ("L_C_D_s," → "LCDs,", "T_V_" →
+// "TV"): two or more single letters each followed by '_', then maybe a plural "s" and punctuation.
 var acronymRe = regexp.MustCompile(`^((?:[A-Za-z]_){2,32})(s?[.,?!;:]*)$`)
 
-// needsClean reports whether cleanSpeech would change s: it has a
-// bracket, a letter spelled out with '_' or a space before punctuation or
-// an apostrophe.
+// needsClean reports whether cleanSpeech would change s: it has a bracket, a letter spelled out with '_' or a space
+// before punctuation or an apostrophe.
 func needsClean(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
@@ -100,9 +95,8 @@ func needsClean(s string) bool {
 	return false
 }
 
-// isAnnotation reports a token like "{vocalsound}" or "[laughter]." (a
-// bracketed run of letters, digits, '_' and '-', with trailing
-// punctuation).
+// isAnnotation reports a token like "{vocalsound}" or "[laughter]." (a bracketed run of letters, digits, '_' and '-',
+// with trailing punctuation).
 func isAnnotation(w string) bool {
 	w = strings.TrimRight(w, ".,?!;:")
 	if len(w) < 3 {
@@ -134,9 +128,8 @@ func isContraction(w string) bool {
 	return false
 }
 
-// sanitize makes s safe to render: valid UTF-8, no control or format
-// characters, curly quotes as ASCII, runs of spaces as one, line breaks
-// kept (they end sentences); at most maxRunes runes, cut at a word.
+// sanitize makes s safe to render: valid UTF-8, no control or format characters, curly quotes as ASCII, runs of spaces
+// as one, line breaks kept (they end sentences); at most maxRunes runes, cut at a word.
 func sanitize(s string, maxRunes int) string {
 	if isPlain(s, maxRunes) {
 		return s
@@ -187,8 +180,7 @@ func sanitize(s string, maxRunes int) string {
 	return b.String()
 }
 
-// isPlain reports text that sanitize leaves as it is: printable ASCII
-// within maxRunes, single spaces between words.
+// isPlain reports text that sanitize leaves as it is: printable ASCII within maxRunes, single spaces between words.
 func isPlain(s string, maxRunes int) bool {
 	if maxRunes > 0 && len(s) > maxRunes || s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
 		return s == ""
@@ -268,8 +260,8 @@ func clip(s string, max int) string {
 
 // ---- words ----
 
-// stopWords are the function words of English (NLTK's list) and the
-// words of talk that carry no subject; they are never terms or topics.
+// stopWords are the function words of English (NLTK's list) and the words of talk that carry no subject; they are never
+// terms or topics.
 var stopWords = toSet(strings.Fields(`i me my myself we our ours ourselves you your yours yourself
 yourselves he him his himself she her hers herself it its itself they them their theirs themselves
 what which who whom this that these those am is are was were be been being have has had having do
@@ -294,16 +286,15 @@ func toSet(ws []string) map[string]bool {
 	return m
 }
 
-// lexeme is what a lower-cased word is to the summarizer: its stem (the
-// Snowball English stem, as the context service's recall index uses,
-// numbers as they are) and the word lists it is on.
+// lexeme is what a lower-cased word is to the summarizer: its stem (the Snowball English stem, as the context service's
+// recall index uses, numbers as they are) and the word lists it is on.
 type lexeme struct {
 	stem  string
 	flags wordFlags
 }
 
-// wordFlags say which word lists a lower-cased word is on: a content
-// word (termWord), laughter (isLaugh), then the lists of wordLists.
+// wordFlags say which word lists a lower-cased word is on: a content word (termWord), laughter (isLaugh), then the
+// lists of wordLists.
 type wordFlags uint16
 
 const (
@@ -320,13 +311,16 @@ var wordLists = []map[string]bool{adverbs, phraseStop, numberWords, determiners,
 
 func (x lexeme) is(f wordFlags) bool { return x.flags&f != 0 }
 
-// lexicon remembers the lexemes of the words a summarizer has seen: the stemmer costs about a microsecond a word,
-// more than reading the rest of a sentence, and the words people use are few. Each scratch holds one (a lexeme
-// depends on the word alone); past maxWords words it starts over. A nil lexicon works out every word afresh. Most
-// lookups end in near, the word last looked up at its slot (by its length and three of its bytes).
+// lexicon remembers the lexemes of the words a summarizer has seen: the stemmer costs about a microsecond a word, more
+// than reading the rest of a sentence, and the words people use are few. Each scratch holds one (a lexeme depends on
+// the word alone); past maxWords words it starts over. A nil lexicon works out every word afresh. Most lookups end in
+// near, the word last looked up at its slot (by its length and three of its bytes). It knows the fields of text as
+// written too (field), so that a sentence's words are trimmed, lower-cased and stemmed once.
 type lexicon struct {
-	m    map[string]*known
-	near [1024]*known
+	m     map[string]*known
+	near  [1024]*known
+	fm    map[string]*field
+	fnear [2048]*field
 }
 
 // known is a word looked up and its lexeme.
@@ -335,7 +329,29 @@ type known struct {
 	x lexeme
 }
 
-const maxWords = 1 << 16
+// field is a field of text as written (strings.Fields'), and what the summarizer reads in it.
+type field struct {
+	f     string
+	terms []string // the distinct stems of its content words (appendTerms)
+	flags fieldFlags
+}
+
+// fieldFlags: a field has a digit (hasDigit), reads as a name (capitalised, not "I" nor "I'…": statFields), is a first
+// or second person pronoun (report's firstPerson, secondPerson: with its punctuation trimmed, any case), a word group
+// changes ("we", "our"), or one backshift changes ("will", "we'll").
+type fieldFlags uint8
+
+const (
+	ffDigit fieldFlags = 1 << iota
+	ffName
+	ffFirst
+	ffSecond
+	ffGroup
+	ffModal
+	ffDate // a relative date may start in it (reldate.MayStartIn)
+)
+
+const maxWords, maxFieldLen = 1 << 16, 48 // (a longer field is read afresh each time)
 
 func (l *lexicon) get(w string) lexeme { return l.getBytes([]byte(w)) }
 
@@ -358,6 +374,75 @@ func (l *lexicon) getBytes(w []byte) lexeme {
 	l.near[h] = k
 	return k.x
 }
+
+// field is what the lexicon knows of the field f (a non-empty field of strings.Fields).
+func (l *lexicon) field(f string) *field {
+	if l == nil || len(f) > maxFieldLen {
+		return newField(l, f)
+	}
+	h := int((uint32(f[0]) | uint32(f[len(f)/2])<<8 | uint32(f[len(f)-1])<<16 | uint32(len(f))<<24) * 0x9e3779b1 >> 21)
+	if k := l.fnear[h]; k != nil && k.f == f {
+		return k
+	}
+	k := l.fm[f]
+	if k == nil {
+		if k = newField(l, strings.Clone(f)); l.fm == nil || len(l.fm) >= maxWords {
+			l.fm = make(map[string]*field, 1024)
+		}
+		l.fm[k.f] = k
+	}
+	l.fnear[h] = k
+	return k
+}
+
+// fields appends to ks what the lexicon knows of each of fs.
+func (l *lexicon) fields(ks []*field, fs []string) []*field {
+	for _, f := range fs {
+		ks = append(ks, l.field(f))
+	}
+	return ks
+}
+
+func newField(l *lexicon, f string) *field {
+	k := &field{f: f, terms: l.tokenTerms(nil, 0, f)}
+	r, _ := utf8.DecodeRuneInString(f)
+	core := strings.TrimRight(f, ".,!?;:")
+	_, modal := pastModal[core]
+	c, ll := strings.CutSuffix(core, "'ll")
+	g := strings.TrimRight(f, `.,!?;:"`)
+	p := trimCut(f, `.,!?;:"()`)
+	for i, on := range []bool{hasDigit(f), unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'"),
+		len(p) <= len("yourself") && firstPerson[strings.ToLower(p)], len(p) <= len("yourself") && secondPerson[strings.ToLower(p)],
+		strings.IndexByte("wWuUoO", f[0]) >= 0 && len(g) <= len("ourselves") && groupPerson[strings.ToLower(g)] != "",
+		modal || ll && c != "" && c != "I", reldate.MayStartIn(f)} {
+		k.flags |= fieldFlags(b2i(on)) << i
+	}
+	return k
+}
+
+// addTerms appends to dst the terms of k that dst[n0:] does not hold.
+func (k *field) addTerms(dst []string, n0 int) []string {
+	for _, t := range k.terms {
+		if !slices.Contains(dst[n0:], t) {
+			dst = append(dst, t)
+		}
+	}
+	return dst
+}
+
+// any reports whether one of ks has the flag f.
+func anyIs(ks []*field, f fieldFlags) bool {
+	return slices.ContainsFunc(ks, func(k *field) bool { return k.is(f) })
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (k *field) is(f fieldFlags) bool { return k.flags&f != 0 }
 
 func newLexeme(w string) lexeme {
 	x := lexeme{stem: w}
@@ -394,13 +479,20 @@ func termWord(w string) bool {
 	return !stopWords[w] && !isLaugh(w)
 }
 
-// appendTerms appends to dst the distinct stemmed content words of s, in
-// order.
+// appendTerms appends to dst the distinct stemmed content words of s, in order.
 func (l *lexicon) appendTerms(dst []string, s string) []string {
 	n0 := len(dst)
+	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
+		dst = l.field(f).addTerms(dst, n0)
+	}
+	return dst
+}
+
+// tokenTerms appends to dst the stems of the content words of s (tokens: runs of letters, digits and ' - $ %) that
+// dst[n0:] does not hold.
+func (l *lexicon) tokenTerms(dst []string, n0 int, s string) []string {
 	var buf [64]byte
 	for i := 0; i < len(s); {
-		// a token: a run of letters, digits and ' - $ %
 		j := i
 		for j < len(s) {
 			if c := s[j]; c < utf8.RuneSelf && tokenBits[c>>6]>>(c&63)&1 != 0 {
@@ -435,8 +527,7 @@ func (l *lexicon) appendTerms(dst []string, s string) []string {
 	return dst
 }
 
-// termsOf are the terms of s (appendTerms) in the scratch's room, until the
-// next call.
+// termsOf are the terms of s (appendTerms) in the scratch's room, until the next call.
 func (sc *scratch) termsOf(s string) []string {
 	sc.terms = sc.lex.appendTerms(sc.terms[:0], s)
 	return sc.terms
@@ -481,8 +572,7 @@ func isLaugh(w string) bool {
 	return false
 }
 
-// elongated reports a word with a letter three times in a row ("gooo",
-// "sooo"): talk, not a term.
+// elongated reports a word with a letter three times in a row ("gooo", "sooo"): talk, not a term.
 func elongated(w string) bool {
 	for i := 2; i < len(w); i++ {
 		if w[i] == w[i-1] && w[i] == w[i-2] && w[i] >= 'a' && w[i] <= 'z' {

@@ -10,14 +10,13 @@ import (
 
 const maxVocab = 256 // words kept after a prune
 
-// wordCounts counts how many statements said each word (stemmed) so far: a word said again and again is a
-// subject of the conversation, which later questions ask about. Kept in the state as "term:count" pairs, a term
-// said once alone (state.Voc), in the order the words were first counted; past 2×maxVocab words the least said
-// are forgotten. A fold reads the pairs and writes them back with its words counted: nothing is sorted but when
-// words are forgotten.
+// wordCounts counts how many statements said each word (stemmed) so far: a word said again and again is a subject of
+// the conversation, which later questions ask about. Kept in the state as "term:count" pairs, a term said once alone
+// (state.Voc), in the order the words were first counted; past 2×maxVocab words the least said are forgotten. A fold
+// reads the pairs and writes them back with its words counted: nothing is sorted but when words are forgotten.
 //
-// Every word a fold handles, counted or not, has a number (id), so that what a summary says or names is a set
-// of numbers (termSet), not a map.
+// Every word a fold handles, counted or not, has a number (id), so that what a summary says or names is a set of
+// numbers (termSet), not a map.
 type wordCounts struct {
 	ids   map[string]int32 // the words of the fold, numbered as met
 	words []string         // by number
@@ -43,20 +42,17 @@ func (v *wordCounts) read(s string) *wordCounts {
 		case t == "":
 			v.floor = n // ":N" records the floor
 		default:
-			// a new word's number, in one map operation (a word read
-			// twice: the last count holds)
+			// a new word's number, in one map operation (a word read twice: the last count holds)
 			id, k := int32(len(v.words)), len(v.ids)
 			if v.ids[t] = id; len(v.ids) == k {
 				for j := len(v.words) - 1; ; j-- {
 					if v.words[j] == t && v.n[j] >= 0 {
-						v.n[j] = -1
-						v.size--
+						v.n[j], v.size = -1, v.size-1
 						break
 					}
 				}
 			}
-			v.words, v.n = append(v.words, t), append(v.n, n)
-			v.size++
+			v.words, v.n, v.size = append(v.words, t), append(v.n, n), v.size+1
 		}
 	}
 	return v
@@ -165,8 +161,8 @@ func (v *wordCounts) String() string {
 	return string(b)
 }
 
-// weight is what covering a word is worth: logarithmic in how often it was
-// said (one subject does not crowd out the others), little if once.
+// weight is what covering a word is worth: logarithmic in how often it was said (one subject does not crowd out the
+// others), little if once.
 func (v *wordCounts) weight(id int32) float64 {
 	if c := max(v.n[id], 1); c < len(weights) {
 		return weights[c]

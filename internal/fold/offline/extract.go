@@ -2,6 +2,7 @@ package offline
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -28,20 +29,17 @@ func (st *state) lex() *lexicon { return &st.scratch().lex }
 type batch struct {
 	stmts    []stmt
 	speakers []string
-	// answered: the state's open question (by index in st.Open) that the
-	// batch's first turn answers, -1 for none.
+	// answered: the state's open question (by index in st.Open) that the batch's first turn answers, -1 for none.
 	answered  int
 	hadTurns  bool
 	allFiller bool
 }
 
-// extract turns req's turns and notes into statements, in order. Every
-// turn is read once here; what the summary and the memories say comes
-// from these statements.
+// extract turns req's turns and notes into statements, in order. Every turn is read once here; what the summary and the
+// memories say comes from these statements.
 func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	b := batch{stmts: sc.stmts[:0], answered: -1, allFiller: true}
-	lastQ := -1 // index in b.stmts of a question waiting for its answer
-	lastQSp := ""
+	lastQ, lastQSp := -1, "" // index in b.stmts of a question waiting for its answer, and who asked it
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
 		lastQ, lastQSp = -2, st.Open[n-1].Sp // -2: the state's last statement
 	}
@@ -51,10 +49,8 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 			names = append(names, sps[i])
 		}
 	}
-	// A proposal ("Alice suggested …") records who agreed with it in the
-	// turns right after it.
-	prop := -1
-	var agreed []string
+	// A proposal ("Alice suggested …") records who agreed with it in the turns right after it.
+	prop, agreed := -1, []string(nil)
 	endProposal := func() {
 		if prop >= 0 && len(agreed) > 0 {
 			x := &b.stmts[prop]
@@ -68,8 +64,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	}
 	for ti, t := range req.Turns {
 		if isToolTurn(t) {
-			b.hadTurns = true
-			b.allFiller = false
+			b.hadTurns, b.allFiller = true, false
 			call = sc.lex.toolTurn(&b, t, call)
 			continue
 		}
@@ -93,16 +88,14 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 			endProposal()
 		}
 		sents := s.sentences(sc, text, sp, t, req.Profile == fold.ProfileAgent, names)
-		// A question is answered by the next turn of someone else when
-		// that turn says something and does not open with a backchannel
-		// ("sure, …").
+		// A question is answered by the next turn of someone else when that turn says something and does not open with
+		// a backchannel ("sure, …").
 		if lastQ != -1 && sp != lastQSp && strings.TrimSpace(text) != "" {
-			q := ""
+			qs, qi := b.stmts, lastQ // (the question)
 			if lastQ == -2 {
-				q = st.Open[len(st.Open)-1].Terms + "\x00" + st.Open[len(st.Open)-1].Text
-			} else {
-				q = b.stmts[lastQ].Terms + "\x00" + b.stmts[lastQ].Text
+				qs, qi = st.Open, len(st.Open)-1
 			}
+			q := qs[qi].Terms + "\x00" + qs[qi].Text
 			if len(sents) > 0 && !opensWithBackchannel(text) && sents[0].K != kQuestion && answers(q, sents[0], text) {
 				if lastQ == -2 {
 					b.answered = len(st.Open) - 1
@@ -128,24 +121,14 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 	}
 	endProposal()
-	kept := b.stmts[:0]
-	for _, x := range b.stmts {
-		if x.K >= 0 {
-			kept = append(kept, x)
-		}
-	}
-	b.stmts = kept
+	b.stmts = slices.DeleteFunc(b.stmts, func(x stmt) bool { return x.K < 0 })
 	sc.salient(b.stmts, st.counts())
 	if len(b.stmts) > maxBatchStmts {
 		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
 	}
-	for i, n := range req.Notes {
-		if i >= s.cfg.maxNotes {
-			break
-		}
+	for _, n := range req.Notes[:min(len(req.Notes), s.cfg.maxNotes)] {
 		if x, ok := sc.lex.noteStmt(n); ok {
-			b.stmts = append(b.stmts, x)
-			b.allFiller = false
+			b.stmts, b.allFiller = append(b.stmts, x), false
 		}
 	}
 	for i := range b.stmts {
@@ -155,8 +138,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	return b
 }
 
-// sentences are the statements of one turn worth keeping, at most
-// maxUnitsPerTurn of them (the weightiest), in order.
+// sentences are the statements of one turn worth keeping, at most maxUnitsPerTurn of them (the weightiest), in order.
 func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
 	lx := &sc.lex
 	out := sc.sents[:0] // (the caller copies them)
@@ -169,34 +151,37 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
 			continue // thanks are not news
 		}
-		// the sentence is split into words once, for statWords, report and factKey
-		tw, fs := lx.appendTerms(sc.terms[:0], sent), appendFields(sc.words[:0], sent)
-		sc.terms, sc.words = tw, fs
-		c := statFields(fs)
+		tw, fs := sc.terms[:0], appendFields(sc.words[:0], sent)
+		ks := lx.fields(sc.ks[:0], fs) // (each word looked up once, for the terms, statFields, report and factKey)
+		for _, k := range ks {
+			tw = k.addTerms(tw, 0)
+		}
+		sc.terms, sc.words, sc.ks = tw, fs, ks
+		c := statFields(ks)
 		question := strings.HasSuffix(sent, "?")
 		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
-		if r := reldate.Resolve(sent, t.At); r != sent {
+		r := sent
+		if anyIs(ks, ffDate) { // (no word starts a relative date: nothing to resolve)
+			r = reldate.Resolve(sent, t.At)
+		}
+		if r != sent {
 			fs = appendFields(fs[:0], r)
-			rc := statFields(fs)
-			sent, c.names, c.digits, sc.words = r, rc.names, rc.digits, fs
+			ks = lx.fields(ks[:0], fs)
+			rc := statFields(ks)
+			sent, c.names, c.digits, sc.words, sc.ks = r, rc.names, rc.digits, fs, ks
 		}
 		w := weigh(sent, len(tw), c)
 		k := kSaid
 		if question {
-			k = kQuestion
-			if len(tw) >= 3 {
-				w += 2 // an open question with a subject
-			}
+			k, w = kQuestion, w+2*float64(b2i(len(tw) >= 3)) // (an open question with a subject: +2)
 		}
 		if user {
 			k, w = kAsk, w+3
 		}
-		text, self := report(sp, sent, fs, question, user, names)
-		if self {
-			w += 0.8
-		}
+		text, self := lx.report(sp, sent, fs, ks, question, user, names)
+		w += 0.8 * float64(b2i(self))
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
 			Terms: strings.Join(tw, " "), Key: lx.factKey(fs, c.digits), Own: sent})
 	}
@@ -210,8 +195,8 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 	return out
 }
 
-// tidyEnds drops the quotation marks of a sentence that holds half a
-// quote, and the comma a cut sentence ends with ("… first,." → "… first.").
+// tidyEnds drops the quotation marks of a sentence that holds half a quote, and the comma a cut sentence ends with ("…
+// first,." → "… first.").
 func tidyEnds(s string) string {
 	if i := strings.IndexByte(s, '"'); i >= 0 && strings.Count(s[i:], `"`)%2 == 1 {
 		s = strings.Join(strings.Fields(strings.ReplaceAll(s, `"`, "")), " ")
@@ -226,9 +211,8 @@ func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
-// salient adds to each statement's weight how much its words are what
-// the statements around it talk about: a word said in several of them is
-// a subject of the conversation, which later questions ask about.
+// salient adds to each statement's weight how much its words are what the statements around it talk about: a word said
+// in several of them is a subject of the conversation, which later questions ask about.
 func (sc *scratch) salient(ss []stmt, voc *wordCounts) {
 	tf := sc.tf[:0] // by word
 	for i := range ss {
@@ -248,8 +232,8 @@ func (sc *scratch) salient(ss []stmt, voc *wordCounts) {
 // salience is the weight of a word said in another statement too.
 const salience = 0.25
 
-// weigh is what a sentence is worth by its content: its content words,
-// numbers, names (c), and words of decisions and plans.
+// weigh is what a sentence is worth by its content: its content words, numbers, names (c), and words of decisions and
+// plans.
 func weigh(sent string, terms int, c wordStat) float64 {
 	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(c.nums, 3)) + 0.6*float64(min(c.names, 4))
 	if decisionWords.in(sent) {
@@ -261,8 +245,8 @@ func weigh(sent string, terms int, c wordStat) float64 {
 var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's", "we'll", "we will", "we should", "plan",
 	"going to", "i'll", "i will", "booked", "suggest", "will ", "deadline", "must", "need to", "don't", "never", "always", "only")
 
-// keywords finds any of a set of lower-case keywords in a text in one pass over it (a strings.Contains per keyword is
-// a pass each), skipping ahead while a window of m bytes cannot hold a keyword's start (Wu-Manber).
+// keywords finds any of a set of lower-case keywords in a text in one pass over it (a strings.Contains per keyword is a
+// pass each), skipping ahead while a window of m bytes cannot hold a keyword's start (Wu-Manber).
 type keywords struct {
 	byFirst [256][]string  // the keywords by their first byte
 	m       int            // the shortest keyword's length (two bytes or more)
@@ -285,8 +269,7 @@ func newKeywords(ws ...string) *keywords {
 	return k
 }
 
-// in reports whether s contains one of the keywords, ignoring the case of
-// ASCII letters (the keywords are ASCII).
+// in reports whether s contains one of the keywords, ignoring the case of ASCII letters (the keywords are ASCII).
 func (k *keywords) in(s string) bool {
 	for p := k.m - 1; p < len(s) && p > 0; p++ { // (p: the end of a window where a keyword may start)
 		if d := k.m - 1 - int(k.near[pair(s[p-1], s[p])]); d > 0 {
@@ -317,22 +300,21 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
-// wordStat counts a sentence's words, those with a digit, and the
-// capitalised ones that do not start it (names).
+// wordStat counts a sentence's words, those with a digit, and the capitalised ones that do not start it (names).
 type wordStat struct {
 	words, nums, names int
 	digits             uint64 // bit i: the i-th word has a digit (bit 63: or a later one)
 }
 
-func statWords(s string) wordStat { var arr [64]string; return statFields(appendFields(arr[:0], s)) }
+func statWords(s string) wordStat { return statFields((*lexicon)(nil).fields(nil, strings.Fields(s))) }
 
-func statFields(fs []string) (c wordStat) { // (fs: the sentence's fields)
-	for _, f := range fs {
-		if hasDigit(f) {
+func statFields(ks []*field) (c wordStat) { // (ks: the sentence's fields)
+	for _, k := range ks {
+		if k.is(ffDigit) {
 			c.nums++
 			c.digits |= 1 << min(c.words, 63)
 		}
-		if r, _ := utf8.DecodeRuneInString(f); c.words > 0 && unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'") {
+		if c.words > 0 && k.is(ffName) {
 			c.names++
 		}
 		c.words++
@@ -350,9 +332,8 @@ var (
 		"alright", "fine", "lol", "haha", "gg", "k", "kk", "totally", "exactly", "true", "agreed", "noted", "hmm", "mm"})
 )
 
-// trimFiller strips discourse words and laughter from the ends of a
-// sentence and repeated words ("the the"), and drops the sentence when
-// nothing with a word of content is left. fs are sent's fields, or none.
+// trimFiller strips discourse words and laughter from the ends of a sentence and repeated words ("the the"), and drops
+// the sentence when nothing with a word of content is left. fs are sent's fields, or none.
 func (s *Summarizer) trimFiller(sent string, fs []string) string {
 	sent = strings.TrimSpace(sent)
 	whole := sent
@@ -363,15 +344,13 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
 		for _, f := range leadFiller {
 			if len(low) > len(f) && low[0] == f[0] && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') {
-				sent = strings.TrimLeft(sent[len(f):], " ,.!")
-				changed = true
+				sent, changed = strings.TrimLeft(sent[len(f):], " ,.!"), true
 				break
 			}
 		}
 		for w := range s.cfg.extraFiller {
 			if hasPrefixBytes(low, w) && len(low) > len(w) && low[len(w)] == ' ' {
-				sent = strings.TrimLeft(sent[len(w):], " ,")
-				changed = true
+				sent, changed = strings.TrimLeft(sent[len(w):], " ,"), true
 			}
 		}
 	}
@@ -393,8 +372,7 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		return ""
 	}
 	var oarr [64]string
-	out := oarr[:0]
-	cut := false // a word was dropped or changed
+	out, cut := oarr[:0], false // (cut: a word was dropped or changed)
 	for i, f := range fs {
 		c := trimCut(f, ",.;:!?")
 		var lb [8]byte
@@ -402,9 +380,7 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		if c != "" && len(c) <= len("uh-huh") && (len(c) == 1 || c[0]|0x20 == 'u' || c[0]|0x20 == 'e' || c[0]|0x20 == 'h' || c[0]|0x20 == 'm') {
 			lc = string(lower(lb[:0], c))
 		}
-		if len(out) < i {
-			cut = true
-		}
+		cut = cut || len(out) < i
 		switch {
 		case len(lc) >= 2 && len(lc) <= 6 && (lc[0] == 'u' || lc[0] == 'e' || lc[0] == 'h' || lc[0] == 'm') && inlineFiller[lc]:
 			// "um", "uh": keep a sentence end it carried
@@ -415,7 +391,7 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		case len(lc) == 1 && lc != "a" && lc != "i" && lc == c && !unicode.IsDigit(rune(lc[0])) && i+1 < len(fs),
 			strings.HasSuffix(f, "-") && len(f) > 1:
 			continue // a cut word: "I s", "m or", "we-"
-		case i > 0 && i+1 < len(fs) && onsets[c] && !hasDigit(fs[i-1]) && !determiners[strings.ToLower(fs[i-1])]:
+		case i > 0 && i+1 < len(fs) && len(c) <= 3 && onsets[c] && !hasDigit(fs[i-1]) && !determiners[strings.ToLower(fs[i-1])]:
 			continue // a cut word, the start of one without its vowel: "also th already", "tr gonna"; "the dr", "tv", "pdf" stay
 		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
@@ -426,8 +402,7 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		return ""
 	}
 	if r, _ := utf8.DecodeRuneInString(out[0]); unicode.IsLower(r) && len(out[0]) > 1 && out[0] != strings.ToLower(out[0]) {
-		out[0] = upperFirst(out[0])
-		cut = true
+		out[0], cut = upperFirst(out[0]), true
 	}
 	if !cut && len(out) == nf && joins(sent, out) {
 		sent = strings.TrimLeft(sent, ",;: ") // (its words, as they were)
@@ -443,8 +418,7 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 	return sent
 }
 
-// joins reports whether s, whose fields are ws, is ws joined by single
-// spaces.
+// joins reports whether s, whose fields are ws, is ws joined by single spaces.
 func joins(s string, ws []string) bool {
 	n := -1
 	for _, w := range ws {
@@ -455,10 +429,8 @@ func joins(s string, ws []string) bool {
 	return n == len(s)
 }
 
-// answers reports whether a turn (its first statement a, its text)
-// answers the question q ("terms\x00text"): it shares a content word with
-// it, gives a number to a how-much or when question, or a yes or no to a
-// yes/no question.
+// answers reports whether a turn (its first statement a, its text) answers the question q ("terms\x00text"): it shares
+// a content word with it, gives a number to a how-much or when question, or a yes or no to a yes/no question.
 func answers(q string, a stmt, text string) bool {
 	qTerms, qText, _ := strings.Cut(q, "\x00")
 	for t, wi := nextField(a.Terms, 0); t != ""; t, wi = nextField(a.Terms, wi) {
@@ -489,9 +461,8 @@ func agrees(text string) bool {
 	return agreement[l]
 }
 
-// danglingEnd are words a sentence of speech trails off with ("… but.",
-// "…, yeah."): left out at its end.
-// onsets are the consonants that start English words ("th", "str"), which a word cut before its vowel leaves.
+// danglingEnd are words a sentence of speech trails off with ("… but.", "…, yeah."): left out at its end. onsets are
+// the consonants that start English words ("th", "str"), which a word cut before its vowel leaves.
 var onsets = toSet(strings.Fields(`bl br ch cl cr dr fl fr gl gr kn pl pr sc sh sk sl sm sn sp st sw th tr tw wh wr ph sch scr shr spl spr str thr chr phr`))
 
 var danglingEnd = toSet([]string{"and", "but", "or", "yeah", "because"})
@@ -499,8 +470,7 @@ var danglingEnd = toSet([]string{"and", "but", "or", "yeah", "because"})
 // inlineFiller are words of hesitation dropped wherever they stand.
 var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", "hmm", "mm", "uh-huh", "um-hum", "mm-hmm", "eh"})
 
-// opensWithBackchannel reports whether a turn starts with an
-// acknowledgement ("sure", "ok, …").
+// opensWithBackchannel reports whether a turn starts with an acknowledgement ("sure", "ok, …").
 func opensWithBackchannel(text string) bool {
 	if f, _ := nextField(text, 0); f != "" {
 		return backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
@@ -515,10 +485,8 @@ var (
 	secondPerson = toSet([]string{"you", "your", "yours", "yourself", "you're", "you've", "you'll", "you'd", "ya", "u"})
 	groupPerson  = map[string]string{"we": "they", "us": "them", "our": "their", "ours": "theirs", "ourselves": "themselves",
 		"we're": "they're", "we've": "they've", "we'll": "they'll", "we'd": "they'd"}
-	// speechActs are the openings that say what a statement does (propose,
-	// offer, agree), and the verb that reports it: "we should leave at 8" →
-	// "Jonas suggested they leave at 8"; "how about Tokyo?" → "Bob suggested
-	// Tokyo.".
+	// speechActs are the openings that say what a statement does (propose, offer, agree), and the verb that reports it:
+	// "we should leave at 8" → "Jonas suggested they leave at 8"; "how about Tokyo?" → "Bob suggested Tokyo.".
 	speechActs = [][2]string{{"we should ", " suggested they "}, {"maybe we should ", " suggested they "}, {"we could ", " suggested they could "},
 		{"maybe we could ", " suggested they could "}, {"let's ", " suggested they "}, {"how about ", " suggested "}, {"what about ", " suggested "},
 		{"why don't we ", " suggested they "}, {"why not ", " suggested "}, {"i suggest that ", " suggested "}, {"i suggest ", " suggested "},
@@ -527,39 +495,27 @@ var (
 	opinion = []string{"i think that ", "i think ", "i guess ", "i believe ", "i feel like ", "i reckon "}
 )
 
-// report writes what sp said as reported speech a person would write:
-// "I keep dying as Hulk" → "Bob keeps dying as Hulk."; "my car fits four"
-// → "Lena's car fits four."; "we're on Ilios" → "Marco said they're on
-// Ilios."; a question → "Dave asked: can someone remind me …?". What
-// cannot be turned into the third person without garbling it is quoted.
+// report writes what sp said as reported speech a person would write: "I keep dying as Hulk" → "Bob keeps dying as
+// Hulk."; "my car fits four" → "Lena's car fits four."; "we're on Ilios" → "Marco said they're on Ilios."; a question →
+// "Dave asked: can someone remind me …?". What cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
-func report(sp, sent string, ws []string, question, user bool, names []string) (text string, self bool) { // (ws: sent's fields)
+func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, user bool, names []string) (text string, self bool) { // (ws: sent's fields, ks: theirs)
 	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
 	low := lower(buf[:0], sent[:min(len(sent), len(buf))])
 	verb := "said"
 	for _, o := range opinion {
 		if !question && hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
-			if ws = ws[strings.Count(o, " "):]; !isASCII(sent[:len(o)]) {
+			if ws, ks = ws[strings.Count(o, " "):], ks[strings.Count(o, " "):]; !isASCII(sent[:len(o)]) {
 				ws = strings.Fields(sent[len(o):]) // (o's words are not sent's first fields)
+				ks = lx.fields(nil, ws)
 			}
 			sent, low, verb = sent[len(o):], low[len(o):], "thought"
 			break
 		}
 	}
 	first, second := 0, 0
-	for _, w := range ws {
-		c := trimCut(w, `.,!?;:"()`)
-		if len(c) > len("yourself") || c == "" || c[0]|0x20 != 'i' && c[0]|0x20 != 'm' && c[0]|0x20 != 'y' && c[0]|0x20 != 'u' {
-			continue // longer than any pronoun, or starting otherwise
-		}
-		var lb [8]byte
-		l := lower(lb[:0], c)
-		if firstPerson[string(l)] {
-			first++
-		}
-		if secondPerson[string(l)] {
-			second++
-		}
+	for _, k := range ks {
+		first, second = first+b2i(k.is(ffFirst)), second+b2i(k.is(ffSecond))
 	}
 	for _, a := range speechActs { // (the act's own "I" or "me" is the only first person word allowed)
 		if low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
@@ -594,7 +550,14 @@ func report(sp, sent string, ws []string, question, user bool, names []string) (
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
 			return lowerFirst(sp+" asked: ", sent), false
 		}
-		return lowerFirst(sp+" "+verb+" ", backshift(group(sent, ws))), false
+		g := sent // (group and backshift change only the words flagged)
+		if anyIs(ks, ffGroup) {
+			g = group(sent, ws)
+		}
+		if g != sent || anyIs(ks, ffModal) || !joins(sent, ws) {
+			g = backshift(g)
+		}
+		return lowerFirst(sp+" "+verb+" ", g), false
 	}
 	if strings.Contains(sent, "\"") {
 		return sp + " " + verb + ": " + sent, first > 0
@@ -604,8 +567,7 @@ func report(sp, sent string, ws []string, question, user bool, names []string) (
 
 func hasPrefixBytes(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
 
-// imperative reports whether a sentence opening with w reads as an
-// instruction ("Add a flag", "Don't touch go.mod").
+// imperative reports whether a sentence opening with w reads as an instruction ("Add a flag", "Don't touch go.mod").
 func imperative(w string) bool {
 	lw := strings.ToLower(strings.Trim(w, ",.!"))
 	if lw == "don't" || lw == "never" || lw == "always" || lw == "please" {
@@ -627,8 +589,7 @@ func upperFirst(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-// thirdPerson turns "I <verb> …" or "my <noun> …" with no other first or
-// second person word into the third person.
+// thirdPerson turns "I <verb> …" or "my <noun> …" with no other first or second person word into the third person.
 func thirdPerson(sp string, ws []string) (string, bool) {
 	w0 := strings.ToLower(ws[0])
 	if c := strings.TrimRight(w0, ","); sequencers[c] && len(ws) > 3 {
@@ -683,8 +644,8 @@ couldn't wouldn't shouldn't didn't won't will may shall`))
 var auxThird = map[string]string{"am": "is", "have": "has", "do": "does", "don't": "doesn't", "haven't": "hasn't",
 	"was": "was", "wasn't": "wasn't", "go": "goes"}
 
-// conjugate is the third-person form of the verb v after "I"; false when v
-// does not look like a verb it knows how to conjugate.
+// conjugate is the third-person form of the verb v after "I"; false when v does not look like a verb it knows how to
+// conjugate.
 func conjugate(v string) (string, bool) {
 	if x, ok := auxThird[v]; ok {
 		return x, true
@@ -711,12 +672,8 @@ func conjugate(v string) (string, bool) {
 	return v + "s", true
 }
 
-// group turns the speaker's "we" into "they" (what a person writes when
-// reporting it). fs are s's fields.
+// group turns the speaker's "we" into "they" (what a person writes when reporting it). fs are s's fields.
 func group(s string, fs []string) string {
-	if !mayGroup(s) {
-		return s
-	}
 	var arr [64]string
 	ws := append(arr[:0], fs...)
 	changed := false
@@ -743,20 +700,8 @@ func group(s string, fs []string) string {
 	return strings.Join(ws, " ")
 }
 
-// mayGroup reports cheaply whether s may hold a word group changes: one
-// that starts with "w", "u" or "o".
-func mayGroup(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if (i == 0 || s[i-1] == ' ' || s[i-1] == '\n') && strings.IndexByte("wWuUoO", s[i]) >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// lowerFirst is prefix, then s with its first letter lower-cased when its
-// first word is a common word, not a name ("Can you …" → "can you …",
-// "Tokyo …" stays): one string.
+// lowerFirst is prefix, then s with its first letter lower-cased when its first word is a common word, not a name ("Can
+// you …" → "can you …", "Tokyo …" stays): one string.
 func lowerFirst(prefix, s string) string {
 	w, _, _ := strings.Cut(s, " ")
 	var lb [32]byte
@@ -829,14 +774,10 @@ func displayName(t fold.Turn) string {
 
 var roleNames = map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool", "function": "Tool"}
 
-// toolTurn adds a tool call or result: a call and its result become one
-// clause ("Assistant ran bash (go test ./...): failed, --- FAIL: …"), the
-// tool's output never.
+// toolTurn adds a tool call or result: a call and its result become one clause ("Assistant ran bash (go test ./...):
+// failed, --- FAIL: …"), the tool's output never.
 func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
-	tool := oneLine(t.Tool, 48)
-	if tool == "" {
-		tool = "a tool"
-	}
+	tool := cmp.Or(oneLine(t.Tool, 48), "a tool")
 	if isToolCall(t) {
 		who := displayName(t)
 		if who == "Tool" || who == "Someone" {
@@ -865,8 +806,8 @@ func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 	return nil
 }
 
-// toolArg is the salient argument of a tool call: a path, command, query
-// or URL from its JSON arguments, else its first line.
+// toolArg is the salient argument of a tool call: a path, command, query or URL from its JSON arguments, else its first
+// line.
 func toolArg(text string) string {
 	var m map[string]any
 	if json.Unmarshal([]byte(text), &m) == nil {
@@ -902,14 +843,12 @@ func isInjection(s string) bool {
 var injectionWords, injectionObjects, injectionPhrases = newKeywords("ignore", "disregard", "forget", "override", "system prompt", "you are now", "developer mode", "jailbreak", "new instructions"),
 	newKeywords("tructio", "prompt", "age", "rule", "context"), newKeywords("system prompt", "you are now", "developer mode", "jailbreak", "new instructions")
 
-// injectionRe matches text that addresses a model rather than the people
-// in the conversation; such sentences are not repeated in the summary.
+// injectionRe matches text that addresses a model rather than the people in the conversation; such sentences are not
+// repeated in the summary.
 var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+|previous\s+|prior\s+|above\s+|earlier\s+)*(instructions|prompts?|messages|rules|context)|system prompt|you are now|developer mode|jailbreak|new instructions`)
 
-// factKey is what the numbers of a statement are about: "slot=value"
-// pairs, the slot being the content word before the number ("port
-// 8443") or else the word after it ("$190 a night"). Statements without
-// numbers have no key.
+// factKey is what the numbers of a statement are about: "slot=value" pairs, the slot being the content word before the
+// number ("port 8443") or else the word after it ("$190 a night"). Statements without numbers have no key.
 func (lx *lexicon) factKey(ws []string, digits uint64) string { // (ws: the sentence's fields, digits: statFields')
 	if digits == 0 {
 		return ""
@@ -960,9 +899,8 @@ func (x stmt) at() time.Time {
 	return time.Unix(x.At, 0).UTC()
 }
 
-// mergeToolRuns joins consecutive successful runs of one tool by one
-// speaker into one clause ("Assistant ran read_file (a.go, b.go and 3
-// more): ok.").
+// mergeToolRuns joins consecutive successful runs of one tool by one speaker into one clause ("Assistant ran read_file
+// (a.go, b.go and 3 more): ok.").
 func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 	out := ss[:0]
 	for _, x := range ss {
@@ -994,8 +932,7 @@ func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 	return out
 }
 
-// toolOf reads a tool statement's key: the tool and its argument (for a
-// merged run, its arguments joined by "|").
+// toolOf reads a tool statement's key: the tool and its argument (for a merged run, its arguments joined by "|").
 func toolOf(x stmt) (tool, args string, ok bool) {
 	k, ok := strings.CutPrefix(x.Key, "tool ")
 	if !ok {
@@ -1008,8 +945,8 @@ func toolOf(x stmt) (tool, args string, ok bool) {
 	return tool, args, args != "" && args != "result"
 }
 
-// backshift puts the modals of reported speech in the past, as a person
-// reporting it writes them ("they will ship it" → "they would ship it").
+// backshift puts the modals of reported speech in the past, as a person reporting it writes them ("they will ship it" →
+// "they would ship it").
 func backshift(s string) string {
 	if !modals.in(s) {
 		return s

@@ -1,50 +1,35 @@
-// Package offline is foldstream's network-free summarizer backend, the
-// default when no API key is configured.
+// Package offline is foldstream's network-free summarizer backend, the default when no API key is configured.
 //
-// It is extractive and deterministic. Each turn is read once, when it is
-// folded: its sentences that say something (greetings, thanks, laughter,
-// backchannels, transcription marks and repeats are dropped) become
-// statements attributed to their speaker, in reported speech a person
-// would write ("I keep dying as Hulk" → "Bob keeps dying as Hulk.", "we're
-// on Ilios" → "Marco said they're on Ilios."; what cannot be put in the
-// third person without garbling it is quoted), with relative dates
-// resolved against when they were said ("yesterday (5 May 2026)", package
-// reldate). Open questions are kept until someone answers them (a
-// backchannel answers nothing). For agent sessions a tool call and its
-// result become one clause (the tool, its salient argument, the outcome,
-// never the output) and a newer run of the same command replaces the
-// older; the user's instructions weigh most.
+// It is extractive and deterministic. Each turn is read once, when it is folded: its sentences that say something
+// (greetings, thanks, laughter, backchannels, transcription marks and repeats are dropped) become statements attributed
+// to their speaker, in reported speech a person would write ("I keep dying as Hulk" → "Bob keeps dying as Hulk.",
+// "we're on Ilios" → "Marco said they're on Ilios."; what cannot be put in the third person without garbling it is
+// quoted), with relative dates resolved against when they were said ("yesterday (5 May 2026)", package reldate). Open
+// questions are kept until someone answers them (a backchannel answers nothing). For agent sessions a tool call and its
+// result become one clause (the tool, its salient argument, the outcome, never the output) and a newer run of the same
+// command replaces the older; the user's instructions weigh most.
 //
-// What the summarizer knows after a fold is a structured state (state.go):
-// the participants, the statements of the current period, the closed
-// periods (when, who, what about, their best statements), and the facts
-// returned as memories. It travels in Result.State to the next fold, which
-// adds the batch's statements to it; the summary is rendered from it and
-// never read back. A previous summary without a state that matches it (a
-// checkpoint written before the state existed, a summary from another
-// backend, a state this version cannot read) is read as prose once, and
-// the session goes on structured from there.
+// What the summarizer knows after a fold is a structured state (state.go): the participants, the statements of the
+// current period, the closed periods (when, who, what about, their best statements), and the facts returned as
+// memories. It travels in Result.State to the next fold, which adds the batch's statements to it; the summary is
+// rendered from it and never read back. A previous summary without a state that matches it (a checkpoint written before
+// the state existed, a summary from another backend, a state this version cannot read) is read as prose once, and the
+// session goes on structured from there.
 //
-// The summary is one paragraph: the participants and what they are
-// talking about ("Alice, Bob and Carol are talking about Marvel Rivals and
-// Tokyo 2099."), then one line per closed period ("From 14:02 to 14:20,
-// Alice and Bob talked about the venue in Lisbon and catering.", with the
-// dates when the conversation spans days) with its best statements, then
-// the current statements; two in a row by one speaker are one sentence
-// ("Bob said the venue is booked, and the caterer wants a deposit."). A
-// statement whose fact a newer one changed is replaced. Statements are kept by worth for their length: the words no
-// kept line says yet, weighed by how often the conversation said them
-// (counts.go), plus decisions, questions, names and numbers. Speech loses
-// false starts and hedges (tighten.go). Older periods merge into coarser
-// ones, so the summary covers the whole conversation.
+// The summary is one paragraph: the participants and what they are talking about ("Alice, Bob and Carol are talking
+// about Marvel Rivals and Tokyo 2099."), then one line per closed period ("From 14:02 to 14:20, Alice and Bob talked
+// about the venue in Lisbon and catering.", with the dates when the conversation spans days) with its best statements,
+// then the current statements; two in a row by one speaker are one sentence ("Bob said the venue is booked, and the
+// caterer wants a deposit."). A statement whose fact a newer one changed is replaced. Statements are kept by worth for
+// their length: the words no kept line says yet, weighed by how often the conversation said them (counts.go), plus
+// decisions, questions, names and numbers. Speech loses false starts and hedges (tighten.go). Older periods merge into
+// coarser ones, so the summary covers the whole conversation.
 //
 // Budgets are counted in runes (Unicode code points), as the engine does.
 //
-// Each fold also returns offline memories (Result.Memories and
-// MemoryItems): the batch's statements that hold a durable fact, with
-// speaker, turn and time; a restated fact is not returned again and a
-// changed one supersedes the older (memory.go), also per speaker and
-// subject across folds (likes, did, plans, owns, where: person.go).
+// Each fold also returns offline memories (Result.Memories and MemoryItems): the batch's statements that hold a durable
+// fact, with speaker, turn and time; a restated fact is not returned again and a changed one supersedes the older
+// (memory.go), also per speaker and subject across folds (likes, did, plans, owns, where: person.go).
 package offline
 
 import (
@@ -56,6 +41,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/held"
 	"github.com/foldstream/foldstream/internal/sentence"
 )
 
@@ -80,20 +66,18 @@ type config struct {
 // Option configures a Summarizer.
 type Option func(*config)
 
-// WithDefaultMaxChars sets the budget used when a request has MaxChars ≤ 0
-// (default 1200).
+// WithDefaultMaxChars sets the budget used when a request has MaxChars ≤ 0 (default 1200).
 func WithDefaultMaxChars(n int) Option {
 	return func(c *config) { c.defaultMaxChars = cmp.Or(max(n, 0), c.defaultMaxChars) }
 }
 
-// WithMaxParticipants caps how many participants the opening sentence names
-// (default 5); the rest are counted ("and 3 others").
+// WithMaxParticipants caps how many participants the opening sentence names (default 5); the rest are counted ("and 3
+// others").
 func WithMaxParticipants(n int) Option {
 	return func(c *config) { c.maxParticipants = cmp.Or(max(n, 0), c.maxParticipants) }
 }
 
-// WithMaxTopics caps the topics named in the opening sentence (default 2;
-// 0 names none).
+// WithMaxTopics caps the topics named in the opening sentence (default 2; 0 names none).
 func WithMaxTopics(n int) Option {
 	return func(c *config) {
 		if n >= 0 {
@@ -102,9 +86,8 @@ func WithMaxTopics(n int) Option {
 	}
 }
 
-// WithMaxSentencesPerTurn caps how many sentences of one turn can reach the
-// summary (default 3), so that a monologue or a pasted document cannot
-// dominate it.
+// WithMaxSentencesPerTurn caps how many sentences of one turn can reach the summary (default 3), so that a monologue or
+// a pasted document cannot dominate it.
 func WithMaxSentencesPerTurn(n int) Option {
 	return func(c *config) { c.maxUnitsPerTurn = cmp.Or(max(n, 0), c.maxUnitsPerTurn) }
 }
@@ -114,8 +97,8 @@ func WithMaxNotes(n int) Option {
 	return func(c *config) { c.maxNotes = cmp.Or(max(n, 0), c.maxNotes) }
 }
 
-// WithFillerWords adds words that open a sentence without saying anything
-// (a community's "pog", "kekw"); they are dropped like "um" and "yeah".
+// WithFillerWords adds words that open a sentence without saying anything (a community's "pog", "kekw"); they are
+// dropped like "um" and "yeah".
 func WithFillerWords(words ...string) Option {
 	return func(c *config) {
 		for _, w := range words {
@@ -126,26 +109,24 @@ func WithFillerWords(words ...string) Option {
 	}
 }
 
-// WithLogger sets where a state that cannot be read is reported (default:
-// nowhere).
+// WithLogger sets where a state that cannot be read is reported (default: nowhere).
 func WithLogger(l zerolog.Logger) Option { return func(c *config) { c.log = l } }
 
-// Summarizer is the offline backend. It keeps nothing between calls (all
-// it knows of a session is in the request's state), so it is safe for
-// concurrent use.
+// Summarizer is the offline backend, safe for concurrent use. All it knows of a session is in the request's state; it
+// keeps the state it returned while those bytes are live (keep), so that their next fold need not decode them.
 type Summarizer struct {
 	cfg   config
-	rooms sync.Pool // *scratch
+	rooms sync.Pool        // *scratch
+	held  held.Map[*state] // (at most 4,096: ~22 KiB each, the ingest bench's)
 }
 
-// scratch is the room one fold works in: the state read, its word counts,
-// and what reading sentences, picking statements and finding topics use. A
-// Summarizer keeps its scratches between folds so that a fold allocates
-// little; a fold reads nothing a fold before it left there (each part is
-// reset first) but the lexicon of the words seen.
+// scratch is the room one fold works in: the state's word counts, and what reading sentences, picking statements and
+// finding topics use. A Summarizer keeps its scratches between folds so that a fold allocates little; a fold reads
+// nothing a fold before it left there (each part is reset first) but the lexicon of the words seen.
 type scratch struct {
 	lex          lexicon
 	terms, words []string // a sentence's terms, and its words (fields)
+	ks           []*field // what the lexicon knows of those words
 	stmts, sents []stmt   // a batch's; a turn's, then the memories' candidates
 	tf           []int32  // how many of a batch's statements say each word (by its number)
 	voc          wordCounts
@@ -156,7 +137,6 @@ type scratch struct {
 	byKey        map[string]int32 // a phrase's key: its place in phrases
 	seen, people []string
 	out          []byte // the state written
-	st           state  // the state read
 }
 
 // New returns an offline summarizer.
@@ -172,14 +152,13 @@ func New(opts ...Option) *Summarizer {
 	for w := range c.extraFiller {
 		c.maxFillerLen = max(c.maxFillerLen, len(w))
 	}
-	return &Summarizer{cfg: c, rooms: sync.Pool{New: func() any { return new(scratch) }}}
+	return &Summarizer{cfg: c, rooms: sync.Pool{New: func() any { return new(scratch) }}, held: held.Map[*state]{Max: 4096}}
 }
 
 // Name returns "offline".
 func (s *Summarizer) Name() string { return Model }
 
-// Summarize folds req into a new running summary and state. It never fails
-// except when ctx is done.
+// Summarize folds req into a new running summary and state. It never fails except when ctx is done.
 func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return fold.Result{}, err
@@ -190,7 +169,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	}
 	sc := s.rooms.Get().(*scratch)
 	defer s.rooms.Put(sc)
-	st := s.load(req, &sc.st, &sc.lex)
+	st := s.load(req, &sc.lex)
 	st.sc = sc
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
@@ -199,18 +178,16 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		mems, changed = s.fold(req, st, budget)
 	}
 	if !changed && prev != "" && runeLen(prev) <= budget && st.Sum == 0 && oneLine(prev, 0) == prev {
-		// Nothing new, and the summary read as prose fits: it stays as it
-		// was (rendering it anew could only reword it).
+		// Nothing new, and the summary read as prose fits: it stays as it was (rendering it anew could only reword it).
 		st.Sum = hashString(prev)
-		return fold.Result{Summary: prev, Model: Model, State: st.encode(), Memories: nil}, nil
+		return fold.Result{Summary: prev, Model: Model, State: s.keep(st), Memories: nil}, nil
 	}
 	summary := st.render(budget, s.cfg.maxParticipants, s.cfg.maxTopics)
 	if runeLen(summary) > budget {
 		summary = sentence.Clamp(summary, budget)
 	}
 	if summary == "" && len(req.Turns) > 0 {
-		// The engine treats an empty summary as a failed fold: whenever
-		// there was input, say at least who was there.
+		// The engine treats an empty summary as a failed fold: whenever there was input, say at least who was there.
 		for _, t := range req.Turns {
 			if !isToolTurn(t) {
 				st.addName(displayName(t))
@@ -220,7 +197,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		summary = st.render(budget, s.cfg.maxParticipants, s.cfg.maxTopics)
 	}
 	st.Sum = hashString(summary)
-	res := fold.Result{Summary: summary, Model: Model, State: st.encode()}
+	res := fold.Result{Summary: summary, Model: Model, State: s.keep(st)}
 	for _, m := range mems {
 		res.Memories = append(res.Memories, m.Text)
 		res.MemoryItems = append(res.MemoryItems, m)
@@ -228,13 +205,16 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	return res, nil
 }
 
-// load is the session's state before this fold: the request's (read into
-// room), when it goes with the previous summary, else the previous summary
-// read as prose.
-func (s *Summarizer) load(req fold.Request, room *state, lx *lexicon) *state {
+// load is the session's state before this fold: the request's (held, or decoded), when it goes with the previous
+// summary, else the previous summary read as prose.
+func (s *Summarizer) load(req fold.Request, lx *lexicon) *state {
 	prev := strings.TrimSpace(req.PreviousSummary)
 	if len(req.PreviousState) > 0 {
-		st, err := room.decode(req.PreviousState)
+		st, ok := s.held.Take(req.PreviousState)
+		var err error
+		if !ok {
+			st, err = decodeState(req.PreviousState)
+		}
 		switch {
 		case err != nil:
 			s.cfg.log.Warn().Err(err).Str("event", "offline_state_unreadable").Str("session", req.Session).
@@ -249,8 +229,7 @@ func (s *Summarizer) load(req fold.Request, room *state, lx *lexicon) *state {
 	return fromProse(prev, lx)
 }
 
-// fold adds the batch's turns and notes to st and returns the memories
-// they hold.
+// fold adds the batch's turns and notes to st and returns the memories they hold.
 func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memory, bool) {
 	if req.Profile == fold.ProfileAgent {
 		st.Agent = true

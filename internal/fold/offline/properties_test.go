@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/benchtext"
 	"github.com/foldstream/foldstream/internal/fold"
 )
 
@@ -440,6 +441,35 @@ func TestLexiconGivesEachWordItsLexeme(t *testing.T) {
 		w := words[r.IntN(len(words))]
 		if got, want := lx.get(w), newLexeme(w); got != want {
 			t.Fatalf("%q: %+v, want %+v", w, got, want)
+		}
+	}
+}
+
+// The lexicon reads a field as written as each of its readers would: its terms as appendTerms' tokens give them,
+// and its flags as statFields, report, group and backshift test the word (a field without the flag is one they leave
+// as it is).
+func TestLexiconReadsFieldsAsTheirReadersDo(t *testing.T) {
+	fields := []string{"We", "we're", "our,", "Ourselves.", "us?", "you", "You'll", "I", "I'll", "i'm", "My", "me.",
+		"will", "Will", "can't", "won't,", "they'll", "It'll", "'ll", "scan", "/home/carol/vods", "7:30", "90ms",
+		"Hulk's", "(yesterday", "\"Tokyo,\"", "é", "Éva", "uh-huh", "l0ng-w0rd-" + strings.Repeat("x", 60), "K", "Kelvin"}
+	for _, l := range benchtext.Lines() {
+		fields = append(fields, strings.Fields(l[1])...)
+	}
+	var lx lexicon
+	for _, f := range fields {
+		k := lx.field(f)
+		if got, want := k.terms, lx.tokenTerms(nil, 0, f); !slices.Equal(got, want) {
+			t.Errorf("%q: terms %q, want %q", f, got, want)
+		}
+		c, p := statFields([]*field{k, k}), strings.ToLower(strings.Trim(f, `.,!?;:"()`))
+		for _, x := range []struct {
+			flag fieldFlags
+			want bool
+		}{{ffDigit, c.nums > 0}, {ffName, c.names > 0}, {ffFirst, firstPerson[p]}, {ffSecond, secondPerson[p]},
+			{ffGroup, group(f, []string{f}) != f}, {ffModal, backshift(f) != f}} {
+			if k.is(x.flag) != x.want {
+				t.Errorf("%q: flag %b is %v, want %v", f, x.flag, k.is(x.flag), x.want)
+			}
 		}
 	}
 }
