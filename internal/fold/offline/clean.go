@@ -320,7 +320,7 @@ type lexicon struct {
 	m     map[string]*known
 	near  [1024]*known
 	fm    map[string]*field
-	fnear [2048]*field
+	fnear [4096]*field
 }
 
 // known is a word looked up and its lexeme.
@@ -331,9 +331,10 @@ type known struct {
 
 // field is a field of text as written (strings.Fields'), and what the summarizer reads in it.
 type field struct {
-	f     string
-	terms []string // the distinct stems of its content words (appendTerms)
-	flags fieldFlags
+	f, core, low string   // core: f without the punctuation around it (phrases), low: core lower-cased
+	x            lexeme   // low's
+	terms        []string // the distinct stems of its content words (appendTerms)
+	flags        fieldFlags
 }
 
 // fieldFlags: a field has a digit (hasDigit), reads as a name (capitalised, not "I" nor "I'…": statFields), is a first
@@ -380,7 +381,7 @@ func (l *lexicon) field(f string) *field {
 	if l == nil || len(f) > maxFieldLen {
 		return newField(l, f)
 	}
-	h := int((uint32(f[0]) | uint32(f[len(f)/2])<<8 | uint32(f[len(f)-1])<<16 | uint32(len(f))<<24) * 0x9e3779b1 >> 21)
+	h := int((uint32(f[0]) | uint32(f[len(f)/2])<<8 | uint32(f[len(f)-1])<<16 | uint32(len(f))<<24) * 0x9e3779b1 >> 20)
 	if k := l.fnear[h]; k != nil && k.f == f {
 		return k
 	}
@@ -404,7 +405,13 @@ func (l *lexicon) fields(ks []*field, fs []string) []*field {
 }
 
 func newField(l *lexicon, f string) *field {
-	k := &field{f: f, terms: l.tokenTerms(nil, 0, f)}
+	k := &field{f: f, core: trimCut(f, `.,!?;:()"`), terms: l.tokenTerms(nil, 0, f)}
+	if w := k.core; w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
+		k.core = strings.Trim(w, `.,!?;:()"“”`)
+	}
+	if k.low = strings.ToLower(k.core); k.low != "" {
+		k.x = l.get(k.low)
+	}
 	r, _ := utf8.DecodeRuneInString(f)
 	core := strings.TrimRight(f, ".,!?;:")
 	_, modal := pastModal[core]
