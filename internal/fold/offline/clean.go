@@ -332,6 +332,7 @@ type known struct {
 // field is a field of text as written (strings.Fields'), and what the summarizer reads in it.
 type field struct {
 	f, core, low string   // core: f without the punctuation around it (phrases), low: core lower-cased
+	rep          string   // f lower-cased without the punctuation around it that repeated ignores, when ASCII
 	x            lexeme   // low's
 	terms        []string // the distinct stems of its content words (appendTerms)
 	flags        fieldFlags
@@ -339,18 +340,11 @@ type field struct {
 
 // fieldFlags: a field has a digit (hasDigit), reads as a name (capitalised, not "I" nor "I'…": statFields), is a first
 // or second person pronoun (report's firstPerson, secondPerson: with its punctuation trimmed, any case), a word group
-// changes ("we", "our"), or one backshift changes ("will", "we'll").
-type fieldFlags uint8
+// changes ("we", "our"), one backshift changes ("will", "we'll"), may start a relative date (reldate.MayStartIn), may be
+// dropped by tighten as or with a hedge (hedgeWords), is ASCII (rep is then f as repeated compares it).
+type fieldFlags uint16
 
-const (
-	ffDigit fieldFlags = 1 << iota
-	ffName
-	ffFirst
-	ffSecond
-	ffGroup
-	ffModal
-	ffDate // a relative date may start in it (reldate.MayStartIn)
-)
+const ffDigit, ffName, ffFirst, ffSecond, ffGroup, ffModal, ffDate, ffHedge, ffASCII fieldFlags = 1, 2, 4, 8, 16, 32, 64, 128, 256 // (newField's order)
 
 const maxWords, maxFieldLen = 1 << 16, 48 // (a longer field is read afresh each time)
 
@@ -409,19 +403,18 @@ func newField(l *lexicon, f string) *field {
 	if w := k.core; w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
 		k.core = strings.Trim(w, `.,!?;:()"“”`)
 	}
-	if k.low = strings.ToLower(k.core); k.low != "" {
+	if k.low, k.rep = strings.ToLower(k.core), strings.ToLower(trimCut(f, ",.;:")); k.low != "" {
 		k.x = l.get(k.low)
 	}
 	r, _ := utf8.DecodeRuneInString(f)
 	core := strings.TrimRight(f, ".,!?;:")
 	_, modal := pastModal[core]
 	c, ll := strings.CutSuffix(core, "'ll")
-	g := strings.TrimRight(f, `.,!?;:"`)
-	p := trimCut(f, `.,!?;:"()`)
+	g, p := strings.TrimRight(f, `.,!?;:"`), strings.ToLower(trimCut(f, `.,!?;:"()`))
 	for i, on := range []bool{hasDigit(f), unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'"),
-		len(p) <= len("yourself") && firstPerson[strings.ToLower(p)], len(p) <= len("yourself") && secondPerson[strings.ToLower(p)],
+		len(p) <= len("yourself") && firstPerson[p], len(p) <= len("yourself") && secondPerson[p],
 		strings.IndexByte("wWuUoO", f[0]) >= 0 && len(g) <= len("ourselves") && groupPerson[strings.ToLower(g)] != "",
-		modal || ll && c != "" && c != "I", reldate.MayStartIn(f)} {
+		modal || ll && c != "" && c != "I", reldate.MayStartIn(f), hedgeWords[strings.ToLower(strings.TrimRight(f, ","))], isASCII(f)} {
 		k.flags |= fieldFlags(b2i(on)) << i
 	}
 	return k

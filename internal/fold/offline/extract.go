@@ -681,17 +681,10 @@ func group(s string, fs []string) string {
 		if strings.IndexByte("wWuUoO", w[0]) < 0 {
 			continue
 		}
-		core := w
-		for len(core) > 0 && strings.IndexByte(`.,!?;:"`, core[len(core)-1]) >= 0 {
-			core = core[:len(core)-1]
-		}
-		if len(core) > len("ourselves") {
+		if core := strings.TrimRight(w, `.,!?;:"`); len(core) > len("ourselves") {
 			continue // longer than any pronoun
-		}
-		var lb [16]byte
-		if x, ok := groupPerson[string(lower(lb[:0], core))]; ok {
-			ws[i] = x + w[len(core):]
-			changed = true
+		} else if x, ok := groupPerson[strings.ToLower(core)]; ok {
+			ws[i], changed = x+w[len(core):], true
 		}
 	}
 	if !changed {
