@@ -148,7 +148,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 			continue // instructions in the data are not repeated
 		}
 		sent := tidyEnds(s.trimFiller(lx.tighten(raw, sc.words[:0])))
-		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
+		if sent == "" || strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you") {
 			continue // thanks are not news
 		}
 		tw, fs := sc.terms[:0], appendFields(sc.words[:0], sent)
@@ -205,10 +205,6 @@ func tidyEnds(s string) string {
 		return t + "."
 	}
 	return s
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // salient adds to each statement's weight how much its words are what the statements around it talk about: a word said
@@ -332,18 +328,25 @@ var (
 		"alright", "fine", "lol", "haha", "gg", "k", "kk", "totally", "exactly", "true", "agreed", "noted", "hmm", "mm"})
 )
 
+var leadByFirst = func() (m [256][]string) { // leadFiller by their first byte
+	for _, f := range leadFiller {
+		m[f[0]] = append(m[f[0]], f)
+	}
+	return m
+}()
+
 // trimFiller strips discourse words and laughter from the ends of a sentence and repeated words ("the the"), and drops
 // the sentence when nothing with a word of content is left. fs are sent's fields, or none.
 func (s *Summarizer) trimFiller(sent string, fs []string) string {
 	sent = strings.TrimSpace(sent)
 	whole := sent
 	var buf [32]byte
-	for changed := true; changed; {
+	for changed := true; changed && sent != ""; {
 		changed = false
 		// the fillers are short: lower-case only the start of the sentence
 		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
-		for _, f := range leadFiller {
-			if len(low) > len(f) && low[0] == f[0] && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') {
+		for _, f := range leadByFirst[low[0]] {
+			if len(low) > len(f) && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') {
 				sent, changed = strings.TrimLeft(sent[len(f):], " ,.!"), true
 				break
 			}
