@@ -125,8 +125,10 @@ var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "
 // would mov I would then") cannot be told from a real one ("the more you know the more you grow"). ko is what the
 // lexicon knows of out's words.
 func repeated(out []string, ko []*field) ([]string, []*field) {
-	for n := 1; n <= min(3, len(out)/2); n++ {
-		if i := len(out) - 2*n; sameWords(ko[i:i+n], ko[i+n:]) && !anyIs(ko[i+n:], ffDigit) {
+	for n, y := 1, ko[len(ko)-1]; n <= min(3, len(out)/2); n++ {
+		if x := ko[len(ko)-1-n]; x != y && x.flags&y.flags&ffASCII != 0 && x.rep != y.rep {
+			continue // (the last words differ, as sameWords finds first: the common case)
+		} else if i := len(out) - 2*n; sameWords(ko[i:i+n], ko[i+n:]) && !anyIs(ko[i+n:], ffDigit) {
 			return append(out[:i], out[i+n:]...), append(ko[:i], ko[i+n:]...)
 		}
 	}
