@@ -6,8 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/events"
 )
@@ -34,14 +32,11 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 	return c.w, c.err
 }
 
-// decode reads a state written by encode into st, in the room its lists had, as
-// encoding/json would read it into the state's struct (what the codec does not write,
-// such as spaces, nulls and other keys, by encoding/json: so a state of version 1,
-// whose facts have a "sum"). It fails on anything that is not JSON, and on a state
-// of a version after this one.
-func (st *state) decode(data []byte) (*state, error) {
-	*st = state{Names: st.Names[:0], Periods: st.Periods[:0], Open: st.Open[:0], Facts: st.Facts[:0], Topics: st.Topics[:0], People: st.People[:0]}
-	c := &codec{r: &jsonReader{b: data, s: string(data)}}
+// decodeState reads a state written by encode as encoding/json would read it into the state's struct (what the codec
+// does not write, such as spaces, nulls and other keys, by encoding/json: so a state of version 1, whose facts have a
+// "sum"). It fails on anything that is not JSON, and on a state of a version after this one.
+func decodeState(data []byte) (*state, error) {
+	st, c := new(state), &codec{r: &jsonReader{b: data, s: string(data)}}
 	if c.object(st.fields); c.r.err != nil || c.r.i < len(data) {
 		// not as the codec writes it: as encoding/json reads it
 		*st = state{}
@@ -245,10 +240,8 @@ func appendJSONFloat(b []byte, f float64) []byte {
 
 // ---- reading ----
 
-// jsonReader reads the JSON the codec writes, from b; anything else
-// (spaces, nulls, other keys or orders, a \u of half a surrogate pair)
-// stops it with an error, as its first error does. s is b as a string: a string
-// without escapes is read as a part of it (no copy).
+// jsonReader reads the JSON the codec writes, from b; anything else (spaces, nulls, other keys or orders) stops it with
+// an error, as its first error does. s is b as a string: a string of plain ASCII is read as a part of it (no copy).
 type jsonReader struct {
 	b   []byte
 	s   string
@@ -335,37 +328,14 @@ func (r *jsonReader) str() string {
 		switch c := r.b[r.i]; {
 		case c == '"':
 			r.i++
-			s := r.s[start : r.i-1]
-			if plain && events.JSONPlain(s) {
-				return s // (the most: eight bytes at a time)
-			} else if strings.ContainsFunc(s, func(r rune) bool { return r < ' ' }) {
-				r.fail("control character in a string")
-				return ""
-			} else if plain && utf8.ValidString(s) {
-				return s
+			if s := r.s[start : r.i-1]; plain && events.JSONPlain(s) {
+				return s // (the most: eight bytes at a time, and no copy)
 			}
-			// with escapes: JSON's (a \u of half a surrogate pair: by encoding/json)
-			b := make([]byte, 0, len(s))
-			for i := 0; i < len(s); i++ {
-				if s[i] != '\\' {
-					b = append(b, s[i])
-					continue
-				}
-				i++
-				if j := strings.IndexByte(`"\/bfnrt`, s[i]); j >= 0 {
-					b = append(b, "\"\\/\b\f\n\r\t"[j])
-				} else if v, err := strconv.ParseUint(s[i+1:min(i+5, len(s))], 16, 32); s[i] == 'u' && err == nil && i+5 <= len(s) && !utf16.IsSurrogate(rune(v)) {
-					b, i = utf8.AppendRune(b, rune(v)), i+4
-				} else {
-					r.fail("an escape encoding/json reads otherwise")
-					return ""
-				}
+			var s string // (escapes, other than ASCII, <, > and &: as encoding/json reads them)
+			if err := json.Unmarshal(r.b[start-1:r.i], &s); err != nil {
+				r.fail("a string: " + err.Error())
 			}
-			if !utf8.Valid(b) {
-				r.fail("bytes encoding/json reads otherwise")
-				return ""
-			}
-			return string(b)
+			return s
 		case c == '\\':
 			plain = false
 			r.i++ // (the byte escaped does not end the string)

@@ -168,9 +168,6 @@ func TestHashStringIsFNV64a(t *testing.T) {
 	}
 }
 
-// decodeState reads a state written by encode (state.decode).
-func decodeState(data []byte) (*state, error) { return new(state).decode(data) }
-
 // TestTokenBitsAreTokenRunes holds appendTerms' table of ASCII token bytes
 // to isTokenRune.
 func TestTokenBitsAreTokenRunes(t *testing.T) {

@@ -136,6 +136,27 @@ func fnvAdd(h uint64, s string) uint64 {
 	return h
 }
 
+// keep writes st (encode) and holds it for the bytes written, unless they read back otherwise (a string not UTF-8,
+// written as U+FFFD); of this fold, the next reads as from a decoded state no scratch, statements' own words or terms.
+func (s *Summarizer) keep(st *state) []byte {
+	data := st.encode()
+	if bytes.Contains(data, []byte(`\ufffd`)) {
+		return data
+	}
+	st.voc, st.sc = nil, nil
+	forget := func(ss []stmt) {
+		for i := range ss {
+			ss[i].Own, ss[i].ids = "", nil
+		}
+	}
+	for i := range st.Periods {
+		forget(st.Periods[i].Stmts)
+	}
+	forget(st.Open)
+	s.held.Put(data, st)
+	return data
+}
+
 // encode writes st within maxStateBytes, dropping its least valuable
 // statements and oldest facts while it is over.
 func (st *state) encode() []byte {

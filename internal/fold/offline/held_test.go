@@ -1,0 +1,82 @@
+package offline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/foldstream/foldstream/internal/fold"
+)
+
+// TestHeldStateFoldsAsDecoded: a fold that goes on from the state kept for
+// the previous fold's bytes returns what a fold that decodes a copy of them
+// returns (summary, state, memories), fold after fold, for voice, agent and
+// odd sessions (strings that are not UTF-8, or are escaped, among them);
+// and the kept state is the one taken.
+func TestHeldStateFoldsAsDecoded(t *testing.T) {
+	vt, vn := synthSession(3, 300)
+	ot, on := oddSession(7, 300)
+	cases := []struct {
+		name    string
+		turns   []fold.Turn
+		notes   []fold.Note
+		profile fold.Profile
+		budget  int
+	}{
+		{"voice", vt, vn, fold.ProfileVoice, 1200},
+		{"voice, small budget", vt, vn, fold.ProfileVoice, 300},
+		{"odd", ot, on, fold.ProfileVoice, 1200},
+		{"agent", agentSession(5, 300), nil, fold.ProfileAgent, 800},
+	}
+	ctx := context.Background()
+	for _, c := range cases {
+		kept, decoded := New(), New()
+		var k, d fold.Outcome
+		ni, taken := 0, 0
+		for i := 0; i < len(c.turns); i += 10 {
+			b := c.turns[i:min(i+10, len(c.turns))]
+			var bn []fold.Note
+			for ni < len(c.notes) && !c.notes[ni].At.After(b[len(b)-1].At) {
+				bn = append(bn, c.notes[ni])
+				ni++
+			}
+			req := fold.Request{Session: c.name, Profile: c.profile, Turns: b, Notes: bn, MaxChars: c.budget, From: b[0].At, To: b[len(b)-1].At}
+			kreq, dreq := req, req
+			kreq.PreviousSummary, kreq.PreviousState = k.Summary, k.State
+			dreq.PreviousSummary, dreq.PreviousState = d.Summary, bytes.Clone(d.State)
+			prev, held := k.State, kept.held.Len()
+			var err error
+			if k, err = fold.Summarize(ctx, kept, kreq); err != nil {
+				t.Fatal(err)
+			}
+			if d, err = fold.Summarize(ctx, decoded, dreq); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := fmt.Sprintf("%q\n%s\n%+v", k.Summary, k.State, k.MemoryItems), fmt.Sprintf("%q\n%s\n%+v", d.Summary, d.State, d.MemoryItems); got != want {
+				t.Fatalf("%s, turns %d-%d: from the kept state\n%s\nfrom the decoded one\n%s", c.name, i, i+len(b)-1, got, want)
+			}
+			if _, again := kept.held.Take(prev); held == 1 && !again {
+				taken++ // (kept before the fold, and the fold took it)
+			}
+		}
+		if folds := (len(c.turns) + 9) / 10; taken < folds-1 {
+			t.Errorf("%s: %d of %d folds went on from the kept state; want all but the first", c.name, taken, folds)
+		}
+	}
+}
+
+// TestStateNotKeptWhenItReadsBackOtherwise: a string that is not UTF-8 is
+// written as U+FFFD, so the state would not read back as it is: it is not
+// kept, and its next fold decodes it.
+func TestStateNotKeptWhenItReadsBackOtherwise(t *testing.T) {
+	s := New()
+	st := &state{Names: []string{"Ana"}, Open: []stmt{{Sp: "Ana", Text: "Ana likes caf\xe9.", W: 1}}}
+	if data := s.keep(st); s.held.Len() != 0 || !bytes.Contains(data, []byte(`caf\ufffd`)) {
+		t.Fatalf("kept %d states of %s; want none", s.held.Len(), data)
+	}
+	st.Open[0].Text = "Ana likes café <3 & \"tea\"\n"
+	if s.keep(st); s.held.Len() != 1 {
+		t.Fatalf("kept %d states with escapes; want 1", s.held.Len())
+	}
+}
