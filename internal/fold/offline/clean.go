@@ -420,11 +420,13 @@ func newField(l *lexicon, f string) *field {
 	return k
 }
 
-// addTerms appends to dst the terms of k that dst[n0:] does not hold.
-func (k *field) addTerms(dst []string, n0 int) []string {
-	for _, t := range k.terms {
-		if !slices.Contains(dst[n0:], t) {
-			dst = append(dst, t)
+// addTerms appends to dst the terms of ks that dst[n0:] does not hold.
+func addTerms(dst []string, n0 int, ks ...*field) []string {
+	for _, k := range ks {
+		for _, t := range k.terms {
+			if !slices.Contains(dst[n0:], t) {
+				dst = append(dst, t)
+			}
 		}
 	}
 	return dst
@@ -483,7 +485,7 @@ func termWord(w string) bool {
 func (l *lexicon) appendTerms(dst []string, s string) []string {
 	n0 := len(dst)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
-		dst = l.field(f).addTerms(dst, n0)
+		dst = addTerms(dst, n0, l.field(f))
 	}
 	return dst
 }

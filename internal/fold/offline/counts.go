@@ -141,10 +141,7 @@ type countEntry struct {
 
 // compareCounts orders the most said first, then by word.
 func compareCounts(a, b countEntry) int {
-	if c := cmp.Compare(b.c, a.c); c != 0 {
-		return c
-	}
-	return strings.Compare(a.t, b.t)
+	return cmp.Or(cmp.Compare(b.c, a.c), strings.Compare(a.t, b.t))
 }
 
 // String writes the counts for state.Voc.

@@ -157,11 +157,9 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if sent == "" || strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you") {
 			continue // thanks are not news
 		}
-		tw, fs := sc.terms[:0], appendFields(sc.words[:0], sent)
+		fs := appendFields(sc.words[:0], sent)
 		ks := lx.fields(sc.ks[:0], fs) // (each word looked up once, for the terms, statFields, report and factKey)
-		for _, k := range ks {
-			tw = k.addTerms(tw, 0)
-		}
+		tw := addTerms(sc.terms[:0], 0, ks...)
 		sc.terms, sc.words, sc.ks = tw, fs, ks
 		c := statFields(ks)
 		question := strings.HasSuffix(sent, "?")
@@ -313,13 +311,9 @@ func statWords(s string) wordStat { return statFields((*lexicon)(nil).fields(nil
 func statFields(ks []*field) (c wordStat) { // (ks: the sentence's fields)
 	for _, k := range ks {
 		if k.is(ffDigit) {
-			c.nums++
-			c.digits |= 1 << min(c.words, 63)
+			c.nums, c.digits = c.nums+1, c.digits|1<<min(c.words, 63)
 		}
-		if c.words > 0 && k.is(ffName) {
-			c.names++
-		}
-		c.words++
+		c.names, c.words = c.names+b2i(c.words > 0 && k.is(ffName)), c.words+1
 	}
 	return c
 }
@@ -730,7 +724,7 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	label := "Screen note: "
 	if i := strings.Index(text, "'s screen: "); i > 0 && i < 40 {
 		label, text = "On "+text[:i]+"'s screen: ", text[i+len("'s screen: "):]
-	} else if src != "" && src != "screen" && looksLikeName(src) {
+	} else if r, _ := utf8.DecodeRuneInString(src); src != "" && src != "screen" && unicode.IsUpper(r) && len(strings.Fields(src)) <= 3 {
 		label = "On " + src + "'s screen: "
 	} else if src != "" && src != "screen" {
 		label = "Screen note (" + src + "): "
@@ -744,11 +738,6 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: lx.phrases(text, nil)}, true
 }
 
-func looksLikeName(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return unicode.IsUpper(r) && len(strings.Fields(s)) <= 3
-}
-
 func isToolTurn(t fold.Turn) bool {
 	switch strings.ToLower(t.Kind) {
 	case "tool_call", "tool_result", "tool_use", "function_call", "function_result":
@@ -756,11 +745,6 @@ func isToolTurn(t fold.Turn) bool {
 	}
 	r := strings.ToLower(t.Role)
 	return r == "tool" || r == "function"
-}
-
-func isToolCall(t fold.Turn) bool {
-	k := strings.ToLower(t.Kind)
-	return (k == "tool_call" || k == "tool_use" || k == "function_call") && !strings.EqualFold(t.Role, "tool")
 }
 
 // displayName is the turn's speaker as the summary names it.
@@ -780,7 +764,7 @@ var roleNames = map[string]string{"user": "User", "assistant": "Assistant", "sys
 // failed, --- FAIL: …"), the tool's output never.
 func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 	tool := cmp.Or(oneLine(t.Tool, 48), "a tool")
-	if isToolCall(t) {
+	if k := strings.ToLower(t.Kind); (k == "tool_call" || k == "tool_use" || k == "function_call") && !strings.EqualFold(t.Role, "tool") {
 		who := displayName(t)
 		if who == "Tool" || who == "Someone" {
 			who = "Assistant"
