@@ -42,15 +42,21 @@ type word struct {
 func words(out []word, s, low string) []word {
 	i := 0
 	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+		r, n := rune(s[i]), 1 // (ASCII read as it is)
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(s[i:])
+		}
+		if !wordRune(r) {
 			i += n
 			continue
 		}
 		j := i
 		for j < len(s) {
-			r, n := utf8.DecodeRuneInString(s[j:])
-			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' {
+			r, n := rune(s[j]), 1
+			if r >= utf8.RuneSelf {
+				r, n = utf8.DecodeRuneInString(s[j:])
+			}
+			if !wordRune(r) && r != '\'' {
 				break
 			}
 			j += n
@@ -68,6 +74,14 @@ func words(out []word, s, low string) []word {
 		i = j
 	}
 	return out
+}
+
+// wordRune reports a letter or digit, as words reads them.
+func wordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return wordByte(byte(r))
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // MayHave reports cheaply (one pass over s, no copy of ASCII text)
@@ -376,8 +390,8 @@ func match(ws []word, i int, day time.Time) (int, string) {
 			return 3, shifted(day, k, unit, "")
 		}
 	default:
-		// "three days ago", "a week ago"
-		if k, unit, ok := count(w, next(1)); ok && next(2) == "ago" {
+		// "three days ago", "a week ago" (ago first: most words are followed by no "ago")
+		if k, unit, ok := count(w, next(1)); next(2) == "ago" && ok {
 			return 3, shifted(day, -k, unit, "about ")
 		}
 	}

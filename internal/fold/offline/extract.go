@@ -557,7 +557,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 		if anyIs(ks, ffGroup) {
 			g = group(sent, ws)
 		}
-		if g != sent || anyIs(ks, ffModal) || !joins(sent, ws) {
+		if anyIs(ks, ffModal) || g == sent && !joins(sent, ws) { // (group's words are no modals: "we'll" is flagged)
 			g = backshift(g)
 		}
 		return lowerFirst(sp+" "+verb+" ", g), false
