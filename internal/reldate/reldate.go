@@ -42,24 +42,25 @@ type word struct {
 func words(out []word, s, low string) []word {
 	i := 0
 	for i < len(s) {
-		r, n := rune(s[i]), 1 // (ASCII read as it is)
-		if r >= utf8.RuneSelf {
-			r, n = utf8.DecodeRuneInString(s[i:])
-		}
-		if !wordRune(r) {
+		if c := s[i]; c < utf8.RuneSelf && !wordByte(c) { // (ASCII read as it is)
+			i++
+			continue
+		} else if r, n := utf8.DecodeRuneInString(s[i:]); c >= utf8.RuneSelf && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
 			i += n
 			continue
 		}
 		j := i
 		for j < len(s) {
-			r, n := rune(s[j]), 1
-			if r >= utf8.RuneSelf {
-				r, n = utf8.DecodeRuneInString(s[j:])
-			}
-			if !wordRune(r) && r != '\'' {
+			if c := s[j]; c < utf8.RuneSelf {
+				if !wordByte(c) && c != '\'' {
+					break
+				}
+				j++
+			} else if r, n := utf8.DecodeRuneInString(s[j:]); unicode.IsLetter(r) || unicode.IsDigit(r) {
+				j += n
+			} else {
 				break
 			}
-			j += n
 		}
 		w := word{start: i, end: j}
 		if low != "" {
@@ -74,14 +75,6 @@ func words(out []word, s, low string) []word {
 		i = j
 	}
 	return out
-}
-
-// wordRune reports a letter or digit, as words reads them.
-func wordRune(r rune) bool {
-	if r < utf8.RuneSelf {
-		return wordByte(byte(r))
-	}
-	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // MayHave reports cheaply (one pass over s, no copy of ASCII text)
@@ -391,8 +384,10 @@ func match(ws []word, i int, day time.Time) (int, string) {
 		}
 	default:
 		// "three days ago", "a week ago" (ago first: most words are followed by no "ago")
-		if k, unit, ok := count(w, next(1)); next(2) == "ago" && ok {
-			return 3, shifted(day, -k, unit, "about ")
+		if next(2) == "ago" {
+			if k, unit, ok := count(w, next(1)); ok {
+				return 3, shifted(day, -k, unit, "about ")
+			}
 		}
 	}
 	return 0, ""
