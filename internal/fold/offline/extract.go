@@ -53,8 +53,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	prop, agreed := -1, []string(nil)
 	endProposal := func() {
 		if prop >= 0 && len(agreed) > 0 {
-			x := &b.stmts[prop]
-			x.Text = strings.TrimSuffix(x.Text, ".") + ", and " + andList(agreed) + " agreed."
+			b.stmts[prop].Text = strings.TrimSuffix(b.stmts[prop].Text, ".") + ", and " + andList(agreed) + " agreed."
 		}
 		prop, agreed = -1, nil
 	}
