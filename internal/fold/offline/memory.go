@@ -20,11 +20,8 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	var farr [32][2]string
 	facts := farr[:0] // what personFact reads each candidate as: kind, slot
 	for _, x := range b.stmts {
-		if x.K != kSaid && x.K != kAsk || x.Sp == "" || x.Own == "" {
-			continue
-		}
-		if strings.Count(x.Terms, " ") < 1 || runeLen(x.Own) > maxStmtRunes {
-			continue // too little to remember, or too long
+		if x.K != kSaid && x.K != kAsk || x.Sp == "" || x.Own == "" || strings.Count(x.Terms, " ") < 1 || runeLen(x.Own) > maxStmtRunes {
+			continue // not a speaker's own words, too little to remember, or too long
 		}
 		kind, slot, about := st.lex().personFact(x)
 		if !isFactStmt(x, about) || !fieldsAtLeast(x.Text, 5) && !about {

@@ -87,21 +87,8 @@ func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 // objectSlot: the stems of the first n content words ("sushi", "book desert").
 func (lx *lexicon) objectSlot(obj string, n int) string {
 	var arr [16]string
-	var b strings.Builder
-	for _, t := range lx.appendTerms(arr[:0], obj) {
-		if n == 0 {
-			break
-		}
-		if strings.ContainsAny(t, "0123456789") {
-			continue // a number is a value, not a subject
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(t)
-		n--
-	}
-	return b.String()
+	ts := slices.DeleteFunc(lx.appendTerms(arr[:0], obj), func(t string) bool { return strings.ContainsAny(t, "0123456789") }) // (a number is a value, not a subject)
+	return strings.Join(ts[:min(n, len(ts))], " ")
 }
 
 // notePerson records fact x (memory id) under its speaker, x being of

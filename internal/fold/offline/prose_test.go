@@ -253,7 +253,7 @@ func TestOneSpeakerOneSentence(t *testing.T) {
 	got := st.render(1200, 5, 2)
 	for _, want := range []string{
 		"Bob said the venue in Lisbon is booked, and the caterer wants a deposit by Friday.",
-		"Alice said the budget allows 40 guests.",
+		"Alice mentioned the budget allows 40 guests.",
 		`Alice said, "You should call the caterer."`,
 	} {
 		if !strings.Contains(got, want) {
@@ -354,7 +354,7 @@ func TestReportedSpeechPutsModalsInThePast(t *testing.T) {
 	)})
 	for _, want := range []string{
 		"Bob said they would ship the release on Friday, the installer could wait.",
-		"Carol said the budget review could wait until May.",
+		"Carol mentioned the budget review could wait until May.",
 		"Dave said it would rain at the venue, they wouldn't need the terrace.",
 	} {
 		if !strings.Contains(got, want) {
@@ -377,9 +377,43 @@ func TestAlsoForASpeakerReportedJustBefore(t *testing.T) {
 		st.Open = append(st.Open, stmt{Sp: x.sp, Text: x.text, W: 3, Terms: (*lexicon)(nil).termString(x.text), At: 1})
 	}
 	got := st.render(1200, 5, 2)
-	want := `Bob and Alice are in the session. Bob said the venue in Lisbon is booked. Alice said the budget allows 40 guests. ` +
+	want := `Bob and Alice are in the session. Bob said the venue in Lisbon is booked. Alice mentioned the budget allows 40 guests. ` +
 		`Bob also said the caterer wants a deposit by Friday. Bob said, "You should call the florist."`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// A report varies its verbs as a person writes one: "explained" for a reason given, "thought" for an opinion,
+// "mentioned" after a line that said "said" (not for a quote), and every other period line "discussed".
+func TestReportingVerbsVary(t *testing.T) {
+	st := &state{V: stateVersion, Names: []string{"Bob", "Alice", "Carol", "Dave", "Erin"}}
+	for i, topic := range []string{"the venue", "the caterer", "the florist"} {
+		st.Periods = append(st.Periods, period{From: int64(1000 + 100*i), To: int64(1050 + 100*i), Names: []string{"Bob", "Alice"}, Topics: []string{topic}})
+	}
+	for _, x := range []struct{ sp, text string }{
+		{"Bob", "Bob said the venue in Lisbon is booked."},
+		{"Alice", "Alice said the budget allows 40 guests."},
+		{"Alice", "Alice said the caterer wants a deposit."},
+		{"Carol", "Carol said the hall is closed because of the strike."},
+		{"Dave", "Dave said the terrace is probably too cold in May."},
+		{"Bob", "Bob said the band plays until midnight."},
+		{"Erin", "Erin said the invitations went out on Monday."},
+		{"Carol", `Carol said, "You should book the photographer."`},
+	} {
+		st.Open = append(st.Open, stmt{Sp: x.sp, Text: x.text, W: 3, Terms: (*lexicon)(nil).termString(x.text), At: 2000})
+	}
+	got := st.render(1200, 5, 2)
+	for _, want := range []string{
+		"Bob and Alice talked about the venue.", "Bob and Alice discussed the caterer.", "Bob and Alice talked about the florist.",
+		"Bob said the venue in Lisbon is booked. Alice mentioned the budget allows 40 guests, and the caterer wants a deposit.",
+		"Carol explained the hall is closed because of the strike.",
+		"Dave thought the terrace is probably too cold in May.",
+		"Bob said the band plays until midnight. Erin mentioned the invitations went out on Monday.",
+		`Carol said, "You should book the photographer."`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
 	}
 }

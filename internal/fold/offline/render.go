@@ -1,7 +1,6 @@
 package offline
 
 import (
-	"bytes"
 	"cmp"
 	"math"
 	"slices"
@@ -229,10 +228,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if p.upper {
 			p.score++
 		}
-		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
-			if voc == nil {
-				break
-			}
+		for k, wi := nextField(p.key, 0); k != "" && voc != nil; k, wi = nextField(p.key, wi) {
 			p.score += topicSalience * max(0, voc.weight(voc.id(k)))
 		}
 		kept = append(kept, p)
@@ -246,7 +242,11 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			break
 		}
 		np := strings.HasPrefix(p.text, "the ")
-		if hasAny(p.key, used) {
+		clash := false // a word of a topic chosen
+		for k := range strings.FieldsSeq(p.key) {
+			clash = clash || slices.Contains(used, k)
+		}
+		if clash {
 			continue
 		}
 		if len(peopleKeys) == 0 {
@@ -273,16 +273,6 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 	}
 	sc.seen, sc.people = used, peopleKeys
 	return out
-}
-
-// hasAny reports whether a word of key is one of ws.
-func hasAny(key string, ws []string) bool {
-	for k, wi := nextField(key, 0); k != ""; k, wi = nextField(key, wi) {
-		if slices.Contains(ws, k) {
-			return true
-		}
-	}
-	return false
 }
 
 // ofPeople reports a phrase made of the words of participants' names
@@ -356,18 +346,12 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			if np && !runUpper {
 				out = append(out, "the "...)
 			}
-			for i, w := range run {
-				if i > 0 {
-					out = append(out, ' ')
-				}
-				out = append(out, w.w...)
+			for i, w := range run { // its words, then their stems
+				out = append(append(out, " "[:min(i, 1)]...), w.w...)
 			}
 			out = append(out, '=')
 			for i, w := range run {
-				if i > 0 {
-					out = append(out, ' ')
-				}
-				out = append(out, w.x.stem...)
+				out = append(append(out, " "[:min(i, 1)]...), w.x.stem...)
 			}
 		}
 		run = run[:0]
@@ -379,7 +363,6 @@ func (lx *lexicon) phrases(s string, people []string) string {
 	// held: a capitalised word that opens a sentence, the start of a name
 	// when the next word is capitalised too ("decided: Joshua Tree, …")
 	var held word
-	var lb [64]byte
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		hold := held
 		held = word{}
@@ -391,17 +374,10 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			flush()
 			continue // a resolved date
 		}
-		w, end := trimCut(f, `.,!?;:()"`), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
-		if w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
-			w = strings.Trim(w, `.,!?;:()"“”`)
-		}
-		var x lexeme
-		lw := lower(lb[:0], w)
-		if w != "" {
-			x = lx.getBytes(lw)
-		}
+		k, end := lx.field(f), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
+		w, lw, x := k.core, k.low, k.x
 		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !slices.Contains(people, w) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
-			!(bytes.HasSuffix(lw, []byte("ed")) && len(run) == 0) && utf8.RuneCountInString(w) > 1
+			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1
 		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && hasDigit(w) && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
 			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
 		}
@@ -472,7 +448,9 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 			p.Topics = ts
 		}
 		p.Topics = p.Topics[:min(len(p.Topics), shownTopics)]
-		headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3)
+		if headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3); i%2 == 1 { // (a person varies the verb)
+			headers[i] = strings.Replace(headers[i], " talked about ", " discussed ", 1)
+		}
 		named += strings.ToLower(headers[i])
 	}
 	used := runeLen(lead)
@@ -541,10 +519,11 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 	}
 	joinable := false   // the last line is a statement another may join
 	first := len(lines) // the first statement's line
+	saidLast := false   // of the statements reported with "said" or "mentioned", the last said "said"
 	add := func(x *stmt) {
 		said := x.Sp + " said "
 		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
-		if n := len(lines) - 1; joinable && plain && strings.HasPrefix(lines[n], said) {
+		if n := len(lines) - 1; joinable && plain && strings.HasPrefix(lines[n], x.Sp+" ") { // (its verb maybe varied)
 			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[len(said):]
 			joinable = false
 			return
@@ -554,6 +533,12 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 			(strings.HasPrefix(v, " said") || strings.HasPrefix(v, " asked") || strings.HasPrefix(v, " thought") || strings.HasPrefix(v, " suggested")) &&
 			alsoAfter(lines[first:], x.Sp) {
 			t, room = x.Sp+" also"+v, room-len(" also")
+		}
+		if v := varied(t, x.Sp, saidLast); len(v)-len(t) <= room {
+			t, room = v, room-(len(v)-len(t))
+		}
+		if v := strings.TrimPrefix(strings.TrimPrefix(t, x.Sp), " also"); strings.HasPrefix(v, " said ") || strings.HasPrefix(v, " mentioned ") {
+			saidLast = v[1] == 's'
 		}
 		lines = append(lines, t)
 		joinable = plain && strings.HasSuffix(x.Text, ".")
@@ -789,6 +774,28 @@ func (p period) header(multiDay, group bool) string {
 	}
 	return when + ", " + who + " talked about " + andList(p.Topics) + "."
 }
+
+// varied is t, a statement of sp, with its verb "said" varied as a person writing a report varies it: "explained"
+// where it gives a reason, "thought" an opinion, "mentioned" (not for a quote or a remark of a few words) after a
+// statement reported with "said" (saidLast).
+func varied(t, sp string, saidLast bool) string {
+	head, rest, ok := strings.Cut(t, " said")
+	if !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
+		return t
+	}
+	switch {
+	case reasons.in(rest):
+		return head + " explained" + rest
+	case opinions.in(rest):
+		return head + " thought" + rest
+	case saidLast && fieldsAtLeast(rest, 5) && 'a' <= rest[1] && rest[1] <= 'z':
+		return head + " mentioned" + rest
+	}
+	return t
+}
+
+var reasons = newKeywords(" because ", " so that ", "the reason ", " 'cause ", " cause ")
+var opinions = newKeywords(" probably ", " maybe ", " i guess ", " i'm inclined ", " i feel ", " seems ", " better ", " i think ", " would be ", " they should ", " it should ")
 
 // alsoAfter reports a statement of sp after lines that says "also": sp
 // spoke two or three lines before (not "also" there), another just before.
