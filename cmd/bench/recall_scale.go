@@ -29,11 +29,11 @@ import (
 // sessions: sessions of turns each (1,000 of 5,000 by default, about ten
 // times the index the default memory budget holds), then a new service
 // instance asked at random sessions with the default budget: most
-// requests miss the memory and load the session's index from the store.
-// Printed beside it: the index's memory, the hit rate, the misses' and
-// the hits' latencies, and kRef requests to an instance without the
+// requests find the session's index packed in memory (the rest load it
+// from the store). Printed beside it: the index's memory, the hit rate,
+// the misses' and the hits' latencies, and kRef requests to an instance without the
 // store (every miss builds from the stream). The measured instance is
-// timed after as many untimed requests as it is asked.
+// timed after one untimed request to each session, in random order.
 //
 // The set-up is what a deployment holds after those turns, reached the
 // fast way: the turns are published in large async batches, then the
@@ -103,8 +103,9 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 		return took, nil
 	}
 	// run asks k questions of random sessions of an instance started
-	// with opts, once it has preloaded what it preloads at start.
-	run := func(k, warm int, pick func(i int) int, opts ...service.Option) (scaleRun, error) {
+	// with opts, once it has preloaded what it preloads at start and
+	// was asked the warm sessions once each.
+	run := func(k int, warm []int, pick func(i int) int, opts ...service.Option) (scaleRun, error) {
 		var r scaleRun
 		reg := prometheus.NewRegistry()
 		sctx, stop := context.WithCancel(ctx)
@@ -124,19 +125,21 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 		misses := func() float64 {
 			return r.m["foldstream_recall_index_loads_total"] + r.m["foldstream_recall_index_builds_total"]
 		}
-		// warm untimed requests first: the process's heap reaches the
-		// size it keeps while serving, as a running deployment's has
-		// (a page the heap grows into costs a fault on first touch, ~15
-		// µs on a VM: ~1.5 ms per index loaded while it grows).
-		for i := range warm {
-			if _, err := ask(names[pick(k+i)], k+i); err != nil {
+		// Untimed requests first, one to every active session: the
+		// instance holds what it holds after serving them for a while,
+		// and the process's heap reaches the size it keeps while
+		// serving, as a running deployment's has (a page the heap grows
+		// into costs a fault on first touch, ~15 µs on a VM: ~1.5 ms per
+		// index loaded while it grows).
+		for i, s := range warm {
+			if _, err := ask(names[s], k+i); err != nil {
 				r.failed++
 			}
 		}
 		if r.m, err = gauges(reg); err != nil {
 			return r, err
 		}
-		before := misses()
+		before, unpacked := misses(), r.m["foldstream_recall_index_unpacked_total"]
 		for i := range k {
 			d, err := ask(names[pick(i)], i)
 			if err != nil {
@@ -160,6 +163,7 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 		slices.Sort(r.missed)
 		slices.Sort(r.hits)
 		r.m, err = gauges(reg)
+		r.unpacked = int(r.m["foldstream_recall_index_unpacked_total"] - unpacked)
 		return r, err
 	}
 
@@ -194,7 +198,7 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 			return err
 		}
 	}
-	got, err := run(k, k, random, opts...)
+	got, err := run(k, rng.Perm(sessions), random, opts...)
 	if cpuProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -203,19 +207,20 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 	}
 	var ref scaleRun
 	if kRef > 0 {
-		if ref, err = run(kRef, 0, random, service.IndexStoreBytes(0)); err != nil {
+		if ref, err = run(kRef, nil, random, service.IndexStoreBytes(0)); err != nil {
 			return err
 		}
 	}
 	m := got.m
-	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f (target p99 <= 10 ms); index in memory %.0f MiB (budget %.0f), %.0f sessions, hit rate %.1f%% (%d loaded from the store, %s; %.0f built), %.0f preloaded at start; %d requests%s\n",
+	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f (target p99 <= 10 ms); index in memory %.0f MiB (budget %.0f), %.0f sessions (%.0f of them packed), hit rate %.1f%% (%d loaded from the store, %s; %.0f built), %.0f preloaded at start; %d requests%s\n",
 		label+", context with query at a random one", ms(quantile(got.all, 0.5)), ms(quantile(got.all, 0.99)),
 		m["foldstream_recall_index_bytes"]/(1<<20), m["foldstream_recall_index_budget_bytes"]/(1<<20), m["foldstream_recall_index_sessions"],
-		got.hitRate(), len(got.missed), where, m["foldstream_recall_index_builds_total"], m["foldstream_recall_index_preloaded_total"], len(got.all), got.failedNote())
+		m["foldstream_recall_index_packed_sessions"], got.hitRate(), len(got.missed), where, m["foldstream_recall_index_builds_total"],
+		m["foldstream_recall_index_preloaded_total"], len(got.all), got.failedNote())
 	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f; %d requests\n",
 		label+", of which the misses (index loaded)", ms(quantile(got.missed, 0.5)), ms(quantile(got.missed, 0.99)), len(got.missed))
-	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f; %d requests\n",
-		label+", of which the hits (index in memory)", ms(quantile(got.hits, 0.5)), ms(quantile(got.hits, 0.99)), len(got.hits))
+	fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f; %d requests, %d of them to a packed index\n",
+		label+", of which the hits (index in memory)", ms(quantile(got.hits, 0.5)), ms(quantile(got.hits, 0.99)), len(got.hits), got.unpacked)
 	if kRef > 0 {
 		fmt.Fprintf(w, "  %-60s p50 %.2f  p99 %.2f; hit rate %.1f%%, %.0f built; %d requests%s\n",
 			label+", the same without the store", ms(quantile(ref.all, 0.5)), ms(quantile(ref.all, 0.99)), ref.hitRate(),
@@ -324,6 +329,7 @@ func applyScale(ctx context.Context, e *env, l broker.Layout, store *state.Store
 type scaleRun struct {
 	all, missed, hits []time.Duration // sorted; missed: the requests that loaded or built the index, hits the others
 	failed            int             // requests that failed (timed out)
+	unpacked          int             // hits that decoded a packed index
 	m                 map[string]float64
 }
 

@@ -12,7 +12,7 @@ import (
 // bytes that are not UTF-8.
 func TestNextFieldIsFields(t *testing.T) {
 	parts := []string{"a", "word", "Bob's", " ", "  ", "\t", "\n", "\v", "\f", "\r", "\u0085", "\u00a0", "\u2028", "\u3000",
-		"é", "日本", "\xff", "\xc3", "\x01", "\x7f", ",", "x\u00a0y", "-"}
+		"é", "日本", "\xff", "\xc3", "\x01", "\x7f", ",", "x\u00a0y", "-", "abcdefghijk", "Tokyo,tonight", "!~}{", "\x20\x21", "\x7e\x80", "\x1f"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 100000 {
 		var b strings.Builder

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -97,6 +98,8 @@ func (d *Direct) ReplayStart(ctx context.Context, session string) (from uint64, 
 // instance.
 type IndexCounters struct {
 	Builds, Loads, Stores, Preloaded float64
+	// Unpacked: requests that decoded a packed index.
+	Unpacked float64
 	// Discarded by reason: version, corrupt, stale.
 	Discarded map[string]float64
 }
@@ -106,6 +109,7 @@ func (d *Direct) IndexCounters() IndexCounters {
 	c := IndexCounters{Discarded: map[string]float64{}}
 	if d.s.index != nil {
 		c.Builds = testutil.ToFloat64(d.s.index.m.builds)
+		c.Unpacked = testutil.ToFloat64(d.s.index.m.unpacked)
 	}
 	if st := d.s.istore; st != nil {
 		c.Loads, c.Stores = testutil.ToFloat64(st.loads), testutil.ToFloat64(st.stores)
@@ -134,7 +138,7 @@ func (d *Direct) WaitPreloaded(t testing.TB) {
 // its last write, as the writer does, and returns when they are stored.
 func (d *Direct) PersistIndexes(ctx context.Context) {
 	for _, e := range d.s.index.all() {
-		d.s.persist(ctx, e)
+		d.s.persist(ctx, e, true)
 	}
 }
 
@@ -150,6 +154,53 @@ func (d *Direct) IndexKeptAsStored(session string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.r != nil && e.r.idx.base != nil
+}
+
+// PackedBytes is the memory the packed forms of the indexes in memory
+// take.
+func (d *Direct) PackedBytes() int64 {
+	var n int64
+	for _, e := range d.s.index.all() {
+		e.mu.Lock()
+		n += int64(cap(e.packed))
+		e.mu.Unlock()
+	}
+	return n
+}
+
+// PackedSessions is how many sessions are held packed only (the
+// foldstream_recall_index_packed_sessions gauge).
+func (d *Direct) PackedSessions() int {
+	return int(testutil.ToFloat64(d.s.index.m.packed))
+}
+
+// DemoteIndexes keeps every index in memory that has a packed form
+// packed only, as a full budget does.
+func (d *Direct) DemoteIndexes() {
+	c := d.s.index
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.demote(nil) {
+	}
+}
+
+// DamagePacked changes a byte in the middle of the session's packed
+// index; false if it has none.
+func (d *Direct) DamagePacked(session string) bool {
+	d.s.index.mu.Lock()
+	e := d.s.index.entries[session]
+	d.s.index.mu.Unlock()
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.packed) == 0 {
+		return false
+	}
+	e.packed = slices.Clone(e.packed)
+	e.packed[len(e.packed)/2] ^= 0x5a
+	return true
 }
 
 // EvictIndexes forgets every index in memory (as evictions do, without
@@ -172,7 +223,36 @@ func (d *Direct) RewriteStoredIndex(ctx context.Context, session string, edit fu
 	if err != nil || found.blob == nil {
 		return fmt.Errorf("no stored index of %s: %v", session, err)
 	}
-	_, err = d.s.istore.write(ctx, session, edit(found.blob), found.chunks)
+	blob := found.blob
+	if isPacked(blob) {
+		if blob, err = d.s.pack.unpack(blob); err != nil {
+			return err
+		}
+	}
+	_, err = d.s.istore.write(ctx, session, d.s.pack.pack(edit(blob)), found.chunks)
+	return err
+}
+
+// RewriteStoredPacked stores the session's persisted index after edit
+// changed its packed form (well-formed chunks and checksum: only the
+// packed form is wrong), or, with unpacked, stores its encoding as it
+// is, as versions before packing wrote it.
+func (d *Direct) RewriteStoredPacked(ctx context.Context, session string, unpacked bool, edit func([]byte) []byte) error {
+	kv, err := d.s.istore.open(ctx)
+	if err != nil {
+		return err
+	}
+	found, err := d.s.istore.read(ctx, kv, session, nil)
+	if err != nil || found.blob == nil || !isPacked(found.blob) {
+		return fmt.Errorf("no packed stored index of %s: %v", session, err)
+	}
+	blob := slices.Clone(found.blob)
+	if unpacked {
+		if blob, err = d.s.pack.unpack(blob); err != nil {
+			return err
+		}
+	}
+	_, err = d.s.istore.write(ctx, session, edit(blob), found.chunks)
 	return err
 }
 

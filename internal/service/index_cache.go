@@ -27,8 +27,10 @@ import (
 //   - Rebuilt from the stream (scanReplay) when it is not in memory: at
 //     the first request after a start, a restart, or an eviction.
 //   - Bounded: the replays' estimated bytes stay within the budget
-//     (--recall-index-bytes); the least recently used sessions are evicted
-//     first. A session larger than the whole budget is built for its
+//     (--recall-index-bytes). Once it is full, the least recently used
+//     sessions are kept packed (index_pack.go) while any session held
+//     decoded has a packed form, and only then evicted, least recently
+//     used first. A session larger than the whole budget is built for its
 //     request and not kept. Once the budget is full, a request drops its
 //     index's views (index_view.go) rather than evict another session. A
 //     budget of 0 keeps nothing: every request scans the session's
@@ -48,6 +50,9 @@ type indexCache struct {
 	// evicted, if set, is told of each entry evicted (index_store.go
 	// writes it).
 	evicted func(*cacheEntry)
+	// demotable counts the entries whose demotable is set, packedOnly
+	// those whose packedOnly is.
+	demotable, packedOnly int
 }
 
 type cacheEntry struct {
@@ -71,6 +76,29 @@ type cacheEntry struct {
 	// mems is the first get of r's memories, under way since r was
 	// loaded (restored), for the request to finish; guarded by mu.
 	mems *nextMemory
+	// packed is a packed form of the replay (index_pack.go): the one
+	// loaded from or written to the store, or made by the store's writer
+	// (nil until then); vecs and vecBytes are the replay's embeddings
+	// while r is nil and the packed form is kept (demote). All guarded by
+	// mu.
+	packed   []byte
+	vecs     map[uint64]turnVector
+	vecBytes int64
+	// demotable: r was held beside a packed form when last accounted;
+	// packedOnly: only the packed form is held (r dropped by demote).
+	// Both guarded by indexCache.mu.
+	demotable, packedOnly bool
+}
+
+// held is the memory e holds (its replay, its packed form and the
+// embeddings kept beside it) and whether the budget may drop its replay
+// (demote): it has a packed form. Must be called with e.mu held.
+func (e *cacheEntry) held() (bytes int64, demotable bool) {
+	bytes = int64(cap(e.packed)) + e.vecBytes
+	if e.r != nil {
+		bytes += e.r.bytes()
+	}
+	return bytes, e.r != nil && e.packed != nil
 }
 
 // warmGets is how many events a warm catch-up reads with direct gets
@@ -83,9 +111,9 @@ const warmGets = 32
 const DefaultIndexBytes = 256 << 20
 
 type indexMetrics struct {
-	bytes, sessions, budget prometheus.Gauge
-	builds, evictions       prometheus.Counter
-	caughtUp                prometheus.Counter
+	bytes, sessions, budget, packed prometheus.Gauge
+	builds, evictions, unpacked     prometheus.Counter
+	caughtUp                        prometheus.Counter
 }
 
 func newIndexMetrics(reg prometheus.Registerer) *indexMetrics {
@@ -96,9 +124,11 @@ func newIndexMetrics(reg prometheus.Registerer) *indexMetrics {
 		builds:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_builds_total", Help: "Sessions' recall indexes built from the inbound stream (first request, after a restart or an eviction)."}),
 		evictions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_evictions_total", Help: "Sessions' recall indexes evicted to stay within the budget."}),
 		caughtUp:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_events_total", Help: "Inbound events applied to recall indexes kept in memory (catch-up at each request)."}),
+		packed:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "foldstream", Name: "recall_index_packed_sessions", Help: "Sessions whose recall index is held in memory packed (compressed) only, once the budget is full; decoded when asked."}),
+		unpacked:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: "foldstream", Name: "recall_index_unpacked_total", Help: "Sessions' recall indexes decoded from their packed form in memory for a request (instead of loaded from the store or built)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.bytes, m.sessions, m.budget, m.builds, m.evictions, m.caughtUp)
+		reg.MustRegister(m.bytes, m.sessions, m.budget, m.builds, m.evictions, m.caughtUp, m.packed, m.unpacked)
 	}
 	return m
 }
@@ -126,9 +156,12 @@ func (c *indexCache) entry(session string) *cacheEntry {
 	return e
 }
 
-// account records the entry's new size and evicts the least recently
-// used entries (this one last) until the budget holds.
-func (c *indexCache) account(e *cacheEntry, bytes int64) {
+// account records the entry's new size (held, with its replay) and,
+// until the budget holds, keeps the least recently used entries other
+// than this one packed (demote), then evicts the least recently used
+// (this one last). Must be called with e.mu held.
+func (c *indexCache) account(e *cacheEntry) {
+	bytes, demotable := e.held()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries[e.session] != e {
@@ -136,11 +169,13 @@ func (c *indexCache) account(e *cacheEntry, bytes int64) {
 	}
 	c.bytes += bytes - e.bytes
 	e.bytes = bytes
+	c.mark(e, demotable, false)
 	for c.bytes > c.budget && c.lru.Len() > 0 {
+		if c.demote(e) {
+			continue
+		}
 		victim := c.lru.Back().Value.(*cacheEntry)
-		c.lru.Remove(victim.elem)
-		delete(c.entries, victim.session)
-		c.bytes -= victim.bytes
+		c.remove(victim)
 		c.m.evictions.Inc()
 		if c.evicted != nil {
 			c.evicted(victim)
@@ -150,9 +185,71 @@ func (c *indexCache) account(e *cacheEntry, bytes int64) {
 	c.m.sessions.Set(float64(len(c.entries)))
 }
 
+// mark records whether e's replay may be dropped and whether only its
+// packed form is held. Must be called with c.mu held.
+func (c *indexCache) mark(e *cacheEntry, demotable, packedOnly bool) {
+	if e.demotable != demotable {
+		e.demotable = demotable
+		c.demotable += step(demotable)
+	}
+	if e.packedOnly != packedOnly {
+		e.packedOnly = packedOnly
+		c.packedOnly += step(packedOnly)
+		c.m.packed.Set(float64(c.packedOnly))
+	}
+}
+
+// step is 1 for a flag set, -1 for one cleared.
+func step(set bool) int {
+	if set {
+		return 1
+	}
+	return -1
+}
+
+// remove forgets e. Must be called with c.mu held.
+func (c *indexCache) remove(e *cacheEntry) {
+	c.lru.Remove(e.elem)
+	delete(c.entries, e.session)
+	c.bytes -= e.bytes
+	c.mark(e, false, false)
+}
+
+// demote drops the replay of the least recently used entry, other than
+// except and those in use, that holds one beside its packed form: the
+// next request decodes it again (unpacked). It reports whether it did.
+// Must be called with c.mu held (an entry's mu is only tried: a request
+// holds its entry's mu while it waits for c.mu).
+func (c *indexCache) demote(except *cacheEntry) bool {
+	if c.demotable == 0 {
+		return false
+	}
+	for el := c.lru.Back(); el != nil; el = el.Prev() {
+		v := el.Value.(*cacheEntry)
+		if v == except || !v.demotable || !v.mu.TryLock() {
+			continue
+		}
+		done := v.r != nil && v.packed != nil
+		if done {
+			v.vecs, v.vecBytes = v.r.vecs, v.r.vecBytes
+			v.r = nil
+			bytes, _ := v.held()
+			c.bytes += bytes - v.bytes
+			v.bytes = bytes
+		}
+		c.mark(v, false, done)
+		v.mu.Unlock()
+		if done {
+			return true
+		}
+	}
+	return false
+}
+
 // room reports whether the budget holds the entry at its new size
-// without evicting another.
-func (c *indexCache) room(e *cacheEntry, bytes int64) bool {
+// without packing or evicting another. Must be called with e.mu held.
+func (c *indexCache) room(e *cacheEntry) bool {
+	bytes, _ := e.held()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	held := int64(0)
@@ -169,11 +266,16 @@ func (c *indexCache) drop(e *cacheEntry) {
 	if c.entries[e.session] != e {
 		return
 	}
-	c.lru.Remove(e.elem)
-	delete(c.entries, e.session)
-	c.bytes -= e.bytes
+	c.remove(e)
 	c.m.bytes.Set(float64(c.bytes))
 	c.m.sessions.Set(float64(len(c.entries)))
+}
+
+// holds reports whether e is in memory (not evicted).
+func (c *indexCache) holds(e *cacheEntry) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[e.session] == e
 }
 
 // all are the entries in memory.
@@ -224,11 +326,20 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		next  *nextEvent
 		mems  *nextMemory
 	)
+	if e.r == nil && e.packed != nil {
+		// Packed once the budget was full: decoded, with the catch-up's
+		// and the memories' first gets under way meanwhile.
+		if e.r, next, mems = s.unpacked(ctx, e); e.r != nil {
+			c.m.unpacked.Inc()
+		}
+	}
 	if e.r != nil {
 		// The catch-up's first get, the memories' and the stream's info,
 		// at once.
-		next = s.prefetchEvent(ctx, session, e.r.next)
-		mems = s.prefetchMemory(ctx, session, e.r.memNext)
+		if next == nil {
+			next = s.prefetchEvent(ctx, session, e.r.next)
+			mems = s.prefetchMemory(ctx, session, e.r.memNext)
+		}
 		info, err := s.in.Info(ctx)
 		if err != nil {
 			e.mu.Unlock()
@@ -240,7 +351,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 			// or restored from a backup): nothing in memory can be trusted.
 			s.log.Warn().Str("event", "recall_index_rebuilt").Str("session", session).Uint64("stream_last_seq", info.State.LastSeq).
 				Uint64("index_next_seq", e.r.next).Msg("inbound stream is behind the recall index; rebuilding it")
-			e.r = nil
+			e.r, e.packed = nil, nil
 		}
 	}
 	if e.r == nil {
@@ -275,7 +386,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 	}
 	s.memoriesOf(ctx, e.r, mems)
 	s.vectorsOf(ctx, e.r)
-	c.account(e, e.r.bytes())
+	c.account(e)
 	s.persistLater(e)
 	rp := e.r
 	return &indexHandle{r: rp, unlock: func() {
@@ -284,10 +395,10 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		// view is remade from its turn in microseconds, an index evicted
 		// is loaded again in milliseconds.
 		rp.idx.forget()
-		if !c.room(e, rp.bytes()) {
+		if !c.room(e) {
 			rp.idx.dropViews()
 		}
-		c.account(e, rp.bytes())
+		c.account(e)
 		e.mu.Unlock()
 	}}, nil
 }

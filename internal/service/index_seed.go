@@ -153,7 +153,7 @@ func (s *server) seedGroup(ctx context.Context, an *analyzer, info *jetstream.St
 		rp.firstSeq = info.State.FirstSeq
 		s.memoriesOf(ctx, rp, nil)
 		e := &cacheEntry{session: id, r: rp, key: s.indexKey(id, info.Created), storedRead: -1, storedChunks: -1}
-		s.persist(ctx, e)
+		s.persist(ctx, e, false)
 		if e.storedRead >= 0 {
 			written++
 		}

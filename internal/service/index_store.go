@@ -44,11 +44,16 @@ import (
 //   - Bounded: the bucket holds at most --recall-index-store-bytes (puts
 //     fail beyond it: those sessions are rebuilt from the stream as
 //     without a store) and entries expire after indexStoreTTL without a
-//     write; a replay whose encoding exceeds an eighth of the bucket is
-//     not written.
+//     write; a replay whose packed form exceeds an eighth of the bucket
+//     is not written.
+//
+// What is stored is the replay's packed form (index_pack.go: the
+// encoding, zstd-compressed), which the memory keeps too; an entry
+// written unpacked by an earlier version is read as it is (and packed
+// for the memory by the writer, not rewritten for that alone).
 //
 // An entry is the key m.<session>: its length and CRC-32C, then the
-// encoding itself when it fits one message (inline: below the server's
+// stored value itself when it fits one message (inline: below the server's
 // max_payload, with room to spare), so that a load is one get. A larger
 // one is written in chunks c.<session>.<i> (the write's generation, then
 // at most indexChunk bytes), which m.<session> counts (with the
@@ -62,10 +67,9 @@ import (
 //
 // A load costs the server a read of the file-store block holding the
 // entry (the whole block, 8 MiB in a bucket over 32 MiB, unless it still
-// holds it: see IndexStoreInMemory), then the value's copies on its way: one message read
-// whole into memory the index keeps (decodeReplayOwned), instead of the
-// meta, then the chunks, then their copy into one buffer and the index's
-// copy of it.
+// holds it: see IndexStoreInMemory), then the value's copies on its way,
+// then its decompression into memory the index keeps
+// (decodeReplayOwned).
 type indexStore struct {
 	js       jetstream.JetStream
 	bucket   string
@@ -495,9 +499,25 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 			Msg("stored recall index not read; building it from the stream")
 		return nil, nil
 	}
-	blob := found.blob
+	blob, held := found.blob, found.held
 	if blob == nil {
 		return nil, nil
+	}
+	var packed []byte
+	if isPacked(blob) {
+		// Kept for the memory (index_pack.go) as read: the message's own
+		// memory, or a copy of the chunks, which are in a buffer used
+		// again.
+		if packed = blob; held == 0 {
+			packed = slices.Clone(blob)
+		}
+		if blob, err = s.pack.unpack(blob); err != nil {
+			st.discard("corrupt")
+			s.log.Warn().Str("event", "recall_index_discarded").Str("session", e.session).Err(err).
+				Msg("stored recall index undecodable; rebuilding it from the stream")
+			return nil, nil
+		}
+		held = cap(blob)
 	}
 	key, body, err := indexHeader(blob)
 	switch {
@@ -522,8 +542,8 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 		}
 	}
 	var rp *replay
-	if found.held > 0 {
-		rp, err = decodeReplayOwned(body, found.held, s.an, s.adm, e.session)
+	if held > 0 {
+		rp, err = decodeReplayOwned(body, held, s.an, s.adm, e.session)
 	} else {
 		rp, err = decodeReplay(body, s.an, s.adm, e.session)
 	}
@@ -543,14 +563,16 @@ func (s *server) restored(ctx context.Context, e *cacheEntry) (*replay, error) {
 		return nil, err
 	}
 	e.storedRead = stored
+	e.packed = packed
 	st.loads.Inc()
 	return rp, nil
 }
 
 // persistLater queues e's replay for writing if it was never written or
-// has read persistEvery events since. Must be called with e.mu held.
+// has read persistEvery events since, or for packing (index_pack.go) if
+// it has no packed form. Must be called with e.mu held.
 func (s *server) persistLater(e *cacheEntry) {
-	if s.istore != nil && e.r != nil && (e.storedRead < 0 || e.r.read-e.storedRead >= persistEvery) {
+	if s.istore != nil && e.r != nil && (e.storedRead < 0 || e.r.read-e.storedRead >= persistEvery || s.index != nil && e.packed == nil) {
 		s.istore.enqueue(e)
 	}
 }
@@ -569,26 +591,35 @@ func (st *indexStore) enqueue(e *cacheEntry) {
 	}
 }
 
-// persist writes e's replay if it read events since its last write.
-func (s *server) persist(ctx context.Context, e *cacheEntry) {
+// persist writes e's replay, packed (index_pack.go), if it read events
+// since its last write; with pack, it packs it for the memory too when
+// it has no packed form (loaded from an entry written unpacked by an
+// earlier version, which is not written again for that alone).
+func (s *server) persist(ctx context.Context, e *cacheEntry, pack bool) {
 	e.queued.Store(false)
 	e.writing.Lock()
 	defer e.writing.Unlock()
 	e.mu.Lock()
 	rp := e.r
-	if rp == nil || rp.read == e.storedRead || e.key == "" {
+	write := rp != nil && rp.read != e.storedRead && e.key != ""
+	keep := s.index != nil && rp != nil && e.key != "" && (write || pack && e.packed == nil) && s.index.holds(e)
+	if !write && !keep {
 		e.mu.Unlock()
 		return
 	}
 	read, prev := rp.read, e.storedChunks
-	blob, err := encodeReplay(make([]byte, 0, rp.bytes()/2), e.key, rp)
+	blob, err := encodeReplay(make([]byte, 0, encodedSize(rp)), e.key, rp)
 	e.mu.Unlock()
+	var packed []byte
 	if err == nil {
-		prev, err = s.istore.write(ctx, e.session, blob, prev)
+		packed = s.pack.pack(blob)
 	}
-	e.mu.Lock()
-	e.storedChunks = prev
-	e.mu.Unlock()
+	if err == nil && write {
+		prev, err = s.istore.write(ctx, e.session, packed, prev)
+		e.mu.Lock()
+		e.storedChunks = prev
+		e.mu.Unlock()
+	}
 	if err != nil {
 		s.istore.failures.Inc()
 		s.istore.gone(err)
@@ -596,27 +627,45 @@ func (s *server) persist(ctx context.Context, e *cacheEntry) {
 			Msg("recall index not persisted; the next load builds or extends it from the stream")
 		return
 	}
-	s.istore.stores.Inc()
+	if write {
+		s.istore.stores.Inc()
+	}
 	// The replay is kept as it now loads: its encoding, read when a
 	// request asks (indexBase), takes a fraction of the memory of a
 	// replay built from the stream, or of the turns added to a loaded one
 	// since.
 	var compact *replay
-	if s.index != nil {
+	if keep && write {
 		if _, body, err := indexHeader(blob); err == nil {
 			compact, _ = decodeReplay(body, s.an, s.adm, e.session)
 		}
 	}
 	e.mu.Lock()
-	if e.r == rp {
-		e.storedRead = read
-		if compact != nil && rp.read == read {
-			compact.firstSeq, compact.vecs, compact.vecBytes = rp.firstSeq, rp.vecs, rp.vecBytes
-			e.r = compact
-			s.index.account(e, compact.bytes())
-		}
+	defer e.mu.Unlock()
+	if e.r != rp {
+		return // rebuilt, or packed meanwhile
 	}
-	e.mu.Unlock()
+	if write {
+		e.storedRead = read
+	}
+	if !keep {
+		return
+	}
+	if compact != nil && rp.read == read {
+		compact.firstSeq, compact.vecs, compact.vecBytes = rp.firstSeq, rp.vecs, rp.vecBytes
+		e.r = compact
+	}
+	e.packed = packed
+	s.index.account(e)
+}
+
+// encodedSize estimates the length of rp's encoding.
+func encodedSize(rp *replay) int {
+	n := rp.bytes() / 2
+	if b := rp.idx.base; b != nil {
+		n = max(n, int64(len(b.b))+int64(rp.idx.ndocs())*8+4096)
+	}
+	return int(n)
 }
 
 // runIndexWriter writes queued replays until ctx ends, then those still
@@ -626,7 +675,7 @@ func (s *server) runIndexWriter(ctx context.Context) {
 	for {
 		select {
 		case e := <-s.istore.queue:
-			s.persist(ctx, e)
+			s.persist(ctx, e, true)
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexFlushTimeout)
 			defer cancel()
@@ -639,7 +688,7 @@ func (s *server) runIndexWriter(ctx context.Context) {
 				if fctx.Err() != nil {
 					return
 				}
-				s.persist(fctx, e)
+				s.persist(fctx, e, false)
 			}
 			return
 		}
@@ -742,7 +791,8 @@ func (s *server) preload(ctx context.Context) {
 		}
 		s.memoriesOf(rctx, rp, e.takeMems())
 		cancel()
-		c.account(e, rp.bytes())
+		c.account(e)
+		s.persistLater(e)
 		e.mu.Unlock()
 		st.preloaded.Inc()
 		n++

@@ -133,6 +133,28 @@ func TestChunkedStoredIndexIsLoadedAndWrittenInline(t *testing.T) {
 	}
 }
 
+// An entry written unpacked (its encoding as it is, as versions before
+// packing wrote it) is loaded, and left as it is until its session moves
+// on; the memory keeps a packed form of it.
+func TestUnpackedStoredIndexIsLoaded(t *testing.T) {
+	ctx := context.Background()
+	e, scan := storedSession(t)
+	if err := direct(t, e).RewriteStoredPacked(ctx, "s1", true, func(b []byte) []byte { return b }); err != nil {
+		t.Fatal(err)
+	}
+	b := direct(t, e)
+	sameAnswers(t, "unpacked entry", "s1", scan, b)
+	b.PersistIndexes(ctx)
+	if c := b.IndexCounters(); c.Builds != 0 || c.Loads < 1 || c.Stores != 0 || b.PackedBytes() <= 0 {
+		t.Fatalf("unpacked entry: %+v, %d bytes packed; expected it loaded, not written, packed in memory", c, b.PackedBytes())
+	}
+	b.DemoteIndexes()
+	sameAnswers(t, "unpacked entry, packed in memory", "s1", scan, b)
+	if c := b.IndexCounters(); c.Unpacked != 1 {
+		t.Fatalf("unpacked entry, packed in memory: %+v, expected its packed form decoded", c)
+	}
+}
+
 // A load whose read of the meta fails builds the index from the stream;
 // its next write, inline, deletes the chunks of the entry it replaces
 // (it did not learn their count from the failed read).
@@ -242,6 +264,16 @@ func TestStoredIndexIsRebuiltWhenUnusable(t *testing.T) {
 		}},
 		{name: "truncated encoding", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
 			if err := d.RewriteStoredIndex(ctx, "s1", func(b []byte) []byte { return b[:len(b)*2/3] }); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a byte flipped in the packed form", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			if err := d.RewriteStoredPacked(ctx, "s1", false, func(b []byte) []byte { b[len(b)/2] ^= 0x20; return b }); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a packed form cut short", reason: "corrupt", spoil: func(t *testing.T, e *servicetest.Env, d *service.Direct) {
+			if err := d.RewriteStoredPacked(ctx, "s1", false, func(b []byte) []byte { return b[:len(b)-3] }); err != nil {
 				t.Fatal(err)
 			}
 		}},

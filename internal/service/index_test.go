@@ -203,9 +203,9 @@ func TestIndexStaysWithinItsBudget(t *testing.T) {
 		metrics["foldstream_recall_index_builds_total"] <= float64(len(sessions)) {
 		t.Fatalf("metrics %v (budget %d)", metrics, budget)
 	}
-	// Six of the index, and the memory read failures.
-	if n := testutil.CollectAndCount(reg); n != 7 {
-		t.Fatalf("%d index metrics registered, want 7", n)
+	// Eight of the index, and the memory read failures.
+	if n := testutil.CollectAndCount(reg); n != 9 {
+		t.Fatalf("%d index metrics registered, want 9", n)
 	}
 
 	// A budget smaller than one session: built for the request, not kept.

@@ -78,6 +78,7 @@ type server struct {
 	index      *indexCache // nil: no index kept (indexBytes 0)
 	indexBytes int64
 	istore     *indexStore // nil: indexes not persisted (storeBytes 0)
+	pack       *packer     // nil: indexes not persisted (storeBytes 0)
 	storeBytes int64
 	storeKind  jetstream.StorageType // the index store's (IndexStoreInMemory)
 	// storeChunked: every stored index is written in chunks, none inline
@@ -181,6 +182,11 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 	}
 	if s.storeBytes < 0 {
 		return nil, fmt.Errorf("service: recall index store: expected a non-negative number of bytes, got %d", s.storeBytes)
+	}
+	if s.storeBytes > 0 {
+		if s.pack, err = newPacker(); err != nil {
+			return nil, fmt.Errorf("service: recall index packing: %w", err)
+		}
 	}
 	if s.indexBytes > 0 {
 		s.index = newIndexCache(s.indexBytes, s.reg)

@@ -320,7 +320,7 @@ type lexicon struct {
 	m     map[string]*known
 	near  [1024]*known
 	fm    map[string]*field
-	fnear [2048]*field
+	fnear [4096]*field
 }
 
 // known is a word looked up and its lexeme.
@@ -331,25 +331,20 @@ type known struct {
 
 // field is a field of text as written (strings.Fields'), and what the summarizer reads in it.
 type field struct {
-	f     string
-	terms []string // the distinct stems of its content words (appendTerms)
-	flags fieldFlags
+	f, core, low string   // core: f without the punctuation around it (phrases), low: core lower-cased
+	rep          string   // f lower-cased without the punctuation around it that repeated ignores, when ASCII
+	x            lexeme   // low's
+	terms        []string // the distinct stems of its content words (appendTerms)
+	flags        fieldFlags
 }
 
 // fieldFlags: a field has a digit (hasDigit), reads as a name (capitalised, not "I" nor "I'…": statFields), is a first
 // or second person pronoun (report's firstPerson, secondPerson: with its punctuation trimmed, any case), a word group
-// changes ("we", "our"), or one backshift changes ("will", "we'll").
-type fieldFlags uint8
+// changes ("we", "our"), one backshift changes ("will", "we'll"), may start a relative date (reldate.MayStartIn), may be
+// dropped by tighten as or with a hedge (hedgeWords), is ASCII (rep is then f as repeated compares it).
+type fieldFlags uint16
 
-const (
-	ffDigit fieldFlags = 1 << iota
-	ffName
-	ffFirst
-	ffSecond
-	ffGroup
-	ffModal
-	ffDate // a relative date may start in it (reldate.MayStartIn)
-)
+const ffDigit, ffName, ffFirst, ffSecond, ffGroup, ffModal, ffDate, ffHedge, ffASCII fieldFlags = 1, 2, 4, 8, 16, 32, 64, 128, 256 // (newField's order)
 
 const maxWords, maxFieldLen = 1 << 16, 48 // (a longer field is read afresh each time)
 
@@ -380,7 +375,7 @@ func (l *lexicon) field(f string) *field {
 	if l == nil || len(f) > maxFieldLen {
 		return newField(l, f)
 	}
-	h := int((uint32(f[0]) | uint32(f[len(f)/2])<<8 | uint32(f[len(f)-1])<<16 | uint32(len(f))<<24) * 0x9e3779b1 >> 21)
+	h := int((uint32(f[0]) | uint32(f[len(f)/2])<<8 | uint32(f[len(f)-1])<<16 | uint32(len(f))<<24) * 0x9e3779b1 >> 20)
 	if k := l.fnear[h]; k != nil && k.f == f {
 		return k
 	}
@@ -404,27 +399,34 @@ func (l *lexicon) fields(ks []*field, fs []string) []*field {
 }
 
 func newField(l *lexicon, f string) *field {
-	k := &field{f: f, terms: l.tokenTerms(nil, 0, f)}
+	k := &field{f: f, core: trimCut(f, `.,!?;:()"`), terms: l.tokenTerms(nil, 0, f)}
+	if w := k.core; w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
+		k.core = strings.Trim(w, `.,!?;:()"“”`)
+	}
+	if k.low, k.rep = strings.ToLower(k.core), strings.ToLower(trimCut(f, ",.;:")); k.low != "" {
+		k.x = l.get(k.low)
+	}
 	r, _ := utf8.DecodeRuneInString(f)
 	core := strings.TrimRight(f, ".,!?;:")
 	_, modal := pastModal[core]
 	c, ll := strings.CutSuffix(core, "'ll")
-	g := strings.TrimRight(f, `.,!?;:"`)
-	p := trimCut(f, `.,!?;:"()`)
+	g, p := strings.TrimRight(f, `.,!?;:"`), strings.ToLower(trimCut(f, `.,!?;:"()`))
 	for i, on := range []bool{hasDigit(f), unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'"),
-		len(p) <= len("yourself") && firstPerson[strings.ToLower(p)], len(p) <= len("yourself") && secondPerson[strings.ToLower(p)],
+		len(p) <= len("yourself") && firstPerson[p], len(p) <= len("yourself") && secondPerson[p],
 		strings.IndexByte("wWuUoO", f[0]) >= 0 && len(g) <= len("ourselves") && groupPerson[strings.ToLower(g)] != "",
-		modal || ll && c != "" && c != "I", reldate.MayStartIn(f)} {
+		modal || ll && c != "" && c != "I", reldate.MayStartIn(f), hedgeWords[strings.ToLower(strings.TrimRight(f, ","))], isASCII(f)} {
 		k.flags |= fieldFlags(b2i(on)) << i
 	}
 	return k
 }
 
-// addTerms appends to dst the terms of k that dst[n0:] does not hold.
-func (k *field) addTerms(dst []string, n0 int) []string {
-	for _, t := range k.terms {
-		if !slices.Contains(dst[n0:], t) {
-			dst = append(dst, t)
+// addTerms appends to dst the terms of ks that dst[n0:] does not hold.
+func addTerms(dst []string, n0 int, ks ...*field) []string {
+	for _, k := range ks {
+		for _, t := range k.terms {
+			if !slices.Contains(dst[n0:], t) {
+				dst = append(dst, t)
+			}
 		}
 	}
 	return dst
@@ -483,7 +485,7 @@ func termWord(w string) bool {
 func (l *lexicon) appendTerms(dst []string, s string) []string {
 	n0 := len(dst)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
-		dst = l.field(f).addTerms(dst, n0)
+		dst = addTerms(dst, n0, l.field(f))
 	}
 	return dst
 }

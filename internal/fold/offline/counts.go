@@ -26,6 +26,7 @@ type wordCounts struct {
 	es    []countEntry // room for sorting
 	text  []byte       // room for String
 	all   []int32      // room for the statements' termIDs
+	near  [512]int32   // a word's number, maybe: the word last numbered at its slot (id's; checked against words)
 }
 
 // read sets v to the counts s holds, in the room v had.
@@ -47,7 +48,7 @@ func (v *wordCounts) read(s string) *wordCounts {
 			if v.ids[t] = id; len(v.ids) == k {
 				for j := len(v.words) - 1; ; j-- {
 					if v.words[j] == t && v.n[j] >= 0 {
-						v.n[j], v.size = -1, v.size-1
+						v.n[j], v.size, v.words[j] = -1, v.size-1, "" // (a word has one number: near's check)
 						break
 					}
 				}
@@ -60,13 +61,19 @@ func (v *wordCounts) read(s string) *wordCounts {
 
 // id is t's number in this fold (after read).
 func (v *wordCounts) id(t string) int32 {
-	if id, ok := v.ids[t]; ok {
+	h := uint32(len(t)) % 512
+	if t != "" {
+		h = (uint32(t[0]) | uint32(t[len(t)-1])<<8 | uint32(len(t))<<16) * 0x9e3779b1 >> 23
+	}
+	if id := v.near[h]; int(id) < len(v.words) && v.words[id] == t {
 		return id
 	}
-	id := int32(len(v.words))
-	v.ids[t] = id
-	v.words = append(v.words, t)
-	v.n = append(v.n, -1)
+	id, ok := v.ids[t]
+	if !ok {
+		id = int32(len(v.words))
+		v.ids[t], v.words, v.n = id, append(v.words, t), append(v.n, -1)
+	}
+	v.near[h] = id
 	return id
 }
 
@@ -134,10 +141,7 @@ type countEntry struct {
 
 // compareCounts orders the most said first, then by word.
 func compareCounts(a, b countEntry) int {
-	if c := cmp.Compare(b.c, a.c); c != 0 {
-		return c
-	}
-	return strings.Compare(a.t, b.t)
+	return cmp.Or(cmp.Compare(b.c, a.c), strings.Compare(a.t, b.t))
 }
 
 // String writes the counts for state.Voc.

@@ -121,7 +121,13 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 	}
 	endProposal()
-	b.stmts = slices.DeleteFunc(b.stmts, func(x stmt) bool { return x.K < 0 })
+	kept := b.stmts[:0]
+	for _, x := range b.stmts {
+		if x.K >= 0 {
+			kept = append(kept, x)
+		}
+	}
+	b.stmts = kept
 	sc.salient(b.stmts, st.counts())
 	if len(b.stmts) > maxBatchStmts {
 		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
@@ -148,14 +154,12 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 			continue // instructions in the data are not repeated
 		}
 		sent := tidyEnds(s.trimFiller(lx.tighten(raw, sc.words[:0])))
-		if sent == "" || hasPrefixFold(sent, "thanks") || hasPrefixFold(sent, "thank you") {
+		if sent == "" || strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you") {
 			continue // thanks are not news
 		}
-		tw, fs := sc.terms[:0], appendFields(sc.words[:0], sent)
+		fs := appendFields(sc.words[:0], sent)
 		ks := lx.fields(sc.ks[:0], fs) // (each word looked up once, for the terms, statFields, report and factKey)
-		for _, k := range ks {
-			tw = k.addTerms(tw, 0)
-		}
+		tw := addTerms(sc.terms[:0], 0, ks...)
 		sc.terms, sc.words, sc.ks = tw, fs, ks
 		c := statFields(ks)
 		question := strings.HasSuffix(sent, "?")
@@ -205,10 +209,6 @@ func tidyEnds(s string) string {
 		return t + "."
 	}
 	return s
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // salient adds to each statement's weight how much its words are what the statements around it talk about: a word said
@@ -311,13 +311,9 @@ func statWords(s string) wordStat { return statFields((*lexicon)(nil).fields(nil
 func statFields(ks []*field) (c wordStat) { // (ks: the sentence's fields)
 	for _, k := range ks {
 		if k.is(ffDigit) {
-			c.nums++
-			c.digits |= 1 << min(c.words, 63)
+			c.nums, c.digits = c.nums+1, c.digits|1<<min(c.words, 63)
 		}
-		if c.words > 0 && k.is(ffName) {
-			c.names++
-		}
-		c.words++
+		c.names, c.words = c.names+b2i(c.words > 0 && k.is(ffName)), c.words+1
 	}
 	return c
 }
@@ -332,18 +328,25 @@ var (
 		"alright", "fine", "lol", "haha", "gg", "k", "kk", "totally", "exactly", "true", "agreed", "noted", "hmm", "mm"})
 )
 
+var leadByFirst = func() (m [256][]string) { // leadFiller by their first byte
+	for _, f := range leadFiller {
+		m[f[0]] = append(m[f[0]], f)
+	}
+	return m
+}()
+
 // trimFiller strips discourse words and laughter from the ends of a sentence and repeated words ("the the"), and drops
 // the sentence when nothing with a word of content is left. fs are sent's fields, or none.
 func (s *Summarizer) trimFiller(sent string, fs []string) string {
 	sent = strings.TrimSpace(sent)
 	whole := sent
 	var buf [32]byte
-	for changed := true; changed; {
+	for changed := true; changed && sent != ""; {
 		changed = false
 		// the fillers are short: lower-case only the start of the sentence
 		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
-		for _, f := range leadFiller {
-			if len(low) > len(f) && low[0] == f[0] && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') {
+		for _, f := range leadByFirst[low[0]] {
+			if len(low) > len(f) && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') {
 				sent, changed = strings.TrimLeft(sent[len(f):], " ,.!"), true
 				break
 			}
@@ -681,17 +684,10 @@ func group(s string, fs []string) string {
 		if strings.IndexByte("wWuUoO", w[0]) < 0 {
 			continue
 		}
-		core := w
-		for len(core) > 0 && strings.IndexByte(`.,!?;:"`, core[len(core)-1]) >= 0 {
-			core = core[:len(core)-1]
-		}
-		if len(core) > len("ourselves") {
+		if core := strings.TrimRight(w, `.,!?;:"`); len(core) > len("ourselves") {
 			continue // longer than any pronoun
-		}
-		var lb [16]byte
-		if x, ok := groupPerson[string(lower(lb[:0], core))]; ok {
-			ws[i] = x + w[len(core):]
-			changed = true
+		} else if x, ok := groupPerson[strings.ToLower(core)]; ok {
+			ws[i], changed = x+w[len(core):], true
 		}
 	}
 	if !changed {
@@ -728,7 +724,7 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	label := "Screen note: "
 	if i := strings.Index(text, "'s screen: "); i > 0 && i < 40 {
 		label, text = "On "+text[:i]+"'s screen: ", text[i+len("'s screen: "):]
-	} else if src != "" && src != "screen" && looksLikeName(src) {
+	} else if r, _ := utf8.DecodeRuneInString(src); src != "" && src != "screen" && unicode.IsUpper(r) && len(strings.Fields(src)) <= 3 {
 		label = "On " + src + "'s screen: "
 	} else if src != "" && src != "screen" {
 		label = "Screen note (" + src + "): "
@@ -742,11 +738,6 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: lx.phrases(text, nil)}, true
 }
 
-func looksLikeName(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return unicode.IsUpper(r) && len(strings.Fields(s)) <= 3
-}
-
 func isToolTurn(t fold.Turn) bool {
 	switch strings.ToLower(t.Kind) {
 	case "tool_call", "tool_result", "tool_use", "function_call", "function_result":
@@ -754,11 +745,6 @@ func isToolTurn(t fold.Turn) bool {
 	}
 	r := strings.ToLower(t.Role)
 	return r == "tool" || r == "function"
-}
-
-func isToolCall(t fold.Turn) bool {
-	k := strings.ToLower(t.Kind)
-	return (k == "tool_call" || k == "tool_use" || k == "function_call") && !strings.EqualFold(t.Role, "tool")
 }
 
 // displayName is the turn's speaker as the summary names it.
@@ -778,7 +764,7 @@ var roleNames = map[string]string{"user": "User", "assistant": "Assistant", "sys
 // failed, --- FAIL: …"), the tool's output never.
 func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 	tool := cmp.Or(oneLine(t.Tool, 48), "a tool")
-	if isToolCall(t) {
+	if k := strings.ToLower(t.Kind); (k == "tool_call" || k == "tool_use" || k == "function_call") && !strings.EqualFold(t.Role, "tool") {
 		who := displayName(t)
 		if who == "Tool" || who == "Someone" {
 			who = "Assistant"

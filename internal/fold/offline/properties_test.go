@@ -451,7 +451,7 @@ func TestLexiconGivesEachWordItsLexeme(t *testing.T) {
 func TestLexiconReadsFieldsAsTheirReadersDo(t *testing.T) {
 	fields := []string{"We", "we're", "our,", "Ourselves.", "us?", "you", "You'll", "I", "I'll", "i'm", "My", "me.",
 		"will", "Will", "can't", "won't,", "they'll", "It'll", "'ll", "scan", "/home/carol/vods", "7:30", "90ms",
-		"Hulk's", "(yesterday", "\"Tokyo,\"", "é", "Éva", "uh-huh", "l0ng-w0rd-" + strings.Repeat("x", 60), "K", "Kelvin"}
+		"Hulk's", "(yesterday", "\"Tokyo,\"", "é", "É,", "Éva", "éva.", "\u212Aelvin", "kelvin", "uh-huh", "the,", "The", ";the:", "...", ",", "l0ng-w0rd-" + strings.Repeat("x", 60), "K", "Kelvin"}
 	for _, l := range benchtext.Lines() {
 		fields = append(fields, strings.Fields(l[1])...)
 	}
@@ -469,6 +469,11 @@ func TestLexiconReadsFieldsAsTheirReadersDo(t *testing.T) {
 			{ffGroup, group(f, []string{f}) != f}, {ffModal, backshift(f) != f}} {
 			if k.is(x.flag) != x.want {
 				t.Errorf("%q: flag %b is %v, want %v", f, x.flag, k.is(x.flag), x.want)
+			}
+		}
+		for _, g := range fields { // (repeated's comparison)
+			if got, want := sameWords([]*field{k}, []*field{lx.field(g)}), equalFold(trimCut(f, ",.;:"), trimCut(g, ",.;:")); got != want {
+				t.Errorf("sameWords(%q, %q) = %v, want %v", f, g, got, want)
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package offline
 
 import (
-	"bytes"
 	"cmp"
 	"math"
 	"slices"
@@ -364,7 +363,6 @@ func (lx *lexicon) phrases(s string, people []string) string {
 	// held: a capitalised word that opens a sentence, the start of a name
 	// when the next word is capitalised too ("decided: Joshua Tree, …")
 	var held word
-	var lb [64]byte
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		hold := held
 		held = word{}
@@ -376,17 +374,10 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			flush()
 			continue // a resolved date
 		}
-		w, end := trimCut(f, `.,!?;:()"`), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
-		if w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
-			w = strings.Trim(w, `.,!?;:()"“”`)
-		}
-		var x lexeme
-		lw := lower(lb[:0], w)
-		if w != "" {
-			x = lx.getBytes(lw)
-		}
+		k, end := lx.field(f), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
+		w, lw, x := k.core, k.low, k.x
 		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !slices.Contains(people, w) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
-			!(bytes.HasSuffix(lw, []byte("ed")) && len(run) == 0) && utf8.RuneCountInString(w) > 1
+			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1
 		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && hasDigit(w) && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
 			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
 		}

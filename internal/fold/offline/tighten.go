@@ -1,26 +1,26 @@
 package offline
 
 import (
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// maxSentRunes is the length past which a spoken sentence is cut at a
-// clause boundary: a run-on of speech says its point in its first clauses.
+// maxSentRunes is the length past which a spoken sentence is cut at a clause boundary: a run-on of speech says its
+// point in its first clauses.
 const maxSentRunes = 200
 const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what ends a word before a break (oneOf)
 
-// tighten removes from a spoken sentence what a person writing it down leaves out: false starts that the next
-// word completes ("th the", "crite cr criteria"), a phrase said twice in a row ("for the for the") or started
-// again, and talk that carries nothing ("you know", "I mean", "kind of" where it hedges, "really" inside a
-// sentence); a run-on sentence ends at the last clause boundary within maxSentRunes; a run of one word is said
-// three times at most ("blah blah blah blah"), so a turn of one repeated word costs nothing. What it leaves is
-// the speaker's words, in order, and their fields (in fs's room; none if unknown).
+// tighten removes from a spoken sentence what a person writing it down leaves out: false starts that the next word
+// completes ("th the", "crite cr criteria"), a phrase said twice in a row ("for the for the") or started again, and
+// talk that carries nothing ("you know", "I mean", "kind of" where it hedges, "really" inside a sentence); a run-on
+// sentence ends at the last clause boundary within maxSentRunes; a run of one word is said three times at most ("blah
+// blah blah blah"), so a turn of one repeated word costs nothing. What it leaves is the speaker's words, in order, and
+// their fields (in fs's room; none if unknown).
 func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	var arr [64]string
-	ws, prev, run, changed := arr[:0], "", 0, false
+	var karr [64]*field
+	ws, kw, prev, run, changed := arr[:0], karr[:0], "", 0, false // (kw: what the lexicon knows of ws)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		if run++; !equalFold(f, prev) {
 			run = 0
@@ -29,7 +29,7 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 			changed = true
 			continue
 		}
-		ws = append(ws, f)
+		ws, kw = append(ws, f), append(kw, lx.field(f))
 	}
 	if len(ws) < 3 {
 		return s, append(fs[:0], ws...)
@@ -37,23 +37,30 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	n0 := len(ws)
 	var buf [48]byte
 	for len(ws) > 2 && lx.getBytes(lower(buf[:0], trimCut(ws[0], ",.!"))).is(fLaugh) {
-		ws = ws[1:] // "hahaha that was close"
+		ws, kw = ws[1:], kw[1:] // "hahaha that was close"
 	}
 	var oarr [64]string
-	out := oarr[:0]
+	var okarr [64]*field
+	out, ko := oarr[:0], okarr[:0] // (ko: what the lexicon knows of out)
 	var cb, nb [32]byte
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
-		core := lower(cb[:0], strings.TrimRight(w, ",")) // (compared as a string: no copy)
-		if i+1 < len(ws) && len(core) > 0 {
-			nx := trimCut(ws[i+1], `,.!?;:"`) // a word the next one completes shares its first letter
-			if nx != "" && (nx[0] >= utf8.RuneSelf || core[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == core[0]) && lx.falseStart(string(core), string(lower(nb[:0], nx))) {
+		var core []byte // lower-cased without its commas, when it may be a false start or a hedge (compared as a string: no copy)
+		if nx := trimCut(ws[min(i+1, len(ws)-1)], `,.!?;:"`); i+1 < len(ws) && nx != "" && (nx[0] >= utf8.RuneSelf || w[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == lowerASCII(w[0])) {
+			// a word the next one completes shares its first letter
+			if core = lower(cb[:0], strings.TrimRight(w, ",")); len(core) > 0 && (nx[0] >= utf8.RuneSelf || core[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == core[0]) && lx.falseStart(string(core), string(lower(nb[:0], nx))) {
 				continue
 			}
 		}
-		// hedges: "you know" (not after "the more", "what", "if" …), "I mean", "kind of"/"sort of" not after a
-		// word that makes them mean "a type of"; an intensifier inside a
-		// sentence ("it's really cheap"), not after a negation ("not really")
+		if !kw[i].is(ffHedge) {
+			out, ko = repeated(append(out, w), append(ko, kw[i]))
+			continue
+		} else if core == nil {
+			core = lower(cb[:0], strings.TrimRight(w, ","))
+		}
+		// hedges: "you know" (not after "the more", "what", "if" …), "I mean", "kind of"/"sort of" not after a word
+		// that makes them mean "a type of"; an intensifier inside a sentence ("it's really cheap"), not after a
+		// negation ("not really")
 		skip := 0 // the hedge's words
 		switch string(core) {
 		case "you", "i", "or", "and", "kind", "sort":
@@ -71,15 +78,17 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 		if skip > 0 {
 			if last := ws[i+skip-1]; len(out) > 0 && !strings.HasSuffix(last, ",") && strings.TrimRight(last, ".?!;:") != last {
 				out[len(out)-1] = strings.TrimRight(out[len(out)-1], ",") + last[len(strings.TrimRight(last, ".?!;:")):]
+				ko[len(ko)-1] = lx.field(out[len(out)-1])
 			}
 			i, changed = i+skip-1, true
 			continue
 		}
 		if string(core) == "like" && strings.HasSuffix(w, ",") && len(out) > 0 && len(out[len(out)-1]) > 1 && strings.HasSuffix(out[len(out)-1], ",") {
 			out[len(out)-1] = out[len(out)-1][:len(out[len(out)-1])-1] // "it's, like, deep valleys"
+			ko[len(ko)-1] = lx.field(out[len(out)-1])
 			continue
 		}
-		out = repeated(append(out, w))
+		out, ko = repeated(append(out, w), append(ko, kw[i]))
 	}
 	if len(out) == 0 {
 		return "", fs[:0]
@@ -93,8 +102,8 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	return s, append(fs[:0], out...)
 }
 
-// falseStart reports a word that the next one completes ("th" before
-// "the"), not a word in its own right that happens to start the next.
+// falseStart reports a word that the next one completes ("th" before "the"), not a word in its own right that happens
+// to start the next.
 func (lx *lexicon) falseStart(w, next string) bool {
 	if w == "" || len(w) >= len(next) || !strings.HasPrefix(next, w) || stopWords[w] {
 		return false
@@ -102,28 +111,34 @@ func (lx *lexicon) falseStart(w, next string) bool {
 	return strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 && (len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2)
 }
 
+// hedgeWords are the words, lower-cased without a comma after them, that tighten may drop as or with a hedge.
+var hedgeWords = toSet(strings.Fields("you i or and kind sort really actually basically quite pretty very just definitely obviously literally totally simply certainly like"))
+
 // hedges are phrases that carry nothing.
 var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever", "and stuff", "and everything"})
 
-// typeOf are the words after which "kind of"/"sort of" name a type ("what
-// kind of button"), not a hedge.
+// typeOf are the words after which "kind of"/"sort of" name a type ("what kind of button"), not a hedge.
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
 
-// repeated drops from the end of out the first of a phrase of one to three words said twice in a row ("for the
-// for the"), unless it has a number. An attempt started again after other words stays: with no dictionary a cut
-// word ("I would mov I would then") cannot be told from a real one ("the more you know the more you grow").
-func repeated(out []string) []string {
-	for n := 1; n <= min(3, len(out)/2); n++ {
-		if i := len(out) - 2*n; sameWords(out[i:i+n], out[i+n:]) && !slices.ContainsFunc(out[i+n:], hasDigit) {
-			return append(out[:i], out[i+n:]...)
+// repeated drops from the end of out the first of a phrase of one to three words said twice in a row ("for the for
+// the"), unless it has a number. An attempt started again after other words stays: with no dictionary a cut word ("I
+// would mov I would then") cannot be told from a real one ("the more you know the more you grow"). ko is what the
+// lexicon knows of out's words.
+func repeated(out []string, ko []*field) ([]string, []*field) {
+	for n, y := 1, ko[len(ko)-1]; n <= min(3, len(out)/2); n++ {
+		if x := ko[len(ko)-1-n]; x != y && x.flags&y.flags&ffASCII != 0 && x.rep != y.rep {
+			continue // (the last words differ, as sameWords finds first: the common case)
+		} else if i := len(out) - 2*n; sameWords(ko[i:i+n], ko[i+n:]) && !anyIs(ko[i+n:], ffDigit) {
+			return append(out[:i], out[i+n:]...), append(ko[:i], ko[i+n:]...)
 		}
 	}
-	return out
+	return out, ko
 }
 
-func sameWords(a, b []string) bool {
+func sameWords(a, b []*field) bool {
 	for i := len(a) - 1; i >= 0; i-- { // (last words first: they differ most)
-		if x, y := a[i], b[i]; x != y && (x == "" || y == "" || lowerASCII(x[0]) != lowerASCII(y[0]) && isLetter(x[0]) && isLetter(y[0]) || !equalFold(trimCut(x, ",.;:"), trimCut(y, ",.;:"))) {
+		if x, y := a[i], b[i]; x != y && (x.is(ffASCII) && y.is(ffASCII) && x.rep != y.rep || !(x.is(ffASCII) && y.is(ffASCII)) && x.f != y.f &&
+			(lowerASCII(x.f[0]) != lowerASCII(y.f[0]) && isLetter(x.f[0]) && isLetter(y.f[0]) || !equalFold(trimCut(x.f, ",.;:"), trimCut(y.f, ",.;:")))) {
 			return false
 		}
 	}
@@ -140,8 +155,7 @@ func hasByte(s string, set uint64) bool { // strings.ContainsAny(s, set's bytes)
 	return i < len(s)
 }
 
-// equalFold is strings.EqualFold, quick to tell words apart by their
-// first letter.
+// equalFold is strings.EqualFold, quick to tell words apart by their first letter.
 func equalFold(x, y string) bool {
 	if x != "" && y != "" && x[0] < utf8.RuneSelf && y[0] < utf8.RuneSelf && lowerASCII(x[0]) != lowerASCII(y[0]) {
 		return false
@@ -149,8 +163,7 @@ func equalFold(x, y string) bool {
 	return strings.EqualFold(x, y)
 }
 
-// trimCut is strings.Trim(w, cut) for a cut of ASCII punctuation below
-// '@', without building a set of its bytes.
+// trimCut is strings.Trim(w, cut) for a cut of ASCII punctuation below '@', without building a set of its bytes.
 func trimCut(w, cut string) string {
 	for len(w) > 0 && w[0] < '@' && strings.IndexByte(cut, w[0]) >= 0 {
 		w = w[1:]
@@ -172,8 +185,8 @@ func hasDigit(w string) bool {
 // clauseBreaks are where a run-on sentence can end.
 var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", which ", ", or ", ", then ", " but ", " because "}
 
-// cutClause ends s at the last clause boundary within max runes (and past
-// a third of it), with a full stop; s as it is when there is none.
+// cutClause ends s at the last clause boundary within max runes (and past a third of it), with a full stop; s as it is
+// when there is none.
 func cutClause(s string, max int) string {
 	limit, n := len(s), 0
 	for i := range s {

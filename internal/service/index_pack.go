@@ -1,0 +1,133 @@
+package service
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// packer keeps sessions' indexes packed: their encoding (index_codec.go)
+// compressed with zstd, about 0.6 of the encoding and 0.55 of the memory
+// a loaded index holds. Once the memory budget is full, the cache drops
+// the decoded replay of the least recently used sessions that have a
+// packed form (indexCache.demote) before it evicts any session, so that
+// the budget holds about 1.8 times as many sessions; a request to a
+// packed session decodes it again (unpack: about a millisecond for 5,000
+// turns, against the store's get of the entry and the server's read of
+// the file-store block that holds it) and extends it with the events
+// stored since it was packed, as a load does.
+//
+// A packed form is made by the index store's writer, off the request
+// path: from the encoding it writes, or, for an index loaded as stored,
+// from an encoding of the index as loaded. It is the replay at some
+// position of its session's history as this entry applied it: decoded
+// and extended, it is the replay as it is now (the events since are
+// applied with the processor's rules, as the warm path applies them).
+// It is dropped with the entry, and when the index is rebuilt.
+type packer struct {
+	// enc is used by the index store's writer alone (one goroutine).
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}
+
+// maxPacked bounds a packed form's decoded length (an index's encoding
+// is far below it: about 90 bytes a turn).
+const maxPacked = 1 << 30
+
+// packedMagic starts a packed form: then uv(the encoding's length) and
+// the zstd frame of the encoding. An encoding starts with indexMagic: a
+// version that does not know packed forms reads a stored one as corrupt
+// and rebuilds the index, never serves it.
+const packedMagic = "FSRZ"
+
+func newPacker() (*packer, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))
+	if err != nil {
+		return nil, err
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxPacked))
+	if err != nil {
+		return nil, err
+	}
+	return &packer{enc: enc, dec: dec}, nil
+}
+
+// isPacked reports whether a stored value is a packed form (else it is
+// an encoding, as versions before packing wrote it).
+func isPacked(b []byte) bool {
+	return strings.HasPrefix(string(b[:min(len(b), len(packedMagic))]), packedMagic)
+}
+
+// pack is the packed form of an encoded replay (encodeReplay's output),
+// in memory of its size.
+func (p *packer) pack(blob []byte) []byte {
+	z := p.enc.EncodeAll(blob, nil)
+	out := make([]byte, 0, len(packedMagic)+binary.MaxVarintLen64+len(z))
+	out = append(out, packedMagic...)
+	out = binary.AppendUvarint(out, uint64(len(blob)))
+	return append(out, z...)
+}
+
+// unpack is the encoding a packed form holds, in memory of its own (the
+// replay decoded from it keeps it: decodeReplayOwned); errIndexCorrupt if
+// it is not one.
+func (p *packer) unpack(packed []byte) ([]byte, error) {
+	if !isPacked(packed) {
+		return nil, fmt.Errorf("%w: not a packed index", errIndexCorrupt)
+	}
+	n, k := binary.Uvarint(packed[len(packedMagic):])
+	if k <= 0 || n == 0 || n > maxPacked {
+		return nil, fmt.Errorf("%w: packed index length", errIndexCorrupt)
+	}
+	b, err := p.dec.DecodeAll(packed[len(packedMagic)+k:], make([]byte, 0, n))
+	if err != nil || uint64(len(b)) != n {
+		return nil, fmt.Errorf("%w: packed index: %d bytes of %d (%v)", errIndexCorrupt, len(b), n, err)
+	}
+	return b, nil
+}
+
+// unpacked is e's replay decoded from its packed form, with the catch-up's
+// first get and the memories' first get started while it was decoded;
+// nil (and the packed form dropped) if it cannot be decoded: the caller
+// loads or builds it. Must be called with e.mu held, e.r nil.
+func (s *server) unpacked(ctx context.Context, e *cacheEntry) (*replay, *nextEvent, *nextMemory) {
+	packed := e.packed
+	e.packed = nil
+	blob, err := s.pack.unpack(packed)
+	var key string
+	var body []byte
+	if err == nil {
+		key, body, err = indexHeader(blob)
+	}
+	if err == nil && key != e.key {
+		err = fmt.Errorf("%w: packed under another key", errIndexCorrupt)
+	}
+	var (
+		next *nextEvent
+		mems *nextMemory
+	)
+	if err == nil {
+		if at, memAt, ok := replayNext(body); ok {
+			next = s.prefetchEvent(ctx, e.session, at)
+			mems = s.prefetchMemory(ctx, e.session, memAt)
+		}
+	}
+	var rp *replay
+	if err == nil {
+		rp, err = decodeReplayOwned(body, cap(blob), s.an, s.adm, e.session)
+	}
+	if err != nil {
+		// Never expected: it was encoded by this process. Loaded or
+		// built again, as a store entry that cannot be decoded is.
+		s.log.Warn().Str("event", "recall_index_unpack_failed").Str("session", e.session).Err(err).
+			Msg("packed recall index undecodable; loading or building it again")
+		return nil, nil, nil
+	}
+	rp.vecs, rp.vecBytes = e.vecs, e.vecBytes
+	e.vecs, e.vecBytes = nil, 0
+	e.packed = packed
+	return rp, next, mems
+}

@@ -1,0 +1,107 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/foldstream/foldstream/internal/processor"
+	"github.com/foldstream/foldstream/internal/service"
+	"github.com/foldstream/foldstream/internal/service/servicetest"
+)
+
+// Once the budget is full, the least recently used sessions are kept
+// packed rather than evicted: a budget that holds four sessions packed
+// but only one of them decoded keeps all four, answers like a scan, and
+// loads or builds none of them again.
+func TestIndexKeepsSessionsPackedBeforeEvicting(t *testing.T) {
+	ctx := context.Background()
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	sessions := []string{"a1", "a2", "a3", "a4"}
+	for _, s := range sessions {
+		publishWith(t, e, s, 0, 64, queryTexts)
+	}
+	for _, s := range sessions {
+		e.Settled(s, 64, 10)
+	}
+	scan := direct(t, e, service.IndexBytes(0))
+	// Every session stored and packed by a first instance, which measures
+	// them.
+	one := direct(t, e)
+	for _, s := range sessions {
+		sameAnswers(t, "first instance "+s, s, scan, one)
+	}
+	one.PersistIndexes(ctx)
+	total, packed := one.IndexBytes(), one.PackedBytes()
+	if packed <= 0 || packed >= total/2 {
+		t.Fatalf("four sessions: %d bytes, %d of them packed", total, packed)
+	}
+	decoded := (total - packed) / int64(len(sessions))
+	budget := packed + decoded + decoded/2 // all packed, one decoded
+
+	small := direct(t, e, service.IndexBytes(budget))
+	small.WaitPreloaded(t)
+	var first service.IndexCounters
+	for round := range 3 {
+		for _, s := range sessions {
+			sameAnswers(t, fmt.Sprintf("round %d session %s", round, s), s, scan, small)
+			if b := small.IndexBytes(); b > budget {
+				t.Fatalf("index holds %d bytes, budget %d", b, budget)
+			}
+			if round == 0 {
+				small.PersistIndexes(ctx) // packs it, as the writer does
+			}
+		}
+		if round == 0 {
+			first = small.IndexCounters()
+		}
+	}
+	c := small.IndexCounters()
+	if c.Builds != 0 || c.Loads != first.Loads || c.Unpacked < first.Unpacked+float64(2*len(sessions)-2) {
+		t.Fatalf("after three rounds: %+v (after the first: %+v), expected nothing loaded or built again, packed indexes decoded", c, first)
+	}
+	if n, p := small.IndexedSessions(), small.PackedSessions(); n != len(sessions) || p < len(sessions)/2 {
+		t.Fatalf("%d sessions kept, %d of them packed; want all kept, most packed", n, p)
+	}
+}
+
+// A packed index is decoded and extended with the events stored since
+// it was packed; one that cannot be decoded is never served: the index
+// is loaded from the store again.
+func TestPackedIndexIsExtendedOrLoadedAgain(t *testing.T) {
+	ctx := context.Background()
+	e, scan := storedSession(t)
+	b := direct(t, e)
+	sameAnswers(t, "loaded", "s1", scan, b)
+	b.PersistIndexes(ctx)
+	b.DemoteIndexes()
+	if b.PackedSessions() != 1 {
+		t.Fatalf("%d sessions packed, expected s1", b.PackedSessions())
+	}
+	sameAnswers(t, "packed", "s1", scan, b)
+	loads := b.IndexCounters().Loads
+	if c := b.IndexCounters(); c.Unpacked != 1 || c.Builds != 0 {
+		t.Fatalf("packed: %+v, expected it decoded once, nothing built", c)
+	}
+
+	// The stream moves on while it is packed: decoded, then extended.
+	b.DemoteIndexes()
+	publishWith(t, e, "s1", 64, 90, map[int]string{70: "Who brings the tournament form to Lisbon?"})
+	e.Settled("s1", 90, 30)
+	sameAnswers(t, "packed, behind the stream", "s1", scan, b)
+	if c := b.IndexCounters(); c.Unpacked != 2 || c.Loads != loads || c.Builds != 0 {
+		t.Fatalf("behind the stream: %+v, expected it decoded and extended", c)
+	}
+
+	// Damaged: loaded from the store instead.
+	b.PersistIndexes(ctx)
+	b.DemoteIndexes()
+	if !b.DamagePacked("s1") {
+		t.Fatal("s1 has no packed index")
+	}
+	sameAnswers(t, "packed, damaged", "s1", scan, b)
+	if c := b.IndexCounters(); c.Unpacked != 2 || c.Loads != loads+1 || c.Builds != 0 {
+		t.Fatalf("damaged: %+v, expected it loaded from the store", c)
+	}
+}
