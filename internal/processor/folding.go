@@ -85,6 +85,9 @@ type foldResult struct {
 	fromT    time.Time
 	toT      time.Time
 	masked   int // tool turns masked before summarizing
+	// text: out.State as a checkpoint stores it (state.StoredText), made
+	// off the loop; nil without a state.
+	text *state.StateText
 }
 
 // foldRunner runs folds off the loop, one goroutine each: it bounds the
@@ -205,6 +208,9 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 	r.model = r.err != nil
 	if r.err == nil {
 		r.sumToks = p.tokens.Count(r.out.Summary)
+		if len(r.out.State) > 0 {
+			r.text = state.StoredText(r.out.State)
+		}
 	}
 	r.summarized = time.Now()
 	return r

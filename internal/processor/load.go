@@ -229,7 +229,9 @@ func (l *loader) land(d loadDone) {
 				continue // quarantined, or tried again later: its events wait
 			}
 		} else if !l.loop.has(r.ID) {
-			l.loop.install(r.ID, r.S, r.Rev)
+			if ls := l.loop.install(r.ID, r.S, r.Rev); r.Text != nil {
+				ls.text = r.Text // its next checkpoint stores the state as read
+			}
 		}
 		l.landed(r.ID)
 	}

@@ -535,6 +535,9 @@ func (m *machine) land(ls *live, r foldResult, now time.Time) (e effects) {
 		Summary: r.out.Summary, Version: r.job.prevVer + 1, Seq: r.seq, To: r.job.to, Notes: len(r.job.notes), At: now,
 		SummaryTokens: r.sumToks, OriginalTokens: r.origToks, Exchanges: r.job.exchanges, State: r.out.State, Note: r.out.Note,
 	})
+	if r.text != nil {
+		ls.text = r.text // the state's stored form, made on the fold's goroutine
+	}
 	if len(r.out.Memories) > 0 {
 		e.memories = &r
 	}

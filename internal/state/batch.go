@@ -18,6 +18,9 @@ type Loaded struct {
 	S   *Session
 	Rev uint64
 	Err error
+	// Text is S's summarizer state as the checkpoint stored it, for its
+	// next checkpoint (DecodeReusing); nil when S has no state.
+	Text *StateText
 }
 
 // MaxLoadMany is the most ids one LoadMany request asks for.
@@ -45,19 +48,26 @@ func (st *Store) LoadMany(ctx context.Context, ids []string) []Loaded {
 				continue
 			}
 			if raw.data != nil {
-				s, derr := Decode(l.ID, raw.data)
+				text := new(StateText)
+				s, derr := DecodeReusing(l.ID, raw.data, text)
 				if derr != nil {
 					l.Err = &CorruptError{ID: l.ID, Revision: raw.rev, Data: raw.data, Err: derr}
 					continue
 				}
 				if s.Sealed <= s.Cursor {
-					l.S, l.Rev = s, raw.rev
+					l.S, l.Rev, l.Text = s, raw.rev, text
 					continue
 				}
 			}
 		}
 		// Sealed chunks (their reads retry on a moving owner), or no batch.
-		l.S, l.Rev, l.Err = st.Load(ctx, l.ID)
+		l.Text = new(StateText)
+		l.S, l.Rev, l.Err = st.load(ctx, l.ID, l.Text)
+	}
+	for i := range out {
+		if out[i].S == nil || len(out[i].S.SummaryState) == 0 {
+			out[i].Text = nil
+		}
 	}
 	return out
 }

@@ -29,6 +29,9 @@ func TestLoadManyMatchesLoad(t *testing.T) {
 			s.AddTurn(uint64(100*i+j), TurnRef{Seq: uint64(100*i + j), At: int64(j)})
 		}
 		s.Summary = "summary of " + id
+		if i%3 == 0 {
+			s.SummaryState = offlineLikeState(30 + i)
+		}
 		rev, err := st.Save(ctx, s, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -47,6 +50,7 @@ func TestLoadManyMatchesLoad(t *testing.T) {
 	}
 	// One with sealed chunks: LoadMany must put its refs back too.
 	big := New("big")
+	big.SummaryState = offlineLikeState(50)
 	for i := range 3000 {
 		big.AddTurn(uint64(i), TurnRef{Seq: uint64(10 + i), At: int64(i)})
 	}
@@ -86,6 +90,15 @@ func TestLoadManyMatchesLoad(t *testing.T) {
 		}
 		if l.Rev != wantRev || !reflect.DeepEqual(l.S, want) {
 			t.Errorf("%s: LoadMany revision %d state %+v; Load revision %d state %+v", l.ID, l.Rev, l.S, wantRev, want)
+		}
+		// The summarizer state as stored comes with it, for the next checkpoint.
+		if (l.Text != nil) != (len(l.S.SummaryState) > 0) || l.Text != nil && len(l.Text.stored) == 0 {
+			t.Errorf("%s: a state of %d bytes loaded with its stored form %+v", l.ID, len(l.S.SummaryState), l.Text)
+		} else if l.Text != nil {
+			plain, _ := l.S.Encode(nil)
+			if reused, _ := l.S.EncodeReusing(nil, l.Text); string(reused) != string(plain) {
+				t.Errorf("%s: the next checkpoint with the stored form as read differs from one written afresh", l.ID)
+			}
 		}
 	}
 	if got[3].Rev != 0 || got[10].Rev != 0 || got[10].S.Total != 0 {

@@ -65,6 +65,11 @@ func IsConflict(err error) bool {
 // it (the owner may advance and drop a sealed chunk between our reads), so
 // a missing chunk is retried on a newer revision before it is an error.
 func (st *Store) Load(ctx context.Context, id string) (*Session, uint64, error) {
+	return st.load(ctx, id, nil)
+}
+
+// load is Load, its state's stored form left in text (DecodeReusing).
+func (st *Store) load(ctx context.Context, id string, text *StateText) (*Session, uint64, error) {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		e, err := st.kv.Get(ctx, id)
@@ -74,7 +79,7 @@ func (st *Store) Load(ctx context.Context, id string) (*Session, uint64, error) 
 		if err != nil {
 			return nil, 0, fmt.Errorf("load session %s: %w", id, err)
 		}
-		s, err := Decode(id, e.Value())
+		s, err := DecodeReusing(id, e.Value(), text)
 		if err != nil {
 			return nil, 0, &CorruptError{ID: id, Revision: e.Revision(), Data: e.Value(), Err: err}
 		}
@@ -116,7 +121,13 @@ func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
 
 // Decode reads a checkpoint in the form Encode writes (the KV value). The
 // refs of sealed chunks are not in it: Load reads them from their keys.
-func Decode(id string, data []byte) (*Session, error) {
+func Decode(id string, data []byte) (*Session, error) { return DecodeReusing(id, data, nil) }
+
+// DecodeReusing is Decode that also leaves in st (when not nil) the
+// summarizer state's stored form when it is compressed, for the session's
+// next checkpoint (EncodeReusing), as UnpackReusing does: that checkpoint
+// does not compress the state again.
+func DecodeReusing(id string, data []byte, st *StateText) (*Session, error) {
 	s := New(id)
 	data, tail := splitTail(data)
 	if err := json.Unmarshal(data, s); err != nil {
@@ -131,11 +142,14 @@ func Decode(id string, data []byte) (*Session, error) {
 		}
 		s.SummaryState = tail
 	}
-	st, err := expandState(s.SummaryState)
+	raw, err := expandState(s.SummaryState)
 	if err != nil {
 		return nil, err
 	}
-	s.SummaryState = st
+	if st != nil && bytes.HasPrefix(s.SummaryState, stateMagic) {
+		st.set(raw, s.SummaryState)
+	}
+	s.SummaryState = raw
 	return s, nil
 }
 

@@ -88,6 +88,15 @@ func (t *StateText) of(raw []byte) []byte {
 	return t.stored
 }
 
+// StoredText is raw's stored form (storedState) made now: a fold's new state,
+// prepared on the fold's goroutine so that the loop that checkpoints its
+// session finds it made (EncodeReusing) rather than compressing it there.
+func StoredText(raw []byte) *StateText {
+	t := new(StateText)
+	t.of(raw)
+	return t
+}
+
 // keep copies stored into t's own bytes.
 func (t *StateText) keep(stored []byte) {
 	if cap(t.stored) < len(stored) || cap(t.stored) > 2*len(stored) {

@@ -221,6 +221,12 @@ func TestEncodeReusingTheStateText(t *testing.T) {
 	check("no state")
 	s.SummaryState = offlineLikeState(40)
 	check("a state again")
+	s.SummaryState = offlineLikeState(70)
+	st = *StoredText(s.SummaryState) // made where the fold ran
+	check("a state whose stored form was made before")
+	s.SummaryState = []byte(`{"v":1}`)
+	st = *StoredText(s.SummaryState)
+	check("a small state whose stored form was made before")
 }
 
 func randomBytes(n int) []byte {
