@@ -42,18 +42,25 @@ type word struct {
 func words(out []word, s, low string) []word {
 	i := 0
 	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+		if c := s[i]; c < utf8.RuneSelf && !wordByte(c) { // (ASCII read as it is)
+			i++
+			continue
+		} else if r, n := utf8.DecodeRuneInString(s[i:]); c >= utf8.RuneSelf && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
 			i += n
 			continue
 		}
 		j := i
 		for j < len(s) {
-			r, n := utf8.DecodeRuneInString(s[j:])
-			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' {
+			if c := s[j]; c < utf8.RuneSelf {
+				if !wordByte(c) && c != '\'' {
+					break
+				}
+				j++
+			} else if r, n := utf8.DecodeRuneInString(s[j:]); unicode.IsLetter(r) || unicode.IsDigit(r) {
+				j += n
+			} else {
 				break
 			}
-			j += n
 		}
 		w := word{start: i, end: j}
 		if low != "" {
@@ -376,9 +383,11 @@ func match(ws []word, i int, day time.Time) (int, string) {
 			return 3, shifted(day, k, unit, "")
 		}
 	default:
-		// "three days ago", "a week ago"
-		if k, unit, ok := count(w, next(1)); ok && next(2) == "ago" {
-			return 3, shifted(day, -k, unit, "about ")
+		// "three days ago", "a week ago" (ago first: most words are followed by no "ago")
+		if next(2) == "ago" {
+			if k, unit, ok := count(w, next(1)); ok {
+				return 3, shifted(day, -k, unit, "about ")
+			}
 		}
 	}
 	return 0, ""

@@ -51,13 +51,13 @@ func cleanLine(b []byte, line string) []byte {
 				w = strings.ReplaceAll(m[1], "_", "") + m[2]
 			}
 		}
-		punct := isPunctOnly(w)
+		punct := w != "" && strings.Trim(w, ",.?!;:") == ""
 		switch {
 		case !wrote && punct:
 			continue // nothing to attach it to
 		case wrote && punct && strings.IndexByte(",.?!;:", last) >= 0 && w != "?" && w != "!":
 			continue // ", ," → ","
-		case wrote && (punct || isContraction(w)):
+		case wrote && (punct || contractions[strings.ToLower(strings.TrimRight(w, ".,?!;:"))]): // a detached contraction: "'s", "n't"
 		default:
 			if wrote {
 				b = append(b, ' ')
@@ -67,6 +67,8 @@ func cleanLine(b []byte, line string) []byte {
 	}
 	return b
 }
+
+var contractions = toSet([]string{"'s", "'re", "'ll", "'ve", "'d", "'m", "n't", "'t"})
 
 // acronymRe is an acronym that a transcript spells out one letter at a time with '_' ("L_C_D_s," → "LCDs,", "T_V_" →
 // "TV"): two or more single letters each followed by '_', then maybe a plural "s" and punctuation.
@@ -113,19 +115,6 @@ func isAnnotation(w string) bool {
 		}
 	}
 	return true
-}
-
-func isPunctOnly(w string) bool {
-	return w != "" && strings.Trim(w, ",.?!;:") == ""
-}
-
-// isContraction reports a detached contraction: "'s", "'re", "n't", "'ll".
-func isContraction(w string) bool {
-	switch strings.ToLower(strings.TrimRight(w, ".,?!;:")) {
-	case "'s", "'re", "'ll", "'ve", "'d", "'m", "n't", "'t":
-		return true
-	}
-	return false
 }
 
 // sanitize makes s safe to render: valid UTF-8, no control or format characters, curly quotes as ASCII, runs of spaces
@@ -323,10 +312,12 @@ type lexicon struct {
 	fnear [4096]*field
 }
 
-// known is a word looked up and its lexeme.
+// known is a word looked up and its lexeme; as a term, its number in the fold (wordCounts.fold) that numbered it last.
 type known struct {
-	w string
-	x lexeme
+	w    string
+	x    lexeme
+	fold uint32
+	id   int32
 }
 
 // field is a field of text as written (strings.Fields'), and what the summarizer reads in it.
@@ -355,19 +346,39 @@ func (l *lexicon) getBytes(w []byte) lexeme {
 	if l == nil || len(w) == 0 {
 		return newLexeme(string(w))
 	}
+	return l.known(w).x
+}
+
+func (l *lexicon) term(t string) *known { return l.known([]byte(t)) }
+
+// known is what the lexicon knows of the word w (not empty).
+func (l *lexicon) known(w []byte) *known {
+	if len(w) == 0 {
+		w = []byte{' '} // ("": a word no field can be)
+	}
 	h := int((uint32(w[0]) | uint32(w[len(w)/2])<<8 | uint32(w[len(w)-1])<<16 | uint32(len(w))<<24) * 0x9e3779b1 >> 22)
 	if k := l.near[h]; k != nil && k.w == string(w) {
-		return k.x
+		return k
 	}
 	k := l.m[string(w)]
 	if k == nil {
-		if k = (&known{string(w), newLexeme(string(w))}); l.m == nil || len(l.m) >= maxWords {
+		if k = (&known{w: string(w), x: newLexeme(string(w))}); l.m == nil {
 			l.m = make(map[string]*known, 1024)
 		}
 		l.m[k.w] = k
 	}
 	l.near[h] = k
-	return k.x
+	return k
+}
+
+// trim starts the lexicon over past maxWords words or fields (between folds: a fold's terms keep their numbers).
+func (l *lexicon) trim() {
+	if len(l.m) >= maxWords {
+		l.m, l.near = nil, [len(l.near)]*known{}
+	}
+	if len(l.fm) >= maxWords {
+		l.fm, l.fnear = nil, [len(l.fnear)]*field{}
+	}
 }
 
 // field is what the lexicon knows of the field f (a non-empty field of strings.Fields).
@@ -381,7 +392,7 @@ func (l *lexicon) field(f string) *field {
 	}
 	k := l.fm[f]
 	if k == nil {
-		if k = newField(l, strings.Clone(f)); l.fm == nil || len(l.fm) >= maxWords {
+		if k = newField(l, strings.Clone(f)); l.fm == nil {
 			l.fm = make(map[string]*field, 1024)
 		}
 		l.fm[k.f] = k

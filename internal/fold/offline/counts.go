@@ -18,15 +18,15 @@ const maxVocab = 256 // words kept after a prune
 // Every word a fold handles, counted or not, has a number (id), so that what a summary says or names is a set of
 // numbers (termSet), not a map.
 type wordCounts struct {
-	ids   map[string]int32 // the words of the fold, numbered as met
-	words []string         // by number
-	n     []int            // how often each word was said; -1: not counted
-	size  int              // words counted
+	lx    *lexicon // where a word's number in this fold is kept (known.id, for known.fold == fold)
+	fold  uint32
+	words []string // by number
+	n     []int    // how often each word was said; -1: not counted
+	size  int      // words counted
 	floor int
 	es    []countEntry // room for sorting
 	text  []byte       // room for String
 	all   []int32      // room for the statements' termIDs
-	near  [512]int32   // a word's number, maybe: the word last numbered at its slot (id's; checked against words)
 }
 
 // read sets v to the counts s holds, in the room v had.
@@ -43,17 +43,12 @@ func (v *wordCounts) read(s string) *wordCounts {
 		case t == "":
 			v.floor = n // ":N" records the floor
 		default:
-			// a new word's number, in one map operation (a word read twice: the last count holds)
-			id, k := int32(len(v.words)), len(v.ids)
-			if v.ids[t] = id; len(v.ids) == k {
-				for j := len(v.words) - 1; ; j-- {
-					if v.words[j] == t && v.n[j] >= 0 {
-						v.n[j], v.size, v.words[j] = -1, v.size-1, "" // (a word has one number: near's check)
-						break
-					}
-				}
+			// a new word's number (a word read twice: the last count holds)
+			k := v.lx.term(t)
+			if k.fold == v.fold {
+				v.n[k.id], v.size = -1, v.size-1
 			}
-			v.words, v.n, v.size = append(v.words, t), append(v.n, n), v.size+1
+			k.fold, k.id, v.words, v.n, v.size = v.fold, int32(len(v.words)), append(v.words, t), append(v.n, n), v.size+1
 		}
 	}
 	return v
@@ -61,27 +56,20 @@ func (v *wordCounts) read(s string) *wordCounts {
 
 // id is t's number in this fold (after read).
 func (v *wordCounts) id(t string) int32 {
-	h := uint32(len(t)) % 512
-	if t != "" {
-		h = (uint32(t[0]) | uint32(t[len(t)-1])<<8 | uint32(len(t))<<16) * 0x9e3779b1 >> 23
+	k := v.lx.term(t)
+	if k.fold != v.fold {
+		k.fold, k.id, v.words, v.n = v.fold, int32(len(v.words)), append(v.words, t), append(v.n, -1)
 	}
-	if id := v.near[h]; int(id) < len(v.words) && v.words[id] == t {
-		return id
-	}
-	id, ok := v.ids[t]
-	if !ok {
-		id = int32(len(v.words))
-		v.ids[t], v.words, v.n = id, append(v.words, t), append(v.n, -1)
-	}
-	v.near[h] = id
-	return id
+	return k.id
 }
 
 // release forgets the counts and the words, keeping the room they took.
 func (v *wordCounts) release() *wordCounts {
-	if clear(v.ids); v.ids == nil {
-		v.ids = map[string]int32{}
+	if v.lx == nil {
+		v.lx = new(lexicon)
 	}
+	v.lx.trim()
+	v.fold++
 	v.words, v.n, v.size, v.floor, v.all = v.words[:0], v.n[:0], 0, 0, v.all[:0]
 	return v
 }
@@ -205,7 +193,9 @@ func (s *termSet) add(id int32) {
 // counts are the state's word counts, read once (into the fold's scratch).
 func (st *state) counts() *wordCounts {
 	if st.voc == nil {
-		st.voc = st.scratch().voc.read(st.Voc)
+		sc := st.scratch()
+		sc.voc.lx = &sc.lex
+		st.voc = sc.voc.read(st.Voc)
 	}
 	return st.voc
 }

@@ -53,8 +53,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	prop, agreed := -1, []string(nil)
 	endProposal := func() {
 		if prop >= 0 && len(agreed) > 0 {
-			x := &b.stmts[prop]
-			x.Text = strings.TrimSuffix(x.Text, ".") + ", and " + andList(agreed) + " agreed."
+			b.stmts[prop].Text = strings.TrimSuffix(b.stmts[prop].Text, ".") + ", and " + andList(agreed) + " agreed."
 		}
 		prop, agreed = -1, nil
 	}
@@ -557,7 +556,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 		if anyIs(ks, ffGroup) {
 			g = group(sent, ws)
 		}
-		if g != sent || anyIs(ks, ffModal) || !joins(sent, ws) {
+		if anyIs(ks, ffModal) || g == sent && !joins(sent, ws) { // (group's words are no modals: "we'll" is flagged)
 			g = backshift(g)
 		}
 		return lowerFirst(sp+" "+verb+" ", g), false
