@@ -48,43 +48,53 @@ func splitTexts(blob []byte) (textPlanes, error) {
 }
 
 // joinTexts is the encoding of n bytes p was split from; errIndexCorrupt
-// if p is not the planes of one.
+// if p is not the planes of one. A tight loop: an unpack joins every
+// word of the session.
 func joinTexts(p textPlanes, n int) ([]byte, error) {
-	out := make([]byte, 0, n)
+	out := make([]byte, n)
 	r := indexReader{b: p.rest}
 	ndocs := skipToTurns(&r)
-	last, first, more := 0, p.first, p.more
+	last, o, fi, mi := 0, 0, 0, 0
+	first, more := p.first, p.more
+	short := fmt.Errorf("%w: packed texts: more bytes than the encoding's %d", errIndexCorrupt, n)
 	for range ndocs {
 		words := skipTurnFixed(&r)
 		if r.err != nil {
 			return nil, r.err
 		}
-		out = append(out, p.rest[last:r.off]...)
+		if o+r.off-last > n {
+			return nil, short
+		}
+		o += copy(out[o:], p.rest[last:r.off])
 		last = r.off
-		for range words {
-			if len(first) == 0 {
-				return nil, fmt.Errorf("%w: packed texts: fewer words than counted", errIndexCorrupt)
+		if words > len(first)-fi || words > n-o {
+			return nil, fmt.Errorf("%w: packed texts: fewer words than counted", errIndexCorrupt)
+		}
+		for _, c := range first[fi : fi+words] {
+			if o == n {
+				return nil, short
 			}
-			c := first[0]
-			first = first[1:]
-			out = append(out, c)
-			for k := 0; c >= 0x80; k++ {
-				if len(more) == 0 || k == binary.MaxVarintLen64-1 {
+			out[o] = c
+			o++
+			for k := 1; c >= 0x80; k++ {
+				if mi == len(more) || k == binary.MaxVarintLen64 || o == n {
 					return nil, fmt.Errorf("%w: packed texts: a word's number cut short", errIndexCorrupt)
 				}
-				c = more[0]
-				more = more[1:]
-				out = append(out, c)
+				c = more[mi]
+				mi++
+				out[o] = c
+				o++
 			}
 		}
+		fi += words
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
-	out = append(out, p.rest[last:]...)
-	if len(first) != 0 || len(more) != 0 || len(out) != n {
-		return nil, fmt.Errorf("%w: packed texts: %d bytes of %d, %d+%d left", errIndexCorrupt, len(out), n, len(first), len(more))
+	if o+len(p.rest)-last != n || fi != len(first) || mi != len(more) {
+		return nil, fmt.Errorf("%w: packed texts: %d bytes of %d, %d+%d left", errIndexCorrupt, o+len(p.rest)-last, n, len(first)-fi, len(more)-mi)
 	}
+	copy(out[o:], p.rest[last:])
 	return out, nil
 }
 
@@ -103,7 +113,7 @@ func skipToTurns(r *indexReader) int {
 	r.uv() // from
 	r.uv() // next
 	r.uv() // lastReset
-	r.time()
+	skipTime(r)
 	r.uv() // applied
 	r.uv() // read
 	r.uv() // memNext
@@ -130,7 +140,7 @@ func skipToTurns(r *indexReader) int {
 func skipTurnFixed(r *indexReader) int {
 	r.uv() // V
 	r.skip()
-	r.time()
+	skipTime(r)
 	for range 4 {
 		r.uv()
 	}
@@ -141,4 +151,20 @@ func skipTurnFixed(r *indexReader) int {
 		r.skip()
 	}
 	return r.count(1)
+}
+
+// skipTime reads a time (indexReader.time) without making it.
+func skipTime(r *indexReader) {
+	switch r.uv() {
+	case 0:
+	case 1:
+		r.v()
+		r.uv()
+	case 2:
+		r.v()
+		r.v()
+		r.uv()
+	default:
+		r.fail("bad time")
+	}
 }

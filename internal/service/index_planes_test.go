@@ -63,3 +63,40 @@ func TestPackedFormUnpacksExactly(t *testing.T) {
 		})
 	}
 }
+
+// Planes that do not fit the encoding's length are an error, never a
+// panic: a byte more in the continuation plane, a word's first byte
+// changed to need one, the length said one short.
+func TestJoinTextsRefusesPlanesThatDoNotFit(t *testing.T) {
+	rp := newReplay(newAnalyzer(), state.DefaultAdmission(), "s", 1)
+	for i, d := range benchTurns(200) {
+		rp.apply(uint64(i+1), time.Time{}, events.KindTurn, d)
+	}
+	blob, err := encodeReplay(nil, "key", rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := splitTexts(blob)
+	if err != nil || len(p.first) < 1000 || len(p.more) == 0 {
+		t.Fatalf("split into %d+%d (%v), expected the words of 200 turns", len(p.first), len(p.more), err)
+	}
+	if back, err := joinTexts(p, len(blob)); err != nil || string(back) != string(blob) {
+		t.Fatalf("joined %d bytes (%v), want %d", len(back), err, len(blob))
+	}
+	clone := func(b []byte) []byte { return append([]byte(nil), b...) }
+	for _, bad := range []struct {
+		name string
+		p    textPlanes
+		n    int
+	}{
+		{"length one short", p, len(blob) - 1},
+		{"length one more", p, len(blob) + 1},
+		{"a continuation byte more", textPlanes{p.rest, p.first, append(clone(p.more), 1)}, len(blob)},
+		{"a first byte that needs one more", textPlanes{p.rest, append(clone(p.first[:len(p.first)-1]), 0x81), p.more}, len(blob)},
+		{"a first byte less", textPlanes{p.rest, p.first[:len(p.first)-1], p.more}, len(blob)},
+	} {
+		if _, err := joinTexts(bad.p, bad.n); err == nil {
+			t.Errorf("%s: joined", bad.name)
+		}
+	}
+}
