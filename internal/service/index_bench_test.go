@@ -51,6 +51,37 @@ func BenchmarkIndexLoad10k(b *testing.B) {
 	}
 }
 
+// BenchmarkIndexUnpack10k is a request to a session kept packed: the
+// same 10,000 turns' packed form (index_pack.go) unpacked and decoded
+// again, with the load's checks.
+func BenchmarkIndexUnpack10k(b *testing.B) {
+	rp := newReplay(newAnalyzer(), state.DefaultAdmission(), "s", 1)
+	for i, d := range benchTurns(10_000) {
+		rp.apply(uint64(i+1), time.Time{}, events.KindTurn, d)
+	}
+	blob, err := encodeReplay(nil, "key", rp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := newPacker()
+	if err != nil {
+		b.Fatal(err)
+	}
+	packed := p.pack(blob)
+	b.ReportMetric(float64(len(packed))/float64(len(blob)), "packed/encoded")
+	b.ResetTimer()
+	for range b.N {
+		raw, err := p.unpack(packed)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, body, _ := indexHeader(raw)
+		if _, err := decodeReplayOwned(body, cap(raw), rp.idx.an, state.DefaultAdmission(), "s"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // benchTurns are n turns' payloads of 6-30 words from a Zipf-distributed
 // vocabulary of 3,000 words.
 func benchTurns(n int) [][]byte {

@@ -71,6 +71,19 @@ func joinTexts(p textPlanes, n int) ([]byte, error) {
 			return nil, fmt.Errorf("%w: packed texts: fewer words than counted", errIndexCorrupt)
 		}
 		for _, c := range first[fi : fi+words] {
+			if o+1 < n && mi < len(more) {
+				// A number of one or two bytes without a branch on which:
+				// the next continuation byte is written after it either
+				// way, and kept if it is one.
+				m := more[mi]
+				out[o], out[o+1] = c, m
+				two := int(c >> 7)
+				if two&int(m>>7) == 0 {
+					o += 1 + two
+					mi += two
+					continue
+				}
+			}
 			if o == n {
 				return nil, short
 			}
