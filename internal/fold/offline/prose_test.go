@@ -417,3 +417,12 @@ func TestReportingVerbsVary(t *testing.T) {
 		}
 	}
 }
+
+// A quote cut short where a statement's text is clipped still closes in the summary.
+func TestCutQuoteCloses(t *testing.T) {
+	text := clip(`Bob said, "`+strings.Repeat("the venue in Lisbon has a terrace and a garden, ", 8)+`and a pool."`, maxStmtRunes)
+	st := &state{V: stateVersion, Names: []string{"Bob"}, Open: []stmt{{Sp: "Bob", Text: text, W: 3, Terms: (*lexicon)(nil).termString(text), At: 1}}}
+	if got := st.render(1200, 5, 2); !strings.HasSuffix(got, `…"`) {
+		t.Errorf("the cut quote does not close: %s", got)
+	}
+}

@@ -537,6 +537,9 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 		if v := varied(t, x.Sp, saidLast); len(v)-len(t) <= room {
 			t, room = v, room-(len(v)-len(t))
 		}
+		if strings.Count(t, `"`)%2 == 1 && room > 0 {
+			t, room = t+`"`, room-1 // a quote cut short (clip) closes
+		}
 		if v := strings.TrimPrefix(strings.TrimPrefix(t, x.Sp), " also"); strings.HasPrefix(v, " said ") || strings.HasPrefix(v, " mentioned ") {
 			saidLast = v[1] == 's'
 		}
@@ -546,20 +549,15 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 	// (cands are the statements of the periods with a line, then the
 	// current ones, in order)
 	i := 0
-	for pi := range st.Periods {
-		if headers[pi] != "" {
+	for pi := range len(st.Periods) + 1 { // (the last: the current statements)
+		if pi < len(st.Periods) && headers[pi] != "" {
 			lines = append(lines, headers[pi])
 			joinable = false
 		}
-		for ; i < len(cands) && cands[i].period == pi; i++ {
+		for ; i < len(cands) && (cands[i].period == pi || pi == len(st.Periods)); i++ {
 			if cands[i].taken {
 				add(cands[i].x)
 			}
-		}
-	}
-	for ; i < len(cands); i++ {
-		if cands[i].taken {
-			add(cands[i].x)
 		}
 	}
 	return lines
