@@ -323,6 +323,7 @@ type known struct {
 // field is a field of text as written (strings.Fields'), and what the summarizer reads in it.
 type field struct {
 	f, core, low string   // core: f without the punctuation around it (phrases), low: core lower-cased
+	bare         string   // f without the punctuation around it that tighten ignores
 	rep          string   // f lower-cased without the punctuation around it that repeated ignores, when ASCII
 	x            lexeme   // low's
 	terms        []string // the distinct stems of its content words (appendTerms)
@@ -410,7 +411,7 @@ func (l *lexicon) fields(ks []*field, fs []string) []*field {
 }
 
 func newField(l *lexicon, f string) *field {
-	k := &field{f: f, core: trimCut(f, `.,!?;:()"`), terms: l.tokenTerms(nil, 0, f)}
+	k := &field{f: f, core: trimCut(f, `.,!?;:()"`), bare: trimCut(f, `,.!?;:"`), terms: l.tokenTerms(nil, 0, f)}
 	if w := k.core; w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
 		k.core = strings.Trim(w, `.,!?;:()"“”`)
 	}

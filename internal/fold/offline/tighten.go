@@ -46,7 +46,7 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
 		var core []byte // lower-cased without its commas, when it may be a false start or a hedge (compared as a string: no copy)
-		if nx := trimCut(ws[min(i+1, len(ws)-1)], `,.!?;:"`); i+1 < len(ws) && nx != "" && (nx[0] >= utf8.RuneSelf || w[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == lowerASCII(w[0])) {
+		if nx := kw[min(i+1, len(kw)-1)].bare; i+1 < len(ws) && nx != "" && (nx[0] >= utf8.RuneSelf || w[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == lowerASCII(w[0])) {
 			// a word the next one completes shares its first letter
 			if core = lower(cb[:0], strings.TrimRight(w, ",")); len(core) > 0 && (nx[0] >= utf8.RuneSelf || core[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == core[0]) && lx.falseStart(string(core), string(lower(nb[:0], nx))) {
 				continue
