@@ -229,21 +229,29 @@ func (c *indexCache) demote(except *cacheEntry) bool {
 		if v == except || !v.demotable || !v.mu.TryLock() {
 			continue
 		}
-		done := v.r != nil && v.packed != nil
-		if done {
-			v.vecs, v.vecBytes = v.r.vecs, v.r.vecBytes
-			v.r = nil
-			bytes, _ := v.held()
-			c.bytes += bytes - v.bytes
-			v.bytes = bytes
-		}
-		c.mark(v, false, done)
+		done := c.packOnly(v)
 		v.mu.Unlock()
 		if done {
 			return true
 		}
 	}
 	return false
+}
+
+// packOnly drops e's replay if it has a packed form, and reports whether
+// it did. Must be called with e.mu and c.mu held, e in the cache.
+func (c *indexCache) packOnly(e *cacheEntry) bool {
+	done := e.r != nil && e.packed != nil
+	if done {
+		e.vecs, e.vecBytes = e.r.vecs, e.r.vecBytes
+		e.r = nil
+		bytes, _ := e.held()
+		c.bytes += bytes - e.bytes
+		e.bytes = bytes
+		c.m.bytes.Set(float64(c.bytes))
+	}
+	c.mark(e, false, done)
+	return done
 }
 
 // room reports whether the budget holds the entry at its new size
@@ -342,6 +350,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		}
 		info, err := s.in.Info(ctx)
 		if err != nil {
+			c.account(e) // as it is now: perhaps decoded above
 			e.mu.Unlock()
 			return nil, internal(err, "reading stream %s info", s.layout.In)
 		}

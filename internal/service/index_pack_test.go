@@ -105,3 +105,48 @@ func TestPackedIndexIsExtendedOrLoadedAgain(t *testing.T) {
 		t.Fatalf("damaged: %+v, expected it loaded from the store", c)
 	}
 }
+
+// The preload at start keeps packed the indexes it loaded first once the
+// decoded ones fill its share of the budget: it loads more sessions than
+// fit decoded, and their first requests load nothing.
+func TestPreloadKeepsSessionsPacked(t *testing.T) {
+	ctx := context.Background()
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	sessions := []string{"a1", "a2", "a3", "a4"}
+	for _, s := range sessions {
+		publishWith(t, e, s, 0, 64, queryTexts)
+	}
+	for _, s := range sessions {
+		e.Settled(s, 64, 10)
+	}
+	scan := direct(t, e, service.IndexBytes(0))
+	one := direct(t, e)
+	for _, s := range sessions {
+		sameAnswers(t, "first instance "+s, s, scan, one)
+	}
+	one.PersistIndexes(ctx)
+	total, packed := one.IndexBytes(), one.PackedBytes()
+	decoded := (total - packed) / int64(len(sessions))
+	if packed <= 0 || decoded <= packed/2 {
+		t.Fatalf("four sessions: %d bytes, %d of them packed", total, packed)
+	}
+	// The preload fills 3/4 of it: all four packed and one decoded, not
+	// two decoded.
+	budget := (packed + decoded + decoded/4) * 4 / 3
+
+	b := direct(t, e, service.IndexBytes(budget))
+	b.WaitPreloaded(t)
+	if c, n, p := b.IndexCounters(), b.IndexedSessions(), b.PackedSessions(); c.Preloaded != float64(len(sessions)) || n != len(sessions) || p < len(sessions)-2 {
+		t.Fatalf("after the preload: %+v, %d sessions in memory, %d packed; expected all four preloaded, most packed", c, n, p)
+	}
+	for _, s := range sessions {
+		sameAnswers(t, "preloaded "+s, s, scan, b)
+		if got := b.IndexBytes(); got > budget {
+			t.Fatalf("index holds %d bytes, budget %d", got, budget)
+		}
+	}
+	if c := b.IndexCounters(); c.Builds != 0 || c.Loads != float64(len(sessions)) || c.Unpacked < float64(len(sessions)-2) {
+		t.Fatalf("asked after the preload: %+v, expected nothing loaded again, the packed ones decoded", c)
+	}
+}

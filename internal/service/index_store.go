@@ -729,9 +729,10 @@ const (
 
 // preload loads into memory, in the background after start, the stored
 // indexes written within preloadWindow, most recent first, until they
-// hold preloadShare of the memory budget: the first question to a session
-// active before a restart (or on a new instance) then finds its index in
-// memory. A request for a session being preloaded waits for it on the
+// hold preloadShare of the memory budget, those loaded first kept packed
+// (index_pack.go) once the decoded ones fill it: the first question to a
+// session active before a restart (or on a new instance) then finds its
+// index in memory. A request for a session being preloaded waits for it on the
 // session's entry; one for a session not preloaded loads it itself.
 func (s *server) preload(ctx context.Context) {
 	st, c := s.istore, s.index
@@ -764,6 +765,8 @@ func (s *server) preload(ctx context.Context) {
 	n := 0
 	for _, r := range recent {
 		c.mu.Lock()
+		for float64(c.bytes) >= preloadShare*float64(c.budget) && c.demote(nil) {
+		}
 		full := float64(c.bytes) >= preloadShare*float64(c.budget)
 		_, held := c.entries[r.session]
 		c.mu.Unlock()
