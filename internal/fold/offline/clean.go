@@ -322,12 +322,11 @@ type known struct {
 
 // field is a field of text as written (strings.Fields'), and what the summarizer reads in it.
 type field struct {
-	f, core, low string   // core: f without the punctuation around it (phrases), low: core lower-cased
-	bare         string   // f without the punctuation around it that tighten ignores
-	rep          string   // f lower-cased without the punctuation around it that repeated ignores, when ASCII
-	x            lexeme   // low's
-	terms        []string // the distinct stems of its content words (appendTerms)
-	flags        fieldFlags
+	f, core, low, bare string   // core: f without the punctuation around it (phrases), low: core lower-cased, bare: f without what tighten trims
+	rep                string   // f lower-cased without the punctuation around it that repeated ignores, when ASCII
+	x                  lexeme   // low's
+	terms              []string // the distinct stems of its content words (appendTerms)
+	flags              fieldFlags
 }
 
 // fieldFlags: a field has a digit (hasDigit), reads as a name (capitalised, not "I" nor "I'…": statFields), is a first
