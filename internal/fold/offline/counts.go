@@ -69,7 +69,10 @@ func (v *wordCounts) release() *wordCounts {
 		v.lx = new(lexicon)
 	}
 	v.lx.trim()
-	v.fold, v.words, v.n, v.size, v.floor, v.all = v.fold+1, v.words[:0], v.n[:0], 0, 0, v.all[:0]
+	if v.fold++; v.fold == 0 { // the stamp wrapped: a word stamped long ago must not read as numbered in this fold
+		v.lx.m, v.lx.near, v.fold = nil, [len(v.lx.near)]*known{}, 1
+	}
+	v.words, v.n, v.size, v.floor, v.all = v.words[:0], v.n[:0], 0, 0, v.all[:0]
 	return v
 }
 
