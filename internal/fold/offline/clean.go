@@ -322,11 +322,11 @@ type known struct {
 
 // field is a field of text as written (strings.Fields'), and what the summarizer reads in it.
 type field struct {
-	f, core, low string   // core: f without the punctuation around it (phrases), low: core lower-cased
-	rep          string   // f lower-cased without the punctuation around it that repeated ignores, when ASCII
-	x            lexeme   // low's
-	terms        []string // the distinct stems of its content words (appendTerms)
-	flags        fieldFlags
+	f, core, low, bare string   // core: f without the punctuation around it (phrases), low: core lower-cased, bare: f without what tighten trims
+	rep                string   // f lower-cased without the punctuation around it that repeated ignores, when ASCII
+	x                  lexeme   // low's
+	terms              []string // the distinct stems of its content words (appendTerms)
+	flags              fieldFlags
 }
 
 // fieldFlags: a field has a digit (hasDigit), reads as a name (capitalised, not "I" nor "I'…": statFields), is a first
@@ -410,7 +410,7 @@ func (l *lexicon) fields(ks []*field, fs []string) []*field {
 }
 
 func newField(l *lexicon, f string) *field {
-	k := &field{f: f, core: trimCut(f, `.,!?;:()"`), terms: l.tokenTerms(nil, 0, f)}
+	k := &field{f: f, core: trimCut(f, `.,!?;:()"`), bare: trimCut(f, `,.!?;:"`), terms: l.tokenTerms(nil, 0, f)}
 	if w := k.core; w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
 		k.core = strings.Trim(w, `.,!?;:()"“”`)
 	}

@@ -69,7 +69,9 @@ func (v *wordCounts) release() *wordCounts {
 		v.lx = new(lexicon)
 	}
 	v.lx.trim()
-	v.fold++
+	if v.fold++; v.fold == 0 { // the stamp wrapped: a word stamped long ago must not read as numbered in this fold
+		v.lx.m, v.lx.near, v.fold = nil, [len(v.lx.near)]*known{}, 1
+	}
 	v.words, v.n, v.size, v.floor, v.all = v.words[:0], v.n[:0], 0, 0, v.all[:0]
 	return v
 }
@@ -184,9 +186,7 @@ type termSet []bool
 func (s termSet) has(id int32) bool { return int(id) < len(s) && s[id] }
 
 func (s *termSet) add(id int32) {
-	if n := int(id) + 1 - len(*s); n > 0 {
-		*s = append(*s, make([]bool, n)...)
-	}
+	*s = append(*s, make([]bool, max(0, int(id)+1-len(*s)))...)
 	(*s)[id] = true
 }
 

@@ -100,3 +100,14 @@ func TestWordCountsWriteWhatWasCounted(t *testing.T) {
 		t.Errorf("pairs written as %q (%d words)", v.String(), v.size)
 	}
 }
+
+// After 2^32 folds on one scratch its fold stamp wraps; words stamped long ago, or never, must not read as numbered in
+// the fold after.
+func TestFoldStampWraps(t *testing.T) {
+	v := new(wordCounts).read("alpha:2")
+	v.fold = math.MaxUint32 // as after 2^32 - 1 folds
+	v.read("alpha:2 beta:5 gamma")
+	if n, _ := parseCounts(t, v.String()); !maps.Equal(n, map[string]int{"alpha": 2, "beta": 5, "gamma": 1}) || v.size != 3 {
+		t.Errorf("counts after the stamp wrapped: %q (%d words)", v.String(), v.size)
+	}
+}

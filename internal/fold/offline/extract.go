@@ -474,10 +474,8 @@ var inlineFiller = toSet([]string{"um", "uh", "uhm", "umm", "uhh", "er", "erm", 
 
 // opensWithBackchannel reports whether a turn starts with an acknowledgement ("sure", "ok, …").
 func opensWithBackchannel(text string) bool {
-	if f, _ := nextField(text, 0); f != "" {
-		return backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
-	}
-	return true
+	f, _ := nextField(text, 0)
+	return f == "" || backchannels[strings.Trim(strings.ToLower(f), ".,!?")]
 }
 
 // ---- reported speech ----
@@ -495,6 +493,8 @@ var (
 		{"i'd suggest ", " suggested "}, {"i propose ", " proposed "}, {"let me ", " offered to "}, {"i agree that ", " agreed that "},
 		{"i agree, ", " agreed, "}, {"agreed, ", " agreed, "}}
 	opinion = []string{"i think that ", "i think ", "i guess ", "i believe ", "i feel like ", "i reckon "}
+	// actStarts are the first words of speechActs and opinion.
+	actStarts = toSet(strings.Fields("we maybe let's how what why i i'd let agreed"))
 )
 
 // report writes what sp said as reported speech a person would write: "I keep dying as Hulk" → "Bob keeps dying as
@@ -503,8 +503,10 @@ var (
 // self reports a statement about the speaker.
 func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, user bool, names []string) (text string, self bool) { // (ws: sent's fields, ks: theirs)
 	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
-	low := lower(buf[:0], sent[:min(len(sent), len(buf))])
-	verb := "said"
+	low, verb := buf[:0], "said"
+	if len(ks) > 0 && actStarts[ks[0].low] { // (else no opinion nor act can open it: low is compared with them alone)
+		low = lower(buf[:0], sent[:min(len(sent), len(buf))])
+	}
 	for _, o := range opinion {
 		if !question && hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
 			if ws, ks = ws[strings.Count(o, " "):], ks[strings.Count(o, " "):]; !isASCII(sent[:len(o)]) {
@@ -520,7 +522,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 		first, second = first+b2i(k.is(ffFirst)), second+b2i(k.is(ffSecond))
 	}
 	for _, a := range speechActs { // (the act's own "I" or "me" is the only first person word allowed)
-		if low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
+		if len(low) > 0 && low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
 			rest := backshift(group(sent[len(a[0]):], strings.Fields(sent[len(a[0]):])))
 			if question {
 				return sp + a[1] + strings.TrimSuffix(rest, "?") + ".", false

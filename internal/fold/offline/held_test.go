@@ -80,3 +80,39 @@ func TestStateNotKeptWhenItReadsBackOtherwise(t *testing.T) {
 		t.Fatalf("kept %d states with escapes; want 1", s.held.Len())
 	}
 }
+
+// TestKeptStateTakenOnce: folds at once from the same previous state's bytes
+// (a fold retried while the first still runs) give one answer: one goes on
+// from the kept state, the others decode the bytes.
+func TestKeptStateTakenOnce(t *testing.T) {
+	ts, notes := synthSession(9, 80)
+	ctx := context.Background()
+	s := New()
+	first, err := fold.Summarize(ctx, s, fold.Request{Session: "a", Turns: ts[:40], Notes: notes, MaxChars: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := fold.Request{Session: "a", Turns: ts[40:], MaxChars: 600, PreviousSummary: first.Summary, PreviousState: first.State}
+	alone := next
+	alone.PreviousState = bytes.Clone(first.State)
+	want, err := fold.Summarize(ctx, New(), alone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 8)
+	for range cap(done) {
+		go func() {
+			out, err := fold.Summarize(ctx, s, next)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- fmt.Sprintf("%q\n%s", out.Summary, out.State)
+		}()
+	}
+	for range cap(done) {
+		if got := <-done; got != fmt.Sprintf("%q\n%s", want.Summary, want.State) {
+			t.Fatalf("a fold at once with others gave\n%s\nwant\n%q\n%s", got, want.Summary, want.State)
+		}
+	}
+}

@@ -477,6 +477,15 @@ func TestLexiconReadsFieldsAsTheirReadersDo(t *testing.T) {
 			}
 		}
 	}
+	acts := slices.Clone(opinion) // (report looks for them only after a first word of actStarts)
+	for _, a := range speechActs {
+		acts = append(acts, a[0])
+	}
+	for _, a := range acts {
+		if w := lx.field(strings.Fields(a)[0]).low; !actStarts[w] {
+			t.Errorf("%q opens with %q, not in actStarts", a, w)
+		}
+	}
 }
 
 // Speech loses what a person writing it down leaves out: intensifiers
@@ -504,6 +513,11 @@ func TestSpeechTightened(t *testing.T) {
 		{"Bob: the more you know the more you grow in this team", `Bob said, "The more you know the more you grow in this team."`},
 		{"Bob: when you do this when you do that the remote breaks", `Bob said, "When you do this when you do that the remote breaks."`},
 		{"Bob: we booked it for the for the launch", "Bob said they booked it for the launch."},
+		{"Bob: the caterer wants a deposit, I guess", "Bob said the caterer wants a deposit."}, // a clause at the end that names nothing
+		{"Bob: we need chairs and tables, and so on", "Bob said they need chairs and tables."},
+		{"Bob: the venue is booked for Friday, right?", "Bob asked: the venue is booked for Friday?"},              // (the question stays one)
+		{"Bob: the florist can't come, I don't think so", `Bob said, "The florist can't come, I don't think so."`}, // a negation stays
+		{"Bob: we need more chairs, another 40", "Bob said they need more chairs, another 40."},                    // a number is named
 	} {
 		if got := summarize(t, fold.Request{Turns: turns("Alice: hi", c.line)}); !strings.Contains(got, c.want) {
 			t.Errorf("%q:\ngot  %q\nwant %q", c.line, got, c.want)

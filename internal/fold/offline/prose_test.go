@@ -426,3 +426,40 @@ func TestCutQuoteCloses(t *testing.T) {
 		t.Errorf("the cut quote does not close: %s", got)
 	}
 }
+
+// Two statements in a row are one sentence only when one speaker said both, not when one name begins the other.
+func TestOnlyOneSpeakersStatementsJoin(t *testing.T) {
+	at := time.Date(2026, 5, 5, 10, 0, 0, 0, time.UTC)
+	out, err := New().Summarize(context.Background(), fold.Request{Session: "j", MaxChars: 1200, Turns: []fold.Turn{
+		{Speaker: "Ann Lee", Role: "user", Text: "The caterer in Lisbon wants a deposit of 300 euros by Friday.", At: at},
+		{Speaker: "Ann", Role: "user", Text: "The venue for the workshop is booked for the whole of June.", At: at.Add(time.Minute)},
+		{Speaker: "Bob", Role: "user", Text: "The printer on the second floor is broken again since Monday.", At: at.Add(2 * time.Minute)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Summary, "Ann Lee said the caterer") || !strings.Contains(out.Summary, "the venue for the workshop") ||
+		strings.Contains(out.Summary, ", and the venue") {
+		t.Errorf("each statement should be credited to its own speaker: %s", out.Summary)
+	}
+}
+
+// A quote closes only where a spoken statement was cut short: a tool call or a screen note with an odd quote mark keeps
+// its text as it was.
+func TestOnlyCutQuotesClose(t *testing.T) {
+	at := time.Date(2026, 5, 5, 10, 0, 0, 0, time.UTC)
+	out, err := New().Summarize(context.Background(), fold.Request{Session: "q", MaxChars: 1200, Turns: []fold.Turn{
+		{Speaker: "Ann", Role: "user", Text: "The caterer in Lisbon wants a deposit of 300 euros by Friday.", At: at},
+		{Role: "assistant", Kind: "tool_call", Tool: "bash", Text: `{"command":"echo \"hello"}`, At: at.Add(3 * time.Minute)},
+		{Role: "tool", Kind: "tool_result", Tool: "bash", Text: "hello", At: at.Add(3 * time.Minute)},
+	}, Notes: []fold.Note{{Source: "Ann", Text: `Monitor settings: 27" display, brightness 80%, contrast 70%`, At: at.Add(time.Minute)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Summary, `(echo "hello)`) || !strings.Contains(out.Summary, `27" display`) {
+		t.Fatalf("the tool call and the note should be in the summary: %s", out.Summary)
+	}
+	if strings.Count(out.Summary, `"`) != 2 {
+		t.Errorf("a quote mark added to a line that was not cut: %s", out.Summary)
+	}
+}

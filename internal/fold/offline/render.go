@@ -517,15 +517,15 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 			room -= cands[i].size
 		}
 	}
-	joinable := false   // the last line is a statement another may join
+	joinSp := ""        // the speaker of the last line when it is a statement another of theirs may join
 	first := len(lines) // the first statement's line
 	saidLast := false   // of the statements reported with "said" or "mentioned", the last said "said"
 	add := func(x *stmt) {
 		said := x.Sp + " said "
 		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
-		if n := len(lines) - 1; joinable && plain && strings.HasPrefix(lines[n], x.Sp+" ") { // (its verb maybe varied)
+		if n := len(lines) - 1; plain && joinSp == x.Sp { // (its verb maybe varied)
 			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[len(said):]
-			joinable = false
+			joinSp = ""
 			return
 		}
 		t := x.Text
@@ -537,14 +537,16 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 		if v := varied(t, x.Sp, saidLast); len(v)-len(t) <= room {
 			t, room = v, room-(len(v)-len(t))
 		}
-		if strings.Count(t, `"`)%2 == 1 && room > 0 {
+		if (x.K == kSaid || x.K == kAsk) && strings.HasSuffix(t, "…") && strings.Count(t, `"`)%2 == 1 && room > 0 {
 			t, room = t+`"`, room-1 // a quote cut short (clip) closes
 		}
 		if v := strings.TrimPrefix(strings.TrimPrefix(t, x.Sp), " also"); strings.HasPrefix(v, " said ") || strings.HasPrefix(v, " mentioned ") {
 			saidLast = v[1] == 's'
 		}
 		lines = append(lines, t)
-		joinable = plain && strings.HasSuffix(x.Text, ".")
+		if joinSp = ""; plain && strings.HasSuffix(x.Text, ".") {
+			joinSp = x.Sp
+		}
 	}
 	// (cands are the statements of the periods with a line, then the
 	// current ones, in order)
@@ -552,7 +554,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 	for pi := range len(st.Periods) + 1 { // (the last: the current statements)
 		if pi < len(st.Periods) && headers[pi] != "" {
 			lines = append(lines, headers[pi])
-			joinable = false
+			joinSp = ""
 		}
 		for ; i < len(cands) && (cands[i].period == pi || pi == len(st.Periods)); i++ {
 			if cands[i].taken {

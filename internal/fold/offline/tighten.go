@@ -12,11 +12,11 @@ const maxSentRunes = 200
 const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what ends a word before a break (oneOf)
 
 // tighten removes from a spoken sentence what a person writing it down leaves out: false starts that the next word
-// completes ("th the", "crite cr criteria"), a phrase said twice in a row ("for the for the") or started again, and
-// talk that carries nothing ("you know", "I mean", "kind of" where it hedges, "really" inside a sentence); a run-on
-// sentence ends at the last clause boundary within maxSentRunes; a run of one word is said three times at most ("blah
-// blah blah blah"), so a turn of one repeated word costs nothing. What it leaves is the speaker's words, in order, and
-// their fields (in fs's room; none if unknown).
+// completes ("th the"), a phrase said twice in a row ("for the for the"), talk that carries nothing ("you know", "I
+// mean", "kind of" where it hedges, "really" inside a sentence, a clause at its end with no content word, number or
+// negation: "…, I guess", ", and so on"); a run-on sentence ends at the last clause boundary within maxSentRunes; a run
+// of one word is said three times at most ("blah blah blah blah"), so a turn of one repeated word costs nothing. What
+// it leaves is the speaker's words, in order, and their fields (in fs's room; none if unknown).
 func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	var arr [64]string
 	var karr [64]*field
@@ -46,7 +46,7 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
 		var core []byte // lower-cased without its commas, when it may be a false start or a hedge (compared as a string: no copy)
-		if nx := trimCut(ws[min(i+1, len(ws)-1)], `,.!?;:"`); i+1 < len(ws) && nx != "" && (nx[0] >= utf8.RuneSelf || w[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == lowerASCII(w[0])) {
+		if nx := kw[min(i+1, len(kw)-1)].bare; i+1 < len(ws) && nx != "" && (nx[0] >= utf8.RuneSelf || w[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == lowerASCII(w[0])) {
 			// a word the next one completes shares its first letter
 			if core = lower(cb[:0], strings.TrimRight(w, ",")); len(core) > 0 && (nx[0] >= utf8.RuneSelf || core[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == core[0]) && lx.falseStart(string(core), string(lower(nb[:0], nx))) {
 				continue
@@ -89,6 +89,15 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 			continue
 		}
 		out, ko = repeated(append(out, w), append(ko, kw[i]))
+	}
+	for j := len(out) - 1; j > 0; j-- { // a clause at the end after a comma that names nothing ("…, I guess", ", right?") goes
+		if k := ko[j]; len(k.terms) > 0 || k.is(ffDigit) || k.low == "not" || k.low == "never" || strings.HasSuffix(k.low, "n't") {
+			break
+		} else if strings.ContainsAny(out[j-1][len(out[j-1])-1:], ",;:") {
+			end := out[len(out)-1][len(strings.TrimRight(out[len(out)-1], ".?!")):]
+			out, ko = out[:j], ko[:j]
+			out[j-1] = strings.TrimRight(out[j-1], ",;:") + end
+		}
 	}
 	if len(out) == 0 {
 		return "", fs[:0]
@@ -188,14 +197,7 @@ var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", 
 // cutClause ends s at the last clause boundary within max runes (and past a third of it), with a full stop; s as it is
 // when there is none.
 func cutClause(s string, max int) string {
-	limit, n := len(s), 0
-	for i := range s {
-		if n == max {
-			limit = i
-			break
-		}
-		n++
-	}
+	limit := min(len(s), len(string([]rune(s)[:min(max, runeLen(s))]))) // (the byte where rune max starts; a long sentence is rare)
 	best := -1
 	for _, b := range clauseBreaks {
 		if i := strings.LastIndex(s[:limit], b); i > best && i > limit/3 {
@@ -207,11 +209,7 @@ func cutClause(s string, max int) string {
 	}
 	out := strings.TrimRight(s[:best], ",;: ")
 	if r, _ := utf8.DecodeLastRuneInString(out); r != '.' && r != '!' && r != '?' {
-		if strings.HasSuffix(s, "?") {
-			out += "?"
-		} else {
-			out += "."
-		}
+		out += ".?"[b2i(strings.HasSuffix(s, "?")):][:1]
 	}
 	return out
 }
