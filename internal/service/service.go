@@ -93,6 +93,27 @@ type server struct {
 	// termIDs keeps the value packing's term numbering maps (a map of a
 	// few thousand terms each request) for the next request.
 	termIDs sync.Pool
+	// bg runs the index writer and the preload; Service.Stop waits for
+	// them, so that the writer's last flush is done before it returns.
+	bg sync.WaitGroup
+}
+
+// Service is the context service as micro registered it, with a Stop
+// that also ends the service's own work.
+type Service struct {
+	micro.Service
+	cancel context.CancelFunc
+	bg     *sync.WaitGroup
+}
+
+// Stop stops answering, ends the index writer and the preload, and waits
+// for them: the writer first writes the indexes read since their last
+// write (at most indexFlushTimeout), so that a restart loads them.
+func (s *Service) Stop() error {
+	err := s.Service.Stop()
+	s.cancel()
+	s.bg.Wait()
+	return err
 }
 
 // Start registers the service on nc and serves until ctx ends or the
@@ -106,15 +127,24 @@ type server struct {
 //
 // Options: IndexBytes (the recall index's memory budget), Registerer (its
 // metrics), Clock, Admission (the processor's acceptance rules).
-func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout broker.Layout, store *state.Store, tokens TokenCounter, log zerolog.Logger, opts ...Option) (micro.Service, error) {
+func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout broker.Layout, store *state.Store, tokens TokenCounter, log zerolog.Logger, opts ...Option) (*Service, error) {
 	if nc == nil {
 		return nil, errors.New("service: NATS connection, JetStream and store are required")
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	s, err := newServer(ctx, js, layout, store, tokens, log, opts...)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
-	svc, err := micro.AddService(nc, micro.Config{
+	started := false
+	defer func() {
+		if !started {
+			cancel()
+			s.bg.Wait()
+		}
+	}()
+	ms, err := micro.AddService(nc, micro.Config{
 		Name:        client.ServiceName,
 		Version:     Version,
 		Description: "foldstream: packed session contexts (summary + verbatim turns) and session state for prompt builders",
@@ -126,6 +156,7 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 	if err != nil {
 		return nil, fmt.Errorf("service: register %s: %w", client.ServiceName, err)
 	}
+	svc := &Service{Service: ms, cancel: cancel, bg: &s.bg}
 	g := svc.AddGroup(layout.Subjects.Prefix + ".svc")
 	endpoints := []struct {
 		name, desc string
@@ -150,8 +181,9 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, layout br
 	}
 	go func() {
 		<-ctx.Done()
-		_ = svc.Stop()
+		_ = ms.Stop()
 	}()
+	started = true
 	info := svc.Info()
 	log.Info().Str("event", "service_started").Str("name", info.Name).Str("id", info.ID).Str("version", info.Version).
 		Str("subjects", layout.Subjects.Prefix+".svc.>").Msg("context service started")
@@ -196,9 +228,9 @@ func newServer(ctx context.Context, js jetstream.JetStream, layout broker.Layout
 				s.istore.forceInline = 0
 			}
 			s.index.evicted = s.istore.enqueue
-			go s.runIndexWriter(ctx)
 			s.istore.preloading.Set(1)
-			go s.preload(ctx)
+			s.bg.Go(func() { s.runIndexWriter(ctx) })
+			s.bg.Go(func() { s.preload(ctx) })
 		}
 	}
 	s.memoryFailures = newMemoryFailures(s.reg)
