@@ -20,12 +20,20 @@ import (
 // without) on the same streams and compare their answers.
 type Direct struct{ s *server }
 
-// NewDirect builds a Direct like Start builds the service.
-func NewDirect(ctx context.Context, js jetstream.JetStream, layout broker.Layout, store *state.Store, log zerolog.Logger, opts ...Option) (*Direct, error) {
+// NewDirect builds a Direct like Start builds the service. When tb's test
+// ends, its index writer and preload end too, and the cleanup waits for
+// them (as Service.Stop does), so that nothing logs after the test.
+func NewDirect(tb testing.TB, ctx context.Context, js jetstream.JetStream, layout broker.Layout, store *state.Store, log zerolog.Logger, opts ...Option) (*Direct, error) {
+	ctx, cancel := context.WithCancel(ctx)
 	s, err := newServer(ctx, js, layout, store, nil, log, opts...)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
+	tb.Cleanup(func() {
+		cancel()
+		s.bg.Wait()
+	})
 	return &Direct{s: s}, nil
 }
 

@@ -172,6 +172,7 @@ func (s *server) unpacked(ctx context.Context, e *cacheEntry) (*replay, *nextEve
 		// built again, as a store entry that cannot be decoded is.
 		s.log.Warn().Str("event", "recall_index_unpack_failed").Str("session", e.session).Err(err).
 			Msg("packed recall index undecodable; loading or building it again")
+		e.vecs, e.vecBytes = nil, 0 // the replay loaded or built instead brings its own
 		return nil, nil, nil
 	}
 	rp.vecs, rp.vecBytes = e.vecs, e.vecBytes

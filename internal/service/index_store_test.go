@@ -444,7 +444,7 @@ func TestIndexStoreTooLargeForTheServerNamesTheFlag(t *testing.T) {
 	ctx := context.Background()
 	e, scan := settledSession(t)
 	var logs testlog.Buffer
-	d, err := service.NewDirect(ctx, e.JS, e.Layout, e.Store, zerolog.New(&logs),
+	d, err := service.NewDirect(t, ctx, e.JS, e.Layout, e.Store, zerolog.New(&logs),
 		service.IndexStoreInMemory(true), service.IndexStoreBytes(1<<50))
 	if err != nil {
 		t.Fatal(err)

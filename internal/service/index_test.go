@@ -21,7 +21,7 @@ import (
 
 func direct(t *testing.T, e *servicetest.Env, opts ...service.Option) *service.Direct {
 	t.Helper()
-	d, err := service.NewDirect(context.Background(), e.JS, e.Layout, e.Store, e.Log, opts...)
+	d, err := service.NewDirect(t, context.Background(), e.JS, e.Layout, e.Store, e.Log, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

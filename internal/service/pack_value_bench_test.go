@@ -49,7 +49,7 @@ func BenchmarkContextQueryWarm10k(b *testing.B) {
 	}
 	<-e.JS.PublishAsyncComplete()
 	checkpointFrom(b, e, "s1", n-50)
-	d, err := service.NewDirect(context.Background(), e.JS, e.Layout, e.Store, e.Log)
+	d, err := service.NewDirect(b, context.Background(), e.JS, e.Layout, e.Store, e.Log)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestColdBuildStartsAtTheLastResetWithPartitions(t *testing.T) {
 	}
 	publish(subj.In("s1", events.KindControl), events.Control{V: 1, Session: "s1", Op: events.OpReset, At: testenv.T0.Add(40 * time.Second)})
 	publish(subj.In("s1", events.KindTurn), testenv.Turn("s1", 5))
-	d, err := service.NewDirect(ctx, b.JS, b.Layout, state.NewStore(b.JS, b.KV), zerolog.Nop())
+	d, err := service.NewDirect(t, ctx, b.JS, b.Layout, state.NewStore(b.JS, b.KV), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
