@@ -16,24 +16,7 @@ import (
 // loads or builds none of them again.
 func TestIndexKeepsSessionsPackedBeforeEvicting(t *testing.T) {
 	ctx := context.Background()
-	e := servicetest.New(t, servicetest.Options{})
-	e.StartProcessor(processor.Config{}, nil)
-	sessions := []string{"a1", "a2", "a3", "a4"}
-	for _, s := range sessions {
-		publishWith(t, e, s, 0, 64, queryTexts)
-	}
-	for _, s := range sessions {
-		e.Settled(s, 64, 10)
-	}
-	scan := direct(t, e, service.IndexBytes(0))
-	// Every session stored and packed by a first instance, which measures
-	// them.
-	one := direct(t, e)
-	for _, s := range sessions {
-		sameAnswers(t, "first instance "+s, s, scan, one)
-	}
-	one.PersistIndexes(ctx)
-	total, packed := one.IndexBytes(), one.PackedBytes()
+	e, scan, sessions, total, packed := fourStoredSessions(t)
 	if packed <= 0 || packed >= total/2 {
 		t.Fatalf("four sessions: %d bytes, %d of them packed", total, packed)
 	}
@@ -110,23 +93,7 @@ func TestPackedIndexIsExtendedOrLoadedAgain(t *testing.T) {
 // decoded ones fill its share of the budget: it loads more sessions than
 // fit decoded, and their first requests load nothing.
 func TestPreloadKeepsSessionsPacked(t *testing.T) {
-	ctx := context.Background()
-	e := servicetest.New(t, servicetest.Options{})
-	e.StartProcessor(processor.Config{}, nil)
-	sessions := []string{"a1", "a2", "a3", "a4"}
-	for _, s := range sessions {
-		publishWith(t, e, s, 0, 64, queryTexts)
-	}
-	for _, s := range sessions {
-		e.Settled(s, 64, 10)
-	}
-	scan := direct(t, e, service.IndexBytes(0))
-	one := direct(t, e)
-	for _, s := range sessions {
-		sameAnswers(t, "first instance "+s, s, scan, one)
-	}
-	one.PersistIndexes(ctx)
-	total, packed := one.IndexBytes(), one.PackedBytes()
+	e, scan, sessions, total, packed := fourStoredSessions(t)
 	decoded := (total - packed) / int64(len(sessions))
 	if packed <= 0 || decoded <= packed/2 {
 		t.Fatalf("four sessions: %d bytes, %d of them packed", total, packed)
@@ -149,4 +116,28 @@ func TestPreloadKeepsSessionsPacked(t *testing.T) {
 	if c := b.IndexCounters(); c.Builds != 0 || c.Loads != float64(len(sessions)) || c.Unpacked < float64(len(sessions)-2) {
 		t.Fatalf("asked after the preload: %+v, expected nothing loaded again, the packed ones decoded", c)
 	}
+}
+
+// fourStoredSessions publishes and settles four sessions of 64 turns, and
+// has a first instance answer each (as scan does: scan is returned) and
+// store and pack them all; total and packed are that instance's index
+// bytes, and those of them packed.
+func fourStoredSessions(t *testing.T) (e *servicetest.Env, scan *service.Direct, sessions []string, total, packed int64) {
+	t.Helper()
+	e = servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	sessions = []string{"a1", "a2", "a3", "a4"}
+	for _, s := range sessions {
+		publishWith(t, e, s, 0, 64, queryTexts)
+	}
+	for _, s := range sessions {
+		e.Settled(s, 64, 10)
+	}
+	scan = direct(t, e, service.IndexBytes(0))
+	one := direct(t, e)
+	for _, s := range sessions {
+		sameAnswers(t, "first instance "+s, s, scan, one)
+	}
+	one.PersistIndexes(context.Background())
+	return e, scan, sessions, one.IndexBytes(), one.PackedBytes()
 }
