@@ -88,6 +88,9 @@ type cacheEntry struct {
 	// packedOnly: only the packed form is held (r dropped by demote).
 	// Both guarded by indexCache.mu.
 	demotable, packedOnly bool
+	// asked is when a request last used r (Unix ns, wall clock): the
+	// store's writer waits for a pause in them (afterPause).
+	asked atomic.Int64
 }
 
 // held is the memory e holds (its replay, its packed form and the
@@ -396,6 +399,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 	s.memoriesOf(ctx, e.r, mems)
 	s.vectorsOf(ctx, e.r)
 	c.account(e)
+	e.asked.Store(time.Now().UnixNano())
 	s.persistLater(e)
 	rp := e.r
 	return &indexHandle{r: rp, unlock: func() {
