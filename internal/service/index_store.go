@@ -668,28 +668,31 @@ func encodedSize(rp *replay) int {
 	return int(n)
 }
 
-// A queued replay is packed and written once its session's requests
-// pause for writePause, or writeWait after the writer took it: the work
-// (~16 ms of CPU at 10,000 turns: encoding, zstd, the check that it
-// unpacks) then does not run beside the session's next prompts, the
-// requests a bot makes back to back. An evicted replay is not asked for
-// and is written at once.
+// When the writer has nothing else queued, it packs and writes a replay
+// once its session's requests pause for writePause, or writeWait after
+// it took it: the work (~16 ms of CPU at 10,000 turns: encoding, zstd,
+// the check that it unpacks) then does not run beside the session's next
+// prompts, the requests a bot makes back to back. With more queued (many
+// sessions asked, or evicted), it writes at once.
 const (
 	writePause = 500 * time.Millisecond
 	writeWait  = 5 * time.Second
+	// pausePoll is how often a wait looks for more work queued.
+	pausePoll = 50 * time.Millisecond
 )
 
 // afterPause returns true once e's requests have paused for writePause,
-// or writeWait after it was called; false if ctx ended first.
-func afterPause(ctx context.Context, e *cacheEntry) bool {
+// more is queued, or writeWait after it was called; false if ctx ended
+// first.
+func afterPause(ctx context.Context, e *cacheEntry, queue chan *cacheEntry) bool {
 	deadline := time.Now().Add(writeWait)
 	for {
 		now := time.Now()
 		quiet := now.Sub(time.Unix(0, e.asked.Load()))
-		if quiet >= writePause || !now.Before(deadline) {
+		if quiet >= writePause || !now.Before(deadline) || len(queue) > 0 {
 			return true
 		}
-		t := time.NewTimer(min(writePause-quiet, deadline.Sub(now)))
+		t := time.NewTimer(min(writePause-quiet, deadline.Sub(now), pausePoll))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -707,7 +710,7 @@ func (s *server) runIndexWriter(ctx context.Context) {
 	for {
 		select {
 		case e := <-s.istore.queue:
-			if !afterPause(ctx, e) {
+			if !afterPause(ctx, e, s.istore.queue) {
 				waited = append(waited, e)
 				continue
 			}
