@@ -150,12 +150,17 @@ func (d *Direct) PersistIndexes(ctx context.Context) {
 	}
 }
 
+// entry is the session's entry in the index (nil if none).
+func (d *Direct) entry(session string) *cacheEntry {
+	d.s.index.mu.Lock()
+	defer d.s.index.mu.Unlock()
+	return d.s.index.entries[session]
+}
+
 // IndexKeptAsStored reports whether the session's index in memory is its
 // stored encoding, read at first use (indexBase), rather than as built.
 func (d *Direct) IndexKeptAsStored(session string) bool {
-	d.s.index.mu.Lock()
-	e := d.s.index.entries[session]
-	d.s.index.mu.Unlock()
+	e := d.entry(session)
 	if e == nil {
 		return false
 	}
@@ -195,9 +200,7 @@ func (d *Direct) DemoteIndexes() {
 // DamagePacked changes a byte in the middle of the session's packed
 // index; false if it has none.
 func (d *Direct) DamagePacked(session string) bool {
-	d.s.index.mu.Lock()
-	e := d.s.index.entries[session]
-	d.s.index.mu.Unlock()
+	e := d.entry(session)
 	if e == nil {
 		return false
 	}

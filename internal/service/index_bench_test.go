@@ -34,14 +34,7 @@ func BenchmarkIndexBuild10k(b *testing.B) {
 // store: decoding the same 10,000 turns' persisted replay (BenchmarkIndexBuild10k's
 // workload). Reading its chunks from the bucket comes on top.
 func BenchmarkIndexLoad10k(b *testing.B) {
-	rp := newReplay(newAnalyzer(), state.DefaultAdmission(), "s", 1)
-	for i, d := range benchTurns(10_000) {
-		rp.apply(uint64(i+1), time.Time{}, events.KindTurn, d)
-	}
-	blob, err := encodeReplay(nil, "key", rp)
-	if err != nil {
-		b.Fatal(err)
-	}
+	rp, blob := encodedReplay10k(b)
 	_, body, _ := indexHeader(blob)
 	b.ResetTimer()
 	for range b.N {
@@ -55,14 +48,7 @@ func BenchmarkIndexLoad10k(b *testing.B) {
 // same 10,000 turns' packed form (index_pack.go) unpacked and decoded
 // again, with the load's checks.
 func BenchmarkIndexUnpack10k(b *testing.B) {
-	rp := newReplay(newAnalyzer(), state.DefaultAdmission(), "s", 1)
-	for i, d := range benchTurns(10_000) {
-		rp.apply(uint64(i+1), time.Time{}, events.KindTurn, d)
-	}
-	blob, err := encodeReplay(nil, "key", rp)
-	if err != nil {
-		b.Fatal(err)
-	}
+	rp, blob := encodedReplay10k(b)
 	p, err := newPacker()
 	if err != nil {
 		b.Fatal(err)
@@ -101,4 +87,19 @@ func benchTurns(n int) [][]byte {
 			Speaker: "Alice", Role: "user", Text: strings.Join(ws, " ")})
 	}
 	return data
+}
+
+// encodedReplay10k is BenchmarkIndexBuild10k's 10,000 turns applied to a
+// replay, and its encoding as the store keeps it.
+func encodedReplay10k(b *testing.B) (*replay, []byte) {
+	b.Helper()
+	rp := newReplay(newAnalyzer(), state.DefaultAdmission(), "s", 1)
+	for i, d := range benchTurns(10_000) {
+		rp.apply(uint64(i+1), time.Time{}, events.KindTurn, d)
+	}
+	blob, err := encodeReplay(nil, "key", rp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rp, blob
 }
