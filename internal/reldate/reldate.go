@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 // Layout is how a resolved day is written.
@@ -83,7 +85,7 @@ func words(out []word, s, low string) []word {
 // "next", "last" or "coming" before a word of time ("week", "Friday").
 // ASCII text is read as it is, its letters compared in either case.
 func MayHave(s string) bool {
-	ascii := isASCII(s)
+	ascii := sentence.IsASCII(s)
 	if !ascii {
 		s = strings.ToLower(s)
 	}
@@ -138,7 +140,7 @@ func MayHave(s string) bool {
 // white space): MayHave is false for a text none of whose fields MayStartIn. A caller that has split a text into its
 // fields and reads each of them anyway can tell most texts apart this way without reading them again.
 func MayStartIn(f string) bool {
-	if !isASCII(f) {
+	if !sentence.IsASCII(f) {
 		return true
 	}
 	for i := 0; i < len(f); i++ {
@@ -192,15 +194,6 @@ func hasPrefixFold(s, p string) bool {
 	}
 	for i := 0; i < len(p); i++ {
 		if lowerByte(s[i]) != p[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
 			return false
 		}
 	}
