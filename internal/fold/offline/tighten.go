@@ -98,6 +98,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 			end := out[len(out)-1][len(strings.TrimRight(out[len(out)-1], ".?!")):]
 			out, ko = out[:j], ko[:j]
 			out[j-1] = strings.TrimRight(out[j-1], ",;:") + end
+			ko[j-1] = lx.field(out[j-1])
 		}
 	}
 	if len(out) == 0 {
