@@ -28,3 +28,11 @@ func IsASCII(s string) bool {
 	}
 	return true
 }
+
+// LowerByte is c lower-cased when it is an ASCII capital letter.
+func LowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

@@ -32,3 +32,17 @@ func TestRuneLenAndIsASCII(t *testing.T) {
 		}
 	}
 }
+
+// TestLowerByte: ASCII capitals become small letters; every other byte,
+// including those of UTF-8 sequences, stays as it is.
+func TestLowerByte(t *testing.T) {
+	for c := range 256 {
+		want := byte(c)
+		if s := strings.ToLower(string(rune(c))); c < utf8.RuneSelf {
+			want = s[0]
+		}
+		if got := LowerByte(byte(c)); got != want {
+			t.Errorf("LowerByte(%#x) = %#x, want %#x", c, got, want)
+		}
+	}
+}

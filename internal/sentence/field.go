@@ -55,3 +55,12 @@ func NextField(s string, i int) (string, int) {
 	}
 	return s[begin:], i
 }
+
+// AppendFields appends strings.Fields(s) to dst (a caller's array: no
+// allocation while it has room).
+func AppendFields(dst []string, s string) []string {
+	for f, i := NextField(s, 0); f != ""; f, i = NextField(s, i) {
+		dst = append(dst, f)
+	}
+	return dst
+}

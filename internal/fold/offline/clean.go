@@ -202,16 +202,9 @@ func fieldsAtLeast(s string, n int) bool {
 	return n <= 0
 }
 
-// appendFields appends strings.Fields(s) to dst (on the caller's stack).
-func appendFields(dst []string, s string) []string {
-	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
-		dst = append(dst, f)
-	}
-	return dst
-}
+func appendFields(dst []string, s string) []string { return sentence.AppendFields(dst, s) } // (on the caller's stack)
 
-func runeLen(s string) int { return sentence.RuneLen(s) }
-
+func runeLen(s string) int  { return sentence.RuneLen(s) }
 func isASCII(s string) bool { return sentence.IsASCII(s) }
 
 // clip cuts s to at most max runes at a word boundary, with "…".

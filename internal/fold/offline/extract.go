@@ -14,6 +14,7 @@ import (
 
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/reldate"
+	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/foldstream/foldstream/internal/speaker"
 )
 
@@ -159,15 +160,13 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if sent == "" || strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you") {
 			continue // thanks are not news
 		}
-		if len(fs) == 0 { // (its fields not known)
-			fs, ks = appendFields(fs, sent), ks[:0]
+		if len(fs) == 0 || slices.Contains(fs, "") { // (its fields not known)
+			fs = appendFields(fs, sent)
+			ks = lx.fields(ks[:0], fs)
 		}
-		for i, f := range fs { // (each word looked up once, for the terms, statFields, report and factKey)
-			if i == len(ks) {
-				ks = append(ks, nil)
-			}
-			if ks[i] == nil {
-				ks[i] = lx.field(f)
+		for i, k := range ks { // (each word looked up once, for the terms, statFields, report and factKey)
+			if k == nil {
+				ks[i] = lx.field(fs[i])
 			}
 		}
 		tw := addTerms(sc.terms[:0], 0, ks...)
@@ -304,12 +303,7 @@ func (k *keywords) in(s string) bool {
 	return false
 }
 
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
+func lowerASCII(c byte) byte { return sentence.LowerByte(c) }
 
 // wordStat counts a sentence's words, those with a digit, and the capitalised ones that do not start it (names).
 type wordStat struct {
@@ -428,13 +422,11 @@ func (s *Summarizer) trimFiller(sent string, fs []string, ks []*field) (string, 
 	if sent = strings.TrimLeft(joined, ",;: "); sent == "" {
 		return "", fs[:0], ks[:0]
 	}
-	fs, ks = append(fs[:0], out...), append(ks[:0], ko...)
-	if len(sent) != len(joined) {
+	if fs, ks = append(fs[:0], out...), append(ks[:0], ko...); len(sent) != len(joined) {
 		fs, ks = fs[:0], ks[:0] // (its first field was cut: its fields are not out)
 	}
-	if !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
-		sent += "."
-		if n := len(fs); n > 0 {
+	if n := len(fs); !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
+		if sent += "."; n > 0 {
 			fs[n-1], ks[n-1] = sent[len(sent)-len(fs[n-1])-1:], nil
 		}
 	}

@@ -124,19 +124,19 @@ func TestKeptStateTakenOnce(t *testing.T) {
 // again once the text changes, also for a copy that shares what was read.
 func TestTextReadFollowsTheText(t *testing.T) {
 	x := stmt{Sp: "Bob", Text: "Bob said the plan is set for the weekend."}
-	if v := varied(x.Text, &x, false); v != x.Text || x.runes() != len(x.Text) || x.textRead().decisive {
-		t.Fatalf("first read: %q, %d runes, decisive %v", v, x.runes(), x.textRead().decisive)
+	if v := varied(x.Text, &x, false); v != x.Text || x.textRead().runes != len(x.Text) || x.textRead().decisive {
+		t.Fatalf("first read: %q, %d runes, decisive %v", v, x.textRead().runes, x.textRead().decisive)
 	}
 	y := x // (a copy, as a closed period keeps it)
 	y.Text = "Bob said they booked it because the café was full."
 	if v := varied(y.Text, &y, false); v != "Bob explained they booked it because the café was full." {
 		t.Errorf("changed text varied as %q", v)
 	}
-	if y.runes() != len([]rune(y.Text)) || !y.textRead().decisive {
-		t.Errorf("changed text: %d runes, decisive %v; want %d, true", y.runes(), y.textRead().decisive, len([]rune(y.Text)))
+	if y.textRead().runes != len([]rune(y.Text)) || !y.textRead().decisive {
+		t.Errorf("changed text: %d runes, decisive %v; want %d, true", y.textRead().runes, y.textRead().decisive, len([]rune(y.Text)))
 	}
-	if v := varied(x.Text, &x, false); v != x.Text || x.runes() != len(x.Text) || x.textRead().decisive {
-		t.Errorf("the original after its copy changed: %q, %d runes, decisive %v", v, x.runes(), x.textRead().decisive)
+	if v := varied(x.Text, &x, false); v != x.Text || x.textRead().runes != len(x.Text) || x.textRead().decisive {
+		t.Errorf("the original after its copy changed: %q, %d runes, decisive %v", v, x.textRead().runes, x.textRead().decisive)
 	}
 }
 
@@ -152,8 +152,8 @@ func TestTightenedWordsAreTheSentences(t *testing.T) {
 	for _, turn := range ts {
 		for _, raw := range splitSentences(cleanSpeech(sanitize(turn.Text, maxTurnRunes))) {
 			sent, fs, ks := s.trimFiller(lx.tighten(raw, nil, nil))
-			if len(fs) == 0 {
-				continue // (not known: looked up afresh)
+			if len(fs) == 0 || slices.Contains(fs, "") {
+				continue // (not known: sentences looks them up afresh)
 			}
 			if want := strings.Fields(sent); !slices.Equal(fs, want) || len(ks) != len(fs) {
 				t.Fatalf("%q left %q with fields %q (%d known); want %q", raw, sent, fs, len(ks), want)

@@ -27,17 +27,17 @@ const (
 func (st *state) closePeriods(budget int) {
 	size := 0
 	for i := range st.Open {
-		size += st.Open[i].runes() + 1
+		size += st.Open[i].textRead().runes + 1
 	}
 	if size > budget*4/5 && len(st.Open) > 4 || len(st.Open) > maxOpen {
 		keep := 0 // runes kept current, newest first
 		cut := len(st.Open)
 		for cut > 0 {
 			x := &st.Open[cut-1]
-			if !x.Batch && (keep+x.runes() > budget*2/5 || len(st.Open)-cut >= maxOpen/2) {
+			if !x.Batch && (keep+x.textRead().runes > budget*2/5 || len(st.Open)-cut >= maxOpen/2) {
 				break
 			}
-			keep += x.runes() + 1
+			keep += x.textRead().runes + 1
 			cut--
 		}
 		if cut > 0 {
@@ -644,7 +644,7 @@ type cand struct {
 
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 	terms := sc.voc.termIDs(x)
-	return cand{x: x, period: period, terms: terms, rec: rec, size: x.runes() + 1, extra: worthBeyondWords(x, len(terms))}
+	return cand{x: x, period: period, terms: terms, rec: rec, size: x.textRead().runes + 1, extra: worthBeyondWords(x, len(terms))}
 }
 
 // pickCovering marks at most n candidates within room runes, one at a
@@ -738,9 +738,8 @@ func worthBeyondWords(x *stmt, terms int) float64 {
 	return w
 }
 
-// textRead is what rendering reads in a statement's text, read again only when the text is another (a state's
-// statements are rendered fold after fold): its length in runes, whether it is decisive, and whether what follows its
-// "said" gives a reason or an opinion (varied).
+// textRead is what rendering reads in a statement's text (rendered fold after fold), read again once the text changes:
+// its length in runes, whether it is decisive, whether what follows its "said" gives a reason or an opinion (varied).
 type textRead struct {
 	text, rest              string
 	runes                   int
@@ -753,8 +752,6 @@ func (x *stmt) textRead() *textRead {
 	}
 	return x.read
 }
-
-func (x *stmt) runes() int { return x.textRead().runes }
 
 var decisive = newKeywords("decided", "agreed", "we'll ", "we will ", "let's ", "suggested ", "booked", "deadline")
 
