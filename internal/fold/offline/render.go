@@ -74,10 +74,7 @@ func (st *state) newPeriod(ss []stmt) period {
 	var order []string
 	for _, x := range ss {
 		if x.At != 0 {
-			if p.From == 0 || x.At < p.From {
-				p.From = x.At
-			}
-			p.To = max(p.To, x.At)
+			p.From, p.To = min(cmp.Or(p.From, x.At), x.At), max(p.To, x.At)
 		}
 		if x.Sp != "" && x.K != kTool && x.K != kNote { // a screen note is no one speaking
 			if count[x.Sp] == 0 {
@@ -554,12 +551,10 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 	// current ones, in order)
 	i := 0
 	for pi := range len(st.Periods) + 1 { // (the last: the current statements)
-		when = ""
-		if pi < len(st.Periods) && strings.HasSuffix(headers[pi], ", ") {
+		if when = ""; pi < len(st.Periods) && strings.HasSuffix(headers[pi], ", ") {
 			when, joinSp = headers[pi], ""
 		} else if pi < len(st.Periods) && headers[pi] != "" {
-			lines = append(lines, headers[pi])
-			joinSp = ""
+			lines, joinSp = append(lines, headers[pi]), ""
 		}
 		for ; i < len(cands) && (cands[i].period == pi || pi == len(st.Periods)); i++ {
 			if cands[i].taken {
