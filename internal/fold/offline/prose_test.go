@@ -488,3 +488,24 @@ func TestNoLineSaysNothing(t *testing.T) {
 		t.Error("no summary with a period of no subject: the session no longer tests the rule")
 	}
 }
+
+// A remark with no word of content, an interjection and a verb of talk
+// ("ooh come back", "oops, go back"), is not reported: its rare words
+// would otherwise make it look worth its few runes.
+func TestInterjectionsSayNothing(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Ann: the caterer wants a deposit of $300 by Friday.",
+		"Bob: ooh come back.",
+		"Carol: oops, go back.",
+		"Dave: whoa, ugh.",
+		"Ann: the venue in Lisbon is booked for the second of May.",
+	)})
+	for _, bad := range []string{"ooh", "oops", "whoa", "ugh"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("summary reports %q: %s", bad, got)
+		}
+	}
+	if !strings.Contains(got, "deposit") || !strings.Contains(got, "Lisbon") {
+		t.Errorf("summary lost a statement: %s", got)
+	}
+}

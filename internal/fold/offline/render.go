@@ -136,10 +136,7 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 }
 
 func (st *state) mergePeriods(a, b period) period {
-	p := period{From: a.From, To: max(a.To, b.To)}
-	if p.From == 0 || b.From != 0 && b.From < p.From {
-		p.From = b.From
-	}
+	p := period{From: min(cmp.Or(a.From, b.From), cmp.Or(b.From, a.From)), To: max(a.To, b.To)} // (0: not known)
 	for _, n := range append(slices.Clone(a.Names), b.Names...) {
 		if !slices.Contains(p.Names, n) && len(p.Names) < 3 {
 			p.Names = append(p.Names, n)
