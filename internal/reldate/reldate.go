@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 // Layout is how a resolved day is written.
@@ -83,7 +85,7 @@ func words(out []word, s, low string) []word {
 // "next", "last" or "coming" before a word of time ("week", "Friday").
 // ASCII text is read as it is, its letters compared in either case.
 func MayHave(s string) bool {
-	ascii := isASCII(s)
+	ascii := sentence.IsASCII(s)
 	if !ascii {
 		s = strings.ToLower(s)
 	}
@@ -91,9 +93,9 @@ func MayHave(s string) bool {
 		if !mayStart[s[i]] {
 			continue // (most bytes: one test)
 		}
-		c, rest := lowerByte(s[i]), s[i:]
+		c, rest := sentence.LowerByte(s[i]), s[i:]
 		if c == ' ' {
-			if lowerByte(s[min(i+1, len(s)-1)]) == 'a' && hasPrefixFold(rest, " ago") {
+			if sentence.LowerByte(s[min(i+1, len(s)-1)]) == 'a' && hasPrefixFold(rest, " ago") {
 				return true
 			}
 			continue
@@ -138,14 +140,14 @@ func MayHave(s string) bool {
 // white space): MayHave is false for a text none of whose fields MayStartIn. A caller that has split a text into its
 // fields and reads each of them anyway can tell most texts apart this way without reading them again.
 func MayStartIn(f string) bool {
-	if !isASCII(f) {
+	if !sentence.IsASCII(f) {
 		return true
 	}
 	for i := 0; i < len(f); i++ {
 		if i > 0 && wordByte(f[i-1]) {
 			continue // not the start of a word
 		}
-		switch rest := f[i:]; lowerByte(f[i]) {
+		switch rest := f[i:]; sentence.LowerByte(f[i]) {
 		case 'a':
 			if i == 0 && hasPrefixFold(rest, "ago") {
 				return true
@@ -177,13 +179,6 @@ var mayStart = [256]bool{' ': true, 'y': true, 't': true, 'n': true, 'l': true, 
 var timeWords = map[string]bool{"week": true, "weekend": true, "month": true, "year": true, "morning": true,
 	"afternoon": true, "evening": true, "night": true}
 
-func lowerByte(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
 // hasPrefixFold reports whether s starts with the lower-case ASCII p, its
 // letters in either case.
 func hasPrefixFold(s, p string) bool {
@@ -191,16 +186,7 @@ func hasPrefixFold(s, p string) bool {
 		return false
 	}
 	for i := 0; i < len(p); i++ {
-		if lowerByte(s[i]) != p[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
+		if sentence.LowerByte(s[i]) != p[i] {
 			return false
 		}
 	}
@@ -240,7 +226,7 @@ func lowerWord(b *[9]byte, w string) []byte {
 		return nil
 	}
 	for i := 0; i < len(w); i++ {
-		b[i] = lowerByte(w[i])
+		b[i] = sentence.LowerByte(w[i])
 	}
 	return b[:len(w)]
 }

@@ -17,7 +17,7 @@ func NextField(s string, i int) (string, int) {
 	}
 	start := i
 	for i+8 <= len(s) { // eight bytes at a time: the first that is not ' ' < b < utf8.RuneSelf
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 | uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		x := load64(s[i : i+8])
 		if m := ((x-0x2121212121212121)&^x | x) & 0x8080808080808080; m != 0 { // (a borrow only runs up from such a byte)
 			i += bits.TrailingZeros64(m) >> 3
 			break
@@ -54,4 +54,13 @@ func NextField(s string, i int) (string, int) {
 		return "", i
 	}
 	return s[begin:], i
+}
+
+// AppendFields appends strings.Fields(s) to dst (a caller's array: no
+// allocation while it has room).
+func AppendFields(dst []string, s string) []string {
+	for f, i := NextField(s, 0); f != ""; f, i = NextField(s, i) {
+		dst = append(dst, f)
+	}
+	return dst
 }

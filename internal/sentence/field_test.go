@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestNextFieldIsFields checks NextField against strings.Fields on texts
-// of words, every kind of white space, control bytes, other scripts and
-// bytes that are not UTF-8.
+// TestNextFieldIsFields checks NextField (and AppendFields, after what
+// its slice holds) against strings.Fields on texts of words, every kind of
+// white space, control bytes, other scripts and bytes that are not UTF-8.
 func TestNextFieldIsFields(t *testing.T) {
 	parts := []string{"a", "word", "Bob's", " ", "  ", "\t", "\n", "\v", "\f", "\r", "\u0085", "\u00a0", "\u2028", "\u3000",
 		"é", "日本", "\xff", "\xc3", "\x01", "\x7f", ",", "x\u00a0y", "-", "abcdefghijk", "Tokyo,tonight", "!~}{", "\x20\x21", "\x7e\x80", "\x1f"}
@@ -26,6 +26,8 @@ func TestNextFieldIsFields(t *testing.T) {
 		}
 		if want := strings.Fields(s); !slices.Equal(got, want) {
 			t.Fatalf("NextField(%q): %q, want %q", s, got, want)
+		} else if app := AppendFields([]string{"x"}, s); !slices.Equal(app, append([]string{"x"}, want...)) {
+			t.Fatalf("AppendFields(x, %q): %q, want x then %q", s, app, want)
 		}
 	}
 }

@@ -290,3 +290,9 @@ const TrimShare = trimShare
 
 // TailText is tailText: text cut to its last sentences within limit.
 func TailText(text string, limit int) (string, bool) { return tailText(text, limit) }
+
+// PromoteWithin sets how soon a session held packed only must be asked
+// again to be kept decoded (promoteAfter by default).
+func (d *Direct) PromoteWithin(within time.Duration) {
+	d.s.index.promoteWithin.Store(int64(within))
+}

@@ -103,3 +103,28 @@ func encodedReplay10k(b *testing.B) (*replay, []byte) {
 	}
 	return rp, blob
 }
+
+// BenchmarkIndexUnpackOwn10k is BenchmarkIndexUnpack10k without the
+// load's checks: a packed form this process made (decodeOwn).
+func BenchmarkIndexUnpackOwn10k(b *testing.B) {
+	rp, blob := encodedReplay10k(b)
+	p, err := newPacker()
+	if err != nil {
+		b.Fatal(err)
+	}
+	packed := p.pack(blob)
+	b.ResetTimer()
+	for range b.N {
+		raw, turnAt, err := p.unpackTurns(packed)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, body, _ := indexHeader(raw)
+		for i := range turnAt {
+			turnAt[i] -= uint32(len(raw) - len(body))
+		}
+		if _, err := decodeOwn(body, cap(raw), turnAt, rp.idx.an, state.DefaultAdmission(), "s"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

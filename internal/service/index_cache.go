@@ -30,7 +30,9 @@ import (
 //     (--recall-index-bytes). Once it is full, the least recently used
 //     sessions are kept packed (index_pack.go) while any session held
 //     decoded has a packed form, and only then evicted, least recently
-//     used first. A session larger than the whole budget is built for its
+//     used first. A request to a session held packed decodes it for
+//     itself and leaves it packed, unless it is asked again soon
+//     (promoteAfter) or has events to apply. A session larger than the whole budget is built for its
 //     request and not kept. Once the budget is full, a request drops its
 //     index's views (index_view.go) rather than evict another session. A
 //     budget of 0 keeps nothing: every request scans the session's
@@ -53,7 +55,18 @@ type indexCache struct {
 	// demotable counts the entries whose demotable is set, packedOnly
 	// those whose packedOnly is.
 	demotable, packedOnly int
+	// promoteWithin (ns): a session held packed only is kept decoded
+	// after a request if its previous request came within it
+	// (promoteAfter); else the request decodes it for itself and leaves
+	// it packed.
+	promoteWithin atomic.Int64
 }
+
+// promoteAfter is the cache's promoteWithin: a session asked again
+// within it is kept decoded (a bot's back-to-back prompts), one asked
+// after a longer pause (most of a budget's packed sessions, asked at
+// random) is decoded for its request only.
+const promoteAfter = time.Second
 
 type cacheEntry struct {
 	session string
@@ -138,6 +151,7 @@ func newIndexMetrics(reg prometheus.Registerer) *indexMetrics {
 
 func newIndexCache(budget int64, reg prometheus.Registerer) *indexCache {
 	c := &indexCache{budget: budget, entries: map[string]*cacheEntry{}, m: newIndexMetrics(reg)}
+	c.promoteWithin.Store(int64(promoteAfter))
 	c.m.budget.Set(float64(budget))
 	return c
 }
@@ -172,7 +186,7 @@ func (c *indexCache) account(e *cacheEntry) {
 	}
 	c.bytes += bytes - e.bytes
 	e.bytes = bytes
-	c.mark(e, demotable, false)
+	c.mark(e, demotable, e.r == nil && e.packed != nil)
 	for c.bytes > c.budget && c.lru.Len() > 0 {
 		if c.demote(e) {
 			continue
@@ -336,12 +350,19 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		first uint64
 		next  *nextEvent
 		mems  *nextMemory
+		// transient: e's replay was decoded from its packed form for
+		// this request alone (see promoteAfter), at read and memNext.
+		transient bool
+		read      int
+		memNext   uint64
 	)
 	if e.r == nil && e.packed != nil {
 		// Packed once the budget was full: decoded, with the catch-up's
 		// and the memories' first gets under way meanwhile.
 		if e.r, next, mems = s.unpacked(ctx, e); e.r != nil {
 			c.m.unpacked.Inc()
+			transient = time.Since(time.Unix(0, e.asked.Load())) > time.Duration(c.promoteWithin.Load())
+			read, memNext = e.r.read, e.r.memNext
 		}
 	}
 	if e.r != nil {
@@ -353,6 +374,9 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		}
 		info, err := s.in.Info(ctx)
 		if err != nil {
+			if transient {
+				e.leavePacked()
+			}
 			c.account(e) // as it is now: perhaps decoded above
 			e.mu.Unlock()
 			return nil, internal(err, "reading stream %s info", s.layout.In)
@@ -363,7 +387,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 			// or restored from a backup): nothing in memory can be trusted.
 			s.log.Warn().Str("event", "recall_index_rebuilt").Str("session", session).Uint64("stream_last_seq", info.State.LastSeq).
 				Uint64("index_next_seq", e.r.next).Msg("inbound stream is behind the recall index; rebuilding it")
-			e.r, e.packed = nil, nil
+			e.r, e.packed, transient = nil, nil, false
 		}
 	}
 	if e.r == nil {
@@ -398,10 +422,22 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 	}
 	s.memoriesOf(ctx, e.r, mems)
 	s.vectorsOf(ctx, e.r)
-	c.account(e)
 	e.asked.Store(time.Now().UnixNano())
-	s.persistLater(e)
 	rp := e.r
+	if transient && rp.read == read && rp.memNext == memNext {
+		// Left packed: not counted in the budget, so no other session is
+		// packed or evicted for it, and dropped when the request is done
+		// (its packed form says all it holds).
+		return &indexHandle{r: rp, unlock: func() {
+			e.leavePacked()
+			c.account(e) // its embeddings, if the request added some
+			e.mu.Unlock()
+		}}, nil
+	}
+	// Kept decoded: built, loaded, held so already, asked again soon, or
+	// changed since it was packed (the writer packs it again).
+	c.account(e)
+	s.persistLater(e)
 	return &indexHandle{r: rp, unlock: func() {
 		// What the request decoded from a loaded index is not kept, nor
 		// the views it made when keeping them would evict a session: a
@@ -414,6 +450,14 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		c.account(e)
 		e.mu.Unlock()
 	}}, nil
+}
+
+// leavePacked drops e's replay, decoded from its packed form, and keeps
+// its embeddings beside the packed form (as demote does). Must be called
+// with e.mu held.
+func (e *cacheEntry) leavePacked() {
+	e.vecs, e.vecBytes = e.r.vecs, e.r.vecBytes
+	e.r = nil
 }
 
 // prune leaves out of the replay's searches the turns that expired from

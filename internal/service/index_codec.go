@@ -8,6 +8,7 @@ import (
 	"hash"
 	"hash/fnv"
 	"maps"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strings"
@@ -350,7 +351,7 @@ const maxHeader = 4096
 // when first used, and its strings (texts, ids, terms) are slices of the
 // copy, not an allocation each. body is not held.
 func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string) (*replay, error) {
-	return decodeReplayIn(body, 0, an, adm, session)
+	return decodeReplayIn(body, 0, an, adm, session, false, nil)
 }
 
 // decodeReplayOwned is decodeReplay for a body the caller hands over
@@ -359,7 +360,24 @@ func decodeReplay(body []byte, an *analyzer, adm state.Admission, session string
 // copy, and counts held bytes, the memory body keeps alive (its doc
 // table and header too, a few percent more than a copy).
 func decodeReplayOwned(body []byte, held int, an *analyzer, adm state.Admission, session string) (*replay, error) {
-	return decodeReplayIn(body, max(held, len(body)), an, adm, session)
+	return decodeReplayIn(body, max(held, len(body)), an, adm, session, false, nil)
+}
+
+// decodeOwn is decodeReplay (held 0) or decodeReplayOwned (held > 0) for
+// an encoding this process made itself (encodeReplay), or unpacked from
+// a packed form it made or whose encoding it checked when it read it
+// from the store (index_pack.go): trusted memory, so the load's checks
+// of every word, turn and posting are left out and only the offsets are
+// found. Bad data is still errIndexCorrupt where the offsets are read,
+// never a panic, but an index that breaks its invariants is not caught:
+// never call it on bytes read from outside the process. turnAt, if not
+// nil, is where each turn of body starts, then where the last one ends
+// (joinTexts found them): they are not looked for again.
+func decodeOwn(body []byte, held int, turnAt []uint32, an *analyzer, adm state.Admission, session string) (*replay, error) {
+	if held > 0 {
+		held = max(held, len(body))
+	}
+	return decodeReplayIn(body, held, an, adm, session, true, turnAt)
 }
 
 // replayNext is the inbound stream sequence an encoded replay (what
@@ -378,8 +396,9 @@ func replayNext(body []byte) (next, memNext uint64, ok bool) {
 }
 
 // decodeReplayIn decodes body; held > 0: body is the base's (see
-// decodeReplayOwned), else it is copied.
-func decodeReplayIn(body []byte, held int, an *analyzer, adm state.Admission, session string) (*replay, error) {
+// decodeReplayOwned), else it is copied; trusted and turns: see
+// decodeOwn.
+func decodeReplayIn(body []byte, held int, an *analyzer, adm state.Admission, session string, trusted bool, turns []uint32) (*replay, error) {
 	r := indexReader{b: body}
 	if len(body) > 0 {
 		r.s = unsafe.String(&body[0], len(body))
@@ -442,15 +461,29 @@ func decodeReplayIn(body []byte, held int, an *analyzer, adm state.Admission, se
 	}
 	nwords := r.count(1)
 	base := &indexBase{b: body, s: r.s, session: session, docs: ndocs}
-	wordAt, turnAt := make([]uint32, nwords+1), make([]uint32, ndocs+1)
+	wordAt := make([]uint32, nwords+1)
 	for i := range nwords {
 		wordAt[i] = uint32(r.off)
 		r.skip()
 	}
 	wordAt[nwords] = uint32(r.off)
+	turnAt, found := turns, trusted && r.err == nil && len(turns) == ndocs+1 && turns[0] == uint32(r.off) && turns[ndocs] <= uint32(len(body))
+	if found {
+		r.off = int(turns[ndocs])
+	} else {
+		turnAt = make([]uint32, ndocs+1)
+	}
 	for i := range ndocs {
+		if found {
+			break
+		}
 		turnAt[i] = uint32(r.off)
-		if !r.checkTurn(nwords) {
+		if trusted {
+			r.skipTurn()
+		} else {
+			r.checkTurn(nwords)
+		}
+		if r.err != nil {
 			return nil, r.err
 		}
 	}
@@ -466,6 +499,10 @@ func decodeReplayIn(body []byte, held int, an *analyzer, adm state.Admission, se
 		if r.err != nil {
 			return nil, r.err
 		}
+		if trusted {
+			r.skipPostings(np)
+			continue
+		}
 		if i > 0 && term <= last || np == 0 {
 			r.fail("terms not increasing or without postings")
 		}
@@ -478,7 +515,7 @@ func decodeReplayIn(body []byte, held int, an *analyzer, adm state.Admission, se
 		}
 	}
 	termAt[nterms] = uint32(r.off)
-	if r.err == nil && seen != total {
+	if r.err == nil && !trusted && seen != total {
 		r.fail("fewer postings than counted")
 	}
 	nmems := r.count(7)
@@ -596,6 +633,74 @@ func (r *indexReader) checkPostings(np, ndocs int) bool {
 	}
 	r.off = off
 	return true
+}
+
+// skipPostings reads past np postings without decoding them (decodeOwn).
+func (r *indexReader) skipPostings(np int) {
+	b, off := r.b, r.off
+	for range np {
+		// A doc delta, its low bit set when a frequency follows.
+		if off >= len(b) {
+			break
+		}
+		c := b[off]
+		more := c&1 == 1
+		off++
+		for c >= 0x80 && off < len(b) {
+			c = b[off]
+			off++
+		}
+		if more {
+			for off < len(b) && b[off] >= 0x80 {
+				off++
+			}
+			off++
+		}
+	}
+	if off > len(b) {
+		off = len(b)
+		r.fail("postings beyond the data")
+	}
+	r.off = off
+}
+
+// skipTurn reads past a turn without its checks (decodeOwn).
+func (r *indexReader) skipTurn() {
+	r.uv() // V
+	r.skip()
+	skipTime(r)
+	r.skipVarints(6) // speaker, role, kind, tool, tokens, context tokens
+	for range r.count(2) {
+		r.skip()
+		r.skip()
+	}
+	r.skipVarints(r.int())
+}
+
+// skipVarints reads past n varints, eight bytes at a time where it can:
+// a varint ends at a byte below 0x80.
+func (r *indexReader) skipVarints(n int) {
+	if r.err != nil {
+		return
+	}
+	b, off := r.b, r.off
+	for off+8 <= len(b) {
+		ends := bits.OnesCount64(^binary.LittleEndian.Uint64(b[off:]) & 0x8080808080808080)
+		if ends >= n {
+			break
+		}
+		n -= ends
+		off += 8
+	}
+	for ; n > 0 && off < len(b); off++ {
+		if b[off] < 0x80 {
+			n--
+		}
+	}
+	r.off = off
+	if n > 0 {
+		r.fail("varints beyond the data")
+	}
 }
 
 // posting reads a posting's doc delta and frequency.

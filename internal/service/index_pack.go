@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -15,10 +16,16 @@ import (
 // recently used sessions that have a packed form (indexCache.demote)
 // before it evicts any session, so that the budget holds about twice as
 // many sessions; a request to a packed session decodes it again (unpack,
-// then the load's checks: about 2 ms for 5,000 turns, against the
-// store's get of the entry and the server's read of the file-store block
-// that holds it) and extends it with the events stored since it was
-// packed, as a load does.
+// then decodeOwn: about 1.3 ms for 5,000 turns, against the store's get
+// of the entry and the server's read of the file-store block that holds
+// it) and extends it with the events stored since it was packed, as a
+// load does. The load's checks are not made again: every packed form
+// held was made by this process from its own encoding, or read from the
+// store and checked then (restored). Unless the session was asked again
+// soon (promoteAfter) or the events since extend it, the request keeps
+// the decoded replay for itself alone, outside the budget, and leaves the
+// session packed: requests spread over many packed sessions do not make
+// the cache drop another's decoded replay for each.
 //
 // A packed form is made by the index store's writer, off the request
 // path: from the encoding it writes, or, for an index loaded as stored,
@@ -102,37 +109,62 @@ func (p *packer) pack(blob []byte) []byte {
 // replay decoded from it keeps it: decodeReplayOwned); errIndexCorrupt if
 // it is not one.
 func (p *packer) unpack(packed []byte) ([]byte, error) {
+	b, _, err := p.unpackTurns(packed)
+	return b, err
+}
+
+// planeBuffers hold the planes an unpack decompresses before it joins
+// them (joinTexts), for the next unpack: only the joined encoding is
+// kept.
+var planeBuffers = sync.Pool{New: func() any { return new([3][]byte) }}
+
+// unpackTurns is unpack, and where each of the encoding's turns starts
+// in it, then where the last one ends (joinTexts; nil for a packed form
+// without planes).
+func (p *packer) unpackTurns(packed []byte) ([]byte, []uint32, error) {
 	if !isPacked(packed) {
-		return nil, fmt.Errorf("%w: not a packed index", errIndexCorrupt)
+		return nil, nil, fmt.Errorf("%w: not a packed index", errIndexCorrupt)
 	}
 	planes := string(packed[:len(planesMagic)]) == planesMagic
 	r := indexReader{b: packed, off: len(packedMagic)}
 	n := r.uv()
 	if r.err != nil || n == 0 || n > maxPacked {
-		return nil, fmt.Errorf("%w: packed index length", errIndexCorrupt)
+		return nil, nil, fmt.Errorf("%w: packed index length", errIndexCorrupt)
 	}
 	if !planes {
 		b, err := p.dec.DecodeAll(packed[r.off:], make([]byte, 0, n))
 		if err != nil || uint64(len(b)) != n {
-			return nil, fmt.Errorf("%w: packed index: %d bytes of %d (%v)", errIndexCorrupt, len(b), n, err)
+			return nil, nil, fmt.Errorf("%w: packed index: %d bytes of %d (%v)", errIndexCorrupt, len(b), n, err)
 		}
-		return b, nil
+		return b, nil, nil
 	}
+	bufs := planeBuffers.Get().(*[3][]byte)
+	defer func() {
+		for i, b := range bufs {
+			if cap(b) > maxReadBuffer {
+				bufs[i] = nil
+			}
+		}
+		planeBuffers.Put(bufs)
+	}()
 	var parts [3][]byte
 	for i := range parts {
 		z := r.uv()
 		if r.err != nil || z > uint64(len(packed)-r.off) {
-			return nil, fmt.Errorf("%w: packed index: plane %d", errIndexCorrupt, i)
+			return nil, nil, fmt.Errorf("%w: packed index: plane %d", errIndexCorrupt, i)
 		}
-		b, err := p.dec.DecodeAll(packed[r.off:r.off+int(z)], nil)
+		b, err := p.dec.DecodeAll(packed[r.off:r.off+int(z)], bufs[i][:0])
+		if cap(b) > cap(bufs[i]) {
+			bufs[i] = b[:0]
+		}
 		if err != nil || uint64(len(b)) > n {
-			return nil, fmt.Errorf("%w: packed index: plane %d (%v)", errIndexCorrupt, i, err)
+			return nil, nil, fmt.Errorf("%w: packed index: plane %d (%v)", errIndexCorrupt, i, err)
 		}
 		parts[i] = b
 		r.off += int(z)
 	}
 	if r.off != len(packed) {
-		return nil, fmt.Errorf("%w: packed index: trailing bytes", errIndexCorrupt)
+		return nil, nil, fmt.Errorf("%w: packed index: trailing bytes", errIndexCorrupt)
 	}
 	return joinTexts(textPlanes{rest: parts[0], first: parts[1], more: parts[2]}, int(n))
 }
@@ -144,11 +176,17 @@ func (p *packer) unpack(packed []byte) ([]byte, error) {
 func (s *server) unpacked(ctx context.Context, e *cacheEntry) (*replay, *nextEvent, *nextMemory) {
 	packed := e.packed
 	e.packed = nil
-	blob, err := s.pack.unpack(packed)
+	blob, turnAt, err := s.pack.unpackTurns(packed)
 	var key string
 	var body []byte
 	if err == nil {
 		key, body, err = indexHeader(blob)
+	}
+	if err == nil {
+		// The turns' offsets in body, not in blob.
+		for i := range turnAt {
+			turnAt[i] -= uint32(len(blob) - len(body))
+		}
 	}
 	if err == nil && key != e.key {
 		err = fmt.Errorf("%w: packed under another key", errIndexCorrupt)
@@ -165,7 +203,7 @@ func (s *server) unpacked(ctx context.Context, e *cacheEntry) (*replay, *nextEve
 	}
 	var rp *replay
 	if err == nil {
-		rp, err = decodeReplayOwned(body, cap(blob), s.an, s.adm, e.session)
+		rp, err = decodeOwn(body, cap(blob), turnAt, s.an, s.adm, e.session)
 	}
 	if err != nil {
 		// Never expected: it was encoded by this process. Loaded or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/foldstream/foldstream/internal/processor"
 	"github.com/foldstream/foldstream/internal/service"
@@ -140,4 +141,45 @@ func fourStoredSessions(t *testing.T) (e *servicetest.Env, scan *service.Direct,
 	}
 	one.PersistIndexes(context.Background())
 	return e, scan, sessions, one.IndexBytes(), one.PackedBytes()
+}
+
+// A request to a session held packed only, asked after a pause, decodes
+// it for itself and leaves it packed: it answers as its index decoded
+// does, and no session is packed, evicted, loaded or built for it, nor
+// the index's bytes changed. Asked again soon, it is kept decoded.
+func TestPackedHitLeavesSessionsPacked(t *testing.T) {
+	ctx := context.Background()
+	e, scan, sessions, _, _ := fourStoredSessions(t)
+	b := direct(t, e)
+	b.WaitPreloaded(t)
+	for _, s := range sessions {
+		sameAnswers(t, "loaded "+s, s, scan, b)
+	}
+	b.PersistIndexes(ctx)
+	b.DemoteIndexes()
+	if p := b.PackedSessions(); p != len(sessions) {
+		t.Fatalf("%d sessions packed, want all %d", p, len(sessions))
+	}
+	before, bytes := b.IndexCounters(), b.IndexBytes()
+	b.PromoteWithin(0) // every request comes after a pause
+	for round := range 2 {
+		for _, s := range sessions {
+			sameAnswers(t, fmt.Sprintf("round %d, packed %s", round, s), s, scan, b)
+			if p, got := b.PackedSessions(), b.IndexBytes(); p != len(sessions) || got != bytes {
+				t.Fatalf("round %d, after %s: %d sessions packed, %d bytes; want all %d packed, %d bytes", round, s, p, got, len(sessions), bytes)
+			}
+		}
+	}
+	c := b.IndexCounters()
+	if c.Loads != before.Loads || c.Builds != before.Builds || c.Unpacked <= before.Unpacked || b.IndexedSessions() != len(sessions) {
+		t.Fatalf("after the packed hits: %+v (before: %+v), expected them decoded, nothing loaded, built or evicted", c, before)
+	}
+	b.PromoteWithin(time.Hour) // asked again soon
+	sameAnswers(t, "asked again soon", sessions[0], scan, b)
+	if p := b.PackedSessions(); p != len(sessions)-1 {
+		t.Fatalf("asked again soon: %d sessions packed, want %d (it kept decoded)", p, len(sessions)-1)
+	}
+	if got := b.IndexBytes(); got <= bytes {
+		t.Fatalf("asked again soon: %d bytes, want more than the %d held packed", got, bytes)
+	}
 }

@@ -47,28 +47,35 @@ func splitTexts(blob []byte) (textPlanes, error) {
 	return p, nil
 }
 
-// joinTexts is the encoding of n bytes p was split from; errIndexCorrupt
-// if p is not the planes of one. A tight loop: an unpack joins every
-// word of the session.
-func joinTexts(p textPlanes, n int) ([]byte, error) {
+// joinTexts is the encoding of n bytes p was split from, and where each
+// of its turns starts in it (then where the last one ends): the offsets
+// a decode finds by reading every turn (decodeOwn); errIndexCorrupt if p
+// is not the planes of one. A tight loop: an unpack joins every word of
+// the session.
+func joinTexts(p textPlanes, n int) ([]byte, []uint32, error) {
 	out := make([]byte, n)
 	r := indexReader{b: p.rest}
 	ndocs := skipToTurns(&r)
+	if r.err != nil || n >= 1<<32 {
+		return nil, nil, fmt.Errorf("%w: packed texts: %v", errIndexCorrupt, r.err)
+	}
+	turnAt := make([]uint32, ndocs+1)
 	last, o, fi, mi := 0, 0, 0, 0
 	first, more := p.first, p.more
 	short := fmt.Errorf("%w: packed texts: more bytes than the encoding's %d", errIndexCorrupt, n)
-	for range ndocs {
+	for d := range ndocs {
+		turnAt[d] = uint32(o + r.off - last)
 		words := skipTurnFixed(&r)
 		if r.err != nil {
-			return nil, r.err
+			return nil, nil, r.err
 		}
 		if o+r.off-last > n {
-			return nil, short
+			return nil, nil, short
 		}
 		o += copy(out[o:], p.rest[last:r.off])
 		last = r.off
 		if words > len(first)-fi || words > n-o {
-			return nil, fmt.Errorf("%w: packed texts: fewer words than counted", errIndexCorrupt)
+			return nil, nil, fmt.Errorf("%w: packed texts: fewer words than counted", errIndexCorrupt)
 		}
 		for _, c := range first[fi : fi+words] {
 			if o+1 < n && mi < len(more) {
@@ -85,13 +92,13 @@ func joinTexts(p textPlanes, n int) ([]byte, error) {
 				}
 			}
 			if o == n {
-				return nil, short
+				return nil, nil, short
 			}
 			out[o] = c
 			o++
 			for k := 1; c >= 0x80; k++ {
 				if mi == len(more) || k == binary.MaxVarintLen64 || o == n {
-					return nil, fmt.Errorf("%w: packed texts: a word's number cut short", errIndexCorrupt)
+					return nil, nil, fmt.Errorf("%w: packed texts: a word's number cut short", errIndexCorrupt)
 				}
 				c = more[mi]
 				mi++
@@ -102,13 +109,14 @@ func joinTexts(p textPlanes, n int) ([]byte, error) {
 		fi += words
 	}
 	if r.err != nil {
-		return nil, r.err
+		return nil, nil, r.err
 	}
+	turnAt[ndocs] = uint32(o)
 	if o+len(p.rest)-last != n || fi != len(first) || mi != len(more) {
-		return nil, fmt.Errorf("%w: packed texts: %d bytes of %d, %d+%d left", errIndexCorrupt, o+len(p.rest)-last, n, len(first)-fi, len(more)-mi)
+		return nil, nil, fmt.Errorf("%w: packed texts: %d bytes of %d, %d+%d left", errIndexCorrupt, o+len(p.rest)-last, n, len(first)-fi, len(more)-mi)
 	}
 	copy(out[o:], p.rest[last:])
-	return out, nil
+	return out, turnAt, nil
 }
 
 // skipToTurns reads an encoding from its start to its first turn (what

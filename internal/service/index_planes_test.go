@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +82,7 @@ func TestJoinTextsRefusesPlanesThatDoNotFit(t *testing.T) {
 	if err != nil || len(p.first) < 1000 || len(p.more) == 0 {
 		t.Fatalf("split into %d+%d (%v), expected the words of 200 turns", len(p.first), len(p.more), err)
 	}
-	if back, err := joinTexts(p, len(blob)); err != nil || string(back) != string(blob) {
+	if back, _, err := joinTexts(p, len(blob)); err != nil || string(back) != string(blob) {
 		t.Fatalf("joined %d bytes (%v), want %d", len(back), err, len(blob))
 	}
 	clone := func(b []byte) []byte { return append([]byte(nil), b...) }
@@ -95,8 +97,66 @@ func TestJoinTextsRefusesPlanesThatDoNotFit(t *testing.T) {
 		{"a first byte that needs one more", textPlanes{p.rest, append(clone(p.first[:len(p.first)-1]), 0x81), p.more}, len(blob)},
 		{"a first byte less", textPlanes{p.rest, p.first[:len(p.first)-1], p.more}, len(blob)},
 	} {
-		if _, err := joinTexts(bad.p, bad.n); err == nil {
+		if _, _, err := joinTexts(bad.p, bad.n); err == nil {
 			t.Errorf("%s: joined", bad.name)
+		}
+	}
+}
+
+// A packed form this process made decodes without the load's checks
+// (decodeOwn) into the index the checked decode makes: the same offsets
+// of words, turns and terms, whether the turns' are found by joining the
+// planes or by reading the turns.
+func TestOwnDecodeFindsWhatTheCheckedOneDoes(t *testing.T) {
+	an := newAnalyzer()
+	rp := newReplay(an, state.DefaultAdmission(), "s", 1)
+	for i, d := range benchTurns(300) {
+		rp.apply(uint64(i+1), time.Time{}, events.KindTurn, d)
+	}
+	rp.apply(301, time.Time{}, events.KindTurn, mustJSON(t, &events.Turn{V: 1, Session: "s", TurnID: "meta", Speaker: "Ana", Role: "user",
+		Text: "a turn with meta, and a word said twice twice", Meta: map[string]string{"k": "v"}}))
+	blob, err := encodeReplay(nil, "key", rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPacker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, turnAt, err := p.unpackTurns(p.pack(blob))
+	if err != nil || string(raw) != string(blob) || len(turnAt) != rp.idx.ndocs()+1 {
+		t.Fatalf("unpacked %d bytes, %d offsets (%v); want %d, %d", len(raw), len(turnAt), err, len(blob), rp.idx.ndocs()+1)
+	}
+	_, body, err := indexHeader(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range turnAt {
+		turnAt[i] -= uint32(len(raw) - len(body))
+	}
+	want, err := decodeReplay(body, an, state.DefaultAdmission(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, offsets := range [][]uint32{turnAt, nil} {
+		got, err := decodeOwn(body, cap(raw), offsets, an, state.DefaultAdmission(), "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, w := got.idx.base, want.idx.base
+		if string(g.b) != string(w.b) || !reflect.DeepEqual(g.turnAt, w.turnAt) || !reflect.DeepEqual(g.wordAt, w.wordAt) ||
+			!reflect.DeepEqual(g.termAt, w.termAt) || got.idx.ndocs() != want.idx.ndocs() || got.next != want.next || len(got.mems) != len(want.mems) {
+			t.Fatalf("offsets given %v: decoded another index than the checked decode", offsets != nil)
+		}
+		for d := range want.idx.ndocs() {
+			if a, b := mustJSON(t, got.idx.turn(d)), mustJSON(t, want.idx.turn(d)); string(a) != string(b) {
+				t.Fatalf("doc %d: %s, want %s", d, a, b)
+			}
+		}
+		for term, pl := range rp.idx.postings {
+			if gp, ok := got.idx.list(term); !ok || !slices.Equal(gp, pl) {
+				t.Fatalf("term %q: %v, want %v", term, gp, pl)
+			}
 		}
 	}
 }

@@ -637,7 +637,7 @@ func (s *server) persist(ctx context.Context, e *cacheEntry, pack bool) {
 	var compact *replay
 	if keep && write {
 		if _, body, err := indexHeader(blob); err == nil {
-			compact, _ = decodeReplay(body, s.an, s.adm, e.session)
+			compact, _ = decodeOwn(body, 0, nil, s.an, s.adm, e.session)
 		}
 	}
 	e.mu.Lock()

@@ -15,6 +15,8 @@ package speech
 import (
 	"strings"
 	"unicode"
+
+	"github.com/foldstream/foldstream/internal/sentence"
 )
 
 // tagWords are the words of an annotation tag ("{disfmarker}",
@@ -157,7 +159,7 @@ func cleanLine(line string) string {
 		toksBuf   [64]token
 		outBuf    [64]string
 	)
-	fields := appendFields(fieldsBuf[:0], line)
+	fields := sentence.AppendFields(fieldsBuf[:0], line)
 	toks := toksBuf[:0]
 	spoken := false // the line shows it is transcribed speech
 	for i := 0; i < len(fields); i++ {
@@ -203,32 +205,6 @@ func cleanLine(line string) string {
 	}
 	return strings.Join(out, " ")
 }
-
-// appendFields appends line's fields (strings.Fields) to dst.
-func appendFields(dst []string, line string) []string {
-	start := -1
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		if c >= 0x80 {
-			return append(dst[:0], strings.Fields(line)...) // spaces beyond ASCII
-		}
-		if asciiSpace[c] {
-			if start >= 0 {
-				dst = append(dst, line[start:i])
-				start = -1
-			}
-		} else if start < 0 {
-			start = i
-		}
-	}
-	if start >= 0 {
-		dst = append(dst, line[start:])
-	}
-	return dst
-}
-
-// asciiSpace are the ASCII bytes unicode.IsSpace reports.
-var asciiSpace = [128]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // tagSpan is how many of fields (from the first) form an annotation tag:
 // a bracket opened by the first and closed within four words, holding

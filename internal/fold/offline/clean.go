@@ -78,10 +78,11 @@ var acronymRe = regexp.MustCompile(`^((?:[A-Za-z]_){2,32})(s?[.,?!;:]*)$`)
 // before punctuation or an apostrophe.
 func needsClean(s string) bool {
 	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '{', '[', '<', '_':
+		switch c := s[i]; {
+		case !cleanBytes[c]: // (most bytes: one load)
+		case c != ' ':
 			return true
-		case ' ':
+		default:
 			if i+1 < len(s) {
 				switch s[i+1] {
 				case ',', '.', '?', '!', ';', ':', '\'':
@@ -96,6 +97,8 @@ func needsClean(s string) bool {
 	}
 	return false
 }
+
+var cleanBytes = [256]bool{'{': true, '[': true, '<': true, '_': true, ' ': true} // the bytes needsClean looks at
 
 // isAnnotation reports a token like "{vocalsound}" or "[laughter]." (a bracketed run of letters, digits, '_' and '-',
 // with trailing punctuation).
@@ -199,37 +202,10 @@ func fieldsAtLeast(s string, n int) bool {
 	return n <= 0
 }
 
-// appendFields appends strings.Fields(s) to dst (on the caller's stack).
-func appendFields(dst []string, s string) []string {
-	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
-		dst = append(dst, f)
-	}
-	return dst
-}
+func appendFields(dst []string, s string) []string { return sentence.AppendFields(dst, s) } // (on the caller's stack)
 
-func load64(s string) uint64 { // the first eight bytes of s, little-endian: one load (s[i:i+8] inlined)
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 | uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-func runeLen(s string) int {
-	i := 0 // ASCII counted eight bytes at a time
-	for i+8 <= len(s) && load64(s[i:i+8])&0x8080808080808080 == 0 {
-		i += 8
-	}
-	return i + utf8.RuneCountInString(s[i:])
-}
-
-func isASCII(s string) bool {
-	for len(s) >= 8 && load64(s)&0x8080808080808080 == 0 {
-		s = s[8:] // (eight bytes at a time)
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
+func runeLen(s string) int  { return sentence.RuneLen(s) }
+func isASCII(s string) bool { return sentence.IsASCII(s) }
 
 // clip cuts s to at most max runes at a word boundary, with "…".
 func clip(s string, max int) string {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/reldate"
+	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/foldstream/foldstream/internal/speaker"
 )
 
@@ -152,12 +153,22 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent := tidyEnds(s.trimFiller(lx.tighten(raw, sc.words[:0])))
+		sent, fs, ks := s.trimFiller(lx.tighten(raw, sc.words[:0], sc.ks[:0]))
+		if t := tidyEnds(sent); t != sent {
+			sent, fs = t, fs[:0]
+		}
 		if sent == "" || strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you") {
 			continue // thanks are not news
 		}
-		fs := appendFields(sc.words[:0], sent)
-		ks := lx.fields(sc.ks[:0], fs) // (each word looked up once, for the terms, statFields, report and factKey)
+		if len(fs) == 0 || slices.Contains(fs, "") { // (its fields not known)
+			fs = appendFields(fs, sent)
+			ks = lx.fields(ks[:0], fs)
+		}
+		for i, k := range ks { // (each word looked up once, for the terms, statFields, report and factKey)
+			if k == nil {
+				ks[i] = lx.field(fs[i])
+			}
+		}
 		tw := addTerms(sc.terms[:0], 0, ks...)
 		sc.terms, sc.words, sc.ks = tw, fs, ks
 		c := statFields(ks)
@@ -292,12 +303,7 @@ func (k *keywords) in(s string) bool {
 	return false
 }
 
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
+func lowerASCII(c byte) byte { return sentence.LowerByte(c) }
 
 // wordStat counts a sentence's words, those with a digit, and the capitalised ones that do not start it (names).
 type wordStat struct {
@@ -335,8 +341,9 @@ var leadByFirst = func() (m [256][]string) { // leadFiller by their first byte
 }()
 
 // trimFiller strips discourse words and laughter from the ends of a sentence and repeated words ("the the"), and drops
-// the sentence when nothing with a word of content is left. fs are sent's fields, or none.
-func (s *Summarizer) trimFiller(sent string, fs []string) string {
+// the sentence when nothing with a word of content is left. fs are sent's fields, or none, and ks what the lexicon
+// knows of them; it returns those of what it leaves likewise (in their room), a field it changed unknown (nil).
+func (s *Summarizer) trimFiller(sent string, fs []string, ks []*field) (string, []string, []*field) {
 	sent = strings.TrimSpace(sent)
 	whole := sent
 	var buf [32]byte
@@ -357,8 +364,9 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		}
 	}
 	if len(fs) == 0 || sent != whole { // (a filler was cut from its start)
-		fs = appendFields(fs[:0], sent)
+		fs, ks = appendFields(fs[:0], sent), ks[:0]
 	}
+	ks = append(ks, make([]*field, len(fs)-len(ks))...) // (unknown: nil)
 	nf := len(fs)
 	for len(fs) > 0 {
 		last := fs[len(fs)-1]
@@ -366,15 +374,16 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		if !isLaugh(l) && l != "though" && !inlineFiller[l] && !(danglingEnd[l] && len(fs) > 2) {
 			break
 		}
-		if fs = fs[:len(fs)-1]; len(fs) > 0 && strings.HasSuffix(last, "?") {
-			fs[len(fs)-1] = strings.TrimRight(fs[len(fs)-1], ",;:") + "?" // "is it fine or?"
+		if fs, ks = fs[:len(fs)-1], ks[:len(fs)-1]; len(fs) > 0 && strings.HasSuffix(last, "?") {
+			fs[len(fs)-1], ks[len(fs)-1] = strings.TrimRight(fs[len(fs)-1], ",;:")+"?", nil // "is it fine or?"
 		}
 	}
 	if len(fs) == 0 {
-		return ""
+		return "", fs, ks
 	}
 	var oarr [64]string
-	out, cut := oarr[:0], false // (cut: a word was dropped or changed)
+	var okarr [64]*field
+	out, ko, cut := oarr[:0], okarr[:0], false // (cut: a word was dropped or changed; ko: what the lexicon knows of out)
 	for i, f := range fs {
 		c := trimCut(f, ",.;:!?")
 		var lb [8]byte
@@ -387,7 +396,7 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		case len(lc) >= 2 && len(lc) <= 6 && (lc[0] == 'u' || lc[0] == 'e' || lc[0] == 'h' || lc[0] == 'm') && inlineFiller[lc]:
 			// "um", "uh": keep a sentence end it carried
 			if n := len(out); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(out[n-1][len(out[n-1])-1:], ".!?") {
-				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
+				out[n-1], ko[n-1] = strings.TrimRight(out[n-1], ",;:")+f[len(f)-1:], nil
 			}
 			continue
 		case len(lc) == 1 && lc != "a" && lc != "i" && lc == c && !unicode.IsDigit(rune(lc[0])) && i+1 < len(fs),
@@ -398,26 +407,30 @@ func (s *Summarizer) trimFiller(sent string, fs []string) string {
 		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
 		}
-		out = append(out, f)
+		out, ko = append(out, f), append(ko, ks[i])
 	}
 	if len(out) == 0 {
-		return ""
+		return "", fs[:0], ks[:0]
 	}
 	if r, _ := utf8.DecodeRuneInString(out[0]); unicode.IsLower(r) && len(out[0]) > 1 && out[0] != strings.ToLower(out[0]) {
-		out[0], cut = upperFirst(out[0]), true
+		out[0], ko[0], cut = upperFirst(out[0]), nil, true
 	}
-	if !cut && len(out) == nf && joins(sent, out) {
-		sent = strings.TrimLeft(sent, ",;: ") // (its words, as they were)
-	} else {
-		sent = strings.TrimLeft(strings.Join(out, " "), ",;: ")
+	joined := sent // (out joined by single spaces)
+	if cut || len(out) != nf || !joins(sent, out) {
+		joined = strings.Join(out, " ")
 	}
-	if sent == "" {
-		return ""
+	if sent = strings.TrimLeft(joined, ",;: "); sent == "" {
+		return "", fs[:0], ks[:0]
 	}
-	if !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
-		sent += "."
+	if fs, ks = append(fs[:0], out...), append(ks[:0], ko...); len(sent) != len(joined) {
+		fs, ks = fs[:0], ks[:0] // (its first field was cut: its fields are not out)
 	}
-	return sent
+	if n := len(fs); !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
+		if sent += "."; n > 0 {
+			fs[n-1], ks[n-1] = sent[len(sent)-len(fs[n-1])-1:], nil
+		}
+	}
+	return sent, fs, ks
 }
 
 // joins reports whether s, whose fields are ws, is ws joined by single spaces.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/foldstream/foldstream/internal/fold"
@@ -114,5 +116,57 @@ func TestKeptStateTakenOnce(t *testing.T) {
 		if got := <-done; got != fmt.Sprintf("%q\n%s", want.Summary, want.State) {
 			t.Fatalf("a fold at once with others gave\n%s\nwant\n%q\n%s", got, want.Summary, want.State)
 		}
+	}
+}
+
+// TestTextReadFollowsTheText: what rendering read of a statement's text
+// (its length, whether it is decisive, how its "said" varies) is read
+// again once the text changes, also for a copy that shares what was read.
+func TestTextReadFollowsTheText(t *testing.T) {
+	x := stmt{Sp: "Bob", Text: "Bob said the plan is set for the weekend."}
+	if v := varied(x.Text, &x, false); v != x.Text || x.textRead().runes != len(x.Text) || x.textRead().decisive {
+		t.Fatalf("first read: %q, %d runes, decisive %v", v, x.textRead().runes, x.textRead().decisive)
+	}
+	y := x // (a copy, as a closed period keeps it)
+	y.Text = "Bob said they booked it because the café was full."
+	if v := varied(y.Text, &y, false); v != "Bob explained they booked it because the café was full." {
+		t.Errorf("changed text varied as %q", v)
+	}
+	if y.textRead().runes != len([]rune(y.Text)) || !y.textRead().decisive {
+		t.Errorf("changed text: %d runes, decisive %v; want %d, true", y.textRead().runes, y.textRead().decisive, len([]rune(y.Text)))
+	}
+	if v := varied(x.Text, &x, false); v != x.Text || x.textRead().runes != len(x.Text) || x.textRead().decisive {
+		t.Errorf("the original after its copy changed: %q, %d runes, decisive %v", v, x.textRead().runes, x.textRead().decisive)
+	}
+}
+
+// TestTightenedWordsAreTheSentences: the words tighten and trimFiller pass
+// on with what the lexicon knows of them are the fields of the sentence
+// they leave, each known one that word's, over real-looking, synthetic and
+// odd turns.
+func TestTightenedWordsAreTheSentences(t *testing.T) {
+	vt, _ := synthSession(3, 300)
+	ot, _ := oddSession(7, 300)
+	ts := append(append(loadTurns(t, "testdata/voice_trip.txt"), vt...), ot...)
+	s, lx, checked := New(), &lexicon{}, 0
+	for _, turn := range ts {
+		for _, raw := range splitSentences(cleanSpeech(sanitize(turn.Text, maxTurnRunes))) {
+			sent, fs, ks := s.trimFiller(lx.tighten(raw, nil, nil))
+			if len(fs) == 0 || slices.Contains(fs, "") {
+				continue // (not known: sentences looks them up afresh)
+			}
+			if want := strings.Fields(sent); !slices.Equal(fs, want) || len(ks) != len(fs) {
+				t.Fatalf("%q left %q with fields %q (%d known); want %q", raw, sent, fs, len(ks), want)
+			}
+			for i, k := range ks {
+				if k != nil && k.f != fs[i] {
+					t.Fatalf("%q: field %q known as %q's", raw, fs[i], k.f)
+				}
+			}
+			checked++
+		}
+	}
+	if checked < 500 {
+		t.Fatalf("only %d sentences had their words passed on", checked)
 	}
 }

@@ -329,6 +329,28 @@ func TestCleanSpeech(t *testing.T) {
 	}
 }
 
+// TestNeedsCleanFindsWhatCleanSpeechCleans: needsClean, which decides
+// whether a turn is cleaned at all, finds a bracket, a '_', or a space
+// before punctuation, an apostrophe or "n't", wherever it is in the text.
+func TestNeedsCleanFindsWhatCleanSpeechCleans(t *testing.T) {
+	parts := []string{"a", "word", " ", "{", "[", "<", "_", "}", ",", ".", "?", "!", ";", ":", "'", "n't", "n", "é", "\xff", "\t"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 100000 {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		s, want := b.String(), false
+		for i := 0; i < len(s); i++ {
+			want = want || strings.IndexByte("{[<_", s[i]) >= 0 ||
+				s[i] == ' ' && i+1 < len(s) && (strings.IndexByte(",.?!;:'", s[i+1]) >= 0 || strings.HasPrefix(s[i+1:], "n't"))
+		}
+		if got := needsClean(s); got != want {
+			t.Fatalf("needsClean(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
 // A note that names its screen itself is labelled once.
 func TestNoteLabelledOnce(t *testing.T) {
 	for _, src := range []string{"screen", "Marco", ""} {

@@ -26,18 +26,18 @@ const (
 // has lines for. Statements of the batch just folded stay current.
 func (st *state) closePeriods(budget int) {
 	size := 0
-	for _, x := range st.Open {
-		size += runeLen(x.Text) + 1
+	for i := range st.Open {
+		size += st.Open[i].textRead().runes + 1
 	}
 	if size > budget*4/5 && len(st.Open) > 4 || len(st.Open) > maxOpen {
 		keep := 0 // runes kept current, newest first
 		cut := len(st.Open)
 		for cut > 0 {
-			x := st.Open[cut-1]
-			if !x.Batch && (keep+runeLen(x.Text) > budget*2/5 || len(st.Open)-cut >= maxOpen/2) {
+			x := &st.Open[cut-1]
+			if !x.Batch && (keep+x.textRead().runes > budget*2/5 || len(st.Open)-cut >= maxOpen/2) {
 				break
 			}
-			keep += runeLen(x.Text) + 1
+			keep += x.textRead().runes + 1
 			cut--
 		}
 		if cut > 0 {
@@ -534,7 +534,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 			alsoAfter(lines[first:], x.Sp) {
 			t, room = x.Sp+" also"+v, room-len(" also")
 		}
-		if v := varied(t, x.Sp, saidLast); len(v)-len(t) <= room {
+		if v := varied(t, x, saidLast); len(v)-len(t) <= room {
 			t, room = v, room-(len(v)-len(t))
 		}
 		if (x.K == kSaid || x.K == kAsk) && strings.HasSuffix(t, "…") && strings.Count(t, `"`)%2 == 1 && room > 0 {
@@ -644,7 +644,7 @@ type cand struct {
 
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 	terms := sc.voc.termIDs(x)
-	return cand{x: x, period: period, terms: terms, rec: rec, size: runeLen(x.Text) + 1, extra: worthBeyondWords(x, len(terms))}
+	return cand{x: x, period: period, terms: terms, rec: rec, size: x.textRead().runes + 1, extra: worthBeyondWords(x, len(terms))}
 }
 
 // pickCovering marks at most n candidates within room runes, one at a
@@ -732,10 +732,25 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 // or a question just asked.
 func worthBeyondWords(x *stmt, terms int) float64 {
 	w := 0.3 * max(0, x.W-0.3-0.35*float64(min(terms, 14)))
-	if x.K == kQuestion && x.Batch || x.K == kAsk || decisive.in(x.Text) {
+	if x.K == kQuestion && x.Batch || x.K == kAsk || x.textRead().decisive {
 		w += 2
 	}
 	return w
+}
+
+// textRead is what rendering reads in a statement's text (rendered fold after fold), read again once the text changes:
+// its length in runes, whether it is decisive, whether what follows its "said" gives a reason or an opinion (varied).
+type textRead struct {
+	text, rest              string
+	runes                   int
+	decisive, reason, opine bool
+}
+
+func (x *stmt) textRead() *textRead {
+	if r := x.read; r == nil || r.text != x.Text || r.runes == 0 {
+		x.read = &textRead{text: x.Text, rest: "\x00", runes: runeLen(x.Text), decisive: decisive.in(x.Text)}
+	}
+	return x.read
 }
 
 var decisive = newKeywords("decided", "agreed", "we'll ", "we will ", "let's ", "suggested ", "booked", "deadline")
@@ -778,15 +793,18 @@ func (p period) header(multiDay, group bool) string {
 // varied is t, a statement of sp, with its verb "said" varied as a person writing a report varies it: "explained"
 // where it gives a reason, "thought" an opinion, "mentioned" (not for a quote or a remark of a few words) after a
 // statement reported with "said" (saidLast).
-func varied(t, sp string, saidLast bool) string {
+func varied(t string, x *stmt, saidLast bool) string { // (x: the statement, for what its text read)
 	head, rest, ok := strings.Cut(t, " said")
-	if !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
+	if sp := x.Sp; !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
 		return t
 	}
+	if r := x.textRead(); r.rest != rest {
+		r.rest, r.reason, r.opine = rest, reasons.in(rest), opinions.in(rest)
+	}
 	switch {
-	case reasons.in(rest):
+	case x.read.reason: // (x.read: textRead's)
 		return head + " explained" + rest
-	case opinions.in(rest):
+	case x.read.opine:
 		return head + " thought" + rest
 	case saidLast && fieldsAtLeast(rest, 5) && 'a' <= rest[1] && rest[1] <= 'z':
 		return head + " mentioned" + rest

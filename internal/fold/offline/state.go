@@ -101,6 +101,7 @@ type stmt struct {
 	Batch bool    `json:"batch,omitempty"`
 	Own   string  `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
 	ids   []int32 // Terms by their numbers in this fold, once found (wordCounts.termIDs)
+	read  *textRead
 }
 
 // fact is a memory returned earlier; its ID is the hash of its speaker

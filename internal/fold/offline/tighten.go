@@ -16,8 +16,9 @@ const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what en
 // mean", "kind of" where it hedges, "really" inside a sentence, a clause at its end with no content word, number or
 // negation: "…, I guess", ", and so on"); a run-on sentence ends at the last clause boundary within maxSentRunes; a run
 // of one word is said three times at most ("blah blah blah blah"), so a turn of one repeated word costs nothing. What
-// it leaves is the speaker's words, in order, and their fields (in fs's room; none if unknown).
-func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
+// it leaves is the speaker's words, in order, and their fields and what the lexicon knows of them (in fs's and ks's
+// room; none if unknown).
+func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string, []*field) {
 	var arr [64]string
 	var karr [64]*field
 	ws, kw, prev, run, changed := arr[:0], karr[:0], "", 0, false // (kw: what the lexicon knows of ws)
@@ -32,7 +33,7 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 		ws, kw = append(ws, f), append(kw, lx.field(f))
 	}
 	if len(ws) < 3 {
-		return s, append(fs[:0], ws...)
+		return s, append(fs[:0], ws...), append(ks[:0], kw...)
 	}
 	n0 := len(ws)
 	var buf [48]byte
@@ -96,19 +97,21 @@ func (lx *lexicon) tighten(s string, fs []string) (string, []string) {
 		} else if strings.ContainsAny(out[j-1][len(out[j-1])-1:], ",;:") {
 			end := out[len(out)-1][len(strings.TrimRight(out[len(out)-1], ".?!")):]
 			out, ko = out[:j], ko[:j]
-			out[j-1] = strings.TrimRight(out[j-1], ",;:") + end
+			if out[j-1] = strings.TrimRight(out[j-1], ",;:") + end; out[j-1] != "" { // ("": no field, and its sentence's words are read again)
+				ko[j-1] = lx.field(out[j-1])
+			}
 		}
 	}
 	if len(out) == 0 {
-		return "", fs[:0]
+		return "", fs[:0], ks[:0]
 	}
 	if changed || len(out) != n0 || !joins(s, out) {
 		s = strings.Join(out, " ")
 	}
 	if runeLen(s) > maxSentRunes {
-		return cutClause(s, maxSentRunes), fs[:0]
+		return cutClause(s, maxSentRunes), fs[:0], ks[:0]
 	}
-	return s, append(fs[:0], out...)
+	return s, append(fs[:0], out...), append(ks[:0], ko...)
 }
 
 // falseStart reports a word that the next one completes ("th" before "the"), not a word in its own right that happens
