@@ -99,7 +99,7 @@ type foldResult struct {
 type foldRunner struct {
 	sum      fold.Summarizer
 	breaker  *retry.Breaker
-	slots    chan struct{} // fold concurrency limit, shared by a process's engines
+	slots    *foldSlots // fold concurrency limit, shared by a process's engines
 	tokens   TokenCounter
 	inStream jetstream.Stream
 	asker    *contextsource.Asker
@@ -138,13 +138,12 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 			p.breaker.Release() // the next fold probes instead
 		}
 	}()
-	select {
-	case p.slots <- struct{}{}:
-		defer func() { <-p.slots }()
-	case <-ctx.Done():
-		r.err = fmt.Errorf("waiting for one of %d fold slots: %w", cap(p.slots), ctx.Err())
+	slot, err := p.slots.take(ctx)
+	if err != nil {
+		r.err = fmt.Errorf("waiting for one of %d fold slots: %w", p.slots.size(), err)
 		return r
 	}
+	defer p.slots.give(slot)
 	for i, ref := range job.turns {
 		kept, _ := job.payloads.at(ref.Seq)
 		t := kept.turn // as the event loop decoded it, when this owner did
@@ -197,7 +196,7 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 		r.summarized = time.Now()
 		return r
 	}
-	r.out, r.err = p.summarize(ctx, job, req)
+	slot.run(func() { r.out, r.err = p.summarize(ctx, job, req) })
 	called = true
 	p.breaker.Record(p.clock.Now(), r.err, job.probe)
 	if r.err != nil && job.placeholderOK && ctx.Err() == nil {

@@ -57,7 +57,7 @@ type Deps struct {
 // once, and one bound on concurrent folds.
 type Shared struct {
 	m     *metrics
-	slots chan struct{}
+	slots *foldSlots
 	mem   *memRelease
 }
 
@@ -66,7 +66,7 @@ func NewShared(reg prometheus.Registerer, maxConcurrentFolds int) *Shared {
 	if maxConcurrentFolds <= 0 {
 		maxConcurrentFolds = Config{}.withDefaults().MaxConcurrentFolds
 	}
-	return &Shared{m: newMetrics(reg), slots: make(chan struct{}, maxConcurrentFolds), mem: new(memRelease)}
+	return &Shared{m: newMetrics(reg), slots: newFoldSlots(maxConcurrentFolds), mem: new(memRelease)}
 }
 
 // Processor consumes inbound events and folds sessions.
@@ -104,8 +104,8 @@ type Processor struct {
 	shards   []*shard
 	dl       *deadLetterer // keeps rejected messages off the event loops
 	folds    sync.WaitGroup
-	slots    chan struct{} // fold concurrency limit
-	mem      *memRelease   // returns memory freed by idle compaction (idle.go)
+	slots    *foldSlots  // fold concurrency limit (slots.go)
+	mem      *memRelease // returns memory freed by idle compaction (idle.go)
 
 	cons *consumers // the consumer manager (consumer.go)
 	// abortFolds cancels in-flight folds at once (Abort), set by Run.
@@ -155,7 +155,7 @@ func New(cfg Config, d Deps) (*Processor, error) {
 	if d.Shared != nil {
 		p.m, p.slots, p.mem = d.Shared.m, d.Shared.slots, d.Shared.mem
 	} else {
-		p.m, p.slots, p.mem = newMetrics(d.Registry), make(chan struct{}, cfg.MaxConcurrentFolds), new(memRelease)
+		p.m, p.slots, p.mem = newMetrics(d.Registry), newFoldSlots(cfg.MaxConcurrentFolds), new(memRelease)
 	}
 	p.breaker = d.Breaker
 	if p.breaker == nil {

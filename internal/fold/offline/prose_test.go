@@ -463,3 +463,49 @@ func TestOnlyCutQuotesClose(t *testing.T) {
 		t.Errorf("a quote mark added to a line that was not cut: %s", out.Summary)
 	}
 }
+
+// A line that says nothing is not written: a period in which nothing recurs
+// ("From 20:34 to 20:41, the group spoke.") has no line of its own, its time
+// opens its first statement, and the opening names what the latest period
+// that names a subject was about rather than only who is there.
+func TestNoLineSaysNothing(t *testing.T) {
+	ts, ns := synthSession(1, 300)
+	lines := 0
+	for i, v := range rollingFold(t, New(), ts, ns, 10, 400) {
+		if strings.Contains(v, " spoke.") {
+			t.Errorf("summary %d has a line that says nothing: %s", i+1, v)
+		}
+		if strings.Contains(v, " talked about ") && strings.Contains(v, " in the session.") {
+			t.Errorf("summary %d opens without a subject though a period names one: %s", i+1, v)
+		}
+		for _, m := range periodRe.FindAllStringIndex(v, -1) {
+			if sent, _, _ := strings.Cut(v[m[1]:], "."); !strings.Contains(sent, " talked about ") && !strings.Contains(sent, " discussed ") {
+				lines++ // (a period's time only, before a statement)
+			}
+		}
+	}
+	if lines == 0 {
+		t.Error("no summary with a period of no subject: the session no longer tests the rule")
+	}
+}
+
+// A remark with no word of content, an interjection and a verb of talk
+// ("ooh come back", "oops, go back"), is not reported: its rare words
+// would otherwise make it look worth its few runes.
+func TestInterjectionsSayNothing(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Ann: the caterer wants a deposit of $300 by Friday.",
+		"Bob: ooh come back.",
+		"Carol: oops, go back.",
+		"Dave: whoa, ugh.",
+		"Ann: the venue in Lisbon is booked for the second of May.",
+	)})
+	for _, bad := range []string{"ooh", "oops", "whoa", "ugh"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("summary reports %q: %s", bad, got)
+		}
+	}
+	if !strings.Contains(got, "deposit") || !strings.Contains(got, "Lisbon") {
+		t.Errorf("summary lost a statement: %s", got)
+	}
+}

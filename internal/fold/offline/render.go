@@ -74,10 +74,7 @@ func (st *state) newPeriod(ss []stmt) period {
 	var order []string
 	for _, x := range ss {
 		if x.At != 0 {
-			if p.From == 0 || x.At < p.From {
-				p.From = x.At
-			}
-			p.To = max(p.To, x.At)
+			p.From, p.To = min(cmp.Or(p.From, x.At), x.At), max(p.To, x.At)
 		}
 		if x.Sp != "" && x.K != kTool && x.K != kNote { // a screen note is no one speaking
 			if count[x.Sp] == 0 {
@@ -139,10 +136,7 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 }
 
 func (st *state) mergePeriods(a, b period) period {
-	p := period{From: a.From, To: max(a.To, b.To)}
-	if p.From == 0 || b.From != 0 && b.From < p.From {
-		p.From = b.From
-	}
+	p := period{From: min(cmp.Or(a.From, b.From), cmp.Or(b.From, a.From)), To: max(a.To, b.To)} // (0: not known)
 	for _, n := range append(slices.Clone(a.Names), b.Names...) {
 		if !slices.Contains(p.Names, n) && len(p.Names) < 3 {
 			p.Names = append(p.Names, n)
@@ -457,9 +451,10 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	for _, h := range headers {
 		used += runeLen(h) + 1
 	}
-	for first := 0; used > budget && first < len(headers); first++ {
-		used -= runeLen(headers[first]) + 1
-		headers[first] = ""
+	dropped := 0 // the oldest periods left out, with their statements
+	for ; used > budget && dropped < len(headers); dropped++ {
+		used -= runeLen(headers[dropped]) + 1
+		headers[dropped] = ""
 	}
 	voc, sc := st.counts(), st.sc
 	cands := sc.cands[:0]
@@ -469,10 +464,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		}
 		cands = append(cands, sc.newCand(x, pi, rec))
 	}
-	for pi := range st.Periods {
-		if headers[pi] == "" {
-			continue
-		}
+	for pi := dropped; pi < len(st.Periods); pi++ {
 		for i := range st.Periods[pi].Stmts {
 			add(&st.Periods[pi].Stmts[i], pi, 1+0.1*float64(pi+1)/float64(len(st.Periods)))
 		}
@@ -520,6 +512,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 	joinSp := ""        // the speaker of the last line when it is a statement another of theirs may join
 	first := len(lines) // the first statement's line
 	saidLast := false   // of the statements reported with "said" or "mentioned", the last said "said"
+	when := ""          // the time of a period without a line of its own, which opens its first statement
 	add := func(x *stmt) {
 		said := x.Sp + " said "
 		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
@@ -543,8 +536,11 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 		if v := strings.TrimPrefix(strings.TrimPrefix(t, x.Sp), " also"); strings.HasPrefix(v, " said ") || strings.HasPrefix(v, " mentioned ") {
 			saidLast = v[1] == 's'
 		}
+		if when != "" {
+			t = lowerFirst(when, t)
+		}
 		lines = append(lines, t)
-		if joinSp = ""; plain && strings.HasSuffix(x.Text, ".") {
+		if joinSp, when = "", ""; plain && strings.HasSuffix(x.Text, ".") {
 			joinSp = x.Sp
 		}
 	}
@@ -552,9 +548,10 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 	// current ones, in order)
 	i := 0
 	for pi := range len(st.Periods) + 1 { // (the last: the current statements)
-		if pi < len(st.Periods) && headers[pi] != "" {
-			lines = append(lines, headers[pi])
-			joinSp = ""
+		if when = ""; pi < len(st.Periods) && strings.HasSuffix(headers[pi], ", ") {
+			when, joinSp = headers[pi], ""
+		} else if pi < len(st.Periods) && headers[pi] != "" {
+			lines, joinSp = append(lines, headers[pi]), ""
 		}
 		for ; i < len(cands) && (cands[i].period == pi || pi == len(st.Periods)); i++ {
 			if cands[i].taken {
@@ -587,9 +584,8 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 		ts = append(slices.Clone(st.Topics), ts...)
 		ts = slices.CompactFunc(ts, strings.EqualFold)[:min(len(ts), max(maxTopics, 1))]
 	}
-	if len(ts) == 0 && len(st.Periods) > 0 {
-		last := st.Periods[len(st.Periods)-1].Topics
-		ts = last[:min(maxTopics, len(last))]
+	for i := len(st.Periods) - 1; len(ts) == 0 && i >= 0; i-- { // what the latest period that names a subject was about
+		ts = st.Periods[i].Topics[:min(maxTopics, len(st.Periods[i].Topics))]
 	}
 	if len(ts) == 0 {
 		return names + none
@@ -756,7 +752,8 @@ func (x *stmt) textRead() *textRead {
 var decisive = newKeywords("decided", "agreed", "we'll ", "we will ", "let's ", "suggested ", "booked", "deadline")
 
 // header is a period's line: when, who, what about ("From 14:02 to 14:20,
-// Alice and Bob talked about the venue in Lisbon and catering.").
+// Alice and Bob talked about the venue in Lisbon and catering."); for a
+// period that names no subject, only when ("From 14:47 to 14:51, ").
 func (p period) header(multiDay, group bool) string {
 	when := "Earlier"
 	if p.From != 0 && p.To != 0 {
@@ -785,7 +782,7 @@ func (p period) header(multiDay, group bool) string {
 		who = "they"
 	}
 	if len(p.Topics) == 0 {
-		return when + ", " + who + " spoke."
+		return when + ", " // not "At 14:47, the group spoke.": the time opens its first statement (compose)
 	}
 	return when + ", " + who + " talked about " + andList(p.Topics) + "."
 }

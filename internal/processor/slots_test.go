@@ -1,0 +1,68 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestSlotRunsItsCallsOnOneGoroutine(t *testing.T) {
+	slots := newFoldSlots(1)
+	sl, err := slots.take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	for i := 1; i <= 5; i++ {
+		sl.run(func() { sum += i })
+	}
+	if sum != 15 {
+		t.Fatalf("calls added up to %d, want 15: run returned before its call did", sum)
+	}
+	if sl.started != 1 {
+		t.Fatalf("5 calls started %d goroutines, want 1 kept from call to call", sl.started)
+	}
+	slots.give(sl)
+}
+
+func TestSlotStartsAgainAfterIdling(t *testing.T) {
+	slots := newFoldSlots(1)
+	sl, _ := slots.take(context.Background())
+	sl.idle = time.Millisecond
+	ran := 0
+	sl.run(func() { ran++ })
+	for len(sl.ended) == 0 { // the goroutine says it ended
+		time.Sleep(time.Millisecond)
+	}
+	sl.run(func() { ran++ })
+	if ran != 2 || sl.started != 2 {
+		t.Fatalf("after the goroutine idled out: %d calls ran on %d goroutines, want 2 on 2", ran, sl.started)
+	}
+}
+
+func TestSlotsBoundTheCallsAtOnce(t *testing.T) {
+	slots := newFoldSlots(2)
+	a, _ := slots.take(context.Background())
+	b, _ := slots.take(context.Background())
+	if a == b {
+		t.Fatal("two takes got the same slot")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		sl, err := slots.take(ctx)
+		if sl != nil {
+			err = errors.New("got a third slot of two")
+		}
+		got <- err
+	}()
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a take with both slots held returned %v, want the context's end", err)
+	}
+	slots.give(a)
+	if sl, err := slots.take(context.Background()); err != nil || sl != a {
+		t.Fatalf("take after a give = %p, %v; want the slot given back", sl, err)
+	}
+}
