@@ -734,7 +734,7 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	if text == "" || isInjection(text) {
 		return stmt{}, false
 	}
-	src := speaker.Name(oneLine(n.Source, 64))
+	src := speaker.Short(oneLine(n.Source, 64))
 	label := "Screen note: "
 	if i := strings.Index(text, "'s screen: "); i > 0 && i < 40 {
 		label, text = "On "+text[:i]+"'s screen: ", text[i+len("'s screen: "):]
@@ -763,7 +763,7 @@ func isToolTurn(t fold.Turn) bool {
 
 // displayName is the turn's speaker as the summary names it.
 func displayName(t fold.Turn) string {
-	if n := speaker.Name(oneLine(t.Speaker, 64)); n != "" {
+	if n := speaker.Short(oneLine(t.Speaker, 64)); n != "" {
 		return n
 	}
 	if n := roleNames[strings.ToLower(strings.TrimSpace(t.Role))]; n != "" {

@@ -509,3 +509,34 @@ func TestInterjectionsSayNothing(t *testing.T) {
 		t.Errorf("summary lost a statement: %s", got)
 	}
 }
+
+// A committee's transcript names its speakers with asides ("Hon. Bill
+// Morneau (Minister of Finance)", "The Chair (Hon. Anthony Rota
+// (NipissingTimiskaming, Lib.))"): the summary and the memories name them
+// whole, without the aside, one person with or without it is one name, and
+// the opening names fewer people rather than a long list.
+func TestWholeNames(t *testing.T) {
+	sps := []string{"The Chair (Hon. Anthony Rota (NipissingTimiskaming, Lib.))", "Hon. Bill Morneau (Minister of Finance)",
+		"Mr. Gabriel Ste-Marie (Joliette, BQ)", "Hon. Bill Morneau", "Ms. Elizabeth May (SaanichGulf Islands, GP)",
+		"Hon. Jean-Yves Duclos (President of the Treasury Board)", "Mr. Garnett Genuis (Sherwood ParkFort Saskatchewan, CPC)"}
+	var lines []string
+	for i, sp := range sps {
+		lines = append(lines, fmt.Sprintf("%s: the wage subsidy program pays %d%% of wages until June, I will table the report on Friday.", sp, 70+i))
+	}
+	res, err := New().Summarize(context.Background(), fold.Request{Turns: turns(lines...), MaxChars: 1200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Summary, "…") || strings.Contains(res.Summary, "Rota") || strings.Contains(res.Summary, "Minister of") {
+		t.Errorf("a name is cut or keeps its aside: %s", res.Summary)
+	}
+	lead, _, _ := strings.Cut(res.Summary, " are talking about ")
+	if strings.Count(lead, "Hon. Bill Morneau") != 1 || runeLen(lead) > 100 {
+		t.Errorf("the opening names %q", lead)
+	}
+	for _, m := range res.MemoryItems {
+		if strings.Contains(m.Speaker, "…") || strings.Contains(m.Text, "…") || strings.ContainsAny(m.Speaker, "()") {
+			t.Errorf("memory of %q: %q", m.Speaker, m.Text)
+		}
+	}
+}
