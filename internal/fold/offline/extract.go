@@ -559,7 +559,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 		return lowerFirst(sp+" asked: ", sent), false
 	}
 	if verb == "said" && first == 1 && second == 0 {
-		if out, ok := thirdPerson(sp, ws); ok {
+		if out, ok := thirdPerson(sp, ws); ok && strings.Count(out, sp) == 1 { // (not "Project Manager is the Project Manager …")
 			return out, true
 		}
 	}

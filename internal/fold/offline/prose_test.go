@@ -540,3 +540,16 @@ func TestWholeNames(t *testing.T) {
 		}
 	}
 }
+
+// A speaker named by a role who names the role ("I'm the Project Manager
+// Christa Pavlov …") is quoted, not rewritten into "Project Manager is the
+// Project Manager Christa Pavlov …".
+func TestSelfReportNamesTheSpeakerOnce(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Project Manager: I'm the Project Manager Christa Pavlov and okay let's begin.",
+		"Marketing: I'm the marketing expert, I looked at the user requirements.",
+	)})
+	if strings.Contains(got, "Project Manager is the Project Manager") || !strings.Contains(got, "Christa Pavlov") {
+		t.Errorf("summary: %s", got)
+	}
+}
