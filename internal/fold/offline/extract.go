@@ -352,7 +352,8 @@ func (s *Summarizer) trimFiller(sent string, fs []string, ks []*field) (string, 
 		// the fillers are short: lower-case only the start of the sentence
 		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
 		for _, f := range leadByFirst[low[0]] {
-			if len(low) > len(f) && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') {
+			if len(low) > len(f) && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') &&
+				(low[len(f)] != ' ' || f != "nice" && f != "cool") { // ("Nice shot Jonas!" is not "shot Jonas!")
 				sent, changed = strings.TrimLeft(sent[len(f):], " ,.!"), true
 				break
 			}

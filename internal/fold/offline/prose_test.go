@@ -553,3 +553,18 @@ func TestSelfReportNamesTheSpeakerOnce(t *testing.T) {
 		t.Errorf("summary: %s", got)
 	}
 }
+
+// "nice" and "cool" open a sentence as fillers only when set apart ("Nice,
+// the cabin is booked."); before a noun they are its adjective, and
+// dropping them garbles the sentence ("Nice shot Jonas!" → "shot Jonas!").
+func TestAdjectiveIsNoFiller(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns("Marco: Nice shot Jonas!", "Lena: Cool, the cabin is booked for Friday.", "Tomás: Cool map, the desert one.")})
+	if strings.Contains(got, "Cool, the cabin") {
+		t.Errorf("a filler set apart kept: %s", got)
+	}
+	for _, want := range []string{"nice shot Jonas", "the cabin is booked", "cool map"} {
+		if !strings.Contains(strings.ToLower(got), strings.ToLower(want)) {
+			t.Errorf("want %q in %s", want, got)
+		}
+	}
+}
