@@ -446,8 +446,22 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.rate = float64(r.n) / res.took.Seconds()
 	res.folds = p.Folds() // landed while ingest ran: their work shares the cores
+	if debug {
+		// Every fold's work, wherever it fell: the CPU per turn once the
+		// folds stop landing (none for 300 ms), which does not depend on
+		// how many landed while ingest was timed.
+		for last := res.folds; ; {
+			time.Sleep(300 * time.Millisecond)
+			n := p.Folds()
+			if n == last {
+				break
+			}
+			last = n
+		}
+		fmt.Fprintf(os.Stderr, "  process CPU per turn, every fold landed: %v (%d folds)\n", (cpuTime()-cpu0)/time.Duration(r.n), p.Folds())
+	}
+	res.rate = float64(r.n) / res.took.Seconds()
 	cancel()
 	if err := <-done; err != nil {
 		return res, err
