@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/retry"
@@ -131,7 +130,7 @@ func Summarize(ctx context.Context, s Summarizer, req Request) (Outcome, error) 
 // sentence.Clamp.
 func ClampSentence(s string, maxChars int) string { return sentence.Clamp(s, maxChars) }
 
-func runeLen(s string) int { return utf8.RuneCountInString(s) }
+func runeLen(s string) int { return sentence.RuneLen(s) }
 
 // mergeMemories appends the new memories not already present (trimmed,
 // exact match), keeping first-seen order.

@@ -638,7 +638,15 @@ func (r *indexReader) checkPostings(np, ndocs int) bool {
 // skipPostings reads past np postings without decoding them (decodeOwn).
 func (r *indexReader) skipPostings(np int) {
 	b, off := r.b, r.off
-	for range np {
+	for np > 0 {
+		// Eight postings of one byte each, a delta below 64 and a
+		// frequency of one (the common case in a long list), at once.
+		if np >= 8 && off+8 <= len(b) && binary.LittleEndian.Uint64(b[off:])&0x8181818181818181 == 0 {
+			off += 8
+			np -= 8
+			continue
+		}
+		np--
 		// A doc delta, its low bit set when a frequency follows.
 		if off >= len(b) {
 			break

@@ -162,11 +162,7 @@ func skipTurnFixed(r *indexReader) int {
 	r.uv() // V
 	r.skip()
 	skipTime(r)
-	for range 4 {
-		r.uv()
-	}
-	r.v()
-	r.v()
+	r.skipVarints(6) // speaker, role, kind, tool, tokens, context tokens
 	for range r.count(2) {
 		r.skip()
 		r.skip()
@@ -179,12 +175,9 @@ func skipTime(r *indexReader) {
 	switch r.uv() {
 	case 0:
 	case 1:
-		r.v()
-		r.uv()
+		r.skipVarints(2) // seconds, nanoseconds
 	case 2:
-		r.v()
-		r.v()
-		r.uv()
+		r.skipVarints(3) // offset, seconds, nanoseconds
 	default:
 		r.fail("bad time")
 	}

@@ -225,8 +225,8 @@ func clip(s string, max int) string {
 
 // ---- words ----
 
-// stopWords are the function words of English (NLTK's list) and the words of talk that carry no subject; they are never
-// terms or topics.
+// stopWords are the function words of English (NLTK's list) and the words of talk that carry no subject (interjections
+// too: "ooh come back" says nothing); they are never terms or topics.
 var stopWords = toSet(strings.Fields(`i me my myself we our ours ourselves you your yours yourself
 yourselves he him his himself she her hers herself it its itself they them their theirs themselves
 what which who whom this that these those am is are was were be been being have has had having do
@@ -241,7 +241,8 @@ think thought know knew mean said say says saying get got getting go going goes 
 want need let see look one two also maybe probably still even much many way kind sort bit
 could would might must shall may good great nice fine cool yeah-yeah guess guys guy gg congrats
 congratulations bye hi hello hey thanks thank welcome everyone everybody man dude bro please sorry cheers yo
-wow omg damn hear loud clear anyway anyways lets dunno gimme lemme`))
+wow omg damn hear loud clear anyway anyways lets dunno gimme lemme ooh oops whoa aha ah ahh ugh huh yay oof eh hm
+er erm mhm ouch phew whew meh nah yup come comes coming came`))
 
 func toSet(ws []string) map[string]bool {
 	m := make(map[string]bool, len(ws))
@@ -550,15 +551,8 @@ func isTokenRune(r rune) bool {
 
 // isLaugh reports laughter: lol, lmao, haha, hehe, xd, rofl.
 func isLaugh(w string) bool {
-	switch {
-	case w == "lol" || w == "lmao" || w == "rofl" || w == "xd" || w == "lmfao":
-		return true
-	case strings.HasPrefix(w, "lo") && strings.Trim(w, "lo") == "", strings.HasPrefix(w, "lm") && strings.Trim(w, "lmao") == "":
-		return true
-	case len(w) >= 4 && (strings.Trim(w, "ha") == "" || strings.Trim(w, "he") == ""):
-		return true
-	}
-	return false
+	return w == "rofl" || w == "xd" || w == "lmfao" || strings.HasPrefix(w, "lo") && strings.Trim(w, "lo") == "" || // lol, looool
+		strings.HasPrefix(w, "lm") && strings.Trim(w, "lmao") == "" || len(w) >= 4 && (strings.Trim(w, "ha") == "" || strings.Trim(w, "he") == "")
 }
 
 // elongated reports a word with a letter three times in a row ("gooo", "sooo"): talk, not a term.

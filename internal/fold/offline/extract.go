@@ -559,7 +559,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 		return lowerFirst(sp+" asked: ", sent), false
 	}
 	if verb == "said" && first == 1 && second == 0 {
-		if out, ok := thirdPerson(sp, ws); ok {
+		if out, ok := thirdPerson(sp, ws); ok && strings.Count(out, sp) == 1 { // (not "Project Manager is the Project Manager …")
 			return out, true
 		}
 	}
@@ -734,7 +734,7 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	if text == "" || isInjection(text) {
 		return stmt{}, false
 	}
-	src := speaker.Name(oneLine(n.Source, 64))
+	src := speaker.Short(oneLine(n.Source, 64))
 	label := "Screen note: "
 	if i := strings.Index(text, "'s screen: "); i > 0 && i < 40 {
 		label, text = "On "+text[:i]+"'s screen: ", text[i+len("'s screen: "):]
@@ -763,7 +763,7 @@ func isToolTurn(t fold.Turn) bool {
 
 // displayName is the turn's speaker as the summary names it.
 func displayName(t fold.Turn) string {
-	if n := speaker.Name(oneLine(t.Speaker, 64)); n != "" {
+	if n := speaker.Short(oneLine(t.Speaker, 64)); n != "" {
 		return n
 	}
 	if n := roleNames[strings.ToLower(strings.TrimSpace(t.Role))]; n != "" {

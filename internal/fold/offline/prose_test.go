@@ -488,3 +488,68 @@ func TestNoLineSaysNothing(t *testing.T) {
 		t.Error("no summary with a period of no subject: the session no longer tests the rule")
 	}
 }
+
+// A remark with no word of content, an interjection and a verb of talk
+// ("ooh come back", "oops, go back"), is not reported: its rare words
+// would otherwise make it look worth its few runes.
+func TestInterjectionsSayNothing(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Ann: the caterer wants a deposit of $300 by Friday.",
+		"Bob: ooh come back.",
+		"Carol: oops, go back.",
+		"Dave: whoa, ugh.",
+		"Ann: the venue in Lisbon is booked for the second of May.",
+	)})
+	for _, bad := range []string{"ooh", "oops", "whoa", "ugh"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("summary reports %q: %s", bad, got)
+		}
+	}
+	if !strings.Contains(got, "deposit") || !strings.Contains(got, "Lisbon") {
+		t.Errorf("summary lost a statement: %s", got)
+	}
+}
+
+// A committee's transcript names its speakers with asides ("Hon. Bill
+// Morneau (Minister of Finance)", "The Chair (Hon. Anthony Rota
+// (NipissingTimiskaming, Lib.))"): the summary and the memories name them
+// whole, without the aside, one person with or without it is one name, and
+// the opening names fewer people rather than a long list.
+func TestWholeNames(t *testing.T) {
+	sps := []string{"The Chair (Hon. Anthony Rota (NipissingTimiskaming, Lib.))", "Hon. Bill Morneau (Minister of Finance)",
+		"Mr. Gabriel Ste-Marie (Joliette, BQ)", "Hon. Bill Morneau", "Ms. Elizabeth May (SaanichGulf Islands, GP)",
+		"Hon. Jean-Yves Duclos (President of the Treasury Board)", "Mr. Garnett Genuis (Sherwood ParkFort Saskatchewan, CPC)"}
+	var lines []string
+	for i, sp := range sps {
+		lines = append(lines, fmt.Sprintf("%s: the wage subsidy program pays %d%% of wages until June, I will table the report on Friday.", sp, 70+i))
+	}
+	res, err := New().Summarize(context.Background(), fold.Request{Turns: turns(lines...), MaxChars: 1200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Summary, "…") || strings.Contains(res.Summary, "Rota") || strings.Contains(res.Summary, "Minister of") {
+		t.Errorf("a name is cut or keeps its aside: %s", res.Summary)
+	}
+	lead, _, _ := strings.Cut(res.Summary, " are talking about ")
+	if strings.Count(lead, "Hon. Bill Morneau") != 1 || runeLen(lead) > 100 {
+		t.Errorf("the opening names %q", lead)
+	}
+	for _, m := range res.MemoryItems {
+		if strings.Contains(m.Speaker, "…") || strings.Contains(m.Text, "…") || strings.ContainsAny(m.Speaker, "()") {
+			t.Errorf("memory of %q: %q", m.Speaker, m.Text)
+		}
+	}
+}
+
+// A speaker named by a role who names the role ("I'm the Project Manager
+// Christa Pavlov …") is quoted, not rewritten into "Project Manager is the
+// Project Manager Christa Pavlov …".
+func TestSelfReportNamesTheSpeakerOnce(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Project Manager: I'm the Project Manager Christa Pavlov and okay let's begin.",
+		"Marketing: I'm the marketing expert, I looked at the user requirements.",
+	)})
+	if strings.Contains(got, "Project Manager is the Project Manager") || !strings.Contains(got, "Christa Pavlov") {
+		t.Errorf("summary: %s", got)
+	}
+}
