@@ -638,8 +638,8 @@ func thirdPerson(sp string, ws []string) (string, bool) {
 			adv, i = ws[1]+" ", 2
 		}
 		v, ok := conjugate(strings.ToLower(ws[i]))
-		if !ok {
-			return "", false
+		if n := strings.ToLower(ws[min(i+1, len(ws)-1)]); !ok || strings.HasSuffix(v, "n't") && (strings.Contains(" they there it he she that this ", " "+n+" ") || strings.HasSuffix(n, "'s")) {
+			return "", false // (a restart is quoted: "I don't there's lots of ways" is not "Grad F doesn't there's lots of ways")
 		}
 		return sp + " " + adv + v + " " + group(rest(i+1), ws[i+1:]), true
 	}

@@ -568,3 +568,22 @@ func TestAdjectiveIsNoFiller(t *testing.T) {
 		}
 	}
 }
+
+// A speaker who starts over after a negation ("I don't there's lots of
+// ways") is quoted, not put in the third person ("Grad F doesn't there's
+// lots of ways").
+func TestRestartAfterNegationIsQuoted(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Grad F: I don't there's lots of different ways in the world that people use it.",
+		"Industrial Designer: I don't they designed it to look a little bit like a face.",
+		"Marketing: I don't like the yellow remote control at all.",
+	)})
+	for _, bad := range []string{"doesn't there's", "doesn't they"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("%q in %s", bad, got)
+		}
+	}
+	if !strings.Contains(got, "Marketing doesn't like the yellow remote control") {
+		t.Errorf("a plain negation is not reported: %s", got)
+	}
+}
