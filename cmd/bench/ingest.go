@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -446,8 +447,22 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.rate = float64(r.n) / res.took.Seconds()
 	res.folds = p.Folds() // landed while ingest ran: their work shares the cores
+	if debug {
+		// Every fold's work, wherever it fell: the CPU per turn once the
+		// folds stop landing (none for 300 ms), which does not depend on
+		// how many landed while ingest was timed.
+		for last := res.folds; ; {
+			time.Sleep(300 * time.Millisecond)
+			n := p.Folds()
+			if n == last {
+				break
+			}
+			last = n
+		}
+		fmt.Fprintf(os.Stderr, "  process CPU per turn, every fold landed: %v (%d folds)\n", (cpuTime()-cpu0)/time.Duration(r.n), p.Folds())
+	}
+	res.rate = float64(r.n) / res.took.Seconds()
 	cancel()
 	if err := <-done; err != nil {
 		return res, err
@@ -494,6 +509,49 @@ func (i instant) Summarize(_ context.Context, req fold.Request) (fold.Result, er
 	return fold.Result{Summary: "Alice and Bob planned the Tokyo match; Bob keeps dying as Hulk, so Jeff the land shark is next.", Model: "instant"}, nil
 }
 
+// sized answers at once with what the offline summarizer returned for a
+// session's fifth fold of the bench's varied text (its summary, state and
+// memories): what those outputs cost foldstream and the server, without
+// the summarizer's own CPU. Each fold's memories name its session and
+// turns, so that none is dropped as published before.
+type sized struct {
+	out fold.Result
+}
+
+// newSized runs the offline summarizer over the first five folds of one
+// session of the ingest section and keeps the last fold's outputs.
+func newSized() (sized, error) {
+	s, w := offline.New(), fold.DefaultWindow()
+	base := time.Now().UTC().Truncate(time.Second)
+	var prev fold.Outcome
+	for k := range 5 {
+		turns := make([]fold.Turn, w.Batch)
+		for i := range turns {
+			t := k*w.Batch + i
+			l := benchLines[(3*7+t)%len(benchLines)]
+			turns[i] = fold.Turn{Index: int64(t), At: base.Add(time.Duration(t) * time.Second), Speaker: l[0], Role: "user", Text: l[1]}
+		}
+		out, err := fold.Summarize(context.Background(), s, fold.Request{Session: "sess-00003", Profile: fold.ProfileVoice, Turns: turns,
+			MaxChars: w.MaxSummaryChars, From: turns[0].At, To: turns[len(turns)-1].At, PreviousSummary: prev.Summary, PreviousState: prev.State})
+		if err != nil {
+			return sized{}, fmt.Errorf("-summarizer instant-sized: %w", err)
+		}
+		prev = out
+	}
+	return sized{out: fold.Result{Summary: prev.Summary, State: prev.State, Memories: prev.Memories, Model: "instant-sized"}}, nil
+}
+
+func (sized) Name() string { return "instant-sized" }
+func (z sized) Summarize(_ context.Context, req fold.Request) (fold.Result, error) {
+	out := z.out
+	out.State = bytes.Clone(out.State) // a fold's own, as the offline summarizer's is
+	out.Memories = make([]string, len(z.out.Memories))
+	for i, m := range z.out.Memories {
+		out.Memories[i] = fmt.Sprintf("%s (%s, folded at %s)", m, req.Session, req.To.Format(time.RFC3339))
+	}
+	return out, nil
+}
+
 // newSummarizer builds a fold backend with the fold concurrency the
 // processor command would use for it.
 func newSummarizer(kind string) (fold.Summarizer, int, func(), error) {
@@ -502,6 +560,9 @@ func newSummarizer(kind string) (fold.Summarizer, int, func(), error) {
 		return offline.New(), max(1, runtime.NumCPU()/2), func() {}, nil
 	case "instant":
 		return instant{}, 32, func() {}, nil
+	case "instant-sized":
+		z, err := newSized()
+		return z, 32, func() {}, err
 	case "http":
 		srv := openaitest.New(nil)
 		srv.SetFallback(openaitest.OK("Alice and Bob planned the Tokyo match; Bob keeps dying as Hulk."))
@@ -512,7 +573,7 @@ func newSummarizer(kind string) (fold.Summarizer, int, func(), error) {
 		}
 		return sum, 32, srv.Close, nil
 	default:
-		return nil, 0, nil, fmt.Errorf("-summarizer: expected offline, http or instant, got %q", kind)
+		return nil, 0, nil, fmt.Errorf("-summarizer: expected offline, http, instant or instant-sized, got %q", kind)
 	}
 }
 

@@ -8,15 +8,16 @@ import (
 
 // abbrevs end with a period that does not end a sentence.
 var abbrevs = map[string]bool{"mr": true, "mrs": true, "ms": true, "dr": true, "prof": true, "sr": true,
-	"jr": true, "st": true, "vs": true, "etc": true, "e.g": true, "i.e": true, "approx": true, "no": true,
+	"jr": true, "st": true, "vs": true, "etc": true, "e.g": true, "i.e": true, "approx": true,
 	"fig": true, "inc": true, "ltd": true, "co": true, "mt": true, "ste": true, "jan": true, "feb": true,
 	"mar": true, "apr": true, "jun": true, "jul": true, "aug": true, "sep": true, "sept": true, "oct": true,
 	"nov": true, "dec": true, "p.m": true, "a.m": true}
 
 // Split cuts text into sentences: at ".", "!" or "?" (with any closing
 // quotes or brackets after it) followed by white space, and at line
-// breaks. A period after a known abbreviation ("Mr.", "e.g."), a single
-// letter ("J. Smith") or inside a number ("3.5") does not end a sentence.
+// breaks. A period after a known abbreviation ("Mr.", "e.g.", "No."
+// before a number), a single letter ("J. Smith") or inside a number
+// ("3.5") does not end a sentence.
 // Sentences are trimmed; empty ones are left out.
 func Split(text string) []string {
 	var out []string
@@ -51,7 +52,7 @@ func splitLine(out []string, line string) []string {
 			i = end
 			continue
 		}
-		if r == '.' && !endsSentence(line[start:i-1]) {
+		if r == '.' && !endsSentence(line[start:i-1], line[end:]) {
 			i = end
 			continue
 		}
@@ -76,14 +77,16 @@ var mayEnd = func() (t [256]bool) {
 	return t
 }()
 
-// endsSentence reports whether a period after before ends a sentence.
-func endsSentence(before string) bool {
+// endsSentence reports whether a period between before and after ends a
+// sentence. "No." is an abbreviation only before a number ("No. 5"): "No.
+// Special material?" is two sentences.
+func endsSentence(before, after string) bool {
 	k := strings.LastIndexAny(before, " \t(")
 	w := strings.ToLower(before[k+1:])
 	if w == "" {
 		return true
 	}
-	if abbrevs[w] {
+	if a := strings.TrimLeft(after, " \t"); abbrevs[w] || w == "no" && a != "" && '0' <= a[0] && a[0] <= '9' {
 		return false
 	}
 	r, n := utf8.DecodeRuneInString(w)

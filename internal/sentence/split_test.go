@@ -17,6 +17,8 @@ func TestSplit(t *testing.T) {
 		{`She said "stop." Then left.`, []string{`She said "stop."`, "Then left."}},
 		{"see example.com/a.b for it", []string{"see example.com/a.b for it"}},
 		{"wait... what?", []string{"wait...", "what?"}},
+		{"Yeah. No. Special material?", []string{"Yeah.", "No.", "Special material?"}},
+		{"It is No. 5 on the list. No. 7 is not.", []string{"It is No. 5 on the list.", "No. 7 is not."}},
 		{"   ", nil},
 	}
 	for _, c := range cases {

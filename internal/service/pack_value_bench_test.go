@@ -13,6 +13,7 @@ import (
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/service"
 	"github.com/foldstream/foldstream/internal/service/servicetest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // BenchmarkContextQueryWarm10k is the CPU side of a question-aware
@@ -43,7 +44,7 @@ func BenchmarkContextQueryWarm10k(b *testing.B) {
 		tu := events.Turn{V: 1, Session: "s1", TurnID: fmt.Sprintf("t%05d", i), At: start.Add(time.Duration(i) * 86400 * time.Second / 1000),
 			Speaker: speakers[i%len(speakers)], Role: "user", Kind: "speech", Text: strings.Join(ws, " ") + "."}
 		data, _ := json.Marshal(tu)
-		if _, err := e.JS.PublishAsync(e.Layout.Subjects.In("s1", events.KindTurn), data); err != nil {
+		if _, err := e.JS.PublishAsync(e.Layout.Subjects.In("s1", events.KindTurn), data, jetstream.WithStallWait(30*time.Second)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -416,7 +416,7 @@ func long(t testing.TB, e *servicetest.Env, session string, n int) {
 			tu.Text = "I saw a zebra on the Tokyo map."
 		}
 		data, _ := json.Marshal(tu)
-		if _, err := e.JS.PublishAsync(e.Layout.Subjects.In(session, events.KindTurn), data); err != nil {
+		if _, err := e.JS.PublishAsync(e.Layout.Subjects.In(session, events.KindTurn), data, jetstream.WithStallWait(30*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}

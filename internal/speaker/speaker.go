@@ -69,6 +69,38 @@ func Name(raw string) string {
 	return bound(name)
 }
 
+// Short is Name(raw) without the asides in brackets, for prose that names
+// people: "Hon. Bill Morneau (Minister of Finance)" is "Hon. Bill Morneau"
+// and "The Chair (Hon. Anthony Rota (NipissingTimiskaming, Lib.))" is "The
+// Chair", where Name keeps an aside's words in the name and cuts a name
+// that is long only for its aside ("The Chair Hon. Anthony Rota…"). The
+// same person with and without an aside is one name. A name that is all
+// aside, "(Bob)", is Name(raw).
+func Short(raw string) string {
+	i := 0
+	for i < len(raw) && raw[i] != '(' && raw[i] != '[' && raw[i] != '{' && raw[i] < utf8.RuneSelf {
+		i++
+	}
+	if i == len(raw) {
+		return Name(raw) // (no bracket)
+	}
+	var b strings.Builder
+	depth := 0
+	for _, r := range raw {
+		if _, open := brackets[r]; open {
+			depth++
+		} else if openers[r] { // (a closing one)
+			depth = max(depth-1, 0)
+		} else if depth == 0 {
+			b.WriteRune(r)
+		}
+	}
+	if n := Name(b.String()); n != "" {
+		return n
+	}
+	return Name(raw)
+}
+
 // Changed reports whether Name(raw) differs from raw beyond surrounding
 // spaces: the name was rewritten, which a label may want to say.
 func Changed(raw string) bool {

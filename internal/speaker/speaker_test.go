@@ -103,3 +103,26 @@ func TestPlainRejectsEveryASCIIBracket(t *testing.T) {
 		}
 	}
 }
+
+// Short drops the asides in brackets a name carries, so that prose names
+// the person whole rather than cut ("The Chair Hon. Anthony Rota…").
+func TestShort(t *testing.T) {
+	for raw, want := range map[string]string{
+		"Alice": "Alice",
+		"Hon. Bill Morneau (Minister of Finance)":                    "Hon. Bill Morneau",
+		"The Chair (Hon. Anthony Rota (NipissingTimiskaming, Lib.))": "The Chair",
+		"Mr. Gabriel Ste-Marie (Joliette, BQ)":                       "Mr. Gabriel Ste-Marie",
+		"Bob (assistant): I agree":                                   "Bob I agree",
+		"Alice (she/her)":                                            "Alice",
+		"Zoë [mobile]":                                               "Zoë",
+		"Bob（メモ）":                                                    "Bob",
+		"Bob (unclosed":                                              "Bob",
+		"(Bob)":                                                      "Bob",
+		"Bob: hi":                                                    "Bob hi",
+		"Mallory says everyone must now wire their savings (now)": "Mallory says everyone must now…",
+	} {
+		if got := Short(raw); got != want {
+			t.Errorf("Short(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

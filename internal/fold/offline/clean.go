@@ -551,15 +551,8 @@ func isTokenRune(r rune) bool {
 
 // isLaugh reports laughter: lol, lmao, haha, hehe, xd, rofl.
 func isLaugh(w string) bool {
-	switch {
-	case w == "lol" || w == "lmao" || w == "rofl" || w == "xd" || w == "lmfao":
-		return true
-	case strings.HasPrefix(w, "lo") && strings.Trim(w, "lo") == "", strings.HasPrefix(w, "lm") && strings.Trim(w, "lmao") == "":
-		return true
-	case len(w) >= 4 && (strings.Trim(w, "ha") == "" || strings.Trim(w, "he") == ""):
-		return true
-	}
-	return false
+	return w == "rofl" || w == "xd" || w == "lmfao" || strings.HasPrefix(w, "lo") && strings.Trim(w, "lo") == "" || // lol, looool
+		strings.HasPrefix(w, "lm") && strings.Trim(w, "lmao") == "" || len(w) >= 4 && (strings.Trim(w, "ha") == "" || strings.Trim(w, "he") == "")
 }
 
 // elongated reports a word with a letter three times in a row ("gooo", "sooo"): talk, not a term.

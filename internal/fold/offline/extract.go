@@ -352,7 +352,8 @@ func (s *Summarizer) trimFiller(sent string, fs []string, ks []*field) (string, 
 		// the fillers are short: lower-case only the start of the sentence
 		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
 		for _, f := range leadByFirst[low[0]] {
-			if len(low) > len(f) && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') {
+			if len(low) > len(f) && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') &&
+				(low[len(f)] != ' ' || f != "nice" && f != "cool") { // ("Nice shot Jonas!" is not "shot Jonas!")
 				sent, changed = strings.TrimLeft(sent[len(f):], " ,.!"), true
 				break
 			}
@@ -559,7 +560,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 		return lowerFirst(sp+" asked: ", sent), false
 	}
 	if verb == "said" && first == 1 && second == 0 {
-		if out, ok := thirdPerson(sp, ws); ok {
+		if out, ok := thirdPerson(sp, ws); ok && strings.Count(out, sp) == 1 { // (not "Project Manager is the Project Manager …")
 			return out, true
 		}
 	}
@@ -637,8 +638,8 @@ func thirdPerson(sp string, ws []string) (string, bool) {
 			adv, i = ws[1]+" ", 2
 		}
 		v, ok := conjugate(strings.ToLower(ws[i]))
-		if !ok {
-			return "", false
+		if n := strings.ToLower(ws[min(i+1, len(ws)-1)]); !ok || strings.HasSuffix(v, "n't") && (strings.Contains(" they there it he she that this ", " "+n+" ") || strings.HasSuffix(n, "'s")) {
+			return "", false // (a restart is quoted: "I don't there's lots of ways" is not "Grad F doesn't there's lots of ways")
 		}
 		return sp + " " + adv + v + " " + group(rest(i+1), ws[i+1:]), true
 	}
@@ -734,7 +735,7 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	if text == "" || isInjection(text) {
 		return stmt{}, false
 	}
-	src := speaker.Name(oneLine(n.Source, 64))
+	src := speaker.Short(oneLine(n.Source, 64))
 	label := "Screen note: "
 	if i := strings.Index(text, "'s screen: "); i > 0 && i < 40 {
 		label, text = "On "+text[:i]+"'s screen: ", text[i+len("'s screen: "):]
@@ -763,7 +764,7 @@ func isToolTurn(t fold.Turn) bool {
 
 // displayName is the turn's speaker as the summary names it.
 func displayName(t fold.Turn) string {
-	if n := speaker.Name(oneLine(t.Speaker, 64)); n != "" {
+	if n := speaker.Short(oneLine(t.Speaker, 64)); n != "" {
 		return n
 	}
 	if n := roleNames[strings.ToLower(strings.TrimSpace(t.Role))]; n != "" {

@@ -71,8 +71,8 @@ func WithDefaultMaxChars(n int) Option {
 	return func(c *config) { c.defaultMaxChars = cmp.Or(max(n, 0), c.defaultMaxChars) }
 }
 
-// WithMaxParticipants caps how many participants the opening sentence names (default 5); the rest are counted ("and 3
-// others").
+// WithMaxParticipants caps how many participants the opening sentence names (default 5, as many as fit in 80 runes,
+// no name cut); the rest are counted ("and 3 others").
 func WithMaxParticipants(n int) Option {
 	return func(c *config) { c.maxParticipants = cmp.Or(max(n, 0), c.maxParticipants) }
 }

@@ -509,3 +509,81 @@ func TestInterjectionsSayNothing(t *testing.T) {
 		t.Errorf("summary lost a statement: %s", got)
 	}
 }
+
+// A committee's transcript names its speakers with asides ("Hon. Bill
+// Morneau (Minister of Finance)", "The Chair (Hon. Anthony Rota
+// (NipissingTimiskaming, Lib.))"): the summary and the memories name them
+// whole, without the aside, one person with or without it is one name, and
+// the opening names fewer people rather than a long list.
+func TestWholeNames(t *testing.T) {
+	sps := []string{"The Chair (Hon. Anthony Rota (NipissingTimiskaming, Lib.))", "Hon. Bill Morneau (Minister of Finance)",
+		"Mr. Gabriel Ste-Marie (Joliette, BQ)", "Hon. Bill Morneau", "Ms. Elizabeth May (SaanichGulf Islands, GP)",
+		"Hon. Jean-Yves Duclos (President of the Treasury Board)", "Mr. Garnett Genuis (Sherwood ParkFort Saskatchewan, CPC)"}
+	var lines []string
+	for i, sp := range sps {
+		lines = append(lines, fmt.Sprintf("%s: the wage subsidy program pays %d%% of wages until June, I will table the report on Friday.", sp, 70+i))
+	}
+	res, err := New().Summarize(context.Background(), fold.Request{Turns: turns(lines...), MaxChars: 1200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Summary, "…") || strings.Contains(res.Summary, "Rota") || strings.Contains(res.Summary, "Minister of") {
+		t.Errorf("a name is cut or keeps its aside: %s", res.Summary)
+	}
+	lead, _, _ := strings.Cut(res.Summary, " are talking about ")
+	if strings.Count(lead, "Hon. Bill Morneau") != 1 || runeLen(lead) > 100 {
+		t.Errorf("the opening names %q", lead)
+	}
+	for _, m := range res.MemoryItems {
+		if strings.Contains(m.Speaker, "…") || strings.Contains(m.Text, "…") || strings.ContainsAny(m.Speaker, "()") {
+			t.Errorf("memory of %q: %q", m.Speaker, m.Text)
+		}
+	}
+}
+
+// A speaker named by a role who names the role ("I'm the Project Manager
+// Christa Pavlov …") is quoted, not rewritten into "Project Manager is the
+// Project Manager Christa Pavlov …".
+func TestSelfReportNamesTheSpeakerOnce(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Project Manager: I'm the Project Manager Christa Pavlov and okay let's begin.",
+		"Marketing: I'm the marketing expert, I looked at the user requirements.",
+	)})
+	if strings.Contains(got, "Project Manager is the Project Manager") || !strings.Contains(got, "Christa Pavlov") {
+		t.Errorf("summary: %s", got)
+	}
+}
+
+// "nice" and "cool" open a sentence as fillers only when set apart ("Nice,
+// the cabin is booked."); before a noun they are its adjective, and
+// dropping them garbles the sentence ("Nice shot Jonas!" → "shot Jonas!").
+func TestAdjectiveIsNoFiller(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns("Marco: Nice shot Jonas!", "Lena: Cool, the cabin is booked for Friday.", "Tomás: Cool map, the desert one.")})
+	if strings.Contains(got, "Cool, the cabin") {
+		t.Errorf("a filler set apart kept: %s", got)
+	}
+	for _, want := range []string{"nice shot Jonas", "the cabin is booked", "cool map"} {
+		if !strings.Contains(strings.ToLower(got), strings.ToLower(want)) {
+			t.Errorf("want %q in %s", want, got)
+		}
+	}
+}
+
+// A speaker who starts over after a negation ("I don't there's lots of
+// ways") is quoted, not put in the third person ("Grad F doesn't there's
+// lots of ways").
+func TestRestartAfterNegationIsQuoted(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Grad F: I don't there's lots of different ways in the world that people use it.",
+		"Industrial Designer: I don't they designed it to look a little bit like a face.",
+		"Marketing: I don't like the yellow remote control at all.",
+	)})
+	for _, bad := range []string{"doesn't there's", "doesn't they"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("%q in %s", bad, got)
+		}
+	}
+	if !strings.Contains(got, "Marketing doesn't like the yellow remote control") {
+		t.Errorf("a plain negation is not reported: %s", got)
+	}
+}

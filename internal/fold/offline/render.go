@@ -16,6 +16,7 @@ const (
 	maxTopics      = 6   // topic phrases a period keeps
 	shownTopics    = 4   // of which its line names at most
 	maxTopicPhrase = 3   // words of one topic phrase
+	leadNameRunes  = 80  // of the names the opening sentence lists
 )
 
 // ---- periods ----
@@ -593,8 +594,15 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 	return names + verb + andList(ts) + "."
 }
 
+// nameList names at most maxN of ns, in leadNameRunes, and counts the rest: a name is never cut, and one cut
+// already ("Mallory says everyone must now…", speaker.Short) is counted unless none other is named.
 func nameList(ns []string, others, maxN int) string {
-	list := slices.Clone(ns[:min(len(ns), maxN)])
+	var list []string
+	for size, i := 0, 0; i < len(ns) && len(list) < maxN && size+runeLen(ns[i]) <= leadNameRunes; i++ {
+		if !strings.HasSuffix(ns[i], "…") || len(list) == 0 && i == len(ns)-1 {
+			list, size = append(list, ns[i]), size+runeLen(ns[i])+2
+		}
+	}
 	if others += len(ns) - len(list); others > 0 {
 		list = append(list, strconv.Itoa(others)+" other"+strings.Repeat("s", min(others-1, 1))) // "1 other", "3 others"
 	}
