@@ -90,8 +90,11 @@ func (sl *foldSlot) run(fn func()) {
 	<-done
 }
 
-// work runs the slot's calls until it has waited sl.idle for one.
+// work runs the slot's calls until it has waited sl.idle for one. It says
+// it ended however it ends, a call that ends its goroutine
+// (runtime.Goexit) included, so that the next run starts another.
 func (sl *foldSlot) work(fn func()) {
+	defer func() { sl.ended <- struct{}{} }()
 	var pad [slotReserve]byte
 	reserveStack(&pad)
 	t := time.NewTimer(sl.idle)
@@ -102,7 +105,6 @@ func (sl *foldSlot) work(fn func()) {
 		select {
 		case fn = <-sl.calls:
 		case <-t.C:
-			sl.ended <- struct{}{}
 			return
 		}
 	}

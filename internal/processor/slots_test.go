@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -38,6 +39,25 @@ func TestSlotStartsAgainAfterIdling(t *testing.T) {
 	sl.run(func() { ran++ })
 	if ran != 2 || sl.started != 2 {
 		t.Fatalf("after the goroutine idled out: %d calls ran on %d goroutines, want 2 on 2", ran, sl.started)
+	}
+}
+
+// A call that ends the slot's goroutine without returning (runtime.Goexit,
+// as t.FailNow in a fake summarizer does) leaves the slot usable: the next
+// call runs on a new goroutine instead of waiting for one that is gone.
+func TestSlotRunsAfterACallEndedItsGoroutine(t *testing.T) {
+	slots := newFoldSlots(1)
+	sl, _ := slots.take(context.Background())
+	sl.run(runtime.Goexit)
+	ran := make(chan struct{})
+	go sl.run(func() { close(ran) })
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call after one that ended the slot's goroutine did not run")
+	}
+	if sl.started != 2 {
+		t.Fatalf("%d goroutines started, want 2", sl.started)
 	}
 }
 

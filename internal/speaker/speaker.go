@@ -69,20 +69,25 @@ func Name(raw string) string {
 	return bound(name)
 }
 
-// Short is Name(raw) without the asides in brackets, for prose that names
-// people: "Hon. Bill Morneau (Minister of Finance)" is "Hon. Bill Morneau"
-// and "The Chair (Hon. Anthony Rota (NipissingTimiskaming, Lib.))" is "The
-// Chair", where Name keeps an aside's words in the name and cuts a name
-// that is long only for its aside ("The Chair Hon. Anthony Rota…"). The
-// same person with and without an aside is one name. A name that is all
-// aside, "(Bob)", is Name(raw).
+// Short is Name(raw) for prose that names people, with one difference:
+// where Name would cut a name that is long only for its asides in
+// brackets ("The Chair Hon. Anthony Rota…" for "The Chair (Hon. Anthony
+// Rota (NipissingTimiskaming, Lib.))"), Short leaves the asides out: "The
+// Chair", "Hon. Bill Morneau" for "Hon. Bill Morneau (Minister of
+// Finance)". An aside that fits stays in the name as Name keeps it, so
+// "Alex (Sales)" and "Alex (Engineering)" remain two people. A name that
+// is all aside, "(Bob)", is Name(raw).
 func Short(raw string) string {
+	n := Name(raw)
+	if !strings.HasSuffix(n, "…") {
+		return n
+	}
 	i := 0
 	for i < len(raw) && raw[i] != '(' && raw[i] != '[' && raw[i] != '{' && raw[i] < utf8.RuneSelf {
 		i++
 	}
 	if i == len(raw) {
-		return Name(raw) // (no bracket)
+		return n // (no bracket)
 	}
 	var b strings.Builder
 	depth := 0
@@ -95,10 +100,10 @@ func Short(raw string) string {
 			b.WriteRune(r)
 		}
 	}
-	if n := Name(b.String()); n != "" {
-		return n
+	if short := Name(b.String()); short != "" {
+		return short
 	}
-	return Name(raw)
+	return n
 }
 
 // Changed reports whether Name(raw) differs from raw beyond surrounding

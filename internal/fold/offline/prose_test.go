@@ -587,3 +587,24 @@ func TestRestartAfterNegationIsQuoted(t *testing.T) {
 		t.Errorf("a plain negation is not reported: %s", got)
 	}
 }
+
+// Two speakers told apart only by a short aside stay two people in the
+// summary and its memories: leaving asides out is for names that would be
+// cut for them.
+func TestAsidesThatFitTellSpeakersApart(t *testing.T) {
+	res, err := New().Summarize(context.Background(), fold.Request{Turns: turns(
+		"Alex (Sales): I moved to Berlin last spring and I love the city.",
+		"Alex (Engineering): I moved to Paris in May and I love the food there.",
+	), MaxChars: 1200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Summary, "Alex Sales") || !strings.Contains(res.Summary, "Alex Engineering") {
+		t.Errorf("the two Alexes are not named apart: %s", res.Summary)
+	}
+	for _, m := range res.MemoryItems {
+		if m.Speaker == "Alex" {
+			t.Errorf("memory %q credited to a bare Alex", m.Text)
+		}
+	}
+}
