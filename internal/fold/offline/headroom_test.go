@@ -115,7 +115,7 @@ func TestQMSumHeadroom(t *testing.T) {
 			}
 		}
 		for _, sent := range splitSentences(strings.TrimPrefix(summary, lead)) {
-			if !strings.HasPrefix(sent, "From ") && !strings.HasPrefix(sent, "At ") && !strings.HasPrefix(sent, "On ") && !strings.HasPrefix(sent, "Earlier, ") {
+			if !strings.HasPrefix(sent, "From ") && !strings.HasPrefix(sent, "Between ") && !strings.HasPrefix(sent, "At ") && !strings.HasPrefix(sent, "On ") && !strings.HasPrefix(sent, "Earlier, ") {
 				continue
 			}
 			_, topics, ok := strings.Cut(sent, " talked about ")
