@@ -138,7 +138,7 @@ func TestDemoSession(t *testing.T) {
 	}
 }
 
-var periodRe = regexp.MustCompile(`From (\d\d:\d\d)(?: on (\d+ \w+))? to (\d\d:\d\d)(?: on (\d+ \w+))?,|On (\d+ \w+) from (\d\d:\d\d) to (\d\d:\d\d),`)
+var periodRe = regexp.MustCompile(`(?:From|Between) (\d\d:\d\d)(?: on (\d+ \w+))? (?:to|and) (\d\d:\d\d)(?: on (\d+ \w+))?,|On (\d+ \w+) (?:from|between) (\d\d:\d\d) (?:to|and) (\d\d:\d\d),`)
 
 // A conversation over several days: its period lines carry their dates
 // and never run backwards.
@@ -466,7 +466,8 @@ func TestOnlyCutQuotesClose(t *testing.T) {
 
 // A line that says nothing is not written: a period in which nothing recurs
 // ("From 20:34 to 20:41, the group spoke.") has no line of its own, its time
-// opens its first statement, and the opening names what the latest period
+// opens its first statement ("Between 20:34 and 20:41, Dave said …", not
+// "From … to …", which would say the statement lasted the stretch), and the opening names what the latest period
 // that names a subject was about rather than only who is there.
 func TestNoLineSaysNothing(t *testing.T) {
 	ts, ns := synthSession(1, 300)
@@ -481,6 +482,9 @@ func TestNoLineSaysNothing(t *testing.T) {
 		for _, m := range periodRe.FindAllStringIndex(v, -1) {
 			if sent, _, _ := strings.Cut(v[m[1]:], "."); !strings.Contains(sent, " talked about ") && !strings.Contains(sent, " discussed ") {
 				lines++ // (a period's time only, before a statement)
+				if !strings.Contains(v[m[0]:m[1]], "etween ") {
+					t.Errorf("summary %d puts a stretch's whole time before one statement, as if it lasted it: %s", i+1, v[m[0]:])
+				}
 			}
 		}
 	}

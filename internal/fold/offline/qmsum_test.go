@@ -175,7 +175,7 @@ type qmsumQuery struct {
 }
 
 // loadQMSum reads every meeting in dir (*.json), in file name order.
-func loadQMSum(t *testing.T, dir string) []qmsumMeeting {
+func loadQMSum(t testing.TB, dir string) []qmsumMeeting {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	sort.Strings(files)

@@ -761,7 +761,7 @@ var decisive = newKeywords("decided", "agreed", "we'll ", "we will ", "let's ", 
 
 // header is a period's line: when, who, what about ("From 14:02 to 14:20,
 // Alice and Bob talked about the venue in Lisbon and catering."); for a
-// period that names no subject, only when ("From 14:47 to 14:51, ").
+// period that names no subject, only when ("Between 14:47 and 14:51, ").
 func (p period) header(multiDay, group bool) string {
 	when := "Earlier"
 	if p.From != 0 && p.To != 0 {
@@ -789,8 +789,8 @@ func (p period) header(multiDay, group bool) string {
 	case who == "" || runeLen(who) > 24:
 		who = "they"
 	}
-	if len(p.Topics) == 0 {
-		return when + ", " // not "At 14:47, the group spoke.": the time opens its first statement (compose)
+	if len(p.Topics) == 0 { // no "At 14:47, the group spoke.": the time opens its first statement (compose), which need not have lasted it
+		return strings.Replace(strings.Replace(strings.Replace(when, "From ", "Between ", 1), " from ", " between ", 1), " to ", " and ", 1) + ", "
 	}
 	return when + ", " + who + " talked about " + andList(p.Topics) + "."
 }
