@@ -116,11 +116,22 @@ func (r *rig) reject(session string) {
 	r.t.Helper()
 	ctx := context.Background()
 	data, _ := json.Marshal(map[string]any{"v": 1, "session": session, "turn_id": "no-speaker-1", "at": time.Now().UTC(), "role": "user", "text": "who am I?"})
-	if _, err := r.env.JS.Publish(ctx, r.env.Layout.Subjects.In(session, events.KindTurn), data); err != nil {
+	ack, err := r.env.JS.Publish(ctx, r.env.Layout.Subjects.In(session, events.KindTurn), data)
+	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.env.Eventually("the rejected turn in "+r.env.Layout.DLQ, func() bool {
 		return r.streamCount(r.env.Layout.DLQ, r.env.Layout.Subjects.DeadLetter(session)) == 1
+	})
+	// The processor acknowledges a rejected event after its copy is in the
+	// dead-letter stream: until then the inspector rightly shows it as lag.
+	st, err := r.env.JS.Stream(ctx, r.env.Layout.In)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.env.Eventually("the rejected turn acknowledged", func() bool {
+		floor, err := ackFloor(ctx, st)
+		return err == nil && floor >= ack.Sequence
 	})
 }
 
