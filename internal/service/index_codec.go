@@ -673,17 +673,7 @@ func (r *indexReader) skipPostings(np int) {
 }
 
 // skipTurn reads past a turn without its checks (decodeOwn).
-func (r *indexReader) skipTurn() {
-	r.uv() // V
-	r.skip()
-	skipTime(r)
-	r.skipVarints(6) // speaker, role, kind, tool, tokens, context tokens
-	for range r.count(2) {
-		r.skip()
-		r.skip()
-	}
-	r.skipVarints(r.int())
-}
+func (r *indexReader) skipTurn() { r.skipVarints(skipTurnFixed(r)) }
 
 // skipVarints reads past n varints, eight bytes at a time where it can:
 // a varint ends at a byte below 0x80.
