@@ -1,7 +1,6 @@
 package offline
 
 import (
-	"context"
 	"math"
 	"os"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 )
 
 // BenchmarkQMSumHeadroom is a measurement (run it once: -run xxx -bench QMSumHeadroom -benchtime 1x): with
-// FOLDSTREAM_QMSUM set to a directory of QMSum meetings it replays each as TestQMSumRecall does and logs, with cmd/eval's measure (NLTK stop words, no stemming), where the
+// FOLDSTREAM_QMSUM set to a directory of QMSum meetings it replays each as BenchmarkQMSumRecall does and logs, with cmd/eval's measure (NLTK stop words, no stemming), where the
 // answer words of the questions scored are lost on the way to the summary alone: in the transcript folded, in any
 // statement a fold extracted, in the statements the final state keeps (the render's candidates, with the opening and
 // the period lines), in the summary. Then what a selection of those candidates chosen knowing the answers would score
@@ -27,8 +26,8 @@ func BenchmarkQMSumHeadroom(b *testing.B) {
 		b.Skip("FOLDSTREAM_QMSUM not set")
 	}
 	budget := 1200 // or FOLDSTREAM_QMSUM_CHARS
-	if b, err := strconv.Atoi(os.Getenv("FOLDSTREAM_QMSUM_CHARS")); err == nil && b > 0 {
-		budget = b
+	if n, err := strconv.Atoi(os.Getenv("FOLDSTREAM_QMSUM_CHARS")); err == nil && n > 0 {
+		budget = n
 	}
 	var sum struct {
 		n                                                        float64
@@ -38,23 +37,9 @@ func BenchmarkQMSumHeadroom(b *testing.B) {
 		runes, lead, periodLines, topics, stmts, taken, attrib   float64
 	}
 	for _, m := range loadQMSum(b, dir) {
-		s, w := New(), fold.DefaultWindow()
-		summary, cursor := "", 0
-		var state []byte
 		var extracted []string // every statement a fold extracted
-		for total := 1; total <= len(m.turns); total++ {
-			d := w.Evaluate(fold.Check{Cursor: int64(cursor), Total: int64(total)})
-			if !d.Fold {
-				continue
-			}
-			batch := m.turns[d.From:d.To]
-			out, err := fold.Summarize(context.Background(), s, fold.Request{Session: "q", Profile: fold.ProfileVoice,
-				PreviousSummary: summary, PreviousState: state, Turns: batch, MaxChars: budget, From: batch[0].At, To: batch[len(batch)-1].At})
-			if err != nil {
-				b.Fatal(err)
-			}
-			summary, state, cursor = out.Summary, out.State, int(d.To)
-			st, err := decodeState(state)
+		summary, state, cursor := foldQMSum(b, m.turns, budget, func(out fold.Outcome) {
+			st, err := decodeState(out.State)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -63,17 +48,10 @@ func BenchmarkQMSumHeadroom(b *testing.B) {
 					extracted = append(extracted, x.Text)
 				}
 			}
-		}
+		})
 		var answers []map[string]bool
 		for _, q := range m.qs {
-			last := 0
-			for _, sp := range q.Spans {
-				if len(sp) == 2 {
-					e, _ := strconv.Atoi(sp[1])
-					last = max(last, e)
-				}
-			}
-			if aw := evalWords(q.Answer, true); last < len(m.turns)-w.Recent && len(aw) > 0 {
+			if aw := evalWords(q.Answer, true); q.leftWindow(len(m.turns)) && len(aw) > 0 {
 				answers = append(answers, aw)
 			}
 		}
