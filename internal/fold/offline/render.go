@@ -3,6 +3,7 @@ package offline
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,6 +160,7 @@ func (st *state) mergePeriods(a, b period) period {
 type phrase struct {
 	text  string
 	key   string // its terms, for overlap
+	h     uint64 // key's hash
 	n     int    // statements that have it
 	words int
 	upper bool
@@ -177,11 +179,13 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		return nil
 	}
 	sc := st.scratch()
-	if sc.byKey == nil {
-		sc.byKey = map[string]int32{}
-	}
-	clear(sc.byKey)
 	all := sc.phrases[:0]
+	total := 0
+	for i := range ss {
+		total += strings.Count(ss[i].Ph, ";") + 1
+	}
+	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
+	sc.slots = slots
 	for _, x := range ss {
 		if x.K == kTool {
 			continue
@@ -194,8 +198,13 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 				continue
 			}
 			seen = append(seen, key)
-			if i, ok := sc.byKey[key]; ok {
-				p := &all[i]
+			h := hashString(key)
+			j := int(h) & (len(slots) - 1)
+			for slots[j] != 0 && (all[slots[j]-1].h != h || all[slots[j]-1].key != key) {
+				j = (j + 1) & (len(slots) - 1) // (the next place)
+			}
+			if slots[j] != 0 {
+				p := &all[slots[j]-1]
 				p.n++
 				if strings.HasPrefix(text, "the ") && !strings.HasPrefix(p.text, "the ") {
 					p.text = text // said as a noun phrase somewhere
@@ -203,8 +212,8 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 				continue
 			}
 			r, _ := utf8.DecodeRuneInString(text)
-			sc.byKey[key] = int32(len(all))
-			all = append(all, phrase{text: text, key: key, n: 1, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1,
+			slots[j] = int32(len(all) + 1)
+			all = append(all, phrase{text: text, key: key, h: h, n: 1, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1,
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
 		sc.seen = seen
@@ -245,9 +254,10 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			continue
 		}
 		if len(peopleKeys) == 0 {
+			var buf [32]byte
 			for _, n := range st.Names {
 				for w, wi := nextField(n, 0); w != ""; w, wi = nextField(n, wi) {
-					peopleKeys = append(peopleKeys, st.lex().get(strings.ToLower(strings.TrimSuffix(w, "'s"))).stem)
+					peopleKeys = append(peopleKeys, st.lex().getBytes(lower(buf[:0], strings.TrimSuffix(w, "'s"))).stem)
 				}
 			}
 		}
@@ -366,13 +376,15 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		}
 		if paren {
 			paren = !strings.Contains(f, ")")
-			flush()
+			if len(run) > 0 {
+				flush()
+			}
 			continue // a resolved date
 		}
 		k, end := lx.field(f), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
 		w, lw, x := k.core, k.low, k.x
-		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !slices.Contains(people, w) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
-			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1
+		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
+			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1 && !slices.Contains(people, w)
 		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && hasDigit(w) && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
 			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
 		}
@@ -380,7 +392,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			ok = false // "the already mentioned"
 		}
 		r, _ := utf8.DecodeRuneInString(w)
-		up := unicode.IsUpper(r) || unicode.IsDigit(r)
+		up := ok && (unicode.IsUpper(r) || unicode.IsDigit(r))
 		if ok && start && up {
 			ok = false
 			if !oneOf(end, clauseEnd) {
@@ -394,7 +406,9 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		wasDet := det
 		det = x.is(fDeterminer) && !oneOf(end, clauseEnd)
 		if !ok {
-			flush()
+			if len(run) > 0 { // (np is set again when a run starts)
+				flush()
+			}
 			continue
 		}
 		if len(run) == 0 {
@@ -409,7 +423,9 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			flush()
 		}
 	}
-	flush()
+	if len(run) > 0 {
+		flush()
+	}
 	return string(out)
 }
 
