@@ -199,7 +199,9 @@ func (p *Processor) Folds() uint64 { return p.landed.Load() }
 
 // Run consumes until ctx is cancelled, then shuts down gracefully: stop
 // fetching, let in-flight folds finish within ShutdownGrace (else abandon
-// them: lease cleared, nothing moved), flush checkpoints, ack, return.
+// them: lease cleared, nothing moved), flush checkpoints, ack, return; the
+// fold slots' goroutines have ended by then unless another engine sharing
+// them (Deps.Shared) still runs.
 func (p *Processor) Run(ctx context.Context) error {
 	var err error
 	if p.inStream, err = p.js.Stream(ctx, p.layout.In); err != nil {
@@ -209,6 +211,10 @@ func (p *Processor) Run(ctx context.Context) error {
 		return fmt.Errorf("outbound stream %s: %w", p.layout.Out, err)
 	}
 
+	// The fold slots' goroutines end when the last engine using them
+	// stops, after everything below (deferred first, so run last).
+	p.slots.open()
+	defer p.slots.close()
 	// Folds get their own context: shutdown cancels them only after the
 	// grace period, not the moment ctx ends.
 	foldCtx, cancelFolds := context.WithCancel(context.WithoutCancel(ctx))

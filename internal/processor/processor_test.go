@@ -562,6 +562,29 @@ func TestShutdownAbandonsInFlightFoldSafely(t *testing.T) {
 	r.Settled("s1", 63, 10)
 }
 
+// A stopped processor leaves no fold slot goroutine behind: each ends with
+// Run, not after idling for slotIdle.
+func TestStopEndsTheFoldSlotGoroutines(t *testing.T) {
+	r := newRig(t)
+	p, stop := r.start(Config{MaxConcurrentFolds: 2})
+	r.Turns("s1", 61)
+	r.Turns("s2", 61)
+	r.Settled("s1", 61, 10)
+	r.Settled("s2", 61, 10)
+	stop()
+	started := 0
+	for range p.slots.size() {
+		sl := <-p.slots.free
+		started += sl.started
+		if sl.started > 0 && len(sl.ended) == 0 {
+			t.Error("a fold slot's goroutine still runs after the processor stopped")
+		}
+	}
+	if started == 0 {
+		t.Fatal("no fold ran on a slot's goroutine")
+	}
+}
+
 // A backlog larger than two ref chunks is sealed out of the checkpoint,
 // survives a restart and is folded batch after batch exactly once.
 func TestSealedBacklogSurvivesRestart(t *testing.T) {

@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -19,13 +20,28 @@ import (
 // slotReserve bytes, so that the garbage collector, which halves the stack
 // of a goroutine using less than a quarter of it, leaves it as it is. A
 // slot's goroutine starts with its first call and ends after idling for
-// slotIdle, to start again with the next.
+// slotIdle, to start again with the next, or when the last engine using
+// the slots stops (open, close).
 type foldSlots struct {
 	free chan *foldSlot
+
+	mu      sync.Mutex
+	changed *sync.Cond // a goroutine of gen ended
+	engines int        // engines running on these slots (open, close)
+	gen     *slotGen   // what the slots' goroutines started now end with
+}
+
+// slotGen is what the slots' goroutines started between two stops of
+// their last engine share: quit, closed at the stop, and how many of them
+// still run. Guarded by foldSlots.mu.
+type slotGen struct {
+	quit chan struct{}
+	live int
 }
 
 // foldSlot is one slot: the calls handed to its goroutine, if it runs.
 type foldSlot struct {
+	pool    *foldSlots
 	calls   chan func()
 	idle    time.Duration // slotIdle
 	running bool          // its goroutine runs; set and read only by the slot's holder
@@ -41,15 +57,62 @@ const (
 )
 
 func newFoldSlots(n int) *foldSlots {
-	s := &foldSlots{free: make(chan *foldSlot, n)}
+	s := &foldSlots{free: make(chan *foldSlot, n), gen: &slotGen{quit: make(chan struct{})}}
+	s.changed = sync.NewCond(&s.mu)
 	for range n {
-		s.free <- &foldSlot{calls: make(chan func()), idle: slotIdle, ended: make(chan struct{}, 1)}
+		s.free <- &foldSlot{pool: s, calls: make(chan func()), idle: slotIdle, ended: make(chan struct{}, 1)}
 	}
 	return s
 }
 
 // size is the number of slots.
 func (s *foldSlots) size() int { return cap(s.free) }
+
+// open registers an engine that runs folds on the slots, until its close.
+func (s *foldSlots) open() {
+	s.mu.Lock()
+	s.engines++
+	s.mu.Unlock()
+}
+
+// close unregisters an engine. When no engine is left, it ends every
+// slot's goroutine and returns once they have ended: a stopped processor
+// leaves no goroutine behind. A call still running (a fold its engine
+// did not wait for) ends first; calls made with no engine open run on
+// their caller's goroutine.
+func (s *foldSlots) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.engines--; s.engines > 0 {
+		return
+	}
+	g := s.gen
+	s.gen = &slotGen{quit: make(chan struct{})}
+	close(g.quit)
+	for g.live > 0 {
+		s.changed.Wait()
+	}
+}
+
+// starting counts a slot's goroutine about to start and returns its
+// generation; nil when no engine is open.
+func (s *foldSlots) starting() *slotGen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.engines == 0 {
+		return nil
+	}
+	s.gen.live++
+	return s.gen
+}
+
+// gone counts a slot's goroutine of g ended.
+func (s *foldSlots) gone(g *slotGen) {
+	s.mu.Lock()
+	g.live--
+	s.mu.Unlock()
+	s.changed.Broadcast()
+}
 
 // take waits for a free slot, or for ctx to end. The slot must be given
 // back (give).
@@ -66,7 +129,8 @@ func (s *foldSlots) take(ctx context.Context) (*foldSlot, error) {
 func (s *foldSlots) give(sl *foldSlot) { s.free <- sl }
 
 // run calls fn on the slot's goroutine (started if it does not run) and
-// returns once fn has returned. Only the slot's holder may call it.
+// returns once fn has returned; with no engine open, on the caller's
+// goroutine. Only the slot's holder may call it.
 func (sl *foldSlot) run(fn func()) {
 	done := make(chan struct{})
 	call := func() {
@@ -75,14 +139,19 @@ func (sl *foldSlot) run(fn func()) {
 	}
 	for {
 		if !sl.running {
+			g := sl.pool.starting()
+			if g == nil {
+				call()
+				break
+			}
 			sl.running = true
 			sl.started++
-			go sl.work(call)
+			go sl.work(call, g)
 			break
 		}
 		select {
 		case sl.calls <- call:
-		case <-sl.ended: // idled out: start it again
+		case <-sl.ended: // idled out or stopped: start it again
 			sl.running = false
 			continue
 		}
@@ -91,11 +160,15 @@ func (sl *foldSlot) run(fn func()) {
 	<-done
 }
 
-// work runs the slot's calls until it has waited sl.idle for one. It says
-// it ended however it ends, a call that ends its goroutine
-// (runtime.Goexit) included, so that the next run starts another.
-func (sl *foldSlot) work(fn func()) {
-	defer func() { sl.ended <- struct{}{} }()
+// work runs the slot's calls until it has waited sl.idle for one, or its
+// generation is stopped. It says it ended however it ends, a call that
+// ends its goroutine (runtime.Goexit) included, so that the next run
+// starts another.
+func (sl *foldSlot) work(fn func(), g *slotGen) {
+	defer func() {
+		sl.ended <- struct{}{}
+		sl.pool.gone(g)
+	}()
 	var pad [slotReserve]byte
 	reserveStack(&pad)
 	t := time.NewTimer(sl.idle)
@@ -106,6 +179,8 @@ func (sl *foldSlot) work(fn func()) {
 		select {
 		case fn = <-sl.calls:
 		case <-t.C:
+			return
+		case <-g.quit:
 			return
 		}
 	}

@@ -8,8 +8,16 @@ import (
 	"time"
 )
 
+// openSlots is n slots with one engine open on them until the test ends.
+func openSlots(t *testing.T, n int) *foldSlots {
+	slots := newFoldSlots(n)
+	slots.open()
+	t.Cleanup(slots.close)
+	return slots
+}
+
 func TestSlotRunsItsCallsOnOneGoroutine(t *testing.T) {
-	slots := newFoldSlots(1)
+	slots := openSlots(t, 1)
 	sl, err := slots.take(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +36,7 @@ func TestSlotRunsItsCallsOnOneGoroutine(t *testing.T) {
 }
 
 func TestSlotStartsAgainAfterIdling(t *testing.T) {
-	slots := newFoldSlots(1)
+	slots := openSlots(t, 1)
 	sl, _ := slots.take(context.Background())
 	sl.idle = time.Millisecond
 	ran := 0
@@ -46,7 +54,7 @@ func TestSlotStartsAgainAfterIdling(t *testing.T) {
 // as t.FailNow in a fake summarizer does) leaves the slot usable: the next
 // call runs on a new goroutine instead of waiting for one that is gone.
 func TestSlotRunsAfterACallEndedItsGoroutine(t *testing.T) {
-	slots := newFoldSlots(1)
+	slots := openSlots(t, 1)
 	sl, _ := slots.take(context.Background())
 	sl.run(runtime.Goexit)
 	ran := make(chan struct{})
@@ -85,4 +93,45 @@ func TestSlotsBoundTheCallsAtOnce(t *testing.T) {
 	if sl, err := slots.take(context.Background()); err != nil || sl != a {
 		t.Fatalf("take after a give = %p, %v; want the slot given back", sl, err)
 	}
+}
+
+// The slots' goroutines end when the last engine using them stops, not
+// slotIdle later; one engine of two stopping leaves them running.
+func TestSlotGoroutinesEndWhenTheLastEngineStops(t *testing.T) {
+	slots := newFoldSlots(1)
+	slots.open()
+	slots.open()
+	sl, _ := slots.take(context.Background())
+	sl.run(func() {})
+	slots.give(sl)
+	slots.close()
+	if len(sl.ended) != 0 {
+		t.Fatal("the slot's goroutine ended when one of its two engines stopped")
+	}
+	sl, _ = slots.take(context.Background())
+	sl.run(func() {})
+	if sl.started != 1 {
+		t.Fatalf("%d goroutines started, want 1 kept while an engine runs", sl.started)
+	}
+	slots.give(sl)
+	slots.close() // returns once the goroutine has ended
+	if len(sl.ended) != 1 {
+		t.Fatal("the slot's goroutine still runs after the last engine stopped")
+	}
+	// With no engine open, a call runs on its caller's goroutine.
+	sl, _ = slots.take(context.Background())
+	ran := false
+	sl.run(func() { ran = true })
+	if !ran || sl.started != 1 {
+		t.Fatalf("with no engine open: ran %v, %d goroutines started, want the call run and none started", ran, sl.started)
+	}
+	slots.give(sl)
+	slots.open()
+	defer slots.close()
+	sl, _ = slots.take(context.Background())
+	sl.run(func() {})
+	if sl.started != 2 {
+		t.Fatalf("after an engine opened again: %d goroutines started, want 2", sl.started)
+	}
+	slots.give(sl)
 }

@@ -309,10 +309,14 @@ type field struct {
 // fieldFlags: a field has a digit (hasDigit), reads as a name (capitalised, not "I" nor "I'…": statFields), is a first
 // or second person pronoun (report's firstPerson, secondPerson: with its punctuation trimmed, any case), a word group
 // changes ("we", "our"), one backshift changes ("will", "we'll"), may start a relative date (reldate.MayStartIn), may be
-// dropped by tighten as or with a hedge (hedgeWords), is ASCII (rep is then f as repeated compares it).
+// dropped by tighten as or with a hedge (hedgeWords), is ASCII (rep is then f as repeated compares it); and what trimFiller
+// drops: hesitation (inlineFiller), a cut word (a letter alone, "we-"), a consonant onset that may be one, an end that
+// trails off (laughter, "though", hesitation) and one that dangles after a longer sentence (danglingEnd).
 type fieldFlags uint16
 
-const ffDigit, ffName, ffFirst, ffSecond, ffGroup, ffModal, ffDate, ffHedge, ffASCII fieldFlags = 1, 2, 4, 8, 16, 32, 64, 128, 256 // (newField's order)
+const ffDigit, ffName, ffFirst, ffSecond, ffGroup, ffModal, ffDate, ffHedge, ffASCII, ffInline, ffLetter, ffDash, ffOnset, ffTrail, ffDangling fieldFlags = 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384 // (newField's order)
+
+var noField field // (an empty field: on no list)
 
 const maxWords, maxFieldLen = 1 << 16, 48 // (a longer field is read afresh each time)
 
@@ -399,10 +403,13 @@ func newField(l *lexicon, f string) *field {
 	_, modal := pastModal[core]
 	c, ll := strings.CutSuffix(core, "'ll")
 	g, p := strings.TrimRight(f, `.,!?;:"`), strings.ToLower(trimCut(f, `.,!?;:"()`))
+	tc, end := trimCut(f, ",.;:!?"), strings.ToLower(trimCut(f, ".,!?")) // (trimFiller's word, and as the end of a sentence)
 	for i, on := range []bool{hasDigit(f), unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'"),
 		len(p) <= len("yourself") && firstPerson[p], len(p) <= len("yourself") && secondPerson[p],
 		strings.IndexByte("wWuUoO", f[0]) >= 0 && len(g) <= len("ourselves") && groupPerson[strings.ToLower(g)] != "",
-		modal || ll && c != "" && c != "I", reldate.MayStartIn(f), hedgeWords[strings.ToLower(strings.TrimRight(f, ","))], isASCII(f)} {
+		modal || ll && c != "" && c != "I", reldate.MayStartIn(f), hedgeWords[strings.ToLower(strings.TrimRight(f, ","))], isASCII(f),
+		inlineFiller[strings.ToLower(tc)], len(tc) == 1 && tc != "a" && tc != "i" && strings.ToLower(tc) == tc && !unicode.IsDigit(rune(tc[0])), strings.HasSuffix(f, "-") && len(f) > 1,
+		len(tc) <= 3 && onsets[tc], isLaugh(end) || end == "though" || inlineFiller[end], danglingEnd[end]} {
 		k.flags |= fieldFlags(b2i(on)) << i
 	}
 	return k

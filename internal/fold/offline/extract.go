@@ -153,21 +153,17 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent, fs, ks := s.trimFiller(lx.tighten(raw, sc.words[:0], sc.ks[:0]))
+		sent, fs, ks := lx.tighten(raw, sc.words[:0], sc.ks[:0])
+		sent, fs, ks = s.trimFiller(lx, sent, fs, ks)
 		if t := tidyEnds(sent); t != sent {
 			sent, fs = t, fs[:0]
 		}
 		if sent == "" || strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you") {
 			continue // thanks are not news
 		}
-		if len(fs) == 0 || slices.Contains(fs, "") { // (its fields not known)
+		if len(fs) == 0 || slices.Contains(fs, "") { // (its fields not known; each word is looked up once, for the terms, statFields, report and factKey)
 			fs = appendFields(fs, sent)
 			ks = lx.fields(ks[:0], fs)
-		}
-		for i, k := range ks { // (each word looked up once, for the terms, statFields, report and factKey)
-			if k == nil {
-				ks[i] = lx.field(fs[i])
-			}
 		}
 		tw := addTerms(sc.terms[:0], 0, ks...)
 		sc.terms, sc.words, sc.ks = tw, fs, ks
@@ -342,8 +338,8 @@ var leadByFirst = func() (m [256][]string) { // leadFiller by their first byte
 
 // trimFiller strips discourse words and laughter from the ends of a sentence and repeated words ("the the"), and drops
 // the sentence when nothing with a word of content is left. fs are sent's fields, or none, and ks what the lexicon
-// knows of them; it returns those of what it leaves likewise (in their room), a field it changed unknown (nil).
-func (s *Summarizer) trimFiller(sent string, fs []string, ks []*field) (string, []string, []*field) {
+// knows of them (a field unknown: nil); it returns those of what it leaves, all known, or none (in their room).
+func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*field) (string, []string, []*field) {
 	sent = strings.TrimSpace(sent)
 	whole := sent
 	var buf [32]byte
@@ -368,42 +364,41 @@ func (s *Summarizer) trimFiller(sent string, fs []string, ks []*field) (string, 
 		fs, ks = appendFields(fs[:0], sent), ks[:0]
 	}
 	ks = append(ks, make([]*field, len(fs)-len(ks))...) // (unknown: nil)
+	for i, f := range fs {                              // (what the lexicon knows of each: its word lists)
+		if f == "" {
+			ks[i] = &noField
+		} else if ks[i] == nil {
+			ks[i] = lx.field(f)
+		}
+	}
 	nf := len(fs)
 	for len(fs) > 0 {
 		last := fs[len(fs)-1]
-		l := string(lower(buf[:0], trimCut(last, ".,!?")))
-		if !isLaugh(l) && l != "though" && !inlineFiller[l] && !(danglingEnd[l] && len(fs) > 2) {
+		if k := ks[len(fs)-1]; !k.is(ffTrail) && !(k.is(ffDangling) && len(fs) > 2) {
 			break
 		}
 		if fs, ks = fs[:len(fs)-1], ks[:len(fs)-1]; len(fs) > 0 && strings.HasSuffix(last, "?") {
-			fs[len(fs)-1], ks[len(fs)-1] = strings.TrimRight(fs[len(fs)-1], ",;:")+"?", nil // "is it fine or?"
+			fs[len(fs)-1] = strings.TrimRight(fs[len(fs)-1], ",;:") + "?" // "is it fine or?"
+			ks[len(fs)-1] = lx.field(fs[len(fs)-1])
 		}
-	}
-	if len(fs) == 0 {
-		return "", fs, ks
 	}
 	var oarr [64]string
 	var okarr [64]*field
 	out, ko, cut := oarr[:0], okarr[:0], false // (cut: a word was dropped or changed; ko: what the lexicon knows of out)
 	for i, f := range fs {
-		c := trimCut(f, ",.;:!?")
-		var lb [8]byte
-		lc := c // lower-cased where it may be a filler or a cut word (none is longer than "uh-huh")
-		if c != "" && len(c) <= len("uh-huh") && (len(c) == 1 || c[0]|0x20 == 'u' || c[0]|0x20 == 'e' || c[0]|0x20 == 'h' || c[0]|0x20 == 'm') {
-			lc = string(lower(lb[:0], c))
-		}
+		k := ks[i]
 		cut = cut || len(out) < i
 		switch {
-		case len(lc) >= 2 && len(lc) <= 6 && (lc[0] == 'u' || lc[0] == 'e' || lc[0] == 'h' || lc[0] == 'm') && inlineFiller[lc]:
+		case k.is(ffInline):
 			// "um", "uh": keep a sentence end it carried
 			if n := len(out); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(out[n-1][len(out[n-1])-1:], ".!?") {
-				out[n-1], ko[n-1] = strings.TrimRight(out[n-1], ",;:")+f[len(f)-1:], nil
+				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
+				ko[n-1] = lx.field(out[n-1])
 			}
 			continue
-		case len(lc) == 1 && lc != "a" && lc != "i" && lc == c && !unicode.IsDigit(rune(lc[0])) && i+1 < len(fs),
-			strings.HasSuffix(f, "-") && len(f) > 1:
+		case k.is(ffLetter) && i+1 < len(fs), k.is(ffDash):
 			continue // a cut word: "I s", "m or", "we-"
-		case i > 0 && i+1 < len(fs) && len(c) <= 3 && onsets[c] && !hasDigit(fs[i-1]) && !determiners[strings.ToLower(fs[i-1])]:
+		case k.is(ffOnset) && i > 0 && i+1 < len(fs) && !hasDigit(fs[i-1]) && !determiners[strings.ToLower(fs[i-1])]:
 			continue // a cut word, the start of one without its vowel: "also th already", "tr gonna"; "the dr", "tv", "pdf" stay
 		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
@@ -414,7 +409,8 @@ func (s *Summarizer) trimFiller(sent string, fs []string, ks []*field) (string, 
 		return "", fs[:0], ks[:0]
 	}
 	if r, _ := utf8.DecodeRuneInString(out[0]); unicode.IsLower(r) && len(out[0]) > 1 && out[0] != strings.ToLower(out[0]) {
-		out[0], ko[0], cut = upperFirst(out[0]), nil, true
+		out[0], cut = upperFirst(out[0]), true
+		ko[0] = lx.field(out[0])
 	}
 	joined := sent // (out joined by single spaces)
 	if cut || len(out) != nf || !joins(sent, out) {
@@ -428,7 +424,8 @@ func (s *Summarizer) trimFiller(sent string, fs []string, ks []*field) (string, 
 	}
 	if n := len(fs); !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
 		if sent += "."; n > 0 {
-			fs[n-1], ks[n-1] = sent[len(sent)-len(fs[n-1])-1:], nil
+			fs[n-1] = sent[len(sent)-len(fs[n-1])-1:]
+			ks[n-1] = lx.field(fs[n-1])
 		}
 	}
 	return sent, fs, ks
@@ -935,15 +932,9 @@ func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 
 // toolOf reads a tool statement's key: the tool and its argument (for a merged run, its arguments joined by "|").
 func toolOf(x stmt) (tool, args string, ok bool) {
-	k, ok := strings.CutPrefix(x.Key, "tool ")
-	if !ok {
-		k, ok = strings.CutPrefix(x.Key, "tools ")
-	}
-	if !ok {
-		return "", "", false
-	}
+	h, k, _ := strings.Cut(x.Key, " ")
 	tool, args, _ = strings.Cut(k, " ")
-	return tool, args, args != "" && args != "result"
+	return tool, args, (h == "tool" || h == "tools") && args != "" && args != "result"
 }
 
 // backshift puts the modals of reported speech in the past, as a person reporting it writes them ("they will ship it" →

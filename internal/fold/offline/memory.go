@@ -100,16 +100,15 @@ func changedSlots(older, newer string) int {
 	return n
 }
 
-// supersede removes from the summary's statements those that the batch's
-// statements replace: an older run of the same tool command, a fact whose
-// numbers changed, a repeat of the same statement.
+// supersede removes from the summary's statements those that the batch's statements replace: an older run of the
+// same tool command, a fact of the same speaker whose numbers changed (not another's), a repeat of the same statement.
 func (st *state) supersede(newer []stmt) {
 	drop := func(old stmt) bool {
 		for _, n := range newer {
 			switch {
 			case old.Key != "" && strings.HasPrefix(old.Key, "tool ") && old.Key == n.Key:
 				return true
-			case old.Key != "" && n.Key != "" && old.K != kAsk && !strings.HasPrefix(old.Key, "tool ") &&
+			case old.Key != "" && n.Key != "" && old.Sp == n.Sp && old.K != kAsk && !strings.HasPrefix(old.Key, "tool ") &&
 				2*changedSlots(old.Key, n.Key) > strings.Count(old.Key, "="):
 				return true // most of what it said has changed
 			case old.Sp == n.Sp && old.Terms != "" && old.Terms == n.Terms:

@@ -159,3 +159,26 @@ func TestMemoryFromAFactWordInTheSpeakersWords(t *testing.T) {
 		t.Errorf("memories %+v, want Jonas's alone", res.MemoryItems)
 	}
 }
+
+// A changed fact replaces in the summary only its own speaker's older one:
+// another speaker's fact with the same subject and other numbers is theirs,
+// and stays.
+func TestChangedFactReplacesOnlyItsSpeakers(t *testing.T) {
+	s := New()
+	ctx := context.Background()
+	r1, err := s.Summarize(ctx, fold.Request{Turns: turns("Lena: my flight to Lisbon costs $300 with the bag included.", "Jonas: the flight to Lisbon costs $450 on Friday evening, sadly."), MaxChars: 1200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s.Summarize(ctx, fold.Request{PreviousSummary: r1.Summary, PreviousState: r1.State,
+		Turns: turns("Jonas: update, the flight to Lisbon costs $480 now."), MaxChars: 1200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r1.Summary, "$300") || !strings.Contains(r1.Summary, "$450") {
+		t.Fatalf("want both fares in the first summary: %q", r1.Summary)
+	}
+	if !strings.Contains(r2.Summary, "$300") || !strings.Contains(r2.Summary, "$480") || strings.Contains(r2.Summary, "$450") {
+		t.Errorf("want Lena's $300 kept and Jonas's $450 replaced by his $480: %q (before: %q)", r2.Summary, r1.Summary)
+	}
+}
