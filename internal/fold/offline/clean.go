@@ -354,11 +354,8 @@ func (l *lexicon) known(w []byte) *known {
 
 // trim starts the lexicon over past maxWords words or fields (between folds: a fold's terms keep their numbers).
 func (l *lexicon) trim() {
-	if len(l.m) >= maxWords {
-		l.m, l.near = nil, [len(l.near)]*known{}
-	}
-	if len(l.fm) >= maxWords {
-		l.fm, l.fnear = nil, [len(l.fnear)]*field{}
+	if len(l.m) >= maxWords || len(l.fm) >= maxWords {
+		l.m, l.near, l.fm, l.fnear = nil, [len(l.near)]*known{}, nil, [len(l.fnear)]*field{}
 	}
 }
 

@@ -121,13 +121,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 	}
 	endProposal()
-	kept := b.stmts[:0]
-	for _, x := range b.stmts {
-		if x.K >= 0 {
-			kept = append(kept, x)
-		}
-	}
-	b.stmts = kept
+	b.stmts = slices.DeleteFunc(b.stmts, func(x stmt) bool { return x.K < 0 })
 	sc.salient(b.stmts, st.counts())
 	if len(b.stmts) > maxBatchStmts {
 		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)

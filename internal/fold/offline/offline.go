@@ -170,7 +170,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	sc := s.rooms.Get().(*scratch)
 	defer s.rooms.Put(sc)
 	st := s.load(req, &sc.lex)
-	st.sc = sc
+	st.sc, st.src, st.srcSeq = sc, req.PreviousState, st.seq
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
 	changed := false

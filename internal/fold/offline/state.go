@@ -52,9 +52,11 @@ type state struct {
 	// Voc is how often each word of the conversation was said (counts.go).
 	Voc string `json:"voc,omitempty"`
 
-	said string      // the summary Sum is the hash of, when held (load need not hash it again)
-	voc  *wordCounts // Voc, read
-	sc   *scratch    // the fold's room, where Voc is read into
+	said        string      // the summary Sum is the hash of, when held (load need not hash it again)
+	voc         *wordCounts // Voc, read
+	src         []byte      // Request.PreviousState: this state as its encoding number srcSeq wrote it (seq: encodings so far)
+	srcSeq, seq int
+	sc          *scratch // the fold's room, where Voc is read into
 }
 
 // period is a closed stretch of the conversation: when, who spoke most, what about, and its best statements.
@@ -95,6 +97,7 @@ type stmt struct {
 	Own   string  `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
 	ids   []int32 // Terms by their numbers in this fold, once found (wordCounts.termIDs)
 	read  *textRead
+	js    *stmtJSON // where an encoding of its state wrote it (codec.go)
 }
 
 // fact is a memory returned earlier; its ID is the hash of its speaker and lower-cased text (memories), so the same
@@ -136,7 +139,7 @@ func (s *Summarizer) keep(st *state) []byte {
 	if bytes.Contains(data, []byte(`\ufffd`)) {
 		return data
 	}
-	st.voc, st.sc = nil, nil
+	st.voc, st.sc, st.src = nil, nil, nil
 	forget := func(ss []stmt) {
 		for i := range ss {
 			ss[i].Own, ss[i].ids = "", nil
