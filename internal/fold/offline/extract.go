@@ -853,10 +853,10 @@ func (lx *lexicon) factKey(ws []string, digits uint64) string { // (ws: the sent
 		return l, lx.getBytes(l)
 	}
 	for i, w := range ws {
-		v := trimCut(w, ".,!?;:()\"'")
-		if digits>>min(i, 63)&1 == 0 || !hasDigit(v) || nk >= 4 {
+		if digits>>min(i, 63)&1 == 0 || nk >= 4 || !hasDigit(w) { // (what trimCut cuts has no digit)
 			continue
 		}
+		v := trimCut(w, ".,!?;:()\"'")
 		var slot string
 		if i > 0 {
 			if p, x := word(ws[i-1]); x.is(fTerm) && !x.is(fAdverb) && !approx[string(p)] && bytes.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
