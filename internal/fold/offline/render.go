@@ -378,7 +378,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		w, lw, x := k.core, k.low, k.x
 		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
 			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1 && !slices.Contains(people, w)
-		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && hasDigit(w) && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && k.flags&ffDigit != 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 { // (w's digits are f's: hasDigit)
 			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
 		}
 		if ok && x.is(fAdverb) {
@@ -445,8 +445,11 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	multiDay := st.multiDay()
 	headers := make([]string, len(st.Periods))
-	named := strings.ToLower(lead)
+	named := "" // (the opening and the lines before, lower-cased)
 	for i, p := range st.Periods {
+		if i == 0 {
+			named = strings.ToLower(lead)
+		}
 		// a topic the opening or an earlier line names already, as whole words, is not named again (unless it is all the line is about)
 		if ts := slices.DeleteFunc(slices.Clone(p.Topics), func(t string) bool { return hasPhrase(named, strings.ToLower(t)) }); len(ts) > 0 {
 			p.Topics = ts
@@ -455,7 +458,9 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		if headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3); i%2 == 1 { // (a person varies the verb)
 			headers[i] = strings.Replace(headers[i], " talked about ", " discussed ", 1)
 		}
-		named += strings.ToLower(headers[i])
+		if i+1 < len(st.Periods) {
+			named += strings.ToLower(headers[i])
+		}
 	}
 	used := runeLen(lead)
 	for _, h := range headers {
@@ -709,23 +714,24 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		}
 		return (gain + c.extra) * c.rec / float64(c.size+30)
 	}
+	order := sc.order[:0] // the candidates of a value by their bounds, highest first (the first of equals first)
 	for i := range cands {
-		bound = append(bound, value(&cands[i]))
+		if bound = append(bound, value(&cands[i])); bound[i] > 0 {
+			order = append(order, int32(i))
+		}
 	}
+	before := func(a, b int32) int { return cmp.Or(cmp.Compare(bound[b], bound[a]), cmp.Compare(a, b)) }
+	slices.SortFunc(order, before)
 	// The first of the most valuable, found lazily: a value never grows, so one still at its bound, the highest, is the
 	// most valuable now.
-	for n > 0 {
-		best := -1
-		for i, b := range bound {
-			if b > 0 && (best < 0 || b > bound[best]) {
-				best = i
-			}
-		}
-		if best < 0 {
-			break
-		}
+	for n > 0 && len(order) > 0 {
+		best := order[0]
+		order = slices.Delete(order, 0, 1)
 		if v := value(&cands[best]); v != bound[best] {
-			bound[best] = v
+			if bound[best] = v; v > 0 {
+				at, _ := slices.BinarySearchFunc(order, best, before)
+				order = slices.Insert(order, at, best)
+			}
 			continue
 		}
 		cands[best].taken, bound[best] = true, 0
@@ -733,7 +739,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		take(&cands[best])
 		n--
 	}
-	sc.said, sc.worth, sc.bound = said, worth, bound
+	sc.said, sc.worth, sc.bound, sc.order = said, worth, bound, order
 }
 
 // worthBeyondWords: numbers, names, and most a decision, an instruction or a question just asked.
