@@ -46,7 +46,9 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	}
 	names, sps := slices.Clone(st.Names), make([]string, len(req.Turns)) // (sps: each turn's speaker, named once)
 	for i, t := range req.Turns {
-		if sps[i] = displayName(t); !slices.Contains(names, sps[i]) && len(names) < 64 {
+		if j := slices.IndexFunc(req.Turns[:i], func(u fold.Turn) bool { return u.Speaker == t.Speaker && u.Role == t.Role }); j >= 0 {
+			sps[i] = sps[j] // (named before)
+		} else if sps[i] = displayName(t); !slices.Contains(names, sps[i]) && len(names) < 64 {
 			names = append(names, sps[i])
 		}
 	}
