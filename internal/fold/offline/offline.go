@@ -132,7 +132,6 @@ type scratch struct {
 	voc          wordCounts
 	cands        []cand
 	worth, bound []float64 // what each of those is worth, in one pick; each candidate at most
-	order        []int32   // candidates by bound (pickCovering)
 	said, named  termSet
 	phrases      []phrase
 	slots        []int32 // a phrase's place in phrases, by its key (topics)

@@ -115,7 +115,7 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	}
 	sc.cands = cands
 	sc.pickCovering(cands, covered, math.MaxInt, (n+1)/2)
-	var out, rest []stmt
+	out, rest := make([]stmt, 0, n), make([]stmt, 0, len(cands))
 	for _, c := range cands {
 		if c.taken {
 			out = append(out, *c.x)
@@ -528,10 +528,10 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 	saidLast := false   // of the statements reported with "said" or "mentioned", the last said "said"
 	when := ""          // the time of a period without a line of its own, which opens its first statement
 	add := func(x *stmt) {
-		said := x.Sp + " said "
-		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
+		said := len(x.Sp) + len(" said ")
+		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, x.Sp) && strings.HasPrefix(x.Text[len(x.Sp):], " said ") && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
 		if n := len(lines) - 1; plain && joinSp == x.Sp { // (its verb maybe varied)
-			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[len(said):]
+			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[said:]
 			joinSp = ""
 			return
 		}
@@ -714,24 +714,23 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		}
 		return (gain + c.extra) * c.rec / float64(c.size+30)
 	}
-	order := sc.order[:0] // the candidates of a value by their bounds, highest first (the first of equals first)
 	for i := range cands {
-		if bound = append(bound, value(&cands[i])); bound[i] > 0 {
-			order = append(order, int32(i))
-		}
+		bound = append(bound, value(&cands[i]))
 	}
-	before := func(a, b int32) int { return cmp.Or(cmp.Compare(bound[b], bound[a]), cmp.Compare(a, b)) }
-	slices.SortFunc(order, before)
 	// The first of the most valuable, found lazily: a value never grows, so one still at its bound, the highest, is the
 	// most valuable now.
-	for n > 0 && len(order) > 0 {
-		best := order[0]
-		order = slices.Delete(order, 0, 1)
-		if v := value(&cands[best]); v != bound[best] {
-			if bound[best] = v; v > 0 {
-				at, _ := slices.BinarySearchFunc(order, best, before)
-				order = slices.Insert(order, at, best)
+	for n > 0 {
+		best := -1
+		for i, b := range bound {
+			if b > 0 && (best < 0 || b > bound[best]) {
+				best = i
 			}
+		}
+		if best < 0 {
+			break
+		}
+		if v := value(&cands[best]); v != bound[best] {
+			bound[best] = v
 			continue
 		}
 		cands[best].taken, bound[best] = true, 0
@@ -739,7 +738,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		take(&cands[best])
 		n--
 	}
-	sc.said, sc.worth, sc.bound, sc.order = said, worth, bound, order
+	sc.said, sc.worth, sc.bound = said, worth, bound
 }
 
 // worthBeyondWords: numbers, names, and most a decision, an instruction or a question just asked.
