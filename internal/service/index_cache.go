@@ -356,9 +356,12 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		read      int
 		memNext   uint64
 	)
+	var info func() (*jetstream.StreamInfo, error)
 	if e.r == nil && e.packed != nil {
-		// Packed once the budget was full: decoded, with the catch-up's
-		// and the memories' first gets under way meanwhile.
+		// Packed once the budget was full: decoded, with the stream's
+		// info, the catch-up's and the memories' first gets under way
+		// meanwhile.
+		info = s.prefetchInfo(ctx)
 		if e.r, next, mems = s.unpacked(ctx, e); e.r != nil {
 			c.m.unpacked.Inc()
 			transient = time.Since(time.Unix(0, e.asked.Load())) > time.Duration(c.promoteWithin.Load())
@@ -372,7 +375,10 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 			next = s.prefetchEvent(ctx, session, e.r.next)
 			mems = s.prefetchMemory(ctx, session, e.r.memNext)
 		}
-		info, err := s.in.Info(ctx)
+		if info == nil {
+			info = s.prefetchInfo(ctx)
+		}
+		si, err := info()
 		if err != nil {
 			if transient {
 				e.leavePacked()
@@ -381,11 +387,11 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 			e.mu.Unlock()
 			return nil, internal(err, "reading stream %s info", s.layout.In)
 		}
-		first = info.State.FirstSeq
-		if info.State.LastSeq+1 < e.r.next {
+		first = si.State.FirstSeq
+		if si.State.LastSeq+1 < e.r.next {
 			// The stream is behind the index (deleted and created again,
 			// or restored from a backup): nothing in memory can be trusted.
-			s.log.Warn().Str("event", "recall_index_rebuilt").Str("session", session).Uint64("stream_last_seq", info.State.LastSeq).
+			s.log.Warn().Str("event", "recall_index_rebuilt").Str("session", session).Uint64("stream_last_seq", si.State.LastSeq).
 				Uint64("index_next_seq", e.r.next).Msg("inbound stream is behind the recall index; rebuilding it")
 			e.r, e.packed, transient = nil, nil, false
 		}
@@ -525,6 +531,24 @@ func (s *server) prefetchEvent(ctx context.Context, session string, from uint64)
 		f.msg, f.err = f.evs.Next(ctx)
 	}()
 	return f
+}
+
+// prefetchInfo starts reading the inbound stream's info and returns
+// the wait for it.
+func (s *server) prefetchInfo(ctx context.Context) func() (*jetstream.StreamInfo, error) {
+	var (
+		info *jetstream.StreamInfo
+		err  error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		info, err = s.in.Info(ctx)
+	}()
+	return func() (*jetstream.StreamInfo, error) {
+		<-done
+		return info, err
+	}
 }
 
 // catchUpWarm applies the session's events stored after the replay's

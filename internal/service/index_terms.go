@@ -16,7 +16,10 @@ import (
 // a word, a conversation's vocabulary is small, and a cold build of a
 // long session stems every word of it.
 type analyzer struct {
-	mu    sync.Mutex
+	// mu guards stems: read-locked while a text is read, write-locked
+	// to cache a token's stem (requests on both cores read texts at
+	// once, and nearly every token is cached).
+	mu    sync.RWMutex
 	stems map[string]stemmed
 }
 
@@ -32,17 +35,26 @@ const maxStems = 1 << 17
 
 func newAnalyzer() *analyzer { return &analyzer{stems: map[string]stemmed{}} }
 
-// lookup is tok's index term and stop-word mark; a.mu must be held. A
-// cached token is found without converting tok (m[string(b)] does not
-// allocate), and every caller shares the cache's string for its term.
+// lookup is tok's index term and stop-word mark; a.mu must be
+// read-locked (it is released while a token not cached yet is stemmed
+// and cached, then locked again). A cached token is found without
+// converting tok (m[string(b)] does not allocate), and every caller
+// shares the cache's string for its term.
 func (a *analyzer) lookup(tok []byte) stemmed {
 	if st, ok := a.stems[string(tok)]; ok {
 		return st
 	}
+	a.mu.RUnlock()
+	defer a.mu.RLock()
 	w := string(tok)
 	st := stemmed{term: w, stop: stopWords[w]}
 	if len(w) > 2 && !isNumber(w) {
 		st.term = english.Stem(w, true)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cached, ok := a.stems[w]; ok {
+		return cached // cached meanwhile: its string is shared
 	}
 	if len(a.stems) >= maxStems {
 		clear(a.stems)
@@ -51,7 +63,7 @@ func (a *analyzer) lookup(tok []byte) stemmed {
 	return st
 }
 
-// stem is tok's index term; a.mu must be held.
+// stem is tok's index term; a.mu must be read-locked (see lookup).
 func (a *analyzer) stem(tok []byte) string { return a.lookup(tok).term }
 
 func isNumber(tok string) bool {
@@ -68,8 +80,8 @@ func isNumber(tok string) bool {
 // them, and they are a conversation's most frequent words); fn must not
 // use the analyzer.
 func (a *analyzer) each(text string, fn func(string)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.mu.RLock()
+	defer a.mu.RUnlock()
 	forEachToken(text, func(tok []byte) {
 		st := a.lookup(tok)
 		if st.stop {
@@ -88,8 +100,8 @@ func (a *analyzer) each(text string, fn func(string)) {
 func (a *analyzer) queryTerms(q string) []string {
 	var terms, stops []string
 	seen := map[string]bool{}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.mu.RLock()
+	defer a.mu.RUnlock()
 	forEachToken(q, func(tok []byte) {
 		term := a.stem(tok)
 		if seen[term] {

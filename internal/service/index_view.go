@@ -1,6 +1,13 @@
 package service
 
-import "strings"
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/foldstream/foldstream/internal/events"
+)
 
 // docViews keeps, for the docs of an index that requests looked at, what
 // every request derives alike from a doc's turn: its text as an excerpt
@@ -19,10 +26,11 @@ import "strings"
 type docViews struct {
 	views map[int32]docView
 	bytes int64
-	// view's scratch space: the terms met, and the terms' string as it
-	// is built (then copied at its size).
-	seen map[string]bool
-	buf  []byte
+	// scratch is view's scratch space.
+	scratch viewScratch
+	// ahead are views made before their first use (viewAhead), not
+	// kept nor counted yet.
+	ahead map[int32]docView
 }
 
 // docView is one doc's display text and terms.
@@ -54,34 +62,17 @@ func (x *turnIndex) viewed(d int) (docView, bool) {
 	return v, ok
 }
 
-// view is doc d's display text and terms, computed at its first use.
+// view is doc d's display text and terms, computed at its first use
+// (or taken from those made ahead for it, viewAhead).
 func (x *turnIndex) view(d int) docView {
 	if v, ok := x.viewed(d); ok {
 		return v
 	}
 	vs := &x.views
 	t := x.turn(d)
-	var v docView
-	v.text, v.wordless = displayText(t)
-	if v.text == t.Text {
-		v.text = t.Text // not held twice
-	}
-	if vs.seen == nil {
-		vs.seen = map[string]bool{}
-	}
-	clear(vs.seen)
-	b := vs.buf[:0]
-	x.an.each(v.text, func(term string) {
-		if term == "" || vs.seen[term] {
-			return
-		}
-		vs.seen[term] = true
-		b = append(b, term...)
-		b = append(b, 0)
-	})
-	v.terms = string(b)
-	if vs.buf = b; cap(b) > 1024 {
-		vs.buf = nil // not kept past a long turn's (not counted in bytes)
+	v, ok := vs.ahead[int32(d)]
+	if !ok {
+		v = vs.scratch.make(x.an, t)
 	}
 	if vs.views == nil || len(vs.views) >= maxDocViews {
 		x.bytes -= vs.bytes
@@ -100,6 +91,123 @@ func (x *turnIndex) view(d int) docView {
 	x.bytes += n
 	return v
 }
+
+// viewScratch is what making a view reuses: the terms met (in a list
+// while they are few: a turn holds a few dozen, and a scan of a short
+// list costs less than a map), and the terms' string as it is built
+// (then copied at its size).
+type viewScratch struct {
+	met  []string
+	seen map[string]bool
+	buf  []byte
+}
+
+// maxMetList is how many terms the list holds before the map takes
+// over.
+const maxMetList = 32
+
+// meet reports whether term was met already, and marks it met.
+func (sc *viewScratch) meet(term string) bool {
+	if len(sc.met) < maxMetList {
+		for _, t := range sc.met {
+			if t == term {
+				return true
+			}
+		}
+		if sc.met = append(sc.met, term); len(sc.met) == maxMetList {
+			if sc.seen == nil {
+				sc.seen = map[string]bool{}
+			}
+			clear(sc.seen)
+			for _, t := range sc.met {
+				sc.seen[t] = true
+			}
+		}
+		return false
+	}
+	if sc.seen[term] {
+		return true
+	}
+	sc.seen[term] = true
+	return false
+}
+
+// make is turn t's view (its text as shown and that text's terms).
+func (sc *viewScratch) make(an *analyzer, t *events.Turn) docView {
+	var v docView
+	v.text, v.wordless = displayText(t)
+	if v.text == t.Text {
+		v.text = t.Text // not held twice
+	}
+	sc.met = sc.met[:0]
+	b := sc.buf[:0]
+	an.each(v.text, func(term string) {
+		if term == "" || sc.meet(term) {
+			return
+		}
+		b = append(b, term...)
+		b = append(b, 0)
+	})
+	v.terms = string(b)
+	if sc.buf = b; cap(b) > 1024 {
+		sc.buf = nil // not kept past a long turn's (not counted in bytes)
+	}
+	return v
+}
+
+// viewAhead starts making the views of docs that have none yet on
+// another goroutine, before the request asks for them one by one (the
+// value packing's candidates: a request's largest share of views);
+// finish makes those not started yet on this goroutine, waits for the
+// others, and keeps them aside until aheadDone: view takes a doc's from
+// there at its first use, and keeps and counts it then as it would have
+// made it, so the views held are the same as without. Until finish
+// returns, the request may read turns but not ask for views. Must be
+// called by the request that holds the index.
+func (x *turnIndex) viewAhead(docs []int) (finish func()) {
+	vs := &x.views
+	var turns []*events.Turn
+	var at []int32
+	for _, d := range docs {
+		if _, ok := x.viewed(d); ok {
+			continue
+		}
+		if _, ok := vs.ahead[int32(d)]; ok || slices.Contains(at, int32(d)) {
+			continue
+		}
+		turns = append(turns, x.turn(d))
+		at = append(at, int32(d))
+	}
+	if len(turns) < minViewsAhead {
+		return func() {}
+	}
+	made := make([]docView, len(turns))
+	var next atomic.Int32
+	work := func(sc *viewScratch) {
+		for i := int(next.Add(1) - 1); i < len(turns); i = int(next.Add(1) - 1) {
+			made[i] = sc.make(x.an, turns[i])
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { work(&viewScratch{}) })
+	return func() {
+		work(&vs.scratch)
+		wg.Wait()
+		if vs.ahead == nil {
+			vs.ahead = make(map[int32]docView, len(made))
+		}
+		for i, d := range at {
+			vs.ahead[d] = made[i]
+		}
+	}
+}
+
+// aheadDone drops the views viewAhead made that were not asked for.
+func (x *turnIndex) aheadDone() { x.views.ahead = nil }
+
+// minViewsAhead: fewer views are made where they are asked for (a
+// goroutine's start would cost more than it saves).
+const minViewsAhead = 16
 
 // eachTerm calls fn with each of the view's terms, in order.
 func (v docView) eachTerm(fn func(term string)) {

@@ -204,7 +204,17 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 	v.windowNext = next
 	v.limit = min(pk.n, pk.x.below(v.windowLow-pk.a.offset))
 
-	// The candidates.
+	// The candidates. The views of the matches among them are made on
+	// another core meanwhile, while the summary's and the memories' are
+	// weighed.
+	ahead := make([]int, 0, excerptPool*pk.want)
+	for i := 0; i < len(pk.hits) && i < excerptPool*pk.want; i++ {
+		if d := pk.hits[i].doc; d < v.limit && !pk.isShown(d) {
+			ahead = append(ahead, d)
+		}
+	}
+	viewsMade := pk.x.viewAhead(ahead)
+	defer pk.x.aheadDone()
 	if !cp.SummaryIsNote && cp.Summary != "" {
 		v.sents = sentences(cp.Summary)
 		v.sentTaken = make([]bool, len(v.sents))
@@ -217,6 +227,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 		m := &mems[i]
 		v.push(&vcand{kind: candMemory, mem: m, terms: append(v.intern(m.Text), v.dayTerm(m.At)...)})
 	}
+	viewsMade()
 	for i := 0; i < len(pk.hits) && i < excerptPool*pk.want; i++ {
 		if pk.hits[i].doc < v.limit && pk.relevant(pk.hits[i].doc) {
 			v.push(&vcand{kind: candExcerpt, i: i, day: day(pk.x.turn(pk.hits[i].doc).At)})

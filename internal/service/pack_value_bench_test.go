@@ -22,6 +22,44 @@ import (
 // turns), questions of one to five words of it, budget 10,000 chars,
 // answered in-process (no request round trip).
 func BenchmarkContextQueryWarm10k(b *testing.B) {
+	_, ask := querySession(b, 10_000)
+	ask(0) // the index is built
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		ask(i)
+		i++
+	}
+}
+
+// BenchmarkContextQueryPacked5k is BenchmarkContextQueryWarm10k at
+// 5,000 turns with the index held packed only, as the scale line's
+// requests find it (a budget full of sessions, each asked after a
+// pause): each request decodes it for itself and leaves it packed.
+func BenchmarkContextQueryPacked5k(b *testing.B) {
+	d, ask := querySession(b, 5_000)
+	ask(0) // the index is built
+	d.PersistIndexes(context.Background())
+	d.DemoteIndexes()
+	d.PromoteWithin(0)
+	ask(1)
+	if d.PackedSessions() != 1 {
+		b.Fatalf("%d sessions packed, want 1", d.PackedSessions())
+	}
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		ask(i)
+		i++
+	}
+}
+
+// querySession publishes a session s1 of n turns (6-30 words a turn from
+// a Zipf-distributed vocabulary, four speakers, a day every 1,000 turns),
+// checkpointed 50 turns before its end, and returns an instance and a
+// question-aware request of it: questions of one to five words of it,
+// budget 10,000 chars, answered in-process (no request round trip).
+func querySession(b *testing.B, n int) (*service.Direct, func(i int) *client.Context) {
 	e := servicetest.New(b, servicetest.Options{})
 	rng := rand.New(rand.NewPCG(1, 2))
 	base := strings.Fields(`tournament form friday tokyo match hulk shark team comp bob alice carol dave
@@ -35,7 +73,6 @@ func BenchmarkContextQueryWarm10k(b *testing.B) {
 	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(words)-1))
 	speakers := []string{"Alice", "Bob", "Carol", "Dave"}
 	start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	const n = 10_000
 	for i := range n {
 		ws := make([]string, 6+rng.IntN(25))
 		for j := range ws {
@@ -49,7 +86,7 @@ func BenchmarkContextQueryWarm10k(b *testing.B) {
 		}
 	}
 	<-e.JS.PublishAsyncComplete()
-	checkpointFrom(b, e, "s1", n-50)
+	checkpointFrom(b, e, "s1", int64(n-50))
 	d, err := service.NewDirect(b, context.Background(), e.JS, e.Layout, e.Store, e.Log)
 	if err != nil {
 		b.Fatal(err)
@@ -62,18 +99,11 @@ func BenchmarkContextQueryWarm10k(b *testing.B) {
 		}
 		queries[i] = strings.Join(q, " ") + "?"
 	}
-	ask := func(i int) *client.Context {
+	return d, func(i int) *client.Context {
 		c, err := d.Context(context.Background(), client.ContextRequest{Session: "s1", Query: queries[i%len(queries)], BudgetChars: 10000})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return c
-	}
-	ask(0) // the index is built
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
-		ask(i)
-		i++
 	}
 }

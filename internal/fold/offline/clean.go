@@ -227,22 +227,19 @@ func clip(s string, max int) string {
 
 // stopWords are the function words of English (NLTK's list) and the words of talk that carry no subject (interjections
 // too: "ooh come back" says nothing); they are never terms or topics.
-var stopWords = toSet(strings.Fields(`i me my myself we our ours ourselves you your yours yourself
-yourselves he him his himself she her hers herself it its itself they them their theirs themselves
-what which who whom this that these those am is are was were be been being have has had having do
-does did doing a an the and but if or because as until while of at by for with about against
-between into through during before after above below to from up down in out on off over under
-again further then once here there when where why how all any both each few more most other some
-such no nor not only own same so than too very s t can will just don should now d ll m o re ve y
-ain aren couldn didn doesn hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won
-wouldn yeah yes yep okay ok oh um uh uhm hmm mm like well really actually basically right sure
-gonna wanna gotta kinda sorta lot lots thing things stuff something anything everything nothing
-think thought know knew mean said say says saying get got getting go going goes went make made
-want need let see look one two also maybe probably still even much many way kind sort bit
-could would might must shall may good great nice fine cool yeah-yeah guess guys guy gg congrats
-congratulations bye hi hello hey thanks thank welcome everyone everybody man dude bro please sorry cheers yo
-wow omg damn hear loud clear anyway anyways lets dunno gimme lemme ooh oops whoa aha ah ahh ugh huh yay oof eh hm
-er erm mhm ouch phew whew meh nah yup come comes coming came`))
+var stopWords = toSet(strings.Fields(`i me my myself we our ours ourselves you your yours yourself yourselves he him
+his himself she her hers herself it its itself they them their theirs themselves what which who whom this that these
+those am is are was were be been being have has had having do does did doing a an the and but if or because as until
+while of at by for with about against between into through during before after above below to from up down in out on
+off over under again further then once here there when where why how all any both each few more most other some such no
+nor not only own same so than too very s t can will just don should now d ll m o re ve y ain aren couldn didn doesn
+hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn yeah yes yep okay ok oh um uh uhm hmm mm
+like well really actually basically right sure gonna wanna gotta kinda sorta lot lots thing things stuff something
+anything everything nothing think thought know knew mean said say says saying get got getting go going goes went make
+made want need let see look one two also maybe probably still even much many way kind sort bit could would might must
+shall may good great nice fine cool yeah-yeah guess guys guy gg congrats congratulations bye hi hello hey thanks thank
+welcome everyone everybody man dude bro please sorry cheers yo wow omg damn hear loud clear anyway anyways lets dunno
+gimme lemme ooh oops whoa aha ah ahh ugh huh yay oof eh hm er erm mhm ouch phew whew meh nah yup come comes coming came`))
 
 func toSet(ws []string) map[string]bool {
 	m := make(map[string]bool, len(ws))
@@ -354,11 +351,8 @@ func (l *lexicon) known(w []byte) *known {
 
 // trim starts the lexicon over past maxWords words or fields (between folds: a fold's terms keep their numbers).
 func (l *lexicon) trim() {
-	if len(l.m) >= maxWords {
-		l.m, l.near = nil, [len(l.near)]*known{}
-	}
-	if len(l.fm) >= maxWords {
-		l.fm, l.fnear = nil, [len(l.fnear)]*field{}
+	if len(l.m) >= maxWords || len(l.fm) >= maxWords {
+		l.m, l.near, l.fm, l.fnear = nil, [len(l.near)]*known{}, nil, [len(l.fnear)]*field{}
 	}
 }
 

@@ -21,13 +21,15 @@ import (
 type codec struct {
 	w     []byte
 	r     *jsonReader
-	first bool // reading: no field of the object read yet
+	st    *state // (writing)
+	first bool   // reading: no field of the object read yet
 	err   error
 }
 
 // appendJSON appends st's JSON to b.
 func (st *state) appendJSON(b []byte) ([]byte, error) {
-	c := &codec{w: b}
+	c := &codec{w: b, st: st}
+	st.seq++
 	c.object(st.fields)
 	return c.w, c.err
 }
@@ -52,7 +54,7 @@ func decodeState(data []byte) (*state, error) {
 
 func (st *state) fields(c *codec) {
 	num(c, `,"v":`, &st.V, false)
-	c.uint(`,"sum":`, &st.Sum)
+	num(c, `,"sum":`, &st.Sum, false)
 	c.bool(`,"agent":`, &st.Agent)
 	c.strs(`,"names":`, &st.Names)
 	num(c, `,"others":`, &st.Others, true)
@@ -93,29 +95,45 @@ func (p *period) fields(c *codec) {
 	list(c, `,"stmts":`, &p.Stmts, func(c *codec, x *stmt) { c.object(x.fields) })
 }
 
+// stmtJSON is where a state's encoding (seq) wrote a statement's JSON up to its phrases, and from what fields: the next
+// fold's encoding copies those bytes from the state it read (state.src) while the fields are the same.
+type stmtJSON struct {
+	seq, off, end int
+	s             [4]string // Sp, Text, Terms, Key
+	n             [3]uint64 // At, W, K
+}
+
 func (x *stmt) fields(c *codec) {
-	c.str(`,"sp":`, &x.Sp, true)
-	num(c, `,"at":`, &x.At, true)
-	c.str(`,"text":`, &x.Text, false)
-	if c.field(`,"w":`, false) {
-		if c.r != nil {
-			x.W = parse(c.r, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, "want a number")
-		} else if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
-			c.err = fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
-		} else {
-			c.w = appendJSONFloat(c.w, x.W)
+	start, s, n := len(c.w), [4]string{x.Sp, x.Text, x.Terms, x.Key}, [3]uint64{uint64(x.At), math.Float64bits(x.W), uint64(x.K)}
+	if j := x.js; c.r == nil && j != nil && j.seq == c.st.srcSeq && j.end <= len(c.st.src) && j.s == s && j.n == n {
+		c.w = append(c.w, c.st.src[j.off:j.end]...) // (its first byte '{', as object writes it)
+		j.seq, j.off, j.end = c.st.seq, start, len(c.w)
+	} else {
+		c.str(`,"sp":`, &x.Sp, true)
+		num(c, `,"at":`, &x.At, true)
+		c.str(`,"text":`, &x.Text, false)
+		if c.field(`,"w":`, false) {
+			if c.r != nil {
+				x.W = parse(c.r, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, "want a number")
+			} else if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
+				c.err = fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
+			} else {
+				c.w = appendJSONFloat(c.w, x.W)
+			}
+		}
+		num(c, `,"k":`, &x.K, true)
+		c.str(`,"terms":`, &x.Terms, true)
+		c.str(`,"key":`, &x.Key, true)
+		if c.r == nil && c.err == nil {
+			x.js = &stmtJSON{c.st.seq, start, len(c.w), s, n}
 		}
 	}
-	num(c, `,"k":`, &x.K, true)
-	c.str(`,"terms":`, &x.Terms, true)
-	c.str(`,"key":`, &x.Key, true)
 	c.str(`,"ph":`, &x.Ph, true)
 	c.bool(`,"batch":`, &x.Batch)
 }
 
-// field reports whether the field named in name (`,"key":`) is written
-// now (then name is: it is not empty where omit) or its value read (the
-// next key is name's: the fields are read in the order they are written).
+// field reports whether the field named in name (`,"key":`) is written now (then name is: it is not empty where omit)
+// or its value read (the next key is name's: the fields are read in the order they are written).
 func (c *codec) field(name string, omit bool) bool {
 	if r := c.r; r != nil {
 		if c.first {
@@ -194,23 +212,17 @@ func (c *codec) text(s *string) {
 	}
 }
 
-func num[T int | int64](c *codec, name string, v *T, omit bool) {
-	if c.field(name, omit && *v == 0) {
-		if c.r != nil {
-			*v = T(parse(c.r, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }, "want an integer"))
-		} else {
-			c.w = strconv.AppendInt(c.w, int64(*v), 10)
-		}
-	}
-}
-
-func (c *codec) uint(name string, v *uint64) {
-	if c.field(name, false) {
-		if c.r != nil {
-			*v = parse(c.r, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }, "want an unsigned integer")
-		} else {
-			c.w = strconv.AppendUint(c.w, *v, 10)
-		}
+func num[T int | int64 | uint64](c *codec, name string, v *T, omit bool) {
+	switch u, ok := any(v).(*uint64); {
+	case !c.field(name, omit && *v == 0): // (its key first, written or read)
+	case ok && c.r != nil:
+		*u = parse(c.r, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }, "want an unsigned integer")
+	case ok:
+		c.w = strconv.AppendUint(c.w, *u, 10)
+	case c.r != nil:
+		*v = T(parse(c.r, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }, "want an integer"))
+	default:
+		c.w = strconv.AppendInt(c.w, int64(*v), 10)
 	}
 }
 

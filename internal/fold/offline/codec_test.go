@@ -90,6 +90,38 @@ func TestStateCodecMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestStatementsWrittenAgainFollowTheirFields: a fold writes the statements it did not change by copying them from the
+// state it read (written by the fold before); what it changed is written anew, and the whole is as encoding/json writes
+// it.
+func TestStatementsWrittenAgainFollowTheirFields(t *testing.T) {
+	for i, st := range codecStates(t) {
+		for round := range 4 {
+			prev, err := st.appendJSON(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.src, st.srcSeq = prev, st.seq // (as the next fold reads it)
+			for j := range st.Open {
+				switch x := &st.Open[j]; (j + round) % 4 {
+				case 0:
+					x.Text += "x"
+				case 1:
+					x.W++
+				case 2:
+					x.Key, x.Batch = x.Key+"k", !x.Batch
+				}
+			}
+			want, err := json.Marshal(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := st.appendJSON(nil); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("state %d, round %d: written again as\n%s\nencoding/json writes\n%s (%v)", i, round, got, want, err)
+			}
+		}
+	}
+}
+
 // TestReadStateOddJSON: what encoding/json accepts besides what the codec
 // writes (spaces, other key orders, unknown keys, nulls, escapes) reads the
 // same; what it refuses (every cut of a state, stray bytes) fails.

@@ -46,7 +46,9 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	}
 	names, sps := slices.Clone(st.Names), make([]string, len(req.Turns)) // (sps: each turn's speaker, named once)
 	for i, t := range req.Turns {
-		if sps[i] = displayName(t); !slices.Contains(names, sps[i]) && len(names) < 64 {
+		if j := slices.IndexFunc(req.Turns[:i], func(u fold.Turn) bool { return u.Speaker == t.Speaker && u.Role == t.Role }); j >= 0 {
+			sps[i] = sps[j] // (named before)
+		} else if sps[i] = displayName(t); !slices.Contains(names, sps[i]) && len(names) < 64 {
 			names = append(names, sps[i])
 		}
 	}
@@ -121,13 +123,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 	}
 	endProposal()
-	kept := b.stmts[:0]
-	for _, x := range b.stmts {
-		if x.K >= 0 {
-			kept = append(kept, x)
-		}
-	}
-	b.stmts = kept
+	b.stmts = slices.DeleteFunc(b.stmts, func(x stmt) bool { return x.K < 0 })
 	sc.salient(b.stmts, st.counts())
 	if len(b.stmts) > maxBatchStmts {
 		b.stmts = dropWeakest(b.stmts, len(b.stmts)-maxBatchStmts)
@@ -859,10 +855,10 @@ func (lx *lexicon) factKey(ws []string, digits uint64) string { // (ws: the sent
 		return l, lx.getBytes(l)
 	}
 	for i, w := range ws {
-		v := trimCut(w, ".,!?;:()\"'")
-		if digits>>min(i, 63)&1 == 0 || !hasDigit(v) || nk >= 4 {
+		if digits>>min(i, 63)&1 == 0 || nk >= 4 || !hasDigit(w) { // (what trimCut cuts has no digit)
 			continue
 		}
+		v := trimCut(w, ".,!?;:()\"'")
 		var slot string
 		if i > 0 {
 			if p, x := word(ws[i-1]); x.is(fTerm) && !x.is(fAdverb) && !approx[string(p)] && bytes.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {

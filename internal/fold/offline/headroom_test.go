@@ -3,6 +3,7 @@ package offline
 import (
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +19,9 @@ import (
 // the period lines), in the summary. Then what a selection of those candidates chosen knowing the answers would score
 // in the summary's room (the head-room of selection), the same from every statement ever extracted, and the same
 // without knowing the answers: a greedy coverage of content words weighted by how many statements said them, with
-// hindsight (every statement of the meeting counted). Last, where the summary's runes go. The budget is 1,200 runes,
+// hindsight (every statement of the meeting counted). Then the final state rendered again, as it is and with every
+// stop word deleted from its statements (what compressing them, no content word lost, could reach). Last, where the
+// summary's runes go. The budget is 1,200 runes,
 // or FOLDSTREAM_QMSUM_CHARS.
 func BenchmarkQMSumHeadroom(b *testing.B) {
 	dir := os.Getenv("FOLDSTREAM_QMSUM")
@@ -33,7 +36,7 @@ func BenchmarkQMSumHeadroom(b *testing.B) {
 		n                                                        float64
 		trans, extracted, kept, lines, summary                   float64
 		oracleKept, oracleKeptNoLines, oracleAll, oracleAllNoLns float64
-		generic, genericKept                                     float64
+		generic, genericKept, again, stripped                    float64
 		runes, lead, periodLines, topics, stmts, taken, attrib   float64
 	}
 	for _, m := range loadQMSum(b, dir) {
@@ -77,7 +80,7 @@ func BenchmarkQMSumHeadroom(b *testing.B) {
 			b.Fatal(err)
 		}
 		st.sc = new(scratch)
-		st.render(budget, 5, 2)
+		sum.again += recall(evalWords(st.render(budget, 5, 2), false))
 		lead := st.lead(5, 2)
 		lines := lead
 		var kept []string
@@ -171,6 +174,24 @@ func BenchmarkQMSumHeadroom(b *testing.B) {
 		sum.oracleAllNoLns += pick(lead, extracted, budget-runeLen(lead), true)
 		sum.generic += pick(lines, extracted, room, false)
 		sum.genericKept += pick(lines, kept, room, false)
+		// The final state rendered again with every stop word deleted from its statements: what compressing the
+		// statements, nothing of their content lost, could reach.
+		if st, err = decodeState(state); err != nil {
+			b.Fatal(err)
+		}
+		strip := func(ss []stmt) {
+			for i := range ss {
+				ss[i].Text = strings.Join(slices.DeleteFunc(strings.Fields(ss[i].Text), func(f string) bool {
+					return nltkStop[strings.ToLower(strings.Trim(f, `.,!?;:"'`))]
+				}), " ")
+			}
+		}
+		for i := range st.Periods {
+			strip(st.Periods[i].Stmts)
+		}
+		strip(st.Open)
+		st.sc = new(scratch)
+		sum.stripped += recall(evalWords(st.render(budget, 5, 2), false))
 		sum.runes += float64(runeLen(summary)) * n
 		sum.lead += float64(runeLen(lead)) * n
 	}
@@ -181,6 +202,7 @@ func BenchmarkQMSumHeadroom(b *testing.B) {
 		sum.oracleKept/n, sum.oracleKeptNoLines/n, sum.oracleAll/n, sum.oracleAllNoLns/n)
 	b.Logf("selection by coverage of words weighted by how many statements said them, with hindsight: of every statement extracted %.3f, of the statements kept %.3f",
 		sum.generic/n, sum.genericKept/n)
+	b.Logf("the final state rendered again %.3f, with every stop word deleted from its statements %.3f", sum.again/n, sum.stripped/n)
 	b.Logf("runes: %.0f, of which the opening %.0f, period lines %.0f (their topics %.0f), statements %.0f (%.1f; their attribution %.0f)",
 		sum.runes/n, sum.lead/n, sum.periodLines/n, sum.topics/n, sum.stmts/n, sum.taken/n, sum.attrib/n)
 }

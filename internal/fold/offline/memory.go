@@ -8,12 +8,11 @@ import (
 	"github.com/foldstream/foldstream/internal/fold"
 )
 
-// memories are the batch's statements that hold a durable fact: what someone said about themselves (likes,
-// plans, where they live or work, what they did or own), and statements with numbers, dates or decisions, each
-// in its speaker's own words with relative dates resolved (a memory's line names its speaker: "Lena: I live in
-// Berlin."). A fact returned before (the same text) is not returned again; one that changes what a speaker
-// likes, did, plans, owns or where they live or work (person.go), or the numbers of an earlier fact about the
-// same thing, supersedes it.
+// memories are the batch's statements that hold a durable fact: what someone said about themselves (likes, plans, where
+// they live or work, what they did or own), and statements with numbers, dates or decisions, each in its speaker's own
+// words with relative dates resolved (a memory's line names its speaker: "Lena: I live in Berlin."). A fact returned
+// before (the same text) is not returned again; one that changes what a speaker likes, did, plans, owns or where they
+// live or work (person.go), or the numbers of an earlier fact about the same thing, supersedes it.
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc := st.scratch()
 	cands := sc.sents[:0] // (the turns' sentences are read)
@@ -70,10 +69,8 @@ var factWordList = []string{"i'm ", "i am ", "my ", "i have ", "i've ", "i like"
 	"i work", "i moved", "i'll ", "i will ", "i booked", "i bought", "i own", "i went", "i started", "i plan",
 	"i'm going", "we decided", "we agreed", "we'll ", "let's ", "i can ", "i can't", "i don't"}
 
-// isFactStmt reports a statement worth remembering (about: a fact about
-// its speaker, personFact): one with numbers or a resolved date, or one
-// in whose words its speaker says what they are, have, like, did, plan
-// or decided (factWordList).
+// isFactStmt reports a statement worth remembering (about: a fact about its speaker, personFact): one with numbers or a
+// resolved date, or one in whose words its speaker says what they are, have, like, did, plan or decided (factWordList).
 func isFactStmt(x stmt, about bool) bool {
 	if strings.Count(x.Terms, " ") < 1 {
 		return false
@@ -83,8 +80,7 @@ func isFactStmt(x stmt, about bool) bool {
 
 var factWords = newKeywords(factWordList...)
 
-// changedSlots counts the slots of older ("night=$190") that newer
-// ("night=$210") gives another value.
+// changedSlots counts the slots of older ("night=$190") that newer ("night=$210") gives another value.
 func changedSlots(older, newer string) int {
 	n := 0
 	for o, wi := nextField(older, 0); o != ""; o, wi = nextField(older, wi) {

@@ -134,7 +134,7 @@ type scratch struct {
 	worth, bound []float64 // what each of those is worth, in one pick; each candidate at most
 	said, named  termSet
 	phrases      []phrase
-	byKey        map[string]int32 // a phrase's key: its place in phrases
+	slots        []int32 // a phrase's place in phrases, by its key (topics)
 	seen, people []string
 	out          []byte // the state written
 }
@@ -170,7 +170,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	sc := s.rooms.Get().(*scratch)
 	defer s.rooms.Put(sc)
 	st := s.load(req, &sc.lex)
-	st.sc = sc
+	st.sc, st.src, st.srcSeq = sc, req.PreviousState, st.seq
 	prev := strings.TrimSpace(req.PreviousSummary)
 	var mems []fold.Memory
 	changed := false
@@ -179,7 +179,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	}
 	if !changed && prev != "" && runeLen(prev) <= budget && st.Sum == 0 && oneLine(prev, 0) == prev {
 		// Nothing new, and the summary read as prose fits: it stays as it was (rendering it anew could only reword it).
-		st.Sum = hashString(prev)
+		st.Sum, st.said = hashString(prev), prev
 		return fold.Result{Summary: prev, Model: Model, State: s.keep(st), Memories: nil}, nil
 	}
 	summary := st.render(budget, s.cfg.maxParticipants, s.cfg.maxTopics)
@@ -196,7 +196,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 		st.Small = true
 		summary = st.render(budget, s.cfg.maxParticipants, s.cfg.maxTopics)
 	}
-	st.Sum = hashString(summary)
+	st.Sum, st.said = hashString(summary), summary
 	res := fold.Result{Summary: summary, Model: Model, State: s.keep(st)}
 	for _, m := range mems {
 		res.Memories = append(res.Memories, m.Text)
@@ -219,7 +219,7 @@ func (s *Summarizer) load(req fold.Request, lx *lexicon) *state {
 		case err != nil:
 			s.cfg.log.Warn().Err(err).Str("event", "offline_state_unreadable").Str("session", req.Session).
 				Int("bytes", len(req.PreviousState)).Msg("summarizer state unreadable; reading the previous summary as prose instead")
-		case st.Sum == hashString(prev) || prev == "":
+		case prev == "" || prev == st.said || st.Sum == hashString(prev):
 			return st
 		}
 	}

@@ -42,10 +42,10 @@ var factVerbs = []struct {
 // personFact reads a statement about its speaker ("Lena loves sushi.")
 // as a fact: its kind and what it is about; ok false for anything else.
 func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
-	if x.Sp == "" || !strings.HasPrefix(x.Text, x.Sp+" ") && !strings.HasPrefix(x.Text, x.Sp+"'s ") {
+	rest, cut := strings.CutPrefix(x.Text, x.Sp)
+	if x.Sp == "" || !cut || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "'s ") {
 		return "", "", false
 	}
-	rest := strings.TrimPrefix(x.Text, x.Sp)
 	if strings.HasPrefix(rest, "'s ") {
 		// "Jonas's car fits four": what they own
 		if w, _ := nextField(rest[3:], 0); w != "" {

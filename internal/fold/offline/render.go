@@ -3,6 +3,7 @@ package offline
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,10 +22,9 @@ const (
 
 // ---- periods ----
 
-// closePeriods moves the oldest statements of the current period into a
-// closed period once they no longer fit the budget, and merges the two
-// closed periods of shortest span while there are more than the budget
-// has lines for. Statements of the batch just folded stay current.
+// closePeriods moves the oldest statements of the current period into a closed period once they no longer fit the
+// budget, and merges the two closed periods of shortest span while there are more than the budget has lines for.
+// Statements of the batch just folded stay current.
 func (st *state) closePeriods(budget int) {
 	size := 0
 	for i := range st.Open {
@@ -89,9 +89,8 @@ func (st *state) newPeriod(ss []stmt) period {
 	p.Topics = st.topics(ss, maxTopics, st.counts())
 	p.Stmts = st.covering(ss, p.Topics, maxPeriodKept)
 	for i := range p.Stmts {
-		// a closed period's topics are found: its statements' phrases
-		// are not needed again, and the state's bytes are better spent
-		// on more statements
+		// a closed period's topics are found: its statements' phrases are not needed again, and the state's bytes are
+		// better spent on more statements
 		p.Stmts[i].Batch, p.Stmts[i].Ph = false, ""
 	}
 	return p
@@ -125,8 +124,8 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 		}
 	}
 	if len(out) < n {
-		// the rest by their own weight: a statement with names, numbers or
-		// a decision is worth keeping even about what is said rarely
+		// the rest by their own weight: a statement with names, numbers or a decision is worth keeping even about what
+		// is said rarely
 		if k := len(rest) - (n - len(out)); k > 0 {
 			rest = dropWeakest(rest, k)
 		}
@@ -159,29 +158,30 @@ func (st *state) mergePeriods(a, b period) period {
 type phrase struct {
 	text  string
 	key   string // its terms, for overlap
+	h     uint64 // key's hash
 	n     int    // statements that have it
 	words int
 	upper bool
 	score float64 // for topics
 }
 
-// topics are the phrases the statements ss are most about: runs of up to
-// three content words ("the cabin near Lake Tahoe" gives "cabin", "Lake
-// Tahoe"), names of people left out, multi-word phrases and names
-// preferred to single words, which must recur to count, and, given the
-// conversation's word counts (a closed period's topics, not what the
-// opening sentence says is talked about now), phrases of the words the
-// whole conversation says most preferred to those of a passing remark.
+// topics are the phrases the statements ss are most about: runs of up to three content words ("the cabin near Lake
+// Tahoe" gives "cabin", "Lake Tahoe"), names of people left out, multi-word phrases and names preferred to single
+// words, which must recur to count, and, given the conversation's word counts (a closed period's topics, not what the
+// opening sentence says is talked about now), phrases of the words the whole conversation says most preferred to those
+// of a passing remark.
 func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 	if n <= 0 {
 		return nil
 	}
 	sc := st.scratch()
-	if sc.byKey == nil {
-		sc.byKey = map[string]int32{}
-	}
-	clear(sc.byKey)
 	all := sc.phrases[:0]
+	total := 0
+	for i := range ss {
+		total += strings.Count(ss[i].Ph, ";") + 1
+	}
+	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
+	sc.slots = slots
 	for _, x := range ss {
 		if x.K == kTool {
 			continue
@@ -194,8 +194,13 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 				continue
 			}
 			seen = append(seen, key)
-			if i, ok := sc.byKey[key]; ok {
-				p := &all[i]
+			h := hashString(key)
+			j := int(h) & (len(slots) - 1)
+			for slots[j] != 0 && (all[slots[j]-1].h != h || all[slots[j]-1].key != key) {
+				j = (j + 1) & (len(slots) - 1) // (the next place)
+			}
+			if slots[j] != 0 {
+				p := &all[slots[j]-1]
 				p.n++
 				if strings.HasPrefix(text, "the ") && !strings.HasPrefix(p.text, "the ") {
 					p.text = text // said as a noun phrase somewhere
@@ -203,8 +208,8 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 				continue
 			}
 			r, _ := utf8.DecodeRuneInString(text)
-			sc.byKey[key] = int32(len(all))
-			all = append(all, phrase{text: text, key: key, n: 1, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1,
+			slots[j] = int32(len(all) + 1)
+			all = append(all, phrase{text: text, key: key, h: h, n: 1, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1,
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
 		sc.seen = seen
@@ -245,9 +250,10 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			continue
 		}
 		if len(peopleKeys) == 0 {
+			var buf [32]byte
 			for _, n := range st.Names {
 				for w, wi := nextField(n, 0); w != ""; w, wi = nextField(n, wi) {
-					peopleKeys = append(peopleKeys, st.lex().get(strings.ToLower(strings.TrimSuffix(w, "'s"))).stem)
+					peopleKeys = append(peopleKeys, st.lex().getBytes(lower(buf[:0], strings.TrimSuffix(w, "'s"))).stem)
 				}
 			}
 		}
@@ -270,8 +276,8 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 	return out
 }
 
-// ofPeople reports a phrase made of the words of participants' names
-// ("Interface Designer" beside User Interface and Industrial Designer).
+// ofPeople reports a phrase made of the words of participants' names ("Interface Designer" beside User Interface and
+// Industrial Designer).
 func ofPeople(key string, peopleKeys []string) bool {
 	for k, wi := nextField(key, 0); k != ""; k, wi = nextField(key, wi) {
 		if !slices.Contains(peopleKeys, strings.TrimSuffix(k, "'")) {
@@ -292,21 +298,18 @@ stop start call run going come left right point lost whether versus rather quite
 monday tuesday wednesday thursday friday saturday sunday
 january february march april may june july august september october november december`))
 
-// topicSalience is what a topic phrase gains per unit of its words'
-// weight in the whole conversation (wordCounts.weight), beside the one
-// per statement of ss that has it.
+// topicSalience is what a topic phrase gains per unit of its words' weight in the whole conversation
+// (wordCounts.weight), beside the one per statement of ss that has it.
 const topicSalience = 3
 
 // numberWords are numbers said as words.
 var numberWords = toSet(strings.Fields(`one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
 seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million ones twos threes`))
 
-// genericNouns (stemmed) name no subject on their own: "the problem",
-// "the idea".
+// genericNouns (stemmed) name no subject on their own: "the problem", "the idea".
 var genericNouns = toSet(strings.Fields(`problem idea thing issu end point way question meet peopl part case number moment type fact reason rest side cours time day week follow talk end start stuff lot bit one other first last next same whole kind sort person guy group place sens job work call result list option difference differ chang discuss`))
 
-// determiners open a noun phrase: the content words after one name a
-// thing ("the scroll wheel", "our budget").
+// determiners open a noun phrase: the content words after one name a thing ("the scroll wheel", "our budget").
 var determiners = toSet([]string{"the", "a", "an", "this", "that", "these", "those", "my", "your", "our", "their", "his", "her", "its", "some", "any", "each", "every", "no", "another"})
 
 // statementBody is a statement's text without its attribution.
@@ -355,8 +358,8 @@ func (lx *lexicon) phrases(s string, people []string) string {
 	start := true // the word starts a sentence: its capital says nothing
 	det := false  // the word before was a determiner
 	paren := false
-	// held: a capitalised word that opens a sentence, the start of a name
-	// when the next word is capitalised too ("decided: Joshua Tree, …")
+	// held: a capitalised word that opens a sentence, the start of a name when the next word is capitalised too
+	// ("decided: Joshua Tree, …")
 	var held word
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		hold := held
@@ -366,13 +369,15 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		}
 		if paren {
 			paren = !strings.Contains(f, ")")
-			flush()
+			if len(run) > 0 {
+				flush()
+			}
 			continue // a resolved date
 		}
 		k, end := lx.field(f), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
 		w, lw, x := k.core, k.low, k.x
-		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !slices.Contains(people, w) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
-			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1
+		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
+			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1 && !slices.Contains(people, w)
 		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && hasDigit(w) && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
 			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
 		}
@@ -380,7 +385,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			ok = false // "the already mentioned"
 		}
 		r, _ := utf8.DecodeRuneInString(w)
-		up := unicode.IsUpper(r) || unicode.IsDigit(r)
+		up := ok && (unicode.IsUpper(r) || unicode.IsDigit(r))
 		if ok && start && up {
 			ok = false
 			if !oneOf(end, clauseEnd) {
@@ -394,7 +399,9 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		wasDet := det
 		det = x.is(fDeterminer) && !oneOf(end, clauseEnd)
 		if !ok {
-			flush()
+			if len(run) > 0 { // (np is set again when a run starts)
+				flush()
+			}
 			continue
 		}
 		if len(run) == 0 {
@@ -409,7 +416,9 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			flush()
 		}
 	}
-	flush()
+	if len(run) > 0 {
+		flush()
+	}
 	return string(out)
 }
 
@@ -426,9 +435,9 @@ func hasPhrase(s, t string) bool {
 	return false
 }
 
-// render writes the summary from the state within budget runes: the opening sentence (who, and what about), a line
-// for each closed period with its best statements, then the current statements; what does not fit is left out by
-// worth for its length, counting only what no statement kept already says.
+// render writes the summary from the state within budget runes: the opening sentence (who, and what about), a line for
+// each closed period with its best statements, then the current statements; what does not fit is left out by worth for
+// its length, counting only what no statement kept already says.
 func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	lead := st.lead(maxParticipants, maxLeadTopics)
 	if len(st.Periods) == 0 && len(st.Open) == 0 {
@@ -496,11 +505,10 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	return strings.Join(st.compose(lead, headers, cands, budget-used), " ")
 }
 
-// compose lays out the summary's sentences: the opening, each period's line with its statements taken, then
-// the current statements taken. Two statements in a row that one speaker said become one sentence ("Bob said
-// the venue is booked, and the caterer wants a deposit."). A speaker reported just before "also said" (asked,
-// thought, suggested) while room lasts: the runes left by the statements taken (room: what the lines of the
-// lead and the periods left).
+// compose lays out the summary's sentences: the opening, each period's line with its statements taken, then the current
+// statements taken. Two statements in a row that one speaker said become one sentence ("Bob said the venue is booked,
+// and the caterer wants a deposit."). A speaker reported just before "also said" (asked, thought, suggested) while room
+// lasts: the runes left by the statements taken (room: what the lines of the lead and the periods left).
 func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string) {
 	if lead != "" {
 		lines = append(lines, lead)
@@ -545,8 +553,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 			joinSp = x.Sp
 		}
 	}
-	// (cands are the statements of the periods with a line, then the
-	// current ones, in order)
+	// (cands are the statements of the periods with a line, then the current ones, in order)
 	i := 0
 	for pi := range len(st.Periods) + 1 { // (the last: the current statements)
 		if when = ""; pi < len(st.Periods) && strings.HasSuffix(headers[pi], ", ") {
@@ -594,8 +601,8 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 	return names + verb + andList(ts) + "."
 }
 
-// nameList names at most maxN of ns, in leadNameRunes, and counts the rest: a name is never cut, and one cut
-// already ("Mallory says everyone must now…", speaker.Short) is counted unless none other is named.
+// nameList names at most maxN of ns, in leadNameRunes, and counts the rest: a name is never cut, and one cut already
+// ("Mallory says everyone must now…", speaker.Short) is counted unless none other is named.
 func nameList(ns []string, others, maxN int) string {
 	var list []string
 	for size, i := 0, 0; i < len(ns) && len(list) < maxN && size+runeLen(ns[i]) <= leadNameRunes; i++ {
@@ -616,8 +623,8 @@ func andList(xs []string) string {
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
-// multiDay reports whether the statements of the state fall on more than
-// one calendar day (UTC): the period lines then carry their dates.
+// multiDay reports whether the statements of the state fall on more than one calendar day (UTC): the period lines then
+// carry their dates.
 func (st *state) multiDay() bool {
 	first, last := int64(math.MaxInt64), int64(0) // (a period without its times has neither)
 	for _, p := range st.Periods {
@@ -651,11 +658,9 @@ func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 	return cand{x: x, period: period, terms: terms, rec: rec, size: x.textRead().runes + 1, extra: worthBeyondWords(x, len(terms))}
 }
 
-// pickCovering marks at most n candidates within room runes, one at a
-// time: the one that adds most for its length of what no statement taken
-// says, nor the lines written name (named; its words weighed by how often
-// the conversation says them, plus worthBeyondWords), while any adds
-// anything. A text is taken once.
+// pickCovering marks at most n candidates within room runes, one at a time: the one that adds most for its length of
+// what no statement taken says, nor the lines written name (named; its words weighed by how often the conversation says
+// them, plus worthBeyondWords), while any adds anything. A text is taken once.
 func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	voc := &sc.voc
 	said, worth, bound := sc.said[:0], sc.worth[:0], sc.bound[:0]
@@ -687,8 +692,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 			take(&cands[i])
 		}
 	}
-	// value is what taking c adds now (0: nothing, nor ever again: room
-	// only shrinks and what is said only grows)
+	// value is what taking c adds now (0: nothing, nor ever again: room only shrinks and what is said only grows)
 	value := func(c *cand) float64 {
 		if c.taken || c.size > room || c.dup {
 			return 0
@@ -708,8 +712,8 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	for i := range cands {
 		bound = append(bound, value(&cands[i]))
 	}
-	// The first of the most valuable, found lazily: a value never grows,
-	// so one still at its bound, the highest, is the most valuable now.
+	// The first of the most valuable, found lazily: a value never grows, so one still at its bound, the highest, is the
+	// most valuable now.
 	for n > 0 {
 		best := -1
 		for i, b := range bound {
@@ -732,8 +736,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	sc.said, sc.worth, sc.bound = said, worth, bound
 }
 
-// worthBeyondWords: numbers, names, and most a decision, an instruction
-// or a question just asked.
+// worthBeyondWords: numbers, names, and most a decision, an instruction or a question just asked.
 func worthBeyondWords(x *stmt, terms int) float64 {
 	w := 0.3 * max(0, x.W-0.3-0.35*float64(min(terms, 14)))
 	if x.K == kQuestion && x.Batch || x.K == kAsk || x.textRead().decisive {
@@ -759,9 +762,8 @@ func (x *stmt) textRead() *textRead {
 
 var decisive = newKeywords("decided", "agreed", "we'll ", "we will ", "let's ", "suggested ", "booked", "deadline")
 
-// header is a period's line: when, who, what about ("From 14:02 to 14:20,
-// Alice and Bob talked about the venue in Lisbon and catering."); for a
-// period that names no subject, only when ("Between 14:47 and 14:51, ").
+// header is a period's line: when, who, what about ("From 14:02 to 14:20, Alice and Bob talked about the venue in
+// Lisbon and catering."); for a period that names no subject, only when ("Between 14:47 and 14:51, ").
 func (p period) header(multiDay, group bool) string {
 	when := "Earlier"
 	if p.From != 0 && p.To != 0 {
@@ -795,9 +797,9 @@ func (p period) header(multiDay, group bool) string {
 	return when + ", " + who + " talked about " + andList(p.Topics) + "."
 }
 
-// varied is t, a statement of sp, with its verb "said" varied as a person writing a report varies it: "explained"
-// where it gives a reason, "thought" an opinion, "mentioned" (not for a quote or a remark of a few words) after a
-// statement reported with "said" (saidLast).
+// varied is t, a statement of sp, with its verb "said" varied as a person writing a report varies it: "explained" where
+// it gives a reason, "thought" an opinion, "mentioned" (not for a quote or a remark of a few words) after a statement
+// reported with "said" (saidLast).
 func varied(t string, x *stmt, saidLast bool) string { // (x: the statement, for what its text read)
 	head, rest, ok := strings.Cut(t, " said")
 	if sp := x.Sp; !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
@@ -820,8 +822,8 @@ func varied(t string, x *stmt, saidLast bool) string { // (x: the statement, for
 var reasons = newKeywords(" because ", " so that ", "the reason ", " 'cause ", " cause ")
 var opinions = newKeywords(" probably ", " maybe ", " i guess ", " i'm inclined ", " i feel ", " seems ", " better ", " i think ", " would be ", " they should ", " it should ")
 
-// alsoAfter reports a statement of sp after lines that says "also": sp
-// spoke two or three lines before (not "also" there), another just before.
+// alsoAfter reports a statement of sp after lines that says "also": sp spoke two or three lines before (not "also"
+// there), another just before.
 func alsoAfter(lines []string, sp string) bool {
 	for i := len(lines) - 1; i >= max(0, len(lines)-3); i-- {
 		if strings.HasPrefix(lines[i], sp) && strings.HasPrefix(lines[i][len(sp):], " ") {

@@ -7,14 +7,13 @@ import (
 	"time"
 )
 
-// stateVersion is the version of the state this package writes. A state
-// of version 1 (facts with their full hash beside the ID) or 2 (every word
-// count written, ":1" too) reads as one of this version; a state of a later
-// version is not read (the session goes on from its prose).
+// stateVersion is the version of the state this package writes. A state of version 1 (facts with their full hash beside
+// the ID) or 2 (every word count written, ":1" too) reads as one of this version; a state of a later version is not
+// read (the session goes on from its prose).
 const stateVersion = 3
 
-// Bounds of the state. maxStateBytes is the most its encoding takes: a
-// state over it loses its least valuable statements first.
+// Bounds of the state. maxStateBytes is the most its encoding takes: a state over it loses its least valuable
+// statements first.
 const (
 	maxStateBytes   = 16 << 10
 	maxNames        = 32  // participants named; the rest are counted
@@ -25,44 +24,42 @@ const (
 	maxStmtRunes    = 320 // one statement's text
 )
 
-// state is what the summarizer knows after a fold. It travels to the next
-// fold as Result.State (JSON, so that replay and the inspector can show
-// it) and the summary is rendered from it alone.
+// state is what the summarizer knows after a fold. It travels to the next fold as Result.State (JSON, so that replay
+// and the inspector can show it) and the summary is rendered from it alone.
 type state struct {
 	V int `json:"v"`
-	// Sum is the hash of the summary rendered from this state: a previous
-	// summary that does not match it (the summary came from elsewhere) is
-	// read as prose instead.
+	// Sum is the hash of the summary rendered from this state: a previous summary that does not match it (the summary
+	// came from elsewhere) is read as prose instead.
 	Sum   uint64 `json:"sum"`
 	Agent bool   `json:"agent,omitempty"`
-	// Names are the participants in order of first appearance; Others
-	// counts those beyond maxNames.
+	// Names are the participants in order of first appearance; Others counts those beyond maxNames.
 	Names  []string `json:"names,omitempty"`
 	Others int      `json:"others,omitempty"`
 	// Periods are the closed stretches of the conversation, oldest first.
 	Periods []period `json:"periods,omitempty"`
 	// Open are the statements since the last closed period, oldest first.
 	Open []stmt `json:"open,omitempty"`
-	// Facts are the memories returned so far (newest last), so that a
-	// restated fact is not returned again and a changed one supersedes.
+	// Facts are the memories returned so far (newest last), so that a restated fact is not returned again and a changed
+	// one supersedes.
 	Facts []fact `json:"facts,omitempty"`
-	// Topics are what the opening sentence of a summary read as prose
-	// named, until the statements name their own.
+	// Topics are what the opening sentence of a summary read as prose named, until the statements name their own.
 	Topics []string `json:"topics,omitempty"`
 	// Small: every turn so far was small talk.
 	Small bool `json:"small,omitempty"`
-	// People are the facts about each speaker, consolidated across folds
-	// (person.go), the speaker heard from most recently last.
+	// People are the facts about each speaker, consolidated across folds (person.go), the speaker heard from most
+	// recently last.
 	People []person `json:"people,omitempty"`
 	// Voc is how often each word of the conversation was said (counts.go).
 	Voc string `json:"voc,omitempty"`
 
-	voc *wordCounts // Voc, read
-	sc  *scratch    // the fold's room, where Voc is read into
+	said        string      // the summary Sum is the hash of, when held (load need not hash it again)
+	voc         *wordCounts // Voc, read
+	src         []byte      // Request.PreviousState: this state as its encoding number srcSeq wrote it (seq: encodings so far)
+	srcSeq, seq int
+	sc          *scratch // the fold's room, where Voc is read into
 }
 
-// period is a closed stretch of the conversation: when, who spoke most,
-// what about, and its best statements.
+// period is a closed stretch of the conversation: when, who spoke most, what about, and its best statements.
 type period struct {
 	From   int64    `json:"from,omitempty"` // unix seconds; 0 = not known
 	To     int64    `json:"to,omitempty"`
@@ -80,32 +77,31 @@ const (
 	kAsk             // an instruction of the user (agent sessions)
 )
 
-// stmt is one statement as it is rendered, with what ranking and
-// supersession need.
+// stmt is one statement as it is rendered, with what ranking and supersession need.
 type stmt struct {
 	Sp   string  `json:"sp,omitempty"`
 	At   int64   `json:"at,omitempty"` // unix seconds
 	Text string  `json:"text"`
 	W    float64 `json:"w"`
 	K    int     `json:"k,omitempty"`
-	// Terms are the statement's content words, stemmed, space-separated:
-	// for novelty, topics and supersession without analysing it again.
+	// Terms are the statement's content words, stemmed, space-separated: for novelty, topics and supersession without
+	// analysing it again.
 	Terms string `json:"terms,omitempty"`
-	// Key identifies what a tool run or a fact with numbers is about:
-	// a newer statement with the same key replaces it.
+	// Key identifies what a tool run or a fact with numbers is about: a newer statement with the same key replaces it.
 	Key string `json:"key,omitempty"`
-	// Ph are the statement's topic phrases, "text=key" joined by ";"
-	// (the key: the phrase's words stemmed), found once when it is read.
+	// Ph are the statement's topic phrases, "text=key" joined by ";" (the key: the phrase's words stemmed), found once
+	// when it is read.
 	Ph string `json:"ph,omitempty"`
 	// Batch is set on the statements of the fold that wrote the state.
 	Batch bool    `json:"batch,omitempty"`
 	Own   string  `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
 	ids   []int32 // Terms by their numbers in this fold, once found (wordCounts.termIDs)
 	read  *textRead
+	js    *stmtJSON // where an encoding of its state wrote it (codec.go)
 }
 
-// fact is a memory returned earlier; its ID is the hash of its speaker
-// and lower-cased text (memories), so the same memory has the same ID.
+// fact is a memory returned earlier; its ID is the hash of its speaker and lower-cased text (memories), so the same
+// memory has the same ID.
 type fact struct {
 	ID  string `json:"id"`
 	Sp  string `json:"sp,omitempty"`
@@ -113,8 +109,7 @@ type fact struct {
 	Num string `json:"num,omitempty"` // its numbers, space-separated
 }
 
-// hashString is hash/fnv's 64-bit FNV-1a of s, without a copy of s;
-// fnvAdd(hashString(a), b) == hashString(a + b).
+// hashString is hash/fnv's 64-bit FNV-1a of s, without a copy of s; fnvAdd(hashString(a), b) == hashString(a + b).
 func hashString(s string) uint64 { return fnvAdd(14695981039346656037, s) }
 
 // fnvAddLower is fnvAdd(h, strings.ToLower(s)), without the copy of an ASCII s.
@@ -144,7 +139,7 @@ func (s *Summarizer) keep(st *state) []byte {
 	if bytes.Contains(data, []byte(`\ufffd`)) {
 		return data
 	}
-	st.voc, st.sc = nil, nil
+	st.voc, st.sc, st.src = nil, nil, nil
 	forget := func(ss []stmt) {
 		for i := range ss {
 			ss[i].Own, ss[i].ids = "", nil
@@ -158,8 +153,7 @@ func (s *Summarizer) keep(st *state) []byte {
 	return data
 }
 
-// encode writes st within maxStateBytes, dropping its least valuable
-// statements and oldest facts while it is over.
+// encode writes st within maxStateBytes, dropping its least valuable statements and oldest facts while it is over.
 func (st *state) encode() []byte {
 	st.V = stateVersion
 	sc := st.scratch()
@@ -174,8 +168,7 @@ func (st *state) encode() []byte {
 	}
 }
 
-// shed drops about a quarter of what the state holds beyond its skeleton;
-// false when nothing is left to drop.
+// shed drops about a quarter of what the state holds beyond its skeleton; false when nothing is left to drop.
 func (st *state) shed() bool {
 	did := false
 	if n := len(st.Facts); n > 4 {
@@ -264,11 +257,9 @@ func (st *state) addName(n string) {
 
 // ---- summaries written before the state existed ----
 
-// fromProse rebuilds a state from a summary this backend (or another)
-// wrote: the opening sentence gives the participants, every other sentence
-// becomes a statement of the current period, attributed when it starts
-// with a known name. It runs once per session: the state goes on from
-// there.
+// fromProse rebuilds a state from a summary this backend (or another) wrote: the opening sentence gives the
+// participants, every other sentence becomes a statement of the current period, attributed when it starts with a known
+// name. It runs once per session: the state goes on from there.
 func fromProse(prose string, lx *lexicon) *state {
 	st := &state{V: stateVersion}
 	sents := splitSentences(sanitize(prose, 64<<10))
@@ -314,9 +305,8 @@ func fromProse(prose string, lx *lexicon) *state {
 	return st
 }
 
-// leadNames reads the participants of an opening sentence ("Alice, Bob and
-// Carol are talking about …", "… are working on …", "… exchanged small
-// talk.", "Alice made small talk.").
+// leadNames reads the participants of an opening sentence ("Alice, Bob and Carol are talking about …", "… are working
+// on …", "… exchanged small talk.", "Alice made small talk.").
 func leadNames(s string) ([]string, bool) {
 	for _, sep := range []string{" are talking about ", " are working on ", " are in the session", " is in the session",
 		" exchanged small talk", " made small talk", " is talking about ", " is working on "} {
