@@ -31,6 +31,12 @@ import (
 // the stream only grows, so a turn stored before the request is either
 // covered by the checkpoint or comes after its LastSeq.
 func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client.Context, error) {
+	var early *earlyUnpack
+	if r.Query != "" {
+		// A session held packed is unpacked while its checkpoint and
+		// tail are read (index_pack.go).
+		early = s.unpackEarly(r.Session)
+	}
 	cp, rev, err := s.store.Load(ctx, r.Session)
 	if err != nil {
 		return nil, checkpointError(r.Session, err)
@@ -55,7 +61,7 @@ func (s *server) assemble(ctx context.Context, r client.ContextRequest) (*client
 	if r.Query != "" {
 		// A question-aware context: other layers, in another priority
 		// order (pack.go).
-		if err := s.packQuery(ctx, r, cp, rev > 0 || cp.LastSeq > checkpointSeq, tail, out); err != nil {
+		if err := s.packQuery(ctx, r, cp, rev > 0 || cp.LastSeq > checkpointSeq, tail, early, out); err != nil {
 			return nil, err
 		}
 		return out, nil

@@ -329,8 +329,9 @@ func (h *indexHandle) release() {
 
 // recallIndex returns the session's replay, current with the inbound
 // stream as of the call: from memory, caught up, or built from the
-// stream. The caller must release it.
-func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle, error) {
+// stream; early, if not nil, is its packed form's unpacking started
+// when the request arrived (unpackEarly). The caller must release it.
+func (s *server) recallIndex(ctx context.Context, session string, early *earlyUnpack) (*indexHandle, error) {
 	c := s.index
 	if c == nil || c.budget <= 0 {
 		rp, err := s.scanReplay(ctx, session)
@@ -362,7 +363,7 @@ func (s *server) recallIndex(ctx context.Context, session string) (*indexHandle,
 		// info, the catch-up's and the memories' first gets under way
 		// meanwhile.
 		info = s.prefetchInfo(ctx)
-		if e.r, next, mems = s.unpacked(ctx, e); e.r != nil {
+		if e.r, next, mems = s.unpacked(ctx, e, early); e.r != nil {
 			c.m.unpacked.Inc()
 			transient = time.Since(time.Unix(0, e.asked.Load())) > time.Duration(c.promoteWithin.Load())
 			read, memNext = e.r.read, e.r.memNext

@@ -169,14 +169,69 @@ func (p *packer) unpackTurns(packed []byte) ([]byte, []uint32, error) {
 	return joinTexts(textPlanes{rest: parts[0], first: parts[1], more: parts[2]}, int(n))
 }
 
+// earlyUnpack is a session's packed form decompressed and its texts
+// joined (unpackTurns) on another goroutine, started when a request
+// arrives, before it reads the session's checkpoint and tail: the work
+// overlaps those round trips. The request uses it if the session still
+// holds that packed form when it decodes the index (unpacked).
+type earlyUnpack struct {
+	packed []byte
+	blob   []byte
+	turnAt []uint32
+	err    error
+	done   chan struct{}
+}
+
+// unpackEarly starts unpacking the session's packed form if it holds
+// only that and no request is using it; nil otherwise (the request
+// unpacks it as it gets to it, if it has to).
+func (s *server) unpackEarly(session string) *earlyUnpack {
+	c := s.index
+	if c == nil || c.budget <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	e := c.entries[session]
+	c.mu.Unlock()
+	if e == nil || !e.mu.TryLock() {
+		return nil
+	}
+	packed := e.packed
+	if e.r != nil {
+		packed = nil
+	}
+	e.mu.Unlock()
+	if packed == nil {
+		return nil
+	}
+	u := &earlyUnpack{packed: packed, done: make(chan struct{})}
+	go func() {
+		defer close(u.done)
+		u.blob, u.turnAt, u.err = s.pack.unpackTurns(packed)
+	}()
+	return u
+}
+
+// unpackedTurns is unpackTurns of packed, done early by u if u is of
+// it.
+func (s *server) unpackedTurns(packed []byte, u *earlyUnpack) ([]byte, []uint32, error) {
+	if u != nil && len(u.packed) == len(packed) && len(packed) > 0 && &u.packed[0] == &packed[0] {
+		<-u.done
+		return u.blob, u.turnAt, u.err
+	}
+	return s.pack.unpackTurns(packed)
+}
+
 // unpacked is e's replay decoded from its packed form, with the catch-up's
 // first get and the memories' first get started while it was decoded;
 // nil (and the packed form dropped) if it cannot be decoded: the caller
-// loads or builds it. Must be called with e.mu held, e.r nil.
-func (s *server) unpacked(ctx context.Context, e *cacheEntry) (*replay, *nextEvent, *nextMemory) {
+// loads or builds it. early, if not nil, is the unpacking of a packed
+// form started when the request arrived. Must be called with e.mu held,
+// e.r nil.
+func (s *server) unpacked(ctx context.Context, e *cacheEntry, early *earlyUnpack) (*replay, *nextEvent, *nextMemory) {
 	packed := e.packed
 	e.packed = nil
-	blob, turnAt, err := s.pack.unpackTurns(packed)
+	blob, turnAt, err := s.unpackedTurns(packed, early)
 	var key string
 	var body []byte
 	if err == nil {

@@ -160,3 +160,37 @@ func TestOwnDecodeFindsWhatTheCheckedOneDoes(t *testing.T) {
 		}
 	}
 }
+
+// A request's early unpacking (unpackEarly) is used only for the packed
+// form it was made of: another one, even equal byte for byte, is
+// unpacked again.
+func TestEarlyUnpackOnlyOfItsPackedForm(t *testing.T) {
+	p, err := newPacker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := newReplay(newAnalyzer(), state.DefaultAdmission(), "s1", 1)
+	for i := range 50 {
+		data, _ := json.Marshal(events.Turn{V: 1, Session: "s1", TurnID: fmt.Sprintf("t%d", i), At: time.Unix(int64(1e9+i), 0).UTC(),
+			Speaker: "Ana", Role: "user", Text: fmt.Sprintf("word%d and word%d", i, i/3)})
+		rp.apply(uint64(i+1), time.Unix(int64(1e9+i), 0), events.KindTurn, data)
+	}
+	blob, err := encodeReplay(nil, "key", rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{pack: p}
+	packed := p.pack(blob)
+	early := &earlyUnpack{packed: packed, blob: []byte("made early"), done: make(chan struct{})}
+	close(early.done)
+	if got, _, err := s.unpackedTurns(packed, early); err != nil || string(got) != "made early" {
+		t.Fatalf("its own packed form: %q (%v), expected what was unpacked early", got, err)
+	}
+	again := slices.Clone(packed)
+	if got, _, err := s.unpackedTurns(again, early); err != nil || string(got) != string(blob) {
+		t.Fatalf("another packed form: %d bytes (%v), expected it unpacked into the %d encoded", len(got), err, len(blob))
+	}
+	if got, _, err := s.unpackedTurns(packed, nil); err != nil || string(got) != string(blob) {
+		t.Fatalf("none unpacked early: %d bytes (%v), expected the %d encoded", len(got), err, len(blob))
+	}
+}

@@ -104,8 +104,9 @@ func (s *server) lineCost(line string) (int, int) {
 
 // packQuery fills out (created by assemble, with nothing charged yet)
 // with the question-aware layers. cp has the stream's tail applied; tail
-// holds the turns that tail added.
-func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *state.Session, checkpointed bool, tail map[uint64]*events.Turn, out *client.Context) error {
+// holds the turns that tail added; early is the session's packed index
+// as unpacked since the request arrived, if it was (recallIndex).
+func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *state.Session, checkpointed bool, tail map[uint64]*events.Turn, early *earlyUnpack, out *client.Context) error {
 	out.Query = r.Query
 	total := &meter{maxChars: r.BudgetChars, maxTokens: r.BudgetTokens}
 	budgeted := total.maxChars != 0 || total.maxTokens != 0
@@ -114,7 +115,7 @@ func (s *server) packQuery(ctx context.Context, r client.ContextRequest, cp *sta
 	var h *indexHandle
 	if len(terms) > 0 {
 		var err error
-		if h, err = s.recallIndex(ctx, r.Session); err != nil {
+		if h, err = s.recallIndex(ctx, r.Session, early); err != nil {
 			// The builder still gets a context: the summary and the window,
 			// and the reason nothing earlier could be searched.
 			s.log.Warn().Str("event", "context_recall_failed").Str("session", r.Session).Err(err).

@@ -73,7 +73,7 @@ func (s *server) recall(ctx context.Context, r client.RecallRequest) (*client.Re
 	if r.Scope == client.RecallScopeEvicted && rev > 0 && cp.Cursor == 0 {
 		return out, nil // nothing evicted in this epoch, nor after a later reset
 	}
-	rp, err := s.recallIndex(ctx, r.Session)
+	rp, err := s.recallIndex(ctx, r.Session, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -177,3 +177,33 @@ func BenchmarkUnpackReusingState(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckpointBuffer: a checkpoint of that session as the
+// processor writes it, the state's stored form held from the last one,
+// into a new buffer and into one kept from an earlier write.
+func BenchmarkCheckpointBuffer(b *testing.B) {
+	s := sessionWithState(b)
+	var st StateText
+	if _, err := s.EncodeReusing(nil, &st); err != nil {
+		b.Fatal(err)
+	}
+	for _, reuse := range []bool{false, true} {
+		name := "new-buffer"
+		if reuse {
+			name = "kept-buffer"
+		}
+		b.Run(name, func(b *testing.B) {
+			var buf []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				data, err := s.EncodeReusing(buf[:0], &st)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if reuse {
+					buf = data
+				}
+			}
+		})
+	}
+}
