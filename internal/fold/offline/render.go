@@ -263,11 +263,8 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
 			used = append(used, k)
 		}
-		t, first := p.text, ""
-		for first = range strings.FieldsSeq(t) {
-			break
-		}
-		if !p.upper && !np && !strings.HasSuffix(first, "ing") {
+		t := p.text
+		if first, _, _ := strings.Cut(t, " "); !p.upper && !np && !strings.HasSuffix(first, "ing") {
 			t = "the " + t
 		}
 		out = append(out, t)
