@@ -455,9 +455,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		if headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3); i%2 == 1 { // (a person varies the verb)
 			headers[i] = strings.Replace(headers[i], " talked about ", " discussed ", 1)
 		}
-		if i+1 < len(st.Periods) {
-			named += strings.ToLower(headers[i])
-		}
+		named += strings.ToLower(headers[i])
 	}
 	used := runeLen(lead)
 	for _, h := range headers {

@@ -118,8 +118,7 @@ func fnvAddLower(h uint64, s string) uint64 {
 		s = strings.ToLower(s) // (then lowerASCII changes none of its bytes)
 	}
 	for i := 0; i < len(s); i++ {
-		h ^= uint64(lowerASCII(s[i]))
-		h *= 1099511628211
+		h = (h ^ uint64(lowerASCII(s[i]))) * 1099511628211
 	}
 	return h
 }
