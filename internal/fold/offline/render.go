@@ -160,6 +160,7 @@ type phrase struct {
 	key   string // its terms, for overlap
 	h     uint64 // key's hash
 	n     int    // statements that have it
+	last  int    // the last of them (its index in topics' ss)
 	words int
 	upper bool
 	score float64 // for topics
@@ -182,26 +183,24 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 	}
 	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
 	sc.slots = slots
-	for _, x := range ss {
-		if x.K == kTool {
+	for si := range ss {
+		if ss[si].K == kTool {
 			continue
 		}
-		seen := sc.seen[:0]                                // the keys of the statement's phrases
-		for rest, e, more := x.Ph, "", x.Ph != ""; more; { // (strings.SplitSeq, without a call a phrase)
+		for rest, e, more := ss[si].Ph, "", ss[si].Ph != ""; more; { // (strings.SplitSeq, without a call a phrase)
 			e, rest, more = strings.Cut(rest, ";")
 			text, key, _ := strings.Cut(e, "=")
-			if slices.Contains(seen, key) {
-				continue
-			}
-			seen = append(seen, key)
 			h := hashString(key)
 			j := int(h) & (len(slots) - 1)
 			for slots[j] != 0 && (all[slots[j]-1].h != h || all[slots[j]-1].key != key) {
 				j = (j + 1) & (len(slots) - 1) // (the next place)
 			}
-			if slots[j] != 0 {
-				p := &all[slots[j]-1]
-				p.n++
+			if i := slots[j] - 1; i >= 0 {
+				p := &all[i]
+				if p.last == si {
+					continue // (said twice in one statement: once)
+				}
+				p.n, p.last = p.n+1, si
 				if strings.HasPrefix(text, "the ") && !strings.HasPrefix(p.text, "the ") {
 					p.text = text // said as a noun phrase somewhere
 				}
@@ -209,10 +208,9 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			}
 			r, _ := utf8.DecodeRuneInString(text)
 			slots[j] = int32(len(all) + 1)
-			all = append(all, phrase{text: text, key: key, h: h, n: 1, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1,
+			all = append(all, phrase{text: text, key: key, h: h, n: 1, last: si, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1,
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
-		sc.seen = seen
 	}
 	sc.phrases = all
 	kept := all[:0] // (what can name a subject, sorted)
