@@ -282,6 +282,7 @@ type lexicon struct {
 	near  [1024]*known
 	fm    map[string]*field
 	fnear [4096]*field
+	gen   uint32 // how many times its words started over (a *known kept from another gen is not its word's)
 }
 
 // known is a word looked up and its lexeme; as a term, its number in the fold (wordCounts.fold) that numbered it last.
@@ -325,8 +326,6 @@ func (l *lexicon) getBytes(w []byte) lexeme {
 	return l.known(w).x
 }
 
-func (l *lexicon) term(t string) *known { return l.known([]byte(t)) }
-
 // known is what the lexicon knows of the word w (not empty).
 func (l *lexicon) known(w []byte) *known {
 	h := int((uint32(w[0]) | uint32(w[len(w)/2])<<8 | uint32(w[len(w)-1])<<16 | uint32(len(w))<<24) * 0x9e3779b1 >> 22)
@@ -347,7 +346,7 @@ func (l *lexicon) known(w []byte) *known {
 // trim starts the lexicon over past maxWords words or fields (between folds: a fold's terms keep their numbers).
 func (l *lexicon) trim() {
 	if len(l.m) >= maxWords || len(l.fm) >= maxWords {
-		l.m, l.near, l.fm, l.fnear = nil, [len(l.near)]*known{}, nil, [len(l.fnear)]*field{}
+		l.m, l.near, l.fm, l.fnear, l.gen = nil, [len(l.near)]*known{}, nil, [len(l.fnear)]*field{}, l.gen+1
 	}
 }
 

@@ -20,7 +20,7 @@ const maxVocab = 256 // words kept after a prune
 type wordCounts struct {
 	lx    *lexicon // where a word's number in this fold is kept (known.id, for known.fold == fold)
 	fold  uint32
-	words []string // by number
+	words []*known // by number
 	n     []int    // how often each word was said; -1: not counted
 	size  int      // words counted
 	floor int
@@ -29,9 +29,26 @@ type wordCounts struct {
 	all   []int32      // room for the statements' termIDs
 }
 
-// read sets v to the counts s holds, in the room v had.
-func (v *wordCounts) read(s string) *wordCounts {
-	v.release()
+// countsRead are the counts of s (state.Voc) as read makes them with a lexicon, while it knows the same words (gen): a
+// held state's next fold on the same scratch reads them without parsing Voc nor looking each word up again.
+type countsRead struct {
+	s     string
+	lx    *lexicon
+	gen   uint32
+	words []*known
+	n     []int
+	floor int
+}
+
+// read sets v to the counts s holds, in the room v had (as r holds them, when it reads s).
+func (v *wordCounts) read(s string, r *countsRead) *wordCounts {
+	if v.release(); r != nil && r.lx == v.lx && r.gen == v.lx.gen && r.s == s {
+		for i, k := range r.words {
+			k.fold, k.id = v.fold, int32(i)
+		}
+		v.words, v.n, v.size, v.floor = append(v.words, r.words...), append(v.n, r.n...), len(r.n), r.floor
+		return v
+	}
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		t, c, ok := strings.Cut(f, ":")
 		n, err := 1, error(nil) // a word alone: said once
@@ -44,11 +61,11 @@ func (v *wordCounts) read(s string) *wordCounts {
 			v.floor = n // ":N" records the floor
 		default:
 			// a new word's number (a word read twice: the last count holds)
-			k := v.lx.term(t)
+			k := v.lx.known([]byte(t))
 			if k.fold == v.fold {
 				v.n[k.id], v.size = -1, v.size-1
 			}
-			k.fold, k.id, v.words, v.n, v.size = v.fold, int32(len(v.words)), append(v.words, t), append(v.n, n), v.size+1
+			k.fold, k.id, v.words, v.n, v.size = v.fold, int32(len(v.words)), append(v.words, k), append(v.n, n), v.size+1
 		}
 	}
 	return v
@@ -56,9 +73,9 @@ func (v *wordCounts) read(s string) *wordCounts {
 
 // id is t's number in this fold (after read).
 func (v *wordCounts) id(t string) int32 {
-	k := v.lx.term(t)
+	k := v.lx.known([]byte(t))
 	if k.fold != v.fold {
-		k.fold, k.id, v.words, v.n = v.fold, int32(len(v.words)), append(v.words, t), append(v.n, -1)
+		k.fold, k.id, v.words, v.n = v.fold, int32(len(v.words)), append(v.words, k), append(v.n, -1)
 	}
 	return k.id
 }
@@ -70,7 +87,7 @@ func (v *wordCounts) release() *wordCounts {
 	}
 	v.lx.trim()
 	if v.fold++; v.fold == 0 { // the stamp wrapped: a word stamped long ago must not read as numbered in this fold
-		v.lx.m, v.lx.near, v.fold = nil, [len(v.lx.near)]*known{}, 1
+		v.lx.m, v.lx.near, v.lx.gen, v.fold = nil, [len(v.lx.near)]*known{}, v.lx.gen+1, 1
 	}
 	v.words, v.n, v.size, v.floor, v.all = v.words[:0], v.n[:0], 0, 0, v.all[:0]
 	return v
@@ -112,7 +129,7 @@ func (v *wordCounts) forget(keep int) {
 	es := v.es[:0]
 	for id, c := range v.n {
 		if c >= 0 {
-			es = append(es, countEntry{v.words[id], c, int32(id)})
+			es = append(es, countEntry{v.words[id].w, c, int32(id)})
 		}
 	}
 	slices.SortFunc(es, compareCounts)
@@ -147,12 +164,23 @@ func (v *wordCounts) String() string {
 		if len(b) > 0 {
 			b = append(b, ' ')
 		}
-		if b = append(b, v.words[id]...); c != 1 || strings.IndexByte(v.words[id], ':') >= 0 {
+		if b = append(b, v.words[id].w...); c != 1 || strings.IndexByte(v.words[id].w, ':') >= 0 {
 			b = strconv.AppendInt(append(b, ':'), int64(c), 10)
 		}
 	}
 	v.text = b
 	return string(b)
+}
+
+// readBack is what read makes of s, String's counts, with v's lexicon.
+func (v *wordCounts) readBack(s string) *countsRead {
+	r := &countsRead{s: s, lx: v.lx, gen: v.lx.gen, floor: v.floor}
+	for id, c := range v.n {
+		if c >= 0 && strings.IndexByte(v.words[id].w, ':') < 0 { // (read skips a word with ':': its count is no number)
+			r.words, r.n = append(r.words, v.words[id]), append(r.n, c)
+		}
+	}
+	return r
 }
 
 // weight is what covering a word is worth: logarithmic in how often it was said (one subject does not crowd out the
@@ -195,7 +223,7 @@ func (st *state) counts() *wordCounts {
 	if st.voc == nil {
 		sc := st.scratch()
 		sc.voc.lx = &sc.lex
-		st.voc = sc.voc.read(st.Voc)
+		st.voc = sc.voc.read(st.Voc, st.counted)
 	}
 	return st.voc
 }

@@ -45,7 +45,7 @@ func TestWordCountsWriteWhatWasCounted(t *testing.T) {
 	model := map[string]int{}
 	floor := 0
 	for fold := range 60 {
-		v := spare.read(voc)
+		v := spare.read(voc, nil)
 		var ss []stmt
 		for range rng.IntN(12) {
 			var ts []string
@@ -95,7 +95,7 @@ func TestWordCountsWriteWhatWasCounted(t *testing.T) {
 	}
 	// Pairs out of order, a word twice (the last count holds), a word said
 	// once alone or, as an older state wrote it, with ":1".
-	v := new(wordCounts).read("b:1 a:5 :4 c:2 b:3 b:7 d e:1")
+	v := new(wordCounts).read("b:1 a:5 :4 c:2 b:3 b:7 d e:1", nil)
 	if n, f := parseCounts(t, v.String()); !maps.Equal(n, map[string]int{"a": 5, "b": 7, "c": 2, "d": 1, "e": 1}) || f != 4 || v.size != 5 {
 		t.Errorf("pairs written as %q (%d words)", v.String(), v.size)
 	}
@@ -104,10 +104,38 @@ func TestWordCountsWriteWhatWasCounted(t *testing.T) {
 // After 2^32 folds on one scratch its fold stamp wraps; words stamped long ago, or never, must not read as numbered in
 // the fold after.
 func TestFoldStampWraps(t *testing.T) {
-	v := new(wordCounts).read("alpha:2")
+	v := new(wordCounts).read("alpha:2", nil)
 	v.fold = math.MaxUint32 // as after 2^32 - 1 folds
-	v.read("alpha:2 beta:5 gamma")
+	v.read("alpha:2 beta:5 gamma", nil)
 	if n, _ := parseCounts(t, v.String()); !maps.Equal(n, map[string]int{"alpha": 2, "beta": 5, "gamma": 1}) || v.size != 3 {
 		t.Errorf("counts after the stamp wrapped: %q (%d words)", v.String(), v.size)
+	}
+}
+
+// Counts carried from the fold that wrote them (readBack) read as reading
+// what it wrote: the same words by the same numbers, counts and floor, a
+// word with ':' left out as read leaves it out; once the lexicon started
+// over, the words are read again.
+func TestCountsReadBackReadAsWritten(t *testing.T) {
+	v := new(wordCounts).read(":3 alpha:4 beta gamma:9", nil)
+	v.add([]stmt{{Terms: "delta alpha odd:word"}, {Terms: "beta epsilon"}})
+	s := v.String()
+	want := new(wordCounts).read(s, nil)
+	written := func(w *wordCounts) (out []string) {
+		for id, c := range w.n {
+			out = append(out, w.words[id].w+"="+strconv.Itoa(c))
+		}
+		return append(out, strconv.Itoa(w.floor), strconv.Itoa(w.size))
+	}
+	r := v.readBack(s)
+	if got := written(v.read(s, r)); !slices.Equal(got, written(want)) {
+		t.Errorf("carried counts read as %v, want %v", got, written(want))
+	}
+	if !strings.Contains(" "+s, " odd:word:") || slices.ContainsFunc(r.words, func(k *known) bool { return k.w == "odd:word" }) {
+		t.Errorf("%q carried as %d words: want odd:word written, not carried", s, len(r.words))
+	}
+	v.lx.m, v.lx.near, v.lx.gen = nil, [len(v.lx.near)]*known{}, v.lx.gen+1 // (as trim does)
+	if got := written(v.read(s, r)); !slices.Equal(got, written(want)) || v.words[0] == r.words[0] {
+		t.Errorf("after the lexicon started over: %v, want %v read afresh", got, written(want))
 	}
 }

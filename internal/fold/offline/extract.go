@@ -133,9 +133,6 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 			b.stmts, b.allFiller = append(b.stmts, x), false
 		}
 	}
-	for i := range b.stmts {
-		b.stmts[i].Batch = true
-	}
 	sc.stmts = b.stmts
 	return b
 }
@@ -189,7 +186,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		text, self := lx.report(sp, sent, fs, ks, question, user, names)
 		w += 0.8 * float64(b2i(self))
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: lx.factKey(fs, c.digits), Own: sent})
+			Terms: strings.Join(tw, " "), Key: lx.factKey(fs, c.digits), Own: sent, Batch: true})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
@@ -740,7 +737,7 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	}
 	tw := lx.appendTerms(nil, text)
 	return stmt{Sp: src, At: unixOf(n.At), Text: clip(label+text, maxStmtRunes), K: kNote,
-		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: lx.phrases(text, nil)}, true
+		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: lx.phrases(text, nil), Batch: true}, true
 }
 
 func isToolTurn(t fold.Turn) bool {
@@ -781,7 +778,7 @@ func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		}
 		tw := lx.appendTerms(nil, tool+" "+arg)
 		b.stmts = append(b.stmts, stmt{Sp: who, At: unixOf(t.At), Text: text + ".", K: kTool, W: 1.5 + 0.2*float64(len(tw)),
-			Terms: strings.Join(tw, " "), Key: "tool " + tool + " " + arg})
+			Terms: strings.Join(tw, " "), Key: "tool " + tool + " " + arg, Batch: true})
 		return &b.stmts[len(b.stmts)-1]
 	}
 	outcome := toolOutcome(t.Text)
@@ -793,7 +790,7 @@ func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		return nil
 	}
 	b.stmts = append(b.stmts, stmt{At: unixOf(t.At), Text: tool + " result: " + outcome + ".", K: kTool, W: 1.5,
-		Terms: lx.termString(tool), Key: "tool " + tool + " result"})
+		Terms: lx.termString(tool), Key: "tool " + tool + " result", Batch: true})
 	return nil
 }
 

@@ -54,6 +54,7 @@ type state struct {
 
 	said        string      // the summary Sum is the hash of, when held (load need not hash it again)
 	voc         *wordCounts // Voc, read
+	counted     *countsRead // Voc as the fold that wrote it counted it
 	src         []byte      // Request.PreviousState: this state as its encoding number srcSeq wrote it (seq: encodings so far)
 	srcSeq, seq int
 	sc          *scratch // the fold's room, where Voc is read into
@@ -140,6 +141,9 @@ func (s *Summarizer) keep(st *state) []byte {
 	data := st.encode()
 	if bytes.Contains(data, []byte(`\ufffd`)) {
 		return data
+	}
+	if st.voc != nil {
+		st.counted = st.voc.readBack(st.Voc)
 	}
 	st.voc, st.sc, st.src = nil, nil, nil
 	forget := func(ss []stmt) {

@@ -102,10 +102,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 			}
 		}
 	}
-	if len(out) == 0 {
-		return "", fs[:0], ks[:0]
-	}
-	if changed || len(out) != n0 || !joins(s, out) {
+	if changed || len(out) != n0 || !joins(s, out) { // (none left: s is "")
 		s = strings.Join(out, " ")
 	}
 	if runeLen(s) > maxSentRunes {
@@ -186,13 +183,7 @@ func trimCut(w, cut string) string {
 	return w
 }
 
-func hasDigit(w string) bool {
-	i := 0
-	for i < len(w) && w[i] < utf8.RuneSelf && w[i]-'0' > 9 {
-		i++
-	}
-	return i < len(w) && strings.IndexFunc(w[i:], unicode.IsDigit) >= 0
-}
+func hasDigit(w string) bool { return strings.ContainsFunc(w, unicode.IsDigit) }
 
 // clauseBreaks are where a run-on sentence can end.
 var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", which ", ", or ", ", then ", " but ", " because "}
