@@ -198,9 +198,11 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	}
 	st.Sum, st.said = hashString(summary), summary
 	res := fold.Result{Summary: summary, Model: Model, State: s.keep(st)}
-	for _, m := range mems {
+	for i, m := range mems {
+		if i == 0 { // (mems is the fold's own)
+			res.Memories, res.MemoryItems = make([]string, 0, len(mems)), mems
+		}
 		res.Memories = append(res.Memories, m.Text)
-		res.MemoryItems = append(res.MemoryItems, m)
 	}
 	return res, nil
 }

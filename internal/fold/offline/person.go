@@ -8,8 +8,8 @@ import (
 const maxPeople = 24      // speakers whose facts are kept: the most recent
 const maxPersonFacts = 12 // facts kept per speaker: the newest
 
-// person is what was told about one speaker across folds: the newest fact
-// per subject, with its memory's ID, so a changed fact supersedes it.
+// person is what was told about one speaker across folds: the newest fact per subject, with its memory's ID, so a
+// changed fact supersedes it.
 type person struct {
 	Name  string  `json:"name"`
 	Facts []pfact `json:"facts,omitempty"`
@@ -24,8 +24,8 @@ type pfact struct {
 	At   int64  `json:"at,omitempty"`
 }
 
-// Fact kinds, by the verb that follows the speaker's name in a statement
-// put in the third person ("Lena loves sushi", "Jonas will drive").
+// Fact kinds, by the verb that follows the speaker's name in a statement put in the third person ("Lena loves sushi",
+// "Jonas will drive").
 var factVerbs = []struct {
 	kind   string
 	verbs  []string // that open the fact
@@ -39,8 +39,8 @@ var factVerbs = []struct {
 	{"is", []string{"is a", "is an", "is vegetarian", "is vegan", "is allergic", "can't", "can", "is"}, false},
 }
 
-// personFact reads a statement about its speaker ("Lena loves sushi.")
-// as a fact: its kind and what it is about; ok false for anything else.
+// personFact reads a statement about its speaker ("Lena loves sushi.") as a fact: its kind and what it is about; ok
+// false for anything else.
 func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 	rest, cut := strings.CutPrefix(x.Text, x.Sp)
 	if x.Sp == "" || !cut || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "'s ") {
@@ -86,14 +86,22 @@ func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 
 // objectSlot: the stems of the first n content words ("sushi", "book desert").
 func (lx *lexicon) objectSlot(obj string, n int) string {
-	var arr [16]string
-	ts := slices.DeleteFunc(lx.appendTerms(arr[:0], obj), func(t string) bool { return strings.ContainsAny(t, "0123456789") }) // (a number is a value, not a subject)
-	return strings.Join(ts[:min(n, len(ts))], " ")
+	var arr, out [16]string
+	ts, slot := arr[:0], out[:0] // the distinct terms read so far (appendTerms), and those of them without a digit
+	for f, wi := nextField(obj, 0); f != "" && len(slot) < n; f, wi = nextField(obj, wi) {
+		m := len(ts)
+		ts = addTerms(ts, 0, lx.field(f))
+		for _, t := range ts[m:] {
+			if !strings.ContainsAny(t, "0123456789") && len(slot) < n { // (a number is a value, not a subject)
+				slot = append(slot, t)
+			}
+		}
+	}
+	return strings.Join(slot, " ")
 }
 
-// notePerson records fact x (memory id) under its speaker, x being of
-// kind about slot (personFact; kind "": none), and returns the ID of the
-// fact of the same kind and subject it replaces ("" for none).
+// notePerson records fact x (memory id) under its speaker, x being of kind about slot (personFact; kind "": none), and
+// returns the ID of the fact of the same kind and subject it replaces ("" for none).
 func (st *state) notePerson(x stmt, kind, slot, id, text string) (supersedes string) {
 	if kind == "" {
 		return ""

@@ -115,7 +115,7 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	}
 	sc.cands = cands
 	sc.pickCovering(cands, covered, math.MaxInt, (n+1)/2)
-	var out, rest []stmt
+	out, rest := make([]stmt, 0, n), make([]stmt, 0, len(cands))
 	for _, c := range cands {
 		if c.taken {
 			out = append(out, *c.x)
@@ -160,6 +160,7 @@ type phrase struct {
 	key   string // its terms, for overlap
 	h     uint64 // key's hash
 	n     int    // statements that have it
+	last  int    // the last of them (its index in topics' ss)
 	words int
 	upper bool
 	score float64 // for topics
@@ -182,26 +183,24 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 	}
 	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
 	sc.slots = slots
-	for _, x := range ss {
-		if x.K == kTool {
+	for si := range ss {
+		if ss[si].K == kTool {
 			continue
 		}
-		seen := sc.seen[:0]                                // the keys of the statement's phrases
-		for rest, e, more := x.Ph, "", x.Ph != ""; more; { // (strings.SplitSeq, without a call a phrase)
+		for rest, e, more := ss[si].Ph, "", ss[si].Ph != ""; more; { // (strings.SplitSeq, without a call a phrase)
 			e, rest, more = strings.Cut(rest, ";")
 			text, key, _ := strings.Cut(e, "=")
-			if slices.Contains(seen, key) {
-				continue
-			}
-			seen = append(seen, key)
 			h := hashString(key)
 			j := int(h) & (len(slots) - 1)
 			for slots[j] != 0 && (all[slots[j]-1].h != h || all[slots[j]-1].key != key) {
 				j = (j + 1) & (len(slots) - 1) // (the next place)
 			}
-			if slots[j] != 0 {
-				p := &all[slots[j]-1]
-				p.n++
+			if i := slots[j] - 1; i >= 0 {
+				p := &all[i]
+				if p.last == si {
+					continue // (said twice in one statement: once)
+				}
+				p.n, p.last = p.n+1, si
 				if strings.HasPrefix(text, "the ") && !strings.HasPrefix(p.text, "the ") {
 					p.text = text // said as a noun phrase somewhere
 				}
@@ -209,10 +208,9 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			}
 			r, _ := utf8.DecodeRuneInString(text)
 			slots[j] = int32(len(all) + 1)
-			all = append(all, phrase{text: text, key: key, h: h, n: 1, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1,
+			all = append(all, phrase{text: text, key: key, h: h, n: 1, last: si, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1,
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
-		sc.seen = seen
 	}
 	sc.phrases = all
 	kept := all[:0] // (what can name a subject, sorted)
@@ -263,11 +261,8 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
 			used = append(used, k)
 		}
-		t, first := p.text, ""
-		for first = range strings.FieldsSeq(t) {
-			break
-		}
-		if !p.upper && !np && !strings.HasSuffix(first, "ing") {
+		t := p.text
+		if first, _, _ := strings.Cut(t, " "); !p.upper && !np && !strings.HasSuffix(first, "ing") {
 			t = "the " + t
 		}
 		out = append(out, t)
@@ -378,7 +373,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		w, lw, x := k.core, k.low, k.x
 		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
 			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1 && !slices.Contains(people, w)
-		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && hasDigit(w) && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && k.flags&ffDigit != 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 { // (w's digits are f's: hasDigit)
 			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
 		}
 		if ok && x.is(fAdverb) {
@@ -445,8 +440,11 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	multiDay := st.multiDay()
 	headers := make([]string, len(st.Periods))
-	named := strings.ToLower(lead)
+	named := "" // (the opening and the lines before, lower-cased)
 	for i, p := range st.Periods {
+		if i == 0 {
+			named = strings.ToLower(lead)
+		}
 		// a topic the opening or an earlier line names already, as whole words, is not named again (unless it is all the line is about)
 		if ts := slices.DeleteFunc(slices.Clone(p.Topics), func(t string) bool { return hasPhrase(named, strings.ToLower(t)) }); len(ts) > 0 {
 			p.Topics = ts
@@ -523,10 +521,10 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 	saidLast := false   // of the statements reported with "said" or "mentioned", the last said "said"
 	when := ""          // the time of a period without a line of its own, which opens its first statement
 	add := func(x *stmt) {
-		said := x.Sp + " said "
-		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, said) && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
+		said := len(x.Sp) + len(" said ")
+		plain := x.K == kSaid && x.Sp != "" && strings.HasPrefix(x.Text, x.Sp) && strings.HasPrefix(x.Text[len(x.Sp):], " said ") && !strings.ContainsRune(x.Text, '"') && !strings.Contains(x.Text, ": ")
 		if n := len(lines) - 1; plain && joinSp == x.Sp { // (its verb maybe varied)
-			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[len(said):]
+			lines[n] = strings.TrimRight(lines[n], ".!") + ", and " + x.Text[said:]
 			joinSp = ""
 			return
 		}

@@ -118,16 +118,18 @@ func fnvAddLower(h uint64, s string) uint64 {
 		s = strings.ToLower(s) // (then lowerASCII changes none of its bytes)
 	}
 	for i := 0; i < len(s); i++ {
-		h ^= uint64(lowerASCII(s[i]))
-		h *= 1099511628211
+		h = (h ^ uint64(lowerASCII(s[i]))) * 1099511628211
 	}
 	return h
 }
 
 func fnvAdd(h uint64, s string) uint64 {
+	const prime = 1099511628211
+	for ; len(s) >= 4; s = s[4:] { // (four bytes a turn: a summary is hashed every fold)
+		h = ((((h^uint64(s[0]))*prime^uint64(s[1]))*prime^uint64(s[2]))*prime ^ uint64(s[3])) * prime
+	}
 	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
+		h = (h ^ uint64(s[i])) * prime
 	}
 	return h
 }
