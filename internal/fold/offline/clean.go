@@ -202,8 +202,6 @@ func fieldsAtLeast(s string, n int) bool {
 	return n <= 0
 }
 
-func appendFields(dst []string, s string) []string { return sentence.AppendFields(dst, s) } // (on the caller's stack)
-
 func runeLen(s string) int  { return sentence.RuneLen(s) }
 func isASCII(s string) bool { return sentence.IsASCII(s) }
 
@@ -331,9 +329,6 @@ func (l *lexicon) term(t string) *known { return l.known([]byte(t)) }
 
 // known is what the lexicon knows of the word w (not empty).
 func (l *lexicon) known(w []byte) *known {
-	if len(w) == 0 {
-		w = []byte{' '} // ("": a word no field can be)
-	}
 	h := int((uint32(w[0]) | uint32(w[len(w)/2])<<8 | uint32(w[len(w)-1])<<16 | uint32(len(w))<<24) * 0x9e3779b1 >> 22)
 	if k := l.near[h]; k != nil && k.w == string(w) {
 		return k
@@ -488,7 +483,7 @@ func (l *lexicon) tokenTerms(dst []string, n0 int, s string) []string {
 		for j < len(s) {
 			if c := s[j]; c < utf8.RuneSelf && tokenBits[c>>6]>>(c&63)&1 != 0 {
 				j++
-			} else if r, n := utf8.DecodeRuneInString(s[j:]); c >= utf8.RuneSelf && isTokenRune(r) {
+			} else if r, n := utf8.DecodeRuneInString(s[j:]); c >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
 				j += n
 			} else {
 				break
@@ -541,14 +536,7 @@ func lower(b []byte, s string) []byte {
 	return b
 }
 
-var tokenBits = [2]uint64{0x03ff20b000000000, 0x07fffffe07fffffe} // bit c set: ASCII byte c isTokenRune
-
-func isTokenRune(r rune) bool {
-	if r < utf8.RuneSelf {
-		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '\'' || r == '-' || r == '$' || r == '%'
-	}
-	return unicode.IsLetter(r) || unicode.IsDigit(r)
-}
+var tokenBits = [2]uint64{0x03ff20b000000000, 0x07fffffe07fffffe} // bit c set: the ASCII byte c is of a token (a letter, a digit, ' - $ %)
 
 // isLaugh reports laughter: lol, lmao, haha, hehe, xd, rofl.
 func isLaugh(w string) bool {

@@ -158,7 +158,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 			continue // thanks are not news
 		}
 		if len(fs) == 0 || slices.Contains(fs, "") { // (its fields not known; each word is looked up once, for the terms, statFields, report and factKey)
-			fs = appendFields(fs, sent)
+			fs = sentence.AppendFields(fs, sent)
 			ks = lx.fields(ks[:0], fs)
 		}
 		tw := addTerms(sc.terms[:0], 0, ks...)
@@ -173,7 +173,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 			r = reldate.Resolve(sent, t.At)
 		}
 		if r != sent {
-			fs = appendFields(fs[:0], r)
+			fs = sentence.AppendFields(fs[:0], r)
 			ks = lx.fields(ks[:0], fs)
 			rc := statFields(ks)
 			sent, c.names, c.digits, sc.words, sc.ks = r, rc.names, rc.digits, fs, ks
@@ -357,7 +357,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 		}
 	}
 	if len(fs) == 0 || sent != whole { // (a filler was cut from its start)
-		fs, ks = appendFields(fs[:0], sent), ks[:0]
+		fs, ks = sentence.AppendFields(fs[:0], sent), ks[:0]
 	}
 	ks = append(ks, make([]*field, len(fs)-len(ks))...) // (unknown: nil)
 	for i, f := range fs {                              // (what the lexicon knows of each: its word lists)
@@ -616,10 +616,7 @@ func thirdPerson(sp string, ws []string) (string, bool) {
 			return "", false
 		}
 		return sp + "'s " + group(rest(1), ws[1:]), true
-	case "i'm", "i've", "i'll", "i'd":
-		if len(ws) < 2 {
-			return "", false
-		}
+	case "i'm", "i've", "i'll", "i'd": // (with a word after it: alone, it is no statement)
 		aux := map[string]string{"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}[w0]
 		return sp + " " + aux + " " + group(rest(1), ws[1:]), true
 	case "i":
@@ -940,7 +937,7 @@ func backshift(s string) string {
 		return s
 	}
 	var arr [64]string
-	ws := appendFields(arr[:0], s)
+	ws := sentence.AppendFields(arr[:0], s)
 	for i, w := range ws {
 		core := strings.TrimRight(w, ".,!?;:")
 		if x, ok := pastModal[core]; ok {

@@ -71,10 +71,7 @@ var factWordList = []string{"i'm ", "i am ", "my ", "i have ", "i've ", "i like"
 
 // isFactStmt reports a statement worth remembering (about: a fact about its speaker, personFact): one with numbers or a
 // resolved date, or one in whose words its speaker says what they are, have, like, did, plan or decided (factWordList).
-func isFactStmt(x stmt, about bool) bool {
-	if strings.Count(x.Terms, " ") < 1 {
-		return false
-	}
+func isFactStmt(x stmt, about bool) bool { // (x has two terms or more: memories asks no other)
 	return x.Key != "" || about || strings.Contains(x.Own, " (") && strings.Contains(x.Own, "20") || factWords.in(x.Own)
 }
 
