@@ -355,10 +355,9 @@ func (lx *lexicon) phrases(s string, people []string) string {
 	paren := false
 	// held: a capitalised word that opens a sentence, the start of a name when the next word is capitalised too
 	// ("decided: Joshua Tree, …")
-	var held word
+	held, heldAt, at := word{}, -2, 0 // (held is the word before's when heldAt is at-1)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
-		hold := held
-		held = word{}
+		at++
 		if strings.HasPrefix(f, "(") {
 			paren = true
 		}
@@ -384,7 +383,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		if ok && start && up {
 			ok = false
 			if !oneOf(end, clauseEnd) {
-				held = word{w, x}
+				held, heldAt = word{w, x}, at
 			}
 		}
 		if ok && len(run) > 0 && up != runUpper {
@@ -402,8 +401,8 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		if len(run) == 0 {
 			runUpper = up
 			np = wasDet
-			if hold.w != "" && up {
-				run = append(run, hold)
+			if heldAt == at-1 && up {
+				run = append(run, held)
 			}
 		}
 		run = append(run, word{w, x})
