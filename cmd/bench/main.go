@@ -71,7 +71,7 @@ func main() {
 	ingestText := flag.String("ingest-text", "varied", "what the ingest and fold sections' turns say: varied (50 distinct lines of four speakers in turn) or repeated (every turn the same sentence)")
 	flag.StringVar(&o.summarizer, "summarizer", "offline", "ingest fold backend: offline (CPU on the same cores), http (the openai backend against an in-process chat-completions server that answers at once) instant (an in-process summarizer that answers at once) or instant-sized (one that answers at once with the offline summarizer's outputs of a fifth fold: what those cost without its CPU)")
 	flag.DurationVar(&o.flushInterval, "flush-interval", 0, "processor checkpoint interval (0 = the processor's default)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the ingest section's processor runs (with -sections recall-scale: of the scale line's measured instance, its untimed requests included) to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the ingest section's processor runs (with -sections recall-scale: of the scale line's measured instance during its timed requests) to this file")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile of the ingest section's first processor run to this file (and its start to <file>.base: go tool pprof -base <file>.base <file>)")
 	flag.IntVar(&o.memSessions, "mem-sessions", 10000, "live sessions for the memory section")
 	flag.IntVar(&o.memTurns, "mem-turns", 10, "turns per session in the memory section")

@@ -104,8 +104,9 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 	}
 	// run asks k questions of random sessions of an instance started
 	// with opts, once it has preloaded what it preloads at start and
-	// was asked the warm sessions once each.
-	run := func(k int, warm []int, pick func(i int) int, opts ...service.Option) (scaleRun, error) {
+	// was asked the warm sessions once each; with profile, the k
+	// requests alone are profiled.
+	run := func(k int, warm []int, pick func(i int) int, profile io.Writer, opts ...service.Option) (scaleRun, error) {
 		var r scaleRun
 		reg := prometheus.NewRegistry()
 		sctx, stop := context.WithCancel(ctx)
@@ -140,6 +141,12 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 			return r, err
 		}
 		before, unpacked := misses(), r.m["foldstream_recall_index_unpacked_total"]
+		if profile != nil {
+			if err := pprof.StartCPUProfile(profile); err != nil {
+				return r, err
+			}
+			defer pprof.StopCPUProfile()
+		}
 		for i := range k {
 			d, err := ask(names[pick(i)], i)
 			if err != nil {
@@ -193,21 +200,13 @@ func recallScale(ctx context.Context, w io.Writer, sessions, turns int, budget i
 	rng := rand.New(rand.NewPCG(5, 6))
 	random := func(int) int { return rng.IntN(sessions) }
 	const k = 1000
-	if cpuProfile != nil {
-		if err := pprof.StartCPUProfile(cpuProfile); err != nil {
-			return err
-		}
-	}
-	got, err := run(k, rng.Perm(sessions), random, opts...)
-	if cpuProfile != nil {
-		pprof.StopCPUProfile()
-	}
+	got, err := run(k, rng.Perm(sessions), random, cpuProfile, opts...)
 	if err != nil {
 		return err
 	}
 	var ref scaleRun
 	if kRef > 0 {
-		if ref, err = run(kRef, nil, random, service.IndexStoreBytes(0)); err != nil {
+		if ref, err = run(kRef, nil, random, nil, service.IndexStoreBytes(0)); err != nil {
 			return err
 		}
 	}
