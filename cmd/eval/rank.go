@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -115,8 +116,11 @@ func (r *ranker) rankWeighted(q map[string]float64) []hit {
 			continue
 		}
 		norm := 1.2 * (1 - 0.75 + 0.75*float64(len(doc))/r.avg)
+		// Summed in term order: a float sum in map order differs between
+		// runs, and so would ties between units.
 		var s float64
-		for t, f := range tf {
+		for _, t := range slices.Sorted(maps.Keys(tf)) {
+			f := tf[t]
 			df := float64(r.df[t])
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 			s += q[t] * idf * float64(f) * 2.2 / (float64(f) + norm)

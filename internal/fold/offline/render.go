@@ -712,10 +712,10 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	// The first of the most valuable, found lazily: a value never grows, so one still at its bound, the highest, is the
 	// most valuable now.
 	for n > 0 {
-		best := -1
+		best, most := -1, 0.0
 		for i, b := range bound {
-			if b > 0 && (best < 0 || b > bound[best]) {
-				best = i
+			if b > most {
+				best, most = i, b
 			}
 		}
 		if best < 0 {
