@@ -302,7 +302,7 @@ type field struct {
 	flags              fieldFlags
 }
 
-// fieldFlags: a field has a digit (hasDigit), reads as a name (capitalised, not "I" nor "I'…": statFields), is a first
+// fieldFlags: a field has a digit, reads as a name (capitalised, not "I" nor "I'…": statFields), is a first
 // or second person pronoun (report's firstPerson, secondPerson: with its punctuation trimmed, any case), a word group
 // changes ("we", "our"), one backshift changes ("will", "we'll"), may start a relative date (reldate.MayStartIn), may be
 // dropped by tighten as or with a hedge (hedgeWords), is ASCII (rep is then f as repeated compares it); and what trimFiller
@@ -392,7 +392,7 @@ func newField(l *lexicon, f string) *field {
 	c, ll := strings.CutSuffix(core, "'ll")
 	g, p := strings.TrimRight(f, `.,!?;:"`), strings.ToLower(trimCut(f, `.,!?;:"()`))
 	tc, end := trimCut(f, ",.;:!?"), strings.ToLower(trimCut(f, ".,!?")) // (trimFiller's word, and as the end of a sentence)
-	for i, on := range []bool{hasDigit(f), unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'"),
+	for i, on := range []bool{strings.ContainsFunc(f, unicode.IsDigit), unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'"),
 		len(p) <= len("yourself") && firstPerson[p], len(p) <= len("yourself") && secondPerson[p],
 		strings.IndexByte("wWuUoO", f[0]) >= 0 && len(g) <= len("ourselves") && groupPerson[strings.ToLower(g)] != "",
 		modal || ll && c != "" && c != "I", reldate.MayStartIn(f), hedgeWords[strings.ToLower(strings.TrimRight(f, ","))], isASCII(f),

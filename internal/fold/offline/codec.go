@@ -38,7 +38,7 @@ func (st *state) appendJSON(b []byte) ([]byte, error) {
 // does not write, such as spaces, nulls and other keys, by encoding/json: so a state of version 1, whose facts have a
 // "sum"). It fails on anything that is not JSON, and on a state of a version after this one.
 func decodeState(data []byte) (*state, error) {
-	st, c := new(state), &codec{r: &jsonReader{b: data, s: string(data)}}
+	st, c := new(state), &codec{r: &jsonReader{s: string(data)}}
 	if c.object(st.fields); c.r.err != nil || c.r.i < len(data) {
 		// not as the codec writes it: as encoding/json reads it
 		*st = state{}
@@ -252,10 +252,9 @@ func appendJSONFloat(b []byte, f float64) []byte {
 
 // ---- reading ----
 
-// jsonReader reads the JSON the codec writes, from b; anything else (spaces, nulls, other keys or orders) stops it with
-// an error, as its first error does. s is b as a string: a string of plain ASCII is read as a part of it (no copy).
+// jsonReader reads the JSON the codec writes, from s; anything else (spaces, nulls, other keys or orders) stops it with
+// an error, as its first error does. A string of plain ASCII is read as a part of s (no copy).
 type jsonReader struct {
-	b   []byte
 	s   string
 	i   int
 	err error
@@ -269,10 +268,10 @@ func (r *jsonReader) fail(want string) {
 
 // next is the next byte (0 at the end or after an error).
 func (r *jsonReader) next() byte {
-	if r.err != nil || r.i >= len(r.b) {
+	if r.err != nil || r.i >= len(r.s) {
 		return 0
 	}
-	return r.b[r.i]
+	return r.s[r.i]
 }
 
 // expect reads the byte c (false, failing, when the next is another).
@@ -310,7 +309,7 @@ func (r *jsonReader) bool() bool {
 // number is the next number's text.
 func (r *jsonReader) number() string {
 	start := r.i
-	for r.i < len(r.b) && (r.b[r.i] >= '0' && r.b[r.i] <= '9' || r.b[r.i] == '-' || r.b[r.i] == '+' || r.b[r.i] == '.' || r.b[r.i] == 'e' || r.b[r.i] == 'E') {
+	for r.i < len(r.s) && (r.s[r.i] >= '0' && r.s[r.i] <= '9' || r.s[r.i] == '-' || r.s[r.i] == '+' || r.s[r.i] == '.' || r.s[r.i] == 'e' || r.s[r.i] == 'E') {
 		r.i++
 	}
 	return r.s[start:r.i]
@@ -336,15 +335,15 @@ func (r *jsonReader) str() string {
 	if j := strings.IndexByte(r.s[start:], '"'); j >= 0 && strings.IndexByte(r.s[start:start+j], '\\') < 0 {
 		r.i += j // (a string as the writer writes most: no escapes, so the first quote ends it)
 	}
-	for ; r.i < len(r.b); r.i++ {
-		switch c := r.b[r.i]; {
+	for ; r.i < len(r.s); r.i++ {
+		switch c := r.s[r.i]; {
 		case c == '"':
 			r.i++
 			if s := r.s[start : r.i-1]; plain && events.JSONPlain(s) {
 				return s // (the most: eight bytes at a time, and no copy)
 			}
 			var s string // (escapes, other than ASCII, <, > and &: as encoding/json reads them)
-			if err := json.Unmarshal(r.b[start-1:r.i], &s); err != nil {
+			if err := json.Unmarshal([]byte(r.s[start-1:r.i]), &s); err != nil {
 				r.fail("a string: " + err.Error())
 			}
 			return s

@@ -29,9 +29,10 @@ type wordCounts struct {
 	all   []int32      // room for the statements' termIDs
 }
 
-// countsRead are the counts of s (state.Voc) as read makes them with a lexicon, while it knows the same words (gen): a
-// held state's next fold on the same scratch reads them without parsing Voc nor looking each word up again.
-type countsRead struct {
+// knownRead are the words of s (state.Voc, with their counts and floor, or a statement's Terms) as a lexicon knows them,
+// while it knows the same words (gen): a held state's next fold on the same scratch numbers them without parsing s nor
+// looking each word up again.
+type knownRead struct {
 	s     string
 	lx    *lexicon
 	gen   uint32
@@ -41,7 +42,7 @@ type countsRead struct {
 }
 
 // read sets v to the counts s holds, in the room v had (as r holds them, when it reads s).
-func (v *wordCounts) read(s string, r *countsRead) *wordCounts {
+func (v *wordCounts) read(s string, r *knownRead) *wordCounts {
 	if v.release(); r != nil && r.lx == v.lx && r.gen == v.lx.gen && r.s == s {
 		for i, k := range r.words {
 			k.fold, k.id = v.fold, int32(i)
@@ -72,8 +73,9 @@ func (v *wordCounts) read(s string, r *countsRead) *wordCounts {
 }
 
 // id is t's number in this fold (after read).
-func (v *wordCounts) id(t string) int32 {
-	k := v.lx.known([]byte(t))
+func (v *wordCounts) id(t string) int32 { return v.number(v.lx.known([]byte(t))) }
+
+func (v *wordCounts) number(k *known) int32 {
 	if k.fold != v.fold {
 		k.fold, k.id, v.words, v.n = v.fold, int32(len(v.words)), append(v.words, k), append(v.n, -1)
 	}
@@ -96,9 +98,16 @@ func (v *wordCounts) release() *wordCounts {
 // termIDs are x's terms by their numbers, found once a fold (in v's room).
 func (v *wordCounts) termIDs(x *stmt) []int32 {
 	if x.ids == nil {
-		n := len(v.all)
-		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
-			v.all = append(v.all, v.id(t))
+		n, r := len(v.all), x.terms
+		if r == nil || r.lx != v.lx || r.gen != v.lx.gen || r.s != x.Terms {
+			r = &knownRead{s: x.Terms, lx: v.lx, gen: v.lx.gen, words: make([]*known, 0, strings.Count(x.Terms, " ")+1)}
+			for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
+				r.words = append(r.words, v.lx.known([]byte(t)))
+			}
+			x.terms = r
+		}
+		for _, k := range r.words {
+			v.all = append(v.all, v.number(k))
 		}
 		x.ids = v.all[n:len(v.all):len(v.all)]
 	}
@@ -173,8 +182,8 @@ func (v *wordCounts) String() string {
 }
 
 // readBack is what read makes of s, String's counts, with v's lexicon.
-func (v *wordCounts) readBack(s string) *countsRead {
-	r := &countsRead{s: s, lx: v.lx, gen: v.lx.gen, floor: v.floor}
+func (v *wordCounts) readBack(s string) *knownRead {
+	r := &knownRead{s: s, lx: v.lx, gen: v.lx.gen, floor: v.floor}
 	for id, c := range v.n {
 		if c >= 0 && strings.IndexByte(v.words[id].w, ':') < 0 { // (read skips a word with ':': its count is no number)
 			r.words, r.n = append(r.words, v.words[id]), append(r.n, c)

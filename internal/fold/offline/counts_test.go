@@ -139,3 +139,40 @@ func TestCountsReadBackReadAsWritten(t *testing.T) {
 		t.Errorf("after the lexicon started over: %v, want %v read afresh", got, written(want))
 	}
 }
+
+// A statement's terms found in one fold are numbered in the next from what
+// the lexicon knew of them, and looked up afresh once its Terms changed or
+// the lexicon started over: each number is its word's, as id gives it.
+func TestTermIDsCarriedFromFoldToFold(t *testing.T) {
+	v := new(wordCounts).read("alpha:2 gamma", nil)
+	x := stmt{Terms: "beta alpha"}
+	check := func(when string, want ...string) {
+		t.Helper()
+		ids := v.termIDs(&x)
+		var got []string
+		for i, id := range ids {
+			if got = append(got, v.words[id].w); id != v.id(want[min(i, len(want)-1)]) {
+				t.Errorf("%s: %q numbered %d, id gives %d", when, want[i], id, v.id(want[i]))
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: terms %v, want %v", when, got, want)
+		}
+	}
+	check("found", "beta", "alpha")
+	first := x.terms
+	v.read("gamma:3 alpha:2", nil)
+	x.ids = nil
+	if check("carried", "beta", "alpha"); x.terms != first {
+		t.Errorf("terms looked up again with the same lexicon")
+	}
+	v.read("gamma:3", nil)
+	x.ids, x.Terms = nil, "delta beta"
+	check("changed", "delta", "beta")
+	v.lx.m, v.lx.near, v.lx.gen = nil, [len(v.lx.near)]*known{}, v.lx.gen+1 // (as trim does)
+	v.read("gamma:3", nil)
+	x.ids = nil
+	if check("after the lexicon started over", "delta", "beta"); v.lx.m["delta"] != x.terms.words[0] {
+		t.Errorf("terms kept from before the lexicon started over")
+	}
+}

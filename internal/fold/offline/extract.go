@@ -391,7 +391,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 			continue
 		case k.is(ffLetter) && i+1 < len(fs), k.is(ffDash):
 			continue // a cut word: "I s", "m or", "we-"
-		case k.is(ffOnset) && i > 0 && i+1 < len(fs) && !hasDigit(fs[i-1]) && !determiners[strings.ToLower(fs[i-1])]:
+		case k.is(ffOnset) && i > 0 && i+1 < len(fs) && !strings.ContainsFunc(fs[i-1], unicode.IsDigit) && !determiners[strings.ToLower(fs[i-1])]:
 			continue // a cut word, the start of one without its vowel: "also th already", "tr gonna"; "the dr", "tv", "pdf" stay
 		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
@@ -447,7 +447,7 @@ func answers(q string, a stmt, text string) bool {
 		}
 	}
 	body := strings.ToLower(qText[strings.Index(qText, ": ")+2:])
-	if hasDigit(text) && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
+	if strings.ContainsFunc(text, unicode.IsDigit) && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
 		return true
 	}
 	first := strings.ToLower(strings.Trim(strings.Fields(text + " x")[0], ",.!"))
@@ -849,7 +849,7 @@ func (lx *lexicon) factKey(ws []string, digits uint64) string { // (ws: the sent
 		return l, lx.getBytes(l)
 	}
 	for i, w := range ws {
-		if digits>>min(i, 63)&1 == 0 || nk >= 4 || !hasDigit(w) { // (what trimCut cuts has no digit)
+		if digits>>min(i, 63)&1 == 0 || nk >= 4 || !strings.ContainsFunc(w, unicode.IsDigit) { // (what trimCut cuts has no digit)
 			continue
 		}
 		v := trimCut(w, ".,!?;:()\"'")

@@ -16,28 +16,22 @@ import (
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc := st.scratch()
 	cands := sc.sents[:0] // (the turns' sentences are read)
-	var farr [32][2]string
-	facts := farr[:0] // what personFact reads each candidate as: kind, slot
 	for _, x := range b.stmts {
 		if x.K != kSaid && x.K != kAsk || x.Sp == "" || x.Own == "" || strings.Count(x.Terms, " ") < 1 || runeLen(x.Own) > maxStmtRunes {
 			continue // not a speaker's own words, too little to remember, or too long
 		}
-		kind, slot, about := st.lex().personFact(x)
+		_, _, about := st.lex().personFact(x)
 		if !isFactStmt(x, about) || !fieldsAtLeast(x.Text, 5) && !about {
 			continue // no fact, or too short to stand alone
 		}
-		cands, facts = append(cands, x), append(facts, [2]string{kind, slot})
+		cands = append(cands, x)
 	}
 	if len(cands) > maxFoldMemories {
-		cands, facts = dropWeakest(cands, len(cands)-maxFoldMemories), facts[:0]
-		for _, x := range cands {
-			kind, slot, _ := st.lex().personFact(x)
-			facts = append(facts, [2]string{kind, slot})
-		}
+		cands = dropWeakest(cands, len(cands)-maxFoldMemories)
 	}
 	sc.sents = cands
 	out := make([]fold.Memory, 0, len(cands))
-	for i, x := range cands {
+	for _, x := range cands {
 		text := upperFirst(x.Own)
 		id := "m" + strconv.FormatUint(fnvAddLower(fnvAdd(hashString(x.Sp), "\x00"), text)&0xffffffffffff, 16)
 		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.ID == id }) {
@@ -47,7 +41,8 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		if i := slices.IndexFunc(req.Turns, func(t fold.Turn) bool { return unixOf(t.At) == x.At && displayName(t) == x.Sp }); i >= 0 {
 			m.TurnID, m.At = req.Turns[i].TurnID, req.Turns[i].At
 		}
-		m.Supersedes = st.notePerson(x, facts[i][0], facts[i][1], m.ID, m.Text)
+		kind, slot, _ := st.lex().personFact(x) // (read again of the few new: dropWeakest leaves no index to keep it by)
+		m.Supersedes = st.notePerson(x, kind, slot, m.ID, m.Text)
 		for i := len(st.Facts) - 1; m.Supersedes == "" && i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
 			if st.Facts[i].Sp == x.Sp && changedSlots(st.Facts[i].Num, x.Key) > 0 {
 				m.Supersedes = st.Facts[i].ID

@@ -372,7 +372,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		w, lw, x := k.core, k.low, k.x
 		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
 			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1 && !slices.Contains(people, w)
-		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && k.flags&ffDigit != 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 { // (w's digits are f's: hasDigit)
+		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && k.flags&ffDigit != 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 { // (w's digits are f's: ffDigit)
 			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
 		}
 		if ok && x.is(fAdverb) {

@@ -54,7 +54,7 @@ type state struct {
 
 	said        string      // the summary Sum is the hash of, when held (load need not hash it again)
 	voc         *wordCounts // Voc, read
-	counted     *countsRead // Voc as the fold that wrote it counted it
+	counted     *knownRead  // Voc as the fold that wrote it counted it
 	src         []byte      // Request.PreviousState: this state as its encoding number srcSeq wrote it (seq: encodings so far)
 	srcSeq, seq int
 	sc          *scratch // the fold's room, where Voc is read into
@@ -98,6 +98,7 @@ type stmt struct {
 	Own   string  `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
 	ids   []int32 // Terms by their numbers in this fold, once found (wordCounts.termIDs)
 	read  *textRead
+	terms *knownRead
 	js    *stmtJSON // where an encoding of its state wrote it (codec.go)
 }
 

@@ -183,8 +183,6 @@ func trimCut(w, cut string) string {
 	return w
 }
 
-func hasDigit(w string) bool { return strings.ContainsFunc(w, unicode.IsDigit) }
-
 // clauseBreaks are where a run-on sentence can end.
 var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", which ", ", or ", ", then ", " but ", " because "}
 
