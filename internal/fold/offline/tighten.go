@@ -23,7 +23,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 	var karr [64]*field
 	ws, kw, prev, run, changed := arr[:0], karr[:0], "", 0, false // (kw: what the lexicon knows of ws)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
-		if run++; !equalFold(f, prev) {
+		if run++; prev == "" || f[0] != prev[0] && (f[0]|prev[0] >= utf8.RuneSelf || lowerASCII(f[0]) != lowerASCII(prev[0])) || !strings.EqualFold(f, prev) { // (equalFold)
 			run = 0
 		}
 		if prev = f; run >= 3 {
@@ -135,7 +135,7 @@ var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "
 // lexicon knows of out's words.
 func repeated(out []string, ko []*field) ([]string, []*field) {
 	for n, y := 1, ko[len(ko)-1]; n <= min(3, len(out)/2); n++ {
-		if x := ko[len(ko)-1-n]; x != y && x.flags&y.flags&ffASCII != 0 && x.rep != y.rep {
+		if x := ko[len(ko)-1-n]; x != y && x.flags&y.flags&ffASCII != 0 && x.rh != y.rh {
 			continue // (the last words differ, as sameWords finds first: the common case)
 		} else if i := len(out) - 2*n; sameWords(ko[i:i+n], ko[i+n:]) && !anyIs(ko[i+n:], ffDigit) {
 			return append(out[:i], out[i+n:]...), append(ko[:i], ko[i+n:]...)
