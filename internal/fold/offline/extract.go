@@ -375,9 +375,9 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 			ks[len(fs)-1] = lx.field(fs[len(fs)-1])
 		}
 	}
-	var oarr [64]string
-	var okarr [64]*field
-	out, ko, cut := oarr[:0], okarr[:0], false // (cut: a word was dropped or changed; ko: what the lexicon knows of out)
+	// (cut: a word was dropped or changed; ko: what the lexicon knows of out. Both in fs's and ks's room: out[i] is
+	// written once fs[i] is read, and fs[i-1] is read only while out has not changed it)
+	out, ko, cut := fs[:0], ks[:0], false
 	for i, f := range fs {
 		k := ks[i]
 		cut = cut || len(out) < i
@@ -393,7 +393,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 			continue // a cut word: "I s", "m or", "we-"
 		case k.is(ffOnset) && i > 0 && i+1 < len(fs) && !strings.ContainsFunc(fs[i-1], unicode.IsDigit) && !determiners[strings.ToLower(fs[i-1])]:
 			continue // a cut word, the start of one without its vowel: "also th already", "tr gonna"; "the dr", "tv", "pdf" stay
-		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
+		case len(out) > 0 && (k.flags&ko[len(ko)-1].flags&ffASCII == 0 || k.rh == ko[len(ko)-1].rh) && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
 		}
 		out, ko = append(out, f), append(ko, ks[i])
@@ -412,7 +412,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	if sent = strings.TrimLeft(joined, ",;: "); sent == "" {
 		return "", fs[:0], ks[:0]
 	}
-	if fs, ks = append(fs[:0], out...), append(ks[:0], ko...); len(sent) != len(joined) {
+	if fs, ks = out, ko; len(sent) != len(joined) {
 		fs, ks = fs[:0], ks[:0] // (its first field was cut: its fields are not out)
 	}
 	if n := len(fs); !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
