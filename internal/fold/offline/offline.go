@@ -125,10 +125,11 @@ type Summarizer struct {
 // nothing a fold before it left there (each part is reset first) but the lexicon of the words seen.
 type scratch struct {
 	lex          lexicon
-	terms, words []string // a sentence's terms, and its words (fields)
-	ks           []*field // what the lexicon knows of those words
-	stmts, sents []stmt   // a batch's; a turn's, then the memories' candidates
-	tf           []int32  // how many of a batch's statements say each word (by its number)
+	terms, words []string    // a sentence's terms, and its words (fields)
+	ks           []*field    // what the lexicon knows of those words
+	stmts, sents []stmt      // a batch's; a turn's, then the memories' candidates
+	kinds        [][2]string // the kind and slot of each of those candidates (personFact)
+	tf           []int32     // how many of a batch's statements say each word (by its number)
 	voc          wordCounts
 	cands        []cand
 	worth, bound []float64 // what each of those is worth, in one pick; each candidate at most
