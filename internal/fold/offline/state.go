@@ -143,8 +143,8 @@ func (s *Summarizer) keep(st *state) []byte {
 	if bytes.Contains(data, []byte(`\ufffd`)) {
 		return data
 	}
-	if st.voc != nil {
-		st.counted = st.voc.readBack(st.Voc)
+	if st.voc != nil && st.voc.back != nil && st.voc.back.s == st.Voc {
+		st.counted = st.voc.back
 	}
 	st.voc, st.sc, st.src = nil, nil, nil
 	forget := func(ss []stmt) {
