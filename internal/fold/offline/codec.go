@@ -61,7 +61,7 @@ func (st *state) fields(c *codec) {
 	list(c, `,"periods":`, &st.Periods, func(c *codec, p *period) { c.object(p.fields) })
 	list(c, `,"open":`, &st.Open, func(c *codec, x *stmt) { c.object(x.fields) })
 	list(c, `,"facts":`, &st.Facts, func(c *codec, f *fact) {
-		cached(c, &f.js, [4]string{f.ID, f.Sp, f.Key, f.Num}, func() {
+		cached(c, &f.js, writtenKey{s: [4]string{f.ID, f.Sp, f.Key, f.Num}}, func() {
 			c.object(func(c *codec) {
 				c.str(`,"id":`, &f.ID, false)
 				c.str(`,"sp":`, &f.Sp, true)
@@ -76,7 +76,7 @@ func (st *state) fields(c *codec) {
 		c.object(func(c *codec) {
 			c.str(`,"name":`, &p.Name, false)
 			list(c, `,"facts":`, &p.Facts, func(c *codec, f *pfact) {
-				cached(c, &f.js, pfactKey{[4]string{f.ID, f.Kind, f.Slot, f.Text}, f.At}, func() {
+				cached(c, &f.js, writtenKey{[4]string{f.ID, f.Kind, f.Slot, f.Text}, [3]uint64{uint64(f.At)}}, func() {
 					c.object(func(c *codec) {
 						c.str(`,"id":`, &f.ID, false)
 						c.str(`,"kind":`, &f.Kind, false)
@@ -99,32 +99,32 @@ func (p *period) fields(c *codec) {
 	list(c, `,"stmts":`, &p.Stmts, func(c *codec, x *stmt) { c.object(x.fields) })
 }
 
-// written is where a state's encoding (seq) wrote a value's JSON, and the value (key) it wrote: the next fold's
-// encoding copies those bytes from the state it read (state.src) while the value is the same.
-type written[K comparable] struct {
+// written is where a state's encoding (seq) wrote a value's JSON, and the fields it wrote it from (key): the next
+// fold's encoding copies those bytes from the state it read (state.src) while the fields are the same.
+type written struct {
 	seq, off, end int
-	key           K
+	key           writtenKey
 }
 
-// cached writes with write what at (the value key) last wrote, copying it from the state read when it is the same.
-func cached[K comparable](c *codec, at **written[K], key K, write func()) {
+type writtenKey struct {
+	s [4]string
+	n [3]uint64
+}
+
+// cached writes with write what at last wrote, copying it from the state read when it was written from the same key.
+func cached(c *codec, at **written, key writtenKey, write func()) {
 	start := len(c.w)
 	if j := *at; c.r == nil && j != nil && j.seq == c.st.srcSeq && j.end <= len(c.st.src) && j.key == key {
 		c.w = append(c.w, c.st.src[j.off:j.end]...) // (an object's first byte '{', as object writes it)
 		j.seq, j.off, j.end = c.st.seq, start, len(c.w)
 	} else if write(); c.r == nil && c.err == nil {
-		*at = &written[K]{c.st.seq, start, len(c.w), key}
+		*at = &written{c.st.seq, start, len(c.w), key}
 	}
 }
 
-// stmtKey are the fields of a statement written up to its phrases: Sp, Text, Terms, Key; At, W, K.
-type stmtKey struct {
-	s [4]string
-	n [3]uint64
-}
-
 func (x *stmt) fields(c *codec) {
-	cached(c, &x.js, stmtKey{[4]string{x.Sp, x.Text, x.Terms, x.Key}, [3]uint64{uint64(x.At), math.Float64bits(x.W), uint64(x.K)}}, func() {
+	// (written up to its phrases)
+	cached(c, &x.js, writtenKey{[4]string{x.Sp, x.Text, x.Terms, x.Key}, [3]uint64{uint64(x.At), math.Float64bits(x.W), uint64(x.K)}}, func() {
 		c.str(`,"sp":`, &x.Sp, true)
 		num(c, `,"at":`, &x.At, true)
 		c.str(`,"text":`, &x.Text, false)

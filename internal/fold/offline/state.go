@@ -99,7 +99,7 @@ type stmt struct {
 	ids   []int32 // Terms by their numbers in this fold, once found (wordCounts.termIDs)
 	read  *textRead
 	terms *knownRead
-	js    *written[stmtKey] // where an encoding of its state wrote it (codec.go)
+	js    *written // where an encoding of its state wrote it (codec.go)
 }
 
 // fact is a memory returned earlier; its ID is the hash of its speaker and lower-cased text (memories), so the same
@@ -109,7 +109,7 @@ type fact struct {
 	Sp  string `json:"sp,omitempty"`
 	Key string `json:"key,omitempty"`
 	Num string `json:"num,omitempty"` // its numbers, space-separated
-	js  *written[[4]string]
+	js  *written
 }
 
 // hashString is hash/fnv's 64-bit FNV-1a of s, without a copy of s; fnvAdd(hashString(a), b) == hashString(a + b).
