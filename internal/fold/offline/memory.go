@@ -60,9 +60,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		st.Facts = append(st.Facts, fact{ID: m.ID, Sp: x.Sp, Num: x.Key})
 		out = append(out, m)
 	}
-	if n := len(st.Facts); n > maxFacts {
-		st.Facts = st.Facts[n-maxFacts:]
-	}
+	st.Facts = st.Facts[max(0, len(st.Facts)-maxFacts):]
 	return out
 }
 

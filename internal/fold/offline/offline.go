@@ -35,6 +35,8 @@ package offline
 import (
 	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -147,10 +149,7 @@ func New(opts ...Option) *Summarizer {
 	for _, o := range opts {
 		o(&c)
 	}
-	for _, w := range leadFiller {
-		c.maxFillerLen = max(c.maxFillerLen, len(w))
-	}
-	for w := range c.extraFiller {
+	for _, w := range append(slices.Collect(maps.Keys(c.extraFiller)), leadFiller...) {
 		c.maxFillerLen = max(c.maxFillerLen, len(w))
 	}
 	return &Summarizer{cfg: c, rooms: sync.Pool{New: func() any { return new(scratch) }}, held: held.Map[*state]{Max: 4096}}
@@ -164,10 +163,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	if err := ctx.Err(); err != nil {
 		return fold.Result{}, err
 	}
-	budget := req.MaxChars
-	if budget <= 0 {
-		budget = s.cfg.defaultMaxChars
-	}
+	budget := cmp.Or(max(req.MaxChars, 0), s.cfg.defaultMaxChars)
 	sc := s.rooms.Get().(*scratch)
 	defer s.rooms.Put(sc)
 	st := s.load(req, &sc.lex)
@@ -240,11 +236,7 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 	b := s.extract(req, st, st.scratch())
 	st.counts().add(b.stmts)
 	st.Voc = st.voc.String()
-	for _, t := range req.Turns {
-		if isToolTurn(t) {
-			st.Agent = true
-		}
-	}
+	st.Agent = st.Agent || slices.ContainsFunc(req.Turns, isToolTurn)
 	names := len(st.Names) + st.Others
 	for _, n := range b.speakers {
 		st.addName(n)

@@ -124,13 +124,9 @@ func (st *state) notePerson(x stmt, kind, slot, id, text string) (supersedes str
 		}
 	}
 	p.Facts = append(p.Facts, f)
-	if n := len(p.Facts); n > maxPersonFacts {
-		p.Facts = p.Facts[n-maxPersonFacts:]
-	}
+	p.Facts = p.Facts[max(0, len(p.Facts)-maxPersonFacts):]
 	// the speaker just heard from goes last; the least recent are dropped
 	st.People = append(slices.Delete(st.People, i, i+1), p)
-	if n := len(st.People); n > maxPeople {
-		st.People = st.People[n-maxPeople:]
-	}
+	st.People = st.People[max(0, len(st.People)-maxPeople):]
 	return supersedes
 }
