@@ -94,8 +94,8 @@ func TestPersonFactsBounded(t *testing.T) {
 	for i := range 2000 {
 		sp := "Speaker" + strconv.Itoa(i%500)
 		x := stmt{Sp: sp, Text: sp + " loves thing" + strconv.Itoa(i) + " number " + strconv.Itoa(i) + ".", At: int64(i)}
-		kind, slot, _ := st.lex().personFact(x)
-		st.notePerson(x, kind, slot, "m"+strconv.Itoa(i), x.Text)
+		kind, slot, _ := st.lex().personFact(&x)
+		st.notePerson(&x, kind, slot, "m"+strconv.Itoa(i), x.Text)
 	}
 	if len(st.People) > maxPeople {
 		t.Fatalf("%d people kept, bound %d", len(st.People), maxPeople)
