@@ -44,7 +44,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		kind, slot, _ := st.lex().personFact(x) // (read again of the few new: dropWeakest leaves no index to keep it by)
 		m.Supersedes = st.notePerson(x, kind, slot, m.ID, m.Text)
 		for i := len(st.Facts) - 1; m.Supersedes == "" && i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
-			if changedSlots(st.Facts[i].Num, x.Key) > 0 {
+			if st.Facts[i].Sp == x.Sp && changedSlots(st.Facts[i].Num, x.Key) > 0 {
 				m.Supersedes = st.Facts[i].ID
 				break
 			}
