@@ -61,11 +61,13 @@ func (st *state) fields(c *codec) {
 	list(c, `,"periods":`, &st.Periods, func(c *codec, p *period) { c.object(p.fields) })
 	list(c, `,"open":`, &st.Open, func(c *codec, x *stmt) { c.object(x.fields) })
 	list(c, `,"facts":`, &st.Facts, func(c *codec, f *fact) {
-		c.object(func(c *codec) {
-			c.str(`,"id":`, &f.ID, false)
-			c.str(`,"sp":`, &f.Sp, true)
-			c.str(`,"key":`, &f.Key, true)
-			c.str(`,"num":`, &f.Num, true)
+		cached(c, &f.js, written{s: [4]string{f.ID, f.Sp, f.Key, f.Num}}, func() {
+			c.object(func(c *codec) {
+				c.str(`,"id":`, &f.ID, false)
+				c.str(`,"sp":`, &f.Sp, true)
+				c.str(`,"key":`, &f.Key, true)
+				c.str(`,"num":`, &f.Num, true)
+			})
 		})
 	})
 	c.strs(`,"topics":`, &st.Topics)
@@ -74,12 +76,14 @@ func (st *state) fields(c *codec) {
 		c.object(func(c *codec) {
 			c.str(`,"name":`, &p.Name, false)
 			list(c, `,"facts":`, &p.Facts, func(c *codec, f *pfact) {
-				c.object(func(c *codec) {
-					c.str(`,"id":`, &f.ID, false)
-					c.str(`,"kind":`, &f.Kind, false)
-					c.str(`,"slot":`, &f.Slot, true)
-					c.str(`,"text":`, &f.Text, false)
-					num(c, `,"at":`, &f.At, true)
+				cached(c, &f.js, written{s: [4]string{f.ID, f.Kind, f.Slot, f.Text}, n: [3]uint64{uint64(f.At)}}, func() {
+					c.object(func(c *codec) {
+						c.str(`,"id":`, &f.ID, false)
+						c.str(`,"kind":`, &f.Kind, false)
+						c.str(`,"slot":`, &f.Slot, true)
+						c.str(`,"text":`, &f.Text, false)
+						num(c, `,"at":`, &f.At, true)
+					})
 				})
 			})
 		})
@@ -95,39 +99,45 @@ func (p *period) fields(c *codec) {
 	list(c, `,"stmts":`, &p.Stmts, func(c *codec, x *stmt) { c.object(x.fields) })
 }
 
-// stmtJSON is where a state's encoding (seq) wrote a statement's JSON up to its phrases, and from what fields: the next
+// written is where a state's encoding (seq) wrote a value's JSON, and the fields it wrote it from (s, n): the next
 // fold's encoding copies those bytes from the state it read (state.src) while the fields are the same.
-type stmtJSON struct {
+type written struct {
 	seq, off, end int
-	s             [4]string // Sp, Text, Terms, Key
-	n             [3]uint64 // At, W, K
+	s             [4]string
+	n             [3]uint64
+}
+
+// cached writes with write what at last wrote, copying it from the state read when it was written from the same
+// fields (those of key).
+func cached(c *codec, at **written, key written, write func()) {
+	start := len(c.w)
+	if j := *at; c.r == nil && j != nil && j.seq == c.st.srcSeq && j.end <= len(c.st.src) && j.s == key.s && j.n == key.n {
+		c.w = append(c.w, c.st.src[j.off:j.end]...) // (an object's first byte '{', as object writes it)
+		j.seq, j.off, j.end = c.st.seq, start, len(c.w)
+	} else if write(); c.r == nil && c.err == nil {
+		key.seq, key.off, key.end, *at = c.st.seq, start, len(c.w), &key
+	}
 }
 
 func (x *stmt) fields(c *codec) {
-	start, s, n := len(c.w), [4]string{x.Sp, x.Text, x.Terms, x.Key}, [3]uint64{uint64(x.At), math.Float64bits(x.W), uint64(x.K)}
-	if j := x.js; c.r == nil && j != nil && j.seq == c.st.srcSeq && j.end <= len(c.st.src) && j.s == s && j.n == n {
-		c.w = append(c.w, c.st.src[j.off:j.end]...) // (its first byte '{', as object writes it)
-		j.seq, j.off, j.end = c.st.seq, start, len(c.w)
-	} else {
+	// (written up to its phrases)
+	cached(c, &x.js, written{s: [4]string{x.Sp, x.Text, x.Terms, x.Key}, n: [3]uint64{uint64(x.At), math.Float64bits(x.W), uint64(x.K)}}, func() {
 		c.str(`,"sp":`, &x.Sp, true)
 		num(c, `,"at":`, &x.At, true)
 		c.str(`,"text":`, &x.Text, false)
-		if c.field(`,"w":`, false) {
-			if c.r != nil {
-				x.W = parse(c.r, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, "want a number")
-			} else if math.IsNaN(x.W) || math.IsInf(x.W, 0) {
-				c.err = fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
-			} else {
-				c.w = appendJSONFloat(c.w, x.W)
-			}
+		switch {
+		case !c.field(`,"w":`, false):
+		case c.r != nil:
+			x.W = parse(c.r, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, "want a number")
+		case math.IsNaN(x.W) || math.IsInf(x.W, 0):
+			c.err = fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
+		default:
+			c.w = appendJSONFloat(c.w, x.W)
 		}
 		num(c, `,"k":`, &x.K, true)
 		c.str(`,"terms":`, &x.Terms, true)
 		c.str(`,"key":`, &x.Key, true)
-		if c.r == nil && c.err == nil {
-			x.js = &stmtJSON{c.st.seq, start, len(c.w), s, n}
-		}
-	}
+	})
 	c.str(`,"ph":`, &x.Ph, true)
 	c.bool(`,"batch":`, &x.Batch)
 }

@@ -27,6 +27,7 @@ type wordCounts struct {
 	es    []countEntry // room for sorting
 	text  []byte       // room for String
 	all   []int32      // room for the statements' termIDs
+	back  *knownRead   // what read makes of String's last text
 }
 
 // knownRead are the words of s (state.Voc, with their counts and floor, or a statement's Terms) as a lexicon knows them,
@@ -91,7 +92,7 @@ func (v *wordCounts) release() *wordCounts {
 	if v.fold++; v.fold == 0 { // the stamp wrapped: a word stamped long ago must not read as numbered in this fold
 		v.lx.m, v.lx.near, v.lx.gen, v.fold = nil, [len(v.lx.near)]*known{}, v.lx.gen+1, 1
 	}
-	v.words, v.n, v.size, v.floor, v.all = v.words[:0], v.n[:0], 0, 0, v.all[:0]
+	v.words, v.n, v.size, v.floor, v.all, v.back = v.words[:0], v.n[:0], 0, 0, v.all[:0], nil
 	return v
 }
 
@@ -160,9 +161,9 @@ func compareCounts(a, b countEntry) int {
 	return cmp.Or(cmp.Compare(b.c, a.c), strings.Compare(a.t, b.t))
 }
 
-// String writes the counts for state.Voc.
+// String writes the counts for state.Voc, and keeps what read makes of them with v's lexicon (back).
 func (v *wordCounts) String() string {
-	b := v.text[:0]
+	b, r := v.text[:0], &knownRead{lx: v.lx, gen: v.lx.gen, floor: v.floor, words: make([]*known, 0, v.size), n: make([]int, 0, v.size)}
 	if v.floor > 0 {
 		b = strconv.AppendInt(append(b, ':'), int64(v.floor), 10)
 	}
@@ -173,23 +174,16 @@ func (v *wordCounts) String() string {
 		if len(b) > 0 {
 			b = append(b, ' ')
 		}
-		if b = append(b, v.words[id].w...); c != 1 || strings.IndexByte(v.words[id].w, ':') >= 0 {
+		colon := strings.IndexByte(v.words[id].w, ':') >= 0
+		if b = append(b, v.words[id].w...); c != 1 || colon {
 			b = strconv.AppendInt(append(b, ':'), int64(c), 10)
 		}
-	}
-	v.text = b
-	return string(b)
-}
-
-// readBack is what read makes of s, String's counts, with v's lexicon.
-func (v *wordCounts) readBack(s string) *knownRead {
-	r := &knownRead{s: s, lx: v.lx, gen: v.lx.gen, floor: v.floor}
-	for id, c := range v.n {
-		if c >= 0 && strings.IndexByte(v.words[id].w, ':') < 0 { // (read skips a word with ':': its count is no number)
+		if !colon { // (read skips a word with ':': its count is no number)
 			r.words, r.n = append(r.words, v.words[id]), append(r.n, c)
 		}
 	}
-	return r
+	v.text, r.s, v.back = b, string(b), r
+	return r.s
 }
 
 // weight is what covering a word is worth: logarithmic in how often it was said (one subject does not crowd out the

@@ -112,7 +112,7 @@ func TestFoldStampWraps(t *testing.T) {
 	}
 }
 
-// Counts carried from the fold that wrote them (readBack) read as reading
+// Counts carried from the fold that wrote them (String's back) read as reading
 // what it wrote: the same words by the same numbers, counts and floor, a
 // word with ':' left out as read leaves it out; once the lexicon started
 // over, the words are read again.
@@ -127,7 +127,10 @@ func TestCountsReadBackReadAsWritten(t *testing.T) {
 		}
 		return append(out, strconv.Itoa(w.floor), strconv.Itoa(w.size))
 	}
-	r := v.readBack(s)
+	r := v.back
+	if r == nil || r.s != s {
+		t.Fatalf("String kept no read of %q", s)
+	}
 	if got := written(v.read(s, r)); !slices.Equal(got, written(want)) {
 		t.Errorf("carried counts read as %v, want %v", got, written(want))
 	}

@@ -30,6 +30,7 @@ func (st *state) lex() *lexicon { return &st.scratch().lex }
 type batch struct {
 	stmts    []stmt
 	speakers []string
+	sps      []string // each turn's speaker (displayName)
 	// answered: the state's open question (by index in st.Open) that the batch's first turn answers, -1 for none.
 	answered  int
 	hadTurns  bool
@@ -39,12 +40,12 @@ type batch struct {
 // extract turns req's turns and notes into statements, in order. Every turn is read once here; what the summary and the
 // memories say comes from these statements.
 func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
-	b := batch{stmts: sc.stmts[:0], answered: -1, allFiller: true}
+	b := batch{stmts: sc.stmts[:0], answered: -1, allFiller: true, sps: make([]string, len(req.Turns))}
 	lastQ, lastQSp := -1, "" // index in b.stmts of a question waiting for its answer, and who asked it
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
 		lastQ, lastQSp = -2, st.Open[n-1].Sp // -2: the state's last statement
 	}
-	names, sps := slices.Clone(st.Names), make([]string, len(req.Turns)) // (sps: each turn's speaker, named once)
+	names, sps := slices.Clone(st.Names), b.sps // (each turn's speaker named once)
 	for i, t := range req.Turns {
 		if j := slices.IndexFunc(req.Turns[:i], func(u fold.Turn) bool { return u.Speaker == t.Speaker && u.Role == t.Role }); j >= 0 {
 			sps[i] = sps[j] // (named before)

@@ -15,34 +15,40 @@ import (
 // live or work (person.go), or the numbers of an earlier fact about the same thing, supersedes it.
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc := st.scratch()
-	cands := sc.sents[:0] // (the turns' sentences are read)
+	cands, kinds := sc.sents[:0], sc.kinds[:0] // (the turns' sentences are read); each one's personFact
 	for _, x := range b.stmts {
 		if x.K != kSaid && x.K != kAsk || x.Sp == "" || x.Own == "" || strings.Count(x.Terms, " ") < 1 || runeLen(x.Own) > maxStmtRunes {
 			continue // not a speaker's own words, too little to remember, or too long
 		}
-		_, _, about := st.lex().personFact(x)
+		kind, slot, about := st.lex().personFact(x)
 		if !isFactStmt(x, about) || !fieldsAtLeast(x.Text, 5) && !about {
 			continue // no fact, or too short to stand alone
 		}
-		cands = append(cands, x)
+		cands, kinds = append(cands, x), append(kinds, [2]string{kind, slot})
 	}
-	if len(cands) > maxFoldMemories {
-		cands = dropWeakest(cands, len(cands)-maxFoldMemories)
+	if len(cands) > maxFoldMemories { // (dropWeakest keeps no index: the facts of those left are read again)
+		cands, kinds = dropWeakest(cands, len(cands)-maxFoldMemories), kinds[:0]
+		for _, x := range cands {
+			kind, slot, _ := st.lex().personFact(x)
+			kinds = append(kinds, [2]string{kind, slot})
+		}
 	}
-	sc.sents = cands
+	sc.sents, sc.kinds = cands, kinds
 	out := make([]fold.Memory, 0, len(cands))
-	for _, x := range cands {
+	for ci, x := range cands {
 		text := upperFirst(x.Own)
 		id := "m" + strconv.FormatUint(fnvAddLower(fnvAdd(hashString(x.Sp), "\x00"), text)&0xffffffffffff, 16)
 		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.ID == id }) {
 			continue // returned before (or in this fold)
 		}
 		m := fold.Memory{ID: id, Speaker: x.Sp, Text: text, At: x.at()}
-		if i := slices.IndexFunc(req.Turns, func(t fold.Turn) bool { return unixOf(t.At) == x.At && displayName(t) == x.Sp }); i >= 0 {
-			m.TurnID, m.At = req.Turns[i].TurnID, req.Turns[i].At
+		for i := range req.Turns {
+			if t := &req.Turns[i]; unixOf(t.At) == x.At && b.sps[i] == x.Sp {
+				m.TurnID, m.At = t.TurnID, t.At
+				break
+			}
 		}
-		kind, slot, _ := st.lex().personFact(x) // (read again of the few new: dropWeakest leaves no index to keep it by)
-		m.Supersedes = st.notePerson(x, kind, slot, m.ID, m.Text)
+		m.Supersedes = st.notePerson(x, kinds[ci][0], kinds[ci][1], m.ID, m.Text)
 		for i := len(st.Facts) - 1; m.Supersedes == "" && i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
 			if st.Facts[i].Sp == x.Sp && changedSlots(st.Facts[i].Num, x.Key) > 0 {
 				m.Supersedes = st.Facts[i].ID
@@ -54,9 +60,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		st.Facts = append(st.Facts, fact{ID: m.ID, Sp: x.Sp, Num: x.Key})
 		out = append(out, m)
 	}
-	if n := len(st.Facts); n > maxFacts {
-		st.Facts = st.Facts[n-maxFacts:]
-	}
+	st.Facts = st.Facts[max(0, len(st.Facts)-maxFacts):]
 	return out
 }
 

@@ -35,6 +35,8 @@ package offline
 import (
 	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -125,10 +127,11 @@ type Summarizer struct {
 // nothing a fold before it left there (each part is reset first) but the lexicon of the words seen.
 type scratch struct {
 	lex          lexicon
-	terms, words []string // a sentence's terms, and its words (fields)
-	ks           []*field // what the lexicon knows of those words
-	stmts, sents []stmt   // a batch's; a turn's, then the memories' candidates
-	tf           []int32  // how many of a batch's statements say each word (by its number)
+	terms, words []string    // a sentence's terms, and its words (fields)
+	ks           []*field    // what the lexicon knows of those words
+	stmts, sents []stmt      // a batch's; a turn's, then the memories' candidates
+	kinds        [][2]string // the kind and slot of each of those candidates (personFact)
+	tf           []int32     // how many of a batch's statements say each word (by its number)
 	voc          wordCounts
 	cands        []cand
 	worth, bound []float64 // what each of those is worth, in one pick; each candidate at most
@@ -146,10 +149,7 @@ func New(opts ...Option) *Summarizer {
 	for _, o := range opts {
 		o(&c)
 	}
-	for _, w := range leadFiller {
-		c.maxFillerLen = max(c.maxFillerLen, len(w))
-	}
-	for w := range c.extraFiller {
+	for _, w := range append(slices.Collect(maps.Keys(c.extraFiller)), leadFiller...) {
 		c.maxFillerLen = max(c.maxFillerLen, len(w))
 	}
 	return &Summarizer{cfg: c, rooms: sync.Pool{New: func() any { return new(scratch) }}, held: held.Map[*state]{Max: 4096}}
@@ -163,10 +163,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	if err := ctx.Err(); err != nil {
 		return fold.Result{}, err
 	}
-	budget := req.MaxChars
-	if budget <= 0 {
-		budget = s.cfg.defaultMaxChars
-	}
+	budget := cmp.Or(max(req.MaxChars, 0), s.cfg.defaultMaxChars)
 	sc := s.rooms.Get().(*scratch)
 	defer s.rooms.Put(sc)
 	st := s.load(req, &sc.lex)
@@ -239,11 +236,7 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 	b := s.extract(req, st, st.scratch())
 	st.counts().add(b.stmts)
 	st.Voc = st.voc.String()
-	for _, t := range req.Turns {
-		if isToolTurn(t) {
-			st.Agent = true
-		}
-	}
+	st.Agent = st.Agent || slices.ContainsFunc(req.Turns, isToolTurn)
 	names := len(st.Names) + st.Others
 	for _, n := range b.speakers {
 		st.addName(n)

@@ -17,11 +17,12 @@ type person struct {
 
 // pfact is one fact about a speaker, as its memory says it.
 type pfact struct {
-	ID   string `json:"id"`             // the memory's ID
-	Kind string `json:"kind"`           // likes, did, plans, owns, where, is
-	Slot string `json:"slot,omitempty"` // what it is about (stemmed): a newer fact of the same kind and slot replaces it
-	Text string `json:"text"`
-	At   int64  `json:"at,omitempty"`
+	ID   string   `json:"id"`             // the memory's ID
+	Kind string   `json:"kind"`           // likes, did, plans, owns, where, is
+	Slot string   `json:"slot,omitempty"` // what it is about (stemmed): a newer fact of the same kind and slot replaces it
+	Text string   `json:"text"`
+	At   int64    `json:"at,omitempty"`
+	js   *written // (codec.go)
 }
 
 // Fact kinds, by the verb that follows the speaker's name in a statement put in the third person ("Lena loves sushi",
@@ -123,13 +124,9 @@ func (st *state) notePerson(x stmt, kind, slot, id, text string) (supersedes str
 		}
 	}
 	p.Facts = append(p.Facts, f)
-	if n := len(p.Facts); n > maxPersonFacts {
-		p.Facts = p.Facts[n-maxPersonFacts:]
-	}
+	p.Facts = p.Facts[max(0, len(p.Facts)-maxPersonFacts):]
 	// the speaker just heard from goes last; the least recent are dropped
 	st.People = append(slices.Delete(st.People, i, i+1), p)
-	if n := len(st.People); n > maxPeople {
-		st.People = st.People[n-maxPeople:]
-	}
+	st.People = st.People[max(0, len(st.People)-maxPeople):]
 	return supersedes
 }

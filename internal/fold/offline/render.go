@@ -476,12 +476,8 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 			add(&st.Periods[pi].Stmts[i], pi, 1+0.1*float64(pi+1)/float64(len(st.Periods)))
 		}
 	}
-	for i := range st.Open {
-		rec := 1 + 0.1*float64(i+1)/float64(len(st.Open))
-		if st.Open[i].Batch {
-			rec += 0.1
-		}
-		add(&st.Open[i], -1, rec)
+	for i := range st.Open { // (a statement of the batch folded last weighs 0.1 more)
+		add(&st.Open[i], -1, 1+0.1*float64(i+1)/float64(len(st.Open))+0.1*float64(b2i(st.Open[i].Batch)))
 	}
 	if n := len(cands); n > 0 && cands[n-1].period < 0 {
 		cands[n-1].latest = true

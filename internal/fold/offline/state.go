@@ -99,7 +99,7 @@ type stmt struct {
 	ids   []int32 // Terms by their numbers in this fold, once found (wordCounts.termIDs)
 	read  *textRead
 	terms *knownRead
-	js    *stmtJSON // where an encoding of its state wrote it (codec.go)
+	js    *written // where an encoding of its state wrote it (codec.go)
 }
 
 // fact is a memory returned earlier; its ID is the hash of its speaker and lower-cased text (memories), so the same
@@ -109,6 +109,7 @@ type fact struct {
 	Sp  string `json:"sp,omitempty"`
 	Key string `json:"key,omitempty"`
 	Num string `json:"num,omitempty"` // its numbers, space-separated
+	js  *written
 }
 
 // hashString is hash/fnv's 64-bit FNV-1a of s, without a copy of s; fnvAdd(hashString(a), b) == hashString(a + b).
@@ -143,8 +144,8 @@ func (s *Summarizer) keep(st *state) []byte {
 	if bytes.Contains(data, []byte(`\ufffd`)) {
 		return data
 	}
-	if st.voc != nil {
-		st.counted = st.voc.readBack(st.Voc)
+	if st.voc != nil && st.voc.back != nil && st.voc.back.s == st.Voc {
+		st.counted = st.voc.back
 	}
 	st.voc, st.sc, st.src = nil, nil, nil
 	forget := func(ss []stmt) {
