@@ -427,7 +427,7 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 				fmt.Fprintf(os.Stderr, "  %s: %d messages stored\n", name, st.CachedInfo().State.LastSeq)
 			}
 		}
-		written.print(os.Stderr)
+		written.print(os.Stderr, 0)
 	}
 	res.took = time.Since(start)
 	res.cpu = (cpuTime() - cpu0) / time.Duration(r.n)
@@ -438,11 +438,18 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 		stopProbe()
 		res.probes = <-probed
 	}
-	if r.profile != nil {
-		pprof.StopCPUProfile()
+	// With FOLDSTREAM_BENCH_DEBUG the profiles also cover the folds that
+	// land after ingest (below), so that they hold every fold's work.
+	stopProfiles := func() {
+		if r.profile != nil {
+			pprof.StopCPUProfile()
+		}
+		if r.memProfile != "" {
+			writeAllocs(r.memProfile)
+		}
 	}
-	if r.memProfile != "" {
-		writeAllocs(r.memProfile)
+	if !debug || err != nil {
+		stopProfiles()
 	}
 	if err != nil {
 		return res, err
@@ -450,10 +457,11 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 	res.folds = p.Folds() // landed while ingest ran: their work shares the cores
 	if debug {
 		// Every fold's work, wherever it fell: the CPU per turn once the
-		// folds stop landing (none for 300 ms), which does not depend on
+		// folds stop landing (none for 1 s: on a loaded machine a fold
+		// path can pause for longer than 300 ms), which does not depend on
 		// how many landed while ingest was timed.
 		for last := res.folds; ; {
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(time.Second)
 			n := p.Folds()
 			if n == last {
 				break
@@ -461,6 +469,9 @@ func processorRate(ctx context.Context, r procRun) (procResult, error) {
 			last = n
 		}
 		fmt.Fprintf(os.Stderr, "  process CPU per turn, every fold landed: %v (%d folds)\n", (cpuTime()-cpu0)/time.Duration(r.n), p.Folds())
+		stopProfiles()
+		fmt.Fprintln(os.Stderr, "  what the processor wrote once every fold landed:")
+		written.print(os.Stderr, p.Folds())
 	}
 	res.rate = float64(r.n) / res.took.Seconds()
 	cancel()
@@ -601,17 +612,24 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 	// model, and the cores here run foldstream and NATS only.
 	elsewhere := o.summarizer != "instant"
 	fmt.Fprintf(w, "%-9s %-26s %-26s %-22s %-26s %-27s", "sessions", "raw consume+ack msg/s", "processor ingest turns/s", "ratio (target >= 0.5)", "CPU ratio raw/processor", "folds landed during ingest")
+	// Offline: also a summarizer answering at once with the offline
+	// summarizer's outputs (instant-sized): what its summary, state and
+	// memories cost foldstream and the server without its CPU.
+	withSized := o.summarizer == "offline"
 	if elsewhere {
 		fmt.Fprintf(w, " %-46s", "ratio, summarizer answering at once (instant)")
+	}
+	if withSized {
+		fmt.Fprintf(w, " %-48s", "ratio, offline's outputs at once (instant-sized)")
 	}
 	fmt.Fprintf(w, " %s", "ratio, folding off (floor of the per-turn path)")
 	fmt.Fprintln(w)
 	for _, s := range o.sessions {
-		var raws, procs, ratios, cpus, folds, instants, unfolded []float64
+		var raws, procs, ratios, cpus, folds, instants, sizeds, unfolded []float64
 		// Offline only: CPU per turn in µs of the processor (offline and
 		// instant runs) and of the offline summarizer alone, and the
 		// ceilings that the CPU allows (see docs/benchmarks.md, ingest).
-		var procCPU, instCPU, sumCPU, cpuCeil, ratioCeil []float64
+		var procCPU, instCPU, sizedCPU, sumCPU, cpuCeil, ratioCeil []float64
 		replayed := 0
 		for range o.runs {
 			raw, rawCPU, err := rawRate(ctx, o.turns, s, o.repeated)
@@ -649,6 +667,14 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 					ratioCeil = append(ratioCeil, res.rate/raw*ci/(ci+cs))
 				}
 			}
+			if withSized {
+				pr.summarizer = "instant-sized"
+				res, err := processorRate(ctx, pr)
+				if err != nil {
+					return fmt.Errorf("processor, instant-sized summarizer: %w", err)
+				}
+				sizeds, sizedCPU = append(sizeds, res.rate/raw), append(sizedCPU, us(res.cpu))
+			}
 			// Folding off: the same turns with folds due only on generate
 			// controls, which the bench never sends. What is left is the
 			// per-turn path (decode, apply, checkpoint, ack): the ceiling of
@@ -664,11 +690,14 @@ func ingestSection(ctx context.Context, w io.Writer, o opts) error {
 		if elsewhere {
 			fmt.Fprintf(w, " %-46s", medSpread(instants, "%.2f"))
 		}
+		if withSized {
+			fmt.Fprintf(w, " %-48s", medSpread(sizeds, "%.2f"))
+		}
 		fmt.Fprintf(w, " %s", medSpread(unfolded, "%.2f"))
 		fmt.Fprintln(w)
 		if len(sumCPU) > 0 {
-			fmt.Fprintf(w, "  CPU per turn µs: processor %s (offline run), %s (instant run); offline summarizer alone %s (%d folds replayed)\n",
-				medSpread(procCPU, "%.1f"), medSpread(instCPU, "%.1f"), medSpread(sumCPU, "%.1f"), replayed)
+			fmt.Fprintf(w, "  CPU per turn µs: processor %s (offline run), %s (instant-sized run), %s (instant run); offline summarizer alone %s (%d folds replayed)\n",
+				medSpread(procCPU, "%.1f"), medSpread(sizedCPU, "%.1f"), medSpread(instCPU, "%.1f"), medSpread(sumCPU, "%.1f"), replayed)
 			fmt.Fprintf(w, "  what the CPU allows the offline run (instant run + summarizer alone): CPU ratio %s, ratio %s\n",
 				medSpread(cpuCeil, "%.2f"), medSpread(ratioCeil, "%.2f"))
 		}

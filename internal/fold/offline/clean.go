@@ -297,6 +297,7 @@ type known struct {
 type field struct {
 	f, core, low, bare string   // core: f without the punctuation around it (phrases), low: core lower-cased, bare: f without what tighten trims
 	rep                string   // f lower-cased without the punctuation around it that repeated ignores, when ASCII
+	rh                 uint64   // rep's hash: repeated tells most words apart by it
 	x                  lexeme   // low's
 	terms              []string // the distinct stems of its content words (appendTerms)
 	flags              fieldFlags
@@ -383,7 +384,8 @@ func newField(l *lexicon, f string) *field {
 	if w := k.core; w != "" && (w[0] >= utf8.RuneSelf || w[len(w)-1] >= utf8.RuneSelf) {
 		k.core = strings.Trim(w, `.,!?;:()"“”`)
 	}
-	if k.low, k.rep = strings.ToLower(k.core), strings.ToLower(trimCut(f, ",.;:")); k.low != "" {
+	k.low, k.rep = strings.ToLower(k.core), strings.ToLower(trimCut(f, ",.;:"))
+	if k.rh = hashString(k.rep); k.low != "" {
 		k.x = l.get(k.low)
 	}
 	r, _ := utf8.DecodeRuneInString(f)

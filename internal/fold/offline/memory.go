@@ -52,7 +52,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		}
 		m.Supersedes = st.notePerson(x, kinds[ci][0], kinds[ci][1], m.ID, m.Text)
 		for i := len(st.Facts) - 1; m.Supersedes == "" && i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
-			if changedSlots(st.Facts[i].Num, x.Key) > 0 {
+			if st.Facts[i].Sp == x.Sp && changedSlots(st.Facts[i].Num, x.Key) > 0 {
 				m.Supersedes = st.Facts[i].ID
 				break
 			}
