@@ -115,7 +115,7 @@ func cached(c *codec, at **written, key written, write func()) {
 		c.w = append(c.w, c.st.src[j.off:j.end]...) // (an object's first byte '{', as object writes it)
 		j.seq, j.off, j.end = c.st.seq, start, len(c.w)
 	} else if write(); c.r == nil && c.err == nil {
-		key.seq, key.off, key.end, *at = c.st.seq, start, len(c.w), &key
+		*at = &written{c.st.seq, start, len(c.w), key.s, key.n}
 	}
 }
 

@@ -230,9 +230,7 @@ func (s *Summarizer) load(req fold.Request, lx *lexicon) *state {
 
 // fold adds the batch's turns and notes to st and returns the memories they hold.
 func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memory, bool) {
-	if req.Profile == fold.ProfileAgent {
-		st.Agent = true
-	}
+	st.Agent = st.Agent || req.Profile == fold.ProfileAgent
 	b := s.extract(req, st, st.scratch())
 	st.counts().add(b.stmts)
 	st.Voc = st.voc.String()
@@ -253,9 +251,7 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 		}
 		st.supersede(b.stmts)
 		st.Open = st.lex().mergeToolRuns(append(st.Open, b.stmts...))
-		if len(st.Topics) > 1 {
-			st.Topics = st.Topics[:1] // the new statements name the rest
-		}
+		st.Topics = st.Topics[:min(len(st.Topics), 1)] // the new statements name the rest
 	} else if b.hadTurns && b.allFiller && len(st.Open) == 0 && len(st.Periods) == 0 {
 		st.Small = true
 	}
