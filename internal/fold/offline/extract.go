@@ -687,12 +687,17 @@ func conjugate(v string) (string, bool) {
 // words, as a person reporting it writes them) and, when past, the modals of reported speech in the past (ffModal's:
 // "they will ship it" → "they would ship it").
 func reword(s string, fs []string, ks []*field, past bool) string {
-	if !anyIs(ks, ffGroup) && !(past && anyIs(ks, ffModal)) {
+	flags := ffGroup | ffModal*fieldFlags(b2i(past)) // (the words it changes)
+	if !slices.ContainsFunc(ks, func(k *field) bool { return k.flags&flags != 0 }) {
 		return s
 	}
-	var arr [64]string
-	ws := append(arr[:0], fs...)
-	for i, w := range ws {
+	var arr [256]byte
+	b := arr[:0] // (fs joined by single spaces, as they are changed)
+	for i, w := range fs {
+		if b = append(b, " "[:min(i, 1)]...); ks[i].flags&flags == 0 {
+			b = append(b, w...)
+			continue
+		}
 		if ks[i].is(ffGroup) {
 			core := strings.TrimRight(w, `.,!?;:"`)
 			w = groupPerson[strings.ToLower(core)] + w[len(core):]
@@ -702,9 +707,9 @@ func reword(s string, fs []string, ks []*field, past bool) string {
 		} else if c, ok := strings.CutSuffix(core, "'ll"); past && ks[i].is(ffModal) && ok {
 			w = c + " would" + w[len(core):]
 		}
-		ws[i] = w
+		b = append(b, w...)
 	}
-	return strings.Join(ws, " ")
+	return string(b)
 }
 
 // lowerFirst is prefix, then s with its first letter lower-cased when its first word is a common word, not a name ("Can
