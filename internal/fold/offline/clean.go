@@ -207,7 +207,7 @@ func isASCII(s string) bool { return sentence.IsASCII(s) }
 
 // clip cuts s to at most max runes at a word boundary, with "…".
 func clip(s string, max int) string {
-	if runeLen(s) <= max {
+	if len(s) <= max || runeLen(s) <= max { // (no more runes than bytes)
 		return s
 	}
 	r := []rune(s)[:max-1]

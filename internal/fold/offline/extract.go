@@ -152,7 +152,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if t := tidyEnds(sent); t != sent {
 			sent, fs = t, fs[:0]
 		}
-		if sent == "" || strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you") {
+		if sent == "" || sent[0]|0x20 == 't' && (strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you")) {
 			continue // thanks are not news
 		}
 		if len(fs) == 0 || slices.Contains(fs, "") { // (its fields not known; each word is looked up once, for the terms, statFields, report and factKey)
