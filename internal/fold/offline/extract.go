@@ -113,7 +113,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 		b.allFiller = false
 		b.stmts = append(b.stmts, sents...)
-		if last := sents[len(sents)-1]; strings.HasPrefix(last.Text, sp+" suggested ") {
+		if last := sents[len(sents)-1]; strings.HasPrefix(last.Text, sp) && strings.HasPrefix(last.Text[len(sp):], " suggested ") {
 			endProposal()
 			prop = len(b.stmts) - 1
 		}
