@@ -88,7 +88,7 @@ var (
 	intro = []line{
 		{0, "hey, can everyone hear me?"},
 		{1, "yep, loud and clear"},
-		{3, "sorry, grabbing snacks. what are we playing tonight?"},
+		{3, "sorry, grabbing snacks, my pizza gets here in 20 minutes. what are we playing tonight?"},
 		{0, "{game}? we never finished the ranked grind last week"},
 		{2, "fine by me, but I'm rusty, I haven't played since Tuesday"},
 		{3, "{C} you're always rusty"},
@@ -101,6 +101,7 @@ var (
 		{3, "fine, I'll do {role2}. {C}, you take {role1}"},
 		{0, "plan for this one: we group up and push {site} together, no solo flanks"},
 		{1, "agreed, and we save ultimates for the second fight"},
+		{3, "update on my pizza: it's 45 minutes now, they're slammed"},
 		{botSpeaker, "Quick tip: on {map}, the route to {site} has the shortest rotation from your spawn."},
 		{3, "thanks {bot}, very helpful as always"},
 	}

@@ -189,11 +189,14 @@ func (v *wordCounts) String() string {
 // weight is what covering a word is worth: logarithmic in how often it was said (one subject does not crowd out the
 // others), little if once.
 func (v *wordCounts) weight(id int32) float64 {
-	if c := max(v.n[id], 1); c < len(weights) {
-		return weights[c]
+	if c := v.n[id]; c < len(weights) {
+		return weights[max(c, 1)]
 	}
-	return math.Log2(1+float64(v.n[id])) - 0.8
+	return v.weightOf(id)
 }
+
+//go:noinline (weight, inlined, looks up all but the counts of the words said most)
+func (v *wordCounts) weightOf(id int32) float64 { return math.Log2(1+float64(v.n[id])) - 0.8 }
 
 var weights = func() (w [64]float64) {
 	for c := range w {

@@ -113,7 +113,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 		b.allFiller = false
 		b.stmts = append(b.stmts, sents...)
-		if last := sents[len(sents)-1]; strings.HasPrefix(last.Text, sp+" suggested ") {
+		if last := sents[len(sents)-1]; strings.HasPrefix(last.Text, sp) && strings.HasPrefix(last.Text[len(sp):], " suggested ") {
 			endProposal()
 			prop = len(b.stmts) - 1
 		}
@@ -187,7 +187,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		text, self := lx.report(sp, sent, fs, ks, question, user, names)
 		w += 0.8 * float64(b2i(self))
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: lx.factKey(fs, c.digits), Own: sent, Batch: true})
+			Terms: strings.Join(tw, " "), Key: lx.factKey(fs, ks, c.digits), Own: sent, Batch: true})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
@@ -376,9 +376,9 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 			ks[len(fs)-1] = lx.field(fs[len(fs)-1])
 		}
 	}
-	var oarr [64]string
-	var okarr [64]*field
-	out, ko, cut := oarr[:0], okarr[:0], false // (cut: a word was dropped or changed; ko: what the lexicon knows of out)
+	// (cut: a word was dropped or changed; ko: what the lexicon knows of out. Both in fs's and ks's room: out[i] is
+	// written once fs[i] is read, and fs[i-1] is read only while out has not changed it)
+	out, ko, cut := fs[:0], ks[:0], false
 	for i, f := range fs {
 		k := ks[i]
 		cut = cut || len(out) < i
@@ -394,7 +394,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 			continue // a cut word: "I s", "m or", "we-"
 		case k.is(ffOnset) && i > 0 && i+1 < len(fs) && !strings.ContainsFunc(fs[i-1], unicode.IsDigit) && !determiners[strings.ToLower(fs[i-1])]:
 			continue // a cut word, the start of one without its vowel: "also th already", "tr gonna"; "the dr", "tv", "pdf" stay
-		case len(out) > 0 && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
+		case len(out) > 0 && (k.flags&ko[len(ko)-1].flags&ffASCII == 0 || k.rh == ko[len(ko)-1].rh) && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
 		}
 		out, ko = append(out, f), append(ko, ks[i])
@@ -413,7 +413,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	if sent = strings.TrimLeft(joined, ",;: "); sent == "" {
 		return "", fs[:0], ks[:0]
 	}
-	if fs, ks = append(fs[:0], out...), append(ks[:0], ko...); len(sent) != len(joined) {
+	if fs, ks = out, ko; len(sent) != len(joined) {
 		fs, ks = fs[:0], ks[:0] // (its first field was cut: its fields are not out)
 	}
 	if n := len(fs); !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
@@ -512,7 +512,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 	if len(ks) > 0 && actStarts[ks[0].low] { // (else no opinion nor act can open it: low is compared with them alone)
 		low = lower(buf[:0], sent[:min(len(sent), len(buf))])
 	}
-	for _, o := range opinion {
+	for _, o := range opinion[:len(opinion)*b2i(len(low) > 0)] {
 		if !question && hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
 			if ws, ks = ws[strings.Count(o, " "):], ks[strings.Count(o, " "):]; !isASCII(sent[:len(o)]) {
 				ws = strings.Fields(sent[len(o):]) // (o's words are not sent's first fields)
@@ -526,9 +526,14 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 	for _, k := range ks {
 		first, second = first+b2i(k.is(ffFirst)), second+b2i(k.is(ffSecond))
 	}
-	for _, a := range speechActs { // (the act's own "I" or "me" is the only first person word allowed)
-		if len(low) > 0 && low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
-			rest := backshift(group(sent[len(a[0]):], strings.Fields(sent[len(a[0]):])))
+	for _, a := range speechActs[:len(speechActs)*b2i(len(low) > 0)] { // (the act's own "I" or "me" is the only first person word allowed)
+		if low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
+			ws, ks := ws[strings.Count(a[0], " "):], ks[strings.Count(a[0], " "):]
+			if !isASCII(sent[:len(a[0])]) { // (a's words are not sent's first fields)
+				ws = strings.Fields(sent[len(a[0]):])
+				ks = lx.fields(nil, ws)
+			}
+			rest := reword(sent[len(a[0]):], ws, ks, true)
 			if question {
 				return sp + a[1] + strings.TrimSuffix(rest, "?") + ".", false
 			}
@@ -551,7 +556,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 		return lowerFirst(sp+" asked: ", sent), false
 	}
 	if verb == "said" && first == 1 && second == 0 {
-		if out, ok := thirdPerson(sp, ws); ok && strings.Count(out, sp) == 1 { // (not "Project Manager is the Project Manager …")
+		if out, ok := thirdPerson(sp, sent, ws, ks); ok && strings.Count(out, sp) == 1 { // (not "Project Manager is the Project Manager …")
 			return out, true
 		}
 	}
@@ -559,14 +564,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
 			return lowerFirst(sp+" asked: ", sent), false
 		}
-		g := sent // (group and backshift change only the words flagged)
-		if anyIs(ks, ffGroup) {
-			g = group(sent, ws)
-		}
-		if anyIs(ks, ffModal) || g == sent && !joins(sent, ws) { // (group's words are no modals: "we'll" is flagged)
-			g = backshift(g)
-		}
-		return lowerFirst(sp+" "+verb+" ", g), false
+		return lowerFirst(sp+" "+verb+" ", reword(sent, ws, ks, true)), false
 	}
 	if strings.Contains(sent, "\"") {
 		return sp + " " + verb + ": " + sent, first > 0
@@ -598,25 +596,32 @@ func upperFirst(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-// thirdPerson turns "I <verb> …" or "my <noun> …" with no other first or second person word into the third person.
-func thirdPerson(sp string, ws []string) (string, bool) {
+// thirdPerson turns "I <verb> …" or "my <noun> …" with no other first or second person word into the third person. s
+// is ws joined by single spaces, ks what the lexicon knows of ws.
+func thirdPerson(sp, s string, ws []string, ks []*field) (string, bool) {
 	w0 := strings.ToLower(ws[0])
 	if c := strings.TrimRight(w0, ","); sequencers[c] && len(ws) > 3 {
 		// "Next I will add …" → "Next, Assistant will add …"
-		if out, ok := thirdPerson(sp, ws[1:]); ok {
+		if out, ok := thirdPerson(sp, s[len(ws[0])+1:], ws[1:], ks[1:]); ok {
 			return upperFirst(c) + ", " + out, true
 		}
 	}
-	rest := func(i int) string { return strings.Join(ws[i:], " ") }
+	rest := func(i int) string { // (s from its field i on, the speaker's "we" as "they")
+		n := 0
+		for _, w := range ws[:i] {
+			n += len(w) + 1
+		}
+		return reword(s[n:], ws[i:], ks[i:], false)
+	}
 	switch w0 {
 	case "my":
 		if len(ws) < 3 {
 			return "", false
 		}
-		return sp + "'s " + group(rest(1), ws[1:]), true
+		return sp + "'s " + rest(1), true
 	case "i'm", "i've", "i'll", "i'd": // (with a word after it: alone, it is no statement)
 		aux := map[string]string{"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}[w0]
-		return sp + " " + aux + " " + group(rest(1), ws[1:]), true
+		return sp + " " + aux + " " + rest(1), true
 	case "i":
 		if len(ws) < 3 {
 			return "", false
@@ -629,7 +634,7 @@ func thirdPerson(sp string, ws []string) (string, bool) {
 		if n := strings.ToLower(ws[min(i+1, len(ws)-1)]); !ok || strings.HasSuffix(v, "n't") && (strings.Contains(" they there it he she that this ", " "+n+" ") || strings.HasSuffix(n, "'s")) {
 			return "", false // (a restart is quoted: "I don't there's lots of ways" is not "Grad F doesn't there's lots of ways")
 		}
-		return sp + " " + adv + v + " " + group(rest(i+1), ws[i+1:]), true
+		return sp + " " + adv + v + " " + rest(i+1), true
 	}
 	return "", false
 }
@@ -678,23 +683,26 @@ func conjugate(v string) (string, bool) {
 	return v + "s", true
 }
 
-// group turns the speaker's "we" into "they" (what a person writes when reporting it). fs are s's fields.
-func group(s string, fs []string) string {
+// reword is s, whose fields are fs (ks: what the lexicon knows of them), with the speaker's "we" as "they" (ffGroup's
+// words, as a person reporting it writes them) and, when past, the modals of reported speech in the past (ffModal's:
+// "they will ship it" → "they would ship it").
+func reword(s string, fs []string, ks []*field, past bool) string {
+	if !anyIs(ks, ffGroup) && !(past && anyIs(ks, ffModal)) {
+		return s
+	}
 	var arr [64]string
 	ws := append(arr[:0], fs...)
-	changed := false
 	for i, w := range ws {
-		if strings.IndexByte("wWuUoO", w[0]) < 0 {
-			continue
+		if ks[i].is(ffGroup) {
+			core := strings.TrimRight(w, `.,!?;:"`)
+			w = groupPerson[strings.ToLower(core)] + w[len(core):]
 		}
-		if core := strings.TrimRight(w, `.,!?;:"`); len(core) > len("ourselves") {
-			continue // longer than any pronoun
-		} else if x, ok := groupPerson[strings.ToLower(core)]; ok {
-			ws[i], changed = x+w[len(core):], true
+		if core := strings.TrimRight(w, ".,!?;:"); past && ks[i].is(ffModal) && pastModal[core] != "" {
+			w = pastModal[core] + w[len(core):]
+		} else if c, ok := strings.CutSuffix(core, "'ll"); past && ks[i].is(ffModal) && ok {
+			w = c + " would" + w[len(core):]
 		}
-	}
-	if !changed {
-		return s
+		ws[i] = w
 	}
 	return strings.Join(ws, " ")
 }
@@ -838,16 +846,19 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 
 // factKey is what the numbers of a statement are about: "slot=value" pairs, the slot being the content word before the
 // number ("port 8443") or else the word after it ("$190 a night"). Statements without numbers have no key.
-func (lx *lexicon) factKey(ws []string, digits uint64) string { // (ws: the sentence's fields, digits: statFields')
+func (lx *lexicon) factKey(ws []string, ks []*field, digits uint64) string { // (ws: the sentence's fields, ks: theirs, digits: statFields')
 	if digits == 0 {
 		return ""
 	}
 	var kb [128]byte
 	var wb [64]byte
 	key, nk := kb[:0], 0
-	word := func(w string) ([]byte, lexeme) { // w lower-cased, and its lexeme
-		l := lower(wb[:0], trimCut(w, ".,!?;:()\"'"))
-		return l, lx.getBytes(l)
+	word := func(i int) ([]byte, lexeme) { // ws[i] lower-cased without the punctuation around it, and its lexeme
+		if t := trimCut(ws[i], ".,!?;:()\"'"); t != ks[i].core { // (else the field's own reading: most words)
+			l := lower(wb[:0], t)
+			return l, lx.getBytes(l)
+		}
+		return append(wb[:0], ks[i].low...), ks[i].x
 	}
 	for i, w := range ws {
 		if digits>>min(i, 63)&1 == 0 || nk >= 4 || !strings.ContainsFunc(w, unicode.IsDigit) { // (what trimCut cuts has no digit)
@@ -856,12 +867,12 @@ func (lx *lexicon) factKey(ws []string, digits uint64) string { // (ws: the sent
 		v := trimCut(w, ".,!?;:()\"'")
 		var slot string
 		if i > 0 {
-			if p, x := word(ws[i-1]); x.is(fTerm) && !x.is(fAdverb) && !approx[string(p)] && bytes.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
+			if p, x := word(i - 1); x.is(fTerm) && !x.is(fAdverb) && !approx[string(p)] && bytes.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
 				slot = x.stem
 			}
 		}
 		for j := i + 1; slot == "" && j < len(ws) && j < i+4; j++ {
-			n, x := word(ws[j])
+			n, x := word(j)
 			if n := string(n); n == "a" || n == "an" || n == "per" || n == "the" {
 				continue
 			}
@@ -927,26 +938,5 @@ func toolOf(x stmt) (tool, args string, ok bool) {
 	tool, args, _ = strings.Cut(k, " ")
 	return tool, args, (h == "tool" || h == "tools") && args != "" && args != "result"
 }
-
-// backshift puts the modals of reported speech in the past, as a person reporting it writes them ("they will ship it" →
-// "they would ship it").
-func backshift(s string) string {
-	if !modals.in(s) {
-		return s
-	}
-	var arr [64]string
-	ws := sentence.AppendFields(arr[:0], s)
-	for i, w := range ws {
-		core := strings.TrimRight(w, ".,!?;:")
-		if x, ok := pastModal[core]; ok {
-			ws[i] = x + w[len(core):]
-		} else if c, ok := strings.CutSuffix(core, "'ll"); ok && c != "" && c != "I" {
-			ws[i] = c + " would" + w[len(core):]
-		}
-	}
-	return strings.Join(ws, " ")
-}
-
-var modals = newKeywords("will", "can", "'ll", "may", "shall", "won't")
 
 var pastModal = map[string]string{"will": "would", "can": "could", "may": "might", "shall": "should", "won't": "wouldn't", "can't": "couldn't", "cannot": "could not"}

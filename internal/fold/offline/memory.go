@@ -16,7 +16,8 @@ import (
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc := st.scratch()
 	cands, kinds := sc.sents[:0], sc.kinds[:0] // (the turns' sentences are read); each one's personFact
-	for _, x := range b.stmts {
+	for i := range b.stmts {
+		x := &b.stmts[i]
 		if x.K != kSaid && x.K != kAsk || x.Sp == "" || x.Own == "" || strings.Count(x.Terms, " ") < 1 || runeLen(x.Own) > maxStmtRunes {
 			continue // not a speaker's own words, too little to remember, or too long
 		}
@@ -24,20 +25,20 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		if !isFactStmt(x, about) || !fieldsAtLeast(x.Text, 5) && !about {
 			continue // no fact, or too short to stand alone
 		}
-		cands, kinds = append(cands, x), append(kinds, [2]string{kind, slot})
+		cands, kinds = append(cands, *x), append(kinds, [2]string{kind, slot})
 	}
 	if len(cands) > maxFoldMemories { // (dropWeakest keeps no index: the facts of those left are read again)
-		cands, kinds = dropWeakest(cands, len(cands)-maxFoldMemories), kinds[:0]
-		for _, x := range cands {
-			kind, slot, _ := st.lex().personFact(x)
-			kinds = append(kinds, [2]string{kind, slot})
+		cands, kinds = dropWeakest(cands, len(cands)-maxFoldMemories), kinds[:maxFoldMemories]
+		for i := range cands {
+			kinds[i][0], kinds[i][1], _ = st.lex().personFact(&cands[i])
 		}
 	}
 	sc.sents, sc.kinds = cands, kinds
 	out := make([]fold.Memory, 0, len(cands))
-	for ci, x := range cands {
+	for ci := range cands {
+		x := &cands[ci]
 		text := upperFirst(x.Own)
-		id := "m" + strconv.FormatUint(fnvAddLower(fnvAdd(hashString(x.Sp), "\x00"), text)&0xffffffffffff, 16)
+		id := string(strconv.AppendUint(append(make([]byte, 0, 16), 'm'), fnvAddLower(fnvAdd(hashString(x.Sp), "\x00"), text)&0xffffffffffff, 16))
 		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.ID == id }) {
 			continue // returned before (or in this fold)
 		}
@@ -50,7 +51,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		}
 		m.Supersedes = st.notePerson(x, kinds[ci][0], kinds[ci][1], m.ID, m.Text)
 		for i := len(st.Facts) - 1; m.Supersedes == "" && i >= max(0, len(st.Facts)-maxFacts) && x.Key != "" && !strings.HasPrefix(x.Key, "tool "); i-- {
-			if changedSlots(st.Facts[i].Num, x.Key) > 0 {
+			if st.Facts[i].Sp == x.Sp && changedSlots(st.Facts[i].Num, x.Key) > 0 {
 				m.Supersedes = st.Facts[i].ID
 				break
 			}
@@ -70,7 +71,7 @@ var factWordList = []string{"i'm ", "i am ", "my ", "i have ", "i've ", "i like"
 
 // isFactStmt reports a statement worth remembering (about: a fact about its speaker, personFact): one with numbers or a
 // resolved date, or one in whose words its speaker says what they are, have, like, did, plan or decided (factWordList).
-func isFactStmt(x stmt, about bool) bool { // (x has two terms or more: memories asks no other)
+func isFactStmt(x *stmt, about bool) bool { // (x has two terms or more: memories asks no other)
 	return x.Key != "" || about || strings.Contains(x.Own, " (") && strings.Contains(x.Own, "20") || factWords.in(x.Own)
 }
 
@@ -96,8 +97,8 @@ func changedSlots(older, newer string) int {
 // same tool command, a fact of the same speaker whose numbers changed (not another's), a repeat of the same statement.
 func (st *state) supersede(newer []stmt) {
 	drop := func(old stmt) bool {
-		for _, n := range newer {
-			switch {
+		for i := range newer {
+			switch n := &newer[i]; {
 			case old.Key != "" && strings.HasPrefix(old.Key, "tool ") && old.Key == n.Key:
 				return true
 			case old.Key != "" && n.Key != "" && old.Sp == n.Sp && old.K != kAsk && !strings.HasPrefix(old.Key, "tool ") &&

@@ -124,7 +124,7 @@ type Summarizer struct {
 
 // scratch is the room one fold works in: the state's word counts, and what reading sentences, picking statements and
 // finding topics use. A Summarizer keeps its scratches between folds so that a fold allocates little; a fold reads
-// nothing a fold before it left there (each part is reset first) but the lexicon of the words seen.
+// nothing a fold before it left there (each part is reset first) but the lexicon of the words seen and weights written.
 type scratch struct {
 	lex          lexicon
 	terms, words []string    // a sentence's terms, and its words (fields)
@@ -139,7 +139,9 @@ type scratch struct {
 	phrases      []phrase
 	slots        []int32 // a phrase's place in phrases, by its key (topics)
 	seen, people []string
-	out          []byte // the state written
+	out          []byte        // the state written
+	floatBits    [256]uint64   // weights written (appendJSONFloat), by their bits' hash: what a fold finds here it would write
+	floatText    [256][32]byte // and how: their JSON, its length in the last byte
 }
 
 // New returns an offline summarizer.
@@ -230,9 +232,7 @@ func (s *Summarizer) load(req fold.Request, lx *lexicon) *state {
 
 // fold adds the batch's turns and notes to st and returns the memories they hold.
 func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memory, bool) {
-	if req.Profile == fold.ProfileAgent {
-		st.Agent = true
-	}
+	st.Agent = st.Agent || req.Profile == fold.ProfileAgent
 	b := s.extract(req, st, st.scratch())
 	st.counts().add(b.stmts)
 	st.Voc = st.voc.String()
@@ -253,9 +253,7 @@ func (s *Summarizer) fold(req fold.Request, st *state, budget int) ([]fold.Memor
 		}
 		st.supersede(b.stmts)
 		st.Open = st.lex().mergeToolRuns(append(st.Open, b.stmts...))
-		if len(st.Topics) > 1 {
-			st.Topics = st.Topics[:1] // the new statements name the rest
-		}
+		st.Topics = st.Topics[:min(len(st.Topics), 1)] // the new statements name the rest
 	} else if b.hadTurns && b.allFiller && len(st.Open) == 0 && len(st.Periods) == 0 {
 		st.Small = true
 	}

@@ -42,7 +42,7 @@ var factVerbs = []struct {
 
 // personFact reads a statement about its speaker ("Lena loves sushi.") as a fact: its kind and what it is about; ok
 // false for anything else.
-func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
+func (lx *lexicon) personFact(x *stmt) (kind, slot string, ok bool) {
 	rest, cut := strings.CutPrefix(x.Text, x.Sp)
 	if x.Sp == "" || !cut || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "'s ") {
 		return "", "", false
@@ -66,7 +66,7 @@ func (lx *lexicon) personFact(x stmt) (kind, slot string, ok bool) {
 	}
 	for _, fv := range factVerbs {
 		for _, v := range fv.verbs {
-			if !hasPrefixBytes(low, v) || len(obj) > len(v) && low[len(v)] != ' ' {
+			if len(low) == 0 || low[0] != v[0] || !hasPrefixBytes(low, v) || len(obj) > len(v) && low[len(v)] != ' ' {
 				continue
 			}
 			if fv.byVerb {
@@ -103,7 +103,7 @@ func (lx *lexicon) objectSlot(obj string, n int) string {
 
 // notePerson records fact x (memory id) under its speaker, x being of kind about slot (personFact; kind "": none), and
 // returns the ID of the fact of the same kind and subject it replaces ("" for none).
-func (st *state) notePerson(x stmt, kind, slot, id, text string) (supersedes string) {
+func (st *state) notePerson(x *stmt, kind, slot, id, text string) (supersedes string) {
 	if kind == "" {
 		return ""
 	}

@@ -94,8 +94,8 @@ func TestPersonFactsBounded(t *testing.T) {
 	for i := range 2000 {
 		sp := "Speaker" + strconv.Itoa(i%500)
 		x := stmt{Sp: sp, Text: sp + " loves thing" + strconv.Itoa(i) + " number " + strconv.Itoa(i) + ".", At: int64(i)}
-		kind, slot, _ := st.lex().personFact(x)
-		st.notePerson(x, kind, slot, "m"+strconv.Itoa(i), x.Text)
+		kind, slot, _ := st.lex().personFact(&x)
+		st.notePerson(&x, kind, slot, "m"+strconv.Itoa(i), x.Text)
 	}
 	if len(st.People) > maxPeople {
 		t.Fatalf("%d people kept, bound %d", len(st.People), maxPeople)
@@ -160,9 +160,9 @@ func TestMemoryFromAFactWordInTheSpeakersWords(t *testing.T) {
 	}
 }
 
-// A changed fact replaces in the summary only its own speaker's older one:
-// another speaker's fact with the same subject and other numbers is theirs,
-// and stays.
+// A changed fact replaces, in the summary and in the memories, only its own
+// speaker's older one: another speaker's fact with the same subject and other
+// numbers is theirs, and stays.
 func TestChangedFactReplacesOnlyItsSpeakers(t *testing.T) {
 	s := New()
 	ctx := context.Background()
@@ -180,5 +180,23 @@ func TestChangedFactReplacesOnlyItsSpeakers(t *testing.T) {
 	}
 	if !strings.Contains(r2.Summary, "$300") || !strings.Contains(r2.Summary, "$480") || strings.Contains(r2.Summary, "$450") {
 		t.Errorf("want Lena's $300 kept and Jonas's $450 replaced by his $480: %q (before: %q)", r2.Summary, r1.Summary)
+	}
+	// The memories too: a reader hides a memory another replaces.
+	byFare := map[string]fold.Memory{}
+	for _, m := range append(r1.MemoryItems, r2.MemoryItems...) {
+		for _, fare := range []string{"$300", "$450", "$480"} {
+			if strings.Contains(m.Text, fare) {
+				byFare[fare] = m
+			}
+		}
+	}
+	if len(byFare) != 3 {
+		t.Fatalf("want a memory of each fare, got %+v", byFare)
+	}
+	if byFare["$450"].Supersedes != "" {
+		t.Errorf("Jonas's $450 memory replaces %q; Lena's $300 is %q and is hers, not his", byFare["$450"].Supersedes, byFare["$300"].ID)
+	}
+	if byFare["$480"].Supersedes != byFare["$450"].ID {
+		t.Errorf("Jonas's $480 memory replaces %q, want his $450 (%q)", byFare["$480"].Supersedes, byFare["$450"].ID)
 	}
 }

@@ -104,10 +104,14 @@ func demoFolds(t *testing.T, seed int64, n int) []string {
 
 // TestDemoSession folds the demo bot's conversation; -v prints every
 // version (docs/offline-summaries.md shows them). No sentence is a list of
-// bare nouns, and nothing is said twice.
+// bare nouns, and nothing is said twice. The conversation's one correction
+// (Tomás's pizza) supersedes its speaker's own earlier memory, and no memory
+// supersedes another speaker's.
 func TestDemoSession(t *testing.T) {
 	ts, ns := demoSession(1, 71)
 	s, summary, state := New(), "", []byte(nil)
+	speakerOf := map[string]string{} // (by memory id)
+	corrections := 0
 	for c, ni := 0, 0; c < len(ts); c += 10 { // the memories, as a context's lines show them
 		b, bn := ts[c:min(c+10, len(ts))], []fold.Note(nil)
 		for ; ni < len(ns) && !ns[ni].At.After(b[len(b)-1].At); ni++ {
@@ -121,7 +125,17 @@ func TestDemoSession(t *testing.T) {
 		summary, state = res.Summary, res.State
 		for _, m := range res.MemoryItems {
 			t.Logf("memory: %s: %s", m.Speaker, m.Text)
+			if m.Supersedes != "" {
+				corrections++
+				if sp := speakerOf[m.Supersedes]; sp != m.Speaker {
+					t.Errorf("%s's memory %q supersedes %s's (%s)", m.Speaker, m.Text, sp, m.Supersedes)
+				}
+			}
+			speakerOf[m.ID] = m.Speaker
 		}
+	}
+	if corrections == 0 {
+		t.Error("no memory supersedes an earlier one, want Tomás's pizza update to supersede his first estimate")
 	}
 	for i, v := range demoFolds(t, 1, 71) {
 		t.Logf("version %d (%d characters): %s", i+1, runeLen(v), v)

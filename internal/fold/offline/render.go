@@ -31,15 +31,12 @@ func (st *state) closePeriods(budget int) {
 		size += st.Open[i].textRead().runes + 1
 	}
 	if size > budget*4/5 && len(st.Open) > 4 || len(st.Open) > maxOpen {
-		keep := 0 // runes kept current, newest first
-		cut := len(st.Open)
-		for cut > 0 {
-			x := &st.Open[cut-1]
-			if !x.Batch && (keep+x.textRead().runes > budget*2/5 || len(st.Open)-cut >= maxOpen/2) {
+		keep, cut := 0, len(st.Open) // runes kept current, newest first; where they start
+		for ; cut > 0; cut-- {
+			if x := &st.Open[cut-1]; !x.Batch && (keep+x.textRead().runes > budget*2/5 || len(st.Open)-cut >= maxOpen/2) {
 				break
 			}
-			keep += x.textRead().runes + 1
-			cut--
+			keep += st.Open[cut-1].textRead().runes + 1
 		}
 		if cut > 0 {
 			p := st.newPeriod(st.Open[:cut])
@@ -73,7 +70,8 @@ func (st *state) newPeriod(ss []stmt) period {
 	p := period{}
 	count := map[string]int{}
 	var order []string
-	for _, x := range ss {
+	for i := range ss {
+		x := &ss[i]
 		if x.At != 0 {
 			p.From, p.To = min(cmp.Or(p.From, x.At), x.At), max(p.To, x.At)
 		}
@@ -101,14 +99,8 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	if len(ss) <= n {
 		return slices.Clone(ss)
 	}
-	voc, sc := st.counts(), st.sc
-	covered := sc.named[:0]
-	for _, t := range topics {
-		for _, w := range sc.termsOf(t) {
-			covered.add(voc.id(w))
-		}
-	}
-	sc.named = covered
+	_, sc := st.counts(), st.sc // (the counts read first)
+	covered := sc.naming(topics)
 	cands := sc.cands[:0]
 	for i := range ss {
 		cands = append(cands, sc.newCand(&ss[i], 0, 1))
@@ -179,7 +171,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 	all := sc.phrases[:0]
 	total := 0
 	for i := range ss {
-		total += strings.Count(ss[i].Ph, ";") + 1
+		total += len(ss[i].Ph)/3 + 2 // (its distinct keys at most: a key but "" takes "=", a byte and ";" but the last)
 	}
 	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
 	sc.slots = slots
@@ -187,10 +179,19 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if ss[si].K == kTool {
 			continue
 		}
-		for rest, e, more := ss[si].Ph, "", ss[si].Ph != ""; more; { // (strings.SplitSeq, without a call a phrase)
-			e, rest, more = strings.Cut(rest, ";")
-			text, key, _ := strings.Cut(e, "=")
-			h := hashString(key)
+		for ph, i, more := ss[si].Ph, 0, ss[si].Ph != ""; more; {
+			// the next "text=key" up to ';' (strings.Cut twice), its text's spaces counted and its key hashed (hashString)
+			// in one pass
+			start, spaces, h := i, 0, uint64(14695981039346656037)
+			for ; i < len(ph) && ph[i] != '=' && ph[i] != ';'; i++ {
+				spaces += b2i(ph[i] == ' ')
+			}
+			text, k := ph[start:i], i+1 // (the key from k, after a '=')
+			for i += b2i(i < len(ph) && ph[i] == '='); i >= k && i < len(ph) && ph[i] != ';'; i++ {
+				h = (h ^ uint64(ph[i])) * 1099511628211
+			}
+			key := ph[min(k, i):i]
+			more, i = i < len(ph), i+1
 			j := int(h) & (len(slots) - 1)
 			for slots[j] != 0 && (all[slots[j]-1].h != h || all[slots[j]-1].key != key) {
 				j = (j + 1) & (len(slots) - 1) // (the next place)
@@ -208,7 +209,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			}
 			r, _ := utf8.DecodeRuneInString(text)
 			slots[j] = int32(len(all) + 1)
-			all = append(all, phrase{text: text, key: key, h: h, n: 1, last: si, words: strings.Count(strings.TrimPrefix(text, "the "), " ") + 1,
+			all = append(all, phrase{text: text, key: key, h: h, n: 1, last: si, words: spaces + 1 - b2i(strings.HasPrefix(text, "the ")),
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
 	}
@@ -369,17 +370,10 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			continue // a resolved date
 		}
 		k, end := lx.field(f), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
-		w, lw, x := k.core, k.low, k.x
-		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
-			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1 && !slices.Contains(people, w)
-		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && k.flags&ffDigit != 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 { // (w's digits are f's: ffDigit)
-			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
-		}
-		if ok && x.is(fAdverb) {
-			ok = false // "the already mentioned"
-		}
-		r, _ := utf8.DecodeRuneInString(w)
-		up := ok && (unicode.IsUpper(r) || unicode.IsDigit(r))
+		w, x := k.core, k.x
+		// (no phrase starts with a number, "…ed"; "14th", "0.01s", "the forty five", "the already mentioned" are no topics)
+		ok := k.is(ffPhrase) && (len(run) > 0 || !k.is(ffMid)) && !slices.Contains(people, w)
+		up := ok && k.is(ffUp)
 		if ok && start && up {
 			ok = false
 			if !oneOf(end, clauseEnd) {
@@ -463,7 +457,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		used -= runeLen(headers[dropped]) + 1
 		headers[dropped] = ""
 	}
-	voc, sc := st.counts(), st.sc
+	_, sc := st.counts(), st.sc // (the counts read first)
 	cands := sc.cands[:0]
 	add := func(x *stmt, pi int, rec float64) {
 		if x.K == kQuestion && x.Batch {
@@ -484,17 +478,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	sc.cands = cands
 	// What the opening sentence and the period lines name is said already.
-	covered := sc.named[:0]
-	for _, t := range sc.termsOf(lead) {
-		covered.add(voc.id(t))
-	}
-	for _, h := range headers {
-		for _, t := range sc.termsOf(h) {
-			covered.add(voc.id(t))
-		}
-	}
-	sc.named = covered
-	sc.pickCovering(cands, covered, budget-used, len(cands))
+	sc.pickCovering(cands, sc.naming(append([]string{lead}, headers...)), budget-used, len(cands))
 	return strings.Join(st.compose(lead, headers, cands, budget-used), " ")
 }
 
@@ -646,6 +630,18 @@ type cand struct {
 	worth  []float64 // of each term, in one pick
 }
 
+// naming are the words of texts by their numbers (after state.counts).
+func (sc *scratch) naming(texts []string) termSet {
+	named := sc.named[:0]
+	for _, t := range texts {
+		for _, w := range sc.termsOf(t) {
+			named.add(sc.voc.id(w))
+		}
+	}
+	sc.named = named
+	return named
+}
+
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 	terms := sc.voc.termIDs(x)
 	return cand{x: x, period: period, terms: terms, rec: rec, size: x.textRead().runes + 1, extra: worthBeyondWords(x, len(terms))}
@@ -672,11 +668,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		c.dup = false
 		// what each candidate's words are worth does not change while picking
 		for _, t := range c.terms {
-			if named.has(t) {
-				worth = append(worth, voc.weight(t)/4) // said in other words
-			} else {
-				worth = append(worth, voc.weight(t))
-			}
+			worth = append(worth, voc.weight(t)/float64(1+3*b2i(named.has(t)))) // a quarter for a word named: said in other words
 		}
 		c.worth = worth[len(worth)-len(c.terms):]
 	}

@@ -120,8 +120,12 @@ func fnvAddLower(h uint64, s string) uint64 {
 	if !isASCII(s) {
 		s = strings.ToLower(s) // (then lowerASCII changes none of its bytes)
 	}
+	const prime = 1099511628211
+	for ; len(s) >= 4; s = s[4:] { // (as fnvAdd)
+		h = ((((h^uint64(lowerASCII(s[0])))*prime^uint64(lowerASCII(s[1])))*prime^uint64(lowerASCII(s[2])))*prime ^ uint64(lowerASCII(s[3]))) * prime
+	}
 	for i := 0; i < len(s); i++ {
-		h = (h ^ uint64(lowerASCII(s[i]))) * 1099511628211
+		h = (h ^ uint64(lowerASCII(s[i]))) * prime
 	}
 	return h
 }
@@ -232,15 +236,11 @@ func dropWeakest(ss []stmt, n int) []stmt {
 	}
 	slices.Sort(ws)
 	cut := ws[n-1]
-	out := ss[:0]
-	for _, s := range ss {
-		if s.W <= cut && n > 0 {
-			n--
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
+	return slices.DeleteFunc(ss, func(s stmt) bool {
+		drop := s.W <= cut && n > 0
+		n -= b2i(drop)
+		return drop
+	})
 }
 
 // scratch is the fold's room.

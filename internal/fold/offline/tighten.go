@@ -19,11 +19,9 @@ const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what en
 // it leaves is the speaker's words, in order, and their fields and what the lexicon knows of them (in fs's and ks's
 // room; none if unknown).
 func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string, []*field) {
-	var arr [64]string
-	var karr [64]*field
-	ws, kw, prev, run, changed := arr[:0], karr[:0], "", 0, false // (kw: what the lexicon knows of ws)
+	ws, kw, prev, run, changed := fs[:0], ks[:0], "", 0, false // (kw: what the lexicon knows of ws; in fs's and ks's room)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
-		if run++; !equalFold(f, prev) {
+		if run++; prev == "" || f[0] != prev[0] && (f[0]|prev[0] >= utf8.RuneSelf || lowerASCII(f[0]) != lowerASCII(prev[0])) || !strings.EqualFold(f, prev) { // (equalFold)
 			run = 0
 		}
 		if prev = f; run >= 3 {
@@ -33,16 +31,14 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		ws, kw = append(ws, f), append(kw, lx.field(f))
 	}
 	if len(ws) < 3 {
-		return s, append(fs[:0], ws...), append(ks[:0], kw...)
+		return s, ws, kw
 	}
 	n0 := len(ws)
 	var buf [48]byte
 	for len(ws) > 2 && lx.getBytes(lower(buf[:0], trimCut(ws[0], ",.!"))).is(fLaugh) {
 		ws, kw = ws[1:], kw[1:] // "hahaha that was close"
 	}
-	var oarr [64]string
-	var okarr [64]*field
-	out, ko := oarr[:0], okarr[:0] // (ko: what the lexicon knows of out)
+	out, ko := ws[:0], kw[:0] // (ko: what the lexicon knows of out; in ws's room: out[i] is written once ws[i] is read)
 	var cb, nb [32]byte
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
@@ -54,7 +50,9 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 			}
 		}
 		if !kw[i].is(ffHedge) {
-			out, ko = repeated(append(out, w), append(ko, kw[i]))
+			if out, ko = append(out, w), append(ko, kw[i]); !fresh(ko) {
+				out, ko = repeated(out, ko)
+			}
 			continue
 		} else if core == nil {
 			core = lower(cb[:0], strings.TrimRight(w, ","))
@@ -108,7 +106,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 	if runeLen(s) > maxSentRunes {
 		return cutClause(s, maxSentRunes), fs[:0], ks[:0]
 	}
-	return s, append(fs[:0], out...), append(ks[:0], ko...)
+	return s, out, ko
 }
 
 // falseStart reports a word that the next one completes ("th" before "the"), not a word in its own right that happens
@@ -135,13 +133,25 @@ var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "
 // lexicon knows of out's words.
 func repeated(out []string, ko []*field) ([]string, []*field) {
 	for n, y := 1, ko[len(ko)-1]; n <= min(3, len(out)/2); n++ {
-		if x := ko[len(ko)-1-n]; x != y && x.flags&y.flags&ffASCII != 0 && x.rep != y.rep {
+		if x := ko[len(ko)-1-n]; x != y && x.flags&y.flags&ffASCII != 0 && x.rh != y.rh {
 			continue // (the last words differ, as sameWords finds first: the common case)
 		} else if i := len(out) - 2*n; sameWords(ko[i:i+n], ko[i+n:]) && !anyIs(ko[i+n:], ffDigit) {
 			return append(out[:i], out[i+n:]...), append(ko[:i], ko[i+n:]...)
 		}
 	}
 	return out, ko
+}
+
+// fresh reports that the last of ko is none of the three words before it as repeated tells them apart first: most
+// words, which repeated then leaves as they are.
+func fresh(ko []*field) bool {
+	y, m := ko[len(ko)-1], len(ko)
+	for n := 1; n <= 3 && 2*n <= m; n++ {
+		if x := ko[m-1-n]; x == y || x.flags&y.flags&ffASCII == 0 || x.rh == y.rh {
+			return false
+		}
+	}
+	return true
 }
 
 func sameWords(a, b []*field) bool {
