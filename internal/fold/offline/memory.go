@@ -22,7 +22,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 			continue // not a speaker's own words, too little to remember, or too long
 		}
 		kind, slot, about := st.lex().personFact(x)
-		if !about && !fieldsAtLeast(x.Text, 5) || !isFactStmt(x, about) {
+		if !isFactStmt(x, about) || !about && !fieldsAtLeast(x.Text, 5) {
 			continue // no fact, or too short to stand alone
 		}
 		cands, kinds = append(cands, *x), append(kinds, [2]string{kind, slot})
