@@ -44,7 +44,7 @@ type word struct {
 func words(out []word, s, low string) []word {
 	i := 0
 	for i < len(s) {
-		if c := s[i]; c < utf8.RuneSelf && !wordByte(c) { // (ASCII read as it is)
+		if c := s[i]; c < utf8.RuneSelf && !wordBytes[c] { // (ASCII read as it is)
 			i++
 			continue
 		} else if r, n := utf8.DecodeRuneInString(s[i:]); c >= utf8.RuneSelf && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
@@ -52,9 +52,12 @@ func words(out []word, s, low string) []word {
 			continue
 		}
 		j := i
+		for j < len(s) && (wordBytes[s[j]] || s[j] == '\'') { // (ASCII: most words)
+			j++
+		}
 		for j < len(s) {
 			if c := s[j]; c < utf8.RuneSelf {
-				if !wordByte(c) && c != '\'' {
+				if !wordBytes[c] && c != '\'' {
 					break
 				}
 				j++
@@ -90,19 +93,20 @@ func MayHave(s string) bool {
 		s = strings.ToLower(s)
 	}
 	for i := 0; i < len(s); i++ {
-		if !mayStart[s[i]] {
-			continue // (most bytes: one test)
-		}
-		c, rest := sentence.LowerByte(s[i]), s[i:]
-		if c == ' ' {
-			if sentence.LowerByte(s[min(i+1, len(s)-1)]) == 'a' && hasPrefixFold(rest, " ago") {
+		if !wordBytes[s[i]] {
+			if s[i] == ' ' && sentence.LowerByte(s[min(i+1, len(s)-1)]) == 'a' && hasPrefixFold(s[i:], " ago") {
 				return true
 			}
 			continue
 		}
-		if i > 0 && wordByte(s[i-1]) {
-			continue // not the start of a word that may start a phrase
+		start := i // (a word's start: the rest of the word is passed over, most bytes with one test)
+		for i+1 < len(s) && wordBytes[s[i+1]] {
+			i++
 		}
+		if !mayStart[s[start]] {
+			continue
+		}
+		c, rest := sentence.LowerByte(s[start]), s[start:]
 		shift := ""
 		switch c {
 		case 'y':
@@ -170,8 +174,8 @@ func MayStartIn(f string) bool {
 	return false
 }
 
-// mayStart are the bytes, in either case, the phrases MayHave looks for start with (" ago" with its space).
-var mayStart = [256]bool{' ': true, 'y': true, 't': true, 'n': true, 'l': true, 'c': true, 'i': true,
+// mayStart are the bytes, in either case, the phrases MayHave looks for start with (" ago" apart).
+var mayStart = [256]bool{'y': true, 't': true, 'n': true, 'l': true, 'c': true, 'i': true,
 	'Y': true, 'T': true, 'N': true, 'L': true, 'C': true, 'I': true}
 
 // timeWords are the words after "this", "next", "last" or "coming" that
@@ -194,9 +198,15 @@ func hasPrefixFold(s, p string) bool {
 }
 
 // wordByte reports an ASCII letter or digit: a byte inside a word.
-func wordByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-}
+func wordByte(c byte) bool { return wordBytes[c] }
+
+// wordBytes are the ASCII letters and digits (wordByte).
+var wordBytes = func() (t [256]bool) {
+	for c := range t {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	return t
+}()
 
 // timeWord reports whether the next word of the ASCII text l is one of
 // timeWords or a weekday, in either case.
@@ -271,6 +281,9 @@ func resolve(s string, at time.Time) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(ws); i++ {
+		if !mayStart[ws[i].lower[0]] && (i+2 >= len(ws) || ws[i+2].lower != "ago") {
+			continue // (match's words start with mayStart's letters, or are two before "ago")
+		}
 		n, note := match(ws, i, day)
 		if n == 0 {
 			continue

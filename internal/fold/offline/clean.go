@@ -308,10 +308,11 @@ type field struct {
 // changes ("we", "our"), one backshift changes ("will", "we'll"), may start a relative date (reldate.MayStartIn), may be
 // dropped by tighten as or with a hedge (hedgeWords), is ASCII (rep is then f as repeated compares it); and what trimFiller
 // drops: hesitation (inlineFiller), a cut word (a letter alone, "we-"), a consonant onset that may be one, an end that
-// trails off (laughter, "though", hesitation) and one that dangles after a longer sentence (danglingEnd).
-type fieldFlags uint16
+// trails off (laughter, "though", hesitation) and one that dangles after a longer sentence (danglingEnd); and for phrases:
+// a word of a topic phrase, one that does not start one (a number, "…ed"), one capitalised or a number (core's).
+type fieldFlags uint32
 
-const ffDigit, ffName, ffFirst, ffSecond, ffGroup, ffModal, ffDate, ffHedge, ffASCII, ffInline, ffLetter, ffDash, ffOnset, ffTrail, ffDangling fieldFlags = 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384 // (newField's order)
+const ffDigit, ffName, ffFirst, ffSecond, ffGroup, ffModal, ffDate, ffHedge, ffASCII, ffInline, ffLetter, ffDash, ffOnset, ffTrail, ffDangling, ffPhrase, ffMid, ffUp fieldFlags = 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 15, 1 << 16, 1 << 17 // (newField's order)
 
 var noField field // (an empty field: on no list)
 
@@ -394,12 +395,17 @@ func newField(l *lexicon, f string) *field {
 	c, ll := strings.CutSuffix(core, "'ll")
 	g, p := strings.TrimRight(f, `.,!?;:"`), strings.ToLower(trimCut(f, `.,!?;:"()`))
 	tc, end := trimCut(f, ",.;:!?"), strings.ToLower(trimCut(f, ".,!?")) // (trimFiller's word, and as the end of a sentence)
+	w, x := k.core, k.x                                                  // (phrases' word)
+	rc, _ := utf8.DecodeRuneInString(w)
 	for i, on := range []bool{strings.ContainsFunc(f, unicode.IsDigit), unicode.IsUpper(r) && f != "I" && !strings.HasPrefix(f, "I'"),
 		len(p) <= len("yourself") && firstPerson[p], len(p) <= len("yourself") && secondPerson[p],
 		strings.IndexByte("wWuUoO", f[0]) >= 0 && len(g) <= len("ourselves") && groupPerson[strings.ToLower(g)] != "",
 		modal || ll && c != "" && c != "I", reldate.MayStartIn(f), hedgeWords[strings.ToLower(strings.TrimRight(f, ","))], isASCII(f),
 		inlineFiller[strings.ToLower(tc)], len(tc) == 1 && tc != "a" && tc != "i" && strings.ToLower(tc) == tc && !unicode.IsDigit(rune(tc[0])), strings.HasSuffix(f, "-") && len(f) > 1,
-		len(tc) <= 3 && onsets[tc], isLaugh(end) || end == "though" || inlineFiller[end], danglingEnd[end]} {
+		len(tc) <= 3 && onsets[tc], isLaugh(end) || end == "though" || inlineFiller[end], danglingEnd[end],
+		w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop|fAdverb) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
+			utf8.RuneCountInString(w) > 1 && !(strings.ContainsFunc(f, unicode.IsDigit) && strings.IndexFunc(w, unicode.IsLetter) >= 0), // ("14th", "0.01s")
+		strings.HasSuffix(k.low, "ed") || strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber), unicode.IsUpper(rc) || unicode.IsDigit(rc)} {
 		k.flags |= fieldFlags(b2i(on)) << i
 	}
 	return k

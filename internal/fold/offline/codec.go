@@ -131,8 +131,13 @@ func (x *stmt) fields(c *codec) {
 			x.W = parse(c.r, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, "want a number")
 		case math.IsNaN(x.W) || math.IsInf(x.W, 0):
 			c.err = fmt.Errorf("offline state: weight %v of %q is not a number", x.W, x.Text)
-		default:
-			c.w = appendJSONFloat(c.w, x.W)
+		default: // (a statement's weight takes few values, weigh's and salient's sums: each is written once a scratch)
+			sc, bits := c.st.scratch(), math.Float64bits(x.W)
+			i := bits * 0x9e3779b97f4a7c15 >> 56
+			if f := &sc.floatText[i]; f[31] == 0 || sc.floatBits[i] != bits {
+				sc.floatBits[i], f[31] = bits, byte(len(appendJSONFloat(f[:0:31], x.W))) // (25 bytes at most: written in f)
+			}
+			c.w = append(c.w, sc.floatText[i][:sc.floatText[i][31]]...)
 		}
 		num(c, `,"k":`, &x.K, true)
 		c.str(`,"terms":`, &x.Terms, true)
@@ -194,11 +199,8 @@ func list[T any](c *codec, name string, xs *[]T, each func(*codec, *T)) {
 			each(c, &(*xs)[len(*xs)-1])
 		})
 	default:
-		c.w = append(c.w, '[')
-		for i := range *xs {
-			if i > 0 {
-				c.w = append(c.w, ',')
-			}
+		for i := range *xs { // (one at least: an empty list is not written)
+			c.w = append(c.w, ",["[b2i(i == 0)])
 			each(c, &(*xs)[i])
 		}
 		c.w = append(c.w, ']')

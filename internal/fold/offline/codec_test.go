@@ -90,9 +90,9 @@ func TestStateCodecMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// TestStatementsWrittenAgainFollowTheirFields: a fold writes the statements it did not change by copying them from the
-// state it read (written by the fold before); what it changed is written anew, and the whole is as encoding/json writes
-// it.
+// TestStatementsWrittenAgainFollowTheirFields: a fold writes the statements, facts and people's facts it did not change
+// by copying them from the state it read (written by the fold before); what it changed is written anew, and the whole is
+// as encoding/json writes it.
 func TestStatementsWrittenAgainFollowTheirFields(t *testing.T) {
 	for i, st := range codecStates(t) {
 		for round := range 4 {
@@ -111,6 +111,18 @@ func TestStatementsWrittenAgainFollowTheirFields(t *testing.T) {
 					x.Key, x.Batch = x.Key+"k", !x.Batch
 				}
 			}
+			for j := range st.Facts {
+				if (j+round)%3 == 0 {
+					st.Facts[j].Num += " n=1"
+				}
+			}
+			for j := range st.People {
+				for k := range st.People[j].Facts {
+					if (j+k+round)%3 == 0 {
+						st.People[j].Facts[k].At++
+					}
+				}
+			}
 			want, err := json.Marshal(st)
 			if err != nil {
 				t.Fatal(err)
@@ -118,6 +130,27 @@ func TestStatementsWrittenAgainFollowTheirFields(t *testing.T) {
 			if got, err := st.appendJSON(nil); err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("state %d, round %d: written again as\n%s\nencoding/json writes\n%s (%v)", i, round, got, want, err)
 			}
+		}
+	}
+}
+
+// TestWeightsWrittenAsEncodingJSON: weights written again from what the scratch keeps of those it wrote are as
+// encoding/json writes them, however many share a place there.
+func TestWeightsWrittenAsEncodingJSON(t *testing.T) {
+	st := &state{V: stateVersion}
+	for i := range 2000 {
+		st.Open = append(st.Open, stmt{Text: "t", W: float64(i)*0.05 - 50 + 1e-7*float64(i%7)})
+	}
+	for round := range 3 {
+		for i := range st.Open {
+			st.Open[i].W = st.Open[(i+round*7)%len(st.Open)].W * float64(1-2*(round%2)) // (others, in other places)
+		}
+		want, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.appendJSON(nil); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("round %d: weights written as\n%s\nencoding/json writes\n%s (%v)", round, got, want, err)
 		}
 	}
 }

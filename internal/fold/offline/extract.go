@@ -113,7 +113,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		}
 		b.allFiller = false
 		b.stmts = append(b.stmts, sents...)
-		if last := sents[len(sents)-1]; strings.HasPrefix(last.Text, sp+" suggested ") {
+		if last := sents[len(sents)-1]; strings.HasPrefix(last.Text, sp) && strings.HasPrefix(last.Text[len(sp):], " suggested ") {
 			endProposal()
 			prop = len(b.stmts) - 1
 		}
@@ -187,7 +187,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		text, self := lx.report(sp, sent, fs, ks, question, user, names)
 		w += 0.8 * float64(b2i(self))
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: lx.factKey(fs, c.digits), Own: sent, Batch: true})
+			Terms: strings.Join(tw, " "), Key: lx.factKey(fs, ks, c.digits), Own: sent, Batch: true})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
@@ -512,7 +512,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 	if len(ks) > 0 && actStarts[ks[0].low] { // (else no opinion nor act can open it: low is compared with them alone)
 		low = lower(buf[:0], sent[:min(len(sent), len(buf))])
 	}
-	for _, o := range opinion {
+	for _, o := range opinion[:len(opinion)*b2i(len(low) > 0)] {
 		if !question && hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
 			if ws, ks = ws[strings.Count(o, " "):], ks[strings.Count(o, " "):]; !isASCII(sent[:len(o)]) {
 				ws = strings.Fields(sent[len(o):]) // (o's words are not sent's first fields)
@@ -526,8 +526,8 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 	for _, k := range ks {
 		first, second = first+b2i(k.is(ffFirst)), second+b2i(k.is(ffSecond))
 	}
-	for _, a := range speechActs { // (the act's own "I" or "me" is the only first person word allowed)
-		if len(low) > 0 && low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
+	for _, a := range speechActs[:len(speechActs)*b2i(len(low) > 0)] { // (the act's own "I" or "me" is the only first person word allowed)
+		if low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
 			ws, ks := ws[strings.Count(a[0], " "):], ks[strings.Count(a[0], " "):]
 			if !isASCII(sent[:len(a[0])]) { // (a's words are not sent's first fields)
 				ws = strings.Fields(sent[len(a[0]):])
@@ -847,16 +847,19 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 
 // factKey is what the numbers of a statement are about: "slot=value" pairs, the slot being the content word before the
 // number ("port 8443") or else the word after it ("$190 a night"). Statements without numbers have no key.
-func (lx *lexicon) factKey(ws []string, digits uint64) string { // (ws: the sentence's fields, digits: statFields')
+func (lx *lexicon) factKey(ws []string, ks []*field, digits uint64) string { // (ws: the sentence's fields, ks: theirs, digits: statFields')
 	if digits == 0 {
 		return ""
 	}
 	var kb [128]byte
 	var wb [64]byte
 	key, nk := kb[:0], 0
-	word := func(w string) ([]byte, lexeme) { // w lower-cased, and its lexeme
-		l := lower(wb[:0], trimCut(w, ".,!?;:()\"'"))
-		return l, lx.getBytes(l)
+	word := func(i int) ([]byte, lexeme) { // ws[i] lower-cased without the punctuation around it, and its lexeme
+		if t := trimCut(ws[i], ".,!?;:()\"'"); t != ks[i].core { // (else the field's own reading: most words)
+			l := lower(wb[:0], t)
+			return l, lx.getBytes(l)
+		}
+		return append(wb[:0], ks[i].low...), ks[i].x
 	}
 	for i, w := range ws {
 		if digits>>min(i, 63)&1 == 0 || nk >= 4 || !strings.ContainsFunc(w, unicode.IsDigit) { // (what trimCut cuts has no digit)
@@ -865,12 +868,12 @@ func (lx *lexicon) factKey(ws []string, digits uint64) string { // (ws: the sent
 		v := trimCut(w, ".,!?;:()\"'")
 		var slot string
 		if i > 0 {
-			if p, x := word(ws[i-1]); x.is(fTerm) && !x.is(fAdverb) && !approx[string(p)] && bytes.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
+			if p, x := word(i - 1); x.is(fTerm) && !x.is(fAdverb) && !approx[string(p)] && bytes.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
 				slot = x.stem
 			}
 		}
 		for j := i + 1; slot == "" && j < len(ws) && j < i+4; j++ {
-			n, x := word(ws[j])
+			n, x := word(j)
 			if n := string(n); n == "a" || n == "an" || n == "per" || n == "the" {
 				continue
 			}

@@ -28,10 +28,9 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		cands, kinds = append(cands, *x), append(kinds, [2]string{kind, slot})
 	}
 	if len(cands) > maxFoldMemories { // (dropWeakest keeps no index: the facts of those left are read again)
-		cands, kinds = dropWeakest(cands, len(cands)-maxFoldMemories), kinds[:0]
+		cands, kinds = dropWeakest(cands, len(cands)-maxFoldMemories), kinds[:maxFoldMemories]
 		for i := range cands {
-			kind, slot, _ := st.lex().personFact(&cands[i])
-			kinds = append(kinds, [2]string{kind, slot})
+			kinds[i][0], kinds[i][1], _ = st.lex().personFact(&cands[i])
 		}
 	}
 	sc.sents, sc.kinds = cands, kinds
@@ -39,7 +38,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	for ci := range cands {
 		x := &cands[ci]
 		text := upperFirst(x.Own)
-		id := "m" + strconv.FormatUint(fnvAddLower(fnvAdd(hashString(x.Sp), "\x00"), text)&0xffffffffffff, 16)
+		id := string(strconv.AppendUint(append(make([]byte, 0, 16), 'm'), fnvAddLower(fnvAdd(hashString(x.Sp), "\x00"), text)&0xffffffffffff, 16))
 		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.ID == id }) {
 			continue // returned before (or in this fold)
 		}

@@ -124,7 +124,7 @@ type Summarizer struct {
 
 // scratch is the room one fold works in: the state's word counts, and what reading sentences, picking statements and
 // finding topics use. A Summarizer keeps its scratches between folds so that a fold allocates little; a fold reads
-// nothing a fold before it left there (each part is reset first) but the lexicon of the words seen.
+// nothing a fold before it left there (each part is reset first) but the lexicon of the words seen and weights written.
 type scratch struct {
 	lex          lexicon
 	terms, words []string    // a sentence's terms, and its words (fields)
@@ -139,7 +139,9 @@ type scratch struct {
 	phrases      []phrase
 	slots        []int32 // a phrase's place in phrases, by its key (topics)
 	seen, people []string
-	out          []byte // the state written
+	out          []byte        // the state written
+	floatBits    [256]uint64   // weights written (appendJSONFloat), by their bits' hash: what a fold finds here it would write
+	floatText    [256][32]byte // and how: their JSON, its length in the last byte
 }
 
 // New returns an offline summarizer.

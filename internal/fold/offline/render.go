@@ -370,17 +370,10 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			continue // a resolved date
 		}
 		k, end := lx.field(f), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
-		w, lw, x := k.core, k.low, k.x
-		ok := w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
-			!(strings.HasSuffix(lw, "ed") && len(run) == 0) && utf8.RuneCountInString(w) > 1 && !slices.Contains(people, w)
-		if ok && (strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber)) && len(run) == 0 || ok && k.flags&ffDigit != 0 && strings.IndexFunc(w, unicode.IsLetter) >= 0 { // (w's digits are f's: ffDigit)
-			ok = false // no phrase starts with a number; "14th", "0.01s", "the forty five" are no topics
-		}
-		if ok && x.is(fAdverb) {
-			ok = false // "the already mentioned"
-		}
-		r, _ := utf8.DecodeRuneInString(w)
-		up := ok && (unicode.IsUpper(r) || unicode.IsDigit(r))
+		w, x := k.core, k.x
+		// (no phrase starts with a number, "…ed"; "14th", "0.01s", "the forty five", "the already mentioned" are no topics)
+		ok := k.is(ffPhrase) && (len(run) > 0 || !k.is(ffMid)) && !slices.Contains(people, w)
+		up := ok && k.is(ffUp)
 		if ok && start && up {
 			ok = false
 			if !oneOf(end, clauseEnd) {

@@ -236,15 +236,11 @@ func dropWeakest(ss []stmt, n int) []stmt {
 	}
 	slices.Sort(ws)
 	cut := ws[n-1]
-	out := ss[:0]
-	for _, s := range ss {
-		if s.W <= cut && n > 0 {
-			n--
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
+	return slices.DeleteFunc(ss, func(s stmt) bool {
+		drop := s.W <= cut && n > 0
+		n -= b2i(drop)
+		return drop
+	})
 }
 
 // scratch is the fold's room.

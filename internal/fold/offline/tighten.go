@@ -50,7 +50,9 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 			}
 		}
 		if !kw[i].is(ffHedge) {
-			out, ko = repeated(append(out, w), append(ko, kw[i]))
+			if out, ko = append(out, w), append(ko, kw[i]); !fresh(ko) {
+				out, ko = repeated(out, ko)
+			}
 			continue
 		} else if core == nil {
 			core = lower(cb[:0], strings.TrimRight(w, ","))
@@ -138,6 +140,18 @@ func repeated(out []string, ko []*field) ([]string, []*field) {
 		}
 	}
 	return out, ko
+}
+
+// fresh reports that the last of ko is none of the three words before it as repeated tells them apart first: most
+// words, which repeated then leaves as they are.
+func fresh(ko []*field) bool {
+	y, m := ko[len(ko)-1], len(ko)
+	for n := 1; n <= 3 && 2*n <= m; n++ {
+		if x := ko[m-1-n]; x == y || x.flags&y.flags&ffASCII == 0 || x.rh == y.rh {
+			return false
+		}
+	}
+	return true
 }
 
 func sameWords(a, b []*field) bool {
