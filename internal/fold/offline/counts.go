@@ -40,6 +40,7 @@ type knownRead struct {
 	words []*known
 	n     []int
 	floor int
+	room  [12]*known
 }
 
 // read sets v to the counts s holds, in the room v had (as r holds them, when it reads s).
@@ -101,7 +102,8 @@ func (v *wordCounts) termIDs(x *stmt) []int32 {
 	if x.ids == nil {
 		n, r := len(v.all), x.terms
 		if r == nil || r.lx != v.lx || r.gen != v.lx.gen || r.s != x.Terms {
-			r = &knownRead{s: x.Terms, lx: v.lx, gen: v.lx.gen, words: make([]*known, 0, strings.Count(x.Terms, " ")+1)}
+			r = &knownRead{s: x.Terms, lx: v.lx, gen: v.lx.gen}
+			r.words = r.room[:0] // (most statements' terms fit: one allocation)
 			for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
 				r.words = append(r.words, v.lx.known([]byte(t)))
 			}

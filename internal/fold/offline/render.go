@@ -459,11 +459,8 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	_, sc := st.counts(), st.sc // (the counts read first)
 	cands := sc.cands[:0]
-	add := func(x *stmt, pi int, rec float64) {
-		if x.K == kQuestion && x.Batch {
-			rec *= 1.5
-		}
-		cands = append(cands, sc.newCand(x, pi, rec))
+	add := func(x *stmt, pi int, rec float64) { // (a question of the batch folded last weighs half as much again)
+		cands = append(cands, sc.newCand(x, pi, rec*(1+0.5*float64(b2i(x.K == kQuestion && x.Batch)))))
 	}
 	for pi := dropped; pi < len(st.Periods); pi++ {
 		for i := range st.Periods[pi].Stmts {
