@@ -357,3 +357,48 @@ func TestSentEventsAreCheckedForTheirAcks(t *testing.T) {
 		t.Fatal("the failed action of an event not stored did not run")
 	}
 }
+
+// Lifecycle events go out without an ack of their own, but for one every
+// confirmEvery and those that carry an error: all are stored, and only
+// those ask for an ack.
+func TestLifecycleEventsAskForAnAckOnlyNowAndThen(t *testing.T) {
+	r := newRig(t)
+	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: r.Layout.Subjects, clock: SystemClock{}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
+	for _, typ := range []string{events.EventCompactionStarted, events.EventCompactionCompleted, events.EventCompactionStarted} {
+		rec.event("s1", events.Lifecycle{Type: typ})
+	}
+	rec.event("s1", events.Lifecycle{Type: events.EventCompactionFailed, Error: "model down"})
+	r.Eventually("all four stored", func() bool { return len(r.Lifecycle("s1")) == 4 })
+	if n := len(rec.sent.waiting); n != 2 {
+		t.Fatalf("%d events asked for an ack, want 2: the first, and the one with an error", n)
+	}
+	if w := rec.sent.waiting; w[0].before != 0 || w[1].before != 2 || w[1].typ != events.EventCompactionFailed {
+		t.Fatalf("acked events %+v, want the first with none before it and the failure with the 2 sent without an ack", w)
+	}
+}
+
+// A lifecycle event the stream does not store is logged with the number
+// of events sent without an ack before it, which it stood for.
+func TestRefusedLifecycleEventNamesTheUnconfirmedBeforeIt(t *testing.T) {
+	r := newRig(t)
+	var buf testlog.Buffer
+	subj, err := events.NewSubjects("nowhere") // no stream holds its subjects
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: subj, clock: SystemClock{}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.New(&buf)}}
+	rec.confirmedAt = time.Now() // the last acked event just left
+	for range 3 {
+		rec.event("s1", events.Lifecycle{Type: events.EventCompactionStarted})
+	}
+	rec.confirmedAt = time.Now().Add(-confirmEvery)
+	rec.event("s1", events.Lifecycle{Type: events.EventCompactionCompleted})
+	r.Eventually("the acked one answered and checked", func() bool {
+		rec.sent.check(time.Now())
+		return len(rec.sent.waiting) == 0
+	})
+	lines := buf.Lines(t)
+	if len(lines) != 1 || lines[0]["event"] != "publish_failed" || lines[0]["type"] != events.EventCompactionCompleted || lines[0]["unconfirmed_before"] != float64(3) {
+		t.Fatalf("log %v, want one publish_failed for the completed event, with the 3 sent before it", lines)
+	}
+}

@@ -207,7 +207,7 @@ func isASCII(s string) bool { return sentence.IsASCII(s) }
 
 // clip cuts s to at most max runes at a word boundary, with "…".
 func clip(s string, max int) string {
-	if runeLen(s) <= max {
+	if len(s) <= max || runeLen(s) <= max { // (no more runes than bytes)
 		return s
 	}
 	r := []rune(s)[:max-1]
@@ -403,7 +403,7 @@ func newField(l *lexicon, f string) *field {
 		modal || ll && c != "" && c != "I", reldate.MayStartIn(f), hedgeWords[strings.ToLower(strings.TrimRight(f, ","))], isASCII(f),
 		inlineFiller[strings.ToLower(tc)], len(tc) == 1 && tc != "a" && tc != "i" && strings.ToLower(tc) == tc && !unicode.IsDigit(rune(tc[0])), strings.HasSuffix(f, "-") && len(f) > 1,
 		len(tc) <= 3 && onsets[tc], isLaugh(end) || end == "though" || inlineFiller[end], danglingEnd[end],
-		w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop|fAdverb) && !hasByte(w, 1<<'$'|1<<'%'|1<<'/'|1<<'='|1<<';') &&
+		w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop|fAdverb) && !strings.ContainsAny(w, "$%/=;") &&
 			utf8.RuneCountInString(w) > 1 && !(strings.ContainsFunc(f, unicode.IsDigit) && strings.IndexFunc(w, unicode.IsLetter) >= 0), // ("14th", "0.01s")
 		strings.HasSuffix(k.low, "ed") || strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber), unicode.IsUpper(rc) || unicode.IsDigit(rc)} {
 		k.flags |= fieldFlags(b2i(on)) << i

@@ -152,7 +152,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if t := tidyEnds(sent); t != sent {
 			sent, fs = t, fs[:0]
 		}
-		if sent == "" || strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you") {
+		if sent == "" || sent[0]|0x20 == 't' && (strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you")) {
 			continue // thanks are not news
 		}
 		if len(fs) == 0 || slices.Contains(fs, "") { // (its fields not known; each word is looked up once, for the terms, statFields, report and factKey)
@@ -687,12 +687,17 @@ func conjugate(v string) (string, bool) {
 // words, as a person reporting it writes them) and, when past, the modals of reported speech in the past (ffModal's:
 // "they will ship it" → "they would ship it").
 func reword(s string, fs []string, ks []*field, past bool) string {
-	if !anyIs(ks, ffGroup) && !(past && anyIs(ks, ffModal)) {
+	flags := ffGroup | ffModal*fieldFlags(b2i(past)) // (the words it changes)
+	if !slices.ContainsFunc(ks, func(k *field) bool { return k.flags&flags != 0 }) {
 		return s
 	}
-	var arr [64]string
-	ws := append(arr[:0], fs...)
-	for i, w := range ws {
+	var arr [256]byte
+	b := arr[:0] // (fs joined by single spaces, as they are changed)
+	for i, w := range fs {
+		if b = append(b, " "[:min(i, 1)]...); ks[i].flags&flags == 0 {
+			b = append(b, w...)
+			continue
+		}
 		if ks[i].is(ffGroup) {
 			core := strings.TrimRight(w, `.,!?;:"`)
 			w = groupPerson[strings.ToLower(core)] + w[len(core):]
@@ -702,9 +707,9 @@ func reword(s string, fs []string, ks []*field, past bool) string {
 		} else if c, ok := strings.CutSuffix(core, "'ll"); past && ks[i].is(ffModal) && ok {
 			w = c + " would" + w[len(core):]
 		}
-		ws[i] = w
+		b = append(b, w...)
 	}
-	return strings.Join(ws, " ")
+	return string(b)
 }
 
 // lowerFirst is prefix, then s with its first letter lower-cased when its first word is a common word, not a name ("Can

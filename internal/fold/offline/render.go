@@ -459,11 +459,8 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	_, sc := st.counts(), st.sc // (the counts read first)
 	cands := sc.cands[:0]
-	add := func(x *stmt, pi int, rec float64) {
-		if x.K == kQuestion && x.Batch {
-			rec *= 1.5
-		}
-		cands = append(cands, sc.newCand(x, pi, rec))
+	add := func(x *stmt, pi int, rec float64) { // (a question of the batch folded last weighs half as much again)
+		cands = append(cands, sc.newCand(x, pi, rec*(1+0.5*float64(b2i(x.K == kQuestion && x.Batch)))))
 	}
 	for pi := dropped; pi < len(st.Periods); pi++ {
 		for i := range st.Periods[pi].Stmts {
@@ -487,6 +484,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 // and the caterer wants a deposit."). A speaker reported just before "also said" (asked, thought, suggested) while room
 // lasts: the runes left by the statements taken (room: what the lines of the lead and the periods left).
 func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string) {
+	lines = make([]string, 0, 1+len(headers)+len(cands)) // (at most)
 	if lead != "" {
 		lines = append(lines, lead)
 	}
@@ -736,6 +734,7 @@ type textRead struct {
 	text, rest              string
 	runes                   int
 	decisive, reason, opine bool
+	terms                   knownRead // the statement's Terms as the lexicon knew them (wordCounts.termIDs), kept here: one allocation
 }
 
 func (x *stmt) textRead() *textRead {

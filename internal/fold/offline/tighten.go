@@ -166,13 +166,6 @@ func sameWords(a, b []*field) bool {
 
 func isLetter(c byte) bool          { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 func oneOf(c byte, set uint64) bool { return c < 64 && set>>c&1 != 0 } // c is in set, a mask of bytes below 64: 1<<'.' | 1<<',' …
-func hasByte(s string, set uint64) bool { // strings.ContainsAny(s, set's bytes), set as oneOf's
-	i := 0
-	for i < len(s) && !oneOf(s[i], set) {
-		i++
-	}
-	return i < len(s)
-}
 
 // equalFold is strings.EqualFold, quick to tell words apart by their first letter.
 func equalFold(x, y string) bool {
