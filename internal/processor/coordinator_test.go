@@ -402,3 +402,20 @@ func TestRefusedLifecycleEventNamesTheUnconfirmedBeforeIt(t *testing.T) {
 		t.Fatalf("log %v, want one publish_failed for the completed event, with the 3 sent before it", lines)
 	}
 }
+
+// A lifecycle event asks for an ack once confirmEvery has passed on the
+// recorder's clock since the last one that did, as its time (At) is read
+// from that clock.
+func TestLifecycleEventAckFollowsTheRecordersClock(t *testing.T) {
+	r := newRig(t)
+	clk := &fakeClock{now: t0}
+	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: r.Layout.Subjects, clock: clk, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
+	for range 3 {
+		rec.event("s1", events.Lifecycle{Type: events.EventCompactionStarted})
+		clk.add(confirmEvery)
+	}
+	r.Eventually("all three stored", func() bool { return len(r.Lifecycle("s1")) == 3 })
+	if n := len(rec.sent.waiting); n != 3 {
+		t.Fatalf("%d of 3 events asked for an ack, want each: confirmEvery passed on the recorder's clock before each", n)
+	}
+}

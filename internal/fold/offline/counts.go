@@ -100,14 +100,13 @@ func (v *wordCounts) release() *wordCounts {
 // termIDs are x's terms by their numbers, found once a fold (in v's room).
 func (v *wordCounts) termIDs(x *stmt) []int32 {
 	if x.ids == nil {
-		n, r := len(v.all), x.terms
-		if r == nil || r.lx != v.lx || r.gen != v.lx.gen || r.s != x.Terms {
-			r = &knownRead{s: x.Terms, lx: v.lx, gen: v.lx.gen}
-			r.words = r.room[:0] // (most statements' terms fit: one allocation)
+		n, r := len(v.all), &x.textRead().terms
+		if r.lx != v.lx || r.gen != v.lx.gen || r.s != x.Terms {
+			*r = knownRead{s: x.Terms, lx: v.lx, gen: v.lx.gen}
+			r.words = r.room[:0] // (most statements' terms fit: no allocation)
 			for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
 				r.words = append(r.words, v.lx.known([]byte(t)))
 			}
-			x.terms = r
 		}
 		for _, k := range r.words {
 			v.all = append(v.all, v.number(k))

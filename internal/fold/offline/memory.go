@@ -18,11 +18,11 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	cands, kinds := sc.sents[:0], sc.kinds[:0] // (the turns' sentences are read); each one's personFact
 	for i := range b.stmts {
 		x := &b.stmts[i]
-		if x.K != kSaid && x.K != kAsk || x.Sp == "" || x.Own == "" || strings.Count(x.Terms, " ") < 1 || runeLen(x.Own) > maxStmtRunes {
+		if x.K != kSaid && x.K != kAsk || x.Sp == "" || x.Own == "" || strings.IndexByte(x.Terms, ' ') < 0 || runeLen(x.Own) > maxStmtRunes {
 			continue // not a speaker's own words, too little to remember, or too long
 		}
 		kind, slot, about := st.lex().personFact(x)
-		if !isFactStmt(x, about) || !fieldsAtLeast(x.Text, 5) && !about {
+		if !isFactStmt(x, about) || !about && !fieldsAtLeast(x.Text, 5) {
 			continue // no fact, or too short to stand alone
 		}
 		cands, kinds = append(cands, *x), append(kinds, [2]string{kind, slot})

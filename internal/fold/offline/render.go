@@ -484,6 +484,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 // and the caterer wants a deposit."). A speaker reported just before "also said" (asked, thought, suggested) while room
 // lasts: the runes left by the statements taken (room: what the lines of the lead and the periods left).
 func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string) {
+	lines = make([]string, 0, 1+len(headers)+len(cands)) // (at most)
 	if lead != "" {
 		lines = append(lines, lead)
 	}
@@ -733,6 +734,7 @@ type textRead struct {
 	text, rest              string
 	runes                   int
 	decisive, reason, opine bool
+	terms                   knownRead // the statement's Terms as the lexicon knew them (wordCounts.termIDs), kept here: one allocation
 }
 
 func (x *stmt) textRead() *textRead {

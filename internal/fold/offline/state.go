@@ -94,12 +94,11 @@ type stmt struct {
 	// when it is read.
 	Ph string `json:"ph,omitempty"`
 	// Batch is set on the statements of the fold that wrote the state.
-	Batch bool    `json:"batch,omitempty"`
-	Own   string  `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
-	ids   []int32 // Terms by their numbers in this fold, once found (wordCounts.termIDs)
-	read  *textRead
-	terms *knownRead
-	js    *written // where an encoding of its state wrote it (codec.go)
+	Batch bool      `json:"batch,omitempty"`
+	Own   string    `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
+	ids   []int32   // Terms by their numbers in this fold, once found (wordCounts.termIDs)
+	read  *textRead // (with its terms as the lexicon knew them)
+	js    *written  // where an encoding of its state wrote it (codec.go)
 }
 
 // fact is a memory returned earlier; its ID is the hash of its speaker and lower-cased text (memories), so the same
