@@ -363,7 +363,7 @@ func TestSentEventsAreCheckedForTheirAcks(t *testing.T) {
 // those ask for an ack.
 func TestLifecycleEventsAskForAnAckOnlyNowAndThen(t *testing.T) {
 	r := newRig(t)
-	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: r.Layout.Subjects, clock: SystemClock{}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
+	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: r.Layout.Subjects, clock: &fakeClock{now: t0}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
 	for _, typ := range []string{events.EventCompactionStarted, events.EventCompactionCompleted, events.EventCompactionStarted} {
 		rec.event("s1", events.Lifecycle{Type: typ})
 	}
