@@ -56,7 +56,10 @@ func (lx *lexicon) personFact(x *stmt) (kind, slot string, ok bool) {
 	}
 	rest = strings.TrimSpace(rest)
 	var buf [24]byte // the verbs are short and ASCII: an ASCII text is read from its start lower-cased
-	low, obj := lower(buf[:0], rest[:min(len(rest), len(buf))]), rest
+	low, obj := buf[:min(len(rest), len(buf))], rest
+	for i := range low { // (lower, without its appends: what is not ASCII is read again below)
+		low[i] = lowerASCII(rest[i])
+	}
 	if !isASCII(rest) {
 		obj = strings.ToLower(rest)
 		low = []byte(obj)

@@ -180,8 +180,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			continue
 		}
 		for ph, i, more := ss[si].Ph, 0, ss[si].Ph != ""; more; {
-			// the next "text=key" up to ';' (strings.Cut twice), its text's spaces counted and its key hashed (hashString)
-			// in one pass
+			// the next "text=key" to ';' (strings.Cut twice), its text's spaces counted and its key hashed (hashString) at once
 			start, spaces, h := i, 0, uint64(14695981039346656037)
 			for ; i < len(ph) && ph[i] != '=' && ph[i] != ';'; i++ {
 				spaces += b2i(ph[i] == ' ')
