@@ -363,7 +363,7 @@ func TestSentEventsAreCheckedForTheirAcks(t *testing.T) {
 // those ask for an ack.
 func TestLifecycleEventsAskForAnAckOnlyNowAndThen(t *testing.T) {
 	r := newRig(t)
-	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: r.Layout.Subjects, clock: SystemClock{}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
+	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: r.Layout.Subjects, clock: &fakeClock{now: t0}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
 	for _, typ := range []string{events.EventCompactionStarted, events.EventCompactionCompleted, events.EventCompactionStarted} {
 		rec.event("s1", events.Lifecycle{Type: typ})
 	}
@@ -400,5 +400,22 @@ func TestRefusedLifecycleEventNamesTheUnconfirmedBeforeIt(t *testing.T) {
 	lines := buf.Lines(t)
 	if len(lines) != 1 || lines[0]["event"] != "publish_failed" || lines[0]["type"] != events.EventCompactionCompleted || lines[0]["unconfirmed_before"] != float64(3) {
 		t.Fatalf("log %v, want one publish_failed for the completed event, with the 3 sent before it", lines)
+	}
+}
+
+// A lifecycle event asks for an ack once confirmEvery has passed on the
+// recorder's clock since the last one that did, as its time (At) is read
+// from that clock.
+func TestLifecycleEventAckFollowsTheRecordersClock(t *testing.T) {
+	r := newRig(t)
+	clk := &fakeClock{now: t0}
+	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: r.Layout.Subjects, clock: clk, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
+	for range 3 {
+		rec.event("s1", events.Lifecycle{Type: events.EventCompactionStarted})
+		clk.add(confirmEvery)
+	}
+	r.Eventually("all three stored", func() bool { return len(r.Lifecycle("s1")) == 3 })
+	if n := len(rec.sent.waiting); n != 3 {
+		t.Fatalf("%d of 3 events asked for an ack, want each: confirmEvery passed on the recorder's clock before each", n)
 	}
 }

@@ -37,7 +37,7 @@ type recorder struct {
 	// sent: events published without waiting, whose acks are checked at
 	// each sweep. Loop only.
 	sent sentEvents
-	// confirmedAt is the wall time the last lifecycle event sent with an
+	// confirmedAt is when (clock) the last lifecycle event sent with an
 	// ack left, and unconfirmed counts those sent without one since (event).
 	// Loop only.
 	confirmedAt time.Time
@@ -198,8 +198,8 @@ func (p *recorder) event(id string, ev events.Lifecycle) {
 		return
 	}
 	subject := p.subj.Out(id, events.KindEvent)
-	now := time.Now()
-	if ev.Error == "" && now.Sub(p.confirmedAt) < confirmEvery {
+	now := time.Now() // (the sweep's wall time)
+	if ev.Error == "" && p.clock.Now().Sub(p.confirmedAt) < confirmEvery {
 		if err := p.conn.Publish(subject, data); err != nil {
 			p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", id).Str("type", ev.Type).Msg("lifecycle event not published")
 			return
@@ -215,7 +215,7 @@ func (p *recorder) event(id string, ev events.Lifecycle) {
 		return
 	}
 	p.sent.add(sentEvent{f: f, session: id, typ: ev.Type, at: now, before: p.unconfirmed})
-	p.confirmedAt, p.unconfirmed = now, 0
+	p.confirmedAt, p.unconfirmed = p.clock.Now(), 0
 }
 
 // sentEvents are outbound events published without waiting (lifecycle

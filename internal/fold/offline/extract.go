@@ -564,7 +564,7 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
 			return lowerFirst(sp+" asked: ", sent), false
 		}
-		return lowerFirst(sp+" "+verb+" ", reword(sent, ws, ks, true)), false
+		return lowerFirst(sp+" "+verb+" ", reword(sent, ws, ks, anyIs(ks, ffModal))), false // (in the past when a modal is)
 	}
 	if strings.Contains(sent, "\"") {
 		return sp + " " + verb + ": " + sent, first > 0
@@ -698,13 +698,14 @@ func reword(s string, fs []string, ks []*field, past bool) string {
 			b = append(b, w...)
 			continue
 		}
+		modal := past && ks[i].is(ffModal)
 		if ks[i].is(ffGroup) {
 			core := strings.TrimRight(w, `.,!?;:"`)
-			w = groupPerson[strings.ToLower(core)] + w[len(core):]
+			w, modal = groupPerson[strings.ToLower(core)]+w[len(core):], past // ("WE'LL": "they'll", a modal once lower-cased)
 		}
-		if core := strings.TrimRight(w, ".,!?;:"); past && ks[i].is(ffModal) && pastModal[core] != "" {
+		if core := strings.TrimRight(w, ".,!?;:"); modal && pastModal[core] != "" {
 			w = pastModal[core] + w[len(core):]
-		} else if c, ok := strings.CutSuffix(core, "'ll"); past && ks[i].is(ffModal) && ok {
+		} else if c, ok := strings.CutSuffix(core, "'ll"); modal && ok {
 			w = c + " would" + w[len(core):]
 		}
 		b = append(b, w...)

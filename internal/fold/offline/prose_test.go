@@ -377,6 +377,23 @@ func TestReportedSpeechPutsModalsInThePast(t *testing.T) {
 	}
 }
 
+// A "we'll" written in capitals is the group's "we'll" too: put in the past
+// with the other modals of the sentence, and in a proposal.
+func TestReportedSpeechPutsCapitalisedWellInThePast(t *testing.T) {
+	got := summarize(t, fold.Request{Turns: turns(
+		"Bob: WE'LL ship the release on Friday, the installer can wait.",
+		"Carol: let's make sure WE'LL ship the installer too.",
+	)})
+	for _, want := range []string{
+		"Bob said they would ship the release on Friday, the installer could wait.",
+		"Carol suggested they make sure they would ship the installer too.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+}
+
 // A speaker reported two or three statements before, with someone else
 // between, "also" says what they said next; a speaker just reported is
 // joined or reported plainly.

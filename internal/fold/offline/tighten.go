@@ -21,7 +21,7 @@ const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what en
 func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string, []*field) {
 	ws, kw, prev, run, changed := fs[:0], ks[:0], "", 0, false // (kw: what the lexicon knows of ws; in fs's and ks's room)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
-		if run++; prev == "" || f[0] != prev[0] && (f[0]|prev[0] >= utf8.RuneSelf || lowerASCII(f[0]) != lowerASCII(prev[0])) || !strings.EqualFold(f, prev) { // (equalFold)
+		if run++; prev == "" || f[0] != prev[0] && f[0]|prev[0] < utf8.RuneSelf && lowerASCII(f[0]) != lowerASCII(prev[0]) || !strings.EqualFold(f, prev) { // (equalFold)
 			run = 0
 		}
 		if prev = f; run >= 3 {
