@@ -292,6 +292,9 @@ func TestClusterFailover(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("processor not ready")
 	}
+	if !p.newRecorder().ackEach {
+		t.Error("a recorder on the replicated outbound stream sends lifecycle events without an ack each")
+	}
 	sessions := []string{"c0", "c1", "c2"}
 	watcher := crashtest.Poll(context.Background(), kv, sessions, batch, 5*time.Millisecond)
 	watch, err := crashtest.Watch(context.Background(), kv, batch)
