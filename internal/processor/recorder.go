@@ -52,7 +52,7 @@ type recorder struct {
 // newRecorder is a shard's recorder, on the processor's connections.
 func (p *Processor) newRecorder() *recorder {
 	return &recorder{js: p.js, conn: p.js.Conn(), foldJS: p.foldJS, out: p.outStrm, subj: p.subj, clock: p.clock, log: p.log, obs: p.foldObs,
-		sent: sentEvents{log: p.log}, ackEach: p.outStrm.CachedInfo().Config.Replicas > 1}
+		sent: sentEvents{log: p.log}, ackEach: p.outStrm != nil && p.outStrm.CachedInfo().Config.Replicas > 1}
 }
 
 // sendSummary records a fold on the outbound stream and waits for the
