@@ -20,12 +20,15 @@ var abbrevs = map[string]bool{"mr": true, "mrs": true, "ms": true, "dr": true, "
 // before a number), a single letter ("J. Smith") or inside a number
 // ("3.5") does not end a sentence.
 // Sentences are trimmed; empty ones are left out.
-func Split(text string) []string {
-	var out []string
+func Split(text string) []string { return AppendSplit(nil, text) }
+
+// AppendSplit appends Split(text) to dst (a caller's array: no allocation
+// while it has room).
+func AppendSplit(dst []string, text string) []string {
 	for line := range strings.SplitSeq(text, "\n") {
-		out = splitLine(out, line)
+		dst = splitLine(dst, line)
 	}
-	return out
+	return dst
 }
 
 func splitLine(out []string, line string) []string {
