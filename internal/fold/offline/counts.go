@@ -28,6 +28,7 @@ type wordCounts struct {
 	text  []byte       // room for String
 	all   []int32      // room for the statements' termIDs
 	back  *knownRead   // what read makes of String's last text
+	clean int          // words numbered by read (state.counts): none has ':'
 }
 
 // knownRead are the words of s (state.Voc, with their counts and floor, or a statement's Terms) as a lexicon knows them,
@@ -93,7 +94,7 @@ func (v *wordCounts) release() *wordCounts {
 	if v.fold++; v.fold == 0 { // the stamp wrapped: a word stamped long ago must not read as numbered in this fold
 		v.lx.m, v.lx.near, v.lx.gen, v.fold = nil, [len(v.lx.near)]*known{}, v.lx.gen+1, 1
 	}
-	v.words, v.n, v.size, v.floor, v.all, v.back = v.words[:0], v.n[:0], 0, 0, v.all[:0], nil
+	v.words, v.n, v.size, v.floor, v.all, v.back, v.clean = v.words[:0], v.n[:0], 0, 0, v.all[:0], nil, 0
 	return v
 }
 
@@ -175,7 +176,7 @@ func (v *wordCounts) String() string {
 		if len(b) > 0 {
 			b = append(b, ' ')
 		}
-		colon := strings.IndexByte(v.words[id].w, ':') >= 0
+		colon := id >= v.clean && strings.IndexByte(v.words[id].w, ':') >= 0
 		if b = append(b, v.words[id].w...); c != 1 || colon {
 			b = strconv.AppendInt(append(b, ':'), int64(c), 10)
 		}
@@ -231,6 +232,7 @@ func (st *state) counts() *wordCounts {
 		sc := st.scratch()
 		sc.voc.lx = &sc.lex
 		st.voc = sc.voc.read(st.Voc, st.counted)
+		st.voc.clean = len(st.voc.words) // (read leaves out a word with ':')
 	}
 	return st.voc
 }
