@@ -151,7 +151,10 @@ func (x *stmt) fields(c *codec) {
 // or its value read (the next key is name's: the fields are read in the order they are written).
 func (c *codec) field(name string, omit bool) bool {
 	if r := c.r; r != nil {
-		if name = name[b2i(c.first):]; r.err != nil || !strings.HasPrefix(r.s[r.i:], name) { // (an object's first: no comma)
+		if c.first {
+			name = name[1:] // (the object's first: no comma before it)
+		}
+		if r.err != nil || !strings.HasPrefix(r.s[r.i:], name) {
 			return false
 		}
 		r.i, c.first = r.i+len(name), false

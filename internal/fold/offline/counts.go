@@ -28,7 +28,7 @@ type wordCounts struct {
 	text  []byte       // room for String
 	all   []int32      // room for the statements' termIDs
 	back  *knownRead   // what read makes of String's last text
-	clean int          // words numbered by read (state.counts): none has ':'
+	clean int          // words numbered by read: none has ':' (read leaves such a word out)
 }
 
 // knownRead are the words of s (state.Voc, with their counts and floor, or a statement's Terms) as a lexicon knows them,
@@ -50,7 +50,7 @@ func (v *wordCounts) read(s string, r *knownRead) *wordCounts {
 		for i, k := range r.words {
 			k.fold, k.id = v.fold, int32(i)
 		}
-		v.words, v.n, v.size, v.floor = append(v.words, r.words...), append(v.n, r.n...), len(r.n), r.floor
+		v.words, v.n, v.size, v.floor, v.clean = append(v.words, r.words...), append(v.n, r.n...), len(r.n), r.floor, len(r.words)
 		return v
 	}
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
@@ -69,7 +69,7 @@ func (v *wordCounts) read(s string, r *knownRead) *wordCounts {
 			if k.fold == v.fold {
 				v.n[k.id], v.size = -1, v.size-1
 			}
-			k.fold, k.id, v.words, v.n, v.size = v.fold, int32(len(v.words)), append(v.words, k), append(v.n, n), v.size+1
+			k.fold, k.id, v.words, v.n, v.size, v.clean = v.fold, int32(len(v.words)), append(v.words, k), append(v.n, n), v.size+1, len(v.words)+1
 		}
 	}
 	return v
@@ -232,7 +232,6 @@ func (st *state) counts() *wordCounts {
 		sc := st.scratch()
 		sc.voc.lx = &sc.lex
 		st.voc = sc.voc.read(st.Voc, st.counted)
-		st.voc.clean = len(st.voc.words) // (read leaves out a word with ':')
 	}
 	return st.voc
 }
