@@ -509,7 +509,7 @@ var (
 func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, user bool, names []string) (text string, self bool) { // (ws: sent's fields, ks: theirs)
 	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
 	low, verb := buf[:0], "said"
-	if len(ks) > 0 && actStarts[ks[0].low] { // (else no opinion nor act can open it: low is compared with them alone)
+	if len(ks) > 0 && ks[0].is(ffAct) { // (else no opinion nor act can open it: low is compared with them alone)
 		low = lower(buf[:0], sent[:min(len(sent), len(buf))])
 	}
 	for _, o := range opinion[:len(opinion)*b2i(len(low) > 0)] {
@@ -717,8 +717,8 @@ func reword(s string, fs []string, ks []*field, past bool) string {
 func lowerFirst(prefix, s string) string {
 	w, _, _ := strings.Cut(s, " ")
 	var lb [32]byte
-	lw := string(lower(lb[:0], strings.TrimRight(w, ",.!?")))
-	if lw == "i" || strings.HasPrefix(lw, "i'") || !(stopWords[lw] || groupPerson[lw] != "" || secondPerson[lw] || leadCommon[lw]) {
+	lw := lower(lb[:0], strings.TrimRight(w, ",.!?")) // (read as a string without a copy)
+	if string(lw) == "i" || strings.HasPrefix(string(lw), "i'") || !(stopWords[string(lw)] || groupPerson[string(lw)] != "" || secondPerson[string(lw)] || leadCommon[string(lw)]) {
 		return prefix + s
 	}
 	r, n := utf8.DecodeRuneInString(s)

@@ -35,7 +35,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 	}
 	n0 := len(ws)
 	var buf [48]byte
-	for len(ws) > 2 && lx.getBytes(lower(buf[:0], trimCut(ws[0], ",.!"))).is(fLaugh) {
+	for len(ws) > 2 && (kw[0].core == trimCut(ws[0], ",.!") && kw[0].x.is(fLaugh) || kw[0].core != trimCut(ws[0], ",.!") && lx.getBytes(lower(buf[:0], trimCut(ws[0], ",.!"))).is(fLaugh)) { // (its field's reading when it trims ws[0] alike)
 		ws, kw = ws[1:], kw[1:] // "hahaha that was close"
 	}
 	out, ko := ws[:0], kw[:0] // (ko: what the lexicon knows of out; in ws's room: out[i] is written once ws[i] is read)
