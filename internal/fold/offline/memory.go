@@ -11,8 +11,8 @@ import (
 // memories are the batch's statements that hold a durable fact: what someone said about themselves (likes, plans, where
 // they live or work, what they did or own), and statements with numbers, dates or decisions, each in its speaker's own
 // words with relative dates resolved (a memory's line names its speaker: "Lena: I live in Berlin."). A fact returned
-// before (the same text) is not returned again; one that changes what a speaker likes, did, plans, owns or where they
-// live or work (person.go), or the numbers of an earlier fact about the same thing, supersedes it.
+// before (the same text) is not returned again; one that changes what its speaker likes, did, plans, owns or where they
+// live or work (person.go), or the numbers of that speaker's earlier fact about the same thing, supersedes it.
 func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 	sc := st.scratch()
 	cands, kinds := sc.sents[:0], sc.kinds[:0] // (the turns' sentences are read); each one's personFact
