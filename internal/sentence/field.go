@@ -7,8 +7,9 @@ import (
 )
 
 // NextField is the first of s[i:]'s fields (as strings.Fields splits s)
-// and the index past it; "" when there is none. It is strings.FieldsSeq
-// without a call per field, fast on ASCII words between single spaces:
+// and the index past it (or past the space after it); "" when there is
+// none. It is strings.FieldsSeq without a call per field, fast on ASCII
+// words between single spaces:
 //
 //	for f, i := NextField(s, 0); f != ""; f, i = NextField(s, i) { … }
 func NextField(s string, i int) (string, int) {
@@ -19,7 +20,9 @@ func NextField(s string, i int) (string, int) {
 	for i+8 <= len(s) { // eight bytes at a time: the first that is not ' ' < b < utf8.RuneSelf
 		x := load64(s[i : i+8])
 		if m := ((x-0x2121212121212121)&^x | x) & 0x8080808080808080; m != 0 { // (a borrow only runs up from such a byte)
-			i += bits.TrailingZeros64(m) >> 3
+			if i += bits.TrailingZeros64(m) >> 3; s[i] == ' ' && i > start {
+				return s[start:i], i + 1 // (the common end: the space is passed over too)
+			}
 			break
 		}
 		i += 8

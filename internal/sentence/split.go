@@ -1,6 +1,7 @@
 package sentence
 
 import (
+	"math/bits"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -19,19 +20,31 @@ var abbrevs = map[string]bool{"mr": true, "mrs": true, "ms": true, "dr": true, "
 // before a number), a single letter ("J. Smith") or inside a number
 // ("3.5") does not end a sentence.
 // Sentences are trimmed; empty ones are left out.
-func Split(text string) []string {
-	var out []string
+func Split(text string) []string { return AppendSplit(nil, text) }
+
+// AppendSplit appends Split(text) to dst (a caller's array: no allocation
+// while it has room).
+func AppendSplit(dst []string, text string) []string {
 	for line := range strings.SplitSeq(text, "\n") {
-		out = splitLine(out, line)
+		dst = splitLine(dst, line)
 	}
-	return out
+	return dst
 }
 
 func splitLine(out []string, line string) []string {
 	start := 0
 	for i := 0; i < len(line); {
+		for i+8 <= len(line) { // eight bytes at a time: the first of mayEnd's ('.', '!', '?' or beyond ASCII)
+			x := load64(line[i : i+8])
+			a, b, c := x^0x2e2e2e2e2e2e2e2e, x^0x2121212121212121, x^0x3f3f3f3f3f3f3f3f // (a zero byte: '.', '!', '?')
+			if m := ((a-0x0101010101010101)&^a | (b-0x0101010101010101)&^b | (c-0x0101010101010101)&^c | x) & 0x8080808080808080; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3 // (a borrow only runs up from a zero byte: the first flagged is one)
+				break
+			}
+			i += 8
+		}
 		for i < len(line) && !mayEnd[line[i]] {
-			i++ // (most bytes: one test)
+			i++ // (the last bytes: one test each)
 		}
 		if i == len(line) {
 			break

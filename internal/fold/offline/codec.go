@@ -157,8 +157,7 @@ func (c *codec) field(name string, omit bool) bool {
 		if r.err != nil || !strings.HasPrefix(r.s[r.i:], name) {
 			return false
 		}
-		r.i += len(name)
-		c.first = false
+		r.i, c.first = r.i+len(name), false
 		return true
 	}
 	if !omit {

@@ -28,6 +28,7 @@ type wordCounts struct {
 	text  []byte       // room for String
 	all   []int32      // room for the statements' termIDs
 	back  *knownRead   // what read makes of String's last text
+	clean int          // words numbered by read: none has ':' (read leaves such a word out)
 }
 
 // knownRead are the words of s (state.Voc, with their counts and floor, or a statement's Terms) as a lexicon knows them,
@@ -49,7 +50,7 @@ func (v *wordCounts) read(s string, r *knownRead) *wordCounts {
 		for i, k := range r.words {
 			k.fold, k.id = v.fold, int32(i)
 		}
-		v.words, v.n, v.size, v.floor = append(v.words, r.words...), append(v.n, r.n...), len(r.n), r.floor
+		v.words, v.n, v.size, v.floor, v.clean = append(v.words, r.words...), append(v.n, r.n...), len(r.n), r.floor, len(r.words)
 		return v
 	}
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
@@ -68,7 +69,7 @@ func (v *wordCounts) read(s string, r *knownRead) *wordCounts {
 			if k.fold == v.fold {
 				v.n[k.id], v.size = -1, v.size-1
 			}
-			k.fold, k.id, v.words, v.n, v.size = v.fold, int32(len(v.words)), append(v.words, k), append(v.n, n), v.size+1
+			k.fold, k.id, v.words, v.n, v.size, v.clean = v.fold, int32(len(v.words)), append(v.words, k), append(v.n, n), v.size+1, len(v.words)+1
 		}
 	}
 	return v
@@ -93,7 +94,7 @@ func (v *wordCounts) release() *wordCounts {
 	if v.fold++; v.fold == 0 { // the stamp wrapped: a word stamped long ago must not read as numbered in this fold
 		v.lx.m, v.lx.near, v.lx.gen, v.fold = nil, [len(v.lx.near)]*known{}, v.lx.gen+1, 1
 	}
-	v.words, v.n, v.size, v.floor, v.all, v.back = v.words[:0], v.n[:0], 0, 0, v.all[:0], nil
+	v.words, v.n, v.size, v.floor, v.all, v.back, v.clean = v.words[:0], v.n[:0], 0, 0, v.all[:0], nil, 0
 	return v
 }
 
@@ -175,7 +176,7 @@ func (v *wordCounts) String() string {
 		if len(b) > 0 {
 			b = append(b, ' ')
 		}
-		colon := strings.IndexByte(v.words[id].w, ':') >= 0
+		colon := id >= v.clean && strings.IndexByte(v.words[id].w, ':') >= 0
 		if b = append(b, v.words[id].w...); c != 1 || colon {
 			b = strconv.AppendInt(append(b, ':'), int64(c), 10)
 		}

@@ -143,7 +143,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 	lx := &sc.lex
 	out := sc.sents[:0] // (the caller copies them)
 	user := agent && strings.EqualFold(t.Role, "user")
-	for _, raw := range splitSentences(text) {
+	for _, raw := range sentence.AppendSplit(make([]string, 0, 8), text) { // (its room on the stack)
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}

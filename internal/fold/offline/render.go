@@ -68,7 +68,7 @@ func (st *state) closePeriods(budget int) {
 // newPeriod closes the statements ss into a period.
 func (st *state) newPeriod(ss []stmt) period {
 	p := period{}
-	count := map[string]int{}
+	count := make(map[string]int, 8) // (its speakers: a few)
 	var order []string
 	for i := range ss {
 		x := &ss[i]
