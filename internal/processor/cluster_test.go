@@ -292,9 +292,6 @@ func TestClusterFailover(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("processor not ready")
 	}
-	if !p.newRecorder().ackEach {
-		t.Error("a recorder on the replicated outbound stream sends lifecycle events without an ack each")
-	}
 	sessions := []string{"c0", "c1", "c2"}
 	watcher := crashtest.Poll(context.Background(), kv, sessions, batch, 5*time.Millisecond)
 	watch, err := crashtest.Watch(context.Background(), kv, batch)
@@ -700,4 +697,44 @@ func TestStuckConsumerIsReplaced(t *testing.T) {
 		_, err := r.JS.Consumer(ctx, r.Layout.In, "foldstream")
 		return errors.Is(err, jetstream.ErrConsumerNotFound)
 	})
+}
+
+// Connected to a cluster, every lifecycle event asks for an ack, even on a
+// single-replica outbound stream: the stream may be scaled up while the
+// processor runs, and then a plain publish sent while its leader changes
+// is dropped without an error.
+func TestLifecycleEventsAskForAnAckEachInACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := newCluster(t)
+	nc, err := nats.Connect(strings.Join(c.URLs, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects, _ := events.NewSubjects("fold")
+	layout := broker.NewLayout(subjects)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err = broker.Provision(ctx, js, layout, broker.ProvisionConfig{Replicas: 1}, zerolog.Nop())
+		cancel()
+		if err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("provision R1: %v", err)
+		}
+	}
+	p := &Processor{js: js, subj: layout.Subjects, log: zerolog.Nop(), clock: &fakeClock{now: t0}} // (a frozen clock: without the cluster, one event a confirmEvery asks for an ack)
+	rec := p.newRecorder()
+	for _, typ := range []string{events.EventCompactionStarted, events.EventCompactionCompleted, events.EventCompactionStarted} {
+		rec.event("s1", events.Lifecycle{Type: typ})
+	}
+	if n := len(rec.sent.waiting); n != 3 {
+		t.Fatalf("%d of 3 events asked for an ack on a cluster, want every one", n)
+	}
 }

@@ -377,20 +377,6 @@ func TestLifecycleEventsAskForAnAckOnlyNowAndThen(t *testing.T) {
 	}
 }
 
-// On a replicated outbound stream (ackEach) every lifecycle event asks for
-// an ack: a plain publish may be dropped there without an error.
-func TestLifecycleEventsAskForAnAckEachWhenReplicated(t *testing.T) {
-	r := newRig(t)
-	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: r.Layout.Subjects, clock: &fakeClock{now: t0}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}, ackEach: true}
-	for _, typ := range []string{events.EventCompactionStarted, events.EventCompactionCompleted, events.EventCompactionStarted} {
-		rec.event("s1", events.Lifecycle{Type: typ})
-	}
-	r.Eventually("all three stored", func() bool { return len(r.Lifecycle("s1")) == 3 })
-	if n := len(rec.sent.waiting); n != 3 {
-		t.Fatalf("%d of 3 events asked for an ack, want every one", n)
-	}
-}
-
 // A lifecycle event the stream does not store is logged with the number
 // of events sent without an ack before it, which it stood for.
 func TestRefusedLifecycleEventNamesTheUnconfirmedBeforeIt(t *testing.T) {

@@ -42,17 +42,12 @@ type recorder struct {
 	// Loop only.
 	confirmedAt time.Time
 	unconfirmed int
-	// ackEach: every lifecycle event asks for an ack (event), as on a
-	// replicated outbound stream, where a plain publish sent while its
-	// leader changes is dropped without an error and a later ack does not
-	// stand for it.
-	ackEach bool
 }
 
 // newRecorder is a shard's recorder, on the processor's connections.
 func (p *Processor) newRecorder() *recorder {
 	return &recorder{js: p.js, conn: p.js.Conn(), foldJS: p.foldJS, out: p.outStrm, subj: p.subj, clock: p.clock, log: p.log, obs: p.foldObs,
-		sent: sentEvents{log: p.log}, ackEach: p.outStrm != nil && p.outStrm.CachedInfo().Config.Replicas > 1}
+		sent: sentEvents{log: p.log}}
 }
 
 // sendSummary records a fold on the outbound stream and waits for the
@@ -190,12 +185,13 @@ const confirmEvery = 250 * time.Millisecond
 // two or three of them. One event every confirmEvery, and every event
 // that carries an error, asks for an ack, checked at the sweep (sent):
 // the events sent without one before it went over the same connection,
-// to the same stream, in order, and a refusal (no stream for the subject,
-// the stream's limits) is logged with their number. On a single-replica
-// stream that ack stands for them; on a replicated one (ackEach) every
-// event asks for its own, since a plain publish sent while the stream's
-// leader changes is dropped without an error. Session state never depends
-// on a lifecycle event.
+// to the same stream, in order, so on a single server its ack stands for
+// them, and a refusal (no stream for the subject, the stream's limits) is
+// logged with their number. Connected to a cluster, every event asks for
+// its own: there a plain publish sent while the stream's leader changes
+// (or its server is away) is dropped without an error and a later ack
+// does not stand for it, and the stream may be replicated or scaled at
+// any time. Session state never depends on a lifecycle event.
 func (p *recorder) event(id string, ev events.Lifecycle) {
 	ev.V = events.Version
 	ev.Session = id
@@ -207,7 +203,7 @@ func (p *recorder) event(id string, ev events.Lifecycle) {
 	}
 	subject := p.subj.Out(id, events.KindEvent)
 	now := time.Now() // (the sweep's wall time)
-	if !p.ackEach && ev.Error == "" && p.clock.Now().Sub(p.confirmedAt) < confirmEvery {
+	if ev.Error == "" && p.clock.Now().Sub(p.confirmedAt) < confirmEvery && p.conn.ConnectedClusterName() == "" {
 		if err := p.conn.Publish(subject, data); err != nil {
 			p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", id).Str("type", ev.Type).Msg("lifecycle event not published")
 			return
