@@ -363,7 +363,7 @@ func TestSentEventsAreCheckedForTheirAcks(t *testing.T) {
 // those ask for an ack.
 func TestLifecycleEventsAskForAnAckOnlyNowAndThen(t *testing.T) {
 	r := newRig(t)
-	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: r.Layout.Subjects, clock: &fakeClock{now: t0}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
+	rec := &recorder{js: r.JS, subj: r.Layout.Subjects, clock: &fakeClock{now: t0}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
 	for _, typ := range []string{events.EventCompactionStarted, events.EventCompactionCompleted, events.EventCompactionStarted} {
 		rec.event("s1", events.Lifecycle{Type: typ})
 	}
@@ -386,7 +386,7 @@ func TestRefusedLifecycleEventNamesTheUnconfirmedBeforeIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: subj, clock: SystemClock{}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.New(&buf)}}
+	rec := &recorder{js: r.JS, subj: subj, clock: SystemClock{}, log: zerolog.Nop(), sent: sentEvents{log: zerolog.New(&buf)}}
 	rec.confirmedAt = time.Now() // the last acked event just left
 	for range 3 {
 		rec.event("s1", events.Lifecycle{Type: events.EventCompactionStarted})
@@ -409,7 +409,7 @@ func TestRefusedLifecycleEventNamesTheUnconfirmedBeforeIt(t *testing.T) {
 func TestLifecycleEventAckFollowsTheRecordersClock(t *testing.T) {
 	r := newRig(t)
 	clk := &fakeClock{now: t0}
-	rec := &recorder{js: r.JS, conn: r.JS.Conn(), subj: r.Layout.Subjects, clock: clk, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
+	rec := &recorder{js: r.JS, subj: r.Layout.Subjects, clock: clk, log: zerolog.Nop(), sent: sentEvents{log: zerolog.Nop()}}
 	for range 3 {
 		rec.event("s1", events.Lifecycle{Type: events.EventCompactionStarted})
 		clk.add(confirmEvery)

@@ -27,7 +27,6 @@ import (
 // decides what a refusal means.
 type recorder struct {
 	js     jetstream.JetStream // lifecycle events, memories, eviction records
-	conn   *nats.Conn          // js's connection: lifecycle events sent without an ack (event)
 	foldJS jetstream.JetStream // summary-updated (Deps.FoldJS)
 	out    jetstream.Stream    // the outbound stream, to read a subject's last summary
 	subj   events.Subjects
@@ -37,7 +36,7 @@ type recorder struct {
 	// sent: events published without waiting, whose acks are checked at
 	// each sweep. Loop only.
 	sent sentEvents
-	// confirmedAt is when (clock) the last lifecycle event sent with an
+	// confirmedAt is the At (clock) of the last lifecycle event sent with an
 	// ack left, and unconfirmed counts those sent without one since (event).
 	// Loop only.
 	confirmedAt time.Time
@@ -46,7 +45,7 @@ type recorder struct {
 
 // newRecorder is a shard's recorder, on the processor's connections.
 func (p *Processor) newRecorder() *recorder {
-	return &recorder{js: p.js, conn: p.js.Conn(), foldJS: p.foldJS, out: p.outStrm, subj: p.subj, clock: p.clock, log: p.log, obs: p.foldObs,
+	return &recorder{js: p.js, foldJS: p.foldJS, out: p.outStrm, subj: p.subj, clock: p.clock, log: p.log, obs: p.foldObs,
 		sent: sentEvents{log: p.log}}
 }
 
@@ -202,9 +201,8 @@ func (p *recorder) event(id string, ev events.Lifecycle) {
 		return
 	}
 	subject := p.subj.Out(id, events.KindEvent)
-	now := time.Now() // (the sweep's wall time)
-	if ev.Error == "" && p.clock.Now().Sub(p.confirmedAt) < confirmEvery && p.conn.ConnectedClusterName() == "" {
-		if err := p.conn.Publish(subject, data); err != nil {
+	if conn := p.js.Conn(); ev.Error == "" && ev.At.Sub(p.confirmedAt) < confirmEvery && conn.ConnectedClusterName() == "" {
+		if err := conn.Publish(subject, data); err != nil {
 			p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", id).Str("type", ev.Type).Msg("lifecycle event not published")
 			return
 		}
@@ -218,8 +216,8 @@ func (p *recorder) event(id string, ev events.Lifecycle) {
 		p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", id).Str("type", ev.Type).Msg("lifecycle event not published")
 		return
 	}
-	p.sent.add(sentEvent{f: f, session: id, typ: ev.Type, at: now, before: p.unconfirmed})
-	p.confirmedAt, p.unconfirmed = p.clock.Now(), 0
+	p.sent.add(sentEvent{f: f, session: id, typ: ev.Type, at: time.Now(), before: p.unconfirmed}) // (the sweep's wall time)
+	p.confirmedAt, p.unconfirmed = ev.At, 0
 }
 
 // sentEvents are outbound events published without waiting (lifecycle

@@ -36,7 +36,7 @@ func BenchmarkLifecycleEvent(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			log := zerolog.Nop()
 			env := testenv.New(b, testenv.Options{Log: &log})
-			rec := &recorder{js: env.JS, conn: env.JS.Conn(), subj: env.Layout.Subjects, clock: SystemClock{}, log: log, sent: sentEvents{log: log}}
+			rec := &recorder{js: env.JS, subj: env.Layout.Subjects, clock: SystemClock{}, log: log, sent: sentEvents{log: log}}
 			out, err := env.JS.Stream(context.Background(), env.Layout.Out)
 			if err != nil {
 				b.Fatal(err)
