@@ -647,7 +647,7 @@ func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 // them, plus worthBeyondWords), while any adds anything. A text is taken once.
 func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	voc := &sc.voc
-	said, worth, bound := sc.said[:0], sc.worth[:0], sc.bound[:0]
+	said, worth, bound := append(sc.said[:0], make(termSet, len(voc.n))...), sc.worth[:0], sc.bound[:0] // (every word numbered)
 	take := func(b *cand) {
 		for i := range cands {
 			if c := &cands[i]; c == b || c.size == b.size && strings.EqualFold(c.x.Text, b.x.Text) {
@@ -655,7 +655,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 			}
 		}
 		for _, t := range b.terms {
-			said.add(t)
+			said[t] = true
 		}
 	}
 	for i := range cands {
@@ -667,11 +667,6 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		}
 		c.worth = worth[len(worth)-len(c.terms):]
 	}
-	for i := range cands {
-		if cands[i].taken { // in an earlier call
-			take(&cands[i])
-		}
-	}
 	// value is what taking c adds now (0: nothing, nor ever again: room only shrinks and what is said only grows)
 	value := func(c *cand) float64 {
 		if c.taken || c.size > room || c.dup {
@@ -679,7 +674,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		}
 		gain, fresh := 0.0, 0
 		for j, t := range c.terms {
-			if !said.has(t) {
+			if !said[t] {
 				fresh++
 				gain += c.worth[j]
 			}
@@ -689,26 +684,29 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		}
 		return (gain + c.extra) * c.rec / float64(c.size+30)
 	}
+	order := make([]int32, 0, len(cands)) // those of any value, by bound, the highest first (of equal ones, the first)
 	for i := range cands {
-		bound = append(bound, value(&cands[i]))
+		if bound = append(bound, value(&cands[i])); bound[i] > 0 {
+			order = append(order, int32(i))
+		}
+	}
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && bound[order[j-1]] < bound[order[j]]; j-- {
+			order[j-1], order[j] = order[j], order[j-1]
+		}
 	}
 	// The first of the most valuable, found lazily: a value never grows, so one still at its bound, the highest, is the
 	// most valuable now.
-	for n > 0 {
-		best, most := -1, 0.0
-		for i, b := range bound {
-			if b > most {
-				best, most = i, b
-			}
-		}
-		if best < 0 {
-			break
-		}
+	for n > 0 && len(order) > 0 {
+		best, j := order[0], 1
 		if v := value(&cands[best]); v != bound[best] {
-			bound[best] = v
+			for bound[best] = v; j < len(order) && (bound[order[j]] > v || bound[order[j]] == v && order[j] < best); j++ {
+				order[j-1] = order[j] // (it moves down to its place; out, at 0)
+			}
+			order[j-1], order = best, order[:len(order)-b2i(!(v > 0))]
 			continue
 		}
-		cands[best].taken, bound[best] = true, 0
+		cands[best].taken, order = true, order[1:]
 		room -= cands[best].size
 		take(&cands[best])
 		n--
