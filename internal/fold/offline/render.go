@@ -630,7 +630,9 @@ func (sc *scratch) naming(texts []string) termSet {
 	named := sc.named[:0]
 	for _, t := range texts {
 		for _, w := range sc.termsOf(t) {
-			named.add(sc.voc.id(w))
+			id := sc.voc.id(w)
+			named = append(named, make(termSet, max(0, int(id)+1-len(named)))...)
+			named[id] = true
 		}
 	}
 	sc.named = named
@@ -648,22 +650,25 @@ func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	voc := &sc.voc
 	said, worth, bound := append(sc.said[:0], make(termSet, len(voc.n))...), sc.worth[:0], sc.bound[:0] // (every word numbered)
+	named = append(named, make(termSet, len(voc.n)-len(named))...)
+	var sizes, twice [8]uint64 // the candidates' sizes (mod 512), and those of two or more
 	take := func(b *cand) {
-		for i := range cands {
-			if c := &cands[i]; c == b || c.size == b.size && strings.EqualFold(c.x.Text, b.x.Text) {
+		for i := 0; i < len(cands) && twice[b.size&511>>6]&(1<<(b.size&63)) != 0; i++ { // (a text is its size)
+			if c := &cands[i]; c.size == b.size && strings.EqualFold(c.x.Text, b.x.Text) {
 				c.dup = true
 			}
 		}
+		b.dup = true
 		for _, t := range b.terms {
 			said[t] = true
 		}
 	}
 	for i := range cands {
-		c := &cands[i]
-		c.dup = false
+		c, z := &cands[i], cands[i].size&511
+		c.dup, twice[z>>6], sizes[z>>6] = false, twice[z>>6]|sizes[z>>6]&(1<<(z&63)), sizes[z>>6]|1<<(z&63)
 		// what each candidate's words are worth does not change while picking
 		for _, t := range c.terms {
-			worth = append(worth, voc.weight(t)/float64(1+3*b2i(named.has(t)))) // a quarter for a word named: said in other words
+			worth = append(worth, voc.weight(t)/float64(1+3*b2i(named[t]))) // a quarter for a word named: said in other words
 		}
 		c.worth = worth[len(worth)-len(c.terms):]
 	}
@@ -672,11 +677,11 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		if c.taken || c.size > room || c.dup {
 			return 0
 		}
-		gain, fresh := 0.0, 0
+		gain, fresh, worth := 0.0, 0, c.worth[:len(c.terms)]
 		for j, t := range c.terms {
 			if !said[t] {
 				fresh++
-				gain += c.worth[j]
+				gain += worth[j]
 			}
 		}
 		if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid && !(c.latest && fresh > 0) {
@@ -711,7 +716,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		take(&cands[best])
 		n--
 	}
-	sc.said, sc.worth, sc.bound = said, worth, bound
+	sc.said, sc.worth, sc.bound, sc.named = said, worth, bound, named
 }
 
 // worthBeyondWords: numbers, names, and most a decision, an instruction or a question just asked.
@@ -780,6 +785,9 @@ func (p period) header(multiDay, group bool) string {
 // it gives a reason, "thought" an opinion, "mentioned" (not for a quote or a remark of a few words) after a statement
 // reported with "said" (saidLast).
 func varied(t string, x *stmt, saidLast bool) string { // (x: the statement, for what its text read)
+	if v := t[min(len(x.Sp), len(t)):]; !strings.HasPrefix(t, x.Sp) || !strings.HasPrefix(v, " said") && !strings.HasPrefix(v, " also said") {
+		return t // (not "sp said" nor "sp also said": not looked for further)
+	}
 	head, rest, ok := strings.Cut(t, " said")
 	if sp := x.Sp; !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
 		return t
