@@ -176,13 +176,12 @@ func (v *wordCounts) String() string {
 		if len(b) > 0 {
 			b = append(b, ' ')
 		}
-		w := v.words[id]
-		colon := id >= v.clean && strings.IndexByte(w.w, ':') >= 0
-		if b = append(b, w.w...); c != 1 || colon {
+		colon := id >= v.clean && strings.IndexByte(v.words[id].w, ':') >= 0
+		if b = append(b, v.words[id].w...); c != 1 || colon {
 			b = strconv.AppendInt(append(b, ':'), int64(c), 10)
 		}
 		if k < len(r.n) && !colon { // (read skips a word with ':': its count is no number)
-			r.words[k], r.n[k], k = w, c, k+1
+			r.words[k], r.n[k], k = v.words[id], c, k+1
 		}
 	}
 	v.text, r.s, v.back, r.words, r.n = b, string(b), r, r.words[:k], r.n[:k]

@@ -443,7 +443,9 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		if headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3); i%2 == 1 { // (a person varies the verb)
 			headers[i] = strings.Replace(headers[i], " talked about ", " discussed ", 1)
 		}
-		named += strings.ToLower(headers[i])
+		if i+1 < len(st.Periods) { // (what the next lines may name again)
+			named += strings.ToLower(headers[i])
+		}
 	}
 	used := runeLen(lead)
 	for _, h := range headers {
@@ -649,12 +651,11 @@ func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 // them, plus worthBeyondWords), while any adds anything. A text is taken once.
 func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	voc := &sc.voc
-	said, worth, bound := append(sc.said[:0], make(termSet, len(voc.n))...), sc.worth[:0], sc.bound[:0] // (every word numbered)
-	named = append(named, make(termSet, len(voc.n)-len(named))...)
+	said, named, worth, bound := append(sc.said[:0], make(termSet, len(voc.n))...), append(named, make(termSet, len(voc.n)-len(named))...), sc.worth[:0], sc.bound[:0] // (as large as the words numbered)
 	var sizes, twice [8]uint64 // the candidates' sizes (mod 512), and those of two or more
 	take := func(b *cand) {
 		for i := 0; i < len(cands) && twice[b.size&511>>6]&(1<<(b.size&63)) != 0; i++ { // (a text is its size)
-			if c := &cands[i]; c.size == b.size && strings.EqualFold(c.x.Text, b.x.Text) {
+			if c := &cands[i]; c != b && c.size == b.size && strings.EqualFold(c.x.Text, b.x.Text) {
 				c.dup = true
 			}
 		}
