@@ -332,24 +332,27 @@ var leadByFirst = func() (m [256][]string) { // leadFiller by their first byte
 
 // trimFiller strips discourse words and laughter from the ends of a sentence and repeated words ("the the"), and drops
 // the sentence when nothing with a word of content is left. fs are sent's fields, or none, and ks what the lexicon
-// knows of them (a field unknown: nil); it returns those of what it leaves, all known, or none (in their room).
+// knows of the first of them (of one left empty: noField); it returns those of what it leaves, all known, or none (in
+// their room).
 func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*field) (string, []string, []*field) {
 	sent = strings.TrimSpace(sent)
 	whole := sent
 	var buf [32]byte
 	for changed := true; changed && sent != ""; {
 		changed = false
-		// the fillers are short: lower-case only the start of the sentence
-		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
-		for _, f := range leadByFirst[low[0]] {
-			if len(low) > len(f) && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') &&
+		low := sent[:min(len(sent), s.cfg.maxFillerLen+1)] // (the fillers are short: the start of the sentence, in either case when ASCII)
+		if !isASCII(low) {
+			low = string(lower(buf[:0], low))
+		}
+		for _, f := range leadByFirst[lowerASCII(low[0])] {
+			if len(low) > len(f) && strings.EqualFold(low[:len(f)], f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') &&
 				(low[len(f)] != ' ' || f != "nice" && f != "cool") { // ("Nice shot Jonas!" is not "shot Jonas!")
 				sent, changed = strings.TrimLeft(sent[len(f):], " ,.!"), true
 				break
 			}
 		}
 		for w := range s.cfg.extraFiller {
-			if hasPrefixBytes(low, w) && len(low) > len(w) && low[len(w)] == ' ' {
+			if len(low) > len(w) && strings.EqualFold(low[:len(w)], w) && low[len(w)] == ' ' {
 				sent, changed = strings.TrimLeft(sent[len(w):], " ,"), true
 			}
 		}
@@ -357,13 +360,8 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	if len(fs) == 0 || sent != whole { // (a filler was cut from its start)
 		fs, ks = sentence.AppendFields(fs[:0], sent), ks[:0]
 	}
-	ks = append(ks, make([]*field, len(fs)-len(ks))...) // (unknown: nil)
-	for i, f := range fs {                              // (what the lexicon knows of each: its word lists)
-		if f == "" {
-			ks[i] = &noField
-		} else if ks[i] == nil {
-			ks[i] = lx.field(f)
-		}
+	for _, f := range fs[len(ks):] { // (what the lexicon knows of each not known: its word lists)
+		ks = append(ks, lx.field(f))
 	}
 	nf := len(fs)
 	for len(fs) > 0 {
@@ -378,9 +376,13 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	}
 	// (cut: a word was dropped or changed; ko: what the lexicon knows of out. Both in fs's and ks's room: out[i] is
 	// written once fs[i] is read, and fs[i-1] is read only while out has not changed it)
-	out, ko, cut := fs[:0], ks[:0], false
-	for i, f := range fs {
-		k := ks[i]
+	i0 := 0 // (the words before i0 stay as they are, as the loop below would find: none is a filler, a cut word or said again)
+	for i0 < len(fs) && ks[i0].flags&(ffInline|ffLetter|ffDash|ffOnset) == 0 && (i0 == 0 || ks[i0].flags&ks[i0-1].flags&ffASCII != 0 && ks[i0].rh != ks[i0-1].rh) {
+		i0++
+	}
+	out, ko, cut := fs[:i0], ks[:i0], false
+	for i := i0; i < len(fs); i++ {
+		f, k := fs[i], ks[i]
 		cut = cut || len(out) < i
 		switch {
 		case k.is(ffInline):
@@ -416,7 +418,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	if fs, ks = out, ko; len(sent) != len(joined) {
 		fs, ks = fs[:0], ks[:0] // (its first field was cut: its fields are not out)
 	}
-	if n := len(fs); !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
+	if n := len(fs); !oneOf(sent[len(sent)-1], 1<<'.'|1<<'!'|1<<'?') {
 		if sent += "."; n > 0 {
 			fs[n-1] = sent[len(sent)-len(fs[n-1])-1:]
 			ks[n-1] = lx.field(fs[n-1])

@@ -95,7 +95,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		} else if strings.ContainsAny(out[j-1][len(out[j-1])-1:], ",;:") {
 			end := out[len(out)-1][len(strings.TrimRight(out[len(out)-1], ".?!")):]
 			out, ko = out[:j], ko[:j]
-			if out[j-1] = strings.TrimRight(out[j-1], ",;:") + end; out[j-1] != "" { // ("": no field, and its sentence's words are read again)
+			if out[j-1], ko[j-1] = strings.TrimRight(out[j-1], ",;:")+end, &noField; out[j-1] != "" { // ("": no field, and its sentence's words are read again)
 				ko[j-1] = lx.field(out[j-1])
 			}
 		}
