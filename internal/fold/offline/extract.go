@@ -187,7 +187,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		text, self := lx.report(sp, sent, fs, ks, question, user, names)
 		w += 0.8 * float64(b2i(self))
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: lx.factKey(fs, ks, c.digits), Own: sent, Batch: true})
+			Terms: spaced(tw), Key: lx.factKey(fs, ks, c.digits), Own: sent, Batch: true})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
@@ -410,7 +410,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	}
 	joined := sent // (out joined by single spaces)
 	if cut || len(out) != nf || !joins(sent, out) {
-		joined = strings.Join(out, " ")
+		joined = spaced(out)
 	}
 	if sent = strings.TrimLeft(joined, ",;: "); sent == "" {
 		return "", fs[:0], ks[:0]
@@ -425,6 +425,16 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 		}
 	}
 	return sent, fs, ks
+}
+
+// spaced is strings.Join(ws, " "), built on the stack: one allocation.
+func spaced(ws []string) string {
+	var arr [256]byte
+	b := arr[:0]
+	for _, w := range ws {
+		b = append(append(b, ' '), w...)
+	}
+	return string(b[min(1, len(b)):])
 }
 
 // joins reports whether s, whose fields are ws, is ws joined by single spaces.
@@ -693,14 +703,16 @@ func reword(s string, fs []string, ks []*field, past bool) string {
 	if !slices.ContainsFunc(ks, func(k *field) bool { return k.flags&flags != 0 }) {
 		return s
 	}
+	if !joins(s, fs) {
+		s = spaced(fs)
+	}
 	var arr [256]byte
-	b := arr[:0] // (fs joined by single spaces, as they are changed)
-	for i, w := range fs {
-		if b = append(b, " "[:min(i, 1)]...); ks[i].flags&flags == 0 {
-			b = append(b, w...)
+	b, last := arr[:0], 0 // (s up to last, its words changed: fs joined by single spaces, as they are changed)
+	for i, o := 0, 0; i < len(fs); o, i = o+len(fs[i])+1, i+1 {
+		if ks[i].flags&flags == 0 {
 			continue
 		}
-		modal := past && ks[i].is(ffModal)
+		w, modal := fs[i], past && ks[i].is(ffModal)
 		if ks[i].is(ffGroup) {
 			core := strings.TrimRight(w, `.,!?;:"`)
 			w, modal = groupPerson[strings.ToLower(core)]+w[len(core):], past // ("WE'LL": "they'll", a modal once lower-cased)
@@ -710,9 +722,9 @@ func reword(s string, fs []string, ks []*field, past bool) string {
 		} else if c, ok := strings.CutSuffix(core, "'ll"); modal && ok {
 			w = c + " would" + w[len(core):]
 		}
-		b = append(b, w...)
+		b, last = append(append(b, s[last:o]...), w...), o+len(fs[i])
 	}
-	return string(b)
+	return string(append(b, s[last:]...))
 }
 
 // lowerFirst is prefix, then s with its first letter lower-cased when its first word is a common word, not a name ("Can
@@ -754,7 +766,7 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	}
 	tw := lx.appendTerms(nil, text)
 	return stmt{Sp: src, At: unixOf(n.At), Text: clip(label+text, maxStmtRunes), K: kNote,
-		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: lx.phrases(text, nil), Batch: true}, true
+		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: spaced(tw), Ph: lx.phrases(text, nil), Batch: true}, true
 }
 
 func isToolTurn(t fold.Turn) bool {
@@ -795,7 +807,7 @@ func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		}
 		tw := lx.appendTerms(nil, tool+" "+arg)
 		b.stmts = append(b.stmts, stmt{Sp: who, At: unixOf(t.At), Text: text + ".", K: kTool, W: 1.5 + 0.2*float64(len(tw)),
-			Terms: strings.Join(tw, " "), Key: "tool " + tool + " " + arg, Batch: true})
+			Terms: spaced(tw), Key: "tool " + tool + " " + arg, Batch: true})
 		return &b.stmts[len(b.stmts)-1]
 	}
 	outcome := toolOutcome(t.Text)

@@ -116,7 +116,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		}
 	}
 	if changed || len(out) != n0 || !joins(s, out) { // (none left: s is "")
-		s = strings.Join(out, " ")
+		s = spaced(out)
 	}
 	if runeLen(s) > maxSentRunes {
 		return cutClause(s, maxSentRunes), fs[:0], ks[:0]
