@@ -235,11 +235,7 @@ const salience = 0.25
 // weigh is what a sentence is worth by its content: its content words, numbers, names (c), and words of decisions and
 // plans.
 func weigh(sent string, terms int, c wordStat) float64 {
-	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(c.nums, 3)) + 0.6*float64(min(c.names, 4))
-	if decisionWords.in(sent) {
-		w += 1.5
-	}
-	return w
+	return 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(c.nums, 3)) + 0.6*float64(min(c.names, 4)) + 1.5*float64(b2i(decisionWords.in(sent)))
 }
 
 var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's", "we'll", "we will", "we should", "plan",
@@ -588,12 +584,9 @@ func hasPrefixBytes(b []byte, p string) bool { return len(b) >= len(p) && string
 
 // imperative reports whether a sentence opening with w reads as an instruction ("Add a flag", "Don't touch go.mod").
 func imperative(w string) bool {
-	lw := strings.ToLower(strings.Trim(w, ",.!"))
-	if lw == "don't" || lw == "never" || lw == "always" || lw == "please" {
-		return true
-	}
 	r, _ := utf8.DecodeRuneInString(w)
-	return unicode.IsUpper(r) && imperativeWord(lw)
+	lw := strings.ToLower(strings.Trim(w, ",.!"))
+	return lw == "don't" || lw == "never" || lw == "always" || lw == "please" || unicode.IsUpper(r) && imperativeWord(lw)
 }
 
 func imperativeWord(lw string) bool {
@@ -625,19 +618,16 @@ func thirdPerson(sp, s string, ws []string, ks []*field) (string, bool) {
 		}
 		return reword(s[n:], ws[i:], ks[i:], false)
 	}
+	if len(ws) < 3 && (w0 == "my" || w0 == "i") {
+		return "", false
+	}
 	switch w0 {
 	case "my":
-		if len(ws) < 3 {
-			return "", false
-		}
 		return sp + "'s " + rest(1), true
 	case "i'm", "i've", "i'll", "i'd": // (with a word after it: alone, it is no statement)
 		aux := map[string]string{"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}[w0]
 		return sp + " " + aux + " " + rest(1), true
 	case "i":
-		if len(ws) < 3 {
-			return "", false
-		}
 		i, adv := 1, ""
 		if adverbs[strings.ToLower(ws[1])] {
 			adv, i = ws[1]+" ", 2
@@ -676,10 +666,8 @@ func conjugate(v string) (string, bool) {
 	if pastIrregular[v] || strings.HasSuffix(v, "ed") && !strings.HasSuffix(v, "eed") && len(v) > 3 {
 		return v, true
 	}
-	for _, r := range v {
-		if r < 'a' || r > 'z' {
-			return "", false
-		}
+	if strings.ContainsFunc(v, func(r rune) bool { return r < 'a' || r > 'z' }) {
+		return "", false
 	}
 	if len(v) < 3 || stopWords[v] && v != "like" && v != "need" && v != "want" && v != "know" && v != "think" &&
 		v != "get" && v != "make" && v != "see" && v != "look" && v != "mean" && v != "say" {

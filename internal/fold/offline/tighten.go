@@ -127,10 +127,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 // falseStart reports a word that the next one completes ("th" before "the"), not a word in its own right that happens
 // to start the next.
 func (lx *lexicon) falseStart(w, next string) bool {
-	if w == "" || len(w) >= len(next) || !strings.HasPrefix(next, w) || stopWords[w] {
-		return false
-	}
-	return strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 && (len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2)
+	return w != "" && len(w) < len(next) && strings.HasPrefix(next, w) && !stopWords[w] && strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 && (len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2)
 }
 
 // hedgeWords are the words, lower-cased without a comma after them, that tighten may drop as or with a hedge.
@@ -172,10 +169,7 @@ func oneOf(c byte, set uint64) bool { return c < 64 && set>>c&1 != 0 } // c is i
 
 // equalFold is strings.EqualFold, quick to tell words apart by their first letter.
 func equalFold(x, y string) bool {
-	if x != "" && y != "" && x[0] < utf8.RuneSelf && y[0] < utf8.RuneSelf && lowerASCII(x[0]) != lowerASCII(y[0]) {
-		return false
-	}
-	return strings.EqualFold(x, y)
+	return (x == "" || y == "" || x[0]|y[0] >= utf8.RuneSelf || lowerASCII(x[0]) == lowerASCII(y[0])) && strings.EqualFold(x, y)
 }
 
 // trimCut is strings.Trim(w, cut) for a cut of ASCII punctuation below '@', without building a set of its bytes.
