@@ -182,3 +182,36 @@ func TestTightenedWordsAreTheSentences(t *testing.T) {
 		t.Fatalf("only %d sentences had their words passed on", checked)
 	}
 }
+
+// TestTopicsOfStatementsGatheredBefore: the topics of statements are those a
+// state that never saw them finds, whether the statements are the ones
+// topics read last or differ from them in one statement's phrases or kind (a
+// tool run's phrases name no topic).
+func TestTopicsOfStatementsGatheredBefore(t *testing.T) {
+	lx := &lexicon{}
+	mk := func(k int, texts ...string) []stmt {
+		var ss []stmt
+		for _, s := range texts {
+			ss = append(ss, stmt{Sp: "Ana", Text: "Ana said " + s, K: k, Ph: lx.phrases(s, nil)})
+		}
+		return ss
+	}
+	base := mk(kSaid, "the cabin near Lake Tahoe is booked.", "Lake Tahoe has snow in March.", "the cabin has a hot tub.",
+		"we drive to Lake Tahoe on Friday.", "the hot tub at the cabin is broken.")
+	other := slices.Clone(base)
+	other[2] = mk(kSaid, "the ski pass costs more at Lake Tahoe.")[0]
+	tool := slices.Clone(base)
+	tool[1].K, tool[3].K = kTool, kTool
+	held := &state{Names: []string{"Ana"}}
+	for _, ss := range [][]stmt{base, base, other, base, tool, base, nil, base} {
+		for _, n := range []int{2, 6} {
+			fresh := &state{Names: []string{"Ana"}}
+			if got, want := held.topics(ss, n, nil), fresh.topics(ss, n, nil); !slices.Equal(got, want) {
+				t.Fatalf("topics of %d statements after others: %q; a fresh state's: %q", len(ss), got, want)
+			}
+		}
+	}
+	if got := held.topics(base, 2, nil); len(got) == 0 {
+		t.Fatalf("no topics for %q", base[0].Ph)
+	}
+}
