@@ -23,15 +23,16 @@ type codec struct {
 	r     *jsonReader
 	st    *state // (writing)
 	first bool   // reading: no field of the object read yet
+	lossy bool   // writing: as appendJSON's
 	err   error
 }
 
-// appendJSON appends st's JSON to b.
-func (st *state) appendJSON(b []byte) ([]byte, error) {
+// appendJSON appends st's JSON to b; lossy: a string not UTF-8 was written as U+FFFD (cached copies none: it was kept).
+func (st *state) appendJSON(b []byte) (_ []byte, lossy bool, err error) {
 	c := &codec{w: b, st: st}
 	st.seq++
 	c.object(st.fields)
-	return c.w, c.err
+	return c.w, c.lossy, c.err
 }
 
 // decodeState reads a state written by encode as encoding/json would read it into the state's struct (what the codec
@@ -192,9 +193,8 @@ func list[T any](c *codec, name string, xs *[]T, each func(*codec, *T)) {
 	case !c.field(name, len(*xs) == 0):
 	case c.r != nil:
 		*xs = (*xs)[:0]
-		var zero T
 		c.r.array(func() {
-			*xs = append(*xs, zero)
+			*xs = append(*xs, *new(T))
 			each(c, &(*xs)[len(*xs)-1])
 		})
 	default:
@@ -216,10 +216,10 @@ func (c *codec) str(name string, s *string, omit bool) {
 
 // text writes or reads a string.
 func (c *codec) text(s *string) {
-	if c.r != nil {
+	if valid := true; c.r != nil {
 		*s = c.r.str()
-	} else {
-		c.w = events.AppendJSONString(c.w, *s)
+	} else if c.w, valid = events.AppendJSONStringUTF8(c.w, *s); !valid {
+		c.lossy = true
 	}
 }
 

@@ -70,16 +70,27 @@ func TestHeldStateFoldsAsDecoded(t *testing.T) {
 
 // TestStateNotKeptWhenItReadsBackOtherwise: a string that is not UTF-8 is
 // written as U+FFFD, so the state would not read back as it is: it is not
-// kept, and its next fold decodes it.
+// kept, and its next fold decodes it, wherever the string is. A string
+// that says "\ufffd" in six characters reads back as it is: it is kept.
 func TestStateNotKeptWhenItReadsBackOtherwise(t *testing.T) {
 	s := New()
-	st := &state{Names: []string{"Ana"}, Open: []stmt{{Sp: "Ana", Text: "Ana likes caf\xe9.", W: 1}}}
-	if data := s.keep(st); s.held.Len() != 0 || !bytes.Contains(data, []byte(`caf\ufffd`)) {
-		t.Fatalf("kept %d states of %s; want none", s.held.Len(), data)
+	for _, st := range []*state{
+		{Names: []string{"Ana"}, Open: []stmt{{Sp: "Ana", Text: "Ana likes caf\xe9.", W: 1}}},
+		{Names: []string{"Ana"}, Facts: []fact{{ID: "m1", Key: "caf\xe9"}}},
+		{Names: []string{"Ana\xff"}},
+	} {
+		if data := s.keep(st); s.held.Len() != 0 || !bytes.Contains(data, []byte(`\ufffd`)) {
+			t.Fatalf("kept %d states of %s; want none", s.held.Len(), data)
+		}
 	}
-	st.Open[0].Text = "Ana likes café <3 & \"tea\"\n"
+	st := &state{Names: []string{"Ana"}, Open: []stmt{{Sp: "Ana", Text: "Ana likes café <3 & \"tea\"\n", W: 1}}}
 	if s.keep(st); s.held.Len() != 1 {
 		t.Fatalf("kept %d states with escapes; want 1", s.held.Len())
+	}
+	st = &state{Names: []string{"Ana"}, Open: []stmt{{Sp: "Ana", Text: `Ana typed \ufffd.`, W: 1}}}
+	data := s.keep(st)
+	if back, err := decodeState(data); s.held.Len() != 2 || err != nil || back.Open[0].Text != st.Open[0].Text {
+		t.Fatalf("kept %d states; %s read back as %+v (%v); want it kept, and read back as it was", s.held.Len(), data, back, err)
 	}
 }
 
@@ -169,5 +180,38 @@ func TestTightenedWordsAreTheSentences(t *testing.T) {
 	}
 	if checked < 500 {
 		t.Fatalf("only %d sentences had their words passed on", checked)
+	}
+}
+
+// TestTopicsOfStatementsGatheredBefore: the topics of statements are those a
+// state that never saw them finds, whether the statements are the ones
+// topics read last or differ from them in one statement's phrases or kind (a
+// tool run's phrases name no topic).
+func TestTopicsOfStatementsGatheredBefore(t *testing.T) {
+	lx := &lexicon{}
+	mk := func(k int, texts ...string) []stmt {
+		var ss []stmt
+		for _, s := range texts {
+			ss = append(ss, stmt{Sp: "Ana", Text: "Ana said " + s, K: k, Ph: lx.phrases(s, nil)})
+		}
+		return ss
+	}
+	base := mk(kSaid, "the cabin near Lake Tahoe is booked.", "Lake Tahoe has snow in March.", "the cabin has a hot tub.",
+		"we drive to Lake Tahoe on Friday.", "the hot tub at the cabin is broken.")
+	other := slices.Clone(base)
+	other[2] = mk(kSaid, "the ski pass costs more at Lake Tahoe.")[0]
+	tool := slices.Clone(base)
+	tool[1].K, tool[3].K = kTool, kTool
+	held := &state{Names: []string{"Ana"}}
+	for _, ss := range [][]stmt{base, base, other, base, tool, base, nil, base} {
+		for _, n := range []int{2, 6} {
+			fresh := &state{Names: []string{"Ana"}}
+			if got, want := held.topics(ss, n, nil), fresh.topics(ss, n, nil); !slices.Equal(got, want) {
+				t.Fatalf("topics of %d statements after others: %q; a fresh state's: %q", len(ss), got, want)
+			}
+		}
+	}
+	if got := held.topics(base, 2, nil); len(got) == 0 {
+		t.Fatalf("no topics for %q", base[0].Ph)
 	}
 }

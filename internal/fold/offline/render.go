@@ -168,29 +168,25 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		return nil
 	}
 	sc := st.scratch()
-	all := sc.phrases[:0]
-	total := 0
+	all, total, same := sc.phrases[:0], 0, len(st.gatheredOf) == len(ss)
 	for i := range ss {
 		total += len(ss[i].Ph)/3 + 2 // (its distinct keys at most: a key but "" takes "=", a byte and ";" but the last)
+		same = same && st.gatheredOf[i] == ss[i].Ph[:len(ss[i].Ph)*b2i(ss[i].K != kTool)]
 	}
-	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
+	if same { // the statements gathered last (a period closes those the opening sentence read in the fold before)
+		all = append(all, st.gathered...)
+	}
+	slots := append(sc.slots[:0], make([]int32, (2<<bits.Len(uint(total)))*b2i(!same))...) // all's places by key (open addressing, at most half full; 0: free)
 	sc.slots = slots
-	for si := range ss {
-		if ss[si].K == kTool {
+	for si := 0; si < len(ss) && !same; si++ {
+		if st.gatheredOf = append(st.gatheredOf[:si], ss[si].Ph[:len(ss[si].Ph)*b2i(ss[si].K != kTool)]); ss[si].K == kTool {
 			continue
 		}
-		for ph, i, more := ss[si].Ph, 0, ss[si].Ph != ""; more; {
-			// the next "text=key" to ';' (strings.Cut twice), its text's spaces counted and its key hashed (hashString) at once
-			start, spaces, h := i, 0, uint64(14695981039346656037)
-			for ; i < len(ph) && ph[i] != '=' && ph[i] != ';'; i++ {
-				spaces += b2i(ph[i] == ' ')
-			}
-			text, k := ph[start:i], i+1 // (the key from k, after a '=')
-			for i += b2i(i < len(ph) && ph[i] == '='); i >= k && i < len(ph) && ph[i] != ';'; i++ {
-				h = (h ^ uint64(ph[i])) * 1099511628211
-			}
-			key := ph[min(k, i):i]
-			more, i = i < len(ph), i+1
+		for ph, more := ss[si].Ph, ss[si].Ph != ""; more; {
+			seg, rest, found := strings.Cut(ph, ";") // the next "text=key" (a key but "": after a '=')
+			text, key, _ := strings.Cut(seg, "=")
+			ph, more = rest, found
+			h := hashString(key)
 			j := int(h) & (len(slots) - 1)
 			for slots[j] != 0 && (all[slots[j]-1].h != h || all[slots[j]-1].key != key) {
 				j = (j + 1) & (len(slots) - 1) // (the next place)
@@ -208,11 +204,13 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			}
 			r, _ := utf8.DecodeRuneInString(text)
 			slots[j] = int32(len(all) + 1)
-			all = append(all, phrase{text: text, key: key, h: h, n: 1, last: si, words: spaces + 1 - b2i(strings.HasPrefix(text, "the ")),
+			all = append(all, phrase{text: text, key: key, h: h, n: 1, last: si, words: strings.Count(text, " ") + 1 - b2i(strings.HasPrefix(text, "the ")),
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
 	}
-	sc.phrases = all
+	if sc.phrases = all; !same {
+		st.gathered, st.gatheredOf = append(st.gathered[:0], all...), st.gatheredOf[:len(ss)]
+	}
 	kept := all[:0] // (what can name a subject, sorted)
 	for _, p := range all {
 		np := strings.HasPrefix(p.text, "the ")
