@@ -166,8 +166,11 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
-		r := sent
-		if anyIs(ks, ffDate) { // (no word starts a relative date: nothing to resolve)
+		r, i := sent, 0 // (a field that may start a relative date, with it or the next one that may end it: else nothing to resolve)
+		if slices.ContainsFunc(ks, func(k *field) bool {
+			i++
+			return k.is(ffDate) && (k.is(ffDateEnd) || i < len(ks) && ks[i].is(ffDateEnd))
+		}) {
 			r = reldate.Resolve(sent, t.At)
 		}
 		if r != sent {
