@@ -215,23 +215,62 @@ func JSONPlain(s string) bool {
 	return true
 }
 
-// plainRun is the length of s's longest prefix of whole blocks of eight
-// jsonPlain bytes, each block tested at once: v has a byte's high bit set
-// where the byte is from 0x80 or below 0x20, or (y-ones)&^y where a byte
-// of y = x^c·ones is zero, that is where x holds c.
+// plainRun is the length of a prefix of s of jsonPlain bytes: all of s
+// when they all are, else whole blocks of eight that are. Eight bytes are
+// tested at once (sixteen while they all are plain); the last bytes of s
+// in its last eight, and a shorter s in eight of its bytes (overlapping,
+// or repeated). A block holding '^', '|' or '~' ends it too: plainBytes
+// tests them with '<', '>' and '\\'; the caller reads those one at a time.
 func plainRun(s string) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	n := 0
-	for ; len(s)-n >= 8; n += 8 {
-		w := s[n : n+8] // (constant indexes into eight bytes: one load, no bounds checks)
-		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		q, b, lt, gt, amp := x^'"'*ones, x^'\\'*ones, x^'<'*ones, x^'>'*ones, x^'&'*ones
-		if (x|(x-0x20*ones)|(q-ones)&^q|(b-ones)&^b|(lt-ones)&^lt|(gt-ones)&^gt|(amp-ones)&^amp)&highs != 0 {
-			break
+	n := len(s)
+	switch {
+	case n == 0:
+		return 0
+	case n < 8:
+		x := uint64(s[0])*ones&^0xffff00 | uint64(s[n/2])<<8 | uint64(s[n-1])<<16 // (all of s when n < 4)
+		if n >= 4 {
+			x = uint64(load32(s)) | uint64(load32(s[n-4:]))<<32
 		}
+		if plainBytes(x)&highs == highs {
+			return n
+		}
+		return 0
 	}
-	return n
+	all := s
+	for len(s) >= 16 && plainBytes(load64(s))&plainBytes(load64(s[8:16]))&highs == highs {
+		s = s[16:]
+	}
+	if len(s) >= 8 && plainBytes(load64(s))&highs == highs {
+		s = s[8:]
+	}
+	if len(s) < 8 && plainBytes(load64(all[n-8:]))&highs == highs {
+		return n
+	}
+	return n - len(s)
+}
+
+// load32 is the first four bytes of s, little-endian.
+func load32(s string) uint32 {
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+// load64 is the first eight bytes of s, little-endian (constant indexes
+// into eight bytes: one load, no bounds checks).
+func load64(s string) uint64 {
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// plainBytes has the high bit of each byte of x set where the byte is
+// jsonPlain (or '^', '|' or '~'). A byte b below 0x80 has it in b+0x60
+// where b >= 0x20, and in y+0x7f where y is not zero: y = b|4 ^ 0x26 is
+// zero for '"' and '&', b|0x62 ^ 0x7e for '<', '>', '\\', '^', '|' and '~'
+// (and control bytes); none of those sums carries into the next byte. A
+// byte from 0x80 clears its bit with &^ x, whatever the sums carried.
+func plainBytes(x uint64) uint64 {
+	const ones = 0x0101010101010101
+	return (x + 0x60*ones) & ((x | 4*ones) ^ 0x26*ones + 0x7f*ones) & ((x | 0x62*ones) ^ 0x7e*ones + 0x7f*ones) &^ x
 }
 
 // jsonPlain are the ASCII bytes a JSON string holds as they are.
@@ -247,7 +286,15 @@ var jsonPlain = func() (t [utf8.RuneSelf]bool) {
 // HTML escaping: <, > and & as \u003c, \u003e and \u0026, control
 // characters escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
 func AppendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
+	dst, _ = AppendJSONStringUTF8(dst, s)
+	return dst
+}
+
+// AppendJSONStringUTF8 is AppendJSONString, and whether s is valid UTF-8:
+// when it is not, what it writes reads back as another string (with
+// U+FFFD for what was not UTF-8).
+func AppendJSONStringUTF8(dst []byte, s string) (_ []byte, valid bool) {
+	dst, valid = append(dst, '"'), true
 	start := 0
 	for i := 0; i < len(s); {
 		i += plainRun(s[i:]) // (most text: printable ASCII, eight bytes at a time)
@@ -281,7 +328,7 @@ func AppendJSONString(dst []byte, s string) []byte {
 			c, size := utf8.DecodeRuneInString(s[i:])
 			if c == utf8.RuneError && size == 1 {
 				dst = append(dst, s[start:i]...)
-				dst = append(dst, `\ufffd`...)
+				dst, valid = append(dst, `\ufffd`...), false
 				i += size
 				start = i
 				continue
@@ -297,5 +344,5 @@ func AppendJSONString(dst []byte, s string) []byte {
 		}
 	}
 	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, '"'), valid
 }

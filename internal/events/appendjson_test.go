@@ -136,6 +136,19 @@ func TestJSONPlain(t *testing.T) {
 	}
 }
 
+// AppendJSONStringUTF8 writes what AppendJSONString writes, and reports
+// the strings that are not UTF-8 (those written with U+FFFD), wherever
+// their bytes are.
+func TestAppendJSONStringUTF8(t *testing.T) {
+	for _, s := range []string{"", "plain", "quote\" <&> \u2028 é 🎮", "\\ufffd as text", "\xff", "bad \xff\xfe end",
+		"a long plain prefix of more than sixteen bytes, then \xe2\x28\xa1", "\xed\xa0\x80 surrogate", "\uFFFD itself"} {
+		got, valid := AppendJSONStringUTF8([]byte("x"), s)
+		if want := AppendJSONString([]byte("x"), s); string(got) != string(want) || valid != utf8.ValidString(s) {
+			t.Errorf("AppendJSONStringUTF8(%q) = %s, %v; want %s, %v", s, got, valid, want, utf8.ValidString(s))
+		}
+	}
+}
+
 func FuzzAppendJSONAgrees(f *testing.F) {
 	f.Add("sess-1", "summary <&> \u2028", int64(5), uint64(7), int64(1700000000), int64(0), false)
 	f.Add("\xff", "\x00\"\\", int64(-1), uint64(0), int64(-62135596800), int64(999999999), true)

@@ -153,7 +153,7 @@ func MayStartIn(f string) bool {
 		}
 		switch rest := f[i:]; sentence.LowerByte(f[i]) {
 		case 'a':
-			if i == 0 && hasPrefixFold(rest, "ago") {
+			if hasPrefixFold(rest, "ago") {
 				return true
 			}
 		case 'y':
@@ -169,6 +169,28 @@ func MayStartIn(f string) bool {
 					return true
 				}
 			}
+		}
+	}
+	return false
+}
+
+// MayEndIn reports whether a phrase Resolve changes may end in f, a field of a text, having started in it or in the
+// field before (MayStartIn): f holds a phrase alone ("yesterday", "ago"), or its first word may go on from "this",
+// "next", "last", "coming" or "in" at the end of the field before (a word of time, a weekday, a number), or it has no
+// ASCII word to go on with (resolve then reads the word after it) or is not ASCII. Resolve leaves a text as it is unless
+// one of its fields MayStartIn and it or the field after it MayEndIn ("in the morning", "this is", "last one" and
+// most texts MayStartIn finds are passed over this way).
+func MayEndIn(f string) bool {
+	var b [9]byte
+	w0 := nextWord(f)
+	w := lowerWord(&b, w0)
+	if _, wd := weekdays[string(w)]; wd || w0 == "" || timeWords[string(w)] || numbers[string(w)] > 0 || w0[0] <= '9' || !sentence.IsASCII(f) {
+		return true // (a word's first byte is a letter or a digit)
+	}
+	for i := 0; i < len(f); i++ {
+		if rest := f[i:]; (i == 0 || !wordByte(f[i-1])) && (hasPrefixFold(rest, "ago") || hasPrefixFold(rest, "yesterday") ||
+			hasPrefixFold(rest, "today") || hasPrefixFold(rest, "tonight") || hasPrefixFold(rest, "tomorrow")) {
+			return true
 		}
 	}
 	return false

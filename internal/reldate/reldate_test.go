@@ -54,13 +54,14 @@ func TestResolveZeroTime(t *testing.T) {
 
 // TestMayHaveMissesNothing: text MayHave passes over is text resolve
 // leaves as it is.
-// MayHave misses no text that resolve changes, and MayStartIn no field of a text MayHave reads.
+// MayHave misses no text that resolve changes, MayStartIn no field of a text MayHave reads, and MayStartIn with
+// MayEndIn no text Resolve changes.
 func TestMayHaveMissesNothing(t *testing.T) {
 	words := []string{"in", "In", "IN", "3", "three", "days", "To", "day", "Today", "tonight", "ago", "a", "go", "next",
 		"Nexted", "last", "lasting", "this", "coming", "Yesterday", "yes", "it's", "İn", "Kelvin", "é", "we", "the", "thin", "in3",
-		"week", "Weekend", "weeks", "month", "year", "Friday", "friday's", "night", "morning", "(", ".", "'", "—", "2"}
+		"week", "Weekend", "weeks", "month", "year", "Friday", "friday's", "night", "morning", "(", ".", "'", "—", "2", "\u00a0"}
 	rng := rand.New(rand.NewPCG(7, 8))
-	passed, fieldsPassed := 0, 0
+	passed, fieldsPassed, pairsPassed := 0, 0, 0
 	for range 50000 {
 		var ws []string
 		for range 1 + rng.IntN(6) {
@@ -76,6 +77,15 @@ func TestMayHaveMissesNothing(t *testing.T) {
 		} else if !fieldsSay {
 			fieldsPassed++
 		}
+		fs, pair := strings.Fields(s), false
+		for i, f := range fs {
+			pair = pair || MayStartIn(f) && (MayEndIn(f) || i+1 < len(fs) && MayEndIn(fs[i+1]))
+		}
+		if got := Resolve(s, said); !pair && got != s {
+			t.Fatalf("no field of %q MayStartIn with itself or the next MayEndIn, but it resolves to %q", s, got)
+		} else if !pair && slices.ContainsFunc(fs, MayStartIn) {
+			pairsPassed++
+		}
 		if MayHave(s) {
 			continue
 		}
@@ -84,8 +94,25 @@ func TestMayHaveMissesNothing(t *testing.T) {
 			t.Fatalf("MayHave(%q) = false, but it resolves to %q", s, got)
 		}
 	}
-	if passed < 10000 || fieldsPassed < passed/2 {
-		t.Errorf("MayHave passed over %d texts of 50,000 and MayStartIn over %d, want most of those without a relative date", passed, fieldsPassed)
+	if passed < 10000 || fieldsPassed < passed/2 || pairsPassed < 5000 {
+		t.Errorf("MayHave passed over %d texts of 50,000, MayStartIn over %d and MayEndIn over %d of those MayStartIn finds, want most of those without a relative date",
+			passed, fieldsPassed, pairsPassed)
+	}
+}
+
+// TestMayEndIn: a text whose relative date follows what else MayHave finds ("this x", a text not ASCII) is resolved
+// with its "ago" after a parenthesis, and its fields tell it.
+func TestMayEndIn(t *testing.T) {
+	s := "this x\u00a0y 3 days (ago)"
+	fs := strings.Fields(s)
+	if got := Resolve(s, said); got == s || !MayStartIn(fs[len(fs)-1]) || !MayEndIn(fs[len(fs)-1]) {
+		t.Errorf("Resolve(%q) = %q; MayStartIn, MayEndIn(%q) = %v, %v", s, got, fs[len(fs)-1], MayStartIn(fs[len(fs)-1]), MayEndIn(fs[len(fs)-1]))
+	}
+	for f, want := range map[string]bool{"week.": true, "(Friday": true, "three": true, "2": true, "-": true, "é": true, "the": false,
+		"morning's": false, "yesterday's": true, "to": false} {
+		if got := MayEndIn(f); got != want {
+			t.Errorf("MayEndIn(%q) = %v, want %v", f, got, want)
+		}
 	}
 }
 

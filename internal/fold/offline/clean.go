@@ -310,10 +310,10 @@ type field struct {
 // drops: hesitation (inlineFiller), a cut word (a letter alone, "we-"), a consonant onset that may be one, an end that
 // trails off (laughter, "though", hesitation) and one that dangles after a longer sentence (danglingEnd); and for phrases:
 // a word of a topic phrase, one that does not start one (a number, "…ed"), one capitalised or a number (core's); and
-// one an opinion or a speech act opens with (actStarts: report).
+// one an opinion or a speech act opens with (actStarts: report). ffDateEnd: a relative date may end in it (MayEndIn).
 type fieldFlags uint32
 
-const ffDigit, ffName, ffFirst, ffSecond, ffGroup, ffModal, ffDate, ffHedge, ffASCII, ffInline, ffLetter, ffDash, ffOnset, ffTrail, ffDangling, ffPhrase, ffMid, ffUp, ffAct fieldFlags = 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 15, 1 << 16, 1 << 17, 1 << 18 // (newField's order)
+const ffDigit, ffName, ffFirst, ffSecond, ffGroup, ffModal, ffDate, ffHedge, ffASCII, ffInline, ffLetter, ffDash, ffOnset, ffTrail, ffDangling, ffPhrase, ffMid, ffUp, ffAct, ffDateEnd fieldFlags = 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 15, 1 << 16, 1 << 17, 1 << 18, 1 << 19 // (newField's order)
 
 var noField field // (an empty field: on no list)
 
@@ -406,7 +406,7 @@ func newField(l *lexicon, f string) *field {
 		len(tc) <= 3 && onsets[tc], isLaugh(end) || end == "though" || inlineFiller[end], danglingEnd[end],
 		w != "" && w != "I" && !strings.HasPrefix(w, "I'") && x.is(fTerm) && !x.is(fPhraseStop|fAdverb) && !strings.ContainsAny(w, "$%/=;") &&
 			utf8.RuneCountInString(w) > 1 && !(strings.ContainsFunc(f, unicode.IsDigit) && strings.IndexFunc(w, unicode.IsLetter) >= 0), // ("14th", "0.01s")
-		strings.HasSuffix(k.low, "ed") || strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber), unicode.IsUpper(rc) || unicode.IsDigit(rc), actStarts[k.low]} {
+		strings.HasSuffix(k.low, "ed") || strings.IndexFunc(w, unicode.IsLetter) < 0 || x.is(fNumber), unicode.IsUpper(rc) || unicode.IsDigit(rc), actStarts[k.low], reldate.MayEndIn(f)} {
 		k.flags |= fieldFlags(b2i(on)) << i
 	}
 	return k
@@ -444,16 +444,9 @@ func newLexeme(w string) lexeme {
 		x.stem = english.Stem(w, false)
 	}
 	for i, l := range wordLists {
-		if l[w] {
-			x.flags |= fAdverb << i
-		}
+		x.flags |= fAdverb << i * wordFlags(b2i(l[w]))
 	}
-	if termWord(w) {
-		x.flags |= fTerm
-	}
-	if isLaugh(w) {
-		x.flags |= fLaugh
-	}
+	x.flags |= wordFlags(b2i(termWord(w)))*fTerm | wordFlags(b2i(isLaugh(w)))*fLaugh
 	return x
 }
 

@@ -23,15 +23,16 @@ type codec struct {
 	r     *jsonReader
 	st    *state // (writing)
 	first bool   // reading: no field of the object read yet
+	lossy bool   // writing: as appendJSON's
 	err   error
 }
 
-// appendJSON appends st's JSON to b.
-func (st *state) appendJSON(b []byte) ([]byte, error) {
+// appendJSON appends st's JSON to b; lossy: a string not UTF-8 was written as U+FFFD (cached copies none: it was kept).
+func (st *state) appendJSON(b []byte) (_ []byte, lossy bool, err error) {
 	c := &codec{w: b, st: st}
-	st.seq++
+	st.seq, st.spans = st.seq+1, make([]written, 0, max(cap(st.spans), 32))
 	c.object(st.fields)
-	return c.w, c.err
+	return c.w, c.lossy, c.err
 }
 
 // decodeState reads a state written by encode as encoding/json would read it into the state's struct (what the codec
@@ -108,15 +109,17 @@ type written struct {
 }
 
 // cached writes with write what at last wrote, copying it from the state read when it was written from the same
-// fields (those of key).
+// fields (those of key), and keeps where it wrote it among this encoding's spans (one allocation, the last's let go).
 func cached(c *codec, at **written, key written, write func()) {
 	start := len(c.w)
 	if j := *at; c.r == nil && j != nil && j.seq == c.st.srcSeq && j.end <= len(c.st.src) && j.s == key.s && j.n == key.n {
 		c.w = append(c.w, c.st.src[j.off:j.end]...) // (an object's first byte '{', as object writes it)
-		j.seq, j.off, j.end = c.st.seq, start, len(c.w)
-	} else if write(); c.r == nil && c.err == nil {
-		*at = &written{c.st.seq, start, len(c.w), key.s, key.n}
+	} else if write(); c.r != nil || c.err != nil {
+		return
 	}
+	key.seq, key.off, key.end = c.st.seq, start, len(c.w)
+	c.st.spans = append(c.st.spans, key)
+	*at = &c.st.spans[len(c.st.spans)-1]
 }
 
 func (x *stmt) fields(c *codec) {
@@ -192,9 +195,8 @@ func list[T any](c *codec, name string, xs *[]T, each func(*codec, *T)) {
 	case !c.field(name, len(*xs) == 0):
 	case c.r != nil:
 		*xs = (*xs)[:0]
-		var zero T
 		c.r.array(func() {
-			*xs = append(*xs, zero)
+			*xs = append(*xs, *new(T))
 			each(c, &(*xs)[len(*xs)-1])
 		})
 	default:
@@ -216,10 +218,10 @@ func (c *codec) str(name string, s *string, omit bool) {
 
 // text writes or reads a string.
 func (c *codec) text(s *string) {
-	if c.r != nil {
+	if valid := true; c.r != nil {
 		*s = c.r.str()
-	} else {
-		c.w = events.AppendJSONString(c.w, *s)
+	} else if c.w, valid = events.AppendJSONStringUTF8(c.w, *s); !valid {
+		c.lossy = true
 	}
 }
 

@@ -105,7 +105,7 @@ func TestPersonFactsBounded(t *testing.T) {
 			t.Fatalf("%s: %d facts, bound %d", p.Name, len(p.Facts), maxPersonFacts)
 		}
 	}
-	if b := st.encode(); len(b) > maxStateBytes {
+	if b, _ := st.encode(); len(b) > maxStateBytes {
 		t.Fatalf("state of %d bytes, bound %d", len(b), maxStateBytes)
 	}
 }

@@ -56,6 +56,7 @@ type state struct {
 	voc         *wordCounts // Voc, read
 	counted     *knownRead  // Voc as the fold that wrote it counted it
 	src         []byte      // Request.PreviousState: this state as its encoding number srcSeq wrote it (seq: encodings so far)
+	spans       []written   // where encoding seq wrote its cached values (codec.go)
 	srcSeq, seq int
 	sc          *scratch // the fold's room, where Voc is read into
 	gathered    []phrase // the phrases topics gathered last (render.go), of statements with the phrases gatheredOf
@@ -122,7 +123,7 @@ func fnvAddLower(h uint64, s string) uint64 {
 		s = strings.ToLower(s) // (then lowerASCII changes none of its bytes)
 	}
 	const prime = 1099511628211
-	for ; len(s) >= 4; s = s[4:] { // (as fnvAdd)
+	for ; len(s) >= 4; s = s[4:] { // (four bytes a turn)
 		h = ((((h^uint64(lowerASCII(s[0])))*prime^uint64(lowerASCII(s[1])))*prime^uint64(lowerASCII(s[2])))*prime ^ uint64(lowerASCII(s[3]))) * prime
 	}
 	for i := 0; i < len(s); i++ {
@@ -133,8 +134,9 @@ func fnvAddLower(h uint64, s string) uint64 {
 
 func fnvAdd(h uint64, s string) uint64 {
 	const prime = 1099511628211
-	for ; len(s) >= 4; s = s[4:] { // (four bytes a turn: a summary is hashed every fold)
+	for ; len(s) >= 8; s = s[8:] { // (eight bytes a turn: a summary is hashed every fold)
 		h = ((((h^uint64(s[0]))*prime^uint64(s[1]))*prime^uint64(s[2]))*prime ^ uint64(s[3])) * prime
+		h = ((((h^uint64(s[4]))*prime^uint64(s[5]))*prime^uint64(s[6]))*prime ^ uint64(s[7])) * prime
 	}
 	for i := 0; i < len(s); i++ {
 		h = (h ^ uint64(s[i])) * prime
@@ -142,11 +144,11 @@ func fnvAdd(h uint64, s string) uint64 {
 	return h
 }
 
-// keep writes st (encode) and holds it for the bytes written, unless they read back otherwise (a string not UTF-8,
-// written as U+FFFD); of this fold, the next reads as from a decoded state no scratch, statements' own words or terms.
+// keep writes st (encode) and holds it for the bytes written, unless they read back otherwise (encode's lossy); of this
+// fold, the next reads as from a decoded state no scratch, statements' own words or terms.
 func (s *Summarizer) keep(st *state) []byte {
-	data := st.encode()
-	if bytes.Contains(data, []byte(`\ufffd`)) {
+	data, lossy := st.encode()
+	if lossy {
 		return data
 	}
 	if st.voc != nil && st.voc.back != nil && st.voc.back.s == st.Voc {
@@ -166,17 +168,17 @@ func (s *Summarizer) keep(st *state) []byte {
 	return data
 }
 
-// encode writes st within maxStateBytes, dropping its least valuable statements and oldest facts while it is over.
-func (st *state) encode() []byte {
+// encode writes st within maxStateBytes (lossy as appendJSON's), dropping its least valuable parts while it is over.
+func (st *state) encode() (_ []byte, lossy bool) {
 	st.V = stateVersion
 	sc := st.scratch()
 	for {
-		b, err := st.appendJSON(sc.out[:0])
+		b, lossy, err := st.appendJSON(sc.out[:0])
 		if sc.out = b; err != nil {
-			return nil // (only unencodable floats; W is always finite)
+			return nil, false // (only unencodable floats; W is always finite)
 		}
 		if len(b) <= maxStateBytes || !st.shed() {
-			return bytes.Clone(b)
+			return bytes.Clone(b), lossy
 		}
 	}
 }
@@ -185,12 +187,10 @@ func (st *state) encode() []byte {
 func (st *state) shed() bool {
 	did := false
 	if n := len(st.Facts); n > 4 {
-		st.Facts = slices.Delete(st.Facts, 0, n/4)
-		did = true
+		st.Facts, did = slices.Delete(st.Facts, 0, n/4), true
 	}
 	if n := len(st.Open); n > 2 {
-		st.Open = dropWeakest(st.Open, n/4+1)
-		did = true
+		st.Open, did = dropWeakest(st.Open, n/4+1), true
 	}
 	for i := range st.Periods {
 		if n := len(st.Periods[i].Stmts); n > 1 {
@@ -199,21 +199,17 @@ func (st *state) shed() bool {
 		}
 	}
 	if n := len(st.People); !did && n > 2 {
-		st.People = slices.Delete(st.People, 0, n/4+1)
-		did = true
+		st.People, did = slices.Delete(st.People, 0, n/4+1), true
 	}
 	if !did && st.counts().shrink() {
 		st.Voc = st.voc.String()
 		did = true
 	}
 	if !did && len(st.Periods) > 1 {
-		st.Periods = st.Periods[1:]
-		did = true
+		st.Periods, did = st.Periods[1:], true
 	}
 	if !did && len(st.Names) > 4 {
-		st.Others += len(st.Names) - 4
-		st.Names = st.Names[:4]
-		did = true
+		st.Others, st.Names, did = st.Others+len(st.Names)-4, st.Names[:4], true
 	}
 	if !did {
 		for i := range st.Open {
