@@ -215,20 +215,44 @@ func JSONPlain(s string) bool {
 	return true
 }
 
-// plainRun is the length of a prefix of s of whole blocks of eight
-// jsonPlain bytes, sixteen bytes tested at once while they all are: the
-// longest such prefix but where a block holds '^', '|' or '~' (plain, but
-// tested with '<', '>' and '\\': the caller reads those bytes one at a time).
+// plainRun is the length of a prefix of s of jsonPlain bytes: all of s
+// when they all are, else whole blocks of eight that are. Eight bytes are
+// tested at once (sixteen while they all are plain); the last bytes of s
+// in its last eight, and a shorter s in eight of its bytes (overlapping,
+// or repeated). A block holding '^', '|' or '~' ends it too: plainBytes
+// tests them with '<', '>' and '\\'; the caller reads those one at a time.
 func plainRun(s string) int {
-	const highs = 0x8080808080808080
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	n := len(s)
+	switch {
+	case n == 0:
+		return 0
+	case n < 8:
+		x := uint64(s[0])*ones&^0xffff00 | uint64(s[n/2])<<8 | uint64(s[n-1])<<16 // (all of s when n < 4)
+		if n >= 4 {
+			x = uint64(load32(s)) | uint64(load32(s[n-4:]))<<32
+		}
+		if plainBytes(x)&highs == highs {
+			return n
+		}
+		return 0
+	}
+	all := s
 	for len(s) >= 16 && plainBytes(load64(s))&plainBytes(load64(s[8:16]))&highs == highs {
 		s = s[16:]
 	}
 	if len(s) >= 8 && plainBytes(load64(s))&highs == highs {
 		s = s[8:]
 	}
+	if len(s) < 8 && plainBytes(load64(all[n-8:]))&highs == highs {
+		return n
+	}
 	return n - len(s)
+}
+
+// load32 is the first four bytes of s, little-endian.
+func load32(s string) uint32 {
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
 // load64 is the first eight bytes of s, little-endian (constant indexes

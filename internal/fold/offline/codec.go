@@ -30,7 +30,7 @@ type codec struct {
 // appendJSON appends st's JSON to b; lossy: a string not UTF-8 was written as U+FFFD (cached copies none: it was kept).
 func (st *state) appendJSON(b []byte) (_ []byte, lossy bool, err error) {
 	c := &codec{w: b, st: st}
-	st.seq++
+	st.seq, st.spans = st.seq+1, make([]written, 0, max(cap(st.spans), 32))
 	c.object(st.fields)
 	return c.w, c.lossy, c.err
 }
@@ -109,15 +109,17 @@ type written struct {
 }
 
 // cached writes with write what at last wrote, copying it from the state read when it was written from the same
-// fields (those of key).
+// fields (those of key), and keeps where it wrote it among this encoding's spans (one allocation, the last's let go).
 func cached(c *codec, at **written, key written, write func()) {
 	start := len(c.w)
 	if j := *at; c.r == nil && j != nil && j.seq == c.st.srcSeq && j.end <= len(c.st.src) && j.s == key.s && j.n == key.n {
 		c.w = append(c.w, c.st.src[j.off:j.end]...) // (an object's first byte '{', as object writes it)
-		j.seq, j.off, j.end = c.st.seq, start, len(c.w)
-	} else if write(); c.r == nil && c.err == nil {
-		*at = &written{c.st.seq, start, len(c.w), key.s, key.n}
+	} else if write(); c.r != nil || c.err != nil {
+		return
 	}
+	key.seq, key.off, key.end = c.st.seq, start, len(c.w)
+	c.st.spans = append(c.st.spans, key)
+	*at = &c.st.spans[len(c.st.spans)-1]
 }
 
 func (x *stmt) fields(c *codec) {

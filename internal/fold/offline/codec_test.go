@@ -95,6 +95,9 @@ func TestStateCodecMatchesEncodingJSON(t *testing.T) {
 // as encoding/json writes it.
 func TestStatementsWrittenAgainFollowTheirFields(t *testing.T) {
 	for i, st := range codecStates(t) {
+		if len(st.Open) > 0 { // (a copy of a statement in a period, as closing one makes: the two change apart)
+			st.Periods = append(st.Periods, period{Stmts: []stmt{st.Open[0]}})
+		}
 		for round := range 4 {
 			prev, _, err := st.appendJSON(nil)
 			if err != nil {
@@ -127,8 +130,10 @@ func TestStatementsWrittenAgainFollowTheirFields(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, _, err := st.appendJSON(nil); err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("state %d, round %d: written again as\n%s\nencoding/json writes\n%s (%v)", i, round, got, want, err)
+			for pass := range 2 { // (and again, as encode does after shedding: the state read is the same)
+				if got, _, err := st.appendJSON(nil); err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("state %d, round %d, pass %d: written again as\n%s\nencoding/json writes\n%s (%v)", i, round, pass, got, want, err)
+				}
 			}
 		}
 	}

@@ -56,6 +56,7 @@ type state struct {
 	voc         *wordCounts // Voc, read
 	counted     *knownRead  // Voc as the fold that wrote it counted it
 	src         []byte      // Request.PreviousState: this state as its encoding number srcSeq wrote it (seq: encodings so far)
+	spans       []written   // where encoding seq wrote its cached values (codec.go)
 	srcSeq, seq int
 	sc          *scratch // the fold's room, where Voc is read into
 	gathered    []phrase // the phrases topics gathered last (render.go), of statements with the phrases gatheredOf
@@ -189,8 +190,7 @@ func (st *state) shed() bool {
 		st.Facts, did = slices.Delete(st.Facts, 0, n/4), true
 	}
 	if n := len(st.Open); n > 2 {
-		st.Open = dropWeakest(st.Open, n/4+1)
-		did = true
+		st.Open, did = dropWeakest(st.Open, n/4+1), true
 	}
 	for i := range st.Periods {
 		if n := len(st.Periods[i].Stmts); n > 1 {
@@ -199,16 +199,14 @@ func (st *state) shed() bool {
 		}
 	}
 	if n := len(st.People); !did && n > 2 {
-		st.People = slices.Delete(st.People, 0, n/4+1)
-		did = true
+		st.People, did = slices.Delete(st.People, 0, n/4+1), true
 	}
 	if !did && st.counts().shrink() {
 		st.Voc = st.voc.String()
 		did = true
 	}
 	if !did && len(st.Periods) > 1 {
-		st.Periods = st.Periods[1:]
-		did = true
+		st.Periods, did = st.Periods[1:], true
 	}
 	if !did && len(st.Names) > 4 {
 		st.Others, st.Names, did = st.Others+len(st.Names)-4, st.Names[:4], true
