@@ -257,8 +257,7 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	}
 	b = strconv.AppendFloat(b, f, format, -1, 64)
 	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-		b[n-2] = b[n-1] // e-09 → e-9
-		b = b[:n-1]
+		b[n-2], b = b[n-1], b[:n-1] // e-09 → e-9
 	}
 	return b
 }
