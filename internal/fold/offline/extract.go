@@ -190,7 +190,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		text, self := lx.report(sp, sent, fs, ks, question, user, names)
 		w += 0.8 * float64(b2i(self))
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: strings.Join(tw, " "), Key: lx.factKey(fs, ks, c.digits), Own: sent, Batch: true})
+			Terms: spaced(tw), Key: lx.factKey(fs, ks, c.digits), Own: sent, Batch: true})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
 		out = dropWeakest(out, len(out)-n)
@@ -238,11 +238,7 @@ const salience = 0.25
 // weigh is what a sentence is worth by its content: its content words, numbers, names (c), and words of decisions and
 // plans.
 func weigh(sent string, terms int, c wordStat) float64 {
-	w := 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(c.nums, 3)) + 0.6*float64(min(c.names, 4))
-	if decisionWords.in(sent) {
-		w += 1.5
-	}
-	return w
+	return 0.3 + 0.35*float64(min(terms, 14)) + 1.2*float64(min(c.nums, 3)) + 0.6*float64(min(c.names, 4)) + 1.5*float64(b2i(decisionWords.in(sent)))
 }
 
 var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's", "we'll", "we will", "we should", "plan",
@@ -335,24 +331,27 @@ var leadByFirst = func() (m [256][]string) { // leadFiller by their first byte
 
 // trimFiller strips discourse words and laughter from the ends of a sentence and repeated words ("the the"), and drops
 // the sentence when nothing with a word of content is left. fs are sent's fields, or none, and ks what the lexicon
-// knows of them (a field unknown: nil); it returns those of what it leaves, all known, or none (in their room).
+// knows of the first of them (of one left empty: noField); it returns those of what it leaves, all known, or none (in
+// their room).
 func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*field) (string, []string, []*field) {
 	sent = strings.TrimSpace(sent)
 	whole := sent
 	var buf [32]byte
 	for changed := true; changed && sent != ""; {
 		changed = false
-		// the fillers are short: lower-case only the start of the sentence
-		low := lower(buf[:0], sent[:min(len(sent), s.cfg.maxFillerLen+1)])
-		for _, f := range leadByFirst[low[0]] {
-			if len(low) > len(f) && hasPrefixBytes(low, f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') &&
+		low := sent[:min(len(sent), s.cfg.maxFillerLen+1)] // (the fillers are short: the start of the sentence, in either case when ASCII)
+		if !isASCII(low) {
+			low = string(lower(buf[:0], low))
+		}
+		for _, f := range leadByFirst[lowerASCII(low[0])] {
+			if len(low) > len(f) && strings.EqualFold(low[:len(f)], f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') &&
 				(low[len(f)] != ' ' || f != "nice" && f != "cool") { // ("Nice shot Jonas!" is not "shot Jonas!")
 				sent, changed = strings.TrimLeft(sent[len(f):], " ,.!"), true
 				break
 			}
 		}
 		for w := range s.cfg.extraFiller {
-			if hasPrefixBytes(low, w) && len(low) > len(w) && low[len(w)] == ' ' {
+			if len(low) > len(w) && strings.EqualFold(low[:len(w)], w) && low[len(w)] == ' ' {
 				sent, changed = strings.TrimLeft(sent[len(w):], " ,"), true
 			}
 		}
@@ -360,13 +359,8 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	if len(fs) == 0 || sent != whole { // (a filler was cut from its start)
 		fs, ks = sentence.AppendFields(fs[:0], sent), ks[:0]
 	}
-	ks = append(ks, make([]*field, len(fs)-len(ks))...) // (unknown: nil)
-	for i, f := range fs {                              // (what the lexicon knows of each: its word lists)
-		if f == "" {
-			ks[i] = &noField
-		} else if ks[i] == nil {
-			ks[i] = lx.field(f)
-		}
+	for _, f := range fs[len(ks):] { // (what the lexicon knows of each not known: its word lists)
+		ks = append(ks, lx.field(f))
 	}
 	nf := len(fs)
 	for len(fs) > 0 {
@@ -381,9 +375,13 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	}
 	// (cut: a word was dropped or changed; ko: what the lexicon knows of out. Both in fs's and ks's room: out[i] is
 	// written once fs[i] is read, and fs[i-1] is read only while out has not changed it)
-	out, ko, cut := fs[:0], ks[:0], false
-	for i, f := range fs {
-		k := ks[i]
+	i0 := 0 // (the words before i0 stay as they are, as the loop below would find: none is a filler, a cut word or said again)
+	for i0 < len(fs) && ks[i0].flags&(ffInline|ffLetter|ffDash|ffOnset) == 0 && (i0 == 0 || ks[i0].flags&ks[i0-1].flags&ffASCII != 0 && ks[i0].rh != ks[i0-1].rh) {
+		i0++
+	}
+	out, ko, cut := fs[:i0], ks[:i0], false
+	for i := i0; i < len(fs); i++ {
+		f, k := fs[i], ks[i]
 		cut = cut || len(out) < i
 		switch {
 		case k.is(ffInline):
@@ -411,7 +409,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	}
 	joined := sent // (out joined by single spaces)
 	if cut || len(out) != nf || !joins(sent, out) {
-		joined = strings.Join(out, " ")
+		joined = spaced(out)
 	}
 	if sent = strings.TrimLeft(joined, ",;: "); sent == "" {
 		return "", fs[:0], ks[:0]
@@ -419,13 +417,23 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	if fs, ks = out, ko; len(sent) != len(joined) {
 		fs, ks = fs[:0], ks[:0] // (its first field was cut: its fields are not out)
 	}
-	if n := len(fs); !strings.ContainsAny(sent[len(sent)-1:], ".!?") {
+	if n := len(fs); !oneOf(sent[len(sent)-1], 1<<'.'|1<<'!'|1<<'?') {
 		if sent += "."; n > 0 {
 			fs[n-1] = sent[len(sent)-len(fs[n-1])-1:]
 			ks[n-1] = lx.field(fs[n-1])
 		}
 	}
 	return sent, fs, ks
+}
+
+// spaced is strings.Join(ws, " "), built on the stack: one allocation.
+func spaced(ws []string) string {
+	var arr [256]byte
+	b := arr[:0]
+	for _, w := range ws {
+		b = append(append(b, ' '), w...)
+	}
+	return string(b[min(1, len(b)):])
 }
 
 // joins reports whether s, whose fields are ws, is ws joined by single spaces.
@@ -579,12 +587,9 @@ func hasPrefixBytes(b []byte, p string) bool { return len(b) >= len(p) && string
 
 // imperative reports whether a sentence opening with w reads as an instruction ("Add a flag", "Don't touch go.mod").
 func imperative(w string) bool {
-	lw := strings.ToLower(strings.Trim(w, ",.!"))
-	if lw == "don't" || lw == "never" || lw == "always" || lw == "please" {
-		return true
-	}
 	r, _ := utf8.DecodeRuneInString(w)
-	return unicode.IsUpper(r) && imperativeWord(lw)
+	lw := strings.ToLower(strings.Trim(w, ",.!"))
+	return lw == "don't" || lw == "never" || lw == "always" || lw == "please" || unicode.IsUpper(r) && imperativeWord(lw)
 }
 
 func imperativeWord(lw string) bool {
@@ -616,19 +621,16 @@ func thirdPerson(sp, s string, ws []string, ks []*field) (string, bool) {
 		}
 		return reword(s[n:], ws[i:], ks[i:], false)
 	}
+	if len(ws) < 3 && (w0 == "my" || w0 == "i") {
+		return "", false
+	}
 	switch w0 {
 	case "my":
-		if len(ws) < 3 {
-			return "", false
-		}
 		return sp + "'s " + rest(1), true
 	case "i'm", "i've", "i'll", "i'd": // (with a word after it: alone, it is no statement)
 		aux := map[string]string{"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}[w0]
 		return sp + " " + aux + " " + rest(1), true
 	case "i":
-		if len(ws) < 3 {
-			return "", false
-		}
 		i, adv := 1, ""
 		if adverbs[strings.ToLower(ws[1])] {
 			adv, i = ws[1]+" ", 2
@@ -667,10 +669,8 @@ func conjugate(v string) (string, bool) {
 	if pastIrregular[v] || strings.HasSuffix(v, "ed") && !strings.HasSuffix(v, "eed") && len(v) > 3 {
 		return v, true
 	}
-	for _, r := range v {
-		if r < 'a' || r > 'z' {
-			return "", false
-		}
+	if strings.ContainsFunc(v, func(r rune) bool { return r < 'a' || r > 'z' }) {
+		return "", false
 	}
 	if len(v) < 3 || stopWords[v] && v != "like" && v != "need" && v != "want" && v != "know" && v != "think" &&
 		v != "get" && v != "make" && v != "see" && v != "look" && v != "mean" && v != "say" {
@@ -694,14 +694,16 @@ func reword(s string, fs []string, ks []*field, past bool) string {
 	if !slices.ContainsFunc(ks, func(k *field) bool { return k.flags&flags != 0 }) {
 		return s
 	}
+	if !joins(s, fs) {
+		s = spaced(fs)
+	}
 	var arr [256]byte
-	b := arr[:0] // (fs joined by single spaces, as they are changed)
-	for i, w := range fs {
-		if b = append(b, " "[:min(i, 1)]...); ks[i].flags&flags == 0 {
-			b = append(b, w...)
+	b, last := arr[:0], 0 // (s up to last, its words changed: fs joined by single spaces, as they are changed)
+	for i, o := 0, 0; i < len(fs); o, i = o+len(fs[i])+1, i+1 {
+		if ks[i].flags&flags == 0 {
 			continue
 		}
-		modal := past && ks[i].is(ffModal)
+		w, modal := fs[i], past && ks[i].is(ffModal)
 		if ks[i].is(ffGroup) {
 			core := strings.TrimRight(w, `.,!?;:"`)
 			w, modal = groupPerson[strings.ToLower(core)]+w[len(core):], past // ("WE'LL": "they'll", a modal once lower-cased)
@@ -711,9 +713,9 @@ func reword(s string, fs []string, ks []*field, past bool) string {
 		} else if c, ok := strings.CutSuffix(core, "'ll"); modal && ok {
 			w = c + " would" + w[len(core):]
 		}
-		b = append(b, w...)
+		b, last = append(append(b, s[last:o]...), w...), o+len(fs[i])
 	}
-	return string(b)
+	return string(append(b, s[last:]...))
 }
 
 // lowerFirst is prefix, then s with its first letter lower-cased when its first word is a common word, not a name ("Can
@@ -755,7 +757,7 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	}
 	tw := lx.appendTerms(nil, text)
 	return stmt{Sp: src, At: unixOf(n.At), Text: clip(label+text, maxStmtRunes), K: kNote,
-		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: strings.Join(tw, " "), Ph: lx.phrases(text, nil), Batch: true}, true
+		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: spaced(tw), Ph: lx.phrases(text, nil), Batch: true}, true
 }
 
 func isToolTurn(t fold.Turn) bool {
@@ -796,7 +798,7 @@ func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		}
 		tw := lx.appendTerms(nil, tool+" "+arg)
 		b.stmts = append(b.stmts, stmt{Sp: who, At: unixOf(t.At), Text: text + ".", K: kTool, W: 1.5 + 0.2*float64(len(tw)),
-			Terms: strings.Join(tw, " "), Key: "tool " + tool + " " + arg, Batch: true})
+			Terms: spaced(tw), Key: "tool " + tool + " " + arg, Batch: true})
 		return &b.stmts[len(b.stmts)-1]
 	}
 	outcome := toolOutcome(t.Text)

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"math/bits"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -38,10 +39,28 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 	for len(ws) > 2 && (kw[0].core == trimCut(ws[0], ",.!") && kw[0].x.is(fLaugh) || kw[0].core != trimCut(ws[0], ",.!") && lx.getBytes(lower(buf[:0], trimCut(ws[0], ",.!"))).is(fLaugh)) { // (its field's reading when it trims ws[0] alike)
 		ws, kw = ws[1:], kw[1:] // "hahaha that was close"
 	}
-	out, ko := ws[:0], kw[:0] // (ko: what the lexicon knows of out; in ws's room: out[i] is written once ws[i] is read)
+	var odd, na, r1, r2, r3 uint64 // bit i of odd (i < 63): the loop below reads ws[i] closely (a hedge, a false start's first letter, a word not ASCII or like one of the three before it); na: the words not ASCII, by bit; r1-r3: the rh of the three before
+	p0 := byte(0)                  // (the first byte of the word before)
+	for i, k := range kw[:min(len(kw), 64)] {
+		if b := k.bare; i > 0 && b != "" && (b[0]|p0 >= utf8.RuneSelf || lowerASCII(b[0]) == lowerASCII(p0)) {
+			odd |= 1 << (i - 1)
+		}
+		if na = na<<1 | uint64(b2i(!k.is(ffASCII))); k.is(ffHedge) || na&15 != 0 || k.rh == r1 || k.rh == r2 || k.rh == r3 {
+			odd |= 1 << i
+		}
+		r1, r2, r3, p0 = k.rh, r1, r2, k.f[0]
+	}
+	// (ko: what the lexicon knows of out; in ws's room: out[i] is written once ws[i] is read. same: how many of out's last
+	// words are the ws before i, as they were: past three, odd's test of the three before holds for out too)
+	out, ko, same := ws[:0], kw[:0], 0
 	var cb, nb [32]byte
 	for i := 0; i < len(ws); i++ {
-		w := ws[i]
+		if j := min(i+bits.TrailingZeros64(odd>>i), 63, len(ws)); j > i && same >= min(len(out), 3) { // (the words before the next odd one stay)
+			out, ko, same, i = append(out, ws[i:j]...), append(ko, kw[i:j]...), same+j-i, j-1
+			continue
+		}
+		w, s0, n := ws[i], same, len(out)
+		same = 0
 		var core []byte // lower-cased without its commas, when it may be a false start or a hedge (compared as a string: no copy)
 		if nx := kw[min(i+1, len(kw)-1)].bare; i+1 < len(ws) && nx != "" && (nx[0] >= utf8.RuneSelf || w[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == lowerASCII(w[0])) {
 			// a word the next one completes shares its first letter
@@ -49,12 +68,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 				continue
 			}
 		}
-		if !kw[i].is(ffHedge) {
-			if out, ko = append(out, w), append(ko, kw[i]); !fresh(ko) {
-				out, ko = repeated(out, ko)
-			}
-			continue
-		} else if core == nil {
+		if core == nil && kw[i].is(ffHedge) { // (a word that is not one is kept: core is none of the hedges)
 			core = lower(cb[:0], strings.TrimRight(w, ","))
 		}
 		// hedges: "you know" (not after "the more", "what", "if" …), "I mean", "kind of"/"sort of" not after a word
@@ -88,6 +102,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 			continue
 		}
 		out, ko = repeated(append(out, w), append(ko, kw[i]))
+		same = (s0 + 1) * b2i(len(out) == n+1) // (none dropped)
 	}
 	for j := len(out) - 1; j > 0; j-- { // a clause at the end after a comma that names nothing ("…, I guess", ", right?") goes
 		if k := ko[j]; len(k.terms) > 0 || k.is(ffDigit) || k.low == "not" || k.low == "never" || strings.HasSuffix(k.low, "n't") {
@@ -95,13 +110,13 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		} else if strings.ContainsAny(out[j-1][len(out[j-1])-1:], ",;:") {
 			end := out[len(out)-1][len(strings.TrimRight(out[len(out)-1], ".?!")):]
 			out, ko = out[:j], ko[:j]
-			if out[j-1] = strings.TrimRight(out[j-1], ",;:") + end; out[j-1] != "" { // ("": no field, and its sentence's words are read again)
+			if out[j-1], ko[j-1] = strings.TrimRight(out[j-1], ",;:")+end, &noField; out[j-1] != "" { // ("": no field, and its sentence's words are read again)
 				ko[j-1] = lx.field(out[j-1])
 			}
 		}
 	}
 	if changed || len(out) != n0 || !joins(s, out) { // (none left: s is "")
-		s = strings.Join(out, " ")
+		s = spaced(out)
 	}
 	if runeLen(s) > maxSentRunes {
 		return cutClause(s, maxSentRunes), fs[:0], ks[:0]
@@ -112,10 +127,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 // falseStart reports a word that the next one completes ("th" before "the"), not a word in its own right that happens
 // to start the next.
 func (lx *lexicon) falseStart(w, next string) bool {
-	if w == "" || len(w) >= len(next) || !strings.HasPrefix(next, w) || stopWords[w] {
-		return false
-	}
-	return strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 && (len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2)
+	return w != "" && len(w) < len(next) && strings.HasPrefix(next, w) && !stopWords[w] && strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 && (len(w) <= 2 || !lx.get(w).is(fTerm) || len(next)-len(w) >= 2)
 }
 
 // hedgeWords are the words, lower-cased without a comma after them, that tighten may drop as or with a hedge.
@@ -142,18 +154,6 @@ func repeated(out []string, ko []*field) ([]string, []*field) {
 	return out, ko
 }
 
-// fresh reports that the last of ko is none of the three words before it as repeated tells them apart first: most
-// words, which repeated then leaves as they are.
-func fresh(ko []*field) bool {
-	y, m := ko[len(ko)-1], len(ko)
-	for n := 1; n <= 3 && 2*n <= m; n++ {
-		if x := ko[m-1-n]; x == y || x.flags&y.flags&ffASCII == 0 || x.rh == y.rh {
-			return false
-		}
-	}
-	return true
-}
-
 func sameWords(a, b []*field) bool {
 	for i := len(a) - 1; i >= 0; i-- { // (last words first: they differ most)
 		if x, y := a[i], b[i]; x != y && (x.is(ffASCII) && y.is(ffASCII) && x.rep != y.rep || !(x.is(ffASCII) && y.is(ffASCII)) && x.f != y.f &&
@@ -169,10 +169,7 @@ func oneOf(c byte, set uint64) bool { return c < 64 && set>>c&1 != 0 } // c is i
 
 // equalFold is strings.EqualFold, quick to tell words apart by their first letter.
 func equalFold(x, y string) bool {
-	if x != "" && y != "" && x[0] < utf8.RuneSelf && y[0] < utf8.RuneSelf && lowerASCII(x[0]) != lowerASCII(y[0]) {
-		return false
-	}
-	return strings.EqualFold(x, y)
+	return (x == "" || y == "" || x[0]|y[0] >= utf8.RuneSelf || lowerASCII(x[0]) == lowerASCII(y[0])) && strings.EqualFold(x, y)
 }
 
 // trimCut is strings.Trim(w, cut) for a cut of ASCII punctuation below '@', without building a set of its bytes.
