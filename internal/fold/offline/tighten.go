@@ -77,10 +77,12 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		skip := 0 // the hedge's words
 		switch string(core) {
 		case "you", "i", "or", "and", "kind", "sort":
-			if pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[min(i+1, len(ws)-1)], ",.?!"))...)); i+1 < len(ws) &&
-				(hedges[pair] && (pair != "you know" || len(out) == 0 || !strings.Contains(" more less what if do did as how ", " "+strings.ToLower(out[len(out)-1])+" ")) || // ("the more you know")
-					(pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))])) {
-				skip = 2
+			if nx := ws[min(i+1, len(ws)-1)]; i+1 < len(ws) && (nx[0] >= utf8.RuneSelf || strings.IndexByte("kmsweo", lowerASCII(nx[0])) >= 0) { // ("know", "mean", "of" …)
+				if pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(nx, ",.?!"))...)); hedges[pair] &&
+					(pair != "you know" || len(out) == 0 || !strings.Contains(" more less what if do did as how ", " "+strings.ToLower(out[len(out)-1])+" ")) || // ("the more you know")
+					(pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
+					skip = 2
+				}
 			}
 		case "really", "actually", "basically", "quite", "pretty", "very", "just", "definitely", "obviously", "literally", "totally", "simply", "certainly":
 			if len(out) > 0 && i+1 < len(ws) && !strings.HasSuffix(out[len(out)-1], "n't") && !strings.EqualFold(out[len(out)-1], "not") &&
