@@ -18,8 +18,9 @@ const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what en
 // negation: "…, I guess", ", and so on"); a run-on sentence ends at the last clause boundary within maxSentRunes; a run
 // of one word is said three times at most ("blah blah blah blah"), so a turn of one repeated word costs nothing. What
 // it leaves is the speaker's words, in order, and their fields and what the lexicon knows of them (in fs's and ks's
-// room; none if unknown).
-func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string, []*field) {
+// room; none if unknown); plain reports that none of them is a word trimFiller drops inside a sentence (hesitation, a
+// cut word, one said twice).
+func (lx *lexicon) tighten(s string, fs []string, ks []*field) (_ string, _ []string, _ []*field, plain bool) {
 	ws, kw, prev, run, changed := fs[:0], ks[:0], "", 0, false // (kw: what the lexicon knows of ws; in fs's and ks's room)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		if run++; prev == "" || f[0] != prev[0] && f[0]|prev[0] < utf8.RuneSelf && lowerASCII(f[0]) != lowerASCII(prev[0]) || !strings.EqualFold(f, prev) { // (equalFold)
@@ -32,7 +33,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		ws, kw = append(ws, f), append(kw, lx.field(f))
 	}
 	if len(ws) < 3 {
-		return s, ws, kw
+		return s, ws, kw, false
 	}
 	n0 := len(ws)
 	var buf [48]byte
@@ -40,7 +41,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		ws, kw = ws[1:], kw[1:] // "hahaha that was close"
 	}
 	var odd, na, r1, r2, r3 uint64 // bit i of odd (i < 63): the loop below reads ws[i] closely (a hedge, a false start's first letter, a word not ASCII or like one of the three before it); na: the words not ASCII, by bit; r1-r3: the rh of the three before
-	p0 := byte(0)                  // (the first byte of the word before)
+	p0, plain := byte(0), len(kw) <= 64 // (p0: the first byte of the word before)
 	for i, k := range kw[:min(len(kw), 64)] {
 		if b := k.bare; i > 0 && b != "" && (b[0]|p0 >= utf8.RuneSelf || lowerASCII(b[0]) == lowerASCII(p0)) {
 			odd |= 1 << (i - 1)
@@ -48,6 +49,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		if na = na<<1 | uint64(b2i(!k.is(ffASCII))); k.is(ffHedge) || na&15 != 0 || k.rh == r1 || k.rh == r2 || k.rh == r3 {
 			odd |= 1 << i
 		}
+		plain = plain && k.flags&(ffInline|ffLetter|ffDash|ffOnset) == 0 && (i == 0 || na&3 == 0 && k.rh != r1) // (as trimFiller reads them)
 		r1, r2, r3, p0 = k.rh, r1, r2, k.f[0]
 	}
 	// (ko: what the lexicon knows of out; in ws's room: out[i] is written once ws[i] is read. same: how many of out's last
@@ -121,9 +123,9 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		s = spaced(out)
 	}
 	if runeLen(s) > maxSentRunes {
-		return cutClause(s, maxSentRunes), fs[:0], ks[:0]
+		return cutClause(s, maxSentRunes), fs[:0], ks[:0], false
 	}
-	return s, out, ko
+	return s, out, ko, plain && len(out) == len(kw) // (none dropped: out is kw)
 }
 
 // falseStart reports a word that the next one completes ("th" before "the"), not a word in its own right that happens
