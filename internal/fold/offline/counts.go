@@ -165,11 +165,11 @@ func compareCounts(a, b countEntry) int {
 
 // String writes the counts for state.Voc, and keeps what read makes of them with v's lexicon (back).
 func (v *wordCounts) String() string {
-	b, r := v.text[:0], &knownRead{lx: v.lx, gen: v.lx.gen, floor: v.floor, words: make([]*known, 0, v.size), n: make([]int, 0, v.size)}
+	b, r, k := v.text[:0], &knownRead{lx: v.lx, gen: v.lx.gen, floor: v.floor, words: make([]*known, v.size), n: make([]int, v.size)}, 0
 	if v.floor > 0 {
 		b = strconv.AppendInt(append(b, ':'), int64(v.floor), 10)
 	}
-	for id, c := range v.n {
+	for id, c := range v.n[:len(v.words)] {
 		if c < 0 {
 			continue
 		}
@@ -180,11 +180,11 @@ func (v *wordCounts) String() string {
 		if b = append(b, v.words[id].w...); c != 1 || colon {
 			b = strconv.AppendInt(append(b, ':'), int64(c), 10)
 		}
-		if !colon { // (read skips a word with ':': its count is no number)
-			r.words, r.n = append(r.words, v.words[id]), append(r.n, c)
+		if k < len(r.n) && !colon { // (read skips a word with ':': its count is no number)
+			r.words[k], r.n[k], k = v.words[id], c, k+1
 		}
 	}
-	v.text, r.s, v.back = b, string(b), r
+	v.text, r.s, v.back, r.words, r.n = b, string(b), r, r.words[:k], r.n[:k]
 	return r.s
 }
 
@@ -218,13 +218,6 @@ func (v *wordCounts) shrink() bool {
 
 // termSet is a set of words by their numbers (wordCounts.id).
 type termSet []bool
-
-func (s termSet) has(id int32) bool { return int(id) < len(s) && s[id] }
-
-func (s *termSet) add(id int32) {
-	*s = append(*s, make([]bool, max(0, int(id)+1-len(*s)))...)
-	(*s)[id] = true
-}
 
 // counts are the state's word counts, read once (into the fold's scratch).
 func (st *state) counts() *wordCounts {

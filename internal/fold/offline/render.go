@@ -443,7 +443,9 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 		if headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3); i%2 == 1 { // (a person varies the verb)
 			headers[i] = strings.Replace(headers[i], " talked about ", " discussed ", 1)
 		}
-		named += strings.ToLower(headers[i])
+		if i+1 < len(st.Periods) { // (what the next lines may name again)
+			named += strings.ToLower(headers[i])
+		}
 	}
 	used := runeLen(lead)
 	for _, h := range headers {
@@ -630,7 +632,9 @@ func (sc *scratch) naming(texts []string) termSet {
 	named := sc.named[:0]
 	for _, t := range texts {
 		for _, w := range sc.termsOf(t) {
-			named.add(sc.voc.id(w))
+			id := sc.voc.id(w)
+			named = append(named, make(termSet, max(0, int(id)+1-len(named)))...)
+			named[id] = true
 		}
 	}
 	sc.named = named
@@ -647,41 +651,38 @@ func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 // them, plus worthBeyondWords), while any adds anything. A text is taken once.
 func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 	voc := &sc.voc
-	said, worth, bound := sc.said[:0], sc.worth[:0], sc.bound[:0]
+	said, named, worth, bound := append(sc.said[:0], make(termSet, len(voc.n))...), append(named, make(termSet, len(voc.n)-len(named))...), sc.worth[:0], sc.bound[:0] // (as large as the words numbered)
+	var sizes, twice [8]uint64 // the candidates' sizes (mod 512), and those of two or more
 	take := func(b *cand) {
-		for i := range cands {
-			if c := &cands[i]; c == b || c.size == b.size && strings.EqualFold(c.x.Text, b.x.Text) {
+		for i := 0; i < len(cands) && twice[b.size&511>>6]&(1<<(b.size&63)) != 0; i++ { // (a text is its size)
+			if c := &cands[i]; c != b && c.size == b.size && strings.EqualFold(c.x.Text, b.x.Text) {
 				c.dup = true
 			}
 		}
+		b.dup = true
 		for _, t := range b.terms {
-			said.add(t)
+			said[t] = true
 		}
 	}
 	for i := range cands {
-		c := &cands[i]
-		c.dup = false
+		c, z := &cands[i], cands[i].size&511
+		c.dup, twice[z>>6], sizes[z>>6] = false, twice[z>>6]|sizes[z>>6]&(1<<(z&63)), sizes[z>>6]|1<<(z&63)
 		// what each candidate's words are worth does not change while picking
 		for _, t := range c.terms {
-			worth = append(worth, voc.weight(t)/float64(1+3*b2i(named.has(t)))) // a quarter for a word named: said in other words
+			worth = append(worth, voc.weight(t)/float64(1+3*b2i(named[t]))) // a quarter for a word named: said in other words
 		}
 		c.worth = worth[len(worth)-len(c.terms):]
-	}
-	for i := range cands {
-		if cands[i].taken { // in an earlier call
-			take(&cands[i])
-		}
 	}
 	// value is what taking c adds now (0: nothing, nor ever again: room only shrinks and what is said only grows)
 	value := func(c *cand) float64 {
 		if c.taken || c.size > room || c.dup {
 			return 0
 		}
-		gain, fresh := 0.0, 0
+		gain, fresh, worth := 0.0, 0, c.worth[:len(c.terms)]
 		for j, t := range c.terms {
-			if !said.has(t) {
+			if !said[t] {
 				fresh++
-				gain += c.worth[j]
+				gain += worth[j]
 			}
 		}
 		if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid && !(c.latest && fresh > 0) {
@@ -689,31 +690,34 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		}
 		return (gain + c.extra) * c.rec / float64(c.size+30)
 	}
+	order := make([]int32, 0, len(cands)) // those of any value, by bound, the highest first (of equal ones, the first)
 	for i := range cands {
-		bound = append(bound, value(&cands[i]))
+		if bound = append(bound, value(&cands[i])); bound[i] > 0 {
+			order = append(order, int32(i))
+		}
+	}
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && bound[order[j-1]] < bound[order[j]]; j-- {
+			order[j-1], order[j] = order[j], order[j-1]
+		}
 	}
 	// The first of the most valuable, found lazily: a value never grows, so one still at its bound, the highest, is the
 	// most valuable now.
-	for n > 0 {
-		best, most := -1, 0.0
-		for i, b := range bound {
-			if b > most {
-				best, most = i, b
-			}
-		}
-		if best < 0 {
-			break
-		}
+	for n > 0 && len(order) > 0 {
+		best, j := order[0], 1
 		if v := value(&cands[best]); v != bound[best] {
-			bound[best] = v
+			for bound[best] = v; j < len(order) && (bound[order[j]] > v || bound[order[j]] == v && order[j] < best); j++ {
+				order[j-1] = order[j] // (it moves down to its place; out, at 0)
+			}
+			order[j-1], order = best, order[:len(order)-b2i(!(v > 0))]
 			continue
 		}
-		cands[best].taken, bound[best] = true, 0
+		cands[best].taken, order = true, order[1:]
 		room -= cands[best].size
 		take(&cands[best])
 		n--
 	}
-	sc.said, sc.worth, sc.bound = said, worth, bound
+	sc.said, sc.worth, sc.bound, sc.named = said, worth, bound, named
 }
 
 // worthBeyondWords: numbers, names, and most a decision, an instruction or a question just asked.
@@ -782,6 +786,9 @@ func (p period) header(multiDay, group bool) string {
 // it gives a reason, "thought" an opinion, "mentioned" (not for a quote or a remark of a few words) after a statement
 // reported with "said" (saidLast).
 func varied(t string, x *stmt, saidLast bool) string { // (x: the statement, for what its text read)
+	if v := t[min(len(x.Sp), len(t)):]; !strings.HasPrefix(t, x.Sp) || !strings.HasPrefix(v, " said") && !strings.HasPrefix(v, " also said") {
+		return t // (not "sp said" nor "sp also said": not looked for further)
+	}
 	head, rest, ok := strings.Cut(t, " said")
 	if sp := x.Sp; !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
 		return t
