@@ -40,7 +40,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (_ string, _ []st
 	for len(ws) > 2 && (kw[0].core == trimCut(ws[0], ",.!") && kw[0].x.is(fLaugh) || kw[0].core != trimCut(ws[0], ",.!") && lx.getBytes(lower(buf[:0], trimCut(ws[0], ",.!"))).is(fLaugh)) { // (its field's reading when it trims ws[0] alike)
 		ws, kw = ws[1:], kw[1:] // "hahaha that was close"
 	}
-	var odd, na, r1, r2, r3 uint64 // bit i of odd (i < 63): the loop below reads ws[i] closely (a hedge, a false start's first letter, a word not ASCII or like one of the three before it); na: the words not ASCII, by bit; r1-r3: the rh of the three before
+	var odd, na, r1, r2, r3 uint64      // bit i of odd (i < 63): the loop below reads ws[i] closely (a hedge, a false start's first letter, a word not ASCII or like one of the three before it); na: the words not ASCII, by bit; r1-r3: the rh of the three before
 	p0, plain := byte(0), len(kw) <= 64 // (p0: the first byte of the word before)
 	for i, k := range kw[:min(len(kw), 64)] {
 		if b := k.bare; i > 0 && b != "" && (b[0]|p0 >= utf8.RuneSelf || lowerASCII(b[0]) == lowerASCII(p0)) {
