@@ -13,9 +13,6 @@ import (
 //
 //	for f, i := NextField(s, 0); f != ""; f, i = NextField(s, i) { … }
 func NextField(s string, i int) (string, int) {
-	for i < len(s) && s[i] == ' ' {
-		i++
-	}
 	start := i
 	for i+8 <= len(s) { // eight bytes at a time: the first that is not ' ' < b < utf8.RuneSelf
 		x := load64(s[i : i+8])
@@ -26,6 +23,12 @@ func NextField(s string, i int) (string, int) {
 			break
 		}
 		i += 8
+	}
+	if i == start && i < len(s) && s[i] == ' ' { // (spaces before the field: rarely, as the space after one is passed over)
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		return NextField(s, i)
 	}
 	for i < len(s) && s[i]-'!' < utf8.RuneSelf-'!' { // (' ' < s[i] < utf8.RuneSelf)
 		i++

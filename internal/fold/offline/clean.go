@@ -412,12 +412,14 @@ func newField(l *lexicon, f string) *field {
 	return k
 }
 
-// addTerms appends to dst the terms of ks that dst[n0:] does not hold.
+// addTerms appends to dst the terms of ks that dst[n0:] does not hold. Each term appended sets one of 64 bits, by its
+// length and its first and last bytes (a term is not empty): a term whose bit is not set is not held, unlike most.
 func addTerms(dst []string, n0 int, ks ...*field) []string {
+	held := ^uint64(0) * uint64(b2i(len(dst) > n0)) // (the bits of dst[n0:]'s terms: all, not known, when it holds some already)
 	for _, k := range ks {
 		for _, t := range k.terms {
-			if !slices.Contains(dst[n0:], t) {
-				dst = append(dst, t)
+			if b := uint64(1) << ((len(t) + int(t[0])*7 + int(t[len(t)-1])*3) & 63); held&b == 0 || !slices.Contains(dst[n0:], t) {
+				dst, held = append(dst, t), held|b
 			}
 		}
 	}

@@ -316,21 +316,17 @@ func statementBody(x stmt) string {
 
 // phrases are the runs of content words of s, encoded for stmt.Ph.
 func (lx *lexicon) phrases(s string, people []string) string {
-	type word struct {
-		w string
-		x lexeme
-	}
 	var barr [256]byte
-	var rarr [8]word
+	var rarr [8]*field // (the run's words: their core, and its lexeme)
 	out, run := barr[:0], rarr[:0]
 	runUpper := false
 	np := false // the run follows a determiner: a noun phrase
 	flush := func() {
-		for len(run) > 0 && (run[len(run)-1].x.is(fAdverb) || strings.HasSuffix(run[len(run)-1].w, "ally")) {
+		for len(run) > 0 && (run[len(run)-1].x.is(fAdverb) || strings.HasSuffix(run[len(run)-1].core, "ally")) {
 			run = run[:len(run)-1]
 		}
 		if w0 := run[0:min(len(run), 1)]; len(run) > 0 && len(run) <= maxTopicPhrase &&
-			!(len(w0[0].w) >= 2 && lowerASCII(w0[0].w[len(w0[0].w)-2]) == 'l' && lowerASCII(w0[0].w[len(w0[0].w)-1]) == 'y') {
+			!(len(w0[0].core) >= 2 && lowerASCII(w0[0].core[len(w0[0].core)-2]) == 'l' && lowerASCII(w0[0].core[len(w0[0].core)-1]) == 'y') {
 			if len(out) > 0 {
 				out = append(out, ';')
 			}
@@ -338,7 +334,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 				out = append(out, "the "...)
 			}
 			for i, w := range run { // its words, then their stems
-				out = append(append(out, " "[:min(i, 1)]...), w.w...)
+				out = append(append(out, " "[:min(i, 1)]...), w.core...)
 			}
 			out = append(out, '=')
 			for i, w := range run {
@@ -353,7 +349,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 	paren := false
 	// held: a capitalised word that opens a sentence, the start of a name when the next word is capitalised too
 	// ("decided: Joshua Tree, …")
-	held, heldAt, at := word{}, -2, 0 // (held is the word before's when heldAt is at-1)
+	held, heldAt, at := (*field)(nil), -2, 0 // (held is the word before's when heldAt is at-1)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		at++
 		if strings.HasPrefix(f, "(") {
@@ -367,22 +363,21 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			continue // a resolved date
 		}
 		k, end := lx.field(f), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
-		w, x := k.core, k.x
 		// (no phrase starts with a number, "…ed"; "14th", "0.01s", "the forty five", "the already mentioned" are no topics)
-		ok := k.is(ffPhrase) && (len(run) > 0 || !k.is(ffMid)) && !slices.Contains(people, w)
+		ok := k.is(ffPhrase) && (len(run) > 0 || !k.is(ffMid)) && !slices.Contains(people, k.core)
 		up := ok && k.is(ffUp)
 		if ok && start && up {
 			ok = false
 			if !oneOf(end, clauseEnd) {
-				held, heldAt = word{w, x}, at
+				held, heldAt = k, at
 			}
 		}
 		if ok && len(run) > 0 && up != runUpper {
 			flush() // "cabin" | "Lake Tahoe"
 		}
-		start = oneOf(end, 1<<'.'|1<<'!'|1<<'?'|1<<'"'|1<<':') || x.is(fReportVerb)
+		start = oneOf(end, 1<<'.'|1<<'!'|1<<'?'|1<<'"'|1<<':') || k.x.is(fReportVerb)
 		wasDet := det
-		det = x.is(fDeterminer) && !oneOf(end, clauseEnd)
+		det = k.x.is(fDeterminer) && !oneOf(end, clauseEnd)
 		if !ok {
 			if len(run) > 0 { // (np is set again when a run starts)
 				flush()
@@ -396,7 +391,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 				run = append(run, held)
 			}
 		}
-		run = append(run, word{w, x})
+		run = append(run, k)
 		if oneOf(end, clauseEnd|1<<')') {
 			flush()
 		}
