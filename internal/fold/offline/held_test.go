@@ -186,7 +186,8 @@ func TestTightenedWordsAreTheSentences(t *testing.T) {
 // TestTopicsOfStatementsGatheredBefore: the topics of statements are those a
 // state that never saw them finds, whether the statements are the ones
 // topics read last or differ from them in one statement's phrases or kind (a
-// tool run's phrases name no topic).
+// tool run's phrases name no topic), and whether the participants (whose
+// names name no topic) changed since or not.
 func TestTopicsOfStatementsGatheredBefore(t *testing.T) {
 	lx := &lexicon{}
 	mk := func(k int, texts ...string) []stmt {
@@ -202,14 +203,20 @@ func TestTopicsOfStatementsGatheredBefore(t *testing.T) {
 	other[2] = mk(kSaid, "the ski pass costs more at Lake Tahoe.")[0]
 	tool := slices.Clone(base)
 	tool[1].K, tool[3].K = kTool, kTool
-	held := &state{Names: []string{"Ana"}}
-	for _, ss := range [][]stmt{base, base, other, base, tool, base, nil, base} {
-		for _, n := range []int{2, 6} {
-			fresh := &state{Names: []string{"Ana"}}
-			if got, want := held.topics(ss, n, nil), fresh.topics(ss, n, nil); !slices.Equal(got, want) {
-				t.Fatalf("topics of %d statements after others: %q; a fresh state's: %q", len(ss), got, want)
+	held := &state{}
+	for _, names := range [][]string{{"Ana"}, {"Ana", "Tub Hot"}, {"Ana", "Bo"}, {"Ana"}} {
+		held.Names = append(held.Names[:0], names...) // (in place, as a state's names change)
+		for _, ss := range [][]stmt{base, base, other, base, tool, base, nil, base} {
+			for _, n := range []int{2, 6} {
+				fresh := &state{Names: slices.Clone(names)}
+				if got, want := held.topics(ss, n, nil), fresh.topics(ss, n, nil); !slices.Equal(got, want) {
+					t.Fatalf("topics of %d statements among %q after others: %q; a fresh state's: %q", len(ss), names, got, want)
+				}
 			}
 		}
+	}
+	if got := (&state{Names: []string{"Ana", "Tub Hot"}}).topics(base, 2, nil); slices.Contains(got, "the hot tub") {
+		t.Fatalf("a participant's name as a topic: %q", got)
 	}
 	if got := held.topics(base, 2, nil); len(got) == 0 {
 		t.Fatalf("no topics for %q", base[0].Ph)

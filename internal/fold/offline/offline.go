@@ -138,7 +138,7 @@ type scratch struct {
 	said, named  termSet
 	phrases      []phrase
 	slots        []int32 // a phrase's place in phrases, by its key (topics)
-	seen, people []string
+	seen         []string
 	out          []byte        // the state written
 	floatBits    [256]uint64   // weights written (appendJSONFloat), by their bits' hash: what a fold finds here it would write
 	floatText    [256][32]byte // and how: their JSON, its length in the last byte

@@ -230,7 +230,6 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 	slices.SortStableFunc(kept, func(a, b phrase) int { return cmp.Compare(b.score, a.score) })
 	var out []string
 	used := sc.seen[:0] // the words of the topics chosen
-	peopleKeys := sc.people[:0]
 	for _, p := range kept {
 		if len(out) >= n {
 			break
@@ -243,15 +242,16 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if clash {
 			continue
 		}
-		if len(peopleKeys) == 0 {
+		if !slices.Equal(st.peopleOf, st.Names) { // (the names' words stemmed, once for the names)
 			var buf [32]byte
+			st.people, st.peopleOf = st.people[:0], slices.Clone(st.Names)
 			for _, n := range st.Names {
 				for w, wi := nextField(n, 0); w != ""; w, wi = nextField(n, wi) {
-					peopleKeys = append(peopleKeys, st.lex().getBytes(lower(buf[:0], strings.TrimSuffix(w, "'s"))).stem)
+					st.people = append(st.people, st.lex().getBytes(lower(buf[:0], strings.TrimSuffix(w, "'s"))).stem)
 				}
 			}
 		}
-		if slices.Contains(st.Names, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, peopleKeys) {
+		if slices.Contains(st.Names, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, st.people) {
 			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
 		}
 		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
@@ -263,7 +263,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		}
 		out = append(out, t)
 	}
-	sc.seen, sc.people = used, peopleKeys
+	sc.seen = used
 	return out
 }
 

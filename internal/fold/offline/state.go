@@ -61,6 +61,8 @@ type state struct {
 	sc          *scratch // the fold's room, where Voc is read into
 	gathered    []phrase // the phrases topics gathered last (render.go), of statements with the phrases gatheredOf
 	gatheredOf  []string // (Ph; a tool run's: none)
+	people      []string // the words of the participants' names peopleOf, stemmed (topics)
+	peopleOf    []string
 }
 
 // period is a closed stretch of the conversation: when, who spoke most, what about, and its best statements.
