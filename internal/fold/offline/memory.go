@@ -44,7 +44,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		}
 		m := fold.Memory{ID: id, Speaker: x.Sp, Text: text, At: x.at()}
 		for i := range req.Turns {
-			if t := &req.Turns[i]; unixOf(t.At) == x.At && b.sps[i] == x.Sp {
+			if t := &req.Turns[i]; b.sps[i] == x.Sp && unixOf(t.At) == x.At {
 				m.TurnID, m.At = t.TurnID, t.At
 				break
 			}
