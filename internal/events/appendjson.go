@@ -293,11 +293,13 @@ func AppendJSONString(dst []byte, s string) []byte {
 // AppendJSONStringUTF8 is AppendJSONString, and whether s is valid UTF-8:
 // when it is not, what it writes reads back as another string (with
 // U+FFFD for what was not UTF-8).
-func AppendJSONStringUTF8(dst []byte, s string) (_ []byte, valid bool) {
-	dst, valid = append(dst, '"'), true
-	start := 0
-	for i := 0; i < len(s); {
-		i += plainRun(s[i:]) // (most text: printable ASCII, eight bytes at a time)
+func AppendJSONStringUTF8(dst []byte, s string) ([]byte, bool) {
+	i := plainRun(s)
+	if dst = append(dst, '"'); i == len(s) { // (most text: printable ASCII)
+		return append(append(dst, s...), '"'), true
+	}
+	start, valid := 0, true
+	for ; i < len(s); i += plainRun(s[i:]) {
 		for end := min(i+8, len(s)); i < end; {
 			if b := s[i]; b < utf8.RuneSelf {
 				if jsonPlain[b] {

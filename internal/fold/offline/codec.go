@@ -30,7 +30,7 @@ type codec struct {
 // appendJSON appends st's JSON to b; lossy: a string not UTF-8 was written as U+FFFD (cached copies none: it was kept).
 func (st *state) appendJSON(b []byte) (_ []byte, lossy bool, err error) {
 	c := &codec{w: b, st: st}
-	st.seq, st.spans = st.seq+1, make([]written, 0, max(cap(st.spans), 32))
+	st.seq, st.spans = st.seq+1, make([]written, 0, max(cap(st.spans), len(st.Open)+len(st.Facts)+8*len(st.Periods)+8))
 	c.object(st.fields)
 	return c.w, c.lossy, c.err
 }
@@ -257,8 +257,7 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	}
 	b = strconv.AppendFloat(b, f, format, -1, 64)
 	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-		b[n-2] = b[n-1] // e-09 → e-9
-		b = b[:n-1]
+		b[n-2], b = b[n-1], b[:n-1] // e-09 → e-9
 	}
 	return b
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -233,6 +234,18 @@ func TestHashStringIsFNV64a(t *testing.T) {
 		for i := range len(s) {
 			if got := fnvAdd(hashString(s[:i]), s[i:]); got != h.Sum64() {
 				t.Errorf("fnvAdd(hashString(%q), %q) = %d, want %d", s[:i], s[i:], got, h.Sum64())
+			}
+		}
+	}
+	// fnvAddLower hashes s lower-cased, eight bytes at a time: every byte at every place of a word, and a non-ASCII s.
+	for n := range 20 {
+		for at := range n {
+			for b := range 256 {
+				s := []byte(strings.Repeat("aZ@[`{", 4)[:n])
+				s[at] = byte(b)
+				if got, want := fnvAddLower(7, string(s)), fnvAdd(7, strings.ToLower(string(s))); got != want {
+					t.Fatalf("fnvAddLower(7, %q) = %d, want %d (fnvAdd of it lower-cased)", s, got, want)
+				}
 			}
 		}
 	}

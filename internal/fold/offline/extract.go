@@ -217,10 +217,12 @@ func tidyEnds(s string) string {
 // salient adds to each statement's weight how much its words are what the statements around it talk about: a word said
 // in several of them is a subject of the conversation, which later questions ask about.
 func (sc *scratch) salient(ss []stmt, voc *wordCounts) {
-	tf := sc.tf[:0] // by word
 	for i := range ss {
-		for _, id := range voc.termIDs(&ss[i]) {
-			tf = append(tf, make([]int32, max(0, int(id)+1-len(tf)))...) // (no room made: append's own)
+		voc.termIDs(&ss[i]) // (every word numbered first)
+	}
+	tf := append(sc.tf[:0], make([]int32, len(voc.n))...) // by word
+	for i := range ss {
+		for _, id := range ss[i].ids {
 			tf[id]++
 		}
 	}

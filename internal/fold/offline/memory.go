@@ -97,14 +97,16 @@ func changedSlots(older, newer string) int {
 // same tool command, a fact of the same speaker whose numbers changed (not another's), a repeat of the same statement.
 func (st *state) supersede(newer []stmt) {
 	drop := func(old stmt) bool {
+		tool := old.Key != "" && strings.HasPrefix(old.Key, "tool ")
+		fact := old.Key != "" && !tool && old.K != kAsk
 		for i := range newer {
 			switch n := &newer[i]; {
-			case old.Key != "" && strings.HasPrefix(old.Key, "tool ") && old.Key == n.Key:
+			case tool && old.Key == n.Key:
 				return true
-			case old.Key != "" && n.Key != "" && old.Sp == n.Sp && old.K != kAsk && !strings.HasPrefix(old.Key, "tool ") &&
-				2*changedSlots(old.Key, n.Key) > strings.Count(old.Key, "="):
+			case old.Sp != n.Sp:
+			case fact && n.Key != "" && 2*changedSlots(old.Key, n.Key) > strings.Count(old.Key, "="):
 				return true // most of what it said has changed
-			case old.Sp == n.Sp && old.Terms != "" && old.Terms == n.Terms:
+			case old.Terms != "" && old.Terms == n.Terms:
 				return true
 			}
 		}

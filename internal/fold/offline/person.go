@@ -40,6 +40,16 @@ var factVerbs = []struct {
 	{"is", []string{"is a", "is an", "is vegetarian", "is vegan", "is allergic", "can't", "can", "is"}, false},
 }
 
+// factVerbsBy are factVerbs' kinds and verbs (their indexes) by the verb's first byte, in factVerbs' order.
+var factVerbsBy = func() (by [256][][2]int) {
+	for i, fv := range factVerbs {
+		for j, v := range fv.verbs {
+			by[v[0]] = append(by[v[0]], [2]int{i, j})
+		}
+	}
+	return by
+}()
+
 // personFact reads a statement about its speaker ("Lena loves sushi.") as a fact: its kind and what it is about; ok
 // false for anything else.
 func (lx *lexicon) personFact(x *stmt) (kind, slot string, ok bool) {
@@ -67,11 +77,8 @@ func (lx *lexicon) personFact(x *stmt) (kind, slot string, ok bool) {
 	if hasPrefixBytes(low, "said") || hasPrefixBytes(low, "asked") || hasPrefixBytes(low, "thought") {
 		return "", "", false // reported speech: not about the speaker
 	}
-	for _, fv := range factVerbs {
-		for _, v := range fv.verbs {
-			if len(low) == 0 || low[0] != v[0] || !hasPrefixBytes(low, v) || len(obj) > len(v) && low[len(v)] != ' ' {
-				continue
-			}
+	for _, at := range factVerbsBy[low[:1][0]] { // (low of no bytes reads its room's 0)
+		if fv, v := factVerbs[at[0]], factVerbs[at[0]].verbs[at[1]]; hasPrefixBytes(low, v) && (len(obj) == len(v) || low[len(v)] == ' ') {
 			if fv.byVerb {
 				if strings.HasPrefix(v, "works") || strings.HasPrefix(v, "studies") {
 					return fv.kind, "work", true
@@ -112,8 +119,7 @@ func (st *state) notePerson(x *stmt, kind, slot, id, text string) (supersedes st
 	}
 	i := slices.IndexFunc(st.People, func(p person) bool { return p.Name == x.Sp })
 	if i < 0 {
-		st.People = append(st.People, person{Name: x.Sp})
-		i = len(st.People) - 1
+		st.People, i = append(st.People, person{Name: x.Sp}), len(st.People)
 	}
 	p := st.People[i]
 	f := pfact{ID: id, Kind: kind, Slot: slot, Text: clip(text, maxStmtRunes), At: x.At}

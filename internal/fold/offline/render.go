@@ -148,14 +148,12 @@ func (st *state) mergePeriods(a, b period) period {
 // ---- topics ----
 
 type phrase struct {
-	text  string
-	key   string // its terms, for overlap
-	h     uint64 // key's hash
-	n     int    // statements that have it
-	last  int    // the last of them (its index in topics' ss)
-	words int
-	upper bool
-	score float64 // for topics
+	text, key string // key: its terms, for overlap
+	h         uint64 // key's hash
+	n, last   int    // statements that have it, the last of them (its index in topics' ss)
+	words     int
+	upper     bool
+	score     float64 // for topics
 }
 
 // topics are the phrases the statements ss are most about: runs of up to three content words ("the cabin near Lake
@@ -616,8 +614,8 @@ type cand struct {
 	extra  float64 // worthBeyondWords
 	latest bool    // the last thing said: where the conversation is
 	size   int     // runes, with the space before it
+	period int     // -1: current
 	taken  bool
-	period int       // -1: current
 	dup    bool      // its text, lower-cased, is a taken candidate's
 	worth  []float64 // of each term, in one pick
 }
@@ -645,9 +643,9 @@ func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 // what no statement taken says, nor the lines written name (named; its words weighed by how often the conversation says
 // them, plus worthBeyondWords), while any adds anything. A text is taken once.
 func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
+	var sizes, twice [8]uint64 // the candidates' sizes (mod 512), and those of two or more
 	voc := &sc.voc
 	said, named, worth, bound := append(sc.said[:0], make(termSet, len(voc.n))...), append(named, make(termSet, len(voc.n)-len(named))...), sc.worth[:0], sc.bound[:0] // (as large as the words numbered)
-	var sizes, twice [8]uint64 // the candidates' sizes (mod 512), and those of two or more
 	take := func(b *cand) {
 		for i := 0; i < len(cands) && twice[b.size&511>>6]&(1<<(b.size&63)) != 0; i++ { // (a text is its size)
 			if c := &cands[i]; c != b && c.size == b.size && strings.EqualFold(c.x.Text, b.x.Text) {

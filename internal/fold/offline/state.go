@@ -122,9 +122,12 @@ func fnvAddLower(h uint64, s string) uint64 {
 	if !isASCII(s) {
 		s = strings.ToLower(s) // (then lowerASCII changes none of its bytes)
 	}
-	const prime = 1099511628211
-	for ; len(s) >= 4; s = s[4:] { // (four bytes a turn)
-		h = ((((h^uint64(lowerASCII(s[0])))*prime^uint64(lowerASCII(s[1])))*prime^uint64(lowerASCII(s[2])))*prime ^ uint64(lowerASCII(s[3]))) * prime
+	const prime, ones = 1099511628211, 0x0101010101010101
+	for ; len(s) >= 8; s = s[8:] { // (eight bytes a turn lower-cased at once: c < 0x80 is a capital where c+0x3f has the high bit, c+0x25 not)
+		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 | uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		x |= ((x&^(0x80*ones) + 0x3f*ones) &^ (x&^(0x80*ones) + 0x25*ones) &^ x & (0x80 * ones)) >> 2
+		h = ((((h^x&0xff)*prime^x>>8&0xff)*prime^x>>16&0xff)*prime ^ x>>24&0xff) * prime
+		h = ((((h^x>>32&0xff)*prime^x>>40&0xff)*prime^x>>48&0xff)*prime ^ x>>56) * prime
 	}
 	for i := 0; i < len(s); i++ {
 		h = (h ^ uint64(lowerASCII(s[i]))) * prime
