@@ -25,6 +25,9 @@ func Split(text string) []string { return AppendSplit(nil, text) }
 // AppendSplit appends Split(text) to dst (a caller's array: no allocation
 // while it has room).
 func AppendSplit(dst []string, text string) []string {
+	if strings.IndexByte(text, '\n') < 0 {
+		return splitLine(dst, text) // (one line: most texts)
+	}
 	for line := range strings.SplitSeq(text, "\n") {
 		dst = splitLine(dst, line)
 	}
@@ -65,7 +68,7 @@ func splitLine(out []string, line string) []string {
 			i = end
 			continue
 		}
-		if r == '.' && !endsSentence(line[start:i-1], line[end:]) {
+		if r == '.' && end < len(line) && !endsSentence(line[start:i-1], line[end:]) { // (at the end of the line it ends anyway)
 			i = end
 			continue
 		}

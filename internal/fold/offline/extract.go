@@ -147,8 +147,8 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent, fs, ks := lx.tighten(raw, sc.words[:0], sc.ks[:0])
-		sent, fs, ks = s.trimFiller(lx, sent, fs, ks)
+		sent, fs, ks, plain := lx.tighten(raw, sc.words[:0], sc.ks[:0])
+		sent, fs, ks = s.trimFiller(lx, sent, fs, ks, plain)
 		if t := tidyEnds(sent); t != sent {
 			sent, fs = t, fs[:0]
 		}
@@ -208,8 +208,8 @@ func tidyEnds(s string) string {
 	if i := strings.IndexByte(s, '"'); i >= 0 && strings.Count(s[i:], `"`)%2 == 1 {
 		s = strings.Join(strings.Fields(strings.ReplaceAll(s, `"`, "")), " ")
 	}
-	if t := strings.TrimRight(strings.TrimSuffix(s, "."), ",;: "); len(t) < len(s)-1 {
-		return t + "."
+	if n := len(s); n > 1 && oneOf(s[n-2], 1<<','|1<<';'|1<<':'|1<<' ') && len(strings.TrimRight(strings.TrimSuffix(s, "."), ",;: ")) < n-1 { // (most end with a letter and a stop)
+		return strings.TrimRight(strings.TrimSuffix(s, "."), ",;: ") + "."
 	}
 	return s
 }
@@ -333,9 +333,9 @@ var leadByFirst = func() (m [256][]string) { // leadFiller by their first byte
 
 // trimFiller strips discourse words and laughter from the ends of a sentence and repeated words ("the the"), and drops
 // the sentence when nothing with a word of content is left. fs are sent's fields, or none, and ks what the lexicon
-// knows of the first of them (of one left empty: noField); it returns those of what it leaves, all known, or none (in
-// their room).
-func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*field) (string, []string, []*field) {
+// knows of the first of them (of one left empty: noField), plain that none of them is one it drops inside the sentence
+// (tighten's); it returns those of what it leaves, all known, or none (in their room).
+func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*field, plain bool) (string, []string, []*field) {
 	sent = strings.TrimSpace(sent)
 	whole := sent
 	var buf [32]byte
@@ -359,7 +359,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 		}
 	}
 	if len(fs) == 0 || sent != whole { // (a filler was cut from its start)
-		fs, ks = sentence.AppendFields(fs[:0], sent), ks[:0]
+		fs, ks, plain = sentence.AppendFields(fs[:0], sent), ks[:0], false
 	}
 	for _, f := range fs[len(ks):] { // (what the lexicon knows of each not known: its word lists)
 		ks = append(ks, lx.field(f))
@@ -377,7 +377,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	}
 	// (cut: a word was dropped or changed; ko: what the lexicon knows of out. Both in fs's and ks's room: out[i] is
 	// written once fs[i] is read, and fs[i-1] is read only while out has not changed it)
-	i0 := 0 // (the words before i0 stay as they are, as the loop below would find: none is a filler, a cut word or said again)
+	i0 := len(fs) * b2i(plain && len(fs) == nf) // (the words before i0 stay as they are, as the loop below would find: none is a filler, a cut word or said again)
 	for i0 < len(fs) && ks[i0].flags&(ffInline|ffLetter|ffDash|ffOnset) == 0 && (i0 == 0 || ks[i0].flags&ks[i0-1].flags&ffASCII != 0 && ks[i0].rh != ks[i0-1].rh) {
 		i0++
 	}

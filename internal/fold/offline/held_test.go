@@ -162,8 +162,8 @@ func TestTightenedWordsAreTheSentences(t *testing.T) {
 	s, lx, checked := New(), &lexicon{}, 0
 	for _, turn := range ts {
 		for _, raw := range splitSentences(cleanSpeech(sanitize(turn.Text, maxTurnRunes))) {
-			sent, fs, ks := lx.tighten(raw, nil, nil)
-			sent, fs, ks = s.trimFiller(lx, sent, fs, ks)
+			sent, fs, ks, plain := lx.tighten(raw, nil, nil)
+			sent, fs, ks = s.trimFiller(lx, sent, fs, ks, plain)
 			if len(fs) == 0 || slices.Contains(fs, "") {
 				continue // (not known: sentences looks them up afresh)
 			}

@@ -18,8 +18,9 @@ const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what en
 // negation: "…, I guess", ", and so on"); a run-on sentence ends at the last clause boundary within maxSentRunes; a run
 // of one word is said three times at most ("blah blah blah blah"), so a turn of one repeated word costs nothing. What
 // it leaves is the speaker's words, in order, and their fields and what the lexicon knows of them (in fs's and ks's
-// room; none if unknown).
-func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string, []*field) {
+// room; none if unknown); plain reports that none of them is a word trimFiller drops inside a sentence (hesitation, a
+// cut word, one said twice).
+func (lx *lexicon) tighten(s string, fs []string, ks []*field) (_ string, _ []string, _ []*field, plain bool) {
 	ws, kw, prev, run, changed := fs[:0], ks[:0], "", 0, false // (kw: what the lexicon knows of ws; in fs's and ks's room)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		if run++; prev == "" || f[0] != prev[0] && f[0]|prev[0] < utf8.RuneSelf && lowerASCII(f[0]) != lowerASCII(prev[0]) || !strings.EqualFold(f, prev) { // (equalFold)
@@ -32,15 +33,15 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		ws, kw = append(ws, f), append(kw, lx.field(f))
 	}
 	if len(ws) < 3 {
-		return s, ws, kw
+		return s, ws, kw, false
 	}
 	n0 := len(ws)
 	var buf [48]byte
 	for len(ws) > 2 && (kw[0].core == trimCut(ws[0], ",.!") && kw[0].x.is(fLaugh) || kw[0].core != trimCut(ws[0], ",.!") && lx.getBytes(lower(buf[:0], trimCut(ws[0], ",.!"))).is(fLaugh)) { // (its field's reading when it trims ws[0] alike)
 		ws, kw = ws[1:], kw[1:] // "hahaha that was close"
 	}
-	var odd, na, r1, r2, r3 uint64 // bit i of odd (i < 63): the loop below reads ws[i] closely (a hedge, a false start's first letter, a word not ASCII or like one of the three before it); na: the words not ASCII, by bit; r1-r3: the rh of the three before
-	p0 := byte(0)                  // (the first byte of the word before)
+	var odd, na, r1, r2, r3 uint64      // bit i of odd (i < 63): the loop below reads ws[i] closely (a hedge, a false start's first letter, a word not ASCII or like one of the three before it); na: the words not ASCII, by bit; r1-r3: the rh of the three before
+	p0, plain := byte(0), len(kw) <= 64 // (p0: the first byte of the word before)
 	for i, k := range kw[:min(len(kw), 64)] {
 		if b := k.bare; i > 0 && b != "" && (b[0]|p0 >= utf8.RuneSelf || lowerASCII(b[0]) == lowerASCII(p0)) {
 			odd |= 1 << (i - 1)
@@ -48,6 +49,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		if na = na<<1 | uint64(b2i(!k.is(ffASCII))); k.is(ffHedge) || na&15 != 0 || k.rh == r1 || k.rh == r2 || k.rh == r3 {
 			odd |= 1 << i
 		}
+		plain = plain && k.flags&(ffInline|ffLetter|ffDash|ffOnset) == 0 && (i == 0 || na&3 == 0 && k.rh != r1) // (as trimFiller reads them)
 		r1, r2, r3, p0 = k.rh, r1, r2, k.f[0]
 	}
 	// (ko: what the lexicon knows of out; in ws's room: out[i] is written once ws[i] is read. same: how many of out's last
@@ -77,10 +79,12 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		skip := 0 // the hedge's words
 		switch string(core) {
 		case "you", "i", "or", "and", "kind", "sort":
-			if pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(ws[min(i+1, len(ws)-1)], ",.?!"))...)); i+1 < len(ws) &&
-				(hedges[pair] && (pair != "you know" || len(out) == 0 || !strings.Contains(" more less what if do did as how ", " "+strings.ToLower(out[len(out)-1])+" ")) || // ("the more you know")
-					(pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))])) {
-				skip = 2
+			if nx := ws[min(i+1, len(ws)-1)]; i+1 < len(ws) && (nx[0] >= utf8.RuneSelf || strings.IndexByte("kmsweo", lowerASCII(nx[0])) >= 0) { // ("know", "mean", "of" …)
+				if pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(nx, ",.?!"))...)); hedges[pair] &&
+					(pair != "you know" || len(out) == 0 || !strings.Contains(" more less what if do did as how ", " "+strings.ToLower(out[len(out)-1])+" ")) || // ("the more you know")
+					(pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
+					skip = 2
+				}
 			}
 		case "really", "actually", "basically", "quite", "pretty", "very", "just", "definitely", "obviously", "literally", "totally", "simply", "certainly":
 			if len(out) > 0 && i+1 < len(ws) && !strings.HasSuffix(out[len(out)-1], "n't") && !strings.EqualFold(out[len(out)-1], "not") &&
@@ -119,9 +123,9 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (string, []string
 		s = spaced(out)
 	}
 	if runeLen(s) > maxSentRunes {
-		return cutClause(s, maxSentRunes), fs[:0], ks[:0]
+		return cutClause(s, maxSentRunes), fs[:0], ks[:0], false
 	}
-	return s, out, ko
+	return s, out, ko, plain && len(out) == len(kw) // (none dropped: out is kw)
 }
 
 // falseStart reports a word that the next one completes ("th" before "the"), not a word in its own right that happens

@@ -16,7 +16,7 @@ func TestTightenKeepsThreeOfARun(t *testing.T) {
 		{"room \u212a1 k1 k1 k1 is free", "room \u212a1 k1 k1 is free"},
 		{"gate s2 \u017f2 s2 s2 s2 opens", "gate s2 \u017f2 s2 opens"},
 	} {
-		if got, _, _ := lx.tighten(c.in, nil, nil); got != c.want {
+		if got, _, _, _ := lx.tighten(c.in, nil, nil); got != c.want {
 			t.Errorf("tighten(%q) = %q; want %q", c.in, got, c.want)
 		}
 	}
@@ -43,8 +43,8 @@ func TestTightenReadsEveryWord(t *testing.T) {
 		{"ÉMOI we leave at 8", "we leave at 8."},
 		{"Nice shot Jonas", "Nice shot Jonas."},
 	} {
-		sent, fs, ks := lx.tighten(c.in, nil, nil)
-		if got, _, _ := s.trimFiller(lx, sent, fs, ks); got != c.want {
+		sent, fs, ks, plain := lx.tighten(c.in, nil, nil)
+		if got, _, _ := s.trimFiller(lx, sent, fs, ks, plain); got != c.want {
 			t.Errorf("%q tightened to %q; want %q", c.in, got, c.want)
 		}
 	}
