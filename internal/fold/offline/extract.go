@@ -306,9 +306,7 @@ func statWords(s string) wordStat { return statFields((*lexicon)(nil).fields(nil
 
 func statFields(ks []*field) (c wordStat) { // (ks: the sentence's fields)
 	for _, k := range ks {
-		if k.is(ffDigit) {
-			c.nums, c.digits = c.nums+1, c.digits|1<<min(c.words, 63)
-		}
+		c.nums, c.digits = c.nums+b2i(k.is(ffDigit)), c.digits|uint64(b2i(k.is(ffDigit)))<<min(c.words, 63)
 		c.names, c.words = c.names+b2i(c.words > 0 && k.is(ffName)), c.words+1
 	}
 	return c
@@ -430,8 +428,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 
 // spaced is strings.Join(ws, " "), built on the stack: one allocation.
 func spaced(ws []string) string {
-	var arr [256]byte
-	b := arr[:0]
+	b := make([]byte, 0, 256) // (on the stack)
 	for _, w := range ws {
 		b = append(append(b, ' '), w...)
 	}
@@ -699,8 +696,7 @@ func reword(s string, fs []string, ks []*field, past bool) string {
 	if !joins(s, fs) {
 		s = spaced(fs)
 	}
-	var arr [256]byte
-	b, last := arr[:0], 0 // (s up to last, its words changed: fs joined by single spaces, as they are changed)
+	b, last := make([]byte, 0, 256), 0 // (s up to last, its words changed: fs joined by single spaces, as they are changed)
 	for i, o := 0, 0; i < len(fs); o, i = o+len(fs[i])+1, i+1 {
 		if ks[i].flags&flags == 0 {
 			continue

@@ -18,8 +18,7 @@ const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what en
 // negation: "…, I guess", ", and so on"); a run-on sentence ends at the last clause boundary within maxSentRunes; a run
 // of one word is said three times at most ("blah blah blah blah"), so a turn of one repeated word costs nothing. What
 // it leaves is the speaker's words, in order, and their fields and what the lexicon knows of them (in fs's and ks's
-// room; none if unknown); plain reports that none of them is a word trimFiller drops inside a sentence (hesitation, a
-// cut word, one said twice).
+// room; none if unknown), plain if none is one trimFiller drops inside a sentence (hesitation, a cut word, a repeat).
 func (lx *lexicon) tighten(s string, fs []string, ks []*field) (_ string, _ []string, _ []*field, plain bool) {
 	ws, kw, prev, run, changed := fs[:0], ks[:0], "", 0, false // (kw: what the lexicon knows of ws; in fs's and ks's room)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
