@@ -657,14 +657,19 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 			said[t] = true
 		}
 	}
+	order := make([]int32, 0, len(cands)) // those of any value, by bound, the highest first (of equal ones, the first)
 	for i := range cands {
-		c, z := &cands[i], cands[i].size&511
+		c, z, gain := &cands[i], cands[i].size&511, 0.0
 		c.dup, twice[z>>6], sizes[z>>6] = false, twice[z>>6]|sizes[z>>6]&(1<<(z&63)), sizes[z>>6]|1<<(z&63)
-		// what each candidate's words are worth does not change while picking
+		// what each candidate's words are worth does not change while picking; its bound, value's while nothing is said
 		for _, t := range c.terms {
 			worth = append(worth, voc.weight(t)/float64(1+3*b2i(named[t]))) // a quarter for a word named: said in other words
+			gain += worth[len(worth)-1]
 		}
 		c.worth = worth[len(worth)-len(c.terms):]
+		if bound = append(bound, (gain+c.extra)*c.rec/float64(c.size+30)*float64(b2i(c.size <= room))); bound[i] > 0 {
+			order = append(order, int32(i))
+		}
 	}
 	// value is what taking c adds now (0: nothing, nor ever again: room only shrinks and what is said only grows)
 	value := func(c *cand) float64 {
@@ -682,12 +687,6 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 			return 0 // says little that is not said already
 		}
 		return (gain + c.extra) * c.rec / float64(c.size+30)
-	}
-	order := make([]int32, 0, len(cands)) // those of any value, by bound, the highest first (of equal ones, the first)
-	for i := range cands {
-		if bound = append(bound, value(&cands[i])); bound[i] > 0 {
-			order = append(order, int32(i))
-		}
 	}
 	for i := 1; i < len(order); i++ {
 		for j := i; j > 0 && bound[order[j-1]] < bound[order[j]]; j-- {
