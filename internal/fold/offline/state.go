@@ -137,9 +137,11 @@ func fnvAddLower(h uint64, s string) uint64 {
 
 func fnvAdd(h uint64, s string) uint64 {
 	const prime = 1099511628211
-	for ; len(s) >= 8; s = s[8:] { // (eight bytes a turn: a summary is hashed every fold)
+	for ; len(s) >= 16; s = s[16:] { // (sixteen bytes a turn: a summary is hashed every fold)
 		h = ((((h^uint64(s[0]))*prime^uint64(s[1]))*prime^uint64(s[2]))*prime ^ uint64(s[3])) * prime
 		h = ((((h^uint64(s[4]))*prime^uint64(s[5]))*prime^uint64(s[6]))*prime ^ uint64(s[7])) * prime
+		h = ((((h^uint64(s[8]))*prime^uint64(s[9]))*prime^uint64(s[10]))*prime ^ uint64(s[11])) * prime
+		h = ((((h^uint64(s[12]))*prime^uint64(s[13]))*prime^uint64(s[14]))*prime ^ uint64(s[15])) * prime
 	}
 	for i := 0; i < len(s); i++ {
 		h = (h ^ uint64(s[i])) * prime
@@ -197,16 +199,14 @@ func (st *state) shed() bool {
 	}
 	for i := range st.Periods {
 		if n := len(st.Periods[i].Stmts); n > 1 {
-			st.Periods[i].Stmts = dropWeakest(st.Periods[i].Stmts, n/4+1)
-			did = true
+			st.Periods[i].Stmts, did = dropWeakest(st.Periods[i].Stmts, n/4+1), true
 		}
 	}
 	if n := len(st.People); !did && n > 2 {
 		st.People, did = slices.Delete(st.People, 0, n/4+1), true
 	}
 	if !did && st.counts().shrink() {
-		st.Voc = st.voc.String()
-		did = true
+		st.Voc, did = st.voc.String(), true
 	}
 	if !did && len(st.Periods) > 1 {
 		st.Periods, did = st.Periods[1:], true
