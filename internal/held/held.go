@@ -85,5 +85,3 @@ func (h *Map[T]) drop(k weak.Pointer[byte]) {
 	delete(h.m, k)
 	h.mu.Unlock()
 }
-
-func (h *Map[T]) Clone0() Map[T] { return Map[T]{Max: h.Max} }
