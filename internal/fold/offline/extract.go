@@ -306,7 +306,8 @@ func statWords(s string) wordStat { return statFields((*lexicon)(nil).fields(nil
 
 func statFields(ks []*field) (c wordStat) { // (ks: the sentence's fields)
 	for _, k := range ks {
-		c.nums, c.digits = c.nums+b2i(k.is(ffDigit)), c.digits|uint64(b2i(k.is(ffDigit)))<<min(c.words, 63)
+		d := k.flags & ffDigit / ffDigit // (1: it has a digit)
+		c.nums, c.digits = c.nums+int(d), c.digits|uint64(d)<<min(c.words, 63)
 		c.names, c.words = c.names+b2i(c.words > 0 && k.is(ffName)), c.words+1
 	}
 	return c
@@ -357,18 +358,21 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 			}
 		}
 	}
-	if len(fs) == 0 || sent != whole { // (a filler was cut from its start)
+	i, n := 0, len(whole)-len(sent) // (n: the bytes of the fillers cut from its start, i: the fields)
+	for ; i < len(fs) && n > 0; i++ {
+		n -= len(fs[i]) + 1
+	}
+	if len(fs) == 0 || len(sent) < len(whole) && (n != 0 || len(ks) < len(fs) || slices.Contains(fs, "") || !joins(whole, fs)) {
 		fs, ks, plain = sentence.AppendFields(fs[:0], sent), ks[:0], false
+	} else if i > 0 { // (whole is fs joined by spaces, and the fillers were its first fields)
+		fs, ks = append(fs[:0], fs[i:]...), append(ks[:0], ks[i:]...)
 	}
 	for _, f := range fs[len(ks):] { // (what the lexicon knows of each not known: its word lists)
 		ks = append(ks, lx.field(f))
 	}
 	nf := len(fs)
-	for len(fs) > 0 {
+	for len(fs) > 0 && (ks[len(fs)-1].is(ffTrail) || ks[len(fs)-1].is(ffDangling) && len(fs) > 2) {
 		last := fs[len(fs)-1]
-		if k := ks[len(fs)-1]; !k.is(ffTrail) && !(k.is(ffDangling) && len(fs) > 2) {
-			break
-		}
 		if fs, ks = fs[:len(fs)-1], ks[:len(fs)-1]; len(fs) > 0 && strings.HasSuffix(last, "?") {
 			fs[len(fs)-1] = strings.TrimRight(fs[len(fs)-1], ",;:") + "?" // "is it fine or?"
 			ks[len(fs)-1] = lx.field(fs[len(fs)-1])
@@ -405,8 +409,7 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 		return "", fs[:0], ks[:0]
 	}
 	if r, _ := utf8.DecodeRuneInString(out[0]); unicode.IsLower(r) && len(out[0]) > 1 && out[0] != strings.ToLower(out[0]) {
-		out[0], cut = upperFirst(out[0]), true
-		ko[0] = lx.field(out[0])
+		out[0], ko[0], cut = upperFirst(out[0]), lx.field(upperFirst(out[0])), true
 	}
 	joined := sent // (out joined by single spaces)
 	if cut || len(out) != nf || !joins(sent, out) {
@@ -554,13 +557,10 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 	if question {
 		// "Alice, can you …?" / "can you …, Alice?" is asked of Alice.
 		for _, n := range names {
-			if n == sp {
-				continue
-			}
-			if len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
+			if n != sp && len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
 				return lowerFirst(sp+" asked "+n+": ", sent[len(n)+2:]), false
 			}
-			if q, ok := strings.CutSuffix(sent, "?"); ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
+			if q, ok := strings.CutSuffix(sent, "?"); n != sp && ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
 				return lowerFirst(sp+" asked "+n+": ", strings.TrimSuffix(sent, ", "+n+"?")) + "?", false
 			}
 		}
