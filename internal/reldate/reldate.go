@@ -30,18 +30,18 @@ var numbers = map[string]int{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "f
 	"seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple": 2, "few": 3}
 
 // word is one word of the text: its bytes [start, end) without the
-// punctuation around it, and lower-cased.
+// punctuation around it, and lower-cased (strings.ToLower: an ASCII word's
+// is set when a phrase may start at it or two words before).
 type word struct {
 	start, end int
 	lower      string
 	// stop: punctuation right after the word ends a phrase ("last." is
 	// not "last week").
-	stop bool
+	stop, ascii bool
 }
 
-// words appends the words of s to out; low is s lower-cased when that
-// keeps its length (ASCII), else "".
-func words(out []word, s, low string) []word {
+// words appends the words of s to out, those not ASCII lower-cased.
+func words(out []word, s string) []word {
 	i := 0
 	for i < len(s) {
 		if c := s[i]; c < utf8.RuneSelf && !wordBytes[c] { // (ASCII read as it is)
@@ -51,32 +51,24 @@ func words(out []word, s, low string) []word {
 			i += n
 			continue
 		}
-		j := i
+		j, ascii := i, s[i] < utf8.RuneSelf
 		for j < len(s) && (wordBytes[s[j]] || s[j] == '\'') { // (ASCII: most words)
 			j++
 		}
-		for j < len(s) {
-			if c := s[j]; c < utf8.RuneSelf {
-				if !wordBytes[c] && c != '\'' {
-					break
+		for j < len(s) && s[j] >= utf8.RuneSelf {
+			if r, n := utf8.DecodeRuneInString(s[j:]); unicode.IsLetter(r) || unicode.IsDigit(r) {
+				j, ascii = j+n, false
+				for j < len(s) && (wordBytes[s[j]] || s[j] == '\'') {
+					j++
 				}
-				j++
-			} else if r, n := utf8.DecodeRuneInString(s[j:]); unicode.IsLetter(r) || unicode.IsDigit(r) {
-				j += n
-			} else {
-				break
+				continue
 			}
+			break
 		}
-		w := word{start: i, end: j}
-		if low != "" {
-			w.lower = low[i:j]
-		} else {
-			w.lower = strings.ToLower(s[i:j])
+		out = append(out, word{start: i, end: j, stop: j < len(s) && s[j] != ' ', ascii: ascii})
+		if !ascii {
+			out[len(out)-1].lower = strings.ToLower(s[i:j])
 		}
-		if j < len(s) && s[j] != ' ' {
-			w.stop = true
-		}
-		out = append(out, w)
 		i = j
 	}
 	return out
@@ -263,22 +255,6 @@ func lowerWord(b *[9]byte, w string) []byte {
 	return b[:len(w)]
 }
 
-// lowerASCII appends s lower-cased to b, or is nil when s is not all
-// ASCII (strings.ToLower's bytes then differ in length).
-func lowerASCII(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			return nil
-		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b = append(b, c)
-	}
-	return b
-}
-
 // Resolve writes the calendar date after each relative date of s,
 // resolved against at. A zero at leaves s as it is.
 func Resolve(s string, at time.Time) string {
@@ -290,21 +266,22 @@ func Resolve(s string, at time.Time) string {
 
 // resolve is Resolve without MayHave's check.
 func resolve(s string, at time.Time) string {
-	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
+	var day time.Time // (read at the first word a phrase may start at)
 	var arr [48]word
-	var lb [256]byte
-	low := ""
-	if l := lowerASCII(lb[:0], s); string(l) == s {
-		low = s // (no copy)
-	} else if l != nil {
-		low = string(l)
-	}
-	ws := words(arr[:0], s, low)
+	ws := words(arr[:0], s)
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(ws); i++ {
-		if !mayStart[ws[i].lower[0]] && (i+2 >= len(ws) || ws[i+2].lower != "ago") {
-			continue // (match's words start with mayStart's letters, or are two before "ago")
+		if w := ws[i]; w.ascii && startLens[s[w.start]|0x20]>>min(w.end-w.start, 15)&1 == 0 && (i+2 >= len(ws) || !isAgo(s, ws[i+2])) {
+			continue // (the ASCII words match starts with have startLens' letters and lengths, or are two before "ago")
+		}
+		for k := i; k < min(i+3, len(ws)); k++ { // (the words match reads)
+			if ws[k].lower == "" {
+				ws[k].lower = strings.ToLower(s[ws[k].start:ws[k].end])
+			}
+		}
+		if day.IsZero() {
+			day = time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
 		}
 		n, note := match(ws, i, day)
 		if n == 0 {
@@ -314,6 +291,9 @@ func resolve(s string, at time.Time) string {
 		if strings.HasPrefix(strings.TrimLeft(s[end:], " "), "(") {
 			i += n - 1
 			continue // already resolved
+		}
+		if last == 0 {
+			b.Grow(len(s) + len(" (the weekend before 31 Sep 2006)")) // (room for s and a note)
 		}
 		b.WriteString(s[last:end])
 		b.WriteString(" (")
@@ -329,6 +309,23 @@ func resolve(s string, at time.Time) string {
 	return b.String()
 }
 
+// startLens are the lengths, a bit each, of the words match starts with ("yesterday", "in", …) by their first letter
+// lower-cased.
+var startLens = [256]uint16{'y': 1 << 9, 't': 1<<4 | 1<<5 | 1<<7 | 1<<8, 'n': 1 << 4, 'l': 1 << 4, 'c': 1 << 6, 'i': 1 << 2}
+
+// isAgo reports whether w of s is "ago", in either case.
+func isAgo(s string, w word) bool { return w.end-w.start == 3 && hasPrefixFold(s[w.start:], "ago") }
+
+// date is d written as Layout writes it.
+func date(d time.Time) string {
+	y, m, dd := d.Date()
+	if y < 1000 || y > 9999 {
+		return d.Format(Layout)
+	}
+	var b [len("31 Sep 2006")]byte
+	return string(strconv.AppendInt(append(append(append(strconv.AppendInt(b[:0], int64(dd), 10), ' '), m.String()[:3]...), ' '), int64(y), 10))
+}
+
 // match reports how many words from ws[i] make a relative date, and the
 // note to write after them (0 for none).
 func match(ws []word, i int, day time.Time) (int, string) {
@@ -339,7 +336,6 @@ func match(ws []word, i int, day time.Time) (int, string) {
 		}
 		return ""
 	}
-	date := func(d time.Time) string { return d.Format(Layout) }
 	switch w {
 	case "yesterday":
 		return 1, date(day.AddDate(0, 0, -1))
@@ -366,7 +362,13 @@ func match(ws []word, i int, day time.Time) (int, string) {
 		}
 		switch n {
 		case "week", "weekend":
-			rel := map[string]string{"next": "after", "coming": "after", "this": "of", "last": "before"}[w]
+			rel := "after" // (next, coming)
+			switch w {
+			case "this":
+				rel = "of"
+			case "last":
+				rel = "before"
+			}
 			return 2, "the " + n + " " + rel + " " + date(day)
 		case "month":
 			switch w {
@@ -438,9 +440,9 @@ func count(n, unit string) (int, string, bool) {
 func shifted(day time.Time, k int, unit, approx string) string {
 	switch unit {
 	case "day":
-		return day.AddDate(0, 0, k).Format(Layout)
+		return date(day.AddDate(0, 0, k))
 	case "week":
-		return approx + day.AddDate(0, 0, 7*k).Format(Layout)
+		return approx + date(day.AddDate(0, 0, 7*k))
 	case "month":
 		return firstOfMonth(day, k).Format("January 2006")
 	default:

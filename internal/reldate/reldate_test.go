@@ -31,6 +31,7 @@ func TestResolve(t *testing.T) {
 		{"the last. Week two", "the last. Week two"},
 		{"nothing relative here", "nothing relative here"},
 		{"in the meantime", "in the meantime"},
+		{"İn 2 days, TONIGHT", "İn 2 days (8 May 2026), TONIGHT (6 May 2026)"}, // (a word not ASCII lower-cased to one match reads)
 	}
 	for _, c := range cases {
 		if got := Resolve(c.in, said); got != c.want {
