@@ -56,8 +56,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 				break
 			}
 		}
-		// (an ID read from the state is part of all its text)
-		m.Supersedes = strings.Clone(m.Supersedes)
+		m.Supersedes = strings.Clone(m.Supersedes) // (an ID read from the state is part of all its text)
 		st.Facts = append(st.Facts, fact{ID: m.ID, Sp: x.Sp, Num: x.Key})
 		out = append(out, m)
 	}

@@ -243,11 +243,10 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 			continue
 		}
 		if !slices.Equal(st.peopleOf, st.Names) { // (the names' words stemmed, once for the names)
-			var buf [32]byte
 			st.people, st.peopleOf = st.people[:0], slices.Clone(st.Names)
 			for _, n := range st.Names {
 				for w, wi := nextField(n, 0); w != ""; w, wi = nextField(n, wi) {
-					st.people = append(st.people, st.lex().getBytes(lower(buf[:0], strings.TrimSuffix(w, "'s"))).stem)
+					st.people = append(st.people, st.lex().getBytes(lower(make([]byte, 0, 32), strings.TrimSuffix(w, "'s"))).stem)
 				}
 			}
 		}
