@@ -4,7 +4,7 @@
 package held
 
 import (
-	"bytes"
+	"hash/maphash"
 	"runtime"
 	"sync"
 	"weak"
@@ -23,12 +23,15 @@ type Map[T any] struct {
 }
 
 // entry is a value and what identifies the bytes it was put with: their
-// array (the key) and a copy of them, so that bytes changed in place since
-// are not taken for them (comparing is cheaper than hashing them twice).
+// array (the key), length and hash, so that bytes changed in place since
+// are not taken for them.
 type entry[T any] struct {
-	v    T
-	copy []byte
+	v   T
+	n   int
+	sum uint64
 }
+
+var seed = maphash.MakeSeed()
 
 // MinLen is the shortest slice Put holds a value for: a smaller allocation
 // may share its block with others, and then it may never be collected
@@ -42,7 +45,7 @@ func (h *Map[T]) Put(b []byte, v T) {
 	if len(b) < MinLen {
 		return
 	}
-	k, copied := weak.Make(&b[0]), bytes.Clone(b)
+	k, sum := weak.Make(&b[0]), maphash.Bytes(seed, b)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.Max > 0 && len(h.m) >= h.Max {
@@ -51,7 +54,7 @@ func (h *Map[T]) Put(b []byte, v T) {
 	if h.m == nil {
 		h.m = map[weak.Pointer[byte]]entry[T]{}
 	}
-	h.m[k] = entry[T]{v: v, copy: copied}
+	h.m[k] = entry[T]{v: v, n: len(b), sum: sum}
 	runtime.AddCleanup(&b[0], h.drop, k)
 }
 
@@ -67,7 +70,7 @@ func (h *Map[T]) Take(b []byte) (v T, ok bool) {
 	e, ok := h.m[k]
 	delete(h.m, k)
 	h.mu.Unlock()
-	if !ok || !bytes.Equal(e.copy, b) {
+	if !ok || e.n != len(b) || e.sum != maphash.Bytes(seed, b) {
 		return v, false
 	}
 	return e.v, true

@@ -340,20 +340,21 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 	var buf [32]byte
 	for changed := true; changed && sent != ""; {
 		changed = false
-		low := sent[:min(len(sent), s.cfg.maxFillerLen+1)] // (the fillers are short: the start of the sentence, in either case when ASCII)
+		low, ascii := sent[:min(len(sent), s.cfg.maxFillerLen+1)], true // (the fillers are short: the start of the sentence, in either case when ASCII)
 		if !isASCII(low) {
-			low = string(lower(buf[:0], low))
+			low, ascii = string(lower(buf[:0], low)), false // (then compared as it is: lower-cased, not case-folded)
 		}
 		for _, f := range leadByFirst[lowerASCII(low[0])] {
-			if len(low) > len(f) && strings.EqualFold(low[:len(f)], f) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') &&
+			if len(low) > len(f) && (low[:len(f)] == f || ascii && strings.EqualFold(low[:len(f)], f)) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') &&
 				(low[len(f)] != ' ' || f != "nice" && f != "cool") { // ("Nice shot Jonas!" is not "shot Jonas!")
 				sent, changed = strings.TrimLeft(sent[len(f):], " ,.!"), true
 				break
 			}
 		}
-		for w := range s.cfg.extraFiller {
-			if len(low) > len(w) && strings.EqualFold(low[:len(w)], w) && low[len(w)] == ' ' {
+		for _, w := range s.cfg.fillers[:len(s.cfg.fillers)*b2i(!changed)] { // (low is read again after a cut)
+			if len(low) > len(w) && (low[:len(w)] == w || ascii && strings.EqualFold(low[:len(w)], w)) && low[len(w)] == ' ' {
 				sent, changed = strings.TrimLeft(sent[len(w):], " ,"), true
+				break
 			}
 		}
 	}

@@ -643,3 +643,30 @@ func TestAsidesThatFitTellSpeakersApart(t *testing.T) {
 		}
 	}
 }
+
+// TestFillerComparedLowerCased: a sentence not ASCII opens with a filler word only when its start, lower-cased, is that
+// word: a final sigma is no other sigma ("ως" is not "ωσ").
+func TestFillerComparedLowerCased(t *testing.T) {
+	s, lx := New(WithFillerWords("ως")), &lexicon{}
+	for in, want := range map[string]string{"ωσ we leave at 8": "ωσ we leave at 8.", "ΩΣ we leave at 8": "ΩΣ we leave at 8.",
+		"ως we leave at 8": "we leave at 8."} {
+		sent, fs, ks, plain := lx.tighten(in, nil, nil)
+		if got, _, _ := s.trimFiller(lx, sent, fs, ks, plain); got != want {
+			t.Errorf("%q trimmed to %q; want %q", in, got, want)
+		}
+	}
+}
+
+// TestFillersThatOpenOneAnother: filler words where one opens another ("ab", "ab cd") drop whole words only, the same
+// ones whatever the order they were given in.
+func TestFillersThatOpenOneAnother(t *testing.T) {
+	for _, words := range [][]string{{"ab", "ab cd"}, {"ab cd", "ab"}} {
+		s, lx := New(WithFillerWords(words...)), &lexicon{}
+		for range 32 { // (a map's order would differ between runs)
+			sent, fs, ks, plain := lx.tighten("ab cd efg hij klm", nil, nil)
+			if got, _, _ := s.trimFiller(lx, sent, fs, ks, plain); got != "efg hij klm." {
+				t.Fatalf("fillers %q: trimmed to %q; want \"efg hij klm.\"", words, got)
+			}
+		}
+	}
+}
