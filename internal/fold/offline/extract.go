@@ -628,7 +628,7 @@ func thirdPerson(sp, s string, ws []string, ks []*field) (string, bool) {
 	case "my":
 		return sp + "'s " + rest(1), true
 	case "i'm", "i've", "i'll", "i'd": // (with a word after it: alone, it is no statement)
-		aux := map[string]string{"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}[w0]
+		aux := [...]string{"is", "has", "will", "would"}[strings.IndexByte("meld", w0[len(w0)-1])] // (by its last letter)
 		return sp + " " + aux + " " + rest(1), true
 	case "i":
 		i, adv := 1, ""

@@ -121,7 +121,7 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (_ string, _ []st
 	if changed || len(out) != n0 || !joins(s, out) { // (none left: s is "")
 		s = spaced(out)
 	}
-	if runeLen(s) > maxSentRunes {
+	if len(s) > maxSentRunes && runeLen(s) > maxSentRunes { // (no more runes than bytes)
 		return cutClause(s, maxSentRunes), fs[:0], ks[:0], false
 	}
 	return s, out, ko, plain && len(out) == len(kw) // (none dropped: out is kw)
