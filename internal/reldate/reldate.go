@@ -261,11 +261,23 @@ func Resolve(s string, at time.Time) string {
 	if at.IsZero() || !MayHave(s) {
 		return s
 	}
-	return resolve(s, at)
+	return resolve(s, at, true)
 }
 
-// resolve is Resolve without MayHave's check.
-func resolve(s string, at time.Time) string {
+// ResolveLikely is Resolve for a text likely to hold a relative date (one of
+// its fields MayStartIn and it or the next MayEndIn): the same result,
+// without reading the text for MayHave first. A phrase resolve finds implies
+// MayHave but one ending in "ago", which then reads it.
+func ResolveLikely(s string, at time.Time) string {
+	if at.IsZero() {
+		return s
+	}
+	return resolve(s, at, false)
+}
+
+// resolve is Resolve without MayHave's check when mayHave (MayHave(s) is
+// known), and with it only for a phrase ending in "ago" else.
+func resolve(s string, at time.Time, mayHave bool) string {
 	var day time.Time // (read at the first word a phrase may start at)
 	var arr [48]word
 	ws := words(arr[:0], s)
@@ -286,6 +298,12 @@ func resolve(s string, at time.Time) string {
 		n, note := match(ws, i, day)
 		if n == 0 {
 			continue
+		}
+		if n == 3 && !mayHave && isAgo(s, ws[i+2]) { // (the other phrases imply MayHave: none is resolved before if it is false)
+			if !MayHave(s) {
+				return s
+			}
+			mayHave = true
 		}
 		end := ws[i+n-1].end
 		if strings.HasPrefix(strings.TrimLeft(s[end:], " "), "(") {

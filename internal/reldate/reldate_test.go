@@ -55,12 +55,12 @@ func TestResolveZeroTime(t *testing.T) {
 
 // TestMayHaveMissesNothing: text MayHave passes over is text resolve
 // leaves as it is.
-// MayHave misses no text that resolve changes, MayStartIn no field of a text MayHave reads, and MayStartIn with
-// MayEndIn no text Resolve changes.
+// MayHave misses no text that resolve changes (but for "ago", which it reads MayHave for), MayStartIn no field of a
+// text MayHave reads, and MayStartIn with MayEndIn no text Resolve changes; ResolveLikely is Resolve.
 func TestMayHaveMissesNothing(t *testing.T) {
 	words := []string{"in", "In", "IN", "3", "three", "days", "To", "day", "Today", "tonight", "ago", "a", "go", "next",
 		"Nexted", "last", "lasting", "this", "coming", "Yesterday", "yes", "it's", "İn", "Kelvin", "é", "we", "the", "thin", "in3",
-		"week", "Weekend", "weeks", "month", "year", "Friday", "friday's", "night", "morning", "(", ".", "'", "—", "2", "\u00a0"}
+		"week", "Weekend", "weeks", "month", "year", "Friday", "friday's", "night", "morning", "(", ".", "'", "—", "2", "\u00a0", "(ago"}
 	rng := rand.New(rand.NewPCG(7, 8))
 	passed, fieldsPassed, pairsPassed := 0, 0, 0
 	for range 50000 {
@@ -82,6 +82,9 @@ func TestMayHaveMissesNothing(t *testing.T) {
 		for i, f := range fs {
 			pair = pair || MayStartIn(f) && (MayEndIn(f) || i+1 < len(fs) && MayEndIn(fs[i+1]))
 		}
+		if got, likely := Resolve(s, said), ResolveLikely(s, said); got != likely {
+			t.Fatalf("Resolve(%q) = %q, ResolveLikely %q", s, got, likely)
+		}
 		if got := Resolve(s, said); !pair && got != s {
 			t.Fatalf("no field of %q MayStartIn with itself or the next MayEndIn, but it resolves to %q", s, got)
 		} else if !pair && slices.ContainsFunc(fs, MayStartIn) {
@@ -91,7 +94,7 @@ func TestMayHaveMissesNothing(t *testing.T) {
 			continue
 		}
 		passed++
-		if got := resolve(s, said); got != s {
+		if got := resolve(s, said, false); got != s {
 			t.Fatalf("MayHave(%q) = false, but it resolves to %q", s, got)
 		}
 	}

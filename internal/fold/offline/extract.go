@@ -171,7 +171,7 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 			i++
 			return k.is(ffDate) && (k.is(ffDateEnd) || i < len(ks) && ks[i].is(ffDateEnd))
 		}) {
-			r = reldate.Resolve(sent, t.At)
+			r = reldate.ResolveLikely(sent, t.At)
 		}
 		if r != sent {
 			fs = sentence.AppendFields(fs[:0], r)
