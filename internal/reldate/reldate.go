@@ -30,8 +30,9 @@ var numbers = map[string]int{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "f
 	"seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple": 2, "few": 3}
 
 // word is one word of the text: its bytes [start, end) without the
-// punctuation around it, and lower-cased (strings.ToLower: an ASCII word's
-// is set when a phrase may start at it or two words before).
+// punctuation around it, and lower-cased (strings.ToLower): a word not
+// ASCII always, an ASCII one only when a phrase may start at it or at one
+// of the two words before it.
 type word struct {
 	start, end int
 	lower      string

@@ -53,9 +53,7 @@ func TestResolveZeroTime(t *testing.T) {
 	}
 }
 
-// TestMayHaveMissesNothing: text MayHave passes over is text resolve
-// leaves as it is.
-// MayHave misses no text that resolve changes (but for "ago", which it reads MayHave for), MayStartIn no field of a
+// TestMayHaveMissesNothing: MayHave misses no text that resolve changes (but for "ago", which it reads MayHave for), MayStartIn no field of a
 // text MayHave reads, and MayStartIn with MayEndIn no text Resolve changes; ResolveLikely is Resolve.
 func TestMayHaveMissesNothing(t *testing.T) {
 	words := []string{"in", "In", "IN", "3", "three", "days", "To", "day", "Today", "tonight", "ago", "a", "go", "next",

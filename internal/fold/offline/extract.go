@@ -28,13 +28,11 @@ func (st *state) lex() *lexicon { return &st.scratch().lex }
 
 // batch is what one fold's turns and notes say.
 type batch struct {
-	stmts    []stmt
-	speakers []string
-	sps      []string // each turn's speaker (displayName)
+	stmts         []stmt
+	speakers, sps []string // who spoke, in order; each turn's speaker (displayName)
 	// answered: the state's open question (by index in st.Open) that the batch's first turn answers, -1 for none.
-	answered  int
-	hadTurns  bool
-	allFiller bool
+	answered            int
+	hadTurns, allFiller bool
 }
 
 // extract turns req's turns and notes into statements, in order. Every turn is read once here; what the summary and the
@@ -330,6 +328,14 @@ var leadByFirst = func() (m [256][]string) { // leadFiller by their first byte
 	return m
 }()
 
+// cutLen is how many bytes of s lower-case (as lower does) to n bytes ("K", the Kelvin sign, is three; its "k" one).
+func cutLen(s string, n int) (i int) {
+	for r, w := utf8.DecodeRuneInString(s); n > 0 && w > 0; r, w = utf8.DecodeRuneInString(s[i:]) {
+		i, n = i+w, n-utf8.RuneLen(unicode.ToLower(r))
+	}
+	return i
+}
+
 // trimFiller strips discourse words and laughter from the ends of a sentence and repeated words ("the the"), and drops
 // the sentence when nothing with a word of content is left. fs are sent's fields, or none, and ks what the lexicon
 // knows of the first of them (of one left empty: noField), plain that none of them is one it drops inside the sentence
@@ -347,13 +353,13 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 		for _, f := range leadByFirst[lowerASCII(low[0])] {
 			if len(low) > len(f) && (low[:len(f)] == f || ascii && strings.EqualFold(low[:len(f)], f)) && oneOf(low[len(f)], 1<<' '|1<<','|1<<'.'|1<<'!') &&
 				(low[len(f)] != ' ' || f != "nice" && f != "cool") { // ("Nice shot Jonas!" is not "shot Jonas!")
-				sent, changed = strings.TrimLeft(sent[len(f):], " ,.!"), true
+				sent, changed = strings.TrimLeft(sent[cutLen(sent, len(f)):], " ,.!"), true
 				break
 			}
 		}
 		for _, w := range s.cfg.fillers[:len(s.cfg.fillers)*b2i(!changed)] { // (low is read again after a cut)
 			if len(low) > len(w) && (low[:len(w)] == w || ascii && strings.EqualFold(low[:len(w)], w)) && low[len(w)] == ' ' {
-				sent, changed = strings.TrimLeft(sent[len(w):], " ,"), true
+				sent, changed = strings.TrimLeft(sent[cutLen(sent, len(w)):], " ,"), true
 				break
 			}
 		}
@@ -860,8 +866,7 @@ func (lx *lexicon) factKey(ws []string, ks []*field, digits uint64) string { // 
 	if digits == 0 {
 		return ""
 	}
-	var kb [128]byte
-	var wb [64]byte
+	kb, wb := [128]byte{}, [64]byte{}
 	key, nk := kb[:0], 0
 	word := func(i int) ([]byte, lexeme) { // ws[i] lower-cased without the punctuation around it, and its lexeme
 		if t := trimCut(ws[i], ".,!?;:()\"'"); t != ks[i].core { // (else the field's own reading: most words)

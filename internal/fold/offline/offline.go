@@ -55,15 +55,12 @@ const (
 )
 
 type config struct {
-	defaultMaxChars int
-	maxParticipants int
-	maxTopics       int
-	maxUnitsPerTurn int
-	maxNotes        int
-	extraFiller     map[string]bool
-	fillers         []string // extraFiller's, longest first (one that opens another is tried after it)
-	maxFillerLen    int      // bytes of the longest filler word
-	log             zerolog.Logger
+	extraFiller  map[string]bool
+	fillers      []string // extraFiller's, longest first (one that opens another is tried after it)
+	maxFillerLen int      // bytes of the longest filler word
+	log          zerolog.Logger
+
+	defaultMaxChars, maxParticipants, maxTopics, maxUnitsPerTurn, maxNotes int
 }
 
 // Option configures a Summarizer.
@@ -173,8 +170,7 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	st := s.load(req, &sc.lex)
 	st.sc, st.src, st.srcSeq = sc, req.PreviousState, st.seq
 	prev := strings.TrimSpace(req.PreviousSummary)
-	var mems []fold.Memory
-	changed := false
+	mems, changed := []fold.Memory(nil), false
 	if !req.Recompact {
 		mems, changed = s.fold(req, st, budget)
 	}

@@ -670,3 +670,19 @@ func TestFillersThatOpenOneAnother(t *testing.T) {
 		}
 	}
 }
+
+// TestFillerCutByOriginalBytes: a filler is cut from a sentence by the bytes of the sentence's own letters, not of their
+// lower case: a Kelvin sign ("K") is three bytes and lower-cases to one ("k").
+func TestFillerCutByOriginalBytes(t *testing.T) {
+	s, lx := New(WithFillerWords("kk")), &lexicon{}
+	trim := func(in string) string {
+		sent, fs, ks, plain := lx.tighten(in, nil, nil)
+		got, _, _ := s.trimFiller(lx, sent, fs, ks, plain)
+		return got
+	}
+	for in, ascii := range map[string]string{"O\u212a, we leave at 8": "OK, we leave at 8", "\u212a\u212a we leave at 8": "kk we leave at 8"} {
+		if got, want := trim(in), trim(ascii); got != want || !utf8.ValidString(got) {
+			t.Errorf("%q trimmed to %q; want %q", in, got, want)
+		}
+	}
+}

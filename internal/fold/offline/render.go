@@ -313,8 +313,7 @@ func statementBody(x stmt) string {
 
 // phrases are the runs of content words of s, encoded for stmt.Ph.
 func (lx *lexicon) phrases(s string, people []string) string {
-	var barr [256]byte
-	var rarr [8]*field // (the run's words: their core, and its lexeme)
+	barr, rarr := [256]byte{}, [8]*field{} // (rarr: the run's words, their core and lexeme)
 	out, run := barr[:0], rarr[:0]
 	runUpper := false
 	np := false // the run follows a determiner: a noun phrase
