@@ -503,7 +503,9 @@ export class FoldstreamClient {
         filter_subjects: subject,
         deliver_policy: from === "latest" ? DeliverPolicy.Last : DeliverPolicy.New,
       });
-      messages = await consumer.consume();
+      // Pulls expire after 5 s (the library's default is 30 s): a pull left waiting across a reconnect is renewed
+      // within seconds, where a summary published just after the reconnect could otherwise wait 30 s or more.
+      messages = await consumer.consume({ expires: 5000 });
     } catch (err) {
       throw this.natsError(err, subject, this.requestTimeout, `stream ${stream} is not there (is the processor running with prefix "${this.prefix}"?)`);
     }
