@@ -650,8 +650,7 @@ func TestFillerComparedLowerCased(t *testing.T) {
 	s, lx := New(WithFillerWords("ως")), &lexicon{}
 	for in, want := range map[string]string{"ωσ we leave at 8": "ωσ we leave at 8.", "ΩΣ we leave at 8": "ΩΣ we leave at 8.",
 		"ως we leave at 8": "we leave at 8."} {
-		sent, fs, ks, plain := lx.tighten(in, nil, nil)
-		if got, _, _ := s.trimFiller(lx, sent, fs, ks, plain); got != want {
+		if got := s.spoken(lx, in); got != want {
 			t.Errorf("%q trimmed to %q; want %q", in, got, want)
 		}
 	}
@@ -663,8 +662,7 @@ func TestFillersThatOpenOneAnother(t *testing.T) {
 	for _, words := range [][]string{{"ab", "ab cd"}, {"ab cd", "ab"}} {
 		s, lx := New(WithFillerWords(words...)), &lexicon{}
 		for range 32 { // (a map's order would differ between runs)
-			sent, fs, ks, plain := lx.tighten("ab cd efg hij klm", nil, nil)
-			if got, _, _ := s.trimFiller(lx, sent, fs, ks, plain); got != "efg hij klm." {
+			if got := s.spoken(lx, "ab cd efg hij klm"); got != "efg hij klm." {
 				t.Fatalf("fillers %q: trimmed to %q; want \"efg hij klm.\"", words, got)
 			}
 		}
@@ -675,13 +673,8 @@ func TestFillersThatOpenOneAnother(t *testing.T) {
 // lower case: a Kelvin sign ("K") is three bytes and lower-cases to one ("k").
 func TestFillerCutByOriginalBytes(t *testing.T) {
 	s, lx := New(WithFillerWords("kk")), &lexicon{}
-	trim := func(in string) string {
-		sent, fs, ks, plain := lx.tighten(in, nil, nil)
-		got, _, _ := s.trimFiller(lx, sent, fs, ks, plain)
-		return got
-	}
 	for in, ascii := range map[string]string{"O\u212a, we leave at 8": "OK, we leave at 8", "\u212a\u212a we leave at 8": "kk we leave at 8"} {
-		if got, want := trim(in), trim(ascii); got != want || !utf8.ValidString(got) {
+		if got, want := s.spoken(lx, in), s.spoken(lx, ascii); got != want || !utf8.ValidString(got) {
 			t.Errorf("%q trimmed to %q; want %q", in, got, want)
 		}
 	}

@@ -43,8 +43,7 @@ func TestTightenReadsEveryWord(t *testing.T) {
 		{"ÉMOI we leave at 8", "we leave at 8."},
 		{"Nice shot Jonas", "Nice shot Jonas."},
 	} {
-		sent, fs, ks, plain := lx.tighten(c.in, nil, nil)
-		if got, _, _ := s.trimFiller(lx, sent, fs, ks, plain); got != c.want {
+		if got := s.spoken(lx, c.in); got != c.want {
 			t.Errorf("%q tightened to %q; want %q", c.in, got, c.want)
 		}
 	}
@@ -56,4 +55,11 @@ func TestTightenReadsEveryWord(t *testing.T) {
 			t.Errorf("reword(%q) = %q; want %q", c.in, reword(c.in, f, lx.fields(nil, f), true), c.want)
 		}
 	}
+}
+
+// spoken is in as a sentence leaves tighten, then trimFiller.
+func (s *Summarizer) spoken(lx *lexicon, in string) string {
+	sent, fs, ks, plain := lx.tighten(in, nil, nil)
+	got, _, _ := s.trimFiller(lx, sent, fs, ks, plain)
+	return got
 }
