@@ -94,7 +94,7 @@ func (st *state) newPeriod(ss []stmt) period {
 	return p
 }
 
-// covering keeps n of ss: half by pickCovering, half the weightiest.
+// covering keeps n of ss, in the order of their times: half by pickCovering, half the weightiest.
 func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	if len(ss) <= n {
 		return slices.Clone(ss)
@@ -107,22 +107,29 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	}
 	sc.cands = cands
 	sc.pickCovering(cands, covered, math.MaxInt, (n+1)/2)
-	out, rest := make([]stmt, 0, n), make([]stmt, 0, len(cands))
-	for _, c := range cands {
-		if c.taken {
-			out = append(out, *c.x)
-		} else {
-			rest = append(rest, *c.x)
+	// the rest by their own weight, len(ss)-n of them dropped as dropWeakest drops them: a statement with names, numbers
+	// or a decision is worth keeping even about what is said rarely
+	ws, drop, keep := sc.bound[:0], len(ss)-n, make([]int32, 0, 16)
+	for i := range cands {
+		if !cands[i].taken {
+			ws = append(ws, cands[i].x.W)
 		}
 	}
-	if len(out) < n {
-		// the rest by their own weight: a statement with names, numbers or a decision is worth keeping even about what
-		// is said rarely
-		if k := len(rest) - (n - len(out)); k > 0 {
-			rest = dropWeakest(rest, k)
+	slices.Sort(ws)
+	cut := ws[drop-1]
+	for i := range cands {
+		if c := &cands[i]; c.taken || drop == 0 || c.x.W > cut {
+			keep = append(keep, int32(i))
+		} else {
+			drop--
 		}
-		out = append(out, rest...)
-		slices.SortStableFunc(out, func(a, b stmt) int { return cmp.Compare(a.At, b.At) })
+	}
+	sc.bound = ws
+	// (of one time, those taken first: they came first before)
+	slices.SortStableFunc(keep, func(a, b int32) int { return cmp.Or(cmp.Compare(ss[a].At, ss[b].At), b2i(!cands[a].taken)-b2i(!cands[b].taken)) })
+	out := make([]stmt, len(keep))
+	for j, i := range keep {
+		out[j] = ss[i]
 	}
 	return out
 }
@@ -141,7 +148,9 @@ func (st *state) mergePeriods(a, b period) period {
 			}
 		}
 	}
-	p.Stmts = st.covering(append(slices.Clone(a.Stmts), b.Stmts...), p.Topics, maxPeriodKept)
+	sc := st.scratch() // (the memories' candidates are read: their room holds the statements of both)
+	sc.sents = append(append(sc.sents[:0], a.Stmts...), b.Stmts...)
+	p.Stmts = st.covering(sc.sents, p.Topics, maxPeriodKept)
 	return p
 }
 
