@@ -126,7 +126,9 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	}
 	sc.bound = ws
 	// (of one time, those taken first: they came first before)
-	slices.SortStableFunc(keep, func(a, b int32) int { return cmp.Or(cmp.Compare(ss[a].At, ss[b].At), b2i(!cands[a].taken)-b2i(!cands[b].taken)) })
+	slices.SortStableFunc(keep, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(ss[a].At, ss[b].At), b2i(!cands[a].taken)-b2i(!cands[b].taken))
+	})
 	out := make([]stmt, len(keep))
 	for j, i := range keep {
 		out[j] = ss[i]
@@ -175,21 +177,14 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		return nil
 	}
 	sc := st.scratch()
-	all, total, same := sc.phrases[:0], 0, len(st.gatheredOf) == len(ss)
+	all, total := sc.phrases[:0], 0
 	for i := range ss {
 		total += len(ss[i].Ph)/3 + 2 // (its distinct keys at most: a key but "" takes "=", a byte and ";" but the last)
-		same = same && st.gatheredOf[i] == ss[i].Ph[:len(ss[i].Ph)*b2i(ss[i].K != kTool)]
 	}
-	if same { // the statements gathered last (a period closes those the opening sentence read in the fold before)
-		all = append(all, st.gathered...)
-	}
-	slots := append(sc.slots[:0], make([]int32, (2<<bits.Len(uint(total)))*b2i(!same))...) // all's places by key (open addressing, at most half full; 0: free)
+	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
 	sc.slots = slots
-	for si := 0; si < len(ss) && !same; si++ {
-		if st.gatheredOf = append(st.gatheredOf[:si], ss[si].Ph[:len(ss[si].Ph)*b2i(ss[si].K != kTool)]); ss[si].K == kTool {
-			continue
-		}
-		for ph, more := ss[si].Ph, ss[si].Ph != ""; more; {
+	for si := range ss {
+		for ph, more := ss[si].Ph, ss[si].Ph != "" && ss[si].K != kTool; more; {
 			seg, rest, found := strings.Cut(ph, ";") // the next "text=key" (a key but "": after a '=')
 			text, key, _ := strings.Cut(seg, "=")
 			ph, more = rest, found
@@ -215,9 +210,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
 	}
-	if sc.phrases = all; !same {
-		st.gathered, st.gatheredOf = append(st.gathered[:0], all...), st.gatheredOf[:len(ss)]
-	}
+	sc.phrases = all
 	kept := all[:0] // (what can name a subject, sorted)
 	for _, p := range all {
 		np := strings.HasPrefix(p.text, "the ")
