@@ -88,7 +88,9 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		if prop >= 0 && strings.TrimSpace(text) != "" && !opensWithBackchannel(text) {
 			endProposal()
 		}
-		sents := s.sentences(sc, text, sp, t, req.Profile == fold.ProfileAgent, names)
+		n := len(b.stmts)
+		b.stmts = s.sentences(sc, b.stmts, text, sp, t, req.Profile == fold.ProfileAgent, names)
+		sents := b.stmts[n:]
 		// A question is answered by the next turn of someone else when that turn says something and does not open with
 		// a backchannel ("sure, …").
 		if lastQ != -1 && sp != lastQSp && strings.TrimSpace(text) != "" {
@@ -110,7 +112,6 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 			continue
 		}
 		b.allFiller = false
-		b.stmts = append(b.stmts, sents...)
 		if last := sents[len(sents)-1]; strings.HasPrefix(last.Text, sp) && strings.HasPrefix(last.Text[len(sp):], " suggested ") {
 			endProposal()
 			prop = len(b.stmts) - 1
@@ -136,10 +137,9 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	return b
 }
 
-// sentences are the statements of one turn worth keeping, at most maxUnitsPerTurn of them (the weightiest), in order.
-func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
-	lx := &sc.lex
-	out := sc.sents[:0] // (the caller copies them)
+// sentences appends to dst a turn's statements worth keeping, at most maxUnitsPerTurn of them (the weightiest), in order.
+func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
+	lx, out := &sc.lex, dst
 	user := agent && strings.EqualFold(t.Role, "user")
 	for _, raw := range sentence.AppendSplit(make([]string, 0, 8), text) { // (its room on the stack)
 		if isInjection(raw) {
@@ -190,13 +190,12 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
 			Terms: spaced(tw), Key: lx.factKey(fs, ks, c.digits), Own: sent, Batch: true})
 	}
-	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
-		out = dropWeakest(out, len(out)-n)
+	if n := s.cfg.maxUnitsPerTurn; len(out)-len(dst) > n {
+		out = out[:len(dst)+len(dropWeakest(out[len(dst):], len(out)-len(dst)-n))]
 	}
-	for i := range out {
-		out[i].Ph = lx.phrases(statementBody(out[i]), names)
+	for i := range out[len(dst):] {
+		out[len(dst)+i].Ph = lx.phrases(statementBody(out[len(dst)+i]), names)
 	}
-	sc.sents = out
 	return out
 }
 
@@ -918,10 +917,10 @@ func (x stmt) at() time.Time {
 // (a.go, b.go and 3 more): ok.").
 func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 	out := ss[:0]
-	for _, x := range ss {
-		if n := len(out); n > 0 && x.K == kTool && out[n-1].K == kTool && x.Sp == out[n-1].Sp && x.Sp != "" {
+	for i := range ss {
+		if x, n := &ss[i], len(out); n > 0 && x.K == kTool && out[n-1].K == kTool && x.Sp == out[n-1].Sp && x.Sp != "" {
 			p := &out[n-1]
-			tool, arg, ok1 := toolOf(x)
+			tool, arg, ok1 := toolOf(*x)
 			ptool, pargs, ok2 := toolOf(*p)
 			if ok1 && ok2 && tool == ptool && strings.HasSuffix(x.Text, "): ok.") && strings.HasSuffix(p.Text, "): ok.") {
 				var args []string
@@ -930,8 +929,7 @@ func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 						args = append(args, a)
 					}
 				}
-				shown := args
-				more := ""
+				shown, more := args, ""
 				if len(args) > 3 {
 					shown, more = args[len(args)-3:], " and "+strconv.Itoa(len(args)-3)+" earlier"
 				}
@@ -942,7 +940,9 @@ func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 				continue
 			}
 		}
-		out = append(out, x)
+		if out = ss[:len(out)+1]; len(out) <= i { // (a statement where it was is not copied: its pointers are not written again)
+			out[len(out)-1] = ss[i]
+		}
 	}
 	return out
 }

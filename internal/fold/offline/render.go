@@ -94,7 +94,7 @@ func (st *state) newPeriod(ss []stmt) period {
 	return p
 }
 
-// covering keeps n of ss: half by pickCovering, half the weightiest.
+// covering keeps n of ss, in the order of their times: half by pickCovering, half the weightiest.
 func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	if len(ss) <= n {
 		return slices.Clone(ss)
@@ -107,22 +107,31 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	}
 	sc.cands = cands
 	sc.pickCovering(cands, covered, math.MaxInt, (n+1)/2)
-	out, rest := make([]stmt, 0, n), make([]stmt, 0, len(cands))
-	for _, c := range cands {
-		if c.taken {
-			out = append(out, *c.x)
-		} else {
-			rest = append(rest, *c.x)
+	// the rest by their own weight, len(ss)-n of them dropped as dropWeakest drops them: a statement with names, numbers
+	// or a decision is worth keeping even about what is said rarely
+	ws, drop, keep := sc.bound[:0], len(ss)-n, make([]int32, 0, 16)
+	for i := range cands {
+		if !cands[i].taken {
+			ws = append(ws, cands[i].x.W)
 		}
 	}
-	if len(out) < n {
-		// the rest by their own weight: a statement with names, numbers or a decision is worth keeping even about what
-		// is said rarely
-		if k := len(rest) - (n - len(out)); k > 0 {
-			rest = dropWeakest(rest, k)
+	slices.Sort(ws)
+	cut := ws[drop-1]
+	for i := range cands {
+		if c := &cands[i]; c.taken || drop == 0 || c.x.W > cut {
+			keep = append(keep, int32(i))
+		} else {
+			drop--
 		}
-		out = append(out, rest...)
-		slices.SortStableFunc(out, func(a, b stmt) int { return cmp.Compare(a.At, b.At) })
+	}
+	sc.bound = ws
+	// (of one time, those taken first: they came first before)
+	slices.SortStableFunc(keep, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(ss[a].At, ss[b].At), b2i(!cands[a].taken)-b2i(!cands[b].taken))
+	})
+	out := make([]stmt, len(keep))
+	for j, i := range keep {
+		out[j] = ss[i]
 	}
 	return out
 }
@@ -141,7 +150,9 @@ func (st *state) mergePeriods(a, b period) period {
 			}
 		}
 	}
-	p.Stmts = st.covering(append(slices.Clone(a.Stmts), b.Stmts...), p.Topics, maxPeriodKept)
+	sc := st.scratch() // (the memories' candidates are read: their room holds the statements of both)
+	sc.sents = append(append(sc.sents[:0], a.Stmts...), b.Stmts...)
+	p.Stmts = st.covering(sc.sents, p.Topics, maxPeriodKept)
 	return p
 }
 
@@ -166,21 +177,14 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		return nil
 	}
 	sc := st.scratch()
-	all, total, same := sc.phrases[:0], 0, len(st.gatheredOf) == len(ss)
+	all, total := sc.phrases[:0], 0
 	for i := range ss {
 		total += len(ss[i].Ph)/3 + 2 // (its distinct keys at most: a key but "" takes "=", a byte and ";" but the last)
-		same = same && st.gatheredOf[i] == ss[i].Ph[:len(ss[i].Ph)*b2i(ss[i].K != kTool)]
 	}
-	if same { // the statements gathered last (a period closes those the opening sentence read in the fold before)
-		all = append(all, st.gathered...)
-	}
-	slots := append(sc.slots[:0], make([]int32, (2<<bits.Len(uint(total)))*b2i(!same))...) // all's places by key (open addressing, at most half full; 0: free)
+	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
 	sc.slots = slots
-	for si := 0; si < len(ss) && !same; si++ {
-		if st.gatheredOf = append(st.gatheredOf[:si], ss[si].Ph[:len(ss[si].Ph)*b2i(ss[si].K != kTool)]); ss[si].K == kTool {
-			continue
-		}
-		for ph, more := ss[si].Ph, ss[si].Ph != ""; more; {
+	for si := range ss {
+		for ph, more := ss[si].Ph, ss[si].Ph != "" && ss[si].K != kTool; more; {
 			seg, rest, found := strings.Cut(ph, ";") // the next "text=key" (a key but "": after a '=')
 			text, key, _ := strings.Cut(seg, "=")
 			ph, more = rest, found
@@ -206,9 +210,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
 	}
-	if sc.phrases = all; !same {
-		st.gathered, st.gatheredOf = append(st.gathered[:0], all...), st.gatheredOf[:len(ss)]
-	}
+	sc.phrases = all
 	kept := all[:0] // (what can name a subject, sorted)
 	for _, p := range all {
 		np := strings.HasPrefix(p.text, "the ")

@@ -59,8 +59,6 @@ type state struct {
 	spans       []written   // where encoding seq wrote its cached values (codec.go)
 	srcSeq, seq int
 	sc          *scratch // the fold's room, where Voc is read into
-	gathered    []phrase // the phrases topics gathered last (render.go), of statements with the phrases gatheredOf
-	gatheredOf  []string // (Ph; a tool run's: none)
 	people      []string // the words of the participants' names peopleOf, stemmed (topics)
 	peopleOf    []string
 }
