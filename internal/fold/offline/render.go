@@ -109,26 +109,21 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	sc.pickCovering(cands, covered, math.MaxInt, (n+1)/2)
 	// the rest by their own weight, len(ss)-n of them dropped as dropWeakest drops them: a statement with names, numbers
 	// or a decision is worth keeping even about what is said rarely
-	ws, drop, keep := sc.bound[:0], len(ss)-n, make([]int32, 0, 16)
+	ws, drop, keep := sc.bound[:0], len(ss)-n, make([]int32, 0, 16) // (keep: those taken, then the rest kept)
 	for i := range cands {
-		if !cands[i].taken {
+		if cands[i].taken {
+			keep = append(keep, int32(i))
+		} else {
 			ws = append(ws, cands[i].x.W)
 		}
 	}
 	slices.Sort(ws)
-	cut := ws[drop-1]
-	for i := range cands {
-		if c := &cands[i]; c.taken || drop == 0 || c.x.W > cut {
-			keep = append(keep, int32(i))
-		} else {
-			drop--
-		}
+	for i, cut := 0, ws[drop-1]; i < len(cands); i++ {
+		k := !cands[i].taken && (drop == 0 || cands[i].x.W > cut)
+		keep, drop = append(keep, int32(i))[:len(keep)+b2i(k)], drop-b2i(!k && !cands[i].taken)
 	}
 	sc.bound = ws
-	// (of one time, those taken first: they came first before)
-	slices.SortStableFunc(keep, func(a, b int32) int {
-		return cmp.Or(cmp.Compare(ss[a].At, ss[b].At), b2i(!cands[a].taken)-b2i(!cands[b].taken))
-	})
+	slices.SortStableFunc(keep, func(a, b int32) int { return cmp.Compare(ss[a].At, ss[b].At) })
 	out := make([]stmt, len(keep))
 	for j, i := range keep {
 		out[j] = ss[i]
@@ -158,8 +153,7 @@ func (st *state) mergePeriods(a, b period) period {
 
 // ---- topics ----
 
-// phrase is one of topics' phrases, without a pointer: its text and key (its terms, for overlap) are ss[si].Ph[at:eq]
-// and [eq+1:end] (a key but "": eq is end) in the statements ss it was gathered from.
+// phrase is one of topics', without a pointer: its text, key (its terms, for overlap) are ss[si].Ph[at:eq], [eq+1:end].
 type phrase struct {
 	si, at, eq, end int32
 	n, last, words  int32 // statements that have it, the last of them (its index in topics' ss); its words
@@ -186,7 +180,6 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		total += len(ss[i].Ph)/3 + 2 // (its distinct keys at most: a key but "" takes "=", a byte and ";" but the last)
 	}
 	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
-	sc.slots = slots
 	for si := range ss {
 		for ph, more := ss[si].Ph, ss[si].Ph != "" && ss[si].K != kTool; more; {
 			seg, rest, found := strings.Cut(ph, ";") // the next "text=key" (a key but "": after a '=')
@@ -215,7 +208,7 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
 	}
-	sc.phrases = all
+	sc.phrases, sc.slots = all, slots
 	kept := all[:0] // (what can name a subject, sorted)
 	for i := range all {
 		p := &all[i]
@@ -490,9 +483,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 		lines = append(lines, lead)
 	}
 	for i := range cands {
-		if cands[i].taken {
-			room -= cands[i].size
-		}
+		room -= cands[i].size * b2i(cands[i].taken)
 	}
 	joinSp := ""        // the speaker of the last line when it is a statement another of theirs may join
 	first := len(lines) // the first statement's line
