@@ -727,7 +727,6 @@ type textRead struct {
 	text, rest              string
 	runes                   int
 	decisive, reason, opine bool
-	terms                   knownRead // the statement's Terms as the lexicon knew them (wordCounts.termIDs), kept here: one allocation
 }
 
 func (x *stmt) textRead() *textRead {

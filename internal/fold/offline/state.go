@@ -100,7 +100,7 @@ type stmt struct {
 	Batch bool      `json:"batch,omitempty"`
 	Own   string    `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
 	ids   []int32   // Terms by their numbers in this fold, once found (wordCounts.termIDs)
-	read  *textRead // (with its terms as the lexicon knew them)
+	read  *textRead // what rendering reads in Text, once it changed
 	js    *written  // where an encoding of its state wrote it (codec.go)
 }
 
