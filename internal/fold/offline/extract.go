@@ -98,8 +98,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 			if lastQ == -2 {
 				qs, qi = st.Open, len(st.Open)-1
 			}
-			q := qs[qi].Terms + "\x00" + qs[qi].Text
-			if len(sents) > 0 && !opensWithBackchannel(text) && sents[0].K != kQuestion && answers(q, sents[0], text) {
+			if len(sents) > 0 && !opensWithBackchannel(text) && sents[0].K != kQuestion && answers(&qs[qi], &sents[0], text) {
 				if lastQ == -2 {
 					b.answered = len(st.Open) - 1
 				} else {
@@ -456,22 +455,22 @@ func joins(s string, ks []*field) bool {
 	return n == len(s)
 }
 
-// answers reports whether a turn (its first statement a, its text) answers the question q ("terms\x00text"): it shares
-// a content word with it, gives a number to a how-much or when question, or a yes or no to a yes/no question.
-func answers(q string, a stmt, text string) bool {
-	qTerms, qText, _ := strings.Cut(q, "\x00")
+// answers reports whether a turn (its first statement a, its text) answers the question q: it shares a content word
+// with it, gives a number to a how-much or when question, or a yes or no to a yes/no question.
+func answers(q, a *stmt, text string) bool {
 	for t, wi := nextField(a.Terms, 0); t != ""; t, wi = nextField(a.Terms, wi) {
-		for u, wi := nextField(qTerms, 0); u != ""; u, wi = nextField(qTerms, wi) {
+		for u, wi := nextField(q.Terms, 0); u != ""; u, wi = nextField(q.Terms, wi) {
 			if t == u {
 				return true
 			}
 		}
 	}
-	body := strings.ToLower(qText[strings.Index(qText, ": ")+2:])
+	body := strings.ToLower(q.Text[strings.Index(q.Text, ": ")+2:])
 	if strings.ContainsFunc(text, unicode.IsDigit) && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
 		return true
 	}
-	first := strings.ToLower(strings.Trim(strings.Fields(text + " x")[0], ",.!"))
+	f, _ := nextField(text, 0)
+	first := strings.ToLower(strings.Trim(cmp.Or(f, "x"), ",.!"))
 	return (first == "yes" || first == "no" || first == "nope" || first == "yeah") && slices.ContainsFunc([]string{"is ", "are ", "do ",
 		"does ", "did ", "can ", "could ", "will ", "would ", "should ", "have ", "has "}, func(aux string) bool { return strings.HasPrefix(body, aux) })
 }
