@@ -353,9 +353,11 @@ func (l *lexicon) trim() {
 	}
 }
 
-// field is what the lexicon knows of the field f (a non-empty field of strings.Fields).
+// field is what the lexicon knows of the field f (a field of strings.Fields; noField for none).
 func (l *lexicon) field(f string) *field {
-	if l == nil || len(f) > maxFieldLen {
+	if f == "" {
+		return &noField
+	} else if l == nil || len(f) > maxFieldLen {
 		return newField(l, f)
 	}
 	h := int((uint32(f[0]) | uint32(f[len(f)/2])<<8 | uint32(f[len(f)-1])<<16 | uint32(len(f))<<24) * 0x9e3779b1 >> 20)
@@ -373,9 +375,9 @@ func (l *lexicon) field(f string) *field {
 	return k
 }
 
-// fields appends to ks what the lexicon knows of each of fs.
-func (l *lexicon) fields(ks []*field, fs []string) []*field {
-	for _, f := range fs {
+// appendFields appends to ks what the lexicon knows of each of s's fields.
+func (l *lexicon) appendFields(ks []*field, s string) []*field {
+	for f, i := nextField(s, 0); f != ""; f, i = nextField(s, i) {
 		ks = append(ks, l.field(f))
 	}
 	return ks

@@ -30,9 +30,8 @@ type wordCounts struct {
 	clean       int          // words numbered by read: none has ':' (read leaves such a word out)
 }
 
-// knownRead are the words of s (state.Voc, with their counts and floor, or a statement's Terms) as a lexicon knows them,
-// while it knows the same words (gen): a held state's next fold on the same scratch numbers them without parsing s nor
-// looking each word up again.
+// knownRead are the words of s (state.Voc) with their counts and floor as a lexicon knows them, while it knows the same
+// words (gen): a held state's next fold on the same scratch numbers them without parsing s nor looking each word up again.
 type knownRead struct {
 	s     string
 	lx    *lexicon
@@ -40,7 +39,6 @@ type knownRead struct {
 	words []*known
 	n     []int
 	floor int
-	room  [12]*known
 }
 
 // read sets v to the counts s holds, in the room v had (as r holds them, when it reads s).
@@ -97,19 +95,13 @@ func (v *wordCounts) release() *wordCounts {
 	return v
 }
 
-// termIDs are x's terms by their numbers, found once a fold (in v's room).
+// termIDs are x's terms by their numbers, found once a fold (in v's room): each a lookup, kept by no statement (a
+// statement's *known pointers would be more for the collector to mark in every held state than the lookups cost).
 func (v *wordCounts) termIDs(x *stmt) []int32 {
 	if x.ids == nil {
-		n, r := len(v.all), &x.textRead().terms
-		if r.lx != v.lx || r.gen != v.lx.gen || r.s != x.Terms {
-			*r = knownRead{s: x.Terms, lx: v.lx, gen: v.lx.gen}
-			r.words = r.room[:0] // (most statements' terms fit: no allocation)
-			for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
-				r.words = append(r.words, v.lx.known([]byte(t)))
-			}
-		}
-		for _, k := range r.words {
-			v.all = append(v.all, v.number(k))
+		n := len(v.all)
+		for t, wi := nextField(x.Terms, 0); t != ""; t, wi = nextField(x.Terms, wi) {
+			v.all = append(v.all, v.number(v.lx.known([]byte(t))))
 		}
 		x.ids = v.all[n:len(v.all):len(v.all)]
 	}

@@ -88,7 +88,9 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 		if prop >= 0 && strings.TrimSpace(text) != "" && !opensWithBackchannel(text) {
 			endProposal()
 		}
-		sents := s.sentences(sc, text, sp, t, req.Profile == fold.ProfileAgent, names)
+		n := len(b.stmts)
+		b.stmts = s.sentences(sc, b.stmts, text, sp, t, req.Profile == fold.ProfileAgent, names)
+		sents := b.stmts[n:]
 		// A question is answered by the next turn of someone else when that turn says something and does not open with
 		// a backchannel ("sure, …").
 		if lastQ != -1 && sp != lastQSp && strings.TrimSpace(text) != "" {
@@ -110,7 +112,6 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 			continue
 		}
 		b.allFiller = false
-		b.stmts = append(b.stmts, sents...)
 		if last := sents[len(sents)-1]; strings.HasPrefix(last.Text, sp) && strings.HasPrefix(last.Text[len(sp):], " suggested ") {
 			endProposal()
 			prop = len(b.stmts) - 1
@@ -136,29 +137,27 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	return b
 }
 
-// sentences are the statements of one turn worth keeping, at most maxUnitsPerTurn of them (the weightiest), in order.
-func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
-	lx := &sc.lex
-	out := sc.sents[:0] // (the caller copies them)
+// sentences appends to dst a turn's statements worth keeping, at most maxUnitsPerTurn of them (the weightiest), in order.
+func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
+	lx, out := &sc.lex, dst
 	user := agent && strings.EqualFold(t.Role, "user")
 	for _, raw := range sentence.AppendSplit(make([]string, 0, 8), text) { // (its room on the stack)
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
 		}
-		sent, fs, ks, plain := lx.tighten(raw, sc.words[:0], sc.ks[:0])
-		sent, fs, ks = s.trimFiller(lx, sent, fs, ks, plain)
+		sent, ks, plain := lx.tighten(raw, sc.ks[:0])
+		sent, ks = s.trimFiller(lx, sent, ks, plain)
 		if t := tidyEnds(sent); t != sent {
-			sent, fs = t, fs[:0]
+			sent, ks = t, ks[:0]
 		}
 		if sent == "" || sent[0]|0x20 == 't' && (strings.EqualFold(sent[:min(len(sent), 6)], "thanks") || strings.EqualFold(sent[:min(len(sent), 9)], "thank you")) {
 			continue // thanks are not news
 		}
-		if len(fs) == 0 || slices.Contains(fs, "") { // (its fields not known; each word is looked up once, for the terms, statFields, report and factKey)
-			fs = sentence.AppendFields(fs, sent)
-			ks = lx.fields(ks[:0], fs)
+		if len(ks) == 0 || slices.Contains(ks, &noField) { // (its fields not known; each word is looked up once, for the terms, statFields, report and factKey)
+			ks = lx.appendFields(ks[:0], sent)
 		}
 		tw := addTerms(sc.terms[:0], 0, ks...)
-		sc.terms, sc.words, sc.ks = tw, fs, ks
+		sc.terms, sc.ks = tw, ks
 		c := statFields(ks)
 		question := strings.HasSuffix(sent, "?")
 		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
@@ -172,10 +171,9 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 			r = reldate.ResolveLikely(sent, t.At)
 		}
 		if r != sent {
-			fs = sentence.AppendFields(fs[:0], r)
-			ks = lx.fields(ks[:0], fs)
+			ks = lx.appendFields(ks[:0], r)
 			rc := statFields(ks)
-			sent, c.names, c.digits, sc.words, sc.ks = r, rc.names, rc.digits, fs, ks
+			sent, c.names, c.digits, sc.ks = r, rc.names, rc.digits, ks
 		}
 		w := weigh(sent, len(tw), c)
 		k := kSaid
@@ -185,18 +183,17 @@ func (s *Summarizer) sentences(sc *scratch, text, sp string, t fold.Turn, agent 
 		if user {
 			k, w = kAsk, w+3
 		}
-		text, self := lx.report(sp, sent, fs, ks, question, user, names)
+		text, self := lx.report(sp, sent, ks, question, user, names)
 		w += 0.8 * float64(b2i(self))
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: spaced(tw), Key: lx.factKey(fs, ks, c.digits), Own: sent, Batch: true})
+			Terms: spaced(tw), Key: lx.factKey(ks, c.digits), Own: sent, Batch: true})
 	}
-	if n := s.cfg.maxUnitsPerTurn; len(out) > n {
-		out = dropWeakest(out, len(out)-n)
+	if n := s.cfg.maxUnitsPerTurn; len(out)-len(dst) > n {
+		out = out[:len(dst)+len(dropWeakest(out[len(dst):], len(out)-len(dst)-n))]
 	}
-	for i := range out {
-		out[i].Ph = lx.phrases(statementBody(out[i]), names)
+	for i := range out[len(dst):] {
+		out[len(dst)+i].Ph = lx.phrases(statementBody(out[len(dst)+i]), names)
 	}
-	sc.sents = out
 	return out
 }
 
@@ -300,7 +297,7 @@ type wordStat struct {
 	digits             uint64 // bit i: the i-th word has a digit (bit 63: or a later one)
 }
 
-func statWords(s string) wordStat { return statFields((*lexicon)(nil).fields(nil, strings.Fields(s))) }
+func statWords(s string) wordStat { return statFields((*lexicon)(nil).appendFields(nil, s)) }
 
 func statFields(ks []*field) (c wordStat) { // (ks: the sentence's fields)
 	for _, k := range ks {
@@ -337,10 +334,10 @@ func cutLen(s string, n int) (i int) {
 }
 
 // trimFiller strips discourse words and laughter from the ends of a sentence and repeated words ("the the"), and drops
-// the sentence when nothing with a word of content is left. fs are sent's fields, or none, and ks what the lexicon
-// knows of the first of them (of one left empty: noField), plain that none of them is one it drops inside the sentence
-// (tighten's); it returns those of what it leaves, all known, or none (in their room).
-func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*field, plain bool) (string, []string, []*field) {
+// the sentence when nothing with a word of content is left. ks are what the lexicon knows of sent's fields (of one left
+// empty: noField), or none, plain that none of them is one it drops inside the sentence (tighten's); it returns what it
+// knows of the fields of what it leaves, or none (in ks's room).
+func (s *Summarizer) trimFiller(lx *lexicon, sent string, ks []*field, plain bool) (string, []*field) {
 	sent = strings.TrimSpace(sent)
 	whole := sent
 	var buf [32]byte
@@ -365,75 +362,69 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, fs []string, ks []*fie
 		}
 	}
 	i, n := 0, len(whole)-len(sent) // (n: the bytes of the fillers cut from its start, i: the fields)
-	for ; i < len(fs) && n > 0; i++ {
-		n -= len(fs[i]) + 1
+	for ; i < len(ks) && n > 0; i++ {
+		n -= len(ks[i].f) + 1
 	}
-	if len(fs) == 0 || len(sent) < len(whole) && (n != 0 || len(ks) < len(fs) || slices.Contains(fs, "") || !joins(whole, fs)) {
-		fs, ks, plain = sentence.AppendFields(fs[:0], sent), ks[:0], false
-	} else if i > 0 { // (whole is fs joined by spaces, and the fillers were its first fields)
-		fs, ks = append(fs[:0], fs[i:]...), append(ks[:0], ks[i:]...)
+	if len(ks) == 0 || len(sent) < len(whole) && (n != 0 || slices.Contains(ks, &noField) || !joins(whole, ks)) {
+		ks, plain = lx.appendFields(ks[:0], sent), false
+	} else if i > 0 { // (whole is ks's fields joined by spaces, and the fillers were its first fields)
+		ks = append(ks[:0], ks[i:]...)
 	}
-	for _, f := range fs[len(ks):] { // (what the lexicon knows of each not known: its word lists)
-		ks = append(ks, lx.field(f))
-	}
-	nf := len(fs)
-	for len(fs) > 0 && (ks[len(fs)-1].is(ffTrail) || ks[len(fs)-1].is(ffDangling) && len(fs) > 2) {
-		last := fs[len(fs)-1]
-		if fs, ks = fs[:len(fs)-1], ks[:len(fs)-1]; len(fs) > 0 && strings.HasSuffix(last, "?") {
-			fs[len(fs)-1] = strings.TrimRight(fs[len(fs)-1], ",;:") + "?" // "is it fine or?"
-			ks[len(fs)-1] = lx.field(fs[len(fs)-1])
+	nf := len(ks)
+	for len(ks) > 0 && (ks[len(ks)-1].is(ffTrail) || ks[len(ks)-1].is(ffDangling) && len(ks) > 2) {
+		if last := ks[len(ks)-1].f; len(ks) > 1 && strings.HasSuffix(last, "?") {
+			ks[len(ks)-2] = lx.field(strings.TrimRight(ks[len(ks)-2].f, ",;:") + "?") // "is it fine or?"
 		}
+		ks = ks[:len(ks)-1]
 	}
-	// (cut: a word was dropped or changed; ko: what the lexicon knows of out. Both in fs's and ks's room: out[i] is
-	// written once fs[i] is read, and fs[i-1] is read only while out has not changed it)
-	i0 := len(fs) * b2i(plain && len(fs) == nf) // (the words before i0 stay as they are, as the loop below would find: none is a filler, a cut word or said again)
-	for i0 < len(fs) && ks[i0].flags&(ffInline|ffLetter|ffDash|ffOnset) == 0 && (i0 == 0 || ks[i0].flags&ks[i0-1].flags&ffASCII != 0 && ks[i0].rh != ks[i0-1].rh) {
+	// (cut: a word was dropped or changed; ko: the fields kept, in ks's room: ko[i] is written once ks[i] is read, and
+	// ks[i-1] is read only while ko has not changed it)
+	i0 := len(ks) * b2i(plain && len(ks) == nf) // (the words before i0 stay as they are, as the loop below would find: none is a filler, a cut word or said again)
+	for i0 < len(ks) && ks[i0].flags&(ffInline|ffLetter|ffDash|ffOnset) == 0 && (i0 == 0 || ks[i0].flags&ks[i0-1].flags&ffASCII != 0 && ks[i0].rh != ks[i0-1].rh) {
 		i0++
 	}
-	out, ko, cut := fs[:i0], ks[:i0], false
-	for i := i0; i < len(fs); i++ {
-		f, k := fs[i], ks[i]
-		cut = cut || len(out) < i
+	ko, cut := ks[:i0], false
+	for i := i0; i < len(ks); i++ {
+		f, k := ks[i].f, ks[i]
+		cut = cut || len(ko) < i
 		switch {
 		case k.is(ffInline):
 			// "um", "uh": keep a sentence end it carried
-			if n := len(out); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(out[n-1][len(out[n-1])-1:], ".!?") {
-				out[n-1] = strings.TrimRight(out[n-1], ",;:") + f[len(f)-1:]
-				ko[n-1] = lx.field(out[n-1])
+			if n := len(ko); n > 0 && strings.ContainsAny(f[len(f)-1:], ".!?") && !strings.ContainsAny(ko[n-1].f[len(ko[n-1].f)-1:], ".!?") {
+				ko[n-1] = lx.field(strings.TrimRight(ko[n-1].f, ",;:") + f[len(f)-1:])
 			}
 			continue
-		case k.is(ffLetter) && i+1 < len(fs), k.is(ffDash):
+		case k.is(ffLetter) && i+1 < len(ks), k.is(ffDash):
 			continue // a cut word: "I s", "m or", "we-"
-		case k.is(ffOnset) && i > 0 && i+1 < len(fs) && !strings.ContainsFunc(fs[i-1], unicode.IsDigit) && !determiners[strings.ToLower(fs[i-1])]:
+		case k.is(ffOnset) && i > 0 && i+1 < len(ks) && !strings.ContainsFunc(ks[i-1].f, unicode.IsDigit) && !determiners[strings.ToLower(ks[i-1].f)]:
 			continue // a cut word, the start of one without its vowel: "also th already", "tr gonna"; "the dr", "tv", "pdf" stay
-		case len(out) > 0 && (k.flags&ko[len(ko)-1].flags&ffASCII == 0 || k.rh == ko[len(ko)-1].rh) && equalFold(f, out[len(out)-1]) && !strings.ContainsAny(f, "0123456789"):
+		case len(ko) > 0 && (k.flags&ko[len(ko)-1].flags&ffASCII == 0 || k.rh == ko[len(ko)-1].rh) && equalFold(f, ko[len(ko)-1].f) && !strings.ContainsAny(f, "0123456789"):
 			continue // a false start: "the the"
 		}
-		out, ko = append(out, f), append(ko, ks[i])
+		ko = append(ko, k)
 	}
-	if len(out) == 0 {
-		return "", fs[:0], ks[:0]
+	if len(ko) == 0 {
+		return "", ks[:0]
 	}
-	if r, _ := utf8.DecodeRuneInString(out[0]); unicode.IsLower(r) && len(out[0]) > 1 && out[0] != strings.ToLower(out[0]) {
-		out[0], ko[0], cut = upperFirst(out[0]), lx.field(upperFirst(out[0])), true
+	if r, _ := utf8.DecodeRuneInString(ko[0].f); unicode.IsLower(r) && len(ko[0].f) > 1 && ko[0].f != strings.ToLower(ko[0].f) {
+		ko[0], cut = lx.field(upperFirst(ko[0].f)), true
 	}
-	joined := sent // (out joined by single spaces)
-	if cut || len(out) != nf || !joins(sent, out) {
-		joined = spaced(out)
+	joined := sent // (ko's fields joined by single spaces)
+	if cut || len(ko) != nf || !joins(sent, ko) {
+		joined = spacedFields(ko)
 	}
 	if sent = strings.TrimLeft(joined, ",;: "); sent == "" {
-		return "", fs[:0], ks[:0]
+		return "", ks[:0]
 	}
-	if fs, ks = out, ko; len(sent) != len(joined) {
-		fs, ks = fs[:0], ks[:0] // (its first field was cut: its fields are not out)
+	if ks = ko; len(sent) != len(joined) {
+		ks = ks[:0] // (its first field was cut: its fields are not ko's)
 	}
-	if n := len(fs); !oneOf(sent[len(sent)-1], 1<<'.'|1<<'!'|1<<'?') {
+	if n := len(ks); !oneOf(sent[len(sent)-1], 1<<'.'|1<<'!'|1<<'?') {
 		if sent += "."; n > 0 {
-			fs[n-1] = sent[len(sent)-len(fs[n-1])-1:]
-			ks[n-1] = lx.field(fs[n-1])
+			ks[n-1] = lx.field(sent[len(sent)-len(ks[n-1].f)-1:])
 		}
 	}
-	return sent, fs, ks
+	return sent, ks
 }
 
 // spaced is strings.Join(ws, " "), built on the stack: one allocation.
@@ -445,11 +436,20 @@ func spaced(ws []string) string {
 	return string(b[min(1, len(b)):])
 }
 
-// joins reports whether s, whose fields are ws, is ws joined by single spaces.
-func joins(s string, ws []string) bool {
+// spacedFields is ks's fields joined by single spaces, built on the stack: one allocation.
+func spacedFields(ks []*field) string {
+	b := make([]byte, 0, 256) // (on the stack)
+	for _, k := range ks {
+		b = append(append(b, ' '), k.f...)
+	}
+	return string(b[min(1, len(b)):])
+}
+
+// joins reports whether s, whose fields are ks's, is ks's fields joined by single spaces.
+func joins(s string, ks []*field) bool {
 	n := -1
-	for _, w := range ws {
-		if n += len(w) + 1; n < len(s) && s[n] != ' ' {
+	for _, k := range ks {
+		if n += len(k.f) + 1; n < len(s) && s[n] != ' ' {
 			return false
 		}
 	}
@@ -526,7 +526,7 @@ var (
 // Hulk."; "my car fits four" → "Lena's car fits four."; "we're on Ilios" → "Marco said they're on Ilios."; a question →
 // "Dave asked: can someone remind me …?". What cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
-func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, user bool, names []string) (text string, self bool) { // (ws: sent's fields, ks: theirs)
+func (lx *lexicon) report(sp, sent string, ks []*field, question, user bool, names []string) (text string, self bool) { // (ks: what the lexicon knows of sent's fields)
 	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
 	low, verb := buf[:0], "said"
 	if len(ks) > 0 && ks[0].is(ffAct) { // (else no opinion nor act can open it: low is compared with them alone)
@@ -534,9 +534,8 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 	}
 	for _, o := range opinion[:len(opinion)*b2i(len(low) > 0)] {
 		if !question && hasPrefixBytes(low, o) && len(sent) > len(o)+3 {
-			if ws, ks = ws[strings.Count(o, " "):], ks[strings.Count(o, " "):]; !isASCII(sent[:len(o)]) {
-				ws = strings.Fields(sent[len(o):]) // (o's words are not sent's first fields)
-				ks = lx.fields(nil, ws)
+			if ks = ks[strings.Count(o, " "):]; !isASCII(sent[:len(o)]) {
+				ks = lx.appendFields(nil, sent[len(o):]) // (o's words are not sent's first fields)
 			}
 			sent, low, verb = sent[len(o):], low[len(o):], "thought"
 			break
@@ -548,12 +547,11 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 	}
 	for _, a := range speechActs[:len(speechActs)*b2i(len(low) > 0)] { // (the act's own "I" or "me" is the only first person word allowed)
 		if low[0] == a[0][0] && hasPrefixBytes(low, a[0]) && len(sent) > len(a[0])+3 && second == 0 && first == strings.Count(" "+a[0], " i")+strings.Count(a[0], "me ") {
-			ws, ks := ws[strings.Count(a[0], " "):], ks[strings.Count(a[0], " "):]
+			ks := ks[strings.Count(a[0], " "):]
 			if !isASCII(sent[:len(a[0])]) { // (a's words are not sent's first fields)
-				ws = strings.Fields(sent[len(a[0]):])
-				ks = lx.fields(nil, ws)
+				ks = lx.appendFields(nil, sent[len(a[0]):])
 			}
-			rest := reword(sent[len(a[0]):], ws, ks, true)
+			rest := reword(sent[len(a[0]):], ks, true)
 			if question {
 				return sp + a[1] + strings.TrimSuffix(rest, "?") + ".", false
 			}
@@ -573,15 +571,15 @@ func (lx *lexicon) report(sp, sent string, ws []string, ks []*field, question, u
 		return lowerFirst(sp+" asked: ", sent), false
 	}
 	if verb == "said" && first == 1 && second == 0 {
-		if out, ok := thirdPerson(sp, sent, ws, ks); ok && strings.Count(out, sp) == 1 { // (not "Project Manager is the Project Manager …")
+		if out, ok := thirdPerson(sp, sent, ks); ok && strings.Count(out, sp) == 1 { // (not "Project Manager is the Project Manager …")
 			return out, true
 		}
 	}
 	if first == 0 && second == 0 {
-		if user && verb == "said" && (imperative(ws[0]) || len(ws) > 1 && sequencers[strings.ToLower(strings.TrimRight(ws[0], ","))] && imperativeWord(strings.ToLower(ws[1]))) {
+		if user && verb == "said" && (imperative(ks[0].f) || len(ks) > 1 && sequencers[strings.ToLower(strings.TrimRight(ks[0].f, ","))] && imperativeWord(strings.ToLower(ks[1].f))) {
 			return lowerFirst(sp+" asked: ", sent), false
 		}
-		return lowerFirst(sp+" "+verb+" ", reword(sent, ws, ks, anyIs(ks, ffModal))), false // (in the past when a modal is)
+		return lowerFirst(sp+" "+verb+" ", reword(sent, ks, anyIs(ks, ffModal))), false // (in the past when a modal is)
 	}
 	if strings.Contains(sent, "\"") {
 		return sp + " " + verb + ": " + sent, first > 0
@@ -611,23 +609,23 @@ func upperFirst(s string) string {
 }
 
 // thirdPerson turns "I <verb> …" or "my <noun> …" with no other first or second person word into the third person. s
-// is ws joined by single spaces, ks what the lexicon knows of ws.
-func thirdPerson(sp, s string, ws []string, ks []*field) (string, bool) {
-	w0 := strings.ToLower(ws[0])
-	if c := strings.TrimRight(w0, ","); sequencers[c] && len(ws) > 3 {
+// is ks's fields joined by single spaces (ks: what the lexicon knows of them).
+func thirdPerson(sp, s string, ks []*field) (string, bool) {
+	w0 := strings.ToLower(ks[0].f)
+	if c := strings.TrimRight(w0, ","); sequencers[c] && len(ks) > 3 {
 		// "Next I will add …" → "Next, Assistant will add …"
-		if out, ok := thirdPerson(sp, s[len(ws[0])+1:], ws[1:], ks[1:]); ok {
+		if out, ok := thirdPerson(sp, s[len(ks[0].f)+1:], ks[1:]); ok {
 			return upperFirst(c) + ", " + out, true
 		}
 	}
 	rest := func(i int) string { // (s from its field i on, the speaker's "we" as "they")
 		n := 0
-		for _, w := range ws[:i] {
-			n += len(w) + 1
+		for _, k := range ks[:i] {
+			n += len(k.f) + 1
 		}
-		return reword(s[n:], ws[i:], ks[i:], false)
+		return reword(s[n:], ks[i:], false)
 	}
-	if len(ws) < 3 && (w0 == "my" || w0 == "i") {
+	if len(ks) < 3 && (w0 == "my" || w0 == "i") {
 		return "", false
 	}
 	switch w0 {
@@ -638,11 +636,11 @@ func thirdPerson(sp, s string, ws []string, ks []*field) (string, bool) {
 		return sp + " " + aux + " " + rest(1), true
 	case "i":
 		i, adv := 1, ""
-		if adverbs[strings.ToLower(ws[1])] {
-			adv, i = ws[1]+" ", 2
+		if adverbs[strings.ToLower(ks[1].f)] {
+			adv, i = ks[1].f+" ", 2
 		}
-		v, ok := conjugate(strings.ToLower(ws[i]))
-		if n := strings.ToLower(ws[min(i+1, len(ws)-1)]); !ok || strings.HasSuffix(v, "n't") && (strings.Contains(" they there it he she that this ", " "+n+" ") || strings.HasSuffix(n, "'s")) {
+		v, ok := conjugate(strings.ToLower(ks[i].f))
+		if n := strings.ToLower(ks[min(i+1, len(ks)-1)].f); !ok || strings.HasSuffix(v, "n't") && (strings.Contains(" they there it he she that this ", " "+n+" ") || strings.HasSuffix(n, "'s")) {
 			return "", false // (a restart is quoted: "I don't there's lots of ways" is not "Grad F doesn't there's lots of ways")
 		}
 		return sp + " " + adv + v + " " + rest(i+1), true
@@ -692,23 +690,23 @@ func conjugate(v string) (string, bool) {
 	return v + "s", true
 }
 
-// reword is s, whose fields are fs (ks: what the lexicon knows of them), with the speaker's "we" as "they" (ffGroup's
+// reword is s, whose fields are ks's (what the lexicon knows of them), with the speaker's "we" as "they" (ffGroup's
 // words, as a person reporting it writes them) and, when past, the modals of reported speech in the past (ffModal's:
 // "they will ship it" → "they would ship it").
-func reword(s string, fs []string, ks []*field, past bool) string {
+func reword(s string, ks []*field, past bool) string {
 	flags := ffGroup | ffModal*fieldFlags(b2i(past)) // (the words it changes)
 	if !slices.ContainsFunc(ks, func(k *field) bool { return k.flags&flags != 0 }) {
 		return s
 	}
-	if !joins(s, fs) {
-		s = spaced(fs)
+	if !joins(s, ks) {
+		s = spacedFields(ks)
 	}
-	b, last := make([]byte, 0, 256), 0 // (s up to last, its words changed: fs joined by single spaces, as they are changed)
-	for i, o := 0, 0; i < len(fs); o, i = o+len(fs[i])+1, i+1 {
+	b, last := make([]byte, 0, 256), 0 // (s up to last, its words changed: ks's fields joined by single spaces, as they are changed)
+	for i, o := 0, 0; i < len(ks); o, i = o+len(ks[i].f)+1, i+1 {
 		if ks[i].flags&flags == 0 {
 			continue
 		}
-		w, modal := fs[i], past && ks[i].is(ffModal)
+		w, modal := ks[i].f, past && ks[i].is(ffModal)
 		if ks[i].is(ffGroup) {
 			core := strings.TrimRight(w, `.,!?;:"`)
 			w, modal = groupPerson[strings.ToLower(core)]+w[len(core):], past // ("WE'LL": "they'll", a modal once lower-cased)
@@ -718,7 +716,7 @@ func reword(s string, fs []string, ks []*field, past bool) string {
 		} else if c, ok := strings.CutSuffix(core, "'ll"); modal && ok {
 			w = c + " would" + w[len(core):]
 		}
-		b, last = append(append(b, s[last:o]...), w...), o+len(fs[i])
+		b, last = append(append(b, s[last:o]...), w...), o+len(ks[i].f)
 	}
 	return string(append(b, s[last:]...))
 }
@@ -862,31 +860,32 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 
 // factKey is what the numbers of a statement are about: "slot=value" pairs, the slot being the content word before the
 // number ("port 8443") or else the word after it ("$190 a night"). Statements without numbers have no key.
-func (lx *lexicon) factKey(ws []string, ks []*field, digits uint64) string { // (ws: the sentence's fields, ks: theirs, digits: statFields')
+func (lx *lexicon) factKey(ks []*field, digits uint64) string { // (ks: what the lexicon knows of the sentence's fields, digits: statFields')
 	if digits == 0 {
 		return ""
 	}
 	kb, wb := [128]byte{}, [64]byte{}
 	key, nk := kb[:0], 0
-	word := func(i int) ([]byte, lexeme) { // ws[i] lower-cased without the punctuation around it, and its lexeme
-		if t := trimCut(ws[i], ".,!?;:()\"'"); t != ks[i].core { // (else the field's own reading: most words)
+	word := func(i int) ([]byte, lexeme) { // field i lower-cased without the punctuation around it, and its lexeme
+		if t := trimCut(ks[i].f, ".,!?;:()\"'"); t != ks[i].core { // (else the field's own reading: most words)
 			l := lower(wb[:0], t)
 			return l, lx.getBytes(l)
 		}
 		return append(wb[:0], ks[i].low...), ks[i].x
 	}
-	for i, w := range ws {
+	for i, k := range ks {
+		w := k.f
 		if digits>>min(i, 63)&1 == 0 || nk >= 4 || !strings.ContainsFunc(w, unicode.IsDigit) { // (what trimCut cuts has no digit)
 			continue
 		}
 		v := trimCut(w, ".,!?;:()\"'")
 		var slot string
 		if i > 0 {
-			if p, x := word(i - 1); x.is(fTerm) && !x.is(fAdverb) && !approx[string(p)] && bytes.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ws[i-1], ",.;:") {
+			if p, x := word(i - 1); x.is(fTerm) && !x.is(fAdverb) && !approx[string(p)] && bytes.IndexFunc(p, unicode.IsDigit) < 0 && !strings.ContainsAny(ks[i-1].f, ",.;:") {
 				slot = x.stem
 			}
 		}
-		for j := i + 1; slot == "" && j < len(ws) && j < i+4; j++ {
+		for j := i + 1; slot == "" && j < len(ks) && j < i+4; j++ {
 			n, x := word(j)
 			if n := string(n); n == "a" || n == "an" || n == "per" || n == "the" {
 				continue
@@ -918,10 +917,10 @@ func (x stmt) at() time.Time {
 // (a.go, b.go and 3 more): ok.").
 func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 	out := ss[:0]
-	for _, x := range ss {
-		if n := len(out); n > 0 && x.K == kTool && out[n-1].K == kTool && x.Sp == out[n-1].Sp && x.Sp != "" {
+	for i := range ss {
+		if x, n := &ss[i], len(out); n > 0 && x.K == kTool && out[n-1].K == kTool && x.Sp == out[n-1].Sp && x.Sp != "" {
 			p := &out[n-1]
-			tool, arg, ok1 := toolOf(x)
+			tool, arg, ok1 := toolOf(*x)
 			ptool, pargs, ok2 := toolOf(*p)
 			if ok1 && ok2 && tool == ptool && strings.HasSuffix(x.Text, "): ok.") && strings.HasSuffix(p.Text, "): ok.") {
 				var args []string
@@ -930,8 +929,7 @@ func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 						args = append(args, a)
 					}
 				}
-				shown := args
-				more := ""
+				shown, more := args, ""
 				if len(args) > 3 {
 					shown, more = args[len(args)-3:], " and "+strconv.Itoa(len(args)-3)+" earlier"
 				}
@@ -942,7 +940,9 @@ func (lx *lexicon) mergeToolRuns(ss []stmt) []stmt {
 				continue
 			}
 		}
-		out = append(out, x)
+		if out = ss[:len(out)+1]; len(out) <= i { // (a statement where it was is not copied: its pointers are not written again)
+			out[len(out)-1] = ss[i]
+		}
 	}
 	return out
 }

@@ -58,8 +58,6 @@ type state struct {
 	src         []byte      // Request.PreviousState: this state as its encoding number srcSeq wrote it (seq: encodings so far)
 	srcSeq, seq int
 	sc          *scratch // the fold's room, where Voc is read into
-	gathered    []phrase // the phrases topics gathered last (render.go), of statements with the phrases gatheredOf
-	gatheredOf  []string // (Ph; a tool run's: none)
 	people      []string // the words of the participants' names peopleOf, stemmed (topics)
 	peopleOf    []string
 }
@@ -101,7 +99,7 @@ type stmt struct {
 	Batch bool      `json:"batch,omitempty"`
 	Own   string    `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
 	ids   []int32   // Terms by their numbers in this fold, once found (wordCounts.termIDs)
-	read  *textRead // (with its terms as the lexicon knew them)
+	read  *textRead // what rendering reads in Text, once it changed
 	js    written   // where an encoding of its state wrote it (codec.go)
 }
 

@@ -17,10 +17,10 @@ const clauseEnd = 1<<'.' | 1<<',' | 1<<'!' | 1<<'?' | 1<<';' | 1<<':' // what en
 // mean", "kind of" where it hedges, "really" inside a sentence, a clause at its end with no content word, number or
 // negation: "…, I guess", ", and so on"); a run-on sentence ends at the last clause boundary within maxSentRunes; a run
 // of one word is said three times at most ("blah blah blah blah"), so a turn of one repeated word costs nothing. What
-// it leaves is the speaker's words, in order, and their fields and what the lexicon knows of them (in fs's and ks's
-// room; none if unknown), plain if none is one trimFiller drops inside a sentence (hesitation, a cut word, a repeat).
-func (lx *lexicon) tighten(s string, fs []string, ks []*field) (_ string, _ []string, _ []*field, plain bool) {
-	ws, kw, prev, run, changed := fs[:0], ks[:0], "", 0, false // (kw: what the lexicon knows of ws; in fs's and ks's room)
+// it leaves is the speaker's words, in order, and what the lexicon knows of its fields (in ks's room; none if unknown),
+// plain if none is one trimFiller drops inside a sentence (hesitation, a cut word, a repeat).
+func (lx *lexicon) tighten(s string, ks []*field) (_ string, _ []*field, plain bool) {
+	kw, prev, run, changed := ks[:0], "", 0, false // (what the lexicon knows of s's fields, kw[i].f the i-th: in ks's room)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		if run++; prev == "" || f[0] != prev[0] && f[0]|prev[0] < utf8.RuneSelf && lowerASCII(f[0]) != lowerASCII(prev[0]) || !strings.EqualFold(f, prev) { // (equalFold)
 			run = 0
@@ -29,17 +29,17 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (_ string, _ []st
 			changed = true
 			continue
 		}
-		ws, kw = append(ws, f), append(kw, lx.field(f))
+		kw = append(kw, lx.field(f))
 	}
-	if len(ws) < 3 {
-		return s, ws, kw, false
+	if len(kw) < 3 {
+		return s, kw, false
 	}
-	n0 := len(ws)
+	n0 := len(kw)
 	var buf [48]byte
-	for len(ws) > 2 && (kw[0].core == trimCut(ws[0], ",.!") && kw[0].x.is(fLaugh) || kw[0].core != trimCut(ws[0], ",.!") && lx.getBytes(lower(buf[:0], trimCut(ws[0], ",.!"))).is(fLaugh)) { // (its field's reading when it trims ws[0] alike)
-		ws, kw = ws[1:], kw[1:] // "hahaha that was close"
+	for len(kw) > 2 && (kw[0].core == trimCut(kw[0].f, ",.!") && kw[0].x.is(fLaugh) || kw[0].core != trimCut(kw[0].f, ",.!") && lx.getBytes(lower(buf[:0], trimCut(kw[0].f, ",.!"))).is(fLaugh)) { // (its field's reading when it trims the word alike)
+		kw = kw[1:] // "hahaha that was close"
 	}
-	var odd, na, r1, r2, r3 uint64      // bit i of odd (i < 63): the loop below reads ws[i] closely (a hedge, a false start's first letter, a word not ASCII or like one of the three before it); na: the words not ASCII, by bit; r1-r3: the rh of the three before
+	var odd, na, r1, r2, r3 uint64      // bit i of odd (i < 63): the loop below reads kw[i] closely (a hedge, a false start's first letter, a word not ASCII or like one of the three before it); na: the words not ASCII, by bit; r1-r3: the rh of the three before
 	p0, plain := byte(0), len(kw) <= 64 // (p0: the first byte of the word before)
 	for i, k := range kw[:min(len(kw), 64)] {
 		if b := k.bare; i > 0 && b != "" && (b[0]|p0 >= utf8.RuneSelf || lowerASCII(b[0]) == lowerASCII(p0)) {
@@ -51,19 +51,19 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (_ string, _ []st
 		plain = plain && k.flags&(ffInline|ffLetter|ffDash|ffOnset) == 0 && (i == 0 || na&3 == 0 && k.rh != r1) // (as trimFiller reads them)
 		r1, r2, r3, p0 = k.rh, r1, r2, k.f[0]
 	}
-	// (ko: what the lexicon knows of out; in ws's room: out[i] is written once ws[i] is read. same: how many of out's last
-	// words are the ws before i, as they were: past three, odd's test of the three before holds for out too)
-	out, ko, same := ws[:0], kw[:0], 0
+	// (ko: the fields kept, in kw's room: ko[i] is written once kw[i] is read. same: how many of ko's last words are the
+	// kw before i, as they were: past three, odd's test of the three before holds for ko too)
+	ko, same := kw[:0], 0
 	var cb, nb [32]byte
-	for i := 0; i < len(ws); i++ {
-		if j := min(i+bits.TrailingZeros64(odd>>i), 63, len(ws)); j > i && same >= min(len(out), 3) { // (the words before the next odd one stay)
-			out, ko, same, i = append(out, ws[i:j]...), append(ko, kw[i:j]...), same+j-i, j-1
+	for i := 0; i < len(kw); i++ {
+		if j := min(i+bits.TrailingZeros64(odd>>i), 63, len(kw)); j > i && same >= min(len(ko), 3) { // (the words before the next odd one stay)
+			ko, same, i = append(ko, kw[i:j]...), same+j-i, j-1
 			continue
 		}
-		w, s0, n := ws[i], same, len(out)
+		w, s0, n := kw[i].f, same, len(ko)
 		same = 0
 		var core []byte // lower-cased without its commas, when it may be a false start or a hedge (compared as a string: no copy)
-		if nx := kw[min(i+1, len(kw)-1)].bare; i+1 < len(ws) && nx != "" && (nx[0] >= utf8.RuneSelf || w[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == lowerASCII(w[0])) {
+		if nx := kw[min(i+1, len(kw)-1)].bare; i+1 < len(kw) && nx != "" && (nx[0] >= utf8.RuneSelf || w[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == lowerASCII(w[0])) {
 			// a word the next one completes shares its first letter
 			if core = lower(cb[:0], strings.TrimRight(w, ",")); len(core) > 0 && (nx[0] >= utf8.RuneSelf || core[0] >= utf8.RuneSelf || lowerASCII(nx[0]) == core[0]) && lx.falseStart(string(core), string(lower(nb[:0], nx))) {
 				continue
@@ -78,53 +78,48 @@ func (lx *lexicon) tighten(s string, fs []string, ks []*field) (_ string, _ []st
 		skip := 0 // the hedge's words
 		switch string(core) {
 		case "you", "i", "or", "and", "kind", "sort":
-			if nx := ws[min(i+1, len(ws)-1)]; i+1 < len(ws) && (nx[0] >= utf8.RuneSelf || strings.IndexByte("kmsweo", lowerASCII(nx[0])) >= 0) { // ("know", "mean", "of" …)
+			if nx := kw[min(i+1, len(kw)-1)].f; i+1 < len(kw) && (nx[0] >= utf8.RuneSelf || strings.IndexByte("kmsweo", lowerASCII(nx[0])) >= 0) { // ("know", "mean", "of" …)
 				if pair := string(append(append(append(buf[:0], core...), ' '), strings.ToLower(strings.TrimRight(nx, ",.?!"))...)); hedges[pair] &&
-					(pair != "you know" || len(out) == 0 || !strings.Contains(" more less what if do did as how ", " "+strings.ToLower(out[len(out)-1])+" ")) || // ("the more you know")
-					(pair == "kind of" || pair == "sort of") && (len(out) == 0 || !typeOf[strings.ToLower(strings.Trim(out[len(out)-1], ","))]) {
+					(pair != "you know" || n == 0 || !strings.Contains(" more less what if do did as how ", " "+strings.ToLower(ko[n-1].f)+" ")) || // ("the more you know")
+					(pair == "kind of" || pair == "sort of") && (n == 0 || !typeOf[strings.ToLower(strings.Trim(ko[n-1].f, ","))]) {
 					skip = 2
 				}
 			}
 		case "really", "actually", "basically", "quite", "pretty", "very", "just", "definitely", "obviously", "literally", "totally", "simply", "certainly":
-			if len(out) > 0 && i+1 < len(ws) && !strings.HasSuffix(out[len(out)-1], "n't") && !strings.EqualFold(out[len(out)-1], "not") &&
-				(string(core) != "pretty" || w == "pretty" && !strings.Contains(" and but or ", " "+ws[i+1]+" ")) { // ("it looks pretty but …")
+			if n > 0 && i+1 < len(kw) && !strings.HasSuffix(ko[n-1].f, "n't") && !strings.EqualFold(ko[n-1].f, "not") &&
+				(string(core) != "pretty" || w == "pretty" && !strings.Contains(" and but or ", " "+kw[i+1].f+" ")) { // ("it looks pretty but …")
 				skip = 1
 			}
 		}
 		if skip > 0 {
-			if last := ws[i+skip-1]; len(out) > 0 && !strings.HasSuffix(last, ",") && strings.TrimRight(last, ".?!;:") != last {
-				out[len(out)-1] = strings.TrimRight(out[len(out)-1], ",") + last[len(strings.TrimRight(last, ".?!;:")):]
-				ko[len(ko)-1] = lx.field(out[len(out)-1])
+			if last := kw[i+skip-1].f; n > 0 && !strings.HasSuffix(last, ",") && strings.TrimRight(last, ".?!;:") != last {
+				ko[n-1] = lx.field(strings.TrimRight(ko[n-1].f, ",") + last[len(strings.TrimRight(last, ".?!;:")):])
 			}
 			i, changed = i+skip-1, true
 			continue
 		}
-		if string(core) == "like" && strings.HasSuffix(w, ",") && len(out) > 0 && len(out[len(out)-1]) > 1 && strings.HasSuffix(out[len(out)-1], ",") {
-			out[len(out)-1] = out[len(out)-1][:len(out[len(out)-1])-1] // "it's, like, deep valleys"
-			ko[len(ko)-1] = lx.field(out[len(out)-1])
+		if string(core) == "like" && strings.HasSuffix(w, ",") && n > 0 && len(ko[n-1].f) > 1 && strings.HasSuffix(ko[n-1].f, ",") {
+			ko[n-1] = lx.field(ko[n-1].f[:len(ko[n-1].f)-1]) // "it's, like, deep valleys"
 			continue
 		}
-		out, ko = repeated(append(out, w), append(ko, kw[i]))
-		same = (s0 + 1) * b2i(len(out) == n+1) // (none dropped)
+		ko = repeated(append(ko, kw[i]))
+		same = (s0 + 1) * b2i(len(ko) == n+1) // (none dropped)
 	}
-	for j := len(out) - 1; j > 0; j-- { // a clause at the end after a comma that names nothing ("…, I guess", ", right?") goes
+	for j := len(ko) - 1; j > 0; j-- { // a clause at the end after a comma that names nothing ("…, I guess", ", right?") goes
 		if k := ko[j]; len(k.terms) > 0 || k.is(ffDigit) || k.low == "not" || k.low == "never" || strings.HasSuffix(k.low, "n't") {
 			break
-		} else if strings.ContainsAny(out[j-1][len(out[j-1])-1:], ",;:") {
-			end := out[len(out)-1][len(strings.TrimRight(out[len(out)-1], ".?!")):]
-			out, ko = out[:j], ko[:j]
-			if out[j-1], ko[j-1] = strings.TrimRight(out[j-1], ",;:")+end, &noField; out[j-1] != "" { // ("": no field, and its sentence's words are read again)
-				ko[j-1] = lx.field(out[j-1])
-			}
+		} else if p := ko[j-1].f; strings.ContainsAny(p[len(p)-1:], ",;:") {
+			end := ko[len(ko)-1].f[len(strings.TrimRight(ko[len(ko)-1].f, ".?!")):]
+			ko = append(ko[:j-1], lx.field(strings.TrimRight(p, ",;:")+end)) // ("": noField, and its sentence's words are read again)
 		}
 	}
-	if changed || len(out) != n0 || !joins(s, out) { // (none left: s is "")
-		s = spaced(out)
+	if changed || len(ko) != n0 || !joins(s, ko) { // (none left: s is "")
+		s = spacedFields(ko)
 	}
 	if len(s) > maxSentRunes && runeLen(s) > maxSentRunes { // (no more runes than bytes)
-		return cutClause(s, maxSentRunes), fs[:0], ks[:0], false
+		return cutClause(s, maxSentRunes), ks[:0], false
 	}
-	return s, out, ko, plain && len(out) == len(kw) // (none dropped: out is kw)
+	return s, ko, plain && len(ko) == len(kw) // (none dropped: ko is kw)
 }
 
 // falseStart reports a word that the next one completes ("th" before "the"), not a word in its own right that happens
@@ -142,19 +137,19 @@ var hedges = toSet([]string{"you know", "i mean", "or something", "or whatever",
 // typeOf are the words after which "kind of"/"sort of" name a type ("what kind of button"), not a hedge.
 var typeOf = toSet([]string{"what", "a", "the", "this", "that", "some", "any", "one", "which", "same", "every", "each", "no", "other", "different", "that's"})
 
-// repeated drops from the end of out the first of a phrase of one to three words said twice in a row ("for the for
-// the"), unless it has a number. An attempt started again after other words stays: with no dictionary a cut word ("I
-// would mov I would then") cannot be told from a real one ("the more you know the more you grow"). ko is what the
-// lexicon knows of out's words.
-func repeated(out []string, ko []*field) ([]string, []*field) {
-	for n, y := 1, ko[len(ko)-1]; n <= min(3, len(out)/2); n++ {
+// repeated drops from the end of ko, what the lexicon knows of a sentence's words, the first of a phrase of one to
+// three words said twice in a row ("for the for the"), unless it has a number. An attempt started again after other
+// words stays: with no dictionary a cut word ("I would mov I would then") cannot be told from a real one ("the more you
+// know the more you grow").
+func repeated(ko []*field) []*field {
+	for n, y := 1, ko[len(ko)-1]; n <= min(3, len(ko)/2); n++ {
 		if x := ko[len(ko)-1-n]; x != y && x.flags&y.flags&ffASCII != 0 && x.rh != y.rh {
 			continue // (the last words differ, as sameWords finds first: the common case)
-		} else if i := len(out) - 2*n; sameWords(ko[i:i+n], ko[i+n:]) && !anyIs(ko[i+n:], ffDigit) {
-			return append(out[:i], out[i+n:]...), append(ko[:i], ko[i+n:]...)
+		} else if i := len(ko) - 2*n; sameWords(ko[i:i+n], ko[i+n:]) && !anyIs(ko[i+n:], ffDigit) {
+			return append(ko[:i], ko[i+n:]...)
 		}
 	}
-	return out, ko
+	return ko
 }
 
 func sameWords(a, b []*field) bool {

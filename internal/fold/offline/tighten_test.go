@@ -16,7 +16,7 @@ func TestTightenKeepsThreeOfARun(t *testing.T) {
 		{"room \u212a1 k1 k1 k1 is free", "room \u212a1 k1 k1 is free"},
 		{"gate s2 \u017f2 s2 s2 s2 opens", "gate s2 \u017f2 s2 opens"},
 	} {
-		if got, _, _, _ := lx.tighten(c.in, nil, nil); got != c.want {
+		if got, _, _ := lx.tighten(c.in, nil); got != c.want {
 			t.Errorf("tighten(%q) = %q; want %q", c.in, got, c.want)
 		}
 	}
@@ -51,15 +51,15 @@ func TestTightenReadsEveryWord(t *testing.T) {
 		{"we  will\tgo there", "they would go there"},
 		{"We'll book it, our car will do", "they would book it, their car would do"},
 	} {
-		if f := strings.Fields(c.in); reword(c.in, f, lx.fields(nil, f), true) != c.want {
-			t.Errorf("reword(%q) = %q; want %q", c.in, reword(c.in, f, lx.fields(nil, f), true), c.want)
+		if got := reword(c.in, lx.appendFields(nil, c.in), true); got != c.want {
+			t.Errorf("reword(%q) = %q; want %q", c.in, got, c.want)
 		}
 	}
 }
 
 // spoken is in as a sentence leaves tighten, then trimFiller.
 func (s *Summarizer) spoken(lx *lexicon, in string) string {
-	sent, fs, ks, plain := lx.tighten(in, nil, nil)
-	got, _, _ := s.trimFiller(lx, sent, fs, ks, plain)
+	sent, ks, plain := lx.tighten(in, nil)
+	got, _ := s.trimFiller(lx, sent, ks, plain)
 	return got
 }
