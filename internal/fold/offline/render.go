@@ -109,26 +109,21 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 	sc.pickCovering(cands, covered, math.MaxInt, (n+1)/2)
 	// the rest by their own weight, len(ss)-n of them dropped as dropWeakest drops them: a statement with names, numbers
 	// or a decision is worth keeping even about what is said rarely
-	ws, drop, keep := sc.bound[:0], len(ss)-n, make([]int32, 0, 16)
+	ws, drop, keep := sc.bound[:0], len(ss)-n, make([]int32, 0, 16) // (keep: those taken, then the rest kept)
 	for i := range cands {
-		if !cands[i].taken {
+		if cands[i].taken {
+			keep = append(keep, int32(i))
+		} else {
 			ws = append(ws, cands[i].x.W)
 		}
 	}
 	slices.Sort(ws)
-	cut := ws[drop-1]
-	for i := range cands {
-		if c := &cands[i]; c.taken || drop == 0 || c.x.W > cut {
-			keep = append(keep, int32(i))
-		} else {
-			drop--
-		}
+	for i, cut := 0, ws[drop-1]; i < len(cands); i++ {
+		k := !cands[i].taken && (drop == 0 || cands[i].x.W > cut)
+		keep, drop = append(keep, int32(i))[:len(keep)+b2i(k)], drop-b2i(!k && !cands[i].taken)
 	}
 	sc.bound = ws
-	// (of one time, those taken first: they came first before)
-	slices.SortStableFunc(keep, func(a, b int32) int {
-		return cmp.Or(cmp.Compare(ss[a].At, ss[b].At), b2i(!cands[a].taken)-b2i(!cands[b].taken))
-	})
+	slices.SortStableFunc(keep, func(a, b int32) int { return cmp.Compare(ss[a].At, ss[b].At) })
 	out := make([]stmt, len(keep))
 	for j, i := range keep {
 		out[j] = ss[i]
@@ -158,14 +153,17 @@ func (st *state) mergePeriods(a, b period) period {
 
 // ---- topics ----
 
+// phrase is one of topics', without a pointer: its text, key (its terms, for overlap) are ss[si].Ph[at:eq], [eq+1:end].
 type phrase struct {
-	text, key string // key: its terms, for overlap
-	h         uint64 // key's hash
-	n, last   int    // statements that have it, the last of them (its index in topics' ss)
-	words     int
-	upper     bool
-	score     float64 // for topics
+	si, at, eq, end int32
+	n, last, words  int32 // statements that have it, the last of them (its index in topics' ss); its words
+	upper           bool
+	h               uint64  // key's hash
+	score           float64 // for topics
 }
+
+func (p *phrase) text(ss []stmt) string { return ss[p.si].Ph[p.at:p.eq] }
+func (p *phrase) key(ss []stmt) string  { return ss[p.si].Ph[min(p.eq+1, p.end):p.end] }
 
 // topics are the phrases the statements ss are most about: runs of up to three content words ("the cabin near Lake
 // Tahoe" gives "cabin", "Lake Tahoe"), names of people left out, multi-word phrases and names preferred to single
@@ -182,39 +180,41 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		total += len(ss[i].Ph)/3 + 2 // (its distinct keys at most: a key but "" takes "=", a byte and ";" but the last)
 	}
 	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
-	sc.slots = slots
 	for si := range ss {
 		for ph, more := ss[si].Ph, ss[si].Ph != "" && ss[si].K != kTool; more; {
 			seg, rest, found := strings.Cut(ph, ";") // the next "text=key" (a key but "": after a '=')
 			text, key, _ := strings.Cut(seg, "=")
+			at := int32(len(ss[si].Ph) - len(ph))
 			ph, more = rest, found
 			h := hashString(key)
 			j := int(h) & (len(slots) - 1)
-			for slots[j] != 0 && (all[slots[j]-1].h != h || all[slots[j]-1].key != key) {
+			for slots[j] != 0 && (all[slots[j]-1].h != h || all[slots[j]-1].key(ss) != key) {
 				j = (j + 1) & (len(slots) - 1) // (the next place)
 			}
 			if i := slots[j] - 1; i >= 0 {
 				p := &all[i]
-				if p.last == si {
+				if p.last == int32(si) {
 					continue // (said twice in one statement: once)
 				}
-				p.n, p.last = p.n+1, si
-				if strings.HasPrefix(text, "the ") && !strings.HasPrefix(p.text, "the ") {
-					p.text = text // said as a noun phrase somewhere
+				p.n, p.last = p.n+1, int32(si)
+				if strings.HasPrefix(text, "the ") && !strings.HasPrefix(p.text(ss), "the ") {
+					p.si, p.at, p.eq, p.end = int32(si), at, at+int32(len(text)), at+int32(len(seg)) // said as a noun phrase somewhere
 				}
 				continue
 			}
 			r, _ := utf8.DecodeRuneInString(text)
 			slots[j] = int32(len(all) + 1)
-			all = append(all, phrase{text: text, key: key, h: h, n: 1, last: si, words: strings.Count(text, " ") + 1 - b2i(strings.HasPrefix(text, "the ")),
+			all = append(all, phrase{si: int32(si), at: at, eq: at + int32(len(text)), end: at + int32(len(seg)), h: h, n: 1, last: int32(si), words: int32(strings.Count(text, " ") + 1 - b2i(strings.HasPrefix(text, "the "))),
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
 	}
-	sc.phrases = all
+	sc.phrases, sc.slots = all, slots
 	kept := all[:0] // (what can name a subject, sorted)
-	for _, p := range all {
-		np := strings.HasPrefix(p.text, "the ")
-		if p.words == 1 && !p.upper && (!np || p.n < 3 || genericNouns[p.key] || strings.HasSuffix(p.text, "ing")) {
+	for i := range all {
+		p := &all[i]
+		text, key := p.text(ss), p.key(ss)
+		np := strings.HasPrefix(text, "the ")
+		if p.words == 1 && !p.upper && (!np || p.n < 3 || genericNouns[key] || strings.HasSuffix(text, "ing")) {
 			continue // a word alone names a subject when it is said as a noun, often, and is not just any noun
 		}
 		if !p.upper && p.n < 2 || p.upper && p.words == 1 && p.n < 2 {
@@ -224,21 +224,23 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		if p.upper {
 			p.score++
 		}
-		for k, wi := nextField(p.key, 0); k != "" && voc != nil; k, wi = nextField(p.key, wi) {
+		for k, wi := nextField(key, 0); k != "" && voc != nil; k, wi = nextField(key, wi) {
 			p.score += topicSalience * max(0, voc.weight(voc.id(k)))
 		}
-		kept = append(kept, p)
+		kept = append(kept, *p)
 	}
 	slices.SortStableFunc(kept, func(a, b phrase) int { return cmp.Compare(b.score, a.score) })
 	var out []string
 	used := sc.seen[:0] // the words of the topics chosen
-	for _, p := range kept {
+	for i := range kept {
 		if len(out) >= n {
 			break
 		}
-		np := strings.HasPrefix(p.text, "the ")
+		p := &kept[i]
+		text, key := p.text(ss), p.key(ss)
+		np := strings.HasPrefix(text, "the ")
 		clash := false // a word of a topic chosen
-		for k := range strings.FieldsSeq(p.key) {
+		for k := range strings.FieldsSeq(key) {
 			clash = clash || slices.Contains(used, k)
 		}
 		if clash {
@@ -252,13 +254,13 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 				}
 			}
 		}
-		if slices.Contains(st.Names, strings.TrimSuffix(strings.TrimSuffix(p.text, "'s"), "'")) || ofPeople(p.key, st.people) {
+		if slices.Contains(st.Names, strings.TrimSuffix(strings.TrimSuffix(text, "'s"), "'")) || ofPeople(key, st.people) {
 			continue // a participant ("Project Manager", "Anna Lee") is who talks, not what about
 		}
-		for k, wi := nextField(p.key, 0); k != ""; k, wi = nextField(p.key, wi) {
+		for k, wi := nextField(key, 0); k != ""; k, wi = nextField(key, wi) {
 			used = append(used, k)
 		}
-		t := p.text
+		t := text
 		if first, _, _ := strings.Cut(t, " "); !p.upper && !np && !strings.HasSuffix(first, "ing") {
 			t = "the " + t
 		}
@@ -481,9 +483,7 @@ func (st *state) compose(lead string, headers []string, cands []cand, room int) 
 		lines = append(lines, lead)
 	}
 	for i := range cands {
-		if cands[i].taken {
-			room -= cands[i].size
-		}
+		room -= cands[i].size * b2i(cands[i].taken)
 	}
 	joinSp := ""        // the speaker of the last line when it is a statement another of theirs may join
 	first := len(lines) // the first statement's line
