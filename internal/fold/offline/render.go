@@ -68,8 +68,8 @@ func (st *state) closePeriods(budget int) {
 // newPeriod closes the statements ss into a period.
 func (st *state) newPeriod(ss []stmt) period {
 	p := period{}
-	count := make(map[string]int, 8) // (its speakers: a few)
-	var order []string
+	count, arr := make(map[string]int, 8), [8]string{} // (its speakers: a few)
+	order := arr[:0]
 	for i := range ss {
 		x := &ss[i]
 		if x.At != 0 {
@@ -83,7 +83,7 @@ func (st *state) newPeriod(ss []stmt) period {
 		}
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return count[b] - count[a] })
-	p.Names = order[:min(len(order), 3)]
+	p.Names = slices.Clone(order[:min(len(order), 3)])
 	p.Topics = st.topics(nil, ss, maxTopics, st.counts())
 	p.Stmts = st.covering(ss, p.Topics, maxPeriodKept)
 	for i := range p.Stmts {
@@ -132,8 +132,9 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 }
 
 func (st *state) mergePeriods(a, b period) period {
-	p := period{From: min(cmp.Or(a.From, b.From), cmp.Or(b.From, a.From)), To: max(a.To, b.To)} // (0: not known)
-	for _, n := range append(slices.Clone(a.Names), b.Names...) {
+	p := period{From: min(cmp.Or(a.From, b.From), cmp.Or(b.From, a.From)), To: max(a.To, b.To), // (0: not known)
+		Names: make([]string, 0, 3), Topics: make([]string, 0, maxTopics)}
+	for _, n := range append(append(make([]string, 0, 8), a.Names...), b.Names...) {
 		if !slices.Contains(p.Names, n) && len(p.Names) < 3 {
 			p.Names = append(p.Names, n)
 		}
@@ -422,11 +423,10 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	if len(st.Periods) == 0 && len(st.Open) == 0 {
 		return lead
 	}
-	multiDay, lines, tarr := st.multiDay(), [8]string{lead}, [maxTopics]string{}
+	multiDay, lines, tarr, low := st.multiDay(), [8]string{lead}, [maxTopics]string{}, [256]byte{}
 	texts := append(lines[:1], make([]string, len(st.Periods))...) // the opening, then the periods' lines (headers)
 	headers := texts[1:]
 	var named strings.Builder // (the opening and the lines before, lower-cased; its String a copy of none)
-	var low [256]byte
 	for i, p := range st.Periods {
 		if i == 0 {
 			named.Write(lower(low[:0], lead))
@@ -468,15 +468,15 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	sc.cands = cands
 	// What the opening sentence and the period lines name is said already.
 	sc.pickCovering(cands, sc.naming(texts), budget-used, len(cands))
-	return strings.Join(st.compose(lead, headers, cands, budget-used), " ")
+	sc.lines = st.compose(sc.lines[:0], lead, headers, cands, budget-used)
+	return strings.Join(sc.lines, " ")
 }
 
 // compose lays out the summary's sentences: the opening, each period's line with its statements taken, then the current
 // statements taken. Two statements in a row that one speaker said become one sentence ("Bob said the venue is booked,
 // and the caterer wants a deposit."). A speaker reported just before "also said" (asked, thought, suggested) while room
 // lasts: the runes left by the statements taken (room: what the lines of the lead and the periods left).
-func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string) {
-	lines = make([]string, 0, 1+len(headers)+len(cands)) // (at most)
+func (st *state) compose(lines []string, lead string, headers []string, cands []cand, room int) []string {
 	if lead != "" {
 		lines = append(lines, lead)
 	}
@@ -665,7 +665,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 			said[t] = true
 		}
 	}
-	order := make([]int32, 0, len(cands)) // those of any value, by bound, the highest first (of equal ones, the first)
+	order := sc.slots[:0] // those of any value, by bound, the highest first (of equal ones, the first)
 	for i := range cands {
 		c, z, gain := &cands[i], cands[i].size&511, 0.0
 		c.dup, twice[z>>6], sizes[z>>6] = false, twice[z>>6]|sizes[z>>6]&(1<<(z&63)), sizes[z>>6]|1<<(z&63)
