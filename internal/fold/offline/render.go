@@ -87,8 +87,7 @@ func (st *state) newPeriod(ss []stmt) period {
 	p.Topics = st.topics(nil, ss, maxTopics, st.counts())
 	p.Stmts = st.covering(ss, p.Topics, maxPeriodKept)
 	for i := range p.Stmts {
-		// a closed period's topics are found: its statements' phrases are not needed again, and the state's bytes are
-		// better spent on more statements
+		// a closed period's topics are found: its statements' phrases are not needed again (the bytes go to statements)
 		p.Stmts[i].Batch, p.Stmts[i].Ph = false, ""
 	}
 	return p
@@ -477,9 +476,7 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 // and the caterer wants a deposit."). A speaker reported just before "also said" (asked, thought, suggested) while room
 // lasts: the runes left by the statements taken (room: what the lines of the lead and the periods left).
 func (st *state) compose(lines []string, lead string, headers []string, cands []cand, room int) []string {
-	if lead != "" {
-		lines = append(lines, lead)
-	}
+	lines = append(lines, lead)[:b2i(lead != "")] // (lines come empty)
 	for i := range cands {
 		room -= cands[i].size * b2i(cands[i].taken)
 	}
@@ -551,8 +548,7 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 	if st.Small && len(st.Open) == 0 && len(st.Periods) == 0 {
 		return string(append(b, small...))
 	}
-	var arr [8]string
-	ts := st.topics(arr[:0], st.Open, maxTopics, nil)
+	ts := st.topics(make([]string, 0, 8), st.Open, maxTopics, nil)
 	if len(st.Topics) > 0 {
 		// what the summary read as prose was about comes first
 		ts = append(slices.Clone(st.Topics), ts...)
