@@ -21,12 +21,12 @@ type wordCounts struct {
 	lx          *lexicon // where a word's number in this fold is kept (known.id, for known.fold == fold)
 	fold        uint32
 	words       []*known     // by number
-	n           []int        // how often each word was said; -1: not counted
+	n           []int32      // how often each word was said; -1: not counted
 	size, floor int          // words counted; the count of the least said word kept when words were last forgotten
 	es          []countEntry // room for sorting
 	text        []byte       // room for String
 	all         []int32      // room for the statements' termIDs
-	back        *knownRead   // what read makes of String's last text
+	back, spare *knownRead   // what read makes of String's last text; the state's read last, for String to write again
 	clean       int          // words numbered by read: none has ':' (read leaves such a word out)
 }
 
@@ -37,7 +37,7 @@ type knownRead struct {
 	lx    *lexicon
 	gen   uint32
 	words []*known
-	n     []int
+	n     []int32
 	floor int
 }
 
@@ -57,7 +57,7 @@ func (v *wordCounts) read(s string, r *knownRead) *wordCounts {
 			n, err = strconv.Atoi(c)
 		}
 		switch {
-		case err != nil || n < 0:
+		case err != nil || n < 0 || n > math.MaxInt32:
 		case t == "":
 			v.floor = n // ":N" records the floor
 		default:
@@ -66,7 +66,7 @@ func (v *wordCounts) read(s string, r *knownRead) *wordCounts {
 			if k.fold == v.fold {
 				v.n[k.id], v.size = -1, v.size-1
 			}
-			k.fold, k.id, v.words, v.n, v.size, v.clean = v.fold, int32(len(v.words)), append(v.words, k), append(v.n, n), v.size+1, len(v.words)+1
+			k.fold, k.id, v.words, v.n, v.size, v.clean = v.fold, int32(len(v.words)), append(v.words, k), append(v.n, int32(n)), v.size+1, len(v.words)+1
 		}
 	}
 	return v
@@ -84,9 +84,6 @@ func (v *wordCounts) number(k *known) int32 {
 
 // release forgets the counts and the words, keeping the room they took.
 func (v *wordCounts) release() *wordCounts {
-	if v.lx == nil {
-		v.lx = new(lexicon)
-	}
 	v.lx.trim()
 	if v.fold++; v.fold == 0 { // the stamp wrapped: a word stamped long ago must not read as numbered in this fold
 		v.lx.m, v.lx.near, v.lx.gen, v.fold = nil, [len(v.lx.near)]*known{}, v.lx.gen+1, 1
@@ -116,7 +113,7 @@ func (v *wordCounts) add(ss []stmt) {
 		}
 		for _, id := range v.termIDs(&ss[i]) {
 			if v.n[id] < 0 {
-				v.n[id] = v.floor / 2 // a new word starts at half the floor
+				v.n[id] = int32(v.floor / 2) // a new word starts at half the floor
 				v.size++
 			}
 			v.n[id]++
@@ -136,7 +133,7 @@ func (v *wordCounts) forget(keep int) {
 		}
 	}
 	slices.SortFunc(es, compareCounts)
-	v.floor = es[keep].c
+	v.floor = int(es[keep].c)
 	for _, e := range es[keep:] {
 		v.n[e.id] = -1
 	}
@@ -144,9 +141,8 @@ func (v *wordCounts) forget(keep int) {
 }
 
 type countEntry struct {
-	t  string
-	c  int
-	id int32
+	t     string
+	c, id int32
 }
 
 // compareCounts orders the most said first, then by word.
@@ -156,7 +152,11 @@ func compareCounts(a, b countEntry) int {
 
 // String writes the counts for state.Voc, and keeps what read makes of them with v's lexicon (back).
 func (v *wordCounts) String() string {
-	b, r, k := v.text[:0], &knownRead{lx: v.lx, gen: v.lx.gen, floor: v.floor, words: make([]*known, v.size), n: make([]int, v.size)}, 0
+	b, r, k := v.text[:0], v.spare, 0
+	if v.spare = nil; r == nil || cap(r.n) < v.size { // (else in the room of the counts read, the state's)
+		r = &knownRead{words: make([]*known, v.size), n: make([]int32, v.size)}
+	}
+	r.lx, r.gen, r.floor, r.words, r.n = v.lx, v.lx.gen, v.floor, r.words[:v.size], r.n[:v.size]
 	if v.floor > 0 {
 		b = strconv.AppendInt(append(b, ':'), int64(v.floor), 10)
 	}
@@ -182,7 +182,7 @@ func (v *wordCounts) String() string {
 // weight is what covering a word is worth: logarithmic in how often it was said (one subject does not crowd out the
 // others), little if once.
 func (v *wordCounts) weight(id int32) float64 {
-	if c := v.n[id]; c < len(weights) {
+	if c := int(v.n[id]); c < len(weights) {
 		return weights[max(c, 1)]
 	}
 	return v.weightOf(id)
@@ -215,7 +215,7 @@ func (st *state) counts() *wordCounts {
 	if st.voc == nil {
 		sc := st.scratch()
 		sc.voc.lx = &sc.lex
-		st.voc = sc.voc.read(st.Voc, st.counted)
+		st.voc, st.counted, sc.voc.spare = sc.voc.read(st.Voc, st.counted), nil, st.counted // (String writes it again)
 	}
 	return st.voc
 }

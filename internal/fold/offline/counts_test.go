@@ -40,7 +40,7 @@ func parseCounts(t *testing.T, s string) (map[string]int, int) {
 func TestWordCountsWriteWhatWasCounted(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	word := func() string { return "w" + strconv.Itoa(rng.IntN(900)) }
-	spare := new(wordCounts)
+	spare := &wordCounts{lx: new(lexicon)}
 	voc := ""
 	model := map[string]int{}
 	floor := 0
@@ -73,10 +73,10 @@ func TestWordCountsWriteWhatWasCounted(t *testing.T) {
 		if len(model) > 2*maxVocab {
 			es := []countEntry{}
 			for w, c := range model {
-				es = append(es, countEntry{t: w, c: c})
+				es = append(es, countEntry{t: w, c: int32(c)})
 			}
 			slices.SortFunc(es, compareCounts)
-			floor = es[maxVocab].c
+			floor = int(es[maxVocab].c)
 			for _, e := range es[maxVocab:] {
 				delete(model, e.t)
 			}
@@ -95,7 +95,7 @@ func TestWordCountsWriteWhatWasCounted(t *testing.T) {
 	}
 	// Pairs out of order, a word twice (the last count holds), a word said
 	// once alone or, as an older state wrote it, with ":1".
-	v := new(wordCounts).read("b:1 a:5 :4 c:2 b:3 b:7 d e:1", nil)
+	v := (&wordCounts{lx: new(lexicon)}).read("b:1 a:5 :4 c:2 b:3 b:7 d e:1", nil)
 	if n, f := parseCounts(t, v.String()); !maps.Equal(n, map[string]int{"a": 5, "b": 7, "c": 2, "d": 1, "e": 1}) || f != 4 || v.size != 5 {
 		t.Errorf("pairs written as %q (%d words)", v.String(), v.size)
 	}
@@ -104,7 +104,7 @@ func TestWordCountsWriteWhatWasCounted(t *testing.T) {
 // After 2^32 folds on one scratch its fold stamp wraps; words stamped long ago, or never, must not read as numbered in
 // the fold after.
 func TestFoldStampWraps(t *testing.T) {
-	v := new(wordCounts).read("alpha:2", nil)
+	v := (&wordCounts{lx: new(lexicon)}).read("alpha:2", nil)
 	v.fold = math.MaxUint32 // as after 2^32 - 1 folds
 	v.read("alpha:2 beta:5 gamma", nil)
 	if n, _ := parseCounts(t, v.String()); !maps.Equal(n, map[string]int{"alpha": 2, "beta": 5, "gamma": 1}) || v.size != 3 {
@@ -117,13 +117,13 @@ func TestFoldStampWraps(t *testing.T) {
 // word with ':' left out as read leaves it out; once the lexicon started
 // over, the words are read again.
 func TestCountsReadBackReadAsWritten(t *testing.T) {
-	v := new(wordCounts).read(":3 alpha:4 beta gamma:9", nil)
+	v := (&wordCounts{lx: new(lexicon)}).read(":3 alpha:4 beta gamma:9", nil)
 	v.add([]stmt{{Terms: "delta alpha odd:word"}, {Terms: "beta epsilon"}})
 	s := v.String()
-	want := new(wordCounts).read(s, nil)
+	want := (&wordCounts{lx: new(lexicon)}).read(s, nil)
 	written := func(w *wordCounts) (out []string) {
 		for id, c := range w.n {
-			out = append(out, w.words[id].w+"="+strconv.Itoa(c))
+			out = append(out, w.words[id].w+"="+strconv.Itoa(int(c)))
 		}
 		return append(out, strconv.Itoa(w.floor), strconv.Itoa(w.size))
 	}
@@ -147,7 +147,7 @@ func TestCountsReadBackReadAsWritten(t *testing.T) {
 // words: in the next fold, once its Terms changed, and once the lexicon
 // started over.
 func TestTermIDsFromFoldToFold(t *testing.T) {
-	v := new(wordCounts).read("alpha:2 gamma", nil)
+	v := (&wordCounts{lx: new(lexicon)}).read("alpha:2 gamma", nil)
 	x := stmt{Text: "Beta, alpha.", Terms: "beta alpha"}
 	check := func(when string, want ...string) {
 		t.Helper()

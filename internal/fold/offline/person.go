@@ -17,12 +17,12 @@ type person struct {
 
 // pfact is one fact about a speaker, as its memory says it.
 type pfact struct {
-	ID   string   `json:"id"`             // the memory's ID
-	Kind string   `json:"kind"`           // likes, did, plans, owns, where, is
-	Slot string   `json:"slot,omitempty"` // what it is about (stemmed): a newer fact of the same kind and slot replaces it
-	Text string   `json:"text"`
-	At   int64    `json:"at,omitempty"`
-	js   *written // (codec.go)
+	ID   string  `json:"id"`             // the memory's ID
+	Kind string  `json:"kind"`           // likes, did, plans, owns, where, is
+	Slot string  `json:"slot,omitempty"` // what it is about (stemmed): a newer fact of the same kind and slot replaces it
+	Text string  `json:"text"`
+	At   int64   `json:"at,omitempty"`
+	js   written // (codec.go)
 }
 
 // Fact kinds, by the verb that follows the speaker's name in a statement put in the third person ("Lena loves sushi",
