@@ -122,7 +122,6 @@ func (st *state) notePerson(x *stmt, kind, slot, id, text string) (supersedes st
 		st.People, i = append(st.People, person{Name: x.Sp}), len(st.People)
 	}
 	p := st.People[i]
-	f := pfact{ID: id, Kind: kind, Slot: slot, Text: clip(text, maxStmtRunes), At: x.At}
 	for j, old := range p.Facts {
 		if old.Kind == kind && old.Slot == slot && (slot != "" || kind == "where") {
 			if old.ID != id {
@@ -132,8 +131,7 @@ func (st *state) notePerson(x *stmt, kind, slot, id, text string) (supersedes st
 			break
 		}
 	}
-	p.Facts = append(p.Facts, f)
-	p.Facts = p.Facts[max(0, len(p.Facts)-maxPersonFacts):]
+	p.Facts = append(p.Facts, pfact{ID: id, Kind: kind, Slot: slot, Text: clip(text, maxStmtRunes), At: x.At})[max(0, len(p.Facts)+1-maxPersonFacts):]
 	// the speaker just heard from goes last; the least recent are dropped
 	st.People = append(slices.Delete(st.People, i, i+1), p)
 	st.People = st.People[max(0, len(st.People)-maxPeople):]
