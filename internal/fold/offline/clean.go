@@ -420,12 +420,28 @@ func addTerms(dst []string, n0 int, ks ...*field) []string {
 	held := ^uint64(0) * uint64(b2i(len(dst) > n0)) // (the bits of dst[n0:]'s terms: all, not known, when it holds some already)
 	for _, k := range ks {
 		for _, t := range k.terms {
-			if b := uint64(1) << ((len(t) + int(t[0])*7 + int(t[len(t)-1])*3) & 63); held&b == 0 || !slices.Contains(dst[n0:], t) {
+			if b := termBit(t); held&b == 0 || !slices.Contains(dst[n0:], t) {
 				dst, held = append(dst, t), held|b
 			}
 		}
 	}
 	return dst
+}
+
+func termBit(t string) uint64 { return 1 << ((len(t) + int(t[0])*7 + int(t[len(t)-1])*3) & 63) } // (addTerms' filter)
+
+// termText is the terms of ks (addTerms') joined by spaces, and how many: gathered as bytes (each term between spaces),
+// where a term kept is no pointer stored behind the collector's write barrier.
+func termText(ks []*field) (string, int) {
+	b, nb, n, held := append(make([]byte, 0, 256), ' '), [64]byte{}, 0, uint64(0)
+	for _, k := range ks {
+		for _, t := range k.terms {
+			if bit := termBit(t); held&bit == 0 || !bytes.Contains(b, append(append(append(nb[:0], ' '), t...), ' ')) {
+				b, held, n = append(append(b, t...), ' '), held|bit, n+1
+			}
+		}
+	}
+	return string(b[1:max(len(b)-1, 1)]), n
 }
 
 // any reports whether one of ks has the flag f.

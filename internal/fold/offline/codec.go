@@ -25,12 +25,14 @@ type codec struct {
 	first bool   // reading: no field of the object read yet
 	lossy bool   // writing: as appendJSON's
 	err   error
+	mark  [4][2]int // writing a cached value: where in w its strings are (str's: from and to, quotes not)
+	marks int       // (how many strings it wrote, the first 4)
 }
 
 // appendJSON appends st's JSON to b; lossy: a string not UTF-8 was written as U+FFFD (cached copies none: it was kept).
 func (st *state) appendJSON(b []byte) (_ []byte, lossy bool, err error) {
 	c := &codec{w: b, st: st}
-	st.seq, st.spans = st.seq+1, make([]written, 0, max(cap(st.spans), len(st.Open)+len(st.Facts)+8*len(st.Periods)+8))
+	st.seq++
 	c.object(st.fields)
 	return c.w, c.lossy, c.err
 }
@@ -41,8 +43,7 @@ func (st *state) appendJSON(b []byte) (_ []byte, lossy bool, err error) {
 func decodeState(data []byte) (*state, error) {
 	st, c := new(state), &codec{r: &jsonReader{s: string(data)}}
 	if c.object(st.fields); c.r.err != nil || c.r.i < len(data) {
-		// not as the codec writes it: as encoding/json reads it
-		*st = state{}
+		*st = state{} // (not as the codec writes it: as encoding/json reads it)
 		if err := json.Unmarshal(data, st); err != nil {
 			return nil, fmt.Errorf("offline state: %w", err)
 		}
@@ -62,7 +63,7 @@ func (st *state) fields(c *codec) {
 	list(c, `,"periods":`, &st.Periods, func(c *codec, p *period) { c.object(p.fields) })
 	list(c, `,"open":`, &st.Open, func(c *codec, x *stmt) { c.object(x.fields) })
 	list(c, `,"facts":`, &st.Facts, func(c *codec, f *fact) {
-		cached(c, &f.js, written{s: [4]string{f.ID, f.Sp, f.Key, f.Num}}, func() {
+		cached(c, &f.js, [4]string{f.ID, f.Sp, f.Key, f.Num}, [3]uint64{}, func() {
 			c.object(func(c *codec) {
 				c.str(`,"id":`, &f.ID, false)
 				c.str(`,"sp":`, &f.Sp, true)
@@ -77,7 +78,7 @@ func (st *state) fields(c *codec) {
 		c.object(func(c *codec) {
 			c.str(`,"name":`, &p.Name, false)
 			list(c, `,"facts":`, &p.Facts, func(c *codec, f *pfact) {
-				cached(c, &f.js, written{s: [4]string{f.ID, f.Kind, f.Slot, f.Text}, n: [3]uint64{uint64(f.At)}}, func() {
+				cached(c, &f.js, [4]string{f.ID, f.Kind, f.Slot, f.Text}, [3]uint64{uint64(f.At)}, func() {
 					c.object(func(c *codec) {
 						c.str(`,"id":`, &f.ID, false)
 						c.str(`,"kind":`, &f.Kind, false)
@@ -100,31 +101,53 @@ func (p *period) fields(c *codec) {
 	list(c, `,"stmts":`, &p.Stmts, func(c *codec, x *stmt) { c.object(x.fields) })
 }
 
-// written is where a state's encoding (seq) wrote a value's JSON, and the fields it wrote it from (s, n): the next
-// fold's encoding copies those bytes from the state it read (state.src) while the fields are the same.
+// written is where a state's encoding (seq) wrote a value's JSON (off to end), and what from: its numbers (n) and its
+// strings, in the JSON from str[i] to str[i]+size[i] (from off, quotes not), escaped where esc has the bit 1<<i. The next
+// fold's encoding copies those bytes from the state it read (state.src) while the value's strings and numbers are those.
 type written struct {
-	seq, off, end int
-	s             [4]string
+	seq, off, end int32
+	str, size     [4]uint16
+	esc           uint8
 	n             [3]uint64
 }
 
 // cached writes with write what at last wrote, copying it from the state read when it was written from the same
-// fields (those of key), and keeps where it wrote it among this encoding's spans (one allocation, the last's let go).
-func cached(c *codec, at **written, key written, write func()) {
-	start := len(c.w)
-	if j := *at; c.r == nil && j != nil && j.seq == c.st.srcSeq && j.end <= len(c.st.src) && j.s == key.s && j.n == key.n {
-		c.w = append(c.w, c.st.src[j.off:j.end]...) // (an object's first byte '{', as object writes it)
+// fields (the strings s, not empty where the JSON has them, and the numbers n), and notes in at where it wrote it.
+func cached(c *codec, at *written, s [4]string, n [3]uint64, write func()) {
+	start, j := len(c.w), *at
+	if c.marks = 0; c.r == nil && j.seq > 0 && int(j.seq) == c.st.srcSeq && int(j.end) <= len(c.st.src) && c.same(&j, &s, &n) {
+		c.w, j.seq = append(c.w, c.st.src[j.off:j.end]...), int32(c.st.seq) // (from the object's first byte '{', as object writes it)
 	} else if write(); c.r != nil || c.err != nil {
 		return
+	} else if j = (written{seq: int32(c.st.seq), n: n}); len(c.w)-start > math.MaxUint16 {
+		j.seq = 0 // (past what a place here tells: written anew next time)
+	} else {
+		for i, m := range c.mark { // (its four strings, in the order written)
+			j.str[i], j.size[i], j.esc = uint16(m[0]-start), uint16(m[1]-m[0]), j.esc|uint8(b2i(m[1]-m[0] != len(s[i])))<<i
+		}
 	}
-	key.seq, key.off, key.end = c.st.seq, start, len(c.w)
-	c.st.spans = append(c.st.spans, key)
-	*at = &c.st.spans[len(c.st.spans)-1]
+	j.off, j.end = int32(start), int32(len(c.w))
+	*at = j
+}
+
+// same reports whether the strings s and numbers n are those j was written from (in the state read): a string written
+// as it is, by its bytes; one escaped, by its JSON (written past w's end).
+func (c *codec) same(j *written, s *[4]string, n *[3]uint64) bool {
+	src, ok := c.st.src[j.off:j.end], j.n == *n
+	for i := 0; ok && i < len(s); i++ {
+		if js := src[j.str[i] : int(j.str[i])+int(j.size[i])]; j.esc&(1<<i) == 0 {
+			ok = len(js) == len(s[i]) && (len(js) == 0 || string(js) == s[i])
+		} else {
+			t, valid := events.AppendJSONStringUTF8(c.w, s[i])
+			c.w, ok = t[:len(c.w)], valid && string(t[len(c.w)+1:len(t)-1]) == string(js)
+		}
+	}
+	return ok
 }
 
 func (x *stmt) fields(c *codec) {
 	// (written up to its phrases)
-	cached(c, &x.js, written{s: [4]string{x.Sp, x.Text, x.Terms, x.Key}, n: [3]uint64{uint64(x.At), math.Float64bits(x.W), uint64(x.K)}}, func() {
+	cached(c, &x.js, [4]string{x.Sp, x.Text, x.Terms, x.Key}, [3]uint64{uint64(x.At), math.Float64bits(x.W), uint64(x.K)}, func() {
 		c.str(`,"sp":`, &x.Sp, true)
 		num(c, `,"at":`, &x.At, true)
 		c.str(`,"text":`, &x.Text, false)
@@ -154,10 +177,7 @@ func (x *stmt) fields(c *codec) {
 // or its value read (the next key is name's: the fields are read in the order they are written).
 func (c *codec) field(name string, omit bool) bool {
 	if r := c.r; r != nil {
-		if c.first {
-			name = name[1:] // (the object's first: no comma before it)
-		}
-		if r.err != nil || !strings.HasPrefix(r.s[r.i:], name) {
+		if name = name[b2i(c.first):]; r.err != nil || !strings.HasPrefix(r.s[r.i:], name) {
 			return false
 		}
 		r.i, c.first = r.i+len(name), false
@@ -182,8 +202,7 @@ func (c *codec) object(fields func(*codec)) {
 	}
 	n := len(c.w)
 	if fields(c); len(c.w) == n {
-		c.w = append(c.w, "{}"...)
-		return
+		c.w = append(c.w, '{') // (no field: "{}")
 	}
 	c.w[n] = '{'
 	c.w = append(c.w, '}')
@@ -211,9 +230,13 @@ func list[T any](c *codec, name string, xs *[]T, each func(*codec, *T)) {
 func (c *codec) strs(name string, ss *[]string) { list(c, name, ss, (*codec).text) }
 
 func (c *codec) str(name string, s *string, omit bool) {
+	m := [2]int{len(c.w), len(c.w)}
 	if c.field(name, omit && *s == "") {
+		m[0] = len(c.w) + 1
 		c.text(s)
+		m[1] = len(c.w) - 1
 	}
+	c.mark[c.marks&3], c.marks = m, c.marks+1
 }
 
 // text writes or reads a string.
@@ -240,21 +263,21 @@ func num[T int | int64 | uint64](c *codec, name string, v *T, omit bool) {
 }
 
 func (c *codec) bool(name string, v *bool) {
-	if c.field(name, !*v) {
-		if c.r != nil {
-			*v = c.r.bool()
-		} else {
-			c.w = append(c.w, "true"...)
-		}
+	switch {
+	case !c.field(name, !*v):
+	case c.r == nil:
+		c.w = append(c.w, "true"...)
+	case strings.HasPrefix(c.r.s[c.r.i:], "true"):
+		*v, c.r.i = true, c.r.i+4
+	default:
+		c.r.fail("want true")
 	}
 }
 
 // appendJSONFloat writes f as encoding/json does.
 func appendJSONFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		format = 'e'
-	}
+	a := math.Abs(f)
+	format := "fe"[b2i(a != 0 && (a < 1e-6 || a >= 1e21))]
 	b = strconv.AppendFloat(b, f, format, -1, 64)
 	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
 		b[n-2], b = b[n-1], b[:n-1] // e-09 → e-9
@@ -310,26 +333,13 @@ func (r *jsonReader) array(elem func()) {
 	}
 }
 
-func (r *jsonReader) bool() bool {
-	if !strings.HasPrefix(r.s[r.i:], "true") {
-		r.fail("want true")
-	}
-	r.i += 4
-	return r.err == nil
-}
-
-// number is the next number's text.
-func (r *jsonReader) number() string {
+// parse reads the next number with p (want: what it fails with).
+func parse[T any](r *jsonReader, p func(string) (T, error), want string) T {
 	start := r.i
 	for r.i < len(r.s) && (r.s[r.i] >= '0' && r.s[r.i] <= '9' || r.s[r.i] == '-' || r.s[r.i] == '+' || r.s[r.i] == '.' || r.s[r.i] == 'e' || r.s[r.i] == 'E') {
 		r.i++
 	}
-	return r.s[start:r.i]
-}
-
-// parse reads the next number with p (want: what it fails with).
-func parse[T any](r *jsonReader, p func(string) (T, error), want string) T {
-	v, err := p(r.number())
+	v, err := p(r.s[start:r.i])
 	if err != nil {
 		r.fail(want)
 	}
@@ -338,11 +348,9 @@ func parse[T any](r *jsonReader, p func(string) (T, error), want string) T {
 
 // str reads a string.
 func (r *jsonReader) str() string {
-	if r.next() != '"' {
-		r.fail("want a string")
+	if !r.expect('"') {
 		return ""
 	}
-	r.i++
 	start, plain := r.i, true
 	if j := strings.IndexByte(r.s[start:], '"'); j >= 0 && strings.IndexByte(r.s[start:start+j], '\\') < 0 {
 		r.i += j // (a string as the writer writes most: no escapes, so the first quote ends it)

@@ -56,7 +56,8 @@ func codecStates(t *testing.T) []*state {
 	out = append(out, &agent, &state{V: stateVersion, Sum: math.MaxUint64, Agent: true, Names: []string{odd, "Bob"}, Others: 3,
 		Periods: []period{{}, {From: -1, To: 1 << 40, Names: []string{odd}, Topics: []string{"x"},
 			Stmts: []stmt{{Text: ""}, {Sp: odd, At: 1, Text: odd, W: 1e-9, K: kTool, Terms: odd, Key: odd, Ph: odd, Batch: true}}}},
-		Open:   []stmt{{Text: "t", W: 1e22}, {Text: "u", W: -0.5}, {Text: "v", W: 7.999999999999999}},
+		Open: []stmt{{Text: "t", W: 1e22}, {Text: "u", W: -0.5}, {Text: "v", W: 7.999999999999999},
+			{Sp: "Ann Lee", Text: `Ann said, "a <b> & c\d"`, Terms: "said", W: 2}, {Sp: "Bo", Text: "é \u00e9", Key: "k\"", W: 3}},
 		Facts:  []fact{{ID: "m1"}, {ID: odd, Sp: odd, Key: odd, Num: odd}},
 		Topics: []string{odd}, Small: true})
 	return out
@@ -99,20 +100,27 @@ func TestStatementsWrittenAgainFollowTheirFields(t *testing.T) {
 		if len(st.Open) > 0 { // (a copy of a statement in a period, as closing one makes: the two change apart)
 			st.Periods = append(st.Periods, period{Stmts: []stmt{st.Open[0]}})
 		}
-		for round := range 4 {
+		for round := range 6 {
 			prev, _, err := st.appendJSON(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			st.src, st.srcSeq = prev, st.seq // (as the next fold reads it)
 			for j := range st.Open {
-				switch x := &st.Open[j]; (j + round) % 4 {
+				switch x := &st.Open[j]; (j + round) % 6 {
 				case 0:
 					x.Text += "x"
 				case 1:
 					x.W++
 				case 2:
 					x.Key, x.Batch = x.Key+"k", !x.Batch
+				case 3: // (its text as its JSON wrote it: bytes of the state read, not the same string)
+					q, _ := json.Marshal(x.Text)
+					x.Text = string(q[1 : len(q)-1])
+				case 4: // (the start of what it was)
+					x.Sp = x.Sp[:len(x.Sp)/2]
+				case 5: // (as long as it was)
+					x.Terms = strings.ToUpper(x.Terms)
 				}
 			}
 			for j := range st.Facts {

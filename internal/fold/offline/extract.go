@@ -43,14 +43,15 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
 		lastQ, lastQSp = -2, st.Open[n-1].Sp // -2: the state's last statement
 	}
-	names, sps := slices.Clone(st.Names), b.sps // (each turn's speaker named once)
+	names, sps, d := slices.Clone(st.Names), b.sps, 0 // (each turn's speaker named once; d: how many named)
 	for i, t := range req.Turns {
 		if j := slices.IndexFunc(req.Turns[:i], func(u fold.Turn) bool { return u.Speaker == t.Speaker && u.Role == t.Role }); j >= 0 {
 			sps[i] = sps[j] // (named before)
-		} else if sps[i] = displayName(t); !slices.Contains(names, sps[i]) && len(names) < 64 {
+		} else if sps[i], d = displayName(t), d+1; !slices.Contains(names, sps[i]) && len(names) < 64 {
 			names = append(names, sps[i])
 		}
 	}
+	b.speakers = make([]string, 0, d) // (room for every speaker: one allocation)
 	// A proposal ("Alice suggested …") records who agreed with it in the turns right after it.
 	prop, agreed := -1, []string(nil)
 	endProposal := func() {
@@ -98,8 +99,7 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 			if lastQ == -2 {
 				qs, qi = st.Open, len(st.Open)-1
 			}
-			q := qs[qi].Terms + "\x00" + qs[qi].Text
-			if len(sents) > 0 && !opensWithBackchannel(text) && sents[0].K != kQuestion && answers(q, sents[0], text) {
+			if len(sents) > 0 && !opensWithBackchannel(text) && sents[0].K != kQuestion && answers(&qs[qi], &sents[0], text) {
 				if lastQ == -2 {
 					b.answered = len(st.Open) - 1
 				} else {
@@ -156,11 +156,11 @@ func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.
 		if len(ks) == 0 || slices.Contains(ks, &noField) { // (its fields not known; each word is looked up once, for the terms, statFields, report and factKey)
 			ks = lx.appendFields(ks[:0], sent)
 		}
-		tw := addTerms(sc.terms[:0], 0, ks...)
-		sc.terms, sc.ks = tw, ks
+		terms, nt := termText(ks)
+		sc.ks = ks
 		c := statFields(ks)
 		question := strings.HasSuffix(sent, "?")
-		if len(tw) == 0 && c.nums == 0 || len(tw) == 1 && c.nums == 0 && c.words < 4 {
+		if nt == 0 && c.nums == 0 || nt == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
 		r, i := sent, 0 // (a field that may start a relative date, with it or the next one that may end it: else nothing to resolve)
@@ -175,10 +175,10 @@ func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.
 			rc := statFields(ks)
 			sent, c.names, c.digits, sc.ks = r, rc.names, rc.digits, ks
 		}
-		w := weigh(sent, len(tw), c)
+		w := weigh(sent, nt, c)
 		k := kSaid
 		if question {
-			k, w = kQuestion, w+2*float64(b2i(len(tw) >= 3)) // (an open question with a subject: +2)
+			k, w = kQuestion, w+2*float64(b2i(nt >= 3)) // (an open question with a subject: +2)
 		}
 		if user {
 			k, w = kAsk, w+3
@@ -186,7 +186,7 @@ func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.
 		text, self := lx.report(sp, sent, ks, question, user, names)
 		w += 0.8 * float64(b2i(self))
 		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: spaced(tw), Key: lx.factKey(ks, c.digits), Own: sent, Batch: true})
+			Terms: terms, Key: lx.factKey(ks, c.digits), Own: sent, Batch: true})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out)-len(dst) > n {
 		out = out[:len(dst)+len(dropWeakest(out[len(dst):], len(out)-len(dst)-n))]
@@ -427,15 +427,6 @@ func (s *Summarizer) trimFiller(lx *lexicon, sent string, ks []*field, plain boo
 	return sent, ks
 }
 
-// spaced is strings.Join(ws, " "), built on the stack: one allocation.
-func spaced(ws []string) string {
-	b := make([]byte, 0, 256) // (on the stack)
-	for _, w := range ws {
-		b = append(append(b, ' '), w...)
-	}
-	return string(b[min(1, len(b)):])
-}
-
 // spacedFields is ks's fields joined by single spaces, built on the stack: one allocation.
 func spacedFields(ks []*field) string {
 	b := make([]byte, 0, 256) // (on the stack)
@@ -456,22 +447,22 @@ func joins(s string, ks []*field) bool {
 	return n == len(s)
 }
 
-// answers reports whether a turn (its first statement a, its text) answers the question q ("terms\x00text"): it shares
-// a content word with it, gives a number to a how-much or when question, or a yes or no to a yes/no question.
-func answers(q string, a stmt, text string) bool {
-	qTerms, qText, _ := strings.Cut(q, "\x00")
+// answers reports whether a turn (its first statement a, its text) answers the question q: it shares a content word
+// with it, gives a number to a how-much or when question, or a yes or no to a yes/no question.
+func answers(q, a *stmt, text string) bool {
 	for t, wi := nextField(a.Terms, 0); t != ""; t, wi = nextField(a.Terms, wi) {
-		for u, wi := nextField(qTerms, 0); u != ""; u, wi = nextField(qTerms, wi) {
+		for u, wi := nextField(q.Terms, 0); u != ""; u, wi = nextField(q.Terms, wi) {
 			if t == u {
 				return true
 			}
 		}
 	}
-	body := strings.ToLower(qText[strings.Index(qText, ": ")+2:])
+	body := strings.ToLower(q.Text[strings.Index(q.Text, ": ")+2:])
 	if strings.ContainsFunc(text, unicode.IsDigit) && (strings.HasPrefix(body, "how") || strings.HasPrefix(body, "when") || strings.HasPrefix(body, "what time")) {
 		return true
 	}
-	first := strings.ToLower(strings.Trim(strings.Fields(text + " x")[0], ",.!"))
+	f, _ := nextField(text, 0)
+	first := strings.ToLower(strings.Trim(cmp.Or(f, "x"), ",.!"))
 	return (first == "yes" || first == "no" || first == "nope" || first == "yeah") && slices.ContainsFunc([]string{"is ", "are ", "do ",
 		"does ", "did ", "can ", "could ", "will ", "would ", "should ", "have ", "has "}, func(aux string) bool { return strings.HasPrefix(body, aux) })
 }
@@ -758,18 +749,14 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	if !strings.ContainsAny(text[len(text)-1:], ".!?") {
 		text += "."
 	}
-	tw := lx.appendTerms(nil, text)
+	terms, nt := termText(lx.appendFields(nil, text))
 	return stmt{Sp: src, At: unixOf(n.At), Text: clip(label+text, maxStmtRunes), K: kNote,
-		W: 2 + 0.3*float64(min(len(tw), 12)), Terms: spaced(tw), Ph: lx.phrases(text, nil), Batch: true}, true
+		W: 2 + 0.3*float64(min(nt, 12)), Terms: terms, Ph: lx.phrases(text, nil), Batch: true}, true
 }
 
 func isToolTurn(t fold.Turn) bool {
-	switch strings.ToLower(t.Kind) {
-	case "tool_call", "tool_result", "tool_use", "function_call", "function_result":
-		return true
-	}
-	r := strings.ToLower(t.Role)
-	return r == "tool" || r == "function"
+	k, r := strings.ToLower(t.Kind), strings.ToLower(t.Role)
+	return k == "tool_call" || k == "tool_result" || k == "tool_use" || k == "function_call" || k == "function_result" || r == "tool" || r == "function"
 }
 
 // displayName is the turn's speaker as the summary names it.
@@ -777,10 +764,7 @@ func displayName(t fold.Turn) string {
 	if n := speaker.Short(oneLine(t.Speaker, 64)); n != "" {
 		return n
 	}
-	if n := roleNames[strings.ToLower(strings.TrimSpace(t.Role))]; n != "" {
-		return n
-	}
-	return "Someone"
+	return cmp.Or(roleNames[strings.ToLower(strings.TrimSpace(t.Role))], "Someone")
 }
 
 var roleNames = map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool", "function": "Tool"}
@@ -799,9 +783,9 @@ func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		if arg != "" {
 			text += " (" + arg + ")"
 		}
-		tw := lx.appendTerms(nil, tool+" "+arg)
-		b.stmts = append(b.stmts, stmt{Sp: who, At: unixOf(t.At), Text: text + ".", K: kTool, W: 1.5 + 0.2*float64(len(tw)),
-			Terms: spaced(tw), Key: "tool " + tool + " " + arg, Batch: true})
+		terms, nt := termText(lx.appendFields(nil, tool+" "+arg))
+		b.stmts = append(b.stmts, stmt{Sp: who, At: unixOf(t.At), Text: text + ".", K: kTool, W: 1.5 + 0.2*float64(nt),
+			Terms: terms, Key: "tool " + tool + " " + arg, Batch: true})
 		return &b.stmts[len(b.stmts)-1]
 	}
 	outcome := toolOutcome(t.Text)

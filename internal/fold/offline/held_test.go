@@ -210,16 +210,16 @@ func TestTopicsOfStatementsGatheredBefore(t *testing.T) {
 		for _, ss := range [][]stmt{base, base, other, base, tool, base, nil, base} {
 			for _, n := range []int{2, 6} {
 				fresh := &state{Names: slices.Clone(names)}
-				if got, want := held.topics(ss, n, nil), fresh.topics(ss, n, nil); !slices.Equal(got, want) {
+				if got, want := held.topics(nil, ss, n, nil), fresh.topics(nil, ss, n, nil); !slices.Equal(got, want) {
 					t.Fatalf("topics of %d statements among %q after others: %q; a fresh state's: %q", len(ss), names, got, want)
 				}
 			}
 		}
 	}
-	if got := (&state{Names: []string{"Ana", "Tub Hot"}}).topics(base, 2, nil); slices.Contains(got, "the hot tub") {
+	if got := (&state{Names: []string{"Ana", "Tub Hot"}}).topics(nil, base, 2, nil); slices.Contains(got, "the hot tub") {
 		t.Fatalf("a participant's name as a topic: %q", got)
 	}
-	if got := held.topics(base, 2, nil); len(got) == 0 {
+	if got := held.topics(nil, base, 2, nil); len(got) == 0 {
 		t.Fatalf("no topics for %q", base[0].Ph)
 	}
 }

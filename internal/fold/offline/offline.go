@@ -135,8 +135,8 @@ type scratch struct {
 	worth, bound []float64 // what each of those is worth, in one pick; each candidate at most
 	said, named  termSet
 	phrases      []phrase
-	slots        []int32 // a phrase's place in phrases, by its key (topics)
-	seen         []string
+	slots        []int32       // a phrase's place in phrases, by its key (topics); pickCovering's order
+	seen, lines  []string      // the words of the topics chosen; the summary's sentences (compose)
 	out          []byte        // the state written
 	floatBits    [256]uint64   // weights written (appendJSONFloat), by their bits' hash: what a fold finds here it would write
 	floatText    [256][32]byte // and how: their JSON, its length in the last byte

@@ -17,12 +17,12 @@ type person struct {
 
 // pfact is one fact about a speaker, as its memory says it.
 type pfact struct {
-	ID   string   `json:"id"`             // the memory's ID
-	Kind string   `json:"kind"`           // likes, did, plans, owns, where, is
-	Slot string   `json:"slot,omitempty"` // what it is about (stemmed): a newer fact of the same kind and slot replaces it
-	Text string   `json:"text"`
-	At   int64    `json:"at,omitempty"`
-	js   *written // (codec.go)
+	ID   string  `json:"id"`             // the memory's ID
+	Kind string  `json:"kind"`           // likes, did, plans, owns, where, is
+	Slot string  `json:"slot,omitempty"` // what it is about (stemmed): a newer fact of the same kind and slot replaces it
+	Text string  `json:"text"`
+	At   int64   `json:"at,omitempty"`
+	js   written // (codec.go)
 }
 
 // Fact kinds, by the verb that follows the speaker's name in a statement put in the third person ("Lena loves sushi",
@@ -122,7 +122,6 @@ func (st *state) notePerson(x *stmt, kind, slot, id, text string) (supersedes st
 		st.People, i = append(st.People, person{Name: x.Sp}), len(st.People)
 	}
 	p := st.People[i]
-	f := pfact{ID: id, Kind: kind, Slot: slot, Text: clip(text, maxStmtRunes), At: x.At}
 	for j, old := range p.Facts {
 		if old.Kind == kind && old.Slot == slot && (slot != "" || kind == "where") {
 			if old.ID != id {
@@ -132,8 +131,7 @@ func (st *state) notePerson(x *stmt, kind, slot, id, text string) (supersedes st
 			break
 		}
 	}
-	p.Facts = append(p.Facts, f)
-	p.Facts = p.Facts[max(0, len(p.Facts)-maxPersonFacts):]
+	p.Facts = append(p.Facts, pfact{ID: id, Kind: kind, Slot: slot, Text: clip(text, maxStmtRunes), At: x.At})[max(0, len(p.Facts)+1-maxPersonFacts):]
 	// the speaker just heard from goes last; the least recent are dropped
 	st.People = append(slices.Delete(st.People, i, i+1), p)
 	st.People = st.People[max(0, len(st.People)-maxPeople):]

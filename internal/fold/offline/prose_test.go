@@ -352,7 +352,7 @@ func TestPeriodLineNamesTheGroup(t *testing.T) {
 		{[]string{"Industrial Designer", "Project Manager"}, false, "From 14:02 to 14:20, they talked about the venue."},
 	} {
 		p.Names = c.names
-		if got := p.header(false, c.group); got != c.want {
+		if got := p.header(false, c.group, false); got != c.want {
 			t.Errorf("header of %v (group %v) = %q, want %q", c.names, c.group, got, c.want)
 		}
 	}

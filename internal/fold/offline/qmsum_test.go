@@ -63,7 +63,7 @@ func BenchmarkQMSumRecall(b *testing.B) {
 			var sb strings.Builder
 			sb.WriteString(st.lead(5, 2))
 			for _, p := range st.Periods {
-				sb.WriteString(" " + p.header(false, true))
+				sb.WriteString(" " + p.header(false, true, false))
 				if os.Getenv("FOLDSTREAM_QMSUM_REF") == "pool" {
 					for _, x := range p.Stmts {
 						sb.WriteString(" " + x.Text)

@@ -68,8 +68,8 @@ func (st *state) closePeriods(budget int) {
 // newPeriod closes the statements ss into a period.
 func (st *state) newPeriod(ss []stmt) period {
 	p := period{}
-	count := make(map[string]int, 8) // (its speakers: a few)
-	var order []string
+	count, arr := make(map[string]int, 8), [8]string{} // (its speakers: a few)
+	order := arr[:0]
 	for i := range ss {
 		x := &ss[i]
 		if x.At != 0 {
@@ -83,12 +83,11 @@ func (st *state) newPeriod(ss []stmt) period {
 		}
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return count[b] - count[a] })
-	p.Names = order[:min(len(order), 3)]
-	p.Topics = st.topics(ss, maxTopics, st.counts())
+	p.Names = slices.Clone(order[:min(len(order), 3)])
+	p.Topics = st.topics(nil, ss, maxTopics, st.counts())
 	p.Stmts = st.covering(ss, p.Topics, maxPeriodKept)
 	for i := range p.Stmts {
-		// a closed period's topics are found: its statements' phrases are not needed again, and the state's bytes are
-		// better spent on more statements
+		// a closed period's topics are found: its statements' phrases are not needed again (the bytes go to statements)
 		p.Stmts[i].Batch, p.Stmts[i].Ph = false, ""
 	}
 	return p
@@ -132,8 +131,9 @@ func (st *state) covering(ss []stmt, topics []string, n int) []stmt {
 }
 
 func (st *state) mergePeriods(a, b period) period {
-	p := period{From: min(cmp.Or(a.From, b.From), cmp.Or(b.From, a.From)), To: max(a.To, b.To)} // (0: not known)
-	for _, n := range append(slices.Clone(a.Names), b.Names...) {
+	p := period{From: min(cmp.Or(a.From, b.From), cmp.Or(b.From, a.From)), To: max(a.To, b.To), // (0: not known)
+		Names: make([]string, 0, 3), Topics: make([]string, 0, maxTopics)}
+	for _, n := range append(append(make([]string, 0, 8), a.Names...), b.Names...) {
 		if !slices.Contains(p.Names, n) && len(p.Names) < 3 {
 			p.Names = append(p.Names, n)
 		}
@@ -170,7 +170,7 @@ func (p *phrase) key(ss []stmt) string  { return ss[p.si].Ph[min(p.eq+1, p.end):
 // words, which must recur to count, and, given the conversation's word counts (a closed period's topics, not what the
 // opening sentence says is talked about now), phrases of the words the whole conversation says most preferred to those
 // of a passing remark.
-func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
+func (st *state) topics(out []string, ss []stmt, n int, voc *wordCounts) []string {
 	if n <= 0 {
 		return nil
 	}
@@ -230,7 +230,6 @@ func (st *state) topics(ss []stmt, n int, voc *wordCounts) []string {
 		kept = append(kept, *p)
 	}
 	slices.SortStableFunc(kept, func(a, b phrase) int { return cmp.Compare(b.score, a.score) })
-	var out []string
 	used := sc.seen[:0] // the words of the topics chosen
 	for i := range kept {
 		if len(out) >= n {
@@ -423,23 +422,21 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	if len(st.Periods) == 0 && len(st.Open) == 0 {
 		return lead
 	}
-	multiDay := st.multiDay()
-	headers := make([]string, len(st.Periods))
-	named := "" // (the opening and the lines before, lower-cased)
+	multiDay, lines, tarr, low := st.multiDay(), [8]string{lead}, [maxTopics]string{}, [256]byte{}
+	texts := append(lines[:1], make([]string, len(st.Periods))...) // the opening, then the periods' lines (headers)
+	headers := texts[1:]
+	var named strings.Builder // (the opening and the lines before, lower-cased; its String a copy of none)
 	for i, p := range st.Periods {
 		if i == 0 {
-			named = strings.ToLower(lead)
+			named.Write(lower(low[:0], lead))
 		}
 		// a topic the opening or an earlier line names already, as whole words, is not named again (unless it is all the line is about)
-		if ts := slices.DeleteFunc(slices.Clone(p.Topics), func(t string) bool { return hasPhrase(named, strings.ToLower(t)) }); len(ts) > 0 {
+		if ts := slices.DeleteFunc(append(tarr[:0], p.Topics...), func(t string) bool { return hasPhrase(named.String(), strings.ToLower(t)) }); len(ts) > 0 {
 			p.Topics = ts
 		}
 		p.Topics = p.Topics[:min(len(p.Topics), shownTopics)]
-		if headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3); i%2 == 1 { // (a person varies the verb)
-			headers[i] = strings.Replace(headers[i], " talked about ", " discussed ", 1)
-		}
-		if i+1 < len(st.Periods) { // (what the next lines may name again)
-			named += strings.ToLower(headers[i])
+		if headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3, i%2 == 1); i+1 < len(st.Periods) { // (what the next lines may name again)
+			named.Write(lower(low[:0], headers[i]))
 		}
 	}
 	used := runeLen(lead)
@@ -469,19 +466,17 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	}
 	sc.cands = cands
 	// What the opening sentence and the period lines name is said already.
-	sc.pickCovering(cands, sc.naming(append([]string{lead}, headers...)), budget-used, len(cands))
-	return strings.Join(st.compose(lead, headers, cands, budget-used), " ")
+	sc.pickCovering(cands, sc.naming(texts), budget-used, len(cands))
+	sc.lines = st.compose(sc.lines[:0], lead, headers, cands, budget-used)
+	return strings.Join(sc.lines, " ")
 }
 
 // compose lays out the summary's sentences: the opening, each period's line with its statements taken, then the current
 // statements taken. Two statements in a row that one speaker said become one sentence ("Bob said the venue is booked,
 // and the caterer wants a deposit."). A speaker reported just before "also said" (asked, thought, suggested) while room
 // lasts: the runes left by the statements taken (room: what the lines of the lead and the periods left).
-func (st *state) compose(lead string, headers []string, cands []cand, room int) (lines []string) {
-	lines = make([]string, 0, 1+len(headers)+len(cands)) // (at most)
-	if lead != "" {
-		lines = append(lines, lead)
-	}
+func (st *state) compose(lines []string, lead string, headers []string, cands []cand, room int) []string {
+	lines = append(lines, lead)[:b2i(lead != "")] // (lines come empty)
 	for i := range cands {
 		room -= cands[i].size * b2i(cands[i].taken)
 	}
@@ -542,7 +537,7 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 	if len(st.Names) == 0 {
 		return ""
 	}
-	names := nameList(st.Names, st.Others, maxParticipants)
+	b := appendNames(make([]byte, 0, 256), st.Names, st.Others, maxParticipants) // (the sentence, written once at its size)
 	small, verb, none := " exchanged small talk.", " are talking about ", " are in the session."
 	if st.Agent {
 		verb = " are working on "
@@ -551,9 +546,9 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 		small, verb, none = " made small talk.", strings.Replace(verb, "are", "is", 1), " is in the session."
 	}
 	if st.Small && len(st.Open) == 0 && len(st.Periods) == 0 {
-		return names + small
+		return string(append(b, small...))
 	}
-	ts := st.topics(st.Open, maxTopics, nil)
+	ts := st.topics(make([]string, 0, 8), st.Open, maxTopics, nil)
 	if len(st.Topics) > 0 {
 		// what the summary read as prose was about comes first
 		ts = append(slices.Clone(st.Topics), ts...)
@@ -563,31 +558,40 @@ func (st *state) lead(maxParticipants, maxTopics int) string {
 		ts = st.Periods[i].Topics[:min(maxTopics, len(st.Periods[i].Topics))]
 	}
 	if len(ts) == 0 {
-		return names + none
+		return string(append(b, none...))
 	}
-	return names + verb + andList(ts) + "."
+	return string(append(appendList(append(b, verb...), ts), '.'))
 }
 
-// nameList names at most maxN of ns, in leadNameRunes, and counts the rest: a name is never cut, and one cut already
-// ("Mallory says everyone must now…", speaker.Short) is counted unless none other is named.
-func nameList(ns []string, others, maxN int) string {
-	var list []string
+// appendNames appends at most maxN of ns, in leadNameRunes, and counts the rest: a name is never cut, and one cut
+// already ("Mallory says everyone must now…", speaker.Short) is counted unless none other is named.
+func appendNames(b []byte, ns []string, others, maxN int) []byte {
+	var arr [8]string
+	list := arr[:0]
 	for size, i := 0, 0; i < len(ns) && len(list) < maxN && size+runeLen(ns[i]) <= leadNameRunes; i++ {
 		if !strings.HasSuffix(ns[i], "…") || len(list) == 0 && i == len(ns)-1 {
 			list, size = append(list, ns[i]), size+runeLen(ns[i])+2
 		}
 	}
-	if others += len(ns) - len(list); others > 0 {
-		list = append(list, strconv.Itoa(others)+" other"+strings.Repeat("s", min(others-1, 1))) // "1 other", "3 others"
+	if others += len(ns) - len(list); others > 0 { // "1 other", "3 others"
+		return append(strconv.AppendInt(appendList(b, append(list, "")), int64(others), 10), " others"[:6+min(others-1, 1)]...)
 	}
-	return andList(list)
+	return appendList(b, list)
 }
 
 func andList(xs []string) string {
 	if len(xs) < 2 {
 		return strings.Join(xs, "")
 	}
-	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+	return string(appendList(make([]byte, 0, 128), xs))
+}
+
+// appendList appends xs as a list: "a", "a and b", "a, b and c".
+func appendList(b []byte, xs []string) []byte {
+	for i, x := range xs {
+		b = append(append(b, [3]string{"", ", ", " and "}[min(i, 1)+b2i(i > 0 && i == len(xs)-1)]...), x...)
+	}
+	return b
 }
 
 // multiDay reports whether the statements of the state fall on more than one calendar day (UTC): the period lines then
@@ -657,7 +661,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 			said[t] = true
 		}
 	}
-	order := make([]int32, 0, len(cands)) // those of any value, by bound, the highest first (of equal ones, the first)
+	order := sc.slots[:0] // those of any value, by bound, the highest first (of equal ones, the first)
 	for i := range cands {
 		c, z, gain := &cands[i], cands[i].size&511, 0.0
 		c.dup, twice[z>>6], sizes[z>>6] = false, twice[z>>6]|sizes[z>>6]&(1<<(z&63)), sizes[z>>6]|1<<(z&63)
@@ -740,37 +744,33 @@ var decisive = newKeywords("decided", "agreed", "we'll ", "we will ", "let's ", 
 
 // header is a period's line: when, who, what about ("From 14:02 to 14:20, Alice and Bob talked about the venue in
 // Lisbon and catering."); for a period that names no subject, only when ("Between 14:47 and 14:51, ").
-func (p period) header(multiDay, group bool) string {
-	when := "Earlier"
-	if p.From != 0 && p.To != 0 {
-		from, to := time.Unix(p.From, 0).UTC(), time.Unix(p.To, 0).UTC()
-		const clock, date = "15:04", "2 Jan"
-		switch {
-		case day(p.From) != day(p.To):
-			when = "From " + from.Format(clock) + " on " + from.Format(date) + " to " + to.Format(clock) + " on " + to.Format(date)
-		case from.Hour() == to.Hour() && from.Minute() == to.Minute():
-			when = "At " + from.Format(clock)
-			if multiDay {
-				when += " on " + from.Format(date)
-			}
-		default:
-			when = "From " + from.Format(clock) + " to " + to.Format(clock)
-			if multiDay {
-				when = "On " + from.Format(date) + " from " + from.Format(clock) + " to " + to.Format(clock)
-			}
-		}
-	}
-	who := andList(p.Names[:min(2, len(p.Names))])
+func (p period) header(multiDay, group, vary bool) string { // (vary: "discussed", as a person varies the verb)
+	b, from, to := make([]byte, 0, 192), time.Unix(p.From, 0).UTC(), time.Unix(p.To, 0).UTC()
+	w := [2][3]string{{"From ", " from ", " to "}, {"Between ", " between ", " and "}}[b2i(len(p.Topics) == 0)]
+	const clock, date = "15:04", "2 Jan"
 	switch {
-	case len(p.Names) >= 3 || group && (who == "" || runeLen(who) > 24):
-		who = "the group" // (as a person writes of a meeting)
-	case who == "" || runeLen(who) > 24:
-		who = "they"
+	case p.From == 0 || p.To == 0:
+		b = append(b, "Earlier"...)
+	case day(p.From) != day(p.To):
+		b = to.AppendFormat(append(from.AppendFormat(append(b, w[0]...), clock+" on "+date), w[2]...), clock+" on "+date)
+	case from.Hour() == to.Hour() && from.Minute() == to.Minute():
+		b = from.AppendFormat(append(b, "At "...), [2]string{clock, clock + " on " + date}[b2i(multiDay)])
+	case multiDay:
+		b = to.AppendFormat(append(from.AppendFormat(append(from.AppendFormat(append(b, "On "...), date), w[1]...), clock), w[2]...), clock)
+	default:
+		b = to.AppendFormat(append(from.AppendFormat(append(b, w[0]...), clock), w[2]...), clock)
 	}
-	if len(p.Topics) == 0 { // no "At 14:47, the group spoke.": the time opens its first statement (compose), which need not have lasted it
-		return strings.Replace(strings.Replace(strings.Replace(when, "From ", "Between ", 1), " from ", " between ", 1), " to ", " and ", 1) + ", "
+	if b = append(b, ", "...); len(p.Topics) == 0 { // no "At 14:47, the group spoke.": the time opens its first statement (compose), which need not have lasted it
+		return string(b)
 	}
-	return when + ", " + who + " talked about " + andList(p.Topics) + "."
+	n := len(b)
+	switch b = appendList(b, p.Names[:min(2, len(p.Names))]); {
+	case len(p.Names) >= 3 || group && (len(b) == n || utf8.RuneCount(b[n:]) > 24):
+		b = append(b[:n], "the group"...) // (as a person writes of a meeting)
+	case len(b) == n || utf8.RuneCount(b[n:]) > 24:
+		b = append(b[:n], "they"...)
+	}
+	return string(append(appendList(append(b, [2]string{" talked about ", " discussed "}[b2i(vary)]...), p.Topics), '.'))
 }
 
 // varied is t, a statement of sp, with its verb "said" varied as a person writing a report varies it: "explained" where

@@ -56,7 +56,6 @@ type state struct {
 	voc         *wordCounts // Voc, read
 	counted     *knownRead  // Voc as the fold that wrote it counted it
 	src         []byte      // Request.PreviousState: this state as its encoding number srcSeq wrote it (seq: encodings so far)
-	spans       []written   // where encoding seq wrote its cached values (codec.go)
 	srcSeq, seq int
 	sc          *scratch // the fold's room, where Voc is read into
 	people      []string // the words of the participants' names peopleOf, stemmed (topics)
@@ -101,7 +100,7 @@ type stmt struct {
 	Own   string    `json:"-"` // the sentence in the speaker's words (a memory's text); not kept
 	ids   []int32   // Terms by their numbers in this fold, once found (wordCounts.termIDs)
 	read  *textRead // what rendering reads in Text, once it changed
-	js    *written  // where an encoding of its state wrote it (codec.go)
+	js    written   // where an encoding of its state wrote it (codec.go)
 }
 
 // fact is a memory returned earlier; its ID is the hash of its speaker and lower-cased text (memories), so the same
@@ -111,7 +110,7 @@ type fact struct {
 	Sp  string `json:"sp,omitempty"`
 	Key string `json:"key,omitempty"`
 	Num string `json:"num,omitempty"` // its numbers, space-separated
-	js  *written
+	js  written
 }
 
 // hashString is hash/fnv's 64-bit FNV-1a of s, without a copy of s; fnvAdd(hashString(a), b) == hashString(a + b).
@@ -176,10 +175,9 @@ func (s *Summarizer) keep(st *state) []byte {
 // encode writes st within maxStateBytes (lossy as appendJSON's), dropping its least valuable parts while it is over.
 func (st *state) encode() (_ []byte, lossy bool) {
 	st.V = stateVersion
-	sc := st.scratch()
 	for {
-		b, lossy, err := st.appendJSON(sc.out[:0])
-		if sc.out = b; err != nil {
+		b, lossy, err := st.appendJSON(st.scratch().out[:0])
+		if st.sc.out = b; err != nil {
 			return nil, false // (only unencodable floats; W is always finite)
 		}
 		if len(b) <= maxStateBytes || !st.shed() {
@@ -253,14 +251,13 @@ func (st *state) scratch() *scratch {
 
 // addName records a participant.
 func (st *state) addName(n string) {
-	if n == "" || slices.Contains(st.Names, n) {
-		return
-	}
-	if len(st.Names) >= maxNames {
+	switch {
+	case n == "" || slices.Contains(st.Names, n):
+	case len(st.Names) >= maxNames:
 		st.Others++
-		return
+	default:
+		st.Names = append(st.Names, n)
 	}
-	st.Names = append(st.Names, n)
 }
 
 // ---- summaries written before the state existed ----
@@ -333,9 +330,4 @@ func leadNames(s string) ([]string, bool) {
 	return nil, false
 }
 
-func unixOf(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.Unix()
-}
+func unixOf(t time.Time) int64 { return t.Unix() * int64(b2i(!t.IsZero())) }
