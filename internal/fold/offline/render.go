@@ -785,7 +785,7 @@ func varied(t string, x *stmt, saidLast bool) string { // (x: the statement, for
 	if sp := x.Sp; !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
 		return t
 	}
-	if r := x.textRead(); r.rest != rest {
+	if r, rest := x.textRead(), x.Text[len(x.Text)-len(rest):]; r.rest != rest { // (rest of the text itself, not of t: the textRead keeps it)
 		r.rest, r.reason, r.opine = rest, reasons.in(rest), opinions.in(rest)
 	}
 	switch {
