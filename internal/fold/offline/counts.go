@@ -92,8 +92,7 @@ func (v *wordCounts) release() *wordCounts {
 	return v
 }
 
-// termIDs are x's terms by their numbers, found once a fold (in v's room): each a lookup, kept by no statement (a
-// statement's *known pointers would be more for the collector to mark in every held state than the lookups cost).
+// termIDs are x's terms by their numbers, found once a fold (in v's room), each looked up: no statement keeps pointers.
 func (v *wordCounts) termIDs(x *stmt) []int32 {
 	if x.ids == nil {
 		n := len(v.all)
@@ -150,11 +149,12 @@ func compareCounts(a, b countEntry) int {
 	return cmp.Or(cmp.Compare(b.c, a.c), strings.Compare(a.t, b.t))
 }
 
-// String writes the counts for state.Voc, and keeps what read makes of them with v's lexicon (back).
+// String writes the counts for state.Voc, and keeps what read makes of them with v's lexicon (back): in the room of the
+// counts read (the state's) when they fit, else in room for half as many words again (up to 2×maxVocab) for the next folds.
 func (v *wordCounts) String() string {
-	b, r, k := v.text[:0], v.spare, 0
-	if v.spare = nil; r == nil || cap(r.n) < v.size { // (else in the room of the counts read, the state's)
-		r = &knownRead{words: make([]*known, v.size), n: make([]int32, v.size)}
+	b, r, k, c := v.text[:0], v.spare, 0, max(v.size, min(v.size*3/2, 2*maxVocab))
+	if v.spare = nil; r == nil || cap(r.n) < v.size {
+		r = &knownRead{words: make([]*known, v.size, c), n: make([]int32, v.size, c)}
 	}
 	r.lx, r.gen, r.floor, r.words, r.n = v.lx, v.lx.gen, v.floor, r.words[:v.size], r.n[:v.size]
 	if v.floor > 0 {

@@ -43,14 +43,15 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
 		lastQ, lastQSp = -2, st.Open[n-1].Sp // -2: the state's last statement
 	}
-	names, sps := slices.Clone(st.Names), b.sps // (each turn's speaker named once)
+	names, sps, d := slices.Clone(st.Names), b.sps, 0 // (each turn's speaker named once; d: how many named)
 	for i, t := range req.Turns {
 		if j := slices.IndexFunc(req.Turns[:i], func(u fold.Turn) bool { return u.Speaker == t.Speaker && u.Role == t.Role }); j >= 0 {
 			sps[i] = sps[j] // (named before)
-		} else if sps[i] = displayName(t); !slices.Contains(names, sps[i]) && len(names) < 64 {
+		} else if sps[i], d = displayName(t), d+1; !slices.Contains(names, sps[i]) && len(names) < 64 {
 			names = append(names, sps[i])
 		}
 	}
+	b.speakers = make([]string, 0, d) // (room for every speaker: one allocation)
 	// A proposal ("Alice suggested …") records who agreed with it in the turns right after it.
 	prop, agreed := -1, []string(nil)
 	endProposal := func() {

@@ -35,7 +35,7 @@ func (lx *lexicon) tighten(s string, ks []*field) (_ string, _ []*field, plain b
 		return s, kw, false
 	}
 	n0 := len(kw)
-	var buf [48]byte
+	var buf, cb, nb [48]byte
 	for len(kw) > 2 && (kw[0].core == trimCut(kw[0].f, ",.!") && kw[0].x.is(fLaugh) || kw[0].core != trimCut(kw[0].f, ",.!") && lx.getBytes(lower(buf[:0], trimCut(kw[0].f, ",.!"))).is(fLaugh)) { // (its field's reading when it trims the word alike)
 		kw = kw[1:] // "hahaha that was close"
 	}
@@ -54,7 +54,6 @@ func (lx *lexicon) tighten(s string, ks []*field) (_ string, _ []*field, plain b
 	// (ko: the fields kept, in kw's room: ko[i] is written once kw[i] is read. same: how many of ko's last words are the
 	// kw before i, as they were: past three, odd's test of the three before holds for ko too)
 	ko, same := kw[:0], 0
-	var cb, nb [32]byte
 	for i := 0; i < len(kw); i++ {
 		if j := min(i+bits.TrailingZeros64(odd>>i), 63, len(kw)); j > i && same >= min(len(ko), 3) { // (the words before the next odd one stay)
 			ko, same, i = append(ko, kw[i:j]...), same+j-i, j-1
