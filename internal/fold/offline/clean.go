@@ -353,11 +353,9 @@ func (l *lexicon) trim() {
 	}
 }
 
-// field is what the lexicon knows of the field f (a field of strings.Fields; noField for none).
+// field is what the lexicon knows of the field f (a non-empty field of strings.Fields).
 func (l *lexicon) field(f string) *field {
-	if f == "" {
-		return &noField
-	} else if l == nil || len(f) > maxFieldLen {
+	if l == nil || len(f) > maxFieldLen {
 		return newField(l, f)
 	}
 	h := int((uint32(f[0]) | uint32(f[len(f)/2])<<8 | uint32(f[len(f)-1])<<16 | uint32(len(f))<<24) * 0x9e3779b1 >> 20)

@@ -109,7 +109,9 @@ func (lx *lexicon) tighten(s string, ks []*field) (_ string, _ []*field, plain b
 			break
 		} else if p := ko[j-1].f; strings.ContainsAny(p[len(p)-1:], ",;:") {
 			end := ko[len(ko)-1].f[len(strings.TrimRight(ko[len(ko)-1].f, ".?!")):]
-			ko = append(ko[:j-1], lx.field(strings.TrimRight(p, ",;:")+end)) // ("": noField, and its sentence's words are read again)
+			if ko = append(ko[:j-1], &noField); len(strings.TrimRight(p, ",;:"))+len(end) > 0 { // (none: no field, and its sentence's words are read again)
+				ko[j-1] = lx.field(strings.TrimRight(p, ",;:") + end)
+			}
 		}
 	}
 	if changed || len(ko) != n0 || !joins(s, ko) { // (none left: s is "")
