@@ -125,8 +125,8 @@ type Summarizer struct {
 // nothing a fold before it left there (each part is reset first) but the lexicon of the words seen and weights written.
 type scratch struct {
 	lex          lexicon
-	terms        []string    // a sentence's terms
-	ks           []*field    // what the lexicon knows of its words (fields)
+	terms        []string    // a text's terms (termsOf)
+	ks           []*field    // what the lexicon knows of a sentence's fields (sentences)
 	stmts, sents []stmt      // a batch's; the memories' candidates
 	kinds        [][2]string // the kind and slot of each of those candidates (personFact)
 	tf           []int32     // how many of a batch's statements say each word (by its number)
