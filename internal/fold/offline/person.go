@@ -57,8 +57,7 @@ func (lx *lexicon) personFact(x *stmt) (kind, slot string, ok bool) {
 	if x.Sp == "" || !cut || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "'s ") {
 		return "", "", false
 	}
-	if strings.HasPrefix(rest, "'s ") {
-		// "Jonas's car fits four": what they own
+	if strings.HasPrefix(rest, "'s ") { // "Jonas's car fits four": what they own
 		if w, _ := nextField(rest[3:], 0); w != "" {
 			return "owns", lx.get(strings.ToLower(strings.Trim(w, ".,!?"))).stem, true
 		}

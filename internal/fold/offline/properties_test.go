@@ -446,7 +446,7 @@ func TestHasPhraseMatchesWholeWords(t *testing.T) {
 		{"the price list and the party", "price list", true}, {"ice, then the party", "ice", true},
 		{"the party. ice", "ice", true}, {"price ice", "ice", true}, {"café", "caf", false}, {"the list", "", false},
 	} {
-		if got := hasPhrase(c.s, c.t); got != c.want {
+		if got := hasPhrase([]byte(c.s), c.t); got != c.want {
 			t.Errorf("hasPhrase(%q, %q) = %v, want %v", c.s, c.t, got, c.want)
 		}
 	}

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"cmp"
 	"math"
 	"math/bits"
@@ -404,9 +405,9 @@ func (lx *lexicon) phrases(s string, people []string) string {
 // ---- rendering ----
 
 // hasPhrase reports whether s holds t as whole words ("ice" is not in "price list", nor "art" in "the party").
-func hasPhrase(s, t string) bool {
+func hasPhrase(s []byte, t string) bool {
 	word := func(c byte) bool { return isLetter(c) || '0' <= c && c <= '9' || c >= utf8.RuneSelf }
-	for i, j := 0, strings.Index(s, t); j >= 0 && t != ""; i, j = i+j+1, strings.Index(s[i+j+1:], t) {
+	for i, j := 0, bytes.Index(s, []byte(t)); j >= 0 && t != ""; i, j = i+j+1, bytes.Index(s[i+j+1:], []byte(t)) {
 		if at := i + j; (at == 0 || !word(s[at-1])) && (at+len(t) == len(s) || !word(s[at+len(t)])) {
 			return true
 		}
@@ -422,21 +423,21 @@ func (st *state) render(budget, maxParticipants, maxLeadTopics int) string {
 	if len(st.Periods) == 0 && len(st.Open) == 0 {
 		return lead
 	}
-	multiDay, lines, tarr, low := st.multiDay(), [8]string{lead}, [maxTopics]string{}, [256]byte{}
+	multiDay, lines, tarr, low := st.multiDay(), [8]string{lead}, [maxTopics]string{}, [512]byte{}
 	texts := append(lines[:1], make([]string, len(st.Periods))...) // the opening, then the periods' lines (headers)
 	headers := texts[1:]
-	var named strings.Builder // (the opening and the lines before, lower-cased; its String a copy of none)
+	named := low[:0] // (the opening and the lines before, lower-cased)
 	for i, p := range st.Periods {
 		if i == 0 {
-			named.Write(lower(low[:0], lead))
+			named = lower(named, lead)
 		}
 		// a topic the opening or an earlier line names already, as whole words, is not named again (unless it is all the line is about)
-		if ts := slices.DeleteFunc(append(tarr[:0], p.Topics...), func(t string) bool { return hasPhrase(named.String(), strings.ToLower(t)) }); len(ts) > 0 {
+		if ts := slices.DeleteFunc(append(tarr[:0], p.Topics...), func(t string) bool { return hasPhrase(named, strings.ToLower(t)) }); len(ts) > 0 {
 			p.Topics = ts
 		}
 		p.Topics = p.Topics[:min(len(p.Topics), shownTopics)]
 		if headers[i] = p.header(multiDay, len(st.Names)+st.Others >= 3, i%2 == 1); i+1 < len(st.Periods) { // (what the next lines may name again)
-			named.Write(lower(low[:0], headers[i]))
+			named = lower(named, headers[i])
 		}
 	}
 	used := runeLen(lead)
@@ -784,7 +785,7 @@ func varied(t string, x *stmt, saidLast bool) string { // (x: the statement, for
 	if sp := x.Sp; !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
 		return t
 	}
-	if r := x.textRead(); r.rest != rest {
+	if r, rest := x.textRead(), x.Text[len(x.Text)-len(rest):]; r.rest != rest { // (rest of the text itself, not of t: the textRead keeps it)
 		r.rest, r.reason, r.opine = rest, reasons.in(rest), opinions.in(rest)
 	}
 	switch {
