@@ -101,15 +101,15 @@ func (p *period) fields(c *codec) {
 	list(c, `,"stmts":`, &p.Stmts, func(c *codec, x *stmt) { c.object(x.fields) })
 }
 
-// written is where a state's encoding (seq) wrote a value's JSON (off to end), and what from: its numbers (n) and
-// its strings, in the JSON from str[i] to str[i]+size[i] (from off, quotes not), escaped where esc has the bit 1<<i.
+// written is where a state's encoding (seq) wrote a value's JSON (off to end), and what from: its numbers (n, then
+// k: a third under 256) and its strings, in the JSON from str[i] to str[i]+size[i] (from off, quotes not), escaped where esc has the bit 1<<i.
 // The next fold's encoding copies those bytes from the state it read (state.src) while the value's strings and
 // numbers are those.
 type written struct {
 	seq, off, end int32
 	str, size     [4]uint16
-	esc           uint8
-	n             [3]uint64
+	esc, k        uint8
+	n             [2]uint64
 }
 
 // cached writes with write what at last wrote, copying it from the state read when it was written from the same
@@ -121,8 +121,9 @@ func cached(c *codec, at *written, s [4]string, n [3]uint64, write func()) {
 		c.w, j.seq = append(c.w, c.st.src[j.off:j.end]...), int32(c.st.seq) // (from the object's first byte '{', as object writes it)
 	} else if write(); c.r != nil || c.err != nil {
 		return
-	} else if j = (written{seq: int32(c.st.seq), n: n}); len(c.w)-start > math.MaxUint16 || c.marks != len(s) {
-		j.seq = 0 // (past what a place here tells, or not the strings s: written anew next time)
+	} else if j = (written{seq: int32(c.st.seq), n: [2]uint64(n[:2]), k: uint8(n[2])}); len(c.w)-start > math.MaxUint16 ||
+		c.marks != len(s) || n[2] > math.MaxUint8 {
+		j.seq = 0 // (past what a place here tells, not the strings s, or a third number past k: written anew next time)
 	} else {
 		for i, m := range c.mark {
 			j.str[i], j.size[i], j.esc = uint16(m[0]-start), uint16(m[1]-m[0]), j.esc|uint8(b2i(m[1]-m[0] != len(s[i])))<<i
@@ -135,7 +136,7 @@ func cached(c *codec, at *written, s [4]string, n [3]uint64, write func()) {
 // same reports whether the strings s and numbers n are those j was written from (in the state read): a string written
 // as it is, by its bytes; one escaped, by its JSON (written past w's end).
 func (c *codec) same(j *written, s *[4]string, n *[3]uint64) bool {
-	src, ok := c.st.src[j.off:j.end], j.n == *n
+	src, ok := c.st.src[j.off:j.end], j.n == [2]uint64(n[:2]) && uint64(j.k) == n[2]
 	for i := 0; ok && i < len(s); i++ {
 		if js := src[j.str[i] : int(j.str[i])+int(j.size[i])]; j.esc&(1<<i) == 0 {
 			ok = len(js) == len(s[i]) && (len(js) == 0 || string(js) == s[i])
@@ -313,12 +314,11 @@ func (r *jsonReader) next() byte {
 
 // expect reads the byte c (false, failing, when the next is another).
 func (r *jsonReader) expect(c byte) bool {
-	if r.next() != c {
+	ok := r.next() == c
+	if r.i += b2i(ok); !ok {
 		r.fail("want '" + string(c) + "'")
-		return false
 	}
-	r.i++
-	return true
+	return ok
 }
 
 // array reads an array, calling elem for each element; elem must read it.

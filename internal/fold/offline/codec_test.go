@@ -57,7 +57,7 @@ func codecStates(t *testing.T) []*state {
 		Periods: []period{{}, {From: -1, To: 1 << 40, Names: []string{odd}, Topics: []string{"x"},
 			Stmts: []stmt{{Text: ""}, {Sp: odd, At: 1, Text: odd, W: 1e-9, K: kTool, Terms: odd, Key: odd, Ph: odd, Batch: true}}}},
 		Open: []stmt{{Text: "t", W: 1e22}, {Text: "u", W: -0.5}, {Text: "v", W: 7.999999999999999},
-			{Sp: "Ann Lee", Text: `Ann said, "a <b> & c\d"`, Terms: "said", W: 2}, {Sp: "Bo", Text: "é \u00e9", Key: "k\"", W: 3}},
+			{Sp: "Ann Lee", Text: `Ann said, "a <b> & c\d"`, Terms: "said", W: 2}, {Sp: "Bo", Text: "é \u00e9", Key: "k\"", W: 3}, {Text: "w", K: 261}},
 		Facts:  []fact{{ID: "m1"}, {ID: odd, Sp: odd, Key: odd, Num: odd}},
 		Topics: []string{odd}, Small: true})
 	return out
@@ -100,14 +100,14 @@ func TestStatementsWrittenAgainFollowTheirFields(t *testing.T) {
 		if len(st.Open) > 0 { // (a copy of a statement in a period, as closing one makes: the two change apart)
 			st.Periods = append(st.Periods, period{Stmts: []stmt{st.Open[0]}})
 		}
-		for round := range 6 {
+		for round := range 7 {
 			prev, _, err := st.appendJSON(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			st.src, st.srcSeq = prev, st.seq // (as the next fold reads it)
 			for j := range st.Open {
-				switch x := &st.Open[j]; (j + round) % 6 {
+				switch x := &st.Open[j]; (j + round) % 7 {
 				case 0:
 					x.Text += "x"
 				case 1:
@@ -121,6 +121,8 @@ func TestStatementsWrittenAgainFollowTheirFields(t *testing.T) {
 					x.Sp = x.Sp[:len(x.Sp)/2]
 				case 5: // (as long as it was)
 					x.Terms = strings.ToUpper(x.Terms)
+				case 6: // (its kind's last byte)
+					x.K %= 256
 				}
 			}
 			for j := range st.Facts {
