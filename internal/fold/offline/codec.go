@@ -101,9 +101,10 @@ func (p *period) fields(c *codec) {
 	list(c, `,"stmts":`, &p.Stmts, func(c *codec, x *stmt) { c.object(x.fields) })
 }
 
-// written is where a state's encoding (seq) wrote a value's JSON (off to end), and what from: its numbers (n) and its
-// strings, in the JSON from str[i] to str[i]+size[i] (from off, quotes not), escaped where esc has the bit 1<<i. The next
-// fold's encoding copies those bytes from the state it read (state.src) while the value's strings and numbers are those.
+// written is where a state's encoding (seq) wrote a value's JSON (off to end), and what from: its numbers (n) and
+// its strings, in the JSON from str[i] to str[i]+size[i] (from off, quotes not), escaped where esc has the bit 1<<i.
+// The next fold's encoding copies those bytes from the state it read (state.src) while the value's strings and
+// numbers are those.
 type written struct {
 	seq, off, end int32
 	str, size     [4]uint16
@@ -112,17 +113,18 @@ type written struct {
 }
 
 // cached writes with write what at last wrote, copying it from the state read when it was written from the same
-// fields (the strings s, not empty where the JSON has them, and the numbers n), and notes in at where it wrote it.
+// fields (the strings s, which write writes with str in this order, and the numbers n), and notes in at where it
+// wrote it.
 func cached(c *codec, at *written, s [4]string, n [3]uint64, write func()) {
 	start, j := len(c.w), *at
 	if c.marks = 0; c.r == nil && j.seq > 0 && int(j.seq) == c.st.srcSeq && int(j.end) <= len(c.st.src) && c.same(&j, &s, &n) {
 		c.w, j.seq = append(c.w, c.st.src[j.off:j.end]...), int32(c.st.seq) // (from the object's first byte '{', as object writes it)
 	} else if write(); c.r != nil || c.err != nil {
 		return
-	} else if j = (written{seq: int32(c.st.seq), n: n}); len(c.w)-start > math.MaxUint16 {
-		j.seq = 0 // (past what a place here tells: written anew next time)
+	} else if j = (written{seq: int32(c.st.seq), n: n}); len(c.w)-start > math.MaxUint16 || c.marks != len(s) {
+		j.seq = 0 // (past what a place here tells, or not the strings s: written anew next time)
 	} else {
-		for i, m := range c.mark { // (its four strings, in the order written)
+		for i, m := range c.mark {
 			j.str[i], j.size[i], j.esc = uint16(m[0]-start), uint16(m[1]-m[0]), j.esc|uint8(b2i(m[1]-m[0] != len(s[i])))<<i
 		}
 	}
@@ -324,13 +326,10 @@ func (r *jsonReader) array(elem func()) {
 	if !r.expect('[') || r.next() == ']' && r.expect(']') {
 		return
 	}
-	for r.err == nil {
-		if elem(); r.next() != ',' {
-			r.expect(']')
-			return
-		}
+	for elem(); r.next() == ','; elem() {
 		r.i++
 	}
+	r.expect(']')
 }
 
 // parse reads the next number with p (want: what it fails with).

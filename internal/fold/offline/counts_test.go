@@ -1,13 +1,19 @@
 package offline
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/foldstream/foldstream/internal/fold"
 )
 
 // parseCounts reads what wordCounts.String writes: the counts and the
@@ -173,4 +179,48 @@ func TestTermIDsFromFoldToFold(t *testing.T) {
 	v.read("gamma:3", nil)
 	x.ids = nil
 	check("after the lexicon started over", "delta", "beta")
+}
+
+// Sessions folded at once, each from the state its last fold kept, fold as
+// from decoded copies of their states: the counts a kept state carries (and
+// the room a fold writes them in) are its own, whichever scratch folds it
+// next and whatever the scratch folded in between (with -race, room two
+// folds write at once is a race).
+func TestKeptCountsOfSessionsFoldedAtOnce(t *testing.T) {
+	kept, decoded := New(), New()
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for s := range uint64(4) {
+		wg.Go(func() {
+			ts, notes := synthSession(11+s, 200)
+			var k, d fold.Outcome
+			for i, ni := 0, 0; i < len(ts); i += 10 {
+				b := ts[i:min(i+10, len(ts))]
+				var bn []fold.Note
+				for ; ni < len(notes) && !notes[ni].At.After(b[len(b)-1].At); ni++ {
+					bn = append(bn, notes[ni])
+				}
+				req := fold.Request{Session: fmt.Sprint("s", s), Profile: fold.ProfileVoice, Turns: b, Notes: bn, MaxChars: 1200}
+				kreq, dreq := req, req
+				kreq.PreviousSummary, kreq.PreviousState = k.Summary, k.State
+				dreq.PreviousSummary, dreq.PreviousState = d.Summary, bytes.Clone(d.State)
+				var err error
+				if k, err = fold.Summarize(context.Background(), kept, kreq); err == nil {
+					d, err = fold.Summarize(context.Background(), decoded, dreq)
+				}
+				if err == nil && (k.Summary != d.Summary || !bytes.Equal(k.State, d.State)) {
+					err = fmt.Errorf("session %d, turns %d-%d: from the kept state\n%s\n%s\nfrom the decoded one\n%s\n%s", s, i, i+len(b)-1, k.Summary, k.State, d.Summary, d.State)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
