@@ -18,16 +18,15 @@ const maxVocab = 256 // words kept after a prune
 // Every word a fold handles, counted or not, has a number (id), so that what a summary says or names is a set of
 // numbers (termSet), not a map.
 type wordCounts struct {
-	lx          *lexicon // where a word's number in this fold is kept (known.id, for known.fold == fold)
-	fold        uint32
-	words       []*known     // by number
-	n           []int32      // how often each word was said; -1: not counted
-	size, floor int          // words counted; the count of the least said word kept when words were last forgotten
-	es          []countEntry // room for sorting
-	text        []byte       // room for String
-	all         []int32      // room for the statements' termIDs
-	back, spare *knownRead   // what read makes of String's last text; the state's read last, for String to write again
-	clean       int          // words numbered by read: none has ':' (read leaves such a word out)
+	lx                 *lexicon // where a word's number in this fold is kept (known.id, for known.fold == fold)
+	fold               uint32
+	words              []*known     // by number
+	n                  []int32      // how often each word was said; -1: not counted
+	size, floor, clean int          // words counted; the least said word's count when words were last forgotten; words numbered by read (none has ':')
+	es                 []countEntry // room for sorting
+	text               []byte       // room for String
+	all                []int32      // room for the statements' termIDs
+	back, spare        *knownRead   // what read makes of String's last text; the state's read last, for String to write again
 }
 
 // knownRead are the words of s (state.Voc) with their counts and floor as a lexicon knows them, while it knows the same

@@ -728,14 +728,15 @@ func worthBeyondWords(x *stmt, terms int) float64 {
 // textRead is what rendering reads in a statement's text (rendered fold after fold), read again once the text changes:
 // its length in runes, whether it is decisive, whether what follows its "said" gives a reason or an opinion (varied).
 type textRead struct {
-	text, rest              string
+	text                    string
 	runes                   int
+	rest                    int32 // the length of the rest of the text (after "said") that reason and opine read; -1: none yet
 	decisive, reason, opine bool
 }
 
 func (x *stmt) textRead() *textRead {
 	if r := x.read; r == nil || r.text != x.Text || r.runes == 0 {
-		x.read = &textRead{text: x.Text, rest: "\x00", runes: runeLen(x.Text), decisive: decisive.in(x.Text)}
+		x.read = &textRead{text: x.Text, rest: -1, runes: runeLen(x.Text), decisive: decisive.in(x.Text)}
 	}
 	return x.read
 }
@@ -784,8 +785,8 @@ func varied(t string, x *stmt, saidLast bool) string { // (x: the statement, for
 	if sp := x.Sp; !ok || head != sp && head != sp+" also" || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ", ") {
 		return t
 	}
-	if r, rest := x.textRead(), x.Text[len(x.Text)-len(rest):]; r.rest != rest { // (rest of the text itself, not of t: the textRead keeps it)
-		r.rest, r.reason, r.opine = rest, reasons.in(rest), opinions.in(rest)
+	if r := x.textRead(); r.rest != int32(len(rest)) { // (rest: a suffix of the text, known by its length)
+		r.rest, r.reason, r.opine = int32(len(rest)), reasons.in(rest), opinions.in(rest)
 	}
 	switch {
 	case x.read.reason: // (x.read: textRead's)
