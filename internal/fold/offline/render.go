@@ -613,16 +613,15 @@ func day(t int64) int64 { return (t - (t%86400+86400)%86400) / 86400 }
 
 // cand is a statement that may go in the summary.
 type cand struct {
-	x      *stmt
-	terms  []int32 // its words (wordCounts.id)
+	x      *stmt   // (its words: x.ids, wordCounts.termIDs; the one pointer, so that candidates are cheap to write)
 	rec    float64 // more for newer statements
 	extra  float64 // worthBeyondWords
 	latest bool    // the last thing said: where the conversation is
 	size   int     // runes, with the space before it
 	period int     // -1: current
 	taken  bool
-	dup    bool      // its text, lower-cased, is a taken candidate's
-	worth  []float64 // of each term, in one pick
+	dup    bool  // its text, lower-cased, is a taken candidate's
+	worth  int32 // where the worth of each of its words starts in one pick's
 }
 
 // naming are the words of texts by their numbers (after state.counts).
@@ -641,7 +640,7 @@ func (sc *scratch) naming(texts []string) termSet {
 
 func (sc *scratch) newCand(x *stmt, period int, rec float64) cand {
 	terms := sc.voc.termIDs(x)
-	return cand{x: x, period: period, terms: terms, rec: rec, size: x.textRead().runes + 1, extra: worthBeyondWords(x, len(terms))}
+	return cand{x: x, period: period, rec: rec, size: x.textRead().runes + 1, extra: worthBeyondWords(x, len(terms))}
 }
 
 // pickCovering marks at most n candidates within room runes, one at a time: the one that adds most for its length of
@@ -658,7 +657,7 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 			}
 		}
 		b.dup = true
-		for _, t := range b.terms {
+		for _, t := range b.x.ids {
 			said[t] = true
 		}
 	}
@@ -667,11 +666,11 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		c, z, gain := &cands[i], cands[i].size&511, 0.0
 		c.dup, twice[z>>6], sizes[z>>6] = false, twice[z>>6]|sizes[z>>6]&(1<<(z&63)), sizes[z>>6]|1<<(z&63)
 		// what each candidate's words are worth does not change while picking; its bound, value's while nothing is said
-		for _, t := range c.terms {
+		for _, t := range c.x.ids {
 			worth = append(worth, voc.weight(t)/float64(1+3*b2i(named[t]))) // a quarter for a word named: said in other words
 			gain += worth[len(worth)-1]
 		}
-		c.worth = worth[len(worth)-len(c.terms):]
+		c.worth = int32(len(worth) - len(c.x.ids))
 		if bound = append(bound, (gain+c.extra)*c.rec/float64(c.size+30)*float64(b2i(c.size <= room))); bound[i] > 0 {
 			order = append(order, int32(i))
 		}
@@ -681,14 +680,14 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		if c.taken || c.size > room || c.dup {
 			return 0
 		}
-		gain, fresh, worth := 0.0, 0, c.worth[:len(c.terms)]
-		for j, t := range c.terms {
+		gain, fresh, worth := 0.0, 0, worth[c.worth:int(c.worth)+len(c.x.ids)]
+		for j, t := range c.x.ids {
 			if !said[t] {
 				fresh++
 				gain += worth[j]
 			}
 		}
-		if len(c.terms) > 0 && fresh*3 < len(c.terms) && c.x.K == kSaid && !(c.latest && fresh > 0) {
+		if len(c.x.ids) > 0 && fresh*3 < len(c.x.ids) && c.x.K == kSaid && !(c.latest && fresh > 0) {
 			return 0 // says little that is not said already
 		}
 		return (gain + c.extra) * c.rec / float64(c.size+30)
