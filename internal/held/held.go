@@ -17,9 +17,10 @@ import (
 type Map[T any] struct {
 	// Max is the most values held at once (0: no bound); a Put beyond it
 	// holds nothing.
-	Max int
-	mu  sync.Mutex
-	m   map[weak.Pointer[byte]]entry[T]
+	Max   int
+	mu    sync.Mutex
+	m     map[weak.Pointer[byte]]entry[T]
+	dropK func(weak.Pointer[byte]) // drop, made once with m (a method value made in each Put would be an allocation)
 }
 
 // entry is a value and what identifies the bytes it was put with: their
@@ -52,10 +53,10 @@ func (h *Map[T]) Put(b []byte, v T) {
 		return
 	}
 	if h.m == nil {
-		h.m = map[weak.Pointer[byte]]entry[T]{}
+		h.m, h.dropK = map[weak.Pointer[byte]]entry[T]{}, h.drop
 	}
 	h.m[k] = entry[T]{v: v, n: len(b), sum: sum}
-	runtime.AddCleanup(&b[0], h.drop, k)
+	runtime.AddCleanup(&b[0], h.dropK, k)
 }
 
 // Take returns the value held for b and forgets it; false when none is
