@@ -39,7 +39,7 @@ func (st *state) appendJSON(b []byte) (_ []byte, lossy bool, err error) {
 
 // decodeState reads a state written by encode as encoding/json would read it into the state's struct (what the codec
 // does not write, such as spaces, nulls and other keys, by encoding/json: so a state of version 1, whose facts have a
-// "sum"). It fails on anything that is not JSON, and on a state of a version after this one.
+// "sum"). It fails on anything that is not JSON (a number too: "01", "+1"), and on a state of a version after this one.
 func decodeState(data []byte) (*state, error) {
 	st, c := new(state), &codec{r: &jsonReader{s: string(data)}}
 	if c.object(st.fields); c.r.err != nil || c.r.i < len(data) {
@@ -339,10 +339,21 @@ func parse[T any](r *jsonReader, p func(string) (T, error), want string) T {
 		r.i++
 	}
 	v, err := p(r.s[start:r.i])
-	if err != nil {
+	if err != nil || !jsonNumber(r.s[start:r.i]) {
 		r.fail(want)
 	}
 	return v
+}
+
+// jsonNumber reports whether n is a number as JSON writes it (strconv also reads "+1", "01", ".5" and "1.").
+func jsonNumber(n string) bool {
+	digits := func(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+	m, e, exp := strings.Cut(strings.ToLower(strings.TrimPrefix(n, "-")), "e")
+	i, f, dot := strings.Cut(m, ".")
+	if exp && e != "" && (e[0] == '+' || e[0] == '-') {
+		e = e[1:] // (the exponent's sign)
+	}
+	return digits(i) && (i == "0" || i[0] != '0') && (!dot || digits(f)) && (!exp || digits(e))
 }
 
 // str reads a string.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -229,6 +230,25 @@ func TestStateCodecRefusesNaN(t *testing.T) {
 	}
 	if _, err := json.Marshal(st); err == nil {
 		t.Fatal("encoding/json wrote NaN")
+	}
+}
+
+// A state whose numbers JSON would not read ("01", "+1", ".5", "1.") is refused as encoding/json refuses it, and
+// one of the numbers JSON writes is read.
+func TestStateNumbersAreJSONs(t *testing.T) {
+	for _, n := range []string{"00", "01", "+1", "-01", ".5", "1.", "1.e5", "1e", "1e+", "1e+-5", "--1", "-", "1ee5", "1.2.3"} {
+		for _, s := range []string{`{"v":` + n + `,"sum":0}`, `{"v":1,"sum":0,"open":[{"text":"x","w":` + n + `}]}`} {
+			if st, err := decodeState([]byte(s)); err == nil {
+				t.Errorf("%s read as %+v; want an error", s, *st)
+			}
+		}
+	}
+	for _, n := range []string{"0", "-0", "0.5", "-0.25", "12.5e3", "1E-7", "1e+21", "3e0"} {
+		s := `{"v":1,"sum":0,"open":[{"text":"x","w":` + n + `}]}`
+		want, err := strconv.ParseFloat(n, 64)
+		if st, derr := decodeState([]byte(s)); err != nil || derr != nil || st.Open[0].W != want {
+			t.Errorf("%s: %v, %v; want w %v", s, st, derr, want)
+		}
 	}
 }
 

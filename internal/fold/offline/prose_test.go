@@ -335,6 +335,15 @@ func TestNoteSourceIsNoSpeaker(t *testing.T) {
 	}
 }
 
+// A period line varies its own verb, never a participant's name that says it ("A talked about B").
+func TestPeriodLineVariesItsVerbNotANameSayingIt(t *testing.T) {
+	from := time.Date(2026, 1, 10, 14, 2, 0, 0, time.UTC)
+	p := period{From: from.Unix(), To: from.Add(18 * time.Minute).Unix(), Names: []string{"A talked about B", "Cy"}, Topics: []string{"the flank"}}
+	if got, want := p.header(false, false, true), "From 14:02 to 14:20, A talked about B and Cy discussed the flank."; got != want {
+		t.Errorf("header = %q, want %q", got, want)
+	}
+}
+
 // A period line of three or more speakers names the group, as a person
 // writes of a meeting; of two, their names; of two long names, "they"
 // (or the group, in a conversation of three or more).
