@@ -31,9 +31,10 @@ type codec struct {
 
 // appendJSON appends st's JSON to b; lossy: a string not UTF-8 was written as U+FFFD (cached copies none: it was kept).
 func (st *state) appendJSON(b []byte) (_ []byte, lossy bool, err error) {
-	c := &codec{w: b, st: st}
-	st.seq++
+	c := &st.scratch().out // (a codec of its own would be an allocation: one goes to the functions it calls)
+	*c, st.seq = codec{w: b, st: st}, st.seq+1
 	c.object(st.fields)
+	c.st = nil // (the scratch outlives the fold)
 	return c.w, c.lossy, c.err
 }
 
@@ -378,8 +379,7 @@ func (r *jsonReader) str() string {
 			}
 			return s
 		case c == '\\':
-			plain = false
-			r.i++ // (the byte escaped does not end the string)
+			plain, r.i = false, r.i+1 // (the byte escaped does not end the string)
 		case c < ' ':
 			r.fail("control character in a string")
 			return ""

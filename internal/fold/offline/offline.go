@@ -137,7 +137,7 @@ type scratch struct {
 	phrases      []phrase
 	slots        []int32       // a phrase's place in phrases, by its key (topics); pickCovering's order
 	seen, lines  []string      // the words of the topics chosen; the summary's sentences (compose)
-	out          []byte        // the state written
+	out          codec         // what writes the state (appendJSON), and in w the state written
 	floatBits    [256]uint64   // weights written (appendJSONFloat), by their bits' hash: what a fold finds here it would write
 	floatText    [256][32]byte // and how: their JSON, its length in the last byte
 }

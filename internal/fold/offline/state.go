@@ -176,8 +176,8 @@ func (s *Summarizer) keep(st *state) []byte {
 func (st *state) encode() (_ []byte, lossy bool) {
 	st.V = stateVersion
 	for {
-		b, lossy, err := st.appendJSON(st.scratch().out[:0])
-		if st.sc.out = b; err != nil {
+		b, lossy, err := st.appendJSON(st.scratch().out.w[:0])
+		if err != nil {
 			return nil, false // (only unencodable floats; W is always finite)
 		}
 		if len(b) <= maxStateBytes || !st.shed() {
