@@ -358,9 +358,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 		at++
 		if paren = paren || strings.HasPrefix(f, "("); paren {
 			paren = !strings.Contains(f, ")")
-			if len(run) > 0 {
-				flush()
-			}
+			flush()
 			continue // a resolved date
 		}
 		k, end := lx.field(f), f[len(f)-1] // (end is tested against ASCII only: a byte will do)
