@@ -176,13 +176,18 @@ func (st *state) topics(out []string, ss []stmt, n int, voc *wordCounts) []strin
 		return nil
 	}
 	sc := st.scratch()
-	all, total := sc.phrases[:0], 0
+	// all: the phrases that could name a subject last time (st.gathered) when ss are the statements they were gathered
+	// from (same: a period closes those the opening sentence read the fold before), else all gathered anew
+	total, same := 0, len(st.gatheredOf) == len(ss)
 	for i := range ss {
 		total += len(ss[i].Ph)/3 + 2 // (its distinct keys at most: a key but "" takes "=", a byte and ";" but the last)
+		same = same && st.gatheredOf[i] == ss[i].Ph[:len(ss[i].Ph)*b2i(ss[i].K != kTool)]
 	}
-	slots := append(sc.slots[:0], make([]int32, 2<<bits.Len(uint(total)))...) // all's places by key (open addressing, at most half full; 0: free)
-	for si := range ss {
-		for ph, more := ss[si].Ph, ss[si].Ph != "" && ss[si].K != kTool; more; {
+	all := [2][]phrase{sc.phrases[:0], st.gathered}[b2i(same)]
+	slots := append(sc.slots[:0], make([]int32, (2<<bits.Len(uint(total)))*b2i(!same))...) // all's places by key (open addressing, at most half full; 0: free)
+	for si := 0; si < len(ss) && !same; si++ {
+		st.gatheredOf = append(st.gatheredOf[:si], ss[si].Ph[:len(ss[si].Ph)*b2i(ss[si].K != kTool)])
+		for ph, more := st.gatheredOf[si], st.gatheredOf[si] != ""; more; {
 			seg, rest, found := strings.Cut(ph, ";") // the next "text=key" (a key but "": after a '=')
 			text, key, _ := strings.Cut(seg, "=")
 			at := int32(len(ss[si].Ph) - len(ph))
@@ -209,8 +214,8 @@ func (st *state) topics(out []string, ss []stmt, n int, voc *wordCounts) []strin
 				upper: unicode.IsUpper(r) || unicode.IsDigit(r)})
 		}
 	}
-	sc.phrases, sc.slots = all, slots
-	kept := all[:0] // (what can name a subject, sorted)
+	st.gatheredOf, sc.slots = st.gatheredOf[:len(ss)], slots
+	kept := [2][]phrase{all, sc.phrases}[b2i(same)][:0] // (what can name a subject, sorted)
 	for i := range all {
 		p := &all[i]
 		text, key := p.text(ss), p.key(ss)
@@ -229,6 +234,9 @@ func (st *state) topics(out []string, ss []stmt, n int, voc *wordCounts) []strin
 			p.score += topicSalience * max(0, voc.weight(voc.id(k)))
 		}
 		kept = append(kept, *p)
+	}
+	if !same { // (not yet sorted: as gathered)
+		st.gathered = append(st.gathered[:0], kept...)
 	}
 	slices.SortStableFunc(kept, func(a, b phrase) int { return cmp.Compare(b.score, a.score) })
 	used := sc.seen[:0] // the words of the topics chosen
@@ -266,7 +274,7 @@ func (st *state) topics(out []string, ss []stmt, n int, voc *wordCounts) []strin
 		}
 		out = append(out, t)
 	}
-	sc.seen = used
+	sc.seen, sc.phrases = used, kept
 	return out
 }
 
@@ -319,8 +327,7 @@ func statementBody(x stmt) string {
 func (lx *lexicon) phrases(s string, people []string) string {
 	barr, rarr := [256]byte{}, [8]*field{} // (rarr: the run's words, their core and lexeme)
 	out, run := barr[:0], rarr[:0]
-	runUpper := false
-	np := false // the run follows a determiner: a noun phrase
+	runUpper, np := false, false // (np: the run follows a determiner, a noun phrase)
 	flush := func() {
 		for len(run) > 0 && (run[len(run)-1].x.is(fAdverb) || strings.HasSuffix(run[len(run)-1].core, "ally")) {
 			run = run[:len(run)-1]
@@ -341,21 +348,15 @@ func (lx *lexicon) phrases(s string, people []string) string {
 				out = append(append(out, " "[:min(i, 1)]...), w.x.stem...)
 			}
 		}
-		run = run[:0]
-		np = false
+		run, np = run[:0], false
 	}
-	start := true // the word starts a sentence: its capital says nothing
-	det := false  // the word before was a determiner
-	paren := false
+	start, det, paren := true, false, false // the word starts a sentence (its capital says nothing); follows a determiner
 	// held: a capitalised word that opens a sentence, the start of a name when the next word is capitalised too
 	// ("decided: Joshua Tree, …")
 	held, heldAt, at := (*field)(nil), -2, 0 // (held is the word before's when heldAt is at-1)
 	for f, wi := nextField(s, 0); f != ""; f, wi = nextField(s, wi) {
 		at++
-		if strings.HasPrefix(f, "(") {
-			paren = true
-		}
-		if paren {
+		if paren = paren || strings.HasPrefix(f, "("); paren {
 			paren = !strings.Contains(f, ")")
 			if len(run) > 0 {
 				flush()
@@ -396,9 +397,7 @@ func (lx *lexicon) phrases(s string, people []string) string {
 			flush()
 		}
 	}
-	if len(run) > 0 {
-		flush()
-	}
+	flush()
 	return string(out)
 }
 

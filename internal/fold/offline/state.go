@@ -58,6 +58,8 @@ type state struct {
 	src         []byte      // Request.PreviousState: this state as its encoding number srcSeq wrote it (seq: encodings so far)
 	srcSeq, seq int
 	sc          *scratch // the fold's room, where Voc is read into
+	gathered    []phrase // the phrases topics gathered last (render.go), of statements with the phrases gatheredOf
+	gatheredOf  []string // (Ph; a tool run's: none)
 	people      []string // the words of the participants' names peopleOf, stemmed (topics)
 	peopleOf    []string
 }
