@@ -279,7 +279,7 @@ func (x lexeme) is(f wordFlags) bool { return x.flags&f != 0 }
 // written too (field), so that a sentence's words are trimmed, lower-cased and stemmed once.
 type lexicon struct {
 	m     map[string]*known
-	near  [1024]*known
+	near  [4096]*known
 	fm    map[string]*field
 	fnear [4096]*field
 	gen   uint32 // how many times its words started over (a *known kept from another gen is not its word's)
@@ -331,7 +331,7 @@ func (l *lexicon) getBytes(w []byte) lexeme {
 
 // known is what the lexicon knows of the word w (not empty).
 func (l *lexicon) known(w []byte) *known {
-	h := int((uint32(w[0]) | uint32(w[len(w)/2])<<8 | uint32(w[len(w)-1])<<16 | uint32(len(w))<<24) * 0x9e3779b1 >> 22)
+	h := int((uint32(w[0]) | uint32(w[len(w)/2])<<8 | uint32(w[len(w)-1])<<16 | uint32(len(w))<<24) * 0x9e3779b1 >> 20)
 	if k := l.near[h]; k != nil && k.w == string(w) {
 		return k
 	}
