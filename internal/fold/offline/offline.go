@@ -117,7 +117,7 @@ func WithLogger(l zerolog.Logger) Option { return func(c *config) { c.log = l } 
 type Summarizer struct {
 	cfg   config
 	rooms sync.Pool        // *scratch
-	held  held.Map[*state] // (at most 4,096: ~52 KiB each after the ingest bench's five folds)
+	held  held.Map[*state] // (at most 4,096: ~33 KB each after the ingest bench's five folds)
 }
 
 // scratch is the room one fold works in: the state's word counts, and what reading sentences, picking statements and
