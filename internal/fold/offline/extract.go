@@ -203,8 +203,10 @@ func tidyEnds(s string) string {
 	if i := strings.IndexByte(s, '"'); i >= 0 && strings.Count(s[i:], `"`)%2 == 1 {
 		s = strings.Join(strings.Fields(strings.ReplaceAll(s, `"`, "")), " ")
 	}
-	if n := len(s); n > 1 && oneOf(s[n-2], 1<<','|1<<';'|1<<':'|1<<' ') && len(strings.TrimRight(strings.TrimSuffix(s, "."), ",;: ")) < n-1 { // (most end with a letter and a stop)
-		return strings.TrimRight(strings.TrimSuffix(s, "."), ",;: ") + "."
+	if n := len(s); n > 1 && oneOf(s[n-2], 1<<','|1<<';'|1<<':'|1<<' ') { // (most end with a letter and a stop)
+		if t := strings.TrimRight(strings.TrimSuffix(s, "."), ",;: "); len(t) < n-1 {
+			return t + "."
+		}
 	}
 	return s
 }

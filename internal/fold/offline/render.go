@@ -166,6 +166,9 @@ type phrase struct {
 func (p *phrase) text(ss []stmt) string { return ss[p.si].Ph[p.at:p.eq] }
 func (p *phrase) key(ss []stmt) string  { return ss[p.si].Ph[min(p.eq+1, p.end):p.end] }
 
+// topicPh are the phrases of x that topics gathers: a tool run's, none.
+func topicPh(x *stmt) string { return x.Ph[:len(x.Ph)*b2i(x.K != kTool)] }
+
 // topics are the phrases the statements ss are most about: runs of up to three content words ("the cabin near Lake
 // Tahoe" gives "cabin", "Lake Tahoe"), names of people left out, multi-word phrases and names preferred to single
 // words, which must recur to count, and, given the conversation's word counts (a closed period's topics, not what the
@@ -181,12 +184,12 @@ func (st *state) topics(out []string, ss []stmt, n int, voc *wordCounts) []strin
 	total, same := 0, len(st.gatheredOf) == len(ss)
 	for i := range ss {
 		total += len(ss[i].Ph)/3 + 2 // (its distinct keys at most: a key but "" takes "=", a byte and ";" but the last)
-		same = same && st.gatheredOf[i] == ss[i].Ph[:len(ss[i].Ph)*b2i(ss[i].K != kTool)]
+		same = same && st.gatheredOf[i] == topicPh(&ss[i])
 	}
 	all := [2][]phrase{sc.phrases[:0], st.gathered}[b2i(same)]
 	slots := append(sc.slots[:0], make([]int32, (2<<bits.Len(uint(total)))*b2i(!same))...) // all's places by key (open addressing, at most half full; 0: free)
 	for si := 0; si < len(ss) && !same; si++ {
-		st.gatheredOf = append(st.gatheredOf[:si], ss[si].Ph[:len(ss[si].Ph)*b2i(ss[si].K != kTool)])
+		st.gatheredOf = append(st.gatheredOf[:si], topicPh(&ss[si]))
 		for ph, more := st.gatheredOf[si], st.gatheredOf[si] != ""; more; {
 			seg, rest, found := strings.Cut(ph, ";") // the next "text=key" (a key but "": after a '=')
 			text, key, _ := strings.Cut(seg, "=")
