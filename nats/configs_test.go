@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foldstream/foldstream/internal/broker/brokertest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -255,16 +256,6 @@ func TestSingle(t *testing.T) {
 	checkJetStream(t, connect(t, s.ClientURL()), 1)
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	files := []string{"cluster/n1.conf", "cluster/n2.conf", "cluster/n3.conf"}
@@ -314,7 +305,7 @@ func TestCluster(t *testing.T) {
 	// Move the cluster to free loopback ports, keeping the route topology.
 	remap := map[int]int{}
 	for p := range clusterPorts {
-		remap[p] = freePort(t)
+		remap[p] = brokertest.LoopbackPort(t)
 	}
 	for _, o := range all {
 		localize(t, o)
@@ -341,7 +332,9 @@ func TestCluster(t *testing.T) {
 	}
 	wg.Wait()
 	for i, s := range servers {
-		if !s.ReadyForConnections(10 * time.Second) {
+		// Generous, as in brokertest: a machine busy with other tests can
+		// take seconds to bring JetStream up.
+		if !s.ReadyForConnections(60 * time.Second) {
 			t.Fatalf("n%d not ready", i+1)
 		}
 		if !s.JetStreamEnabled() {

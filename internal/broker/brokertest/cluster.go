@@ -2,7 +2,10 @@ package brokertest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -85,12 +88,45 @@ func (c *Cluster) Stop(i int) {
 }
 
 // LoopbackPort is a TCP port on 127.0.0.1 that was free a moment ago.
+//
+// It is picked below the kernel's ephemeral range, where the kernel never
+// hands out a port by itself: a listener on port 0 (a server started with
+// Port -1) or an outgoing connection, in this test binary or in another
+// one running beside it, cannot take the port between this call and the
+// caller's bind, nor while a node that uses it is stopped for a restart.
 func LoopbackPort(t testing.TB) int {
 	t.Helper()
+	lo := ephemeralLow()
+	for range 200 {
+		p := 10000 + rand.IntN(lo-10000)
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+			l.Close()
+			return p
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ephemeralLow is the lowest port of the kernel's ephemeral range
+// (Linux's ip_local_port_range), or 32768 where that cannot be read or
+// leaves too little room below it.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil || lo < 20000 {
+		return 32768
+	}
+	return lo
 }
