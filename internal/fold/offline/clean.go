@@ -75,30 +75,17 @@ var contractions = toSet([]string{"'s", "'re", "'ll", "'ve", "'d", "'m", "n't", 
 var acronymRe = regexp.MustCompile(`^((?:[A-Za-z]_){2,32})(s?[.,?!;:]*)$`)
 
 // needsClean reports whether cleanSpeech would change s: it has a bracket, a letter spelled out with '_' or a space
-// before punctuation or an apostrophe.
+// before punctuation or an apostrophe (or "n't"). Each byte costs a table load: the bytes after such a space are rare.
 func needsClean(s string) bool {
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case !cleanBytes[c]: // (most bytes: one load)
-		case c != ' ':
+		if c := s[i]; cleanBytes[c] && (c == '{' || c == '[' || c == '<' || c == '_' || i > 0 && s[i-1] == ' ' || c == '\'' && i > 1 && s[i-2:i] == " n" && i+1 < len(s) && s[i+1] == 't') {
 			return true
-		default:
-			if i+1 < len(s) {
-				switch s[i+1] {
-				case ',', '.', '?', '!', ';', ':', '\'':
-					return true
-				case 'n':
-					if strings.HasPrefix(s[i+1:], "n't") {
-						return true
-					}
-				}
-			}
 		}
 	}
 	return false
 }
 
-var cleanBytes = [256]bool{'{': true, '[': true, '<': true, '_': true, ' ': true} // the bytes needsClean looks at
+var cleanBytes = [256]bool{'{': true, '[': true, '<': true, '_': true, ',': true, '.': true, '?': true, '!': true, ';': true, ':': true, '\'': true} // the bytes needsClean looks at
 
 // isAnnotation reports a token like "{vocalsound}" or "[laughter]." (a bracketed run of letters, digits, '_' and '-',
 // with trailing punctuation).
@@ -177,12 +164,7 @@ func isPlain(s string, maxRunes int) bool {
 	if maxRunes > 0 && len(s) > maxRunes || s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
 		return s == ""
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c > '~' || c == ' ' && s[i+1] == ' ' {
-			return false
-		}
-	}
-	return true
+	return sentence.IsPlain(s)
 }
 
 // oneLine sanitizes s and joins its lines with spaces.
