@@ -410,10 +410,11 @@ func addTerms(dst []string, n0 int, ks ...*field) []string {
 
 func termBit(t string) uint64 { return 1 << ((len(t) + int(t[0])*7 + int(t[len(t)-1])*3) & 63) } // (addTerms' filter)
 
-// termText is the terms of ks (addTerms') joined by spaces, and how many: gathered as bytes (each term between spaces),
-// where a term kept is no pointer stored behind the collector's write barrier.
-func termText(ks []*field) (string, int) {
-	b, nb, n, held := append(make([]byte, 0, 256), ' '), [64]byte{}, 0, uint64(0)
+// termText appends to b (empty) the terms of ks (addTerms'), each after a space, and a space (b[1:len(b)-1]: the terms
+// joined by spaces), and how many: gathered as bytes, where a term kept is no pointer stored behind the collector's
+// write barrier.
+func termText(b []byte, ks []*field) ([]byte, int) {
+	b, nb, n, held := append(b, ' '), [64]byte{}, 0, uint64(0)
 	for _, k := range ks {
 		for _, t := range k.terms {
 			if bit := termBit(t); held&bit == 0 || !bytes.Contains(b, append(append(append(nb[:0], ' '), t...), ' ')) {
@@ -421,7 +422,7 @@ func termText(ks []*field) (string, int) {
 			}
 		}
 	}
-	return string(b[1:max(len(b)-1, 1)]), n
+	return b, n
 }
 
 // any reports whether one of ks has the flag f.
