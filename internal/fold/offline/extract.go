@@ -250,20 +250,23 @@ var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's",
 type keywords struct {
 	byFirst [256][]string  // the keywords by their first byte
 	m       int            // the shortest keyword's length (two bytes or more)
-	near    [1 << 12]uint8 // by the pair of bytes ending a window of m bytes: m-1 less how far it can move on
+	skip    [1 << 10]uint8 // by the pair of bytes ending a window of m bytes: how far it can move on
 }
 
-func pair(a, b byte) int { return int((a|0x20)&63)<<6 | int((b|0x20)&63) } // (either case of a letter alike)
+func pair(a, b byte) int { return int(a&31)<<5 | int(b&31) } // (either case of a letter alike)
 
 func newKeywords(ws ...string) *keywords {
 	k := &keywords{m: len(slices.MinFunc(ws, func(a, b string) int { return len(a) - len(b) }))}
 	if k.m < 2 {
 		panic("offline: a keyword is shorter than two bytes") // (in would find none)
 	}
+	for i := range k.skip {
+		k.skip[i] = uint8(k.m - 1)
+	}
 	for _, w := range ws {
 		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
 		for j := 1; j < k.m; j++ {
-			k.near[pair(w[j-1], w[j])] = max(k.near[pair(w[j-1], w[j])], uint8(j))
+			k.skip[pair(w[j-1], w[j])] = min(k.skip[pair(w[j-1], w[j])], uint8(k.m-1-j))
 		}
 	}
 	return k
@@ -271,24 +274,22 @@ func newKeywords(ws ...string) *keywords {
 
 // in reports whether s contains one of the keywords, ignoring the case of ASCII letters (the keywords are ASCII).
 func (k *keywords) in(s string) bool {
-	for p := k.m - 1; p < len(s) && p > 0; p++ { // (p: the end of a window where a keyword may start)
-		if d := k.m - 1 - int(k.near[pair(s[p-1], s[p])]); d > 0 {
-			p += d - 1
+	for p := k.m - 1; p < len(s) && p > 0; { // (p: the end of a window where a keyword may start)
+		if d := int(k.skip[pair(s[p-1], s[p])]); d > 0 {
+			p += d
 			continue
 		}
 		i := p - k.m + 1
-	next:
 		for _, w := range k.byFirst[lowerASCII(s[i])] {
-			if len(s)-i < len(w) {
-				continue
+			j := 1 // (w's bytes found in s from i)
+			for j < len(w) && i+j < len(s) && lowerASCII(s[i+j]) == w[j] {
+				j++
 			}
-			for j := 1; j < len(w); j++ {
-				if lowerASCII(s[i+j]) != w[j] {
-					continue next
-				}
+			if j == len(w) {
+				return true
 			}
-			return true
 		}
+		p++
 	}
 	return false
 }
