@@ -38,20 +38,22 @@ type batch struct {
 // extract turns req's turns and notes into statements, in order. Every turn is read once here; what the summary and the
 // memories say comes from these statements.
 func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
-	b := batch{stmts: sc.stmts[:0], answered: -1, allFiller: true, sps: make([]string, len(req.Turns))}
+	nt := len(req.Turns) // (sps, then room for every speaker: one allocation)
+	b := batch{stmts: sc.stmts[:0], answered: -1, allFiller: true, sps: make([]string, nt, 2*nt)}
 	lastQ, lastQSp := -1, "" // index in b.stmts of a question waiting for its answer, and who asked it
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
 		lastQ, lastQSp = -2, st.Open[n-1].Sp // -2: the state's last statement
 	}
-	names, sps, d := slices.Clone(st.Names), b.sps, 0 // (each turn's speaker named once; d: how many named)
+	narr := [64]string{} // (names' room on the stack; each turn's speaker is named once, in sps)
+	names, sps := append(narr[:0], st.Names...), b.sps
 	for i, t := range req.Turns {
 		if j := slices.IndexFunc(req.Turns[:i], func(u fold.Turn) bool { return u.Speaker == t.Speaker && u.Role == t.Role }); j >= 0 {
 			sps[i] = sps[j] // (named before)
-		} else if sps[i], d = displayName(t), d+1; !slices.Contains(names, sps[i]) && len(names) < 64 {
+		} else if sps[i] = displayName(t); !slices.Contains(names, sps[i]) && len(names) < 64 {
 			names = append(names, sps[i])
 		}
 	}
-	b.speakers = make([]string, 0, d) // (room for every speaker: one allocation)
+	b.speakers = sps[nt:]
 	// A proposal ("Alice suggested …") records who agreed with it in the turns right after it.
 	prop, agreed := -1, []string(nil)
 	endProposal := func() {
