@@ -549,7 +549,7 @@ func (lx *lexicon) report(b []byte, sp, sent string, ks []*field, question, user
 			if !isASCII(sent[:len(a[0])]) { // (a's words are not sent's first fields)
 				ks = lx.appendFields(nil, sent[len(a[0]):])
 			}
-			if b = reword(append(b, sp+a[1]...), sent[len(a[0]):], ks, true); question {
+			if b = reword(append(append(b, sp...), a[1]...), sent[len(a[0]):], ks, true); question {
 				return append(bytes.TrimSuffix(b, []byte("?")), '.'), false // (what reword wrote is not empty)
 			}
 			return b, first > 0
@@ -559,13 +559,13 @@ func (lx *lexicon) report(b []byte, sp, sent string, ks []*field, question, user
 		// "Alice, can you …?" / "can you …, Alice?" is asked of Alice.
 		for _, n := range names {
 			if n != sp && len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
-				return appendLower(b, sp+" asked "+n+": ", sent[len(n)+2:]), false
+				return appendLower(append(append(append(append(b, sp...), " asked "...), n...), ": "...), sent[len(n)+2:]), false
 			}
 			if q, ok := strings.CutSuffix(sent, "?"); n != sp && ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
-				return append(appendLower(b, sp+" asked "+n+": ", strings.TrimSuffix(sent, ", "+n+"?")), '?'), false
+				return append(appendLower(append(append(append(append(b, sp...), " asked "...), n...), ": "...), strings.TrimSuffix(sent, ", "+n+"?")), '?'), false
 			}
 		}
-		return appendLower(b, sp+" asked: ", sent), false
+		return appendLower(append(append(b, sp...), " asked: "...), sent), false
 	}
 	if verb == "said" && first == 1 && second == 0 {
 		if out, ok := thirdPerson(b, sp, sent, ks); ok && bytes.Count(out[len(b):], []byte(sp)) == 1 { // (not "Project Manager is the Project Manager …")
@@ -574,15 +574,15 @@ func (lx *lexicon) report(b []byte, sp, sent string, ks []*field, question, user
 	}
 	if first == 0 && second == 0 {
 		if user && verb == "said" && (imperative(ks[0].f) || len(ks) > 1 && sequencers[strings.ToLower(strings.TrimRight(ks[0].f, ","))] && imperativeWord(strings.ToLower(ks[1].f))) {
-			return appendLower(b, sp+" asked: ", sent), false
+			return appendLower(append(append(b, sp...), " asked: "...), sent), false
 		}
-		b = append(b, sp+" "+verb+" "...)
+		b = append(append(append(append(b, sp...), ' '), verb...), ' ')
 		return lowerLead(reword(b, sent, ks, anyIs(ks, ffModal)), len(b)), false // (in the past when a modal is)
 	}
 	if strings.Contains(sent, "\"") {
-		return append(append(b, sp+" "+verb+": "...), sent...), first > 0
+		return append(append(append(append(append(b, sp...), ' '), verb...), ": "...), sent...), first > 0
 	}
-	b = append(b, sp+" "+verb+", \""...)
+	b = append(append(append(append(b, sp...), ' '), verb...), ", \""...)
 	if r, n := utf8.DecodeRuneInString(sent); unicode.IsLower(r) { // (upperFirst's)
 		b, sent = utf8.AppendRune(b, unicode.ToUpper(r)), sent[n:]
 	}
@@ -633,10 +633,10 @@ func thirdPerson(b []byte, sp, s string, ks []*field) ([]byte, bool) {
 	}
 	switch string(w0) {
 	case "my":
-		return rest(append(b, sp+"'s "...), 1), true
+		return rest(append(append(b, sp...), "'s "...), 1), true
 	case "i'm", "i've", "i'll", "i'd": // (with a word after it: alone, it is no statement)
 		aux := [...]string{"is", "has", "will", "would"}[strings.IndexByte("meld", w0[len(w0)-1])] // (by its last letter)
-		return rest(append(b, sp+" "+aux+" "...), 1), true
+		return rest(append(append(append(append(b, sp...), ' '), aux...), ' '), 1), true
 	case "i":
 		i, adv := 1, ""
 		if adverbs[strings.ToLower(ks[1].f)] {
@@ -646,7 +646,7 @@ func thirdPerson(b []byte, sp, s string, ks []*field) ([]byte, bool) {
 		if n := strings.ToLower(ks[min(i+1, len(ks)-1)].f); !ok || strings.HasSuffix(v, "n't") && (strings.Contains(" they there it he she that this ", " "+n+" ") || strings.HasSuffix(n, "'s")) {
 			return b, false // (a restart is quoted: "I don't there's lots of ways" is not "Grad F doesn't there's lots of ways")
 		}
-		return rest(append(b, sp+" "+adv+v+" "...), i+1), true
+		return rest(append(append(append(append(append(b, sp...), ' '), adv...), v...), ' '), i+1), true
 	}
 	return b, false
 }
@@ -726,12 +726,12 @@ func reword(b []byte, s string, ks []*field, past bool) []byte {
 
 // lowerFirst is prefix, then s with its first letter lower-cased when its first word is a common word, not a name ("Can
 // you …" → "can you …", "Tokyo …" stays): one string.
-func lowerFirst(prefix, s string) string { return string(appendLower(make([]byte, 0, 256), prefix, s)) }
-
-// appendLower appends to b prefix and s, as lowerFirst writes them.
-func appendLower(b []byte, prefix, s string) []byte {
-	return lowerLead(append(append(b, prefix...), s...), len(b)+len(prefix))
+func lowerFirst(prefix, s string) string {
+	return string(appendLower(append(make([]byte, 0, 256), prefix...), s))
 }
+
+// appendLower appends s to b (its prefix) as lowerFirst writes it.
+func appendLower(b []byte, s string) []byte { return lowerLead(append(b, s...), len(b)) }
 
 // lowerLead is b with the first letter of b[at:] lower-cased when its first word is a common word (lowerFirst's).
 func lowerLead(b []byte, at int) []byte {
