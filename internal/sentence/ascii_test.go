@@ -33,6 +33,27 @@ func TestRuneLenAndIsASCII(t *testing.T) {
 	}
 }
 
+// TestIsPlain checks IsPlain against a byte-by-byte test on texts of every
+// length around the eight bytes read at a time, with spaces, control bytes,
+// DEL and bytes that are not ASCII at every place.
+func TestIsPlain(t *testing.T) {
+	parts := []string{"a", "word", " ", "  ", "~", "\x1f", "\x7f", "\x80", "é", "\xff", "\n", "abcdefg "}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 100000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		s, want := b.String(), true
+		for i := 0; i < len(s); i++ {
+			want = want && ' ' <= s[i] && s[i] <= '~' && !strings.HasPrefix(s[i:], "  ")
+		}
+		if got := IsPlain(s); got != want {
+			t.Fatalf("IsPlain(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
 // TestLowerByte: ASCII capitals become small letters; every other byte,
 // including those of UTF-8 sequences, stays as it is.
 func TestLowerByte(t *testing.T) {

@@ -75,30 +75,17 @@ var contractions = toSet([]string{"'s", "'re", "'ll", "'ve", "'d", "'m", "n't", 
 var acronymRe = regexp.MustCompile(`^((?:[A-Za-z]_){2,32})(s?[.,?!;:]*)$`)
 
 // needsClean reports whether cleanSpeech would change s: it has a bracket, a letter spelled out with '_' or a space
-// before punctuation or an apostrophe.
+// before punctuation or an apostrophe (or "n't"). Each byte costs a table load: the bytes after such a space are rare.
 func needsClean(s string) bool {
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case !cleanBytes[c]: // (most bytes: one load)
-		case c != ' ':
+		if c := s[i]; cleanBytes[c] && (c == '{' || c == '[' || c == '<' || c == '_' || i > 0 && s[i-1] == ' ' || c == '\'' && i > 1 && s[i-2:i] == " n" && i+1 < len(s) && s[i+1] == 't') {
 			return true
-		default:
-			if i+1 < len(s) {
-				switch s[i+1] {
-				case ',', '.', '?', '!', ';', ':', '\'':
-					return true
-				case 'n':
-					if strings.HasPrefix(s[i+1:], "n't") {
-						return true
-					}
-				}
-			}
 		}
 	}
 	return false
 }
 
-var cleanBytes = [256]bool{'{': true, '[': true, '<': true, '_': true, ' ': true} // the bytes needsClean looks at
+var cleanBytes = [256]bool{'{': true, '[': true, '<': true, '_': true, ',': true, '.': true, '?': true, '!': true, ';': true, ':': true, '\'': true} // the bytes needsClean looks at
 
 // isAnnotation reports a token like "{vocalsound}" or "[laughter]." (a bracketed run of letters, digits, '_' and '-',
 // with trailing punctuation).
@@ -177,12 +164,7 @@ func isPlain(s string, maxRunes int) bool {
 	if maxRunes > 0 && len(s) > maxRunes || s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
 		return s == ""
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c > '~' || c == ' ' && s[i+1] == ' ' {
-			return false
-		}
-	}
-	return true
+	return sentence.IsPlain(s)
 }
 
 // oneLine sanitizes s and joins its lines with spaces.
@@ -428,10 +410,11 @@ func addTerms(dst []string, n0 int, ks ...*field) []string {
 
 func termBit(t string) uint64 { return 1 << ((len(t) + int(t[0])*7 + int(t[len(t)-1])*3) & 63) } // (addTerms' filter)
 
-// termText is the terms of ks (addTerms') joined by spaces, and how many: gathered as bytes (each term between spaces),
-// where a term kept is no pointer stored behind the collector's write barrier.
-func termText(ks []*field) (string, int) {
-	b, nb, n, held := append(make([]byte, 0, 256), ' '), [64]byte{}, 0, uint64(0)
+// termText appends to b (empty) the terms of ks (addTerms'), each after a space, and a space (b[1:len(b)-1]: the terms
+// joined by spaces), and how many: gathered as bytes, where a term kept is no pointer stored behind the collector's
+// write barrier.
+func termText(b []byte, ks []*field) ([]byte, int) {
+	b, nb, n, held := append(b, ' '), [64]byte{}, 0, uint64(0)
 	for _, k := range ks {
 		for _, t := range k.terms {
 			if bit := termBit(t); held&bit == 0 || !bytes.Contains(b, append(append(append(nb[:0], ' '), t...), ' ')) {
@@ -439,7 +422,7 @@ func termText(ks []*field) (string, int) {
 			}
 		}
 	}
-	return string(b[1:max(len(b)-1, 1)]), n
+	return b, n
 }
 
 // any reports whether one of ks has the flag f.

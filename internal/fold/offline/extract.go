@@ -38,20 +38,22 @@ type batch struct {
 // extract turns req's turns and notes into statements, in order. Every turn is read once here; what the summary and the
 // memories say comes from these statements.
 func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
-	b := batch{stmts: sc.stmts[:0], answered: -1, allFiller: true, sps: make([]string, len(req.Turns))}
+	nt := len(req.Turns) // (sps, then room for every speaker: one allocation)
+	b := batch{stmts: sc.stmts[:0], answered: -1, allFiller: true, sps: make([]string, nt, 2*nt)}
 	lastQ, lastQSp := -1, "" // index in b.stmts of a question waiting for its answer, and who asked it
 	if n := len(st.Open); n > 0 && st.Open[n-1].K == kQuestion {
 		lastQ, lastQSp = -2, st.Open[n-1].Sp // -2: the state's last statement
 	}
-	names, sps, d := slices.Clone(st.Names), b.sps, 0 // (each turn's speaker named once; d: how many named)
+	narr := [64]string{} // (names' room on the stack; each turn's speaker is named once, in sps)
+	names, sps := append(narr[:0], st.Names...), b.sps
 	for i, t := range req.Turns {
 		if j := slices.IndexFunc(req.Turns[:i], func(u fold.Turn) bool { return u.Speaker == t.Speaker && u.Role == t.Role }); j >= 0 {
 			sps[i] = sps[j] // (named before)
-		} else if sps[i], d = displayName(t), d+1; !slices.Contains(names, sps[i]) && len(names) < 64 {
+		} else if sps[i] = displayName(t); !slices.Contains(names, sps[i]) && len(names) < 64 {
 			names = append(names, sps[i])
 		}
 	}
-	b.speakers = make([]string, 0, d) // (room for every speaker: one allocation)
+	b.speakers = sps[nt:]
 	// A proposal ("Alice suggested …") records who agreed with it in the turns right after it.
 	prop, agreed := -1, []string(nil)
 	endProposal := func() {
@@ -140,7 +142,8 @@ func (s *Summarizer) extract(req fold.Request, st *state, sc *scratch) batch {
 // sentences appends to dst a turn's statements worth keeping, at most maxUnitsPerTurn of them (the weightiest), in order.
 func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.Turn, agent bool, names []string) []stmt {
 	lx, out := &sc.lex, dst
-	user := agent && strings.EqualFold(t.Role, "user")
+	tb := make([]byte, 0, 512) // a statement's terms and text, made one string (not its key: a fact keeps that alone)
+	user, nt := agent && strings.EqualFold(t.Role, "user"), 0
 	for _, raw := range sentence.AppendSplit(make([]string, 0, 8), text) { // (its room on the stack)
 		if isInjection(raw) {
 			continue // instructions in the data are not repeated
@@ -156,7 +159,7 @@ func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.
 		if len(ks) == 0 || slices.Contains(ks, &noField) { // (its fields not known; each word is looked up once, for the terms, statFields, report and factKey)
 			ks = lx.appendFields(ks[:0], sent)
 		}
-		terms, nt := termText(ks)
+		tb, nt = termText(tb[:0], ks)
 		sc.ks = ks
 		c := statFields(ks)
 		question := strings.HasSuffix(sent, "?")
@@ -183,10 +186,11 @@ func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.
 		if user {
 			k, w = kAsk, w+3
 		}
-		text, self := lx.report(sp, sent, ks, question, user, names)
-		w += 0.8 * float64(b2i(self))
-		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(text, maxStmtRunes), W: w, K: k,
-			Terms: terms, Key: lx.factKey(ks, c.digits), Own: sent, Batch: true})
+		n1 := len(tb)
+		tr, self := lx.report(tb, sp, sent, ks, question, user, names) // (tb, then its text)
+		all := string(tr)
+		out = append(out, stmt{Sp: sp, At: unixOf(t.At), Text: clip(all[n1:], maxStmtRunes), W: w + 0.8*float64(b2i(self)), K: k,
+			Terms: all[1:max(n1-1, 1)], Key: string(lx.factKey(tr[len(tr):], ks, c.digits)), Own: sent, Batch: true})
 	}
 	if n := s.cfg.maxUnitsPerTurn; len(out)-len(dst) > n {
 		out = out[:len(dst)+len(dropWeakest(out[len(dst):], len(out)-len(dst)-n))]
@@ -248,20 +252,23 @@ var decisionWords = newKeywords("decided", "decide", "agreed", "agree", "let's",
 type keywords struct {
 	byFirst [256][]string  // the keywords by their first byte
 	m       int            // the shortest keyword's length (two bytes or more)
-	near    [1 << 12]uint8 // by the pair of bytes ending a window of m bytes: m-1 less how far it can move on
+	skip    [1 << 10]uint8 // by the pair of bytes ending a window of m bytes: how far it can move on
 }
 
-func pair(a, b byte) int { return int((a|0x20)&63)<<6 | int((b|0x20)&63) } // (either case of a letter alike)
+func pair(a, b byte) int { return int(a&31)<<5 | int(b&31) } // (either case of a letter alike)
 
 func newKeywords(ws ...string) *keywords {
 	k := &keywords{m: len(slices.MinFunc(ws, func(a, b string) int { return len(a) - len(b) }))}
 	if k.m < 2 {
 		panic("offline: a keyword is shorter than two bytes") // (in would find none)
 	}
+	for i := range k.skip {
+		k.skip[i] = uint8(k.m - 1)
+	}
 	for _, w := range ws {
 		k.byFirst[w[0]] = append(k.byFirst[w[0]], w)
 		for j := 1; j < k.m; j++ {
-			k.near[pair(w[j-1], w[j])] = max(k.near[pair(w[j-1], w[j])], uint8(j))
+			k.skip[pair(w[j-1], w[j])] = min(k.skip[pair(w[j-1], w[j])], uint8(k.m-1-j))
 		}
 	}
 	return k
@@ -269,24 +276,22 @@ func newKeywords(ws ...string) *keywords {
 
 // in reports whether s contains one of the keywords, ignoring the case of ASCII letters (the keywords are ASCII).
 func (k *keywords) in(s string) bool {
-	for p := k.m - 1; p < len(s) && p > 0; p++ { // (p: the end of a window where a keyword may start)
-		if d := k.m - 1 - int(k.near[pair(s[p-1], s[p])]); d > 0 {
-			p += d - 1
+	for p := k.m - 1; p < len(s) && p > 0; { // (p: the end of a window where a keyword may start)
+		if d := int(k.skip[pair(s[p-1], s[p])]); d > 0 {
+			p += d
 			continue
 		}
 		i := p - k.m + 1
-	next:
 		for _, w := range k.byFirst[lowerASCII(s[i])] {
-			if len(s)-i < len(w) {
-				continue
+			j := 1 // (w's bytes found in s from i)
+			for j < len(w) && i+j < len(s) && lowerASCII(s[i+j]) == w[j] {
+				j++
 			}
-			for j := 1; j < len(w); j++ {
-				if lowerASCII(s[i+j]) != w[j] {
-					continue next
-				}
+			if j == len(w) {
+				return true
 			}
-			return true
 		}
+		p++
 	}
 	return false
 }
@@ -519,7 +524,7 @@ var (
 // Hulk."; "my car fits four" → "Lena's car fits four."; "we're on Ilios" → "Marco said they're on Ilios."; a question →
 // "Dave asked: can someone remind me …?". What cannot be turned into the third person without garbling it is quoted.
 // self reports a statement about the speaker.
-func (lx *lexicon) report(sp, sent string, ks []*field, question, user bool, names []string) (text string, self bool) { // (ks: what the lexicon knows of sent's fields)
+func (lx *lexicon) report(b []byte, sp, sent string, ks []*field, question, user bool, names []string) (_ []byte, self bool) { // (ks: what the lexicon knows of sent's fields; appended to b)
 	var buf [48]byte // (only its start is compared: 48 bytes hold the longest prefix tested, "i feel like let me ", even with a Kelvin sign for k)
 	low, verb := buf[:0], "said"
 	if len(ks) > 0 && ks[0].is(ffAct) { // (else no opinion nor act can open it: low is compared with them alone)
@@ -544,40 +549,44 @@ func (lx *lexicon) report(sp, sent string, ks []*field, question, user bool, nam
 			if !isASCII(sent[:len(a[0])]) { // (a's words are not sent's first fields)
 				ks = lx.appendFields(nil, sent[len(a[0]):])
 			}
-			rest := reword(sent[len(a[0]):], ks, true)
-			if question {
-				return sp + a[1] + strings.TrimSuffix(rest, "?") + ".", false
+			if b = reword(append(append(b, sp...), a[1]...), sent[len(a[0]):], ks, true); question {
+				return append(bytes.TrimSuffix(b, []byte("?")), '.'), false // (what reword wrote is not empty)
 			}
-			return sp + a[1] + rest, first > 0
+			return b, first > 0
 		}
 	}
 	if question {
 		// "Alice, can you …?" / "can you …, Alice?" is asked of Alice.
 		for _, n := range names {
 			if n != sp && len(sent) >= len(n)+2 && strings.HasPrefix(sent, n) && sent[len(n):len(n)+2] == ", " {
-				return lowerFirst(sp+" asked "+n+": ", sent[len(n)+2:]), false
+				return appendLower(append(append(append(append(b, sp...), " asked "...), n...), ": "...), sent[len(n)+2:]), false
 			}
 			if q, ok := strings.CutSuffix(sent, "?"); n != sp && ok && strings.HasSuffix(q, n) && strings.HasSuffix(q[:len(q)-len(n)], ", ") {
-				return lowerFirst(sp+" asked "+n+": ", strings.TrimSuffix(sent, ", "+n+"?")) + "?", false
+				return append(appendLower(append(append(append(append(b, sp...), " asked "...), n...), ": "...), strings.TrimSuffix(sent, ", "+n+"?")), '?'), false
 			}
 		}
-		return lowerFirst(sp+" asked: ", sent), false
+		return appendLower(append(append(b, sp...), " asked: "...), sent), false
 	}
 	if verb == "said" && first == 1 && second == 0 {
-		if out, ok := thirdPerson(sp, sent, ks); ok && strings.Count(out, sp) == 1 { // (not "Project Manager is the Project Manager …")
+		if out, ok := thirdPerson(b, sp, sent, ks); ok && bytes.Count(out[len(b):], []byte(sp)) == 1 { // (not "Project Manager is the Project Manager …")
 			return out, true
 		}
 	}
 	if first == 0 && second == 0 {
 		if user && verb == "said" && (imperative(ks[0].f) || len(ks) > 1 && sequencers[strings.ToLower(strings.TrimRight(ks[0].f, ","))] && imperativeWord(strings.ToLower(ks[1].f))) {
-			return lowerFirst(sp+" asked: ", sent), false
+			return appendLower(append(append(b, sp...), " asked: "...), sent), false
 		}
-		return lowerFirst(sp+" "+verb+" ", reword(sent, ks, anyIs(ks, ffModal))), false // (in the past when a modal is)
+		b = append(append(append(append(b, sp...), ' '), verb...), ' ')
+		return lowerLead(reword(b, sent, ks, anyIs(ks, ffModal)), len(b)), false // (in the past when a modal is)
 	}
 	if strings.Contains(sent, "\"") {
-		return sp + " " + verb + ": " + sent, first > 0
+		return append(append(append(append(append(b, sp...), ' '), verb...), ": "...), sent...), first > 0
 	}
-	return sp + " " + verb + ", \"" + upperFirst(sent) + "\"", first > 0 // (an opinion: "Bob thought, "You …"")
+	b = append(append(append(append(b, sp...), ' '), verb...), ", \""...)
+	if r, n := utf8.DecodeRuneInString(sent); unicode.IsLower(r) { // (upperFirst's)
+		b, sent = utf8.AppendRune(b, unicode.ToUpper(r)), sent[n:]
+	}
+	return append(append(b, sent...), '"'), first > 0 // (an opinion: "Bob thought, "You …"")
 }
 
 func hasPrefixBytes(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
@@ -601,32 +610,33 @@ func upperFirst(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-// thirdPerson turns "I <verb> …" or "my <noun> …" with no other first or second person word into the third person. s
-// is ks's fields joined by single spaces (ks: what the lexicon knows of them).
-func thirdPerson(sp, s string, ks []*field) (string, bool) {
-	w0 := strings.ToLower(ks[0].f)
-	if c := strings.TrimRight(w0, ","); sequencers[c] && len(ks) > 3 {
+// thirdPerson appends to b "I <verb> …" or "my <noun> …" with no other first or second person word in the third person
+// (false when it cannot: what it appended is not b's). s is ks's fields joined by single spaces (ks: what the lexicon
+// knows of them).
+func thirdPerson(b []byte, sp, s string, ks []*field) ([]byte, bool) {
+	w0 := lower(make([]byte, 0, 48), ks[0].f) // (compared as a string: no copy)
+	if c := bytes.TrimRight(w0, ","); sequencers[string(c)] && len(ks) > 3 {
 		// "Next I will add …" → "Next, Assistant will add …"
-		if out, ok := thirdPerson(sp, s[len(ks[0].f)+1:], ks[1:]); ok {
-			return upperFirst(c) + ", " + out, true
+		if out, ok := thirdPerson(append(append(b, upperFirst(string(c))...), ", "...), sp, s[len(ks[0].f)+1:], ks[1:]); ok {
+			return out, true
 		}
 	}
-	rest := func(i int) string { // (s from its field i on, the speaker's "we" as "they")
+	rest := func(b []byte, i int) []byte { // (s from its field i on, the speaker's "we" as "they", appended to b)
 		n := 0
 		for _, k := range ks[:i] {
 			n += len(k.f) + 1
 		}
-		return reword(s[n:], ks[i:], false)
+		return reword(b, s[n:], ks[i:], false)
 	}
-	if len(ks) < 3 && (w0 == "my" || w0 == "i") {
-		return "", false
+	if len(ks) < 3 && (string(w0) == "my" || string(w0) == "i") {
+		return b, false
 	}
-	switch w0 {
+	switch string(w0) {
 	case "my":
-		return sp + "'s " + rest(1), true
+		return rest(append(append(b, sp...), "'s "...), 1), true
 	case "i'm", "i've", "i'll", "i'd": // (with a word after it: alone, it is no statement)
 		aux := [...]string{"is", "has", "will", "would"}[strings.IndexByte("meld", w0[len(w0)-1])] // (by its last letter)
-		return sp + " " + aux + " " + rest(1), true
+		return rest(append(append(append(append(b, sp...), ' '), aux...), ' '), 1), true
 	case "i":
 		i, adv := 1, ""
 		if adverbs[strings.ToLower(ks[1].f)] {
@@ -634,11 +644,11 @@ func thirdPerson(sp, s string, ks []*field) (string, bool) {
 		}
 		v, ok := conjugate(strings.ToLower(ks[i].f))
 		if n := strings.ToLower(ks[min(i+1, len(ks)-1)].f); !ok || strings.HasSuffix(v, "n't") && (strings.Contains(" they there it he she that this ", " "+n+" ") || strings.HasSuffix(n, "'s")) {
-			return "", false // (a restart is quoted: "I don't there's lots of ways" is not "Grad F doesn't there's lots of ways")
+			return b, false // (a restart is quoted: "I don't there's lots of ways" is not "Grad F doesn't there's lots of ways")
 		}
-		return sp + " " + adv + v + " " + rest(i+1), true
+		return rest(append(append(append(append(append(b, sp...), ' '), adv...), v...), ' '), i+1), true
 	}
-	return "", false
+	return b, false
 }
 
 var sequencers = toSet([]string{"next", "then", "now", "first", "also", "so", "today", "tomorrow", "later", "afterwards"})
@@ -683,18 +693,18 @@ func conjugate(v string) (string, bool) {
 	return v + "s", true
 }
 
-// reword is s, whose fields are ks's (what the lexicon knows of them), with the speaker's "we" as "they" (ffGroup's
-// words, as a person reporting it writes them) and, when past, the modals of reported speech in the past (ffModal's:
-// "they will ship it" → "they would ship it").
-func reword(s string, ks []*field, past bool) string {
+// reword appends to b s, whose fields are ks's (what the lexicon knows of them), with the speaker's "we" as "they"
+// (ffGroup's words, as a person reporting it writes them) and, when past, the modals of reported speech in the past
+// (ffModal's: "they will ship it" → "they would ship it").
+func reword(b []byte, s string, ks []*field, past bool) []byte {
 	flags := ffGroup | ffModal*fieldFlags(b2i(past)) // (the words it changes)
 	if !slices.ContainsFunc(ks, func(k *field) bool { return k.flags&flags != 0 }) {
-		return s
+		return append(b, s...)
 	}
 	if !joins(s, ks) {
 		s = spacedFields(ks)
 	}
-	b, last := make([]byte, 0, 256), 0 // (s up to last, its words changed: ks's fields joined by single spaces, as they are changed)
+	last := 0 // (s up to last is in b, its words changed: ks's fields joined by single spaces, as they are changed)
 	for i, o := 0, 0; i < len(ks); o, i = o+len(ks[i].f)+1, i+1 {
 		if ks[i].flags&flags == 0 {
 			continue
@@ -711,20 +721,31 @@ func reword(s string, ks []*field, past bool) string {
 		}
 		b, last = append(append(b, s[last:o]...), w...), o+len(ks[i].f)
 	}
-	return string(append(b, s[last:]...))
+	return append(b, s[last:]...)
 }
 
 // lowerFirst is prefix, then s with its first letter lower-cased when its first word is a common word, not a name ("Can
 // you …" → "can you …", "Tokyo …" stays): one string.
 func lowerFirst(prefix, s string) string {
-	w, _, _ := strings.Cut(s, " ")
-	var lb [32]byte
-	lw := lower(lb[:0], strings.TrimRight(w, ",.!?")) // (read as a string without a copy)
+	return string(appendLower(append(make([]byte, 0, 256), prefix...), s))
+}
+
+// appendLower appends s to b (its prefix) as lowerFirst writes it.
+func appendLower(b []byte, s string) []byte { return lowerLead(append(b, s...), len(b)) }
+
+// lowerLead is b with the first letter of b[at:] lower-cased when its first word is a common word (lowerFirst's).
+func lowerLead(b []byte, at int) []byte {
+	w, _, _ := bytes.Cut(b[at:], []byte(" "))
+	lw := lower(make([]byte, 0, 32), string(bytes.TrimRight(w, ",.!?"))) // (read as a string without a copy)
 	if string(lw) == "i" || strings.HasPrefix(string(lw), "i'") || !(stopWords[string(lw)] || groupPerson[string(lw)] != "" || secondPerson[string(lw)] || leadCommon[string(lw)]) {
-		return prefix + s
+		return b
 	}
-	r, n := utf8.DecodeRuneInString(s)
-	return prefix + string(unicode.ToLower(r)) + s[n:]
+	if r, n := utf8.DecodeRune(b[at:]); utf8.RuneLen(unicode.ToLower(r)) == n {
+		utf8.EncodeRune(b[at:], unicode.ToLower(r)) // (in place: most are ASCII)
+	} else {
+		b = append(b[:at], string(unicode.ToLower(r))+string(b[at+n:])...)
+	}
+	return b
 }
 
 var leadCommon = toSet([]string{"please", "maybe", "there", "that's", "it's", "there's", "what's", "who's", "where's",
@@ -751,9 +772,9 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	if !strings.ContainsAny(text[len(text)-1:], ".!?") {
 		text += "."
 	}
-	terms, nt := termText(lx.appendFields(nil, text))
+	tb, nt := termText(make([]byte, 0, 256), lx.appendFields(nil, text))
 	return stmt{Sp: src, At: unixOf(n.At), Text: clip(label+text, maxStmtRunes), K: kNote,
-		W: 2 + 0.3*float64(min(nt, 12)), Terms: terms, Ph: lx.phrases(text, nil), Batch: true}, true
+		W: 2 + 0.3*float64(min(nt, 12)), Terms: string(tb[1:max(len(tb)-1, 1)]), Ph: lx.phrases(text, nil), Batch: true}, true
 }
 
 func isToolTurn(t fold.Turn) bool {
@@ -785,9 +806,9 @@ func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		if arg != "" {
 			text += " (" + arg + ")"
 		}
-		terms, nt := termText(lx.appendFields(nil, tool+" "+arg))
+		tb, nt := termText(make([]byte, 0, 256), lx.appendFields(nil, tool+" "+arg))
 		b.stmts = append(b.stmts, stmt{Sp: who, At: unixOf(t.At), Text: text + ".", K: kTool, W: 1.5 + 0.2*float64(nt),
-			Terms: terms, Key: "tool " + tool + " " + arg, Batch: true})
+			Terms: string(tb[1:max(len(tb)-1, 1)]), Key: "tool " + tool + " " + arg, Batch: true})
 		return &b.stmts[len(b.stmts)-1]
 	}
 	outcome := toolOutcome(t.Text)
@@ -846,12 +867,11 @@ var injectionRe = regexp.MustCompile(`(?i)(ignore|disregard|forget|override)\s+(
 
 // factKey is what the numbers of a statement are about: "slot=value" pairs, the slot being the content word before the
 // number ("port 8443") or else the word after it ("$190 a night"). Statements without numbers have no key.
-func (lx *lexicon) factKey(ks []*field, digits uint64) string { // (ks: what the lexicon knows of the sentence's fields, digits: statFields')
+func (lx *lexicon) factKey(key []byte, ks []*field, digits uint64) []byte { // (appended to key; ks: what the lexicon knows of the sentence's fields, digits: statFields')
 	if digits == 0 {
-		return ""
+		return key
 	}
-	kb, wb := [128]byte{}, [64]byte{}
-	key, nk := kb[:0], 0
+	wb, nk := [64]byte{}, 0
 	word := func(i int) ([]byte, lexeme) { // field i lower-cased without the punctuation around it, and its lexeme
 		if t := trimCut(ks[i].f, ".,!?;:()\"'"); t != ks[i].core { // (else the field's own reading: most words)
 			l := lower(wb[:0], t)
@@ -888,7 +908,7 @@ func (lx *lexicon) factKey(ks []*field, digits uint64) string { // (ks: what the
 			key = lower(append(append(key, slot...), '='), v)
 		}
 	}
-	return string(key)
+	return key
 }
 
 // at is a statement's time.

@@ -396,8 +396,8 @@ func TestQuestionAnsweredInNextFold(t *testing.T) {
 
 // TestKeywordsFindWhatContainsFinds: keywords.in, which skips ahead over
 // text that cannot hold a keyword, finds one exactly when a search for each
-// keyword in the lower-cased text does, in texts strewn with the keywords
-// in either case.
+// keyword in the lower-cased text does, in texts strewn with the keywords,
+// each of their letters in either case.
 func TestKeywordsFindWhatContainsFinds(t *testing.T) {
 	sets := [][]string{{"decided", "agree", "let's", "we will", "plan", "i'll", "will ", "only"}, {"will", "can", "'ll", "may"},
 		{"tructio", "prompt", "age"}, {"ab", "b@"}, factWordList}
@@ -410,9 +410,8 @@ func TestKeywordsFindWhatContainsFinds(t *testing.T) {
 			for i := range b {
 				b[i] = bytes[r.IntN(len(bytes))]
 				if w := ws[r.IntN(len(ws))]; r.IntN(3) == 0 && i+len(w) <= len(b) {
-					copy(b[i:], w)
-					if r.IntN(2) == 0 {
-						copy(b[i:], strings.ToUpper(w))
+					for j := range len(w) { // (each letter in either case)
+						b[i+j] = w[j] &^ (0x20 * byte(r.IntN(2)*b2i(isLetter(w[j]))))
 					}
 				}
 			}

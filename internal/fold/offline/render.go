@@ -68,22 +68,25 @@ func (st *state) closePeriods(budget int) {
 
 // newPeriod closes the statements ss into a period.
 func (st *state) newPeriod(ss []stmt) period {
-	p := period{}
-	count, arr := make(map[string]int, 8), [8]string{} // (its speakers: a few)
-	order := arr[:0]
+	p, arr, ns := period{}, [8]string{}, [8]int{} // its speakers (a few) in order of their first statement, how many each made
+	order, count := arr[:0], ns[:0]
 	for i := range ss {
 		x := &ss[i]
 		if x.At != 0 {
 			p.From, p.To = min(cmp.Or(p.From, x.At), x.At), max(p.To, x.At)
 		}
-		if x.Sp != "" && x.K != kTool && x.K != kNote { // a screen note is no one speaking
-			if count[x.Sp] == 0 {
-				order = append(order, x.Sp)
+		if j := slices.Index(order, x.Sp); x.Sp != "" && x.K != kTool && x.K != kNote { // a screen note is no one speaking
+			if j < 0 {
+				j, order, count = len(order), append(order, x.Sp), append(count, 0)
 			}
-			count[x.Sp]++
+			count[j]++
 		}
 	}
-	slices.SortStableFunc(order, func(a, b string) int { return count[b] - count[a] })
+	for i := 1; i < len(order); i++ { // the most first, of equals the first (a stable insertion sort: they are few)
+		for j := i; j > 0 && count[j-1] < count[j]; j-- {
+			order[j-1], order[j], count[j-1], count[j] = order[j], order[j-1], count[j], count[j-1]
+		}
+	}
 	p.Names = slices.Clone(order[:min(len(order), 3)])
 	p.Topics = st.topics(nil, ss, maxTopics, st.counts())
 	p.Stmts = st.covering(ss, p.Topics, maxPeriodKept)
@@ -189,7 +192,7 @@ func (st *state) topics(out []string, ss []stmt, n int, voc *wordCounts) []strin
 	all := [2][]phrase{sc.phrases[:0], st.gathered}[b2i(same)]
 	slots := append(sc.slots[:0], make([]int32, (2<<bits.Len(uint(total)))*b2i(!same))...) // all's places by key (open addressing, at most half full; 0: free)
 	for si := 0; si < len(ss) && !same; si++ {
-		st.gatheredOf = append(st.gatheredOf[:si], topicPh(&ss[si]))
+		st.gatheredOf = append(slices.Grow(st.gatheredOf[:si], len(ss)-si), topicPh(&ss[si])) // (grown once)
 		for ph, more := st.gatheredOf[si], st.gatheredOf[si] != ""; more; {
 			seg, rest, found := strings.Cut(ph, ";") // the next "text=key" (a key but "": after a '=')
 			text, key, _ := strings.Cut(seg, "=")
@@ -580,12 +583,7 @@ func appendNames(b []byte, ns []string, others, maxN int) []byte {
 	return appendList(b, list)
 }
 
-func andList(xs []string) string {
-	if len(xs) < 2 {
-		return strings.Join(xs, "")
-	}
-	return string(appendList(make([]byte, 0, 128), xs))
-}
+func andList(xs []string) string { return string(appendList(make([]byte, 0, 128), xs)) }
 
 // appendList appends xs as a list: "a", "a and b", "a, b and c".
 func appendList(b []byte, xs []string) []byte {

@@ -51,7 +51,7 @@ func TestTightenReadsEveryWord(t *testing.T) {
 		{"we  will\tgo there", "they would go there"},
 		{"We'll book it, our car will do", "they would book it, their car would do"},
 	} {
-		if got := reword(c.in, lx.appendFields(nil, c.in), true); got != c.want {
+		if got := string(reword(nil, c.in, lx.appendFields(nil, c.in), true)); got != c.want {
 			t.Errorf("reword(%q) = %q; want %q", c.in, got, c.want)
 		}
 	}
