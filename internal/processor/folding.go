@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/contextsource"
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
@@ -102,6 +103,7 @@ type foldRunner struct {
 	slots    *foldSlots // fold concurrency limit, shared by a process's engines
 	tokens   TokenCounter
 	inStream jetstream.Stream
+	js       jetstream.JetStream // reads of the inbound stream sent at once (readMissing)
 	asker    *contextsource.Asker
 	sources  []contextsource.Source // Config.ContextSources
 	clock    Clock
@@ -111,7 +113,7 @@ type foldRunner struct {
 
 // newFoldRunner is a shard's fold runner, on the processor's parts.
 func (p *Processor) newFoldRunner() *foldRunner {
-	return &foldRunner{sum: p.sum, breaker: p.breaker, slots: p.slots, tokens: p.tokens, inStream: p.inStream, asker: p.asker,
+	return &foldRunner{sum: p.sum, breaker: p.breaker, slots: p.slots, tokens: p.tokens, inStream: p.inStream, js: p.js, asker: p.asker,
 		sources: p.cfg.ContextSources, clock: p.clock, log: p.log, panics: p.m.panics}
 }
 
@@ -144,11 +146,15 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 		return r
 	}
 	defer p.slots.give(slot)
+	read := p.readMissing(ctx, job)
 	for i, ref := range job.turns {
 		kept, _ := job.payloads.at(ref.Seq)
 		t := kept.turn // as the event loop decoded it, when this owner did
 		if t == nil {
 			t = new(events.Turn)
+			if kept.data == nil {
+				kept.data = read[ref.Seq]
+			}
 			if err := p.readEvent(ctx, ref.Seq, kept.data, t); err != nil {
 				r.err = err
 				return r
@@ -166,7 +172,11 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 	}
 	for _, ref := range job.notes {
 		var n events.Note
-		if err := p.readEvent(ctx, ref.Seq, job.payloads.get(ref.Seq), &n); err != nil {
+		data := job.payloads.get(ref.Seq)
+		if data == nil {
+			data = read[ref.Seq]
+		}
+		if err := p.readEvent(ctx, ref.Seq, data, &n); err != nil {
 			r.err = err
 			return r
 		}
@@ -261,6 +271,41 @@ func (p *foldRunner) refBatch(req *fold.Request, r *foldResult) {
 	req.From, req.To = foldSpan(*req)
 	r.fromT, r.toT = req.From, req.To
 	r.nTurns, r.nNotes = len(req.Turns), len(job.notes)
+}
+
+// readMissing reads from the inbound stream the events of the batch that
+// this owner did not keep (its session was packed since they came, or
+// read from its checkpoint), with direct gets sent at once instead of one
+// round trip each (broker.ReadSeqs): a packed session's next fold has all
+// of them to read. What it does not read (a lone event, a stream without
+// direct gets, an error) is read one by one by readEvent, which reports
+// what cannot be read.
+func (p *foldRunner) readMissing(ctx context.Context, job foldJob) map[uint64][]byte {
+	info := p.inStream.CachedInfo()
+	if info == nil || !info.Config.AllowDirect {
+		return nil
+	}
+	var seqs []uint64
+	for _, ref := range job.turns {
+		if kept, _ := job.payloads.at(ref.Seq); kept.turn == nil && kept.data == nil {
+			seqs = append(seqs, ref.Seq)
+		}
+	}
+	for _, ref := range job.notes {
+		if job.payloads.get(ref.Seq) == nil {
+			seqs = append(seqs, ref.Seq)
+		}
+	}
+	if len(seqs) < 2 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	read := make(map[uint64][]byte, len(seqs))
+	if err := broker.ReadSeqs(ctx, p.js, info.Config.Name, seqs, read); err != nil {
+		p.log.Debug().Err(err).Str("event", "batch_read_failed").Str("session", job.session).Msg("reading the fold's events one by one")
+	}
+	return read
 }
 
 // readEvent decodes the inbound event at seq from data when the owner kept

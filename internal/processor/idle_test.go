@@ -124,6 +124,47 @@ func TestPackedSessionBehavesAsBefore(t *testing.T) {
 	}
 }
 
+// A packed session's next fold asks for the batch it no longer keeps all
+// at once: one direct get per turn, sent on one reply subject, whose
+// answers are taken as they come, not one request and its answer after
+// another.
+func TestPackedSessionFoldAsksForItsBatchAtOnce(t *testing.T) {
+	r := newRig(t)
+	p, _ := r.start(Config{IdleCompact: time.Nanosecond}) // packed at every sweep once quiet
+	const id = "pk"
+	r.Turns(id, 60)
+	r.Settled(id, 60, 0)
+	r.waitPacked(p, 1)
+	gets, err := r.NC.SubscribeSync("$JS.API.DIRECT.GET." + r.Layout.In)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r.Turns(id, 1) // 61: folds turns 0..9, all read from the stream
+	r.Settled(id, 61, 10)
+	if first, last := foldedRange(r.llm.Requests()[0]); first != "000" || last != "009" {
+		t.Fatalf("the fold carried messages %s..%s, want 000..009", first, last)
+	}
+	replies := map[string]int{}
+	for {
+		m, err := gets.NextMsg(0)
+		if err != nil {
+			break
+		}
+		replies[m.Reply]++
+	}
+	if len(replies) != 1 {
+		t.Fatalf("direct gets for the fold's 10 turns on %d reply subjects (%v), want 10 on one", len(replies), replies)
+	}
+	for _, n := range replies {
+		if n != 10 {
+			t.Fatalf("%d direct gets for the fold's 10 turns, want 10", n)
+		}
+	}
+}
+
 // fakeClock is a clock the test moves.
 type fakeClock struct {
 	mu  sync.Mutex

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -113,7 +114,7 @@ func (st *Store) multiLast(ctx context.Context, ids []string) (map[string]lastEn
 		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.PublishRequest(st.apiPrefix()+"DIRECT.GET.KV_"+st.kv.Bucket(), inbox, req); err != nil {
+	if err := nc.PublishRequest(broker.APIPrefix(st.js)+"DIRECT.GET.KV_"+st.kv.Bucket(), inbox, req); err != nil {
 		return nil, err
 	}
 	found := make(map[string]lastEntry, len(ids))
@@ -176,16 +177,4 @@ func (st *Store) directAllowed(ctx context.Context) (bool, error) {
 		st.direct.Store(2)
 	}
 	return allowed, nil
-}
-
-// apiPrefix is the JetStream API prefix of the store's JetStream context.
-func (st *Store) apiPrefix() string {
-	o := st.js.Options()
-	switch {
-	case o.Domain != "":
-		return "$JS." + o.Domain + ".API."
-	case o.APIPrefix != "":
-		return strings.TrimSuffix(o.APIPrefix, ".") + "."
-	}
-	return jetstream.DefaultAPIPrefix
 }

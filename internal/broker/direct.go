@@ -1,0 +1,82 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// APIPrefix is the JetStream API prefix of js ($JS.API., or the one of
+// its domain or API prefix option), for requests made without the
+// jetstream package's helpers.
+func APIPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
+}
+
+// ReadSeqs reads into found the payloads of the messages at seqs of
+// stream, with direct gets (the stream must allow them) sent at once on
+// one reply subject, each answer taken as it comes. A fold of a session
+// whose kept events were dropped reads its batch this way: one direct get
+// made with the jetstream package costs about 70 µs of process CPU on an
+// in-process server (a JSON request encoded by reflection, a response
+// inbox each, its headers parsed into a message), and it waits for each
+// answer before asking the next. Each request asks for one sequence:
+// JetStream's batch form (a sequence and a subject to follow) costs the
+// server a scan of every message between two of the subject's, other
+// sessions' events in between. Sequences the stream no longer holds are
+// left out of the result, for the caller to read one by one and report.
+func ReadSeqs(ctx context.Context, js jetstream.JetStream, stream string, seqs []uint64, found map[uint64][]byte) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	nc := js.Conn()
+	inbox := nc.NewInbox()
+	// Room for every answer: SubscribeSync would allocate a 64k-slot
+	// buffer.
+	answers := make(chan *nats.Msg, len(seqs))
+	sub, err := nc.ChanSubscribe(inbox, answers)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	api := APIPrefix(js) + "DIRECT.GET." + stream
+	var req []byte
+	for _, seq := range seqs {
+		req = strconv.AppendUint(append(req[:0], `{"seq":`...), seq, 10)
+		if err := nc.PublishRequest(api, inbox, append(req, '}')); err != nil {
+			return err
+		}
+	}
+	for range seqs {
+		var m *nats.Msg
+		select {
+		case m = <-answers:
+		case <-ctx.Done():
+			return fmt.Errorf("read %d messages of %s: %w", len(seqs), stream, ctx.Err())
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+		case "404": // not in the stream (any more)
+			continue
+		default:
+			return fmt.Errorf("read %d messages of %s: direct get answered %s %s", len(seqs), stream, status, m.Header.Get("Description"))
+		}
+		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return fmt.Errorf("read %d messages of %s: direct get answered a message without a sequence", len(seqs), stream)
+		}
+		found[seq] = m.Data
+	}
+	return nil
+}
