@@ -181,7 +181,7 @@ func (x *stmt) fields(c *codec) {
 // or its value read (the next key is name's: the fields are read in the order they are written).
 func (c *codec) field(name string, omit bool) bool {
 	if r := c.r; r != nil {
-		if name = name[b2i(c.first):]; r.err != nil || !strings.HasPrefix(r.s[r.i:], name) {
+		if name = name[b2i(c.first):]; r.err != nil || len(r.s)-r.i < len(name) || r.s[r.i:r.i+len(name)] != name { // (HasPrefix, written out: field is then small enough to be inlined)
 			return false
 		}
 		r.i, c.first = r.i+len(name), false
