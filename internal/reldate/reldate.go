@@ -281,6 +281,7 @@ func ResolveLikely(s string, at time.Time) string {
 func resolve(s string, at time.Time, mayHave bool) string {
 	var day time.Time // (read at the first word a phrase may start at)
 	var arr [48]word
+	var nb [48]byte // (a note's room: "the weekend before 31 Sep 2006" and longer ones)
 	ws := words(arr[:0], s)
 	var b strings.Builder
 	last := 0
@@ -296,7 +297,7 @@ func resolve(s string, at time.Time, mayHave bool) string {
 		if day.IsZero() {
 			day = time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
 		}
-		n, note := match(ws, i, day)
+		n, note := match(nb[:0], ws, i, day)
 		if n == 0 {
 			continue
 		}
@@ -316,7 +317,7 @@ func resolve(s string, at time.Time, mayHave bool) string {
 		}
 		b.WriteString(s[last:end])
 		b.WriteString(" (")
-		b.WriteString(note)
+		b.Write(note)
 		b.WriteString(")")
 		last = end
 		i += n - 1
@@ -335,19 +336,18 @@ var startLens = [256]uint16{'y': 1 << 9, 't': 1<<4 | 1<<5 | 1<<7 | 1<<8, 'n': 1 
 // isAgo reports whether w of s is "ago", in either case.
 func isAgo(s string, w word) bool { return w.end-w.start == 3 && hasPrefixFold(s[w.start:], "ago") }
 
-// date is d written as Layout writes it.
-func date(d time.Time) string {
+// date appends d to b as Layout writes it.
+func date(b []byte, d time.Time) []byte {
 	y, m, dd := d.Date()
 	if y < 1000 || y > 9999 {
-		return d.Format(Layout)
+		return d.AppendFormat(b, Layout)
 	}
-	var b [len("31 Sep 2006")]byte
-	return string(strconv.AppendInt(append(append(append(strconv.AppendInt(b[:0], int64(dd), 10), ' '), m.String()[:3]...), ' '), int64(y), 10))
+	return strconv.AppendInt(append(append(append(strconv.AppendInt(b, int64(dd), 10), ' '), m.String()[:3]...), ' '), int64(y), 10)
 }
 
-// match reports how many words from ws[i] make a relative date, and the
-// note to write after them (0 for none).
-func match(ws []word, i int, day time.Time) (int, string) {
+// match reports how many words from ws[i] make a relative date (0 for
+// none), and appends to b the note to write after them.
+func match(b []byte, ws []word, i int, day time.Time) (int, []byte) {
 	w := ws[i].lower
 	next := func(k int) string {
 		if i+k < len(ws) && !ws[i+k-1].stop {
@@ -357,11 +357,11 @@ func match(ws []word, i int, day time.Time) (int, string) {
 	}
 	switch w {
 	case "yesterday":
-		return 1, date(day.AddDate(0, 0, -1))
+		return 1, date(b, day.AddDate(0, 0, -1))
 	case "today", "tonight":
-		return 1, date(day)
+		return 1, date(b, day)
 	case "tomorrow":
-		return 1, date(day.AddDate(0, 0, 1))
+		return 1, date(b, day.AddDate(0, 0, 1))
 	case "next", "this", "last", "coming":
 		n := next(1)
 		if wd, ok := weekdays[n]; ok {
@@ -377,7 +377,7 @@ func match(ws []word, i int, day time.Time) (int, string) {
 					diff = -7
 				}
 			}
-			return 2, date(day.AddDate(0, 0, diff))
+			return 2, date(b, day.AddDate(0, 0, diff))
 		}
 		switch n {
 		case "week", "weekend":
@@ -388,51 +388,51 @@ func match(ws []word, i int, day time.Time) (int, string) {
 			case "last":
 				rel = "before"
 			}
-			return 2, "the " + n + " " + rel + " " + date(day)
+			return 2, date(append(append(append(append(append(b, "the "...), n...), ' '), rel...), ' '), day)
 		case "month":
 			switch w {
 			case "next", "coming":
-				return 2, firstOfMonth(day, 1).Format("January 2006")
+				return 2, firstOfMonth(day, 1).AppendFormat(b, "January 2006")
 			case "last":
-				return 2, firstOfMonth(day, -1).Format("January 2006")
+				return 2, firstOfMonth(day, -1).AppendFormat(b, "January 2006")
 			default:
-				return 2, day.Format("January 2006")
+				return 2, day.AppendFormat(b, "January 2006")
 			}
 		case "year":
 			switch w {
 			case "next", "coming":
-				return 2, strconv.Itoa(day.Year() + 1)
+				return 2, strconv.AppendInt(b, int64(day.Year()+1), 10)
 			case "last":
-				return 2, strconv.Itoa(day.Year() - 1)
+				return 2, strconv.AppendInt(b, int64(day.Year()-1), 10)
 			default:
-				return 2, strconv.Itoa(day.Year())
+				return 2, strconv.AppendInt(b, int64(day.Year()), 10)
 			}
 		case "morning", "afternoon", "evening":
 			if w == "this" {
-				return 2, date(day)
+				return 2, date(b, day)
 			}
 		case "night":
 			switch w {
 			case "last":
-				return 2, date(day.AddDate(0, 0, -1))
+				return 2, date(b, day.AddDate(0, 0, -1))
 			case "this":
-				return 2, date(day)
+				return 2, date(b, day)
 			}
 		}
 	case "in":
 		// "in three days", "in 2 weeks"
 		if k, unit, ok := count(next(1), next(2)); ok {
-			return 3, shifted(day, k, unit, "")
+			return 3, shifted(b, day, k, unit, "")
 		}
 	default:
 		// "three days ago", "a week ago" (ago first: most words are followed by no "ago")
 		if next(2) == "ago" {
 			if k, unit, ok := count(w, next(1)); ok {
-				return 3, shifted(day, -k, unit, "about ")
+				return 3, shifted(b, day, -k, unit, "about ")
 			}
 		}
 	}
-	return 0, ""
+	return 0, b
 }
 
 // count reads "<number> <unit>" ("two days", "3 weeks").
@@ -456,16 +456,16 @@ func count(n, unit string) (int, string, bool) {
 	return 0, "", false
 }
 
-func shifted(day time.Time, k int, unit, approx string) string {
+func shifted(b []byte, day time.Time, k int, unit, approx string) []byte {
 	switch unit {
 	case "day":
-		return date(day.AddDate(0, 0, k))
+		return date(b, day.AddDate(0, 0, k))
 	case "week":
-		return approx + date(day.AddDate(0, 0, 7*k))
+		return date(append(b, approx...), day.AddDate(0, 0, 7*k))
 	case "month":
-		return firstOfMonth(day, k).Format("January 2006")
+		return firstOfMonth(day, k).AppendFormat(b, "January 2006")
 	default:
-		return strconv.Itoa(day.Year() + k)
+		return strconv.AppendInt(b, int64(day.Year()+k), 10)
 	}
 }
 

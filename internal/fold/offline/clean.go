@@ -99,8 +99,7 @@ func isAnnotation(w string) bool {
 		return false
 	}
 	for i := 1; i < len(w)-1; i++ {
-		c := w[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+		if c := w[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
 			return false
 		}
 	}
@@ -118,8 +117,7 @@ func sanitize(s string, maxRunes int) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	n := 0
-	space, line := false, false
+	n, space, line := 0, false, false
 	for _, r := range strings.ToValidUTF8(s, "") {
 		switch {
 		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029' || r == '\u0085':
@@ -138,11 +136,7 @@ func sanitize(s string, maxRunes int) string {
 			r = '"'
 		}
 		if b.Len() > 0 && (line || space) {
-			if line {
-				b.WriteByte('\n')
-			} else {
-				b.WriteByte(' ')
-			}
+			b.WriteByte(" \n"[b2i(line)])
 			n++
 		}
 		space, line = false, false
@@ -192,8 +186,7 @@ func clip(s string, max int) string {
 	if len(s) <= max || runeLen(s) <= max { // (no more runes than bytes)
 		return s
 	}
-	r := []rune(s)[:max-1]
-	cut := len(r)
+	r, cut := []rune(s)[:max-1], max-1
 	for i := len(r) - 1; i > len(r)/2; i-- {
 		if r[i] == ' ' {
 			cut = i

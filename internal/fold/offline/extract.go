@@ -178,8 +178,7 @@ func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.
 			rc := statFields(ks)
 			sent, c.names, c.digits, sc.ks = r, rc.names, rc.digits, ks
 		}
-		w := weigh(sent, nt, c)
-		k := kSaid
+		w, k := weigh(sent, nt, c), kSaid
 		if question {
 			k, w = kQuestion, w+2*float64(b2i(nt >= 3)) // (an open question with a subject: +2)
 		}
@@ -759,8 +758,7 @@ func (lx *lexicon) noteStmt(n fold.Note) (stmt, bool) {
 	if text == "" || isInjection(text) {
 		return stmt{}, false
 	}
-	src := speaker.Short(oneLine(n.Source, 64))
-	label := "Screen note: "
+	src, label := speaker.Short(oneLine(n.Source, 64)), "Screen note: "
 	if i := strings.Index(text, "'s screen: "); i > 0 && i < 40 {
 		label, text = "On "+text[:i]+"'s screen: ", text[i+len("'s screen: "):]
 	} else if r, _ := utf8.DecodeRuneInString(src); src != "" && src != "screen" && unicode.IsUpper(r) && len(strings.Fields(src)) <= 3 {
@@ -801,8 +799,7 @@ func (lx *lexicon) toolTurn(b *batch, t fold.Turn, call *stmt) *stmt {
 		if who == "Tool" || who == "Someone" {
 			who = "Assistant"
 		}
-		arg := toolArg(t.Text)
-		text := who + " ran " + tool
+		arg, text := toolArg(t.Text), who+" ran "+tool
 		if arg != "" {
 			text += " (" + arg + ")"
 		}

@@ -188,8 +188,7 @@ var clauseBreaks = []string{", but ", ", and ", ", so ", ", because ", "; ", ", 
 // cutClause ends s at the last clause boundary within max runes (and past a third of it), with a full stop; s as it is
 // when there is none.
 func cutClause(s string, max int) string {
-	limit := min(len(s), len(string([]rune(s)[:min(max, runeLen(s))]))) // (the byte where rune max starts; a long sentence is rare)
-	best := -1
+	limit, best := min(len(s), len(string([]rune(s)[:min(max, runeLen(s))]))), -1 // (limit: the byte where rune max starts; a long sentence is rare)
 	for _, b := range clauseBreaks {
 		if i := strings.LastIndex(s[:limit], b); i > best && i > limit/3 {
 			best = i
