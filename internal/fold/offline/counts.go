@@ -106,7 +106,7 @@ func (v *wordCounts) termIDs(x *stmt) []int32 {
 // add counts the terms of ss (a statement repeated in ss once).
 func (v *wordCounts) add(ss []stmt) {
 	for i := range ss {
-		if x := &ss[i]; x.K == kTool || slices.ContainsFunc(ss[:i], func(y stmt) bool { return y.K != kTool && y.Terms == x.Terms }) {
+		if x := &ss[i]; x.K == kTool || anyOf(ss[:i], func(y *stmt) bool { return y.K != kTool && y.Terms == x.Terms }) {
 			continue // a line said again is not a subject said again
 		}
 		for _, id := range v.termIDs(&ss[i]) {

@@ -39,7 +39,7 @@ func (st *state) memories(req fold.Request, b batch) []fold.Memory {
 		x := &cands[ci]
 		text := upperFirst(x.Own)
 		id := string(strconv.AppendUint(append(make([]byte, 0, 16), 'm'), fnvAddLower(fnvAdd(hashString(x.Sp), "\x00"), text)&0xffffffffffff, 16))
-		if slices.ContainsFunc(st.Facts, func(f fact) bool { return f.ID == id }) {
+		if anyOf(st.Facts, func(f *fact) bool { return f.ID == id }) {
 			continue // returned before (or in this fold)
 		}
 		m := fold.Memory{ID: id, Speaker: x.Sp, Text: text, At: x.at()}

@@ -225,6 +225,16 @@ func (st *state) shed() bool {
 	return did
 }
 
+// anyOf reports whether f holds for one of xs, each given by its address (statements and facts are large to copy).
+func anyOf[T any](xs []T, f func(*T) bool) bool {
+	for i := range xs {
+		if f(&xs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 // dropWeakest removes the n statements of lowest weight, keeping order.
 func dropWeakest(ss []stmt, n int) []stmt {
 	if n >= len(ss) {
