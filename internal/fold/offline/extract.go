@@ -171,7 +171,11 @@ func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.
 			i++
 			return k.is(ffDate) && (k.is(ffDateEnd) || i < len(ks) && ks[i].is(ffDateEnd))
 		}) {
-			r = reldate.ResolveLikely(sent, t.At)
+			o := 0 // (where field i-3 starts, two before that one: none before it starts a relative date; sent is ks's fields joined by spaces)
+			for _, k := range ks[:max(i-3, 0)*b2i(joins(sent, ks))] {
+				o += len(k.f) + 1
+			}
+			r = reldate.ResolveLikely(sent, o, t.At)
 		}
 		if r != sent {
 			ks = lx.appendFields(ks[:0], r)
