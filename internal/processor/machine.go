@@ -13,6 +13,7 @@ import (
 	"github.com/foldstream/foldstream/internal/retry"
 	"github.com/foldstream/foldstream/internal/state"
 	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -42,6 +43,9 @@ type machine struct {
 	// later summary to adopt once their redelivered turns reach its cursor
 	// (await).
 	ahead map[string]summaryRecord
+	// skipped: the skips counter of each reason seen, resolved once (a
+	// check skips on most turns, below_threshold).
+	skipped map[fold.SkipReason]prometheus.Counter
 }
 
 // newMachine is a session machine for cfg (with its defaults) and the
@@ -51,6 +55,7 @@ func newMachine(cfg Config, breaker *retry.Breaker, model string, log zerolog.Lo
 	return &machine{
 		cfg: cfg, deploy: deploy, plain: deploy.WithRecall(cfg.RecallEnabled), breaker: breaker, model: model, log: log, m: m,
 		landed: landed, policies: make(map[*events.SessionConfig]fold.Policy), ahead: make(map[string]summaryRecord),
+		skipped: make(map[fold.SkipReason]prometheus.Counter),
 	}
 }
 
@@ -371,7 +376,12 @@ func (m *machine) evaluate(ls *live, now time.Time, trigger string, force, recon
 // publishes it when the reason changes or the check was asked for, so the
 // stream explains the session without carrying one event per turn.
 func (m *machine) skip(ls *live, pol fold.Policy, d fold.Decision, trigger string, e *effects) {
-	m.m.skips.WithLabelValues(string(d.Reason)).Inc()
+	c, ok := m.skipped[d.Reason]
+	if !ok {
+		c = m.m.skips.WithLabelValues(string(d.Reason))
+		m.skipped[d.Reason] = c
+	}
+	c.Inc()
 	explicit := trigger == "generate" || trigger == "compact"
 	// below_threshold is a session's normal state between folds: it is
 	// logged, and published only when a check was asked for.

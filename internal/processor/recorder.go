@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,10 @@ type recorder struct {
 	// Loop only.
 	confirmedAt time.Time
 	unconfirmed int
+	// buf holds the last lifecycle event encoded, for the next one: a
+	// plain publish copies the bytes it sends, so most events need no
+	// buffer of their own. Loop only.
+	buf []byte
 }
 
 // newRecorder is a shard's recorder, on the processor's connections.
@@ -195,11 +200,12 @@ func (p *recorder) event(id string, ev events.Lifecycle) {
 	ev.V = events.Version
 	ev.Session = id
 	ev.At = p.clock.Now().UTC()
-	data, err := ev.AppendJSON(make([]byte, 0, 512+len(ev.Error)))
+	data, err := ev.AppendJSON(p.buf[:0])
 	if err != nil {
 		p.log.Error().Err(err).Str("event", "encode_failed").Msg("encode lifecycle event")
 		return
 	}
+	p.buf = data
 	subject := p.subj.Out(id, events.KindEvent)
 	if conn := p.js.Conn(); ev.Error == "" && ev.At.Sub(p.confirmedAt) < confirmEvery && conn.ConnectedClusterName() == "" {
 		if err := conn.Publish(subject, data); err != nil {
@@ -210,7 +216,7 @@ func (p *recorder) event(id string, ev events.Lifecycle) {
 		return
 	}
 	msg := nats.NewMsg(subject)
-	msg.Data = data
+	msg.Data = bytes.Clone(data) // the message's until the stream acks it
 	f, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
 		p.log.Warn().Err(err).Str("event", "publish_failed").Str("session", id).Str("type", ev.Type).Msg("lifecycle event not published")

@@ -665,8 +665,8 @@ func (sc *scratch) pickCovering(cands []cand, named termSet, room, n int) {
 		c.dup, twice[z>>6], sizes[z>>6] = false, twice[z>>6]|sizes[z>>6]&(1<<(z&63)), sizes[z>>6]|1<<(z&63)
 		// what each candidate's words are worth does not change while picking; its bound, value's while nothing is said
 		for _, t := range c.x.ids {
-			worth = append(worth, voc.weight(t)/float64(1+3*b2i(named[t]))) // a quarter for a word named: said in other words
-			gain += worth[len(worth)-1]
+			w := voc.weight(t) * [2]float64{1, 0.25}[b2i(named[t])] // a quarter for a word named: said in other words (exact, as /4 is)
+			worth, gain = append(worth, w), gain+w
 		}
 		c.worth = int32(len(worth) - len(c.x.ids))
 		if bound = append(bound, (gain+c.extra)*c.rec/float64(c.size+30)*float64(b2i(c.size <= room))); bound[i] > 0 {
