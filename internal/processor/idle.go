@@ -18,7 +18,8 @@ import (
 // bytes, and the summarizer's state compressed as the checkpoint stores it:
 // ~6 KiB for the offline summarizer's 13 KiB) instead of the decoded
 // Session, and drops the turn payloads it cached for its next fold; that
-// fold reads its batch from the stream instead (one direct get per turn).
+// fold reads its batch from the stream instead (a direct get per turn, all
+// sent at once: foldRunner.readMissing).
 // The next event or wake of the session unpacks it (inflate,
 // BenchmarkUnpack in internal/state) without a KV read; IdleEvict later
 // drops it from memory entirely.

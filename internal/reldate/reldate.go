@@ -41,9 +41,8 @@ type word struct {
 	stop, ascii bool
 }
 
-// words appends the words of s to out, those not ASCII lower-cased.
-func words(out []word, s string) []word {
-	i := 0
+// words appends the words of s from the byte i to out, those not ASCII lower-cased.
+func words(out []word, s string, i int) []word {
 	for i < len(s) {
 		if c := s[i]; c < utf8.RuneSelf && !wordBytes[c] { // (ASCII read as it is)
 			i++
@@ -262,27 +261,30 @@ func Resolve(s string, at time.Time) string {
 	if at.IsZero() || !MayHave(s) {
 		return s
 	}
-	return resolve(s, at, true)
+	return resolve(s, 0, at, true)
 }
 
 // ResolveLikely is Resolve for a text likely to hold a relative date (one of
 // its fields MayStartIn and it or the next MayEndIn): the same result,
-// without reading the text for MayHave first. A phrase resolve finds implies
-// MayHave but one ending in "ago", which then reads it.
-func ResolveLikely(s string, at time.Time) string {
+// without reading the text for MayHave first, nor before from, the start of
+// the field two before the first such one (0 for the text's start). A
+// phrase resolve finds implies MayHave but one ending in "ago", which then
+// reads it.
+func ResolveLikely(s string, from int, at time.Time) string {
 	if at.IsZero() {
 		return s
 	}
-	return resolve(s, at, false)
+	return resolve(s, from, at, false)
 }
 
 // resolve is Resolve without MayHave's check when mayHave (MayHave(s) is
-// known), and with it only for a phrase ending in "ago" else.
-func resolve(s string, at time.Time, mayHave bool) string {
+// known), and with it only for a phrase ending in "ago" else; its words
+// from the byte from (a word's start).
+func resolve(s string, from int, at time.Time, mayHave bool) string {
 	var day time.Time // (read at the first word a phrase may start at)
 	var arr [48]word
 	var nb [48]byte // (a note's room: "the weekend before 31 Sep 2006" and longer ones)
-	ws := words(arr[:0], s)
+	ws := words(arr[:0], s, from)
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(ws); i++ {

@@ -166,15 +166,23 @@ func (s *Summarizer) sentences(sc *scratch, dst []stmt, text, sp string, t fold.
 		if nt == 0 && c.nums == 0 || nt == 1 && c.nums == 0 && c.words < 4 {
 			continue // filler, a backchannel or too little to say
 		}
-		r, i := sent, 0 // (a field that may start a relative date, with it or the next one that may end it: else nothing to resolve)
+		r, i, o, jn := sent, 0, 0, false // (a field that may start a relative date, with it or the next one that may end it: else nothing to resolve)
 		if slices.ContainsFunc(ks, func(k *field) bool {
 			i++
 			return k.is(ffDate) && (k.is(ffDateEnd) || i < len(ks) && ks[i].is(ffDateEnd))
 		}) {
-			r = reldate.ResolveLikely(sent, t.At)
+			jn = joins(sent, ks) // (o: where field i-3 starts, two before that one: none before it starts a relative date; when sent is ks's fields joined by spaces)
+			for _, k := range ks[:max(i-3, 0)*b2i(jn)] {
+				o += len(k.f) + 1
+			}
+			r = reldate.ResolveLikely(sent, o, t.At)
 		}
 		if r != sent {
-			ks = lx.appendFields(ks[:0], r)
+			d, m, off := o+max(strings.Index(r[o:], " ("), 0), 0, 0 // (d: where r's first note opens, or before; ks[:m], the fields before it with the space after each, are r's too, and r's m-th starts at off)
+			for jn && m < len(ks) && off+len(ks[m].f) < d {
+				off, m = off+len(ks[m].f)+1, m+1
+			}
+			ks = lx.appendFields(ks[:m], r[off:])
 			rc := statFields(ks)
 			sent, c.names, c.digits, sc.ks = r, rc.names, rc.digits, ks
 		}
