@@ -98,18 +98,10 @@ func (st *state) supersede(newer []stmt) {
 	drop := func(old stmt) bool {
 		tool := old.Key != "" && strings.HasPrefix(old.Key, "tool ")
 		fact := old.Key != "" && !tool && old.K != kAsk
-		for i := range newer {
-			switch n := &newer[i]; {
-			case tool && old.Key == n.Key:
-				return true
-			case old.Sp != n.Sp:
-			case fact && n.Key != "" && 2*changedSlots(old.Key, n.Key) > strings.Count(old.Key, "="):
-				return true // most of what it said has changed
-			case old.Terms != "" && old.Terms == n.Terms:
-				return true
-			}
-		}
-		return false
+		return anyOf(newer, func(n *stmt) bool { // (of the same speaker: most of what a fact said has changed, or the same terms)
+			return tool && old.Key == n.Key || old.Sp == n.Sp && (fact && n.Key != "" && 2*changedSlots(old.Key, n.Key) > strings.Count(old.Key, "=") ||
+				old.Terms != "" && old.Terms == n.Terms)
+		})
 	}
 	st.Open = slices.DeleteFunc(st.Open, drop)
 	for i := range st.Periods {

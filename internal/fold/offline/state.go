@@ -214,12 +214,9 @@ func (st *state) shed() bool {
 	if !did && len(st.Names) > 4 {
 		st.Others, st.Names, did = st.Others+len(st.Names)-4, st.Names[:4], true
 	}
-	if !did {
-		for i := range st.Open {
-			if r := []rune(st.Open[i].Text); len(r) > 80 {
-				st.Open[i].Text = clip(st.Open[i].Text, 80)
-				did = true
-			}
+	for i := range len(st.Open) * b2i(!did) { // (when nothing else was dropped: the count is read once, before did is set)
+		if x := &st.Open[i]; runeLen(x.Text) > 80 {
+			x.Text, did = clip(x.Text, 80), true
 		}
 	}
 	return did
