@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -65,18 +66,44 @@ func ReadSeqs(ctx context.Context, js jetstream.JetStream, stream string, seqs [
 		case <-ctx.Done():
 			return fmt.Errorf("read %d messages of %s: %w", len(seqs), stream, ctx.Err())
 		}
-		switch status := m.Header.Get("Status"); status {
+		switch status := AnswerStatus(m); status {
 		case "":
 		case "404": // not in the stream (any more)
 			continue
 		default:
 			return fmt.Errorf("read %d messages of %s: direct get answered %s %s", len(seqs), stream, status, m.Header.Get("Description"))
 		}
-		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		seq, err := AnswerSeq(m)
 		if err != nil {
-			return fmt.Errorf("read %d messages of %s: direct get answered a message without a sequence", len(seqs), stream)
+			return fmt.Errorf("read %d messages of %s: %w", len(seqs), stream, err)
 		}
 		found[seq] = m.Data
 	}
 	return nil
+}
+
+// AnswerStatus is the status of a direct get's answer ("404", "204" …),
+// or "" for an answer that carries a message. A status answer has no
+// payload; a stored message may have a header named Status of its own.
+func AnswerStatus(m *nats.Msg) string {
+	if len(m.Data) > 0 {
+		return ""
+	}
+	return m.Header.Get("Status")
+}
+
+// AnswerSeq is the stream sequence of the message a direct get answered
+// with. The server appends its headers after the message's own, so it is
+// the last Nats-Sequence: a message republished from another stream
+// carries one of its origin.
+func AnswerSeq(m *nats.Msg) (uint64, error) {
+	v := m.Header.Values(jetstream.SequenceHeader)
+	if len(v) == 0 {
+		return 0, errors.New("direct get answered a message without a sequence")
+	}
+	seq, err := strconv.ParseUint(v[len(v)-1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("direct get answered a message with sequence %q", v[len(v)-1])
+	}
+	return seq, nil
 }

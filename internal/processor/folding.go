@@ -303,7 +303,10 @@ func (p *foldRunner) readMissing(ctx context.Context, job foldJob) map[uint64][]
 	defer cancel()
 	read := make(map[uint64][]byte, len(seqs))
 	if err := broker.ReadSeqs(ctx, p.js, info.Config.Name, seqs, read); err != nil {
-		p.log.Debug().Err(err).Str("event", "batch_read_failed").Str("session", job.session).Msg("reading the fold's events one by one")
+		// A warning: the batch read should not fail where single reads
+		// work (an account that may not send direct gets waits here for
+		// the timeout before its fold fails on them).
+		p.log.Warn().Err(err).Str("event", "batch_read_failed").Str("session", job.session).Msg("reading the fold's events one by one")
 	}
 	return read
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/foldstream/foldstream/internal/broker"
@@ -125,7 +124,7 @@ func (st *Store) multiLast(ctx context.Context, ids []string) (map[string]lastEn
 		case <-ctx.Done():
 			return nil, fmt.Errorf("load %d sessions: %w", len(ids), ctx.Err())
 		}
-		switch status := m.Header.Get("Status"); status {
+		switch status := broker.AnswerStatus(m); status {
 		case "":
 		case "204": // end of batch
 			if np := m.Header.Get("Nats-Num-Pending"); np != "" && np != "0" {
@@ -142,9 +141,9 @@ func (st *Store) multiLast(ctx context.Context, ids []string) (map[string]lastEn
 			return nil, fmt.Errorf("load %d sessions: direct get answered %s %s", len(ids), status, m.Header.Get("Description"))
 		}
 		id := strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), st.putPrefix)
-		rev, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		rev, err := broker.AnswerSeq(m)
 		if err != nil {
-			return nil, fmt.Errorf("load %d sessions: answer for %q without a sequence", len(ids), id)
+			return nil, fmt.Errorf("load %d sessions: answer for %q: %w", len(ids), id, err)
 		}
 		switch m.Header.Get("KV-Operation") {
 		case "DEL", "PURGE":
