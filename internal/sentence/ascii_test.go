@@ -15,11 +15,7 @@ func TestRuneLenAndIsASCII(t *testing.T) {
 	parts := []string{"a", "word", " ", "\x00", "\x7f", "\x80", "é", "日本", "\xff", "\xc3", "abcdefghijk", "😀"}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 100000 {
-		var b strings.Builder
-		for range rng.IntN(10) {
-			b.WriteString(parts[rng.IntN(len(parts))])
-		}
-		s := b.String()
+		s := joinRandom(rng, parts, 10)
 		if got, want := RuneLen(s), utf8.RuneCountInString(s); got != want {
 			t.Fatalf("RuneLen(%q) = %d, want %d", s, got, want)
 		}
@@ -40,11 +36,7 @@ func TestIsPlain(t *testing.T) {
 	parts := []string{"a", "word", " ", "  ", "~", "\x1f", "\x7f", "\x80", "é", "\xff", "\n", "abcdefg "}
 	rng := rand.New(rand.NewPCG(7, 8))
 	for range 100000 {
-		var b strings.Builder
-		for range rng.IntN(12) {
-			b.WriteString(parts[rng.IntN(len(parts))])
-		}
-		s, want := b.String(), true
+		s, want := joinRandom(rng, parts, 12), true
 		for i := 0; i < len(s); i++ {
 			want = want && ' ' <= s[i] && s[i] <= '~' && !strings.HasPrefix(s[i:], "  ")
 		}
@@ -52,6 +44,15 @@ func TestIsPlain(t *testing.T) {
 			t.Fatalf("IsPlain(%q) = %v, want %v", s, got, want)
 		}
 	}
+}
+
+// joinRandom joins fewer than n parts picked at random.
+func joinRandom(rng *rand.Rand, parts []string, n int) string {
+	var b strings.Builder
+	for range rng.IntN(n) {
+		b.WriteString(parts[rng.IntN(len(parts))])
+	}
+	return b.String()
 }
 
 // TestLowerByte: ASCII capitals become small letters; every other byte,
