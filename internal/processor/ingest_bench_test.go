@@ -35,8 +35,8 @@ func (answered) Summarize(context.Context, fold.Request) (fold.Result, error) {
 // default idle packing, where a session packed since its batch came reads
 // it from the stream (the slower the run, a profiler's or valgrind's, the
 // more sessions are packed). The process runs the server too, so its CPU
-// (or a callgrind count: /work/notes/cpu-ir.sh with -bench Ingest/off) is
-// the processor's and the server's work.
+// (or an instruction count: valgrind --tool=callgrind on the test binary
+// with -test.bench Ingest/off) is the processor's and the server's work.
 func BenchmarkIngest(b *testing.B) {
 	for _, c := range []struct {
 		name        string

@@ -25,8 +25,9 @@ func processCPU() time.Duration {
 // to an in-process server's outbound stream, until the stream holds it,
 // as the recorder sends them (sent: an ack asked for once a confirmEvery)
 // and with an ack asked for each (acked). The process runs the server
-// too, so its CPU (or a callgrind count: /work/notes/cpu-ir.sh with
-// -bench LifecycleEvent/sent) is the client's and the server's work.
+// too, so its CPU (or an instruction count: valgrind --tool=callgrind on
+// the test binary with -test.bench LifecycleEvent/sent) is the client's
+// and the server's work.
 func BenchmarkLifecycleEvent(b *testing.B) {
 	for _, acked := range []bool{false, true} {
 		name := "sent"
