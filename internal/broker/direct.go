@@ -26,8 +26,8 @@ func APIPrefix(js jetstream.JetStream) string {
 }
 
 // ReadSeqs reads into found the payloads of the messages at seqs of
-// stream, with direct gets (the stream must allow them) sent at once on
-// one reply subject, each answer taken as it comes. A fold of a session
+// stream, with direct gets (the stream must allow them) sent ahead on one
+// reply subject, each answer taken as it comes. A fold of a session
 // whose kept events were dropped reads its batch this way: one direct get
 // made with the jetstream package costs about 70 µs of process CPU on an
 // in-process server (a JSON request encoded by reflection, a response
@@ -35,17 +35,20 @@ func APIPrefix(js jetstream.JetStream) string {
 // answer before asking the next. Each request asks for one sequence:
 // JetStream's batch form (a sequence and a subject to follow) costs the
 // server a scan of every message between two of the subject's, other
-// sessions' events in between. Sequences the stream no longer holds are
-// left out of the result, for the caller to read one by one and report.
+// sessions' events in between. At most readAhead requests are unanswered
+// at a time, so a large batch of large events does not pile up on the
+// connection (the server drops a client that falls its max_pending
+// behind). Sequences the stream no longer holds are left out of the
+// result, for the caller to read one by one and report.
 func ReadSeqs(ctx context.Context, js jetstream.JetStream, stream string, seqs []uint64, found map[uint64][]byte) error {
 	if len(seqs) == 0 {
 		return nil
 	}
 	nc := js.Conn()
 	inbox := nc.NewInbox()
-	// Room for every answer: SubscribeSync would allocate a 64k-slot
-	// buffer.
-	answers := make(chan *nats.Msg, len(seqs))
+	// Room for every unanswered request: SubscribeSync would allocate a
+	// 64k-slot buffer.
+	answers := make(chan *nats.Msg, min(len(seqs), readAhead))
 	sub, err := nc.ChanSubscribe(inbox, answers)
 	if err != nil {
 		return err
@@ -53,18 +56,28 @@ func ReadSeqs(ctx context.Context, js jetstream.JetStream, stream string, seqs [
 	defer func() { _ = sub.Unsubscribe() }()
 	api := APIPrefix(js) + "DIRECT.GET." + stream
 	var req []byte
-	for _, seq := range seqs {
-		req = strconv.AppendUint(append(req[:0], `{"seq":`...), seq, 10)
-		if err := nc.PublishRequest(api, inbox, append(req, '}')); err != nil {
-			return err
+	sent := 0
+	ask := func(n int) error {
+		for ; sent < min(n, len(seqs)); sent++ {
+			req = strconv.AppendUint(append(req[:0], `{"seq":`...), seqs[sent], 10)
+			if err := nc.PublishRequest(api, inbox, append(req, '}')); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	for range seqs {
+	if err := ask(readAhead); err != nil {
+		return err
+	}
+	for got := range seqs {
 		var m *nats.Msg
 		select {
 		case m = <-answers:
 		case <-ctx.Done():
 			return fmt.Errorf("read %d messages of %s: %w", len(seqs), stream, ctx.Err())
+		}
+		if err := ask(got + 1 + readAhead); err != nil {
+			return err
 		}
 		switch status := AnswerStatus(m); status {
 		case "":
@@ -81,6 +94,12 @@ func ReadSeqs(ctx context.Context, js jetstream.JetStream, stream string, seqs [
 	}
 	return nil
 }
+
+// readAhead is how many of ReadSeqs' direct gets may be unanswered at a
+// time: a fold's batch (10 turns by default) goes out at once, and 32
+// events of the largest size the processor accepts (256 KiB) stay well
+// below a server's default max_pending (64 MiB).
+const readAhead = 32
 
 // AnswerStatus is the status of a direct get's answer ("404", "204" …),
 // or "" for an answer that carries a message. A status answer has no

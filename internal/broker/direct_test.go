@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/nats-io/nats.go"
@@ -12,13 +13,15 @@ import (
 )
 
 // ReadSeqs reads the messages asked for, of any subject and in any order,
-// and leaves out a sequence past the stream's end.
+// more than it sends ahead at once, and leaves out a sequence past the
+// stream's end.
 func TestReadSeqsReadsTheMessagesAskedFor(t *testing.T) {
 	js, subjects, l := provisioned(t)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	var seqs []uint64
 	want := map[uint64]string{}
-	for i := range 12 {
+	for i := range 3 * readAhead {
 		data := fmt.Sprintf("s%d-%d", i%2, i)
 		ack, err := js.Publish(ctx, subjects.In(fmt.Sprintf("s%d", i%2), events.KindTurn), []byte(data))
 		if err != nil {
@@ -29,7 +32,7 @@ func TestReadSeqsReadsTheMessagesAskedFor(t *testing.T) {
 			want[ack.Sequence] = data
 		}
 	}
-	seqs = append(seqs, 100)
+	seqs = append(seqs[:readAhead/2], append([]uint64{10 * readAhead}, seqs[readAhead/2:]...)...)
 	found := map[uint64][]byte{}
 	if err := ReadSeqs(ctx, js, l.In, seqs, found); err != nil {
 		t.Fatal(err)
