@@ -3,9 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,20 +46,11 @@ func processorBinary() (string, error) {
 // child is one processor process.
 type child struct {
 	cmd     *exec.Cmd
-	metrics string // http://host:port/metrics
+	metrics string // http://host:port/metrics, from the child's metrics_listening line
 	started time.Time
 	ready   chan struct{} // closed at the processor_started log line
 	readyAt time.Time
 	done    chan struct{}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // startChild runs the processor against url with the offline summarizer
@@ -69,13 +60,11 @@ func startChild(url string, extra ...string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	// The metrics listener takes a port of its own choosing, which the
+	// child logs (metrics_listening) before it is ready: a port picked
+	// here and freed could be taken by then.
 	args := append([]string{"--nats-url", url, "--summarizer", "offline", "--tokenizer", "heuristic",
-		"--metrics-addr", addr, "--log-level", "info"}, extra...)
+		"--metrics-addr", "127.0.0.1:0", "--log-level", "info"}, extra...)
 	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() { // its settings come from its flags only
 		if !strings.HasPrefix(kv, "FOLDSTREAM_") && !strings.HasPrefix(kv, "OPENAI_") {
@@ -86,7 +75,7 @@ func startChild(url string, extra ...string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &child{cmd: cmd, metrics: "http://" + addr + "/metrics", ready: make(chan struct{}), done: make(chan struct{})}
+	c := &child{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
 	c.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -97,6 +86,10 @@ func startChild(url string, extra ...string) (*child, error) {
 		var once sync.Once
 		for sc.Scan() {
 			line := sc.Text()
+			var l struct{ Addr string }
+			if strings.Contains(line, `"event":"metrics_listening"`) && json.Unmarshal([]byte(line), &l) == nil {
+				c.metrics = "http://" + l.Addr + "/metrics" // (read after ready, which this goroutine closes later)
+			}
 			if strings.Contains(line, `"event":"processor_started"`) {
 				once.Do(func() { c.readyAt = time.Now(); close(c.ready) })
 			}
