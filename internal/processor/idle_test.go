@@ -25,19 +25,27 @@ func (r *rig) waitPacked(p *Processor, n int) {
 	r.Eventually(fmt.Sprintf("%d sessions packed", n), func() bool { return testutil.ToFloat64(p.m.packedSess) == float64(n) })
 }
 
+// packedAfter starts a processor that packs a session at every sweep once
+// it is quiet, and waits until session id, given n turns, is applied and
+// packed.
+func packedAfter(t *testing.T, id string, n int) (*rig, *Processor) {
+	t.Helper()
+	r := newRig(t)
+	p, _ := r.start(Config{IdleCompact: time.Nanosecond})
+	r.Turns(id, n)
+	r.Settled(id, int64(n), 0)
+	r.waitPacked(p, 1)
+	return r, p
+}
+
 // A packed session behaves exactly as an unpacked one: later turns apply
 // in order, folds carry the right batch (read from the stream, the cached
 // payloads are gone), a repeated turn id is still a duplicate, a rejected
 // event still reports the session's position, reset and end still work.
 // The session is never reloaded from KV: it stays in memory throughout.
 func TestPackedSessionBehavesAsBefore(t *testing.T) {
-	r := newRig(t)
-	p, _ := r.start(Config{IdleCompact: time.Nanosecond}) // packed at every sweep once quiet
 	const id = "pk"
-
-	r.Turns(id, 55)
-	r.Settled(id, 55, 0)
-	r.waitPacked(p, 1)
+	r, p := packedAfter(t, id, 55)
 
 	// dedup survives packing: a turn id applied before, without the
 	// stream's Nats-Msg-Id dedup
@@ -129,12 +137,8 @@ func TestPackedSessionBehavesAsBefore(t *testing.T) {
 // answers are taken as they come, not one request and its answer after
 // another.
 func TestPackedSessionFoldAsksForItsBatchAtOnce(t *testing.T) {
-	r := newRig(t)
-	p, _ := r.start(Config{IdleCompact: time.Nanosecond}) // packed at every sweep once quiet
 	const id = "pk"
-	r.Turns(id, 60)
-	r.Settled(id, 60, 0)
-	r.waitPacked(p, 1)
+	r, _ := packedAfter(t, id, 60)
 	gets, err := r.NC.SubscribeSync("$JS.API.DIRECT.GET." + r.Layout.In)
 	if err != nil {
 		t.Fatal(err)

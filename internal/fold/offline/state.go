@@ -214,7 +214,10 @@ func (st *state) shed() bool {
 	if !did && len(st.Names) > 4 {
 		st.Others, st.Names, did = st.Others+len(st.Names)-4, st.Names[:4], true
 	}
-	for i := range len(st.Open) * b2i(!did) { // (when nothing else was dropped: the count is read once, before did is set)
+	if did {
+		return true
+	}
+	for i := range st.Open { // (when nothing else was dropped)
 		if x := &st.Open[i]; runeLen(x.Text) > 80 {
 			x.Text, did = clip(x.Text, 80), true
 		}
