@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strings"
+	"time"
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
@@ -110,6 +113,9 @@ now, "session" to --session.
 			cfg = new(client.SessionConfig)
 			dec := json.NewDecoder(bytes.NewReader([]byte(*sessionConfig)))
 			if err := dec.Decode(cfg); err != nil {
+				if ve, ok := events.AsValidation(fieldError("config.", err)); ok {
+					return fmt.Errorf("--session-config: %w", ve)
+				}
 				return fmt.Errorf("--session-config: expected a JSON object of session settings: %w", err)
 			}
 		}
@@ -195,7 +201,7 @@ func pubLine(ctx context.Context, p *client.Publisher, subj events.Subjects, ses
 	case events.KindTurn:
 		var t client.Turn
 		if err := json.Unmarshal(data, &t); err != nil {
-			return fmt.Errorf("turn: %w", err)
+			return fmt.Errorf("turn: %w", fieldError("", err))
 		}
 		if probe.Kind == events.KindTurn {
 			t.Kind = ""
@@ -208,7 +214,7 @@ func pubLine(ctx context.Context, p *client.Publisher, subj events.Subjects, ses
 	case events.KindNote:
 		var n client.Note
 		if err := json.Unmarshal(data, &n); err != nil {
-			return fmt.Errorf("note: %w", err)
+			return fmt.Errorf("note: %w", fieldError("", err))
 		}
 		n.Session = s
 		if err := p.PublishNote(ctx, n); err != nil {
@@ -218,7 +224,7 @@ func pubLine(ctx context.Context, p *client.Publisher, subj events.Subjects, ses
 	default:
 		var c client.Control
 		if err := json.Unmarshal(data, &c); err != nil {
-			return fmt.Errorf("control: %w", err)
+			return fmt.Errorf("control: %w", fieldError("", err))
 		}
 		if err := p.Control(ctx, s, c.Op, c.Config); err != nil {
 			return err
@@ -226,4 +232,35 @@ func pubLine(ctx context.Context, p *client.Publisher, subj events.Subjects, ses
 		fmt.Fprintf(stdout, "published control %s to %s\n", c.Op, subj.In(s, events.KindControl))
 	}
 	return nil
+}
+
+// fieldError names the field of a JSON value that did not decode, and what
+// was expected, as the processor's dead letter of the same event does: a
+// value of the wrong type, or an "at" that is not an RFC 3339 time (the
+// only time field of an inbound event). prefix is the path of the object
+// decoded ("config." for --session-config). Other errors are returned as
+// they are.
+func fieldError(prefix string, err error) error {
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) && ute.Field != "" {
+		want := ute.Type.Kind().String()
+		switch ute.Type.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
+			want = "number"
+		case reflect.Struct, reflect.Map:
+			want = "object"
+		case reflect.Slice:
+			want = "array"
+		}
+		return &events.ValidationError{Code: events.CodeInvalidField, Field: prefix + ute.Field, Reason: fmt.Sprintf("expected a JSON %s, got %s", want, ute.Value)}
+	}
+	const rfc3339 = "expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z"
+	var pe *time.ParseError
+	if errors.As(err, &pe) {
+		return &events.ValidationError{Code: events.CodeInvalidField, Field: "at", Reason: fmt.Sprintf("%s, got %q", rfc3339, pe.Value)}
+	}
+	if strings.Contains(err.Error(), "Time.UnmarshalJSON") {
+		return &events.ValidationError{Code: events.CodeInvalidField, Field: "at", Reason: fmt.Sprintf("%s (%v)", rfc3339, err)}
+	}
+	return err
 }

@@ -105,6 +105,41 @@ func TestPubPublishesTurnsNotesAndControls(t *testing.T) {
 	}
 }
 
+// A JSON value of the wrong type, in a line or in --session-config, is an
+// error that names the event's field and what was expected, as the
+// processor's dead letter of the same event does, and nothing is published.
+func TestPubNamesTheFieldOfAValueThatDoesNotDecode(t *testing.T) {
+	e := toolEnv(t)
+	for _, c := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{`{"turn_id":"t1","speaker":"Alice","text":"hi","at":"yesterday"}`, nil,
+			`field "at": expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z, got "yesterday"`},
+		{`{"turn_id":"t1","speaker":"Alice","text":"hi","tokens":"many"}`, nil, `field "tokens": expected a JSON number, got string`},
+		{`{"note_id":"n1","text":"Carol joined","at":3}`, nil, `field "at": expected an RFC 3339 timestamp`},
+		{`{"op":"configure","config":{"recent_window":"x"}}`, nil, `field "config.recent_window": expected a JSON number, got string`},
+		{"", []string{"--control", "configure", "--session-config", `{"recent_window":"x"}`}, `field "config.recent_window": expected a JSON number, got string`},
+	} {
+		out, err := runTool(t, e, c.stdin, append([]string{"pub", "--session", "s1"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: want an error with %q, got %v\n%s", c.stdin, c.args, c.want, err, out)
+		}
+	}
+	in, err := e.JS.Stream(context.Background(), e.Layout.In)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := in.Info(context.Background(), jetstream.WithSubjectFilter(e.Layout.Subjects.In("s1", ">")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.State.Subjects) != 0 {
+		t.Errorf("events published: %v, want none", info.State.Subjects)
+	}
+}
+
 // publishTurns publishes turns [from, to) of session through the Go client.
 func publishTurns(t *testing.T, e *servicetest.Env, session string, from, to int) {
 	t.Helper()

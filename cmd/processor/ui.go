@@ -48,7 +48,7 @@ func (u uiOptions) check() error {
 }
 
 func addUIFlags(fs *flag.FlagSet, u *uiOptions) {
-	fs.StringVar(&u.addr, "ui-addr", "", "serve the session inspector (a read-only web page) on this address; `processor ui` defaults to "+defaultUIAddr+", run and demo serve none unless set")
+	fs.StringVar(&u.addr, "ui-addr", "", "serve the session inspector (a read-only web page) on this `host:port`; processor ui defaults to "+defaultUIAddr+", run and demo serve none unless set")
 	fs.StringVar(&u.text, "ui-text", inspect.TextAllow, "who sees transcript text in the inspector: allow (everyone who reaches it), deny (no one), or header (requests carrying --ui-text-header: allow, set by an authenticating reverse proxy)")
 	fs.StringVar(&u.textHeader, "ui-text-header", inspect.DefaultTextHeader, "with --ui-text header: the request header (value \"allow\") that grants transcript text")
 	fs.StringVar(&u.allowedHosts, "ui-allowed-hosts", "", "comma-separated Host header values the inspector answers (default on loopback: 127.0.0.1:<port>, localhost:<port>, [::1]:<port>; elsewhere any)")

@@ -178,3 +178,27 @@ func TestRunServesTheInspector(t *testing.T) {
 		t.Errorf("run: %v", err)
 	}
 }
+
+// Every command's -h shows each flag with the kind of its value: a usage
+// text that quotes a phrase in backquotes would print that phrase in the
+// value's place (as "-ui-addr processor ui" instead of "-ui-addr host:port").
+func TestHelpNamesEachFlagsValue(t *testing.T) {
+	flagLine := regexp.MustCompile(`^  -[a-z0-9-]+( \S+)*$`)
+	for _, cmd := range [][]string{{"run"}, {"demo"}, {"replay"}, {"ui"}, {"pub"}, {"tail"}, {"sessions"}, {"context"}, {"dlq"}, {"dlq", "redrive"}, {"migrate"}, {"healthcheck"}} {
+		var stderr bytes.Buffer
+		_ = run(context.Background(), append(cmd, "-h"), io.Discard, &stderr)
+		n := 0
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if !flagLine.MatchString(line) {
+				continue
+			}
+			n++
+			if words := strings.Fields(line); len(words) > 2 {
+				t.Errorf("%v -h: %q names its value with %d words", cmd, line, len(words)-1)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%v -h lists no flag:\n%s", cmd, stderr.String())
+		}
+	}
+}
