@@ -7,6 +7,9 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from conftest import PKG, REPO, Processor
 
@@ -56,3 +59,20 @@ def test_bench_prints_one_json_line(processor: Processor) -> None:
     res = json.loads(lines[0])
     assert res["client"] == "python" and res["turns"] == 200 and res["contexts"] == 10
     assert res["turns_per_s"] > 0 and 0 < res["context_p50_ms"] <= res["context_p99_ms"]
+
+
+def test_quickstarts_type_check(tmp_path: Path) -> None:
+    """The quick starts pass mypy --strict against the package, as the package itself does."""
+    try:
+        import mypy  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("mypy is not installed")
+    files = [str(PKG / "examples" / "quickstart.py")]
+    for name, path in (("clients_md", "docs/clients.md"), ("readme", "clients/python/README.md")):
+        (tmp_path / f"{name}.py").write_text(_quickstart(path), encoding="utf-8")
+        files.append(str(tmp_path / f"{name}.py"))
+    out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", *files],
+                         capture_output=True, text=True, env={**os.environ, "MYPYPATH": str(PKG)}, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
