@@ -2,7 +2,7 @@
 // run on the same server (see docs/benchmarks.md). It never asserts: it
 // reports medians over several runs, with the spread.
 //
-//	go run ./cmd/bench [-sections ingest,fold,memory,cost,recovery,recall] [-runs 3]
+//	go run ./cmd/bench [-sections ingest,fold,memory,cost,recovery,recall,clients] [-runs 3]
 //	                   [-turns 100000] [-sessions 1,1000,10000]
 package main
 
