@@ -252,6 +252,26 @@ func TestTopicsAreNoVerbs(t *testing.T) {
 	}
 }
 
+// An indefinite pronoun ("why did nobody follow me in?") names no subject.
+func TestTopicsAreNoIndefinitePronouns(t *testing.T) {
+	var lines []string
+	for i := range 6 {
+		lines = append(lines,
+			"Alice: why did nobody follow me in to the scroll wheel "+strconv.Itoa(i),
+			"Bob: somebody cover the rubber case, nobody follow Alice",
+			"Carol: has anybody seen the scroll wheel, somebody check the rubber case")
+	}
+	c := composed(summarize(t, fold.Request{Turns: turns(lines...)}))
+	for _, bad := range []string{"the nobody", "about nobody", "the somebody", "about somebody", "the anybody", "about anybody", "nobody follow,", "somebody cover,", "anybody seen,"} {
+		if strings.Contains(c, bad) {
+			t.Errorf("a pronoun named as a topic (%q): %q", bad, c)
+		}
+	}
+	if !strings.Contains(c, "scroll wheel") {
+		t.Errorf("the subjects are not named: %q", c)
+	}
+}
+
 // Two statements in a row by one speaker are one sentence; a quoted one
 // or another speaker's stays its own.
 func TestOneSpeakerOneSentence(t *testing.T) {
