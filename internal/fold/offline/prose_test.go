@@ -272,6 +272,19 @@ func TestTopicsAreNoIndefinitePronouns(t *testing.T) {
 	}
 }
 
+// A sentence a label opens ("Decided: …", "Reminder: …") is quoted, not
+// reported after "said" ("Marco said decided: Joshua Tree").
+func TestLabelledSentenceIsQuoted(t *testing.T) {
+	c := summarize(t, fold.Request{Turns: turns(
+		"Marco: Decided: Joshua Tree on Saturday, leaving at 8 am from the station.",
+		"Lena: Reminder: everyone sends the deposit by Wednesday night.")})
+	for _, want := range []string{`Marco said, "Decided: Joshua Tree`, `Lena said, "Reminder: everyone sends`} {
+		if !strings.Contains(c, want) {
+			t.Errorf("want %q in %q", want, c)
+		}
+	}
+}
+
 // Two statements in a row by one speaker are one sentence; a quoted one
 // or another speaker's stays its own.
 func TestOneSpeakerOneSentence(t *testing.T) {
