@@ -21,6 +21,7 @@ type Map[T any] struct {
 	mu    sync.Mutex
 	m     map[weak.Pointer[byte]]entry[T]
 	dropK func(weak.Pointer[byte]) // drop, made once with m (a method value made in each Put would be an allocation)
+	seed  maphash.Seed             // what entries' sums are hashed with, made once with m
 }
 
 // entry is a value and what identifies the bytes it was put with: their
@@ -31,8 +32,6 @@ type entry[T any] struct {
 	n   int
 	sum uint64
 }
-
-var seed = maphash.MakeSeed()
 
 // MinLen is the shortest slice Put holds a value for: a smaller allocation
 // may share its block with others, and then it may never be collected
@@ -46,16 +45,16 @@ func (h *Map[T]) Put(b []byte, v T) {
 	if len(b) < MinLen {
 		return
 	}
-	k, sum := weak.Make(&b[0]), maphash.Bytes(seed, b)
+	k := weak.Make(&b[0])
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.Max > 0 && len(h.m) >= h.Max {
 		return
 	}
 	if h.m == nil {
-		h.m, h.dropK = map[weak.Pointer[byte]]entry[T]{}, h.drop
+		h.m, h.dropK, h.seed = map[weak.Pointer[byte]]entry[T]{}, h.drop, maphash.MakeSeed()
 	}
-	h.m[k] = entry[T]{v: v, n: len(b), sum: sum}
+	h.m[k] = entry[T]{v: v, n: len(b), sum: maphash.Bytes(h.seed, b)}
 	runtime.AddCleanup(&b[0], h.dropK, k)
 }
 
@@ -70,6 +69,7 @@ func (h *Map[T]) Take(b []byte) (v T, ok bool) {
 	h.mu.Lock()
 	e, ok := h.m[k]
 	delete(h.m, k)
+	seed := h.seed
 	h.mu.Unlock()
 	if !ok || e.n != len(b) || e.sum != maphash.Bytes(seed, b) {
 		return v, false

@@ -579,7 +579,7 @@ func (lx *lexicon) report(b []byte, sp, sent string, ks []*field, question, user
 			return out, true
 		}
 	}
-	if first == 0 && second == 0 {
+	if first == 0 && second == 0 && !strings.HasSuffix(ks[0].f, ":") { // (a sentence a label opens, "Decided: …", is quoted)
 		if user && verb == "said" && (imperative(ks[0].f) || len(ks) > 1 && sequencers[strings.ToLower(strings.TrimRight(ks[0].f, ","))] && imperativeWord(strings.ToLower(ks[1].f))) {
 			return appendLower(append(append(b, sp...), " asked: "...), sent), false
 		}

@@ -252,6 +252,39 @@ func TestTopicsAreNoVerbs(t *testing.T) {
 	}
 }
 
+// An indefinite pronoun ("why did nobody follow me in?") names no subject.
+func TestTopicsAreNoIndefinitePronouns(t *testing.T) {
+	var lines []string
+	for i := range 6 {
+		lines = append(lines,
+			"Alice: why did nobody follow me in to the scroll wheel "+strconv.Itoa(i),
+			"Bob: somebody cover the rubber case, nobody follow Alice",
+			"Carol: has anybody seen the scroll wheel, somebody check the rubber case")
+	}
+	c := composed(summarize(t, fold.Request{Turns: turns(lines...)}))
+	for _, bad := range []string{"the nobody", "about nobody", "the somebody", "about somebody", "the anybody", "about anybody", "nobody follow,", "somebody cover,", "anybody seen,"} {
+		if strings.Contains(c, bad) {
+			t.Errorf("a pronoun named as a topic (%q): %q", bad, c)
+		}
+	}
+	if !strings.Contains(c, "scroll wheel") {
+		t.Errorf("the subjects are not named: %q", c)
+	}
+}
+
+// A sentence a label opens ("Decided: …", "Reminder: …") is quoted, not
+// reported after "said" ("Marco said decided: Joshua Tree").
+func TestLabelledSentenceIsQuoted(t *testing.T) {
+	c := summarize(t, fold.Request{Turns: turns(
+		"Marco: Decided: Joshua Tree on Saturday, leaving at 8 am from the station.",
+		"Lena: Reminder: everyone sends the deposit by Wednesday night.")})
+	for _, want := range []string{`Marco said, "Decided: Joshua Tree`, `Lena said, "Reminder: everyone sends`} {
+		if !strings.Contains(c, want) {
+			t.Errorf("want %q in %q", want, c)
+		}
+	}
+}
+
 // Two statements in a row by one speaker are one sentence; a quoted one
 // or another speaker's stays its own.
 func TestOneSpeakerOneSentence(t *testing.T) {

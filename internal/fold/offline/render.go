@@ -299,7 +299,7 @@ var reportVerbs = toSet([]string{"said", "asked", "thought", "suggested", "offer
 
 // phraseStop are words that never start or join a topic phrase.
 var phraseStop = toSet(strings.Fields(`near via per without within across around behind beyond toward towards
-upon onto plus minus next last first second third new old big small little whole everyone someone anyone
+upon onto plus minus next last first second third new old big small little whole everyone someone anyone nobody somebody anybody
 ago today tonight tomorrow yesterday week weekend month year day days time times minute minutes hour hours
 asked suggested thought working talked push take taking make get keep keeps try play playing use using grab
 stop start call run going come left right point lost whether versus rather quite pretty makes gets used often
