@@ -60,7 +60,13 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "# session %s: %d turns, cursor %d; this context: %d chars, %d tokens", c.Session, c.TotalTurns, c.Cursor, c.Chars, c.Tokens)
 	if c.DroppedTurns > 0 || c.SummaryDropped || c.EvictionDropped {
-		fmt.Fprintf(stdout, "; over budget: %d oldest turns left out", c.DroppedTurns)
+		// With a query, the window's older turns give way to the excerpts
+		// as well as to the budget (dropped_turns counts both).
+		if c.Query != "" {
+			fmt.Fprintf(stdout, "; for the query: %d oldest turns not among the recent turns", c.DroppedTurns)
+		} else {
+			fmt.Fprintf(stdout, "; over budget: %d oldest turns left out", c.DroppedTurns)
+		}
 		if c.SummaryDropped || c.EvictionDropped {
 			fmt.Fprint(stdout, ", summary left out")
 		}

@@ -289,8 +289,15 @@ func TestContextPrintsWhatABuilderGets(t *testing.T) {
 	if n := len([]rune(prompt)); n > 600 || n == 0 {
 		t.Errorf("prompt of %d chars for a budget of 600:\n%s", n, out)
 	}
-	if !strings.Contains(head, "# session s1: 61 turns, cursor 10") || !strings.Contains(head, "oldest turns left out") {
+	// With a query the window's older turns give way to excerpts, not only
+	// to the budget: the header says so rather than "over budget".
+	if !strings.Contains(head, "# session s1: 61 turns, cursor 10") || !strings.Contains(head, "; for the query: ") ||
+		!strings.Contains(head, "oldest turns not among the recent turns") || strings.Contains(head, "over budget") {
 		t.Errorf("header: %s", head)
+	}
+	plain := mustTool(t, e, "", "context", "--session", "s1", "--budget-chars", "600")
+	if head, _, _ := strings.Cut(plain, "\n"); !strings.Contains(head, "; over budget: ") || !strings.Contains(head, "oldest turns left out, summary left out") {
+		t.Errorf("header without a query: %s", head)
 	}
 	if !strings.Contains(prompt, "message number 060") {
 		t.Errorf("the newest turn is missing:\n%s", prompt)

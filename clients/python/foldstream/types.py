@@ -332,7 +332,12 @@ class Context:
         h = (f"# session {self.session}: {self.total_turns} turns, cursor {self.cursor}; "
              f"this context: {self.chars} chars, {self.tokens} tokens")
         if self.dropped_turns > 0 or self.summary_dropped or self.eviction_dropped:
-            h += f"; over budget: {self.dropped_turns} oldest turns left out"
+            # With a query the window's older turns give way to the excerpts
+            # as well as to the budget (dropped_turns counts both).
+            if self.query:
+                h += f"; for the query: {self.dropped_turns} oldest turns not among the recent turns"
+            else:
+                h += f"; over budget: {self.dropped_turns} oldest turns left out"
             if self.summary_dropped or self.eviction_dropped:
                 h += ", summary left out"
         if self.fold_in_flight:
