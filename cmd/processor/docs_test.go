@@ -3,10 +3,13 @@ package main
 import (
 	"flag"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/foldstream/foldstream/internal/fold/prompt"
 )
 
 // The README's settings table states the defaults the flags have: each
@@ -74,4 +77,33 @@ func sameDefault(f *flag.Flag, doc string) bool {
 		return err == nil && x1 == x2
 	}
 	return false
+}
+
+// The README's config file example, which replaces a prompt template, is
+// accepted as printed: its keys are flags and its template renders the
+// turns.
+func TestReadmeConfigExampleLoads(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "Replace any template from the config file:\n\n```json\n")
+	example, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatal("README: no config file example after \"Replace any template from the config file:\"")
+	}
+	file := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(file, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var o options
+	if err := parseOptions(newFlagSet("run", &o), &o, []string{"--config", file}, func(string) string { return "" }); err != nil {
+		t.Fatalf("README's config example: %v", err)
+	}
+	if len(o.prompts) == 0 {
+		t.Fatal("README's config example replaces no template")
+	}
+	if _, err := prompt.Load(o.prompts); err != nil {
+		t.Errorf("README's config example: %v", err)
+	}
 }
