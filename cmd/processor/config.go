@@ -192,6 +192,17 @@ func (f *settingFlag) Set(text string) error {
 	if err := f.s.Check(v); err != nil {
 		return err
 	}
+	// 0 in a configure keeps the deployment's value; the deployment's own
+	// value has none to keep, so where 0 is not a value of the setting (nor
+	// a rule, as the default 0 of reserve_tokens is) it is out of range.
+	if v == 0 && !f.s.ZeroIsValue && f.s.Default() != 0 && f.s.Unit != events.Seconds {
+		want := fmt.Sprintf("%g..%g %s", f.s.Min, f.s.Max, f.s.Unit)
+		if f.s.Exclusive {
+			want = fmt.Sprintf("a %s between %g and %g, exclusive", f.s.Unit, f.s.Min, f.s.Max)
+		}
+		return &events.ValidationError{Code: events.CodeInvalidField, Field: f.s.Key,
+			Reason: fmt.Sprintf("expected %s (the default is %g), got 0", want, f.s.Default())}
+	}
 	f.p.Apply(f.s.Key, v)
 	return nil
 }

@@ -434,6 +434,34 @@ func TestEverySurfaceRefusesASettingOutOfRange(t *testing.T) {
 	}
 }
 
+// 0 keeps the deployment's value in a configure; as the deployment's own
+// value (flag, environment, config file) it is refused where it is not a
+// value of the setting, naming the setting and its range, and accepted
+// where it is.
+func TestEverySettingFlagRefusesZeroWhereItIsNoValue(t *testing.T) {
+	checked := 0
+	for _, s := range events.Settings {
+		if s.Flag == "" {
+			continue
+		}
+		var o options
+		err := newFlagSet("run", &o).Set(s.Flag, flagValue(s, 0))
+		if s.ZeroIsValue || s.Default() == 0 || s.Unit == events.Seconds {
+			if err != nil {
+				t.Errorf("--%s 0: %v, want it accepted", s.Flag, err)
+			}
+			continue
+		}
+		checked++
+		if !fieldIs(err, s.Key) || !strings.Contains(err.Error(), "expected ") || !strings.Contains(err.Error(), fmt.Sprintf("the default is %g", s.Default())) {
+			t.Errorf("--%s 0: %v, want it refused naming %s, its range and its default", s.Flag, err, s.Key)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no setting refuses 0")
+	}
+}
+
 // outOfRange are values just outside a setting's declared range, and a
 // negative one.
 func outOfRange(s events.Setting) []float64 {
