@@ -110,8 +110,8 @@ func TestHybridRankingWithAnEmbeddingsEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := recalledIndices(plain); slices.Contains(got, 41) {
-		t.Fatalf("BM25 alone recalled %v: turn 41 shares no word with the question", got)
+	if got := matchedTurns(plain); slices.Contains(got, "t041") {
+		t.Fatalf("BM25 alone matched %v: turn 41 shares no word with the question", got)
 	}
 	reg := prometheus.NewRegistry()
 	hybrid := direct(t, e, service.Embeddings(cfg), service.Registerer(reg))
@@ -120,8 +120,8 @@ func TestHybridRankingWithAnEmbeddingsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkQueryContext(t, c, 3000)
-	if got := shownTurns(c); !slices.Contains(got, "t041") || !slices.Contains(got, "t055") {
-		t.Fatalf("hybrid recalled %v, want t041 (the car, by meaning) and t055 (automobile, by word)", got)
+	if got := matchedTurns(c); !slices.Contains(got, "t041") || !slices.Contains(shownTurns(c), "t055") {
+		t.Fatalf("hybrid matched %v, want t041 (the car, by meaning) and t055 (automobile, by word) shown", got)
 	}
 	first := es.embedded()
 	if first < 64+1 {

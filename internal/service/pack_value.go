@@ -53,8 +53,10 @@ import (
 // matches' first: an answer spans a few turns, and the turns around a
 // match say more about the question than any other), then to the
 // summary's other sentences, the densest in new words first, then to
-// older verbatim turns, newest first, and last to the turns further from
-// the matches (up to fillFar away): room left unused holds nothing.
+// older verbatim turns, newest first, then to the turns further from
+// the matches (up to fillFar away), and last to every unfolded turn shown
+// nowhere yet, newest first (fillUnfolded): room left unused holds
+// nothing.
 const (
 	// fillReach is how far from a chosen match the room left looks for
 	// turns first, and fillFar how far once the summary and the window
@@ -274,6 +276,7 @@ func (s *server) packByValue(ctx context.Context, cp *state.Session, tail map[ui
 		return err
 	}
 	v.fillNeighbours(fillReach+1, fillFar)
+	v.fillUnfolded()
 	if header && len(v.window) == 0 {
 		total.chars, total.tokens = total.chars-hc, total.tokens-ht
 	}
@@ -858,16 +861,9 @@ func (v *valuePacker) fillNeighbours(from, to int) {
 				if fresh*5 <= dt.n {
 					continue // the reply says (nearly) all of it already
 				}
-				unit := []client.RecalledItem{pk.item(d, 0, true)}
-				if !pk.charge(unit, []int{d}, false, v.total) {
+				if !v.addNeighbour(d) {
 					misses++
-					continue
 				}
-				pk.chosen[d] = &unit[0]
-				at, _ := slices.BinarySearch(pk.order, d)
-				pk.order = slices.Insert(pk.order, at, d)
-				pk.newest = max(pk.newest, unit[0].Index)
-				v.show(v.unitTerms(unit, []int{d}))
 			}
 		}
 	}
@@ -889,6 +885,40 @@ func (v *valuePacker) fillWindow() error {
 		v.limit = min(v.limit, v.pk.x.below(v.windowLow-v.pk.a.offset))
 	}
 	return nil
+}
+
+// fillUnfolded adds the unfolded turns (from the cursor on) shown
+// nowhere yet, newest first, as excerpts while they fit (past maxMisses
+// that do not, the room is as good as full): no summary holds them, so a
+// reply with room to spare leaves none of them out, whatever its
+// distance from a match, its sitting or what the reply already shows.
+func (v *valuePacker) fillUnfolded() {
+	pk := v.pk
+	misses := 0
+	for d := v.limit - 1; d >= max(pk.lo, pk.x.below(v.cp.Cursor-pk.a.offset)) && misses < maxMisses; d-- {
+		if pk.chosen[d] != nil || pk.isShown(d) {
+			continue
+		}
+		if !v.addNeighbour(d) {
+			misses++
+		}
+	}
+}
+
+// addNeighbour adds doc d as a neighbour excerpt if it fits, and reports
+// whether it did.
+func (v *valuePacker) addNeighbour(d int) bool {
+	pk := v.pk
+	unit := []client.RecalledItem{pk.item(d, 0, true)}
+	if !pk.charge(unit, []int{d}, false, v.total) {
+		return false
+	}
+	pk.chosen[d] = &unit[0]
+	at, _ := slices.BinarySearch(pk.order, d)
+	pk.order = slices.Insert(pk.order, at, d)
+	pk.newest = max(pk.newest, unit[0].Index)
+	v.show(v.unitTerms(unit, []int{d}))
+	return true
 }
 
 // raiseNear recomputes the bounds of the matches in reach of a chosen

@@ -330,3 +330,49 @@ func TestQueryContextResolvesRelativeDatesWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// A question-aware context under a budget that holds the whole session
+// shows every unfolded turn, verbatim or as an excerpt: no summary holds
+// them, so with room to spare none is left out (as none is without a
+// budget), however far from the matches.
+func TestQueryContextUnderAnAmpleBudgetLosesNoUnfoldedTurn(t *testing.T) {
+	e := servicetest.New(t, servicetest.Options{})
+	e.StartProcessor(processor.Config{}, nil)
+	e.StartService(nil)
+	vocab := strings.Fields("apple river garden window mountain coffee train yellow blanket pencil guitar ocean bicycle candle forest jacket ladder marble needle orange pepper quilt rocket saddle tiger umbrella violin walnut zipper anchor basket castle dolphin engine falcon glacier harbor island jungle kettle lantern meadow nectar orchid puzzle quartz rabbit spider tunnel valley wagon")
+	const n = 45
+	texts := map[int]string{}
+	for i := range n {
+		w := make([]any, 7)
+		for k := range w {
+			w[k] = vocab[(i*7+k*13)%len(vocab)]
+		}
+		texts[i] = fmt.Sprintf("We talked about the %s and the %s near the %s, then the %s, %s, %s and %s.", w...)
+	}
+	for _, m := range []int{10, 20, 30} {
+		texts[m] = "The tournament form is due on Friday, says the organiser."
+	}
+	publishWith(t, e, "s1", 0, n, texts)
+	e.Settled("s1", n, 0) // nothing folded: no summary holds any turn
+	q := "When is the tournament form due?"
+	plain := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q})
+	budget := 20 * plain.Chars
+	c := getContext(t, e.NC, client.ContextRequest{Session: "s1", Query: q, BudgetChars: budget})
+	shown := map[int64]bool{}
+	for _, ct := range c.Turns {
+		shown[ct.Index] = true
+	}
+	for _, idx := range recalledIndices(c) {
+		shown[idx] = true
+	}
+	var lost []int
+	for i := range n {
+		if !shown[int64(i)] {
+			lost = append(lost, i)
+		}
+	}
+	if len(lost) > 0 {
+		t.Fatalf("budget %d (the unbudgeted context costs %d): %d chars, turns %v shown nowhere (dropped_turns %d):\n%s",
+			budget, plain.Chars, c.Chars, lost, c.DroppedTurns, c.Prompt())
+	}
+}
