@@ -343,11 +343,8 @@ func TestQueryContextUnderAnAmpleBudgetLosesNoUnfoldedTurn(t *testing.T) {
 	const n = 45
 	texts := map[int]string{}
 	for i := range n {
-		w := make([]any, 7)
-		for k := range w {
-			w[k] = vocab[(i*7+k*13)%len(vocab)]
-		}
-		texts[i] = fmt.Sprintf("We talked about the %s and the %s near the %s, then the %s, %s, %s and %s.", w...)
+		w := func(k int) string { return vocab[(i*7+k*13)%len(vocab)] }
+		texts[i] = fmt.Sprintf("We talked about the %s and the %s near the %s, then the %s, %s, %s and %s.", w(0), w(1), w(2), w(3), w(4), w(5), w(6))
 	}
 	for _, m := range []int{10, 20, 30} {
 		texts[m] = "The tournament form is due on Friday, says the organiser."
