@@ -106,7 +106,10 @@ _CONFIG_TYPES: dict[str, str] = {s.key: ("int" if s.is_int else "float") for s i
 _CONFIG_TYPES.update({"mode": "str", "trigger": "str", "profile": "str", "disabled": "bool",
                       "reset_policy": "str"})
 
-_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+# ASCII digits only, and nothing after the zone (not even the newline "$" lets through).
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})\Z", re.ASCII)
+# Go's zero time.Time: the processor takes it for a missing "at".
+_GO_ZERO = datetime(1, 1, 1, tzinfo=timezone.utc)
 
 
 def quote(s: str) -> str:
@@ -162,7 +165,7 @@ def format_time(t: datetime) -> str:
     if t.tzinfo is None:
         t = t.replace(tzinfo=timezone.utc)
     t = t.astimezone(timezone.utc)
-    s = t.strftime("%Y-%m-%dT%H:%M:%S")
+    s = f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
     if t.microsecond:
         s += ("." + f"{t.microsecond:06d}").rstrip("0")
     return s + "Z"
@@ -254,10 +257,16 @@ def _check_text(field: str, text: str, max_bytes: int, required: bool) -> None:
         raise ValidationError(CODE_OVERSIZED, field, f"{n} bytes, expected at most {max_bytes}")
 
 
+def _check_at(ev: Mapping[str, Any]) -> None:
+    """Refuse an absent "at", and Go's zero time, which the processor reads as absent."""
+    at = ev.get("at")
+    if not at or (isinstance(at, str) and parse_time(at) == _GO_ZERO):
+        raise _missing("at", "an RFC 3339 timestamp like 2026-01-02T15:04:05Z")
+
+
 def _check_turn(ev: Mapping[str, Any], lim: Limits) -> None:
     _check_id("turn_id", _str(ev, "turn_id"), lim.max_id_len)
-    if not ev.get("at"):
-        raise _missing("at", "an RFC 3339 timestamp like 2026-01-02T15:04:05Z")
+    _check_at(ev)
     speaker = _str(ev, "speaker")
     if _blank(speaker):
         raise _missing("speaker", 'the speaker\'s display name, e.g. "Alice"')
@@ -274,12 +283,20 @@ def _check_turn(ev: Mapping[str, Any], lim: Limits) -> None:
         v = ev.get(f) or 0
         if v < 0 or v > MAX_TOKENS:
             raise _invalid(f, f"expected an integer 0..{MAX_TOKENS}, got {v}")
+    # Strings nothing else checks: one that UTF-8 cannot encode (a lone
+    # surrogate) would fail in encode() without naming its field.
+    for f in ("kind", "tool"):
+        if _utf8_len(_str(ev, f)) is None:
+            raise _invalid(f, "expected valid UTF-8")
+    meta = ev.get("meta") or {}
+    for k, v in meta.items():
+        if _utf8_len(str(k)) is None or (isinstance(v, str) and _utf8_len(v) is None):
+            raise _invalid(f"meta.{k!s}".encode("utf-8", "backslashreplace").decode(), "expected valid UTF-8")
 
 
 def _check_note(ev: Mapping[str, Any], lim: Limits) -> None:
     _check_id("note_id", _str(ev, "note_id"), lim.max_id_len)
-    if not ev.get("at"):
-        raise _missing("at", "an RFC 3339 timestamp like 2026-01-02T15:04:05Z")
+    _check_at(ev)
     n = _utf8_len(_str(ev, "source"))
     if n is None or n > lim.max_speaker_len:
         raise _invalid("source", f"expected valid UTF-8 of at most {lim.max_speaker_len} bytes")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, Processor
@@ -324,3 +325,29 @@ def test_format_time_is_rfc3339_utc() -> None:
     assert _validate.format_time(t) == "2026-11-22T20:00:00.12Z"
     assert _validate.format_time(datetime(2026, 1, 2, 3, 4, 5)) == "2026-01-02T03:04:05Z"
     assert _validate.parse_time("2026-02-30T00:00:00Z") is None
+    assert _validate.format_time(datetime(999, 1, 2, tzinfo=timezone.utc)) == "0999-01-02T00:00:00Z"
+
+
+def test_a_zero_datetime_is_a_missing_at(processor: Processor, session: str) -> None:
+    from datetime import datetime, timezone
+
+    async def run() -> None:
+        async with await foldstream.connect(processor.url) as fs:
+            with pytest.raises(ValidationError) as info:
+                await fs.publish_turn(session, "t1", "Alice", "hi", at=datetime(1, 1, 1, tzinfo=timezone.utc))
+            assert (info.value.field, info.value.code) == ("at", "missing_field")
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("field,kw", [("kind", {"kind": "\udc80"}), ("tool", {"tool": "\udc80"}),
+                                      ("meta.k", {"meta": {"k": "\udc80"}}), ("meta.\\udc80", {"meta": {"\udc80": "v"}})])
+def test_a_lone_surrogate_outside_text_is_refused_naming_its_field(processor: Processor, session: str, field: str,
+                                                                      kw: dict[str, Any]) -> None:
+    async def run() -> None:
+        async with await foldstream.connect(processor.url) as fs:
+            with pytest.raises(ValidationError) as info:
+                await fs.publish_turn(session, "t1", "Alice", "hi", **kw)
+            assert (info.value.field, info.value.code) == (field, "invalid_field")
+
+    asyncio.run(run())

@@ -57,6 +57,25 @@ async def _publish(fs: foldstream.Client, kind: str, ev: dict[str, Any]) -> fold
     return await fs.control(ev.get("session", ""), ev.get("op", ""), config=ev.get("config"))
 
 
+async def _dead_letters(fs: foldstream.Client) -> int:
+    msg = await fs.connection.request("$JS.API.STREAM.INFO.FOLD_DLQ", b"", 5)
+    return int(json.loads(msg.data)["state"]["messages"])
+
+
+async def _applied(fs: foldstream.Client, session: str, before: int) -> None:
+    """Proves the session's events so far were applied, not dead-lettered: a refused turn after them is the only new dead letter."""
+    sentinel = {"v": 1, "session": session, "turn_id": "sentinel", "at": "2026-11-22T20:00:00Z", "speaker": "S",
+                "role": "sentinel", "text": "x"}
+    await fs.connection.request(f"fold.in.{session}.turn", json.dumps(sentinel).encode(), 5)  # the stream's ack
+    deadline = time.monotonic() + 20
+    n = await _dead_letters(fs)
+    while n < before + 1:
+        assert time.monotonic() < deadline, "the sentinel was never dead-lettered"
+        await asyncio.sleep(0.005)
+        n = await _dead_letters(fs)
+    assert n == before + 1, "an event of the case was dead-lettered too"
+
+
 @pytest.mark.parametrize("case", _cases("events.json"))
 def test_event(case: dict[str, Any] | None, processor: Processor) -> None:
     if case is None:
@@ -76,8 +95,10 @@ def test_event(case: dict[str, Any] | None, processor: Processor) -> None:
     async def run() -> None:
         async with await foldstream.connect(processor.url) as fs:
             if case["valid"]:
+                dead = await _dead_letters(fs)
                 ack = await _publish(fs, case["type"], ev)
                 assert ack.seq > 0 and ack.stream == "FOLD_IN"
+                await _applied(fs, ev["session"], dead)
             else:
                 sent_before = fs.connection.bytes_out
                 with pytest.raises(ValidationError) as info:

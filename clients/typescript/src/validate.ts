@@ -129,7 +129,7 @@ function checkString(field: string, v: unknown, optional: boolean): v is string 
 }
 
 function checkId(field: string, id: unknown, max: number): void {
-  if (id === undefined || id === null || (typeof id === "string" && id.trim() === "")) {
+  if (id === undefined || id === null || (typeof id === "string" && blank(id))) {
     throw missing(field, "a non-empty string (the idempotency key)");
   }
   checkString(field, id, false);
@@ -139,7 +139,7 @@ function checkId(field: string, id: unknown, max: number): void {
 }
 
 function checkText(field: string, text: unknown, max: number): void {
-  if (text === undefined || text === null || (typeof text === "string" && text.trim() === "")) {
+  if (text === undefined || text === null || (typeof text === "string" && blank(text))) {
     throw missing(field, "non-empty text");
   }
   checkString(field, text, false);
@@ -148,16 +148,43 @@ function checkText(field: string, text: unknown, max: number): void {
   if (!wellFormed(s)) throw invalid(field, "expected valid UTF-8 text");
 }
 
-const rfc3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-](\d{2}):(\d{2}))$/;
+/** Go's zero time.Time, which the processor takes for a missing "at". */
+const goZeroMs = -62135596800000; // 0001-01-01T00:00:00Z
+const zeroAt = "an RFC 3339 timestamp like 2026-01-02T15:04:05Z (0001-01-01T00:00:00Z is Go's zero time: no timestamp)";
+
+/** Whether s is a timestamp Go's strict RFC 3339 parser accepts: an upper-case T and Z, every field in range. */
+function rfc3339Valid(s: string): boolean {
+  const m = rfc3339.exec(s);
+  if (!m) return false;
+  const [y, mo, d, h, mi, se] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mo - 1] ?? 0;
+  if (d < 1 || d > days || h > 23 || mi > 59 || se > 59) return false;
+  if (m[9] !== undefined && (Number(m[9]) > 23 || Number(m[10]) > 59)) return false;
+  return !Number.isNaN(Date.parse(s));
+}
+
+/** Whether s is empty after Go's strings.TrimSpace (Unicode's White_Space, as unicode.IsSpace). */
+function blank(s: string): boolean {
+  return /^\p{White_Space}*$/u.test(s);
+}
 
 /** Encodes an "at" (a Date or an RFC 3339 string) for the wire, or undefined when absent. */
 export function encodeAt(at: unknown): string | undefined {
   if (at === undefined || at === null) return undefined;
   if (at instanceof Date) {
     if (Number.isNaN(at.getTime())) throw invalid("at", "expected a valid Date, got an invalid one");
+    if (at.getUTCFullYear() < 1 || at.getUTCFullYear() > 9999) {
+      throw invalid("at", `expected a Date in the years 1..9999, got ${at.toISOString()}`);
+    }
+    if (at.getTime() === goZeroMs) throw missing("at", zeroAt);
     return at.toISOString();
   }
-  if (typeof at === "string" && rfc3339.test(at) && !Number.isNaN(Date.parse(at))) return at;
+  if (typeof at === "string" && rfc3339Valid(at)) {
+    if (Date.parse(at) === goZeroMs) throw missing("at", zeroAt);
+    return at;
+  }
   throw invalid("at", `expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z or a Date, got ${short(at)}`);
 }
 
@@ -187,7 +214,7 @@ export function prepareTurn(t: TurnInput, lim: Limits = DEFAULT_LIMITS, now: () 
   checkSession("session", t.session);
   checkId("turn_id", t.turn_id, lim.maxIdBytes);
   const at = encodeAt(t.at) ?? now().toISOString();
-  if (t.speaker === undefined || t.speaker === null || (typeof t.speaker === "string" && t.speaker.trim() === "")) {
+  if (t.speaker === undefined || t.speaker === null || (typeof t.speaker === "string" && blank(t.speaker))) {
     throw missing("speaker", 'the speaker\'s display name, e.g. "Alice"');
   }
   checkString("speaker", t.speaker, false);
@@ -331,7 +358,7 @@ export function contextRequest(session: string, o: ContextOptions = {}): Record<
   if (codePoints(query) > MAX_CONTEXT_QUERY_CHARS) {
     throw invalid("query", `expected 1..${MAX_CONTEXT_QUERY_CHARS} characters, got ${codePoints(query)}`);
   }
-  if (query !== "" && query.trim() === "") {
+  if (query !== "" && blank(query)) {
     throw invalid("query", `expected 1..${MAX_CONTEXT_QUERY_CHARS} characters with at least one that is not a space, got ${short(query)}`);
   }
   if (query !== "") req.query = query;
@@ -362,7 +389,7 @@ export interface RecallOptions {
 /** Validates a recall request as the service would and returns its JSON body. */
 export function recallRequest(session: string, query: string, o: RecallOptions = {}): Record<string, unknown> {
   checkSession("session", session);
-  if (typeof query !== "string" || query.trim() === "") throw invalid("query", `expected a non-empty query, got ${short(query)}`);
+  if (typeof query !== "string" || blank(query)) throw invalid("query", `expected a non-empty query, got ${short(query)}`);
   if (codePoints(query) > MAX_RECALL_QUERY_CHARS) {
     throw invalid("query", `expected at most ${MAX_RECALL_QUERY_CHARS} characters, got ${codePoints(query)}`);
   }

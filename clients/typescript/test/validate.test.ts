@@ -1,5 +1,7 @@
-// The lone-surrogate check that stands in for String.prototype.isWellFormed
-// (Node.js 20), so that validation runs the same on Node.js 18.
+// Validation before sending: the lone-surrogate check that stands in for
+// String.prototype.isWellFormed (Node.js 20), so that validation runs the
+// same on Node.js 18, and the timestamps and white space the processor
+// refuses.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -42,5 +44,28 @@ test("a lone surrogate in an id, a speaker, a source or a text is refused naming
   assert.equal(prepareNote(note).source, "James");
   for (const field of ["note_id", "source", "text"] as const) {
     assert.throws(() => prepareNote({ ...note, [field]: "\uDC00bad" }), (e: unknown) => e instanceof ValidationError && e.field === field, field);
+  }
+});
+
+const base = { session: "s1", turn_id: "t1", speaker: "Alice", text: "Hello." };
+const refuses = (field: string, code: string) => (e: unknown) => e instanceof ValidationError && e.field === field && e.code === code;
+
+test("an at Go's RFC 3339 parser refuses, or Go's zero time, is refused naming at", () => {
+  for (const at of ["2026-01-02t15:04:05z", "2026-01-02T15:04:05z", "2026-02-30T00:00:00Z", "2026-01-02T24:00:00Z", "2026-01-02T15:04:05+24:00"]) {
+    assert.throws(() => prepareTurn({ ...base, at }), refuses("at", "invalid_field"), at);
+  }
+  assert.throws(() => prepareTurn({ ...base, at: new Date(Date.UTC(10000, 0, 1)) }), refuses("at", "invalid_field"));
+  for (const at of ["0001-01-01T00:00:00Z", "0001-01-01T01:00:00+01:00", new Date("0001-01-01T00:00:00Z")]) {
+    assert.throws(() => prepareTurn({ ...base, at }), refuses("at", "missing_field"), String(at));
+  }
+  for (const at of ["2024-02-29T23:59:59.5Z", "2026-01-02T15:04:05-07:30", "0001-01-01T00:00:01Z"]) {
+    assert.equal(prepareTurn({ ...base, at }).at, at);
+  }
+});
+
+test("white space is what Go's strings.TrimSpace trims", () => {
+  for (const field of ["text", "speaker", "turn_id"] as const) {
+    assert.throws(() => prepareTurn({ ...base, [field]: "\u0085\u2028" }), refuses(field, "missing_field"), field);
+    assert.doesNotThrow(() => prepareTurn({ ...base, [field]: "\uFEFF" }), field); // not white space to Go
   }
 });
