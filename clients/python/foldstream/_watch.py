@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ._transport import Connection, Msg, new_token
@@ -42,7 +42,11 @@ def _ack_seqs(reply: str) -> tuple[int, int] | None:
 
 
 class SummaryWatch:
-    """Async iterator of a session's SummaryUpdated events (see Client.watch_summaries)."""
+    """Async iterable of a session's SummaryUpdated events (see Client.watch_summaries).
+
+    Leaving an ``async for`` over it (break, an exception) closes it, as
+    aclose() does; so does closing the client: the iteration ends.
+    """
 
     def __init__(self, conn: Connection, *, stream: str, subject: str, start: str, heartbeat: float,
                  request_timeout: float, on_error: Callable[[Exception], None] | None,
@@ -76,7 +80,17 @@ class SummaryWatch:
     def _on_status(self, status: str) -> None:
         if status == "reconnected":
             self._need_reset = True
+        elif status == "closed":
+            self._release()  # the connection will not come back: the iteration ends now
         self._queue.put_nowait((-1, None))  # wake the reader
+
+    def _release(self) -> None:
+        """Stop listening to the connection and drop the consumer (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._conn.remove_status_listener(self._on_status)
+        self._drop_consumer()
 
     def _report(self, err: Exception) -> None:
         if self._on_error is not None:
@@ -140,8 +154,21 @@ class SummaryWatch:
         self._need_reset = False
         self._backoff = 0.1
 
-    def __aiter__(self) -> SummaryWatch:
-        return self
+    def __aiter__(self) -> AsyncIterator[SummaryUpdated]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[SummaryUpdated]:
+        # An async generator: leaving an `async for` (break, an exception)
+        # finalizes it, which closes the watch (its consumer is deleted).
+        try:
+            while True:
+                try:
+                    ev = await self.__anext__()
+                except StopAsyncIteration:
+                    return
+                yield ev
+        finally:
+            await self.aclose()
 
     async def __anext__(self) -> SummaryUpdated:
         while True:
@@ -218,9 +245,7 @@ class SummaryWatch:
         """Stop watching: unsubscribe and delete the consumer."""
         if self._closed:
             return
-        self._closed = True
-        self._conn.remove_status_listener(self._on_status)
-        self._drop_consumer()
+        self._release()
         self._queue.put_nowait((-1, None))
 
     async def start(self) -> SummaryWatch:

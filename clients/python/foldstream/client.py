@@ -313,7 +313,8 @@ class Client:
         :class:`~foldstream.errors.BatchPublishError` lists exactly which
         turns were not acknowledged (publish those again: their
         Nats-Msg-Id makes that safe) and which were. Returns the acks in
-        batch order.
+        batch order. An exception ``on_ack`` raises does not stop the
+        batch: the first one is raised once every turn has its outcome.
         """
         batch = list(turns)
         prepared: list[tuple[str, bytes, bytes]] = []
@@ -329,6 +330,7 @@ class Client:
         inflight = 0
         done_all = loop.create_future()
         remaining = len(batch)
+        callback_errors: list[Exception] = []
         # Deadlines in publish order (one timeout for all, so they are
         # sorted); one sweeper instead of a timer per publish.
         deadlines: collections.deque[tuple[float, int, str]] = collections.deque()
@@ -341,10 +343,14 @@ class Client:
             inflight -= 1
             space.set()
             remaining -= 1
-            if isinstance(res, PubAck) and on_ack is not None:
-                on_ack(batch[i], res)
-            if remaining == 0 and not done_all.done():
-                done_all.set_result(None)
+            try:
+                if isinstance(res, PubAck) and on_ack is not None:
+                    on_ack(batch[i], res)
+            except Exception as e:  # raised once the batch is done: done_all must still be set
+                callback_errors.append(e)
+            finally:
+                if remaining == 0 and not done_all.done():
+                    done_all.set_result(None)
 
         def on_reply(i: int, subject: str, msg: Msg | None, exc: BaseException | None) -> None:
             if exc is not None or msg is None:
@@ -386,6 +392,8 @@ class Client:
                 await done_all
         finally:
             sweeper.cancel()
+        if callback_errors:
+            raise callback_errors[0]
         failed: list[tuple[Any, BaseException]] = []
         acked: list[tuple[Any, Any]] = []
         for t, r in zip(batch, results):
@@ -512,7 +520,7 @@ class Client:
 
     def watch_summaries(self, session: str, *, start: Literal["latest", "new"] = "latest",
                         heartbeat: float = 5.0, flow_control: bool = False) -> SummaryWatch:
-        """An async iterator over the session's summary-updated events, in stream order.
+        """An async iterable over the session's summary-updated events, in stream order.
 
         ``start="latest"`` begins with the newest summary (if any),
         ``"new"`` with the next one. It reads the outbound stream through
@@ -521,7 +529,10 @@ class Client:
         no gaps, no duplicates. ``async with`` creates the consumer on
         entry and deletes it on exit (``await watch.start()`` and
         ``await watch.aclose()`` do the same); otherwise the first
-        iteration creates it. ``flow_control=True`` asks for JetStream flow
+        iteration creates it. Leaving an ``async for`` over it (break, an
+        exception) or closing the client ends the watch and deletes its
+        consumer (``await anext(watch)`` reads one event without that).
+        ``flow_control=True`` asks for JetStream flow
         control (it needs permission to publish to ``$JS.FC.>``, which the
         shipped builder role does not have).
         """

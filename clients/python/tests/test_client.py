@@ -212,6 +212,63 @@ def test_watch_recreates_a_consumer_that_stopped_heartbeating(processor: Process
     asyncio.run(run())
 
 
+def test_an_on_ack_that_raises_ends_the_batch_with_its_error(processor: Processor, session: str) -> None:
+    async def run() -> None:
+        async with await foldstream.connect(processor.url) as fs:
+            seen: list[str] = []
+
+            def on_ack(t: foldstream.Turn, ack: foldstream.PubAck) -> None:
+                seen.append(t.turn_id)
+                raise RuntimeError("the callback's own error")
+
+            # Every turn still gets its outcome; then the callback's error is raised, rather than a wait forever.
+            with pytest.raises(RuntimeError, match="the callback's own error"):
+                await asyncio.wait_for(fs.publish_turns(_turns(session, 3), on_ack=on_ack), 10)
+            assert sorted(seen) == ["t0000", "t0001", "t0002"]
+            info = await fs.wait_caught_up(session, timeout=10)
+            assert info.total_turns == 3
+
+    asyncio.run(run())
+
+
+def test_leaving_a_watch_loop_deletes_its_consumer(processor: Processor, session: str) -> None:
+    async def run() -> None:
+        async with await foldstream.connect(processor.url) as fs, await foldstream.connect(processor.url) as bot:
+            await bot.control(session, "configure", config={"recent_window": 1, "batch_size": 1})
+            await bot.publish_turns(_turns(session, 4))
+            await _settled(bot, session)  # a summary to start with
+            subs, listeners = len(fs.connection._subs), len(fs.connection._status_cbs)
+            watch = fs.watch_summaries(session, heartbeat=0.2)
+            async for _ in watch:
+                break
+            for _ in range(100):  # the loop's generator is finalized on the event loop
+                if len(fs.connection._subs) == subs:
+                    break
+                await asyncio.sleep(0.01)
+            assert len(fs.connection._subs) == subs, "the watch's delivery subscription is still there"
+            assert len(fs.connection._status_cbs) == listeners, "the watch still listens to the connection"
+            assert watch._consumer == ""
+
+    asyncio.run(run())
+
+
+def test_a_watch_ends_when_its_client_closes(processor: Processor, session: str) -> None:
+    async def run() -> None:
+        fs = await foldstream.connect(processor.url)
+        watch = fs.watch_summaries(session)  # heartbeat 5 s: a missed one would end it only after 10 s
+        await watch.start()
+
+        async def drain() -> int:
+            return len([ev async for ev in watch])
+
+        task = asyncio.ensure_future(drain())
+        await asyncio.sleep(0.2)
+        await fs.close()
+        assert await asyncio.wait_for(task, 2) == 0
+
+    asyncio.run(run())
+
+
 def test_no_responders_and_timeouts(nats_server_bin: Path) -> None:
     srv = NatsServer(nats_server_bin)
 
