@@ -264,7 +264,7 @@ func TestSummarizeRebuildsAnUnreadableState(t *testing.T) {
 	earlier := []Turn{{Index: 0, Text: "a"}, {Index: 1, Text: "b"}, {Index: 2, Text: "c"}}
 	var why error
 	req := Request{Session: "s1", MaxChars: 100, PreviousSummary: "published", PreviousState: []byte("v9"),
-		Turns: []Turn{{Index: 3, Text: "d"}, {Index: 4, Text: "e"}},
+		Turns:   []Turn{{Index: 3, Text: "d"}, {Index: 4, Text: "e"}},
 		Earlier: func(_ context.Context, w error) ([]Turn, error) { why = w; return earlier, nil }}
 	out, err := Summarize(context.Background(), s, req)
 	if err != nil {
