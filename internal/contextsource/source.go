@@ -21,6 +21,7 @@ package contextsource
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -159,6 +160,13 @@ func (s *Source) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
+		var te *json.UnmarshalTypeError
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			name, _ := strconv.Unquote(f)
+			return invalid(name, "not a field of a context source; expected label, subject, prompt or timeout")
+		} else if errors.As(err, &te) && te.Field != "" {
+			return invalid(te.Field, "expected a %s, got a JSON %s", te.Type, te.Value)
+		}
 		return err
 	}
 	d, err := parseTimeout(raw.Timeout)

@@ -58,8 +58,14 @@ type Outcome struct {
 // because of the budget: if the re-compaction call fails or returns
 // nothing, the first answer is clamped instead. MaxChars <= 0 means no
 // budget.
+//
+// A backend that cannot read req.PreviousState (ErrStateUnreadable) gets
+// it built again from the session's earlier turns first (Rebuild).
 func Summarize(ctx context.Context, s Summarizer, req Request) (Outcome, error) {
 	res, err := s.Summarize(ctx, req)
+	if errors.Is(err, ErrStateUnreadable) && req.Earlier != nil {
+		res, err = Rebuild(ctx, s, req, err)
+	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("fold: summarize with %s: %w", s.Name(), err)
 	}
@@ -224,4 +230,42 @@ func mergeMemoryItems(have, add []Memory) []Memory {
 		have = append(have, m)
 	}
 	return have
+}
+
+// Rebuild answers req for a backend that could not read req.PreviousState:
+// it folds the session's earlier turns (req.Earlier) from nothing through
+// s, in batches of as many turns as req has, for the summary and state
+// they make, then folds req on those (the memories of the earlier folds
+// were returned when those turns were first folded, and are not again).
+// When the earlier turns cannot be read, req is folded without
+// PreviousState: the backend makes do with PreviousSummary. why is the
+// backend's error, passed to req.Earlier.
+func Rebuild(ctx context.Context, s Summarizer, req Request, why error) (Result, error) {
+	turns, err := req.Earlier(ctx, why)
+	req.Earlier = nil
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		req.PreviousState = nil
+		return s.Summarize(ctx, req)
+	}
+	batch := max(len(req.Turns), 1)
+	prev := Request{Session: req.Session, Profile: req.Profile, MaxChars: req.MaxChars}
+	for c := 0; c < len(turns); c += batch {
+		b := turns[c:min(c+batch, len(turns))]
+		r := prev
+		r.Turns, r.From, r.To = b, b[0].At, b[len(b)-1].At
+		res, err := s.Summarize(ctx, r)
+		if err != nil {
+			return Result{}, fmt.Errorf("build the state again from turn %d of %d: %w", c, len(turns), err)
+		}
+		prev.PreviousSummary, prev.PreviousState = res.Summary, res.State
+	}
+	if len(turns) > 0 {
+		req.PreviousSummary, req.PreviousState = prev.PreviousSummary, prev.PreviousState
+	} else {
+		req.PreviousState = nil
+	}
+	return s.Summarize(ctx, req)
 }

@@ -244,3 +244,73 @@ func TestMergeMemoryItemsSmallIsTheSet(t *testing.T) {
 		t.Fatalf("nothing to keep: got %q, want nil", got)
 	}
 }
+
+// A backend that cannot read the request's state gets it built again from
+// the session's earlier turns: they are folded from nothing in batches of
+// the request's size, state carried, then the request on what they made;
+// their memories are not returned again.
+func TestSummarizeRebuildsAnUnreadableState(t *testing.T) {
+	withState := func(summary, state string, mems ...string) scriptedReply {
+		r := ok(summary, mems...)
+		r.res.State = []byte(state)
+		return r
+	}
+	s := &scripted{replies: []scriptedReply{
+		{err: Unreadable(errors.New("version 9"))},
+		withState("turns 0-1", "s1", "Alice likes tea"),
+		withState("turns 0-2", "s2"),
+		withState("turns 0-4", "s3", "Bob moved"),
+	}}
+	earlier := []Turn{{Index: 0, Text: "a"}, {Index: 1, Text: "b"}, {Index: 2, Text: "c"}}
+	var why error
+	req := Request{Session: "s1", MaxChars: 100, PreviousSummary: "published", PreviousState: []byte("v9"),
+		Turns:   []Turn{{Index: 3, Text: "d"}, {Index: 4, Text: "e"}},
+		Earlier: func(_ context.Context, w error) ([]Turn, error) { why = w; return earlier, nil }}
+	out, err := Summarize(context.Background(), s, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Summary != "turns 0-4" || string(out.State) != "s3" || !slices.Equal(out.Memories, []string{"Bob moved"}) {
+		t.Fatalf("outcome %+v", out)
+	}
+	if !errors.Is(why, ErrStateUnreadable) || !strings.Contains(why.Error(), "version 9") {
+		t.Fatalf("Earlier told %v", why)
+	}
+	if len(s.reqs) != 4 {
+		t.Fatalf("%d calls, want 4", len(s.reqs))
+	}
+	for i, want := range []struct {
+		first, n      int64
+		prev, prevSt  string
+		earlierCalled bool
+	}{{3, 2, "published", "v9", true}, {0, 2, "", "", false}, {2, 1, "turns 0-1", "s1", false}, {3, 2, "turns 0-2", "s2", false}} {
+		r := s.reqs[i]
+		if r.Turns[0].Index != want.first || int64(len(r.Turns)) != want.n || r.PreviousSummary != want.prev ||
+			string(r.PreviousState) != want.prevSt || (r.Earlier != nil) != want.earlierCalled {
+			t.Errorf("call %d: turns from %d (%d), previous %q/%q, Earlier set %v; want %+v",
+				i, r.Turns[0].Index, len(r.Turns), r.PreviousSummary, r.PreviousState, r.Earlier != nil, want)
+		}
+	}
+}
+
+// Without the earlier turns (the stream no longer holds them all) the
+// request is folded without its state: the backend reads the summary.
+func TestSummarizeWithoutTheEarlierTurnsDropsTheState(t *testing.T) {
+	s := &scripted{replies: []scriptedReply{{err: Unreadable(errors.New("bad"))}, ok("from prose")}}
+	req := budgetReq(100)
+	req.PreviousState = []byte("bad")
+	req.Earlier = func(context.Context, error) ([]Turn, error) { return nil, errors.New("turns 0 to 5 not in the stream") }
+	out, err := Summarize(context.Background(), s, req)
+	if err != nil || out.Summary != "from prose" {
+		t.Fatalf("%+v, %v", out, err)
+	}
+	if r := s.reqs[1]; r.PreviousState != nil || r.Earlier != nil || r.PreviousSummary != "old" {
+		t.Fatalf("second call %+v", r)
+	}
+	// Without Earlier the backend's error is the fold's.
+	s = &scripted{replies: []scriptedReply{{err: Unreadable(errors.New("bad"))}}}
+	req.Earlier = nil
+	if _, err := Summarize(context.Background(), s, req); !errors.Is(err, ErrStateUnreadable) || len(s.reqs) != 1 {
+		t.Fatalf("err %v after %d calls", err, len(s.reqs))
+	}
+}

@@ -270,6 +270,9 @@ func splitChunks(turns []Turn, opt ChunkOptions) []chunk {
 func chunkRequest(req Request, c chunk, prev string, notes []Note, first, last bool) Request {
 	r := req
 	r.PreviousSummary = prev
+	if !first {
+		r.Earlier = nil // (the turns before the first chunk are not those before this one)
+	}
 	r.Turns = c.turns
 	r.Notes = notes
 	r.From, r.To = time.Time{}, time.Time{}

@@ -2,6 +2,8 @@ package fold
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/foldstream/foldstream/internal/contextsource"
@@ -80,7 +82,24 @@ type Request struct {
 	// window, for a mode that merges their answers (interval); nil when
 	// none is configured.
 	Sources func(ctx context.Context, from, to time.Time) []contextsource.Answer
+	// Earlier reads again the session's turns before Turns, oldest first
+	// from the first the session has (index 0, or the first after its last
+	// reset): what PreviousState covers. A backend that cannot decode
+	// PreviousState returns ErrStateUnreadable while Earlier is set, and
+	// Summarize builds the state again from these turns (Rebuild); why is
+	// that error. It fails when the inbound stream no longer holds them
+	// all. nil where the stream is not at hand (replay, what-if): the
+	// backend then makes do with PreviousSummary.
+	Earlier func(ctx context.Context, why error) ([]Turn, error)
 }
+
+// ErrStateUnreadable is what a backend returns (Unreadable) for a request
+// whose PreviousState it cannot decode (a bug, or a state a newer version
+// wrote) while the request's Earlier can give the turns to build it again.
+var ErrStateUnreadable = errors.New("summarizer state unreadable")
+
+// Unreadable is ErrStateUnreadable for the decode error err.
+func Unreadable(err error) error { return fmt.Errorf("%w: %w", ErrStateUnreadable, err) }
 
 // Result is what a backend returns.
 type Result struct {

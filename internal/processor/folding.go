@@ -104,6 +104,8 @@ type foldRunner struct {
 	tokens   TokenCounter
 	inStream jetstream.Stream
 	js       jetstream.JetStream // reads of the inbound stream sent at once (readMissing)
+	layout   broker.Layout       // and of a session's earlier events (earlierTurns), under these rules
+	adm      state.Admission
 	asker    *contextsource.Asker
 	sources  []contextsource.Source // Config.ContextSources
 	clock    Clock
@@ -113,7 +115,7 @@ type foldRunner struct {
 
 // newFoldRunner is a shard's fold runner, on the processor's parts.
 func (p *Processor) newFoldRunner() *foldRunner {
-	return &foldRunner{sum: p.sum, breaker: p.breaker, slots: p.slots, tokens: p.tokens, inStream: p.inStream, js: p.js, asker: p.asker,
+	return &foldRunner{sum: p.sum, breaker: p.breaker, slots: p.slots, tokens: p.tokens, inStream: p.inStream, js: p.js, layout: p.layout, adm: p.adm, asker: p.asker,
 		sources: p.cfg.ContextSources, clock: p.clock, log: p.log, panics: p.m.panics}
 }
 
@@ -193,6 +195,9 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 		// the model tokens and rarely matters once its call is answered.
 		req.Turns, r.masked = fold.MaskToolOutputs(req.Turns, fold.MaskOptions{OlderThan: pol.MaskToolOutputsAfter, Now: p.clock.Now()})
 	}
+	if len(job.prevState) > 0 && len(job.turns) > 0 {
+		req.Earlier = func(ctx context.Context, why error) ([]fold.Turn, error) { return p.earlierTurns(ctx, job, why) }
+	}
 	if len(p.sources) > 0 {
 		req.Sources = func(ctx context.Context, from, to time.Time) []contextsource.Answer {
 			return p.asker.Ask(ctx, job.session, from, to, p.sources)
@@ -224,6 +229,64 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 	r.summarized = time.Now()
 	return r
 }
+
+// earlierTurns reads again the session's turns before the job's batch
+// (fold.Request.Earlier), for a summarizer that cannot read the state the
+// checkpoint carries (why) to build it again: the session's inbound events
+// before the batch's first, applied to a new session under the rules the
+// loop applies (rebuildSession), the turns of the current epoch kept. They
+// must be the turns the checkpoint's cursor counts (job.from), at most
+// maxEarlierTurns; else (the stream no longer holds them all: max-age, a
+// purge) it fails and the summarizer reads the previous summary as prose.
+// Either way is logged at warn: the state was lost (a bug, or a checkpoint
+// a newer version wrote).
+func (p *foldRunner) earlierTurns(ctx context.Context, job foldJob, why error) ([]fold.Turn, error) {
+	turns, err := p.readEarlier(ctx, job)
+	if err != nil {
+		p.log.Warn().Err(err).Str("event", "summarizer_state_rebuild_failed").Str("session", job.session).Str("fold_id", job.foldID).
+			Str("why", why.Error()).Msg("summarizer state unreadable and the turns it covered not all in the inbound stream; the summarizer reads the previous summary as prose")
+		return nil, err
+	}
+	p.log.Warn().Str("event", "summarizer_state_rebuilt").Str("session", job.session).Str("fold_id", job.foldID).Str("why", why.Error()).
+		Int("turns", len(turns)).Msg("summarizer state unreadable; built again from the session's earlier turns in the inbound stream")
+	return turns, nil
+}
+
+// readEarlier is earlierTurns' read: the turns [0, job.from) of the
+// session's current epoch, from its inbound events before the batch.
+func (p *foldRunner) readEarlier(ctx context.Context, job foldJob) ([]fold.Turn, error) {
+	if job.from > maxEarlierTurns {
+		return nil, fmt.Errorf("%d turns before the batch, more than the %d a fold reads and folds again", job.from, maxEarlierTurns)
+	}
+	byseq := map[uint64]*events.Turn{}
+	s, _, err := rebuildSession(ctx, p.inStream, p.layout, p.adm, job.session, job.turns[0].Seq, func(seq uint64, in events.Inbound, e state.Effect) {
+		if e == state.EffectTurn {
+			byseq[seq] = in.Turn
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.Total != job.from || int64(len(s.Turns)) != s.Total-s.Cursor {
+		return nil, fmt.Errorf("the inbound stream holds turns %d to %d of the session, the summary covers %d", s.Cursor, s.Total, job.from)
+	}
+	turns := make([]fold.Turn, 0, len(s.Turns))
+	for i, ref := range s.Turns {
+		t := byseq[ref.Seq]
+		if t == nil {
+			return nil, fmt.Errorf("turn %d (inbound sequence %d) was not read", s.Cursor+int64(i), ref.Seq)
+		}
+		turns = append(turns, fold.Turn{Index: s.Cursor + int64(i), TurnID: t.TurnID, At: t.At, Speaker: t.Speaker, Role: t.Role,
+			Text: t.Text, Kind: t.Kind, Tool: t.Tool, Tokens: ref.Tokens})
+	}
+	return turns, nil
+}
+
+// maxEarlierTurns bounds the turns earlierTurns reads again: reading and
+// folding them (~60 µs a turn) stays within a fold's timeout, so a session
+// longer than that goes on from its summary's prose rather than failing
+// its fold again and again.
+const maxEarlierTurns = 100_000
 
 // summarize calls the summarizer under the job's engine. A panic in the
 // call is this fold's error, not the process's end: the fold fails as a

@@ -412,7 +412,7 @@ func (l *loader) quarantine(ce *state.CorruptError, next uint64) {
 	l.m.quarantined.Inc()
 	l.aside.run(func(ctx context.Context) func() {
 		l.keepCheckpoint(ce)
-		s, replayed, rerr := rebuildSession(l.inStream, l.layout, l.adm, id, next)
+		s, replayed, rerr := rebuildSession(ctx, l.inStream, l.layout, l.adm, id, next, nil)
 		last, lerr := l.rec.lastSummary(ctx, id)
 		return func() {
 			if l.gen != gen {
@@ -427,13 +427,16 @@ func (l *loader) quarantine(ce *state.CorruptError, next uint64) {
 // rebuildSession applies the session's inbound events before sequence before to a
 // new session, under the rules handle applies (validation, clock skew,
 // configure checks; rejected events are skipped as they were dead-lettered
-// when they came). It returns what it could rebuild and how many events it
-// applied; an error says the stream could not be read to the end.
-func rebuildSession(in jetstream.Stream, layout broker.Layout, adm state.Admission, id string, before uint64) (*state.Session, int, error) {
+// when they came), telling applied (when not nil) of each event applied
+// and its effect. It returns what it could rebuild and how many events it
+// applied; an error says the stream could not be read to the end (within
+// 30 s).
+func rebuildSession(ctx context.Context, in jetstream.Stream, layout broker.Layout, adm state.Admission, id string, before uint64,
+	applied func(seq uint64, in events.Inbound, e state.Effect)) (*state.Session, int, error) {
 	s := state.New(id)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	applied := 0
+	n := 0
 	// Direct gets under every layout's subjects, as the context service
 	// reads a session's tail.
 	evs := broker.NewSessionEvents(in, layout.Subjects, id, 1)
@@ -443,7 +446,7 @@ func rebuildSession(in jetstream.Stream, layout broker.Layout, adm state.Admissi
 			break
 		}
 		if err != nil {
-			return s, applied, fmt.Errorf("read stream %s after sequence %d: %w", layout.In, read, err)
+			return s, n, fmt.Errorf("read stream %s after sequence %d: %w", layout.In, read, err)
 		}
 		if msg.Sequence >= before {
 			break
@@ -457,11 +460,14 @@ func rebuildSession(in jetstream.Stream, layout broker.Layout, adm state.Admissi
 		if err != nil {
 			continue
 		}
-		if _, err := s.Apply(msg.Sequence, in); err == nil {
-			applied++
+		if e, err := s.Apply(msg.Sequence, in); err == nil {
+			n++
+			if applied != nil {
+				applied(msg.Sequence, in, e)
+			}
 		}
 	}
-	return s, applied, nil
+	return s, n, nil
 }
 
 // keepCheckpoint keeps a checkpoint that cannot be decoded on the session's

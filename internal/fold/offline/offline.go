@@ -12,9 +12,9 @@
 // What the summarizer knows after a fold is a structured state (state.go): the participants, the statements of the
 // current period, the closed periods (when, who, what about, their best statements), and the facts returned as
 // memories. It travels in Result.State to the next fold, which adds the batch's statements to it; the summary is
-// rendered from it and never read back. A previous summary without a state that matches it (a checkpoint written before
-// the state existed, a summary from another backend, a state this version cannot read) is read as prose once, and the
-// session goes on structured from there.
+// rendered from it and never read back. A state this version cannot read is built again from the session's turns when
+// the request gives them (fold.Rebuild); a summary without a state that matches it (a checkpoint from before the state,
+// another backend's summary, an unreadable state without those turns) is read as prose once. The session goes on structured.
 //
 // The summary is one paragraph: the participants and what they are talking about ("Alice, Bob and Carol are talking
 // about Marvel Rivals and Tokyo 2099."), then one line per closed period ("From 14:02 to 14:20, Alice and Bob talked
@@ -159,15 +159,15 @@ func New(opts ...Option) *Summarizer {
 // Name returns "offline".
 func (s *Summarizer) Name() string { return Model }
 
-// Summarize folds req into a new running summary and state. It never fails except when ctx is done.
+// Summarize folds req into a new running summary and state. It fails only when ctx is done or with fold.ErrStateUnreadable (load).
 func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Result, error) {
-	if err := ctx.Err(); err != nil {
-		return fold.Result{}, err
-	}
 	budget := cmp.Or(max(req.MaxChars, 0), s.cfg.defaultMaxChars)
 	sc := s.rooms.Get().(*scratch)
 	defer s.rooms.Put(sc)
-	st := s.load(req, &sc.lex)
+	st, err := s.load(req, &sc.lex)
+	if err = cmp.Or(ctx.Err(), err); err != nil {
+		return fold.Result{}, err
+	}
 	st.sc, st.src, st.srcSeq = sc, req.PreviousState, st.seq
 	prev := strings.TrimSpace(req.PreviousSummary)
 	mems, changed := []fold.Memory(nil), false
@@ -204,9 +204,9 @@ func (s *Summarizer) Summarize(ctx context.Context, req fold.Request) (fold.Resu
 	return res, nil
 }
 
-// load is the session's state before this fold: the request's (held, or decoded), when it goes with the previous
-// summary, else the previous summary read as prose.
-func (s *Summarizer) load(req fold.Request, lx *lexicon) *state {
+// load is the session's state before this fold: the request's (held, or decoded) when it goes with the previous summary,
+// else that summary read as prose; an error (fold.ErrStateUnreadable) when req.Earlier gives the turns to build it again.
+func (s *Summarizer) load(req fold.Request, lx *lexicon) (*state, error) {
 	prev := strings.TrimSpace(req.PreviousSummary)
 	if len(req.PreviousState) > 0 {
 		st, ok := s.held.Take(req.PreviousState)
@@ -215,17 +215,19 @@ func (s *Summarizer) load(req fold.Request, lx *lexicon) *state {
 			st, err = decodeState(req.PreviousState)
 		}
 		switch {
+		case err != nil && req.Earlier != nil:
+			return nil, fold.Unreadable(err)
 		case err != nil:
 			s.cfg.log.Warn().Err(err).Str("event", "offline_state_unreadable").Str("session", req.Session).
 				Int("bytes", len(req.PreviousState)).Msg("summarizer state unreadable; reading the previous summary as prose instead")
 		case prev == "" || prev == st.said || st.Sum == hashString(prev):
-			return st
+			return st, nil
 		}
 	}
 	if prev == "" {
-		return &state{V: stateVersion}
+		return &state{V: stateVersion}, nil
 	}
-	return fromProse(prev, lx)
+	return fromProse(prev, lx), nil
 }
 
 // fold adds the batch's turns and notes to st and returns the memories they hold.

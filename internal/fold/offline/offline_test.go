@@ -761,3 +761,28 @@ func TestUnreadableState(t *testing.T) {
 		}
 	}
 }
+
+// With the session's earlier turns at hand (Request.Earlier), a state that
+// does not decode is built again from them (fold.Summarize): the facts of
+// those turns come back from the turns, not from the summary's prose,
+// which here names none of them.
+func TestUnreadableStateBuiltAgainFromTheTurns(t *testing.T) {
+	s, ctx := New(), context.Background()
+	earlier := turns("Marco: the cabin costs $190 a night.", "Jonas: I booked the cabin for Saturday.")
+	req := fold.Request{PreviousSummary: "Marco and Jonas are talking.", PreviousState: []byte(`{"v":99,"open":[{"text":"from the future"}]}`),
+		Turns: turns("Lena: I'll drive, my car fits four."), MaxChars: 1200}
+	req.Earlier = func(context.Context, error) ([]fold.Turn, error) { return earlier, nil }
+	if _, err := s.Summarize(ctx, req); !errors.Is(err, fold.ErrStateUnreadable) {
+		t.Fatalf("Summarize with Earlier set: %v, want fold.ErrStateUnreadable", err)
+	}
+	out, err := fold.Summarize(ctx, s, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Summary, "$190 a night") || !strings.Contains(out.Summary, "drive") || strings.Contains(out.Summary, "future") {
+		t.Errorf("summary %q: want the earlier turns' facts and the new turn", out.Summary)
+	}
+	if st, err := decodeState(out.State); err != nil || len(st.Names) != 3 {
+		t.Errorf("the new state: %v, names %v", err, st.Names)
+	}
+}

@@ -231,44 +231,36 @@ func TestTopicsNameNoParticipant(t *testing.T) {
 	}
 }
 
-// A common verb after "the" (a transcript's slip: "the gets rid of",
-// "the makes sense") never makes a topic.
-func TestTopicsAreNoVerbs(t *testing.T) {
-	var lines []string
-	for i := range 6 {
-		lines = append(lines,
-			"Alice: the filter the gets rid of the noise in the scroll wheel "+strconv.Itoa(i),
+// A topic names a subject: never a common verb after "the" (a transcript's
+// slip: "the gets rid of", "the makes sense") nor an indefinite pronoun
+// ("why did nobody follow me in?").
+func TestTopicsAreNoVerbsNorPronouns(t *testing.T) {
+	for _, tc := range []struct {
+		lines [3]string
+		bad   []string
+	}{
+		{[3]string{"Alice: the filter the gets rid of the noise in the scroll wheel",
 			"Bob: the makes sense, the scroll wheel and the often used buttons need the rubber case",
-			"Carol: the scroll wheel is what the gets rid of, the rubber case too")
-	}
-	c := composed(summarize(t, fold.Request{Turns: turns(lines...)}))
-	for _, bad := range []string{"the gets", "the makes", "the often"} {
-		if strings.Contains(c, bad) {
-			t.Errorf("a verb named as a topic (%q): %q", bad, c)
-		}
-	}
-	if !strings.Contains(c, "scroll wheel") {
-		t.Errorf("the subjects are not named: %q", c)
-	}
-}
-
-// An indefinite pronoun ("why did nobody follow me in?") names no subject.
-func TestTopicsAreNoIndefinitePronouns(t *testing.T) {
-	var lines []string
-	for i := range 6 {
-		lines = append(lines,
-			"Alice: why did nobody follow me in to the scroll wheel "+strconv.Itoa(i),
+			"Carol: the scroll wheel is what the gets rid of, the rubber case too"},
+			[]string{"the gets", "the makes", "the often"}},
+		{[3]string{"Alice: why did nobody follow me in to the scroll wheel",
 			"Bob: somebody cover the rubber case, nobody follow Alice",
-			"Carol: has anybody seen the scroll wheel, somebody check the rubber case")
-	}
-	c := composed(summarize(t, fold.Request{Turns: turns(lines...)}))
-	for _, bad := range []string{"the nobody", "about nobody", "the somebody", "about somebody", "the anybody", "about anybody", "nobody follow,", "somebody cover,", "anybody seen,"} {
-		if strings.Contains(c, bad) {
-			t.Errorf("a pronoun named as a topic (%q): %q", bad, c)
+			"Carol: has anybody seen the scroll wheel, somebody check the rubber case"},
+			[]string{"the nobody", "about nobody", "the somebody", "about somebody", "the anybody", "about anybody", "nobody follow,", "somebody cover,", "anybody seen,"}},
+	} {
+		var lines []string
+		for i := range 6 {
+			lines = append(lines, tc.lines[0]+" "+strconv.Itoa(i), tc.lines[1], tc.lines[2])
 		}
-	}
-	if !strings.Contains(c, "scroll wheel") {
-		t.Errorf("the subjects are not named: %q", c)
+		c := composed(summarize(t, fold.Request{Turns: turns(lines...)}))
+		for _, bad := range tc.bad {
+			if strings.Contains(c, bad) {
+				t.Errorf("not a subject named as a topic (%q): %q", bad, c)
+			}
+		}
+		if !strings.Contains(c, "scroll wheel") {
+			t.Errorf("the subjects are not named: %q", c)
+		}
 	}
 }
 
