@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -300,15 +301,41 @@ func (s *server) respond(req micro.Request, endpoint, session string, started ti
 		Dur("took", time.Since(started)).Msg("service request answered")
 }
 
-// decode reads a JSON request and checks its session id.
+// decode reads a JSON request and checks its session id. A field of the
+// wrong JSON type (or a number its Go type cannot hold: a budget past
+// int64) is named, as a client's validation names it.
 func decode(data []byte, v any, session func() string) error {
 	if err := json.Unmarshal(data, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return badRequest("bad request: field %q: expected a JSON %s, got %s", te.Field, jsonKind(te.Type), te.Value)
+		}
 		return badRequest("bad request: expected a JSON object like {\"session\":\"s1\"}: %v", err)
 	}
 	if err := events.CheckSession("session", session()); err != nil {
 		return badRequest("bad session id: %v", err)
 	}
 	return nil
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("integer of %d bits", t.Bits())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("non-negative integer of %d bits", t.Bits())
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.String:
+		return "string"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	default:
+		return "object"
+	}
 }
 
 func (s *server) handleContext(ctx context.Context, req micro.Request) {

@@ -364,6 +364,10 @@ func TestErrorsHaveCodes(t *testing.T) {
 		{client.EndpointContext, `not json`, "400", "bad request"},
 		{client.EndpointContext, `{"session":"s1","budget_chars":-1}`, "400", `"budget_chars"`},
 		{client.EndpointContext, `{"session":"s1","budget_tokens":-5}`, "400", `"budget_tokens"`},
+		// Past what the service's integers hold, or not a number: the field is named too.
+		{client.EndpointContext, `{"session":"s1","budget_chars":1e20}`, "400", `field "budget_chars": expected a JSON integer of 64 bits, got number 1e20`},
+		{client.EndpointContext, `{"session":"s1","budget_tokens":"100"}`, "400", `field "budget_tokens": expected a JSON integer of 64 bits, got string`},
+		{client.EndpointRecall, `{"session":"s1","query":7}`, "400", `field "query": expected a JSON string, got number`},
 	}
 	for _, tc := range cases {
 		m := ask(t, e.NC, tc.endpoint, []byte(tc.req))

@@ -108,6 +108,8 @@ _CONFIG_TYPES.update({"mode": "str", "trigger": "str", "profile": "str", "disabl
 
 # ASCII digits only, and nothing after the zone (not even the newline "$" lets through).
 _RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})\Z", re.ASCII)
+# The largest budget the service's integers hold.
+_MAX_INT64 = (1 << 63) - 1
 # Go's zero time.Time: the processor takes it for a missing "at".
 _GO_ZERO = datetime(1, 1, 1, tzinfo=timezone.utc)
 
@@ -428,8 +430,8 @@ def check_context_request(req: dict[str, Any]) -> None:
     check_session("session", req.get("session"))
     bc, bt = req.get("budget_chars") or 0, req.get("budget_tokens") or 0
     for f, v in (("budget_chars", bc), ("budget_tokens", bt)):
-        if type(v) is not int or v < 0:
-            raise _invalid(f, f"expected a non-negative integer (0 = unlimited), got {v}")
+        if type(v) is not int or v < 0 or v > _MAX_INT64:
+            raise _invalid(f, f"expected a non-negative integer (0 = unlimited) of at most 64 bits, got {v}")
     q = req.get("query") or ""
     if not isinstance(q, str):
         raise _type_error("query", "string", q)

@@ -270,6 +270,15 @@ def test_a_watch_ends_when_its_client_closes(processor: Processor, session: str)
     asyncio.run(run())
 
 
+@pytest.mark.parametrize("budget", [2**63, 10**20])
+def test_a_budget_past_the_services_integers_is_refused_naming_it(budget: int) -> None:
+    for field in ("budget_chars", "budget_tokens"):
+        with pytest.raises(ValidationError) as info:
+            _validate.check_context_request({"session": "s1", field: budget})
+        assert (info.value.field, info.value.code) == (field, "invalid_field")
+    _validate.check_context_request({"session": "s1", "budget_chars": 2**63 - 1})
+
+
 def test_no_responders_and_timeouts(nats_server_bin: Path) -> None:
     srv = NatsServer(nats_server_bin)
 

@@ -346,8 +346,9 @@ export function contextRequest(session: string, o: ContextOptions = {}): Record<
   const req: Record<string, unknown> = { session };
   const budget = (field: string, v: unknown) => {
     if (v === undefined || v === 0) return;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
-      throw invalid(field, `expected a non-negative integer (0 = unlimited), got ${typeof v === "number" ? v : short(v)}`);
+    // A safe integer: a larger one (1e300 is an integer to JavaScript) is past what the service reads.
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) {
+      throw invalid(field, `expected a non-negative integer (0 = unlimited) up to ${Number.MAX_SAFE_INTEGER}, got ${typeof v === "number" ? v : short(v)}`);
     }
     req[field] = v;
   };

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { prepareNote, prepareTurn, ValidationError } from "../src/index.js";
-import { wellFormed } from "../src/validate.js";
+import { contextRequest, wellFormed } from "../src/validate.js";
 
 const cases: [string, string, boolean][] = [
   ["empty", "", true],
@@ -68,4 +68,12 @@ test("white space is what Go's strings.TrimSpace trims", () => {
     assert.throws(() => prepareTurn({ ...base, [field]: "\u0085\u2028" }), refuses(field, "missing_field"), field);
     assert.doesNotThrow(() => prepareTurn({ ...base, [field]: "\uFEFF" }), field); // not white space to Go
   }
+});
+
+test("a budget past the integers JSON carries exactly is refused naming it", () => {
+  for (const budget of [1e300, 2 ** 63, Number.MAX_SAFE_INTEGER + 1]) {
+    assert.throws(() => contextRequest("s1", { budgetChars: budget }), refuses("budget_chars", "invalid_field"), String(budget));
+    assert.throws(() => contextRequest("s1", { budgetTokens: budget }), refuses("budget_tokens", "invalid_field"), String(budget));
+  }
+  assert.equal(contextRequest("s1", { budgetChars: Number.MAX_SAFE_INTEGER }).budget_chars, Number.MAX_SAFE_INTEGER);
 });
