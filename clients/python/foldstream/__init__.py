@@ -41,6 +41,7 @@ from .errors import (
     NoRespondersError,
     PermissionViolationError,
     PublishError,
+    PublishTimeoutError,
     RequestTimeoutError,
     ServiceError,
     UnavailableError,
@@ -74,6 +75,6 @@ __all__ = [
     "SessionInfo", "LeaseInfo", "Recall", "RecallResult", "SummaryUpdated",
     "FoldstreamError", "ValidationError", "ServiceError", "BadRequestError", "UnknownSessionError",
     "UnavailableError", "InternalServiceError", "RequestTimeoutError", "NoRespondersError", "PublishError",
-    "BatchPublishError", "ConnectionClosedError", "ConnectionLostError", "AuthorizationError",
+    "PublishTimeoutError", "BatchPublishError", "ConnectionClosedError", "ConnectionLostError", "AuthorizationError",
     "PermissionViolationError", "InboxPermissionError", "MissingExtraError",
 ]

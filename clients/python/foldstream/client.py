@@ -22,6 +22,7 @@ from .errors import (
     FoldstreamError,
     NoRespondersError,
     PublishError,
+    PublishTimeoutError,
     RequestTimeoutError,
     ServiceError,
     UnknownSessionError,
@@ -239,7 +240,10 @@ class Client:
                 msg = await asyncio.wait_for(fut, self.ack_timeout)
             except asyncio.TimeoutError:
                 self._conn.forget(fut)
-                raise RequestTimeoutError(f"no acknowledgement within {self.ack_timeout:g}s") from None
+                raise PublishTimeoutError(f"{what} not acknowledged on {subject} within {self.ack_timeout:g}s",
+                                          session=session, turn_id=turn_id, subject=subject) from None
+        except PublishTimeoutError:
+            raise
         except NoRespondersError as e:
             raise PublishError(f"{what} not stored: no JetStream stream takes {subject} "
                                f"(has the processor created stream {self.in_stream}?)",
@@ -369,7 +373,10 @@ class Client:
                     _, i, token = deadlines.popleft()
                     if results[i] is None:
                         self._conn.forget_token(token)
-                        finish(i, RequestTimeoutError(f"no acknowledgement within {self.ack_timeout:g}s"))
+                        t = batch[i]
+                        finish(i, PublishTimeoutError(
+                            f"turn {t.turn_id!r} of session {t.session} not acknowledged within {self.ack_timeout:g}s",
+                            session=t.session, turn_id=t.turn_id, subject=self._subject_in(t.session, "turn")))
                 await asyncio.sleep(tick)
 
         sweeper = asyncio.ensure_future(sweep())

@@ -16,8 +16,8 @@ from typing import Any
 __all__ = [
     "FoldstreamError", "ValidationError", "ServiceError", "BadRequestError", "UnknownSessionError",
     "UnavailableError", "InternalServiceError", "RequestTimeoutError", "NoRespondersError",
-    "PublishError", "BatchPublishError", "ConnectionClosedError", "ConnectionLostError",
-    "AuthorizationError", "PermissionViolationError", "InboxPermissionError", "MissingExtraError",
+    "PublishError", "PublishTimeoutError", "BatchPublishError", "ConnectionClosedError",
+    "ConnectionLostError", "AuthorizationError", "PermissionViolationError", "InboxPermissionError", "MissingExtraError",
 ]
 
 
@@ -105,6 +105,11 @@ class PublishError(FoldstreamError):
         self.turn_id = turn_id
         self.subject = subject
         self.cause = cause
+
+
+class PublishTimeoutError(PublishError, RequestTimeoutError):
+    """An event not acknowledged within ``ack_timeout``: a PublishError (publish it again) that is also a
+    RequestTimeoutError (no answer in time), so that either ``except`` catches it."""
 
 
 class BatchPublishError(FoldstreamError):

@@ -18,6 +18,7 @@ from foldstream import (
     InternalServiceError,
     NoRespondersError,
     PublishError,
+    PublishTimeoutError,
     RequestTimeoutError,
     ServiceError,
     UnavailableError,
@@ -294,6 +295,17 @@ def test_no_responders_and_timeouts(nats_server_bin: Path) -> None:
             await fs.connection.flush()
             with pytest.raises(RequestTimeoutError):
                 await fs.session("s1")
+            # A stream that never acknowledges: the timeout is both documented errors.
+            fs.connection.subscribe("fold.in.>", lambda m: None)
+            await fs.connection.flush()
+            with pytest.raises(RequestTimeoutError) as tinfo:
+                await fs.publish_turn("s1", "t1", "Alice", "hi")
+            assert isinstance(tinfo.value, PublishTimeoutError) and isinstance(tinfo.value, PublishError)
+            assert (tinfo.value.session, tinfo.value.turn_id) == ("s1", "t1")
+            with pytest.raises(BatchPublishError) as binfo:
+                await fs.publish_turns([foldstream.Turn("s1", "t2", "Alice", "hi")])
+            [(_, err)] = binfo.value.not_acknowledged
+            assert isinstance(err, PublishTimeoutError) and isinstance(err, RequestTimeoutError)
 
     try:
         asyncio.run(run())
