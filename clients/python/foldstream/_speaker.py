@@ -48,7 +48,8 @@ def _names_role(inner: str) -> bool:
         if c.isalpha():
             word.append(c)
             continue
-        if word and "".join(word).lower() in _ROLE_WORDS:
+        # As Go's strings.ToLower: U+0130 (İ) is "i", where str.lower() gives "i" and a combining dot.
+        if word and "".join(word).replace("\u0130", "i").lower() in _ROLE_WORDS:
             return True
         word = []
     return False

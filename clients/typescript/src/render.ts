@@ -53,7 +53,8 @@ function plain(s: string): boolean {
 }
 
 function namesRole(inner: string): boolean {
-  return inner.split(/[^\p{L}]+/u).some((w) => w !== "" && roleWords.has(w.toLowerCase()));
+  // As Go's strings.ToLower: U+0130 (İ) is "i", where toLowerCase() gives "i" and a combining dot.
+  return inner.split(/[^\p{L}]+/u).some((w) => w !== "" && roleWords.has(w.replace(/\u0130/g, "i").toLowerCase()));
 }
 
 /**
