@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/retry"
@@ -241,14 +243,23 @@ func mergeMemoryItems(have, add []Memory) []Memory {
 // PreviousState: the backend makes do with PreviousSummary. why is the
 // backend's error, passed to req.Earlier.
 func Rebuild(ctx context.Context, s Summarizer, req Request, why error) (Result, error) {
-	turns, err := req.Earlier(ctx, why)
-	req.Earlier = nil
-	if err != nil {
+	rctx := ctx // half the fold's time left builds the state; the other half folds the batch on the prose if it cannot
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+		defer cancel()
+	}
+	prose := func(err error) (Result, error) {
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
 		req.PreviousState = nil
 		return s.Summarize(ctx, req)
+	}
+	turns, notes, err := req.Earlier(rctx, why)
+	req.Earlier = nil
+	if err != nil {
+		return prose(err)
 	}
 	batch := max(len(req.Turns), 1)
 	prev := Request{Session: req.Session, Profile: req.Profile, MaxChars: req.MaxChars}
@@ -256,7 +267,15 @@ func Rebuild(ctx context.Context, s Summarizer, req Request, why error) (Result,
 		b := turns[c:min(c+batch, len(turns))]
 		r := prev
 		r.Turns, r.From, r.To = b, b[0].At, b[len(b)-1].At
-		res, err := s.Summarize(ctx, r)
+		n := len(notes) // (a note goes with the first batch that ends after it, the rest with the last)
+		if c+batch < len(turns) {
+			n = sort.Search(len(notes), func(i int) bool { return notes[i].At.After(r.To) })
+		}
+		r.Notes, notes = notes[:n], notes[n:]
+		res, err := s.Summarize(rctx, r)
+		if err != nil && rctx.Err() != nil {
+			return prose(err)
+		}
 		if err != nil {
 			return Result{}, fmt.Errorf("build the state again from turn %d of %d: %w", c, len(turns), err)
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/retry"
@@ -265,7 +266,7 @@ func TestSummarizeRebuildsAnUnreadableState(t *testing.T) {
 	var why error
 	req := Request{Session: "s1", MaxChars: 100, PreviousSummary: "published", PreviousState: []byte("v9"),
 		Turns:   []Turn{{Index: 3, Text: "d"}, {Index: 4, Text: "e"}},
-		Earlier: func(_ context.Context, w error) ([]Turn, error) { why = w; return earlier, nil }}
+		Earlier: func(_ context.Context, w error) ([]Turn, []Note, error) { why = w; return earlier, nil, nil }}
 	out, err := Summarize(context.Background(), s, req)
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +300,9 @@ func TestSummarizeWithoutTheEarlierTurnsDropsTheState(t *testing.T) {
 	s := &scripted{replies: []scriptedReply{{err: Unreadable(errors.New("bad"))}, ok("from prose")}}
 	req := budgetReq(100)
 	req.PreviousState = []byte("bad")
-	req.Earlier = func(context.Context, error) ([]Turn, error) { return nil, errors.New("turns 0 to 5 not in the stream") }
+	req.Earlier = func(context.Context, error) ([]Turn, []Note, error) {
+		return nil, nil, errors.New("turns 0 to 5 not in the stream")
+	}
 	out, err := Summarize(context.Background(), s, req)
 	if err != nil || out.Summary != "from prose" {
 		t.Fatalf("%+v, %v", out, err)
@@ -312,5 +315,42 @@ func TestSummarizeWithoutTheEarlierTurnsDropsTheState(t *testing.T) {
 	req.Earlier = nil
 	if _, err := Summarize(context.Background(), s, req); !errors.Is(err, ErrStateUnreadable) || len(s.reqs) != 1 {
 		t.Fatalf("err %v after %d calls", err, len(s.reqs))
+	}
+}
+
+// slowRebuild cannot read the state "bad"; folding the earlier turns again
+// outlasts any deadline (a long session folded in batches of one), while
+// the batch on the summary's prose is answered at once.
+type slowRebuild struct{}
+
+func (slowRebuild) Name() string { return "slow" }
+
+func (slowRebuild) Summarize(ctx context.Context, req Request) (Result, error) {
+	switch {
+	case string(req.PreviousState) == "bad" && req.Earlier != nil:
+		return Result{}, Unreadable(errors.New("version 9"))
+	case req.Turns[0].Index < 100: // an earlier turn folded again
+		<-ctx.Done()
+		return Result{}, ctx.Err()
+	}
+	return Result{Summary: "from prose"}, nil
+}
+
+// A state that cannot be built again within the fold's time is given up
+// for the summary's prose while there is time left to fold the batch: the
+// fold does not fail (and is not retried to fail the same way forever).
+func TestRebuildThatOutlastsTheFoldFallsBackToTheProse(t *testing.T) {
+	earlier := make([]Turn, 100)
+	for i := range earlier {
+		earlier[i] = Turn{Index: int64(i), Text: "x"}
+	}
+	req := Request{Session: "s1", MaxChars: 100, PreviousSummary: "published", PreviousState: []byte("bad"),
+		Turns:   []Turn{{Index: 100, Text: "y"}},
+		Earlier: func(context.Context, error) ([]Turn, []Note, error) { return earlier, nil, nil }}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out, err := Summarize(ctx, slowRebuild{}, req)
+	if err != nil || out.Summary != "from prose" {
+		t.Fatalf("%+v, %v: want the batch folded on the summary's prose", out, err)
 	}
 }

@@ -89,8 +89,9 @@ type Request struct {
 	// Summarize builds the state again from these turns (Rebuild); why is
 	// that error. It fails when the inbound stream no longer holds them
 	// all. nil where the stream is not at hand (replay, what-if): the
-	// backend then makes do with PreviousSummary.
-	Earlier func(ctx context.Context, why error) ([]Turn, error)
+	// backend then makes do with PreviousSummary. The notes are those the
+	// earlier folds took, oldest first.
+	Earlier func(ctx context.Context, why error) ([]Turn, []Note, error)
 }
 
 // ErrStateUnreadable is what a backend returns (Unreadable) for a request

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -106,6 +107,7 @@ type foldRunner struct {
 	js       jetstream.JetStream // reads of the inbound stream sent at once (readMissing)
 	layout   broker.Layout       // and of a session's earlier events (earlierTurns), under these rules
 	adm      state.Admission
+	rebuilds chan struct{} // earlierTurns' reads running (Shared's)
 	asker    *contextsource.Asker
 	sources  []contextsource.Source // Config.ContextSources
 	clock    Clock
@@ -115,7 +117,7 @@ type foldRunner struct {
 
 // newFoldRunner is a shard's fold runner, on the processor's parts.
 func (p *Processor) newFoldRunner() *foldRunner {
-	return &foldRunner{sum: p.sum, breaker: p.breaker, slots: p.slots, tokens: p.tokens, inStream: p.inStream, js: p.js, layout: p.layout, adm: p.adm, asker: p.asker,
+	return &foldRunner{sum: p.sum, breaker: p.breaker, slots: p.slots, tokens: p.tokens, inStream: p.inStream, js: p.js, layout: p.layout, adm: p.adm, rebuilds: p.rebuilds, asker: p.asker,
 		sources: p.cfg.ContextSources, clock: p.clock, log: p.log, panics: p.m.panics}
 }
 
@@ -196,7 +198,9 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 		req.Turns, r.masked = fold.MaskToolOutputs(req.Turns, fold.MaskOptions{OlderThan: pol.MaskToolOutputsAfter, Now: p.clock.Now()})
 	}
 	if len(job.prevState) > 0 && len(job.turns) > 0 {
-		req.Earlier = func(ctx context.Context, why error) ([]fold.Turn, error) { return p.earlierTurns(ctx, job, why) }
+		req.Earlier = func(ctx context.Context, why error) ([]fold.Turn, []fold.Note, error) {
+			return p.earlierTurns(ctx, job, why)
+		}
 	}
 	if len(p.sources) > 0 {
 		req.Sources = func(ctx context.Context, from, to time.Time) []contextsource.Answer {
@@ -231,62 +235,92 @@ func (p *foldRunner) runFold(ctx context.Context, job foldJob) foldResult {
 }
 
 // earlierTurns reads again the session's turns before the job's batch
-// (fold.Request.Earlier), for a summarizer that cannot read the state the
-// checkpoint carries (why) to build it again: the session's inbound events
-// before the batch's first, applied to a new session under the rules the
-// loop applies (rebuildSession), the turns of the current epoch kept. They
-// must be the turns the checkpoint's cursor counts (job.from), at most
-// maxEarlierTurns; else (the stream no longer holds them all: max-age, a
-// purge) it fails and the summarizer reads the previous summary as prose.
+// (fold.Request.Earlier), and the notes folds took with them, for a
+// summarizer that cannot read the state the checkpoint carries (why) to
+// build it again (fold.Rebuild): the session's inbound events before the
+// batch's first, applied to a new session under the rules the loop applies
+// (rebuildSession), the current epoch's kept. They must be the turns the
+// checkpoint's cursor counts (job.from), within maxEarlierTurns and
+// maxEarlierBytes; else (the stream no longer holds them all: max-age, a
+// purge; a read error; the time fold.Rebuild gives it) it fails and the
+// summarizer reads the previous summary as prose. At most maxRebuilds run
+// at once in a process (after a rollback every session may need one).
 // Either way is logged at warn: the state was lost (a bug, or a checkpoint
 // a newer version wrote).
-func (p *foldRunner) earlierTurns(ctx context.Context, job foldJob, why error) ([]fold.Turn, error) {
-	turns, err := p.readEarlier(ctx, job)
+func (p *foldRunner) earlierTurns(ctx context.Context, job foldJob, why error) ([]fold.Turn, []fold.Note, error) {
+	turns, notes, err := p.readEarlier(ctx, job)
 	if err != nil {
 		p.log.Warn().Err(err).Str("event", "summarizer_state_rebuild_failed").Str("session", job.session).Str("fold_id", job.foldID).
-			Str("why", why.Error()).Msg("summarizer state unreadable and the turns it covered not all in the inbound stream; the summarizer reads the previous summary as prose")
-		return nil, err
+			Str("why", why.Error()).Msg("summarizer state unreadable and the turns it covered could not be read again; the summarizer reads the previous summary as prose")
+		return nil, nil, err
 	}
-	p.log.Warn().Str("event", "summarizer_state_rebuilt").Str("session", job.session).Str("fold_id", job.foldID).Str("why", why.Error()).
-		Int("turns", len(turns)).Msg("summarizer state unreadable; built again from the session's earlier turns in the inbound stream")
-	return turns, nil
+	p.log.Warn().Str("event", "summarizer_state_rebuild").Str("session", job.session).Str("fold_id", job.foldID).Str("why", why.Error()).
+		Int("turns", len(turns)).Int("notes", len(notes)).Msg("summarizer state unreadable; building it again from the session's earlier turns in the inbound stream")
+	return turns, notes, nil
 }
 
 // readEarlier is earlierTurns' read: the turns [0, job.from) of the
-// session's current epoch, from its inbound events before the batch.
-func (p *foldRunner) readEarlier(ctx context.Context, job foldJob) ([]fold.Turn, error) {
+// session's current epoch, and its notes the job does not take, from its
+// inbound events before the batch.
+func (p *foldRunner) readEarlier(ctx context.Context, job foldJob) ([]fold.Turn, []fold.Note, error) {
 	if job.from > maxEarlierTurns {
-		return nil, fmt.Errorf("%d turns before the batch, more than the %d a fold reads and folds again", job.from, maxEarlierTurns)
+		return nil, nil, fmt.Errorf("%d turns before the batch, more than the %d a fold reads and folds again", job.from, maxEarlierTurns)
 	}
-	byseq := map[uint64]*events.Turn{}
-	s, _, err := rebuildSession(ctx, p.inStream, p.layout, p.adm, job.session, job.turns[0].Seq, func(seq uint64, in events.Inbound, e state.Effect) {
-		if e == state.EffectTurn {
-			byseq[seq] = in.Turn
+	select {
+	case p.rebuilds <- struct{}{}:
+		defer func() { <-p.rebuilds }()
+	case <-ctx.Done():
+		return nil, nil, fmt.Errorf("waiting for one of the %d reads of earlier turns: %w", cap(p.rebuilds), ctx.Err())
+	}
+	byseq, notes, size := map[uint64]*events.Turn{}, map[uint64]*events.Note{}, 0
+	s, _, err := rebuildSession(ctx, p.inStream, p.layout, p.adm, job.session, job.turns[0].Seq, func(seq uint64, in events.Inbound, e state.Effect) error {
+		switch e {
+		case state.EffectTurn:
+			byseq[seq], size = in.Turn, size+len(in.Turn.Text)
+		case state.EffectNote:
+			notes[seq], size = in.Note, size+len(in.Note.Text)
 		}
+		if size > maxEarlierBytes {
+			return fmt.Errorf("the turns and notes before the batch hold more than the %d bytes of text a fold reads again", maxEarlierBytes)
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.Total != job.from || int64(len(s.Turns)) != s.Total-s.Cursor {
-		return nil, fmt.Errorf("the inbound stream holds turns %d to %d of the session, the summary covers %d", s.Cursor, s.Total, job.from)
+		return nil, nil, fmt.Errorf("the inbound stream holds turns %d to %d of the session, the summary covers %d", s.Cursor, s.Total, job.from)
 	}
 	turns := make([]fold.Turn, 0, len(s.Turns))
 	for i, ref := range s.Turns {
 		t := byseq[ref.Seq]
 		if t == nil {
-			return nil, fmt.Errorf("turn %d (inbound sequence %d) was not read", s.Cursor+int64(i), ref.Seq)
+			return nil, nil, fmt.Errorf("turn %d (inbound sequence %d) was not read", s.Cursor+int64(i), ref.Seq)
 		}
 		turns = append(turns, fold.Turn{Index: s.Cursor + int64(i), TurnID: t.TurnID, At: t.At, Speaker: t.Speaker, Role: t.Role,
 			Text: t.Text, Kind: t.Kind, Tool: t.Tool, Tokens: ref.Tokens})
 	}
-	return turns, nil
+	var folded []fold.Note // the current epoch's notes before the batch, but those this fold takes
+	for _, ref := range s.PendingNotes {
+		if n := notes[ref.Seq]; n != nil && !slices.ContainsFunc(job.notes, func(j state.NoteRef) bool { return j.Seq == ref.Seq }) {
+			folded = append(folded, fold.Note{NoteID: n.NoteID, At: n.At, Source: n.Source, Text: truncateRunes(n.Text, job.window.MaxNoteChars)})
+		}
+	}
+	return turns, folded, nil
 }
 
-// maxEarlierTurns bounds the turns earlierTurns reads again: reading and
-// folding them (~60 µs a turn) stays within a fold's timeout, so a session
-// longer than that goes on from its summary's prose rather than failing
-// its fold again and again.
-const maxEarlierTurns = 100_000
+// Bounds of earlierTurns. A session past them goes on from its summary's
+// prose. Reading a turn again takes ~60 µs (direct gets one after
+// another), folding it again 15-50 µs at the default batch size; with
+// fold.Rebuild's half of the fold's time as the limit, 100,000 turns fit
+// in the default 60 s fold timeout. The bytes bound what a read holds (64
+// MiB, a thousand of the longest turns; ~20,000 turns of chat); reads run
+// maxRebuilds at a time in a process, each holding a fold slot.
+const (
+	maxEarlierTurns = 100_000
+	maxEarlierBytes = 64 << 20
+	maxRebuilds     = 2
+)
 
 // summarize calls the summarizer under the job's engine. A panic in the
 // call is this fold's error, not the process's end: the fold fails as a

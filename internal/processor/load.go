@@ -412,8 +412,12 @@ func (l *loader) quarantine(ce *state.CorruptError, next uint64) {
 	l.m.quarantined.Inc()
 	l.aside.run(func(ctx context.Context) func() {
 		l.keepCheckpoint(ce)
-		s, replayed, rerr := rebuildSession(ctx, l.inStream, l.layout, l.adm, id, next, nil)
-		last, lerr := l.rec.lastSummary(ctx, id)
+		// The read has rebuildSession's own time, not what the dead letter
+		// left of ctx's; the summary's read has an aside call's time after it.
+		s, replayed, rerr := rebuildSession(context.WithoutCancel(ctx), l.inStream, l.layout, l.adm, id, next, nil)
+		lctx, cancel := opCtx()
+		defer cancel()
+		last, lerr := l.rec.lastSummary(lctx, id)
 		return func() {
 			if l.gen != gen {
 				return // a rewind: read again, and quarantined again, after it
@@ -428,11 +432,11 @@ func (l *loader) quarantine(ce *state.CorruptError, next uint64) {
 // new session, under the rules handle applies (validation, clock skew,
 // configure checks; rejected events are skipped as they were dead-lettered
 // when they came), telling applied (when not nil) of each event applied
-// and its effect. It returns what it could rebuild and how many events it
-// applied; an error says the stream could not be read to the end (within
-// 30 s).
+// and its effect: an error it returns ends the read with that error. It
+// returns what it could rebuild and how many events it applied; an error
+// says the stream could not be read to the end (within 30 s).
 func rebuildSession(ctx context.Context, in jetstream.Stream, layout broker.Layout, adm state.Admission, id string, before uint64,
-	applied func(seq uint64, in events.Inbound, e state.Effect)) (*state.Session, int, error) {
+	applied func(seq uint64, in events.Inbound, e state.Effect) error) (*state.Session, int, error) {
 	s := state.New(id)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -463,7 +467,9 @@ func rebuildSession(ctx context.Context, in jetstream.Stream, layout broker.Layo
 		if e, err := s.Apply(msg.Sequence, in); err == nil {
 			n++
 			if applied != nil {
-				applied(msg.Sequence, in, e)
+				if err := applied(msg.Sequence, in, e); err != nil {
+					return s, n, err
+				}
 			}
 		}
 	}

@@ -2,16 +2,23 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+
+	"github.com/foldstream/foldstream/internal/broker"
 	"github.com/foldstream/foldstream/internal/broker/brokertest"
+	"github.com/foldstream/foldstream/internal/events"
 	"github.com/foldstream/foldstream/internal/fold"
 	"github.com/foldstream/foldstream/internal/state"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // failingLoads stands in front of the store's LoadMany: a session for
@@ -162,5 +169,65 @@ func TestLoadFailureThatPersistsRewinds(t *testing.T) {
 	}
 	if n := len(r.Summaries("x")); n != 1 {
 		t.Fatalf("%d summaries for x, want 1", n)
+	}
+}
+
+// keptDLQ is a JetStream that keeps every dead letter at once.
+type keptDLQ struct{ jetstream.JetStream }
+
+func (keptDLQ) PublishMsg(ctx context.Context, _ *nats.Msg, _ ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	return &jetstream.PubAck{}, nil
+}
+
+// deadlineStream is a stream holding nothing that records the time its
+// reads were given.
+type deadlineStream struct {
+	jetstream.Stream
+	left []time.Duration
+}
+
+func (s *deadlineStream) GetMsg(ctx context.Context, _ uint64, _ ...jetstream.GetMsgOpt) (*jetstream.RawStreamMsg, error) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(time.Hour)
+	}
+	s.left = append(s.left, time.Until(dl))
+	return nil, jetstream.ErrMsgNotFound
+}
+
+func (s *deadlineStream) GetLastMsgForSubject(ctx context.Context, _ string) (*jetstream.RawStreamMsg, error) {
+	return nil, jetstream.ErrMsgNotFound
+}
+
+type rebuiltLoop struct {
+	loadLoop
+	rerr error
+	n    int
+}
+
+func (l *rebuiltLoop) rebuilt(_ *state.CorruptError, _ *state.Session, _ int, rerr error, _ summaryRecord, _ error) {
+	l.rerr, l.n = rerr, l.n+1
+}
+func (l *rebuiltLoop) withSession(string, func(*live)) {}
+func (l *rebuiltLoop) handle(inMsg)                    {}
+
+// A quarantined session's rebuild reads the inbound stream for as long as
+// rebuildSession allows (30 s), as it did before it took a context: not
+// for what is left of the aside call's 10 s, which the dead letter of the
+// checkpoint has already spent from.
+func TestQuarantineRebuildReadsWithItsOwnTime(t *testing.T) {
+	subjects, _ := events.NewSubjects("fold")
+	layout := broker.NewLayout(subjects)
+	in := &deadlineStream{}
+	loop := &rebuiltLoop{}
+	l := &loader{loop: loop, aside: newAside(nil, zerolog.Nop()), rec: &recorder{out: in, subj: layout.Subjects},
+		js: keptDLQ{}, inStream: in, layout: layout, adm: state.DefaultAdmission(), m: newMetrics(prometheus.NewRegistry()), log: zerolog.Nop()}
+	l.quarantine(&state.CorruptError{ID: "bad", Revision: 3, Data: []byte("{"), Err: errors.New("bad")}, 100)
+	l.aside.land(<-l.aside.done)
+	if loop.n != 1 || loop.rerr != nil || len(in.left) == 0 {
+		t.Fatalf("rebuilt %d times, error %v, %d reads", loop.n, loop.rerr, len(in.left))
+	}
+	if in.left[0] < 20*time.Second {
+		t.Fatalf("the rebuild's read was given %v, want rebuildSession's 30 s", in.left[0])
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func (l *stateLoser) requests() []fold.Request {
 // newer version's) is built again at the session's next fold from the
 // turns it covered, read again from the inbound stream: the summarizer
 // folds them from nothing, then the batch on what they made, and
-// summarizer_state_rebuilt says so. When the stream no longer holds them
+// summarizer_state_rebuild says so. When the stream no longer holds them
 // all, the summarizer reads the summary's prose instead and
 // summarizer_state_rebuild_failed says why; the session folds either way.
 func TestUnreadableSummarizerStateBuiltAgainFromTheStream(t *testing.T) {
@@ -124,8 +125,8 @@ func TestUnreadableSummarizerStateBuiltAgainFromTheStream(t *testing.T) {
 					rest[0].PreviousState != nil || rest[1].Turns[0].Index != 10 || len(rest[1].PreviousState) == 0 || rest[1].Earlier != nil {
 					t.Fatalf("after the unreadable state: %d calls, want turns 0-9 from nothing then 10-19 on their state", len(rest))
 				}
-				if !hasLogEvent(t, &logs, "summarizer_state_rebuilt") {
-					t.Fatalf("no summarizer_state_rebuilt log line")
+				if !hasLogEvent(t, &logs, "summarizer_state_rebuild") {
+					t.Fatalf("no summarizer_state_rebuild log line")
 				}
 				return
 			}
@@ -142,4 +143,34 @@ func TestUnreadableSummarizerStateBuiltAgainFromTheStream(t *testing.T) {
 func hasLogEvent(t *testing.T, logs *testlog.Buffer, event string) bool {
 	t.Helper()
 	return slices.ContainsFunc(logs.Lines(t), func(l map[string]any) bool { return l["event"] == event })
+}
+
+// A note the first fold took is part of what its state covers: the state
+// built again from the stream has it too, so the summary does not lose
+// what the note said (the summary's prose, read when the state cannot be
+// built, keeps it as well).
+func TestUnreadableSummarizerStateBuiltAgainKeepsTheNotes(t *testing.T) {
+	var logs testlog.Buffer
+	log := zerolog.New(&logs)
+	r := rigOn(t, testenv.New(t, testenv.Options{Log: &log}))
+	sum := &stateLoser{Summarizer: offline.New()}
+	r.sum = sum
+	r.start(Config{})
+	const session = "lost-state-note"
+	r.Turns(session, 2)
+	r.Note(session, "n1", "screen", "The booking page shows a refundable deposit of $300.", testenv.T0.Add(15*time.Second))
+	r.Turns(session, 59)
+	r.Settled(session, 61, 10)
+	if s := r.Summaries(session); len(s) != 1 || !strings.Contains(s[0].Summary, "$300") {
+		t.Fatalf("the first summary does not hold the note: %+v", s)
+	}
+	r.Turns(session, 10)
+	r.Settled(session, 71, 20)
+	if !hasLogEvent(t, &logs, "summarizer_state_rebuild") {
+		t.Fatalf("the state was not built again")
+	}
+	s := r.Summaries(session)
+	if last := s[len(s)-1].Summary; !strings.Contains(last, "$300") {
+		t.Fatalf("the summary after the state was built again lost the note: %q", last)
+	}
 }

@@ -56,9 +56,10 @@ type Deps struct {
 // Shared is what the engines of one process share: metrics registered
 // once, and one bound on concurrent folds.
 type Shared struct {
-	m     *metrics
-	slots *foldSlots
-	mem   *memRelease
+	m        *metrics
+	slots    *foldSlots
+	mem      *memRelease
+	rebuilds chan struct{} // summarizer states being built again from the stream (earlierTurns), at most maxRebuilds
 }
 
 // NewShared registers the metrics on reg and bounds folds across engines.
@@ -66,7 +67,7 @@ func NewShared(reg prometheus.Registerer, maxConcurrentFolds int) *Shared {
 	if maxConcurrentFolds <= 0 {
 		maxConcurrentFolds = Config{}.withDefaults().MaxConcurrentFolds
 	}
-	return &Shared{m: newMetrics(reg), slots: newFoldSlots(maxConcurrentFolds), mem: new(memRelease)}
+	return &Shared{m: newMetrics(reg), slots: newFoldSlots(maxConcurrentFolds), mem: new(memRelease), rebuilds: make(chan struct{}, maxRebuilds)}
 }
 
 // Processor consumes inbound events and folds sessions.
@@ -104,8 +105,9 @@ type Processor struct {
 	shards   []*shard
 	dl       *deadLetterer // keeps rejected messages off the event loops
 	folds    sync.WaitGroup
-	slots    *foldSlots  // fold concurrency limit (slots.go)
-	mem      *memRelease // returns memory freed by idle compaction (idle.go)
+	slots    *foldSlots    // fold concurrency limit (slots.go)
+	mem      *memRelease   // returns memory freed by idle compaction (idle.go)
+	rebuilds chan struct{} // summarizer states being built again (Shared's)
 
 	cons *consumers // the consumer manager (consumer.go)
 	// abortFolds cancels in-flight folds at once (Abort), set by Run.
@@ -153,9 +155,9 @@ func New(cfg Config, d Deps) (*Processor, error) {
 			Msg("the configured mode needs recall (the context service, --service) to find the turns it drops; without it that is amnesia, so sessions fold in the mode it falls back to")
 	}
 	if d.Shared != nil {
-		p.m, p.slots, p.mem = d.Shared.m, d.Shared.slots, d.Shared.mem
+		p.m, p.slots, p.mem, p.rebuilds = d.Shared.m, d.Shared.slots, d.Shared.mem, d.Shared.rebuilds
 	} else {
-		p.m, p.slots, p.mem = newMetrics(d.Registry), newFoldSlots(cfg.MaxConcurrentFolds), new(memRelease)
+		p.m, p.slots, p.mem, p.rebuilds = newMetrics(d.Registry), newFoldSlots(cfg.MaxConcurrentFolds), new(memRelease), make(chan struct{}, maxRebuilds)
 	}
 	p.breaker = d.Breaker
 	if p.breaker == nil {

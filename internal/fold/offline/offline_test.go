@@ -771,7 +771,7 @@ func TestUnreadableStateBuiltAgainFromTheTurns(t *testing.T) {
 	earlier := turns("Marco: the cabin costs $190 a night.", "Jonas: I booked the cabin for Saturday.")
 	req := fold.Request{PreviousSummary: "Marco and Jonas are talking.", PreviousState: []byte(`{"v":99,"open":[{"text":"from the future"}]}`),
 		Turns: turns("Lena: I'll drive, my car fits four."), MaxChars: 1200}
-	req.Earlier = func(context.Context, error) ([]fold.Turn, error) { return earlier, nil }
+	req.Earlier = func(context.Context, error) ([]fold.Turn, []fold.Note, error) { return earlier, nil, nil }
 	if _, err := s.Summarize(ctx, req); !errors.Is(err, fold.ErrStateUnreadable) {
 		t.Fatalf("Summarize with Earlier set: %v, want fold.ErrStateUnreadable", err)
 	}

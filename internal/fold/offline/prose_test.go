@@ -247,6 +247,10 @@ func TestTopicsAreNoVerbsNorPronouns(t *testing.T) {
 			"Bob: somebody cover the rubber case, nobody follow Alice",
 			"Carol: has anybody seen the scroll wheel, somebody check the rubber case"},
 			[]string{"the nobody", "about nobody", "the somebody", "about somebody", "the anybody", "about anybody", "nobody follow,", "somebody cover,", "anybody seen,"}},
+		{[3]string{"Alice: why did nobody's friend follow me in to the scroll wheel",
+			"Bob: whoever follows Alice takes the rubber case, someone's bag too",
+			"Carol: whatever happens the scroll wheel stays, everyone's rubber case too"},
+			[]string{"nobody's", "whoever", "someone's", "whatever", "everyone's"}},
 	} {
 		var lines []string
 		for i := range 6 {

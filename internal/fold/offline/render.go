@@ -299,12 +299,12 @@ var reportVerbs = toSet([]string{"said", "asked", "thought", "suggested", "offer
 
 // phraseStop are words that never start or join a topic phrase.
 var phraseStop = toSet(strings.Fields(`near via per without within across around behind beyond toward towards
-upon onto plus minus next last first second third new old big small little whole everyone someone anyone nobody somebody anybody
+upon onto plus minus next last first second third new old big small little whole
 ago today tonight tomorrow yesterday week weekend month year day days time times minute minutes hour hours
 asked suggested thought working talked push take taking make get keep keeps try play playing use using grab
 stop start call run going come left right point lost whether versus rather quite pretty makes gets used often
-monday tuesday wednesday thursday friday saturday sunday
-january february march april may june july august september october november december`))
+everyone someone anyone nobody somebody anybody everyone's someone's anyone's everybody's nobody's somebody's anybody's whoever whatever
+monday tuesday wednesday thursday friday saturday sunday january february march april may june july august september october november december`))
 
 // topicSalience is what a topic phrase gains per unit of its words' weight in the whole conversation
 // (wordCounts.weight), beside the one per statement of ss that has it.
