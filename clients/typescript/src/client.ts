@@ -470,14 +470,20 @@ export class FoldstreamClient {
     const timeout = opts.timeout ?? 30000;
     const deadline = Date.now() + timeout;
     const want = this.published.get(session) ?? 0;
+    let last: SessionReply | undefined;
     for (;;) {
       try {
         const s = await this.session(session, { timeout: Math.max(1, Math.min(this.requestTimeout, deadline - Date.now())) });
         if (s.caught_up && s.stream_last_seq >= want && !s.lease) return s;
+        last = s;
       } catch (err) {
         if (!(err instanceof UnknownSessionError) && !(err instanceof TimeoutError)) throw err;
       }
-      if (Date.now() >= deadline) throw new TimeoutError(`${this.prefix}.svc.session`, timeout);
+      if (Date.now() >= deadline) {
+        const where = last ? `applied seq ${last.applied_seq}, stream seq ${last.stream_last_seq}${last.lease ? ", a fold in flight" : ""}` : "no checkpoint yet";
+        throw new TimeoutError(`${this.prefix}.svc.session`, timeout, undefined,
+          `session ${session}: the processor has not caught up with stream seq ${want} (${where})`);
+      }
       await new Promise((r) => setTimeout(r, opts.interval ?? 20));
     }
   }

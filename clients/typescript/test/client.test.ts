@@ -148,6 +148,13 @@ describe("client", { skip: missing }, () => {
     await slow.close();
   });
 
+  test("waitCaughtUp's timeout says what it waited for", async () => {
+    await assert.rejects(fs.waitCaughtUp("never-published", { timeout: 100 }), (e: unknown) => {
+      return e instanceof TimeoutError && e.timeoutMs === 100 &&
+        e.message === "foldstream: session never-published: the processor has not caught up with stream seq 0 (no checkpoint yet) within 100 ms";
+    });
+  });
+
   test("a publish that no stream acknowledges is an error of its own class, and a batch lists every turn", async () => {
     // No stream stores nobody.in.>: the server answers no responders at once.
     const nobody = await connect({ servers: proc.url, prefix: "nobody" });
