@@ -621,8 +621,9 @@ func TestConformanceRendering(t *testing.T) {
 		Lines []struct {
 			Speaker, Role, Text, Line string
 		} `json:"turn_lines"`
-		Context client.Context `json:"context"`
-		Text    string         `json:"text"`
+		Context  client.Context      `json:"context"`
+		Text     string              `json:"text"`
+		Messages []map[string]string `json:"messages"`
 	}
 	readConformance(t, "rendering.json", &r)
 	for _, l := range r.Lines {
@@ -633,7 +634,10 @@ func TestConformanceRendering(t *testing.T) {
 	if got := r.Context.Prompt(); got != r.Text {
 		t.Errorf("prompt:\n%s\nthe case expects:\n%s", got, r.Text)
 	}
-	if len(r.Lines) == 0 || r.Text == "" {
+	if got := chatMessages(&r.Context); !reflect.DeepEqual(got, r.Messages) {
+		t.Errorf("messages:\n%q\nthe case expects:\n%q", got, r.Messages)
+	}
+	if len(r.Lines) == 0 || r.Text == "" || len(r.Messages) == 0 {
 		t.Fatal("rendering.json has no cases")
 	}
 }

@@ -495,11 +495,21 @@ class SummaryUpdated:
     at: datetime | None
     stream_seq: int = 0
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: The times of the oldest and the newest turn or note this fold folded.
+    from_: datetime | None = None
+    to: datetime | None = None
+    #: Pending notes this fold folded.
+    folded_notes: int = 0
+    #: The session's resets when the summary was made (0: never): a
+    #: summary of an earlier epoch than the session's describes turns from
+    #: before a reset.
+    epoch: int = 0
 
     @classmethod
     def from_json(cls, d: dict[str, Any], stream_seq: int = 0) -> SummaryUpdated:
         """Decode the wire form."""
         return cls(d.get("session", ""), d.get("version", 0), d.get("summary", ""), d.get("cursor", 0),
                    d.get("covered_through_turn", 0), d.get("folded_turns", 0), d.get("mode", ""),
-                   d.get("tier", ""), _time(d.get("at")), stream_seq, d)
+                   d.get("tier", ""), _time(d.get("at")), stream_seq, d, _time(d.get("from")), _time(d.get("to")),
+                   d.get("folded_notes", 0), d.get("epoch", 0))
 

@@ -349,6 +349,23 @@ def test_format_time_is_rfc3339_utc() -> None:
     assert _validate.format_time(datetime(999, 1, 2, tzinfo=timezone.utc)) == "0999-01-02T00:00:00Z"
 
 
+def test_summary_updated_has_its_fields_typed() -> None:
+    from datetime import datetime, timezone
+    wire = {"v": 1, "session": "s1", "version": 3, "summary": "Alice and Bob talked.", "cursor": 20,
+            "covered_through_turn": 19, "from": "2026-11-22T20:00:00Z", "to": "2026-11-22T20:03:10.5+01:00",
+            "folded_turns": 10, "folded_notes": 2, "mode": "window", "tier": "full", "compactions": 3, "epoch": 1,
+            "model": "offline", "latency_ms": 4, "at": "2026-11-22T20:04:00Z"}
+    ev = foldstream.SummaryUpdated.from_json(wire, 42)
+    assert ev.from_ == datetime(2026, 11, 22, 20, 0, tzinfo=timezone.utc)
+    assert ev.to == datetime(2026, 11, 22, 19, 3, 10, 500000, tzinfo=timezone.utc)
+    assert (ev.folded_turns, ev.folded_notes, ev.epoch, ev.stream_seq) == (10, 2, 1, 42)
+    # A summary of a session never reset has no epoch; Go's zero time is no time.
+    del wire["epoch"]
+    wire["from"] = "0001-01-01T00:00:00Z"
+    ev = foldstream.SummaryUpdated.from_json(wire)
+    assert (ev.epoch, ev.from_) == (0, None)
+
+
 def test_a_zero_datetime_is_a_missing_at(processor: Processor, session: str) -> None:
     from datetime import datetime, timezone
 

@@ -66,6 +66,12 @@ export interface ClientOptions {
    * checks that the connection uses it.
    */
   inboxPrefix?: string;
+  /**
+   * Receives the errors nothing else can return: a summary update that
+   * does not decode, which {@link FoldstreamClient.watchSummaries} skips.
+   * An error it throws is ignored.
+   */
+  onError?: (err: Error) => void;
 }
 
 /** Options of {@link connect}: the client's, plus nats.js's connection options (servers, user, pass, token, authenticator, tls, …). */
@@ -140,10 +146,10 @@ function causes(err: unknown): unknown[] {
  * ```
  */
 export async function connect(opts: ConnectOptions = {}): Promise<FoldstreamClient> {
-  const { prefix, requestTimeout, ackTimeout, maxPending, limits, inboxPrefix, ...natsOpts } = opts;
+  const { prefix, requestTimeout, ackTimeout, maxPending, limits, inboxPrefix, onError, ...natsOpts } = opts;
   if (inboxPrefix !== undefined) checkInboxPrefix(inboxPrefix);
   const nc = await natsConnect({ name: "foldstream-ts", ...natsOpts, ...(inboxPrefix ? { inboxPrefix } : {}) });
-  const clientOpts: ClientOptions = { prefix, requestTimeout, ackTimeout, maxPending, limits, inboxPrefix };
+  const clientOpts: ClientOptions = { prefix, requestTimeout, ackTimeout, maxPending, limits, inboxPrefix, onError };
   const c = new FoldstreamClient(nc, clientOpts, true, typeof natsOpts.user === "string" ? natsOpts.user : undefined);
   try {
     await c.checkInbox();
@@ -173,6 +179,7 @@ export class FoldstreamClient {
   private readonly ownsConnection: boolean;
   private readonly user: string | undefined;
   private readonly inboxPrefix: string;
+  private readonly onError: ((err: Error) => void) | undefined;
   private readonly acks: AckInbox;
   private readonly published = new Map<string, number>();
   private closed = false;
@@ -191,6 +198,7 @@ export class FoldstreamClient {
     this.limits = { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) };
     this.ownsConnection = ownsConnection;
     this.user = user;
+    this.onError = opts.onError;
     this.inboxPrefix = (nc as unknown as { options?: { inboxPrefix?: string } }).options?.inboxPrefix || "_INBOX";
     this.js = jetstream(nc, { timeout: this.ackTimeout });
     this.acks = new AckInbox(nc, this.inboxPrefix, this.ackTimeout,
@@ -470,14 +478,20 @@ export class FoldstreamClient {
     const timeout = opts.timeout ?? 30000;
     const deadline = Date.now() + timeout;
     const want = this.published.get(session) ?? 0;
+    let last: SessionReply | undefined;
     for (;;) {
       try {
         const s = await this.session(session, { timeout: Math.max(1, Math.min(this.requestTimeout, deadline - Date.now())) });
         if (s.caught_up && s.stream_last_seq >= want && !s.lease) return s;
+        last = s;
       } catch (err) {
         if (!(err instanceof UnknownSessionError) && !(err instanceof TimeoutError)) throw err;
       }
-      if (Date.now() >= deadline) throw new TimeoutError(`${this.prefix}.svc.session`, timeout);
+      if (Date.now() >= deadline) {
+        const where = last ? `applied seq ${last.applied_seq}, stream seq ${last.stream_last_seq}${last.lease ? ", a fold in flight" : ""}` : "no checkpoint yet";
+        throw new TimeoutError(`${this.prefix}.svc.session`, timeout, undefined,
+          `session ${session}: the processor has not caught up with stream seq ${want} (${where})`);
+      }
       await new Promise((r) => setTimeout(r, opts.interval ?? 20));
     }
   }
@@ -485,8 +499,10 @@ export class FoldstreamClient {
   /**
    * The session's summary updates, in version order, through an ordered
    * consumer on the outbound stream: after a reconnect it resumes from the
-   * last update it delivered, without gaps or duplicates. Ends when
-   * `signal` aborts, the loop breaks, or the client closes.
+   * last update it delivered, without gaps or duplicates. An update that
+   * is not a JSON object is skipped and reported to the client's
+   * `onError`; the watch goes on. Ends when `signal` aborts, the loop
+   * breaks, or the client closes.
    */
   async *watchSummaries(session: string, opts: WatchOptions = {}): AsyncGenerator<SummaryUpdated, void, undefined> {
     this.ensureOpen();
@@ -514,11 +530,29 @@ export class FoldstreamClient {
     try {
       if (opts.signal?.aborted) return;
       for await (const m of messages) {
-        yield m.json<SummaryUpdated>();
+        let ev: unknown;
+        try {
+          ev = m.json<unknown>();
+          if (ev === null || typeof ev !== "object" || Array.isArray(ev)) throw new Error("expected a JSON object");
+        } catch (err) {
+          this.report(new FoldstreamError(
+            `foldstream: watch ${subject}: undecodable summary-updated skipped: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+          continue;
+        }
+        yield ev as SummaryUpdated;
       }
     } finally {
       opts.signal?.removeEventListener("abort", stop);
       messages.stop();
+    }
+  }
+
+  /** Hands an error nothing else can return to onError, if set. */
+  private report(err: Error): void {
+    try {
+      this.onError?.(err);
+    } catch {
+      // The handler's own failure is not the watch's.
     }
   }
 

@@ -99,15 +99,20 @@ export class InternalServiceError extends ServiceError {
   }
 }
 
-/** The service, or the stream's acknowledgement, did not answer in time. */
+/**
+ * The service, or the stream's acknowledgement, did not answer in time; or
+ * what {@link FoldstreamClient.waitCaughtUp} waited for did not happen in
+ * time (the message says what).
+ */
 export class TimeoutError extends FoldstreamError {
   /** The subject that was asked. */
   readonly subject: string;
   /** The time waited, in milliseconds. */
   readonly timeoutMs: number;
 
-  constructor(subject: string, timeoutMs: number, options?: ErrorOptions) {
-    super(`foldstream: no answer on ${subject} within ${timeoutMs} ms`, options);
+  /** `waitedFor` says what did not happen in time (default: an answer on `subject`). */
+  constructor(subject: string, timeoutMs: number, options?: ErrorOptions, waitedFor?: string) {
+    super(`foldstream: ${waitedFor ?? `no answer on ${subject}`} within ${timeoutMs} ms`, options);
     this.subject = subject;
     this.timeoutMs = timeoutMs;
   }

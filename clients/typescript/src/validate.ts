@@ -328,7 +328,7 @@ export function checkSessionConfig(c: SessionConfig): void {
 
 /** The options of a context request. */
 export interface ContextOptions {
-  /** The live user turn or the question the model is about to answer: makes the context question-aware (1..4096 characters). */
+  /** The live user turn or the question the model is about to answer: makes the context question-aware (1..4096 characters; "" is refused, leave it out for a context without a query). */
   query?: string;
   /** The most characters the rendered context may cost (0 or absent: unlimited). */
   budgetChars?: number;
@@ -356,6 +356,9 @@ export function contextRequest(session: string, o: ContextOptions = {}): Record<
   budget("budget_tokens", o.budgetTokens);
   const query = o.query ?? "";
   if (typeof query !== "string") throw invalid("query", `expected a string, got ${typeof query}`);
+  if (o.query === "") {
+    throw invalid("query", `expected 1..${MAX_CONTEXT_QUERY_CHARS} characters, got none (leave query out for a context without a query)`);
+  }
   if (codePoints(query) > MAX_CONTEXT_QUERY_CHARS) {
     throw invalid("query", `expected 1..${MAX_CONTEXT_QUERY_CHARS} characters, got ${codePoints(query)}`);
   }

@@ -148,6 +148,43 @@ describe("client", { skip: missing }, () => {
     await slow.close();
   });
 
+  test("a summary update that does not decode is reported to onError and skipped; the watch goes on", async () => {
+    const errors: Error[] = [];
+    const watcher = await connect({ servers: proc.url, onError: (e) => errors.push(e) });
+    const abort = new AbortController();
+    try {
+      const subject = "fold.out.undecodable.summary";
+      await watcher.nc.request(subject, "{not json"); // a JetStream publish: the stream's ack is the reply
+      const watch = watcher.watchSummaries("undecodable", { from: "latest", signal: abort.signal });
+      const first = watch.next();
+      // Resolves when n errors were reported; a watch that fails instead rejects it at once.
+      const reported = async (n: number) => {
+        while (errors.length < n) await Promise.race([first, new Promise((r) => setTimeout(r, 5))]);
+      };
+      await reported(1);
+      await watcher.nc.request(subject, "[1]");
+      await reported(2);
+      await watcher.nc.request(subject, JSON.stringify({ v: 1, session: "undecodable", version: 7, summary: "Alice and Bob talked." }));
+      const got = await first;
+      assert.equal(got.done, false);
+      assert.equal(got.value?.version, 7);
+      assert.equal(errors.length, 2);
+      assert.ok(errors.every((e) => e instanceof FoldstreamError), String(errors));
+      assert.match(errors[0]!.message, /^foldstream: watch fold\.out\.undecodable\.summary: undecodable summary-updated skipped: /);
+      assert.match(errors[1]!.message, /expected a JSON object$/);
+    } finally {
+      abort.abort();
+      await watcher.close();
+    }
+  });
+
+  test("waitCaughtUp's timeout says what it waited for", async () => {
+    await assert.rejects(fs.waitCaughtUp("never-published", { timeout: 100 }), (e: unknown) => {
+      return e instanceof TimeoutError && e.timeoutMs === 100 &&
+        e.message === "foldstream: session never-published: the processor has not caught up with stream seq 0 (no checkpoint yet) within 100 ms";
+    });
+  });
+
   test("a publish that no stream acknowledges is an error of its own class, and a batch lists every turn", async () => {
     // No stream stores nobody.in.>: the server answers no responders at once.
     const nobody = await connect({ servers: proc.url, prefix: "nobody" });

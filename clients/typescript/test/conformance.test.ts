@@ -10,12 +10,13 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import {
   BadRequestError,
   connect,
+  Context,
   contextTurnLine,
   contextText,
   UnknownSessionError,
   ValidationError,
 } from "../src/index.js";
-import type { Context, ContextReply, FoldstreamClient, Op, SessionConfig, TurnInput } from "../src/index.js";
+import type { ContextReply, FoldstreamClient, Op, SessionConfig, TurnInput } from "../src/index.js";
 import { codePoints } from "../src/validate.js";
 import { conformanceDir, missing, Processor } from "./harness.js";
 
@@ -164,9 +165,12 @@ const fixture = readCases<{ session: string; settled: { total_turns: number; cur
 );
 const events = readCases<{ cases: EventCase[] }>("events.json").cases;
 const requests = readCases<{ cases: RequestCase[] }>("requests.json").cases;
-const rendering = readCases<{ turn_lines: { speaker: string; role: string; text: string; line: string }[]; context: ContextReply; text: string }>(
-  "rendering.json",
-);
+const rendering = readCases<{
+  turn_lines: { speaker: string; role: string; text: string; line: string }[];
+  context: ContextReply;
+  text: string;
+  messages: { role: string; content: string }[];
+}>("rendering.json");
 
 describe("conformance", { skip: missing }, () => {
   let proc: Processor;
@@ -295,5 +299,7 @@ describe("conformance", { skip: missing }, () => {
       assert.equal(contextTurnLine(l), l.line, `speaker ${JSON.stringify(l.speaker)} role ${l.role}`);
     }
     assert.equal(contextText(rendering.context), rendering.text);
+    assert.ok(rendering.messages.length > 0);
+    assert.deepEqual(new Context(rendering.context).messages(), rendering.messages);
   });
 });

@@ -1,7 +1,7 @@
 // Validation before sending: the lone-surrogate check that stands in for
 // String.prototype.isWellFormed (Node.js 20), so that validation runs the
-// same on Node.js 18, and the timestamps and white space the processor
-// refuses.
+// same on Node.js 18, and the timestamps, white space, budgets and
+// queries the processor refuses.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -76,4 +76,12 @@ test("a budget past the integers JSON carries exactly is refused naming it", () 
     assert.throws(() => contextRequest("s1", { budgetTokens: budget }), refuses("budget_tokens", "invalid_field"), String(budget));
   }
   assert.equal(contextRequest("s1", { budgetChars: Number.MAX_SAFE_INTEGER }).budget_chars, Number.MAX_SAFE_INTEGER);
+});
+
+test("an empty context query is refused naming query; no query at all is a context without one", () => {
+  assert.throws(() => contextRequest("s1", { query: "" }), refuses("query", "invalid_field"));
+  assert.throws(() => contextRequest("s1", { query: "", budgetChars: 4000 }), refuses("query", "invalid_field"));
+  assert.deepEqual(contextRequest("s1", {}), { session: "s1" });
+  assert.deepEqual(contextRequest("s1", { query: undefined }), { session: "s1" });
+  assert.deepEqual(contextRequest("s1", { query: "form" }), { session: "s1", query: "form" });
 });
