@@ -9,9 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
-	"strings"
-	"time"
 
 	"github.com/foldstream/foldstream/client"
 	"github.com/foldstream/foldstream/internal/events"
@@ -235,32 +232,13 @@ func pubLine(ctx context.Context, p *client.Publisher, subj events.Subjects, ses
 }
 
 // fieldError names the field of a JSON value that did not decode, and what
-// was expected, as the processor's dead letter of the same event does: a
-// value of the wrong type, or an "at" that is not an RFC 3339 time (the
-// only time field of an inbound event). prefix is the path of the object
-// decoded ("config." for --session-config). Other errors are returned as
-// they are.
+// was expected, as the processor's dead letter of the same event does
+// (events.DecodeError); prefix is the path of the object decoded
+// ("config." for --session-config). Other errors are returned as they are.
 func fieldError(prefix string, err error) error {
-	var ute *json.UnmarshalTypeError
-	if errors.As(err, &ute) && ute.Field != "" {
-		want := ute.Type.Kind().String()
-		switch ute.Type.Kind() {
-		case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
-			want = "number"
-		case reflect.Struct, reflect.Map:
-			want = "object"
-		case reflect.Slice:
-			want = "array"
-		}
-		return &events.ValidationError{Code: events.CodeInvalidField, Field: prefix + ute.Field, Reason: fmt.Sprintf("expected a JSON %s, got %s", want, ute.Value)}
-	}
-	const rfc3339 = "expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z"
-	var pe *time.ParseError
-	if errors.As(err, &pe) {
-		return &events.ValidationError{Code: events.CodeInvalidField, Field: "at", Reason: fmt.Sprintf("%s, got %q", rfc3339, pe.Value)}
-	}
-	if strings.Contains(err.Error(), "Time.UnmarshalJSON") {
-		return &events.ValidationError{Code: events.CodeInvalidField, Field: "at", Reason: fmt.Sprintf("%s (%v)", rfc3339, err)}
+	if ve := events.DecodeError(err); ve != nil {
+		ve.Field = prefix + ve.Field
+		return ve
 	}
 	return err
 }

@@ -21,7 +21,6 @@ package contextsource
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -160,12 +159,11 @@ func (s *Source) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
-		var te *json.UnmarshalTypeError
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			name, _ := strconv.Unquote(f)
 			return invalid(name, "not a field of a context source; expected label, subject, prompt or timeout")
-		} else if errors.As(err, &te) && te.Field != "" {
-			return invalid(te.Field, "expected a %s, got a JSON %s", te.Type, te.Value)
+		} else if ve := events.DecodeError(err); ve != nil {
+			return ve
 		}
 		return err
 	}

@@ -90,7 +90,7 @@ func TestParseSources(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
 		{`{"label":"Calendar"}`, "expected a JSON array"},
 		{`[{"label":"Calendar","subject":"ctx.calendar","subjet":"x"}]`, `[0]: field "subjet": not a field of a context source; expected label, subject, prompt or timeout`},
-		{`[{"label":"Calendar","subject":7}]`, `[0]: field "subject": expected a string, got a JSON number`},
+		{`[{"label":"Calendar","subject":7}]`, `[0]: field "subject": expected a JSON string, got number`},
 		{`[{"label":"Calendar","subject":"ctx.calendar"},{"label":"Mail","subject":"ctx.*"}]`, `[1]: field "subject"`},
 		{`[{"label":"Calendar","subject":"ctx.calendar","timeout":"soon"}]`, `[0]: field "timeout"`},
 		{`[{"label":"Calendar","subject":"ctx.calendar","timeout":"1m"}]`, `[0]: field "timeout"`},

@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -265,16 +266,31 @@ func decodeJSON(data []byte, v any) error {
 		return &ValidationError{Code: CodeInvalidField, Field: "payload", Reason: "expected valid UTF-8 JSON"}
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		if ute, ok := err.(*json.UnmarshalTypeError); ok && ute.Field != "" {
-			return invalid(ute.Field, "expected a JSON %s, got %s", jsonKind(ute.Type.Kind().String()), ute.Value)
-		}
-		if pe, ok := err.(*time.ParseError); ok {
-			return invalid("at", "expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z, got %q", truncateForError(pe.Value))
-		}
-		if strings.Contains(err.Error(), "parsing time") || strings.Contains(err.Error(), "Time.UnmarshalJSON") {
-			return invalid("at", "expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z (%v)", err)
+		if ve := DecodeError(err); ve != nil {
+			return ve
 		}
 		return &ValidationError{Code: CodeBadJSON, Field: "payload", Reason: "not valid JSON: " + err.Error()}
+	}
+	return nil
+}
+
+// DecodeError is the error naming the field of an event's JSON value that
+// encoding/json could not decode (err), and what was expected: a value of
+// the wrong type, or an "at" that is not an RFC 3339 time (the only time
+// field of an inbound event). nil for any other error.
+func DecodeError(err error) *ValidationError {
+	var ute *json.UnmarshalTypeError
+	var pe *time.ParseError
+	switch {
+	case errors.As(err, &ute) && ute.Field != "":
+		return &ValidationError{Code: CodeInvalidField, Field: ute.Field,
+			Reason: fmt.Sprintf("expected a JSON %s, got %s", jsonKind(ute.Type.Kind().String()), ute.Value)}
+	case errors.As(err, &pe):
+		return &ValidationError{Code: CodeInvalidField, Field: "at",
+			Reason: fmt.Sprintf("expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z, got %q", truncateForError(pe.Value))}
+	case strings.Contains(err.Error(), "parsing time") || strings.Contains(err.Error(), "Time.UnmarshalJSON"):
+		return &ValidationError{Code: CodeInvalidField, Field: "at",
+			Reason: fmt.Sprintf("expected an RFC 3339 timestamp like 2026-01-02T15:04:05Z (%v)", err)}
 	}
 	return nil
 }
