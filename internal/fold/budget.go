@@ -239,9 +239,11 @@ func mergeMemoryItems(have, add []Memory) []Memory {
 // s, in batches of as many turns as req has, for the summary and state
 // they make, then folds req on those (the memories of the earlier folds
 // were returned when those turns were first folded, and are not again).
-// When the earlier turns cannot be read, req is folded without
-// PreviousState: the backend makes do with PreviousSummary. why is the
-// backend's error, passed to req.Earlier.
+// Each earlier batch folds with the notes of its time. Building takes at
+// most half the time ctx has left: when the earlier turns cannot be read,
+// or folding them again takes longer, req is folded without PreviousState
+// (the backend makes do with PreviousSummary). why is the backend's error,
+// passed to req.Earlier.
 func Rebuild(ctx context.Context, s Summarizer, req Request, why error) (Result, error) {
 	rctx := ctx // half the fold's time left builds the state; the other half folds the batch on the prose if it cannot
 	if dl, ok := ctx.Deadline(); ok {
@@ -249,7 +251,7 @@ func Rebuild(ctx context.Context, s Summarizer, req Request, why error) (Result,
 		rctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
 		defer cancel()
 	}
-	prose := func(err error) (Result, error) {
+	prose := func() (Result, error) { // req on PreviousSummary alone
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
@@ -259,7 +261,7 @@ func Rebuild(ctx context.Context, s Summarizer, req Request, why error) (Result,
 	turns, notes, err := req.Earlier(rctx, why)
 	req.Earlier = nil
 	if err != nil {
-		return prose(err)
+		return prose()
 	}
 	batch := max(len(req.Turns), 1)
 	prev := Request{Session: req.Session, Profile: req.Profile, MaxChars: req.MaxChars}
@@ -274,7 +276,7 @@ func Rebuild(ctx context.Context, s Summarizer, req Request, why error) (Result,
 		r.Notes, notes = notes[:n], notes[n:]
 		res, err := s.Summarize(rctx, r)
 		if err != nil && rctx.Err() != nil {
-			return prose(err)
+			return prose()
 		}
 		if err != nil {
 			return Result{}, fmt.Errorf("build the state again from turn %d of %d: %w", c, len(turns), err)
