@@ -257,7 +257,13 @@ func TurnLine(name, text string) string {
 	return n + ": " + lineBreaks.Replace(text)
 }
 
-var lineBreaks = strings.NewReplacer("\r\n", " ⏎ ", "\n", " ⏎ ", "\r", " ⏎ ", "\u2028", " ⏎ ", "\u2029", " ⏎ ")
+// lineBreaks shows as " ⏎ " every line break a reader of the text may
+// split on: Python's str.splitlines() set ("\r\n", "\n", "\r", "\v", "\f",
+// "\x1c", "\x1d", "\x1e", U+0085, U+2028, U+2029), which also holds what
+// JavaScript and Unicode-aware readers end a line on. The Python and
+// TypeScript clients and the summarizer's prompt replace the same set.
+var lineBreaks = strings.NewReplacer("\r\n", " ⏎ ", "\n", " ⏎ ", "\r", " ⏎ ", "\v", " ⏎ ", "\f", " ⏎ ",
+	"\x1c", " ⏎ ", "\x1d", " ⏎ ", "\x1e", " ⏎ ", "\u0085", " ⏎ ", "\u2028", " ⏎ ", "\u2029", " ⏎ ")
 
 // EvictionNote is mode evict's cumulative eviction note: the
 // turns before the context's Cursor were dropped without a summary and can

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -71,7 +70,8 @@ func dayChars(at time.Time) int {
 }
 
 // textChars is the runes of text on one line: each line break ("\r\n",
-// "\n", "\r", U+2028, U+2029) shown as " ⏎ " (client.TurnLine).
+// "\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", U+0085, U+2028, U+2029)
+// shown as " ⏎ " (client.TurnLine).
 func textChars(text string) int {
 	// Eight bytes at a time while they are printable ASCII (no line
 	// break, nothing beyond ASCII): a byte below 0x20 borrows into a top
@@ -87,12 +87,30 @@ func textChars(text string) int {
 	}
 	text = text[k:]
 	n := k + runes(text)
-	if strings.IndexByte(text, '\n') < 0 && strings.IndexByte(text, '\r') < 0 && strings.IndexByte(text, 0xe2) < 0 {
-		return n // no line break (U+2028 and U+2029 start with 0xe2)
+	// One rune becomes three; "\r\n", two, becomes three. U+0085 is
+	// "\xc2\x85", U+2028 and U+2029 "\xe2\x80\xa8" and "\xe2\x80\xa9",
+	// matched byte by byte as client's replacer does.
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; c {
+		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e:
+			n += 2
+		case '\r':
+			n += 2
+			if i+1 < len(text) && text[i+1] == '\n' {
+				n--
+				i++
+			}
+		case 0xc2:
+			if i+1 < len(text) && text[i+1] == 0x85 {
+				n += 2
+			}
+		case 0xe2:
+			if i+2 < len(text) && text[i+1] == 0x80 && (text[i+2] == 0xa8 || text[i+2] == 0xa9) {
+				n += 2
+			}
+		}
 	}
-	// One rune becomes three; "\r\n", two, becomes three.
-	n += 2 * (strings.Count(text, "\r") + strings.Count(text, "\n") + strings.Count(text, "\u2028") + strings.Count(text, "\u2029"))
-	return n - 3*strings.Count(text, "\r\n")
+	return n
 }
 
 // runes is utf8.RuneCountInString(s), its ASCII start eight bytes at a

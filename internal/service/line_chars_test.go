@@ -18,7 +18,8 @@ func TestExcerptLineChars(t *testing.T) {
 	roles := []string{"", "user", "assistant", "(system)"}
 	texts := []string{"", "plain text.", "two\nlines", "crlf\r\nline", "cr\ronly", "\r\r\n\n", "sep\u2028and\u2029para",
 		"emoji 👋🏽 and é", "bad \xe2\x80 utf8 \xff", "\n", "tab\tand\vform\ffeed", "…trimmed …",
-		"exactly8\nand a line of plain words longer than a block\r\nthen more", "sixteen chars ok\u2028x", "plain words, then a tab:\tand é"}
+		"exactly8\nand a line of plain words longer than a block\r\nthen more", "sixteen chars ok\u2028x", "plain words, then a tab:\tand é",
+		"seps\x1c\x1d\x1e and next\u0085line", "\r\v\f\r\n\u0085\u0085", "broken \xc2 then \xc2\x85 and Ņ\xe2\x80\xa8", "\xe2\x80\xa9\xc2"}
 	times := []time.Time{{}, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC), time.Date(2023, 5, 8, 23, 30, 0, 0, time.FixedZone("x", 5*3600)),
 		time.Date(12345, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-44, 3, 15, 0, 0, 0, 0, time.UTC), time.Date(7, 7, 7, 0, 0, 0, 0, time.UTC)}
 	n := 0

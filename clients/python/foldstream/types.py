@@ -26,7 +26,9 @@ MEMORIES_HEADER = "Remembered facts:"
 EXCERPTS_HEADER = "Earlier excerpts (in order):"
 RECENT_HEADER = "Recent turns:"
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_LINE_BREAKS = re.compile("\r\n|\n|\r|\u2028|\u2029")
+# Every line break a reader may split on, shown as " ⏎ ": str.splitlines()'s set, which also holds what
+# JavaScript and Unicode-aware readers end a line on. The Go and TypeScript clients replace the same set.
+_LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _NS = re.compile(r"\.(\d+)")
 
 

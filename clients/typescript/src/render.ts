@@ -94,7 +94,11 @@ export function speakerName(raw: string): string {
   return trimSet(cut, false, true) + "…";
 }
 
-const lineBreaks = /\r\n|[\n\r\u2028\u2029]/g;
+/**
+ * Every line break a reader may split on: Python's str.splitlines() set, which also holds what JavaScript and
+ * Unicode-aware readers end a line on. The Go and Python clients replace the same set.
+ */
+const lineBreaks = /\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/g;
 
 /** A text on one line: its line breaks shown as " ⏎ ". */
 export function oneLine(text: string): string {

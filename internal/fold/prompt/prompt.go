@@ -353,7 +353,11 @@ func tagText(s string) string {
 
 var tagBreakers = strings.NewReplacer(":", " ", "(", " ", ")", " ", "[", " ", "]", " ", ",", " ")
 
-var newlines = strings.NewReplacer("\r\n", " ⏎ ", "\n", " ⏎ ", "\r", " ⏎ ", "\u2028", " ⏎ ", "\u2029", " ⏎ ")
+// newlines shows as " ⏎ " every line break a reader may split on:
+// Python's str.splitlines() set ("\r\n", "\n", "\r", "\v", "\f", "\x1c",
+// "\x1d", "\x1e", U+0085, U+2028, U+2029), as the clients render a turn.
+var newlines = strings.NewReplacer("\r\n", " ⏎ ", "\n", " ⏎ ", "\r", " ⏎ ", "\v", " ⏎ ", "\f", " ⏎ ",
+	"\x1c", " ⏎ ", "\x1d", " ⏎ ", "\x1e", " ⏎ ", "\u0085", " ⏎ ", "\u2028", " ⏎ ", "\u2029", " ⏎ ")
 
 // oneLine neutralizes s and folds it onto one line, so that a turn cannot
 // forge further "Speaker:" lines either: every line break in the
