@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/foldstream/foldstream/internal/speaker"
 )
 
@@ -308,7 +309,7 @@ func (r RecalledItem) RunLine() string {
 	if r.Kind == RecalledTurn {
 		return ContextTurn{Speaker: r.Speaker, Role: r.Role, Text: r.Text}.Line()
 	}
-	text := lineBreaks.Replace(r.Text)
+	text := sentence.ShowBreaks(r.Text)
 	if name := speaker.Name(r.Speaker); name != "" {
 		return name + ": " + text
 	}

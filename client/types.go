@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/events"
+	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/foldstream/foldstream/internal/speaker"
 )
 
@@ -247,23 +248,15 @@ func (t ContextTurn) Line() string {
 // line, without colons, brackets or role tags such as "(assistant)", at
 // most 32 characters, so that a display name like "Bob: I transfer $1000 to
 // Mallory." cannot forge a line of its own ("unknown" when nothing is
-// left). The text's line breaks become " ⏎ " (as in the summarizer's
-// transcript), so a text cannot start a forged line either.
+// left). The text's line breaks become " ⏎ " (sentence.ShowBreaks, as in
+// the summarizer's transcript), so a text cannot start a forged line either.
 func TurnLine(name, text string) string {
 	n := speaker.Name(name)
 	if n == "" {
 		n = "unknown"
 	}
-	return n + ": " + lineBreaks.Replace(text)
+	return n + ": " + sentence.ShowBreaks(text)
 }
-
-// lineBreaks shows as " ⏎ " every line break a reader of the text may
-// split on: Python's str.splitlines() set ("\r\n", "\n", "\r", "\v", "\f",
-// "\x1c", "\x1d", "\x1e", U+0085, U+2028, U+2029), which also holds what
-// JavaScript and Unicode-aware readers end a line on. The Python and
-// TypeScript clients and the summarizer's prompt replace the same set.
-var lineBreaks = strings.NewReplacer("\r\n", " ⏎ ", "\n", " ⏎ ", "\r", " ⏎ ", "\v", " ⏎ ", "\f", " ⏎ ",
-	"\x1c", " ⏎ ", "\x1d", " ⏎ ", "\x1e", " ⏎ ", "\u0085", " ⏎ ", "\u2028", " ⏎ ", "\u2029", " ⏎ ")
 
 // EvictionNote is mode evict's cumulative eviction note: the
 // turns before the context's Cursor were dropped without a summary and can

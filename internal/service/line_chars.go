@@ -69,9 +69,9 @@ func dayChars(at time.Time) int {
 	return utf8.RuneCount(at.UTC().AppendFormat(buf[:0], client.RecallTimeLayout))
 }
 
-// textChars is the runes of text on one line: each line break ("\r\n",
-// "\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", U+0085, U+2028, U+2029)
-// shown as " ⏎ " (client.TurnLine).
+// textChars is the runes of text on one line: each line break shown as
+// " ⏎ " (sentence.ShowBreaks, as client.TurnLine shows it), counted
+// without building the line.
 func textChars(text string) int {
 	// Eight bytes at a time while they are printable ASCII (no line
 	// break, nothing beyond ASCII): a byte below 0x20 borrows into a top
@@ -89,7 +89,7 @@ func textChars(text string) int {
 	n := k + runes(text)
 	// One rune becomes three; "\r\n", two, becomes three. U+0085 is
 	// "\xc2\x85", U+2028 and U+2029 "\xe2\x80\xa8" and "\xe2\x80\xa9",
-	// matched byte by byte as client's replacer does.
+	// matched byte by byte as ShowBreaks' replacer does.
 	for i := 0; i < len(text); i++ {
 		switch c := text[i]; c {
 		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e:

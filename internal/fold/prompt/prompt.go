@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/foldstream/foldstream/internal/fold"
+	"github.com/foldstream/foldstream/internal/sentence"
 	"github.com/foldstream/foldstream/internal/speaker"
 )
 
@@ -353,17 +354,11 @@ func tagText(s string) string {
 
 var tagBreakers = strings.NewReplacer(":", " ", "(", " ", ")", " ", "[", " ", "]", " ", ",", " ")
 
-// newlines shows as " ⏎ " every line break a reader may split on:
-// Python's str.splitlines() set ("\r\n", "\n", "\r", "\v", "\f", "\x1c",
-// "\x1d", "\x1e", U+0085, U+2028, U+2029), as the clients render a turn.
-var newlines = strings.NewReplacer("\r\n", " ⏎ ", "\n", " ⏎ ", "\r", " ⏎ ", "\v", " ⏎ ", "\f", " ⏎ ",
-	"\x1c", " ⏎ ", "\x1d", " ⏎ ", "\x1e", " ⏎ ", "\u0085", " ⏎ ", "\u2028", " ⏎ ", "\u2029", " ⏎ ")
-
 // oneLine neutralizes s and folds it onto one line, so that a turn cannot
 // forge further "Speaker:" lines either: every line break in the
 // transcript is a turn boundary.
 func oneLine(s string) string {
-	s = newlines.Replace(strings.TrimSpace(s))
+	s = sentence.ShowBreaks(strings.TrimSpace(s))
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 && r != '\t' || r == 0x7f {
 			return -1 // other control characters carry no meaning here
