@@ -194,7 +194,9 @@ func (f *settingFlag) Set(text string) error {
 	}
 	// 0 in a configure keeps the deployment's value; the deployment's own
 	// value has none to keep, so where 0 is not a value of the setting (nor
-	// a rule, as the default 0 of reserve_tokens is) it is out of range.
+	// a rule, as the default 0 of reserve_tokens is, nor a duration, whose 0
+	// turns the feature off for the deployment: --idle-after 0) it is out
+	// of range.
 	if v == 0 && !f.s.ZeroIsValue && f.s.Default() != 0 && f.s.Unit != events.Seconds {
 		want := fmt.Sprintf("%g..%g %s", f.s.Min, f.s.Max, f.s.Unit)
 		if f.s.Exclusive {
